@@ -1,0 +1,60 @@
+/* log.h -- tor-style logging: severities, destinations, one line per event.
+ *
+ * A message goes to every destination whose severity range includes it.
+ * Destinations are configured with tor's syntax ("notice stderr",
+ * "info-warn file /var/log/pctor.log", "debug stdout") via
+ * log_parse_destination(); until one is configured, notice and above go to
+ * stderr. Lines look like tor's: "Nov 22 03:04:40.123 [notice] text".
+ *
+ * Tests may install a hook that sees every message (log_set_hook()).
+ */
+#ifndef PCTOR_LIB_LOG_LOG_H
+#define PCTOR_LIB_LOG_LOG_H
+
+#include <stdarg.h>
+
+typedef enum {
+  LOG_SEV_DEBUG = 0,
+  LOG_SEV_INFO = 1,
+  LOG_SEV_NOTICE = 2,
+  LOG_SEV_WARN = 3,
+  LOG_SEV_ERR = 4,
+} log_severity_t;
+
+void log_msg(log_severity_t sev, const char *func, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+void log_vmsg(log_severity_t sev, const char *func, const char *fmt,
+              va_list ap);
+
+#define log_debug(...) log_msg(LOG_SEV_DEBUG, __func__, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_SEV_INFO, __func__, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_SEV_NOTICE, __func__, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_SEV_WARN, __func__, __VA_ARGS__)
+#define log_err(...) log_msg(LOG_SEV_ERR, __func__, __VA_ARGS__)
+
+/* Parse a severity name ("debug", "info", "notice", "warn", "err");
+ * returns -1 if unknown. */
+int log_severity_parse(const char *name);
+const char *log_severity_name(log_severity_t sev);
+
+/* Check a tor-style Log value ("SEV[-SEV] stderr|stdout|syslog|file PATH")
+ * without applying it. On error returns -1 and sets *err_out to a newly
+ * allocated message. */
+int log_check_destination(const char *spec, char **err_out);
+/* Add a destination described by a Log value. Returns 0 or -1 (+ *err_out). */
+int log_parse_destination(const char *spec, char **err_out);
+/* Remove every configured destination (back to the default: notice+ to
+ * stderr). Used before re-applying the Log lines on SIGHUP. */
+void log_reset_destinations(void);
+/* Lowest severity any destination wants: callers may skip expensive
+ * formatting when log_is_enabled(sev) is false. */
+int log_is_enabled(log_severity_t sev);
+/* Close and reopen file destinations (after log rotation, on SIGHUP). */
+void log_reopen_files(void);
+
+typedef void (*log_hook_fn)(log_severity_t sev, const char *msg, void *arg);
+/* Install (or with fn == NULL remove) a hook that receives every message at
+ * or above min_sev in addition to the destinations. */
+void log_set_hook(log_severity_t min_sev, log_hook_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,6 @@
+/* suites.h -- the Check suites linked into tests/unit/check_pctor.
+ *
+ * One line per module: SUITE(name) means tests/unit/check_<name>.c defines
+ * "Suite *suite_<name>(void)". Add a line when you add a test file.
+ */
+SUITE(log)
