@@ -1,0 +1,86 @@
+/* conn.h -- one opaque connection type for everything pctor speaks over
+ * TCP: TLS link connections to relays and clients, and (later) plain
+ * connections (exit streams, SOCKS, HTTP directory).
+ *
+ * A conn_t owns its socket, its optional TLS object and two buf_t
+ * buffers. Protocol code never touches sockets, events or TLS handles: it
+ * gets a single callback with an event code, reads what arrived from
+ * conn_inbuf(), appends to conn_outbuf() and calls conn_flush_soon().
+ *
+ * Events:
+ *   CONN_EV_OPEN     TCP connected and, for TLS, the TLS handshake done
+ *   CONN_EV_DATA     new bytes were appended to the inbuf
+ *   CONN_EV_DRAINED  the outbuf went from above to at or below the
+ *                    low-water mark set by conn_set_lowat()
+ *   CONN_EV_EOF      the peer closed its side (inbuf may still hold data)
+ *   CONN_EV_ERROR    connection failed or broke; conn_error() says why
+ * After EOF or ERROR the owner must call conn_free() (possibly later).
+ * Calling conn_free() from inside the callback is allowed.
+ */
+#ifndef PCTOR_LIB_NET_CONN_H
+#define PCTOR_LIB_NET_CONN_H
+#include <stddef.h>
+#include <stdint.h>
+#include "lib/buf/buf.h"
+#include "lib/evloop/evloop.h"
+#include "lib/net/address.h"
+#include "lib/tls/tls.h"
+
+typedef struct conn_t conn_t;
+typedef enum {
+  CONN_EV_OPEN,
+  CONN_EV_DATA,
+  CONN_EV_DRAINED,
+  CONN_EV_EOF,
+  CONN_EV_ERROR,
+} conn_event_t;
+typedef void (*conn_cb_fn)(conn_t *c, conn_event_t ev, void *arg);
+
+/* Start a non-blocking connect to addr; tls_ctx NULL means plain TCP.
+ * Returns NULL (with *err set to a static string) only if the socket
+ * cannot even be created; later failures arrive as CONN_EV_ERROR. */
+conn_t *conn_connect(evloop_t *loop, tls_context_t *tls_ctx,
+                     const pc_addr_t *addr, conn_cb_fn cb, void *arg,
+                     const char **err);
+/* Wrap an accepted socket (takes ownership of fd); TLS server side when
+ * tls_ctx is non-NULL. */
+conn_t *conn_new_accepted(evloop_t *loop, tls_context_t *tls_ctx, int fd,
+                          const pc_addr_t *peer, conn_cb_fn cb, void *arg);
+void conn_set_callback(conn_t *c, conn_cb_fn cb, void *arg);
+buf_t *conn_inbuf(conn_t *c);
+buf_t *conn_outbuf(conn_t *c);
+/* Ask for the outbuf to be written out (batched: done from the loop). */
+void conn_flush_soon(conn_t *c);
+/* Stop or resume reading (back-pressure). */
+void conn_set_reading(conn_t *c, int enabled);
+/* CONN_EV_DRAINED fires when the outbuf drops to <= lowat bytes. */
+void conn_set_lowat(conn_t *c, size_t lowat);
+/* Max bytes read per readiness event (fairness between connections). */
+void conn_set_read_budget(conn_t *c, size_t bytes);
+/* Hand the connection over to be closed: with flush_first, what is in
+ * the outbuf is written first (bounded by a timeout), then the socket is
+ * closed. No more callbacks are delivered and the conn frees itself; the
+ * owner must forget its pointer after this call. */
+void conn_close(conn_t *c, int flush_first);
+/* Close at once and free; no callbacks. */
+void conn_free_(conn_t *c);
+#define conn_free(x) do { conn_free_(x); (x) = NULL; } while (0)
+const pc_addr_t *conn_peer(const conn_t *c);
+tls_conn_t *conn_tls(conn_t *c); /* NULL for plain connections */
+int conn_fd(const conn_t *c);
+const char *conn_error(const conn_t *c);
+/* Totals since the connection was created. */
+uint64_t conn_bytes_read(const conn_t *c);
+uint64_t conn_bytes_written(const conn_t *c);
+
+/* A listening TCP socket; accept_cb gets each new fd (non-blocking,
+ * close-on-exec) and the peer's address. */
+typedef struct listener_t listener_t;
+typedef void (*listener_cb_fn)(int fd, const pc_addr_t *peer, void *arg);
+listener_t *listener_new(evloop_t *loop, const pc_addr_t *bind_addr,
+                         listener_cb_fn cb, void *arg, const char **err);
+/* The address actually bound (port filled in when 0 was asked). */
+const pc_addr_t *listener_addr(const listener_t *l);
+void listener_free_(listener_t *l);
+#define listener_free(x) do { listener_free_(x); (x) = NULL; } while (0)
+#endif
