@@ -1,9 +1,256 @@
-/* main.c -- placeholder entry point, replaced by the daemon start-up. */
+/* main.c -- the pctor daemon's entry point: command line, options,
+ * logging, start-up order, signals.
+ *
+ * Start-up order (each step needs the previous ones):
+ *   1. parse the command line; --help, --version, --list-options exit here;
+ *   2. read and validate the torrc (errors name option and line and exit
+ *      1); --verify-config exits here;
+ *   3. apply the Log lines (files are opened as the starting user, so a
+ *      log file in a root-only directory still works after User);
+ *   4. RunAsDaemon: detach, but keep the original process waiting so that
+ *      it can exit with our start-up status;
+ *   5. crypto, the event loop, the signal handlers;
+ *   6. app_start(): bind ports and read keys, still privileged;
+ *   7. PidFile (our final pid, written before losing the right to);
+ *   8. User: hand DataDirectory over, switch user, drop capabilities;
+ *   9. RunAsDaemon: stdio to /dev/null, release the original process;
+ *  10. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
+ * SIGHUP re-reads the same torrc and command line; a bad new configuration
+ * is logged and the old one kept. Options that cannot change while running
+ * keep their old values, with a warning.
+ */
 #include "config.h"
+
+#include <signal.h>
 #include <stdio.h>
-int
-main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/config/options.h"
+#include "app/main/daemon.h"
+#include "app/main/privdrop.h"
+#include "app/main/start.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/evloop/evloop.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#ifndef PCTOR_SYSCONFDIR
+#define PCTOR_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_TORRC PCTOR_SYSCONFDIR "/pctor/torrc"
+
+/* The daemon's state: only main.c's signal handlers use it. */
+static struct {
+  evloop_t *loop;
+  options_cmdline_t *cmdline;
+  options_t *opts;
+  evloop_signal_t *sig_hup, *sig_term, *sig_int;
+} daemon_state;
+
+static void
+print_version(void)
 {
-  puts(PACKAGE_STRING);
+  printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+  printf("Libraries: Libevent %s, %s\n", evloop_library_version(),
+         crypt_library_version());
+}
+
+/* Replace the log destinations by the Log lines (none: the default,
+ * notice and above to stderr). Returns 0, or -1 with *err_out set, in
+ * which case the destinations applied before the bad line remain. */
+static int
+apply_logs(const options_strlist_t *logs, char **err_out)
+{
+  log_reset_destinations();
+  for (int i = 0; i < logs->n; i++)
+    if (log_parse_destination(logs->v[i], err_out) < 0)
+      return -1;
   return 0;
+}
+
+static void
+on_hup(void *arg)
+{
+  (void)arg;
+  options_t *new_opts = NULL;
+  char *err = NULL;
+  log_notice("Received reload signal (hup). Reloading config.");
+  if (options_load(daemon_state.cmdline, &new_opts, &err) < 0) {
+    /* The message ends in "Failing." for start-up; not so here. */
+    size_t len = strlen(err);
+    if (len > 9 && !strcmp(err + len - 9, " Failing."))
+      err[len - 9] = '\0';
+    log_warn("%s", err);
+    log_warn("Reloading the configuration failed; keeping the old one.");
+    free(err);
+    return;
+  }
+  options_keep_non_reloadable(daemon_state.opts, new_opts);
+
+  /* Logs first: they can be put back if something fails. */
+  size_t n;
+  const option_def_t *tbl = options_table(&n);
+  const option_def_t *log_def = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (tbl[i].type == OPT_TYPE_LOG)
+      log_def = &tbl[i];
+  int logs_changed = !options_equal(daemon_state.opts, new_opts, log_def);
+  if (logs_changed) {
+    if (apply_logs(&new_opts->logs, &err) < 0) {
+      char *err2 = NULL;
+      if (apply_logs(&daemon_state.opts->logs, &err2) < 0)
+        free(err2);
+      log_warn("Could not apply the new Log lines (%s); keeping the old "
+               "configuration.", err);
+      free(err);
+      options_free(new_opts);
+      return;
+    }
+  } else {
+    log_reopen_files();
+  }
+
+  if (app_reconfigure(daemon_state.opts, new_opts) < 0) {
+    log_warn("Could not apply the new configuration; keeping the old one.");
+    if (logs_changed && apply_logs(&daemon_state.opts->logs, &err) < 0)
+      free(err);
+    options_free(new_opts);
+    return;
+  }
+  options_free(daemon_state.opts);
+  daemon_state.opts = new_opts;
+  log_notice("Configuration reloaded.");
+}
+
+static void
+on_term(void *arg)
+{
+  (void)arg;
+  log_notice("Interrupt: exiting cleanly.");
+  app_shutdown();
+  evloop_exit(daemon_state.loop);
+}
+
+static void
+cleanup(void)
+{
+  evloop_signal_free(daemon_state.sig_hup);
+  evloop_signal_free(daemon_state.sig_term);
+  evloop_signal_free(daemon_state.sig_int);
+  evloop_free(daemon_state.loop);
+  options_free(daemon_state.opts);
+  options_cmdline_free(daemon_state.cmdline);
+}
+
+/* Log the failure, remove what we wrote, and return the exit status. */
+static int
+fail_startup(void)
+{
+  log_err("pctor could not start; exiting.");
+  daemon_remove_pidfile();
+  cleanup();
+  return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+  char *err = NULL;
+  options_cmdline_t *cl = NULL;
+
+  if (options_cmdline_parse(argc, argv, DEFAULT_TORRC, &cl, &err) < 0) {
+    fprintf(stderr, "pctor: %s\nTry 'pctor --help'.\n", err);
+    free(err);
+    return 1;
+  }
+  daemon_state.cmdline = cl;
+  if (cl->show_help) {
+    options_usage(stdout, "pctor", DEFAULT_TORRC);
+    cleanup();
+    return 0;
+  }
+  if (cl->show_version) {
+    print_version();
+    cleanup();
+    return 0;
+  }
+  if (cl->list_options) {
+    options_list(stdout);
+    cleanup();
+    return 0;
+  }
+
+  if (options_load(cl, &daemon_state.opts, &err) < 0) {
+    log_err("%s", err);
+    free(err);
+    cleanup();
+    return 1;
+  }
+  const options_t *opts = daemon_state.opts;
+  if (cl->verify_config) {
+    printf("Configuration was valid\n");
+    cleanup();
+    return 0;
+  }
+  if (opts->user && privdrop_check(opts->user, &err) < 0) {
+    log_err("%s. Failing.", err);
+    free(err);
+    cleanup();
+    return 1;
+  }
+
+  if (apply_logs(&opts->logs, &err) < 0) {
+    log_err("%s. Failing.", err);
+    free(err);
+    cleanup();
+    return 1;
+  }
+  log_notice("%s %s starting with Libevent %s and %s.", PACKAGE_NAME,
+             PACKAGE_VERSION, evloop_library_version(),
+             crypt_library_version());
+  if (access(cl->torrc, F_OK) == 0)
+    log_notice("Read configuration file \"%s\".", cl->torrc);
+
+  if (opts->run_as_daemon && daemon_start() < 0)
+    return fail_startup();
+
+  if (crypt_global_init() < 0) {
+    log_err("The crypto library could not be initialised.");
+    return fail_startup();
+  }
+  /* A peer closing a connection must show up as EPIPE, not kill us. */
+  signal(SIGPIPE, SIG_IGN);
+  daemon_state.loop = evloop_new();
+  daemon_state.sig_hup = evloop_signal_new(daemon_state.loop, SIGHUP,
+                                           on_hup, NULL);
+  daemon_state.sig_term = evloop_signal_new(daemon_state.loop, SIGTERM,
+                                            on_term, NULL);
+  daemon_state.sig_int = evloop_signal_new(daemon_state.loop, SIGINT,
+                                           on_term, NULL);
+
+  if (app_start(daemon_state.loop, opts) < 0)
+    return fail_startup();
+  if (opts->pid_file && daemon_write_pidfile(opts->pid_file) < 0) {
+    app_shutdown();
+    return fail_startup();
+  }
+  if (opts->user) {
+    if (privdrop_switch_user(opts->user, opts->data_directory) < 0) {
+      app_shutdown();
+      return fail_startup();
+    }
+  } else if (geteuid() == 0) {
+    log_notice("Running as root. Consider setting User to run pctor as an "
+               "unprivileged user.");
+  }
+  daemon_finish();
+
+  int r = evloop_run(daemon_state.loop);
+  if (r < 0)
+    log_err("The event loop failed.");
+  daemon_remove_pidfile();
+  cleanup();
+  return r < 0 ? 1 : 0;
 }

@@ -33,7 +33,9 @@ typedef struct crypt_digest_t crypt_digest_t;
 /* New incremental digest; never returns NULL. */
 crypt_digest_t *crypt_digest_new(digest_alg_t alg);
 crypt_digest_t *crypt_digest_dup(const crypt_digest_t *d);
-/* Make dst's state equal to src's (same algorithm); no allocation. */
+/* Make dst's state equal to src's (same algorithm). No allocation for
+ * SHA-1 and SHA-256; for SHA3-256, OpenSSL 3.0 allocates inside the copy
+ * (also in crypt_digest_peek()). */
 void crypt_digest_assign(crypt_digest_t *dst, const crypt_digest_t *src);
 void crypt_digest_add(crypt_digest_t *d, const void *m, size_t n);
 /* Write the first outlen bytes (<= digest length) of the digest of what

@@ -46,6 +46,13 @@ int crypt_rsa_sign_raw(const crypt_rsa_t *k, const uint8_t *data,
 /* Public-key operation on sig; 0 if it unpads to exactly data. */
 int crypt_rsa_verify_raw(const crypt_rsa_t *k, const uint8_t *data,
                          size_t len, const uint8_t *sig, size_t siglen);
+/* Ordinary RSASSA-PKCS1-v1_5 with SHA-256 over msg (DigestInfo included),
+ * for X.509 certificates. sig must hold crypt_rsa_bits()/8 bytes. */
+int crypt_rsa_sign_sha256(const crypt_rsa_t *k, const uint8_t *msg,
+                          size_t len, uint8_t *sig, size_t *siglen);
+/* 0 if sig is a valid RSASSA-PKCS1-v1_5 SHA-256 signature of msg. */
+int crypt_rsa_verify_sha256(const crypt_rsa_t *k, const uint8_t *msg,
+                            size_t len, const uint8_t *sig, size_t siglen);
 /* Equality of public parts. */
 int crypt_rsa_public_eq(const crypt_rsa_t *a, const crypt_rsa_t *b);
 crypt_rsa_t *crypt_rsa_dup(const crypt_rsa_t *k);

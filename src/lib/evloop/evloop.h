@@ -65,7 +65,11 @@ void evloop_signal_free_(evloop_signal_t *s);
 
 /* A callback run once, soon, from the loop (after the current callback
  * returns); scheduling it again before it ran is a no-op. Used to batch
- * work such as flushing circuit queues. */
+ * work such as flushing circuit queues. It runs in the same loop
+ * iteration, after the callbacks already due; one scheduled from its own
+ * callback also runs again in the same iteration, so work that can go on
+ * indefinitely should continue from a zero-delay timer instead (which
+ * fires in the next iteration, after the loop polled the fds again). */
 evloop_deferred_t *evloop_deferred_new(evloop_t *loop, evloop_cb cb,
                                        void *arg);
 void evloop_deferred_schedule(evloop_deferred_t *d);

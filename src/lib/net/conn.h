@@ -15,7 +15,12 @@
  *   CONN_EV_EOF      the peer closed its side (inbuf may still hold data)
  *   CONN_EV_ERROR    connection failed or broke; conn_error() says why
  * After EOF or ERROR the owner must call conn_free() (possibly later).
- * Calling conn_free() from inside the callback is allowed.
+ * Calling conn_free() or conn_close() from inside the callback is allowed.
+ * Callbacks are only ever made from the event loop, never from inside a
+ * conn_* call. There is no handshake or idle timeout here: owners that
+ * need one run a timer and call conn_free().
+ * Sockets are non-blocking, close-on-exec, TCP_NODELAY; writes never raise
+ * SIGPIPE.
  */
 #ifndef PCTOR_LIB_NET_CONN_H
 #define PCTOR_LIB_NET_CONN_H
@@ -49,11 +54,15 @@ conn_t *conn_new_accepted(evloop_t *loop, tls_context_t *tls_ctx, int fd,
 void conn_set_callback(conn_t *c, conn_cb_fn cb, void *arg);
 buf_t *conn_inbuf(conn_t *c);
 buf_t *conn_outbuf(conn_t *c);
-/* Ask for the outbuf to be written out (batched: done from the loop). */
+/* Ask for the outbuf to be written out (batched: done from the loop).
+ * Bytes appended without this call may wait until the next one. Only
+ * append to the outbuf (never drain or pull it up): a TLS write that
+ * could not finish is retried from the same bytes. */
 void conn_flush_soon(conn_t *c);
 /* Stop or resume reading (back-pressure). */
 void conn_set_reading(conn_t *c, int enabled);
-/* CONN_EV_DRAINED fires when the outbuf drops to <= lowat bytes. */
+/* CONN_EV_DRAINED fires when the outbuf drops to <= lowat bytes
+ * (default 0: when it empties). */
 void conn_set_lowat(conn_t *c, size_t lowat);
 /* Max bytes read per readiness event (fairness between connections). */
 void conn_set_read_budget(conn_t *c, size_t bytes);

@@ -42,19 +42,32 @@ const uint8_t *tls_context_cert_der(const tls_context_t *ctx, size_t *len);
 tls_conn_t *tls_conn_new(tls_context_t *ctx, int fd, int is_server);
 void tls_conn_free_(tls_conn_t *t);
 #define tls_conn_free(x) do { tls_conn_free_(x); (x) = NULL; } while (0)
-/* Drive the handshake: TLS_OK when done, else WANT_*/CLOSED/ERROR. */
+/* Drive the handshake: TLS_OK when done, else TLS_WANT_READ,
+ * TLS_WANT_WRITE, TLS_CLOSED or TLS_ERROR. */
 int tls_conn_handshake(tls_conn_t *t);
 /* Read up to len bytes: returns > 0 bytes, or a TLS_* code (never 0). */
 ssize_t tls_conn_read(tls_conn_t *t, uint8_t *out, size_t len);
-/* Write up to len bytes: returns > 0 bytes written, or a TLS_* code.
+/* Write up to len bytes: returns > 0 bytes written, or a TLS_* code
+ * (TLS_OK, i.e. 0, only when len is 0).
  * After WANT_*, retry with the same data (pointer may differ, content
  * and length must not shrink). */
 ssize_t tls_conn_write(tls_conn_t *t, const uint8_t *data, size_t len);
-/* Decrypted bytes already buffered inside the TLS object. */
+/* Decrypted bytes already buffered inside the TLS object; also nonzero
+ * (1) when only undecrypted read-ahead bytes are buffered. In both cases
+ * tls_conn_read() may return data although the socket is not readable. */
 size_t tls_conn_pending(const tls_conn_t *t);
+/* Send close_notify (once, best effort, non-blocking): TLS_OK or a TLS_*
+ * code. */
+int tls_conn_shutdown(tls_conn_t *t);
 /* DER of the peer's certificate into a new buffer; -1 if none. */
 int tls_conn_peer_cert_der(const tls_conn_t *t, uint8_t **der, size_t *len);
-/* RFC 5705 keying material exporter. */
+/* DER of the certificate this connection presents (ours), into a new
+ * buffer; -1 if none. Unlike tls_context_cert_der() it stays right for
+ * older connections after the owner switched to a new context. */
+int tls_conn_own_cert_der(const tls_conn_t *t, uint8_t **der, size_t *len);
+/* RFC 5705 keying material exporter (after the handshake); context NULL
+ * means "no context", which differs from an empty one in TLS 1.2.
+ * Returns 0 or -1. */
 int tls_conn_export_key(tls_conn_t *t, uint8_t *out, size_t outlen,
                         const char *label, const uint8_t *context,
                         size_t contextlen);

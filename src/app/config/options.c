@@ -1,0 +1,957 @@
+/* options.c -- the option table, merging torrc and command line, typed
+ * assignment and cross-option validation (see options.h).
+ *
+ * Design:
+ *  - The table is the single source of truth. A row says where its value
+ *    lives in options_t (offset) and which of a handful of types it has;
+ *    assignment, comparison, copying (for SIGHUP) and --list-options are
+ *    generic over those types, so adding an option is adding a row (and a
+ *    field, and a paragraph in doc/pctor.1, which `make check` enforces).
+ *  - Defaults are applied by parsing the row's default string with the
+ *    same code as a torrc value, so a default can never be invalid
+ *    without a unit test noticing.
+ *  - Command-line lines are merged into the torrc's lines before anything
+ *    is assigned (replace / "+" append / "/" clear, as tor does), then
+ *    every line is assigned in order; the first error stops the parse and
+ *    names the option and its line.
+ *  - Only this file knows option names; the rest of pctor reads options_t.
+ */
+#include "app/config/options.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lib/conf/confval.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#define OFF(field) offsetof(options_t, field)
+
+/* clang-format off */
+static const option_def_t option_table[] = {
+  {"DataDirectory", OPT_TYPE_PATH, "PATH", NULL,
+   "/var/lib/pctor when started as root, otherwise ~/.pctor",
+   0, 0, 0, OFF(data_directory),
+   "The directory where pctor keeps its state: its keys (in the keys "
+   "subdirectory) and the files fingerprint and fingerprint-ed25519. "
+   "pctor creates it (mode 0700) if it does not exist. With User, the "
+   "directory and the files in it that pctor owns are handed to that "
+   "user before pctor switches to it. A relative path or one starting "
+   "with ~/ is made absolute when pctor starts."},
+  {"ORPort", OPT_TYPE_ORPORT, "[ADDRESS:]PORT | 0", "0",
+   "0 (no ORPort)",
+   0, 0, 0, OFF(or_ports),
+   "Accept connections from Tor clients and relays on PORT. A port "
+   "alone listens on every IPv4 address (0.0.0.0:PORT); ADDRESS is an "
+   "IPv4 address (192.0.2.1:9001) or an IPv6 address in brackets "
+   "([2001:db8::1]:9001). Give the option twice, once with an IPv4 and "
+   "once with an IPv6 address, to listen on both; more ORPort lines are "
+   "an error, and 0 (no ORPort) cannot be combined with another line. "
+   "Ports are bound while pctor still runs as root, so ports below 1024 "
+   "work with User."},
+  {"Address", OPT_TYPE_HOST, "ADDRESS | HOSTNAME", NULL,
+   "unset (pctor guesses its address)",
+   1, 0, 0, OFF(address),
+   "The relay's public address, published in its descriptor: an IPv4 "
+   "or IPv6 address, or a host name that resolves to one. If unset, "
+   "pctor uses the ORPort's address when that is a public one and "
+   "otherwise guesses it from the local interfaces."},
+  {"Nickname", OPT_TYPE_NICKNAME, "NAME", "Unnamed", "Unnamed",
+   1, 0, 0, OFF(nickname),
+   "The relay's nickname, published in its descriptor: 1 to 19 ASCII "
+   "letters and digits."},
+  {"ContactInfo", OPT_TYPE_STRING, "TEXT", NULL, "unset",
+   1, 0, 0, OFF(contact_info),
+   "How to reach the relay's operator, published in its descriptor "
+   "(for example an e-mail address written so that harvesters do not "
+   "recognise it). Printable text without control characters."},
+  {"Log", OPT_TYPE_LOG, "SEVERITY[-SEVERITY] stderr|stdout|syslog|file PATH",
+   NULL, "notice stderr",
+   1, 0, 0, OFF(logs),
+   "Send messages with a severity from the first SEVERITY up to the "
+   "second (err if omitted; severities are debug, info, notice, warn "
+   "and err) to standard error, standard output, syslog (facility "
+   "daemon) or the file PATH (appended to, created with mode 0640). "
+   "Repeat the option for several destinations. Without any Log line, "
+   "notice and above go to standard error, which RunAsDaemon sends to "
+   "/dev/null. SIGHUP applies changed Log lines and reopens log files; "
+   "with User, log files must be writable by that user to be reopened."},
+  {"RunAsDaemon", OPT_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(run_as_daemon),
+   "If 1, run in the background: pctor forks, starts a new session, "
+   "changes its working directory to / and, once it has started, "
+   "connects its standard input, output and error to /dev/null. The "
+   "command that started pctor waits until then and exits with status "
+   "0, or with status 1 if start-up failed."},
+  {"PidFile", OPT_TYPE_PATH, "PATH", NULL, "unset",
+   0, 0, 0, OFF(pid_file),
+   "Write pctor's process ID to PATH once it has started (after going "
+   "to the background with RunAsDaemon), and remove the file on a clean "
+   "exit. The file is written before pctor switches to User; if that "
+   "user may not remove it at exit, pctor empties it instead."},
+  {"User", OPT_TYPE_USER, "NAME", NULL, "unset (keep the starting user)",
+   0, 0, 0, OFF(user),
+   "After binding its ports and reading its keys, switch to the user "
+   "NAME, its primary group and its supplementary groups, and give up "
+   "every capability. DataDirectory is handed to NAME first. Switching "
+   "to another user requires starting pctor as root; naming the user "
+   "pctor already runs as is allowed and changes nothing."},
+  {"TestingTorNetwork", OPT_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(testing_tor_network),
+   "For private test networks only. If 1, the default of "
+   "ExtendAllowPrivateAddresses becomes 1. Nothing else changes: in "
+   "particular key lifetimes and other timing stay as on the public "
+   "network."},
+  {"ExtendAllowPrivateAddresses", OPT_TYPE_BOOL, "0|1", NULL,
+   "0 (1 with TestingTorNetwork 1)",
+   1, 0, 0, OFF(extend_allow_private_addresses),
+   "If 1, extend circuits to relays at private addresses (RFC 1918 "
+   "and other private IPv4 ranges, loopback, link-local, unique local "
+   "IPv6). If 0, such extend requests are refused."},
+  {"OnionKeyRotationDays", OPT_TYPE_INT, "N", "28", "28",
+   1, 1, 90, OFF(onion_key_rotation_days),
+   "Rotate the relay's onion (ntor) key every N days, 1 to 90."},
+  {"OnionKeyGracePeriodDays", OPT_TYPE_INT, "N", "7", "7",
+   1, 1, 90, OFF(onion_key_grace_period_days),
+   "After a rotation, keep accepting the previous onion key for N "
+   "days, 1 to OnionKeyRotationDays."},
+};
+/* clang-format on */
+
+#define N_OPTIONS (sizeof(option_table) / sizeof(option_table[0]))
+_Static_assert(N_OPTIONS <= 32, "set_explicitly_ is a 32-bit mask");
+
+const option_def_t *
+options_table(size_t *n_out)
+{
+  *n_out = N_OPTIONS;
+  return option_table;
+}
+
+const option_def_t *
+options_find(const char *name)
+{
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    if (conf_key_eq(option_table[i].name, name))
+      return &option_table[i];
+  return NULL;
+}
+
+static size_t
+def_index(const option_def_t *def)
+{
+  return (size_t)(def - option_table);
+}
+
+static const option_def_t *
+def_by_offset(size_t off)
+{
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    if (option_table[i].offset == off)
+      return &option_table[i];
+  abort();
+}
+
+/* ---- typed storage ---- */
+
+#define FIELD(o, def, T) ((T *)(void *)((char *)(o) + (def)->offset))
+#define CFIELD(o, def, T) \
+  ((const T *)(const void *)((const char *)(o) + (def)->offset))
+
+static void
+strlist_clear(options_strlist_t *l)
+{
+  for (int i = 0; i < l->n; i++)
+    free(l->v[i]);
+  free(l->v);
+  l->v = NULL;
+  l->n = 0;
+}
+
+static void
+strlist_add(options_strlist_t *l, const char *s)
+{
+  l->v = pc_realloc(l->v, sizeof(char *) * (size_t)(l->n + 1));
+  l->v[l->n++] = pc_strdup(s);
+}
+
+/* Reset one option's storage to "unset" (0, NULL, empty). */
+static void
+field_clear(options_t *o, const option_def_t *def)
+{
+  switch (def->type) {
+  case OPT_TYPE_BOOL:
+  case OPT_TYPE_INT:
+    *FIELD(o, def, int) = 0;
+    break;
+  case OPT_TYPE_ORPORT:
+    memset(FIELD(o, def, options_ports_t), 0, sizeof(options_ports_t));
+    break;
+  case OPT_TYPE_LOG:
+    strlist_clear(FIELD(o, def, options_strlist_t));
+    break;
+  default:
+    PC_FREE(*FIELD(o, def, char *));
+    break;
+  }
+}
+
+static int
+addr_eq(const pc_addr_t *a, const pc_addr_t *b)
+{
+  return a->family == b->family && a->port == b->port &&
+         !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+int
+options_equal(const options_t *a, const options_t *b,
+              const option_def_t *def)
+{
+  switch (def->type) {
+  case OPT_TYPE_BOOL:
+  case OPT_TYPE_INT:
+    return *CFIELD(a, def, int) == *CFIELD(b, def, int);
+  case OPT_TYPE_ORPORT: {
+    const options_ports_t *pa = CFIELD(a, def, options_ports_t);
+    const options_ports_t *pb = CFIELD(b, def, options_ports_t);
+    if (pa->n != pb->n)
+      return 0;
+    for (int i = 0; i < pa->n; i++)
+      if (!addr_eq(&pa->addrs[i], &pb->addrs[i]))
+        return 0;
+    return 1;
+  }
+  case OPT_TYPE_LOG: {
+    const options_strlist_t *la = CFIELD(a, def, options_strlist_t);
+    const options_strlist_t *lb = CFIELD(b, def, options_strlist_t);
+    if (la->n != lb->n)
+      return 0;
+    for (int i = 0; i < la->n; i++)
+      if (strcmp(la->v[i], lb->v[i]))
+        return 0;
+    return 1;
+  }
+  default: {
+    const char *sa = *CFIELD(a, def, char *);
+    const char *sb = *CFIELD(b, def, char *);
+    if (!sa || !sb)
+      return sa == sb;
+    return !strcmp(sa, sb);
+  }
+  }
+}
+
+/* Replace dst's value of def with a copy of src's. */
+static void
+field_copy(options_t *dst, const options_t *src, const option_def_t *def)
+{
+  field_clear(dst, def);
+  switch (def->type) {
+  case OPT_TYPE_BOOL:
+  case OPT_TYPE_INT:
+    *FIELD(dst, def, int) = *CFIELD(src, def, int);
+    break;
+  case OPT_TYPE_ORPORT:
+    *FIELD(dst, def, options_ports_t) = *CFIELD(src, def, options_ports_t);
+    break;
+  case OPT_TYPE_LOG: {
+    const options_strlist_t *l = CFIELD(src, def, options_strlist_t);
+    for (int i = 0; i < l->n; i++)
+      strlist_add(FIELD(dst, def, options_strlist_t), l->v[i]);
+    break;
+  }
+  default: {
+    const char *s = *CFIELD(src, def, char *);
+    *FIELD(dst, def, char *) = s ? pc_strdup(s) : NULL;
+    break;
+  }
+  }
+  uint32_t bit = 1u << def_index(def);
+  dst->set_explicitly_ =
+      (dst->set_explicitly_ & ~bit) | (src->set_explicitly_ & bit);
+}
+
+/* ---- value checks ---- */
+
+static int
+has_control_chars(const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f)
+      return 1;
+  return 0;
+}
+
+static const char *
+home_dir(void)
+{
+  const char *h = getenv("HOME");
+  if (h && *h)
+    return h;
+  struct passwd *pw = getpwuid(getuid());
+  if (pw && pw->pw_dir && *pw->pw_dir)
+    return pw->pw_dir;
+  return NULL;
+}
+
+char *
+options_default_data_directory(int is_root, const char *home)
+{
+  if (is_root)
+    return pc_strdup("/var/lib/pctor");
+  if (!home || !*home) {
+    struct passwd *pw = getpwuid(getuid());
+    home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+  }
+  if (!home)
+    return NULL;
+  return pc_asprintf("%s%s.pctor", home,
+                     home[strlen(home) - 1] == '/' ? "" : "/");
+}
+
+/* Make a file name absolute: "~" and "~/x" use the home directory, other
+ * relative names are taken relative to cwd. Trailing slashes go. */
+static char *
+expand_path(const char *v, const char *cwd, char **err_out)
+{
+  char *p;
+  if (has_control_chars(v)) {
+    *err_out = pc_strdup("control characters are not allowed in a path");
+    return NULL;
+  }
+  if (v[0] == '~' && (v[1] == '/' || v[1] == '\0')) {
+    const char *home = home_dir();
+    if (!home) {
+      *err_out = pc_asprintf("'%s': there is no home directory to expand "
+                             "~ to", v);
+      return NULL;
+    }
+    p = pc_asprintf("%s%s", home, v + 1);
+  } else if (v[0] == '~') {
+    *err_out = pc_asprintf("'%s': ~user paths are not supported", v);
+    return NULL;
+  } else if (v[0] == '/') {
+    p = pc_strdup(v);
+  } else {
+    char *here = NULL;
+    if (!cwd) {
+      here = getcwd(NULL, 0);
+      if (!here) {
+        *err_out = pc_asprintf("'%s' is relative and the working "
+                               "directory is unknown", v);
+        return NULL;
+      }
+      cwd = here;
+    }
+    p = pc_asprintf("%s%s%s", cwd,
+                    cwd[strlen(cwd) - 1] == '/' ? "" : "/", v);
+    free(here);
+  }
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/')
+    p[--n] = '\0';
+  return p;
+}
+
+static int
+check_nickname(const char *v, char **err_out)
+{
+  size_t n = strlen(v);
+  if (n < 1 || n > 19) {
+    *err_out = pc_asprintf("'%s' is not a valid nickname: it must have "
+                           "1 to 19 characters", v);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char c = v[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9'))) {
+      *err_out = pc_asprintf("'%s' is not a valid nickname: only ASCII "
+                             "letters and digits are allowed", v);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* An IP literal (bracketed IPv6 too) or a DNS name (RFC 1123 labels). */
+static int
+check_host(const char *v, pc_addr_t *ip_out, char **err_out)
+{
+  char *e = NULL;
+  pc_addr_t a;
+  memset(ip_out, 0, sizeof(*ip_out));
+  ip_out->family = AF_UNSPEC;
+  if (conf_parse_addrport(v, CONF_PORT_OPTIONAL, &a, &e) == 0) {
+    if (a.port != 0) {
+      *err_out = pc_asprintf("'%s': give the address without a port", v);
+      return -1;
+    }
+    *ip_out = a;
+    return 0;
+  }
+  free(e);
+  size_t n = strlen(v), label = 0;
+  int all_numeric = 1;
+  if (n == 0 || n > 253)
+    goto bad;
+  for (size_t i = 0; i < n; i++) {
+    char c = v[i];
+    if (c == '.') {
+      if (label == 0 || v[i - 1] == '-')
+        goto bad;
+      label = 0;
+      continue;
+    }
+    int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alpha && !(c >= '0' && c <= '9') && c != '-')
+      goto bad;
+    if (c == '-' && label == 0)
+      goto bad;
+    if (alpha || c == '-')
+      all_numeric = 0;
+    if (++label > 63)
+      goto bad;
+  }
+  if (label == 0 || v[n - 1] == '-' || all_numeric)
+    goto bad;
+  return 0;
+bad:
+  *err_out = pc_asprintf("'%s' is neither an IP address nor a host name",
+                         v);
+  return -1;
+}
+
+static int
+check_user(const char *v, char **err_out)
+{
+  if (has_control_chars(v) || !*v) {
+    *err_out = pc_asprintf("'%s' is not a user name", v);
+    return -1;
+  }
+  errno = 0;
+  struct passwd *pw = getpwnam(v);
+  if (!pw) {
+    *err_out = pc_asprintf("there is no user named '%s'", v);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- assignment ---- */
+
+typedef struct {
+  const char *cwd;
+  /* Where each option was last set, for messages. */
+  const conf_line_t *where[N_OPTIONS];
+  const conf_line_t *orport_line[2]; /* IPv4, IPv6 */
+  const conf_line_t *orport_zero;
+} parse_ctx_t;
+
+/* Assign value (non-empty) to def. line is NULL for defaults. Returns 0
+ * or -1 with *err_out set to the problem (without option name). */
+static int
+assign_value(options_t *o, const option_def_t *def, const char *value,
+             parse_ctx_t *ctx, const conf_line_t *line, char **err_out)
+{
+  switch (def->type) {
+  case OPT_TYPE_PATH: {
+    char *p = expand_path(value, ctx->cwd, err_out);
+    if (!p)
+      return -1;
+    field_clear(o, def);
+    *FIELD(o, def, char *) = p;
+    return 0;
+  }
+  case OPT_TYPE_STRING:
+    if (has_control_chars(value)) {
+      *err_out = pc_strdup("control characters are not allowed");
+      return -1;
+    }
+    break;
+  case OPT_TYPE_NICKNAME:
+    if (check_nickname(value, err_out) < 0)
+      return -1;
+    break;
+  case OPT_TYPE_HOST: {
+    pc_addr_t ip;
+    if (check_host(value, &ip, err_out) < 0)
+      return -1;
+    break;
+  }
+  case OPT_TYPE_USER:
+    if (check_user(value, err_out) < 0)
+      return -1;
+    break;
+  case OPT_TYPE_BOOL: {
+    int b;
+    if (conf_parse_bool(value, &b, err_out) < 0)
+      return -1;
+    *FIELD(o, def, int) = b;
+    return 0;
+  }
+  case OPT_TYPE_INT: {
+    int64_t v;
+    if (conf_parse_int(value, def->min, def->max, &v, err_out) < 0)
+      return -1;
+    *FIELD(o, def, int) = (int)v;
+    return 0;
+  }
+  case OPT_TYPE_ORPORT: {
+    options_ports_t *ports = FIELD(o, def, options_ports_t);
+    if (!line) { /* the default, "0" */
+      memset(ports, 0, sizeof(*ports));
+      return 0;
+    }
+    if (strpbrk(value, " \t")) {
+      *err_out = pc_asprintf("'%s': only [ADDRESS:]PORT is supported "
+                             "(no flags after the port)", value);
+      return -1;
+    }
+    if (!strcmp(value, "0")) {
+      if (ports->n > 0) {
+        *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
+                             "with other ORPort lines");
+        return -1;
+      }
+      ctx->orport_zero = line;
+      return 0;
+    }
+    if (ctx->orport_zero) {
+      *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
+                           "with other ORPort lines");
+      return -1;
+    }
+    pc_addr_t a;
+    if (conf_parse_addrport(value, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
+      return -1;
+    if (a.family == AF_UNSPEC)
+      a.family = AF_INET; /* 0.0.0.0:PORT */
+    int fi = a.family == AF_INET6;
+    if (ctx->orport_line[fi]) {
+      char *w = conf_line_where(ctx->orport_line[fi]);
+      *err_out = pc_asprintf("there is already an %s ORPort (on %s); at "
+                             "most one IPv4 and one IPv6 ORPort are "
+                             "allowed", fi ? "IPv6" : "IPv4", w);
+      free(w);
+      return -1;
+    }
+    ctx->orport_line[fi] = line;
+    ports->addrs[ports->n++] = a;
+    return 0;
+  }
+  case OPT_TYPE_LOG:
+    if (log_check_destination(value, err_out) < 0)
+      return -1;
+    strlist_add(FIELD(o, def, options_strlist_t), value);
+    return 0;
+  }
+  /* The string types. */
+  field_clear(o, def);
+  *FIELD(o, def, char *) = pc_strdup(value);
+  return 0;
+}
+
+static int
+assign_default(options_t *o, const option_def_t *def, parse_ctx_t *ctx)
+{
+  field_clear(o, def);
+  o->set_explicitly_ &= ~(1u << def_index(def));
+  if (!def->default_str)
+    return 0;
+  char *err = NULL;
+  if (assign_value(o, def, def->default_str, ctx, NULL, &err) < 0) {
+    /* A bad default is a programming error; the unit tests catch it. */
+    log_err("Bad default for %s: %s", def->name, err);
+    free(err);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+line_error(char **err_out, const option_def_t *def, const conf_line_t *l,
+           const char *msg)
+{
+  char *w = conf_line_where(l);
+  *err_out = pc_asprintf("Option '%s' on %s: %s. Failing.", def->name, w,
+                         msg);
+  free(w);
+  return -1;
+}
+
+static int
+assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
+            char **err_out)
+{
+  const option_def_t *def = options_find(l->key);
+  if (!def) {
+    char *w = conf_line_where(l);
+    *err_out = pc_asprintf("Unknown option '%s' on %s. Failing.", l->key, w);
+    free(w);
+    return -1;
+  }
+  size_t idx = def_index(def);
+  int multi = def->type == OPT_TYPE_LOG || def->type == OPT_TYPE_ORPORT;
+  if (!*l->value) {
+    if (def->type == OPT_TYPE_LOG) {
+      char *w = conf_line_where(l);
+      log_warn("Option '%s' on %s has no value; ignoring it.", def->name,
+               w);
+      free(w);
+      return 0;
+    }
+    /* As in tor: an empty value resets the option to its default. */
+    if (def->type == OPT_TYPE_ORPORT) {
+      ctx->orport_line[0] = ctx->orport_line[1] = NULL;
+      ctx->orport_zero = NULL;
+    }
+    ctx->where[idx] = NULL;
+    return assign_default(o, def, ctx);
+  }
+  if (!multi && ctx->where[idx]) {
+    char *w1 = conf_line_where(ctx->where[idx]);
+    char *w2 = conf_line_where(l);
+    log_warn("Option '%s' is set on %s and again on %s; using the last "
+             "value.", def->name, w1, w2);
+    free(w1);
+    free(w2);
+  }
+  if (multi && !(o->set_explicitly_ & (1u << idx)))
+    field_clear(o, def); /* the first line replaces the default */
+  char *msg = NULL;
+  if (assign_value(o, def, l->value, ctx, l, &msg) < 0) {
+    line_error(err_out, def, l, msg);
+    free(msg);
+    return -1;
+  }
+  o->set_explicitly_ |= 1u << idx;
+  ctx->where[idx] = l;
+  return 0;
+}
+
+/* Remove from *list every line whose key is key. */
+static void
+remove_key(conf_line_t **list, const char *key)
+{
+  while (*list) {
+    conf_line_t *l = *list;
+    if (conf_key_eq(l->key, key)) {
+      *list = l->next;
+      l->next = NULL;
+      conf_lines_free(l);
+    } else {
+      list = &l->next;
+    }
+  }
+}
+
+/* The torrc's lines with the command line applied (see options.h). */
+static conf_line_t *
+merge_lines(const conf_line_t *file, const conf_line_t *cmdline)
+{
+  conf_line_t *merged = conf_lines_dup(file);
+  for (const conf_line_t *c = cmdline; c; c = c->next) {
+    if (c->cmd == CONF_LINE_CLEAR) {
+      remove_key(&merged, c->key);
+      continue;
+    }
+    if (c->cmd == CONF_LINE_NORMAL) {
+      /* The first plain command-line line for a key replaces the torrc's
+       * lines; later ones for the same key add to it. */
+      int first = 1;
+      for (const conf_line_t *p = cmdline; p != c; p = p->next)
+        if (p->cmd == CONF_LINE_NORMAL && conf_key_eq(p->key, c->key))
+          first = 0;
+      if (first)
+        remove_key(&merged, c->key);
+    }
+    conf_line_t **tail = &merged;
+    while (*tail)
+      tail = &(*tail)->next;
+    *tail = conf_line_new(c->key, c->value, c->source, c->lineno);
+    (*tail)->from_cmdline = c->from_cmdline;
+  }
+  return merged;
+}
+
+/* Rules between options, and derived values. */
+static int
+validate(options_t *o, parse_ctx_t *ctx, char **err_out)
+{
+  const option_def_t *def;
+
+  if (!o->data_directory) {
+    o->data_directory = options_default_data_directory(geteuid() == 0,
+                                                       getenv("HOME"));
+    if (!o->data_directory) {
+      *err_out = pc_strdup("There is no home directory for the default "
+                           "DataDirectory; set DataDirectory. Failing.");
+      return -1;
+    }
+  }
+
+  def = def_by_offset(OFF(extend_allow_private_addresses));
+  if (!(o->set_explicitly_ & (1u << def_index(def))))
+    o->extend_allow_private_addresses = o->testing_tor_network;
+
+  if (o->onion_key_grace_period_days > o->onion_key_rotation_days) {
+    /* Blame the grace period if it was set, else the rotation. */
+    def = def_by_offset(OFF(onion_key_grace_period_days));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    if (!l) {
+      def = def_by_offset(OFF(onion_key_rotation_days));
+      l = ctx->where[def_index(def)];
+    }
+    char *msg = pc_asprintf("OnionKeyGracePeriodDays (%d) must not be "
+                            "larger than OnionKeyRotationDays (%d)",
+                            o->onion_key_grace_period_days,
+                            o->onion_key_rotation_days);
+    if (l) {
+      line_error(err_out, def, l, msg);
+    } else {
+      *err_out = pc_asprintf("%s. Failing.", msg);
+    }
+    free(msg);
+    return -1;
+  }
+
+  memset(&o->address_ip, 0, sizeof(o->address_ip));
+  o->address_ip.family = AF_UNSPEC;
+  if (o->address) {
+    char *e = NULL;
+    if (check_host(o->address, &o->address_ip, &e) < 0)
+      free(e); /* cannot happen: checked when assigned */
+  }
+  return 0;
+}
+
+int
+options_from_lines(const conf_line_t *file_lines,
+                   const conf_line_t *cmdline_lines, const char *cwd,
+                   options_t **out, char **err_out)
+{
+  *out = NULL;
+  *err_out = NULL;
+  options_t *o = pc_zalloc(sizeof(*o));
+  parse_ctx_t ctx;
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.cwd = cwd;
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    if (assign_default(o, &option_table[i], &ctx) < 0) {
+      *err_out = pc_asprintf("Internal error: bad default for %s",
+                             option_table[i].name);
+      options_free(o);
+      return -1;
+    }
+  conf_line_t *lines = merge_lines(file_lines, cmdline_lines);
+  for (const conf_line_t *l = lines; l; l = l->next)
+    if (assign_line(o, l, &ctx, err_out) < 0)
+      goto err;
+  if (validate(o, &ctx, err_out) < 0)
+    goto err;
+  conf_lines_free(lines);
+  *out = o;
+  return 0;
+err:
+  conf_lines_free(lines);
+  options_free(o);
+  return -1;
+}
+
+int
+options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
+{
+  conf_line_t *file_lines = NULL;
+  char *err = NULL;
+  *out = NULL;
+  *err_out = NULL;
+  int r = conf_lex_file(cl->torrc, &file_lines, &err);
+  if (r == CONF_ERR_NOENT && cl->torrc_is_default) {
+    log_notice("Configuration file \"%s\" not present, using reasonable "
+               "defaults.", cl->torrc);
+    free(err);
+  } else if (r < 0) {
+    *err_out = pc_asprintf("%s. Failing.", err);
+    free(err);
+    return -1;
+  }
+  r = options_from_lines(file_lines, cl->options, cl->cwd, out, err_out);
+  conf_lines_free(file_lines);
+  return r;
+}
+
+void
+options_free_(options_t *o)
+{
+  if (!o)
+    return;
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    field_clear(o, &option_table[i]);
+  free(o);
+}
+
+int
+options_keep_non_reloadable(const options_t *old, options_t *new_opts)
+{
+  int kept = 0;
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option_def_t *def = &option_table[i];
+    if (def->reloadable || options_equal(old, new_opts, def))
+      continue;
+    log_warn("Option '%s' cannot be changed while pctor is running; "
+             "keeping the old value until pctor is restarted.", def->name);
+    field_copy(new_opts, old, def);
+    kept++;
+  }
+  /* A default that depends on a kept option follows the kept value. */
+  const option_def_t *eapa = def_by_offset(OFF(extend_allow_private_addresses));
+  if (!(new_opts->set_explicitly_ & (1u << def_index(eapa))))
+    new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
+  return kept;
+}
+
+/* ---- the command line ---- */
+
+static const conf_flag_t cmdline_flags[] = {
+  {"-f", 1},
+  {"--verify-config", 0},
+  {"--version", 0},
+  {"--help", 0},
+  {"-h", 0},
+  {"--list-options", 0},
+  {NULL, 0},
+};
+
+int
+options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
+                      options_cmdline_t **out, char **err_out)
+{
+  conf_line_t *flags = NULL, *opts = NULL;
+  *out = NULL;
+  if (conf_lex_cmdline(argc, argv, cmdline_flags, &flags, &opts, err_out) < 0)
+    return -1;
+  options_cmdline_t *cl = pc_zalloc(sizeof(*cl));
+  cl->options = opts;
+  cl->cwd = getcwd(NULL, 0);
+  const char *torrc = NULL;
+  for (const conf_line_t *f = flags; f; f = f->next) {
+    if (!strcmp(f->key, "-f")) {
+      if (torrc) {
+        *err_out = pc_strdup("-f may be given only once");
+        goto err;
+      }
+      if (!*f->value) {
+        *err_out = pc_strdup("-f needs a file name");
+        goto err;
+      }
+      torrc = f->value;
+    } else if (!strcmp(f->key, "--verify-config")) {
+      cl->verify_config = 1;
+    } else if (!strcmp(f->key, "--version")) {
+      cl->show_version = 1;
+    } else if (!strcmp(f->key, "--help") || !strcmp(f->key, "-h")) {
+      cl->show_help = 1;
+    } else if (!strcmp(f->key, "--list-options")) {
+      cl->list_options = 1;
+    }
+  }
+  if (!torrc) {
+    torrc = default_torrc;
+    cl->torrc_is_default = 1;
+  }
+  if (torrc[0] == '/' || !cl->cwd)
+    cl->torrc = pc_strdup(torrc);
+  else
+    cl->torrc = pc_asprintf("%s/%s", cl->cwd, torrc);
+  conf_lines_free(flags);
+  *out = cl;
+  return 0;
+err:
+  conf_lines_free(flags);
+  options_cmdline_free(cl);
+  return -1;
+}
+
+void
+options_cmdline_free_(options_cmdline_t *cl)
+{
+  if (!cl)
+    return;
+  free(cl->torrc);
+  free(cl->cwd);
+  conf_lines_free(cl->options);
+  free(cl);
+}
+
+/* ---- --list-options and --help ---- */
+
+/* Print text wrapped at width columns, each line indented by indent. */
+static void
+print_wrapped(FILE *out, const char *text, int indent, int width)
+{
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    int col = indent;
+    const char *line = p, *brk = NULL;
+    while (*p && (col < width || !brk)) {
+      if (*p == ' ')
+        brk = p;
+      p++;
+      col++;
+    }
+    if (!*p)
+      brk = p;
+    fprintf(out, "%*s%.*s\n", indent, "", (int)(brk - line), line);
+    p = brk;
+  }
+}
+
+void
+options_list(FILE *out)
+{
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option_def_t *d = &option_table[i];
+    fprintf(out, "%s %s\n", d->name, d->syntax);
+    char *meta = pc_asprintf("Default: %s. Changes on SIGHUP: %s.",
+                             d->default_doc,
+                             d->reloadable ? "yes" : "no (restart pctor)");
+    print_wrapped(out, meta, 4, 76);
+    free(meta);
+    print_wrapped(out, d->help, 4, 76);
+  }
+}
+
+void
+options_usage(FILE *out, const char *progname, const char *torrc)
+{
+  fprintf(out,
+          "Usage: %s [-f FILE] [--verify-config] [--list-options] "
+          "[--version] [--help]\n"
+          "          [--OPTION VALUE]...\n"
+          "A Tor relay.\n\n"
+          "  -f FILE            read the configuration from FILE\n"
+          "                     (default: %s)\n"
+          "  --verify-config    check the configuration, print "
+          "\"Configuration was valid\"\n"
+          "                     and exit (status 1 if it is not valid)\n"
+          "  --list-options     list every torrc option with its syntax "
+          "and default\n"
+          "  --version          print the version and exit\n"
+          "  -h, --help         print this help and exit\n"
+          "  --OPTION VALUE     set a torrc option, replacing the file's "
+          "lines for it\n"
+          "                     (for example --ORPort 9001)\n"
+          "  --+OPTION VALUE    add a line to a repeatable option such as "
+          "Log\n"
+          "  --/OPTION          remove the file's lines for OPTION\n\n"
+          "See pctor(1) for the options and signals.\n",
+          progname, torrc);
+}

@@ -1,0 +1,152 @@
+/* options.h -- pctor's torrc options: the one option table, the parsed
+ * options_t, and the command line.
+ *
+ * Every option pctor accepts is one row of the table in options.c (name,
+ * type, syntax, default, whether SIGHUP may change it, help text); the
+ * parser, --list-options, --help and the man-page check all read that
+ * table, so an option cannot exist in one place and not the others.
+ *
+ * Sources combine as in tor: the torrc is read first, then every option
+ * given on the command line replaces the torrc's lines for that option
+ * ("--Log X" replaces all torrc Log lines), "--+Log X" adds to them and
+ * "--/Log" removes them. Within one source, the last line of a
+ * single-valued option wins (with a warning); a line with an empty value
+ * resets the option to its default. Keys are case-insensitive.
+ *
+ * Errors are returned as one newly allocated message naming the option and
+ * where it came from, e.g.
+ *   "Unknown option 'Foo' on line 12 of /etc/pctor/torrc. Failing."
+ *   "Option 'ORPort' on line 3 of /etc/pctor/torrc: '70000' is not a port
+ *    number (1 to 65535). Failing."
+ */
+#ifndef PCTOR_APP_CONFIG_OPTIONS_H
+#define PCTOR_APP_CONFIG_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/conf/conf.h"
+#include "lib/net/address.h"
+
+/* The ORPort lines: at most one IPv4 and one IPv6 address. "ORPort 9001"
+ * is 0.0.0.0:9001; "ORPort 0" (the default) means no ORPort (n == 0). */
+typedef struct {
+  int n;
+  pc_addr_t addrs[2]; /* family AF_INET or AF_INET6, port != 0 */
+} options_ports_t;
+
+/* The values of a repeatable option, in order. */
+typedef struct {
+  int n;
+  char **v;
+} options_strlist_t;
+
+typedef struct options_t {
+  char *data_directory;          /* DataDirectory: absolute path */
+  options_ports_t or_ports;      /* ORPort */
+  char *address;                 /* Address: NULL if unset */
+  pc_addr_t address_ip;          /* Address if it is an IP literal, else
+                                  * family AF_UNSPEC */
+  char *nickname;                /* Nickname: 1-19 [A-Za-z0-9] */
+  char *contact_info;            /* ContactInfo: NULL if unset */
+  options_strlist_t logs;        /* Log: values, in order ("notice stderr") */
+  int run_as_daemon;             /* RunAsDaemon: 0 or 1 */
+  char *pid_file;                /* PidFile: absolute path, NULL if unset */
+  char *user;                    /* User: NULL if unset */
+  int testing_tor_network;       /* TestingTorNetwork: 0 or 1 */
+  int extend_allow_private_addresses; /* ExtendAllowPrivateAddresses */
+  int onion_key_rotation_days;   /* OnionKeyRotationDays: 1-90 */
+  int onion_key_grace_period_days; /* OnionKeyGracePeriodDays */
+
+  /* Private bookkeeping: which table rows were set explicitly. */
+  uint32_t set_explicitly_;
+} options_t;
+
+/* The table, for --list-options, the man-page check and tests. */
+typedef enum {
+  OPT_TYPE_PATH,     /* a file name; "~/" and relative names are expanded */
+  OPT_TYPE_STRING,   /* printable text */
+  OPT_TYPE_NICKNAME, /* 1-19 characters [A-Za-z0-9] */
+  OPT_TYPE_HOST,     /* IP address or DNS name */
+  OPT_TYPE_USER,     /* an existing user name */
+  OPT_TYPE_BOOL,     /* 0 or 1 */
+  OPT_TYPE_INT,      /* integer in [min, max] */
+  OPT_TYPE_ORPORT,   /* [ADDR:]PORT, repeatable once per address family */
+  OPT_TYPE_LOG,      /* a Log line, repeatable */
+} option_type_t;
+
+typedef struct {
+  const char *name;
+  option_type_t type;
+  const char *syntax;       /* for --list-options and the man page */
+  const char *default_str;  /* value applied as the default; NULL: unset */
+  const char *default_doc;  /* the default as documented */
+  int reloadable;           /* may change on SIGHUP */
+  int64_t min, max;         /* OPT_TYPE_INT */
+  size_t offset;            /* into options_t */
+  const char *help;         /* one paragraph, as in the man page */
+} option_def_t;
+
+/* The table and its length. */
+const option_def_t *options_table(size_t *n_out);
+/* Look up an option by name, case-insensitively; NULL if unknown. */
+const option_def_t *options_find(const char *name);
+
+/* What the command line asked for. */
+typedef struct {
+  char *torrc;           /* -f FILE, or the default torrc */
+  int torrc_is_default;  /* a missing default torrc is not an error */
+  char *cwd;             /* working directory at start-up, for relative
+                          * paths (the same on every reload) */
+  int verify_config;     /* --verify-config */
+  int show_version;      /* --version */
+  int show_help;         /* --help, -h */
+  int list_options;      /* --list-options */
+  conf_line_t *options;  /* "--Key value" lines */
+} options_cmdline_t;
+
+/* Parse argv. default_torrc is used when there is no -f. Returns 0, or -1
+ * with *err_out set (an option without its value, a repeated -f). */
+int options_cmdline_parse(int argc, char *const *argv,
+                          const char *default_torrc,
+                          options_cmdline_t **out, char **err_out);
+void options_cmdline_free_(options_cmdline_t *cl);
+#define options_cmdline_free(c) \
+  do { options_cmdline_free_(c); (c) = NULL; } while (0)
+
+/* Read the torrc named by cl (a missing default torrc is logged and
+ * treated as empty), apply cl's command-line lines, validate. Returns 0
+ * with *out set, or -1 with *err_out set. */
+int options_load(const options_cmdline_t *cl, options_t **out,
+                 char **err_out);
+/* The same from lines already lexed (file_lines may be NULL); cwd is the
+ * base for relative paths (NULL: the current directory). */
+int options_from_lines(const conf_line_t *file_lines,
+                       const conf_line_t *cmdline_lines, const char *cwd,
+                       options_t **out, char **err_out);
+
+void options_free_(options_t *opts);
+#define options_free(o) do { options_free_(o); (o) = NULL; } while (0)
+
+/* DataDirectory's default: "/var/lib/pctor" for root, else "HOME/.pctor"
+ * (home is $HOME, or the password database's entry when home is NULL or
+ * empty). Newly allocated; NULL if there is no home directory. */
+char *options_default_data_directory(int is_root, const char *home);
+
+/* On SIGHUP: for every option that may not change while running and whose
+ * value differs between old and new_opts, log a warning naming it and put
+ * the old value back into new_opts. Returns how many were kept. */
+int options_keep_non_reloadable(const options_t *old, options_t *new_opts);
+
+/* Whether two options_t have the same value for one option. */
+int options_equal(const options_t *a, const options_t *b,
+                  const option_def_t *def);
+
+/* --list-options: every option with its syntax, default, whether SIGHUP
+ * changes it, and its help text. Lines naming an option start in column
+ * 0; the rest are indented. */
+void options_list(FILE *out);
+/* --help. */
+void options_usage(FILE *out, const char *progname, const char *torrc);
+
+#endif

@@ -1,0 +1,29 @@
+/* privdrop.h -- switching to an unprivileged user (the User option).
+ *
+ * pctor binds its ports and reads its keys as root; privdrop_switch_user()
+ * then hands DataDirectory to the user, switches uid, gid and groups
+ * irrevocably, and clears every capability (nothing in pctor needs one
+ * after start-up). It checks its own work: it fails if root can be
+ * regained or a capability is left.
+ */
+#ifndef PCTOR_APP_MAIN_PRIVDROP_H
+#define PCTOR_APP_MAIN_PRIVDROP_H
+
+/* Before start-up: can we switch to user? Fails (with *err_out set) if the
+ * user does not exist, or if it is another user and we are not root. */
+int privdrop_check(const char *user, char **err_out);
+
+/* Switch to user, after giving it data_dir (created with mode 0700 if
+ * missing) and the files in it that belong to the current user. If we
+ * already run as user, only logs. Returns 0, or -1 after logging why. */
+int privdrop_switch_user(const char *user, const char *data_dir);
+
+/* Clear the capability sets (permitted, effective, inheritable, ambient).
+ * Returns 0 or -1. */
+int privdrop_clear_capabilities(void);
+
+/* Whether the process holds no capability in any of its sets (1), some
+ * (0), or this could not be determined (-1). */
+int privdrop_has_no_capabilities(void);
+
+#endif

@@ -1,0 +1,179 @@
+/* start.c -- the relay's start-up, reconfiguration and shutdown (start.h).
+ *
+ * app_start() runs as the invoking user (root for a service): it makes
+ * sure DataDirectory exists and is private, loads or creates the keys,
+ * brings up the channel and circuit subsystems, registers the relay's
+ * relay-command handlers and binds the ORPorts. A timer checks hourly
+ * whether the ntor onion key or the certificates are due for rotation.
+ * Everything it creates is released by app_shutdown().
+ */
+#include "app/main/start.h"
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/or/relay.h"
+#include "feature/relay/extend.h"
+#include "feature/relay/router_keys.h"
+#include "lib/fs/files.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEY_CHECK_INTERVAL_USEC (3600ULL * 1000000)
+
+static struct {
+  evloop_t *loop;
+  relay_keys_t *keys;
+  router_keys_config_t keycfg;
+  char *data_directory;
+  char *nickname;
+  evloop_timer_t *key_timer;
+  int started;
+} A;
+
+static int
+allow_private(const options_t *o)
+{
+  return o->extend_allow_private_addresses || o->testing_tor_network;
+}
+
+static void
+key_timer_cb(void *arg)
+{
+  (void)arg;
+  int rotated = 0;
+  if (router_keys_rotate_if_needed(A.keys, A.data_directory, &A.keycfg,
+                                   time(NULL), &rotated) < 0) {
+    log_warn("Could not rotate keys; will try again in an hour");
+    return;
+  }
+  if (rotated & ROUTER_KEYS_ROTATED_NTOR)
+    log_notice("Rotated the ntor onion key; the previous one stays valid "
+               "for %d days",
+               A.keycfg.onion_key_grace_days);
+  if (rotated & ROUTER_KEYS_ROTATED_SIGNING)
+    log_notice("Renewed the Ed25519 signing key");
+}
+
+/* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
+ * addresses that are not wildcards. */
+static void
+set_my_addrs(const options_t *o)
+{
+  pc_addr_t addrs[2];
+  int n = 0;
+  if (o->address_ip.family != AF_UNSPEC)
+    addrs[n++] = o->address_ip;
+  for (int i = 0; i < o->or_ports.n && n < 2; i++) {
+    const pc_addr_t *a = &o->or_ports.addrs[i];
+    static const uint8_t zero[16];
+    if (!memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16))
+      continue;
+    if (n == 1 && pc_addr_eq(&addrs[0], a, 0))
+      continue;
+    addrs[n++] = *a;
+  }
+  channels_set_my_addrs(addrs, n);
+}
+
+int
+app_start(evloop_t *loop, const options_t *opts)
+{
+  char *err = NULL;
+  A.loop = loop;
+  if (fs_check_private_dir(opts->data_directory, &err) < 0) {
+    log_err("DataDirectory %s: %s", opts->data_directory,
+            err ? err : "unusable");
+    free(err);
+    return -1;
+  }
+  router_keys_config_init(&A.keycfg);
+  A.nickname = pc_strdup(opts->nickname);
+  A.data_directory = pc_strdup(opts->data_directory);
+  A.keycfg.onion_key_rotation_days = opts->onion_key_rotation_days;
+  A.keycfg.onion_key_grace_days = opts->onion_key_grace_period_days;
+  A.keycfg.nickname = A.nickname;
+  A.keys = router_keys_load_or_create(opts->data_directory, &A.keycfg,
+                                      time(NULL), &err);
+  if (!A.keys) {
+    log_err("%s", err ? err : "Could not load or create keys");
+    free(err);
+    return -1;
+  }
+  char *fp = router_keys_format_rsa_fingerprint(opts->nickname,
+                                                A.keys->rsa_id_digest, 1);
+  char *ed = router_keys_format_ed25519_id(opts->nickname,
+                                           A.keys->ed_identity.pub);
+  log_notice("Your relay's identity key fingerprint is '%s'", fp);
+  log_notice("Your relay's Ed25519 identity is '%s'", ed);
+  free(fp);
+  free(ed);
+
+  channels_init(loop, A.keys);
+  circuits_init();
+  extend_init(allow_private(opts));
+  set_my_addrs(opts);
+  A.started = 1;
+
+  if (opts->or_ports.n == 0)
+    log_notice("No ORPort configured: nothing will connect to this relay");
+  for (int i = 0; i < opts->or_ports.n; i++) {
+    const char *why = NULL;
+    pc_addr_t bound;
+    char a[PC_ADDR_STR_LEN];
+    pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
+    if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
+      log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
+      return -1;
+    }
+    log_notice("Opened ORPort on %s", a);
+  }
+  A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
+  evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
+  return 0;
+}
+
+int
+app_reconfigure(const options_t *old_opts, const options_t *new_opts)
+{
+  (void)old_opts;
+  extend_set_allow_private(allow_private(new_opts));
+  set_my_addrs(new_opts);
+  A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
+  A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
+  if (strcmp(A.nickname, new_opts->nickname)) {
+    char *err = NULL;
+    free(A.nickname);
+    A.nickname = pc_strdup(new_opts->nickname);
+    A.keycfg.nickname = A.nickname;
+    if (router_keys_write_fingerprints(A.keys, A.data_directory, A.nickname,
+                                       &err) < 0) {
+      log_warn("Could not rewrite the fingerprint files: %s",
+               err ? err : "?");
+      free(err);
+    }
+  }
+  /* Rotation settings may make a rotation due now. */
+  key_timer_cb(NULL);
+  return 0;
+}
+
+void
+app_shutdown(void)
+{
+  if (A.started) {
+    channels_shutdown();
+    circuits_shutdown();
+    relay_clear_handlers();
+    A.started = 0;
+  }
+  evloop_timer_free(A.key_timer);
+  router_keys_free(A.keys);
+  packed_cell_freelist_clear();
+  free(A.nickname);
+  free(A.data_directory);
+  memset(&A, 0, sizeof(A));
+}

@@ -1,0 +1,31 @@
+/* start.h -- the relay's start-up, reconfiguration and shutdown, called by
+ * main.c (which owns options, logging, signals, daemonizing and the
+ * privilege drop).
+ *
+ * Order of calls: app_start() runs once, as the user pctor was started as
+ * (usually root) and before RunAsDaemon's parent is released: it binds the
+ * ORPorts and reads or creates the keys. Then main.c writes the pid file,
+ * switches to User and runs the loop. app_reconfigure() runs on SIGHUP
+ * (unprivileged by then) and app_shutdown() on SIGTERM/SIGINT, from the
+ * loop.
+ *
+ * The options_t passed to app_start() stays valid until app_reconfigure()
+ * is called with it as old_opts; from then on new_opts is the current one
+ * (main.c frees old_opts after app_reconfigure() returns 0).
+ */
+#ifndef PCTOR_APP_MAIN_START_H
+#define PCTOR_APP_MAIN_START_H
+
+#include "app/config/options.h"
+#include "lib/evloop/evloop.h"
+
+/* Start the relay on loop. Returns 0, or -1 after logging why (pctor then
+ * exits with status 1). */
+int app_start(evloop_t *loop, const options_t *opts);
+/* Apply new options (non-reloadable ones already hold their old values).
+ * Returns 0, or -1 to keep running with old_opts. */
+int app_reconfigure(const options_t *old_opts, const options_t *new_opts);
+/* Stop: close listeners and connections, free what app_start() made. */
+void app_shutdown(void);
+
+#endif

@@ -1,0 +1,117 @@
+/* cell_queue.c -- packed-cell FIFOs with a free list (see cell_queue.h).
+ *
+ * The free list is bounded so that a burst does not pin its peak memory
+ * forever: cells beyond FREELIST_MAX go back to malloc.
+ */
+#include "core/or/cell_queue.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdlib.h>
+
+#define FREELIST_MAX 4096
+
+static packed_cell_t *freelist;
+static unsigned n_free;
+static uint64_t n_allocated;
+
+packed_cell_t *
+packed_cell_new(void)
+{
+  packed_cell_t *pc;
+  if (freelist) {
+    pc = freelist;
+    freelist = pc->next;
+    n_free--;
+  } else {
+    pc = pc_malloc(sizeof(*pc));
+  }
+  pc->next = NULL;
+  pc->len = 0;
+  pc->queued_us = 0;
+  n_allocated++;
+  return pc;
+}
+
+void
+packed_cell_free(packed_cell_t *pc)
+{
+  if (!pc)
+    return;
+  n_allocated--;
+  if (n_free < FREELIST_MAX) {
+    pc->next = freelist;
+    freelist = pc;
+    n_free++;
+  } else {
+    free(pc);
+  }
+}
+
+uint64_t
+packed_cells_allocated(void)
+{
+  return n_allocated;
+}
+
+void
+packed_cell_freelist_clear(void)
+{
+  while (freelist) {
+    packed_cell_t *pc = freelist;
+    freelist = pc->next;
+    free(pc);
+  }
+  n_free = 0;
+}
+
+void
+cell_queue_init(cell_queue_t *q)
+{
+  q->head = q->tail = NULL;
+  q->n = 0;
+}
+
+void
+cell_queue_append(cell_queue_t *q, packed_cell_t *pc)
+{
+  pc->next = NULL;
+  if (q->tail)
+    q->tail->next = pc;
+  else
+    q->head = pc;
+  q->tail = pc;
+  q->n++;
+}
+
+void
+cell_queue_append_cell(cell_queue_t *q, const cell_t *cell, int link_proto,
+                       uint64_t now_us)
+{
+  packed_cell_t *pc = packed_cell_new();
+  cell_pack(pc->body, cell, link_proto);
+  pc->len = (uint16_t)cell_network_len(link_proto);
+  pc->queued_us = now_us;
+  cell_queue_append(q, pc);
+}
+
+packed_cell_t *
+cell_queue_pop(cell_queue_t *q)
+{
+  packed_cell_t *pc = q->head;
+  if (!pc)
+    return NULL;
+  q->head = pc->next;
+  if (!q->head)
+    q->tail = NULL;
+  q->n--;
+  pc->next = NULL;
+  return pc;
+}
+
+void
+cell_queue_clear(cell_queue_t *q)
+{
+  packed_cell_t *pc;
+  while ((pc = cell_queue_pop(q)))
+    packed_cell_free(pc);
+}

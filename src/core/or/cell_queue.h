@@ -1,0 +1,45 @@
+/* cell_queue.h -- FIFO queues of packed cells waiting for a channel.
+ *
+ * A cell that is relayed is packed once into wire format (514 bytes on link
+ * protocol >= 4) and sits in its circuit's queue until the scheduler moves
+ * it into the channel's output buffer. Packed cells come from a free list,
+ * so queueing costs no malloc in the steady state. Each packed cell records
+ * when it was queued (for queueing-delay statistics and the scheduler).
+ */
+#ifndef PCTOR_CORE_OR_CELL_QUEUE_H
+#define PCTOR_CORE_OR_CELL_QUEUE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/proto/cell.h"
+
+typedef struct packed_cell_t {
+  struct packed_cell_t *next;
+  uint64_t queued_us;     /* monotonic time it was queued */
+  uint16_t len;           /* bytes used in body */
+  uint8_t body[CELL_MAX_NETWORK_LEN];
+} packed_cell_t;
+
+typedef struct cell_queue_t {
+  packed_cell_t *head, *tail;
+  uint32_t n;
+} cell_queue_t;
+
+void cell_queue_init(cell_queue_t *q);
+/* Pack cell for link_proto and append it. */
+void cell_queue_append_cell(cell_queue_t *q, const cell_t *cell,
+                            int link_proto, uint64_t now_us);
+void cell_queue_append(cell_queue_t *q, packed_cell_t *pc);
+/* Remove and return the first cell (NULL if empty); the caller gives it
+ * back with packed_cell_free(). */
+packed_cell_t *cell_queue_pop(cell_queue_t *q);
+/* Free every queued cell. */
+void cell_queue_clear(cell_queue_t *q);
+
+packed_cell_t *packed_cell_new(void);
+void packed_cell_free(packed_cell_t *pc);
+/* Total packed cells currently allocated (queued anywhere), for memory
+ * accounting and tests. */
+uint64_t packed_cells_allocated(void);
+/* Release the free list (at shutdown, so leak checkers stay quiet). */
+void packed_cell_freelist_clear(void);
+#endif

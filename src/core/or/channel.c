@@ -1,0 +1,645 @@
+/* channel.c -- link connections: I/O, cell framing, the channel registry,
+ * circuit-ID maps and the round-robin flush from circuit queues.
+ *
+ * Reading: every CONN_EV_DATA drains complete cells from the input buffer.
+ * Before the link protocol is known a cell's circuit ID is 2 bytes; after
+ * VERSIONS it is 4. Fixed-length cells on an open channel are read straight
+ * into a packed_cell_t, so a relayed cell is copied once from the TLS
+ * buffer and then encrypted and forwarded in place.
+ *
+ * Writing: link and circuit-management cells (CREATE2, DESTROY, ...) go
+ * straight to the output buffer; relayed cells wait in their circuit's
+ * circ_queue_t until the channel has room (below CHAN_OUTBUF_HIGH), then
+ * are pulled round-robin from the active queues. A channel whose output
+ * buffer drains to CHAN_OUTBUF_LOW pulls again. This keeps the TLS buffer
+ * short so that queued cells stay where a scheduler can reorder them.
+ *
+ * Lifetime: channel_close() detaches circuits at once and frees the channel
+ * from a deferred callback, so that code up the stack that still holds the
+ * pointer never touches freed memory.
+ */
+#include "core/or/channel.h"
+#include "core/or/channel_internal.h"
+#include "core/or/circuit.h"
+#include "core/or/command.h"
+#include "lib/bytes/bytes.h"
+#include "lib/crypt/rand.h"
+#include "lib/container/vec.h"
+#include "lib/encoding/base16.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHAN_OUTBUF_HIGH (32 * CELL_MAX_NETWORK_LEN)
+#define CHAN_OUTBUF_LOW (8 * CELL_MAX_NETWORK_LEN)
+#define CHAN_CELLS_PER_TURN 4
+#define CHAN_MAX_CIRCID_TRIES 64
+
+typedef struct listener_entry_t {
+  listener_t *listener;
+  dlist_node_t node;
+} listener_entry_t;
+
+static struct {
+  evloop_t *loop;
+  const relay_keys_t *keys;
+  dlist_t all;               /* every live channel */
+  dlist_t listeners;
+  ptrvec_t *to_free;         /* closed channels, freed later */
+  evloop_deferred_t *reaper;
+  uint64_t next_id;
+  channel_stats_t stats;
+  tls_context_t *client_tls;
+} G;
+
+static void channel_conn_cb(conn_t *c, conn_event_t ev, void *arg);
+
+/* A pure client still needs a TLS context (with a throwaway certificate,
+ * which relays ignore for clients). Made on first use. */
+static tls_context_t *
+client_tls_context(void)
+{
+  if (!G.client_tls)
+    G.client_tls = tls_context_new(7);
+  return G.client_tls;
+}
+static void channel_flush_circuits(channel_t *chan);
+
+/* ---- subsystem ---------------------------------------------------- */
+
+static void
+reap_closed(void *arg)
+{
+  (void)arg;
+  while (ptrvec_len(G.to_free)) {
+    channel_t *chan = ptrvec_pop(G.to_free);
+    hmap_free(chan->circuits, NULL);
+    free(chan);
+  }
+}
+
+void
+channels_init(evloop_t *loop, const relay_keys_t *keys)
+{
+  memset(&G, 0, sizeof(G));
+  G.loop = loop;
+  G.keys = keys;
+  dlist_init(&G.all);
+  dlist_init(&G.listeners);
+  G.to_free = ptrvec_new();
+  G.reaper = evloop_deferred_new(loop, reap_closed, NULL);
+  G.next_id = 1;
+}
+
+void
+channels_set_keys(const relay_keys_t *keys)
+{
+  G.keys = keys;
+}
+
+evloop_t *
+channels_loop(void)
+{
+  return G.loop;
+}
+
+const relay_keys_t *
+channels_keys(void)
+{
+  return G.keys;
+}
+
+void
+channels_shutdown(void)
+{
+  dlist_node_t *n;
+  while ((n = dlist_first(&G.all))) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    channel_close(chan, "shutting down");
+  }
+  while ((n = dlist_first(&G.listeners))) {
+    listener_entry_t *le = DLIST_ENTRY(n, listener_entry_t, node);
+    dlist_remove(n);
+    listener_free(le->listener);
+    free(le);
+  }
+  reap_closed(NULL);
+  evloop_deferred_free(G.reaper);
+  ptrvec_free(G.to_free, NULL);
+  tls_context_free(G.client_tls);
+}
+
+void
+channels_get_stats(channel_stats_t *out)
+{
+  *out = G.stats;
+  out->n_open = out->n_handshaking = 0;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (chan->state == CHAN_STATE_OPEN)
+      out->n_open++;
+    else if (chan->state != CHAN_STATE_CLOSED)
+      out->n_handshaking++;
+  }
+}
+
+/* ---- creation ----------------------------------------------------- */
+
+static channel_t *
+channel_new(void)
+{
+  channel_t *chan = pc_zalloc(sizeof(*chan));
+  chan->id = G.next_id++;
+  chan->circuits = hmap_new(4);
+  dlist_init(&chan->active);
+  dlist_insert_tail(&G.all, &chan->all_node);
+  return chan;
+}
+
+void
+channel_update_desc(channel_t *chan)
+{
+  char a[PC_ADDR_STR_LEN];
+  pc_addr_fmt(&chan->addr, a, sizeof(a), 1);
+  if (chan->have_peer_rsa) {
+    char hex[41];
+    base16_encode(hex, sizeof(hex), chan->peer_rsa_id, 20, BASE16_UPPER);
+    snprintf(chan->desc, sizeof(chan->desc), "[%llu] %s ($%s)",
+             (unsigned long long)chan->id, a, hex);
+  } else {
+    snprintf(chan->desc, sizeof(chan->desc), "[%llu] %s",
+             (unsigned long long)chan->id, a);
+  }
+}
+
+static void
+accept_cb(int fd, const pc_addr_t *peer, void *arg)
+{
+  (void)arg;
+  if (!G.keys) {
+    /* A pure client never listens; defensive. */
+    close(fd);
+    return;
+  }
+  channel_t *chan = channel_new();
+  chan->addr = *peer;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  channel_update_desc(chan);
+  chan->conn = conn_new_accepted(G.loop, G.keys->tls, fd, peer,
+                                 channel_conn_cb, chan);
+  log_debug("Accepted link connection %s", chan->desc);
+}
+
+int
+channel_listen(const pc_addr_t *addr, pc_addr_t *bound, const char **err)
+{
+  listener_t *l = listener_new(G.loop, addr, accept_cb, NULL, err);
+  if (!l)
+    return -1;
+  listener_entry_t *le = pc_zalloc(sizeof(*le));
+  le->listener = l;
+  dlist_insert_tail(&G.listeners, &le->node);
+  if (bound)
+    *bound = *listener_addr(l);
+  return 0;
+}
+
+channel_t *
+channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
+                const uint8_t *ed_id)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *addr;
+  chan->is_outgoing = 1;
+  chan->we_authenticate = G.keys != NULL;
+  chan->state = CHAN_STATE_CONNECTING;
+  if (rsa_id && !pc_is_zero(rsa_id, 20)) {
+    chan->want_rsa = 1;
+    memcpy(chan->want_rsa_id, rsa_id, 20);
+  }
+  if (ed_id && !pc_is_zero(ed_id, 32)) {
+    chan->want_ed = 1;
+    memcpy(chan->want_ed_id, ed_id, 32);
+  }
+  channel_update_desc(chan);
+  const char *err = NULL;
+  tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
+  chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
+  if (!chan->conn) {
+    log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
+    dlist_remove(&chan->all_node);
+    hmap_free(chan->circuits, NULL);
+    free(chan);
+    return NULL;
+  }
+  log_info("Connecting to %s", chan->desc);
+  return chan;
+}
+
+channel_t *
+channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
+                        const uint8_t *ed_id)
+{
+  channel_t *best = NULL;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (chan->state == CHAN_STATE_CLOSED || chan->close_pending)
+      continue;
+    /* Identity: what the channel proved (open) or will insist on. */
+    const uint8_t *crsa = chan->have_peer_rsa ? chan->peer_rsa_id
+                          : chan->want_rsa    ? chan->want_rsa_id
+                                              : NULL;
+    const uint8_t *ced = chan->have_peer_ed ? chan->peer_ed_id
+                         : chan->want_ed    ? chan->want_ed_id
+                                            : NULL;
+    if (!crsa || !rsa_id || memcmp(crsa, rsa_id, 20))
+      continue;
+    if (ed_id && !pc_is_zero(ed_id, 32) && (!ced || memcmp(ced, ed_id, 32)))
+      continue;
+    if (!pc_addr_eq(&chan->addr, addr, 1) && !chan->addr_is_canonical)
+      continue;
+    if (!best || (chan->state == CHAN_STATE_OPEN &&
+                  best->state != CHAN_STATE_OPEN))
+      best = chan;
+  }
+  return best;
+}
+
+/* ---- accessors ---------------------------------------------------- */
+
+channel_state_t
+channel_state(const channel_t *chan)
+{
+  return chan->state;
+}
+int
+channel_is_open(const channel_t *chan)
+{
+  return chan->state == CHAN_STATE_OPEN && !chan->close_pending;
+}
+int
+channel_is_authenticated_relay(const channel_t *chan)
+{
+  return chan->peer_is_relay;
+}
+int
+channel_is_outgoing(const channel_t *chan)
+{
+  return chan->is_outgoing;
+}
+const uint8_t *
+channel_peer_rsa_id(const channel_t *chan)
+{
+  return chan->have_peer_rsa ? chan->peer_rsa_id : NULL;
+}
+const uint8_t *
+channel_peer_ed_id(const channel_t *chan)
+{
+  return chan->have_peer_ed ? chan->peer_ed_id : NULL;
+}
+const pc_addr_t *
+channel_peer_addr(const channel_t *chan)
+{
+  return &chan->addr;
+}
+uint64_t
+channel_global_id(const channel_t *chan)
+{
+  return chan->id;
+}
+const char *
+channel_describe(const channel_t *chan)
+{
+  return chan->desc;
+}
+size_t
+channel_outbuf_len(const channel_t *chan)
+{
+  return chan->conn ? buf_datalen(conn_outbuf(chan->conn)) : 0;
+}
+
+/* ---- circuit IDs -------------------------------------------------- */
+
+uint32_t
+channel_alloc_circ_id(channel_t *chan)
+{
+  /* tor-spec 5.1.1: on link protocol >= 4 the initiator of the connection
+   * sets the high bit, the responder clears it; chosen at random. */
+  for (int i = 0; i < CHAN_MAX_CIRCID_TRIES; i++) {
+    uint32_t id;
+    crypt_rand((uint8_t *)&id, sizeof(id));
+    id &= 0x7fffffffu;
+    if (chan->is_outgoing)
+      id |= 0x80000000u;
+    if (id == 0 || id == 0x80000000u)
+      continue;
+    if (!hmap_get_u32(chan->circuits, id))
+      return id;
+  }
+  log_warn("No free circuit ID on %s after %d tries", chan->desc,
+           CHAN_MAX_CIRCID_TRIES);
+  return 0;
+}
+
+struct circuit_t *
+channel_get_circuit(const channel_t *chan, uint32_t circ_id)
+{
+  return hmap_get_u32(chan->circuits, circ_id);
+}
+
+void
+channel_set_circuit(channel_t *chan, uint32_t circ_id, struct circuit_t *c)
+{
+  hmap_set_u32(chan->circuits, circ_id, c);
+}
+
+void
+channel_remove_circuit(channel_t *chan, uint32_t circ_id)
+{
+  hmap_remove_u32(chan->circuits, circ_id);
+}
+
+unsigned
+channel_n_circuits(const channel_t *chan)
+{
+  return (unsigned)hmap_size(chan->circuits);
+}
+
+/* ---- writing ------------------------------------------------------ */
+
+void
+channel_write_raw(channel_t *chan, const uint8_t *data, size_t len)
+{
+  if (!chan->conn || chan->close_pending)
+    return;
+  buf_add(conn_outbuf(chan->conn), data, len);
+  conn_flush_soon(chan->conn);
+}
+
+void
+channel_send_cell(channel_t *chan, const cell_t *cell)
+{
+  uint8_t wire[CELL_MAX_NETWORK_LEN];
+  int proto = chan->link_proto ? chan->link_proto : 3;
+  cell_pack(wire, cell, proto);
+  channel_write_raw(chan, wire, cell_network_len(proto));
+  chan->cells_out++;
+  G.stats.cells_out++;
+}
+
+void
+channel_send_var_cell(channel_t *chan, const var_cell_t *vc)
+{
+  size_t len = var_cell_network_len(vc, chan->link_proto);
+  uint8_t *wire = pc_malloc(len);
+  var_cell_pack(wire, vc, chan->link_proto);
+  channel_write_raw(chan, wire, len);
+  free(wire);
+}
+
+void
+circ_queue_init(circ_queue_t *cq, struct circuit_t *circ)
+{
+  cell_queue_init(&cq->cells);
+  dlist_node_init(&cq->active_node);
+  cq->chan = NULL;
+  cq->circ = circ;
+}
+
+void
+circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
+{
+  channel_t *chan = cq->chan;
+  if (!chan || chan->close_pending) {
+    packed_cell_free(pc);
+    return;
+  }
+  cell_queue_append(&cq->cells, pc);
+  if (!dlist_node_is_linked(&cq->active_node))
+    dlist_insert_tail(&chan->active, &cq->active_node);
+  if (chan->state == CHAN_STATE_OPEN &&
+      buf_datalen(conn_outbuf(chan->conn)) < CHAN_OUTBUF_HIGH)
+    channel_flush_circuits(chan);
+}
+
+void
+circ_queue_clear(circ_queue_t *cq)
+{
+  if (dlist_node_is_linked(&cq->active_node))
+    dlist_remove(&cq->active_node);
+  cell_queue_clear(&cq->cells);
+}
+
+/* Move cells from active circuit queues into the output buffer, round
+ * robin, until the buffer reaches CHAN_OUTBUF_HIGH. */
+static void
+channel_flush_circuits(channel_t *chan)
+{
+  if (chan->state != CHAN_STATE_OPEN || !chan->conn || chan->close_pending)
+    return;
+  buf_t *out = conn_outbuf(chan->conn);
+  size_t before = buf_datalen(out);
+  while (buf_datalen(out) < CHAN_OUTBUF_HIGH) {
+    dlist_node_t *n = dlist_first(&chan->active);
+    if (!n)
+      break;
+    circ_queue_t *cq = DLIST_ENTRY(n, circ_queue_t, active_node);
+    dlist_remove(n);
+    for (int i = 0; i < CHAN_CELLS_PER_TURN; i++) {
+      packed_cell_t *pc = cell_queue_pop(&cq->cells);
+      if (!pc)
+        break;
+      buf_add(out, pc->body, pc->len);
+      packed_cell_free(pc);
+      chan->cells_out++;
+      G.stats.cells_out++;
+    }
+    if (cq->cells.n)
+      dlist_insert_tail(&chan->active, n);
+  }
+  if (buf_datalen(out) != before)
+    conn_flush_soon(chan->conn);
+}
+
+/* ---- reading ------------------------------------------------------ */
+
+/* Process one variable-length cell at the head of inbuf. Returns 1 if a
+ * cell was consumed, 0 if incomplete, -1 if the channel was closed. */
+static int
+read_var_cell(channel_t *chan, buf_t *in)
+{
+  size_t idlen = cell_circid_len(chan->link_proto);
+  size_t hdr = idlen + 3;
+  if (buf_datalen(in) < hdr)
+    return 0;
+  const uint8_t *h = buf_pullup(in, hdr);
+  size_t total = hdr + get_u16(h + idlen + 1);
+  if (buf_datalen(in) < total)
+    return 0;
+  const uint8_t *raw = buf_pullup(in, total);
+  var_cell_t *vc = NULL;
+  size_t consumed = 0;
+  if (var_cell_fetch(raw, total, chan->link_proto, &vc, &consumed) != 1) {
+    channel_close(chan, "malformed variable-length cell");
+    return -1;
+  }
+  int r = 0;
+  chan->cells_in++;
+  G.stats.cells_in++;
+  if (chan->state == CHAN_STATE_OPEN) {
+    /* After the handshake only padding var cells are meaningful; a
+     * repeated VERSIONS is ignored (tor-spec 4.1). */
+    if (vc->command != CELL_VPADDING && vc->command != CELL_VERSIONS)
+      log_info("Ignoring %s cell on open channel %s",
+               cell_command_name(vc->command), chan->desc);
+  } else {
+    r = channel_hs_handle_var(chan, vc, raw, total);
+  }
+  var_cell_free(vc);
+  if (r < 0)
+    return -1;
+  buf_drain(in, total);
+  return 1;
+}
+
+static void
+channel_read_cells(channel_t *chan)
+{
+  buf_t *in = conn_inbuf(chan->conn);
+  chan->in_read = 1;
+  while (!chan->close_pending) {
+    size_t avail = buf_datalen(in);
+    size_t idlen = cell_circid_len(chan->link_proto);
+    if (avail < idlen + 1)
+      break;
+    uint8_t hdr[5];
+    buf_peek(in, hdr, idlen + 1);
+    uint8_t command = hdr[idlen];
+    if (chan->link_proto == 0 && command != CELL_VERSIONS) {
+      channel_close(chan, chan->is_outgoing
+                              ? "peer did not answer with VERSIONS"
+                              : "first cell was not VERSIONS");
+      break;
+    }
+    if (cell_command_is_var(command)) {
+      if (read_var_cell(chan, in) <= 0)
+        break;
+      continue;
+    }
+    size_t clen = cell_network_len(chan->link_proto);
+    if (avail < clen)
+      break;
+    if (chan->state != CHAN_STATE_OPEN) {
+      cell_t cell;
+      const uint8_t *raw = buf_pullup(in, clen);
+      cell_unpack(&cell, raw, chan->link_proto);
+      chan->cells_in++;
+      G.stats.cells_in++;
+      if (channel_hs_handle_fixed(chan, &cell, raw, clen) < 0)
+        break;
+      buf_drain(in, clen);
+      continue;
+    }
+    packed_cell_t *pc = packed_cell_new();
+    buf_get(in, pc->body, clen);
+    pc->len = (uint16_t)clen;
+    chan->cells_in++;
+    G.stats.cells_in++;
+    command_process_cell(chan, pc);
+  }
+  chan->in_read = 0;
+}
+
+static void
+channel_conn_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  channel_t *chan = arg;
+  (void)c;
+  switch (ev) {
+  case CONN_EV_OPEN:
+    chan->state = CHAN_STATE_HANDSHAKING;
+    channel_hs_start(chan);
+    break;
+  case CONN_EV_DATA:
+    channel_read_cells(chan);
+    break;
+  case CONN_EV_DRAINED:
+    channel_flush_circuits(chan);
+    break;
+  case CONN_EV_EOF:
+    channel_close(chan, "connection closed by peer");
+    break;
+  case CONN_EV_ERROR:
+    channel_close(chan, conn_error(c));
+    break;
+  }
+}
+
+void
+channel_became_open(channel_t *chan)
+{
+  chan->state = CHAN_STATE_OPEN;
+  channel_hs_free(chan->hs);
+  chan->hs = NULL;
+  conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
+  channel_update_desc(chan);
+  log_info("Channel %s is open (link protocol %d, %s%s)", chan->desc,
+           chan->link_proto, chan->is_outgoing ? "outgoing" : "incoming",
+           chan->peer_is_relay ? ", authenticated relay" : "");
+  circuits_channel_opened(chan, 1);
+  if (!dlist_is_empty(&chan->active))
+    channel_flush_circuits(chan);
+}
+
+/* ---- closing ------------------------------------------------------ */
+
+static void
+channel_close_impl(channel_t *chan, const char *why, int flush)
+{
+  if (chan->close_pending)
+    return;
+  int was_open = chan->state == CHAN_STATE_OPEN;
+  log_info("Closing channel %s: %s", chan->desc, why ? why : "no reason");
+  if (!was_open && chan->is_outgoing)
+    log_notice("Connection to %s failed: %s", chan->desc,
+               why ? why : "no reason");
+  chan->close_pending = 1;
+  chan->state = CHAN_STATE_CLOSED;
+  dlist_remove(&chan->all_node);
+  if (chan->hs) {
+    channel_hs_free(chan->hs);
+    chan->hs = NULL;
+  }
+  /* Unlink queues first so circuits closing below don't requeue here. */
+  dlist_node_t *n;
+  while ((n = dlist_first(&chan->active)))
+    dlist_remove(n);
+  if (!was_open && chan->is_outgoing)
+    circuits_channel_opened(chan, 0);
+  circuits_channel_closed(chan);
+  if (chan->conn) {
+    if (flush)
+      conn_close(chan->conn, 1);
+    else
+      conn_free(chan->conn);
+    chan->conn = NULL;
+  }
+  ptrvec_push(G.to_free, chan);
+  evloop_deferred_schedule(G.reaper);
+}
+
+void
+channel_close(channel_t *chan, const char *why)
+{
+  channel_close_impl(chan, why, 0);
+}
+
+void
+channel_close_after_flush(channel_t *chan, const char *why)
+{
+  channel_close_impl(chan, why, 1);
+}

@@ -1,0 +1,129 @@
+/* channel.h -- Tor link connections ("channels") between us and another
+ * Tor instance: the link handshake, cell framing, circuit-ID allocation and
+ * the per-channel list of circuits that have cells waiting to be sent.
+ *
+ * A channel wraps one TLS conn_t. It moves through
+ *   CONNECTING -> HANDSHAKING -> OPEN -> CLOSING/CLOSED.
+ * While handshaking it speaks only VERSIONS, CERTS, AUTH_CHALLENGE,
+ * AUTHENTICATE, NETINFO and padding; once OPEN it hands every other cell to
+ * the circuit layer (command.h). We support link protocols 4 and 5, so an
+ * open channel always uses 4-byte circuit IDs and 514-byte cells.
+ *
+ * Identity: as initiator we verify the responder's RSA and Ed25519
+ * identities against the ones we were asked to reach; as responder we learn
+ * the initiator's identities only if it AUTHENTICATEs (relays do, clients
+ * don't). channel_is_authenticated_relay() tells which.
+ */
+#ifndef PCTOR_CORE_OR_CHANNEL_H
+#define PCTOR_CORE_OR_CHANNEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/or/cell_queue.h"
+#include "core/or/relay_keys.h"
+#include "core/proto/cell.h"
+#include "lib/container/dlist.h"
+#include "lib/evloop/evloop.h"
+#include "lib/net/address.h"
+
+typedef struct channel_t channel_t;
+struct circuit_t;
+
+typedef enum {
+  CHAN_STATE_CONNECTING,
+  CHAN_STATE_HANDSHAKING,
+  CHAN_STATE_OPEN,
+  CHAN_STATE_CLOSED,
+} channel_state_t;
+
+/* Set up the channel subsystem. keys may be NULL (pure client: we never
+ * authenticate and cannot accept connections). The keys object must stay
+ * valid until channels_shutdown() or the next channels_set_keys(). */
+void channels_init(evloop_t *loop, const relay_keys_t *keys);
+void channels_set_keys(const relay_keys_t *keys);
+/* Addresses we advertise in NETINFO as a relay (our ORPort addresses). */
+void channels_set_my_addrs(const pc_addr_t *addrs, int n);
+/* Close every channel (without flushing) and free the subsystem. */
+void channels_shutdown(void);
+/* The event loop channels run on. */
+evloop_t *channels_loop(void);
+/* Our relay keys, or NULL when we are a pure client. */
+const relay_keys_t *channels_keys(void);
+
+/* Listen for incoming link connections on addr (an ORPort). Returns 0, or
+ * -1 with *err set. The bound address is written to *bound if non-NULL. */
+int channel_listen(const pc_addr_t *addr, pc_addr_t *bound, const char **err);
+
+/* Open a channel to the relay at addr that must have the given identities
+ * (rsa_id: 20 bytes, ed_id: 32 bytes; either may be NULL = don't check).
+ * As a relay we authenticate; as a client we don't. Returns NULL only when
+ * the socket cannot be created; later failure is reported to the circuit
+ * layer through circuit_n_chan_done(chan, 0). */
+channel_t *channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
+                           const uint8_t *ed_id);
+/* An open or opening channel to a relay with these identities that a
+ * circuit extension may reuse (tor-spec 5.3.1: the identity matches and the
+ * address matches the one asked for or is canonical), or NULL. */
+channel_t *channel_find_for_extend(const pc_addr_t *addr,
+                                   const uint8_t *rsa_id,
+                                   const uint8_t *ed_id);
+
+channel_state_t channel_state(const channel_t *chan);
+int channel_is_open(const channel_t *chan);
+/* Whether the peer proved a relay identity (it sent CERTS with identities
+ * and, as initiator, AUTHENTICATE). */
+int channel_is_authenticated_relay(const channel_t *chan);
+/* Whether we initiated the connection. */
+int channel_is_outgoing(const channel_t *chan);
+const uint8_t *channel_peer_rsa_id(const channel_t *chan); /* NULL if none */
+const uint8_t *channel_peer_ed_id(const channel_t *chan);  /* NULL if none */
+const pc_addr_t *channel_peer_addr(const channel_t *chan);
+uint64_t channel_global_id(const channel_t *chan);
+/* "[12] 127.0.0.1:5001 ($HEXFP)" style description for logs. */
+const char *channel_describe(const channel_t *chan);
+
+/* Circuit IDs on this channel. */
+uint32_t channel_alloc_circ_id(channel_t *chan); /* 0 if none free */
+struct circuit_t *channel_get_circuit(const channel_t *chan,
+                                      uint32_t circ_id);
+void channel_set_circuit(channel_t *chan, uint32_t circ_id,
+                         struct circuit_t *circ);
+void channel_remove_circuit(channel_t *chan, uint32_t circ_id);
+unsigned channel_n_circuits(const channel_t *chan);
+
+/* Send a cell now (ahead of queued circuit cells): for link-level and
+ * circuit-management cells such as CREATE2 and DESTROY. */
+void channel_send_cell(channel_t *chan, const cell_t *cell);
+void channel_send_var_cell(channel_t *chan, const var_cell_t *vc);
+
+/* The scheduler interface. Each circuit has one circ_queue_t per
+ * direction: the cells waiting for the channel on that side. A queue that
+ * receives cells becomes "active" on its channel; the channel pulls from
+ * its active queues when its output buffer has room (round robin, a few
+ * cells per queue per turn) and deactivates queues that run empty. */
+typedef struct circ_queue_t {
+  cell_queue_t cells;
+  dlist_node_t active_node;   /* linked while on chan's active list */
+  channel_t *chan;            /* the channel these cells go to */
+  struct circuit_t *circ;
+} circ_queue_t;
+void circ_queue_init(circ_queue_t *cq, struct circuit_t *circ);
+/* Queue a packed cell for cq->chan (takes ownership) and schedule a flush. */
+void circ_queue_push(circ_queue_t *cq, packed_cell_t *pc);
+/* Drop every queued cell and leave the channel's active list. */
+void circ_queue_clear(circ_queue_t *cq);
+/* Cells waiting in the output buffer (bytes). */
+size_t channel_outbuf_len(const channel_t *chan);
+
+/* Close the channel: every circuit on it is closed with reason
+ * CHANNEL_CLOSED. The channel object is freed from the event loop. */
+void channel_close(channel_t *chan, const char *why);
+/* Close after the output buffer is written. */
+void channel_close_after_flush(channel_t *chan, const char *why);
+
+/* Counters for tests and statistics. */
+typedef struct channel_stats_t {
+  uint64_t cells_in, cells_out;
+  unsigned n_open, n_handshaking;
+} channel_stats_t;
+void channels_get_stats(channel_stats_t *out);
+#endif

@@ -1,0 +1,75 @@
+/* channel_internal.h -- the channel structure, shared by channel.c (I/O,
+ * framing, registry, flushing) and channel_hs.c (the link handshake). No
+ * other file includes this. */
+#ifndef PCTOR_CORE_OR_CHANNEL_INTERNAL_H
+#define PCTOR_CORE_OR_CHANNEL_INTERNAL_H
+#include "core/or/channel.h"
+#include "lib/container/hmap.h"
+#include "lib/crypt/digest.h"
+#include "lib/net/conn.h"
+
+/* Handshake state; freed when the channel opens. */
+typedef struct chan_hs_t {
+  int received_versions, received_certs, received_auth_challenge;
+  int received_authenticate, received_netinfo;
+  int sent_versions;
+  /* Running SHA-256 of every byte each side sent during the handshake,
+   * for the SLOG/CLOG fields of AUTHENTICATE. Digests stop after the
+   * AUTH_CHALLENGE (responder side) / our CERTS (initiator side). */
+  crypt_digest_t *digest_sent, *digest_received;
+  int digest_received_frozen, digest_sent_frozen;
+  uint8_t challenge[32];      /* AUTH_CHALLENGE we sent / received */
+  int peer_offers_auth3;
+  /* responder: the initiator's certified keys while we wait for
+   * AUTHENTICATE */
+  int peer_claims_ids;
+  uint8_t peer_auth_key[32];
+  uint8_t peer_rsa_sha256[32]; /* SHA-256 of the initiator's RSA DER */
+  uint8_t peer_cert_rsa_sha256_ok;
+  evloop_timer_t *timeout;
+} chan_hs_t;
+
+struct channel_t {
+  uint64_t id;
+  conn_t *conn;
+  channel_state_t state;
+  unsigned is_outgoing : 1;
+  unsigned we_authenticate : 1;   /* outgoing, and we are a relay */
+  unsigned peer_is_relay : 1;     /* identities proved */
+  unsigned close_pending : 1;     /* freed from a deferred callback */
+  unsigned in_read : 1;           /* inside the read loop */
+  int link_proto;                 /* 0 until VERSIONS is negotiated */
+  pc_addr_t addr;                 /* where we connected / who connected */
+  int have_peer_rsa, have_peer_ed;
+  uint8_t peer_rsa_id[20];
+  uint8_t peer_ed_id[32];
+  int want_rsa, want_ed;
+  uint8_t want_rsa_id[20];
+  uint8_t want_ed_id[32];
+  /* Addresses the peer says are its own (NETINFO), for canonicity. */
+  int n_peer_my_addrs;
+  pc_addr_t peer_my_addrs[4];
+  int addr_is_canonical;
+  chan_hs_t *hs;
+  hmap_t *circuits;               /* circ id (u32) -> circuit_t * */
+  dlist_t active;                 /* circ_queue_t.active_node */
+  dlist_node_t all_node;          /* in the global channel list */
+  uint64_t cells_in, cells_out;
+  char desc[128];
+};
+
+/* channel_hs.c */
+void channel_hs_start(channel_t *chan);
+/* Handle one handshake cell; raw/rawlen are its wire bytes. Returns 0, or
+ * -1 after closing the channel. */
+int channel_hs_handle_var(channel_t *chan, const var_cell_t *vc,
+                          const uint8_t *raw, size_t rawlen);
+int channel_hs_handle_fixed(channel_t *chan, const cell_t *cell,
+                            const uint8_t *raw, size_t rawlen);
+void channel_hs_free(chan_hs_t *hs);
+
+/* channel.c, for channel_hs.c */
+void channel_write_raw(channel_t *chan, const uint8_t *data, size_t len);
+void channel_became_open(channel_t *chan);
+void channel_update_desc(channel_t *chan);
+#endif

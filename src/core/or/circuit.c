@@ -1,0 +1,575 @@
+/* circuit.c -- circuit objects: creation, extension to a next hop, the cell
+ * queues in each direction, origin-side handshakes, and teardown.
+ *
+ * A circuit lives in the circuit maps of the channels on its sides (keyed
+ * by circuit ID) and in one global list. Teardown detaches it from both
+ * channels immediately and frees it later from a deferred callback, so a
+ * circuit pointer obtained earlier in the same callback stays valid.
+ *
+ * An extension whose channel is still being opened waits on a pending
+ * list; circuits_channel_opened() sends the waiting CREATE cells (with a
+ * fresh circuit ID) or fails those circuits with CONNECTFAILED.
+ */
+#include "core/or/circuit.h"
+#include "core/or/onion.h"
+#include "core/proto/relay_msg.h"
+#include "lib/bytes/bytes.h"
+#include "lib/container/vec.h"
+#include "lib/crypt/rand.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+  dlist_t all;
+  dlist_t pending;        /* circuits waiting for n_chan to open */
+  ptrvec_t *to_free;
+  evloop_deferred_t *reaper;
+  uint64_t next_gid;
+  unsigned n_or, n_origin;
+} C;
+
+static void circuit_free(circuit_t *circ);
+
+static void
+reap(void *arg)
+{
+  (void)arg;
+  while (ptrvec_len(C.to_free))
+    circuit_free(ptrvec_pop(C.to_free));
+}
+
+void
+circuits_init(void)
+{
+  memset(&C, 0, sizeof(C));
+  dlist_init(&C.all);
+  dlist_init(&C.pending);
+  C.to_free = ptrvec_new();
+  C.reaper = evloop_deferred_new(channels_loop(), reap, NULL);
+  C.next_gid = 1;
+}
+
+void
+circuits_shutdown(void)
+{
+  dlist_node_t *n;
+  while ((n = dlist_first(&C.all))) {
+    circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
+    circuit_mark_for_close(c, DESTROY_REASON_FINISHED);
+  }
+  reap(NULL);
+  evloop_deferred_free(C.reaper);
+  ptrvec_free(C.to_free, NULL);
+}
+
+unsigned
+circuits_count(circuit_kind_t kind)
+{
+  return kind == CIRC_KIND_OR ? C.n_or : C.n_origin;
+}
+
+static void
+circuit_init_base(circuit_t *c, circuit_kind_t kind)
+{
+  c->kind = kind;
+  c->gid = C.next_gid++;
+  circ_queue_init(&c->n_queue, c);
+  dlist_node_init(&c->pending_node);
+  c->created_us = evloop_now_us(channels_loop());
+  dlist_insert_tail(&C.all, &c->all_node);
+}
+
+or_circuit_t *
+or_circuit_new(channel_t *p_chan, uint32_t p_circ_id)
+{
+  or_circuit_t *oc = pc_zalloc(sizeof(*oc));
+  circuit_init_base(&oc->base, CIRC_KIND_OR);
+  oc->p_chan = p_chan;
+  oc->p_circ_id = p_circ_id;
+  circ_queue_init(&oc->p_queue, &oc->base);
+  oc->p_queue.chan = p_chan;
+  channel_set_circuit(p_chan, p_circ_id, &oc->base);
+  C.n_or++;
+  return oc;
+}
+
+static void
+circuit_free(circuit_t *circ)
+{
+  if (circ->kind == CIRC_KIND_OR) {
+    or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+    relay_crypto_free(oc->crypto);
+    C.n_or--;
+  } else {
+    origin_circuit_t *orc = TO_ORIGIN_CIRCUIT(circ);
+    for (int i = 0; i < orc->n_hops; i++) {
+      relay_crypto_free(orc->hops[i].crypto);
+      onion_client_free(orc->hops[i].hs_type, orc->hops[i].hs_state);
+    }
+    C.n_origin--;
+  }
+  pc_memwipe(circ, circ->kind == CIRC_KIND_OR ? sizeof(or_circuit_t)
+                                              : sizeof(origin_circuit_t));
+  free(circ);
+}
+
+static void
+send_destroy(channel_t *chan, uint32_t circ_id, int reason)
+{
+  if (!chan || !channel_is_open(chan) || !circ_id)
+    return;
+  cell_t cell;
+  memset(&cell, 0, sizeof(cell));
+  cell.circ_id = circ_id;
+  cell.command = CELL_DESTROY;
+  cell.payload[0] = (uint8_t)reason;
+  channel_send_cell(chan, &cell);
+}
+
+/* Detach the n side: drop queued cells, leave the channel's map and the
+ * pending list. */
+static void
+detach_n_side(circuit_t *circ)
+{
+  circ_queue_clear(&circ->n_queue);
+  if (circ->n_chan && circ->n_circ_id &&
+      channel_get_circuit(circ->n_chan, circ->n_circ_id) == circ)
+    channel_remove_circuit(circ->n_chan, circ->n_circ_id);
+  if (dlist_node_is_linked(&circ->pending_node))
+    dlist_remove(&circ->pending_node);
+  PC_FREE(circ->n_pending_create);
+  circ->n_pending = 0;
+  circ->n_chan = NULL;
+  circ->n_circ_id = 0;
+  circ->n_queue.chan = NULL;
+}
+
+static void
+detach_p_side(or_circuit_t *oc)
+{
+  circ_queue_clear(&oc->p_queue);
+  if (oc->p_chan && channel_get_circuit(oc->p_chan, oc->p_circ_id) ==
+                        &oc->base)
+    channel_remove_circuit(oc->p_chan, oc->p_circ_id);
+  oc->p_chan = NULL;
+  oc->p_queue.chan = NULL;
+}
+
+/* Close circ, telling each neighbour except `skip` with a DESTROY. Toward
+ * the origin we give our reason; away from it, and when only propagating,
+ * the spec asks for DESTROYED (reasons must not travel along circuits). */
+static void
+circuit_close_impl(circuit_t *circ, int reason, channel_t *skip,
+                   const char *why)
+{
+  if (circ->marked_for_close)
+    return;
+  circ->marked_for_close = 1;
+  int propagating = skip != NULL;
+  if (circ->n_chan && circ->n_chan != skip && !circ->n_pending)
+    send_destroy(circ->n_chan, circ->n_circ_id,
+                 propagating ? DESTROY_REASON_DESTROYED
+                             : DESTROY_REASON_NONE);
+  detach_n_side(circ);
+  if (circ->kind == CIRC_KIND_OR) {
+    or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+    if (oc->p_chan && oc->p_chan != skip)
+      send_destroy(oc->p_chan, oc->p_circ_id,
+                   propagating ? DESTROY_REASON_DESTROYED : reason);
+    detach_p_side(oc);
+  } else {
+    origin_circuit_t *orc = TO_ORIGIN_CIRCUIT(circ);
+    if (orc->ops && orc->ops->on_closed)
+      orc->ops->on_closed(orc, reason, why, orc->ops_arg);
+  }
+  dlist_remove(&circ->all_node);
+  ptrvec_push(C.to_free, circ);
+  evloop_deferred_schedule(C.reaper);
+}
+
+void
+circuit_mark_for_close(circuit_t *circ, int reason)
+{
+  circuit_close_impl(circ, reason, NULL, destroy_reason_name(reason));
+}
+
+void
+circuit_destroy_received(circuit_t *circ, channel_t *from_chan)
+{
+  circuit_close_impl(circ, DESTROY_REASON_DESTROYED, from_chan,
+                     "DESTROY received");
+}
+
+void
+circuits_channel_closed(channel_t *chan)
+{
+  /* Collect first: closing circuits edits the channel's map. */
+  ptrvec_t *v = ptrvec_new();
+  for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
+    circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
+    or_circuit_t *oc = TO_OR_CIRCUIT(c);
+    if (c->n_chan == chan || (oc && oc->p_chan == chan))
+      ptrvec_push(v, c);
+  }
+  for (size_t i = 0; i < ptrvec_len(v); i++) {
+    circuit_t *c = ptrvec_get(v, i);
+    circuit_close_impl(c, DESTROY_REASON_CHANNEL_CLOSED, chan,
+                       "channel closed");
+  }
+  ptrvec_free(v, NULL);
+}
+
+static void
+send_pending_create(circuit_t *circ)
+{
+  channel_t *chan = circ->n_chan;
+  uint32_t id = channel_alloc_circ_id(chan);
+  if (!id) {
+    circuit_mark_for_close(circ, DESTROY_REASON_RESOURCELIMIT);
+    return;
+  }
+  circ->n_circ_id = id;
+  circ->n_pending = 0;
+  channel_set_circuit(chan, id, circ);
+  circ->n_pending_create->circ_id = id;
+  channel_send_cell(chan, circ->n_pending_create);
+  PC_FREE(circ->n_pending_create);
+}
+
+void
+circuits_channel_opened(channel_t *chan, int ok)
+{
+  ptrvec_t *v = ptrvec_new();
+  for (dlist_node_t *n = dlist_first(&C.pending); n;
+       n = dlist_next(&C.pending, n)) {
+    circuit_t *c = DLIST_ENTRY(n, circuit_t, pending_node);
+    if (c->n_chan == chan)
+      ptrvec_push(v, c);
+  }
+  for (size_t i = 0; i < ptrvec_len(v); i++) {
+    circuit_t *c = ptrvec_get(v, i);
+    dlist_remove(&c->pending_node);
+    if (ok) {
+      send_pending_create(c);
+    } else {
+      c->n_chan = NULL; /* the channel is going away */
+      c->n_queue.chan = NULL;
+      circuit_close_impl(c, DESTROY_REASON_CONNECTFAILED, NULL,
+                         "could not connect to the next hop");
+    }
+  }
+  ptrvec_free(v, NULL);
+}
+
+int
+circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
+                  const uint8_t *rsa_id, const uint8_t *ed_id,
+                  const cell_t *create)
+{
+  if (circ->n_chan)
+    return -1; /* already extended */
+  channel_t *chan = channel_find_for_extend(addr, rsa_id, ed_id);
+  if (!chan)
+    chan = channel_connect(addr, rsa_id, ed_id);
+  if (!chan)
+    return -1;
+  circ->n_chan = chan;
+  circ->n_queue.chan = chan;
+  circ->n_pending_create = pc_memdup(create, sizeof(*create));
+  circ->n_pending = 1;
+  if (channel_is_open(chan)) {
+    send_pending_create(circ);
+  } else {
+    dlist_insert_tail(&C.pending, &circ->pending_node);
+  }
+  return 0;
+}
+
+/* ---- queues ------------------------------------------------------- */
+
+static int
+queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
+                 const char *dir)
+{
+  if (cq->cells.n >= CIRCUIT_MAX_QUEUED_CELLS) {
+    packed_cell_free(pc);
+    log_notice("Circuit %llu has %u cells queued %s (limit %d); closing it",
+               (unsigned long long)circ->gid, cq->cells.n, dir,
+               CIRCUIT_MAX_QUEUED_CELLS);
+    circuit_mark_for_close(circ, DESTROY_REASON_RESOURCELIMIT);
+    return -1;
+  }
+  circ_queue_push(cq, pc);
+  return 0;
+}
+
+int
+or_circuit_queue_backward(or_circuit_t *oc, packed_cell_t *pc)
+{
+  oc->base.cells_backward++;
+  return queue_with_limit(&oc->base, &oc->p_queue, pc, "towards the client");
+}
+
+int
+circuit_queue_forward(circuit_t *circ, packed_cell_t *pc)
+{
+  circ->cells_forward++;
+  return queue_with_limit(circ, &circ->n_queue, pc, "towards the exit");
+}
+
+static packed_cell_t *
+pack_relay(uint32_t circ_id, uint8_t cell_command,
+           const uint8_t payload[CELL_PAYLOAD_LEN])
+{
+  packed_cell_t *pc = packed_cell_new();
+  set_u32(pc->body, circ_id);
+  pc->body[4] = cell_command;
+  memcpy(pc->body + 5, payload, CELL_PAYLOAD_LEN);
+  pc->len = CELL_MAX_NETWORK_LEN;
+  pc->queued_us = evloop_now_us(channels_loop());
+  return pc;
+}
+
+int
+or_circuit_send_relay(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
+                      const uint8_t *body, uint16_t len)
+{
+  if (len > RELAY_BODY_MAX || !oc->p_chan || oc->base.marked_for_close)
+    return -1;
+  uint8_t payload[CELL_PAYLOAD_LEN];
+  relay_payload_encode(payload, command, stream_id, body, len);
+  relay_crypto_originate_backward(oc->crypto, payload);
+  return or_circuit_queue_backward(oc,
+                                   pack_relay(oc->p_circ_id, CELL_RELAY,
+                                              payload));
+}
+
+int
+origin_circuit_send_relay(origin_circuit_t *circ, int hop, uint8_t command,
+                          uint16_t stream_id, const uint8_t *body,
+                          uint16_t len)
+{
+  if (len > RELAY_BODY_MAX || hop < 0 || hop >= circ->n_hops_open ||
+      !circ->base.n_chan || circ->base.n_pending ||
+      circ->base.marked_for_close)
+    return -1;
+  uint8_t payload[CELL_PAYLOAD_LEN];
+  relay_payload_encode(payload, command, stream_id, body, len);
+  relay_crypto_t *hops[CIRCUIT_MAX_HOPS];
+  for (int i = 0; i < circ->n_hops_open; i++)
+    hops[i] = circ->hops[i].crypto;
+  relay_crypto_origin_encrypt(hops, hop, payload);
+  uint8_t cmd = CELL_RELAY;
+  /* EXTEND2 must travel in RELAY_EARLY (tor-spec 5.6); we also use the
+   * remaining budget for the first cells, as tor does, so that the
+   * EXTEND2 cells do not stand out. */
+  if (circ->relay_early_sent < CIRCUIT_MAX_RELAY_EARLY &&
+      (command == RELAY_COMMAND_EXTEND2 || command == RELAY_COMMAND_EXTEND)) {
+    cmd = CELL_RELAY_EARLY;
+    circ->relay_early_sent++;
+  } else if (command == RELAY_COMMAND_EXTEND2) {
+    log_warn("Out of RELAY_EARLY cells; can't extend circuit %llu",
+             (unsigned long long)circ->base.gid);
+    return -1;
+  }
+  return circuit_queue_forward(&circ->base,
+                               pack_relay(circ->base.n_circ_id, cmd,
+                                          payload));
+}
+
+/* ---- origin circuits ---------------------------------------------- */
+
+static int
+make_create_cell(origin_circuit_t *circ, const extend_target_t *t,
+                 cell_t *cell, uint8_t *hdata, size_t cap, size_t *hlen)
+{
+  origin_hop_t *hop = &circ->hops[circ->n_hops];
+  if (onion_client_start(t, hdata, cap, hlen, &hop->hs_state) < 0)
+    return -1;
+  hop->target = *t;
+  hop->hs_type = t->handshake;
+  circ->n_hops++;
+  memset(cell, 0, sizeof(*cell));
+  return 0;
+}
+
+origin_circuit_t *
+origin_circuit_launch(const extend_target_t *first,
+                      const origin_circuit_ops_t *ops, void *arg)
+{
+  origin_circuit_t *circ = pc_zalloc(sizeof(*circ));
+  circuit_init_base(&circ->base, CIRC_KIND_ORIGIN);
+  circ->ops = ops;
+  circ->ops_arg = arg;
+  C.n_origin++;
+  cell_t cell;
+  uint8_t hdata[CREATE2_HDATA_MAX];
+  size_t hlen = 0;
+  if (make_create_cell(circ, first, &cell, hdata, sizeof(hdata), &hlen) < 0)
+    goto fail;
+  if (first->handshake == CIRC_HTYPE_FAST) {
+    cell.command = CELL_CREATE_FAST;
+    memcpy(cell.payload, hdata, hlen);
+  } else {
+    create2_t c2;
+    memset(&c2, 0, sizeof(c2));
+    c2.htype = first->handshake;
+    c2.hlen = (uint16_t)hlen;
+    memcpy(c2.hdata, hdata, hlen);
+    if (create2_cell_make(&cell, 0, &c2) < 0)
+      goto fail;
+  }
+  if (circuit_extend_to(&circ->base, &first->addr, first->rsa_id,
+                        first->has_ed_id ? first->ed_id : NULL, &cell) < 0)
+    goto fail;
+  return circ;
+fail:
+  log_warn("Could not start a circuit to the first hop");
+  circuit_mark_for_close(&circ->base, DESTROY_REASON_INTERNAL);
+  return NULL;
+}
+
+int
+origin_circuit_extend(origin_circuit_t *circ, const extend_target_t *t)
+{
+  if (circ->n_hops != circ->n_hops_open || circ->n_hops >= CIRCUIT_MAX_HOPS ||
+      t->handshake == CIRC_HTYPE_FAST)
+    return -1;
+  cell_t unused;
+  uint8_t hdata[CREATE2_HDATA_MAX];
+  size_t hlen = 0;
+  if (make_create_cell(circ, t, &unused, hdata, sizeof(hdata), &hlen) < 0)
+    return -1;
+  extend2_t e;
+  memset(&e, 0, sizeof(e));
+  if (t->addr.family == AF_INET) {
+    e.has_ipv4 = 1;
+    memcpy(e.ipv4_addr, t->addr.addr, 4);
+    e.ipv4_port = t->addr.port;
+  } else {
+    e.has_ipv6 = 1;
+    memcpy(e.ipv6_addr, t->addr.addr, 16);
+    e.ipv6_port = t->addr.port;
+  }
+  e.has_rsa_id = 1;
+  memcpy(e.rsa_id, t->rsa_id, 20);
+  if (t->has_ed_id) {
+    e.has_ed_id = 1;
+    memcpy(e.ed_id, t->ed_id, 32);
+  }
+  e.create.htype = t->handshake;
+  e.create.hlen = (uint16_t)hlen;
+  memcpy(e.create.hdata, hdata, hlen);
+  uint8_t body[RELAY_BODY_MAX];
+  size_t len = 0;
+  if (extend2_build(body, sizeof(body), &e, &len) < 0)
+    return -1;
+  return origin_circuit_send_relay(circ, circ->n_hops_open - 1,
+                                   RELAY_COMMAND_EXTEND2, 0, body,
+                                   (uint16_t)len);
+}
+
+/* The reply to hop circ->n_hops_open's handshake arrived. */
+static void
+origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
+{
+  int i = circ->n_hops_open;
+  origin_hop_t *hop = &circ->hops[i];
+  if (i >= circ->n_hops || !hop->hs_state) {
+    log_notice("Unexpected handshake reply on circuit %llu; closing it",
+               (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  uint8_t keys[RELAY_CRYPTO_KEY_MATERIAL_LEN];
+  int r = onion_client_finish(hop->hs_type, hop->hs_state, reply, len, keys,
+                              sizeof(keys));
+  onion_client_free(hop->hs_type, hop->hs_state);
+  hop->hs_state = NULL;
+  if (r < 0) {
+    log_notice("Handshake with hop %d of circuit %llu failed (bad reply); "
+               "closing it",
+               i + 1, (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  hop->crypto = relay_crypto_new(keys);
+  pc_memwipe(keys, sizeof(keys));
+  circ->n_hops_open++;
+  if (circ->ops && circ->ops->on_extended)
+    circ->ops->on_extended(circ, circ->n_hops_open, circ->ops_arg);
+}
+
+void
+origin_circuit_handle_created(origin_circuit_t *circ, const cell_t *cell)
+{
+  if (circ->n_hops_open != 0) {
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  if (cell->command == CELL_CREATED_FAST) {
+    origin_finish_hop(circ, cell->payload, 40);
+    return;
+  }
+  created2_t c2;
+  if (created2_parse(&c2, cell->payload, CELL_PAYLOAD_LEN) < 0) {
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  origin_finish_hop(circ, c2.hdata, c2.hlen);
+}
+
+void
+origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc)
+{
+  uint8_t *payload = pc->body + 5;
+  relay_crypto_t *hops[CIRCUIT_MAX_HOPS];
+  for (int i = 0; i < circ->n_hops_open; i++)
+    hops[i] = circ->hops[i].crypto;
+  int hop = relay_crypto_origin_decrypt(hops, circ->n_hops_open, payload);
+  if (hop < 0) {
+    packed_cell_free(pc);
+    log_notice("Unrecognized relay cell on origin circuit %llu; closing it",
+               (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  relay_header_t h;
+  relay_header_unpack(&h, payload);
+  if (h.length > RELAY_BODY_MAX) {
+    packed_cell_free(pc);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+    return;
+  }
+  circ->base.cells_backward++;
+  const uint8_t *body = payload + RELAY_HEADER_LEN;
+  switch (h.command) {
+  case RELAY_COMMAND_EXTENDED2: {
+    created2_t e;
+    if (hop != circ->n_hops_open - 1 ||
+        extended2_parse(&e, body, h.length) < 0) {
+      circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+      break;
+    }
+    origin_finish_hop(circ, e.hdata, e.hlen);
+    break;
+  }
+  case RELAY_COMMAND_TRUNCATED:
+    log_info("Circuit %llu truncated at hop %d (reason %s); closing it",
+             (unsigned long long)circ->base.gid, hop + 1,
+             destroy_reason_name(h.length ? body[0] : 0));
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_NONE);
+    break;
+  case RELAY_COMMAND_DROP:
+    break;
+  default:
+    if (circ->ops && circ->ops->on_relay)
+      circ->ops->on_relay(circ, hop, h.command, h.stream_id, body, h.length,
+                          circ->ops_arg);
+    break;
+  }
+  packed_cell_free(pc);
+}

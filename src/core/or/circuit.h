@@ -1,0 +1,162 @@
+/* circuit.h -- circuits: relayed ones (or_circuit_t) and ones we originate
+ * (origin_circuit_t), their life cycle and their two cell queues.
+ *
+ * Directions: "forward"/"n" is away from the origin (towards the exit),
+ * "backward"/"p" is towards the origin. An or_circuit_t has a p side (the
+ * channel the CREATE came from) and, once extended, an n side. An
+ * origin_circuit_t has only an n side and one crypto state per hop.
+ *
+ * Closing: circuit_mark_for_close() sends DESTROY to both neighbours
+ * (reason DESTROYED when we are only propagating a DESTROY, as tor-spec 5.4
+ * asks), removes the circuit from its channels at once, and frees it from a
+ * deferred callback, so callers up the stack may still look at it.
+ */
+#ifndef PCTOR_CORE_OR_CIRCUIT_H
+#define PCTOR_CORE_OR_CIRCUIT_H
+#include <stdint.h>
+#include "core/crypto/relay_crypto.h"
+#include "core/or/channel.h"
+#include "core/proto/create.h"
+#include "lib/net/address.h"
+
+#define CIRCUIT_MAX_HOPS 8
+/* RELAY_EARLY cells a circuit may carry (tor-spec 5.6). */
+#define CIRCUIT_MAX_RELAY_EARLY 8
+/* A circuit whose queue towards one channel grows beyond this many cells
+ * is closed: a well-behaved peer never has more than a circuit window
+ * (1000 cells) in flight. */
+#define CIRCUIT_MAX_QUEUED_CELLS 2500
+
+typedef enum { CIRC_KIND_OR = 1, CIRC_KIND_ORIGIN = 2 } circuit_kind_t;
+
+/* Where to extend to: enough to open a channel and do a handshake. */
+typedef struct extend_target_t {
+  pc_addr_t addr;
+  uint8_t rsa_id[20];
+  int has_ed_id;
+  uint8_t ed_id[32];
+  uint8_t ntor_key[32];
+  uint16_t handshake;  /* HTYPE_NTOR, HTYPE_NTOR_V3, or CIRC_HTYPE_FAST */
+} extend_target_t;
+#define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
+
+typedef struct circuit_t {
+  circuit_kind_t kind;
+  uint64_t gid;
+  channel_t *n_chan;
+  uint32_t n_circ_id;
+  circ_queue_t n_queue;          /* cells to send on n_chan */
+  /* An extension waiting for n_chan to open. */
+  int n_pending;
+  cell_t *n_pending_create;
+  dlist_node_t pending_node;
+  int marked_for_close;
+  uint64_t created_us;
+  uint64_t cells_forward, cells_backward;
+  dlist_node_t all_node;
+} circuit_t;
+
+typedef struct or_circuit_t {
+  circuit_t base;
+  channel_t *p_chan;
+  uint32_t p_circ_id;
+  circ_queue_t p_queue;          /* cells to send on p_chan */
+  relay_crypto_t *crypto;
+  unsigned relay_early_seen;
+  unsigned created_fast : 1;     /* we are certainly the first hop */
+  /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
+  unsigned extend_pending : 1;
+} or_circuit_t;
+
+typedef struct origin_circuit_t origin_circuit_t;
+
+/* Callbacks for whoever built an origin circuit (client code, tools). */
+typedef struct origin_circuit_ops_t {
+  /* The circuit now has n_hops_open hops (after CREATED2/EXTENDED2). */
+  void (*on_extended)(origin_circuit_t *circ, int n_hops_open, void *arg);
+  /* A relay cell from hop `hop` (0-based) reached us. */
+  void (*on_relay)(origin_circuit_t *circ, int hop, uint8_t command,
+                   uint16_t stream_id, const uint8_t *body, uint16_t len,
+                   void *arg);
+  /* The circuit is gone (reason: DESTROY_REASON_*); circ is still valid
+   * during the call, not after. */
+  void (*on_closed)(origin_circuit_t *circ, int reason, const char *why,
+                    void *arg);
+} origin_circuit_ops_t;
+
+typedef struct origin_hop_t {
+  extend_target_t target;
+  relay_crypto_t *crypto;
+  void *hs_state;                /* handshake state while pending */
+  uint16_t hs_type;
+} origin_hop_t;
+
+struct origin_circuit_t {
+  circuit_t base;
+  int n_hops;                    /* hops requested so far */
+  int n_hops_open;
+  origin_hop_t hops[CIRCUIT_MAX_HOPS];
+  unsigned relay_early_sent;
+  const origin_circuit_ops_t *ops;
+  void *ops_arg;
+};
+
+static inline or_circuit_t *
+TO_OR_CIRCUIT(circuit_t *c)
+{
+  return c->kind == CIRC_KIND_OR ? (or_circuit_t *)c : NULL;
+}
+static inline origin_circuit_t *
+TO_ORIGIN_CIRCUIT(circuit_t *c)
+{
+  return c->kind == CIRC_KIND_ORIGIN ? (origin_circuit_t *)c : NULL;
+}
+
+void circuits_init(void);
+void circuits_shutdown(void);
+/* Numbers for statistics and tests. */
+unsigned circuits_count(circuit_kind_t kind);
+
+/* Channel events (called by channel.c). */
+void circuits_channel_opened(channel_t *chan, int ok);
+void circuits_channel_closed(channel_t *chan);
+
+or_circuit_t *or_circuit_new(channel_t *p_chan, uint32_t p_circ_id);
+void circuit_mark_for_close(circuit_t *circ, int reason);
+/* Propagating a DESTROY that arrived from from_chan. */
+void circuit_destroy_received(circuit_t *circ, channel_t *from_chan);
+
+/* Extend circ (relay side, or origin side) to the target by sending
+ * create (a CREATE2/CREATE_FAST cell without circ id) on a suitable
+ * channel, opening one if needed. Returns 0 or -1 (circuit not closed). */
+int circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
+                      const uint8_t *rsa_id, const uint8_t *ed_id,
+                      const cell_t *create);
+
+/* Queue a cell towards the origin on an or_circuit (takes ownership).
+ * Returns -1 if the queue limit was hit and the circuit closed. */
+int or_circuit_queue_backward(or_circuit_t *circ, packed_cell_t *pc);
+int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
+
+/* Send a relay cell that we originate: at an or_circuit towards the
+ * origin, at an origin circuit towards hop `hop`. body may be NULL when
+ * len is 0. Returns 0 or -1. */
+int or_circuit_send_relay(or_circuit_t *circ, uint8_t command,
+                          uint16_t stream_id, const uint8_t *body,
+                          uint16_t len);
+int origin_circuit_send_relay(origin_circuit_t *circ, int hop,
+                              uint8_t command, uint16_t stream_id,
+                              const uint8_t *body, uint16_t len);
+
+/* Origin circuits: start with a first hop, then extend one hop at a time
+ * (after on_extended reports the previous one). */
+origin_circuit_t *origin_circuit_launch(const extend_target_t *first,
+                                        const origin_circuit_ops_t *ops,
+                                        void *arg);
+int origin_circuit_extend(origin_circuit_t *circ,
+                          const extend_target_t *next);
+/* Called by command.c. */
+void origin_circuit_handle_created(origin_circuit_t *circ,
+                                   const cell_t *cell);
+void origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc);
+#endif

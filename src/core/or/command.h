@@ -1,0 +1,19 @@
+/* command.h -- dispatch of cells that arrive on an open channel to the
+ * circuit layer: CREATE*, CREATED*, RELAY*, DESTROY, padding. */
+#ifndef PCTOR_CORE_OR_COMMAND_H
+#define PCTOR_CORE_OR_COMMAND_H
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+
+/* Handle one 514-byte cell from chan; takes ownership of pc. */
+void command_process_cell(channel_t *chan, packed_cell_t *pc);
+
+/* Counters of cells rejected as protocol violations (for tests). */
+typedef struct command_stats_t {
+  uint64_t n_create_refused;
+  uint64_t n_unknown_circ;
+  uint64_t n_unknown_command;
+  uint64_t n_protocol_closes;
+} command_stats_t;
+void command_get_stats(command_stats_t *out);
+#endif

@@ -1,0 +1,172 @@
+/* onion.c -- dispatch to the CREATE_FAST / ntor / ntor v3 implementations
+ * in core/crypto (see onion.h).
+ *
+ * ntor v3 carries a message each way. pctor does not negotiate congestion
+ * control yet, so as a client it sends an empty extension list, and as a
+ * relay it ignores the client's requests and answers with an empty list —
+ * which tells a tor client that congestion control was not agreed.
+ */
+#include "core/or/onion.h"
+#include "core/crypto/onion_fast.h"
+#include "core/crypto/onion_ntor.h"
+#include "core/crypto/onion_ntor_v3.h"
+#include "core/crypto/relay_crypto.h"
+#include "lib/log/log.h"
+
+#include <string.h>
+
+static const uint8_t empty_exts[1] = {0}; /* N_EXTENSIONS = 0 */
+
+int
+onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
+                   size_t *hlen, void **state)
+{
+  *state = NULL;
+  switch (t->handshake) {
+  case CIRC_HTYPE_FAST:
+    if (cap < ONION_FAST_ONIONSKIN_LEN)
+      return -1;
+    *state = onion_fast_client_create(hdata);
+    *hlen = ONION_FAST_ONIONSKIN_LEN;
+    return 0;
+  case HTYPE_NTOR:
+    if (cap < ONION_NTOR_ONIONSKIN_LEN)
+      return -1;
+    *state = onion_ntor_client_create(t->rsa_id, t->ntor_key, hdata);
+    *hlen = ONION_NTOR_ONIONSKIN_LEN;
+    return *state ? 0 : -1;
+  case HTYPE_NTOR_V3: {
+    if (!t->has_ed_id)
+      return -1; /* ntor v3 is keyed by the Ed25519 identity */
+    onion_ntor3_client_t *st = NULL;
+    if (onion_ntor3_client_create(
+            t->ed_id, t->ntor_key,
+            (const uint8_t *)ONION_NTOR3_CIRC_VERIFICATION,
+            ONION_NTOR3_CIRC_VERIFICATION_LEN, empty_exts,
+            sizeof(empty_exts), hdata, cap, hlen, &st) < 0)
+      return -1;
+    *state = st;
+    return 0;
+  }
+  default:
+    return -1;
+  }
+}
+
+int
+onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
+                    size_t reply_len, uint8_t *keys, size_t keys_len)
+{
+  switch (htype) {
+  case CIRC_HTYPE_FAST:
+    if (reply_len < ONION_FAST_REPLY_LEN)
+      return -1;
+    return onion_fast_client_finish(state, reply, keys, keys_len);
+  case HTYPE_NTOR:
+    if (reply_len < ONION_NTOR_REPLY_LEN)
+      return -1;
+    return onion_ntor_client_finish(state, reply, keys, keys_len);
+  case HTYPE_NTOR_V3: {
+    uint8_t msg[256];
+    size_t msglen = 0;
+    return onion_ntor3_client_finish(state, reply, reply_len, msg,
+                                     sizeof(msg), &msglen, keys, keys_len);
+  }
+  default:
+    return -1;
+  }
+}
+
+void
+onion_client_free(uint16_t htype, void *state)
+{
+  if (!state)
+    return;
+  switch (htype) {
+  case CIRC_HTYPE_FAST: {
+    onion_fast_client_t *st = state;
+    onion_fast_client_free(st);
+    break;
+  }
+  case HTYPE_NTOR: {
+    onion_ntor_client_t *st = state;
+    onion_ntor_client_free(st);
+    break;
+  }
+  case HTYPE_NTOR_V3: {
+    onion_ntor3_client_t *st = state;
+    onion_ntor3_client_free(st);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+int
+onion_server_handshake(const relay_keys_t *k, uint16_t htype,
+                       const uint8_t *hdata, size_t hlen, uint8_t *reply,
+                       size_t reply_cap, size_t *reply_len, uint8_t *keys_out,
+                       size_t keys_len, const char **why)
+{
+  const curve25519_keypair_t *ntor_keys[2] = {&k->ntor_current,
+                                              &k->ntor_previous};
+  size_t n_keys = k->has_ntor_previous ? 2 : 1;
+  switch (htype) {
+  case CIRC_HTYPE_FAST:
+    if (hlen < ONION_FAST_ONIONSKIN_LEN || reply_cap < ONION_FAST_REPLY_LEN)
+      goto bad_len;
+    if (onion_fast_server_handshake(hdata, reply, keys_out, keys_len) < 0) {
+      *why = "CREATE_FAST handshake failed";
+      return -1;
+    }
+    *reply_len = ONION_FAST_REPLY_LEN;
+    return 0;
+  case HTYPE_NTOR:
+    if (hlen != ONION_NTOR_ONIONSKIN_LEN || reply_cap < ONION_NTOR_REPLY_LEN)
+      goto bad_len;
+    if (onion_ntor_server_handshake(hdata, k->rsa_id_digest, ntor_keys,
+                                    n_keys, reply, keys_out, keys_len) < 0) {
+      *why = "ntor handshake failed (unknown onion key or bad input)";
+      return -1;
+    }
+    *reply_len = ONION_NTOR_REPLY_LEN;
+    return 0;
+  case HTYPE_NTOR_V3: {
+    onion_ntor3_server_t *st = NULL;
+    if (onion_ntor3_server_begin(
+            hdata, hlen, k->ed_identity.pub, ntor_keys, n_keys,
+            (const uint8_t *)ONION_NTOR3_CIRC_VERIFICATION,
+            ONION_NTOR3_CIRC_VERIFICATION_LEN, &st) < 0) {
+      *why = "ntor v3 handshake failed (unknown onion key or bad input)";
+      return -1;
+    }
+    size_t cmlen = 0;
+    const uint8_t *cm = onion_ntor3_server_client_msg(st, &cmlen);
+    onion_ntor3_ext_t exts[16];
+    size_t n_exts = 0;
+    if (cmlen && onion_ntor3_exts_parse(cm, cmlen, exts, 16, &n_exts) < 0) {
+      onion_ntor3_server_free(st);
+      *why = "malformed ntor v3 client message";
+      return -1;
+    }
+    /* Extension requests (e.g. congestion control, type 1) are not
+     * supported yet: we answer with no extensions. */
+    int r = onion_ntor3_server_reply(st, empty_exts, sizeof(empty_exts),
+                                     reply, reply_cap, reply_len, keys_out,
+                                     keys_len);
+    onion_ntor3_server_free(st);
+    if (r < 0) {
+      *why = "ntor v3 reply failed";
+      return -1;
+    }
+    return 0;
+  }
+  default:
+    *why = "unsupported handshake type";
+    return -1;
+  }
+bad_len:
+  *why = "handshake data has the wrong length";
+  return -1;
+}

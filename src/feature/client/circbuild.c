@@ -1,0 +1,106 @@
+/* circbuild.c -- one-hop-at-a-time client circuit construction (see
+ * circbuild.h). The builder owns the hop list and forwards the circuit's
+ * events to its caller; once the circuit closes the builder forgets it. */
+#include "feature/client/circbuild.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct circbuild_t {
+  extend_target_t hops[CIRCUIT_MAX_HOPS];
+  int n_hops;
+  origin_circuit_t *circ;
+  const circbuild_cbs_t *cbs;
+  void *arg;
+  uint64_t started_us, built_us;
+  int built;
+};
+
+static void
+on_extended(origin_circuit_t *circ, int n_open, void *arg)
+{
+  circbuild_t *cb = arg;
+  log_info("Circuit %llu: hop %d of %d open",
+           (unsigned long long)circ->base.gid, n_open, cb->n_hops);
+  if (n_open < cb->n_hops) {
+    if (origin_circuit_extend(circ, &cb->hops[n_open]) < 0) {
+      log_warn("Could not send EXTEND2 for hop %d", n_open + 1);
+      circuit_mark_for_close(&circ->base, DESTROY_REASON_INTERNAL);
+    }
+    return;
+  }
+  cb->built = 1;
+  cb->built_us = evloop_now_us(channels_loop());
+  if (cb->cbs->built)
+    cb->cbs->built(cb, circ, cb->arg);
+}
+
+static void
+on_relay(origin_circuit_t *circ, int hop, uint8_t command, uint16_t stream_id,
+         const uint8_t *body, uint16_t len, void *arg)
+{
+  circbuild_t *cb = arg;
+  (void)circ;
+  if (cb->cbs->relay)
+    cb->cbs->relay(cb, hop, command, stream_id, body, len, cb->arg);
+}
+
+static void
+on_closed(origin_circuit_t *circ, int reason, const char *why, void *arg)
+{
+  circbuild_t *cb = arg;
+  (void)circ;
+  cb->circ = NULL;
+  if (cb->cbs->closed)
+    cb->cbs->closed(cb, reason, why, cb->arg);
+}
+
+static const origin_circuit_ops_t ops = {on_extended, on_relay, on_closed};
+
+circbuild_t *
+circbuild_start(const extend_target_t *hops, int n_hops,
+                const circbuild_cbs_t *cbs, void *arg)
+{
+  if (n_hops < 1 || n_hops > CIRCUIT_MAX_HOPS)
+    return NULL;
+  circbuild_t *cb = pc_zalloc(sizeof(*cb));
+  memcpy(cb->hops, hops, sizeof(*hops) * (size_t)n_hops);
+  cb->n_hops = n_hops;
+  cb->cbs = cbs;
+  cb->arg = arg;
+  cb->started_us = evloop_now_us(channels_loop());
+  cb->circ = origin_circuit_launch(&hops[0], &ops, cb);
+  if (!cb->circ) {
+    free(cb);
+    return NULL;
+  }
+  return cb;
+}
+
+origin_circuit_t *
+circbuild_circuit(circbuild_t *cb)
+{
+  return cb->circ;
+}
+
+uint64_t
+circbuild_build_time_us(const circbuild_t *cb)
+{
+  return cb->built ? cb->built_us - cb->started_us : 0;
+}
+
+void
+circbuild_free_(circbuild_t *cb)
+{
+  if (!cb)
+    return;
+  if (cb->circ) {
+    origin_circuit_t *c = cb->circ;
+    c->ops = NULL; /* no callbacks into a freed builder */
+    cb->circ = NULL;
+    circuit_mark_for_close(&c->base, DESTROY_REASON_NONE);
+  }
+  free(cb);
+}

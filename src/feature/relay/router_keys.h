@@ -1,0 +1,138 @@
+/* router_keys.h -- a relay's long-lived keys: create, store, load, rotate.
+ *
+ * A relay owns, in DataDirectory/keys (directory 0700, files 0600, every
+ * file written atomically):
+ *
+ *   secret_id_key                  RSA-1024 identity, PEM "RSA PRIVATE KEY"
+ *                                  (the same format tor uses, so a tor
+ *                                  relay's RSA identity loads unchanged)
+ *   ed25519_master_id_seed         Ed25519 identity ("master") key
+ *   ed25519_master_id_public_key   its public key, in tor's file format
+ *   ed25519_signing_seed           medium-term Ed25519 signing key
+ *   ed25519_signing_cert           its type-4 certificate, in tor's format
+ *   ntor_onion_keys                curve25519 ntor onion key(s) with the
+ *                                  creation time of the current one
+ *
+ * and writes DataDirectory/fingerprint and fingerprint-ed25519 exactly as
+ * tor writes them. The .c file documents the formats byte by byte.
+ *
+ * A key file that exists but cannot be used (wrong size or header, a
+ * public part that does not match the secret part, a certificate not
+ * signed by our identity) makes loading fail with a message naming the
+ * file: a relay's identity is never silently replaced.
+ *
+ * The result is a relay_keys_t (core/or/relay_keys.h) that core uses for
+ * CERTS/AUTHENTICATE and CREATE2. Everything in it that is not stored is
+ * made fresh at each start: the TLS context, the type-5 link certificate,
+ * the link authentication key and its type-6 certificate, the self-signed
+ * RSA identity certificate (CERTS type 2) and the RSA->Ed25519 crosscert
+ * (type 7). router_keys_rotate_if_needed() (call it periodically, e.g.
+ * once a minute) renews in place whatever is due; core must therefore
+ * re-read the certificate pointers from the struct each time it builds a
+ * CERTS cell rather than keep copies across event-loop turns.
+ *
+ * A relay_keys_t handed out here is part of a larger private allocation:
+ * only pass structs obtained from router_keys_load_or_create() to the
+ * router_keys_* functions.
+ */
+#ifndef PCTOR_FEATURE_RELAY_ROUTER_KEYS_H
+#define PCTOR_FEATURE_RELAY_ROUTER_KEYS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/or/relay_keys.h"
+
+/* Onion key schedule defaults (tor's onion-key-rotation-days and
+ * onion-key-grace-period-days consensus parameters). */
+#define ROUTER_KEYS_ONION_ROTATION_DAYS_DEFAULT 28
+#define ROUTER_KEYS_ONION_GRACE_DAYS_DEFAULT 7
+/* Medium-term signing key: lifetime of its type-4 certificate, and how
+ * close to expiry it may get before a new key is made. */
+#define ROUTER_KEYS_SIGNING_LIFETIME_DAYS 30
+#define ROUTER_KEYS_SIGNING_RENEW_DAYS 7
+/* Type-5 link and type-6 authentication certificates (tor: 2 days). */
+#define ROUTER_KEYS_LINK_CERT_LIFETIME_DAYS 2
+/* RSA->Ed25519 crosscert (tor: about six months). */
+#define ROUTER_KEYS_CROSSCERT_LIFETIME_DAYS 180
+/* Self-signed RSA identity certificate: valid one year, back-dated a day. */
+#define ROUTER_KEYS_RSA_CERT_LIFETIME_DAYS 365
+/* Lifetime of the TLS certificate tls_context_new() makes. */
+#define ROUTER_KEYS_TLS_CERT_LIFETIME_DAYS 365
+
+/* Bits of *rotated from router_keys_rotate_if_needed(). */
+#define ROUTER_KEYS_ROTATED_NTOR 0x01    /* new current ntor key */
+#define ROUTER_KEYS_DROPPED_NTOR_OLD 0x02 /* previous ntor key dropped */
+#define ROUTER_KEYS_ROTATED_SIGNING 0x04 /* new signing key + type-4 cert */
+#define ROUTER_KEYS_RENEWED_CERTS 0x08  /* types 2/5/6/7 re-made */
+/* The bits after which the server descriptor must be rebuilt and
+ * republished (it carries the ntor key and the type-4 certificate). */
+#define ROUTER_KEYS_DESCRIPTOR_CHANGED \
+  (ROUTER_KEYS_ROTATED_NTOR | ROUTER_KEYS_ROTATED_SIGNING)
+
+typedef struct router_keys_config_t {
+  /* Make a new ntor onion key when the current one is this old (>= 1). */
+  int onion_key_rotation_days;
+  /* Keep accepting the previous ntor key this long after it was replaced
+   * (0 .. onion_key_rotation_days). */
+  int onion_key_grace_days;
+  /* Nickname for the fingerprint files; NULL means "Unnamed". */
+  const char *nickname;
+} router_keys_config_t;
+
+/* Fill cfg with the defaults (28 days, 7 days, NULL nickname). */
+void router_keys_config_init(router_keys_config_t *cfg);
+
+/* Load the keys from datadir/keys, creating what is missing (and the
+ * directories datadir and datadir/keys, mode 0700), rotate the ntor key
+ * and renew the signing key if due at now, build the certificates, and
+ * write datadir/fingerprint and datadir/fingerprint-ed25519. cfg may be
+ * NULL (defaults). Returns NULL on error with a newly allocated message in
+ * *err (when err is not NULL). */
+relay_keys_t *router_keys_load_or_create(const char *datadir,
+                                         const router_keys_config_t *cfg,
+                                         time_t now, char **err);
+
+/* Periodic maintenance at now: rotate the ntor key after
+ * onion_key_rotation_days (current becomes previous), drop the previous
+ * key onion_key_grace_days after it was replaced, renew the signing key
+ * when less than ROUTER_KEYS_SIGNING_RENEW_DAYS are left, and re-make
+ * certificates that are about to expire. Stored keys are written to
+ * datadir/keys before the function returns. *rotated (may be NULL) gets
+ * the ROUTER_KEYS_* bits of what changed (0: nothing). Returns 0, or -1
+ * (logged) if a key could not be persisted, in which case the keys in
+ * memory are left as they were. */
+int router_keys_rotate_if_needed(relay_keys_t *k, const char *datadir,
+                                 const router_keys_config_t *cfg, time_t now,
+                                 int *rotated);
+
+/* Write datadir/fingerprint ("NICK HEX40\n") and
+ * datadir/fingerprint-ed25519 ("NICK BASE64\n") as tor does, unless they
+ * already hold exactly that. nickname NULL means "Unnamed". Returns 0 or
+ * -1 with a newly allocated message in *err (when err is not NULL). */
+int router_keys_write_fingerprints(const relay_keys_t *k,
+                                   const char *datadir, const char *nickname,
+                                   char **err);
+
+/* "NICK HEX" with 40 uppercase hex digits of the RSA identity digest,
+ * no newline. With with_spaces, the digits are in 10 groups of 4
+ * separated by single spaces (as tor --list-fingerprint prints them);
+ * without, as tor's DataDirectory/fingerprint file and logs have them.
+ * nickname NULL: just the fingerprint. Newly allocated. */
+char *router_keys_format_rsa_fingerprint(const char *nickname,
+                                         const uint8_t digest[20],
+                                         int with_spaces);
+/* "NICK BASE64" with the 43-character unpadded base64 of the Ed25519
+ * identity, no newline (tor's fingerprint-ed25519). nickname NULL: just
+ * the base64. Newly allocated. */
+char *router_keys_format_ed25519_id(const char *nickname,
+                                    const uint8_t pub[32]);
+
+/* Creation time of the current ntor onion key. */
+time_t router_keys_ntor_created(const relay_keys_t *k);
+
+/* Wipe every secret and free k and everything it owns. NULL is fine. */
+void router_keys_free_(relay_keys_t *k);
+#define router_keys_free(k) do { router_keys_free_(k); (k) = NULL; } while (0)
+
+#endif

@@ -1,0 +1,411 @@
+/* pctor-circtest.c -- build a circuit through given relays and (optionally)
+ * fetch a directory document from the last hop over BEGIN_DIR.
+ *
+ * A test and diagnostic client for the relay core: it speaks the link
+ * protocol as a client, builds a 1-8 hop circuit with CREATE_FAST, ntor or
+ * ntor v3, opens a directory stream at the last hop, sends an HTTP GET and
+ * prints the response. Used by the interop tests against real tor relays.
+ *
+ *   pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH] [--out FILE]
+ *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
+ *   HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]]
+ *         or pctor:DATADIR@ADDR:PORT (keys read from a pctor relay's
+ *         DataDirectory, since pctor publishes no descriptor yet)
+ *         or a nickname from --nodes FILE (scripts/pctor-privnet nodes.txt:
+ *         "nickname orport dirport rsa_fp ed25519 ntor role", on 127.0.0.1)
+ *
+ * Exit status: 0 when the circuit was built (and, with --get, the answer
+ * was HTTP 200), 1 otherwise, with the reason on stderr.
+ */
+#include "config.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/proto/relay_msg.h"
+#include "feature/client/circbuild.h"
+#include "feature/relay/router_keys.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/encoding/base16.h"
+#include "lib/encoding/base64.h"
+#include "lib/evloop/evloop.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM_ID 0x1234
+#define MAX_RESPONSE (8 * 1024 * 1024)
+
+static struct {
+  evloop_t *loop;
+  circbuild_t *cb;
+  const char *get_path;
+  const char *out_path;
+  int n_hops;
+  int connected;
+  int done;
+  int ok;
+  char *resp;
+  size_t resp_len;
+  int cells_since_sendme;
+} T;
+
+static void
+usage(void)
+{
+  fprintf(stderr,
+          "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
+          "                      [--out FILE] [--timeout SEC] [--nodes FILE]"
+          " [-v]\n"
+          "                      HOP [HOP ...]\n"
+          "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
+          "nickname from --nodes\n");
+}
+
+static int
+decode_key32(uint8_t out[32], const char *b64)
+{
+  uint8_t buf[48];
+  long n = base64_decode(buf, sizeof(buf), b64, strlen(b64));
+  if (n != 32)
+    return -1;
+  memcpy(out, buf, 32);
+  return 0;
+}
+
+/* Parse "ADDR:PORT,RSAFP,ED,NTOR". */
+static int
+parse_hop(extend_target_t *t, const char *spec)
+{
+  char *s = pc_strdup(spec);
+  char *fields[4] = {0};
+  int n = 0;
+  for (char *p = strtok(s, ","); p && n < 4; p = strtok(NULL, ","))
+    fields[n++] = p;
+  int r = -1;
+  memset(t, 0, sizeof(*t));
+  if (n < 2 || pc_addr_parse(&t->addr, fields[0]) < 0 || !t->addr.port)
+    goto out;
+  if (base16_decode(t->rsa_id, 20, fields[1], strlen(fields[1])) != 20)
+    goto out;
+  if (n >= 3 && strcmp(fields[2], "-")) {
+    if (decode_key32(t->ed_id, fields[2]) < 0)
+      goto out;
+    t->has_ed_id = 1;
+  }
+  if (n >= 4 && decode_key32(t->ntor_key, fields[3]) < 0)
+    goto out;
+  r = 0;
+out:
+  free(s);
+  return r;
+}
+
+/* "pctor:DATADIR@ADDR:PORT": identities and ntor key from a pctor relay's
+ * key directory (loaded, never created: the directory must exist). */
+static int
+parse_pctor_hop(extend_target_t *t, const char *spec)
+{
+  const char *at = strrchr(spec, '@');
+  if (!at)
+    return -1;
+  char *dir = pc_strndup(spec + 6, (size_t)(at - spec - 6));
+  char *keyfile = pc_asprintf("%s/keys/secret_id_key", dir);
+  FILE *f = fopen(keyfile, "r");
+  free(keyfile);
+  if (!f) {
+    free(dir);
+    return -1;
+  }
+  fclose(f);
+  char *err = NULL;
+  relay_keys_t *k = router_keys_load_or_create(dir, NULL, time(NULL), &err);
+  free(dir);
+  if (!k) {
+    fprintf(stderr, "pctor-circtest: %s\n", err ? err : "cannot load keys");
+    free(err);
+    return -1;
+  }
+  memset(t, 0, sizeof(*t));
+  int r = pc_addr_parse(&t->addr, at + 1);
+  memcpy(t->rsa_id, k->rsa_id_digest, 20);
+  memcpy(t->ed_id, k->ed_identity.pub, 32);
+  t->has_ed_id = 1;
+  memcpy(t->ntor_key, k->ntor_current.pub, 32);
+  router_keys_free(k);
+  return r < 0 || !t->addr.port ? -1 : 0;
+}
+
+/* Look a nickname up in a privnet nodes.txt file. */
+static int
+lookup_node(extend_target_t *t, const char *nodes, const char *nick)
+{
+  FILE *f = fopen(nodes, "r");
+  if (!f)
+    return -1;
+  char line[512];
+  int r = -1;
+  while (fgets(line, sizeof(line), f)) {
+    char name[64], fp[64], ed[64], ntor[64], role[32];
+    unsigned orport, dirport;
+    if (sscanf(line, "%63s %u %u %63s %63s %63s %31s", name, &orport,
+               &dirport, fp, ed, ntor, role) < 6)
+      continue;
+    if (strcmp(name, nick))
+      continue;
+    char spec[300];
+    snprintf(spec, sizeof(spec), "127.0.0.1:%u,%s,%s,%s", orport, fp, ed,
+             ntor);
+    r = parse_hop(t, spec);
+    break;
+  }
+  fclose(f);
+  return r;
+}
+
+static void
+finish(int ok, const char *why)
+{
+  if (T.done)
+    return;
+  T.done = 1;
+  T.ok = ok;
+  if (!ok)
+    fprintf(stderr, "pctor-circtest: %s\n", why);
+  evloop_exit(T.loop);
+}
+
+static void
+send_get(origin_circuit_t *circ)
+{
+  char req[512];
+  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", T.get_path);
+  origin_circuit_send_relay(circ, T.n_hops - 1, RELAY_COMMAND_DATA,
+                            STREAM_ID, (const uint8_t *)req, (uint16_t)n);
+}
+
+static void
+built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
+{
+  (void)arg;
+  fprintf(stderr, "pctor-circtest: circuit of %d hops built in %.1f ms\n",
+          T.n_hops, circbuild_build_time_us(cb) / 1000.0);
+  if (!T.get_path) {
+    finish(1, NULL);
+    return;
+  }
+  if (origin_circuit_send_relay(circ, T.n_hops - 1,
+                                RELAY_COMMAND_BEGIN_DIR, STREAM_ID, NULL,
+                                0) < 0)
+    finish(0, "could not send BEGIN_DIR");
+}
+
+static void
+closed_cb(circbuild_t *cb, int reason, const char *why, void *arg)
+{
+  (void)cb;
+  (void)arg;
+  char msg[256];
+  snprintf(msg, sizeof(msg), "circuit closed (%s, reason %d)",
+           why ? why : "?", reason);
+  finish(0, msg);
+}
+
+static void
+write_response(void)
+{
+  /* Print the body (after the blank line) to --out or stdout. */
+  const char *body = NULL;
+  for (size_t i = 0; i + 3 < T.resp_len; i++)
+    if (!memcmp(T.resp + i, "\r\n\r\n", 4)) {
+      body = T.resp + i + 4;
+      break;
+    }
+  if (!body) {
+    finish(0, "response has no HTTP header");
+    return;
+  }
+  if (strncmp(T.resp, "HTTP/1.0 200", 12) && strncmp(T.resp, "HTTP/1.1 200",
+                                                      12)) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "HTTP error: %.40s", T.resp);
+    for (char *p = msg; *p; p++)
+      if (*p == '\r' || *p == '\n')
+        *p = ' ';
+    finish(0, msg);
+    return;
+  }
+  size_t blen = T.resp_len - (size_t)(body - T.resp);
+  FILE *f = T.out_path ? fopen(T.out_path, "wb") : stdout;
+  if (!f) {
+    finish(0, "cannot open output file");
+    return;
+  }
+  fwrite(body, 1, blen, f);
+  if (T.out_path)
+    fclose(f);
+  else
+    fflush(stdout);
+  fprintf(stderr, "pctor-circtest: fetched %s: %zu bytes\n", T.get_path,
+          blen);
+  finish(1, NULL);
+}
+
+static void
+relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
+         const uint8_t *body, uint16_t len, void *arg)
+{
+  (void)arg;
+  if (stream_id != STREAM_ID || hop != T.n_hops - 1) {
+    log_info("Ignoring %s from hop %d (stream %u)",
+             relay_command_name(command), hop + 1, stream_id);
+    return;
+  }
+  switch (command) {
+  case RELAY_COMMAND_CONNECTED:
+    T.connected = 1;
+    send_get(circbuild_circuit(cb));
+    break;
+  case RELAY_COMMAND_DATA:
+    if (T.resp_len + len > MAX_RESPONSE) {
+      finish(0, "response too large");
+      return;
+    }
+    T.resp = pc_realloc(T.resp, T.resp_len + len + 1);
+    memcpy(T.resp + T.resp_len, body, len);
+    T.resp_len += len;
+    T.resp[T.resp_len] = '\0';
+    break;
+  case RELAY_COMMAND_END:
+    if (!T.connected) {
+      char msg[96];
+      snprintf(msg, sizeof(msg), "stream refused (END reason %u)",
+               len ? body[0] : 0);
+      finish(0, msg);
+      return;
+    }
+    write_response();
+    break;
+  default:
+    log_info("Ignoring %s on the stream", relay_command_name(command));
+    break;
+  }
+}
+
+static const circbuild_cbs_t cbs = {built_cb, closed_cb, relay_cb};
+
+static void
+timeout_cb(void *arg)
+{
+  (void)arg;
+  finish(0, "timed out");
+}
+
+int
+main(int argc, char **argv)
+{
+  extend_target_t hops[CIRCUIT_MAX_HOPS];
+  const char *handshake = "ntor";
+  const char *nodes = NULL;
+  double timeout = 30;
+  int verbose = 0;
+  int i;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--handshake") && i + 1 < argc)
+      handshake = argv[++i];
+    else if (!strcmp(a, "--get") && i + 1 < argc)
+      T.get_path = argv[++i];
+    else if (!strcmp(a, "--out") && i + 1 < argc)
+      T.out_path = argv[++i];
+    else if (!strcmp(a, "--timeout") && i + 1 < argc)
+      timeout = atof(argv[++i]);
+    else if (!strcmp(a, "--nodes") && i + 1 < argc)
+      nodes = argv[++i];
+    else if (!strcmp(a, "-v"))
+      verbose = 1;
+    else if (!strcmp(a, "--version")) {
+      puts("pctor-circtest " PACKAGE_VERSION);
+      return 0;
+    } else if (a[0] == '-') {
+      usage();
+      return 2;
+    } else {
+      break;
+    }
+  }
+  for (; i < argc; i++) {
+    if (T.n_hops == CIRCUIT_MAX_HOPS) {
+      fprintf(stderr, "pctor-circtest: at most %d hops\n", CIRCUIT_MAX_HOPS);
+      return 2;
+    }
+    extend_target_t *t = &hops[T.n_hops];
+    int r = !strncmp(argv[i], "pctor:", 6) ? parse_pctor_hop(t, argv[i])
+            : strchr(argv[i], ',') ? parse_hop(t, argv[i])
+            : nodes              ? lookup_node(t, nodes, argv[i])
+                                 : -1;
+    if (r < 0) {
+      fprintf(stderr, "pctor-circtest: bad hop '%s'\n", argv[i]);
+      return 2;
+    }
+    T.n_hops++;
+  }
+  if (T.n_hops == 0) {
+    usage();
+    return 2;
+  }
+  uint16_t htype;
+  if (!strcmp(handshake, "ntor"))
+    htype = HTYPE_NTOR;
+  else if (!strcmp(handshake, "ntor3"))
+    htype = HTYPE_NTOR_V3;
+  else if (!strcmp(handshake, "fast"))
+    htype = HTYPE_NTOR; /* CREATE_FAST for hop 1, ntor after */
+  else {
+    usage();
+    return 2;
+  }
+  for (int h = 0; h < T.n_hops; h++) {
+    hops[h].handshake = htype;
+    if (htype == HTYPE_NTOR_V3 && !hops[h].has_ed_id) {
+      fprintf(stderr, "pctor-circtest: ntor3 needs the Ed25519 id of hop "
+                      "%d\n",
+              h + 1);
+      return 2;
+    }
+  }
+  if (!strcmp(handshake, "fast"))
+    hops[0].handshake = CIRC_HTYPE_FAST;
+  if (verbose) {
+    char *err = NULL;
+    log_parse_destination("info stderr", &err);
+    free(err);
+  }
+  /* A peer closing its socket must not kill us on write. */
+  signal(SIGPIPE, SIG_IGN);
+  if (crypt_global_init() < 0)
+    return 1;
+  T.loop = evloop_new();
+  channels_init(T.loop, NULL);
+  circuits_init();
+  evloop_timer_t *to = evloop_timer_new(T.loop, timeout_cb, NULL);
+  evloop_timer_schedule(to, (uint64_t)(timeout * 1e6));
+  T.cb = circbuild_start(hops, T.n_hops, &cbs, NULL);
+  if (!T.cb)
+    finish(0, "could not start the circuit");
+  else
+    evloop_run(T.loop);
+  circbuild_free(T.cb);
+  evloop_timer_free(to);
+  /* Channels first: closing them closes their circuits, which the circuit
+   * subsystem then frees. */
+  channels_shutdown();
+  circuits_shutdown();
+  packed_cell_freelist_clear();
+  evloop_free(T.loop);
+  free(T.resp);
+  return T.ok ? 0 : 1;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# check-manpage.sh -- fail if doc/pctor.1 does not document every torrc
+# option and command-line flag that the built daemon accepts.
+#
+# The options come from the binary itself (`pctor --list-options`: each
+# option starts a line in column 0) and the flags from `pctor --help`, so
+# the man page cannot fall behind the option table. An option counts as
+# documented when the man page shows it in bold at the start of an entry
+# (".B Name", ".BR Name ...", or a line starting "\fBName"); a flag when it
+# is in bold on such a line (".BR \-h , \-\-help"). Works in VPATH
+# builds: the binary is found under $top_builddir, the page under
+# $top_srcdir.
+set -u
+top_srcdir=${top_srcdir:-$(dirname "$0")/..}
+top_builddir=${top_builddir:-.}
+pctor="$top_builddir/src/app/pctor"
+page="$top_srcdir/doc/pctor.1"
+
+[ -x "$pctor" ] || { echo "check-manpage: $pctor not built"; exit 99; }
+[ -f "$page" ] || { echo "check-manpage: $page missing"; exit 1; }
+
+opts=$("$pctor" --list-options | grep '^[A-Za-z]' | cut -d' ' -f1) || {
+  echo "check-manpage: '$pctor --list-options' failed"; exit 1; }
+flags=$("$pctor" --help | grep -o -- '^ *-[-a-z]*\(, --[-a-z]*\)\?' |
+        tr ',' '\n' | tr -d ' ' | grep -v '^-*$') || {
+  echo "check-manpage: '$pctor --help' failed"; exit 1; }
+[ -n "$opts" ] || { echo "check-manpage: no options listed"; exit 1; }
+
+# The page with roff's escaped hyphens made plain.
+text=$(sed 's/\\-/-/g' "$page")
+missing=0
+for o in $opts; do
+  # A torrc option starts an entry: ".B o", ".BR o ...", ".BI o ..." or a
+  # line beginning with "\fBo".
+  if ! printf '%s\n' "$text" |
+       grep -E -q -- "^(\.B[RI]? +\"?|\\\\fB)$o([^A-Za-z0-9-]|\$)"; then
+    echo "check-manpage: option $o is not documented in doc/pctor.1"
+    missing=1
+  fi
+done
+for o in $flags; do
+  # A flag appears in bold on a .B/.BR/.BI line or as "\fBflag".
+  if ! printf '%s\n' "$text" |
+       grep -E -q -- "^\.B[RI]? (.*[ \"])?$o([^A-Za-z0-9-]|\$)|\\\\fB$o([^A-Za-z0-9-]|\$)"; then
+    echo "check-manpage: flag $o is not documented in doc/pctor.1"
+    missing=1
+  fi
+done
+[ "$missing" = 0 ] || exit 1
+n=$(printf '%s\n' $opts | wc -l)
+echo "check-manpage: all $n options and the command-line flags are documented"
+exit 0

@@ -1,0 +1,178 @@
+# tests/integration/lib.sh -- shell helpers for pctor's integration tests.
+#
+# Source it from a bash test script:   . "$(dirname "$0")/lib.sh"
+#
+# Design:
+# - Everything a test creates lives under one directory IT_ROOT
+#   (/tmp/pctor-it.XXXXXX, made when this file is sourced) and every process it
+#   starts is registered, so one EXIT trap (it_cleanup) can undo it all: it
+#   stops the private networks started with it_privnet_start, kills the PIDs
+#   registered with it_register_pid, and removes IT_ROOT (kept when IT_KEEP=1).
+#   Registrations are written to files under IT_ROOT, so they also work from
+#   inside $(...) subshells.
+# - Processes are only ever signalled by PID, and a registered PID is signalled
+#   only while its start time (from /proc/PID/stat) is the one recorded at
+#   registration, so a reused PID is never hit.
+# - Exit codes follow automake's test harness: 0 pass, 1 fail (it_fail), 77 skip
+#   (it_skip). A failing test prints the end of every privnet node's log, which is
+#   what one needs to debug a CI failure.
+# - Private tor networks come from scripts/pctor-privnet (see its --help), started
+#   with --owner-pid $$ so the tors exit on their own if this shell is killed
+#   with SIGKILL before its trap runs.
+
+IT_NAME=${0##*/}
+IT_LIBDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IT_TOP_SRCDIR=$(cd "$IT_LIBDIR/../.." && pwd)
+PRIVNET=$IT_TOP_SRCDIR/scripts/pctor-privnet
+IT_START=$SECONDS
+IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&2; exit 99; }
+: > "$IT_ROOT/pids"
+: > "$IT_ROOT/privnets"
+
+# it_log MSG...: a progress line on stderr, with the seconds since the start.
+it_log() { echo "[$IT_NAME +$((SECONDS - IT_START))s] $*" >&2; }
+
+# it_fail MSG...: report a failure and exit 1 (the EXIT trap cleans up).
+it_fail() { echo "FAIL: $IT_NAME: $*" >&2; exit 1; }
+
+# it_skip MSG...: report why the test cannot run here and exit 77.
+it_skip() { echo "SKIP: $IT_NAME: $*" >&2; exit 77; }
+
+# it_tmpdir: make a fresh directory under IT_ROOT and print its path; it is
+# removed when the test exits.
+it_tmpdir() { mktemp -d "$IT_ROOT/tmp.XXXXXX" || it_fail "mktemp failed"; }
+
+# _it_starttime PID: the start time (clock ticks since boot) of a live process.
+_it_starttime() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }        # drop "pid (comm) " -- comm may contain spaces
+    set -- $stat
+    [ "$1" != Z ] || return 1  # a zombie has exited; only its parent's wait is missing
+    echo "${20}"
+}
+
+# it_register_pid PID: kill PID (SIGTERM, then SIGKILL) when the test exits.
+it_register_pid() {
+    local st
+    st=$(_it_starttime "$1") || { it_log "it_register_pid: no process $1"; return 1; }
+    echo "$1 $st" >> "$IT_ROOT/pids"
+}
+
+# it_register_privnet DIR: run 'pctor-privnet stop DIR' when the test exits.
+it_register_privnet() { echo "$1" >> "$IT_ROOT/privnets"; }
+
+# it_require_tor: skip unless tor, tor-gencert and curl are installed. Honours
+# TOR (set by 'make check' from configure; "no" when configure found no tor).
+it_require_tor() {
+    if [ -z "${TOR:-}" ] || [ "$TOR" = no ]; then TOR=tor; fi
+    command -v "$TOR" > /dev/null 2>&1 ||
+        it_skip "tor is not installed (apt-get install tor); integration tests need it"
+    command -v "${TOR_GENCERT:-tor-gencert}" > /dev/null 2>&1 ||
+        it_skip "tor-gencert is not installed (it comes with Debian's tor package)"
+    command -v curl > /dev/null 2>&1 || it_skip "curl is not installed (apt-get install curl)"
+    [ -r /proc/net/tcp ] || it_skip "needs Linux /proc/net/tcp"
+    export TOR
+}
+
+# it_privnet ARGS...: run scripts/pctor-privnet.
+it_privnet() { "$PRIVNET" "$@"; }
+
+# it_privnet_start DIR ARGS...: start a private tor network in DIR (see
+# 'pctor-privnet help'), tied to this shell's lifetime and stopped on exit.
+it_privnet_start() {
+    local dir=$1
+    shift
+    it_register_privnet "$dir"
+    "$PRIVNET" start "$dir" --owner-pid $$ "$@"
+}
+
+# it_wait_port HOST PORT TIMEOUT: wait until HOST:PORT accepts TCP connections.
+it_wait_port() {
+    local host=$1 port=$2 timeout=$3 deadline
+    deadline=$((SECONDS + timeout))
+    until timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$host" "$port" 2>/dev/null; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.2
+    done
+}
+
+# it_wait_until TIMEOUT CMD...: run CMD every 0.5 s until it succeeds; fails
+# after TIMEOUT seconds.
+it_wait_until() {
+    local timeout=$1 deadline
+    shift
+    deadline=$((SECONDS + timeout))
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.5
+    done
+}
+
+# it_python3: print the real python3 executable (not a pyenv shim, whose PID
+# would not be the interpreter's).
+it_python3() {
+    local py=${PYTHON3:-python3}
+    [ "$py" = no ] && py=python3
+    "$py" -c 'import sys; print(sys.executable)' 2>/dev/null
+}
+
+# it_http_server DIR PORT: serve the files in DIR on 127.0.0.1:PORT (python3
+# http.server) until the test exits.
+it_http_server() {
+    local dir=$1 port=$2 py pid
+    py=$(it_python3) || it_skip "python3 is not installed"
+    (cd "$dir" && exec "$py" -m http.server "$port" --bind 127.0.0.1) \
+        > "$IT_ROOT/http-$port.log" 2>&1 < /dev/null &
+    pid=$!
+    it_register_pid "$pid" || it_fail "http server on port $port did not start"
+    it_wait_port 127.0.0.1 "$port" 20 || it_fail "http server on port $port does not listen"
+}
+
+# _it_dump_logs: the end of every privnet node's logs, for failed tests.
+_it_dump_logs() {
+    local net f
+    while read -r net; do
+        for f in "$net"/node*/notice.log "$net"/node*/tor.out; do
+            [ -s "$f" ] || continue
+            echo "----- last lines of $f" >&2
+            tail -n 15 "$f" >&2
+        done
+    done < "$IT_ROOT/privnets"
+}
+
+it_cleanup() {
+    local rc=$? net pid st i alive
+    trap - EXIT
+    if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
+        _it_dump_logs
+    fi
+    while read -r net; do
+        [ -d "$net" ] && "$PRIVNET" stop "$net" > /dev/null 2>&1
+    done < "$IT_ROOT/privnets"
+    while read -r pid st; do
+        [ "$(_it_starttime "$pid")" = "$st" ] && kill -TERM "$pid" 2>/dev/null
+    done < "$IT_ROOT/pids"
+    for ((i = 0; i < 50; i++)); do
+        alive=0
+        while read -r pid st; do
+            [ "$(_it_starttime "$pid")" = "$st" ] && alive=1
+        done < "$IT_ROOT/pids"
+        [ "$alive" = 0 ] && break
+        sleep 0.1
+    done
+    while read -r pid st; do
+        [ "$(_it_starttime "$pid")" = "$st" ] && kill -KILL "$pid" 2>/dev/null
+    done < "$IT_ROOT/pids"
+    if [ "${IT_KEEP:-0}" = 1 ]; then
+        echo "$IT_NAME: keeping $IT_ROOT (IT_KEEP=1)" >&2
+    else
+        rm -rf "$IT_ROOT"
+    fi
+    exit "$rc"
+}
+
+trap it_cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM

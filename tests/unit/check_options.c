@@ -1,0 +1,594 @@
+/* check_options.c -- unit tests for app/config/options: defaults, torrc
+ * plus command line (overrides, +append, /clear), repeated options, error
+ * messages naming option and line, Nickname and ORPort rules, cross-option
+ * rules, and keeping non-reloadable options on SIGHUP. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "app/config/options.h"
+#include "lib/conf/conf.h"
+#include "lib/log/log.h"
+
+Suite *suite_options(void);
+
+static conf_line_t *
+lex(const char *text)
+{
+  conf_line_t *lines = NULL;
+  char *err = NULL;
+  int r = conf_lex_text(text, strlen(text), "test.torrc", &lines, &err);
+  ck_assert_msg(r == 0, "lex: %s", err);
+  return lines;
+}
+
+static conf_line_t *
+cmdline(int argc, char **argv)
+{
+  conf_line_t *flags = NULL, *opts = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(conf_lex_cmdline(argc, argv, NULL, &flags, &opts, &err),
+                   0);
+  ck_assert_ptr_null(flags);
+  return opts;
+}
+
+/* Parse torrc text and optional argv; must succeed. */
+static options_t *
+parse_ok(const char *text, int argc, char **argv)
+{
+  conf_line_t *f = lex(text), *c = argc ? cmdline(argc, argv) : NULL;
+  options_t *o = NULL;
+  char *err = NULL;
+  int r = options_from_lines(f, c, "/srv/pctor", &o, &err);
+  ck_assert_msg(r == 0, "options: %s", err ? err : "(null)");
+  ck_assert_ptr_nonnull(o);
+  conf_lines_free(f);
+  conf_lines_free(c);
+  return o;
+}
+
+/* Parse torrc text; must fail. Returns the message (caller frees). */
+static char *
+parse_bad(const char *text, int argc, char **argv)
+{
+  conf_line_t *f = lex(text), *c = argc ? cmdline(argc, argv) : NULL;
+  options_t *o = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(options_from_lines(f, c, "/srv/pctor", &o, &err), -1);
+  ck_assert_ptr_null(o);
+  ck_assert_ptr_nonnull(err);
+  conf_lines_free(f);
+  conf_lines_free(c);
+  return err;
+}
+
+static void
+assert_has(const char *s, const char *needle)
+{
+  ck_assert_msg(strstr(s, needle) != NULL, "'%s' not in '%s'", needle, s);
+}
+
+/* Captures warnings logged during a test. */
+static char warnings[4096];
+static void
+warn_hook(log_severity_t sev, const char *msg, void *arg)
+{
+  (void)sev;
+  (void)arg;
+  size_t n = strlen(warnings);
+  snprintf(warnings + n, sizeof(warnings) - n, "%s\n", msg);
+}
+
+static void
+capture_warnings(void)
+{
+  warnings[0] = '\0';
+  log_set_hook(LOG_SEV_WARN, warn_hook, NULL);
+}
+
+START_TEST(test_defaults)
+{
+  options_t *o = parse_ok("", 0, NULL);
+  ck_assert_str_eq(o->nickname, "Unnamed");
+  ck_assert_int_eq(o->or_ports.n, 0);
+  ck_assert_ptr_null(o->address);
+  ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
+  ck_assert_ptr_null(o->contact_info);
+  ck_assert_int_eq(o->logs.n, 0);
+  ck_assert_int_eq(o->run_as_daemon, 0);
+  ck_assert_ptr_null(o->pid_file);
+  ck_assert_ptr_null(o->user);
+  ck_assert_int_eq(o->testing_tor_network, 0);
+  ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  ck_assert_int_eq(o->onion_key_rotation_days, 28);
+  ck_assert_int_eq(o->onion_key_grace_period_days, 7);
+  char *dd = options_default_data_directory(geteuid() == 0, getenv("HOME"));
+  ck_assert_str_eq(o->data_directory, dd);
+  free(dd);
+  options_free(o);
+  ck_assert_ptr_null(o);
+
+  dd = options_default_data_directory(1, "/home/alice");
+  ck_assert_str_eq(dd, "/var/lib/pctor");
+  free(dd);
+  dd = options_default_data_directory(0, "/home/alice");
+  ck_assert_str_eq(dd, "/home/alice/.pctor");
+  free(dd);
+  dd = options_default_data_directory(0, "/home/bob/");
+  ck_assert_str_eq(dd, "/home/bob/.pctor");
+  free(dd);
+
+  /* Every row has a name, a syntax, help and a documented default. */
+  size_t n;
+  const option_def_t *t = options_table(&n);
+  ck_assert_uint_eq(n, 13);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_ptr_nonnull(t[i].syntax);
+    ck_assert_ptr_nonnull(t[i].default_doc);
+    ck_assert_uint_gt(strlen(t[i].help), 20);
+    ck_assert_ptr_eq(options_find(t[i].name), &t[i]);
+  }
+  ck_assert_ptr_eq(options_find("orport"), options_find("ORPort"));
+  ck_assert_ptr_null(options_find("SocksPort"));
+}
+END_TEST
+
+START_TEST(test_file_values)
+{
+  options_t *o = parse_ok(
+      "# a relay\n"
+      "nickname  MyRelay42\n"
+      "ContactInfo \"ops <at> example.org\"\n"
+      "ORPort 9001\n"
+      "orport [2001:db8::5]:443\n"
+      "Address relay.example.org\n"
+      "DataDirectory data\n"
+      "PidFile /run/pctor.pid\n"
+      "RunAsDaemon 1\n"
+      "User root\n"
+      "OnionKeyRotationDays 30\n"
+      "OnionKeyGracePeriodDays 30\n",
+      0, NULL);
+  ck_assert_str_eq(o->nickname, "MyRelay42");
+  ck_assert_str_eq(o->contact_info, "ops <at> example.org");
+  ck_assert_int_eq(o->or_ports.n, 2);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET);
+  ck_assert_int_eq(o->or_ports.addrs[0].port, 9001);
+  static const uint8_t zero[16] = {0};
+  ck_assert_mem_eq(o->or_ports.addrs[0].addr, zero, 16);
+  ck_assert_int_eq(o->or_ports.addrs[1].family, AF_INET6);
+  ck_assert_int_eq(o->or_ports.addrs[1].port, 443);
+  ck_assert_int_eq(o->or_ports.addrs[1].addr[15], 5);
+  ck_assert_str_eq(o->address, "relay.example.org");
+  ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
+  ck_assert_str_eq(o->data_directory, "/srv/pctor/data");
+  ck_assert_str_eq(o->pid_file, "/run/pctor.pid");
+  ck_assert_int_eq(o->run_as_daemon, 1);
+  ck_assert_str_eq(o->user, "root");
+  ck_assert_int_eq(o->onion_key_rotation_days, 30);
+  ck_assert_int_eq(o->onion_key_grace_period_days, 30);
+  options_free(o);
+
+  /* ~/ expands to $HOME; trailing slashes go; IP Address is parsed. */
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", "/home/tester", 1);
+  o = parse_ok("DataDirectory ~/relay/\nAddress 192.0.2.7\n", 0, NULL);
+  ck_assert_str_eq(o->data_directory, "/home/tester/relay");
+  ck_assert_int_eq(o->address_ip.family, AF_INET);
+  ck_assert_int_eq(o->address_ip.addr[3], 7);
+  options_free(o);
+  if (old_home) {
+    setenv("HOME", old_home, 1);
+    free(old_home);
+  } else {
+    unsetenv("HOME");
+  }
+}
+END_TEST
+
+START_TEST(test_cmdline_overrides)
+{
+  char *argv[] = {"pctor", "--Nickname", "FromCmdline", "ORPort", "9002",
+                  NULL};
+  options_t *o = parse_ok("Nickname FromFile\nORPort 9001\n"
+                          "ContactInfo file\n", 5, argv);
+  ck_assert_str_eq(o->nickname, "FromCmdline");
+  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.addrs[0].port, 9002);
+  ck_assert_str_eq(o->contact_info, "file");
+  options_free(o);
+
+  /* The command line may reset an option to its default. */
+  char *argv2[] = {"pctor", "--/Nickname", NULL};
+  o = parse_ok("Nickname FromFile\n", 2, argv2);
+  ck_assert_str_eq(o->nickname, "Unnamed");
+  options_free(o);
+}
+END_TEST
+
+START_TEST(test_log_lines)
+{
+  const char *torrc = "Log notice stderr\nLog info file /tmp/pctor-x.log\n";
+  options_t *o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(o->logs.n, 2);
+  ck_assert_str_eq(o->logs.v[0], "notice stderr");
+  ck_assert_str_eq(o->logs.v[1], "info file /tmp/pctor-x.log");
+  options_free(o);
+
+  /* --Log replaces all the file's Log lines; repeated --Log add. */
+  char *a1[] = {"pctor", "--Log", "warn stdout", "--Log", "err syslog",
+                NULL};
+  o = parse_ok(torrc, 5, a1);
+  ck_assert_int_eq(o->logs.n, 2);
+  ck_assert_str_eq(o->logs.v[0], "warn stdout");
+  ck_assert_str_eq(o->logs.v[1], "err syslog");
+  options_free(o);
+
+  /* --+Log appends, --/Log clears. */
+  char *a2[] = {"pctor", "--+Log", "debug stdout", NULL};
+  o = parse_ok(torrc, 3, a2);
+  ck_assert_int_eq(o->logs.n, 3);
+  ck_assert_str_eq(o->logs.v[2], "debug stdout");
+  options_free(o);
+  char *a3[] = {"pctor", "--/Log", NULL};
+  o = parse_ok(torrc, 2, a3);
+  ck_assert_int_eq(o->logs.n, 0);
+  options_free(o);
+
+  /* An empty Log line is ignored with a warning. */
+  capture_warnings();
+  o = parse_ok("Log\nLog notice stdout\n", 0, NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  ck_assert_int_eq(o->logs.n, 1);
+  assert_has(warnings, "Option 'Log' on line 1 of test.torrc has no value");
+  options_free(o);
+
+  char *err = parse_bad("Nickname a\n\nLog loud stderr\n", 0, NULL);
+  assert_has(err, "Option 'Log' on line 3 of test.torrc: ");
+  assert_has(err, "unknown severity");
+  free(err);
+}
+END_TEST
+
+START_TEST(test_errors_name_line)
+{
+  char *err = parse_bad("# 1\n# 2\n# 3\n# 4\n# 5\n# 6\n# 7\n# 8\n# 9\n"
+                        "# 10\nNickname ok\nFoo bar\n", 0, NULL);
+  ck_assert_str_eq(err, "Unknown option 'Foo' on line 12 of test.torrc. "
+                        "Failing.");
+  free(err);
+
+  err = parse_bad("Nickname a\n\nORPort 70000\n", 0, NULL);
+  ck_assert_str_eq(err, "Option 'ORPort' on line 3 of test.torrc: "
+                        "'70000' is not a port number (1 to 65535). "
+                        "Failing.");
+  free(err);
+
+  char *argv[] = {"pctor", "--Nickname", "x", "--Bogus", "1", NULL};
+  err = parse_bad("", 5, argv);
+  ck_assert_str_eq(err, "Unknown option 'Bogus' on the command line "
+                        "(argument 3). Failing.");
+  free(err);
+
+  static const struct {
+    const char *torrc;
+    const char *needle;
+  } cases[] = {
+    {"RunAsDaemon yes\n", "Option 'RunAsDaemon' on line 1 of test.torrc: "
+                          "'yes' is not a boolean"},
+    {"\nOnionKeyRotationDays 91\n", "Option 'OnionKeyRotationDays' on line "
+                                    "2 of test.torrc: '91' is out of range "
+                                    "(1 to 90)"},
+    {"OnionKeyRotationDays 0\n", "out of range (1 to 90)"},
+    {"OnionKeyRotationDays 5\n", "Option 'OnionKeyRotationDays' on line 1 "
+                                 "of test.torrc: OnionKeyGracePeriodDays (7)"
+                                 " must not be larger than "
+                                 "OnionKeyRotationDays (5)"},
+    {"OnionKeyRotationDays 10\nOnionKeyGracePeriodDays 11\n",
+     "Option 'OnionKeyGracePeriodDays' on line 2"},
+    {"User pctor-no-such-user\n", "Option 'User' on line 1 of test.torrc: "
+                                  "there is no user named "
+                                  "'pctor-no-such-user'"},
+    {"Address bad_host!\n", "is neither an IP address nor a host name"},
+    {"Address 192.0.2.1:9001\n", "without a port"},
+    {"Address 12345\n", "is neither an IP address nor a host name"},
+    {"ContactInfo \"a\\nb\"\n", "control characters are not allowed"},
+    {"DataDirectory ~bob/x\n", "~user paths are not supported"},
+    {"TestingTorNetwork 2\n", "not a boolean"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    err = parse_bad(cases[i].torrc, 0, NULL);
+    assert_has(err, cases[i].needle);
+    assert_has(err, "Failing.");
+    free(err);
+  }
+}
+END_TEST
+
+START_TEST(test_nickname_rules)
+{
+  options_t *o = parse_ok("Nickname ABCDEFGHIJ012345678\n", 0, NULL);
+  ck_assert_str_eq(o->nickname, "ABCDEFGHIJ012345678"); /* 19 */
+  options_free(o);
+  o = parse_ok("Nickname x\n", 0, NULL);
+  ck_assert_str_eq(o->nickname, "x");
+  options_free(o);
+  /* An empty value resets to the default. */
+  o = parse_ok("Nickname x\nNickname\n", 0, NULL);
+  ck_assert_str_eq(o->nickname, "Unnamed");
+  options_free(o);
+
+  const char *bad[] = {"Nickname ABCDEFGHIJ0123456789\n", /* 20 */
+                       "Nickname bad-name\n", "Nickname \"caf\\xc3\\xa9\"\n",
+                       "Nickname \"two words\"\n", "Nickname a_b\n"};
+  for (size_t i = 0; i < 5; i++) {
+    char *err = parse_bad(bad[i], 0, NULL);
+    assert_has(err, "Option 'Nickname' on line 1 of test.torrc: ");
+    assert_has(err, "is not a valid nickname");
+    free(err);
+  }
+
+  /* Repeating a single-valued option warns and keeps the last value. */
+  capture_warnings();
+  o = parse_ok("Nickname first\n\nNickname second\n", 0, NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  ck_assert_str_eq(o->nickname, "second");
+  assert_has(warnings, "Option 'Nickname' is set on line 1 of test.torrc "
+                       "and again on line 3 of test.torrc");
+  options_free(o);
+}
+END_TEST
+
+START_TEST(test_orport_forms)
+{
+  options_t *o = parse_ok("ORPort 127.0.0.1:9001\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET);
+  static const uint8_t lo[4] = {127, 0, 0, 1};
+  ck_assert_mem_eq(o->or_ports.addrs[0].addr, lo, 4);
+  options_free(o);
+
+  o = parse_ok("ORPort [::1]:9001\nORPort 9001\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 2);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET6);
+  ck_assert_int_eq(o->or_ports.addrs[1].family, AF_INET);
+  options_free(o);
+
+  o = parse_ok("ORPort 0\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 0);
+  options_free(o);
+
+  /* An empty ORPort line starts over. */
+  o = parse_ok("ORPort 9001\nORPort\nORPort 9002\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.addrs[0].port, 9002);
+  options_free(o);
+
+  static const struct {
+    const char *torrc;
+    const char *needle;
+  } cases[] = {
+    {"ORPort 9001\nORPort 10.0.0.1:9002\n",
+     "Option 'ORPort' on line 2 of test.torrc: there is already an IPv4 "
+     "ORPort (on line 1 of test.torrc)"},
+    {"ORPort [::1]:1\nORPort [::2]:2\n", "already an IPv6 ORPort"},
+    {"ORPort 0\nORPort 9001\n", "cannot be combined"},
+    {"ORPort 9001\nORPort 0\n", "cannot be combined"},
+    {"ORPort 9001 NoAdvertise\n", "no flags after the port"},
+    {"ORPort relay.example.org:9001\n", "is not an IPv4 address"},
+    {"ORPort 1.2.3.4\n", "a port is needed"},
+    {"ORPort -1\n", "is not an IPv4 or IPv6 address"},
+    {"ORPort 10.0.0.1:0\n", "is not a port number"},
+    {"ORPort ::1\n", "[ADDRESS]:PORT"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *err = parse_bad(cases[i].torrc, 0, NULL);
+    assert_has(err, cases[i].needle);
+    assert_has(err, "Option 'ORPort' on line");
+    free(err);
+  }
+
+  /* The command line replaces the file's ORPort lines. */
+  char *argv[] = {"pctor", "--ORPort", "[::]:9050", NULL};
+  o = parse_ok("ORPort 9001\n", 3, argv);
+  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET6);
+  ck_assert_int_eq(o->or_ports.addrs[0].port, 9050);
+  options_free(o);
+}
+END_TEST
+
+START_TEST(test_testing_network)
+{
+  options_t *o = parse_ok("TestingTorNetwork 1\n", 0, NULL);
+  ck_assert_int_eq(o->testing_tor_network, 1);
+  ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  /* Nothing else changes. */
+  ck_assert_int_eq(o->onion_key_rotation_days, 28);
+  ck_assert_int_eq(o->onion_key_grace_period_days, 7);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\nExtendAllowPrivateAddresses 0\n", 0,
+               NULL);
+  ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  options_free(o);
+  o = parse_ok("ExtendAllowPrivateAddresses 1\n", 0, NULL);
+  ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  ck_assert_int_eq(o->testing_tor_network, 0);
+  options_free(o);
+}
+END_TEST
+
+START_TEST(test_reload_keeps_non_reloadable)
+{
+  options_t *old = parse_ok("ORPort 9001\nNickname Old\nUser root\n"
+                            "OnionKeyRotationDays 20\n", 0, NULL);
+  options_t *new_opts = parse_ok("ORPort 9002\nNickname New\n"
+                                 "OnionKeyRotationDays 21\n"
+                                 "TestingTorNetwork 1\n", 0, NULL);
+  ck_assert_int_eq(new_opts->extend_allow_private_addresses, 1);
+  capture_warnings();
+  int kept = options_keep_non_reloadable(old, new_opts);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  ck_assert_int_eq(kept, 3); /* ORPort, User, TestingTorNetwork */
+  assert_has(warnings, "Option 'ORPort' cannot be changed while pctor is "
+                       "running");
+  assert_has(warnings, "Option 'User' cannot be changed");
+  assert_has(warnings, "Option 'TestingTorNetwork' cannot be changed");
+  ck_assert_ptr_null(strstr(warnings, "Nickname"));
+  ck_assert_int_eq(new_opts->or_ports.n, 1);
+  ck_assert_int_eq(new_opts->or_ports.addrs[0].port, 9001);
+  ck_assert_str_eq(new_opts->user, "root");
+  ck_assert_int_eq(new_opts->testing_tor_network, 0);
+  /* ...and the default that depends on it follows. */
+  ck_assert_int_eq(new_opts->extend_allow_private_addresses, 0);
+  /* Reloadable options take their new values. */
+  ck_assert_str_eq(new_opts->nickname, "New");
+  ck_assert_int_eq(new_opts->onion_key_rotation_days, 21);
+  size_t n;
+  const option_def_t *t = options_table(&n);
+  for (size_t i = 0; i < n; i++)
+    if (!t[i].reloadable)
+      ck_assert(options_equal(old, new_opts, &t[i]));
+  /* Nothing differs a second time. */
+  ck_assert_int_eq(options_keep_non_reloadable(old, new_opts), 0);
+  options_free(old);
+  options_free(new_opts);
+}
+END_TEST
+
+START_TEST(test_cmdline_parse)
+{
+  char *argv[] = {"pctor", "-f", "etc/torrc", "--verify-config",
+                  "--ORPort", "9001", "--list-options", NULL};
+  options_cmdline_t *cl = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(options_cmdline_parse(7, argv, "/etc/pctor/torrc", &cl,
+                                         &err), 0);
+  ck_assert_int_eq(cl->verify_config, 1);
+  ck_assert_int_eq(cl->list_options, 1);
+  ck_assert_int_eq(cl->show_help, 0);
+  ck_assert_int_eq(cl->show_version, 0);
+  ck_assert_int_eq(cl->torrc_is_default, 0);
+  ck_assert_str_eq(cl->torrc + strlen(cl->torrc) - 10, "/etc/torrc");
+  ck_assert(cl->torrc[0] == '/');
+  ck_assert_str_eq(cl->options->key, "ORPort");
+  options_cmdline_free(cl);
+
+  char *argv2[] = {"pctor", "-h", "--version", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv2, "/etc/pctor/torrc", &cl,
+                                         &err), 0);
+  ck_assert_int_eq(cl->show_help, 1);
+  ck_assert_int_eq(cl->show_version, 1);
+  ck_assert_int_eq(cl->torrc_is_default, 1);
+  ck_assert_str_eq(cl->torrc, "/etc/pctor/torrc");
+  options_cmdline_free(cl);
+
+  char *argv3[] = {"pctor", "-f", "a", "-f", "b", NULL};
+  ck_assert_int_eq(options_cmdline_parse(5, argv3, "/x", &cl, &err), -1);
+  assert_has(err, "-f may be given only once");
+  free(err);
+}
+END_TEST
+
+START_TEST(test_load_files)
+{
+  char dir[] = "/tmp/check_options_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[256];
+  snprintf(path, sizeof(path), "%s/torrc", dir);
+
+  /* A missing default torrc is fine; a missing -f torrc is not. */
+  options_cmdline_t cl = {.torrc = path, .torrc_is_default = 1};
+  options_t *o = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(options_load(&cl, &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "Unnamed");
+  options_free(o);
+  cl.torrc_is_default = 0;
+  ck_assert_int_eq(options_load(&cl, &o, &err), -1);
+  assert_has(err, path);
+  assert_has(err, "No such file");
+  free(err);
+
+  FILE *f = fopen(path, "w");
+  fputs("Nickname FromFile\nDataDirectory rel\n\"Bad\n", f);
+  fclose(f);
+  ck_assert_int_eq(options_load(&cl, &o, &err), -1);
+  char want[300];
+  snprintf(want, sizeof(want), "line 3 of %s", path);
+  assert_has(err, want);
+  free(err);
+
+  f = fopen(path, "w");
+  fputs("Nickname FromFile\nDataDirectory rel\n", f);
+  fclose(f);
+  cl.cwd = dir;
+  ck_assert_int_eq(options_load(&cl, &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "FromFile");
+  snprintf(want, sizeof(want), "%s/rel", dir);
+  ck_assert_str_eq(o->data_directory, want);
+  options_free(o);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_list_and_usage)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  options_list(out);
+  fclose(out);
+  size_t n;
+  const option_def_t *t = options_table(&n);
+  for (size_t i = 0; i < n; i++) {
+    char want[128];
+    /* Each option starts a line, followed by its syntax. */
+    snprintf(want, sizeof(want), "\n%s %s\n", t[i].name, t[i].syntax);
+    if (i == 0)
+      ck_assert(!strncmp(buf, want + 1, strlen(want + 1)));
+    else
+      assert_has(buf, want);
+  }
+  assert_has(buf, "Default: 28. Changes on SIGHUP: yes.");
+  assert_has(buf, "Changes on SIGHUP: no (restart pctor).");
+  /* Wrapped lines stay within 80 columns. */
+  for (char *p = buf, *nl; (nl = strchr(p, '\n')); p = nl + 1)
+    ck_assert_int_le(nl - p, 80);
+  free(buf);
+
+  out = open_memstream(&buf, &len);
+  options_usage(out, "pctor", "/etc/pctor/torrc");
+  fclose(out);
+  assert_has(buf, "Usage: pctor [-f FILE]");
+  assert_has(buf, "--verify-config");
+  assert_has(buf, "(default: /etc/pctor/torrc)");
+  free(buf);
+}
+END_TEST
+
+Suite *
+suite_options(void)
+{
+  Suite *s = suite_create("options");
+  TCase *tc = tcase_create("options");
+  tcase_add_test(tc, test_defaults);
+  tcase_add_test(tc, test_file_values);
+  tcase_add_test(tc, test_cmdline_overrides);
+  tcase_add_test(tc, test_log_lines);
+  tcase_add_test(tc, test_errors_name_line);
+  tcase_add_test(tc, test_nickname_rules);
+  tcase_add_test(tc, test_orport_forms);
+  tcase_add_test(tc, test_testing_network);
+  tcase_add_test(tc, test_reload_keeps_non_reloadable);
+  tcase_add_test(tc, test_cmdline_parse);
+  tcase_add_test(tc, test_load_files);
+  tcase_add_test(tc, test_list_and_usage);
+  suite_add_tcase(s, tc);
+  return s;
+}

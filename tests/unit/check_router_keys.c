@@ -1,0 +1,899 @@
+/* check_router_keys.c -- unit tests for feature/relay/router_keys: first
+ * start, reload, corrupt files, ntor rotation and grace period, signing
+ * key renewal, and the fingerprint files.
+ *
+ * Every test works in its own mkdtemp() directory. The fingerprint
+ * vectors were made by tor 0.4.9.11 itself:
+ *   tor -f EMPTY_TORRC --DataDirectory D --ORPort 127.0.0.1:19999 \
+ *       --Nickname pctortest --list-fingerprint
+ * which wrote D/keys/secret_id_key (TOR_RSA_PEM below),
+ * D/keys/ed25519_master_id_public_key, D/fingerprint and
+ * D/fingerprint-ed25519, and printed the spaced form on stdout.
+ */
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/proto/torcert.h"
+#include "feature/relay/router_keys.h"
+#include "lib/bytes/bytes.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/crypt/digest.h"
+#include "lib/encoding/base64.h"
+#include "lib/fs/files.h"
+#include "lib/malloc/alloc.h"
+#include "lib/tls/x509.h"
+
+Suite *suite_router_keys(void);
+
+#define DAY 86400
+
+static const char TOR_RSA_PEM[] =
+  "-----BEGIN RSA PRIVATE KEY-----\n"
+  "MIICWwIBAAKBgQDQD2eWiZ8kvTRBHQCn06nOpTmimyHs/PP+ROHiFbbjF9SlbB8J\n"
+  "P8fkKferekfLdWVHQ0Rf3VkK+wyf4YJWLfTu3OaKF44OZgHPL1RZArapAr6SYHcq\n"
+  "6qxGI/MuXzxXzKmcUoBOSmKQGG3ZWYoeobUJxBetPwvkXrBKPDStMQnhTwIDAQAB\n"
+  "AoGAQOdNTSyJNJDBKD6/4ZqpsgjgvdTe9GrEQmGChWB4uMbKUwAzflMjLA3bcOao\n"
+  "VtO8UEqvnagTCtXdzlIusmuLqBfKmXaLNv4Z9Vu4samHvuDLaXbOCbL+1BnX2DhP\n"
+  "IAquZS5QY0xqHuCjH4S5BzeztIaTAHSh5BA7Gqu26uvtKKECQQDogR3uIDp75gNl\n"
+  "B1Uf3LHvvJva1kbwmTjhow2BB0xvU0Txpawb2fgWcPq36V1aYD2Ytxq54U0Nve7G\n"
+  "9mnE/kD9AkEA5RXqxSTuMbj6ptAUCWbOvyGwxYwML0LlrlqFV7qf9AWNEFfIigbT\n"
+  "E751P3+lxWqVPpEeq84R2uZMvzQP/wCzOwJABj9Z74kcKTIgCznsNqP2gAugYHv7\n"
+  "ggGL/rwj48CvdBpXsuqRulncCbZVdlWl9YS6gv0AkdgU+vaMkPoUE4AFfQJANMZ5\n"
+  "0XUSks3koK1rEEdo9ctTKA99dx3YP/SGp5FM7DCjMNKoVnQACJpl9Hz5uaM2QrW3\n"
+  "9SiCIIXRxHLABKUqpQJAJk74kLX0FpWgMEyw9f0yzvKqFj+dwlUJy7EhSJ9j/Fcp\n"
+  "1Ee88lY519F/Rb2vXtMaujIJ5q3HuxqMFmL0OH96dA==\n"
+  "-----END RSA PRIVATE KEY-----\n";
+static const char TOR_FINGERPRINT_FILE[] =
+  "pctortest CC9E442744B8A918EA23B1D8691A45C0A7481AA1\n";
+static const char TOR_LIST_FINGERPRINT[] =
+  "pctortest CC9E 4427 44B8 A918 EA23 B1D8 691A 45C0 A748 1AA1";
+static const uint8_t TOR_ED_PUB[32] = {
+  0x40, 0x87, 0x74, 0x60, 0x90, 0x5f, 0x06, 0x05, 0xe5, 0x96, 0xc3,
+  0xb4, 0xea, 0xb8, 0xf8, 0x09, 0xb7, 0xe2, 0x1c, 0x9e, 0x1b, 0x21,
+  0xa4, 0xcd, 0x9d, 0x0e, 0x32, 0xe3, 0x50, 0x9a, 0xc1, 0xc7,
+};
+static const char TOR_FINGERPRINT_ED_FILE[] =
+  "pctortest QId0YJBfBgXllsO06rj4CbfiHJ4bIaTNnQ4y41Cawcc\n";
+
+static const char *const KEY_FILES[] = {
+  "secret_id_key", "ed25519_master_id_seed", "ed25519_master_id_public_key",
+  "ed25519_signing_seed", "ed25519_signing_cert", "ntor_onion_keys",
+};
+#define N_KEY_FILES (sizeof(KEY_FILES) / sizeof(KEY_FILES[0]))
+
+/* ---- helpers ---- */
+
+static char *
+tmpdir_new(void)
+{
+  char *t = pc_strdup("/tmp/pctor-rk-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(t));
+  /* The data directory itself is created by router_keys, inside t. */
+  char *dd = pc_asprintf("%s/data", t);
+  free(t);
+  return dd;
+}
+
+static int
+rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void
+tmpdir_free(char *dd)
+{
+  char *top = pc_strdup(dd);
+  *strrchr(top, '/') = '\0';
+  nftw(top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  free(top);
+  free(dd);
+}
+
+static char *
+kpath(const char *dd, const char *name)
+{
+  return pc_asprintf("%s/keys/%s", dd, name);
+}
+
+typedef struct blob_t {
+  uint8_t *d;
+  size_t n;
+} blob_t;
+
+static blob_t
+slurp(const char *path)
+{
+  blob_t b = { NULL, 0 };
+  ck_assert_msg(fs_read_file(path, 1 << 20, &b.d, &b.n) == 0, "read %s",
+                path);
+  return b;
+}
+
+static blob_t
+kslurp(const char *dd, const char *name)
+{
+  char *p = kpath(dd, name);
+  blob_t b = slurp(p);
+  free(p);
+  return b;
+}
+
+static void
+spit(const char *path, const void *d, size_t n)
+{
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(d, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static int
+blob_eq(blob_t a, blob_t b)
+{
+  return a.n == b.n && memcmp(a.d, b.d, a.n) == 0;
+}
+
+static int
+file_mode(const char *path)
+{
+  struct stat st;
+  ck_assert_msg(stat(path, &st) == 0, "stat %s", path);
+  return (int)(st.st_mode & 07777);
+}
+
+static relay_keys_t *
+load_ok(const char *dd, const router_keys_config_t *cfg, time_t now)
+{
+  char *err = NULL;
+  relay_keys_t *k = router_keys_load_or_create(dd, cfg, now, &err);
+  ck_assert_msg(k != NULL, "load failed: %s", err ? err : "(no message)");
+  ck_assert_ptr_null(err);
+  return k;
+}
+
+static void
+check_certs(const relay_keys_t *k, time_t now)
+{
+  torcert_t *c = NULL;
+
+  /* Type 4: identity -> signing, with the signed-with-key extension. */
+  ck_assert_int_eq(torcert_parse(k->ed_signing_cert, k->ed_signing_cert_len,
+                                 &c), 0);
+  ck_assert_int_eq(c->cert_type, CERTS_TYPE_ED_ID_SIGNING);
+  ck_assert_int_eq(c->key_type, TORCERT_KEY_ED25519);
+  ck_assert(c->signing_key_included);
+  ck_assert_mem_eq(c->signing_key, k->ed_identity.pub, 32);
+  ck_assert_mem_eq(c->certified_key, k->ed_signing.pub, 32);
+  ck_assert_int_eq(torcert_checksig(c, k->ed_identity.pub, now), 0);
+  ck_assert_int_eq(torcert_checksig(c, k->ed_signing.pub, now),
+                   TORCERT_ERR_KEY_MISMATCH);
+  ck_assert(torcert_expires(c) == k->ed_signing_expires);
+  ck_assert(k->ed_signing_expires >=
+            now + (ROUTER_KEYS_SIGNING_RENEW_DAYS)*DAY);
+  torcert_free(c);
+
+  /* Type 5: signing -> SHA-256 of the TLS certificate. */
+  size_t derlen = 0;
+  const uint8_t *der = tls_context_cert_der(k->tls, &derlen);
+  uint8_t d[32];
+  ck_assert_ptr_nonnull(der);
+  crypt_sha256(d, der, derlen);
+  ck_assert_int_eq(torcert_parse(k->tls_link_cert, k->tls_link_cert_len, &c),
+                   0);
+  ck_assert_int_eq(c->cert_type, CERTS_TYPE_ED_SIGNING_LINK);
+  ck_assert_int_eq(c->key_type, TORCERT_KEY_SHA256_X509);
+  ck_assert_mem_eq(c->certified_key, d, 32);
+  ck_assert_int_eq(torcert_checksig(c, k->ed_signing.pub, now), 0);
+  ck_assert(torcert_expires(c) > now + DAY);
+  ck_assert(torcert_expires(c) <= now + 3 * DAY);
+  torcert_free(c);
+
+  /* Type 6: signing -> link authentication key. */
+  ck_assert_int_eq(torcert_parse(k->ed_auth_cert, k->ed_auth_cert_len, &c),
+                   0);
+  ck_assert_int_eq(c->cert_type, CERTS_TYPE_ED_SIGNING_AUTH);
+  ck_assert_mem_eq(c->certified_key, k->ed_link_auth.pub, 32);
+  ck_assert_int_eq(torcert_checksig(c, k->ed_signing.pub, now), 0);
+  torcert_free(c);
+  ed25519_keypair_t chk;
+  ck_assert_int_eq(ed25519_keypair_from_seed(&chk, k->ed_link_auth.seed), 0);
+  ck_assert_mem_eq(chk.pub, k->ed_link_auth.pub, 32);
+
+  /* Type 7: RSA identity -> Ed25519 identity, about six months. */
+  ck_assert_int_eq(rsa_ed_crosscert_check(k->rsa_ed_crosscert,
+                                          k->rsa_ed_crosscert_len,
+                                          k->rsa_identity,
+                                          k->ed_identity.pub, now), 0);
+  rsa_ed_crosscert_t cc;
+  ck_assert_int_eq(rsa_ed_crosscert_parse(&cc, k->rsa_ed_crosscert,
+                                          k->rsa_ed_crosscert_len), 0);
+  ck_assert((time_t)cc.expiration_hours * 3600 > now + 150 * DAY);
+  ck_assert((time_t)cc.expiration_hours * 3600 < now + 200 * DAY);
+
+  /* Type 2: self-signed X.509 for the RSA identity. */
+  ck_assert_int_eq(x509_check_self_signed(k->rsa_id_cert, k->rsa_id_cert_len,
+                                          now, 0), 0);
+  crypt_rsa_t *pub = x509_get_rsa_key(k->rsa_id_cert, k->rsa_id_cert_len);
+  ck_assert_ptr_nonnull(pub);
+  ck_assert(crypt_rsa_public_eq(pub, k->rsa_identity));
+  crypt_rsa_free(pub);
+
+  /* RSA identity digest. */
+  uint8_t fp[20];
+  ck_assert_int_eq(crypt_rsa_bits(k->rsa_identity), 1024);
+  ck_assert_int_eq(crypt_rsa_fingerprint(k->rsa_identity, fp), 0);
+  ck_assert_mem_eq(fp, k->rsa_id_digest, 20);
+
+  /* ntor keys are real keypairs. */
+  uint8_t p[32];
+  ck_assert_int_eq(curve25519_public_from_secret(p, k->ntor_current.secret),
+                   0);
+  ck_assert_mem_eq(p, k->ntor_current.pub, 32);
+  if (k->has_ntor_previous) {
+    ck_assert_int_eq(curve25519_public_from_secret(p,
+                                                   k->ntor_previous.secret),
+                     0);
+    ck_assert_mem_eq(p, k->ntor_previous.pub, 32);
+  }
+}
+
+static void
+setup(void)
+{
+  ck_assert_int_eq(crypt_global_init(), 0);
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_first_start)
+{
+  char *dd = tmpdir_new();
+  time_t now = time(NULL);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  ck_assert_int_eq(cfg.onion_key_rotation_days, 28);
+  ck_assert_int_eq(cfg.onion_key_grace_days, 7);
+  cfg.nickname = "pctortest";
+  relay_keys_t *k = load_ok(dd, &cfg, now);
+
+  ck_assert_int_eq(file_mode(dd), 0700);
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(file_mode(kd), 0700);
+  free(kd);
+  for (size_t i = 0; i < N_KEY_FILES; i++) {
+    char *p = kpath(dd, KEY_FILES[i]);
+    ck_assert_msg(file_mode(p) == 0600, "%s mode %o", p, file_mode(p));
+    free(p);
+  }
+  char *fpp = pc_asprintf("%s/fingerprint", dd);
+  char *edp = pc_asprintf("%s/fingerprint-ed25519", dd);
+  ck_assert_int_eq(file_mode(fpp), 0600);
+  ck_assert_int_eq(file_mode(edp), 0600);
+
+  ck_assert(!k->has_ntor_previous);
+  ck_assert(router_keys_ntor_created(k) == now);
+  check_certs(k, now);
+  /* The signing key is good for 30 days (rounded up to the hour). */
+  ck_assert(k->ed_signing_expires >= now + 30 * DAY);
+  ck_assert(k->ed_signing_expires < now + 30 * DAY + 3600);
+
+  /* Stored files have the documented sizes and headers. */
+  blob_t b = kslurp(dd, "ed25519_master_id_public_key");
+  ck_assert_uint_eq(b.n, 64);
+  ck_assert_str_eq((char *)b.d, "== ed25519v1-public: type0 ==");
+  ck_assert_mem_eq(b.d + 32, k->ed_identity.pub, 32);
+  free(b.d);
+  b = kslurp(dd, "ed25519_master_id_seed");
+  ck_assert_uint_eq(b.n, 96);
+  ck_assert_str_eq((char *)b.d, "== pctor ed25519 identity v1 ==");
+  ck_assert_mem_eq(b.d + 32, k->ed_identity.seed, 32);
+  free(b.d);
+  b = kslurp(dd, "ed25519_signing_cert");
+  ck_assert_str_eq((char *)b.d, "== ed25519v1-cert: type4 ==");
+  ck_assert_uint_eq(b.n, 32 + k->ed_signing_cert_len);
+  ck_assert_mem_eq(b.d + 32, k->ed_signing_cert, k->ed_signing_cert_len);
+  free(b.d);
+  b = kslurp(dd, "ntor_onion_keys");
+  ck_assert_uint_eq(b.n, 32 + 8 + 1 + 64);
+  free(b.d);
+  /* The RSA key is PEM laid out as tor writes it: 64-column lines. */
+  b = kslurp(dd, "secret_id_key");
+  const char *s = (const char *)b.d;
+  ck_assert(strncmp(s, "-----BEGIN RSA PRIVATE KEY-----\n", 32) == 0);
+  ck_assert(strcmp(s + b.n - 30, "-----END RSA PRIVATE KEY-----\n") == 0);
+  ck_assert_int_eq(s[32 + 64], '\n');
+  crypt_rsa_t *rk = crypt_rsa_from_pem(s, b.n, 1);
+  ck_assert_ptr_nonnull(rk);
+  ck_assert(crypt_rsa_public_eq(rk, k->rsa_identity));
+  crypt_rsa_free(rk);
+  free(b.d);
+
+  /* Fingerprint files: "NICK HEX40\n" and "NICK BASE64-43\n". */
+  b = slurp(fpp);
+  char *want = router_keys_format_rsa_fingerprint("pctortest",
+                                                  k->rsa_id_digest, 0);
+  ck_assert_uint_eq(b.n, strlen(want) + 1);
+  ck_assert_mem_eq(b.d, want, strlen(want));
+  ck_assert_int_eq(b.d[b.n - 1], '\n');
+  ck_assert_uint_eq(b.n, 10 + 40 + 1);
+  for (size_t i = 10; i < 50; i++)
+    ck_assert(strchr("0123456789ABCDEF", b.d[i]) != NULL);
+  free(want);
+  free(b.d);
+  b = slurp(edp);
+  ck_assert_uint_eq(b.n, 10 + 43 + 1);
+  ck_assert(memcmp(b.d, "pctortest ", 10) == 0);
+  uint8_t pub[33];
+  ck_assert_int_eq(base64_decode(pub, sizeof(pub), (char *)b.d + 10, 43), 32);
+  ck_assert_mem_eq(pub, k->ed_identity.pub, 32);
+  free(b.d);
+
+  free(fpp);
+  free(edp);
+  router_keys_free(k);
+  ck_assert_ptr_null(k);
+  router_keys_free(k); /* NULL is fine */
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_reload_same)
+{
+  char *dd = tmpdir_new();
+  time_t now = time(NULL);
+  relay_keys_t *a = load_ok(dd, NULL, now);
+  blob_t before[N_KEY_FILES];
+  for (size_t i = 0; i < N_KEY_FILES; i++)
+    before[i] = kslurp(dd, KEY_FILES[i]);
+
+  relay_keys_t *b = load_ok(dd, NULL, now + 3600);
+  ck_assert_mem_eq(a->rsa_id_digest, b->rsa_id_digest, 20);
+  ck_assert(crypt_rsa_public_eq(a->rsa_identity, b->rsa_identity));
+  ck_assert_mem_eq(a->ed_identity.pub, b->ed_identity.pub, 32);
+  ck_assert_mem_eq(a->ed_identity.seed, b->ed_identity.seed, 32);
+  ck_assert_mem_eq(a->ed_signing.pub, b->ed_signing.pub, 32);
+  ck_assert_uint_eq(a->ed_signing_cert_len, b->ed_signing_cert_len);
+  ck_assert_mem_eq(a->ed_signing_cert, b->ed_signing_cert,
+                   a->ed_signing_cert_len);
+  ck_assert_mem_eq(a->ntor_current.pub, b->ntor_current.pub, 32);
+  ck_assert_mem_eq(a->ntor_current.secret, b->ntor_current.secret, 32);
+  ck_assert(router_keys_ntor_created(b) == now);
+  /* Link keys are made fresh at each start. */
+  ck_assert(memcmp(a->ed_link_auth.pub, b->ed_link_auth.pub, 32) != 0);
+  check_certs(b, now + 3600);
+  /* Nothing stored was rewritten. */
+  for (size_t i = 0; i < N_KEY_FILES; i++) {
+    blob_t after = kslurp(dd, KEY_FILES[i]);
+    ck_assert_msg(blob_eq(before[i], after), "%s changed", KEY_FILES[i]);
+    free(after.d);
+    free(before[i].d);
+  }
+  router_keys_free(a);
+  router_keys_free(b);
+  tmpdir_free(dd);
+}
+END_TEST
+
+/* Corruptions applied to a copy of a file; each must be refused. */
+enum { C_TRUNC_HALF, C_EMPTY, C_FLIP_MID, C_FLIP_END, C_FLIP_HDR, C_APPEND,
+       C_N };
+
+static blob_t
+corrupt(blob_t orig, int how, int is_pem)
+{
+  blob_t b;
+  b.d = pc_malloc(orig.n + 2);
+  memcpy(b.d, orig.d, orig.n);
+  b.n = orig.n;
+  switch (how) {
+  case C_TRUNC_HALF: b.n = orig.n / 2; break;
+  case C_EMPTY: b.n = 0; break;
+  case C_FLIP_MID:
+    if (is_pem) {
+      /* A base64 character inside the modulus (line 3). */
+      size_t at = 32 + 65 + 20;
+      b.d[at] = b.d[at] == 'A' ? 'B' : 'A';
+    } else {
+      b.d[orig.n / 2] ^= 0x01;
+    }
+    break;
+  case C_FLIP_END:
+    if (is_pem) {
+      size_t at = orig.n - 30 - 10;  /* last base64 line */
+      b.d[at] = b.d[at] == 'A' ? 'B' : 'A';
+    } else {
+      b.d[orig.n - 1] ^= 0x80;
+    }
+    break;
+  case C_FLIP_HDR: b.d[5] ^= 0x20; break;
+  case C_APPEND: b.d[b.n++] = 'x'; break;
+  }
+  return b;
+}
+
+START_TEST(test_corrupt_files)
+{
+  char *dd = tmpdir_new();
+  time_t now = time(NULL);
+  relay_keys_t *k0 = load_ok(dd, NULL, now);
+  blob_t orig[N_KEY_FILES];
+  for (size_t i = 0; i < N_KEY_FILES; i++)
+    orig[i] = kslurp(dd, KEY_FILES[i]);
+  char *fpp = pc_asprintf("%s/fingerprint", dd);
+  blob_t fp0 = slurp(fpp);
+
+  for (size_t i = 0; i < N_KEY_FILES; i++) {
+    char *path = kpath(dd, KEY_FILES[i]);
+    int is_pem = (i == 0);
+    for (int how = 0; how < C_N; how++) {
+      blob_t bad = corrupt(orig[i], how, is_pem);
+      spit(path, bad.d, bad.n);
+      char *err = NULL;
+      relay_keys_t *k = router_keys_load_or_create(dd, NULL, now, &err);
+      ck_assert_msg(k == NULL, "%s corruption %d accepted", KEY_FILES[i],
+                    how);
+      ck_assert_ptr_nonnull(err);
+      ck_assert_msg(strstr(err, path) != NULL, "message does not name %s: %s",
+                    path, err);
+      ck_assert_msg(strstr(err, "corrupt or truncated") != NULL, "%s", err);
+      ck_assert_msg(strstr(err, "refusing to start") != NULL, "%s", err);
+      free(err);
+      /* Neither the bad file nor any other was touched. */
+      blob_t now_b = slurp(path);
+      ck_assert_msg(blob_eq(now_b, bad), "%s was changed", path);
+      free(now_b.d);
+      for (size_t j = 0; j < N_KEY_FILES; j++) {
+        if (j == i)
+          continue;
+        blob_t o = kslurp(dd, KEY_FILES[j]);
+        ck_assert_msg(blob_eq(o, orig[j]), "%s changed", KEY_FILES[j]);
+        free(o.d);
+      }
+      blob_t f = slurp(fpp);
+      ck_assert(blob_eq(f, fp0));
+      free(f.d);
+      free(bad.d);
+    }
+    /* Restored, it loads again with the same identities. */
+    spit(path, orig[i].d, orig[i].n);
+    relay_keys_t *k = load_ok(dd, NULL, now);
+    ck_assert_mem_eq(k->rsa_id_digest, k0->rsa_id_digest, 20);
+    ck_assert_mem_eq(k->ed_identity.pub, k0->ed_identity.pub, 32);
+    ck_assert_mem_eq(k->ntor_current.pub, k0->ntor_current.pub, 32);
+    router_keys_free(k);
+    free(path);
+  }
+  for (size_t i = 0; i < N_KEY_FILES; i++)
+    free(orig[i].d);
+  free(fp0.d);
+  free(fpp);
+  router_keys_free(k0);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_rotation)
+{
+  char *dd = tmpdir_new();
+  time_t t0 = time(NULL);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  relay_keys_t *k = load_ok(dd, &cfg, t0);
+  curve25519_keypair_t first = k->ntor_current;
+  uint8_t signing0[32];
+  memcpy(signing0, k->ed_signing.pub, 32);
+  int rot = -1;
+
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t0 + DAY, &rot),
+                   0);
+  ck_assert_int_eq(rot & (ROUTER_KEYS_ROTATED_NTOR |
+                          ROUTER_KEYS_DROPPED_NTOR_OLD |
+                          ROUTER_KEYS_ROTATED_SIGNING), 0);
+  ck_assert_mem_eq(k->ntor_current.pub, first.pub, 32);
+
+  /* Day 29: the key is older than 28 days. */
+  time_t t1 = t0 + 29 * DAY;
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t1, &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_NTOR);
+  ck_assert(!(rot & ROUTER_KEYS_DROPPED_NTOR_OLD));
+  ck_assert(k->has_ntor_previous);
+  ck_assert_mem_eq(k->ntor_previous.pub, first.pub, 32);
+  ck_assert_mem_eq(k->ntor_previous.secret, first.secret, 32);
+  ck_assert(memcmp(k->ntor_current.pub, first.pub, 32) != 0);
+  ck_assert(router_keys_ntor_created(k) == t1);
+  /* One day of signing key left: renewed too, identity unchanged. */
+  ck_assert(rot & ROUTER_KEYS_ROTATED_SIGNING);
+  ck_assert(rot & ROUTER_KEYS_RENEWED_CERTS);
+  ck_assert(memcmp(k->ed_signing.pub, signing0, 32) != 0);
+  check_certs(k, t1);
+  curve25519_keypair_t second = k->ntor_current;
+
+  /* Persisted: a reload sees both keys and the schedule. */
+  relay_keys_t *r = load_ok(dd, &cfg, t1 + 3600);
+  ck_assert(r->has_ntor_previous);
+  ck_assert_mem_eq(r->ntor_current.pub, second.pub, 32);
+  ck_assert_mem_eq(r->ntor_current.secret, second.secret, 32);
+  ck_assert_mem_eq(r->ntor_previous.pub, first.pub, 32);
+  ck_assert(router_keys_ntor_created(r) == t1);
+  ck_assert_mem_eq(r->ed_signing.pub, k->ed_signing.pub, 32);
+  router_keys_free(r);
+
+  /* Still in the grace period six days later. */
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t1 + 6 * DAY,
+                                                &rot), 0);
+  ck_assert_int_eq(rot & (ROUTER_KEYS_ROTATED_NTOR |
+                          ROUTER_KEYS_DROPPED_NTOR_OLD), 0);
+  ck_assert(k->has_ntor_previous);
+
+  /* Seven days after the rotation the previous key goes. */
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t1 + 7 * DAY,
+                                                &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_DROPPED_NTOR_OLD);
+  ck_assert(!(rot & ROUTER_KEYS_ROTATED_NTOR));
+  ck_assert(!k->has_ntor_previous);
+  ck_assert(pc_is_zero(&k->ntor_previous, sizeof(k->ntor_previous)));
+  ck_assert_mem_eq(k->ntor_current.pub, second.pub, 32);
+
+  r = load_ok(dd, &cfg, t1 + 7 * DAY + 60);
+  ck_assert(!r->has_ntor_previous);
+  ck_assert_mem_eq(r->ntor_current.pub, second.pub, 32);
+  blob_t b = kslurp(dd, "ntor_onion_keys");
+  ck_assert_uint_eq(b.n, 32 + 8 + 1 + 64);
+  free(b.d);
+  router_keys_free(r);
+
+  /* NULL rotated pointer and default config are fine. */
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, NULL, t1 + 8 * DAY,
+                                                NULL), 0);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_rotation_write_failure)
+{
+  /* When the new ntor key cannot be stored, nothing changes in memory or
+   * on disk. (Root ignores file modes, so the temporary file's name is
+   * blocked by a non-empty directory instead.) */
+  char *dd = tmpdir_new();
+  time_t t0 = time(NULL);
+  relay_keys_t *k = load_ok(dd, NULL, t0);
+  curve25519_keypair_t cur = k->ntor_current;
+  uint8_t signing[32];
+  memcpy(signing, k->ed_signing.pub, 32);
+  uint8_t *cert4 = k->ed_signing_cert;
+  blob_t before = kslurp(dd, "ntor_onion_keys");
+  char *tmp = kpath(dd, "ntor_onion_keys.tmp");
+  char *inner = pc_asprintf("%s/x", tmp);
+  ck_assert_int_eq(mkdir(tmp, 0700), 0);
+  spit(inner, "x", 1);
+
+  int rot = -1;
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, NULL, t0 + 29 * DAY,
+                                                &rot), -1);
+  ck_assert_int_eq(rot, 0);
+  ck_assert_mem_eq(k->ntor_current.secret, cur.secret, 32);
+  ck_assert(!k->has_ntor_previous);
+  ck_assert(router_keys_ntor_created(k) == t0);
+  ck_assert_mem_eq(k->ed_signing.pub, signing, 32);
+  ck_assert_ptr_eq(k->ed_signing_cert, cert4);
+  blob_t after = kslurp(dd, "ntor_onion_keys");
+  ck_assert(blob_eq(before, after));
+  free(after.d);
+
+  /* Once the obstacle is gone the rotation happens. */
+  ck_assert_int_eq(unlink(inner), 0);
+  ck_assert_int_eq(rmdir(tmp), 0);
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, NULL, t0 + 29 * DAY,
+                                                &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_NTOR);
+  ck_assert(rot & ROUTER_KEYS_DESCRIPTOR_CHANGED);
+  ck_assert_mem_eq(k->ntor_previous.secret, cur.secret, 32);
+  free(before.d);
+  free(inner);
+  free(tmp);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_rotation_across_restart)
+{
+  char *dd = tmpdir_new();
+  time_t t0 = time(NULL);
+  relay_keys_t *k = load_ok(dd, NULL, t0);
+  curve25519_keypair_t first = k->ntor_current;
+  router_keys_free(k);
+
+  /* 27 days later: nothing due. */
+  k = load_ok(dd, NULL, t0 + 27 * DAY);
+  ck_assert(!k->has_ntor_previous);
+  ck_assert_mem_eq(k->ntor_current.pub, first.pub, 32);
+  router_keys_free(k);
+
+  /* Exactly 28 days: rotated during start-up, previous kept. */
+  k = load_ok(dd, NULL, t0 + 28 * DAY);
+  ck_assert(k->has_ntor_previous);
+  ck_assert_mem_eq(k->ntor_previous.pub, first.pub, 32);
+  ck_assert(router_keys_ntor_created(k) == t0 + 28 * DAY);
+  router_keys_free(k);
+
+  /* A shorter schedule from the configuration. */
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.onion_key_rotation_days = 2;
+  cfg.onion_key_grace_days = 1;
+  k = load_ok(dd, &cfg, t0 + 29 * DAY);  /* grace over: previous gone */
+  ck_assert(!k->has_ntor_previous);
+  ck_assert(router_keys_ntor_created(k) == t0 + 28 * DAY);
+  router_keys_free(k);
+
+  /* The clock moved far back: the schedule restarts from now. */
+  k = load_ok(dd, &cfg, t0 + 10 * DAY);
+  ck_assert(router_keys_ntor_created(k) == t0 + 10 * DAY);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_signing_renewal_at_start)
+{
+  char *dd = tmpdir_new();
+  time_t t0 = time(NULL);
+  relay_keys_t *k = load_ok(dd, NULL, t0);
+  uint8_t id[32], s0[32];
+  memcpy(id, k->ed_identity.pub, 32);
+  memcpy(s0, k->ed_signing.pub, 32);
+  router_keys_free(k);
+
+  /* Eight days left: kept. */
+  k = load_ok(dd, NULL, t0 + 22 * DAY);
+  ck_assert_mem_eq(k->ed_signing.pub, s0, 32);
+  router_keys_free(k);
+
+  /* Six days left: a new signing key, certified by the same identity. */
+  time_t t1 = t0 + 24 * DAY;
+  k = load_ok(dd, NULL, t1);
+  ck_assert_mem_eq(k->ed_identity.pub, id, 32);
+  ck_assert(memcmp(k->ed_signing.pub, s0, 32) != 0);
+  ck_assert(k->ed_signing_expires >= t1 + 30 * DAY);
+  check_certs(k, t1);
+  blob_t b = kslurp(dd, "ed25519_signing_cert");
+  torcert_t *c = NULL;
+  ck_assert_int_eq(torcert_parse(b.d + 32, b.n - 32, &c), 0);
+  ck_assert_mem_eq(c->certified_key, k->ed_signing.pub, 32);
+  torcert_free(c);
+  free(b.d);
+  b = kslurp(dd, "ed25519_signing_seed");
+  ck_assert_mem_eq(b.d + 64, k->ed_signing.pub, 32);
+  free(b.d);
+  uint8_t s1[32];
+  memcpy(s1, k->ed_signing.pub, 32);
+  router_keys_free(k);
+
+  k = load_ok(dd, NULL, t1 + 60);
+  ck_assert_mem_eq(k->ed_signing.pub, s1, 32);
+  router_keys_free(k);
+
+  /* An interrupted renewal (a valid seed file for another key than the
+   * certificate's) is repaired with a new key, not refused. */
+  ed25519_keypair_t other;
+  ed25519_keypair_generate(&other);
+  uint8_t f[96];
+  memset(f, 0, 32);
+  memcpy(f, "== pctor ed25519 signing v1 ==", 30);
+  memcpy(f + 32, other.seed, 32);
+  memcpy(f + 64, other.pub, 32);
+  char *p = kpath(dd, "ed25519_signing_seed");
+  spit(p, f, sizeof(f));
+  free(p);
+  k = load_ok(dd, NULL, t1 + 120);
+  ck_assert_mem_eq(k->ed_identity.pub, id, 32);
+  ck_assert(memcmp(k->ed_signing.pub, s1, 32) != 0);
+  check_certs(k, t1 + 120);
+  router_keys_free(k);
+
+  /* A missing certificate also means a new signing key. */
+  p = kpath(dd, "ed25519_signing_cert");
+  ck_assert_int_eq(unlink(p), 0);
+  k = load_ok(dd, NULL, t1 + 180);
+  ck_assert_int_eq(file_mode(p), 0600);
+  check_certs(k, t1 + 180);
+  router_keys_free(k);
+  free(p);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_fingerprint_tor_vectors)
+{
+  /* tor's own RSA key file loads unchanged, and our fingerprint file is
+   * byte for byte the one tor wrote for it. */
+  char *dd = tmpdir_new();
+  ck_assert_int_eq(mkdir(dd, 0700), 0);
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(mkdir(kd, 0700), 0);
+  free(kd);
+  char *p = kpath(dd, "secret_id_key");
+  spit(p, TOR_RSA_PEM, strlen(TOR_RSA_PEM));
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.nickname = "pctortest";
+  relay_keys_t *k = load_ok(dd, &cfg, time(NULL));
+  char *fpp = pc_asprintf("%s/fingerprint", dd);
+  blob_t b = slurp(fpp);
+  ck_assert_uint_eq(b.n, strlen(TOR_FINGERPRINT_FILE));
+  ck_assert_mem_eq(b.d, TOR_FINGERPRINT_FILE, b.n);
+  free(b.d);
+  b = slurp(p);
+  ck_assert_uint_eq(b.n, strlen(TOR_RSA_PEM));
+  ck_assert_mem_eq(b.d, TOR_RSA_PEM, b.n);
+  free(b.d);
+
+  char *s = router_keys_format_rsa_fingerprint("pctortest", k->rsa_id_digest,
+                                               1);
+  ck_assert_str_eq(s, TOR_LIST_FINGERPRINT);
+  free(s);
+  s = router_keys_format_rsa_fingerprint(NULL, k->rsa_id_digest, 1);
+  /* 10 groups of 4 upper-case hex digits separated by single spaces. */
+  ck_assert_uint_eq(strlen(s), 49);
+  for (size_t i = 0; i < 49; i++) {
+    if (i % 5 == 4)
+      ck_assert_int_eq(s[i], ' ');
+    else
+      ck_assert(strchr("0123456789ABCDEF", s[i]) != NULL);
+  }
+  free(s);
+  s = router_keys_format_rsa_fingerprint(NULL, k->rsa_id_digest, 0);
+  ck_assert_str_eq(s, "CC9E442744B8A918EA23B1D8691A45C0A7481AA1");
+  free(s);
+
+  s = router_keys_format_ed25519_id("pctortest", TOR_ED_PUB);
+  ck_assert_uint_eq(strlen(s) + 1, strlen(TOR_FINGERPRINT_ED_FILE));
+  ck_assert_mem_eq(s, TOR_FINGERPRINT_ED_FILE, strlen(s));
+  free(s);
+  s = router_keys_format_ed25519_id(NULL, TOR_ED_PUB);
+  ck_assert_str_eq(s, "QId0YJBfBgXllsO06rj4CbfiHJ4bIaTNnQ4y41Cawcc");
+  free(s);
+
+  /* Rewriting with another nickname; NULL means tor's "Unnamed". */
+  char *err = NULL;
+  ck_assert_int_eq(router_keys_write_fingerprints(k, dd, NULL, &err), 0);
+  b = slurp(fpp);
+  ck_assert_uint_eq(b.n, 8 + 40 + 1);
+  ck_assert_mem_eq(b.d, "Unnamed CC9E442744B8A918EA23B1D8691A45C0A7481AA1\n",
+                   b.n);
+  free(b.d);
+  free(fpp);
+  free(p);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_foreign_identity_refused)
+{
+  /* A tor data directory (ed25519 public key + tor's expanded secret key,
+   * no pctor seed) must not get a new identity. */
+  char *dd = tmpdir_new();
+  ck_assert_int_eq(mkdir(dd, 0700), 0);
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(mkdir(kd, 0700), 0);
+  uint8_t pubfile[64];
+  memset(pubfile, 0, sizeof(pubfile));
+  memcpy(pubfile, "== ed25519v1-public: type0 ==", 29);
+  memcpy(pubfile + 32, TOR_ED_PUB, 32);
+  char *pp = kpath(dd, "ed25519_master_id_public_key");
+  spit(pp, pubfile, sizeof(pubfile));
+  char *sp = kpath(dd, "ed25519_master_id_secret_key");
+  uint8_t secfile[96];
+  memset(secfile, 0x5a, sizeof(secfile));
+  spit(sp, secfile, sizeof(secfile));
+
+  char *err = NULL;
+  relay_keys_t *k = router_keys_load_or_create(dd, NULL, time(NULL), &err);
+  ck_assert_ptr_null(k);
+  ck_assert_ptr_nonnull(err);
+  ck_assert_msg(strstr(err, "tor ed25519 identity") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, sp) != NULL, "%s", err);
+  free(err);
+  err = NULL;
+  /* Nothing was created. */
+  char *rp = kpath(dd, "secret_id_key");
+  ck_assert(!fs_file_exists(rp));
+
+  /* Without tor's secret key file: an offline master key. */
+  ck_assert_int_eq(unlink(sp), 0);
+  k = router_keys_load_or_create(dd, NULL, time(NULL), &err);
+  ck_assert_ptr_null(k);
+  ck_assert_msg(strstr(err, "offline master keys") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, pp) != NULL, "%s", err);
+  free(err);
+  ck_assert(!fs_file_exists(rp));
+  blob_t b = slurp(pp);
+  ck_assert_uint_eq(b.n, 64);
+  ck_assert_mem_eq(b.d, pubfile, 64);
+  free(b.d);
+
+  free(rp);
+  free(pp);
+  free(sp);
+  free(kd);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+  char *dd = tmpdir_new();
+  router_keys_config_t cfg;
+  char *err = NULL;
+  router_keys_config_init(&cfg);
+  cfg.onion_key_rotation_days = 0;
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg, time(NULL), &err));
+  ck_assert_ptr_nonnull(strstr(err, "rotation"));
+  free(err);
+  err = NULL;
+  router_keys_config_init(&cfg);
+  cfg.onion_key_grace_days = 29;
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg, time(NULL), &err));
+  ck_assert_ptr_nonnull(strstr(err, "grace"));
+  free(err);
+  err = NULL;
+  ck_assert_ptr_null(router_keys_load_or_create("", NULL, time(NULL), &err));
+  free(err);
+  /* Nothing was created for a refused configuration. */
+  ck_assert(!fs_file_exists(dd));
+  /* A data directory whose parent does not exist. */
+  char *deep = pc_asprintf("%s/no/such/dir", dd);
+  err = NULL;
+  ck_assert_ptr_null(router_keys_load_or_create(deep, NULL, time(NULL),
+                                                &err));
+  ck_assert_ptr_nonnull(err);
+  free(err);
+  free(deep);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_group_readable_dir_fixed)
+{
+  char *dd = tmpdir_new();
+  ck_assert_int_eq(mkdir(dd, 0755), 0);
+  relay_keys_t *k = load_ok(dd, NULL, time(NULL));
+  ck_assert_int_eq(file_mode(dd), 0700);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+Suite *
+suite_router_keys(void)
+{
+  Suite *s = suite_create("router_keys");
+  TCase *tc = tcase_create("router_keys");
+  tcase_add_unchecked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_first_start);
+  tcase_add_test(tc, test_reload_same);
+  tcase_add_test(tc, test_corrupt_files);
+  tcase_add_test(tc, test_rotation);
+  tcase_add_test(tc, test_rotation_write_failure);
+  tcase_add_test(tc, test_rotation_across_restart);
+  tcase_add_test(tc, test_signing_renewal_at_start);
+  tcase_add_test(tc, test_fingerprint_tor_vectors);
+  tcase_add_test(tc, test_foreign_identity_refused);
+  tcase_add_test(tc, test_bad_config);
+  tcase_add_test(tc, test_group_readable_dir_fixed);
+  suite_add_tcase(s, tc);
+  return s;
+}
