@@ -16,6 +16,11 @@
  * plus the TLS certificate and an RFC 5705 exporter value, so it cannot be
  * replayed on another connection.
  *
+ * Interop note: tor-spec 4.4.2 says the RFC 5705 exporter's context is the
+ * initiator's Ed25519 identity, but tor (verified against 0.4.9.11) uses
+ * CID, the SHA-256 of the initiator's RSA identity key, and rejects the
+ * spec's value. pctor follows tor, on both sides.
+ *
  * Any unexpected cell, bad certificate or failed signature closes the
  * channel with a log line saying what was wrong.
  */
@@ -30,6 +35,7 @@
 #include "lib/net/conn.h"
 #include "lib/tls/x509.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -344,7 +350,7 @@ init_send_authenticate(channel_t *chan)
   crypt_sha256(a.scert, der, derlen);
   free(der);
   if (tls_conn_export_key(conn_tls(chan->conn), a.tlssecrets, 32,
-                          AUTH3_EXPORTER_LABEL, k->ed_identity.pub, 32) < 0)
+                          AUTH3_EXPORTER_LABEL, a.cid, 32) < 0)
     return hs_fail(chan, "TLS exporter failed");
   crypt_rand(a.rand, sizeof(a.rand));
   uint8_t body[AUTH3_BODY_LEN];
@@ -402,6 +408,33 @@ resp_handle_certs(channel_t *chan, const var_cell_t *vc)
   return 0;
 }
 
+/* Say which AUTH0003 fields differ from what we computed (info level: the
+ * peer controls the input). */
+static void
+log_auth3_mismatch(const uint8_t *body, size_t blen, const auth3_t *want)
+{
+  auth3_t got;
+  if (auth3_parse(&got, body, blen) < 0) {
+    log_info("AUTHENTICATE body is malformed (%zu bytes)", blen);
+    return;
+  }
+  static const struct {
+    const char *name;
+    size_t off;
+  } fields[] = {
+      {"CID", offsetof(auth3_t, cid)},     {"SID", offsetof(auth3_t, sid)},
+      {"CID_ED", offsetof(auth3_t, cid_ed)},
+      {"SID_ED", offsetof(auth3_t, sid_ed)},
+      {"SLOG", offsetof(auth3_t, slog)},   {"CLOG", offsetof(auth3_t, clog)},
+      {"SCERT", offsetof(auth3_t, scert)},
+      {"TLSSECRETS", offsetof(auth3_t, tlssecrets)},
+  };
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+    if (memcmp((const uint8_t *)&got + fields[i].off,
+               (const uint8_t *)want + fields[i].off, 32))
+      log_info("AUTHENTICATE field %s differs from ours", fields[i].name);
+}
+
 static int
 resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
 {
@@ -434,10 +467,12 @@ resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
   const uint8_t *cert = tls_context_cert_der(k->tls, &certlen);
   crypt_sha256(want.scert, cert, certlen);
   if (tls_conn_export_key(conn_tls(chan->conn), want.tlssecrets, 32,
-                          AUTH3_EXPORTER_LABEL, chan->peer_ed_id, 32) < 0)
+                          AUTH3_EXPORTER_LABEL, want.cid, 32) < 0)
     return hs_fail(chan, "TLS exporter failed");
-  if (auth3_check(body, blen, &want, hs->peer_auth_key) < 0)
+  if (auth3_check(body, blen, &want, hs->peer_auth_key) < 0) {
+    log_auth3_mismatch(body, blen, &want);
     return hs_fail(chan, "AUTHENTICATE cell does not verify");
+  }
   chan->have_peer_rsa = chan->have_peer_ed = 1;
   chan->peer_is_relay = 1;
   hs->received_authenticate = 1;
