@@ -37,6 +37,8 @@
 #define CHAN_OUTBUF_HIGH (32 * CELL_MAX_NETWORK_LEN)
 #define CHAN_OUTBUF_LOW (8 * CELL_MAX_NETWORK_LEN)
 #define CHAN_CELLS_PER_TURN 4
+/* Hard limit on a channel's output buffer (see channel_write_raw()). */
+#define CHAN_OUTBUF_MAX (4 * 1024 * 1024)
 #define CHAN_MAX_CIRCID_TRIES 64
 
 typedef struct listener_entry_t {
@@ -376,7 +378,15 @@ channel_write_raw(channel_t *chan, const uint8_t *data, size_t len)
 {
   if (!chan->conn || chan->close_pending)
     return;
-  buf_add(conn_outbuf(chan->conn), data, len);
+  buf_t *out = conn_outbuf(chan->conn);
+  /* Relayed cells stop at CHAN_OUTBUF_HIGH; only cells we answer with
+   * directly (CREATED2, DESTROY...) go beyond it. A peer that keeps sending
+   * requests but never reads the answers would grow this without end. */
+  if (buf_datalen(out) + len > CHAN_OUTBUF_MAX) {
+    channel_close(chan, "peer is not reading (output buffer full)");
+    return;
+  }
+  buf_add(out, data, len);
   conn_flush_soon(chan->conn);
 }
 

@@ -463,9 +463,13 @@ resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
   memcpy(want.sid_ed, k->ed_identity.pub, 32);
   crypt_digest_peek(hs->digest_sent, want.slog, 32);
   crypt_digest_peek(hs->digest_received, want.clog, 32);
+  /* SCERT: the certificate this connection really presented. */
+  uint8_t *cert = NULL;
   size_t certlen = 0;
-  const uint8_t *cert = tls_context_cert_der(k->tls, &certlen);
+  if (tls_conn_own_cert_der(conn_tls(chan->conn), &cert, &certlen) < 0)
+    return hs_fail(chan, "no TLS certificate on our side");
   crypt_sha256(want.scert, cert, certlen);
+  free(cert);
   if (tls_conn_export_key(conn_tls(chan->conn), want.tlssecrets, 32,
                           AUTH3_EXPORTER_LABEL, want.cid, 32) < 0)
     return hs_fail(chan, "TLS exporter failed");
