@@ -1,0 +1,309 @@
+/* check_circuit.c -- the spine in one process: a relay (channels, link
+ * handshake, CREATE handling, relay crypto, EXTEND2/TRUNCATE handling) and
+ * an origin circuit built to it over real TCP+TLS on 127.0.0.1.
+ *
+ * The origin side connects to our own ORPort as an authenticating relay,
+ * so both halves of the link handshake (responder and initiator with
+ * AUTHENTICATE) run against each other. Each test drives the event loop
+ * until an expected callback or a timeout, and checks what came back and
+ * that circuits and queued cells are freed afterwards.
+ */
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/or/relay.h"
+#include "core/proto/create.h"
+#include "feature/relay/extend.h"
+#include "feature/relay/router_keys.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/evloop/evloop.h"
+
+Suite *suite_circuit(void);
+
+static struct {
+  char dir[64];
+  evloop_t *loop;
+  relay_keys_t *keys;
+  pc_addr_t orport;
+  evloop_timer_t *timeout;
+  int timed_out;
+  /* what the callbacks saw */
+  int n_open;
+  int closed;
+  int close_reason;
+  int relay_seen;
+  uint8_t relay_cmd;
+  uint8_t relay_body0;
+} T;
+
+static int
+rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+static void
+on_timeout(void *arg)
+{
+  (void)arg;
+  T.timed_out = 1;
+  evloop_exit(T.loop);
+}
+
+static void
+setup(void)
+{
+  memset(&T, 0, sizeof(T));
+  ck_assert_int_eq(crypt_global_init(), 0);
+  strcpy(T.dir, "/tmp/pctor-check-circuit.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(T.dir));
+  char *err = NULL;
+  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
+  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
+  T.loop = evloop_new();
+  channels_init(T.loop, T.keys);
+  circuits_init();
+  extend_init(1);
+  pc_addr_t any;
+  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
+  const char *why = NULL;
+  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
+  ck_assert_int_ne(T.orport.port, 0);
+  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
+}
+
+static void
+teardown(void)
+{
+  channels_shutdown();
+  circuits_shutdown();
+  relay_clear_handlers();
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+  ck_assert_uint_eq(packed_cells_allocated(), 0);
+  packed_cell_freelist_clear();
+  evloop_timer_free(T.timeout);
+  evloop_free(T.loop);
+  router_keys_free(T.keys);
+  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Run the loop until a callback calls evloop_exit() or 10 s pass. */
+static void
+run_loop(void)
+{
+  T.timed_out = 0;
+  evloop_timer_schedule(T.timeout, 10 * 1000000ULL);
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.timeout);
+  ck_assert_msg(!T.timed_out, "timed out waiting for the circuit");
+}
+
+static void
+cb_extended(origin_circuit_t *c, int n, void *arg)
+{
+  (void)c;
+  (void)arg;
+  T.n_open = n;
+  evloop_exit(T.loop);
+}
+
+static void
+cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
+         const uint8_t *body, uint16_t len, void *arg)
+{
+  (void)c;
+  (void)hop;
+  (void)stream_id;
+  (void)arg;
+  T.relay_seen++;
+  T.relay_cmd = cmd;
+  T.relay_body0 = len ? body[0] : 0xff;
+  evloop_exit(T.loop);
+}
+
+static void
+cb_closed(origin_circuit_t *c, int reason, const char *why, void *arg)
+{
+  (void)c;
+  (void)why;
+  (void)arg;
+  T.closed = 1;
+  T.close_reason = reason;
+  evloop_exit(T.loop);
+}
+
+static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
+
+static extend_target_t
+self_target(uint16_t handshake)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.orport;
+  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
+  t.handshake = handshake;
+  return t;
+}
+
+/* Build a one-hop circuit to ourselves with the given handshake. */
+static origin_circuit_t *
+build_one_hop(uint16_t handshake)
+{
+  extend_target_t t = self_target(handshake);
+  origin_circuit_t *c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(c);
+  run_loop();
+  ck_assert_int_eq(T.closed, 0);
+  ck_assert_int_eq(T.n_open, 1);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 1);
+  return c;
+}
+
+/* BEGIN_DIR through the circuit: the relay has no directory service yet
+ * and answers RELAY_END NOTDIRECTORY, which proves that relay cells go
+ * through the crypto layer in both directions. */
+static void
+check_round_trip(origin_circuit_t *c)
+{
+  T.relay_seen = 0;
+  ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR,
+                                             7, NULL, 0),
+                   0);
+  run_loop();
+  ck_assert_int_eq(T.relay_seen, 1);
+  ck_assert_uint_eq(T.relay_cmd, RELAY_COMMAND_END);
+  ck_assert_uint_eq(T.relay_body0, END_REASON_NOTDIRECTORY);
+}
+
+static void
+handshake_test(uint16_t handshake)
+{
+  origin_circuit_t *c = build_one_hop(handshake);
+  check_round_trip(c);
+  /* Closing the origin sends DESTROY; the relay frees its circuit. */
+  circuit_mark_for_close(&c->base, DESTROY_REASON_NONE);
+  T.closed = 0;
+  for (int i = 0; i < 50 && circuits_count(CIRC_KIND_OR); i++) {
+    evloop_timer_schedule(T.timeout, 20000);
+    evloop_run(T.loop);
+  }
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
+}
+
+START_TEST(test_one_hop_ntor)
+{
+  handshake_test(HTYPE_NTOR);
+}
+END_TEST
+
+START_TEST(test_one_hop_ntor3)
+{
+  handshake_test(HTYPE_NTOR_V3);
+}
+END_TEST
+
+START_TEST(test_one_hop_fast)
+{
+  handshake_test(CIRC_HTYPE_FAST);
+}
+END_TEST
+
+START_TEST(test_extend_to_self_refused)
+{
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  extend_target_t t = self_target(HTYPE_NTOR);
+  ck_assert_int_eq(origin_circuit_extend(c, &t), 0);
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+  ck_assert_int_eq(T.close_reason, DESTROY_REASON_DESTROYED);
+}
+END_TEST
+
+START_TEST(test_wrong_ntor_key_refused)
+{
+  extend_target_t t = self_target(HTYPE_NTOR);
+  t.ntor_key[0] ^= 1;
+  origin_circuit_t *c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(c);
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+  ck_assert_int_eq(T.n_open, 0);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
+}
+END_TEST
+
+START_TEST(test_wrong_identity_refused)
+{
+  /* The link handshake must notice that the relay is not who we asked
+   * for, and the circuit fails with CONNECTFAILED. */
+  extend_target_t t = self_target(HTYPE_NTOR);
+  t.rsa_id[3] ^= 0x40;
+  origin_circuit_t *c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(c);
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+  ck_assert_int_eq(T.close_reason, DESTROY_REASON_CONNECTFAILED);
+}
+END_TEST
+
+START_TEST(test_truncate)
+{
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  ck_assert_int_eq(
+      origin_circuit_send_relay(c, 0, RELAY_COMMAND_TRUNCATE, 0, NULL, 0), 0);
+  /* The relay answers TRUNCATED (the circuit had no next hop); the origin
+   * then closes the circuit. */
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+}
+END_TEST
+
+START_TEST(test_drop_and_unknown_commands_ignored)
+{
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR_V3);
+  uint8_t junk[40];
+  memset(junk, 0x5a, sizeof(junk));
+  ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_DROP, 0,
+                                             junk, sizeof(junk)),
+                   0);
+  /* An unassigned relay command (as MeasureMe will use) must not close
+   * the circuit. */
+  ck_assert_int_eq(origin_circuit_send_relay(c, 0, 200, 0, junk, 3), 0);
+  check_round_trip(c);
+  ck_assert_int_eq(T.closed, 0);
+}
+END_TEST
+
+Suite *
+suite_circuit(void)
+{
+  Suite *s = suite_create("circuit");
+  TCase *tc = tcase_create("loopback");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_one_hop_ntor);
+  tcase_add_test(tc, test_one_hop_ntor3);
+  tcase_add_test(tc, test_one_hop_fast);
+  tcase_add_test(tc, test_extend_to_self_refused);
+  tcase_add_test(tc, test_wrong_ntor_key_refused);
+  tcase_add_test(tc, test_wrong_identity_refused);
+  tcase_add_test(tc, test_truncate);
+  tcase_add_test(tc, test_drop_and_unknown_commands_ignored);
+  suite_add_tcase(s, tc);
+  return s;
+}
