@@ -48,6 +48,17 @@ PHOP="pctor:$pdir/data@127.0.0.1:$pport"
 pfp=$(awk '{print $2}' "$pdir/data/fingerprint")
 
 fp_of() { awk -v n="$1" '$1 == n {print $4}' "$nodes"; }
+# A tor relay serves /tor/server/authority only once it has built its own
+# descriptor (after its reachability self-test, a second or two in).
+has_own_desc() {
+    local dirport
+    dirport=$(awk -v n="$1" '$1 == n {print $3}' "$nodes")
+    curl -sf -m 2 "http://127.0.0.1:$dirport/tor/server/authority" |
+        grep -q "^router $1 "
+}
+for r in relay1 relay2 relay3; do
+    it_wait_until 60 has_own_desc "$r" || it_fail "$r never built its descriptor"
+done
 # The descriptor a relay serves for itself carries its fingerprint.
 check_desc() {
     local file=$1 nick=$2 fp spaced
