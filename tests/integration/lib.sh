@@ -28,6 +28,7 @@ IT_START=$SECONDS
 IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&2; exit 99; }
 : > "$IT_ROOT/pids"
 : > "$IT_ROOT/privnets"
+: > "$IT_ROOT/children"
 
 # it_log MSG...: a progress line on stderr, with the seconds since the start.
 it_log() { echo "[$IT_NAME +$((SECONDS - IT_START))s] $*" >&2; }
@@ -75,8 +76,22 @@ it_require_tor() {
     export TOR
 }
 
+# it_run CMD...: run CMD and return its status, but in a way that a signal to
+# the test (make check's timeout, ^C) is handled at once: bash defers traps
+# while a foreground command runs, not while the `wait` builtin waits. CMD is
+# killed by the cleanup if the test exits first.
+it_run() {
+    local pid rc
+    "$@" &
+    pid=$!
+    echo "$pid $(_it_starttime "$pid")" >> "$IT_ROOT/children"
+    wait "$pid"
+    rc=$?
+    return "$rc"
+}
+
 # it_privnet ARGS...: run scripts/pctor-privnet.
-it_privnet() { "$PRIVNET" "$@"; }
+it_privnet() { it_run "$PRIVNET" "$@"; }
 
 # it_privnet_start DIR ARGS...: start a private tor network in DIR (see
 # 'pctor-privnet help'), tied to this shell's lifetime and stopped on exit.
@@ -84,7 +99,7 @@ it_privnet_start() {
     local dir=$1
     shift
     it_register_privnet "$dir"
-    "$PRIVNET" start "$dir" --owner-pid $$ "$@"
+    it_run "$PRIVNET" start "$dir" --owner-pid $$ "$@"
 }
 
 # it_wait_port HOST PORT TIMEOUT: wait until HOST:PORT accepts TCP connections.
@@ -144,6 +159,19 @@ _it_dump_logs() {
 it_cleanup() {
     local rc=$? net pid st i alive
     trap - EXIT
+    # First the helper commands still running (it_run), so that a pctor-privnet
+    # start cannot launch tors after its network was stopped.
+    while read -r pid st; do
+        [ -n "$st" ] && [ "$(_it_starttime "$pid")" = "$st" ] && kill -TERM "$pid" 2>/dev/null
+    done < "$IT_ROOT/children"
+    for ((i = 0; i < 50; i++)); do
+        alive=0
+        while read -r pid st; do
+            [ -n "$st" ] && [ "$(_it_starttime "$pid")" = "$st" ] && alive=1
+        done < "$IT_ROOT/children"
+        [ "$alive" = 0 ] && break
+        sleep 0.1
+    done
     if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
         _it_dump_logs
     fi

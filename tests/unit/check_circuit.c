@@ -20,11 +20,15 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
+#include "core/or/stream.h"
+#include "feature/dircache/dircache.h"
+#include "lib/bytes/bytes.h"
 #include "core/proto/create.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
+#include "lib/log/log.h"
 
 Suite *suite_circuit(void);
 
@@ -42,6 +46,15 @@ static struct {
   int relay_seen;
   uint8_t relay_cmd;
   uint8_t relay_body0;
+  /* directory download */
+  origin_circuit_t *dl_circ;
+  uint8_t *dl;
+  size_t dl_len;
+  int dl_cells;
+  int dl_ended;
+  uint8_t dl_end_reason;
+  int dl_connected;
+  int dl_send_sendmes;
 } T;
 
 static int
@@ -81,6 +94,11 @@ setup(void)
   ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
   ck_assert_int_ne(T.orport.port, 0);
   T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
+  if (getenv("CHECK_CIRCUIT_VERBOSE")) {
+    char *e = NULL;
+    log_parse_destination("info stderr", &e);
+    free(e);
+  }
 }
 
 static void
@@ -99,15 +117,23 @@ teardown(void)
   nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Run the loop until a callback calls evloop_exit() or 10 s pass. */
+/* Run the loop until a callback calls evloop_exit() or usec pass; returns
+ * whether it timed out. */
+static int
+run_loop_for(uint64_t usec)
+{
+  T.timed_out = 0;
+  evloop_timer_schedule(T.timeout, usec);
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.timeout);
+  return T.timed_out;
+}
+
 static void
 run_loop(void)
 {
-  T.timed_out = 0;
-  evloop_timer_schedule(T.timeout, 10 * 1000000ULL);
-  evloop_run(T.loop);
-  evloop_timer_cancel(T.timeout);
-  ck_assert_msg(!T.timed_out, "timed out waiting for the circuit");
+  ck_assert_msg(!run_loop_for(10 * 1000000ULL),
+                "timed out waiting for the circuit");
 }
 
 static void
@@ -123,10 +149,41 @@ static void
 cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
          const uint8_t *body, uint16_t len, void *arg)
 {
-  (void)c;
   (void)hop;
-  (void)stream_id;
   (void)arg;
+  if (T.dl_circ && stream_id == 9) {
+    if (cmd == RELAY_COMMAND_CONNECTED) {
+      T.dl_connected = 1;
+      const char *req = "GET /test/doc HTTP/1.0\r\n\r\n";
+      origin_circuit_send_relay(c, 0, RELAY_COMMAND_DATA, 9,
+                                (const uint8_t *)req, (uint16_t)strlen(req));
+    } else if (cmd == RELAY_COMMAND_DATA) {
+      T.dl = realloc(T.dl, T.dl_len + len);
+      memcpy(T.dl + T.dl_len, body, len);
+      T.dl_len += len;
+      T.dl_cells++;
+      if (T.dl_send_sendmes && T.dl_cells % CIRCWINDOW_INCREMENT == 0) {
+        /* Authenticated circuit SENDME: digest of this cell. */
+        uint8_t sm[23];
+        sm[0] = 1;
+        set_u16(sm + 1, 20);
+        memcpy(sm + 3,
+               relay_crypto_last_digest(c->hops[0].crypto,
+                                        RELAY_DIR_BACKWARD),
+               20);
+        origin_circuit_send_relay(c, 0, RELAY_COMMAND_SENDME, 0, sm, 23);
+      }
+      if (T.dl_send_sendmes && T.dl_cells % STREAMWINDOW_INCREMENT == 0)
+        origin_circuit_send_relay(c, 0, RELAY_COMMAND_SENDME, 9, NULL, 0);
+    } else if (cmd == RELAY_COMMAND_END) {
+      T.dl_ended = 1;
+      T.dl_end_reason = len ? body[0] : 0;
+      evloop_exit(T.loop);
+    }
+    return;
+  }
+  (void)c;
+  (void)stream_id;
   T.relay_seen++;
   T.relay_cmd = cmd;
   T.relay_body0 = len ? body[0] : 0xff;
@@ -168,7 +225,8 @@ build_one_hop(uint16_t handshake)
   origin_circuit_t *c = origin_circuit_launch(&t, &ops, NULL);
   ck_assert_ptr_nonnull(c);
   run_loop();
-  ck_assert_int_eq(T.closed, 0);
+  ck_assert_msg(T.closed == 0, "circuit closed while building (reason %d)",
+                T.close_reason);
   ck_assert_int_eq(T.n_open, 1);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 1);
   return c;
@@ -289,6 +347,99 @@ START_TEST(test_drop_and_unknown_commands_ignored)
 }
 END_TEST
 
+#define DOC_LEN (700 * 1000) /* > 1000 cells: needs circuit SENDMEs */
+
+static uint8_t *
+doc_provider(const char *path, size_t *len, void *arg)
+{
+  (void)path;
+  (void)arg;
+  uint8_t *b = malloc(DOC_LEN);
+  for (size_t i = 0; i < DOC_LEN; i++)
+    b[i] = (uint8_t)(i * 7 + (i >> 8));
+  *len = DOC_LEN;
+  return b;
+}
+
+static void
+download(int send_sendmes)
+{
+  dircache_init();
+  dircache_register("/test/doc", doc_provider, NULL);
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  T.dl_circ = c;
+  T.dl_send_sendmes = send_sendmes;
+  ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR,
+                                             9, NULL, 0),
+                   0);
+  run_loop_for(send_sendmes ? 10000000 : 1500000);
+  dircache_shutdown();
+}
+
+START_TEST(test_begin_dir_large_document)
+{
+  download(1);
+  ck_assert_int_eq(T.dl_connected, 1);
+  ck_assert_int_eq(T.dl_ended, 1);
+  ck_assert_uint_eq(T.dl_end_reason, END_STREAM_REASON_DONE);
+  const char *hdr = "HTTP/1.0 200 OK\r\n";
+  ck_assert(T.dl_len > DOC_LEN);
+  ck_assert(!memcmp(T.dl, hdr, strlen(hdr)));
+  uint8_t *body = memmem(T.dl, T.dl_len, "\r\n\r\n", 4);
+  ck_assert_ptr_nonnull(body);
+  body += 4;
+  ck_assert_uint_eq((size_t)(T.dl + T.dl_len - body), DOC_LEN);
+  for (size_t i = 0; i < DOC_LEN; i++)
+    if (body[i] != (uint8_t)(i * 7 + (i >> 8)))
+      ck_abort_msg("document differs at byte %zu", i);
+  free(T.dl);
+}
+END_TEST
+
+START_TEST(test_begin_dir_respects_windows)
+{
+  /* Without SENDMEs the relay must stop after the stream window of 500
+   * DATA cells and wait. */
+  download(0);
+  ck_assert_int_eq(T.dl_connected, 1);
+  ck_assert_int_eq(T.dl_ended, 0);
+  ck_assert_int_eq(T.dl_cells, STREAMWINDOW_START);
+  free(T.dl);
+}
+END_TEST
+
+START_TEST(test_sendme_wrong_digest_closes)
+{
+  download(0); /* 500 cells received: the relay expects SENDMEs now */
+  ck_assert_int_eq(T.dl_cells, STREAMWINDOW_START);
+  uint8_t sm[23];
+  sm[0] = 1;
+  set_u16(sm + 1, 20);
+  memset(sm + 3, 0xab, 20);
+  T.closed = 0;
+  ck_assert_int_eq(origin_circuit_send_relay(T.dl_circ, 0,
+                                             RELAY_COMMAND_SENDME, 0, sm, 23),
+                   0);
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+  free(T.dl);
+}
+END_TEST
+
+START_TEST(test_begin_dir_not_found)
+{
+  dircache_init();
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  T.dl_circ = c;
+  origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR, 9, NULL, 0);
+  run_loop();
+  ck_assert_int_eq(T.dl_ended, 1);
+  ck_assert(T.dl_len > 12 && !memcmp(T.dl, "HTTP/1.0 404", 12));
+  free(T.dl);
+  dircache_shutdown();
+}
+END_TEST
+
 Suite *
 suite_circuit(void)
 {
@@ -304,6 +455,10 @@ suite_circuit(void)
   tcase_add_test(tc, test_wrong_identity_refused);
   tcase_add_test(tc, test_truncate);
   tcase_add_test(tc, test_drop_and_unknown_commands_ignored);
+  tcase_add_test(tc, test_begin_dir_large_document);
+  tcase_add_test(tc, test_begin_dir_respects_windows);
+  tcase_add_test(tc, test_begin_dir_not_found);
+  tcase_add_test(tc, test_sendme_wrong_digest_closes);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -12,6 +12,7 @@
  */
 #include "core/or/circuit.h"
 #include "core/or/onion.h"
+#include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
 #include "lib/container/vec.h"
@@ -176,6 +177,7 @@ circuit_close_impl(circuit_t *circ, int reason, channel_t *skip,
   detach_n_side(circ);
   if (circ->kind == CIRC_KIND_OR) {
     or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+    circ_edge_clear(oc);
     if (oc->p_chan && oc->p_chan != skip)
       send_destroy(oc->p_chan, oc->p_circ_id,
                    propagating ? DESTROY_REASON_DESTROYED : reason);
@@ -290,11 +292,15 @@ circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
 
 /* ---- queues ------------------------------------------------------- */
 
+/* Queue pc. Relayed cells are subject to CIRCUIT_MAX_QUEUED_CELLS (a peer
+ * can push them at us without limit); cells we originate are bounded by
+ * the flow-control windows instead, and must not close the circuit from
+ * inside the stream code that is sending them. */
 static int
 queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
-                 const char *dir)
+                 const char *dir, int enforce)
 {
-  if (cq->cells.n >= CIRCUIT_MAX_QUEUED_CELLS) {
+  if (enforce && cq->cells.n >= CIRCUIT_MAX_QUEUED_CELLS) {
     packed_cell_free(pc);
     log_notice("Circuit %llu has %u cells queued %s (limit %d); closing it",
                (unsigned long long)circ->gid, cq->cells.n, dir,
@@ -310,14 +316,15 @@ int
 or_circuit_queue_backward(or_circuit_t *oc, packed_cell_t *pc)
 {
   oc->base.cells_backward++;
-  return queue_with_limit(&oc->base, &oc->p_queue, pc, "towards the client");
+  return queue_with_limit(&oc->base, &oc->p_queue, pc, "towards the client",
+                          1);
 }
 
 int
 circuit_queue_forward(circuit_t *circ, packed_cell_t *pc)
 {
   circ->cells_forward++;
-  return queue_with_limit(circ, &circ->n_queue, pc, "towards the exit");
+  return queue_with_limit(circ, &circ->n_queue, pc, "towards the exit", 1);
 }
 
 static packed_cell_t *
@@ -342,9 +349,10 @@ or_circuit_send_relay(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
   uint8_t payload[CELL_PAYLOAD_LEN];
   relay_payload_encode(payload, command, stream_id, body, len);
   relay_crypto_originate_backward(oc->crypto, payload);
-  return or_circuit_queue_backward(oc,
-                                   pack_relay(oc->p_circ_id, CELL_RELAY,
-                                              payload));
+  oc->base.cells_backward++;
+  return queue_with_limit(&oc->base, &oc->p_queue,
+                          pack_relay(oc->p_circ_id, CELL_RELAY, payload),
+                          "towards the client", 0);
 }
 
 int
@@ -375,9 +383,10 @@ origin_circuit_send_relay(origin_circuit_t *circ, int hop, uint8_t command,
              (unsigned long long)circ->base.gid);
     return -1;
   }
-  return circuit_queue_forward(&circ->base,
-                               pack_relay(circ->base.n_circ_id, cmd,
-                                          payload));
+  circ->base.cells_forward++;
+  return queue_with_limit(&circ->base, &circ->base.n_queue,
+                          pack_relay(circ->base.n_circ_id, cmd, payload),
+                          "towards the exit", 0);
 }
 
 /* ---- origin circuits ---------------------------------------------- */

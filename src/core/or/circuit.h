@@ -66,6 +66,9 @@ typedef struct or_circuit_t {
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
+  /* Streams ending here and their flow control (stream.h); NULL until the
+   * first stream. */
+  struct circ_edge_t *edge;
 } or_circuit_t;
 
 typedef struct origin_circuit_t origin_circuit_t;

@@ -7,6 +7,7 @@
  * never break a circuit through a relay that doesn't know them.
  */
 #include "core/or/relay.h"
+#include "core/or/stream.h"
 #include "lib/log/log.h"
 
 #include <string.h>
@@ -68,9 +69,19 @@ relay_handle_recognized(or_circuit_t *oc, const uint8_t *payload, int early)
       circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
     return;
   }
+  int r = 0;
   switch (h.command) {
   case RELAY_COMMAND_DROP:
     return;
+  case RELAY_COMMAND_DATA:
+    r = stream_handle_data(oc, h.stream_id, body, h.length);
+    break;
+  case RELAY_COMMAND_END:
+    r = stream_handle_end(oc, h.stream_id, body, h.length);
+    break;
+  case RELAY_COMMAND_SENDME:
+    r = stream_handle_sendme(oc, h.stream_id, body, h.length);
+    break;
   case RELAY_COMMAND_TRUNCATE:
     handle_truncate(oc);
     return;
@@ -104,4 +115,6 @@ relay_handle_recognized(or_circuit_t *oc, const uint8_t *payload, int early)
              (unsigned long long)oc->base.gid);
     return;
   }
+  if (r < 0)
+    circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
 }

@@ -12,6 +12,7 @@
  *   cipher.h      AES-CTR stream cipher (128 and 256 bit keys)
  *   curve25519.h  X25519 key agreement
  *   ed25519.h     Ed25519 signatures
+ *   ed25519_ext.h Ed25519 with expanded keys; curve25519 -> Ed25519 conversion
  *   rsa.h         RSA-1024 (Tor identity, TAP onion key) and RSA signatures
  *   kdf.h         HKDF-SHA256 (RFC 5869) and Tor's KDF-TOR
  *   crypt_init.h  one-time library start-up
@@ -24,6 +25,7 @@
 #include "lib/crypt/cipher.h"
 #include "lib/crypt/curve25519.h"
 #include "lib/crypt/ed25519.h"
+#include "lib/crypt/ed25519_ext.h"
 #include "lib/crypt/rsa.h"
 #include "lib/crypt/kdf.h"
 #endif

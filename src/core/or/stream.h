@@ -1,0 +1,99 @@
+/* stream.h -- streams that end at this relay (directory requests now, exit
+ * connections later) and the flow control that goes with them.
+ *
+ * A relay_stream_t belongs to an or_circuit_t and is identified by its
+ * stream ID. Features create streams from their BEGIN/BEGIN_DIR handlers and
+ * receive the stream's data through relay_stream_ops_t; core does the
+ * window bookkeeping (tor-spec 7.3, 7.4, proposal 289):
+ *   - circuit package window 1000, +100 per circuit SENDME; the digest of
+ *     every 100th DATA cell we send is remembered and an authenticated
+ *     (v1) SENDME must carry it, else the circuit is closed;
+ *   - circuit deliver window 1000: after every 100 DATA cells received we
+ *     send a v1 SENDME with the digest of the cell that triggered it;
+ *   - stream windows 500/50, SENDMEs with an empty body.
+ * A peer that sends more DATA than the windows allow, or SENDMEs that would
+ * open a window beyond its maximum, gets the circuit closed with a log line.
+ */
+#ifndef PCTOR_CORE_OR_STREAM_H
+#define PCTOR_CORE_OR_STREAM_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/or/circuit.h"
+#include "lib/container/dlist.h"
+
+#define CIRCWINDOW_START 1000
+#define CIRCWINDOW_INCREMENT 100
+#define STREAMWINDOW_START 500
+#define STREAMWINDOW_INCREMENT 50
+/* Digests remembered for authenticated SENDMEs: one per increment. */
+#define SENDME_DIGESTS_MAX (CIRCWINDOW_START / CIRCWINDOW_INCREMENT)
+
+/* RELAY_END reasons (tor-spec 6.3). */
+enum {
+  END_STREAM_REASON_MISC = 1,
+  END_STREAM_REASON_RESOLVEFAILED = 2,
+  END_STREAM_REASON_CONNECTREFUSED = 3,
+  END_STREAM_REASON_EXITPOLICY = 4,
+  END_STREAM_REASON_DESTROY = 5,
+  END_STREAM_REASON_DONE = 6,
+  END_STREAM_REASON_TIMEOUT = 7,
+  END_STREAM_REASON_NOROUTE = 8,
+  END_STREAM_REASON_HIBERNATING = 9,
+  END_STREAM_REASON_INTERNAL = 10,
+  END_STREAM_REASON_RESOURCELIMIT = 11,
+  END_STREAM_REASON_CONNRESET = 12,
+  END_STREAM_REASON_TORPROTOCOL = 13,
+  END_STREAM_REASON_NOTDIRECTORY = 14,
+};
+
+/* Flow-control state of the edge end of a circuit (kept in or_circuit_t). */
+typedef struct circ_edge_t {
+  int package_window;
+  int deliver_window;
+  uint8_t sendme_digests[SENDME_DIGESTS_MAX][20];
+  int n_sendme_digests;
+  dlist_t streams;            /* relay_stream_t.node */
+} circ_edge_t;
+
+typedef struct relay_stream_t relay_stream_t;
+
+typedef struct relay_stream_ops_t {
+  /* Bytes from the client (DATA). */
+  void (*on_data)(relay_stream_t *s, const uint8_t *data, size_t len,
+                  void *arg);
+  /* The client ended the stream or the circuit is closing; the stream is
+   * freed right after this returns. */
+  void (*on_end)(relay_stream_t *s, uint8_t reason, void *arg);
+  /* The windows reopened after relay_stream_send() was limited by them. */
+  void (*on_writable)(relay_stream_t *s, void *arg);
+} relay_stream_ops_t;
+
+void circ_edge_init(circ_edge_t *e);
+/* End every stream (the circuit is going away). */
+void circ_edge_clear(or_circuit_t *circ);
+
+/* A new stream with this ID on circ, or NULL if the ID is 0 or in use. */
+relay_stream_t *relay_stream_new(or_circuit_t *circ, uint16_t stream_id,
+                                 const relay_stream_ops_t *ops, void *arg);
+relay_stream_t *relay_stream_find(or_circuit_t *circ, uint16_t stream_id);
+uint16_t relay_stream_id(const relay_stream_t *s);
+or_circuit_t *relay_stream_circuit(relay_stream_t *s);
+/* Send RELAY_CONNECTED with an optional body. */
+int relay_stream_send_connected(relay_stream_t *s, const uint8_t *body,
+                                uint16_t len);
+/* Package up to len bytes as DATA cells, as far as the circuit and stream
+ * windows allow; returns the number of bytes sent (on_writable fires when
+ * more may be sent). */
+size_t relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len);
+/* Send RELAY_END with reason and free the stream. */
+void relay_stream_end(relay_stream_t *s, uint8_t reason);
+
+/* Called by relay.c for cells addressed to us. Return -1 when the circuit
+ * must be closed (protocol violation), else 0. */
+int stream_handle_data(or_circuit_t *circ, uint16_t stream_id,
+                       const uint8_t *body, uint16_t len);
+int stream_handle_end(or_circuit_t *circ, uint16_t stream_id,
+                      const uint8_t *body, uint16_t len);
+int stream_handle_sendme(or_circuit_t *circ, uint16_t stream_id,
+                         const uint8_t *body, uint16_t len);
+#endif
