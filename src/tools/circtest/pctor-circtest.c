@@ -20,11 +20,13 @@
 #include "config.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/encoding/base16.h"
+#include "lib/bytes/bytes.h"
 #include "lib/encoding/base64.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
@@ -254,6 +256,30 @@ write_response(void)
   finish(1, NULL);
 }
 
+/* Flow control for the download: an authenticated circuit SENDME (the
+ * digest of the cell that completed each 100) and a stream SENDME every 50
+ * cells, so documents larger than the initial windows arrive. */
+static void
+ack_data(origin_circuit_t *circ)
+{
+  T.cells_since_sendme++;
+  int hop = T.n_hops - 1;
+  if (T.cells_since_sendme % CIRCWINDOW_INCREMENT == 0) {
+    uint8_t sm[23];
+    sm[0] = 1;
+    set_u16(sm + 1, 20);
+    memcpy(sm + 3,
+           relay_crypto_last_digest(circ->hops[hop].crypto,
+                                    RELAY_DIR_BACKWARD),
+           20);
+    origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, 0, sm,
+                              sizeof(sm));
+  }
+  if (T.cells_since_sendme % STREAMWINDOW_INCREMENT == 0)
+    origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, STREAM_ID,
+                              NULL, 0);
+}
+
 static void
 relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
          const uint8_t *body, uint16_t len, void *arg)
@@ -270,6 +296,7 @@ relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
     send_get(circbuild_circuit(cb));
     break;
   case RELAY_COMMAND_DATA:
+    ack_data(circbuild_circuit(cb));
     if (T.resp_len + len > MAX_RESPONSE) {
       finish(0, "response too large");
       return;
