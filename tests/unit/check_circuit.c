@@ -440,6 +440,26 @@ START_TEST(test_begin_dir_not_found)
 }
 END_TEST
 
+START_TEST(test_idle_channels_closed)
+{
+  channels_set_idle_timeouts(1, 1);
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  channel_stats_t st;
+  channels_get_stats(&st);
+  ck_assert_uint_eq(st.n_open, 2); /* our outgoing end and the incoming one */
+  /* While a circuit uses them, they stay open past the timeout. */
+  run_loop_for(1500000);
+  channels_get_stats(&st);
+  ck_assert_uint_eq(st.n_open, 2);
+  circuit_mark_for_close(&c->base, DESTROY_REASON_NONE);
+  for (int i = 0; i < 40 && st.n_open; i++) {
+    run_loop_for(100000);
+    channels_get_stats(&st);
+  }
+  ck_assert_uint_eq(st.n_open, 0);
+}
+END_TEST
+
 Suite *
 suite_circuit(void)
 {
@@ -459,6 +479,7 @@ suite_circuit(void)
   tcase_add_test(tc, test_begin_dir_respects_windows);
   tcase_add_test(tc, test_begin_dir_not_found);
   tcase_add_test(tc, test_sendme_wrong_digest_closes);
+  tcase_add_test(tc, test_idle_channels_closed);
   suite_add_tcase(s, tc);
   return s;
 }

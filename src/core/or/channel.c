@@ -56,7 +56,11 @@ static struct {
   uint64_t next_id;
   channel_stats_t stats;
   tls_context_t *client_tls;
+  evloop_timer_t *idle_timer;
+  uint64_t idle_client_us, idle_relay_us;
 } G;
+
+#define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
 
 static void channel_conn_cb(conn_t *c, conn_event_t ev, void *arg);
 
@@ -72,6 +76,25 @@ client_tls_context(void)
 static void channel_flush_circuits(channel_t *chan);
 
 /* ---- subsystem ---------------------------------------------------- */
+
+/* Close open channels that have carried no circuit for their timeout. */
+static void
+close_idle_channels(void *arg)
+{
+  (void)arg;
+  uint64_t now = evloop_now_us(G.loop);
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&G.all); n; n = next) {
+    next = dlist_next(&G.all, n);
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (chan->state != CHAN_STATE_OPEN || hmap_size(chan->circuits))
+      continue;
+    uint64_t limit = chan->peer_is_relay ? G.idle_relay_us
+                                         : G.idle_client_us;
+    if (now - chan->idle_since_us >= limit)
+      channel_close_after_flush(chan, "idle: no circuits");
+  }
+}
 
 static void
 reap_closed(void *arg)
@@ -95,6 +118,26 @@ channels_init(evloop_t *loop, const relay_keys_t *keys)
   G.to_free = ptrvec_new();
   G.reaper = evloop_deferred_new(loop, reap_closed, NULL);
   G.next_id = 1;
+  G.idle_client_us = 180 * 1000000ULL;
+  G.idle_relay_us = 3600 * 1000000ULL;
+  G.idle_timer = evloop_timer_new(loop, close_idle_channels, NULL);
+  evloop_timer_schedule_periodic(G.idle_timer, CHAN_IDLE_CHECK_USEC);
+}
+
+void
+channels_set_idle_timeouts(unsigned client_sec, unsigned relay_sec)
+{
+  G.idle_client_us = client_sec * 1000000ULL;
+  G.idle_relay_us = relay_sec * 1000000ULL;
+  /* Check often enough for short (test) timeouts. */
+  uint64_t shortest = G.idle_client_us < G.idle_relay_us ? G.idle_client_us
+                                                        : G.idle_relay_us;
+  uint64_t period = shortest / 2;
+  if (period > CHAN_IDLE_CHECK_USEC)
+    period = CHAN_IDLE_CHECK_USEC;
+  if (period < 100000)
+    period = 100000;
+  evloop_timer_schedule_periodic(G.idle_timer, period);
 }
 
 void
@@ -130,6 +173,7 @@ channels_shutdown(void)
     free(le);
   }
   reap_closed(NULL);
+  evloop_timer_free(G.idle_timer);
   evloop_deferred_free(G.reaper);
   ptrvec_free(G.to_free, NULL);
   tls_context_free(G.client_tls);
@@ -363,6 +407,8 @@ void
 channel_remove_circuit(channel_t *chan, uint32_t circ_id)
 {
   hmap_remove_u32(chan->circuits, circ_id);
+  if (hmap_size(chan->circuits) == 0)
+    chan->idle_since_us = evloop_now_us(G.loop);
 }
 
 unsigned
@@ -593,6 +639,7 @@ void
 channel_became_open(channel_t *chan)
 {
   chan->state = CHAN_STATE_OPEN;
+  chan->idle_since_us = evloop_now_us(G.loop);
   channel_hs_free(chan->hs);
   chan->hs = NULL;
   conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);

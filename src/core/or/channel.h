@@ -120,6 +120,12 @@ void channel_close(channel_t *chan, const char *why);
 /* Close after the output buffer is written. */
 void channel_close_after_flush(channel_t *chan, const char *why);
 
+/* Open channels without circuits are closed after this long: client
+ * (unauthenticated) channels after client_sec, relay channels after
+ * relay_sec (defaults 180 s and 3600 s, as tor). Checked every few
+ * seconds. */
+void channels_set_idle_timeouts(unsigned client_sec, unsigned relay_sec);
+
 /* Counters for tests and statistics. */
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;

@@ -55,6 +55,7 @@ struct channel_t {
   dlist_t active;                 /* circ_queue_t.active_node */
   dlist_node_t all_node;          /* in the global channel list */
   uint64_t cells_in, cells_out;
+  uint64_t idle_since_us;         /* when it last had no circuits */
   char desc[128];
 };
 
