@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -460,6 +462,35 @@ START_TEST(test_idle_channels_closed)
 }
 END_TEST
 
+START_TEST(test_silent_peer_times_out)
+{
+  /* A TCP connection that never starts TLS is closed after the handshake
+   * timeout, so silent peers cannot hold descriptors. */
+  channels_set_handshake_timeout(1);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  ck_assert_int_eq(pc_addr_to_sockaddr(&T.orport, &ss, &sl), 0);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&ss, sl), 0);
+  channel_stats_t st;
+  for (int i = 0; i < 5; i++) {
+    run_loop_for(100000);
+    channels_get_stats(&st);
+    if (st.n_handshaking)
+      break;
+  }
+  ck_assert_uint_eq(st.n_handshaking, 1);
+  for (int i = 0; i < 30 && st.n_handshaking; i++) {
+    run_loop_for(100000);
+    channels_get_stats(&st);
+  }
+  ck_assert_uint_eq(st.n_handshaking, 0);
+  char c;
+  ck_assert_int_le(recv(fd, &c, 1, 0), 0); /* closed by the relay */
+  close(fd);
+}
+END_TEST
+
 Suite *
 suite_circuit(void)
 {
@@ -480,6 +511,7 @@ suite_circuit(void)
   tcase_add_test(tc, test_begin_dir_not_found);
   tcase_add_test(tc, test_sendme_wrong_digest_closes);
   tcase_add_test(tc, test_idle_channels_closed);
+  tcase_add_test(tc, test_silent_peer_times_out);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/log/log.h"
+#include "lib/log/ratelim.h"
 
 Suite *suite_log(void);
 
@@ -64,6 +65,24 @@ START_TEST(test_hook_and_newlines)
 }
 END_TEST
 
+START_TEST(test_ratelim)
+{
+  log_ratelim_t rl = LOG_RATELIM_INIT(10, 3);
+  unsigned sup = 99;
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(log_ratelim_allow(&rl, 1000, &sup), 1);
+    ck_assert_uint_eq(sup, 0);
+  }
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(log_ratelim_allow(&rl, 1005, &sup), 0);
+  /* Next window: allowed again, and told how many were dropped. */
+  ck_assert_int_eq(log_ratelim_allow(&rl, 1010, &sup), 1);
+  ck_assert_uint_eq(sup, 5);
+  ck_assert_int_eq(log_ratelim_allow(&rl, 1011, &sup), 1);
+  ck_assert_uint_eq(sup, 0);
+}
+END_TEST
+
 Suite *
 suite_log(void)
 {
@@ -72,6 +91,7 @@ suite_log(void)
   tcase_add_test(tc, test_severity_parse);
   tcase_add_test(tc, test_destination_syntax);
   tcase_add_test(tc, test_hook_and_newlines);
+  tcase_add_test(tc, test_ratelim);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -58,6 +58,7 @@ static struct {
   tls_context_t *client_tls;
   evloop_timer_t *idle_timer;
   uint64_t idle_client_us, idle_relay_us;
+  unsigned hs_timeout_sec;
 } G;
 
 #define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
@@ -118,10 +119,17 @@ channels_init(evloop_t *loop, const relay_keys_t *keys)
   G.to_free = ptrvec_new();
   G.reaper = evloop_deferred_new(loop, reap_closed, NULL);
   G.next_id = 1;
+  G.hs_timeout_sec = 60;
   G.idle_client_us = 180 * 1000000ULL;
   G.idle_relay_us = 3600 * 1000000ULL;
   G.idle_timer = evloop_timer_new(loop, close_idle_channels, NULL);
   evloop_timer_schedule_periodic(G.idle_timer, CHAN_IDLE_CHECK_USEC);
+}
+
+void
+channels_set_handshake_timeout(unsigned sec)
+{
+  G.hs_timeout_sec = sec ? sec : 1;
 }
 
 void
@@ -195,11 +203,25 @@ channels_get_stats(channel_stats_t *out)
 
 /* ---- creation ----------------------------------------------------- */
 
+static void
+hs_timeout_cb(void *arg)
+{
+  channel_t *chan = arg;
+  log_msg(chan->is_outgoing ? LOG_SEV_NOTICE : LOG_SEV_INFO, __func__,
+          "Link handshake with %s timed out after %u s",
+          channel_describe(chan), G.hs_timeout_sec);
+  channel_close(chan, "handshake timed out");
+}
+
 static channel_t *
 channel_new(void)
 {
   channel_t *chan = pc_zalloc(sizeof(*chan));
   chan->id = G.next_id++;
+  /* The handshake deadline covers TCP connect and TLS too: a peer that
+   * connects and stays silent must not hold a descriptor forever. */
+  chan->hs_timer = evloop_timer_new(G.loop, hs_timeout_cb, chan);
+  evloop_timer_schedule(chan->hs_timer, G.hs_timeout_sec * 1000000ULL);
   chan->circuits = hmap_new(4);
   dlist_init(&chan->active);
   dlist_insert_tail(&G.all, &chan->all_node);
@@ -277,6 +299,7 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
   chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
   if (!chan->conn) {
     log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
+    evloop_timer_free(chan->hs_timer);
     dlist_remove(&chan->all_node);
     hmap_free(chan->circuits, NULL);
     free(chan);
@@ -550,8 +573,8 @@ read_var_cell(channel_t *chan, buf_t *in)
     /* After the handshake only padding var cells are meaningful; a
      * repeated VERSIONS is ignored (tor-spec 4.1). */
     if (vc->command != CELL_VPADDING && vc->command != CELL_VERSIONS)
-      log_info("Ignoring %s cell on open channel %s",
-               cell_command_name(vc->command), chan->desc);
+      log_info("Ignoring %s cell (command %u) on open channel %s",
+               cell_command_name(vc->command), vc->command, chan->desc);
   } else {
     r = channel_hs_handle_var(chan, vc, raw, total);
   }
@@ -640,6 +663,7 @@ channel_became_open(channel_t *chan)
 {
   chan->state = CHAN_STATE_OPEN;
   chan->idle_since_us = evloop_now_us(G.loop);
+  evloop_timer_free(chan->hs_timer);
   channel_hs_free(chan->hs);
   chan->hs = NULL;
   conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
@@ -667,6 +691,7 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
   chan->close_pending = 1;
   chan->state = CHAN_STATE_CLOSED;
   dlist_remove(&chan->all_node);
+  evloop_timer_free(chan->hs_timer);
   if (chan->hs) {
     channel_hs_free(chan->hs);
     chan->hs = NULL;

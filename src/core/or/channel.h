@@ -126,6 +126,10 @@ void channel_close_after_flush(channel_t *chan, const char *why);
  * seconds. */
 void channels_set_idle_timeouts(unsigned client_sec, unsigned relay_sec);
 
+/* Close channels whose link handshake (TCP, TLS and the Tor cells) has not
+ * completed after sec seconds (default 60). */
+void channels_set_handshake_timeout(unsigned sec);
+
 /* Counters for tests and statistics. */
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;

@@ -40,7 +40,6 @@
 #include <string.h>
 #include <time.h>
 
-#define HS_TIMEOUT_USEC (60ULL * 1000000)
 /* Clock skew we tolerate on certificate validity. */
 #define CERT_SLACK_SEC (2 * 24 * 3600)
 
@@ -57,20 +56,15 @@ channels_set_my_addrs(const pc_addr_t *addrs, int n)
     my_addrs[i] = addrs[i];
 }
 
+/* A failed handshake on a connection we opened is worth a notice; one that
+ * a remote peer opened only an info line (anyone can cause those). */
 static int
 hs_fail(channel_t *chan, const char *why)
 {
-  log_notice("Link handshake with %s failed: %s", channel_describe(chan),
-             why);
+  log_msg(chan->is_outgoing ? LOG_SEV_NOTICE : LOG_SEV_INFO, __func__,
+          "Link handshake with %s failed: %s", channel_describe(chan), why);
   channel_close(chan, why);
   return -1;
-}
-
-static void
-hs_timeout_cb(void *arg)
-{
-  channel_t *chan = arg;
-  hs_fail(chan, "handshake timed out");
 }
 
 void
@@ -80,7 +74,6 @@ channel_hs_free(chan_hs_t *hs)
     return;
   crypt_digest_free(hs->digest_sent);
   crypt_digest_free(hs->digest_received);
-  evloop_timer_free(hs->timeout);
   pc_memwipe(hs, sizeof(*hs));
   free(hs);
 }
@@ -186,8 +179,6 @@ channel_hs_start(channel_t *chan)
   chan_hs_t *hs = pc_zalloc(sizeof(*hs));
   hs->digest_sent = crypt_digest_new(DIGEST_ALG_SHA256);
   hs->digest_received = crypt_digest_new(DIGEST_ALG_SHA256);
-  hs->timeout = evloop_timer_new(channels_loop(), hs_timeout_cb, chan);
-  evloop_timer_schedule(hs->timeout, HS_TIMEOUT_USEC);
   chan->hs = hs;
   if (chan->is_outgoing)
     send_versions(chan);

@@ -26,7 +26,6 @@ typedef struct chan_hs_t {
   uint8_t peer_auth_key[32];
   uint8_t peer_rsa_sha256[32]; /* SHA-256 of the initiator's RSA DER */
   uint8_t peer_cert_rsa_sha256_ok;
-  evloop_timer_t *timeout;
 } chan_hs_t;
 
 struct channel_t {
@@ -51,6 +50,8 @@ struct channel_t {
   pc_addr_t peer_my_addrs[4];
   int addr_is_canonical;
   chan_hs_t *hs;
+  /* Runs from creation (before TCP and TLS complete) until OPEN. */
+  evloop_timer_t *hs_timer;
   hmap_t *circuits;               /* circ id (u32) -> circuit_t * */
   dlist_t active;                 /* circ_queue_t.active_node */
   dlist_node_t all_node;          /* in the global channel list */

@@ -17,11 +17,19 @@
 #include "core/proto/create.h"
 #include "lib/bytes/bytes.h"
 #include "lib/log/log.h"
+#include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
 
 #include <string.h>
+#include <time.h>
+
+/* Circuits one channel may hold; beyond this CREATE cells are refused with
+ * RESOURCELIMIT, which bounds what one connection can make us allocate. */
+#define CHAN_MAX_CIRCUITS 16384
 
 static command_stats_t stats;
+/* Refused CREATEs are caused by remote peers: log at most 10 a minute. */
+static log_ratelim_t refuse_ratelim = LOG_RATELIM_INIT(60, 10);
 
 void
 command_get_stats(command_stats_t *out)
@@ -34,8 +42,11 @@ refuse_create(channel_t *chan, uint32_t circ_id, uint8_t reason,
               const char *why)
 {
   stats.n_create_refused++;
-  log_info("Refusing CREATE on %s (circuit %u): %s", channel_describe(chan),
-           (unsigned)circ_id, why);
+  unsigned suppressed = 0;
+  if (log_ratelim_allow(&refuse_ratelim, time(NULL), &suppressed))
+    log_info("Refusing CREATE on %s (circuit %u): %s%s", channel_describe(chan),
+             (unsigned)circ_id, why,
+             suppressed ? " (and more, not logged)" : "");
   cell_t d;
   destroy_cell_make(&d, circ_id, reason);
   channel_send_cell(chan, &d);
@@ -61,6 +72,11 @@ handle_create(channel_t *chan, const cell_t *cell)
   if (((id & 0x80000000u) != 0) != peer_initiated) {
     refuse_create(chan, id, DESTROY_REASON_PROTOCOL,
                   "circuit ID has the wrong high bit for this side");
+    return;
+  }
+  if (channel_n_circuits(chan) >= CHAN_MAX_CIRCUITS) {
+    refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
+                  "too many circuits on this channel");
     return;
   }
   if (channel_get_circuit(chan, id)) {

@@ -1,0 +1,91 @@
+#!/bin/bash
+# daemon.sh -- pctor as a service: --verify-config, RunAsDaemon + PidFile,
+# User (as root: switch to "nobody" and keep no capabilities), SIGHUP
+# reload, SIGTERM clean exit; and the relay still carries circuits after
+# dropping privileges.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+dir=$(it_tmpdir)
+# The relay may run as "nobody": let it reach its DataDirectory.
+chmod 755 "$IT_ROOT" "$dir"
+
+# --verify-config: a bad line stops with the option and line named.
+cat > "$dir/bad.torrc" <<EOF
+Nickname good
+# comment
+NoSuchOption 1
+EOF
+if "$PCTOR" --verify-config -f "$dir/bad.torrc" > "$dir/bad.out" 2>&1; then
+    it_fail "--verify-config accepted an unknown option"
+fi
+grep -q "Unknown option 'NoSuchOption' on line 3" "$dir/bad.out" ||
+    it_fail "unexpected message: $(cat "$dir/bad.out")"
+printf 'ORPort 99999\n' > "$dir/bad2.torrc"
+"$PCTOR" --verify-config -f "$dir/bad2.torrc" > "$dir/bad2.out" 2>&1 &&
+    it_fail "--verify-config accepted ORPort 99999"
+grep -q "ORPort" "$dir/bad2.out" || it_fail "no ORPort in: $(cat "$dir/bad2.out")"
+
+# A daemonised relay.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+user_line=""
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+    user_line="User nobody"
+fi
+cat > "$dir/torrc" <<EOF
+DataDirectory $dir/data
+ORPort 127.0.0.1:$port
+Nickname daemontest
+Log info file $dir/info.log
+RunAsDaemon 1
+PidFile $dir/pctor.pid
+TestingTorNetwork 1
+$user_line
+EOF
+"$PCTOR" --verify-config -f "$dir/torrc" | grep -q "Configuration was valid" ||
+    it_fail "--verify-config rejected a good torrc"
+"$PCTOR" -f "$dir/torrc" || it_fail "pctor did not start as a daemon"
+[ -s "$dir/pctor.pid" ] || it_fail "no pid file"
+pid=$(cat "$dir/pctor.pid")
+it_register_pid "$pid"
+kill -0 "$pid" || it_fail "daemon not running"
+it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open"
+
+if [ -n "$user_line" ]; then
+    uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")
+    [ "$uid" = "$(id -u nobody) $(id -u nobody) $(id -u nobody) $(id -u nobody)" ] ||
+        it_fail "daemon runs with uids $uid, not nobody's"
+    for cap in CapInh CapPrm CapEff CapBnd CapAmb; do
+        v=$(awk -v c="$cap:" '$1 == c {print $2}' "/proc/$pid/status")
+        [ -z "$v" ] || [ "$v" = 0000000000000000 ] || it_fail "$cap is $v, not empty"
+    done
+    it_log "daemon switched to nobody and holds no capabilities"
+fi
+
+# It still works as a relay. (pctor-circtest reads the relay's keys, which
+# now belong to the relay's user.)
+as_owner=()
+[ -z "$user_line" ] || as_owner=(runuser -u nobody --)
+"${as_owner[@]}" "$CIRCTEST" --timeout 20 --handshake ntor3 \
+    "pctor:$dir/data@127.0.0.1:$port" || it_fail "circuit through the daemon failed"
+
+# SIGHUP: a new Nickname is applied (fingerprint file rewritten).
+sed -i 's/^Nickname daemontest/Nickname reloaded/' "$dir/torrc"
+kill -HUP "$pid"
+it_wait_until 10 grep -q '^reloaded ' "$dir/data/fingerprint" ||
+    it_fail "SIGHUP did not apply the new Nickname"
+kill -0 "$pid" || it_fail "daemon died on SIGHUP"
+
+# SIGTERM: clean exit, pid file removed (or emptied when the dropped user
+# may not delete it).
+kill -TERM "$pid"
+it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "daemon did not exit"
+[ ! -s "$dir/pctor.pid" ] || it_fail "pid file left behind"
+grep -q "Interrupt: exiting cleanly" "$dir/info.log" || it_fail "no clean-exit log line"
+if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root"; then
+    it_fail "warnings in the log"
+fi
+it_log "service behaviour checks passed"
