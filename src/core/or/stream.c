@@ -193,13 +193,25 @@ stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
   }
   if (--s->deliver_window < 0)
     return proto_err(circ, "client exceeded a stream deliver window");
-  if (s->deliver_window <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT) {
-    s->deliver_window += STREAMWINDOW_INCREMENT;
-    or_circuit_send_relay(circ, RELAY_COMMAND_SENDME, id, NULL, 0);
-  }
   if (s->ops && s->ops->on_data)
     s->ops->on_data(s, body, len, s->arg);
+  /* on_data may have ended the stream. */
+  if ((s = relay_stream_find(circ, id)))
+    relay_stream_flushed(s);
   return 0;
+}
+
+void
+relay_stream_flushed(relay_stream_t *s)
+{
+  size_t pending = s->ops && s->ops->pending_bytes
+                       ? s->ops->pending_bytes(s, s->arg)
+                       : 0;
+  while (s->deliver_window <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT &&
+         pending < 10 * RELAY_BODY_MAX) {
+    s->deliver_window += STREAMWINDOW_INCREMENT;
+    or_circuit_send_relay(s->circ, RELAY_COMMAND_SENDME, s->id, NULL, 0);
+  }
 }
 
 int

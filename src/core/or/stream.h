@@ -66,6 +66,10 @@ typedef struct relay_stream_ops_t {
   void (*on_end)(relay_stream_t *s, uint8_t reason, void *arg);
   /* The windows reopened after relay_stream_send() was limited by them. */
   void (*on_writable)(relay_stream_t *s, void *arg);
+  /* Bytes received from the client that the owner has not passed on yet
+   * (e.g. still in a socket buffer). Stream SENDMEs are held back while
+   * this is ten cells or more (tor-spec 7.4); NULL means always 0. */
+  size_t (*pending_bytes)(relay_stream_t *s, void *arg);
 } relay_stream_ops_t;
 
 void circ_edge_init(circ_edge_t *e);
@@ -85,6 +89,9 @@ int relay_stream_send_connected(relay_stream_t *s, const uint8_t *body,
  * windows allow; returns the number of bytes sent (on_writable fires when
  * more may be sent). */
 size_t relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len);
+/* The owner passed received data on (its buffer drained): send the stream
+ * SENDMEs that were held back. */
+void relay_stream_flushed(relay_stream_t *s);
 /* Send RELAY_END with reason and free the stream. */
 void relay_stream_end(relay_stream_t *s, uint8_t reason);
 

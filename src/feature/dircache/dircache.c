@@ -183,7 +183,7 @@ on_writable(relay_stream_t *s, void *arg)
     pump(d);
 }
 
-static const relay_stream_ops_t dir_ops = {on_data, on_end, on_writable};
+static const relay_stream_ops_t dir_ops = {on_data, on_end, on_writable, NULL};
 
 static int
 handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
