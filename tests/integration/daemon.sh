@@ -43,6 +43,9 @@ Log info file $dir/info.log
 RunAsDaemon 1
 PidFile $dir/pctor.pid
 TestingTorNetwork 1
+# A private network needs its own authorities; this relay publishes to none.
+DirAuthority testauth orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002
+PublishServerDescriptor 0
 $user_line
 EOF
 "$PCTOR" --verify-config -f "$dir/torrc" | grep -q "Configuration was valid" ||

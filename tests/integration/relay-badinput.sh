@@ -64,6 +64,9 @@ ORPort 127.0.0.1:$port
 Nickname badinput
 Log info file $log
 TestingTorNetwork 1
+# A private network needs its own authorities; this relay publishes to none.
+DirAuthority testauth orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002
+PublishServerDescriptor 0
 EOF
     "$PCTOR" -f "$dir/torrc" > "$dir/stderr" 2>&1 &
     pid=$!

@@ -39,6 +39,7 @@ ORPort 127.0.0.1:$pport
 Nickname pctor1
 Log info file $pdir/info.log
 TestingTorNetwork 1
+$(cat "$net/dirauth.torrc")
 EOF
 "$PCTOR" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
 echo $! > "$pdir/pid"

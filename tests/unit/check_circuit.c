@@ -24,6 +24,8 @@
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "feature/dircache/dircache.h"
+#include "feature/exit/exit_conn.h"
+#include "lib/net/conn.h"
 #include "lib/bytes/bytes.h"
 #include "core/proto/create.h"
 #include "feature/relay/extend.h"
@@ -491,6 +493,193 @@ START_TEST(test_silent_peer_times_out)
 }
 END_TEST
 
+/* ---- exit streams ------------------------------------------------ */
+
+/* An echo server on 127.0.0.1 made of lib/net conns. */
+static listener_t *echo_listener;
+static conn_t *echo_conn;
+
+static void
+echo_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  (void)arg;
+  if (ev == CONN_EV_DATA) {
+    buf_move_all(conn_outbuf(c), conn_inbuf(c));
+    conn_flush_soon(c);
+  } else if (ev == CONN_EV_EOF || ev == CONN_EV_ERROR) {
+    conn_close(c, 1);
+    echo_conn = NULL;
+  }
+}
+
+static void
+echo_accept(int fd, const pc_addr_t *peer, void *arg)
+{
+  (void)arg;
+  echo_conn = conn_new_accepted(T.loop, NULL, fd, peer, echo_cb, NULL);
+}
+
+#define ECHO_LEN (120 * 1000)
+static uint8_t echo_data[ECHO_LEN];
+
+static struct {
+  int connected, ended, end_reason;
+  size_t got;
+  int cells;
+  int mismatch;
+} E;
+
+static void
+exit_relay_cb(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t sid,
+              const uint8_t *body, uint16_t len, void *arg)
+{
+  (void)hop;
+  (void)arg;
+  if (sid != 5)
+    return;
+  if (cmd == RELAY_COMMAND_CONNECTED) {
+    E.connected = 1;
+    for (size_t off = 0; off < ECHO_LEN; off += RELAY_BODY_MAX) {
+      size_t n = ECHO_LEN - off < RELAY_BODY_MAX ? ECHO_LEN - off
+                                                   : RELAY_BODY_MAX;
+      origin_circuit_send_relay(c, 0, RELAY_COMMAND_DATA, 5,
+                                echo_data + off, (uint16_t)n);
+    }
+  } else if (cmd == RELAY_COMMAND_DATA) {
+    if (memcmp(body, echo_data + E.got, len))
+      E.mismatch = 1;
+    E.got += len;
+    E.cells++;
+    if (E.cells % STREAMWINDOW_INCREMENT == 0)
+      origin_circuit_send_relay(c, 0, RELAY_COMMAND_SENDME, 5, NULL, 0);
+    if (E.cells % CIRCWINDOW_INCREMENT == 0) {
+      uint8_t sm[23];
+      sm[0] = 1;
+      set_u16(sm + 1, 20);
+      memcpy(sm + 3,
+             relay_crypto_last_digest(c->hops[0].crypto, RELAY_DIR_BACKWARD),
+             20);
+      origin_circuit_send_relay(c, 0, RELAY_COMMAND_SENDME, 0, sm, 23);
+    }
+    if (E.got == ECHO_LEN)
+      evloop_exit(T.loop);
+  } else if (cmd == RELAY_COMMAND_END) {
+    E.ended = 1;
+    E.end_reason = len ? body[0] : -1;
+    evloop_exit(T.loop);
+  }
+}
+
+static const origin_circuit_ops_t exit_circ_ops = {cb_extended, exit_relay_cb,
+                                                   cb_closed};
+static exit_policy_t *test_policy;
+
+static void
+exit_setup(void)
+{
+  setup();
+  memset(&E, 0, sizeof(E));
+  for (size_t i = 0; i < ECHO_LEN; i++)
+    echo_data[i] = (uint8_t)(i * 13 + (i >> 9));
+  pc_addr_t a;
+  pc_addr_parse(&a, "127.0.0.1:0");
+  const char *err = NULL;
+  echo_listener = listener_new(T.loop, &a, echo_accept, NULL, &err);
+  ck_assert_ptr_nonnull(echo_listener);
+  char line[64];
+  snprintf(line, sizeof(line), "accept 127.0.0.1:%u",
+           listener_addr(echo_listener)->port);
+  const char *lines[] = {line, "reject *:*"};
+  char *perr = NULL;
+  test_policy = exit_policy_parse_plain(lines, 2, &perr);
+  ck_assert_msg(test_policy != NULL, "policy: %s", perr ? perr : "?");
+  exit_config_t cfg = {test_policy, NULL, 1, 5};
+  exit_init(T.loop, &cfg);
+}
+
+static void
+exit_teardown(void)
+{
+  exit_shutdown();
+  if (echo_conn)
+    conn_free(echo_conn);
+  listener_free(echo_listener);
+  teardown();
+  exit_policy_free(test_policy);
+}
+
+static origin_circuit_t *
+begin_to(const char *addrport)
+{
+  extend_target_t t = self_target(HTYPE_NTOR);
+  origin_circuit_t *c = origin_circuit_launch(&t, &exit_circ_ops, NULL);
+  run_loop();
+  ck_assert_int_eq(T.n_open, 1);
+  ck_assert_int_eq(origin_circuit_send_relay(
+                       c, 0, RELAY_COMMAND_BEGIN, 5,
+                       (const uint8_t *)addrport, (uint16_t)strlen(addrport) + 1),
+                   0);
+  return c;
+}
+
+START_TEST(test_exit_echo)
+{
+  char ap[64];
+  snprintf(ap, sizeof(ap), "127.0.0.1:%u", listener_addr(echo_listener)->port);
+  origin_circuit_t *c = begin_to(ap);
+  run_loop();
+  ck_assert_int_eq(E.connected, 1);
+  ck_assert_int_eq(E.ended, 0);
+  ck_assert_uint_eq(E.got, ECHO_LEN);
+  ck_assert_int_eq(E.mismatch, 0);
+  exit_stats_t st;
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_open, 1);
+  /* The client ends the stream: the exit closes its connection. */
+  uint8_t done = END_STREAM_REASON_DONE;
+  origin_circuit_send_relay(c, 0, RELAY_COMMAND_END, 5, &done, 1);
+  for (int i = 0; i < 20; i++) {
+    run_loop_for(50000);
+    exit_get_stats(&st);
+    if (!st.n_open)
+      break;
+  }
+  ck_assert_uint_eq(st.n_open, 0);
+}
+END_TEST
+
+START_TEST(test_exit_policy_reject)
+{
+  begin_to("127.0.0.2:80");
+  run_loop();
+  ck_assert_int_eq(E.ended, 1);
+  ck_assert_int_eq(E.end_reason, END_STREAM_REASON_EXITPOLICY);
+}
+END_TEST
+
+START_TEST(test_exit_connect_refused)
+{
+  /* Accepted by the policy, but nothing listens there any more. */
+  char ap[64];
+  uint16_t port = listener_addr(echo_listener)->port;
+  listener_free(echo_listener);
+  snprintf(ap, sizeof(ap), "127.0.0.1:%u", port);
+  begin_to(ap);
+  run_loop();
+  ck_assert_int_eq(E.ended, 1);
+  ck_assert_int_eq(E.end_reason, END_STREAM_REASON_CONNECTREFUSED);
+}
+END_TEST
+
+START_TEST(test_exit_bad_address)
+{
+  begin_to("no-port-here");
+  run_loop();
+  ck_assert_int_eq(E.ended, 1);
+  ck_assert_int_eq(E.end_reason, END_STREAM_REASON_TORPROTOCOL);
+}
+END_TEST
+
 Suite *
 suite_circuit(void)
 {
@@ -513,5 +702,13 @@ suite_circuit(void)
   tcase_add_test(tc, test_idle_channels_closed);
   tcase_add_test(tc, test_silent_peer_times_out);
   suite_add_tcase(s, tc);
+  TCase *te = tcase_create("exit");
+  tcase_add_checked_fixture(te, exit_setup, exit_teardown);
+  tcase_set_timeout(te, 60);
+  tcase_add_test(te, test_exit_echo);
+  tcase_add_test(te, test_exit_policy_reject);
+  tcase_add_test(te, test_exit_connect_refused);
+  tcase_add_test(te, test_exit_bad_address);
+  suite_add_tcase(s, te);
   return s;
 }

@@ -106,6 +106,12 @@ START_TEST(test_defaults)
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
+  ck_assert_int_eq(o->dir_authorities.n, 0);
+  ck_assert_int_eq(o->my_family.n, 0);
+  ck_assert_int_eq(o->publish_server_descriptor, 1);
+  ck_assert_int_eq(o->assume_reachable, 0);
+  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->exit_policy.n, 0);
   char *dd = options_default_data_directory(geteuid() == 0, getenv("HOME"));
   ck_assert_str_eq(o->data_directory, dd);
   free(dd);
@@ -125,7 +131,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 13);
+  ck_assert_uint_eq(n, 19);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);
@@ -402,22 +408,105 @@ START_TEST(test_orport_forms)
 }
 END_TEST
 
+#define AUTH_LINE \
+  "DirAuthority auth0 orport=7000 no-v2 " \
+  "v3ident=0123456789ABCDEF0123456789ABCDEF01234567 127.0.0.1:7001 " \
+  "AAAA BBBB CCCC DDDD EEEE FFFF 0000 1111 2222 3333\n"
+
 START_TEST(test_testing_network)
 {
-  options_t *o = parse_ok("TestingTorNetwork 1\n", 0, NULL);
+  options_t *o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->testing_tor_network, 1);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
   /* Nothing else changes. */
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
   options_free(o);
-  o = parse_ok("TestingTorNetwork 1\nExtendAllowPrivateAddresses 0\n", 0,
-               NULL);
+  o = parse_ok("TestingTorNetwork 1\nExtendAllowPrivateAddresses 0\n"
+               AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
   options_free(o);
   o = parse_ok("ExtendAllowPrivateAddresses 1\n", 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
   ck_assert_int_eq(o->testing_tor_network, 0);
+  options_free(o);
+  /* A test network never uses the public authorities. */
+  char *err = parse_bad("TestingTorNetwork 1\n", 0, NULL);
+  assert_has(err, "TestingTorNetwork requires DirAuthority lines");
+  free(err);
+  char *argv[] = {"pctor", "--/DirAuthority", NULL};
+  err = parse_bad("TestingTorNetwork 1\n" AUTH_LINE, 2, argv);
+  assert_has(err, "TestingTorNetwork requires DirAuthority lines");
+  free(err);
+}
+END_TEST
+
+START_TEST(test_directory_options)
+{
+  options_t *o = parse_ok(AUTH_LINE
+                          "DirAuthority 127.0.0.1:7004 "
+                          "0123456789ABCDEF0123456789ABCDEF01234567\n"
+                          "PublishServerDescriptor 0\nAssumeReachable 1\n"
+                          "MyFamily $aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                          "~Sister, Brother\n"
+                          "MyFamily Cousin brother "
+                          "$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
+                          "ExitPolicy accept *:80,reject  10.0.0.0/8:*  ,"
+                          " accept 192.0.2.0/24:1-1024\n"
+                          "ExitPolicy reject *:*\n",
+                          0, NULL);
+  ck_assert_int_eq(o->dir_authorities.n, 2);
+  assert_has(o->dir_authorities.v[1], "127.0.0.1:7004");
+  ck_assert_int_eq(o->publish_server_descriptor, 0);
+  ck_assert_int_eq(o->assume_reachable, 1);
+  /* Normalised, without duplicates (nicknames compare case-blind). */
+  ck_assert_int_eq(o->my_family.n, 3);
+  ck_assert_str_eq(o->my_family.v[0],
+                   "$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+  ck_assert_str_eq(o->my_family.v[1], "Brother");
+  ck_assert_str_eq(o->my_family.v[2], "Cousin");
+  ck_assert_int_eq(o->exit_policy.n, 4);
+  ck_assert_str_eq(o->exit_policy.v[0], "accept *:80");
+  ck_assert_str_eq(o->exit_policy.v[1], "reject 10.0.0.0/8:*");
+  ck_assert_str_eq(o->exit_policy.v[2], "accept 192.0.2.0/24:1-1024");
+  ck_assert_str_eq(o->exit_policy.v[3], "reject *:*");
+  /* Reloadable: a reload keeps nothing back. */
+  options_t *o2 = parse_ok("", 0, NULL);
+  ck_assert_int_eq(options_keep_non_reloadable(o, o2), 0);
+  options_free(o2);
+  /* The command line replaces the torrc's lines. */
+  char *argv[] = {"pctor", "--MyFamily", "solo", NULL};
+  options_free(o);
+  o = parse_ok("MyFamily a,b\n", 3, argv);
+  ck_assert_int_eq(o->my_family.n, 1);
+  ck_assert_str_eq(o->my_family.v[0], "solo");
+  options_free(o);
+
+  static const struct {
+    const char *torrc, *needle;
+  } cases[] = {
+    {"DirAuthority 127.0.0.1:7001\n", "Option 'DirAuthority' on line 1"},
+    {"DirAuthority nonsense\n", "Option 'DirAuthority' on line 1"},
+    {"MyFamily $1234\n", "is not a relay fingerprint"},
+    {"MyFamily bad-name\n", "nor a nickname"},
+    {"ExitPolicy accept *:80,,reject *:*\n", "empty exit policy rule"},
+    {"ExitPolicy allow *:80\n", "is not a valid exit policy line"},
+    {"ExitPolicy accept private:*\n", "is not a valid exit policy line"},
+    {"ExitPolicy accept *:0\n", "is not a valid exit policy line"},
+    {"ExitPolicy ,\n", "exit policy"},
+    {"ExitRelay 1\n", "Option 'ExitRelay' on line 1 of test.torrc: "
+                      "ExitRelay is not supported yet"},
+    {"PublishServerDescriptor v3\n", "not a boolean"},
+    {"AssumeReachable 2\n", "not a boolean"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *err = parse_bad(cases[i].torrc, 0, NULL);
+    assert_has(err, cases[i].needle);
+    assert_has(err, "Failing.");
+    free(err);
+  }
+  o = parse_ok("ExitRelay 0\n", 0, NULL);
+  ck_assert_int_eq(o->exit_relay, 0);
   options_free(o);
 }
 END_TEST
@@ -428,7 +517,8 @@ START_TEST(test_reload_keeps_non_reloadable)
                             "OnionKeyRotationDays 20\n", 0, NULL);
   options_t *new_opts = parse_ok("ORPort 9002\nNickname New\n"
                                  "OnionKeyRotationDays 21\n"
-                                 "TestingTorNetwork 1\n", 0, NULL);
+                                 "TestingTorNetwork 1\n" AUTH_LINE, 0,
+                                 NULL);
   ck_assert_int_eq(new_opts->extend_allow_private_addresses, 1);
   capture_warnings();
   int kept = options_keep_non_reloadable(old, new_opts);
@@ -455,6 +545,20 @@ START_TEST(test_reload_keeps_non_reloadable)
       ck_assert(options_equal(old, new_opts, &t[i]));
   /* Nothing differs a second time. */
   ck_assert_int_eq(options_keep_non_reloadable(old, new_opts), 0);
+  options_free(old);
+  options_free(new_opts);
+
+  /* Leaving a test network takes a restart: until then the test
+   * network's authorities stay, never the public ones. */
+  old = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
+  new_opts = parse_ok("", 0, NULL);
+  capture_warnings();
+  options_keep_non_reloadable(old, new_opts);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  assert_has(warnings, "DirAuthority lines are kept");
+  ck_assert_int_eq(new_opts->testing_tor_network, 1);
+  ck_assert_int_eq(new_opts->dir_authorities.n, 1);
+  ck_assert_str_eq(new_opts->dir_authorities.v[0], old->dir_authorities.v[0]);
   options_free(old);
   options_free(new_opts);
 }
@@ -585,6 +689,7 @@ suite_options(void)
   tcase_add_test(tc, test_nickname_rules);
   tcase_add_test(tc, test_orport_forms);
   tcase_add_test(tc, test_testing_network);
+  tcase_add_test(tc, test_directory_options);
   tcase_add_test(tc, test_reload_keeps_non_reloadable);
   tcase_add_test(tc, test_cmdline_parse);
   tcase_add_test(tc, test_load_files);

@@ -1,6 +1,6 @@
 /* check_router_keys.c -- unit tests for feature/relay/router_keys: first
- * start, reload, corrupt files, ntor rotation and grace period, signing
- * key renewal, and the fingerprint files.
+ * start, reload, corrupt files, ntor (and TAP) rotation and grace period,
+ * signing key renewal, and the fingerprint files.
  *
  * Every test works in its own mkdtemp() directory. The fingerprint
  * vectors were made by tor 0.4.9.11 itself:
@@ -63,6 +63,7 @@ static const char TOR_FINGERPRINT_ED_FILE[] =
 static const char *const KEY_FILES[] = {
   "secret_id_key", "ed25519_master_id_seed", "ed25519_master_id_public_key",
   "ed25519_signing_seed", "ed25519_signing_cert", "ntor_onion_keys",
+  "secret_onion_key",
 };
 #define N_KEY_FILES (sizeof(KEY_FILES) / sizeof(KEY_FILES[0]))
 
@@ -233,6 +234,12 @@ check_certs(const relay_keys_t *k, time_t now)
   ck_assert_int_eq(crypt_rsa_fingerprint(k->rsa_identity, fp), 0);
   ck_assert_mem_eq(fp, k->rsa_id_digest, 20);
 
+  /* The TAP onion key: a 1024-bit private key, not the identity. */
+  ck_assert_ptr_nonnull(k->tap_onion_key);
+  ck_assert_int_eq(crypt_rsa_bits(k->tap_onion_key), 1024);
+  ck_assert(crypt_rsa_has_private(k->tap_onion_key));
+  ck_assert(!crypt_rsa_public_eq(k->tap_onion_key, k->rsa_identity));
+
   /* ntor keys are real keypairs. */
   uint8_t p[32];
   ck_assert_int_eq(curve25519_public_from_secret(p, k->ntor_current.secret),
@@ -316,6 +323,16 @@ START_TEST(test_first_start)
   ck_assert(crypt_rsa_public_eq(rk, k->rsa_identity));
   crypt_rsa_free(rk);
   free(b.d);
+  /* The TAP onion key, in the same format (and tor's file name). */
+  b = kslurp(dd, "secret_onion_key");
+  s = (const char *)b.d;
+  ck_assert(strncmp(s, "-----BEGIN RSA PRIVATE KEY-----\n", 32) == 0);
+  ck_assert(strcmp(s + b.n - 30, "-----END RSA PRIVATE KEY-----\n") == 0);
+  rk = crypt_rsa_from_pem(s, b.n, 1);
+  ck_assert_ptr_nonnull(rk);
+  ck_assert(crypt_rsa_public_eq(rk, k->tap_onion_key));
+  crypt_rsa_free(rk);
+  free(b.d);
 
   /* Fingerprint files: "NICK HEX40\n" and "NICK BASE64-43\n". */
   b = slurp(fpp);
@@ -366,6 +383,7 @@ START_TEST(test_reload_same)
                    a->ed_signing_cert_len);
   ck_assert_mem_eq(a->ntor_current.pub, b->ntor_current.pub, 32);
   ck_assert_mem_eq(a->ntor_current.secret, b->ntor_current.secret, 32);
+  ck_assert(crypt_rsa_public_eq(a->tap_onion_key, b->tap_onion_key));
   ck_assert(router_keys_ntor_created(b) == now);
   /* Link keys are made fresh at each start. */
   ck_assert(memcmp(a->ed_link_auth.pub, b->ed_link_auth.pub, 32) != 0);
@@ -433,7 +451,8 @@ START_TEST(test_corrupt_files)
 
   for (size_t i = 0; i < N_KEY_FILES; i++) {
     char *path = kpath(dd, KEY_FILES[i]);
-    int is_pem = (i == 0);
+    int is_pem = !strcmp(KEY_FILES[i], "secret_id_key") ||
+                 !strcmp(KEY_FILES[i], "secret_onion_key");
     for (int how = 0; how < C_N; how++) {
       blob_t bad = corrupt(orig[i], how, is_pem);
       spit(path, bad.d, bad.n);
@@ -489,6 +508,7 @@ START_TEST(test_rotation)
   router_keys_config_init(&cfg);
   relay_keys_t *k = load_ok(dd, &cfg, t0);
   curve25519_keypair_t first = k->ntor_current;
+  crypt_rsa_t *tap0 = crypt_rsa_dup(k->tap_onion_key);
   uint8_t signing0[32];
   memcpy(signing0, k->ed_signing.pub, 32);
   int rot = -1;
@@ -499,6 +519,7 @@ START_TEST(test_rotation)
                           ROUTER_KEYS_DROPPED_NTOR_OLD |
                           ROUTER_KEYS_ROTATED_SIGNING), 0);
   ck_assert_mem_eq(k->ntor_current.pub, first.pub, 32);
+  ck_assert(crypt_rsa_public_eq(k->tap_onion_key, tap0));
 
   /* Day 29: the key is older than 28 days. */
   time_t t1 = t0 + 29 * DAY;
@@ -510,6 +531,9 @@ START_TEST(test_rotation)
   ck_assert_mem_eq(k->ntor_previous.secret, first.secret, 32);
   ck_assert(memcmp(k->ntor_current.pub, first.pub, 32) != 0);
   ck_assert(router_keys_ntor_created(k) == t1);
+  /* The TAP key was replaced with the ntor key. */
+  ck_assert(!crypt_rsa_public_eq(k->tap_onion_key, tap0));
+  crypt_rsa_t *tap1 = crypt_rsa_dup(k->tap_onion_key);
   /* One day of signing key left: renewed too, identity unchanged. */
   ck_assert(rot & ROUTER_KEYS_ROTATED_SIGNING);
   ck_assert(rot & ROUTER_KEYS_RENEWED_CERTS);
@@ -525,6 +549,7 @@ START_TEST(test_rotation)
   ck_assert_mem_eq(r->ntor_previous.pub, first.pub, 32);
   ck_assert(router_keys_ntor_created(r) == t1);
   ck_assert_mem_eq(r->ed_signing.pub, k->ed_signing.pub, 32);
+  ck_assert(crypt_rsa_public_eq(r->tap_onion_key, tap1));
   router_keys_free(r);
 
   /* Still in the grace period six days later. */
@@ -542,6 +567,10 @@ START_TEST(test_rotation)
   ck_assert(!k->has_ntor_previous);
   ck_assert(pc_is_zero(&k->ntor_previous, sizeof(k->ntor_previous)));
   ck_assert_mem_eq(k->ntor_current.pub, second.pub, 32);
+  /* Dropping the previous ntor key leaves the TAP key alone. */
+  ck_assert(crypt_rsa_public_eq(k->tap_onion_key, tap1));
+  crypt_rsa_free(tap0);
+  crypt_rsa_free(tap1);
 
   r = load_ok(dd, &cfg, t1 + 7 * DAY + 60);
   ck_assert(!r->has_ntor_previous);
@@ -598,6 +627,44 @@ START_TEST(test_rotation_write_failure)
   ck_assert(rot & ROUTER_KEYS_ROTATED_NTOR);
   ck_assert(rot & ROUTER_KEYS_DESCRIPTOR_CHANGED);
   ck_assert_mem_eq(k->ntor_previous.secret, cur.secret, 32);
+  free(before.d);
+  free(inner);
+  free(tmp);
+
+  /* When the new TAP key cannot be stored, the ntor key does not rotate
+   * either: neither in memory nor on disk. */
+  cur = k->ntor_current;
+  crypt_rsa_t *tap = k->tap_onion_key;
+  before = kslurp(dd, "ntor_onion_keys");
+  blob_t tap_before = kslurp(dd, "secret_onion_key");
+  tmp = kpath(dd, "secret_onion_key.tmp");
+  inner = pc_asprintf("%s/x", tmp);
+  ck_assert_int_eq(mkdir(tmp, 0700), 0);
+  spit(inner, "x", 1);
+  time_t t2 = t0 + 58 * DAY;
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, NULL, t2, &rot), -1);
+  ck_assert_int_eq(rot, 0);
+  ck_assert_ptr_eq(k->tap_onion_key, tap);
+  ck_assert_mem_eq(k->ntor_current.secret, cur.secret, 32);
+  after = kslurp(dd, "ntor_onion_keys");
+  ck_assert(blob_eq(before, after));
+  free(after.d);
+  after = kslurp(dd, "secret_onion_key");
+  ck_assert(blob_eq(tap_before, after));
+  free(after.d);
+  ck_assert_int_eq(unlink(inner), 0);
+  ck_assert_int_eq(rmdir(tmp), 0);
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, NULL, t2, &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_NTOR);
+  ck_assert(!crypt_rsa_public_eq(k->tap_onion_key, k->rsa_identity));
+  after = kslurp(dd, "secret_onion_key");
+  ck_assert(!blob_eq(tap_before, after));
+  crypt_rsa_t *ondisk = crypt_rsa_from_pem((const char *)after.d, after.n, 1);
+  ck_assert_ptr_nonnull(ondisk);
+  ck_assert(crypt_rsa_public_eq(ondisk, k->tap_onion_key));
+  crypt_rsa_free(ondisk);
+  free(after.d);
+  free(tap_before.d);
   free(before.d);
   free(inner);
   free(tmp);
@@ -725,6 +792,9 @@ START_TEST(test_fingerprint_tor_vectors)
   free(kd);
   char *p = kpath(dd, "secret_id_key");
   spit(p, TOR_RSA_PEM, strlen(TOR_RSA_PEM));
+  /* (The same tor-written PEM as a TAP onion key file: same format.) */
+  char *tp = kpath(dd, "secret_onion_key");
+  spit(tp, TOR_RSA_PEM, strlen(TOR_RSA_PEM));
   router_keys_config_t cfg;
   router_keys_config_init(&cfg);
   cfg.nickname = "pctortest";
@@ -738,6 +808,12 @@ START_TEST(test_fingerprint_tor_vectors)
   ck_assert_uint_eq(b.n, strlen(TOR_RSA_PEM));
   ck_assert_mem_eq(b.d, TOR_RSA_PEM, b.n);
   free(b.d);
+  b = slurp(tp);
+  ck_assert_uint_eq(b.n, strlen(TOR_RSA_PEM));
+  ck_assert_mem_eq(b.d, TOR_RSA_PEM, b.n);
+  free(b.d);
+  ck_assert(crypt_rsa_public_eq(k->tap_onion_key, k->rsa_identity));
+  free(tp);
 
   char *s = router_keys_format_rsa_fingerprint("pctortest", k->rsa_id_digest,
                                                1);
@@ -832,6 +908,58 @@ START_TEST(test_foreign_identity_refused)
 }
 END_TEST
 
+START_TEST(test_tap_key_added_to_old_datadir)
+{
+  /* A data directory made before pctor kept a TAP key: the key is made,
+   * nothing else changes. */
+  char *dd = tmpdir_new();
+  time_t now = time(NULL);
+  relay_keys_t *a = load_ok(dd, NULL, now);
+  blob_t before[N_KEY_FILES];
+  for (size_t i = 0; i < N_KEY_FILES; i++)
+    before[i] = kslurp(dd, KEY_FILES[i]);
+  char *tp = kpath(dd, "secret_onion_key");
+  ck_assert_int_eq(unlink(tp), 0);
+  relay_keys_t *b = load_ok(dd, NULL, now + 60);
+  ck_assert_int_eq(file_mode(tp), 0600);
+  ck_assert(!crypt_rsa_public_eq(a->tap_onion_key, b->tap_onion_key));
+  check_certs(b, now + 60);
+  for (size_t i = 0; i < N_KEY_FILES; i++) {
+    blob_t after = kslurp(dd, KEY_FILES[i]);
+    if (strcmp(KEY_FILES[i], "secret_onion_key"))
+      ck_assert_msg(blob_eq(before[i], after), "%s changed", KEY_FILES[i]);
+    else
+      ck_assert(!blob_eq(before[i], after));
+    free(after.d);
+    free(before[i].d);
+  }
+  /* A 2048-bit key in its place is refused like a corrupt one. */
+  crypt_rsa_t *big = crypt_rsa_generate(2048);
+  uint8_t *der = NULL;
+  size_t derlen = 0;
+  ck_assert_int_eq(crypt_rsa_private_der(big, &der, &derlen), 0);
+  char b64[4096];
+  ck_assert(base64_encode(b64, sizeof(b64), der, derlen,
+                          BASE64_MULTILINE) > 0);
+  char *pem = pc_asprintf("-----BEGIN RSA PRIVATE KEY-----\n%s"
+                          "-----END RSA PRIVATE KEY-----\n", b64);
+  spit(tp, pem, strlen(pem));
+  char *err = NULL;
+  ck_assert_ptr_null(router_keys_load_or_create(dd, NULL, now, &err));
+  ck_assert_msg(strstr(err, "not a 1024-bit RSA private key") != NULL, "%s",
+                err);
+  ck_assert_msg(strstr(err, tp) != NULL, "%s", err);
+  free(err);
+  free(pem);
+  free(der);
+  crypt_rsa_free(big);
+  router_keys_free(a);
+  router_keys_free(b);
+  free(tp);
+  tmpdir_free(dd);
+}
+END_TEST
+
 START_TEST(test_bad_config)
 {
   char *dd = tmpdir_new();
@@ -892,6 +1020,7 @@ suite_router_keys(void)
   tcase_add_test(tc, test_signing_renewal_at_start);
   tcase_add_test(tc, test_fingerprint_tor_vectors);
   tcase_add_test(tc, test_foreign_identity_refused);
+  tcase_add_test(tc, test_tap_key_added_to_old_datadir);
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_group_readable_dir_fixed);
   suite_add_tcase(s, tc);

@@ -23,9 +23,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "feature/dir/dir_authority.h"
+#include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -103,10 +106,14 @@ static const option_def_t option_table[] = {
    "pctor already runs as is allowed and changes nothing."},
   {"TestingTorNetwork", OPT_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(testing_tor_network),
-   "For private test networks only. If 1, the default of "
-   "ExtendAllowPrivateAddresses becomes 1. Nothing else changes: in "
-   "particular key lifetimes and other timing stay as on the public "
-   "network."},
+   "For private test networks only, with tor's meaning. If 1, "
+   "DirAuthority lines are required (the public authorities are never "
+   "used), the default of ExtendAllowPrivateAddresses becomes 1, a "
+   "private address may be published in the descriptor, the descriptor "
+   "is republished every 5 minutes instead of every 18 hours and failed "
+   "uploads are retried after 1 second (doubling up to 30 seconds) "
+   "instead of after 1 minute (up to an hour). Key lifetimes stay as on "
+   "the public network."},
   {"ExtendAllowPrivateAddresses", OPT_TYPE_BOOL, "0|1", NULL,
    "0 (1 with TestingTorNetwork 1)",
    1, 0, 0, OFF(extend_allow_private_addresses),
@@ -120,6 +127,52 @@ static const option_def_t option_table[] = {
    1, 1, 90, OFF(onion_key_grace_period_days),
    "After a rotation, keep accepting the previous onion key for N "
    "days, 1 to OnionKeyRotationDays."},
+  {"DirAuthority", OPT_TYPE_DIRAUTH,
+   "[NICKNAME] [FLAGS] ADDRESS:DIRPORT FINGERPRINT", NULL,
+   "unset (the public Tor network's authorities)",
+   1, 0, 0, OFF(dir_authorities),
+   "A directory authority to publish the relay's descriptor to, in "
+   "tor's syntax: FLAGS are orport=PORT, v3ident=HEX, no-v2, "
+   "ipv6=[ADDRESS]:PORT, bridge and weight=N; FINGERPRINT is the "
+   "authority's RSA identity (40 hex digits, spaces allowed). Repeat the "
+   "option for each authority. Without any DirAuthority line pctor uses "
+   "the public Tor network's authorities; with TestingTorNetwork 1 at "
+   "least one line is required."},
+  {"MyFamily", OPT_TYPE_FAMILY, "RELAY[,RELAY...]", NULL, "unset",
+   1, 0, 0, OFF(my_family),
+   "Other relays run by the same operator, published in the family line "
+   "of the descriptor so that clients never use two of them in one "
+   "circuit. A RELAY is $ and its 40-digit RSA fingerprint (a ~NICKNAME "
+   "after it is accepted and dropped) or a nickname; list them separated "
+   "by commas or spaces, on one line or several. Each of those relays "
+   "should list this one too."},
+  {"PublishServerDescriptor", OPT_TYPE_BOOL, "0|1", "1", "1",
+   1, 0, 0, OFF(publish_server_descriptor),
+   "If 1, upload the relay's server descriptor to the directory "
+   "authorities after start-up, whenever it changes, and every 18 "
+   "hours, so that clients can find the relay. If 0, never upload it."},
+  {"AssumeReachable", OPT_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(assume_reachable),
+   "Accepted for compatibility with tor's torrc. pctor does not test "
+   "whether its ORPort is reachable from outside before publishing, so "
+   "it always behaves as tor does with AssumeReachable 1: it publishes "
+   "right after start-up and leaves the reachability test to the "
+   "authorities, which list the relay as Running only once they reached "
+   "it."},
+  {"ExitRelay", OPT_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(exit_relay),
+   "Whether the relay lets circuits exit to the Internet. pctor has no "
+   "exit support yet: ExitRelay 1 is refused, and the descriptor's exit "
+   "policy is \"reject *:*\"."},
+  {"ExitPolicy", OPT_TYPE_POLICY, "accept|reject ADDRESS:PORTS[,...]",
+   NULL, "unset (reject *:*)",
+   1, 0, 0, OFF(exit_policy),
+   "Exit policy rules, in order: accept or reject, then * or an IPv4 "
+   "address with an optional /BITS or /MASK, a colon and * or a port or "
+   "a range PORT-PORT. Several rules go on one line separated by commas, "
+   "or on several lines. Only checked for now: without exit support "
+   "(ExitRelay 0) the descriptor says \"reject *:*\" whatever this "
+   "option says."},
 };
 /* clang-format on */
 
@@ -193,6 +246,9 @@ field_clear(options_t *o, const option_def_t *def)
     memset(FIELD(o, def, options_ports_t), 0, sizeof(options_ports_t));
     break;
   case OPT_TYPE_LOG:
+  case OPT_TYPE_DIRAUTH:
+  case OPT_TYPE_FAMILY:
+  case OPT_TYPE_POLICY:
     strlist_clear(FIELD(o, def, options_strlist_t));
     break;
   default:
@@ -226,7 +282,10 @@ options_equal(const options_t *a, const options_t *b,
         return 0;
     return 1;
   }
-  case OPT_TYPE_LOG: {
+  case OPT_TYPE_LOG:
+  case OPT_TYPE_DIRAUTH:
+  case OPT_TYPE_FAMILY:
+  case OPT_TYPE_POLICY: {
     const options_strlist_t *la = CFIELD(a, def, options_strlist_t);
     const options_strlist_t *lb = CFIELD(b, def, options_strlist_t);
     if (la->n != lb->n)
@@ -259,7 +318,10 @@ field_copy(options_t *dst, const options_t *src, const option_def_t *def)
   case OPT_TYPE_ORPORT:
     *FIELD(dst, def, options_ports_t) = *CFIELD(src, def, options_ports_t);
     break;
-  case OPT_TYPE_LOG: {
+  case OPT_TYPE_LOG:
+  case OPT_TYPE_DIRAUTH:
+  case OPT_TYPE_FAMILY:
+  case OPT_TYPE_POLICY: {
     const options_strlist_t *l = CFIELD(src, def, options_strlist_t);
     for (int i = 0; i < l->n; i++)
       strlist_add(FIELD(dst, def, options_strlist_t), l->v[i]);
@@ -443,6 +505,78 @@ check_user(const char *v, char **err_out)
   return 0;
 }
 
+/* MyFamily: entries separated by commas and/or white space, each
+ * normalised; entries already in l are skipped. */
+static int
+assign_family(options_strlist_t *l, const char *value, char **err_out)
+{
+  const char *p = value;
+  while (*p) {
+    size_t n = strcspn(p, ", \t");
+    if (n > 0) {
+      char *tok = pc_strndup(p, n);
+      char *norm = routerdesc_family_normalize(tok, err_out);
+      free(tok);
+      if (!norm)
+        return -1;
+      int dup = 0;
+      for (int i = 0; i < l->n; i++)
+        if (!strcasecmp(l->v[i], norm))
+          dup = 1;
+      if (!dup)
+        strlist_add(l, norm);
+      free(norm);
+    }
+    p += n;
+    p += strspn(p, ", \t");
+  }
+  return 0;
+}
+
+/* ExitPolicy: rules separated by commas, each "accept|reject PATTERN"
+ * (spaces around the commas and between the words are tolerated). */
+static int
+assign_policy(options_strlist_t *l, const char *value, char **err_out)
+{
+  const char *p = value;
+  int n_added = 0;
+  while (*p) {
+    p += strspn(p, " \t");
+    size_t n = strcspn(p, ",");
+    char *rule = pc_strndup(p, n);
+    /* Trim, and make "accept   *:80" "accept *:80". */
+    size_t len = strlen(rule);
+    while (len > 0 && (rule[len - 1] == ' ' || rule[len - 1] == '\t'))
+      rule[--len] = '\0';
+    char *sp = strpbrk(rule, " \t");
+    if (sp) {
+      size_t gap = strspn(sp, " \t");
+      *sp = ' ';
+      memmove(sp + 1, sp + gap, strlen(sp + gap) + 1);
+    }
+    if (!*rule) {
+      free(rule);
+      *err_out = pc_strdup("empty exit policy rule");
+      return -1;
+    }
+    if (routerdesc_policy_line_check(rule, err_out) < 0) {
+      free(rule);
+      return -1;
+    }
+    strlist_add(l, rule);
+    free(rule);
+    n_added++;
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  if (!n_added) {
+    *err_out = pc_strdup("no exit policy rule");
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- assignment ---- */
 
 typedef struct {
@@ -550,6 +684,17 @@ assign_value(options_t *o, const option_def_t *def, const char *value,
       return -1;
     strlist_add(FIELD(o, def, options_strlist_t), value);
     return 0;
+  case OPT_TYPE_DIRAUTH: {
+    dir_authority_t da;
+    if (dir_authority_parse(&da, value, err_out) < 0)
+      return -1;
+    strlist_add(FIELD(o, def, options_strlist_t), value);
+    return 0;
+  }
+  case OPT_TYPE_FAMILY:
+    return assign_family(FIELD(o, def, options_strlist_t), value, err_out);
+  case OPT_TYPE_POLICY:
+    return assign_policy(FIELD(o, def, options_strlist_t), value, err_out);
   }
   /* The string types. */
   field_clear(o, def);
@@ -597,7 +742,9 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     return -1;
   }
   size_t idx = def_index(def);
-  int multi = def->type == OPT_TYPE_LOG || def->type == OPT_TYPE_ORPORT;
+  int multi = def->type == OPT_TYPE_LOG || def->type == OPT_TYPE_ORPORT ||
+              def->type == OPT_TYPE_DIRAUTH ||
+              def->type == OPT_TYPE_FAMILY || def->type == OPT_TYPE_POLICY;
   if (!*l->value) {
     if (def->type == OPT_TYPE_LOG) {
       char *w = conf_line_where(l);
@@ -721,6 +868,25 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return -1;
   }
 
+  if (o->exit_relay) {
+    def = def_by_offset(OFF(exit_relay));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    const char *msg = "ExitRelay is not supported yet (pctor has no exit "
+                      "support); use ExitRelay 0";
+    if (l)
+      line_error(err_out, def, l, msg);
+    else
+      *err_out = pc_asprintf("%s. Failing.", msg);
+    return -1;
+  }
+  if (o->testing_tor_network && o->dir_authorities.n == 0) {
+    *err_out = pc_strdup("TestingTorNetwork requires DirAuthority lines "
+                         "naming the test network's authorities (pctor "
+                         "never publishes to the public Tor network's "
+                         "authorities in a test). Failing.");
+    return -1;
+  }
+
   memset(&o->address_ip, 0, sizeof(o->address_ip));
   o->address_ip.family = AF_UNSPEC;
   if (o->address) {
@@ -808,6 +974,13 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
              "keeping the old value until pctor is restarted.", def->name);
     field_copy(new_opts, old, def);
     kept++;
+  }
+  /* A kept TestingTorNetwork 1 keeps its own authorities: a test network
+   * must never fall back to the public ones. */
+  if (new_opts->testing_tor_network && new_opts->dir_authorities.n == 0) {
+    log_warn("TestingTorNetwork is still 1, so the DirAuthority lines are "
+             "kept until pctor is restarted.");
+    field_copy(new_opts, old, def_by_offset(OFF(dir_authorities)));
   }
   /* A default that depends on a kept option follows the kept value. */
   const option_def_t *eapa = def_by_offset(OFF(extend_allow_private_addresses));

@@ -57,6 +57,17 @@ typedef struct options_t {
   int extend_allow_private_addresses; /* ExtendAllowPrivateAddresses */
   int onion_key_rotation_days;   /* OnionKeyRotationDays: 1-90 */
   int onion_key_grace_period_days; /* OnionKeyGracePeriodDays */
+  options_strlist_t dir_authorities; /* DirAuthority: the lines' values,
+                                      * each one dir_authority_parse()
+                                      * accepts; empty: none configured */
+  options_strlist_t my_family;   /* MyFamily: one normalised entry each
+                                  * ("$HEX40" or a nickname), no
+                                  * duplicates */
+  int publish_server_descriptor; /* PublishServerDescriptor: 0 or 1 */
+  int assume_reachable;          /* AssumeReachable: 0 or 1 */
+  int exit_relay;                /* ExitRelay: always 0 (1 is refused) */
+  options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
+                                  * ADDR:PORTS" line each */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint32_t set_explicitly_;
@@ -73,6 +84,10 @@ typedef enum {
   OPT_TYPE_INT,      /* integer in [min, max] */
   OPT_TYPE_ORPORT,   /* [ADDR:]PORT, repeatable once per address family */
   OPT_TYPE_LOG,      /* a Log line, repeatable */
+  OPT_TYPE_DIRAUTH,  /* a DirAuthority line, repeatable */
+  OPT_TYPE_FAMILY,   /* relays separated by commas/spaces, repeatable */
+  OPT_TYPE_POLICY,   /* accept/reject rules separated by commas,
+                      * repeatable */
 } option_type_t;
 
 typedef struct {

@@ -5,6 +5,10 @@
  * brings up the channel and circuit subsystems, registers the relay's
  * relay-command handlers and binds the ORPorts. A timer checks hourly
  * whether the ntor onion key or the certificates are due for rotation.
+ * With an IPv4 ORPort it then starts publishing the server descriptor
+ * (feature/relay/publish) to the DirAuthority lines' authorities, or to
+ * the public network's when there are none; a rotation that changes the
+ * descriptor, and SIGHUP, hand the publisher the new state.
  * Everything it creates is released by app_shutdown().
  */
 #include "app/main/start.h"
@@ -12,8 +16,11 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
+#include "feature/dir/dir_authority.h"
 #include "feature/relay/extend.h"
+#include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
+#include "feature/relay/routerdesc.h"
 #include "lib/fs/files.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -31,8 +38,20 @@ static struct {
   char *data_directory;
   char *nickname;
   evloop_timer_t *key_timer;
+  publish_t *pub;
   int started;
 } A;
+
+/* Bytes on the wire, for the observed bandwidth: cells on channels times
+ * the cell size of link protocols 4 and 5 (TLS overhead not counted). */
+static void
+traffic_cb(uint64_t *bytes_read, uint64_t *bytes_written)
+{
+  channel_stats_t st;
+  channels_get_stats(&st);
+  *bytes_read = st.cells_in * 514;
+  *bytes_written = st.cells_out * 514;
+}
 
 static int
 allow_private(const options_t *o)
@@ -56,6 +75,92 @@ key_timer_cb(void *arg)
                A.keycfg.onion_key_grace_days);
   if (rotated & ROUTER_KEYS_ROTATED_SIGNING)
     log_notice("Renewed the Ed25519 signing key");
+  if ((rotated & ROUTER_KEYS_DESCRIPTOR_CHANGED) && A.pub)
+    publish_keys_changed(A.pub);
+}
+
+/* Hand the publisher the descriptor fields and authorities the options
+ * name. Returns 0, or -1 (logged) when there is nothing to publish or the
+ * options cannot make a descriptor. */
+static int
+configure_publishing(const options_t *o)
+{
+  routerdesc_config_t rc;
+  publish_params_t pp;
+  dir_authority_t *auths = NULL;
+  char *err = NULL;
+  int n = 0, r = -1;
+
+  memset(&rc, 0, sizeof(rc));
+  memset(&pp, 0, sizeof(pp));
+  rc.ipv6_or.family = AF_UNSPEC;
+  for (int i = 0; i < o->or_ports.n; i++) {
+    const pc_addr_t *a = &o->or_ports.addrs[i];
+    static const uint8_t zero[16];
+    if (a->family == AF_INET && !rc.or_port)
+      rc.or_port = a->port;
+    else if (a->family == AF_INET6 && memcmp(a->addr, zero, 16))
+      rc.ipv6_or = *a;
+  }
+  if (!rc.or_port) {
+    log_notice("No IPv4 ORPort: not publishing a server descriptor (the "
+               "authorities need an IPv4 address).");
+    return -1;
+  }
+  if (routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
+                              &rc.address, &err) < 0) {
+    if (A.pub)
+      log_warn("Cannot update the server descriptor: %s. Publishing the "
+               "previous one.", err);
+    else
+      log_warn("Not publishing a server descriptor: %s", err);
+    free(err);
+    return -1;
+  }
+  rc.nickname = o->nickname;
+  rc.contact = o->contact_info;
+  rc.family = (const char *const *)o->my_family.v;
+  rc.n_family = o->my_family.n;
+  /* No exit support yet: the policy stays "reject *:*". */
+  if (o->exit_policy.n > 0)
+    log_notice("ExitPolicy is only checked for now: without exit support "
+               "the descriptor's exit policy is \"reject *:*\".");
+  rc.bw_rate = ROUTERDESC_DEFAULT_BW_RATE;
+  rc.bw_burst = ROUTERDESC_DEFAULT_BW_BURST;
+  rc.crosscert_lifetime_days = o->onion_key_rotation_days;
+
+  /* The authorities: DirAuthority lines, else the public network's
+   * (options make sure a test network has its own). Bridge authorities
+   * take bridge descriptors only. */
+  int n_def = 0;
+  const dir_authority_t *def = NULL;
+  int n_lines = o->dir_authorities.n;
+  if (n_lines == 0)
+    def = dir_authority_defaults(&n_def);
+  auths = pc_calloc((size_t)(n_lines + n_def + 1), sizeof(*auths));
+  for (int i = 0; i < n_lines; i++) {
+    if (dir_authority_parse(&auths[n], o->dir_authorities.v[i], &err) < 0) {
+      /* Cannot happen: the options checked every line. */
+      log_warn("DirAuthority %s: %s", o->dir_authorities.v[i], err);
+      PC_FREE(err);
+      continue;
+    }
+    if (!auths[n].is_bridge_auth)
+      n++;
+  }
+  for (int i = 0; i < n_def; i++)
+    if (!def[i].is_bridge_auth)
+      auths[n++] = def[i];
+  pp.auths = auths;
+  pp.n_auths = n;
+  pp.enabled = o->publish_server_descriptor;
+  pp.testing = o->testing_tor_network;
+  pp.traffic = traffic_cb;
+  if (!A.pub)
+    A.pub = publish_new(A.loop, A.keys);
+  r = publish_configure(A.pub, &rc, &pp);
+  free(auths);
+  return r;
 }
 
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
@@ -133,6 +238,8 @@ app_start(evloop_t *loop, const options_t *opts)
   }
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
+  if (opts->or_ports.n > 0)
+    configure_publishing(opts);
   return 0;
 }
 
@@ -158,6 +265,8 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   }
   /* Rotation settings may make a rotation due now. */
   key_timer_cb(NULL);
+  if (new_opts->or_ports.n > 0)
+    configure_publishing(new_opts);
   return 0;
 }
 
@@ -171,6 +280,7 @@ app_shutdown(void)
     A.started = 0;
   }
   evloop_timer_free(A.key_timer);
+  publish_free(A.pub);
   router_keys_free(A.keys);
   packed_cell_freelist_clear();
   free(A.nickname);

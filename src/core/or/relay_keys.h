@@ -43,6 +43,11 @@ typedef struct relay_keys_t {
   uint8_t *ed_auth_cert;            /* CERTS type 6: signing -> auth key */
   size_t ed_auth_cert_len;
 
+  /* RSA-1024 TAP onion key. pctor refuses TAP handshakes, but directory
+   * authorities still require an onion-key (and its crosscert) in every
+   * server descriptor; it rotates together with the ntor key. */
+  crypt_rsa_t *tap_onion_key;
+
   /* ntor onion keys: current, and the previous one during its grace
    * period (has_ntor_previous). */
   curve25519_keypair_t ntor_current;

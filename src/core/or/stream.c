@@ -153,6 +153,12 @@ relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len)
 }
 
 void
+relay_stream_detach(relay_stream_t *s)
+{
+  stream_free(s);
+}
+
+void
 relay_stream_end(relay_stream_t *s, uint8_t reason)
 {
   or_circuit_send_relay(s->circ, RELAY_COMMAND_END, s->id, &reason, 1);

@@ -92,6 +92,9 @@ size_t relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len);
 /* The owner passed received data on (its buffer drained): send the stream
  * SENDMEs that were held back. */
 void relay_stream_flushed(relay_stream_t *s);
+/* Free the stream without sending anything (after a reply that ends it by
+ * itself, such as RESOLVED). */
+void relay_stream_detach(relay_stream_t *s);
 /* Send RELAY_END with reason and free the stream. */
 void relay_stream_end(relay_stream_t *s, uint8_t reason);
 

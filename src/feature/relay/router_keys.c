@@ -17,6 +17,12 @@
  *       "== pctor ed25519 signing v1 ==" NUL-padded to 32, seed, public.
  *   ed25519_signing_cert  (tor's format, tor-print-ed-signing-cert reads it)
  *       "== ed25519v1-cert: type4 ==" NUL-padded to 32, the type-4 cert.
+ *   secret_onion_key  RSA-1024 TAP onion key, PEM "RSA PRIVATE KEY" like
+ *       secret_id_key (and like tor's file of that name). TAP handshakes
+ *       are refused, but the authorities still require the key in the
+ *       descriptor. It is made and replaced together with the current
+ *       ntor key; no previous TAP key is kept, since nothing decrypts
+ *       with it.
  *   ntor_onion_keys  (105 or 169 bytes)
  *       "== pctor ntor onion keys v1 ==" NUL-padded to 32,
  *       CREATED[8] (big-endian seconds since the epoch: when the current
@@ -79,6 +85,7 @@
 #define FN_ED_SIGN_SEED "ed25519_signing_seed"
 #define FN_ED_SIGN_CERT "ed25519_signing_cert"
 #define FN_NTOR "ntor_onion_keys"
+#define FN_TAP "secret_onion_key"
 /* tor's own file, recognised only to explain why we refuse to start. */
 #define FN_TOR_ED_ID_SECRET "ed25519_master_id_secret_key"
 
@@ -163,7 +170,7 @@ rk_corrupt(char **err, const char *path, const char *why)
 typedef struct rk_paths_t {
   char *keydir;
   char *rsa_id, *ed_id_seed, *ed_id_pub, *ed_sign_seed, *ed_sign_cert;
-  char *ntor, *tor_ed_id_secret;
+  char *ntor, *tap, *tor_ed_id_secret;
 } rk_paths_t;
 
 static void
@@ -176,6 +183,7 @@ rk_paths_init(rk_paths_t *p, const char *datadir)
   p->ed_sign_seed = pc_asprintf("%s/%s", p->keydir, FN_ED_SIGN_SEED);
   p->ed_sign_cert = pc_asprintf("%s/%s", p->keydir, FN_ED_SIGN_CERT);
   p->ntor = pc_asprintf("%s/%s", p->keydir, FN_NTOR);
+  p->tap = pc_asprintf("%s/%s", p->keydir, FN_TAP);
   p->tor_ed_id_secret = pc_asprintf("%s/%s", p->keydir, FN_TOR_ED_ID_SECRET);
 }
 
@@ -189,6 +197,7 @@ rk_paths_clear(rk_paths_t *p)
   free(p->ed_sign_seed);
   free(p->ed_sign_cert);
   free(p->ntor);
+  free(p->tap);
   free(p->tor_ed_id_secret);
   memset(p, 0, sizeof(*p));
 }
@@ -408,7 +417,7 @@ write_ntor(const char *path, const ntor_file_t *nf, char **err)
   return r;
 }
 
-/* RSA identity: PEM PKCS#1, as tor. */
+/* RSA keys (identity, TAP onion key): PEM PKCS#1, as tor. */
 static crypt_rsa_t *
 rsa_parse(const uint8_t *buf, size_t len, const char **why)
 {
@@ -455,7 +464,7 @@ write_rsa(const char *path, const crypt_rsa_t *k, char **err)
   uint8_t *der = NULL;
   size_t derlen = 0;
   if (crypt_rsa_private_der(k, &der, &derlen) < 0) {
-    rk_seterr(err, "Cannot encode the RSA identity key");
+    rk_seterr(err, "Cannot encode the RSA key for %s", path);
     return -1;
   }
   size_t b64len = base64_encoded_len(derlen, BASE64_MULTILINE);
@@ -470,7 +479,7 @@ write_rsa(const char *path, const crypt_rsa_t *k, char **err)
     strcpy(pem + strlen(RSA_PEM_BEGIN) + b64len, RSA_PEM_END);
     r = rk_write(path, pem, total, err);
   } else {
-    rk_seterr(err, "Cannot encode the RSA identity key");
+    rk_seterr(err, "Cannot encode the RSA key for %s", path);
   }
   rk_free_secret((uint8_t *)pem, total + 1);
   return r;
@@ -741,6 +750,7 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   int bits = 0;
   int r = -1;
   ntor_file_t nf;
+  crypt_rsa_t *new_tap = NULL;
   ed25519_keypair_t new_signing;
   uint8_t *new_cert4 = NULL;
   size_t new_cert4_len = 0;
@@ -760,6 +770,13 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   nf.has_previous = k->has_ntor_previous;
   int clock_fix = nf.created > now + NTOR_FUTURE_SLACK;
   int nbits = ntor_schedule(&nf, cfg, now);
+  /* A new TAP key goes with a new ntor key; it is stored first, so that
+   * the ntor file (which holds the schedule) commits the rotation. */
+  if (nbits & ROUTER_KEYS_ROTATED_NTOR) {
+    new_tap = crypt_rsa_generate(RSA1024_BITS);
+    if (write_rsa(paths->tap, new_tap, err) < 0)
+      goto done;
+  }
   if ((nbits || clock_fix) && write_ntor(paths->ntor, &nf, err) < 0)
     goto done;
 
@@ -812,6 +829,11 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   if (!nf.has_previous)
     curve25519_keypair_wipe(&k->ntor_previous);
   st->ntor_created = nf.created;
+  if (new_tap) {
+    crypt_rsa_free(k->tap_onion_key);
+    k->tap_onion_key = new_tap;
+    new_tap = NULL;
+  }
   if (bits & ROUTER_KEYS_ROTATED_SIGNING) {
     ed25519_keypair_wipe(&k->ed_signing);
     k->ed_signing = new_signing;
@@ -830,7 +852,7 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
     bits |= ROUTER_KEYS_RENEWED_CERTS;
   }
   if (bits & ROUTER_KEYS_ROTATED_NTOR)
-    log_notice("Rotated the ntor onion key.");
+    log_notice("Rotated the ntor and TAP onion keys.");
   if (bits & ROUTER_KEYS_DROPPED_NTOR_OLD)
     log_info("Dropped the previous ntor onion key (grace period over).");
   if (bits & ROUTER_KEYS_ROTATED_SIGNING) {
@@ -852,6 +874,7 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
     }
   }
   free(new_cert4);
+  crypt_rsa_free(new_tap);
   ntor_file_wipe(&nf);
   pc_memwipe(&new_signing, sizeof(new_signing));
   pc_memwipe(&lc, sizeof(lc));
@@ -1004,6 +1027,7 @@ router_keys_free_(relay_keys_t *k)
     return;
   rk_state_t *st = rk_state(k);
   crypt_rsa_free(k->rsa_identity);
+  crypt_rsa_free(k->tap_onion_key);
   free(k->rsa_id_cert);
   free(k->rsa_ed_crosscert);
   free(k->ed_signing_cert);
@@ -1027,12 +1051,14 @@ typedef struct loaded_t {
   time_t cert4_expires;
   int have_ntor;
   ntor_file_t ntor;
+  crypt_rsa_t *tap;
 } loaded_t;
 
 static void
 loaded_clear(loaded_t *l)
 {
   crypt_rsa_free(l->rsa);
+  crypt_rsa_free(l->tap);
   free(l->cert4);
   pc_memwipe(l, sizeof(*l));
 }
@@ -1148,6 +1174,18 @@ load_existing(loaded_t *l, const rk_paths_t *p, char **err)
     }
     l->have_ntor = 1;
   }
+
+  /* TAP onion key */
+  if ((r = rk_read(p->tap, RSA_FILE_MAX, &buf, &len, err)) < 0)
+    return -1;
+  if (r) {
+    l->tap = rsa_parse(buf, len, &why);
+    rk_free_secret(buf, len);
+    if (!l->tap) {
+      rk_corrupt(err, p->tap, why);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -1212,6 +1250,17 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
   k->ntor_previous = l->ntor.previous;
   k->has_ntor_previous = l->ntor.has_previous;
   st->ntor_created = l->ntor.created;
+
+  /* A data directory from before pctor kept a TAP key gets one now (it is
+   * not an identity: nothing is lost by making it). */
+  if (!l->tap) {
+    log_notice("Generating a new TAP onion key in %s.", p->tap);
+    l->tap = crypt_rsa_generate(RSA1024_BITS);
+    if (write_rsa(p->tap, l->tap, err) < 0)
+      return -1;
+  }
+  k->tap_onion_key = l->tap;
+  l->tap = NULL;
   return 0;
 }
 

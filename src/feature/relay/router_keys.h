@@ -12,6 +12,10 @@
  *   ed25519_signing_cert           its type-4 certificate, in tor's format
  *   ntor_onion_keys                curve25519 ntor onion key(s) with the
  *                                  creation time of the current one
+ *   secret_onion_key               RSA-1024 TAP onion key, PEM like
+ *                                  secret_id_key; only published (the
+ *                                  authorities require it), rotated with
+ *                                  the ntor key
  *
  * and writes DataDirectory/fingerprint and fingerprint-ed25519 exactly as
  * tor writes them. The .c file documents the formats byte by byte.
@@ -61,12 +65,12 @@
 #define ROUTER_KEYS_TLS_CERT_LIFETIME_DAYS 365
 
 /* Bits of *rotated from router_keys_rotate_if_needed(). */
-#define ROUTER_KEYS_ROTATED_NTOR 0x01    /* new current ntor key */
+#define ROUTER_KEYS_ROTATED_NTOR 0x01    /* new current ntor + TAP key */
 #define ROUTER_KEYS_DROPPED_NTOR_OLD 0x02 /* previous ntor key dropped */
 #define ROUTER_KEYS_ROTATED_SIGNING 0x04 /* new signing key + type-4 cert */
 #define ROUTER_KEYS_RENEWED_CERTS 0x08  /* types 2/5/6/7 re-made */
 /* The bits after which the server descriptor must be rebuilt and
- * republished (it carries the ntor key and the type-4 certificate). */
+ * republished (it carries the onion keys and the type-4 certificate). */
 #define ROUTER_KEYS_DESCRIPTOR_CHANGED \
   (ROUTER_KEYS_ROTATED_NTOR | ROUTER_KEYS_ROTATED_SIGNING)
 

@@ -22,6 +22,7 @@
  *    object it was called for.
  */
 #include "lib/evloop/evloop.h"
+#include "lib/evloop/evloop_internal.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -145,6 +146,12 @@ evloop_now_us(evloop_t *loop)
   if (!loop->time_valid)
     evloop_update_time(loop);
   return loop->now_us;
+}
+
+struct event_base *
+evloop_event_base_(evloop_t *loop)
+{
+  return loop->base;
 }
 
 const char *

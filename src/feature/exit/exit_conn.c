@@ -1,0 +1,500 @@
+/* exit_conn.c -- exit streams (see exit_conn.h).
+ *
+ * Life of a stream: BEGIN -> (refusals: not an exit, first hop / unknown
+ * previous hop, bad address, port 0) -> DNS if the address is a name ->
+ * exit policy on the resolved address -> non-blocking connect (with a
+ * timeout) -> CONNECTED carrying the address and a TTL -> DATA both ways ->
+ * END. Each refusal or failure is a RELAY_END with tor's reason code.
+ *
+ * Back-pressure: bytes from the destination are packaged only as far as the
+ * circuit and stream windows allow; when they are closed we stop reading
+ * the socket and resume on on_writable. Bytes from the client wait in the
+ * socket's output buffer; stream SENDMEs are held back while ten cells or
+ * more are waiting there (relay_stream_t pending_bytes), so a slow
+ * destination slows the client instead of growing our buffers.
+ *
+ * RefuseUnknownExits: tor refuses streams when the previous hop is not a
+ * relay it knows from the consensus. Until pctor reads the consensus it
+ * applies the part it can check: the previous hop must have authenticated
+ * as a relay on the link, and the circuit must not have been made with
+ * CREATE_FAST (a client's first hop).
+ */
+#include "feature/exit/exit_conn.h"
+#include "core/or/relay.h"
+#include "core/or/stream.h"
+#include "lib/bytes/bytes.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+#include "lib/net/conn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define EXIT_CONN_LOWAT (4 * RELAY_BODY_MAX)
+#define EXIT_ADDRPORT_MAX 512
+
+typedef struct exit_conn_t {
+  relay_stream_t *stream;
+  or_circuit_t *circ;
+  uint16_t stream_id;
+  uint16_t port;
+  char host[256];
+  dns_request_t *dns_req;
+  conn_t *conn;
+  evloop_timer_t *connect_timer;
+  pc_addr_t addr;
+  unsigned connected : 1;
+  unsigned eof_pending : 1;   /* destination closed; END after flushing */
+  dlist_node_t node;
+} exit_conn_t;
+
+static struct {
+  evloop_t *loop;
+  exit_config_t cfg;
+  dlist_t all;
+  exit_stats_t stats;
+} X;
+
+void
+exit_get_stats(exit_stats_t *out)
+{
+  *out = X.stats;
+}
+
+/* Free everything but the stream (whose owner decides). */
+static void
+exit_conn_free(exit_conn_t *ec)
+{
+  if (ec->dns_req)
+    dns_request_cancel(ec->dns_req);
+  evloop_timer_free(ec->connect_timer);
+  if (ec->conn)
+    conn_free(ec->conn);
+  dlist_remove(&ec->node);
+  if (ec->connected)
+    X.stats.n_open--;
+  free(ec);
+}
+
+/* End the stream with reason and free ec. */
+static void
+exit_conn_end(exit_conn_t *ec, uint8_t reason)
+{
+  relay_stream_t *s = ec->stream;
+  exit_conn_free(ec);
+  if (s)
+    relay_stream_end(s, reason);
+}
+
+/* Package what the destination sent, as far as the windows allow. Returns
+ * 1 if ec was freed. */
+static int
+pump_to_client(exit_conn_t *ec)
+{
+  buf_t *in = conn_inbuf(ec->conn);
+  while (buf_datalen(in)) {
+    size_t n = buf_datalen(in);
+    if (n > RELAY_BODY_MAX)
+      n = RELAY_BODY_MAX;
+    const uint8_t *p = buf_pullup(in, n);
+    size_t sent = relay_stream_send(ec->stream, p, n);
+    buf_drain(in, sent);
+    if (sent < n)
+      break;
+  }
+  int drained = buf_datalen(in) == 0;
+  conn_set_reading(ec->conn, drained && !ec->eof_pending);
+  if (drained && ec->eof_pending) {
+    exit_conn_end(ec, END_STREAM_REASON_DONE);
+    return 1;
+  }
+  return 0;
+}
+
+static void
+send_connected(exit_conn_t *ec)
+{
+  uint8_t body[25];
+  uint16_t len;
+  if (ec->addr.family == AF_INET) {
+    memcpy(body, ec->addr.addr, 4);
+    set_u32(body + 4, 300);
+    len = 8;
+  } else {
+    memset(body, 0, 4);
+    body[4] = 6;
+    memcpy(body + 5, ec->addr.addr, 16);
+    set_u32(body + 21, 300);
+    len = 25;
+  }
+  relay_stream_send_connected(ec->stream, body, len);
+}
+
+static void
+conn_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  exit_conn_t *ec = arg;
+  (void)c;
+  switch (ev) {
+  case CONN_EV_OPEN:
+    evloop_timer_free(ec->connect_timer);
+    ec->connected = 1;
+    X.stats.n_connected++;
+    X.stats.n_open++;
+    conn_set_lowat(ec->conn, EXIT_CONN_LOWAT);
+    send_connected(ec);
+    break;
+  case CONN_EV_DATA:
+    pump_to_client(ec);
+    break;
+  case CONN_EV_DRAINED:
+    relay_stream_flushed(ec->stream);
+    break;
+  case CONN_EV_EOF:
+    ec->eof_pending = 1;
+    pump_to_client(ec);
+    break;
+  case CONN_EV_ERROR:
+    if (!ec->connected) {
+      X.stats.n_connect_failed++;
+      log_info("Exit connection to %s:%u failed: %s", ec->host, ec->port,
+               conn_error(c));
+      exit_conn_end(ec, END_STREAM_REASON_CONNECTREFUSED);
+    } else {
+      exit_conn_end(ec, END_STREAM_REASON_CONNRESET);
+    }
+    break;
+  }
+}
+
+static void
+connect_timeout_cb(void *arg)
+{
+  exit_conn_t *ec = arg;
+  X.stats.n_connect_failed++;
+  log_info("Exit connection to %s:%u timed out", ec->host, ec->port);
+  exit_conn_end(ec, END_STREAM_REASON_TIMEOUT);
+}
+
+static void
+start_connect(exit_conn_t *ec)
+{
+  ec->addr.port = ec->port;
+  if (exit_policy_allows(X.cfg.policy, &ec->addr, ec->port) !=
+      EXIT_POLICY_ACCEPTED) {
+    char a[PC_ADDR_STR_LEN];
+    X.stats.n_refused_policy++;
+    log_info("Exit policy rejects %s (asked for %s)",
+             pc_addr_fmt(&ec->addr, a, sizeof(a), 1), ec->host);
+    exit_conn_end(ec, END_STREAM_REASON_EXITPOLICY);
+    return;
+  }
+  const char *err = NULL;
+  ec->conn = conn_connect(X.loop, NULL, &ec->addr, conn_cb, ec, &err);
+  if (!ec->conn) {
+    X.stats.n_connect_failed++;
+    log_info("Cannot connect to %s:%u: %s", ec->host, ec->port,
+             err ? err : "?");
+    exit_conn_end(ec, END_STREAM_REASON_RESOURCELIMIT);
+    return;
+  }
+  ec->connect_timer = evloop_timer_new(X.loop, connect_timeout_cb, ec);
+  evloop_timer_schedule(ec->connect_timer,
+                        (uint64_t)X.cfg.connect_timeout * 1000000ULL);
+}
+
+static void
+dns_cb(int result, const dns_answer_t *answers, int n, void *arg)
+{
+  exit_conn_t *ec = arg;
+  ec->dns_req = NULL;
+  if (result != DNS_RESULT_OK || n < 1) {
+    X.stats.n_resolve_failed++;
+    log_info("Could not resolve %s: %s", ec->host, dns_result_str(result));
+    exit_conn_end(ec, result == DNS_RESULT_TIMEOUT
+                          ? END_STREAM_REASON_TIMEOUT
+                          : END_STREAM_REASON_RESOLVEFAILED);
+    return;
+  }
+  /* Prefer an address the policy accepts. */
+  int pick = 0;
+  for (int i = 0; i < n; i++) {
+    pc_addr_t a = answers[i].addr;
+    a.port = ec->port;
+    if (exit_policy_allows(X.cfg.policy, &a, ec->port) ==
+        EXIT_POLICY_ACCEPTED) {
+      pick = i;
+      break;
+    }
+  }
+  ec->addr = answers[pick].addr;
+  start_connect(ec);
+}
+
+/* ---- stream callbacks --------------------------------------------- */
+
+static void
+s_on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
+{
+  exit_conn_t *ec = arg;
+  (void)s;
+  if (!ec->conn || !ec->connected) {
+    /* tor-spec: data before CONNECTED is a protocol error; we drop it
+     * with a log line rather than keep unbounded early data. */
+    log_info("DATA before the exit connection opened on stream %u; "
+             "dropped",
+             ec->stream_id);
+    return;
+  }
+  buf_add(conn_outbuf(ec->conn), data, len);
+  conn_flush_soon(ec->conn);
+}
+
+static void
+s_on_end(relay_stream_t *s, uint8_t reason, void *arg)
+{
+  exit_conn_t *ec = arg;
+  (void)s;
+  (void)reason;
+  ec->stream = NULL; /* core frees the stream itself */
+  if (ec->conn && ec->connected) {
+    /* Write what the client sent before its END, then close. */
+    conn_t *c = ec->conn;
+    ec->conn = NULL;
+    conn_close(c, 1);
+  }
+  exit_conn_free(ec);
+}
+
+static void
+s_on_writable(relay_stream_t *s, void *arg)
+{
+  exit_conn_t *ec = arg;
+  (void)s;
+  if (ec->conn && ec->connected)
+    pump_to_client(ec);
+}
+
+static size_t
+s_pending(relay_stream_t *s, void *arg)
+{
+  exit_conn_t *ec = arg;
+  (void)s;
+  return ec->conn ? buf_datalen(conn_outbuf(ec->conn)) : 0;
+}
+
+static const relay_stream_ops_t exit_ops = {s_on_data, s_on_end,
+                                            s_on_writable, s_pending};
+
+/* ---- BEGIN / RESOLVE ---------------------------------------------- */
+
+static void
+refuse(or_circuit_t *circ, uint16_t stream_id, uint8_t reason,
+       const char *why)
+{
+  log_info("Refusing stream %u on circuit %llu: %s", stream_id,
+           (unsigned long long)circ->base.gid, why);
+  or_circuit_send_relay(circ, RELAY_COMMAND_END, stream_id, &reason, 1);
+}
+
+/* Split "host:port" (host may be "[v6]") from a BEGIN body. */
+static int
+parse_addrport(const uint8_t *body, size_t len, char *host, size_t hostlen,
+               uint16_t *port)
+{
+  const uint8_t *nul = memchr(body, '\0', len);
+  if (!nul || nul == body || (size_t)(nul - body) >= EXIT_ADDRPORT_MAX)
+    return -1;
+  char buf[EXIT_ADDRPORT_MAX];
+  memcpy(buf, body, (size_t)(nul - body) + 1);
+  char *colon = strrchr(buf, ':');
+  if (!colon || colon == buf)
+    return -1;
+  *colon = '\0';
+  char *end = NULL;
+  long p = strtol(colon + 1, &end, 10);
+  if (*end || p < 1 || p > 65535)
+    return -1;
+  *port = (uint16_t)p;
+  char *h = buf;
+  size_t hl = strlen(h);
+  if (h[0] == '[') {
+    if (hl < 3 || h[hl - 1] != ']')
+      return -1;
+    h[hl - 1] = '\0';
+    h++;
+  }
+  if (strlen(h) >= hostlen)
+    return -1;
+  strcpy(host, h);
+  return 0;
+}
+
+/* Names that only mean something inside Tor must never reach DNS. */
+static int
+is_tor_only_name(const char *host)
+{
+  size_t n = strlen(host);
+  return (n >= 6 && !strcasecmp(host + n - 6, ".onion")) ||
+         (n >= 5 && !strcasecmp(host + n - 5, ".exit"));
+}
+
+static int
+prev_hop_is_relay(or_circuit_t *circ)
+{
+  return !circ->created_fast && circ->p_chan &&
+         channel_is_authenticated_relay(circ->p_chan);
+}
+
+static int
+handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
+             int early)
+{
+  (void)early;
+  X.stats.n_begin++;
+  if (h->stream_id == 0) {
+    log_info("BEGIN with stream ID 0 on circuit %llu",
+             (unsigned long long)circ->base.gid);
+    return -1;
+  }
+  if (!X.cfg.policy) {
+    refuse(circ, h->stream_id, END_STREAM_REASON_EXITPOLICY,
+           "this relay is not an exit");
+    return 0;
+  }
+  if (X.cfg.refuse_unknown && !prev_hop_is_relay(circ)) {
+    refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
+           "the previous hop is not a relay (RefuseUnknownExits)");
+    return 0;
+  }
+  exit_conn_t *ec = pc_zalloc(sizeof(*ec));
+  dlist_node_init(&ec->node);
+  if (parse_addrport(body, h->length, ec->host, sizeof(ec->host),
+                     &ec->port) < 0) {
+    free(ec);
+    refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
+           "malformed BEGIN address");
+    return 0;
+  }
+  ec->circ = circ;
+  ec->stream_id = h->stream_id;
+  ec->stream = relay_stream_new(circ, h->stream_id, &exit_ops, ec);
+  if (!ec->stream) {
+    free(ec);
+    log_info("BEGIN for a stream ID already in use on circuit %llu",
+             (unsigned long long)circ->base.gid);
+    return -1;
+  }
+  dlist_insert_tail(&X.all, &ec->node);
+  if (dns_parse_ip_literal(ec->host, &ec->addr) == 0) {
+    start_connect(ec);
+    return 0;
+  }
+  if (!X.cfg.dns || is_tor_only_name(ec->host)) {
+    log_info("Not resolving %s for stream %u", ec->host, ec->stream_id);
+    exit_conn_end(ec, END_STREAM_REASON_RESOLVEFAILED);
+    return 0;
+  }
+  ec->dns_req = dns_resolve(X.cfg.dns, ec->host, DNS_WANT_IPV4, dns_cb, ec);
+  return 0;
+}
+
+/* RESOLVE: the answer goes back as one RESOLVED cell on the request's
+ * stream ID; a stream object ties the request to the circuit so that a
+ * circuit closing first cancels the lookup. */
+static void
+resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
+{
+  exit_conn_t *ec = arg;
+  ec->dns_req = NULL;
+  uint8_t body[RELAY_BODY_MAX];
+  size_t len = 0;
+  if (result == DNS_RESULT_OK) {
+    for (int i = 0; i < n && len + 2 + 16 + 4 <= sizeof(body); i++) {
+      const pc_addr_t *a = &answers[i].addr;
+      size_t alen = a->family == AF_INET ? 4 : 16;
+      body[len++] = a->family == AF_INET ? 4 : 6;
+      body[len++] = (uint8_t)alen;
+      memcpy(body + len, a->addr, alen);
+      len += alen;
+      set_u32(body + len, answers[i].ttl);
+      len += 4;
+    }
+  } else {
+    X.stats.n_resolve_failed++;
+    body[len++] = dns_result_is_transient(result) ? 0xf0 : 0xf1;
+    body[len++] = 0;
+    set_u32(body + len, 0);
+    len += 4;
+  }
+  or_circuit_send_relay(ec->circ, RELAY_COMMAND_RESOLVED, ec->stream_id,
+                        body, (uint16_t)len);
+  relay_stream_t *s = ec->stream;
+  exit_conn_free(ec);
+  relay_stream_detach(s);
+}
+
+static int
+handle_resolve(or_circuit_t *circ, const relay_header_t *h,
+               const uint8_t *body, int early)
+{
+  (void)early;
+  if (!X.cfg.policy || !X.cfg.dns) {
+    refuse(circ, h->stream_id, END_STREAM_REASON_EXITPOLICY,
+           "this relay does not resolve names");
+    return 0;
+  }
+  const uint8_t *nul = memchr(body, '\0', h->length);
+  if (!nul || nul == body || (size_t)(nul - body) > 255)
+    return -1;
+  if (is_tor_only_name((const char *)body)) {
+    refuse(circ, h->stream_id, END_STREAM_REASON_RESOLVEFAILED,
+           "will not resolve .onion/.exit names");
+    return 0;
+  }
+  exit_conn_t *ec = pc_zalloc(sizeof(*ec));
+  dlist_node_init(&ec->node);
+  memcpy(ec->host, body, (size_t)(nul - body) + 1);
+  ec->circ = circ;
+  ec->stream_id = h->stream_id;
+  ec->stream = relay_stream_new(circ, h->stream_id, &exit_ops, ec);
+  if (!ec->stream) {
+    free(ec);
+    return -1;
+  }
+  dlist_insert_tail(&X.all, &ec->node);
+  ec->dns_req = dns_resolve(X.cfg.dns, ec->host,
+                            DNS_WANT_IPV4 | DNS_WANT_IPV6, resolved_cb, ec);
+  return 0;
+}
+
+void
+exit_configure(const exit_config_t *cfg)
+{
+  X.cfg = *cfg;
+  if (!X.cfg.connect_timeout)
+    X.cfg.connect_timeout = 20;
+}
+
+void
+exit_init(evloop_t *loop, const exit_config_t *cfg)
+{
+  memset(&X, 0, sizeof(X));
+  X.loop = loop;
+  dlist_init(&X.all);
+  exit_configure(cfg);
+  relay_register_handler(RELAY_COMMAND_BEGIN, handle_begin);
+  relay_register_handler(RELAY_COMMAND_RESOLVE, handle_resolve);
+}
+
+void
+exit_shutdown(void)
+{
+  dlist_node_t *n;
+  while ((n = dlist_first(&X.all))) {
+    exit_conn_t *ec = DLIST_ENTRY(n, exit_conn_t, node);
+    exit_conn_end(ec, END_STREAM_REASON_HIBERNATING);
+  }
+}

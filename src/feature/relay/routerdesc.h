@@ -1,0 +1,142 @@
+/* routerdesc.h -- the relay's server descriptor (dir-spec 2.1.1): build
+ * and sign it from the relay's keys and a small configuration, and check
+ * one (for tests, and to refuse to upload a descriptor we got wrong).
+ *
+ * The descriptor tells the truth about pctor: its platform line names
+ * pctor (never "Tor ..."), its proto line lists only the subprotocol
+ * versions pctor implements (ROUTERDESC_PROTO), it offers no directory
+ * service unless the caller says pctor answers BEGIN_DIR, and its exit
+ * policy is "reject *:*" unless the caller gives one.
+ *
+ * Items, in this order (a tor 0.4.9 authority parses them in any order
+ * except that identity-ed25519 must follow "router" and the two
+ * signatures must end the document):
+ *   router NICK IPV4 ORPORT 0 0
+ *   identity-ed25519 + ED25519 CERT (the type-4 signing-key certificate)
+ *   master-key-ed25519 B64
+ *   or-address [IPV6]:PORT                (when an IPv6 ORPort is given)
+ *   platform ...
+ *   proto ...
+ *   published YYYY-MM-DD HH:MM:SS
+ *   fingerprint XXXX XXXX ...
+ *   uptime N
+ *   bandwidth RATE BURST OBSERVED
+ *   onion-key + RSA PUBLIC KEY            (the TAP key)
+ *   signing-key + RSA PUBLIC KEY          (the RSA identity)
+ *   onion-key-crosscert + CROSSCERT
+ *   ntor-onion-key-crosscert SIGN + ED25519 CERT
+ *   family ...                            (when given)
+ *   contact ...                           (when given)
+ *   ntor-onion-key B64
+ *   accept/reject lines
+ *   tunnelled-dir-server                  (only when asked for)
+ *   router-sig-ed25519 B64
+ *   router-signature + SIGNATURE
+ */
+#ifndef PCTOR_FEATURE_RELAY_ROUTERDESC_H
+#define PCTOR_FEATURE_RELAY_ROUTERDESC_H
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/or/relay_keys.h"
+#include "lib/net/address.h"
+
+/* The subprotocols pctor implements, as the descriptor's proto line lists
+ * them: link protocols 4-5 with Ed25519 link authentication (LinkAuth=3),
+ * ntor, CREATE2/EXTEND2 with IPv6 link specifiers and ntor v3 (Relay=2-4),
+ * Ed25519-signed descriptors with crosscerts (Desc=2) and microdescriptors
+ * with Ed25519 identities (Microdesc=2). Nothing else until implemented:
+ * no Cons (pctor does not parse consensuses yet), no DirCache, HSDir,
+ * FlowCtrl, Padding, HS*. */
+#define ROUTERDESC_PROTO \
+  "Desc=2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+
+/* Defaults for the bandwidth line: pctor does not limit its bandwidth, so
+ * it advertises tor's default BandwidthRate and BandwidthBurst (1 GiB/s):
+ * an "unlimited" that every tor understands. */
+#define ROUTERDESC_DEFAULT_BW_RATE 1073741824ULL
+#define ROUTERDESC_DEFAULT_BW_BURST 1073741824ULL
+
+/* Authorities refuse larger descriptors (dir-spec 2.1). */
+#define ROUTERDESC_MAX_LEN 20000
+/* Lifetime of the ntor-onion-key crosscert when the config gives none. */
+#define ROUTERDESC_DEFAULT_CROSSCERT_DAYS 35
+
+/* What goes into the descriptor besides the keys. Strings are borrowed. */
+typedef struct routerdesc_config_t {
+  const char *nickname;        /* 1-19 [A-Za-z0-9] */
+  pc_addr_t address;           /* IPv4 address for the router line */
+  uint16_t or_port;            /* its ORPort (!= 0) */
+  pc_addr_t ipv6_or;           /* AF_INET6 with port: an or-address line;
+                                * AF_UNSPEC: none */
+  const char *contact;         /* NULL: no contact line */
+  const char *const *family;   /* normalised entries (routerdesc_family_
+                                * normalize), n_family of them */
+  int n_family;
+  const char *const *exit_policy; /* accept/reject lines without "\n";
+                                   * n_exit_policy == 0: "reject *:*" */
+  int n_exit_policy;
+  uint64_t bw_rate, bw_burst, bw_observed; /* bytes per second */
+  const char *platform;        /* NULL: routerdesc_platform() */
+  time_t published;
+  uint64_t uptime;             /* seconds */
+  int crosscert_lifetime_days; /* ntor crosscert validity; 0: default */
+  int tunnelled_dir_server;    /* pctor answers BEGIN_DIR */
+} routerdesc_config_t;
+
+/* "pctor VERSION on Linux" (static). */
+const char *routerdesc_platform(void);
+
+/* Build and sign the descriptor. Returns a newly allocated NUL-terminated
+ * document, or NULL with a newly allocated message in *err (a field that
+ * would corrupt the document, a key that is missing, a signature that
+ * could not be made, a document over ROUTERDESC_MAX_LEN). */
+char *routerdesc_build(const relay_keys_t *keys,
+                       const routerdesc_config_t *cfg, char **err);
+
+/* What routerdesc_check() found, for tests. */
+typedef struct routerdesc_info_t {
+  char nickname[20];
+  uint8_t rsa_id_digest[20];
+  uint8_t ed_identity[32];
+  uint8_t ed_signing[32];
+  uint8_t ntor_onion_key[32];
+  time_t published;
+} routerdesc_info_t;
+
+/* Check a descriptor the way an authority would, from the document alone:
+ * the items above are present exactly once where required, identity-
+ * ed25519 is a type-4 certificate with the signing key extension and
+ * agrees with master-key-ed25519, the fingerprint matches signing-key,
+ * both keys are RSA-1024, the ed25519 signature verifies with the
+ * certified signing key and the RSA signature with signing-key, the
+ * onion-key crosscert verifies with the TAP key over (identity digest |
+ * ed25519 identity), and the ntor crosscert is a type-0A certificate of
+ * the ed25519 identity signed by the key converted from the ntor key.
+ * Certificates are checked for expiry at now (0: not checked). Returns 0
+ * (filling *info when not NULL) or -1 with a newly allocated message in
+ * *err. Parsing is bounded by len. */
+int routerdesc_check(const char *desc, size_t len, time_t now,
+                     routerdesc_info_t *info, char **err);
+
+/* Validate one exit policy line as the descriptor will carry it
+ * ("accept ADDRSPEC:PORTSPEC" / "reject ..." per dir-spec 2.1.3, IPv4
+ * or "*" addresses). 0, or -1 with a newly allocated message in *err. */
+int routerdesc_policy_line_check(const char *line, char **err);
+
+/* Normalise one MyFamily entry: "$HEX40" (optionally "~NICK" or "=NICK"
+ * after it, dropped; hex upper-cased) or a nickname. Returns a newly
+ * allocated string, or NULL with a newly allocated message in *err. */
+char *routerdesc_family_normalize(const char *entry, char **err);
+
+/* The relay's IPv4 address for its descriptor: Address when it is an IPv4
+ * literal, else its DNS name resolved (blocking), else the IPv4 ORPort's
+ * address when it is not 0.0.0.0, else the first IPv4 address of a local
+ * interface that is up (public ones preferred; loopback last). address_opt
+ * may be NULL. Returns 0 with *out set, or -1 with a message in *err. */
+int routerdesc_pick_address(const char *address_opt,
+                            const pc_addr_t *or_ports, int n_or_ports,
+                            pc_addr_t *out, char **err);
+
+#endif

@@ -1,0 +1,89 @@
+/* compress.h -- zlib-based compression for directory documents.
+ *
+ * Tor's directory protocol moves documents either raw ("identity"), in
+ * zlib format (RFC 1950, which tor calls "deflate": the ".z" URLs and
+ * "Content-Encoding: deflate"), or gzip (RFC 1952). This module is the only
+ * place that includes <zlib.h>.
+ *
+ * Decompression is always bounded: the caller gives an absolute cap on the
+ * output, and a "bomb" check fails any stream whose output exceeds
+ * COMPRESS_BOMB_MIN_OUT bytes and more than COMPRESS_BOMB_RATIO times its
+ * input (real directory documents compress 3-10x; a bomb is 1000x).
+ * Failures are negative COMPRESS_ERR_* codes; compress_strerror() names
+ * them for log lines.
+ */
+#ifndef PCTOR_LIB_COMPRESS_COMPRESS_H
+#define PCTOR_LIB_COMPRESS_COMPRESS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+  COMPRESS_NONE = 0, /* identity */
+  COMPRESS_ZLIB = 1, /* RFC 1950; "deflate" in tor's HTTP */
+  COMPRESS_GZIP = 2, /* RFC 1952 */
+} compress_method_t;
+
+/* Bomb detection: output/input ratio allowed once output is this large. */
+#define COMPRESS_BOMB_RATIO 25
+#define COMPRESS_BOMB_MIN_OUT (64 * 1024)
+
+/* Results. */
+#define COMPRESS_OK 0
+#define COMPRESS_DONE 1         /* streaming: end of the compressed data */
+#define COMPRESS_ERR_CORRUPT (-1)   /* not valid data for the method */
+#define COMPRESS_ERR_TRUNCATED (-2) /* input ended inside the stream */
+#define COMPRESS_ERR_TOO_BIG (-3)   /* output would exceed the cap */
+#define COMPRESS_ERR_BOMB (-4)      /* output/input ratio too high */
+#define COMPRESS_ERR_TRAILING (-5)  /* data after the end of the stream */
+#define COMPRESS_ERR_INTERNAL (-6)  /* zlib failed for another reason */
+
+const char *compress_strerror(int code);
+
+/* "identity", "deflate", "gzip"; NULL for an unknown method. */
+const char *compress_method_name(compress_method_t m);
+/* Inverse of compress_method_name (also "x-deflate", "x-gzip");
+ * returns -1 for unknown names (e.g. "x-zstd", "x-tor-lzma"). */
+int compress_method_from_name(const char *name);
+/* Guess the method from the first bytes: gzip magic, a valid zlib header,
+ * or COMPRESS_NONE. */
+compress_method_t compress_detect(const uint8_t *in, size_t len);
+
+/* Compress inlen bytes into a newly allocated buffer (*out, free() it;
+ * *outlen). method COMPRESS_NONE copies. Returns 0 or a negative code. */
+int compress_buf(compress_method_t method, const uint8_t *in, size_t inlen,
+                 uint8_t **out, size_t *outlen);
+
+/* Decompress exactly one complete stream (no trailing bytes) into a newly
+ * allocated buffer of at most max_out bytes, NUL-terminated one byte past
+ * *outlen (so text can be used as a string). Returns 0 or a negative
+ * code, with *out = NULL on failure. */
+int compress_uncompress(compress_method_t method, const uint8_t *in,
+                        size_t inlen, size_t max_out, uint8_t **out,
+                        size_t *outlen);
+
+/* Streaming, for documents that arrive or leave in pieces. */
+typedef struct compress_stream_t compress_stream_t;
+/* compress: 1 to compress, 0 to decompress. max_out bounds the total
+ * output of a decompressing stream (ignored when compressing). */
+compress_stream_t *compress_stream_new(int compress, compress_method_t method,
+                                       size_t max_out);
+void compress_stream_free_(compress_stream_t *st);
+#define compress_stream_free(st)                                              \
+  do {                                                                        \
+    compress_stream_free_(st);                                                \
+    (st) = NULL;                                                              \
+  } while (0)
+/* Consume input from *in / *inlen and write output to *out / *outlen,
+ * advancing both pointers and decreasing both lengths. finish=1 says no
+ * more input will come (compressing: flush and end the stream;
+ * decompressing: input ending before the stream does is TRUNCATED).
+ * Returns COMPRESS_DONE at the end of the stream, COMPRESS_OK when more
+ * input or more output space is needed, or a negative code (the stream is
+ * then unusable). */
+int compress_stream_process(compress_stream_t *st, const uint8_t **in,
+                            size_t *inlen, uint8_t **out, size_t *outlen,
+                            int finish);
+/* Totals so far. */
+uint64_t compress_stream_total_in(const compress_stream_t *st);
+uint64_t compress_stream_total_out(const compress_stream_t *st);
+#endif
