@@ -305,11 +305,23 @@ server_port(const server_t *s)
 }
 
 static void
+drain_exit_cb(void *arg)
+{
+  evloop_exit(arg);
+}
+
+static void
 server_stop(server_t *s)
 {
   for (int i = 0; i < s->n_silent; i++)
     conn_free(s->silent[i]);
   listener_free(s->lst);
+  /* Let connections we closed with flush_first finish and free
+   * themselves. */
+  evloop_timer_t *t = evloop_timer_new(s->loop, drain_exit_cb, s->loop);
+  evloop_timer_schedule(t, 50 * 1000);
+  evloop_run(s->loop);
+  evloop_timer_free(t);
 }
 
 /* ---- fixtures for the client ---- */
@@ -472,6 +484,22 @@ START_TEST(test_fetch_and_cache)
   ck_assert_int_eq(dir_client_n_missing_descs(dc), 0);
   dir_client_free(dc);
 
+  /* Daemon mode (eager_refresh 0): dir-spec 5.1's window, here
+   * fresh-until 03:58:40 + 3/4 x 10 s = :47, plus up to 7/8 of the 3 s
+   * left: the fetch is due somewhere in [:47, :49]. */
+  {
+    dir_client_config_t cfg = {.data_dir = tmpdir, .auths = auths,
+                               .n_auths = n, .use_microdescriptors = 1};
+    time_t t0 = time_approx_now();
+    for (int k = 0; k < 20; k++) {
+      dc = dir_client_new(NULL, &cfg);
+      ck_assert_int_eq(dir_client_load_cache(dc, t0), 1);
+      ck_assert(!dir_client_consensus_wanted(dc, t0 + 11));  /* :46 */
+      ck_assert(dir_client_consensus_wanted(dc, t0 + 14));   /* :49 */
+      dir_client_free(dc);
+    }
+  }
+
   /* Once no longer fresh, a round fetches the consensus only. */
   time_approx_set(time_approx_now() + 10);
   dc = client_new(loop, auths, n, 5000);
@@ -527,7 +555,7 @@ START_TEST(test_bad_answers)
     uint16_t port = server_port(&bad);
     dir_authority_t auths[4];
     int n = auths_at(auths, &port, 1);
-    dir_client_t *dc = client_new(loop, auths, n, 300);
+    dir_client_t *dc = client_new(loop, auths, n, 3000);
     ck_assert_int_eq(dir_client_load_cache(dc, time_approx_now()), 1);
     int ok = run_round(loop, dc);
     ck_assert_int_eq(ok, 0);

@@ -131,7 +131,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 19);
+  ck_assert_uint_eq(n, 22);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);
@@ -490,12 +490,11 @@ START_TEST(test_directory_options)
     {"MyFamily $1234\n", "is not a relay fingerprint"},
     {"MyFamily bad-name\n", "nor a nickname"},
     {"ExitPolicy accept *:80,,reject *:*\n", "empty exit policy rule"},
-    {"ExitPolicy allow *:80\n", "is not a valid exit policy line"},
-    {"ExitPolicy accept private:*\n", "is not a valid exit policy line"},
-    {"ExitPolicy accept *:0\n", "is not a valid exit policy line"},
+    {"ExitPolicy allow *:80\n", "must start with accept, reject"},
+    {"ExitPolicy accept *:0\n", "ExitPolicy: 'accept *:0'"},
+    {"ExitPolicy accept 1.2.3.4:99999\n", "bad port"},
     {"ExitPolicy ,\n", "exit policy"},
-    {"ExitRelay 1\n", "Option 'ExitRelay' on line 1 of test.torrc: "
-                      "ExitRelay is not supported yet"},
+    {"ExitRelay 2\n", "not a boolean"},
     {"PublishServerDescriptor v3\n", "not a boolean"},
     {"AssumeReachable 2\n", "not a boolean"},
   };
@@ -507,6 +506,17 @@ START_TEST(test_directory_options)
   }
   o = parse_ok("ExitRelay 0\n", 0, NULL);
   ck_assert_int_eq(o->exit_relay, 0);
+  options_free(o);
+  /* Exits and tor's full policy syntax are accepted now. */
+  o = parse_ok("ExitRelay 1\nExitPolicy accept private:*, reject6 *:*\n"
+               "ExitPolicyRejectPrivate 0\n"
+               "ServerDNSResolvConfFile /tmp/resolv.conf\n",
+               0, NULL);
+  ck_assert_int_eq(o->exit_relay, 1);
+  ck_assert_int_eq(o->exit_policy.n, 2);
+  ck_assert_int_eq(o->exit_policy_reject_private, 0);
+  ck_assert_int_eq(o->exit_policy_reject_local_interfaces, 0);
+  ck_assert_str_eq(o->server_dns_resolv_conf_file, "/tmp/resolv.conf");
   options_free(o);
 }
 END_TEST

@@ -14,7 +14,7 @@
 #include "feature/dir/microdesc.h"
 #include "feature/dir/nodelist.h"
 #include "feature/dir/path.h"
-#include "feature/dir/routerdesc.h"
+#include "feature/dir/serverdesc.h"
 #include "lib/encoding/base64.h"
 
 Suite *suite_path(void);
@@ -557,7 +557,7 @@ START_TEST(test_real_network)
   t = dirtest_load_fixture("server-all", &len);
   mds = NULL;
   n = 0;
-  ck_assert_int_eq(routerdesc_parse_many(t, len, &mds, &n, &err), 0);
+  ck_assert_int_eq(serverdesc_parse_many(t, len, &mds, &n, &err), 0);
   ck_assert_int_ge(n, 7);
   free(t);
   nl = dir_nodelist_build(c, mds, n);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "feature/dir/dir_authority.h"
+#include "feature/exit/policy.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
 #include "lib/log/log.h"
@@ -161,18 +162,41 @@ static const option_def_t option_table[] = {
    "it."},
   {"ExitRelay", OPT_TYPE_BOOL, "0|1", "0", "0",
    1, 0, 0, OFF(exit_relay),
-   "Whether the relay lets circuits exit to the Internet. pctor has no "
-   "exit support yet: ExitRelay 1 is refused, and the descriptor's exit "
-   "policy is \"reject *:*\"."},
+   "If 1, the relay is an exit: it opens TCP connections to the "
+   "destinations clients ask for (RELAY_BEGIN), resolves names for them "
+   "(RELAY_RESOLVE) through the resolver in ServerDNSResolvConfFile, and "
+   "publishes its exit policy. If 0, every stream request is refused and "
+   "the published policy is \"reject *:*\". Streams are refused on "
+   "circuits whose previous hop did not authenticate as a relay, as with "
+   "tor's RefuseUnknownExits."},
   {"ExitPolicy", OPT_TYPE_POLICY, "accept|reject ADDRESS:PORTS[,...]",
-   NULL, "unset (reject *:*)",
+   NULL, "unset (tor's default exit policy when ExitRelay is 1)",
    1, 0, 0, OFF(exit_policy),
-   "Exit policy rules, in order: accept or reject, then * or an IPv4 "
-   "address with an optional /BITS or /MASK, a colon and * or a port or "
-   "a range PORT-PORT. Several rules go on one line separated by commas, "
-   "or on several lines. Only checked for now: without exit support "
-   "(ExitRelay 0) the descriptor says \"reject *:*\" whatever this "
-   "option says."},
+   "Exit policy rules in tor's syntax, in order, the first match "
+   "deciding: accept, reject, accept6 or reject6, then *, *4, *6, "
+   "private, or an address with an optional /BITS or /MASK, a colon and "
+   "*, a port or a range PORT-PORT. Several rules go on one line "
+   "separated by commas, or on several lines. With ExitRelay 1, tor's "
+   "default exit policy (rejecting ports 25, 119, 135-139, 445, 563, "
+   "1214, 4661-4666, 6346-6429, 6699 and 6881-6999, accepting the rest) "
+   "follows the configured rules; end them with \"reject *:*\" to avoid "
+   "that. Only used with ExitRelay 1."},
+  {"ExitPolicyRejectPrivate", OPT_TYPE_BOOL, "0|1", "1", "1",
+   1, 0, 0, OFF(exit_policy_reject_private),
+   "If 1, the exit policy starts with rules rejecting private and local "
+   "networks and the relay's own addresses. Private test networks on "
+   "127.0.0.1 set it to 0."},
+  {"ExitPolicyRejectLocalInterfaces", OPT_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(exit_policy_reject_local_interfaces),
+   "If 1, the exit policy also rejects the public addresses of the "
+   "relay's ORPorts and Address."},
+  {"ServerDNSResolvConfFile", OPT_TYPE_PATH, "PATH", NULL,
+   "unset (/etc/resolv.conf)",
+   0, 0, 0, OFF(server_dns_resolv_conf_file),
+   "The resolv.conf file whose nameservers an exit uses to resolve the "
+   "names clients ask for. Only its nameserver lines are used; nothing "
+   "else (no hosts file, no search domains). Tests point it at a "
+   "resolver on 127.0.0.1."},
 };
 /* clang-format on */
 
@@ -559,10 +583,15 @@ assign_policy(options_strlist_t *l, const char *value, char **err_out)
       *err_out = pc_strdup("empty exit policy rule");
       return -1;
     }
-    if (routerdesc_policy_line_check(rule, err_out) < 0) {
+    const char *one[1] = {rule};
+    char *perr = NULL;
+    exit_policy_t *check = exit_policy_parse_plain(one, 1, &perr);
+    if (!check) {
       free(rule);
+      *err_out = perr ? perr : pc_strdup("bad exit policy rule");
       return -1;
     }
+    exit_policy_free(check);
     strlist_add(l, rule);
     free(rule);
     n_added++;
@@ -868,17 +897,6 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return -1;
   }
 
-  if (o->exit_relay) {
-    def = def_by_offset(OFF(exit_relay));
-    const conf_line_t *l = ctx->where[def_index(def)];
-    const char *msg = "ExitRelay is not supported yet (pctor has no exit "
-                      "support); use ExitRelay 0";
-    if (l)
-      line_error(err_out, def, l, msg);
-    else
-      *err_out = pc_asprintf("%s. Failing.", msg);
-    return -1;
-  }
   if (o->testing_tor_network && o->dir_authorities.n == 0) {
     *err_out = pc_strdup("TestingTorNetwork requires DirAuthority lines "
                          "naming the test network's authorities (pctor "

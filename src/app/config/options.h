@@ -65,9 +65,13 @@ typedef struct options_t {
                                   * duplicates */
   int publish_server_descriptor; /* PublishServerDescriptor: 0 or 1 */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
-  int exit_relay;                /* ExitRelay: always 0 (1 is refused) */
+  int exit_relay;                /* ExitRelay: 0 or 1 */
   options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
                                   * ADDR:PORTS" line each */
+  int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */
+  int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
+  char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
+                                            * NULL = /etc/resolv.conf */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint32_t set_explicitly_;

@@ -17,6 +17,9 @@
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
 #include "feature/dir/dir_authority.h"
+#include "feature/dircache/dircache.h"
+#include "feature/exit/exit_conn.h"
+#include "feature/exit/policy.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
@@ -39,8 +42,100 @@ static struct {
   char *nickname;
   evloop_timer_t *key_timer;
   publish_t *pub;
+  exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
+  char **exit_desc_lines;       /* its accept/reject lines */
+  int n_exit_desc_lines;
+  dns_resolver_t *dns;
   int started;
 } A;
+
+/* The server descriptor we publish, for BEGIN_DIR requests. */
+static uint8_t *
+own_descriptor(const char *path, size_t *len, void *arg)
+{
+  (void)path;
+  (void)arg;
+  const char *d = A.pub ? publish_descriptor(A.pub) : NULL;
+  if (!d)
+    return NULL;
+  *len = strlen(d);
+  return pc_memdup(d, *len);
+}
+
+static void
+free_exit_desc_lines(void)
+{
+  for (int i = 0; i < A.n_exit_desc_lines; i++)
+    free(A.exit_desc_lines[i]);
+  PC_FREE(A.exit_desc_lines);
+  A.n_exit_desc_lines = 0;
+}
+
+/* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
+ * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
+ * line when the policy or the resolver cannot be made. */
+static int
+configure_exit(const options_t *o)
+{
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.refuse_unknown = 1;
+  cfg.connect_timeout = 20;
+  exit_policy_t *policy = NULL;
+  if (o->exit_relay) {
+    exit_policy_options_t po;
+    exit_policy_options_init(&po);
+    po.is_exit = 1;
+    po.reject_private = o->exit_policy_reject_private;
+    po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
+    po.our_addrs = o->or_ports.addrs;
+    po.n_our_addrs = o->or_ports.n;
+    po.local_addrs = o->or_ports.addrs;
+    po.n_local_addrs = o->or_ports.n;
+    char *err = NULL;
+    policy = exit_policy_parse((const char *const *)o->exit_policy.v,
+                               o->exit_policy.n, &po, &err);
+    if (!policy) {
+      log_err("ExitPolicy: %s", err ? err : "invalid");
+      free(err);
+      return -1;
+    }
+    if (!A.dns) {
+      A.dns = dns_resolver_new(A.loop, o->server_dns_resolv_conf_file, &err);
+      if (!A.dns) {
+        log_err("Cannot set up DNS for exit streams: %s", err ? err : "?");
+        free(err);
+        exit_policy_free(policy);
+        return -1;
+      }
+    }
+  }
+  cfg.policy = policy;
+  cfg.dns = A.dns;
+  exit_configure(&cfg);
+  exit_policy_free(A.exit_policy);
+  A.exit_policy = policy;
+  /* The descriptor carries the IPv4 accept/reject lines. */
+  free_exit_desc_lines();
+  if (policy) {
+    char *text = exit_policy_format_descriptor(policy);
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
+      if (strncmp(l, "accept ", 7) && strncmp(l, "reject ", 7))
+        continue; /* ipv6-policy: pctor has no IPv6 exit yet */
+      A.exit_desc_lines = pc_realloc(A.exit_desc_lines,
+                                     sizeof(char *) *
+                                         (size_t)(A.n_exit_desc_lines + 1));
+      A.exit_desc_lines[A.n_exit_desc_lines++] = pc_strdup(l);
+    }
+    free(text);
+    char *summary = exit_policy_summarize(policy, AF_INET);
+    log_notice("Exit relay: policy summary \"%s\"", summary);
+    free(summary);
+  }
+  return 0;
+}
 
 /* Bytes on the wire, for the observed bandwidth: cells on channels times
  * the cell size of link protocols 4 and 5 (TLS overhead not counted). */
@@ -121,10 +216,8 @@ configure_publishing(const options_t *o)
   rc.contact = o->contact_info;
   rc.family = (const char *const *)o->my_family.v;
   rc.n_family = o->my_family.n;
-  /* No exit support yet: the policy stays "reject *:*". */
-  if (o->exit_policy.n > 0)
-    log_notice("ExitPolicy is only checked for now: without exit support "
-               "the descriptor's exit policy is \"reject *:*\".");
+  rc.exit_policy = (const char *const *)A.exit_desc_lines;
+  rc.n_exit_policy = A.n_exit_desc_lines;
   rc.bw_rate = ROUTERDESC_DEFAULT_BW_RATE;
   rc.bw_burst = ROUTERDESC_DEFAULT_BW_BURST;
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
@@ -220,6 +313,11 @@ app_start(evloop_t *loop, const options_t *opts)
   channels_init(loop, A.keys);
   circuits_init();
   extend_init(allow_private(opts));
+  dircache_init();
+  dircache_register("/tor/server/authority", own_descriptor, NULL);
+  exit_config_t no_exit;
+  memset(&no_exit, 0, sizeof(no_exit));
+  exit_init(loop, &no_exit);
   set_my_addrs(opts);
   A.started = 1;
 
@@ -238,6 +336,8 @@ app_start(evloop_t *loop, const options_t *opts)
   }
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
+  if (configure_exit(opts) < 0)
+    return -1;
   if (opts->or_ports.n > 0)
     configure_publishing(opts);
   return 0;
@@ -265,6 +365,8 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   }
   /* Rotation settings may make a rotation due now. */
   key_timer_cb(NULL);
+  if (configure_exit(new_opts) < 0)
+    log_warn("Keeping the previous exit configuration.");
   if (new_opts->or_ports.n > 0)
     configure_publishing(new_opts);
   return 0;
@@ -274,6 +376,8 @@ void
 app_shutdown(void)
 {
   if (A.started) {
+    exit_shutdown();
+    dircache_shutdown();
     channels_shutdown();
     circuits_shutdown();
     relay_clear_handlers();
@@ -281,6 +385,9 @@ app_shutdown(void)
   }
   evloop_timer_free(A.key_timer);
   publish_free(A.pub);
+  exit_policy_free(A.exit_policy);
+  free_exit_desc_lines();
+  dns_resolver_free(A.dns);
   router_keys_free(A.keys);
   packed_cell_freelist_clear();
   free(A.nickname);

@@ -25,7 +25,7 @@
 #include "feature/dir/dir_http.h"
 #include "feature/dir/dir_keycert.h"
 #include "feature/dir/microdesc.h"
-#include "feature/dir/routerdesc.h"
+#include "feature/dir/serverdesc.h"
 #include "lib/crypt/rand.h"
 #include "lib/encoding/base16.h"
 #include "lib/encoding/base64.h"
@@ -358,7 +358,7 @@ dir_client_load_cache(dir_client_t *dc, time_t now)
     microdesc_t **d = NULL;
     int n = 0;
     int r = dc->use_md ? microdesc_parse_many(t, len, &d, &n, &err)
-                       : routerdesc_parse_many(t, len, &d, &n, &err);
+                       : serverdesc_parse_many(t, len, &d, &n, &err);
     if (r < 0) {
       log_warn("Ignoring %s: %s", descs_file(dc), err);
       free(err);
@@ -368,7 +368,8 @@ dir_client_load_cache(dir_client_t *dc, time_t now)
     }
     dc->descs = pc_realloc(dc->descs,
                            (size_t)(dc->n_descs + n + 1) * sizeof(*dc->descs));
-    memcpy(dc->descs + dc->n_descs, d, (size_t)n * sizeof(*d));
+    if (n > 0)
+      memcpy(dc->descs + dc->n_descs, d, (size_t)n * sizeof(*d));
     dc->n_descs += n;
     free(d);
     free(t);
@@ -580,7 +581,7 @@ handle_body(dir_client_t *dc, const char *body, size_t len, const char *src)
   microdesc_t **d = NULL;
   int n = 0;
   int r = dc->use_md ? microdesc_parse_many(body, len, &d, &n, &err)
-                     : routerdesc_parse_many(body, len, &d, &n, &err);
+                     : serverdesc_parse_many(body, len, &d, &n, &err);
   if (r < 0) {
     set_err(dc, "%s: %s", src, err);
     free(err);

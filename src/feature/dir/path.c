@@ -212,32 +212,40 @@ path_config_clear(path_config_t *cfg)
 #define DEFAULT_WEIGHT 10000
 #define DEFAULT_BW_KB 20
 
-static int64_t
-position_weight(const consensus_t *c, const dir_node_t *n,
-                path_position_t pos)
+/* The four weights of a position, indexed by (Guard ? 1 : 0) + (Exit ? 2
+ * : 0): unflagged, Guard, Exit, Guard+Exit. Looked up once per draw. */
+static void
+position_weights(const consensus_t *c, path_position_t pos, int64_t w[4])
 {
-  int guard = (n->flags & RS_FLAG_GUARD) != 0;
-  int exit = (n->flags & RS_FLAG_EXIT) && !(n->flags & RS_FLAG_BADEXIT);
   static const char *const names[3][4] = {
-    /* unflagged, guard, exit, guard+exit */
     {"Wgm", "Wgg", NULL, "Wgd"},
     {"Wmm", "Wmg", "Wme", "Wmd"},
     {"Wem", "Weg", "Wee", "Wed"},
   };
-  const char *w = names[pos][(guard ? 1 : 0) + (exit ? 2 : 0)];
-  if (!w)
-    return 0; /* exit-only relays are never guards */
-  int32_t v = consensus_get_bw_weight(c, w, DEFAULT_WEIGHT);
-  return v < 0 ? 0 : v;
+  for (int i = 0; i < 4; i++) {
+    const char *n = names[pos][i];
+    int32_t v = n ? consensus_get_bw_weight(c, n, DEFAULT_WEIGHT) : 0;
+    w[i] = v < 0 ? 0 : v; /* exit-only relays are never guards */
+  }
 }
 
 /* Integer weight used for draws: bandwidth x W. */
 static uint64_t
+int_weight_with(const dir_node_t *n, const int64_t w[4])
+{
+  int guard = (n->flags & RS_FLAG_GUARD) != 0;
+  int exit = (n->flags & RS_FLAG_EXIT) && !(n->flags & RS_FLAG_BADEXIT);
+  uint64_t bw = n->has_bandwidth ? n->bandwidth : DEFAULT_BW_KB;
+  return bw * (uint64_t)w[(guard ? 1 : 0) + (exit ? 2 : 0)];
+}
+
+static uint64_t
 int_weight(const dir_nodelist_t *nl, const dir_node_t *n,
            path_position_t pos)
 {
-  uint64_t bw = n->has_bandwidth ? n->bandwidth : DEFAULT_BW_KB;
-  return bw * (uint64_t)position_weight(nl->consensus, n, pos);
+  int64_t w[4];
+  position_weights(nl->consensus, pos, w);
+  return int_weight_with(n, w);
 }
 
 double
@@ -309,6 +317,8 @@ path_choose_node(const dir_nodelist_t *nl, path_position_t pos,
   /* An internal circuit's last hop is weighted like a middle. */
   path_position_t wpos = (pos == PATH_POS_EXIT && exit_port <= 0)
                            ? PATH_POS_MIDDLE : pos;
+  int64_t w[4];
+  position_weights(nl->consensus, wpos, w);
   uint64_t total = 0;
   uint64_t n_cand = 0;
   for (int i = 0; i < nl->n_nodes; i++) {
@@ -317,7 +327,7 @@ path_choose_node(const dir_nodelist_t *nl, path_position_t pos,
         conflicts(cfg, n, avoid, n_avoid))
       continue;
     n_cand++;
-    total += int_weight(nl, n, wpos);
+    total += int_weight_with(n, w);
   }
   if (n_cand == 0)
     return NULL;
@@ -329,7 +339,7 @@ path_choose_node(const dir_nodelist_t *nl, path_position_t pos,
     if (!path_node_is_candidate(n, pos, cfg, exit_port) ||
         conflicts(cfg, n, avoid, n_avoid))
       continue;
-    acc += uniform ? 1 : int_weight(nl, n, wpos);
+    acc += uniform ? 1 : int_weight_with(n, w);
     if (r < acc)
       return n;
   }

@@ -7,7 +7,10 @@
  * prints the response. Used by the interop tests against real tor relays.
  *
  *   pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH] [--out FILE]
+ *                  [--begin HOST:PORT] [--max-bytes N]
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
+ *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
+ *            hop instead of a directory stream, and GET PATH over it.
  *   HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]]
  *         or pctor:DATADIR@ADDR:PORT (keys read from a pctor relay's
  *         DataDirectory, since pctor publishes no descriptor yet)
@@ -39,13 +42,14 @@
 #include <time.h>
 
 #define STREAM_ID 0x1234
-#define MAX_RESPONSE (8 * 1024 * 1024)
 
 static struct {
   evloop_t *loop;
   circbuild_t *cb;
   const char *get_path;
   const char *out_path;
+  const char *begin_target;
+  size_t max_response;
   int n_hops;
   int connected;
   int done;
@@ -60,8 +64,8 @@ usage(void)
 {
   fprintf(stderr,
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
-          "                      [--out FILE] [--timeout SEC] [--nodes FILE]"
-          " [-v]\n"
+          "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
+          "                      [--timeout SEC] [--nodes FILE] [-v]\n"
           "                      HOP [HOP ...]\n"
           "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
           "nickname from --nodes\n");
@@ -185,6 +189,8 @@ send_get(origin_circuit_t *circ)
 {
   char req[512];
   int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", T.get_path);
+  if (n >= (int)sizeof(req) - 1)
+    n = (int)sizeof(req) - 1;
   origin_circuit_send_relay(circ, T.n_hops - 1, RELAY_COMMAND_DATA,
                             STREAM_ID, (const uint8_t *)req, (uint16_t)n);
 }
@@ -199,10 +205,20 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     finish(1, NULL);
     return;
   }
-  if (origin_circuit_send_relay(circ, T.n_hops - 1,
-                                RELAY_COMMAND_BEGIN_DIR, STREAM_ID, NULL,
-                                0) < 0)
-    finish(0, "could not send BEGIN_DIR");
+  int r;
+  if (T.begin_target) {
+    /* BEGIN body: "host:port" NUL, no flags. */
+    r = origin_circuit_send_relay(circ, T.n_hops - 1, RELAY_COMMAND_BEGIN,
+                                  STREAM_ID,
+                                  (const uint8_t *)T.begin_target,
+                                  (uint16_t)strlen(T.begin_target) + 1);
+  } else {
+    r = origin_circuit_send_relay(circ, T.n_hops - 1,
+                                  RELAY_COMMAND_BEGIN_DIR, STREAM_ID, NULL,
+                                  0);
+  }
+  if (r < 0)
+    finish(0, "could not open the stream");
 }
 
 static void
@@ -297,7 +313,7 @@ relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
     break;
   case RELAY_COMMAND_DATA:
     ack_data(circbuild_circuit(cb));
-    if (T.resp_len + len > MAX_RESPONSE) {
+    if (T.resp_len + len > T.max_response) {
       finish(0, "response too large");
       return;
     }
@@ -336,6 +352,7 @@ main(int argc, char **argv)
 {
   extend_target_t hops[CIRCUIT_MAX_HOPS];
   const char *handshake = "ntor";
+  T.max_response = 64 * 1024 * 1024;
   const char *nodes = NULL;
   double timeout = 30;
   int verbose = 0;
@@ -350,6 +367,10 @@ main(int argc, char **argv)
       T.out_path = argv[++i];
     else if (!strcmp(a, "--timeout") && i + 1 < argc)
       timeout = atof(argv[++i]);
+    else if (!strcmp(a, "--begin") && i + 1 < argc)
+      T.begin_target = argv[++i];
+    else if (!strcmp(a, "--max-bytes") && i + 1 < argc)
+      T.max_response = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--nodes") && i + 1 < argc)
       nodes = argv[++i];
     else if (!strcmp(a, "-v"))

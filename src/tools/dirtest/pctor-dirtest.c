@@ -138,6 +138,7 @@ main(int argc, char **argv)
       }
       if (dir_authority_parse(&auths[n_auths], v, &err) < 0) {
         fprintf(stderr, "pctor-dirtest: %s\n", err);
+        free(err);
         return 2;
       }
       n_auths++;
@@ -153,6 +154,8 @@ main(int argc, char **argv)
                                                         : &pcfg.exclude_nodes;
       if (routerset_parse(set, v, &err) < 0) {
         fprintf(stderr, "pctor-dirtest: %s: %s\n", a + 2, err);
+        free(err);
+        path_config_clear(&pcfg);
         return 2;
       }
     } else if (OPT("--port")) {
@@ -167,6 +170,8 @@ main(int argc, char **argv)
       pcfg.need_fast = 0;
     } else if (!strcmp(a, "--verbose")) {
       log_parse_destination("info stderr", &err);
+      free(err);
+      err = NULL;
     } else if (!strcmp(a, "fetch") || !strcmp(a, "show") ||
                !strcmp(a, "path")) {
       cmd = a;
@@ -195,6 +200,8 @@ main(int argc, char **argv)
   }
   if (fs_check_private_dir(datadir, &err) < 0) {
     fprintf(stderr, "pctor-dirtest: %s\n", err);
+    free(err);
+    path_config_clear(&pcfg);
     return 1;
   }
   signal(SIGPIPE, SIG_IGN);

@@ -1,5 +1,5 @@
-/* routerdesc.c -- minimal server-descriptor parsing for
- * UseMicrodescriptors 0 (see routerdesc.h).
+/* serverdesc.c -- minimal server-descriptor parsing for
+ * UseMicrodescriptors 0 (see serverdesc.h).
  *
  * Design: like microdesc.c, one tokenizer pass finds the descriptor
  * boundaries ("router" items) and a second pass per descriptor extracts
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "feature/dir/netdoc.h"
-#include "feature/dir/routerdesc.h"
+#include "feature/dir/serverdesc.h"
 #include "lib/crypt/digest.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -46,11 +46,11 @@ norm_family(const char *s, size_t len)
 }
 
 int
-routerdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
+serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
 {
   *out = NULL;
   *err = NULL;
-  if (len > ROUTERDESC_MAX_SIZE) {
+  if (len > SERVERDESC_MAX_SIZE) {
     *err = pc_asprintf("server descriptor: %zu bytes is too large", len);
     return -1;
   }
@@ -148,7 +148,7 @@ bad:
 }
 
 int
-routerdesc_parse_many(const char *s, size_t len, microdesc_t ***out, int *n,
+serverdesc_parse_many(const char *s, size_t len, microdesc_t ***out, int *n,
                       char **err)
 {
   *err = NULL;
@@ -164,7 +164,7 @@ routerdesc_parse_many(const char *s, size_t len, microdesc_t ***out, int *n,
       size_t end = rv == 1 ? it.start : len;
       microdesc_t *md = NULL;
       char *e = NULL;
-      if (routerdesc_parse(s + cur, end - cur, &md, &e) == 0) {
+      if (serverdesc_parse(s + cur, end - cur, &md, &e) == 0) {
         *out = pc_realloc(*out, (size_t)(*n + 1) * sizeof(**out));
         (*out)[(*n)++] = md;
         n_good++;

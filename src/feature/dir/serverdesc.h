@@ -1,4 +1,4 @@
-/* routerdesc.h -- the minimal parse of server descriptors (dir-spec
+/* serverdesc.h -- the minimal parse of server descriptors (dir-spec
  * 2.1.1) a client needs with UseMicrodescriptors 0: the ns-flavor
  * consensus lists each relay's descriptor by the SHA-1 of its signed
  * portion ("router" through the newline after "router-signature"), and
@@ -13,19 +13,19 @@
  * descriptor's own signatures are not checked: the digest listed in a
  * verified consensus already authenticates the signed portion.
  */
-#ifndef PCTOR_FEATURE_DIR_ROUTERDESC_H
-#define PCTOR_FEATURE_DIR_ROUTERDESC_H
+#ifndef PCTOR_FEATURE_DIR_SERVERDESC_H
+#define PCTOR_FEATURE_DIR_SERVERDESC_H
 #include <stddef.h>
 
 #include "feature/dir/microdesc.h"
 
-#define ROUTERDESC_MAX_SIZE (128 * 1024)
+#define SERVERDESC_MAX_SIZE (128 * 1024)
 
 /* Parse one descriptor spanning exactly len bytes (0, or -1 + *err). */
-int routerdesc_parse(const char *s, size_t len, microdesc_t **out,
+int serverdesc_parse(const char *s, size_t len, microdesc_t **out,
                      char **err);
 /* Parse concatenated descriptors; same contract as
  * microdesc_parse_many(). */
-int routerdesc_parse_many(const char *s, size_t len, microdesc_t ***out,
+int serverdesc_parse_many(const char *s, size_t len, microdesc_t ***out,
                           int *n, char **err);
 #endif

@@ -1,0 +1,117 @@
+#!/bin/bash
+# exit-streams.sh -- pctor as an exit, with real tor relays around it.
+#
+# A private network (1 tor authority, 3 tor relays) plus three pctor relays,
+# the third an exit whose policy accepts only 127.0.0.1. A local HTTP server
+# serves a random file; pctor's client (pctor-circtest --begin) downloads it
+# through
+#   (a) pctor -> pctor -> pctor exit,
+#   (b) tor -> pctor -> pctor exit, and pctor -> tor -> pctor exit,
+#       and tor -> tor -> pctor exit,
+# and the sha256 of every body must match. Then the refusals: a destination
+# the policy rejects (END reason 4, EXITPOLICY), a port where nothing
+# listens (END reason 3, CONNECTREFUSED), and a stream opened on a one-hop
+# circuit from a client (END reason 13: the previous hop is not a relay).
+# The file is 50 MiB as the streams issue asks; EXIT_TEST_MB overrides.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+MB=${EXIT_TEST_MB:-50}
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+# The web server and its file.
+www=$(it_tmpdir)
+head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
+want=$(sha256sum < "$www/file" | cut -d' ' -f1)
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+# Three pctor relays; p3 is the exit.
+start_pctor() { # NICK EXTRA-TORRC-LINES
+    local nick=$1 extra=$2 node port
+    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
+    local d=$net/$node
+    cat > "$d/torrc" <<EOF
+DataDirectory $d/data
+ORPort 127.0.0.1:$port
+Nickname $nick
+Log info file $d/info.log
+TestingTorNetwork 1
+$(cat "$net/dirauth.torrc")
+$extra
+EOF
+    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
+    echo $! > "$d/pid"
+    it_register_pid "$(cat "$d/pid")"
+    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
+    echo "pctor:$d/data@127.0.0.1:$port" > "$net/$nick.hop"
+    echo "$d" > "$net/$nick.dir"
+}
+start_pctor p1 ""
+start_pctor p2 ""
+start_pctor p3 "ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+P1=$(cat "$net/p1.hop") P2=$(cat "$net/p2.hop") P3=$(cat "$net/p3.hop")
+
+has_own_desc() {
+    local dirport
+    dirport=$(awk -v n="$1" '$1 == n {print $3}' "$nodes")
+    curl -sf -m 2 "http://127.0.0.1:$dirport/tor/server/authority" | grep -q "^router $1 "
+}
+for r in relay1 relay2; do
+    it_wait_until 60 has_own_desc "$r" || it_fail "$r never built its descriptor"
+done
+
+fetch() { # NAME HOP...
+    local name=$1 out=$net/body-$1
+    shift
+    local t0=$SECONDS
+    "$CIRCTEST" --timeout 120 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+        --get /file --out "$out" "$@" 2> "$net/$name.err" ||
+        it_fail "download $name failed: $(cat "$net/$name.err")"
+    local got
+    got=$(sha256sum < "$out" | cut -d' ' -f1)
+    [ "$got" = "$want" ] || it_fail "download $name: sha256 mismatch"
+    it_log "$name: $MB MiB, sha256 ok ($((SECONDS - t0)) s)"
+    rm -f "$out"
+}
+fetch pctor-pctor-pctor "$P1" "$P2" "$P3"
+fetch tor-pctor-pctor relay1 "$P2" "$P3"
+fetch pctor-tor-pctor "$P1" relay2 "$P3"
+fetch tor-tor-pctor relay1 relay2 "$P3"
+
+expect_refusal() { # NAME REASON BEGIN-TARGET HOP...
+    local name=$1 reason=$2 target=$3
+    shift 3
+    if "$CIRCTEST" --timeout 30 --nodes "$nodes" --begin "$target" \
+            --get / "$@" 2> "$net/$name.err"; then
+        it_fail "$name: the stream was not refused"
+    fi
+    grep -q "stream refused (END reason $reason)" "$net/$name.err" ||
+        it_fail "$name: expected END reason $reason, got: $(cat "$net/$name.err")"
+    it_log "$name: refused with END reason $reason"
+}
+expect_refusal policy 4 127.0.0.2:80 "$P1" "$P2" "$P3"
+unused=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_refusal connect-refused 3 "127.0.0.1:$unused" "$P1" "$P2" "$P3"
+expect_refusal one-hop 13 "127.0.0.1:$hport" "$P3"
+
+d3=$(cat "$net/p3.dir")
+grep -q 'Exit policy rejects 127.0.0.2:80' "$d3/info.log" || it_fail "no policy log line"
+for n in p1 p2 p3; do
+    d=$(cat "$net/$n.dir")
+    kill -0 "$(cat "$d/pid")" || it_fail "$n died"
+    if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi
+done
+it_log "exit stream checks passed"
