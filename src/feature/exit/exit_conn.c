@@ -144,6 +144,9 @@ conn_cb(conn_t *c, conn_event_t ev, void *arg)
     X.stats.n_connected++;
     X.stats.n_open++;
     conn_set_lowat(ec->conn, EXIT_CONN_LOWAT);
+    /* No destination in the log: like tor's SafeLogging. */
+    log_info("Exit stream %u on circuit %llu connected", ec->stream_id,
+             (unsigned long long)ec->circ->base.gid);
     send_connected(ec);
     break;
   case CONN_EV_DATA:

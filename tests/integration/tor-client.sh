@@ -1,0 +1,100 @@
+#!/bin/bash
+# tor-client.sh -- an unmodified tor 0.4.9 client uses pctor relays that
+# it found in the consensus.
+#
+# A private network (1 tor authority, 3 tor relays) plus two pctor relays
+# that publish their descriptors: p1 (middle) and p2 (exit, accepting
+# only 127.0.0.1). The test waits until the authority's consensus lists
+# both pctor relays as Running and Valid, then starts a tor client with
+# MiddleNodes p1 and ExitNodes p2 (UseMicrodescriptors 0: the loopback-only
+# policy summarises to "reject all" in microdescriptors) and downloads a
+# file from a local web server through it with curl; the sha256 must match,
+# and p2's log must show the exit connection.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+MB=${TOR_CLIENT_TEST_MB:-20}
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+www=$(it_tmpdir)
+head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
+want=$(sha256sum < "$www/file" | cut -d' ' -f1)
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+start_pctor() { # NICK EXTRA-TORRC-LINES
+    local nick=$1 extra=$2 node port
+    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
+    local d=$net/$node
+    cat > "$d/torrc" <<EOF
+DataDirectory $d/data
+ORPort 127.0.0.1:$port
+Nickname $nick
+Log info file $d/info.log
+TestingTorNetwork 1
+$(cat "$net/dirauth.torrc")
+$extra
+EOF
+    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
+    echo $! > "$d/pid"
+    it_register_pid "$(cat "$d/pid")"
+    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
+    local fp ed
+    fp=$(awk '{print $2}' "$d/data/fingerprint")
+    ed=$(awk '{print $2}' "$d/data/fingerprint-ed25519")
+    # `pctor-privnet wait` then waits for this relay too.
+    echo "$nick $port 0 $fp $ed - pctor" >> "$nodes"
+    echo "$d" > "$net/$nick.dir"
+}
+start_pctor p1 ""
+start_pctor p2 "ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+
+it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+    it_fail "the consensus does not list every relay (pctor included)"
+it_log "consensus lists p1 and p2 as Running, Valid"
+
+fp1=$(awk '$1 == "p1" {print $4}' "$nodes")
+fp2=$(awk '$1 == "p2" {print $4}' "$nodes")
+extra=$(it_tmpdir)/client.torrc
+cat > "$extra" <<EOF
+UseMicrodescriptors 0
+MiddleNodes \$$fp1
+ExitNodes \$$fp2
+StrictNodes 1
+ConfluxEnabled 0
+EOF
+read -r cnode sport _ < <(it_privnet add-client "$net" --torrc-extra "$extra" --owner-pid $$) ||
+    it_fail "could not start the tor client"
+it_run "$PRIVNET" wait-client "$net" "$cnode" --timeout 120 ||
+    it_fail "the tor client did not bootstrap"
+
+out=$(it_tmpdir)/body
+t0=$SECONDS
+curl -sf --max-time 120 --socks5-hostname "127.0.0.1:$sport" \
+    "http://127.0.0.1:$hport/file" -o "$out" ||
+    it_fail "curl through the tor client failed"
+got=$(sha256sum < "$out" | cut -d' ' -f1)
+[ "$got" = "$want" ] || it_fail "sha256 mismatch through tor -> pctor"
+it_log "tor client fetched $MB MiB through pctor middle and exit ($((SECONDS - t0)) s), sha256 ok"
+
+d1=$(cat "$net/p1.dir") d2=$(cat "$net/p2.dir")
+grep -q "Created circuit" "$d1/info.log" 2>/dev/null ||
+    grep -q "is open (link protocol [45], incoming" "$d1/info.log" ||
+    it_fail "p1 saw no circuit from the tor client's guard"
+grep -q 'Exit stream [0-9]* on circuit [0-9]* connected' "$d2/info.log" ||
+    it_fail "p2 did not carry the tor client's exit stream"
+for d in "$d1" "$d2"; do
+    if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "a pctor relay logged warnings"; fi
+done
+it_log "tor client interop passed"
