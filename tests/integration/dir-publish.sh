@@ -120,13 +120,14 @@ expect() {
     printf '%s\n' "$desc" | grep -qxF -- "$1" || it_fail "pctor1's descriptor lacks '$1'"
 }
 expect "router pctor1 127.0.0.1 $(cat "$p1/orport") 0 0"
-expect "proto Desc=2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+expect "proto DirCache=1 Desc=2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
 expect "contact pctor test relay pctor1"
 expect "family pctor2"
 expect "reject *:*"
 printf '%s\n' "$desc" | grep -q '^platform pctor ' || it_fail "pctor1's platform is not pctor's"
 printf '%s\n' "$desc" | grep -q '^platform Tor ' && it_fail "pctor1 claims to be Tor"
-printf '%s\n' "$desc" | grep -q '^tunnelled-dir-server' && it_fail "pctor1 offers directory service"
+# pctor1 caches the directory and answers BEGIN_DIR, so it says so.
+printf '%s\n' "$desc" | grep -qx 'tunnelled-dir-server' || it_fail "pctor1 does not offer tunnelled directory service"
 desc2=$(curl -sf --max-time 5 "http://127.0.0.1:$auth_dirport/tor/server/fp/$fp2") ||
     it_fail "the authority does not serve pctor2's descriptor"
 printf '%s\n' "$desc2" | grep -qxF "family \$$fp1" || it_fail "pctor2's family line is wrong"

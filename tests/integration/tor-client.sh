@@ -64,6 +64,24 @@ it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (pctor included)"
 it_log "consensus lists p1 and p2 as Running, Valid"
 
+# p1 caches the directory like a tor relay and serves it over BEGIN_DIR.
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+d1=$(cat "$net/p1.dir")
+P1="pctor:$d1/data@127.0.0.1:$(awk '$1 == "p1" {print $2}' "$nodes")"
+cons=$(it_tmpdir)/cons
+fetch_cons() {
+    "$CIRCTEST" --timeout 20 --get /tor/status-vote/current/consensus-microdesc \
+        --out "$cons" "$P1" 2>/dev/null &&
+        head -1 "$cons" | grep -q '^network-status-version 3 microdesc'
+}
+it_wait_until 90 fetch_cons || it_fail "p1 does not serve a microdesc consensus"
+grep -q '^directory-signature ' "$cons" || it_fail "p1's consensus has no signature"
+md=$(awk '/^m / {print $2; exit}' "$cons")
+"$CIRCTEST" --timeout 20 --get "/tor/micro/d/$md" --out "$cons.md" "$P1" 2>/dev/null ||
+    it_fail "p1 does not serve microdescriptor $md"
+grep -q '^ntor-onion-key ' "$cons.md" || it_fail "p1 served no microdescriptor"
+it_log "p1 serves its cached consensus and microdescriptors over BEGIN_DIR"
+
 fp1=$(awk '$1 == "p1" {print $4}' "$nodes")
 fp2=$(awk '$1 == "p2" {print $4}' "$nodes")
 extra=$(it_tmpdir)/client.torrc
@@ -88,7 +106,7 @@ got=$(sha256sum < "$out" | cut -d' ' -f1)
 [ "$got" = "$want" ] || it_fail "sha256 mismatch through tor -> pctor"
 it_log "tor client fetched $MB MiB through pctor middle and exit ($((SECONDS - t0)) s), sha256 ok"
 
-d1=$(cat "$net/p1.dir") d2=$(cat "$net/p2.dir")
+d2=$(cat "$net/p2.dir")
 grep -q "Created circuit" "$d1/info.log" 2>/dev/null ||
     grep -q "is open (link protocol [45], incoming" "$d1/info.log" ||
     it_fail "p1 saw no circuit from the tor client's guard"

@@ -514,6 +514,10 @@ START_TEST(test_items_and_signatures)
   l = line_of(d2, "tunnelled-dir-server");
   ck_assert_str_eq(l, "tunnelled-dir-server");
   free(l);
+  /* ... and then lists DirCache=1 among its protocols. */
+  l = line_of(d2, "proto");
+  ck_assert_str_eq(l, "proto " ROUTERDESC_PROTO_DIRCACHE);
+  free(l);
   l = line_of(d2, "platform");
   ck_assert_str_eq(l, "platform pctor test");
   free(l);

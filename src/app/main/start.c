@@ -17,7 +17,9 @@
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
 #include "feature/dir/dir_authority.h"
+#include "feature/dir/dir_client.h"
 #include "feature/dircache/dircache.h"
+#include "feature/dircache/dirdocs.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/relay/extend.h"
@@ -46,6 +48,8 @@ static struct {
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
   dns_resolver_t *dns;
+  dir_client_t *dirc;           /* the relay's own directory fetches */
+  dir_authority_t *dirc_auths;
   int started;
 } A;
 
@@ -174,6 +178,33 @@ key_timer_cb(void *arg)
     publish_keys_changed(A.pub);
 }
 
+/* The authorities a relay uses: DirAuthority lines, else the public
+ * network's, without bridge authorities. New array in *out; returns n. */
+static int
+relay_authorities(const options_t *o, dir_authority_t **out)
+{
+  int n_def = 0, n = 0;
+  const dir_authority_t *def = NULL;
+  if (o->dir_authorities.n == 0)
+    def = dir_authority_defaults(&n_def);
+  dir_authority_t *a =
+      pc_calloc((size_t)(o->dir_authorities.n + n_def + 1), sizeof(*a));
+  for (int i = 0; i < o->dir_authorities.n; i++) {
+    char *err = NULL;
+    if (dir_authority_parse(&a[n], o->dir_authorities.v[i], &err) < 0) {
+      free(err); /* cannot happen: the options checked every line */
+      continue;
+    }
+    if (!a[n].is_bridge_auth)
+      n++;
+  }
+  for (int i = 0; i < n_def; i++)
+    if (!def[i].is_bridge_auth)
+      a[n++] = def[i];
+  *out = a;
+  return n;
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -218,32 +249,12 @@ configure_publishing(const options_t *o)
   rc.n_family = o->my_family.n;
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
+  rc.tunnelled_dir_server = A.dirc != NULL;
   rc.bw_rate = ROUTERDESC_DEFAULT_BW_RATE;
   rc.bw_burst = ROUTERDESC_DEFAULT_BW_BURST;
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
 
-  /* The authorities: DirAuthority lines, else the public network's
-   * (options make sure a test network has its own). Bridge authorities
-   * take bridge descriptors only. */
-  int n_def = 0;
-  const dir_authority_t *def = NULL;
-  int n_lines = o->dir_authorities.n;
-  if (n_lines == 0)
-    def = dir_authority_defaults(&n_def);
-  auths = pc_calloc((size_t)(n_lines + n_def + 1), sizeof(*auths));
-  for (int i = 0; i < n_lines; i++) {
-    if (dir_authority_parse(&auths[n], o->dir_authorities.v[i], &err) < 0) {
-      /* Cannot happen: the options checked every line. */
-      log_warn("DirAuthority %s: %s", o->dir_authorities.v[i], err);
-      PC_FREE(err);
-      continue;
-    }
-    if (!auths[n].is_bridge_auth)
-      n++;
-  }
-  for (int i = 0; i < n_def; i++)
-    if (!def[i].is_bridge_auth)
-      auths[n++] = def[i];
+  n = relay_authorities(o, &auths);
   pp.auths = auths;
   pp.n_auths = n;
   pp.enabled = o->publish_server_descriptor;
@@ -254,6 +265,37 @@ configure_publishing(const options_t *o)
   r = publish_configure(A.pub, &rc, &pp);
   free(auths);
   return r;
+}
+
+static void
+dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
+{
+  (void)arg;
+  if (!ok)
+    log_info("Directory fetch failed: %s", dir_client_last_error(dc));
+}
+
+/* A relay fetches and caches the consensus, the authorities' certificates
+ * and the microdescriptors, as tor relays do, and serves them over
+ * BEGIN_DIR (so it can advertise tunnelled-dir-server). */
+static void
+start_directory_cache(const options_t *o)
+{
+  dir_client_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  int n = relay_authorities(o, &A.dirc_auths);
+  if (n == 0) {
+    log_notice("No directory authorities: not caching directory documents");
+    return;
+  }
+  cfg.data_dir = o->data_directory;
+  cfg.auths = A.dirc_auths;
+  cfg.n_auths = n;
+  cfg.use_microdescriptors = 1;
+  A.dirc = dir_client_new(A.loop, &cfg);
+  dir_client_load_cache(A.dirc, time(NULL));
+  dir_client_start_auto(A.dirc, dir_fetched_cb, NULL);
+  dirdocs_register(A.dirc, o->data_directory);
 }
 
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
@@ -338,8 +380,10 @@ app_start(evloop_t *loop, const options_t *opts)
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)
     return -1;
-  if (opts->or_ports.n > 0)
+  if (opts->or_ports.n > 0) {
+    start_directory_cache(opts);
     configure_publishing(opts);
+  }
   return 0;
 }
 
@@ -377,6 +421,7 @@ app_shutdown(void)
 {
   if (A.started) {
     exit_shutdown();
+    dirdocs_unregister();
     dircache_shutdown();
     channels_shutdown();
     circuits_shutdown();
@@ -388,6 +433,8 @@ app_shutdown(void)
   exit_policy_free(A.exit_policy);
   free_exit_desc_lines();
   dns_resolver_free(A.dns);
+  dir_client_free(A.dirc);
+  free(A.dirc_auths);
   router_keys_free(A.keys);
   packed_cell_freelist_clear();
   free(A.nickname);

@@ -650,8 +650,10 @@ http_done(int status, const uint8_t *body, size_t len, const char *err,
     log_info("Directory request failed: %s", dc->last_err);
     if (send_request(dc))
       return;
-    log_warn("Directory fetch step failed on every authority; last "
-             "problem: %s", dc->last_err);
+    /* Rounds are retried with back-off, and early in a network's life
+     * (no consensus published yet) failures are normal: a notice. */
+    log_notice("Directory fetch step failed on every authority; last "
+               "problem: %s", dc->last_err);
     dc->round_failed = 1;
     if (dc->step == STEP_DESCS) {
       for (int i = 0; i < dc->n_batch; i++) {

@@ -11,6 +11,7 @@
 #include "feature/dircache/dircache.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
+#include "lib/compress/compress.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -23,6 +24,7 @@
 
 typedef struct provider_t {
   char *path;
+  int is_prefix;
   dircache_provider_fn fn;
   void *arg;
 } provider_t;
@@ -39,11 +41,13 @@ typedef struct dirreq_t {
   size_t resp_len, resp_sent;
 } dirreq_t;
 
-void
-dircache_register(const char *path, dircache_provider_fn fn, void *arg)
+static void
+register_provider(const char *path, int is_prefix, dircache_provider_fn fn,
+                  void *arg)
 {
   for (int i = 0; i < n_providers; i++)
-    if (!strcmp(providers[i].path, path)) {
+    if (!strcmp(providers[i].path, path) &&
+        providers[i].is_prefix == is_prefix) {
       providers[i].fn = fn;
       providers[i].arg = arg;
       return;
@@ -53,9 +57,23 @@ dircache_register(const char *path, dircache_provider_fn fn, void *arg)
     return;
   }
   providers[n_providers].path = pc_strdup(path);
+  providers[n_providers].is_prefix = is_prefix;
   providers[n_providers].fn = fn;
   providers[n_providers].arg = arg;
   n_providers++;
+}
+
+void
+dircache_register(const char *path, dircache_provider_fn fn, void *arg)
+{
+  register_provider(path, 0, fn, arg);
+}
+
+void
+dircache_register_prefix(const char *prefix, dircache_provider_fn fn,
+                         void *arg)
+{
+  register_provider(prefix, 1, fn, arg);
 }
 
 void
@@ -80,20 +98,47 @@ dirreq_free(dirreq_t *d)
 }
 
 static void
-set_response(dirreq_t *d, const char *status, const uint8_t *body,
-             size_t blen)
+set_response_enc(dirreq_t *d, const char *status, const uint8_t *body,
+                 size_t blen, const char *encoding)
 {
-  char hdr[160];
+  char hdr[200];
   int h = snprintf(hdr, sizeof(hdr),
                    "HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
-                   "Content-Length: %zu\r\n\r\n",
-                   status, blen);
+                   "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+                   status, encoding, blen);
   d->resp = pc_malloc((size_t)h + blen);
   memcpy(d->resp, hdr, (size_t)h);
   if (blen)
     memcpy(d->resp + h, body, blen);
   d->resp_len = (size_t)h + blen;
   d->resp_sent = 0;
+}
+
+static void
+set_response(dirreq_t *d, const char *status, const uint8_t *body,
+             size_t blen)
+{
+  set_response_enc(d, status, body, blen, "identity");
+}
+
+/* The provider for path: an exact registration, else the longest prefix. */
+static const provider_t *
+find_provider(const char *path)
+{
+  const provider_t *best = NULL;
+  size_t best_len = 0;
+  for (int i = 0; i < n_providers; i++) {
+    const provider_t *p = &providers[i];
+    size_t n = strlen(p->path);
+    if (!p->is_prefix) {
+      if (!strcmp(p->path, path))
+        return p;
+    } else if (!strncmp(p->path, path, n) && n > best_len) {
+      best = p;
+      best_len = n;
+    }
+  }
+  return best;
 }
 
 /* Send what the windows allow; end the stream when done. Returns 1 if the
@@ -124,17 +169,25 @@ answer(dirreq_t *d)
     set_response(d, "400 Bad request", NULL, 0);
     return;
   }
-  for (int i = 0; i < n_providers; i++) {
-    if (strcmp(providers[i].path, path))
-      continue;
-    size_t len = 0;
-    uint8_t *body = providers[i].fn(path, &len, providers[i].arg);
-    if (!body)
-      break;
+  size_t plen = strlen(path);
+  int want_z = plen > 2 && !strcmp(path + plen - 2, ".z");
+  if (want_z)
+    path[plen - 2] = '\0';
+  const provider_t *p = find_provider(path);
+  size_t len = 0;
+  uint8_t *body = p ? p->fn(path, &len, p->arg) : NULL;
+  if (body) {
     stats.n_ok++;
-    log_debug("Serving %s (%zu bytes) on stream %u", path, len,
-              relay_stream_id(d->stream));
-    set_response(d, "200 OK", body, len);
+    log_debug("Serving %s%s (%zu bytes) on stream %u", path,
+              want_z ? ".z" : "", len, relay_stream_id(d->stream));
+    uint8_t *z = NULL;
+    size_t zlen = 0;
+    if (want_z && compress_buf(COMPRESS_ZLIB, body, len, &z, &zlen) == 0) {
+      set_response_enc(d, "200 OK", z, zlen, "deflate");
+      free(z);
+    } else {
+      set_response(d, "200 OK", body, len);
+    }
     free(body);
     return;
   }

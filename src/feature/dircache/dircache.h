@@ -4,7 +4,9 @@
  * and answers HTTP/1.0 GET requests on them. Documents come from providers
  * that other modules register for a URL path (the relay's own descriptor
  * from feature/relay, cached consensus documents from feature/dir); a path
- * nobody provides gets 404.
+ * nobody provides gets 404. A path ending in ".z" is answered with the
+ * same document compressed with deflate (Content-Encoding: deflate), as
+ * tor's directory protocol allows.
  */
 #ifndef PCTOR_FEATURE_DIRCACHE_DIRCACHE_H
 #define PCTOR_FEATURE_DIRCACHE_DIRCACHE_H
@@ -19,6 +21,10 @@ typedef uint8_t *(*dircache_provider_fn)(const char *path, size_t *len,
 void dircache_init(void);
 /* Serve path (exact match, without a ".z" suffix) from fn. */
 void dircache_register(const char *path, dircache_provider_fn fn, void *arg);
+/* Serve every path that starts with prefix from fn (which gets the whole
+ * path and may return NULL for 404). Exact registrations win. */
+void dircache_register_prefix(const char *prefix, dircache_provider_fn fn,
+                              void *arg);
 /* Forget all providers (streams in progress keep their copies). */
 void dircache_shutdown(void);
 

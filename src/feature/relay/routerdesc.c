@@ -470,7 +470,8 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
   }
   sb_addf(&b, "platform %s\n",
           cfg->platform ? cfg->platform : routerdesc_platform());
-  sb_add(&b, "proto " ROUTERDESC_PROTO "\n");
+  sb_add(&b, cfg->tunnelled_dir_server ? "proto " ROUTERDESC_PROTO_DIRCACHE "\n"
+                                      : "proto " ROUTERDESC_PROTO "\n");
   time_format_iso(when, cfg->published);
   sb_addf(&b, "published %s\n", when);
   sb_add(&b, "fingerprint ");

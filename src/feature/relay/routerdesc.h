@@ -47,10 +47,14 @@
  * ntor, CREATE2/EXTEND2 with IPv6 link specifiers and ntor v3 (Relay=2-4),
  * Ed25519-signed descriptors with crosscerts (Desc=2) and microdescriptors
  * with Ed25519 identities (Microdesc=2). Nothing else until implemented:
- * no Cons (pctor does not parse consensuses yet), no DirCache, HSDir,
- * FlowCtrl, Padding, HS*. */
+ * no Cons, HSDir, FlowCtrl, Padding, HS*. A relay that answers BEGIN_DIR
+ * with the documents it caches (tunnelled_dir_server) also lists
+ * DirCache=1 (ROUTERDESC_PROTO_DIRCACHE); not DirCache=2, which means
+ * serving consensus diffs. */
 #define ROUTERDESC_PROTO \
   "Desc=2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+#define ROUTERDESC_PROTO_DIRCACHE \
+  "DirCache=1 Desc=2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
 
 /* Defaults for the bandwidth line: pctor does not limit its bandwidth, so
  * it advertises tor's default BandwidthRate and BandwidthBurst (1 GiB/s):
