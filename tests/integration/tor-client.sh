@@ -72,15 +72,43 @@ cons=$(it_tmpdir)/cons
 fetch_cons() {
     "$CIRCTEST" --timeout 20 --get /tor/status-vote/current/consensus-microdesc \
         --out "$cons" "$P1" 2>/dev/null &&
-        head -1 "$cons" | grep -q '^network-status-version 3 microdesc'
+        head -1 "$cons" | grep -q '^network-status-version 3 microdesc' &&
+        grep -q '^r p1 ' "$cons" && grep -q '^r p2 ' "$cons"
 }
-it_wait_until 90 fetch_cons || it_fail "p1 does not serve a microdesc consensus"
+# p1 refreshes its cache as tor relays do (within the consensus' lifetime).
+it_wait_until 120 fetch_cons || it_fail "p1 does not serve a consensus listing p1 and p2"
 grep -q '^directory-signature ' "$cons" || it_fail "p1's consensus has no signature"
 md=$(awk '/^m / {print $2; exit}' "$cons")
 "$CIRCTEST" --timeout 20 --get "/tor/micro/d/$md" --out "$cons.md" "$P1" 2>/dev/null ||
     it_fail "p1 does not serve microdescriptor $md"
 grep -q '^ntor-onion-key ' "$cons.md" || it_fail "p1 served no microdescriptor"
 it_log "p1 serves its cached consensus and microdescriptors over BEGIN_DIR"
+
+# pctor's own client: paths chosen from the consensus p1 cached (verified
+# against the network's authorities), pctor and tor relays in each position.
+auth_args=()
+while read -r line; do auth_args+=(--DirAuthority "$line"); done < "$net/dirauth.torrc"
+choose() { # NAME CIRCTEST-ARGS...
+    local name=$1
+    shift
+    "$CIRCTEST" --timeout 60 --consensus "$d1/data" "${auth_args[@]}" --testing \
+        "$@" 2> "$net/choose-$name.err" || it_fail "$name: $(cat "$net/choose-$name.err")"
+    grep 'hop [0-9]' "$net/choose-$name.err" | tr '\n' ' ' >&2; echo >&2
+}
+choose pctor-guard --EntryNodes p1 --ExitNodes p2 --begin "127.0.0.1:$hport" \
+    --get /file --out "$cons.f1"
+choose pctor-middle --MiddleNodes p1 --ExitNodes p2 --begin "127.0.0.1:$hport" \
+    --get /file --out "$cons.f2"
+for f in "$cons.f1" "$cons.f2"; do
+    [ "$(sha256sum < "$f" | cut -d' ' -f1)" = "$want" ] || it_fail "sha256 mismatch ($f)"
+done
+choose tor-last --EntryNodes p2 --MiddleNodes p1 --ExitNodes relay3 \
+    --get /tor/server/authority --out "$cons.desc"
+grep -q '^router relay3 ' "$cons.desc" || it_fail "tor-last: not relay3's descriptor"
+grep -q 'hop 1: p1 ' "$net/choose-pctor-guard.err" || it_fail "EntryNodes not honoured"
+grep -q 'hop 2: p1 ' "$net/choose-pctor-middle.err" || it_fail "MiddleNodes not honoured"
+grep -q 'hop 3: relay3 ' "$net/choose-tor-last.err" || it_fail "ExitNodes not honoured"
+it_log "pctor's client built circuits chosen from the consensus (pctor guard, middle, exit; tor last hop)"
 
 fp1=$(awk '$1 == "p1" {print $4}' "$nodes")
 fp2=$(awk '$1 == "p2" {print $4}' "$nodes")

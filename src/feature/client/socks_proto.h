@@ -45,7 +45,11 @@
  *            RESOLVE_PTR to a hostname -> REP 8 (as tor); malformed
  *            requests (reserved byte not 0, bad hostname, CONNECT to port
  *            0) -> REP 1; SOCKS4 errors -> 0x5B; no acceptable method or
- *            zero methods -> 05 FF; malformed RFC 1929 message -> 01 01.
+ *            zero methods -> 05 FF; a message other than RFC 1929
+ *            after method 2 was chosen -> 01 01. After an error reply the
+ *            caller flushes it and closes (reading and dropping what the
+ *            client still sends, so that a reset does not destroy the
+ *            reply before the client has read it).
  *   HTTP:    a first byte of 'G', 'H', 'P' or 'C' (GET, HEAD, POST/PUT,
  *            CONNECT) fails with SOCKS_ERR_HTTP and a short plain-text
  *            "HTTP/1.0 501" response explaining that this is a SOCKS proxy
@@ -82,7 +86,8 @@
  *  14 NOTDIRECTORY        -> 0x01 general failure
  *   anything else         -> 0x01 general failure
  * SOCKS4 has only granted (0x5A) and rejected (0x5B): every reason but 0
- * is 0x5B.
+ * is 0x5B. (tor's optional ExtendedErrors codes 0xF0-0xF7 for onion
+ * services are not produced here.)
  */
 #ifndef PCTOR_FEATURE_CLIENT_SOCKS_PROTO_H
 #define PCTOR_FEATURE_CLIENT_SOCKS_PROTO_H
@@ -96,8 +101,10 @@
 #define SOCKS_MAX_USERNAME 255
 #define SOCKS_MAX_PASSWORD 255
 #define SOCKS4_MAX_USERID 1024
-/* VN CD DSTPORT DSTIP (8), user id + NUL, hostname + NUL. */
-#define SOCKS_MAX_HANDSHAKE (8 + SOCKS4_MAX_USERID + 1 + SOCKS_MAX_HOSTNAME + 1)
+/* VN CD DSTPORT DSTIP (8), user id + NUL, hostname + NUL: 1289. (The
+ * longest SOCKS5 handshake is 257 + 513 + 262 = 1032.) */
+#define SOCKS_MAX_HANDSHAKE \
+  (8 + SOCKS4_MAX_USERID + 1 + SOCKS_MAX_HOSTNAME + 1)
 
 /* Reply sizes: SOCKS4 is always 8; SOCKS5 is 10 (IPv4), 22 (IPv6), or
  * 7 + length for a hostname (RESOLVE_PTR answers). */
@@ -175,12 +182,13 @@ typedef enum {
 
 typedef enum {
   SOCKS_ERR_NONE = 0,
-  SOCKS_ERR_VERSION,       /* first byte not 4 or 5 (and not HTTP) */
+  SOCKS_ERR_VERSION,       /* first byte not 4 or 5 (and not HTTP), or
+                            * a SOCKS5 request whose VER is not 5 */
   SOCKS_ERR_HTTP,          /* an HTTP request: reply is an HTTP response */
   SOCKS_ERR_NO_METHODS,    /* SOCKS5 NMETHODS = 0 */
   SOCKS_ERR_NO_ACCEPTABLE_METHOD, /* neither 0 nor 2 offered */
-  SOCKS_ERR_AUTH,          /* RFC 1929 message version not 1, or a SOCKS5
-                            * message that is neither auth nor request */
+  SOCKS_ERR_AUTH,          /* method 2 was chosen but the next message
+                            * is not an RFC 1929 one (version 1) */
   SOCKS_ERR_COMMAND,       /* BIND, UDP ASSOCIATE, unknown command */
   SOCKS_ERR_ADDR_TYPE,     /* unknown ATYP, RESOLVE_PTR to a non-IP */
   SOCKS_ERR_ADDRESS,       /* empty/invalid hostname, SOCKS4 DSTIP 0 */

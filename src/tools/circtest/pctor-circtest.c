@@ -11,6 +11,13 @@
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
  *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
  *            hop instead of a directory stream, and GET PATH over it.
+ *   --consensus DIR --DirAuthority LINE...: instead of HOPs, choose the
+ *            path from the consensus cached in DIR (a pctor DataDirectory),
+ *            verified against the given authorities, with feature/dir's
+ *            bandwidth-weighted path selection; --hops N (default 3),
+ *            --exit-port N (0: any exit), --EntryNodes/--MiddleNodes/
+ *            --ExitNodes/--ExcludeNodes LIST, --testing (no /16 rule, as
+ *            with TestingTorNetwork).
  *   HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]]
  *         or pctor:DATADIR@ADDR:PORT (keys read from a pctor relay's
  *         DataDirectory, since pctor publishes no descriptor yet)
@@ -26,6 +33,8 @@
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
+#include "feature/dir/dir_client.h"
+#include "feature/dir/path.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/encoding/base16.h"
@@ -143,6 +152,101 @@ parse_pctor_hop(extend_target_t *t, const char *spec)
   memcpy(t->ntor_key, k->ntor_current.pub, 32);
   router_keys_free(k);
   return r < 0 || !t->addr.port ? -1 : 0;
+}
+
+/* Options for choosing the path from a cached consensus. */
+typedef struct consensus_opts_t {
+  const char *dir;
+  const char *auth_lines[16];
+  int n_auths;
+  const char *entry, *middle, *exit, *exclude;
+  int hops, exit_port, testing;
+} consensus_opts_t;
+
+static int
+set_routerset(routerset_t **set, const char *list, const char *name)
+{
+  char *err = NULL;
+  if (!list)
+    return 0;
+  if (routerset_parse(set, list, &err) < 0) {
+    fprintf(stderr, "pctor-circtest: %s: %s\n", name, err ? err : "bad list");
+    free(err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Fill hops[] from the consensus; returns the number of hops or -1. */
+static int
+hops_from_consensus(const consensus_opts_t *co, extend_target_t *hops,
+                    evloop_t *loop)
+{
+  dir_authority_t auths[16];
+  for (int i = 0; i < co->n_auths; i++) {
+    char *err = NULL;
+    const char *v = co->auth_lines[i];
+    if (!strncmp(v, "DirAuthority ", 13))
+      v += 13;
+    if (dir_authority_parse(&auths[i], v, &err) < 0) {
+      fprintf(stderr, "pctor-circtest: DirAuthority: %s\n", err);
+      free(err);
+      return -1;
+    }
+  }
+  dir_client_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.data_dir = co->dir;
+  cfg.auths = auths;
+  cfg.n_auths = co->n_auths;
+  cfg.use_microdescriptors = 1;
+  dir_client_t *dc = dir_client_new(loop, &cfg);
+  int n = -1;
+  path_config_t pc;
+  path_config_init(&pc);
+  pc.enforce_distinct_subnets = !co->testing;
+  if (dir_client_load_cache(dc, time(NULL)) < 1 || !dir_client_nodelist(dc)) {
+    fprintf(stderr, "pctor-circtest: no usable consensus in %s (%s)\n",
+            co->dir, dir_client_last_error(dc));
+    goto out;
+  }
+  if (set_routerset(&pc.entry_nodes, co->entry, "EntryNodes") < 0 ||
+      set_routerset(&pc.middle_nodes, co->middle, "MiddleNodes") < 0 ||
+      set_routerset(&pc.exit_nodes, co->exit, "ExitNodes") < 0 ||
+      set_routerset(&pc.exclude_nodes, co->exclude, "ExcludeNodes") < 0)
+    goto out;
+  const dir_node_t *chosen[CIRCUIT_MAX_HOPS];
+  path_rng_t rng = path_rng_crypto();
+  char *err = NULL;
+  if (path_choose(dir_client_nodelist(dc), &pc, co->hops, co->exit_port, NULL,
+                  &rng, chosen, &err) < 0) {
+    fprintf(stderr, "pctor-circtest: no path: %s\n", err ? err : "?");
+    free(err);
+    goto out;
+  }
+  for (int i = 0; i < co->hops; i++) {
+    const dir_node_t *nd = chosen[i];
+    extend_target_t *t = &hops[i];
+    memset(t, 0, sizeof(*t));
+    if (!nd->has_ntor) {
+      fprintf(stderr, "pctor-circtest: %s has no ntor key\n", nd->nickname);
+      goto out;
+    }
+    t->addr = nd->or_addr;
+    memcpy(t->rsa_id, nd->rsa_id, 20);
+    if (nd->has_ed25519) {
+      t->has_ed_id = 1;
+      memcpy(t->ed_id, nd->ed25519_id, 32);
+    }
+    memcpy(t->ntor_key, nd->ntor_key, 32);
+    fprintf(stderr, "pctor-circtest: hop %d: %s $%s\n", i + 1, nd->nickname,
+            nd->hex_id);
+  }
+  n = co->hops;
+out:
+  path_config_clear(&pc);
+  dir_client_free(dc);
+  return n;
 }
 
 /* Look a nickname up in a privnet nodes.txt file. */
@@ -353,6 +457,9 @@ main(int argc, char **argv)
   extend_target_t hops[CIRCUIT_MAX_HOPS];
   const char *handshake = "ntor";
   T.max_response = 64 * 1024 * 1024;
+  consensus_opts_t co;
+  memset(&co, 0, sizeof(co));
+  co.hops = 3;
   const char *nodes = NULL;
   double timeout = 30;
   int verbose = 0;
@@ -371,6 +478,24 @@ main(int argc, char **argv)
       T.begin_target = argv[++i];
     else if (!strcmp(a, "--max-bytes") && i + 1 < argc)
       T.max_response = (size_t)strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--consensus") && i + 1 < argc)
+      co.dir = argv[++i];
+    else if (!strcmp(a, "--DirAuthority") && i + 1 < argc && co.n_auths < 16)
+      co.auth_lines[co.n_auths++] = argv[++i];
+    else if (!strcmp(a, "--EntryNodes") && i + 1 < argc)
+      co.entry = argv[++i];
+    else if (!strcmp(a, "--MiddleNodes") && i + 1 < argc)
+      co.middle = argv[++i];
+    else if (!strcmp(a, "--ExitNodes") && i + 1 < argc)
+      co.exit = argv[++i];
+    else if (!strcmp(a, "--ExcludeNodes") && i + 1 < argc)
+      co.exclude = argv[++i];
+    else if (!strcmp(a, "--hops") && i + 1 < argc)
+      co.hops = atoi(argv[++i]);
+    else if (!strcmp(a, "--exit-port") && i + 1 < argc)
+      co.exit_port = atoi(argv[++i]);
+    else if (!strcmp(a, "--testing"))
+      co.testing = 1;
     else if (!strcmp(a, "--nodes") && i + 1 < argc)
       nodes = argv[++i];
     else if (!strcmp(a, "-v"))
@@ -400,6 +525,19 @@ main(int argc, char **argv)
       return 2;
     }
     T.n_hops++;
+  }
+  if (co.dir) {
+    if (T.n_hops || co.hops < 1 || co.hops > CIRCUIT_MAX_HOPS ||
+        !co.n_auths) {
+      fprintf(stderr, "pctor-circtest: --consensus needs --DirAuthority "
+                      "lines, no HOP arguments, and 1-8 --hops\n");
+      return 2;
+    }
+    evloop_t *tmp = evloop_new();
+    T.n_hops = hops_from_consensus(&co, hops, tmp);
+    evloop_free(tmp);
+    if (T.n_hops < 0)
+      return 1;
   }
   if (T.n_hops == 0) {
     usage();
