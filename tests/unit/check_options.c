@@ -131,7 +131,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 22);
+  ck_assert_uint_eq(n, 29);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);
@@ -139,7 +139,7 @@ START_TEST(test_defaults)
     ck_assert_ptr_eq(options_find(t[i].name), &t[i]);
   }
   ck_assert_ptr_eq(options_find("orport"), options_find("ORPort"));
-  ck_assert_ptr_null(options_find("SocksPort"));
+  ck_assert_ptr_null(options_find("NoSuchOption"));
 }
 END_TEST
 
@@ -518,6 +518,23 @@ START_TEST(test_directory_options)
   ck_assert_int_eq(o->exit_policy_reject_local_interfaces, 0);
   ck_assert_str_eq(o->server_dns_resolv_conf_file, "/tmp/resolv.conf");
   options_free(o);
+  /* SocksPort: a bare port binds 127.0.0.1. */
+  o = parse_ok("SocksPort 9050\nExitNodes $0123456789ABCDEF0123456789ABCDEF01234567"
+               "\nMaxCircuitDirtiness 30\n", 0, NULL);
+  ck_assert_int_eq(o->socks_addr.family, AF_INET);
+  ck_assert_uint_eq(o->socks_addr.port, 9050);
+  ck_assert_uint_eq(pc_addr_ipv4_h(&o->socks_addr), 0x7f000001);
+  ck_assert_int_eq(o->max_circuit_dirtiness, 30);
+  options_free(o);
+  o = parse_ok("SocksPort 0\n", 0, NULL);
+  ck_assert_int_eq(o->socks_addr.family, AF_UNSPEC);
+  options_free(o);
+  char *e2 = parse_bad("SocksPort 70000\n", 0, NULL);
+  assert_has(e2, "SocksPort must be 0, PORT or ADDRESS:PORT");
+  free(e2);
+  e2 = parse_bad("ExitNodes $12\n", 0, NULL);
+  assert_has(e2, "ExitNodes");
+  free(e2);
 }
 END_TEST
 

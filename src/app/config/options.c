@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "feature/dir/dir_authority.h"
+#include "feature/dir/path.h"
 #include "feature/exit/policy.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
@@ -197,6 +198,39 @@ static const option_def_t option_table[] = {
    "names clients ask for. Only its nameserver lines are used; nothing "
    "else (no hosts file, no search domains). Tests point it at a "
    "resolver on 127.0.0.1."},
+  {"SocksPort", OPT_TYPE_STRING, "[ADDRESS:]PORT | 0", "0", "0 (no client)",
+   0, 0, 0, OFF(socks_port),
+   "Accept SOCKS4a and SOCKS5 connections from applications on PORT (on "
+   "127.0.0.1 unless ADDRESS is given) and carry them over three-hop "
+   "circuits chosen from the consensus. Streams with different SOCKS "
+   "usernames or passwords never share a circuit (IsolateSOCKSAuth). Only "
+   "CONNECT is supported; RESOLVE requests are refused. 0 disables the "
+   "client."},
+  {"EntryNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(entry_nodes),
+   "Client circuits start at one of these relays (fingerprints with or "
+   "without $, or nicknames)."},
+  {"MiddleNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(middle_nodes),
+   "The middle hop of client circuits is one of these relays."},
+  {"ExitNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(exit_nodes),
+   "Client circuits end at one of these relays. When none of them accepts "
+   "a port by its published policy summary (private networks whose exits "
+   "only accept 127.0.0.0/8 summarise to \"reject all\"), they are used "
+   "anyway and the exit decides."},
+  {"ExcludeNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(exclude_nodes),
+   "Client circuits never use these relays."},
+  {"MaxCircuitDirtiness", OPT_TYPE_INT, "SECONDS", "600", "600",
+   1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
+   "A client circuit takes new streams for at most this many seconds "
+   "after its first stream; idle old circuits are then closed."},
+  {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
+   0, 0, 0, OFF(use_microdescriptors),
+   "If 1 the client and the relay's directory cache fetch the "
+   "microdescriptor consensus and microdescriptors; if 0, the ns "
+   "consensus and full server descriptors."},
 };
 /* clang-format on */
 
@@ -895,6 +929,51 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
     free(msg);
     return -1;
+  }
+
+  /* SocksPort: "PORT" binds 127.0.0.1, "ADDR:PORT" that address. */
+  memset(&o->socks_addr, 0, sizeof(o->socks_addr));
+  o->socks_addr.family = AF_UNSPEC;
+  if (o->socks_port && strcmp(o->socks_port, "0")) {
+    def = def_by_offset(OFF(socks_port));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    pc_addr_t a;
+    char *end = NULL;
+    long port = strtol(o->socks_port, &end, 10);
+    int ok;
+    if (*o->socks_port && !*end)
+      ok = port > 0 && port < 65536 &&
+           pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port) == 0;
+    else
+      ok = pc_addr_parse(&a, o->socks_port) == 0 && a.port != 0;
+    if (!ok) {
+      const char *msg = "SocksPort must be 0, PORT or ADDRESS:PORT";
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("%s. Failing.", msg);
+      return -1;
+    }
+    o->socks_addr = a;
+  }
+  const size_t node_opts[] = {OFF(entry_nodes), OFF(middle_nodes),
+                              OFF(exit_nodes), OFF(exclude_nodes)};
+  for (size_t i = 0; i < 4; i++) {
+    def = def_by_offset(node_opts[i]);
+    const char *v = *(char *const *)((const char *)o + node_opts[i]);
+    routerset_t *rs = NULL;
+    char *perr = NULL;
+    if (v && routerset_parse(&rs, v, &perr) < 0) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      if (l)
+        line_error(err_out, def, l, perr ? perr : "bad relay list");
+      else
+        *err_out = pc_asprintf("%s: %s. Failing.", def->name,
+                               perr ? perr : "bad relay list");
+      free(perr);
+      return -1;
+    }
+    routerset_free(rs);
   }
 
   if (o->testing_tor_network && o->dir_authorities.n == 0) {

@@ -72,6 +72,11 @@ typedef struct options_t {
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */
+  char *socks_port;              /* SocksPort as written ("0": off) */
+  pc_addr_t socks_addr;          /* SocksPort parsed; AF_UNSPEC when off */
+  char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
+  int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
+  int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint32_t set_explicitly_;

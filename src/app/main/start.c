@@ -17,7 +17,9 @@
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
 #include "feature/dir/dir_authority.h"
+#include "feature/client/client.h"
 #include "feature/dir/dir_client.h"
+#include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
 #include "feature/dircache/dirdocs.h"
 #include "feature/exit/exit_conn.h"
@@ -50,6 +52,8 @@ static struct {
   dns_resolver_t *dns;
   dir_client_t *dirc;           /* the relay's own directory fetches */
   dir_authority_t *dirc_auths;
+  path_config_t pathcfg;        /* client path restrictions */
+  int client_started;
   int started;
 } A;
 
@@ -275,27 +279,90 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
 }
 
-/* A relay fetches and caches the consensus, the authorities' certificates
- * and the microdescriptors, as tor relays do, and serves them over
- * BEGIN_DIR (so it can advertise tunnelled-dir-server). */
-static void
-start_directory_cache(const options_t *o)
+/* Relays and clients fetch and cache the consensus, the authorities'
+ * certificates and the descriptors, as tor does. Returns 0, or -1 when no
+ * authority is known. */
+static int
+start_directory_client(const options_t *o)
 {
+  if (A.dirc)
+    return 0;
   dir_client_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
   int n = relay_authorities(o, &A.dirc_auths);
   if (n == 0) {
-    log_notice("No directory authorities: not caching directory documents");
-    return;
+    log_notice("No directory authorities: not fetching the directory");
+    return -1;
   }
   cfg.data_dir = o->data_directory;
   cfg.auths = A.dirc_auths;
   cfg.n_auths = n;
-  cfg.use_microdescriptors = 1;
+  cfg.use_microdescriptors = o->use_microdescriptors;
   A.dirc = dir_client_new(A.loop, &cfg);
   dir_client_load_cache(A.dirc, time(NULL));
   dir_client_start_auto(A.dirc, dir_fetched_cb, NULL);
-  dirdocs_register(A.dirc, o->data_directory);
+  return 0;
+}
+
+/* Path restrictions for client circuits from the options (checked by
+ * the option parser already). */
+static void
+build_path_config(const options_t *o)
+{
+  path_config_clear(&A.pathcfg);
+  path_config_init(&A.pathcfg);
+  /* tor's EnforceDistinctSubnets is off in test networks on one host. */
+  A.pathcfg.enforce_distinct_subnets = !o->testing_tor_network;
+  struct {
+    routerset_t **set;
+    const char *v;
+  } sets[] = {{&A.pathcfg.entry_nodes, o->entry_nodes},
+              {&A.pathcfg.middle_nodes, o->middle_nodes},
+              {&A.pathcfg.exit_nodes, o->exit_nodes},
+              {&A.pathcfg.exclude_nodes, o->exclude_nodes}};
+  for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+    char *err = NULL;
+    if (sets[i].v && routerset_parse(sets[i].set, sets[i].v, &err) < 0) {
+      log_warn("Ignoring a relay list: %s", err ? err : "?");
+      free(err);
+    }
+  }
+}
+
+static void
+fill_client_config(client_config_t *cc, const options_t *o)
+{
+  memset(cc, 0, sizeof(*cc));
+  cc->socks_addr = o->socks_addr;
+  cc->dir = A.dirc;
+  cc->path = &A.pathcfg;
+  cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
+  cc->exit_nodes_pinned = o->exit_nodes != NULL;
+}
+
+/* SocksPort: the client role. */
+static int
+start_client(const options_t *o)
+{
+  if (o->socks_addr.family == AF_UNSPEC)
+    return 0;
+  if (start_directory_client(o) < 0) {
+    log_err("SocksPort needs directory authorities to find relays");
+    return -1;
+  }
+  build_path_config(o);
+  client_config_t cc;
+  fill_client_config(&cc, o);
+  const char *why = NULL;
+  char a[PC_ADDR_STR_LEN];
+  pc_addr_fmt(&o->socks_addr, a, sizeof(a), 1);
+  if (client_init(A.loop, &cc, &why) < 0) {
+    log_err("Could not open SocksPort %s: %s", a, why ? why : "?");
+    return -1;
+  }
+  A.client_started = 1;
+  log_notice("Opened SocksPort on %s", a);
+  return 0;
 }
 
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
@@ -381,9 +448,13 @@ app_start(evloop_t *loop, const options_t *opts)
   if (configure_exit(opts) < 0)
     return -1;
   if (opts->or_ports.n > 0) {
-    start_directory_cache(opts);
+    /* A relay caches the directory and serves it over BEGIN_DIR. */
+    if (start_directory_client(opts) == 0)
+      dirdocs_register(A.dirc, opts->data_directory);
     configure_publishing(opts);
   }
+  if (start_client(opts) < 0)
+    return -1;
   return 0;
 }
 
@@ -413,6 +484,12 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
     log_warn("Keeping the previous exit configuration.");
   if (new_opts->or_ports.n > 0)
     configure_publishing(new_opts);
+  if (A.client_started) {
+    client_config_t cc;
+    build_path_config(new_opts);
+    fill_client_config(&cc, new_opts);
+    client_reconfigure(&cc);
+  }
   return 0;
 }
 
@@ -420,6 +497,8 @@ void
 app_shutdown(void)
 {
   if (A.started) {
+    if (A.client_started)
+      client_shutdown();
     exit_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
@@ -435,6 +514,7 @@ app_shutdown(void)
   dns_resolver_free(A.dns);
   dir_client_free(A.dirc);
   free(A.dirc_auths);
+  path_config_clear(&A.pathcfg);
   router_keys_free(A.keys);
   packed_cell_freelist_clear();
   free(A.nickname);

@@ -1,0 +1,43 @@
+/* client.h -- pctor as a Tor client: a SOCKS port whose streams travel
+ * over circuits chosen from the consensus.
+ *
+ * SOCKS4a/5 CONNECT requests become RELAY_BEGIN streams on three-hop
+ * circuits. Circuits are shared by streams with the same SOCKS username
+ * and password (tor's IsolateSOCKSAuth) whose destination port the exit
+ * accepts, until they are MaxCircuitDirtiness old; a stream whose circuit
+ * fails before CONNECTED is retried once on a new circuit; idle circuits
+ * are closed. Flow control at the client edge: circuit windows (1000/100,
+ * authenticated v1 SENDMEs both ways) and stream windows (500/50).
+ */
+#ifndef PCTOR_FEATURE_CLIENT_CLIENT_H
+#define PCTOR_FEATURE_CLIENT_CLIENT_H
+#include <stdint.h>
+#include "feature/dir/dir_client.h"
+#include "feature/dir/path.h"
+#include "lib/evloop/evloop.h"
+#include "lib/net/address.h"
+
+typedef struct client_config_t {
+  pc_addr_t socks_addr;          /* SocksPort */
+  const dir_client_t *dir;       /* the consensus and descriptors */
+  /* Path restrictions (owned by the caller, must outlive the client). */
+  const path_config_t *path;
+  unsigned max_circuit_dirtiness; /* seconds (MaxCircuitDirtiness) */
+  /* With ExitNodes pinned and no exit whose policy summary accepts the
+   * port (as in private networks whose exits only accept 127.0.0.0/8),
+   * use the pinned exits anyway and let them decide. */
+  int exit_nodes_pinned;
+} client_config_t;
+
+/* Start the SOCKS listener. Returns 0, or -1 with *err (static). */
+int client_init(evloop_t *loop, const client_config_t *cfg, const char **err);
+void client_reconfigure(const client_config_t *cfg);
+void client_shutdown(void);
+
+typedef struct client_stats_t {
+  uint64_t n_socks_conns, n_streams_connected, n_streams_failed;
+  uint64_t n_circuits_built, n_circuits_failed, n_retries;
+  unsigned n_open_streams, n_circuits;
+} client_stats_t;
+void client_get_stats(client_stats_t *out);
+#endif

@@ -1,0 +1,127 @@
+#!/bin/bash
+# socks-client.sh -- curl through pctor's SocksPort.
+#
+# A private network (1 tor authority, 3 tor relays) plus three pctor relays
+# (p3 an exit accepting only 127.0.0.1) and two pctor clients:
+#   c1: EntryNodes p1, MiddleNodes p2, ExitNodes p3 (all pctor),
+#   c2: EntryNodes relay1, MiddleNodes p2, ExitNodes p3 (tor guard).
+# Checks: a 50 MiB download through each (sha256), 20 concurrent streams
+# through c1 (sha256 each; they share circuits), SOCKS5 with username
+# isolation, SOCKS4a, and the SOCKS error for a destination the exit
+# policy rejects.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+MB=${SOCKS_TEST_MB:-50}
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+www=$(it_tmpdir)
+head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/big"
+head -c $((1024 * 1024)) /dev/urandom > "$www/small"
+want_big=$(sha256sum < "$www/big" | cut -d' ' -f1)
+want_small=$(sha256sum < "$www/small" | cut -d' ' -f1)
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+start_pctor() { # NICK RELAY(1/0) EXTRA-LINES
+    local nick=$1 relay=$2 extra=$3 node port
+    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
+    local d=$net/$node orport="ORPort 127.0.0.1:$port"
+    [ "$relay" = 1 ] || orport="SocksPort 127.0.0.1:$port"
+    cat > "$d/torrc" <<EOF
+DataDirectory $d/data
+$orport
+Nickname $nick
+Log info file $d/info.log
+TestingTorNetwork 1
+$(cat "$net/dirauth.torrc")
+$extra
+EOF
+    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
+    echo $! > "$d/pid"
+    it_register_pid "$(cat "$d/pid")"
+    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its port"
+    echo "$d" > "$net/$nick.dir"
+    echo "$port" > "$net/$nick.port"
+    if [ "$relay" = 1 ]; then
+        echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
+$(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$nodes"
+    fi
+}
+start_pctor p1 1 ""
+start_pctor p2 1 ""
+start_pctor p3 1 "ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+    it_fail "the consensus does not list the pctor relays"
+
+start_pctor c1 0 "EntryNodes p1
+MiddleNodes p2
+ExitNodes p3"
+start_pctor c2 0 "EntryNodes relay1
+MiddleNodes p2
+ExitNodes p3"
+s1=$(cat "$net/c1.port") s2=$(cat "$net/c2.port")
+
+# The clients fetch the consensus at start; wait until a download works.
+fetch() { # SOCKSURL PATH OUT
+    curl -sf --max-time 120 -x "$1" "http://127.0.0.1:$hport/$2" -o "$3"
+}
+ready() { fetch "socks5h://127.0.0.1:$1" small "$net/probe-$1"; }
+it_wait_until 90 ready "$s1" || it_fail "c1 never carried a request: $(tail -5 "$(cat "$net/c1.dir")/info.log")"
+it_wait_until 90 ready "$s2" || it_fail "c2 never carried a request"
+
+for c in 1 2; do
+    port=$(cat "$net/c$c.port")
+    t0=$SECONDS
+    fetch "socks5h://127.0.0.1:$port" big "$net/big-$c" || it_fail "c$c: download failed"
+    [ "$(sha256sum < "$net/big-$c" | cut -d' ' -f1)" = "$want_big" ] ||
+        it_fail "c$c: sha256 mismatch"
+    it_log "c$c: $MB MiB through pctor's SocksPort in $((SECONDS - t0)) s, sha256 ok"
+    rm -f "$net/big-$c"
+done
+
+# 20 concurrent streams on c1 (same credentials: shared circuits).
+pids=()
+for i in $(seq 20); do
+    fetch "socks5h://127.0.0.1:$s1" small "$net/par-$i" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || it_fail "a concurrent download failed"; done
+for i in $(seq 20); do
+    [ "$(sha256sum < "$net/par-$i" | cut -d' ' -f1)" = "$want_small" ] ||
+        it_fail "concurrent download $i: sha256 mismatch"
+done
+it_log "20 concurrent streams through c1: all sha256 ok"
+
+# Other SOCKS flavours.
+fetch "socks5h://alice:secret@127.0.0.1:$s1" small "$net/auth" || it_fail "SOCKS5 user/pass failed"
+fetch "socks4a://127.0.0.1:$s1" small "$net/s4a" || it_fail "SOCKS4a failed"
+cmp -s "$net/auth" "$www/small" && cmp -s "$net/s4a" "$www/small" ||
+    it_fail "SOCKS5 auth / SOCKS4a bodies differ"
+
+# A destination the exit policy rejects: SOCKS5 REP 2 (not allowed).
+if curl -s --max-time 60 -x "socks5h://127.0.0.1:$s1" http://127.0.0.2:80/ \
+        -o /dev/null 2> "$net/policy.err"; then
+    it_fail "a rejected destination was reached"
+fi
+curl -sS --max-time 60 -x "socks5h://127.0.0.1:$s1" http://127.0.0.2:80/ \
+    -o /dev/null 2> "$net/policy.err" || true
+grep -q "(2)" "$net/policy.err" || it_fail "expected SOCKS error 2, got: $(cat "$net/policy.err")"
+it_log "exit policy rejection reaches curl as SOCKS5 error 2"
+
+for n in p1 p2 p3 c1 c2; do
+    d=$(cat "$net/$n.dir")
+    kill -0 "$(cat "$d/pid")" || it_fail "$n died"
+    if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi
+done
+it_log "SOCKS client checks passed"
