@@ -16,7 +16,7 @@ set -u
 
 it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-MB=${TOR_CLIENT_TEST_MB:-20}
+MB=${TOR_CLIENT_TEST_MB:-50}
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \

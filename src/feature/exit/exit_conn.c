@@ -216,9 +216,9 @@ dns_cb(int result, const dns_answer_t *answers, int n, void *arg)
   if (result != DNS_RESULT_OK || n < 1) {
     X.stats.n_resolve_failed++;
     log_info("Could not resolve %s: %s", ec->host, dns_result_str(result));
-    exit_conn_end(ec, result == DNS_RESULT_TIMEOUT
-                          ? END_STREAM_REASON_TIMEOUT
-                          : END_STREAM_REASON_RESOLVEFAILED);
+    /* Like tor, every DNS failure (a timeout too) is RESOLVEFAILED, which
+     * clients report as "host unreachable". */
+    exit_conn_end(ec, END_STREAM_REASON_RESOLVEFAILED);
     return;
   }
   /* Prefer an address the policy accepts. */
