@@ -97,7 +97,9 @@ choose() { # NAME CIRCTEST-ARGS...
 }
 choose pctor-guard --EntryNodes p1 --ExitNodes p2 --begin "127.0.0.1:$hport" \
     --get /file --out "$cons.f1"
-choose pctor-middle --MiddleNodes p1 --ExitNodes p2 --begin "127.0.0.1:$hport" \
+# (The guard is pinned too: otherwise it may be p1 itself, leaving no middle.)
+choose pctor-middle --EntryNodes relay1 --MiddleNodes p1 --ExitNodes p2 \
+    --begin "127.0.0.1:$hport" \
     --get /file --out "$cons.f2"
 for f in "$cons.f1" "$cons.f2"; do
     [ "$(sha256sum < "$f" | cut -d' ' -f1)" = "$want" ] || it_fail "sha256 mismatch ($f)"
