@@ -131,7 +131,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 29);
+  ck_assert_uint_eq(n, 30);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);
@@ -529,7 +529,13 @@ START_TEST(test_directory_options)
   o = parse_ok("SocksPort 0\n", 0, NULL);
   ck_assert_int_eq(o->socks_addr.family, AF_UNSPEC);
   options_free(o);
-  char *e2 = parse_bad("SocksPort 70000\n", 0, NULL);
+  o = parse_ok("MaxMemInQueues 512 MB\n", 0, NULL);
+  ck_assert_uint_eq(o->max_mem_in_queues, 512ULL * 1024 * 1024);
+  options_free(o);
+  char *e2 = parse_bad("MaxMemInQueues 1 MB\n", 0, NULL);
+  assert_has(e2, "MaxMemInQueues");
+  free(e2);
+  e2 = parse_bad("SocksPort 70000\n", 0, NULL);
   assert_has(e2, "SocksPort must be 0, PORT or ADDRESS:PORT");
   free(e2);
   e2 = parse_bad("ExitNodes $12\n", 0, NULL);

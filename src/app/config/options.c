@@ -226,6 +226,14 @@ static const option_def_t option_table[] = {
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
    "A client circuit takes new streams for at most this many seconds "
    "after its first stream; idle old circuits are then closed."},
+  {"MaxMemInQueues", OPT_TYPE_STRING, "N bytes|KB|MB|GB", NULL,
+   "unset (tor's rule: 3/4 of RAM, 2/5 with 8 GB or more, between 256 MB "
+   "and 8 GB)",
+   1, 0, 0, OFF(max_mem_in_queues_str),
+   "When the cells queued on all circuits take more memory than this, "
+   "close circuits, the one whose oldest queued cell has waited longest "
+   "first, until they take at most 90% of it; each such event is logged. "
+   "At least 64 MB."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -931,6 +939,25 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return -1;
   }
 
+  o->max_mem_in_queues = 0;
+  if (o->max_mem_in_queues_str) {
+    def = def_by_offset(OFF(max_mem_in_queues_str));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    char *perr = NULL;
+    uint64_t v = 0;
+    if (conf_parse_memunit(o->max_mem_in_queues_str, 0, &v, &perr) < 0 ||
+        v < 64ULL * 1024 * 1024) {
+      char *msg = perr ? perr : pc_strdup("must be at least 64 MB");
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("MaxMemInQueues: %s. Failing.", msg);
+      free(msg);
+      return -1;
+    }
+    o->max_mem_in_queues = v;
+  }
+
   /* SocksPort: "PORT" binds 127.0.0.1, "ADDR:PORT" that address. */
   memset(&o->socks_addr, 0, sizeof(o->socks_addr));
   o->socks_addr.family = AF_UNSPEC;
@@ -971,6 +998,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
         *err_out = pc_asprintf("%s: %s. Failing.", def->name,
                                perr ? perr : "bad relay list");
       free(perr);
+      routerset_free(rs);
       return -1;
     }
     routerset_free(rs);

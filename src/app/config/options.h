@@ -77,6 +77,8 @@ typedef struct options_t {
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
+  char *max_mem_in_queues_str;   /* MaxMemInQueues as written */
+  uint64_t max_mem_in_queues;    /* parsed; 0 = automatic */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint32_t set_explicitly_;

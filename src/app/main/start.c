@@ -365,6 +365,17 @@ start_client(const options_t *o)
   return 0;
 }
 
+/* MaxMemInQueues: the option, or tor's rule from the amount of RAM. */
+static void
+apply_max_mem(const options_t *o)
+{
+  uint64_t v = o->max_mem_in_queues ? o->max_mem_in_queues
+                                    : circuits_default_max_mem();
+  circuits_set_max_mem_in_queues(v);
+  log_notice("MaxMemInQueues is %llu MB%s", (unsigned long long)(v >> 20),
+             o->max_mem_in_queues ? "" : " (chosen from the amount of RAM)");
+}
+
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
  * addresses that are not wildcards. */
 static void
@@ -421,6 +432,7 @@ app_start(evloop_t *loop, const options_t *opts)
 
   channels_init(loop, A.keys);
   circuits_init();
+  apply_max_mem(opts);
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -463,6 +475,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
 {
   (void)old_opts;
   extend_set_allow_private(allow_private(new_opts));
+  apply_max_mem(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;

@@ -53,6 +53,12 @@ packed_cells_allocated(void)
   return n_allocated;
 }
 
+uint64_t
+cell_queues_total_bytes(void)
+{
+  return n_allocated * (uint64_t)sizeof(packed_cell_t);
+}
+
 void
 packed_cell_freelist_clear(void)
 {

@@ -40,6 +40,9 @@ void packed_cell_free(packed_cell_t *pc);
 /* Total packed cells currently allocated (queued anywhere), for memory
  * accounting and tests. */
 uint64_t packed_cells_allocated(void);
+/* Memory held by those cells: packed_cells_allocated() x
+ * sizeof(packed_cell_t). This is what MaxMemInQueues limits (circuit.h). */
+uint64_t cell_queues_total_bytes(void);
 /* Release the free list (at shutdown, so leak checkers stay quiet). */
 void packed_cell_freelist_clear(void);
 #endif

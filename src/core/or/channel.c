@@ -59,6 +59,7 @@ static struct {
   evloop_timer_t *idle_timer;
   uint64_t idle_client_us, idle_relay_us;
   unsigned hs_timeout_sec;
+  int block_flush_out, block_flush_in; /* tests only */
 } G;
 
 #define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
@@ -513,12 +514,21 @@ circ_queue_clear(circ_queue_t *cq)
   cell_queue_clear(&cq->cells);
 }
 
+void
+channels_block_flush_for_testing(int outgoing, int incoming)
+{
+  G.block_flush_out = outgoing;
+  G.block_flush_in = incoming;
+}
+
 /* Move cells from active circuit queues into the output buffer, round
  * robin, until the buffer reaches CHAN_OUTBUF_HIGH. */
 static void
 channel_flush_circuits(channel_t *chan)
 {
   if (chan->state != CHAN_STATE_OPEN || !chan->conn || chan->close_pending)
+    return;
+  if (chan->is_outgoing ? G.block_flush_out : G.block_flush_in)
     return;
   buf_t *out = conn_outbuf(chan->conn);
   size_t before = buf_datalen(out);

@@ -113,6 +113,11 @@ void circ_queue_push(circ_queue_t *cq, packed_cell_t *pc);
 void circ_queue_clear(circ_queue_t *cq);
 /* Cells waiting in the output buffer (bytes). */
 size_t channel_outbuf_len(const channel_t *chan);
+/* Tests only: while set, queued circuit cells are not moved into the
+ * output buffers of outgoing / incoming channels (cells sent directly,
+ * such as DESTROY, still go out), so circuit queues grow as behind a peer
+ * that does not read. Cleared by channels_init(). */
+void channels_block_flush_for_testing(int outgoing, int incoming);
 
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */

@@ -9,6 +9,17 @@
  * An extension whose channel is still being opened waits on a pending
  * list; circuits_channel_opened() sends the waiting CREATE cells (with a
  * fresh circuit ID) or fails those circuits with CONNECTFAILED.
+ *
+ * Memory limit (MaxMemInQueues, see circuit.h): queue_with_limit() stamps
+ * each cell with the (cached) loop time and compares the global count of
+ * packed cells with the limit, counted in cells so that the hot path is a
+ * single comparison. Over the limit, circuits_handle_oom() snapshots the
+ * live circuits with what they hold and when their oldest queued cell was
+ * queued (the head of each FIFO), sorts them oldest first and closes them
+ * until enough is freed. Closing clears the queues at once, so the memory
+ * is back before the handler returns; the circuit objects themselves are
+ * still freed later by the reaper, which keeps the snapshot's pointers
+ * valid even if an on_closed callback closes further circuits.
  */
 #include "core/or/circuit.h"
 #include "core/or/onion.h"
@@ -18,10 +29,13 @@
 #include "lib/container/vec.h"
 #include "lib/crypt/rand.h"
 #include "lib/log/log.h"
+#include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct {
   dlist_t all;
@@ -30,7 +44,26 @@ static struct {
   evloop_deferred_t *reaper;
   uint64_t next_gid;
   unsigned n_or, n_origin;
+  evloop_deferred_t *oom_check;  /* OOM handling for originated cells */
 } C;
+
+/* The memory limit: set from the configuration, kept across
+ * circuits_init() (only the counters are reset there). */
+static struct {
+  uint64_t max_bytes;          /* 0: no limit */
+  uint64_t max_cells;          /* the limit in packed cells */
+  /* Queueing a cell checks packed_cells_allocated() > trigger_cells:
+   * max_cells, or a little more after a run that found nothing to close
+   * (cells held outside circuit queues), so that such a state does not
+   * cost a scan of every circuit per cell. UINT64_MAX: no limit. */
+  uint64_t trigger_cells;
+  circuit_extra_mem_fn extra_fn;
+  int in_handler;
+  circuits_oom_stats_t stats;
+} M = {0, UINT64_MAX, UINT64_MAX, NULL, 0, {0, 0, 0}};
+
+static void circuits_handle_oom(void);
+static void oom_deferred_cb(void *arg);
 
 static void circuit_free(circuit_t *circ);
 
@@ -50,7 +83,11 @@ circuits_init(void)
   dlist_init(&C.pending);
   C.to_free = ptrvec_new();
   C.reaper = evloop_deferred_new(channels_loop(), reap, NULL);
+  C.oom_check = evloop_deferred_new(channels_loop(), oom_deferred_cb, NULL);
   C.next_gid = 1;
+  memset(&M.stats, 0, sizeof(M.stats));
+  M.in_handler = 0;
+  M.trigger_cells = M.max_cells;
 }
 
 void
@@ -63,6 +100,7 @@ circuits_shutdown(void)
   }
   reap(NULL);
   evloop_deferred_free(C.reaper);
+  evloop_deferred_free(C.oom_check);
   ptrvec_free(C.to_free, NULL);
 }
 
@@ -292,10 +330,26 @@ circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
 
 /* ---- queues ------------------------------------------------------- */
 
+/* Over the memory limit after queueing a cell on circ. Relayed cells
+ * (close_now) run the handler at once; originated cells defer it, since
+ * stream code up the stack still uses the circuit and its streams. */
+static int
+oom_triggered(circuit_t *circ, int close_now)
+{
+  if (close_now && !M.in_handler) {
+    circuits_handle_oom();
+    return circ->marked_for_close ? -1 : 0;
+  }
+  if (C.oom_check)
+    evloop_deferred_schedule(C.oom_check);
+  return 0;
+}
+
 /* Queue pc. Relayed cells are subject to CIRCUIT_MAX_QUEUED_CELLS (a peer
  * can push them at us without limit); cells we originate are bounded by
  * the flow-control windows instead, and must not close the circuit from
- * inside the stream code that is sending them. */
+ * inside the stream code that is sending them. Both count towards the
+ * global memory limit (see oom_triggered()). */
 static int
 queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
                  const char *dir, int enforce)
@@ -308,7 +362,12 @@ queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
     circuit_mark_for_close(circ, DESTROY_REASON_RESOURCELIMIT);
     return -1;
   }
+  /* The age of the oldest queued cell orders circuits for the OOM
+   * handler; the loop caches its time, so this costs no system call. */
+  pc->queued_us = evloop_now_us(channels_loop());
   circ_queue_push(cq, pc);
+  if (packed_cells_allocated() > M.trigger_cells)
+    return oom_triggered(circ, enforce);
   return 0;
 }
 
@@ -581,4 +640,201 @@ origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc)
     break;
   }
   packed_cell_free(pc);
+}
+
+/* ---- memory limit (MaxMemInQueues) -------------------------------- */
+
+#define ONE_MB (UINT64_C(1) << 20)
+#define ONE_GB (UINT64_C(1) << 30)
+
+void
+circuits_set_max_mem_in_queues(uint64_t bytes)
+{
+  M.max_bytes = bytes;
+  M.max_cells = bytes ? bytes / sizeof(packed_cell_t) : UINT64_MAX;
+  M.trigger_cells = M.max_cells;
+  /* A lower limit applies at the next queued cell; check now too, so that
+   * lowering it on reload takes effect without waiting for traffic. */
+  if (bytes && packed_cells_allocated() > M.max_cells && C.oom_check)
+    evloop_deferred_schedule(C.oom_check);
+}
+
+uint64_t
+circuits_max_mem_in_queues(void)
+{
+  return M.max_bytes;
+}
+
+uint64_t
+circuits_max_mem_for_ram(uint64_t ram)
+{
+  const int is_64bit = sizeof(void *) >= 8;
+  const uint64_t cap = is_64bit ? 8 * ONE_GB : 2 * ONE_GB;
+  if (ram == 0)
+    return is_64bit ? 8 * ONE_GB : ONE_GB;
+  /* Machines with a lot of memory may run more than one relay. */
+  uint64_t v = (is_64bit && ram >= 8 * ONE_GB) ? ram / 5 * 2 : ram / 4 * 3;
+  if (v > cap)
+    v = cap;
+  if (v < 256 * ONE_MB)
+    v = 256 * ONE_MB;
+  return v;
+}
+
+uint64_t
+circuits_default_max_mem(void)
+{
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long pagesize = sysconf(_SC_PAGESIZE);
+  uint64_t ram = 0;
+  if (pages > 0 && pagesize > 0 &&
+      (uint64_t)pages <= UINT64_MAX / (uint64_t)pagesize)
+    ram = (uint64_t)pages * (uint64_t)pagesize;
+  return circuits_max_mem_for_ram(ram);
+}
+
+void
+circuits_set_extra_mem_fn(circuit_extra_mem_fn fn)
+{
+  M.extra_fn = fn;
+}
+
+void
+circuits_get_oom_stats(circuits_oom_stats_t *out)
+{
+  *out = M.stats;
+}
+
+or_circuit_t *
+or_circuit_find_by_p_id_for_testing(uint32_t p_circ_id)
+{
+  for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
+    or_circuit_t *oc = TO_OR_CIRCUIT(DLIST_ENTRY(n, circuit_t, all_node));
+    if (oc && oc->p_circ_id == p_circ_id)
+      return oc;
+  }
+  return NULL;
+}
+
+static log_ratelim_t oom_futile_ratelim = LOG_RATELIM_INIT(600, 1);
+
+typedef struct oom_entry_t {
+  circuit_t *circ;
+  uint64_t oldest_us;  /* when its oldest queued cell was queued */
+  uint64_t bytes;      /* what closing it frees */
+} oom_entry_t;
+
+/* Oldest first; equal ages: bigger first; then by creation (stable). */
+static int
+oom_entry_cmp(const void *a_, const void *b_)
+{
+  const oom_entry_t *a = a_, *b = b_;
+  if (a->oldest_us != b->oldest_us)
+    return a->oldest_us < b->oldest_us ? -1 : 1;
+  if (a->bytes != b->bytes)
+    return a->bytes > b->bytes ? -1 : 1;
+  return a->circ->gid < b->circ->gid ? -1 : a->circ->gid > b->circ->gid;
+}
+
+static uint64_t
+queue_oldest_us(const circ_queue_t *cq)
+{
+  return cq->cells.head ? cq->cells.head->queued_us : UINT64_MAX;
+}
+
+/* Close circuits, oldest queued cell first, until the memory held is at
+ * most CIRCUITS_OOM_RETAIN_PCT % of the limit. Allocates only here, when
+ * the limit was crossed. */
+static void
+circuits_handle_oom(void)
+{
+  uint64_t cell_bytes = cell_queues_total_bytes();
+  if (M.in_handler)
+    return;
+  if (!M.max_bytes || cell_bytes <= M.max_bytes) {
+    M.trigger_cells = M.max_cells;
+    return;
+  }
+  M.in_handler = 1;
+  size_t cap = (size_t)C.n_or + C.n_origin + 1; /* > circuits in C.all */
+  oom_entry_t *v = pc_malloc(cap * sizeof(*v));
+  size_t n = 0;
+  unsigned live = 0;
+  uint64_t extra_total = 0;
+  for (dlist_node_t *nd = dlist_first(&C.all); nd && n < cap;
+       nd = dlist_next(&C.all, nd)) {
+    circuit_t *c = DLIST_ENTRY(nd, circuit_t, all_node);
+    live++;
+    uint64_t cells = c->n_queue.cells.n;
+    uint64_t oldest = queue_oldest_us(&c->n_queue);
+    or_circuit_t *oc = TO_OR_CIRCUIT(c);
+    if (oc) {
+      cells += oc->p_queue.cells.n;
+      uint64_t p = queue_oldest_us(&oc->p_queue);
+      if (p < oldest)
+        oldest = p;
+    }
+    uint64_t extra = M.extra_fn ? M.extra_fn(c) : 0;
+    extra_total += extra;
+    uint64_t bytes = cells * sizeof(packed_cell_t) + extra;
+    if (!bytes)
+      continue; /* closing it would free nothing */
+    v[n].circ = c;
+    v[n].oldest_us = oldest;
+    v[n].bytes = bytes;
+    n++;
+  }
+  qsort(v, n, sizeof(*v), oom_entry_cmp);
+
+  uint64_t usage = cell_bytes + extra_total;
+  uint64_t target = M.max_bytes / 100 * CIRCUITS_OOM_RETAIN_PCT +
+                    M.max_bytes % 100 * CIRCUITS_OOM_RETAIN_PCT / 100;
+  uint64_t need = usage - target; /* usage > max_bytes >= target */
+  uint64_t now = evloop_now_us(channels_loop());
+  uint64_t freed = 0, waited_us = 0;
+  unsigned killed = 0;
+  for (size_t i = 0; i < n && freed < need; i++) {
+    circuit_t *c = v[i].circ;
+    /* An on_closed callback of an earlier close may have closed it. */
+    if (c->marked_for_close)
+      continue;
+    if (!killed && v[i].oldest_us != UINT64_MAX && now > v[i].oldest_us)
+      waited_us = now - v[i].oldest_us;
+    circuit_mark_for_close(c, DESTROY_REASON_RESOURCELIMIT);
+    freed += v[i].bytes;
+    killed++;
+  }
+  free(v);
+  M.in_handler = 0;
+  if (!killed) {
+    /* Nothing to close: the cells are held outside circuit queues. */
+    M.trigger_cells = packed_cells_allocated() + M.max_cells / 16 + 1;
+    unsigned suppressed = 0;
+    if (log_ratelim_allow(&oom_futile_ratelim, time(NULL), &suppressed))
+      log_warn("Queued cells hold %llu bytes, above MaxMemInQueues (%llu "
+               "bytes), but no circuit has cells to free%s",
+               (unsigned long long)cell_bytes,
+               (unsigned long long)M.max_bytes,
+               suppressed ? " (repeated)" : "");
+    return;
+  }
+  M.trigger_cells = M.max_cells;
+  M.stats.n_oom_events++;
+  M.stats.n_circuits_killed += killed;
+  M.stats.bytes_freed += freed;
+  log_notice("Out of memory for queued cells: %llu bytes held, above "
+             "MaxMemInQueues (%llu bytes). Closed %u circuit%s (the oldest "
+             "queued cell first; it had waited %llu ms), freeing %llu "
+             "bytes; %u circuits remain.",
+             (unsigned long long)usage, (unsigned long long)M.max_bytes,
+             killed, killed == 1 ? "" : "s",
+             (unsigned long long)(waited_us / 1000),
+             (unsigned long long)freed, live - killed);
+}
+
+static void
+oom_deferred_cb(void *arg)
+{
+  (void)arg;
+  circuits_handle_oom();
 }

@@ -136,10 +136,64 @@ int circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
                       const uint8_t *rsa_id, const uint8_t *ed_id,
                       const cell_t *create);
 
-/* Queue a cell towards the origin on an or_circuit (takes ownership).
- * Returns -1 if the queue limit was hit and the circuit closed. */
+/* Queue a relayed cell towards the origin on an or_circuit / towards the
+ * exit (takes ownership). Returns -1 if the circuit was closed: its queue
+ * limit was hit, or the memory limit closed it. Over the memory limit these
+ * close circuits (circ or others) before returning, so call them only
+ * where that is safe -- relaying, not from stream code, which sends with
+ * or_circuit_send_relay() instead. */
 int or_circuit_queue_backward(or_circuit_t *circ, packed_cell_t *pc);
 int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
+
+/* ---- memory limit (tor's MaxMemInQueues) ----
+ *
+ * The memory held by queued cells is cell_queues_total_bytes()
+ * (cell_queue.h). Whenever a cell is queued on a circuit and that total is
+ * above the limit, we are "out of memory": circuits are closed with
+ * reason RESOURCELIMIT (the DESTROY towards the client carries it; the one
+ * away from it carries NONE, as for every close, tor-spec 5.4), the one
+ * whose oldest queued cell has waited longest first (equal ages: the one
+ * holding more memory first), until the memory held is at most
+ * CIRCUITS_OOM_RETAIN_PCT percent of the limit. One notice line per event
+ * says how many circuits were closed, how much memory that freed and what
+ * the limit is. Circuits holding nothing are never closed; if no circuit
+ * holds anything (cells kept outside circuit queues), a rate-limited
+ * warning is logged and the next scan waits for 1/16 of the limit more.
+ *
+ * The check is one comparison per queued cell. For cells relayed from a
+ * peer the circuits are closed at once (the caller only queues and
+ * returns); for cells we originate (stream data, SENDMEs, EXTENDED2...)
+ * closing is deferred to an event-loop callback in the same iteration,
+ * because stream code up the stack still uses its circuit and streams. */
+#define CIRCUITS_OOM_RETAIN_PCT 90
+/* Set the limit in bytes; 0 (the initial value) means no limit. May be
+ * called before or after circuits_init() and at any time (on reload). */
+void circuits_set_max_mem_in_queues(uint64_t bytes);
+uint64_t circuits_max_mem_in_queues(void);
+/* Tor's default for MaxMemInQueues 0 ("pick one for me"), computed from
+ * the physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE): 3/4 of it,
+ * or 2/5 of it when there are 8 GB or more (64-bit builds only); then at
+ * least 256 MB and at most 8 GB (2 GB on 32-bit builds). When the memory
+ * size is unknown: 8 GB (1 GB on 32-bit builds). */
+uint64_t circuits_default_max_mem(void);
+/* The same rule for a given amount of RAM in bytes (0 = unknown). */
+uint64_t circuits_max_mem_for_ram(uint64_t ram_bytes);
+/* Optional: bytes a circuit holds outside its cell queues (data buffered
+ * for its streams). They are added to what closing it frees, and to the
+ * usage the OOM handler brings below the low-water mark; they do not
+ * trigger the handler (only queued cells do). NULL: none. */
+typedef size_t (*circuit_extra_mem_fn)(circuit_t *circ);
+void circuits_set_extra_mem_fn(circuit_extra_mem_fn fn);
+typedef struct circuits_oom_stats_t {
+  uint64_t n_oom_events;       /* handler runs that closed circuits */
+  uint64_t n_circuits_killed;
+  uint64_t bytes_freed;        /* estimated: queued cells + extra bytes */
+} circuits_oom_stats_t;
+/* Counters since circuits_init(). */
+void circuits_get_oom_stats(circuits_oom_stats_t *out);
+/* Tests: the or_circuit whose p side has this circuit ID (on any channel),
+ * or NULL. Linear in the number of circuits. */
+or_circuit_t *or_circuit_find_by_p_id_for_testing(uint32_t p_circ_id);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when
