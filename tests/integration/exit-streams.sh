@@ -62,7 +62,10 @@ ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 ServerDNSResolvConfFile $net/resolv.conf"
+start_pctor p4 "BandwidthRate 2 MBytes
+BandwidthBurst 2 MBytes"
 P1=$(cat "$net/p1.hop") P2=$(cat "$net/p2.hop") P3=$(cat "$net/p3.hop")
+P4=$(cat "$net/p4.hop")
 
 has_own_desc() {
     local dirport
@@ -91,6 +94,19 @@ fetch tor-pctor-pctor relay1 "$P2" "$P3"
 fetch pctor-tor-pctor "$P1" relay2 "$P3"
 fetch tor-tor-pctor relay1 relay2 "$P3"
 
+# BandwidthRate: 8 MiB through a middle limited to 2 MBytes/s (burst 2 MB)
+# takes about (8 - 2) / 2 = 3 s; allow 2.4 s to 15 s.
+head -c $((8 * 1024 * 1024)) /dev/urandom > "$www/limited"
+t0=$(date +%s%N)
+"$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /limited --out "$net/limited" "$P1" "$P4" "$P3" 2> "$net/limited.err" ||
+    it_fail "download through the rate-limited relay failed: $(cat "$net/limited.err")"
+ms=$((($(date +%s%N) - t0) / 1000000))
+cmp -s "$net/limited" "$www/limited" || it_fail "rate-limited download differs"
+[ "$ms" -ge 2400 ] && [ "$ms" -le 15000 ] ||
+    it_fail "8 MiB through BandwidthRate 2 MBytes took $ms ms"
+it_log "BandwidthRate 2 MBytes: 8 MiB took $ms ms ($((8 * 1024 * 1000 / ms)) KiB/s)"
+
 expect_refusal() { # NAME REASON BEGIN-TARGET HOP...
     local name=$1 reason=$2 target=$3
     shift 3
@@ -109,7 +125,7 @@ expect_refusal one-hop 13 "127.0.0.1:$hport" "$P3"
 
 d3=$(cat "$net/p3.dir")
 grep -q 'Exit policy rejects 127.0.0.2:80' "$d3/info.log" || it_fail "no policy log line"
-for n in p1 p2 p3; do
+for n in p1 p2 p3 p4; do
     d=$(cat "$net/$n.dir")
     kill -0 "$(cat "$d/pid")" || it_fail "$n died"
     if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi

@@ -226,6 +226,27 @@ static const option_def_t option_table[] = {
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
    "A client circuit takes new streams for at most this many seconds "
    "after its first stream; idle old circuits are then closed."},
+  {"BandwidthRate", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
+   "1 GByte", 1, 0, 0, OFF(bandwidth_rate_str),
+   "Average bandwidth per second this relay may use for reading, and "
+   "separately for writing, on its link connections (token buckets, as "
+   "tor). Connections to private addresses are not counted unless "
+   "TestingTorNetwork is 1. At least 75 KBytes."},
+  {"BandwidthBurst", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
+   "1 GByte", 1, 0, 0, OFF(bandwidth_burst_str),
+   "The size of the BandwidthRate buckets: the most that may be used in a "
+   "burst. Must not be smaller than BandwidthRate."},
+  {"RelayBandwidthRate", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes",
+   NULL, "0 (no separate limit)", 1, 0, 0, OFF(relay_bandwidth_rate_str),
+   "Like BandwidthRate, for connections to and from other relays only, in "
+   "addition to BandwidthRate. 0: no separate limit."},
+  {"RelayBandwidthBurst", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes",
+   NULL, "RelayBandwidthRate", 1, 0, 0, OFF(relay_bandwidth_burst_str),
+   "The size of the RelayBandwidthRate buckets."},
+  {"TokenBucketRefillInterval", OPT_TYPE_INT, "MILLISECONDS", "100", "100",
+   0, 1, 1000, OFF(token_bucket_refill_interval),
+   "How often the bandwidth buckets are refilled, in milliseconds (1 to "
+   "1000)."},
   {"MaxMemInQueues", OPT_TYPE_STRING, "N bytes|KB|MB|GB", NULL,
    "unset (tor's rule: 3/4 of RAM, 2/5 with 8 GB or more, between 256 MB "
    "and 8 GB)",
@@ -243,7 +264,7 @@ static const option_def_t option_table[] = {
 /* clang-format on */
 
 #define N_OPTIONS (sizeof(option_table) / sizeof(option_table[0]))
-_Static_assert(N_OPTIONS <= 32, "set_explicitly_ is a 32-bit mask");
+_Static_assert(N_OPTIONS <= 64, "set_explicitly_ is a 64-bit mask");
 
 const option_def_t *
 options_table(size_t *n_out)
@@ -399,7 +420,7 @@ field_copy(options_t *dst, const options_t *src, const option_def_t *def)
     break;
   }
   }
-  uint32_t bit = 1u << def_index(def);
+  uint64_t bit = 1ull << def_index(def);
   dst->set_explicitly_ =
       (dst->set_explicitly_ & ~bit) | (src->set_explicitly_ & bit);
 }
@@ -777,7 +798,7 @@ static int
 assign_default(options_t *o, const option_def_t *def, parse_ctx_t *ctx)
 {
   field_clear(o, def);
-  o->set_explicitly_ &= ~(1u << def_index(def));
+  o->set_explicitly_ &= ~(1ull << def_index(def));
   if (!def->default_str)
     return 0;
   char *err = NULL;
@@ -840,7 +861,7 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     free(w1);
     free(w2);
   }
-  if (multi && !(o->set_explicitly_ & (1u << idx)))
+  if (multi && !(o->set_explicitly_ & (1ull << idx)))
     field_clear(o, def); /* the first line replaces the default */
   char *msg = NULL;
   if (assign_value(o, def, l->value, ctx, l, &msg) < 0) {
@@ -848,7 +869,7 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     free(msg);
     return -1;
   }
-  o->set_explicitly_ |= 1u << idx;
+  o->set_explicitly_ |= 1ull << idx;
   ctx->where[idx] = l;
   return 0;
 }
@@ -915,7 +936,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   }
 
   def = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(o->set_explicitly_ & (1u << def_index(def))))
+  if (!(o->set_explicitly_ & (1ull << def_index(def))))
     o->extend_allow_private_addresses = o->testing_tor_network;
 
   if (o->onion_key_grace_period_days > o->onion_key_rotation_days) {
@@ -936,6 +957,50 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       *err_out = pc_asprintf("%s. Failing.", msg);
     }
     free(msg);
+    return -1;
+  }
+
+  /* Bandwidth buckets (tor's defaults: 1 GByte rate and burst). */
+  struct {
+    char *str;
+    uint64_t *out;
+    uint64_t dflt;
+    size_t off;
+  } bws[] = {
+      {o->bandwidth_rate_str, &o->bandwidth_rate, 1ULL << 30,
+       OFF(bandwidth_rate_str)},
+      {o->bandwidth_burst_str, &o->bandwidth_burst, 1ULL << 30,
+       OFF(bandwidth_burst_str)},
+      {o->relay_bandwidth_rate_str, &o->relay_bandwidth_rate, 0,
+       OFF(relay_bandwidth_rate_str)},
+      {o->relay_bandwidth_burst_str, &o->relay_bandwidth_burst, 0,
+       OFF(relay_bandwidth_burst_str)},
+  };
+  for (size_t i = 0; i < sizeof(bws) / sizeof(bws[0]); i++) {
+    *bws[i].out = bws[i].dflt;
+    if (!bws[i].str)
+      continue;
+    def = def_by_offset(bws[i].off);
+    const conf_line_t *l = ctx->where[def_index(def)];
+    char *perr = NULL;
+    if (conf_parse_memunit(bws[i].str, 0, bws[i].out, &perr) < 0) {
+      char *msg = perr ? perr : pc_strdup("bad amount");
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("%s: %s. Failing.", def->name, msg);
+      free(msg);
+      return -1;
+    }
+  }
+  if (!o->relay_bandwidth_burst_str)
+    o->relay_bandwidth_burst = o->relay_bandwidth_rate;
+  if (o->bandwidth_rate < 75 * 1024 ||
+      o->bandwidth_burst < o->bandwidth_rate ||
+      (o->relay_bandwidth_rate &&
+       o->relay_bandwidth_burst < o->relay_bandwidth_rate)) {
+    *err_out = pc_strdup("BandwidthRate must be at least 75 KBytes and each "
+                         "burst at least its rate. Failing.");
     return -1;
   }
 
@@ -1109,7 +1174,7 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   }
   /* A default that depends on a kept option follows the kept value. */
   const option_def_t *eapa = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(new_opts->set_explicitly_ & (1u << def_index(eapa))))
+  if (!(new_opts->set_explicitly_ & (1ull << def_index(eapa))))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
   return kept;
 }

@@ -77,11 +77,16 @@ typedef struct options_t {
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
+  char *bandwidth_rate_str, *bandwidth_burst_str;       /* as written */
+  char *relay_bandwidth_rate_str, *relay_bandwidth_burst_str;
+  uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s; parsed */
+  uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */
+  int token_bucket_refill_interval;            /* milliseconds */
   char *max_mem_in_queues_str;   /* MaxMemInQueues as written */
   uint64_t max_mem_in_queues;    /* parsed; 0 = automatic */
 
   /* Private bookkeeping: which table rows were set explicitly. */
-  uint32_t set_explicitly_;
+  uint64_t set_explicitly_;
 } options_t;
 
 /* The table, for --list-options, the man-page check and tests. */

@@ -29,6 +29,7 @@
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/fs/files.h"
+#include "lib/net/ratelimit.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -54,6 +55,7 @@ static struct {
   dir_authority_t *dirc_auths;
   path_config_t pathcfg;        /* client path restrictions */
   int client_started;
+  ratelimit_t *bw_global, *bw_relay;
   int started;
 } A;
 
@@ -376,6 +378,32 @@ apply_max_mem(const options_t *o)
              o->max_mem_in_queues ? "" : " (chosen from the amount of RAM)");
 }
 
+/* BandwidthRate/Burst and RelayBandwidthRate/Burst as token buckets on
+ * the link connections (rate 0: unlimited). */
+static void
+apply_bandwidth(const options_t *o)
+{
+  unsigned iv = (unsigned)o->token_bucket_refill_interval;
+  if (!A.bw_global) {
+    A.bw_global = ratelimit_new(A.loop, o->bandwidth_rate,
+                                o->bandwidth_burst, iv);
+    A.bw_relay = ratelimit_new(A.loop, o->relay_bandwidth_rate,
+                               o->relay_bandwidth_burst, iv);
+  } else {
+    ratelimit_configure(A.bw_global, o->bandwidth_rate, o->bandwidth_burst,
+                        iv);
+    ratelimit_configure(A.bw_relay, o->relay_bandwidth_rate,
+                        o->relay_bandwidth_burst, iv);
+  }
+  channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network);
+  if (o->bandwidth_rate < (1ULL << 30) || o->relay_bandwidth_rate)
+    log_notice("Bandwidth limits: %llu KB/s (burst %llu KB)%s",
+               (unsigned long long)(o->bandwidth_rate >> 10),
+               (unsigned long long)(o->bandwidth_burst >> 10),
+               o->relay_bandwidth_rate ? ", and a separate limit for relays"
+                                       : "");
+}
+
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
  * addresses that are not wildcards. */
 static void
@@ -433,6 +461,7 @@ app_start(evloop_t *loop, const options_t *opts)
   channels_init(loop, A.keys);
   circuits_init();
   apply_max_mem(opts);
+  apply_bandwidth(opts);
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -476,6 +505,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   (void)old_opts;
   extend_set_allow_private(allow_private(new_opts));
   apply_max_mem(new_opts);
+  apply_bandwidth(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
@@ -527,6 +557,8 @@ app_shutdown(void)
   dns_resolver_free(A.dns);
   dir_client_free(A.dirc);
   free(A.dirc_auths);
+  ratelimit_free(A.bw_global);
+  ratelimit_free(A.bw_relay);
   path_config_clear(&A.pathcfg);
   router_keys_free(A.keys);
   packed_cell_freelist_clear();

@@ -58,6 +58,8 @@ static struct {
   tls_context_t *client_tls;
   evloop_timer_t *idle_timer;
   uint64_t idle_client_us, idle_relay_us;
+  ratelimit_t *bw_global, *bw_relay;
+  int bw_count_private;
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
 } G;
@@ -202,6 +204,32 @@ channels_get_stats(channel_stats_t *out)
   }
 }
 
+/* ---- bandwidth buckets -------------------------------------------- */
+
+static void
+apply_buckets(channel_t *chan)
+{
+  if (!chan->conn)
+    return;
+  if (!G.bw_count_private && pc_addr_is_private(&chan->addr)) {
+    conn_set_buckets(chan->conn, NULL, NULL);
+    return;
+  }
+  int relay = chan->peer_is_relay || chan->is_outgoing;
+  conn_set_buckets(chan->conn, G.bw_global, relay ? G.bw_relay : NULL);
+}
+
+void
+channels_set_buckets(ratelimit_t *global, ratelimit_t *relay,
+                     int count_private)
+{
+  G.bw_global = global;
+  G.bw_relay = relay;
+  G.bw_count_private = count_private;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n))
+    apply_buckets(DLIST_ENTRY(n, channel_t, all_node));
+}
+
 /* ---- creation ----------------------------------------------------- */
 
 static void
@@ -260,6 +288,7 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
   channel_update_desc(chan);
   chan->conn = conn_new_accepted(G.loop, G.keys->tls, fd, peer,
                                  channel_conn_cb, chan);
+  apply_buckets(chan);
   log_debug("Accepted link connection %s", chan->desc);
 }
 
@@ -306,6 +335,7 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
     free(chan);
     return NULL;
   }
+  apply_buckets(chan);
   log_info("Connecting to %s", chan->desc);
   return chan;
 }
@@ -677,6 +707,7 @@ channel_became_open(channel_t *chan)
   channel_hs_free(chan->hs);
   chan->hs = NULL;
   conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
+  apply_buckets(chan); /* now we know whether the peer is a relay */
   channel_update_desc(chan);
   log_info("Channel %s is open (link protocol %d, %s%s)", chan->desc,
            chan->link_proto, chan->is_outgoing ? "outgoing" : "incoming",

@@ -135,6 +135,15 @@ void channels_set_idle_timeouts(unsigned client_sec, unsigned relay_sec);
  * completed after sec seconds (default 60). */
 void channels_set_handshake_timeout(unsigned sec);
 
+/* Bandwidth buckets (BandwidthRate, RelayBandwidthRate): every channel
+ * uses global (if not NULL); channels with relays also use relay.
+ * Channels to private addresses are exempt unless count_private (tor's
+ * CountPrivateBandwidth, on with TestingTorNetwork). Applies to existing
+ * channels too. */
+struct ratelimit_t;
+void channels_set_buckets(struct ratelimit_t *global,
+                          struct ratelimit_t *relay, int count_private);
+
 /* Counters for tests and statistics. */
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;

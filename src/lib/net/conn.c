@@ -32,6 +32,22 @@
  *  - Plain (non-TLS) connections use recv/send with MSG_NOSIGNAL; a short
  *    read or write ends the I/O for this event (the kernel buffer is empty
  *    or full), saving the EAGAIN system call.
+ *  - Bandwidth limits (conn_set_buckets()): without buckets the only cost
+ *    is one flag test per read and per write. With buckets, a read moves
+ *    at most min(read budget, tokens of every bucket) and a write at most
+ *    the write tokens; what was moved is consumed from every bucket. When
+ *    a bucket is empty (before or after the I/O), the conn queues its read
+ *    (write) waiter on it and drops read (write) interest; the bucket's
+ *    refill tick calls the waiter, which reads (writes) directly -- not by
+ *    re-enabling interest -- so waiters are served in FIFO order and TLS
+ *    bytes already inside OpenSSL are not forgotten. Bytes counted are
+ *    those crossing the conn's boundary: for TLS, plaintext returned by
+ *    tls_conn_read() and accepted by tls_conn_write(). TLS framing (about
+ *    0.2% for full records) and handshake bytes are not counted, and
+ *    OpenSSL may pull one record (plus read-ahead) from the socket before
+ *    the bucket allows us to take it. A TLS write that wanted to be
+ *    retried is retried at its first length even if that exceeds the
+ *    tokens (OpenSSL requires it); the bucket then goes into deficit.
  */
 #include "lib/net/conn.h"
 
@@ -47,9 +63,12 @@
 
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/net/ratelimit.h"
 
 #define CONN_DEFAULT_READ_BUDGET (64 * 1024)
 #define CONN_MIN_READ_SPACE 1024
+/* Smallest slice of a refill given to a woken conn (see conn_rl_wake_*). */
+#define CONN_RL_MIN_SHARE 4096
 #define CONN_CLOSE_TIMEOUT_USEC (10 * 1000000ULL)
 #define LISTENER_BACKLOG 1024
 #define LISTENER_MAX_ACCEPTS_PER_EVENT 256
@@ -80,6 +99,11 @@ struct conn_t {
   size_t lowat;
   size_t read_budget;
   uint64_t nread, nwritten;
+  ratelimit_t *rl[2];            /* bandwidth buckets (global, relay) */
+  ratelimit_waiter_t rl_rwait;   /* queued: blocked on read tokens */
+  ratelimit_waiter_t rl_wwait;   /* queued: blocked on write tokens */
+  size_t tls_retry_len;          /* TLS write to retry at >= this length */
+  size_t rl_share;               /* while woken: at most this much I/O */
   int hs_want; /* TLS_WANT_READ/WRITE while handshaking */
   unsigned busy; /* entry points on the stack */
   unsigned reading : 1;          /* owner wants input */
@@ -90,18 +114,23 @@ struct conn_t {
   unsigned pending_open : 1;     /* OPEN to report from the deferred cb */
   unsigned pending_error : 1;    /* ERROR to report from the deferred cb */
   unsigned destroy_pending : 1;
+  unsigned rl_on : 1;            /* rl[0] or rl[1] set */
   char err[160];
 };
 
 static void conn_update_interest(conn_t *c);
 static void conn_io_cb(int fd, int what, void *arg);
 static void conn_deferred_cb(void *arg);
+static void conn_rl_wake_read(void *arg);
+static void conn_rl_wake_write(void *arg);
+static void conn_rl_detach(conn_t *c);
 
 /* ---- life cycle ---- */
 
 static void
 conn_destroy(conn_t *c)
 {
+  conn_rl_detach(c);
   evloop_io_free(c->io);
   evloop_deferred_free(c->deferred);
   evloop_timer_free(c->close_timer);
@@ -123,6 +152,8 @@ conn_destroy_soon(conn_t *c)
   if (c->busy) {
     c->destroy_pending = 1;
     c->state = ST_DEAD;
+    ratelimit_waiter_cancel(&c->rl_rwait);
+    ratelimit_waiter_cancel(&c->rl_wwait);
     evloop_io_set(c->io, 0);
     evloop_deferred_cancel(c->deferred);
     if (c->resume_timer)
@@ -184,6 +215,9 @@ conn_alloc(evloop_t *loop, int fd, const pc_addr_t *peer, conn_cb_fn cb,
   c->read_budget = CONN_DEFAULT_READ_BUDGET;
   c->io = evloop_io_new(loop, fd, conn_io_cb, c);
   c->deferred = evloop_deferred_new(loop, conn_deferred_cb, c);
+  c->rl_share = SIZE_MAX;
+  ratelimit_waiter_init(&c->rl_rwait, conn_rl_wake_read, c);
+  ratelimit_waiter_init(&c->rl_wwait, conn_rl_wake_write, c);
   return c;
 }
 
@@ -317,12 +351,16 @@ conn_update_interest(conn_t *c)
     break;
   case ST_OPEN:
   case ST_CLOSING:
-    if ((c->state == ST_OPEN && c->reading && !c->eof) ||
+    /* A conn waiting for tokens has no interest in that direction: the
+     * bucket's refill calls it back. */
+    if ((c->state == ST_OPEN && c->reading && !c->eof &&
+         !ratelimit_waiter_is_waiting(&c->rl_rwait)) ||
         c->write_wants_read)
       w |= EVLOOP_READ;
     /* Write interest only after a write found the socket full; otherwise
      * the deferred flush writes directly, without epoll_ctl calls. */
-    if ((buf_datalen(c->out) && c->write_blocked && !c->write_wants_read) ||
+    if ((buf_datalen(c->out) && c->write_blocked && !c->write_wants_read &&
+         !ratelimit_waiter_is_waiting(&c->rl_wwait)) ||
         c->read_wants_write)
       w |= EVLOOP_WRITE;
     break;
@@ -337,6 +375,58 @@ conn_update_interest(conn_t *c)
     evloop_io_set(c->io, w);
 }
 
+/* ---- bandwidth buckets ---- */
+
+/* Bytes the conn's buckets allow in direction d now (SIZE_MAX: no
+ * limit); *empty gets the first bucket that allows nothing. */
+static size_t
+conn_rl_allowance(const conn_t *c, ratelimit_dir_t d, ratelimit_t **empty)
+{
+  size_t lim = SIZE_MAX;
+  *empty = NULL;
+  for (int i = 0; i < 2; i++) {
+    if (!c->rl[i])
+      continue;
+    size_t a = ratelimit_avail(c->rl[i], d);
+    if (a == 0 && !*empty)
+      *empty = c->rl[i];
+    if (a < lim)
+      lim = a;
+  }
+  return lim;
+}
+
+/* Record n bytes moved; then wait on an empty bucket (only if more_to_do:
+ * otherwise nothing needs waking) or stop waiting. Returns 1 if the conn
+ * now waits for tokens. */
+static int
+conn_rl_account(conn_t *c, ratelimit_dir_t d, size_t n, int more_to_do)
+{
+  ratelimit_waiter_t *w = d == RATELIMIT_READ ? &c->rl_rwait : &c->rl_wwait;
+  ratelimit_t *empty;
+  for (int i = 0; i < 2; i++)
+    if (c->rl[i] && n)
+      ratelimit_consume(c->rl[i], d, n);
+  if (more_to_do && conn_rl_allowance(c, d, &empty) == 0) {
+    ratelimit_wait(empty, d, w);
+    return 1;
+  }
+  ratelimit_waiter_cancel(w);
+  return 0;
+}
+
+static void
+conn_rl_detach(conn_t *c)
+{
+  ratelimit_waiter_cancel(&c->rl_rwait);
+  ratelimit_waiter_cancel(&c->rl_wwait);
+  for (int i = 0; i < 2; i++) {
+    ratelimit_unref(c->rl[i]);
+    c->rl[i] = NULL;
+  }
+  c->rl_on = 0;
+}
+
 /* ---- reading and writing ---- */
 
 /* Write what we can from the outbuf. Emits DRAINED (OPEN only) or fails
@@ -345,25 +435,45 @@ static void
 conn_write_some(conn_t *c)
 {
   size_t before = buf_datalen(c->out);
+  size_t allow = SIZE_MAX, done = 0;
+  if (c->rl_on) {
+    ratelimit_t *empty;
+    allow = conn_rl_allowance(c, RATELIMIT_WRITE, &empty);
+    if (allow == 0 && !c->tls_retry_len) {
+      ratelimit_wait(empty, RATELIMIT_WRITE, &c->rl_wwait);
+      return;
+    }
+    if (allow > c->rl_share)
+      allow = c->rl_share;
+  }
   c->write_wants_read = 0;
   while (buf_datalen(c->out)) {
     size_t len;
     const uint8_t *p = buf_head(c->out, &len);
     ssize_t n;
+    if (allow != SIZE_MAX) {
+      if (done >= allow && !c->tls_retry_len)
+        break;
+      size_t room = done < allow ? allow - done : 0;
+      if (len > room)
+        len = room > c->tls_retry_len ? room : c->tls_retry_len;
+    }
     if (c->tls) {
       n = tls_conn_write(c->tls, p, len);
-      if (n == TLS_WANT_WRITE) {
-        c->write_blocked = 1;
-        break;
-      }
-      if (n == TLS_WANT_READ) {
-        c->write_wants_read = 1;
+      if (n == TLS_WANT_WRITE || n == TLS_WANT_READ) {
+        /* OpenSSL wants the same bytes again, never fewer. */
+        c->tls_retry_len = len;
+        if (n == TLS_WANT_WRITE)
+          c->write_blocked = 1;
+        else
+          c->write_wants_read = 1;
         break;
       }
       if (n <= 0) {
         conn_fail(c, "TLS write", tls_conn_last_error(c->tls));
         return;
       }
+      c->tls_retry_len = 0;
     } else {
       n = send(c->fd, p, len, MSG_NOSIGNAL);
       if (n < 0) {
@@ -379,12 +489,19 @@ conn_write_some(conn_t *c)
     }
     buf_drain(c->out, (size_t)n);
     c->nwritten += (uint64_t)n;
+    done += (size_t)n;
     if (!c->tls && (size_t)n < len) {
       c->write_blocked = 1; /* socket buffer full */
       break;
     }
   }
   size_t after = buf_datalen(c->out);
+  /* Stopped by the tokens or a fair slice with tokens left: nothing else
+   * would restart the write, so continue from the loop. */
+  if (c->rl_on && !conn_rl_account(c, RATELIMIT_WRITE, done, after > 0) &&
+      after && !c->write_blocked && !c->write_wants_read &&
+      c->state != ST_DEAD)
+    evloop_deferred_schedule(c->deferred);
   if (c->state == ST_OPEN && before > c->lowat && after <= c->lowat)
     conn_emit(c, CONN_EV_DRAINED);
 }
@@ -407,14 +524,26 @@ conn_schedule_resume(conn_t *c)
 static void
 conn_read_some(conn_t *c)
 {
-  size_t total = 0;
+  size_t total = 0, budget = c->read_budget;
   int eof = 0;
   const char *fail_what = NULL, *fail_detail = NULL;
+  if (c->rl_on) {
+    ratelimit_t *empty;
+    size_t allow = conn_rl_allowance(c, RATELIMIT_READ, &empty);
+    if (allow == 0) {
+      ratelimit_wait(empty, RATELIMIT_READ, &c->rl_rwait);
+      return;
+    }
+    if (allow > c->rl_share)
+      allow = c->rl_share;
+    if (allow < budget)
+      budget = allow;
+  }
   c->read_wants_write = 0;
-  while (total < c->read_budget) {
+  while (total < budget) {
     size_t avail;
     uint8_t *p = buf_tail_space(c->in, CONN_MIN_READ_SPACE, &avail);
-    size_t want = c->read_budget - total;
+    size_t want = budget - total;
     if (want > avail)
       want = avail;
     ssize_t n;
@@ -461,7 +590,9 @@ conn_read_some(conn_t *c)
     }
   }
   c->nread += total;
-  if (!eof && !fail_what && total >= c->read_budget && c->tls &&
+  int rl_waiting = c->rl_on &&
+      conn_rl_account(c, RATELIMIT_READ, total, !eof && !fail_what);
+  if (!eof && !fail_what && total >= budget && !rl_waiting && c->tls &&
       tls_conn_pending(c->tls))
     conn_schedule_resume(c);
   if (total) {
@@ -595,6 +726,7 @@ conn_close(conn_t *c, int flush_first)
   }
   c->state = ST_CLOSING;
   c->reading = 0;
+  ratelimit_waiter_cancel(&c->rl_rwait);
   c->close_timer = evloop_timer_new(c->loop, conn_close_timeout_cb, c);
   evloop_timer_schedule(c->close_timer, CONN_CLOSE_TIMEOUT_USEC);
   evloop_deferred_schedule(c->deferred);
@@ -668,13 +800,65 @@ conn_deferred_cb(void *arg)
     c->pending_open = 0;
     conn_emit(c, CONN_EV_OPEN);
   }
+  int rl_waiting = ratelimit_waiter_is_waiting(&c->rl_wwait);
   if (c->state == ST_OPEN && !c->destroy_pending) {
-    if (buf_datalen(c->out) && !c->write_blocked && !c->write_wants_read)
+    if (buf_datalen(c->out) && !c->write_blocked && !c->write_wants_read &&
+        !rl_waiting)
       conn_write_some(c);
   } else if (c->state == ST_CLOSING && !c->destroy_pending &&
-             !c->write_blocked && !c->write_wants_read) {
+             !c->write_blocked && !c->write_wants_read && !rl_waiting) {
     conn_close_progress(c);
   }
+  conn_leave(c);
+}
+
+/* This conn's fair slice of its buckets' refill (ratelimit_share()). */
+static size_t
+conn_rl_share(const conn_t *c, ratelimit_dir_t d)
+{
+  size_t share = SIZE_MAX;
+  for (int i = 0; i < 2; i++) {
+    if (c->rl[i]) {
+      size_t s = ratelimit_share(c->rl[i], d, CONN_RL_MIN_SHARE);
+      if (s < share)
+        share = s;
+    }
+  }
+  return share;
+}
+
+/* A bucket refilled after this conn found it empty (FIFO among the
+ * bucket's waiters): read or write now, directly, at most a fair slice of
+ * the refill. If tokens remain after every waiter had its slice, conns
+ * with interest take them through the normal readiness path. */
+static void
+conn_rl_wake_read(void *arg)
+{
+  conn_t *c = arg;
+  conn_enter(c);
+  if (conn_owned_open(c) && c->reading && !c->eof) {
+    c->rl_share = conn_rl_share(c, RATELIMIT_READ);
+    conn_read_some(c);
+    c->rl_share = SIZE_MAX;
+  }
+  conn_leave(c);
+}
+
+static void
+conn_rl_wake_write(void *arg)
+{
+  conn_t *c = arg;
+  conn_enter(c);
+  if (!c->destroy_pending && buf_datalen(c->out) && !c->write_blocked &&
+      !c->write_wants_read) {
+    c->rl_share = conn_rl_share(c, RATELIMIT_WRITE);
+    if (c->state == ST_OPEN)
+      conn_write_some(c);
+    else if (c->state == ST_CLOSING)
+      conn_close_progress(c);
+    c->rl_share = SIZE_MAX;
+  }
+  /* Otherwise conn_leave() restores write interest: the socket decides. */
   conn_leave(c);
 }
 
@@ -714,8 +898,41 @@ conn_outbuf(conn_t *c)
 void
 conn_flush_soon(conn_t *c)
 {
-  if (c->state == ST_OPEN && buf_datalen(c->out))
+  if (c->state == ST_OPEN && buf_datalen(c->out) &&
+      !ratelimit_waiter_is_waiting(&c->rl_wwait))
     evloop_deferred_schedule(c->deferred);
+}
+
+void
+conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay)
+{
+  if (global == relay)
+    relay = NULL;
+  if (!global && relay) {
+    global = relay;
+    relay = NULL;
+  }
+  if (c->rl[0] == global && c->rl[1] == relay)
+    return;
+  int was_r = ratelimit_waiter_is_waiting(&c->rl_rwait);
+  int was_w = ratelimit_waiter_is_waiting(&c->rl_wwait);
+  if (global)
+    ratelimit_ref(global);
+  if (relay)
+    ratelimit_ref(relay);
+  conn_rl_detach(c);
+  c->rl[0] = global;
+  c->rl[1] = relay;
+  c->rl_on = global != NULL;
+  /* Blocked under the old buckets: try again from the loop under the new
+   * ones (no callback from inside this call). */
+  if (was_r && c->state == ST_OPEN && c->tls && tls_conn_pending(c->tls))
+    conn_schedule_resume(c);
+  if (was_w && (c->state == ST_OPEN || c->state == ST_CLOSING) &&
+      buf_datalen(c->out))
+    evloop_deferred_schedule(c->deferred);
+  if (!c->busy && !c->destroy_pending)
+    conn_update_interest(c);
 }
 
 void
@@ -725,6 +942,8 @@ conn_set_reading(conn_t *c, int enabled)
     return;
   int was = c->reading;
   c->reading = enabled ? 1 : 0;
+  if (!c->reading)
+    ratelimit_waiter_cancel(&c->rl_rwait); /* keep no slot we won't use */
   if (c->reading && !was && c->state == ST_OPEN && c->tls &&
       tls_conn_pending(c->tls))
     conn_schedule_resume(c);

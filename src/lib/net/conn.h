@@ -29,6 +29,7 @@
 #include "lib/buf/buf.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
+#include "lib/net/ratelimit.h"
 #include "lib/tls/tls.h"
 
 typedef struct conn_t conn_t;
@@ -66,6 +67,17 @@ void conn_set_reading(conn_t *c, int enabled);
 void conn_set_lowat(conn_t *c, size_t lowat);
 /* Max bytes read per readiness event (fairness between connections). */
 void conn_set_read_budget(conn_t *c, size_t bytes);
+/* Bandwidth limits: reads and writes of c draw on the token buckets of
+ * global and relay (lib/net/ratelimit.h), each may be NULL; NULL, NULL
+ * (the default) means unlimited. The conn holds a reference to each group
+ * until it is freed or the buckets are changed. May be called at any time
+ * (e.g. once a link's peer is known to be a relay); a conn blocked under
+ * the old buckets tries again from the loop. A conn that finds a bucket
+ * empty stops reading (writing) until that bucket's next refill, which
+ * resumes the blocked conns in the order they blocked. Counted bytes are
+ * those moved between the buffers and the socket (TLS: plaintext; TLS
+ * framing and handshakes are not counted). */
+void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
 /* Hand the connection over to be closed: with flush_first, what is in
  * the outbuf is written first (bounded by a timeout), then the socket is
  * closed. No more callbacks are delivered and the conn frees itself; the
