@@ -131,7 +131,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 35);
+  ck_assert_uint_eq(n, 39);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);
@@ -256,6 +256,45 @@ START_TEST(test_log_lines)
   char *err = parse_bad("Nickname a\n\nLog loud stderr\n", 0, NULL);
   assert_has(err, "Option 'Log' on line 3 of test.torrc: ");
   assert_has(err, "unknown severity");
+  free(err);
+}
+END_TEST
+
+START_TEST(test_scheduler_options)
+{
+  options_t *o = parse_ok("Nickname a\n", 0, NULL);
+  ck_assert_ptr_null(o->circuit_priority_halflife_str);
+  ck_assert_int_eq(o->scheduler_socket_aware, 1);
+  ck_assert_int_eq(o->kist_sched_run_interval, 2);
+  ck_assert(o->kist_sock_buf_size_factor == 1.0);
+  options_free(o);
+  o = parse_ok("CircuitPriorityHalflife 2.5\nSchedulers KISTLite,KIST\n"
+               "KISTSockBufSizeFactor 0.25\nKISTSchedRunInterval 10\n",
+               0, NULL);
+  ck_assert(o->circuit_priority_halflife == 2.5);
+  ck_assert_int_eq(o->scheduler_socket_aware, 0);
+  ck_assert(o->kist_sock_buf_size_factor == 0.25);
+  ck_assert_int_eq(o->kist_sched_run_interval, 10);
+  options_free(o);
+  o = parse_ok("CircuitPriorityHalflife -1\n", 0, NULL);
+  ck_assert(o->circuit_priority_halflife == 0); /* off */
+  options_free(o);
+  char *err = parse_bad("CircuitPriorityHalflife fast\n", 0, NULL);
+  ck_assert_str_eq(err, "Option 'CircuitPriorityHalflife' on line 1 of "
+                        "test.torrc: must be a number of seconds (at most "
+                        "2147483). Failing.");
+  free(err);
+  err = parse_bad("Schedulers Vanilla\n", 0, NULL);
+  ck_assert(strstr(err, "Vanilla is not supported yet") != NULL);
+  free(err);
+  err = parse_bad("Schedulers KIST,Magic\n", 0, NULL);
+  ck_assert(strstr(err, "must list KIST and/or KISTLite") != NULL);
+  free(err);
+  err = parse_bad("KISTSockBufSizeFactor 101\n", 0, NULL);
+  ck_assert(strstr(err, "must be a number from 0 to 100") != NULL);
+  free(err);
+  err = parse_bad("KISTSchedRunInterval 0\n", 0, NULL);
+  ck_assert(strstr(err, "out of range (1 to 100)") != NULL);
   free(err);
 }
 END_TEST
@@ -719,6 +758,7 @@ suite_options(void)
   tcase_add_test(tc, test_cmdline_overrides);
   tcase_add_test(tc, test_log_lines);
   tcase_add_test(tc, test_errors_name_line);
+  tcase_add_test(tc, test_scheduler_options);
   tcase_add_test(tc, test_nickname_rules);
   tcase_add_test(tc, test_orport_forms);
   tcase_add_test(tc, test_testing_network);

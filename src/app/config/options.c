@@ -19,6 +19,7 @@
 #include "app/config/options.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include "lib/conf/confval.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/net/sockstat.h"
 
 #define OFF(field) offsetof(options_t, field)
 
@@ -255,6 +257,32 @@ static const option_def_t option_table[] = {
    "close circuits, the one whose oldest queued cell has waited longest "
    "first, until they take at most 90% of it; each such event is logged. "
    "At least 64 MB."},
+  {"CircuitPriorityHalflife", OPT_TYPE_STRING, "SECONDS", NULL,
+   "unset (the consensus parameter CircuitPriorityHalflifeMsec, else 30)",
+   1, 0, 0, OFF(circuit_priority_halflife_str),
+   "Half-life, in seconds (fractions allowed), of the moving average of "
+   "cells each circuit has sent recently. Whenever there is room to "
+   "write, the circuit with the lowest average goes first, across all "
+   "connections, so quiet interactive circuits overtake bulk ones (EWMA "
+   "scheduling). 0 or a negative value turns this off: circuits are then "
+   "served round robin. Changes take effect on SIGHUP without dropping "
+   "circuits."},
+  {"Schedulers", OPT_TYPE_STRING, "KIST|KISTLite[,...]", "KIST,KISTLite",
+   "KIST,KISTLite", 1, 0, 0, OFF(schedulers),
+   "How much the scheduler writes to a connection: KIST asks the kernel "
+   "(TCP_INFO) how much the socket can send soon and writes no more, so "
+   "that cells stay where they can still be reordered; KISTLite only "
+   "bounds pctor's own output buffer. The first one that works on this "
+   "system is used. tor's Vanilla scheduler is not supported."},
+  {"KISTSchedRunInterval", OPT_TYPE_INT, "MILLISECONDS", "2", "2",
+   1, 1, 100, OFF(kist_sched_run_interval),
+   "How often connections that the kernel held back are offered cells "
+   "again, in milliseconds (1 to 100)."},
+  {"KISTSockBufSizeFactor", OPT_TYPE_STRING, "NUM", "1.0", "1.0",
+   1, 0, 0, OFF(kist_sock_buf_size_factor_str),
+   "KIST writes to a socket the free part of its congestion window plus "
+   "this many congestion windows, minus what is still unsent in the "
+   "kernel (0 to 100)."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -1021,6 +1049,80 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       return -1;
     }
     o->max_mem_in_queues = v;
+  }
+
+  /* The circuit scheduler. */
+  o->circuit_priority_halflife = -1;
+  if (o->circuit_priority_halflife_str) {
+    def = def_by_offset(OFF(circuit_priority_halflife_str));
+    char *end = NULL;
+    double v = strtod(o->circuit_priority_halflife_str, &end);
+    if (end == o->circuit_priority_halflife_str || *end || !isfinite(v) ||
+        v > 2147483.0) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      const char *msg = "must be a number of seconds (at most 2147483)";
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("CircuitPriorityHalflife %s. Failing.", msg);
+      return -1;
+    }
+    o->circuit_priority_halflife = v > 0 ? v : 0;
+  }
+  {
+    def = def_by_offset(OFF(kist_sock_buf_size_factor_str));
+    char *end = NULL;
+    const char *fs = o->kist_sock_buf_size_factor_str
+                         ? o->kist_sock_buf_size_factor_str : "1.0";
+    double v = strtod(fs, &end);
+    if (end == fs || *end || !isfinite(v) || v < 0 || v > 100) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      const char *msg = "must be a number from 0 to 100";
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("KISTSockBufSizeFactor %s. Failing.", msg);
+      return -1;
+    }
+    o->kist_sock_buf_size_factor = v;
+  }
+  {
+    def = def_by_offset(OFF(schedulers));
+    const char *sv = o->schedulers ? o->schedulers : "KIST,KISTLite";
+    char *copy = pc_strdup(sv);
+    int chosen = -1, bad = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ", \t", &save); t;
+         t = strtok_r(NULL, ", \t", &save)) {
+      int kind;
+      if (!strcasecmp(t, "KIST"))
+        kind = 1;
+      else if (!strcasecmp(t, "KISTLite"))
+        kind = 0;
+      else if (!strcasecmp(t, "Vanilla"))
+        kind = -2;
+      else {
+        bad = 1;
+        break;
+      }
+      if (kind == 1 && !sockstat_tcp_available())
+        continue;
+      if (kind >= 0 && chosen < 0)
+        chosen = kind;
+    }
+    free(copy);
+    if (bad || chosen < 0) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      const char *msg =
+          bad ? "must list KIST and/or KISTLite"
+              : "names no usable scheduler (Vanilla is not supported yet; "
+                "use KISTLite)";
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("Schedulers %s. Failing.", msg);
+      return -1;
+    }
+    o->scheduler_socket_aware = chosen;
   }
 
   /* SocksPort: "PORT" binds 127.0.0.1, "ADDR:PORT" that address. */

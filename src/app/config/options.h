@@ -84,6 +84,14 @@ typedef struct options_t {
   int token_bucket_refill_interval;            /* milliseconds */
   char *max_mem_in_queues_str;   /* MaxMemInQueues as written */
   uint64_t max_mem_in_queues;    /* parsed; 0 = automatic */
+  /* Circuit scheduler. */
+  char *circuit_priority_halflife_str; /* as written; NULL: consensus */
+  double circuit_priority_halflife;    /* parsed; seconds, <= 0: off */
+  char *schedulers;                    /* "KIST,KISTLite" */
+  int scheduler_socket_aware;          /* parsed: KIST (1) or KISTLite */
+  int kist_sched_run_interval;          /* milliseconds */
+  char *kist_sock_buf_size_factor_str;
+  double kist_sock_buf_size_factor;
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint64_t set_explicitly_;

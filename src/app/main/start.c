@@ -16,6 +16,7 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
+#include "core/or/scheduler.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
 #include "feature/dir/dir_client.h"
@@ -33,6 +34,8 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +59,8 @@ static struct {
   path_config_t pathcfg;        /* client path restrictions */
   int client_started;
   ratelimit_t *bw_global, *bw_relay;
+  scheduler_config_t sched;     /* as applied */
+  int halflife_from_consensus;  /* CircuitPriorityHalflife unset */
   int started;
 } A;
 
@@ -273,12 +278,73 @@ configure_publishing(const options_t *o)
   return r;
 }
 
+/* The scheduler's half-life when CircuitPriorityHalflife is unset: the
+ * consensus parameter CircuitPriorityHalflifeMsec (0 = off), else the
+ * default. */
+static void
+apply_consensus_halflife(const consensus_t *c)
+{
+  if (!A.halflife_from_consensus)
+    return;
+  double hl = SCHEDULER_DEFAULT_HALFLIFE_SEC;
+  if (c)
+    hl = consensus_get_param(c, "CircuitPriorityHalflifeMsec",
+                             (int32_t)(SCHEDULER_DEFAULT_HALFLIFE_SEC * 1000),
+                             0, INT32_MAX) / 1000.0;
+  if (hl != A.sched.halflife_sec) {
+    A.sched.halflife_sec = hl;
+    scheduler_configure(&A.sched);
+    if (hl > 0)
+      log_notice("Circuit scheduling: EWMA with a half-life of %.3f s "
+                 "(from the consensus)", hl);
+    else
+      log_notice("Circuit scheduling: round robin (the consensus sets "
+                 "CircuitPriorityHalflifeMsec=0)");
+  }
+}
+
 static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
   (void)arg;
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
+  else
+    apply_consensus_halflife(dir_client_consensus(dc));
+}
+
+/* CircuitPriorityHalflife, Schedulers, KISTSchedRunInterval and
+ * KISTSockBufSizeFactor. */
+static void
+apply_scheduler(const options_t *o)
+{
+  scheduler_config_t cfg;
+  scheduler_config_default(&cfg);
+  A.halflife_from_consensus = o->circuit_priority_halflife_str == NULL;
+  if (A.halflife_from_consensus)
+    cfg.halflife_sec = A.started ? A.sched.halflife_sec
+                                 : SCHEDULER_DEFAULT_HALFLIFE_SEC;
+  else
+    cfg.halflife_sec = o->circuit_priority_halflife;
+  cfg.socket_aware = o->scheduler_socket_aware;
+  cfg.run_interval_ms = (uint32_t)o->kist_sched_run_interval;
+  cfg.sockbuf_factor = o->kist_sock_buf_size_factor;
+  int changed = memcmp(&cfg, &A.sched, sizeof(cfg)) != 0 || !A.started;
+  A.sched = cfg;
+  scheduler_configure(&cfg);
+  if (A.halflife_from_consensus && A.dirc)
+    apply_consensus_halflife(dir_client_consensus(A.dirc));
+  if (changed) {
+    char hl[64];
+    if (A.sched.halflife_sec > 0)
+      snprintf(hl, sizeof(hl), "EWMA, half-life %.3f s%s",
+               A.sched.halflife_sec,
+               A.halflife_from_consensus ? " until the consensus says" : "");
+    else
+      snprintf(hl, sizeof(hl), "round robin");
+    log_notice("Circuit scheduling: %s; %s", hl,
+               cfg.socket_aware ? "KIST (socket-aware)" : "KISTLite");
+  }
 }
 
 /* Relays and clients fetch and cache the consensus, the authorities'
@@ -462,6 +528,8 @@ app_start(evloop_t *loop, const options_t *opts)
   circuits_init();
   apply_max_mem(opts);
   apply_bandwidth(opts);
+  memset(&A.sched, 0, sizeof(A.sched));
+  apply_scheduler(opts);
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -506,6 +574,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   extend_set_allow_private(allow_private(new_opts));
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
+  apply_scheduler(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;

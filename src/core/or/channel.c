@@ -1,5 +1,5 @@
 /* channel.c -- link connections: I/O, cell framing, the channel registry,
- * circuit-ID maps and the round-robin flush from circuit queues.
+ * circuit-ID maps and the hand-over of circuit queues to the scheduler.
  *
  * Reading: every CONN_EV_DATA drains complete cells from the input buffer.
  * Before the link protocol is known a cell's circuit ID is 2 bytes; after
@@ -9,10 +9,12 @@
  *
  * Writing: link and circuit-management cells (CREATE2, DESTROY, ...) go
  * straight to the output buffer; relayed cells wait in their circuit's
- * circ_queue_t until the channel has room (below CHAN_OUTBUF_HIGH), then
- * are pulled round-robin from the active queues. A channel whose output
- * buffer drains to CHAN_OUTBUF_LOW pulls again. This keeps the TLS buffer
- * short so that queued cells stay where a scheduler can reorder them.
+ * circ_queue_t until the scheduler (scheduler.c) moves them, in priority
+ * order across all channels, into output buffers that have room (below
+ * CHAN_OUTBUF_HIGH, and what the kernel can send soon). A channel whose
+ * output buffer drains to CHAN_OUTBUF_LOW wakes the scheduler. This keeps
+ * the TLS buffer short so that queued cells stay where they can be
+ * reordered.
  *
  * Lifetime: channel_close() detaches circuits at once and frees the channel
  * from a deferred callback, so that code up the stack that still holds the
@@ -22,6 +24,7 @@
 #include "core/or/channel_internal.h"
 #include "core/or/circuit.h"
 #include "core/or/command.h"
+#include "core/or/scheduler.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/rand.h"
 #include "lib/container/vec.h"
@@ -34,9 +37,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHAN_OUTBUF_HIGH (32 * CELL_MAX_NETWORK_LEN)
-#define CHAN_OUTBUF_LOW (8 * CELL_MAX_NETWORK_LEN)
-#define CHAN_CELLS_PER_TURN 4
 /* Hard limit on a channel's output buffer (see channel_write_raw()). */
 #define CHAN_OUTBUF_MAX (4 * 1024 * 1024)
 #define CHAN_MAX_CIRCID_TRIES 64
@@ -77,7 +77,6 @@ client_tls_context(void)
     G.client_tls = tls_context_new(7);
   return G.client_tls;
 }
-static void channel_flush_circuits(channel_t *chan);
 
 /* ---- subsystem ---------------------------------------------------- */
 
@@ -127,6 +126,7 @@ channels_init(evloop_t *loop, const relay_keys_t *keys)
   G.idle_relay_us = 3600 * 1000000ULL;
   G.idle_timer = evloop_timer_new(loop, close_idle_channels, NULL);
   evloop_timer_schedule_periodic(G.idle_timer, CHAN_IDLE_CHECK_USEC);
+  scheduler_init(loop);
 }
 
 void
@@ -184,6 +184,7 @@ channels_shutdown(void)
     free(le);
   }
   reap_closed(NULL);
+  scheduler_shutdown();
   evloop_timer_free(G.idle_timer);
   evloop_deferred_free(G.reaper);
   ptrvec_free(G.to_free, NULL);
@@ -211,12 +212,17 @@ apply_buckets(channel_t *chan)
 {
   if (!chan->conn)
     return;
+  chan->bw_global = chan->bw_relay = NULL;
   if (!G.bw_count_private && pc_addr_is_private(&chan->addr)) {
     conn_set_buckets(chan->conn, NULL, NULL);
     return;
   }
   int relay = chan->peer_is_relay || chan->is_outgoing;
-  conn_set_buckets(chan->conn, G.bw_global, relay ? G.bw_relay : NULL);
+  chan->bw_global = G.bw_global;
+  chan->bw_relay = relay ? G.bw_relay : NULL;
+  conn_set_buckets(chan->conn, chan->bw_global, chan->bw_relay);
+  /* The scheduler's view of the buckets changed; let it look again. */
+  scheduler_channel_wakeup(chan);
 }
 
 void
@@ -252,7 +258,7 @@ channel_new(void)
   chan->hs_timer = evloop_timer_new(G.loop, hs_timeout_cb, chan);
   evloop_timer_schedule(chan->hs_timer, G.hs_timeout_sec * 1000000ULL);
   chan->circuits = hmap_new(4);
-  dlist_init(&chan->active);
+  scheduler_channel_init(chan);
   dlist_insert_tail(&G.all, &chan->all_node);
   return chan;
 }
@@ -514,9 +520,9 @@ channel_send_var_cell(channel_t *chan, const var_cell_t *vc)
 void
 circ_queue_init(circ_queue_t *cq, struct circuit_t *circ)
 {
+  memset(cq, 0, sizeof(*cq));
   cell_queue_init(&cq->cells);
-  dlist_node_init(&cq->active_node);
-  cq->chan = NULL;
+  cq->heap_idx = MINHEAP_IDX_NONE;
   cq->circ = circ;
 }
 
@@ -529,19 +535,29 @@ circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
     return;
   }
   cell_queue_append(&cq->cells, pc);
-  if (!dlist_node_is_linked(&cq->active_node))
-    dlist_insert_tail(&chan->active, &cq->active_node);
-  if (chan->state == CHAN_STATE_OPEN &&
-      buf_datalen(conn_outbuf(chan->conn)) < CHAN_OUTBUF_HIGH)
-    channel_flush_circuits(chan);
+  scheduler_queue_has_cells(cq);
 }
 
 void
 circ_queue_clear(circ_queue_t *cq)
 {
-  if (dlist_node_is_linked(&cq->active_node))
-    dlist_remove(&cq->active_node);
+  scheduler_queue_clear(cq);
   cell_queue_clear(&cq->cells);
+}
+
+int
+channel_accepts_circuit_cells(const channel_t *chan)
+{
+  if (chan->state != CHAN_STATE_OPEN || !chan->conn || chan->close_pending)
+    return 0;
+  return !(chan->is_outgoing ? G.block_flush_out : G.block_flush_in);
+}
+
+void
+channel_note_cell_out(channel_t *chan)
+{
+  chan->cells_out++;
+  G.stats.cells_out++;
 }
 
 void
@@ -549,39 +565,8 @@ channels_block_flush_for_testing(int outgoing, int incoming)
 {
   G.block_flush_out = outgoing;
   G.block_flush_in = incoming;
-}
-
-/* Move cells from active circuit queues into the output buffer, round
- * robin, until the buffer reaches CHAN_OUTBUF_HIGH. */
-static void
-channel_flush_circuits(channel_t *chan)
-{
-  if (chan->state != CHAN_STATE_OPEN || !chan->conn || chan->close_pending)
-    return;
-  if (chan->is_outgoing ? G.block_flush_out : G.block_flush_in)
-    return;
-  buf_t *out = conn_outbuf(chan->conn);
-  size_t before = buf_datalen(out);
-  while (buf_datalen(out) < CHAN_OUTBUF_HIGH) {
-    dlist_node_t *n = dlist_first(&chan->active);
-    if (!n)
-      break;
-    circ_queue_t *cq = DLIST_ENTRY(n, circ_queue_t, active_node);
-    dlist_remove(n);
-    for (int i = 0; i < CHAN_CELLS_PER_TURN; i++) {
-      packed_cell_t *pc = cell_queue_pop(&cq->cells);
-      if (!pc)
-        break;
-      buf_add(out, pc->body, pc->len);
-      packed_cell_free(pc);
-      chan->cells_out++;
-      G.stats.cells_out++;
-    }
-    if (cq->cells.n)
-      dlist_insert_tail(&chan->active, n);
-  }
-  if (buf_datalen(out) != before)
-    conn_flush_soon(chan->conn);
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n))
+    scheduler_channel_wakeup(DLIST_ENTRY(n, channel_t, all_node));
 }
 
 /* ---- reading ------------------------------------------------------ */
@@ -687,7 +672,7 @@ channel_conn_cb(conn_t *c, conn_event_t ev, void *arg)
     channel_read_cells(chan);
     break;
   case CONN_EV_DRAINED:
-    channel_flush_circuits(chan);
+    scheduler_channel_wakeup(chan);
     break;
   case CONN_EV_EOF:
     channel_close(chan, "connection closed by peer");
@@ -713,8 +698,7 @@ channel_became_open(channel_t *chan)
            chan->link_proto, chan->is_outgoing ? "outgoing" : "incoming",
            chan->peer_is_relay ? ", authenticated relay" : "");
   circuits_channel_opened(chan, 1);
-  if (!dlist_is_empty(&chan->active))
-    channel_flush_circuits(chan);
+  scheduler_channel_wakeup(chan);
 }
 
 /* ---- closing ------------------------------------------------------ */
@@ -737,10 +721,9 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
     channel_hs_free(chan->hs);
     chan->hs = NULL;
   }
-  /* Unlink queues first so circuits closing below don't requeue here. */
-  dlist_node_t *n;
-  while ((n = dlist_first(&chan->active)))
-    dlist_remove(n);
+  /* Leave the scheduler first; circuits closing below cannot requeue
+   * here (close_pending). */
+  scheduler_channel_free(chan);
   if (!was_open && chan->is_outgoing)
     circuits_channel_opened(chan, 0);
   circuits_channel_closed(chan);

@@ -97,26 +97,37 @@ void channel_send_var_cell(channel_t *chan, const var_cell_t *vc);
 
 /* The scheduler interface. Each circuit has one circ_queue_t per
  * direction: the cells waiting for the channel on that side. A queue that
- * receives cells becomes "active" on its channel; the channel pulls from
- * its active queues when its output buffer has room (round robin, a few
- * cells per queue per turn) and deactivates queues that run empty. */
+ * receives cells is handed to the scheduler (scheduler.h), which moves
+ * cells into channels' output buffers in priority order when they have
+ * room. The per-queue figures are kept for MeasureMe and experiments. */
+typedef struct circ_queue_stats_t {
+  uint64_t cells_sent;      /* cells moved to the channel */
+  uint64_t queued_us_total; /* summed time those cells waited */
+  uint64_t queued_us_max;   /* longest wait of one cell */
+} circ_queue_stats_t;
 typedef struct circ_queue_t {
   cell_queue_t cells;
-  dlist_node_t active_node;   /* linked while on chan's active list */
   channel_t *chan;            /* the channel these cells go to */
   struct circuit_t *circ;
+  /* scheduler.c */
+  int heap_idx;               /* in chan's heap of queues with cells */
+  double ewma;                /* average, scaled to ewma_base_us */
+  uint64_t ewma_base_us;      /* time base of the scaled average */
+  uint64_t rr_seq;            /* round-robin order; EWMA tie break */
+  circ_queue_stats_t stats;
 } circ_queue_t;
 void circ_queue_init(circ_queue_t *cq, struct circuit_t *circ);
 /* Queue a packed cell for cq->chan (takes ownership) and schedule a flush. */
 void circ_queue_push(circ_queue_t *cq, packed_cell_t *pc);
-/* Drop every queued cell and leave the channel's active list. */
+/* Drop every queued cell and leave the scheduler. */
 void circ_queue_clear(circ_queue_t *cq);
 /* Cells waiting in the output buffer (bytes). */
 size_t channel_outbuf_len(const channel_t *chan);
 /* Tests only: while set, queued circuit cells are not moved into the
  * output buffers of outgoing / incoming channels (cells sent directly,
  * such as DESTROY, still go out), so circuit queues grow as behind a peer
- * that does not read. Cleared by channels_init(). */
+ * that does not read. Cleared by channels_init(); clearing it wakes the
+ * scheduler for every channel. */
 void channels_block_flush_for_testing(int outgoing, int incoming);
 
 /* Close the channel: every circuit on it is closed with reason

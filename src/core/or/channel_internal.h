@@ -1,10 +1,13 @@
 /* channel_internal.h -- the channel structure, shared by channel.c (I/O,
- * framing, registry, flushing) and channel_hs.c (the link handshake). No
- * other file includes this. */
+ * framing, registry), channel_hs.c (the link handshake) and scheduler.c
+ * (which moves queued circuit cells into the output buffer). No other file
+ * includes this. */
 #ifndef PCTOR_CORE_OR_CHANNEL_INTERNAL_H
 #define PCTOR_CORE_OR_CHANNEL_INTERNAL_H
 #include "core/or/channel.h"
+#include "lib/container/dlist.h"
 #include "lib/container/hmap.h"
+#include "lib/container/minheap.h"
 #include "lib/crypt/digest.h"
 #include "lib/net/conn.h"
 
@@ -53,7 +56,18 @@ struct channel_t {
   /* Runs from creation (before TCP and TLS complete) until OPEN. */
   evloop_timer_t *hs_timer;
   hmap_t *circuits;               /* circ id (u32) -> circuit_t * */
-  dlist_t active;                 /* circ_queue_t.active_node */
+  /* scheduler.c: queues of this channel's circuits that have cells,
+   * lowest priority value first; where the channel stands. */
+  minheap_t *sched_queues;
+  int sched_state;                /* SCHED_CHAN_* in scheduler.c */
+  int sched_idx;                  /* in the scheduler's ready heap */
+  dlist_node_t sched_node;        /* on the active list */
+  dlist_node_t sched_wait_node;   /* on the kernel-wait list */
+  uint64_t sched_run;             /* run that computed sched_budget */
+  int64_t sched_budget;           /* bytes it may still take this run */
+  uint64_t sched_flush_run;       /* run that wrote to it (flush after) */
+  /* The bandwidth buckets its connection draws on (NULL: none). */
+  struct ratelimit_t *bw_global, *bw_relay;
   dlist_node_t all_node;          /* in the global channel list */
   uint64_t cells_in, cells_out;
   uint64_t idle_since_us;         /* when it last had no circuits */
@@ -69,6 +83,25 @@ int channel_hs_handle_var(channel_t *chan, const var_cell_t *vc,
 int channel_hs_handle_fixed(channel_t *chan, const cell_t *cell,
                             const uint8_t *raw, size_t rawlen);
 void channel_hs_free(chan_hs_t *hs);
+
+/* scheduler.c, for channel.c */
+#define CHAN_OUTBUF_HIGH (32 * CELL_MAX_NETWORK_LEN)
+#define CHAN_OUTBUF_LOW (8 * CELL_MAX_NETWORK_LEN)
+void scheduler_channel_init(channel_t *chan);
+/* Forget the channel (closing); its queues must already be cleared or
+ * are dropped from the scheduler here. */
+void scheduler_channel_free(channel_t *chan);
+/* The channel may take data now (opened, drained, unblocked). */
+void scheduler_channel_wakeup(channel_t *chan);
+/* cq (whose chan is set) received cells. */
+void scheduler_queue_has_cells(circ_queue_t *cq);
+/* cq is being emptied; leave the channel's heap. */
+void scheduler_queue_clear(circ_queue_t *cq);
+/* Whether channel.c lets the scheduler write to chan at all (open, not
+ * closing, not blocked by a test). */
+int channel_accepts_circuit_cells(const channel_t *chan);
+/* Count a cell the scheduler wrote. */
+void channel_note_cell_out(channel_t *chan);
 
 /* channel.c, for channel_hs.c */
 void channel_write_raw(channel_t *chan, const uint8_t *data, size_t len);

@@ -1,0 +1,36 @@
+/* sockstat.h -- what the kernel says about a TCP socket's sending side.
+ *
+ * The scheduler asks, once per run and per connection, how many bytes the
+ * kernel could put on the wire soon (the KIST idea: do not bury cells in a
+ * kernel send buffer where nobody can reorder them any more); MeasureMe
+ * records the same figures per circuit. Linux only (TCP_INFO,
+ * SIOCOUTQ/SIOCOUTQNSD); elsewhere, and on non-TCP sockets,
+ * sockstat_tcp() fails and callers fall back to not knowing.
+ */
+#ifndef PCTOR_LIB_NET_SOCKSTAT_H
+#define PCTOR_LIB_NET_SOCKSTAT_H
+#include <stdint.h>
+
+typedef struct sockstat_tcp_t {
+  uint32_t cwnd;          /* congestion window, segments */
+  uint32_t unacked;       /* segments sent, not yet acknowledged */
+  uint32_t mss;           /* sender MSS, bytes */
+  uint32_t rtt_us;        /* smoothed RTT */
+  uint32_t rttvar_us;
+  uint32_t total_retrans; /* segments retransmitted over the lifetime */
+  uint32_t notsent;       /* bytes in the send queue never sent */
+  uint32_t outq;          /* bytes in the send queue (sent or not) */
+} sockstat_tcp_t;
+
+/* Whether this build can ask the kernel at all (1 on Linux). */
+int sockstat_tcp_available(void);
+
+/* Fill *out for the TCP socket fd. Returns 0, or -1 (errno set) if fd is
+ * not a TCP socket or the kernel cannot say. */
+int sockstat_tcp(int fd, sockstat_tcp_t *out);
+
+/* KIST's write limit for one scheduling run: the bytes that fit the free
+ * part of the congestion window plus factor x cwnd x mss, minus what
+ * already waits unsent in the kernel; never negative. */
+int64_t sockstat_kist_limit(const sockstat_tcp_t *st, double factor);
+#endif
