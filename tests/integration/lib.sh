@@ -144,6 +144,50 @@ it_http_server() {
     it_wait_port 127.0.0.1 "$port" 20 || it_fail "http server on port $port does not listen"
 }
 
+# it_start_pctor NET NICK relay|client EXTRA-TORRC-LINES: start a pctor in
+# the private network NET (started with it_privnet_start) with an ORPort
+# (relay) or a SocksPort (client) on a reserved port, TestingTorNetwork and
+# the network's DirAuthority lines, logging at info to its info.log.
+# Writes NET/NICK.dir and NET/NICK.port; relays are added to NET/nodes.txt.
+it_start_pctor() {
+    local net=$1 nick=$2 kind=$3 extra=$4 node port d portline
+    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
+    d=$net/$node
+    portline="ORPort 127.0.0.1:$port"
+    [ "$kind" = relay ] || portline="SocksPort 127.0.0.1:$port"
+    cat > "$d/torrc" <<EOF
+DataDirectory $d/data
+$portline
+Nickname $nick
+Log info file $d/info.log
+TestingTorNetwork 1
+$(cat "$net/dirauth.torrc")
+$extra
+EOF
+    "${PCTOR:?}" -f "$d/torrc" > "$d/stderr" 2>&1 &
+    echo $! > "$d/pid"
+    it_register_pid "$(cat "$d/pid")"
+    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its port: $(tail -3 "$d/stderr")"
+    echo "$d" > "$net/$nick.dir"
+    echo "$port" > "$net/$nick.port"
+    if [ "$kind" = relay ]; then
+        echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
+$(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
+    fi
+}
+
+# it_pctor_alive_quiet NET NICK...: each pctor is running and logged no
+# warning or error.
+it_pctor_alive_quiet() {
+    local net=$1 n d
+    shift
+    for n in "$@"; do
+        d=$(cat "$net/$n.dir")
+        kill -0 "$(cat "$d/pid")" || it_fail "$n died: $(tail -3 "$d/stderr")"
+        if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi
+    done
+}
+
 # _it_dump_logs: the end of every privnet node's logs, for failed tests.
 _it_dump_logs() {
     local net f

@@ -22,7 +22,6 @@ MB=${SOCKS_TEST_MB:-50}
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
     --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
 
 www=$(it_tmpdir)
 head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/big"
@@ -32,34 +31,9 @@ want_small=$(sha256sum < "$www/small" | cut -d' ' -f1)
 read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
-start_pctor() { # NICK RELAY(1/0) EXTRA-LINES
-    local nick=$1 relay=$2 extra=$3 node port
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
-    local d=$net/$node orport="ORPort 127.0.0.1:$port"
-    [ "$relay" = 1 ] || orport="SocksPort 127.0.0.1:$port"
-    cat > "$d/torrc" <<EOF
-DataDirectory $d/data
-$orport
-Nickname $nick
-Log info file $d/info.log
-TestingTorNetwork 1
-$(cat "$net/dirauth.torrc")
-$extra
-EOF
-    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
-    echo $! > "$d/pid"
-    it_register_pid "$(cat "$d/pid")"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its port"
-    echo "$d" > "$net/$nick.dir"
-    echo "$port" > "$net/$nick.port"
-    if [ "$relay" = 1 ]; then
-        echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
-$(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$nodes"
-    fi
-}
-start_pctor p1 1 ""
-start_pctor p2 1 ""
-start_pctor p3 1 "ExitRelay 1
+it_start_pctor "$net" p1 relay ""
+it_start_pctor "$net" p2 relay ""
+it_start_pctor "$net" p3 relay "ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
@@ -67,10 +41,10 @@ ServerDNSResolvConfFile $net/resolv.conf"
 it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list the pctor relays"
 
-start_pctor c1 0 "EntryNodes p1
+it_start_pctor "$net" c1 client "EntryNodes p1
 MiddleNodes p2
 ExitNodes p3"
-start_pctor c2 0 "EntryNodes relay1
+it_start_pctor "$net" c2 client "EntryNodes relay1
 MiddleNodes p2
 ExitNodes p3"
 s1=$(cat "$net/c1.port") s2=$(cat "$net/c2.port")
@@ -123,9 +97,5 @@ unused=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 socks_error refused 5 "http://127.0.0.1:$unused/"
 socks_error no-dns 4 http://no-such-host.invalid/
 
-for n in p1 p2 p3 c1 c2; do
-    d=$(cat "$net/$n.dir")
-    kill -0 "$(cat "$d/pid")" || it_fail "$n died"
-    if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi
-done
+it_pctor_alive_quiet "$net" p1 p2 p3 c1 c2
 it_log "SOCKS client checks passed"
