@@ -18,10 +18,14 @@
  *    make that ~12% and cut TLS records to 4 KiB). Larger chunks are made
  *    only on demand (buf_pullup() of more than a chunk, or
  *    buf_tail_space() asking for more) and are never recycled.
- *  - Released standard chunks go to a small free list (at most
- *    BUF_FREELIST_MAX chunks, 1 MiB) so that the steady state of a relay
+ *  - Released standard chunks go to a free list (at most
+ *    BUF_FREELIST_MAX chunks, 16 MiB) so that the steady state of a relay
  *    (read a record, consume it as cells, release the chunk) does not call
- *    malloc. The free list is process-global: pctor runs one thread, and a
+ *    malloc. It is sized for one connection per circuit (PerCircuitTCP):
+ *    with a thousand connections each filling and draining a chunk per
+ *    write, a 64-chunk list made every write a malloc/free pair and the
+ *    heap trimming and page faults cost ~7x the scheduler's CPU per cell
+ *    (pctor-schedbench --channels 0 1000). The free list is process-global: pctor runs one thread, and a
  *    cache of unused memory has no observable state.
  *  - buf_pullup() makes the first n bytes contiguous by moving the short
  *    remainder in the head chunk to the start of its storage and copying
@@ -39,7 +43,7 @@
 #ifndef BUF_CHUNK_CAP /* overridable for benchmarks only */
 #define BUF_CHUNK_CAP 16384
 #endif
-#define BUF_FREELIST_MAX 64
+#define BUF_FREELIST_MAX 1024
 
 typedef struct chunk_t {
   struct chunk_t *next;
