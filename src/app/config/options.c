@@ -283,6 +283,25 @@ static const option_def_t option_table[] = {
    "KIST writes to a socket the free part of its congestion window plus "
    "this many congestion windows, minus what is still unsent in the "
    "kernel (0 to 100)."},
+  {"PerCircuitTCP", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
+   OFF(per_circuit_tcp),
+   "If 1, every circuit this relay extends to another relay gets a TCP "
+   "connection (with TLS and a full link handshake) of its own, closed "
+   "when the circuit ends (PCTCP), so that one circuit's losses and "
+   "congestion do not stall the others. Connections from clients stay "
+   "shared. The next relay needs no change."},
+  {"PerCircuitTCPMaxConnections", OPT_TYPE_INT, "NUM", "0",
+   "0 (half the file-descriptor limit)", 1, 0, 10000000,
+   OFF(per_circuit_tcp_max_connections),
+   "With PerCircuitTCP, at most this many per-circuit connections (and "
+   "never more than half the file-descriptor limit); beyond it, new "
+   "circuits share the existing connection to their next relay whose "
+   "circuits have sent least recently."},
+  {"PerCircuitTCPRequireIPsec", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
+   OFF(per_circuit_tcp_require_ipsec),
+   "Use per-circuit connections only to relays with an established IPsec "
+   "SA (so that an observer cannot count circuits). Not supported yet: "
+   "pctor cannot broker IPsec SAs yet, and refuses 1."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -1049,6 +1068,18 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       return -1;
     }
     o->max_mem_in_queues = v;
+  }
+
+  if (o->per_circuit_tcp_require_ipsec) {
+    def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    const char *msg = "is not supported yet (pctor cannot broker IPsec "
+                      "SAs yet)";
+    if (l)
+      line_error(err_out, def, l, msg);
+    else
+      *err_out = pc_asprintf("PerCircuitTCPRequireIPsec %s. Failing.", msg);
+    return -1;
   }
 
   /* The circuit scheduler. */

@@ -92,6 +92,10 @@ typedef struct options_t {
   int kist_sched_run_interval;          /* milliseconds */
   char *kist_sock_buf_size_factor_str;
   double kist_sock_buf_size_factor;
+  /* PCTCP. */
+  int per_circuit_tcp;
+  int per_circuit_tcp_max_connections; /* 0: automatic */
+  int per_circuit_tcp_require_ipsec;
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint64_t set_explicitly_;

@@ -16,6 +16,7 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
+#include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
@@ -34,10 +35,12 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define KEY_CHECK_INTERVAL_USEC (3600ULL * 1000000)
@@ -61,6 +64,7 @@ static struct {
   ratelimit_t *bw_global, *bw_relay;
   scheduler_config_t sched;     /* as applied */
   int halflife_from_consensus;  /* CircuitPriorityHalflife unset */
+  uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   int started;
 } A;
 
@@ -313,6 +317,45 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     apply_consensus_halflife(dir_client_consensus(dc));
 }
 
+/* Raise the soft descriptor limit to the hard one: a relay with
+ * PerCircuitTCP holds a connection per circuit. */
+static void
+raise_fd_limit(void)
+{
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+    log_warn("Could not read the file descriptor limit: %s",
+             strerror(errno));
+    A.fd_limit = 1024;
+    return;
+  }
+  rlim_t before = rl.rlim_cur;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+      rl.rlim_cur = before;
+  }
+  A.fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX
+                                            : (uint64_t)rl.rlim_cur;
+  log_notice("File descriptor limit: %llu%s",
+             (unsigned long long)A.fd_limit,
+             rl.rlim_cur != before ? " (raised to the hard limit)" : "");
+}
+
+/* PerCircuitTCP and PerCircuitTCPMaxConnections. */
+static void
+apply_pctcp(const options_t *o)
+{
+  pctcp_config_t cfg;
+  cfg.enabled = o->per_circuit_tcp;
+  cfg.max_connections = (unsigned)o->per_circuit_tcp_max_connections;
+  cfg.fd_limit = A.fd_limit;
+  pctcp_configure(&cfg);
+  if (cfg.enabled)
+    log_notice("PerCircuitTCP: each circuit to another relay gets its own "
+               "connection, up to %u", pctcp_connection_limit());
+}
+
 /* CircuitPriorityHalflife, Schedulers, KISTSchedRunInterval and
  * KISTSockBufSizeFactor. */
 static void
@@ -530,6 +573,8 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_bandwidth(opts);
   memset(&A.sched, 0, sizeof(A.sched));
   apply_scheduler(opts);
+  raise_fd_limit();
+  apply_pctcp(opts);
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -570,11 +615,14 @@ app_start(evloop_t *loop, const options_t *opts)
 int
 app_reconfigure(const options_t *old_opts, const options_t *new_opts)
 {
-  (void)old_opts;
   extend_set_allow_private(allow_private(new_opts));
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
+  if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
+      new_opts->per_circuit_tcp_max_connections !=
+          old_opts->per_circuit_tcp_max_connections)
+    apply_pctcp(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;

@@ -58,6 +58,8 @@ static struct {
   tls_context_t *client_tls;
   evloop_timer_t *idle_timer;
   uint64_t idle_client_us, idle_relay_us;
+  evloop_deferred_t *per_circuit_reaper; /* closes emptied ones */
+  unsigned n_per_circuit;
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
   unsigned hs_timeout_sec;
@@ -65,6 +67,8 @@ static struct {
 } G;
 
 #define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
+/* A per-circuit channel whose circuit went away before it opened. */
+#define CHAN_PER_CIRCUIT_IDLE_USEC (1000000ULL)
 
 static void channel_conn_cb(conn_t *c, conn_event_t ev, void *arg);
 
@@ -94,8 +98,26 @@ close_idle_channels(void *arg)
       continue;
     uint64_t limit = chan->peer_is_relay ? G.idle_relay_us
                                          : G.idle_client_us;
+    if (chan->per_circuit)
+      limit = CHAN_PER_CIRCUIT_IDLE_USEC; /* its circuit died pending */
     if (now - chan->idle_since_us >= limit)
       channel_close_after_flush(chan, "idle: no circuits");
+  }
+}
+
+/* Close per-circuit channels whose circuit has gone (after flushing, so
+ * that its DESTROY still leaves). */
+static void
+close_emptied_per_circuit(void *arg)
+{
+  (void)arg;
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&G.all); n; n = next) {
+    next = dlist_next(&G.all, n);
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (chan->per_circuit && chan->had_circuit &&
+        !hmap_size(chan->circuits) && !chan->close_pending)
+      channel_close_after_flush(chan, "its circuit closed (PerCircuitTCP)");
   }
 }
 
@@ -120,6 +142,8 @@ channels_init(evloop_t *loop, const relay_keys_t *keys)
   dlist_init(&G.listeners);
   G.to_free = ptrvec_new();
   G.reaper = evloop_deferred_new(loop, reap_closed, NULL);
+  G.per_circuit_reaper =
+      evloop_deferred_new(loop, close_emptied_per_circuit, NULL);
   G.next_id = 1;
   G.hs_timeout_sec = 60;
   G.idle_client_us = 180 * 1000000ULL;
@@ -187,6 +211,7 @@ channels_shutdown(void)
   scheduler_shutdown();
   evloop_timer_free(G.idle_timer);
   evloop_deferred_free(G.reaper);
+  evloop_deferred_free(G.per_circuit_reaper);
   ptrvec_free(G.to_free, NULL);
   tls_context_free(G.client_tls);
 }
@@ -196,6 +221,7 @@ channels_get_stats(channel_stats_t *out)
 {
   *out = G.stats;
   out->n_open = out->n_handshaking = 0;
+  out->n_per_circuit = G.n_per_circuit;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
     channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
     if (chan->state == CHAN_STATE_OPEN)
@@ -258,6 +284,7 @@ channel_new(void)
   chan->hs_timer = evloop_timer_new(G.loop, hs_timeout_cb, chan);
   evloop_timer_schedule(chan->hs_timer, G.hs_timeout_sec * 1000000ULL);
   chan->circuits = hmap_new(4);
+  chan->created_us = evloop_now_us(G.loop);
   scheduler_channel_init(chan);
   dlist_insert_tail(&G.all, &chan->all_node);
   return chan;
@@ -335,6 +362,7 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
   chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
   if (!chan->conn) {
     log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
+    scheduler_channel_free(chan);
     evloop_timer_free(chan->hs_timer);
     dlist_remove(&chan->all_node);
     hmap_free(chan->circuits, NULL);
@@ -346,6 +374,29 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
   return chan;
 }
 
+/* Whether chan may carry an extension to the relay at addr with these
+ * identities (tor-spec 5.3.1: the identity matches, what the channel
+ * proved or will insist on, and the address matches the one asked for or
+ * is canonical). */
+static int
+channel_matches_extend(const channel_t *chan, const pc_addr_t *addr,
+                       const uint8_t *rsa_id, const uint8_t *ed_id)
+{
+  if (chan->state == CHAN_STATE_CLOSED || chan->close_pending)
+    return 0;
+  const uint8_t *crsa = chan->have_peer_rsa ? chan->peer_rsa_id
+                        : chan->want_rsa    ? chan->want_rsa_id
+                                            : NULL;
+  const uint8_t *ced = chan->have_peer_ed ? chan->peer_ed_id
+                       : chan->want_ed    ? chan->want_ed_id
+                                          : NULL;
+  if (!crsa || !rsa_id || memcmp(crsa, rsa_id, 20))
+    return 0;
+  if (ed_id && !pc_is_zero(ed_id, 32) && (!ced || memcmp(ced, ed_id, 32)))
+    return 0;
+  return pc_addr_eq(&chan->addr, addr, 1) || chan->addr_is_canonical;
+}
+
 channel_t *
 channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
                         const uint8_t *ed_id)
@@ -353,26 +404,79 @@ channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
   channel_t *best = NULL;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
     channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
-    if (chan->state == CHAN_STATE_CLOSED || chan->close_pending)
-      continue;
-    /* Identity: what the channel proved (open) or will insist on. */
-    const uint8_t *crsa = chan->have_peer_rsa ? chan->peer_rsa_id
-                          : chan->want_rsa    ? chan->want_rsa_id
-                                              : NULL;
-    const uint8_t *ced = chan->have_peer_ed ? chan->peer_ed_id
-                         : chan->want_ed    ? chan->want_ed_id
-                                            : NULL;
-    if (!crsa || !rsa_id || memcmp(crsa, rsa_id, 20))
-      continue;
-    if (ed_id && !pc_is_zero(ed_id, 32) && (!ced || memcmp(ced, ed_id, 32)))
-      continue;
-    if (!pc_addr_eq(&chan->addr, addr, 1) && !chan->addr_is_canonical)
+    if (chan->per_circuit ||
+        !channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
     if (!best || (chan->state == CHAN_STATE_OPEN &&
                   best->state != CHAN_STATE_OPEN))
       best = chan;
   }
   return best;
+}
+
+channel_t *
+channel_connect_per_circuit(const pc_addr_t *addr, const uint8_t *rsa_id,
+                            const uint8_t *ed_id)
+{
+  channel_t *chan = channel_connect(addr, rsa_id, ed_id);
+  if (chan) {
+    chan->per_circuit = 1;
+    G.n_per_circuit++;
+  }
+  return chan;
+}
+
+/* Sum of the averages of chan's circuits' queues towards chan. */
+static double
+channel_ewma_load(channel_t *chan)
+{
+  double load = 0;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    circuit_t *c = v;
+    if (c->n_chan == chan)
+      load += circ_queue_ewma(&c->n_queue);
+    else if (c->kind == CIRC_KIND_OR && ((or_circuit_t *)c)->p_chan == chan)
+      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
+  }
+  return load;
+}
+
+channel_t *
+channel_find_quietest_for_extend(const pc_addr_t *addr,
+                                 const uint8_t *rsa_id, const uint8_t *ed_id)
+{
+  channel_t *best = NULL;
+  double best_load = 0;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
+      continue;
+    double load = channel_ewma_load(chan);
+    if (!best || load < best_load) {
+      best = chan;
+      best_load = load;
+    }
+  }
+  if (best && best->per_circuit) {
+    best->per_circuit = 0; /* shared from now on */
+    G.n_per_circuit--;
+  }
+  return best;
+}
+
+int
+channel_is_per_circuit(const channel_t *chan)
+{
+  return chan->per_circuit;
+}
+
+unsigned
+channels_n_per_circuit(void)
+{
+  return G.n_per_circuit;
 }
 
 /* ---- accessors ---------------------------------------------------- */
@@ -461,14 +565,18 @@ void
 channel_set_circuit(channel_t *chan, uint32_t circ_id, struct circuit_t *c)
 {
   hmap_set_u32(chan->circuits, circ_id, c);
+  chan->had_circuit = 1;
 }
 
 void
 channel_remove_circuit(channel_t *chan, uint32_t circ_id)
 {
   hmap_remove_u32(chan->circuits, circ_id);
-  if (hmap_size(chan->circuits) == 0)
+  if (hmap_size(chan->circuits) == 0) {
     chan->idle_since_us = evloop_now_us(G.loop);
+    if (chan->per_circuit)
+      evloop_deferred_schedule(G.per_circuit_reaper);
+  }
 }
 
 unsigned
@@ -688,6 +796,13 @@ channel_became_open(channel_t *chan)
 {
   chan->state = CHAN_STATE_OPEN;
   chan->idle_since_us = evloop_now_us(G.loop);
+  if (chan->is_outgoing) {
+    uint64_t took = chan->idle_since_us - chan->created_us;
+    G.stats.setups++;
+    G.stats.setup_us_total += took;
+    if (took > G.stats.setup_us_max)
+      G.stats.setup_us_max = took;
+  }
   evloop_timer_free(chan->hs_timer);
   channel_hs_free(chan->hs);
   chan->hs = NULL;
@@ -715,6 +830,10 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
                why ? why : "no reason");
   chan->close_pending = 1;
   chan->state = CHAN_STATE_CLOSED;
+  if (chan->per_circuit) {
+    chan->per_circuit = 0;
+    G.n_per_circuit--;
+  }
   dlist_remove(&chan->all_node);
   evloop_timer_free(chan->hs_timer);
   if (chan->hs) {

@@ -62,10 +62,29 @@ channel_t *channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
                            const uint8_t *ed_id);
 /* An open or opening channel to a relay with these identities that a
  * circuit extension may reuse (tor-spec 5.3.1: the identity matches and the
- * address matches the one asked for or is canonical), or NULL. */
+ * address matches the one asked for or is canonical), or NULL. Per-circuit
+ * channels are never returned. */
 channel_t *channel_find_for_extend(const pc_addr_t *addr,
                                    const uint8_t *rsa_id,
                                    const uint8_t *ed_id);
+/* PerCircuitTCP: like channel_connect(), for one circuit alone. The
+ * channel is never offered to other extensions by
+ * channel_find_for_extend(), and it is closed (after flushing) as soon as
+ * it carries no circuit any more. */
+channel_t *channel_connect_per_circuit(const pc_addr_t *addr,
+                                       const uint8_t *rsa_id,
+                                       const uint8_t *ed_id);
+/* Among all open or opening channels to that relay, per-circuit ones
+ * included, the one whose circuits have sent least recently (lowest sum
+ * of their EWMA averages towards it), or NULL: where a circuit that cannot
+ * have its own connection bothers the fewest quiet circuits. The channel
+ * is then shared (no longer closed with its first circuit). */
+channel_t *channel_find_quietest_for_extend(const pc_addr_t *addr,
+                                            const uint8_t *rsa_id,
+                                            const uint8_t *ed_id);
+int channel_is_per_circuit(const channel_t *chan);
+/* Per-circuit channels that are not closed yet. */
+unsigned channels_n_per_circuit(void);
 
 channel_state_t channel_state(const channel_t *chan);
 int channel_is_open(const channel_t *chan);
@@ -159,6 +178,10 @@ void channels_set_buckets(struct ratelimit_t *global,
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;
   unsigned n_open, n_handshaking;
+  unsigned n_per_circuit;
+  /* Outgoing channels: time from connect() to OPEN (TCP, TLS and the link
+   * handshake), what an extension over a new connection waits for. */
+  uint64_t setups, setup_us_total, setup_us_max;
 } channel_stats_t;
 void channels_get_stats(channel_stats_t *out);
 #endif

@@ -40,6 +40,8 @@ struct channel_t {
   unsigned peer_is_relay : 1;     /* identities proved */
   unsigned close_pending : 1;     /* freed from a deferred callback */
   unsigned in_read : 1;           /* inside the read loop */
+  unsigned per_circuit : 1;       /* PerCircuitTCP: one circuit's alone */
+  unsigned had_circuit : 1;       /* a circuit was ever set on it */
   int link_proto;                 /* 0 until VERSIONS is negotiated */
   pc_addr_t addr;                 /* where we connected / who connected */
   int have_peer_rsa, have_peer_ed;
@@ -71,6 +73,7 @@ struct channel_t {
   dlist_node_t all_node;          /* in the global channel list */
   uint64_t cells_in, cells_out;
   uint64_t idle_since_us;         /* when it last had no circuits */
+  uint64_t created_us;
   char desc[128];
 };
 

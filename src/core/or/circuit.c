@@ -23,6 +23,7 @@
  */
 #include "core/or/circuit.h"
 #include "core/or/onion.h"
+#include "core/or/pctcp.h"
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
@@ -311,9 +312,7 @@ circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
 {
   if (circ->n_chan)
     return -1; /* already extended */
-  channel_t *chan = channel_find_for_extend(addr, rsa_id, ed_id);
-  if (!chan)
-    chan = channel_connect(addr, rsa_id, ed_id);
+  channel_t *chan = pctcp_channel_for_extend(circ, addr, rsa_id, ed_id);
   if (!chan)
     return -1;
   circ->n_chan = chan;

@@ -1,0 +1,69 @@
+/* pctcp.c -- choosing per-circuit or shared channels for extensions (see
+ * pctcp.h). */
+#include "core/or/pctcp.h"
+#include "core/or/circuit.h"
+#include "lib/log/log.h"
+#include "lib/log/ratelim.h"
+
+#include <time.h>
+
+static struct {
+  pctcp_config_t cfg;
+  pctcp_stats_t stats;
+} P;
+
+void
+pctcp_configure(const pctcp_config_t *cfg)
+{
+  P.cfg = *cfg;
+}
+
+unsigned
+pctcp_connection_limit(void)
+{
+  /* Keep half the descriptors for clients, exit streams and the rest. */
+  uint64_t fd_cap = P.cfg.fd_limit ? P.cfg.fd_limit / 2 : 512;
+  uint64_t lim = P.cfg.max_connections ? P.cfg.max_connections : fd_cap;
+  if (lim > fd_cap)
+    lim = fd_cap;
+  return (unsigned)lim;
+}
+
+channel_t *
+pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
+                         const uint8_t *rsa_id, const uint8_t *ed_id)
+{
+  channel_t *chan = NULL;
+  if (P.cfg.enabled && circ->kind == CIRC_KIND_OR) {
+    if (channels_n_per_circuit() < pctcp_connection_limit()) {
+      chan = channel_connect_per_circuit(addr, rsa_id, ed_id);
+      if (chan) {
+        P.stats.per_circuit_opened++;
+        return chan;
+      }
+    }
+    P.stats.shared_over_limit++;
+    static log_ratelim_t rl = LOG_RATELIM_INIT(600, 1);
+    unsigned suppressed = 0;
+    if (log_ratelim_allow(&rl, time(NULL), &suppressed))
+      log_notice("PerCircuitTCP: %u per-circuit connections (the limit is "
+                 "%u); new circuits share the quietest existing connection "
+                 "to their next relay (%u more times since the last notice)",
+                 channels_n_per_circuit(), pctcp_connection_limit(),
+                 suppressed);
+    chan = channel_find_quietest_for_extend(addr, rsa_id, ed_id);
+    if (chan)
+      return chan;
+  } else {
+    chan = channel_find_for_extend(addr, rsa_id, ed_id);
+    if (chan)
+      return chan;
+  }
+  return channel_connect(addr, rsa_id, ed_id);
+}
+
+void
+pctcp_get_stats(pctcp_stats_t *out)
+{
+  *out = P.stats;
+}

@@ -1,0 +1,47 @@
+/* pctcp.h -- PCTCP: which channel a relay-to-relay circuit extension uses.
+ *
+ * With PerCircuitTCP on, every circuit this relay extends to another relay
+ * gets a kernel TCP (+TLS, full link handshake) connection of its own
+ * (AlSabah & Goldberg, "PCTCP", CCS 2013), so that one circuit's losses
+ * and congestion-window cuts do not stall the others. The next hop needs
+ * no change: it sees another link connection from us and sends the
+ * circuit's cells back on the connection it arrived on. Circuits that a
+ * client builds through us to its guard (origin circuits, and extensions
+ * of circuits we originate) are not concerned: only or_circuits extend
+ * relay to relay here.
+ *
+ * Threshold (the paper's section 6.5): beyond max_connections per-circuit
+ * connections, or half the descriptor limit, new circuits share the
+ * quietest existing connection to that relay (lowest EWMA sum), so that
+ * loud circuits are kept away from quiet ones where possible.
+ */
+#ifndef PCTOR_CORE_OR_PCTCP_H
+#define PCTOR_CORE_OR_PCTCP_H
+#include <stdint.h>
+#include "core/or/channel.h"
+
+typedef struct pctcp_config_t {
+  int enabled;               /* PerCircuitTCP */
+  unsigned max_connections;  /* PerCircuitTCPMaxConnections; 0: automatic */
+  uint64_t fd_limit;         /* the process's descriptor limit */
+} pctcp_config_t;
+
+void pctcp_configure(const pctcp_config_t *cfg);
+/* The per-circuit connection limit in force. */
+unsigned pctcp_connection_limit(void);
+
+struct circuit_t;
+/* The channel that circ's extension to the relay at addr with these
+ * identities should use: a new per-circuit channel, or an existing or new
+ * shared one. NULL only when no socket can be made. */
+channel_t *pctcp_channel_for_extend(const struct circuit_t *circ,
+                                    const pc_addr_t *addr,
+                                    const uint8_t *rsa_id,
+                                    const uint8_t *ed_id);
+
+typedef struct pctcp_stats_t {
+  uint64_t per_circuit_opened; /* per-circuit connections opened */
+  uint64_t shared_over_limit;  /* extensions that shared over the limit */
+} pctcp_stats_t;
+void pctcp_get_stats(pctcp_stats_t *out);
+#endif
