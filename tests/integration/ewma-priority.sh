@@ -90,6 +90,14 @@ sleep 6
 size0=$(stat -c %s "$net/bulk.out" 2>/dev/null || echo 0)
 [ "$size0" -gt $((300 * 1024)) ] || it_fail "the bulk download does not run ($size0 bytes after 6 s)"
 
+if printf '%b' "$EXTRA_RELAY_LINES" | grep -q '^PerCircuitTCP 1'; then
+    # The two circuits must really be on connections of their own.
+    n=$(ss -tnpH state established "( dport = :$(cat "$net/p3.port") )" 2> /dev/null |
+        grep -c "pid=$(cat "$(cat "$net/p2.dir")/pid"),")
+    [ "$n" -ge 2 ] || it_fail "PerCircuitTCP: only $n connection(s) p2->p3"
+    it_log "PerCircuitTCP: $n connections p2->p3"
+fi
+
 declare -a t_off t_on
 phase() { # MODE HALFLIFE LABEL
     local i t
