@@ -72,6 +72,39 @@ static struct {
 
 static void channel_conn_cb(conn_t *c, conn_event_t ev, void *arg);
 
+/* Extension points (channel.h); kept across channels_init(). */
+static channel_var_cell_fn var_cell_handlers[256];
+static struct {
+  channel_open_fn fn;
+  void *arg;
+} open_observers[CHANNEL_MAX_OPEN_OBSERVERS];
+
+void
+channel_register_var_cell_handler(uint8_t command, channel_var_cell_fn fn)
+{
+  var_cell_handlers[command] = fn;
+}
+
+int
+channel_add_open_observer(channel_open_fn fn, void *arg)
+{
+  for (int i = 0; i < CHANNEL_MAX_OPEN_OBSERVERS; i++)
+    if (!open_observers[i].fn) {
+      open_observers[i].fn = fn;
+      open_observers[i].arg = arg;
+      return 0;
+    }
+  return -1;
+}
+
+void
+channel_remove_open_observer(channel_open_fn fn, void *arg)
+{
+  for (int i = 0; i < CHANNEL_MAX_OPEN_OBSERVERS; i++)
+    if (open_observers[i].fn == fn && open_observers[i].arg == arg)
+      open_observers[i].fn = NULL;
+}
+
 /* A pure client still needs a TLS context (with a throwaway certificate,
  * which relays ignore for clients). Made on first use. */
 static tls_context_t *
@@ -703,9 +736,12 @@ read_var_cell(channel_t *chan, buf_t *in)
   chan->cells_in++;
   G.stats.cells_in++;
   if (chan->state == CHAN_STATE_OPEN) {
-    /* After the handshake only padding var cells are meaningful; a
-     * repeated VERSIONS is ignored (tor-spec 4.1). */
-    if (vc->command != CELL_VPADDING && vc->command != CELL_VERSIONS)
+    /* After the handshake only padding var cells are meaningful to core;
+     * a repeated VERSIONS is ignored (tor-spec 4.1); features may handle
+     * commands of their own. */
+    if (var_cell_handlers[vc->command])
+      var_cell_handlers[vc->command](chan, vc);
+    else if (vc->command != CELL_VPADDING && vc->command != CELL_VERSIONS)
       log_info("Ignoring %s cell (command %u) on open channel %s",
                cell_command_name(vc->command), vc->command, chan->desc);
   } else {
@@ -814,6 +850,9 @@ channel_became_open(channel_t *chan)
            chan->peer_is_relay ? ", authenticated relay" : "");
   circuits_channel_opened(chan, 1);
   scheduler_channel_wakeup(chan);
+  for (int i = 0; i < CHANNEL_MAX_OPEN_OBSERVERS && !chan->close_pending; i++)
+    if (open_observers[i].fn)
+      open_observers[i].fn(chan, open_observers[i].arg);
 }
 
 /* ---- closing ------------------------------------------------------ */

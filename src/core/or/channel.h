@@ -174,6 +174,19 @@ struct ratelimit_t;
 void channels_set_buckets(struct ratelimit_t *global,
                           struct ratelimit_t *relay, int count_private);
 
+/* Extensions (for features such as IPsec brokering, which core knows
+ * nothing about): a handler for a variable-length cell command that
+ * arrives on an open channel (tor ignores unknown ones; so does pctor
+ * without a handler), and observers told when a channel opens. At most
+ * CHANNEL_MAX_OPEN_OBSERVERS observers. Handlers may close the channel. */
+typedef void (*channel_var_cell_fn)(channel_t *chan, const var_cell_t *vc);
+void channel_register_var_cell_handler(uint8_t command,
+                                       channel_var_cell_fn fn);
+#define CHANNEL_MAX_OPEN_OBSERVERS 4
+typedef void (*channel_open_fn)(channel_t *chan, void *arg);
+int channel_add_open_observer(channel_open_fn fn, void *arg);
+void channel_remove_open_observer(channel_open_fn fn, void *arg);
+
 /* Counters for tests and statistics. */
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;

@@ -10,7 +10,16 @@
 static struct {
   pctcp_config_t cfg;
   pctcp_stats_t stats;
+  pctcp_peer_policy_fn policy;
+  void *policy_arg;
 } P;
+
+void
+pctcp_set_peer_policy(pctcp_peer_policy_fn fn, void *arg)
+{
+  P.policy = fn;
+  P.policy_arg = arg;
+}
 
 void
 pctcp_configure(const pctcp_config_t *cfg)
@@ -34,7 +43,13 @@ pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
                          const uint8_t *rsa_id, const uint8_t *ed_id)
 {
   channel_t *chan = NULL;
-  if (P.cfg.enabled && circ->kind == CIRC_KIND_OR) {
+  int per_circuit = P.cfg.enabled && circ->kind == CIRC_KIND_OR;
+  if (per_circuit && P.policy &&
+      P.policy(addr, rsa_id, ed_id, P.policy_arg) == PCTCP_PEER_SHARED) {
+    P.stats.shared_by_policy++;
+    per_circuit = 0;
+  }
+  if (per_circuit) {
     if (channels_n_per_circuit() < pctcp_connection_limit()) {
       chan = channel_connect_per_circuit(addr, rsa_id, ed_id);
       if (chan) {

@@ -39,9 +39,25 @@ channel_t *pctcp_channel_for_extend(const struct circuit_t *circ,
                                     const uint8_t *rsa_id,
                                     const uint8_t *ed_id);
 
+/* A feature may veto per-circuit connections to some relays (IPsec: only
+ * to peers with an established SA, so that circuits cannot be counted on
+ * the wire). The policy is asked for every relay-to-relay extension while
+ * PerCircuitTCP is on; PCTCP_PEER_SHARED sends the circuit over a shared
+ * connection instead. NULL (the default): every peer is fine. */
+typedef enum {
+  PCTCP_PEER_PER_CIRCUIT = 0,
+  PCTCP_PEER_SHARED = 1,
+} pctcp_peer_verdict_t;
+typedef pctcp_peer_verdict_t (*pctcp_peer_policy_fn)(const pc_addr_t *addr,
+                                                     const uint8_t *rsa_id,
+                                                     const uint8_t *ed_id,
+                                                     void *arg);
+void pctcp_set_peer_policy(pctcp_peer_policy_fn fn, void *arg);
+
 typedef struct pctcp_stats_t {
   uint64_t per_circuit_opened; /* per-circuit connections opened */
   uint64_t shared_over_limit;  /* extensions that shared over the limit */
+  uint64_t shared_by_policy;   /* extensions the peer policy kept shared */
 } pctcp_stats_t;
 void pctcp_get_stats(pctcp_stats_t *out);
 #endif
