@@ -302,6 +302,13 @@ static const option_def_t option_table[] = {
    "Use per-circuit connections only to relays with an established IPsec "
    "SA (so that an observer cannot count circuits). Not supported yet: "
    "pctor cannot broker IPsec SAs yet, and refuses 1."},
+  {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
+   OFF(measureme_enabled),
+   "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
+   "record statistics of its circuit, for that circuit only, as JSON lines "
+   "in DataDirectory/measureme.jsonl: cells per direction, queueing delay, "
+   "EWMA average, output-buffer and kernel send-queue sizes and the "
+   "connections' TCP_INFO. 0 refuses such requests."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "

@@ -96,6 +96,7 @@ typedef struct options_t {
   int per_circuit_tcp;
   int per_circuit_tcp_max_connections; /* 0: automatic */
   int per_circuit_tcp_require_ipsec;
+  int measureme_enabled;
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint64_t set_explicitly_;

@@ -26,6 +26,7 @@
 #include "feature/dircache/dirdocs.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
+#include "feature/measureme/measureme.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
@@ -578,6 +579,7 @@ app_start(evloop_t *loop, const options_t *opts)
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
+  measureme_init(loop, opts->data_directory, opts->measureme_enabled);
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
@@ -619,6 +621,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
+  measureme_configure(new_opts->measureme_enabled);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
           old_opts->per_circuit_tcp_max_connections)
@@ -660,6 +663,7 @@ app_shutdown(void)
     if (A.client_started)
       client_shutdown();
     exit_shutdown();
+    measureme_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
     channels_shutdown();

@@ -31,6 +31,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/net/sockstat.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,6 +564,14 @@ size_t
 channel_outbuf_len(const channel_t *chan)
 {
   return chan->conn ? buf_datalen(conn_outbuf(chan->conn)) : 0;
+}
+
+int
+channel_sockstat(const channel_t *chan, sockstat_tcp_t *out)
+{
+  if (!chan->conn || chan->close_pending)
+    return -1;
+  return sockstat_tcp(conn_fd(chan->conn), out);
 }
 
 /* ---- circuit IDs -------------------------------------------------- */

@@ -142,6 +142,10 @@ void circ_queue_push(circ_queue_t *cq, packed_cell_t *pc);
 void circ_queue_clear(circ_queue_t *cq);
 /* Cells waiting in the output buffer (bytes). */
 size_t channel_outbuf_len(const channel_t *chan);
+/* The kernel's view of the channel's TCP socket (lib/net/sockstat.h).
+ * Returns 0, or -1 if there is no socket or the kernel cannot say. */
+struct sockstat_tcp_t;
+int channel_sockstat(const channel_t *chan, struct sockstat_tcp_t *out);
 /* Tests only: while set, queued circuit cells are not moved into the
  * output buffers of outgoing / incoming channels (cells sent directly,
  * such as DESTROY, still go out), so circuit queues grow as behind a peer

@@ -198,6 +198,33 @@ detach_p_side(or_circuit_t *oc)
   oc->p_queue.chan = NULL;
 }
 
+/* Observers told when a circuit starts closing (circuit.h); kept across
+ * circuits_init(). */
+static struct {
+  circuit_close_fn fn;
+  void *arg;
+} close_observers[CIRCUITS_MAX_CLOSE_OBSERVERS];
+
+int
+circuits_add_close_observer(circuit_close_fn fn, void *arg)
+{
+  for (int i = 0; i < CIRCUITS_MAX_CLOSE_OBSERVERS; i++)
+    if (!close_observers[i].fn) {
+      close_observers[i].fn = fn;
+      close_observers[i].arg = arg;
+      return 0;
+    }
+  return -1;
+}
+
+void
+circuits_remove_close_observer(circuit_close_fn fn, void *arg)
+{
+  for (int i = 0; i < CIRCUITS_MAX_CLOSE_OBSERVERS; i++)
+    if (close_observers[i].fn == fn && close_observers[i].arg == arg)
+      close_observers[i].fn = NULL;
+}
+
 /* Close circ, telling each neighbour except `skip` with a DESTROY. Toward
  * the origin we give our reason; away from it, and when only propagating,
  * the spec asks for DESTROYED (reasons must not travel along circuits). */
@@ -207,6 +234,9 @@ circuit_close_impl(circuit_t *circ, int reason, channel_t *skip,
 {
   if (circ->marked_for_close)
     return;
+  for (int i = 0; i < CIRCUITS_MAX_CLOSE_OBSERVERS; i++)
+    if (close_observers[i].fn)
+      close_observers[i].fn(circ, close_observers[i].arg);
   circ->marked_for_close = 1;
   int propagating = skip != NULL;
   if (circ->n_chan && circ->n_chan != skip && !circ->n_pending)
@@ -836,4 +866,15 @@ oom_deferred_cb(void *arg)
 {
   (void)arg;
   circuits_handle_oom();
+}
+
+circuit_t *
+circuit_find_by_gid(uint64_t gid)
+{
+  for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
+    circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
+    if (c->gid == gid && !c->marked_for_close)
+      return c;
+  }
+  return NULL;
 }

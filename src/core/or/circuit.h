@@ -194,6 +194,18 @@ void circuits_get_oom_stats(circuits_oom_stats_t *out);
 /* Tests: the or_circuit whose p side has this circuit ID (on any channel),
  * or NULL. Linear in the number of circuits. */
 or_circuit_t *or_circuit_find_by_p_id_for_testing(uint32_t p_circ_id);
+/* The live circuit with this gid (circuit_t.gid, unique for the process
+ * lifetime), or NULL once it is closed or marked for close: how features
+ * that keep per-circuit records refer to circuits without holding
+ * pointers. Linear in the number of circuits. */
+circuit_t *circuit_find_by_gid(uint64_t gid);
+/* Observers told when a circuit starts closing, before its queues and
+ * channels are detached (so they can take a last look). At most
+ * CIRCUITS_MAX_CLOSE_OBSERVERS. The observer must not close circuits. */
+#define CIRCUITS_MAX_CLOSE_OBSERVERS 4
+typedef void (*circuit_close_fn)(circuit_t *circ, void *arg);
+int circuits_add_close_observer(circuit_close_fn fn, void *arg);
+void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when

@@ -33,6 +33,7 @@
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
+#include "feature/measureme/measureme.h"
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
 #include "feature/relay/router_keys.h"
@@ -66,6 +67,10 @@ static struct {
   char *resp;
   size_t resp_len;
   int cells_since_sendme;
+  /* --measureme HOP:INTERVAL_MS:LABEL requests, sent once built */
+  int n_mm;
+  int mm_hop[CIRCUIT_MAX_HOPS];
+  measureme_request_t mm_req[CIRCUIT_MAX_HOPS];
 } T;
 
 static void
@@ -75,6 +80,7 @@ usage(void)
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
           "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
           "                      [--timeout SEC] [--nodes FILE] [-v]\n"
+          "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      HOP [HOP ...]\n"
           "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
           "nickname from --nodes\n");
@@ -299,12 +305,45 @@ send_get(origin_circuit_t *circ)
                             STREAM_ID, (const uint8_t *)req, (uint16_t)n);
 }
 
+/* Parse "HOP:INTERVAL_MS:LABEL" (LABEL: 16 hex digits) into T. */
+static int
+parse_measureme(const char *spec)
+{
+  unsigned hop, iv;
+  char label[17];
+  if (T.n_mm == CIRCUIT_MAX_HOPS ||
+      sscanf(spec, "%u:%u:%16[0-9a-fA-F]", &hop, &iv, label) != 3 ||
+      strlen(label) != 16 || hop < 1 || hop > CIRCUIT_MAX_HOPS ||
+      iv < MEASUREME_MIN_INTERVAL_MS || iv > MEASUREME_MAX_INTERVAL_MS)
+    return -1;
+  measureme_request_t *r = &T.mm_req[T.n_mm];
+  memset(r, 0, sizeof(*r));
+  r->interval_ms = (uint16_t)iv;
+  if (base16_decode(r->label, 8, label, 16) != 8)
+    return -1;
+  T.mm_hop[T.n_mm++] = (int)hop;
+  return 0;
+}
+
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
   (void)arg;
   fprintf(stderr, "pctor-circtest: circuit of %d hops built in %.1f ms\n",
           T.n_hops, circbuild_build_time_us(cb) / 1000.0);
+  for (int i = 0; i < T.n_mm; i++) {
+    uint8_t body[MEASUREME_BODY_LEN];
+    measureme_request_encode(body, &T.mm_req[i]);
+    if (T.mm_hop[i] > T.n_hops ||
+        origin_circuit_send_relay(circ, T.mm_hop[i] - 1,
+                                  RELAY_COMMAND_MEASUREME, 0, body,
+                                  sizeof(body)) < 0) {
+      finish(0, "could not send the MeasureMe request");
+      return;
+    }
+    fprintf(stderr, "pctor-circtest: asked hop %d to measure the circuit\n",
+            T.mm_hop[i]);
+  }
   if (!T.get_path) {
     finish(1, NULL);
     return;
@@ -500,6 +539,13 @@ main(int argc, char **argv)
       nodes = argv[++i];
     else if (!strcmp(a, "-v"))
       verbose = 1;
+    else if (!strcmp(a, "--measureme") && i + 1 < argc) {
+      if (parse_measureme(argv[++i]) < 0) {
+        fprintf(stderr, "pctor-circtest: --measureme wants "
+                        "HOP:INTERVAL_MS(100-60000):LABEL(16 hex digits)\n");
+        return 2;
+      }
+    }
     else if (!strcmp(a, "--version")) {
       puts("pctor-circtest " PACKAGE_VERSION);
       return 0;

@@ -1,0 +1,118 @@
+#!/bin/bash
+# measureme.sh -- MeasureMe: relays record statistics of the one circuit
+# that asked, and tor relays ignore the request without closing the circuit.
+#
+# Private network (1 tor authority, 2 tor relays) plus pctor relays p1
+# (MeasureMeEnabled 0), p2 (PerCircuitTCP 1) and p3 (exit); none publishes,
+# so no other circuit crosses them. Checks:
+#   - a circuit p1 -> p2 -> p3 that asks p2 and p3 to measure it every
+#     200 ms while it downloads: p2's and p3's measureme.jsonl hold records
+#     of that circuit only (its label), with consecutive sequence numbers,
+#     cells adding up to the download, and (p2, PerCircuitTCP) TCP_INFO of
+#     its own connection towards p3; a second circuit downloading at the
+#     same time without asking leaves no record;
+#   - p1 (MeasureMeEnabled 0) refuses: no file, a log line;
+#   - a circuit p1 -> relay1 (tor) -> p3 that asks relay1 and p3: tor drops
+#     the unknown relay command, the circuit carries the download intact
+#     and p3 records it.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+PY=$(it_python3) || it_skip "python3 is not installed"
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+www=$(it_tmpdir)
+head -c $((2 * 1024 * 1024)) /dev/urandom > "$www/file"
+want=$(sha256sum < "$www/file" | cut -d' ' -f1)
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
+MeasureMeEnabled 0"
+it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
+PerCircuitTCP 1"
+it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
+ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+RelayBandwidthRate 512 KBytes
+RelayBandwidthBurst 512 KBytes
+ServerDNSResolvConfFile $net/resolv.conf"
+hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+P1=$(hop p1) P2=$(hop p2) P3=$(hop p3)
+d1=$(cat "$net/p1.dir") d2=$(cat "$net/p2.dir") d3=$(cat "$net/p3.dir")
+
+fetch() { # NAME ARGS...
+    local name=$1
+    shift
+    "$CIRCTEST" --timeout 120 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+        --get /file --out "$net/$name.out" "$@" 2> "$net/$name.err" ||
+        it_fail "$name: download failed: $(tail -3 "$net/$name.err")"
+    [ "$(sha256sum < "$net/$name.out" | cut -d' ' -f1)" = "$want" ] ||
+        it_fail "$name: download corrupted"
+}
+
+# 1. One circuit asks p1, p2 and p3; another, at the same time, does not.
+L1=00112233aabbccdd
+fetch quiet "$P1" "$P2" "$P3" &
+quiet=$!
+fetch measured --measureme "1:200:$L1" --measureme "2:200:$L1" \
+    --measureme "3:200:$L1" "$P1" "$P2" "$P3"
+wait "$quiet" || it_fail "the circuit that did not ask failed"
+grep -q "asked hop 2 to measure" "$net/measured.err" || it_fail "circtest did not ask"
+sleep 1 # the circuits' DESTROYs end the records
+
+check_records() { # FILE LABEL MIN_RECORDS WANT_TCP(0/1)
+    "$PY" - "$@" "$((2 * 1024 * 1024))" <<'EOF' || return 1
+import json, sys
+path, label, min_n, want_tcp, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+recs = [json.loads(l) for l in open(path)]
+assert len(recs) >= min_n, f"{len(recs)} records, expected at least {min_n}"
+assert {r["label"] for r in recs} == {label}, "records of another circuit"
+assert len({r["circuit"] for r in recs}) == 1, "records of several circuits"
+assert [r["seq"] for r in recs] == list(range(len(recs))), "sequence gaps"
+bwd = sum(r["cells_bwd"] for r in recs)
+# the body plus HTTP headers in 498-byte RELAY_DATA cells, plus CONNECTED/END
+assert size // 498 <= bwd <= size // 498 + 50, f"{bwd} backward cells"
+for r in recs:
+    for k in ("queue_fwd", "queue_bwd"):
+        q = r[k]
+        assert q["queued"] >= 0 and q["ewma"] >= 0 and q["delay_max_us"] >= 0
+if want_tcp:
+    tcp = [r["chan_fwd"]["tcp"] for r in recs if r["chan_fwd"] and "tcp" in r["chan_fwd"]]
+    assert tcp, "no TCP_INFO of the connection towards the next hop"
+    assert all(r["chan_fwd"]["per_circuit"] == 1 for r in recs if r["chan_fwd"]), "not per circuit"
+    assert all(t["cwnd"] > 0 and t["mss"] > 0 for t in tcp)
+print(f"{len(recs)} records, {bwd} backward cells, max queue delay "
+      f"{max(r['queue_bwd']['delay_max_us'] for r in recs)} us")
+EOF
+}
+out=$(check_records "$d2/data/measureme.jsonl" "$L1" 5 1) || it_fail "p2's records: see above"
+it_log "p2: $out"
+out=$(check_records "$d3/data/measureme.jsonl" "$L1" 5 0) || it_fail "p3's records: see above"
+it_log "p3: $out"
+[ ! -e "$d1/data/measureme.jsonl" ] || it_fail "p1 recorded although MeasureMeEnabled is 0"
+grep -q "MeasureMe: refusing a request (MeasureMeEnabled 0)" "$d1/info.log" ||
+    it_fail "p1 did not log that it refused"
+grep -q "MeasureMe: stopped measuring circuit .*the circuit closed" "$d2/info.log" ||
+    it_fail "p2 did not stop when the circuit closed"
+
+# 2. tor 0.4.9 in the middle ignores the request.
+L2=ffeeddccbbaa9988
+fetch via-tor --measureme "2:200:$L2" --measureme "3:200:$L2" "$P1" relay1 "$P3"
+sleep 1
+n=$(grep -c "\"label\":\"$L2\"" "$d3/data/measureme.jsonl")
+[ "$n" -ge 3 ] || it_fail "p3 recorded $n records for the circuit through tor"
+it_log "circuit through tor relay1 (asked, ignored it): download intact; p3 wrote $n records"
+
+it_pctor_alive_quiet "$net" p1 p2 p3
+it_log "MeasureMe checks passed"
