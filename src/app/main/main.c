@@ -16,7 +16,7 @@
  *   9. RunAsDaemon: stdio to /dev/null, release the original process;
  *  10. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
  * SIGHUP re-reads the same torrc and command line; a bad new configuration
- * is logged and the old one kept. Options that cannot change while running
+ * is logged and the old one kept. SIGUSR1 logs statistics. Options that cannot change while running
  * keep their old values, with a warning.
  */
 #include "config.h"
@@ -46,7 +46,7 @@ static struct {
   evloop_t *loop;
   options_cmdline_t *cmdline;
   options_t *opts;
-  evloop_signal_t *sig_hup, *sig_term, *sig_int;
+  evloop_signal_t *sig_hup, *sig_term, *sig_int, *sig_usr1;
 } daemon_state;
 
 static void
@@ -134,11 +134,19 @@ on_term(void *arg)
 }
 
 static void
+on_usr1(void *arg)
+{
+  (void)arg;
+  app_log_statistics();
+}
+
+static void
 cleanup(void)
 {
   evloop_signal_free(daemon_state.sig_hup);
   evloop_signal_free(daemon_state.sig_term);
   evloop_signal_free(daemon_state.sig_int);
+  evloop_signal_free(daemon_state.sig_usr1);
   evloop_free(daemon_state.loop);
   options_free(daemon_state.opts);
   options_cmdline_free(daemon_state.cmdline);
@@ -229,6 +237,8 @@ main(int argc, char **argv)
                                             on_term, NULL);
   daemon_state.sig_int = evloop_signal_new(daemon_state.loop, SIGINT,
                                            on_term, NULL);
+  daemon_state.sig_usr1 = evloop_signal_new(daemon_state.loop, SIGUSR1,
+                                            on_usr1, NULL);
 
   if (app_start(daemon_state.loop, opts) < 0)
     return fail_startup();

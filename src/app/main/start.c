@@ -657,6 +657,45 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
 }
 
 void
+app_log_statistics(void)
+{
+  if (!A.started)
+    return;
+  channel_stats_t cs;
+  channels_get_stats(&cs);
+  log_notice("Statistics: %u open connections (%u per circuit), %u in "
+             "handshake; %u relayed circuits, %u own circuits; %llu cells "
+             "in, %llu out",
+             cs.n_open, cs.n_per_circuit, cs.n_handshaking,
+             circuits_count(CIRC_KIND_OR), circuits_count(CIRC_KIND_ORIGIN),
+             (unsigned long long)cs.cells_in,
+             (unsigned long long)cs.cells_out);
+  log_notice("Statistics: %llu outgoing connection set-ups, %.1f ms on "
+             "average (TCP, TLS and link handshake), %.1f ms at most",
+             (unsigned long long)cs.setups,
+             cs.setups ? cs.setup_us_total / 1000.0 / cs.setups : 0.0,
+             cs.setup_us_max / 1000.0);
+  scheduler_stats_t ss;
+  scheduler_get_stats(&ss);
+  log_notice("Statistics: scheduler %s: %llu runs, %llu cells; connections "
+             "waited %llu times for the kernel and %llu times for bandwidth "
+             "tokens; %u with queued cells",
+             A.sched.halflife_sec > 0 ? "EWMA" : "round robin",
+             (unsigned long long)ss.runs, (unsigned long long)ss.cells,
+             (unsigned long long)ss.kernel_limited,
+             (unsigned long long)ss.token_limited, ss.channels_active);
+  pctcp_stats_t ps;
+  pctcp_get_stats(&ps);
+  log_notice("Statistics: PerCircuitTCP opened %llu connections; %llu "
+             "circuits shared one over the limit, %llu by peer policy; "
+             "%llu KB in cell queues",
+             (unsigned long long)ps.per_circuit_opened,
+             (unsigned long long)ps.shared_over_limit,
+             (unsigned long long)ps.shared_by_policy,
+             (unsigned long long)(cell_queues_total_bytes() >> 10));
+}
+
+void
 app_shutdown(void)
 {
   if (A.started) {

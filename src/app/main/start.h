@@ -25,6 +25,9 @@ int app_start(evloop_t *loop, const options_t *opts);
 /* Apply new options (non-reloadable ones already hold their old values).
  * Returns 0, or -1 to keep running with old_opts. */
 int app_reconfigure(const options_t *old_opts, const options_t *new_opts);
+/* SIGUSR1: log what the relay is doing (connections, circuits, the
+ * scheduler, PerCircuitTCP, queued cells) at notice level. */
+void app_log_statistics(void);
 /* Stop: close listeners and connections, free what app_start() made. */
 void app_shutdown(void);
 
