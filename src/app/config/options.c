@@ -297,6 +297,12 @@ static const option_def_t option_table[] = {
    "never more than half the file-descriptor limit); beyond it, new "
    "circuits share the existing connection to their next relay whose "
    "circuits have sent least recently."},
+  {"PerCircuitTCPSpares", OPT_TYPE_INT, "NUM", "1", "1", 1, 0, 16,
+   OFF(per_circuit_tcp_spares),
+   "With PerCircuitTCP, keep this many connections to each relay that "
+   "circuits were recently extended to open ahead of need, so that the "
+   "next extension does not wait for TCP, TLS and the link handshake. "
+   "Unused spares close after a minute. 0 to 16."},
   {"PerCircuitTCPRequireIPsec", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
    OFF(per_circuit_tcp_require_ipsec),
    "Use per-circuit connections only to relays with an established IPsec "

@@ -95,6 +95,7 @@ typedef struct options_t {
   /* PCTCP. */
   int per_circuit_tcp;
   int per_circuit_tcp_max_connections; /* 0: automatic */
+  int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
   int measureme_enabled;
 

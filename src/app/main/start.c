@@ -350,11 +350,13 @@ apply_pctcp(const options_t *o)
   pctcp_config_t cfg;
   cfg.enabled = o->per_circuit_tcp;
   cfg.max_connections = (unsigned)o->per_circuit_tcp_max_connections;
+  cfg.spares = (unsigned)o->per_circuit_tcp_spares;
   cfg.fd_limit = A.fd_limit;
   pctcp_configure(&cfg);
   if (cfg.enabled)
     log_notice("PerCircuitTCP: each circuit to another relay gets its own "
-               "connection, up to %u", pctcp_connection_limit());
+               "connection, %u spare(s) per relay, up to %u", cfg.spares,
+               pctcp_connection_limit());
 }
 
 /* CircuitPriorityHalflife, Schedulers, KISTSchedRunInterval and
@@ -624,7 +626,8 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   measureme_configure(new_opts->measureme_enabled);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
-          old_opts->per_circuit_tcp_max_connections)
+          old_opts->per_circuit_tcp_max_connections ||
+      new_opts->per_circuit_tcp_spares != old_opts->per_circuit_tcp_spares)
     apply_pctcp(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
@@ -686,10 +689,12 @@ app_log_statistics(void)
              (unsigned long long)ss.token_limited, ss.channels_active);
   pctcp_stats_t ps;
   pctcp_get_stats(&ps);
-  log_notice("Statistics: PerCircuitTCP opened %llu connections; %llu "
-             "circuits shared one over the limit, %llu by peer policy; "
-             "%llu KB in cell queues",
+  log_notice("Statistics: PerCircuitTCP opened %llu connections and %llu "
+             "spares (%llu used); %llu circuits shared one over the limit, "
+             "%llu by peer policy; %llu KB in cell queues",
              (unsigned long long)ps.per_circuit_opened,
+             (unsigned long long)ps.spares_opened,
+             (unsigned long long)ps.spares_used,
              (unsigned long long)ps.shared_over_limit,
              (unsigned long long)ps.shared_by_policy,
              (unsigned long long)(cell_queues_total_bytes() >> 10));

@@ -133,7 +133,8 @@ close_idle_channels(void *arg)
     uint64_t limit = chan->peer_is_relay ? G.idle_relay_us
                                          : G.idle_client_us;
     if (chan->per_circuit)
-      limit = CHAN_PER_CIRCUIT_IDLE_USEC; /* its circuit died pending */
+      limit = chan->spare ? CHANNEL_SPARE_IDLE_SEC * 1000000ULL
+                          : CHAN_PER_CIRCUIT_IDLE_USEC; /* died pending */
     if (now - chan->idle_since_us >= limit)
       channel_close_after_flush(chan, "idle: no circuits");
   }
@@ -494,11 +495,50 @@ channel_find_quietest_for_extend(const pc_addr_t *addr,
       best_load = load;
     }
   }
-  if (best && best->per_circuit) {
-    best->per_circuit = 0; /* shared from now on */
-    G.n_per_circuit--;
-  }
+  if (best)
+    best->spare = 0; /* carries circuits from now on */
   return best;
+}
+
+channel_t *
+channel_connect_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
+                      const uint8_t *ed_id)
+{
+  channel_t *chan = channel_connect_per_circuit(addr, rsa_id, ed_id);
+  if (chan)
+    chan->spare = 1;
+  return chan;
+}
+
+channel_t *
+channel_take_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
+                   const uint8_t *ed_id)
+{
+  channel_t *best = NULL;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (!chan->spare || !channel_matches_extend(chan, addr, rsa_id, ed_id))
+      continue;
+    if (!best || (chan->state == CHAN_STATE_OPEN &&
+                  best->state != CHAN_STATE_OPEN))
+      best = chan;
+  }
+  if (best)
+    best->spare = 0;
+  return best;
+}
+
+unsigned
+channels_n_spares(const pc_addr_t *addr, const uint8_t *rsa_id,
+                  const uint8_t *ed_id)
+{
+  unsigned n = 0;
+  for (dlist_node_t *x = dlist_first(&G.all); x; x = dlist_next(&G.all, x)) {
+    channel_t *chan = DLIST_ENTRY(x, channel_t, all_node);
+    if (chan->spare && channel_matches_extend(chan, addr, rsa_id, ed_id))
+      n++;
+  }
+  return n;
 }
 
 int

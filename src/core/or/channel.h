@@ -77,12 +77,25 @@ channel_t *channel_connect_per_circuit(const pc_addr_t *addr,
 /* Among all open or opening channels to that relay, per-circuit ones
  * included, the one whose circuits have sent least recently (lowest sum
  * of their EWMA averages towards it), or NULL: where a circuit that cannot
- * have its own connection bothers the fewest quiet circuits. The channel
- * is then shared (no longer closed with its first circuit). */
+ * have its own connection bothers the fewest quiet circuits. A per-circuit
+ * channel chosen so keeps counting as one and closes when its last
+ * circuit has gone. */
 channel_t *channel_find_quietest_for_extend(const pc_addr_t *addr,
                                             const uint8_t *rsa_id,
                                             const uint8_t *ed_id);
 int channel_is_per_circuit(const channel_t *chan);
+/* Spare per-circuit channels: opened ahead of need so that a circuit
+ * extension does not wait for TCP, TLS and the link handshake. A spare
+ * without a circuit is closed after CHANNEL_SPARE_IDLE_SEC.
+ * channel_take_spare() returns one to that relay (open ones first) and
+ * makes it an ordinary per-circuit channel, or NULL. */
+#define CHANNEL_SPARE_IDLE_SEC 60
+channel_t *channel_connect_spare(const pc_addr_t *addr,
+                                 const uint8_t *rsa_id, const uint8_t *ed_id);
+channel_t *channel_take_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
+                              const uint8_t *ed_id);
+unsigned channels_n_spares(const pc_addr_t *addr, const uint8_t *rsa_id,
+                           const uint8_t *ed_id);
 /* Per-circuit channels that are not closed yet. */
 unsigned channels_n_per_circuit(void);
 

@@ -38,6 +38,22 @@ pctcp_connection_limit(void)
   return (unsigned)lim;
 }
 
+/* Keep cfg.spares connections to that relay open ahead of need, within
+ * the limit. */
+static void
+open_spares(const pc_addr_t *addr, const uint8_t *rsa_id,
+            const uint8_t *ed_id)
+{
+  unsigned have = channels_n_spares(addr, rsa_id, ed_id);
+  while (have < P.cfg.spares &&
+         channels_n_per_circuit() < pctcp_connection_limit()) {
+    if (!channel_connect_spare(addr, rsa_id, ed_id))
+      return;
+    P.stats.spares_opened++;
+    have++;
+  }
+}
+
 channel_t *
 pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
                          const uint8_t *rsa_id, const uint8_t *ed_id)
@@ -50,10 +66,17 @@ pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
     per_circuit = 0;
   }
   if (per_circuit) {
+    chan = channel_take_spare(addr, rsa_id, ed_id);
+    if (chan) {
+      P.stats.spares_used++;
+      open_spares(addr, rsa_id, ed_id);
+      return chan;
+    }
     if (channels_n_per_circuit() < pctcp_connection_limit()) {
       chan = channel_connect_per_circuit(addr, rsa_id, ed_id);
       if (chan) {
         P.stats.per_circuit_opened++;
+        open_spares(addr, rsa_id, ed_id);
         return chan;
       }
     }

@@ -10,6 +10,12 @@
  * of circuits we originate) are not concerned: only or_circuits extend
  * relay to relay here.
  *
+ * Set-up time: a new connection costs an extension a TCP, TLS and link
+ * handshake. With spares > 0, after each per-circuit extension to a relay
+ * that many further connections to it are opened ahead of need, and the
+ * next extension takes one that is already open (unused spares close
+ * after a minute).
+ *
  * Threshold (the paper's section 6.5): beyond max_connections per-circuit
  * connections, or half the descriptor limit, new circuits share the
  * quietest existing connection to that relay (lowest EWMA sum), so that
@@ -23,6 +29,8 @@
 typedef struct pctcp_config_t {
   int enabled;               /* PerCircuitTCP */
   unsigned max_connections;  /* PerCircuitTCPMaxConnections; 0: automatic */
+  unsigned spares;           /* PerCircuitTCPSpares: ready connections kept
+                              * per relay we extended to */
   uint64_t fd_limit;         /* the process's descriptor limit */
 } pctcp_config_t;
 
@@ -58,6 +66,7 @@ typedef struct pctcp_stats_t {
   uint64_t per_circuit_opened; /* per-circuit connections opened */
   uint64_t shared_over_limit;  /* extensions that shared over the limit */
   uint64_t shared_by_policy;   /* extensions the peer policy kept shared */
+  uint64_t spares_opened, spares_used;
 } pctcp_stats_t;
 void pctcp_get_stats(pctcp_stats_t *out);
 #endif
