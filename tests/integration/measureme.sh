@@ -3,8 +3,8 @@
 # that asked, and tor relays ignore the request without closing the circuit.
 #
 # Private network (1 tor authority, 2 tor relays) plus pctor relays p1
-# (MeasureMeEnabled 0), p2 (PerCircuitTCP 1) and p3 (exit); none publishes,
-# so no other circuit crosses them. Checks:
+# (MeasureMeEnabled 0), p2 (PerCircuitTCP 1) and p3 (exit), and a pctor
+# client with MeasureMeHops. Checks:
 #   - a circuit p1 -> p2 -> p3 that asks p2 and p3 to measure it every
 #     200 ms while it downloads: p2's and p3's measureme.jsonl hold records
 #     of that circuit only (its label), with consecutive sequence numbers,
@@ -14,7 +14,9 @@
 #   - p1 (MeasureMeEnabled 0) refuses: no file, a log line;
 #   - a circuit p1 -> relay1 (tor) -> p3 that asks relay1 and p3: tor drops
 #     the unknown relay command, the circuit carries the download intact
-#     and p3 records it.
+#     and p3 records it;
+#   - a pctor SOCKS client with MeasureMeHops 2,3 logs the label of its
+#     circuit, and p2 and p3 record that label.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -35,12 +37,9 @@ want=$(sha256sum < "$www/file" | cut -d' ' -f1)
 read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
-it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
-MeasureMeEnabled 0"
-it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
-PerCircuitTCP 1"
-it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
-ExitRelay 1
+it_start_pctor "$net" p1 relay "MeasureMeEnabled 0"
+it_start_pctor "$net" p2 relay "PerCircuitTCP 1"
+it_start_pctor "$net" p3 relay "ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
@@ -114,5 +113,25 @@ n=$(grep -c "\"label\":\"$L2\"" "$d3/data/measureme.jsonl")
 [ "$n" -ge 3 ] || it_fail "p3 recorded $n records for the circuit through tor"
 it_log "circuit through tor relay1 (asked, ignored it): download intact; p3 wrote $n records"
 
-it_pctor_alive_quiet "$net" p1 p2 p3
+# 3. A SOCKS client asking hops 2 and 3 of its circuits.
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
+    it_fail "the consensus does not list the pctor relays"
+it_start_pctor "$net" c1 client "EntryNodes p1
+MiddleNodes p2
+ExitNodes p3
+MeasureMeHops 2,3
+MeasureMeInterval 300"
+socks=$(cat "$net/c1.port")
+get() { curl -sf --max-time 60 -x "socks5h://127.0.0.1:$socks" "http://127.0.0.1:$hport/file" -o "$net/socks.out"; }
+it_wait_until 90 get || it_fail "the SOCKS client never carried a request"
+[ "$(sha256sum < "$net/socks.out" | cut -d' ' -f1)" = "$want" ] || it_fail "SOCKS download corrupted"
+dc=$(cat "$net/c1.dir")
+L3=$(sed -n 's/.*MeasureMe: asked hop 2 of circuit [0-9]* to measure it every 300 ms (label \([0-9a-f]*\)).*/\1/p' "$dc/info.log" | tail -1)
+[ -n "$L3" ] || it_fail "the client did not log a MeasureMe label"
+grep -q "asked hop 3 of circuit .*(label $L3)" "$dc/info.log" || it_fail "the client did not ask hop 3"
+it_wait_until 10 grep -q "\"label\":\"$L3\"" "$d2/data/measureme.jsonl" || it_fail "p2 has no record of the client's circuit"
+it_wait_until 10 grep -q "\"label\":\"$L3\"" "$d3/data/measureme.jsonl" || it_fail "p3 has no record of the client's circuit"
+it_log "SOCKS client with MeasureMeHops 2,3: label $L3 recorded by p2 and p3"
+
+it_pctor_alive_quiet "$net" p1 p2 p3 c1
 it_log "MeasureMe checks passed"

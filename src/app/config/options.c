@@ -315,6 +315,16 @@ static const option_def_t option_table[] = {
    "in DataDirectory/measureme.jsonl: cells per direction, queueing delay, "
    "EWMA average, output-buffer and kernel send-queue sizes and the "
    "connections' TCP_INFO. 0 refuses such requests."},
+  {"MeasureMeHops", OPT_TYPE_STRING, "HOP[,HOP...]", NULL, "unset (none)",
+   1, 0, 0, OFF(measureme_hops_str),
+   "Client: ask these hops (1 = guard, 2 = middle, 3 = exit) of every new "
+   "circuit to record statistics of it (MeasureMe; relays without it "
+   "ignore the request). Each circuit gets a random label, logged at "
+   "notice level with the circuit, that the relays' records carry."},
+  {"MeasureMeInterval", OPT_TYPE_INT, "MILLISECONDS", "1000", "1000",
+   1, 100, 60000, OFF(measureme_interval),
+   "Client: how often the relays asked by MeasureMeHops record (100 to "
+   "60000)."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -1093,6 +1103,30 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     else
       *err_out = pc_asprintf("PerCircuitTCPRequireIPsec %s. Failing.", msg);
     return -1;
+  }
+
+  o->measureme_hops = 0;
+  if (o->measureme_hops_str) {
+    def = def_by_offset(OFF(measureme_hops_str));
+    char *copy = pc_strdup(o->measureme_hops_str);
+    int bad = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ", \t", &save); t;
+         t = strtok_r(NULL, ", \t", &save)) {
+      if (!strcmp(t, "1") || !strcmp(t, "2") || !strcmp(t, "3"))
+        o->measureme_hops |= 1u << (t[0] - '1');
+      else
+        bad = 1;
+    }
+    free(copy);
+    if (bad || !o->measureme_hops) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      const char *msg = "must list hops 1, 2 and/or 3";
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("MeasureMeHops %s. Failing.", msg);
+      return -1;
+    }
   }
 
   /* The circuit scheduler. */

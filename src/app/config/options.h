@@ -98,6 +98,9 @@ typedef struct options_t {
   int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
   int measureme_enabled;
+  char *measureme_hops_str;       /* MeasureMeHops as written */
+  unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
+  int measureme_interval;         /* milliseconds */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint64_t set_explicitly_;

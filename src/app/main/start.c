@@ -452,6 +452,8 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->path = &A.pathcfg;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
+  cc->measureme_hops = o->measureme_hops;
+  cc->measureme_interval_ms = (uint16_t)o->measureme_interval;
 }
 
 /* SocksPort: the client role. */

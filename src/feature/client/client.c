@@ -20,9 +20,11 @@
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
 #include "feature/client/socks_proto.h"
+#include "feature/measureme/measureme.h"
 #include "lib/bytes/bytes.h"
 #include "lib/container/dlist.h"
 #include "lib/crypt/rand.h"
+#include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
@@ -213,6 +215,34 @@ send_begin(cstream_t *cs)
     stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
 }
 
+/* MeasureMeHops: ask those hops of a new circuit to measure it, with one
+ * random label per circuit (logged, to join the relays' records). */
+static void
+ask_measureme(origin_circuit_t *circ)
+{
+  if (!G.cfg.measureme_hops)
+    return;
+  measureme_request_t req;
+  memset(&req, 0, sizeof(req));
+  req.interval_ms = G.cfg.measureme_interval_ms;
+  crypt_rand(req.label, sizeof(req.label));
+  uint8_t body[MEASUREME_BODY_LEN];
+  measureme_request_encode(body, &req);
+  char label[17];
+  base16_encode(label, sizeof(label), req.label, 8, BASE16_LOWER);
+  for (int h = 0; h < CLIENT_HOPS; h++) {
+    if (!(G.cfg.measureme_hops & (1u << h)))
+      continue;
+    if (origin_circuit_send_relay(circ, h, RELAY_COMMAND_MEASUREME, 0, body,
+                                  sizeof(body)) < 0)
+      return;
+    log_notice("MeasureMe: asked hop %d of circuit %llu to measure it "
+               "every %u ms (label %s)",
+               h + 1, (unsigned long long)circ->base.gid, req.interval_ms,
+               label);
+  }
+}
+
 static void
 cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -225,6 +255,7 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   log_info("Client circuit %llu built in %.0f ms",
            (unsigned long long)circ->base.gid,
            circbuild_build_time_us(cb) / 1000.0);
+  ask_measureme(circ);
   dlist_node_t *n, *next;
   for (n = dlist_first(&cc->streams); n; n = next) {
     next = dlist_next(&cc->streams, n);

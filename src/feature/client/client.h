@@ -27,6 +27,11 @@ typedef struct client_config_t {
    * port (as in private networks whose exits only accept 127.0.0.0/8),
    * use the pinned exits anyway and let them decide. */
   int exit_nodes_pinned;
+  /* MeasureMe: ask these hops (bit h-1 for hop h) of every new circuit to
+   * record its statistics every measureme_interval_ms (MeasureMeHops,
+   * MeasureMeInterval); 0: none. */
+  unsigned measureme_hops;
+  uint16_t measureme_interval_ms;
 } client_config_t;
 
 /* Start the SOCKS listener. Returns 0, or -1 with *err (static). */
