@@ -82,7 +82,29 @@ md=$(awk '/^m / {print $2; exit}' "$cons")
 "$CIRCTEST" --timeout 20 --get "/tor/micro/d/$md" --out "$cons.md" "$P1" 2>/dev/null ||
     it_fail "p1 does not serve microdescriptor $md"
 grep -q '^ntor-onion-key ' "$cons.md" || it_fail "p1 served no microdescriptor"
-it_log "p1 serves its cached consensus and microdescriptors over BEGIN_DIR"
+# ... and the ns flavor with server descriptors, for tor clients with
+# UseMicrodescriptors 0 (like the one below).
+fetch_ns() {
+    "$CIRCTEST" --timeout 20 --get /tor/status-vote/current/consensus \
+        --out "$cons.ns" "$P1" 2>/dev/null &&
+        head -1 "$cons.ns" | grep -q '^network-status-version 3$' &&
+        grep -q '^r p2 ' "$cons.ns"
+}
+it_wait_until 60 fetch_ns || it_fail "p1 does not serve an ns consensus listing p2"
+fp_r1=$(awk '$1 == "relay1" {print $4}' "$nodes")
+fetch_sd() {
+    "$CIRCTEST" --timeout 20 --get "/tor/server/fp/$fp_r1+$(awk '$1 == "p2" {print $4}' "$nodes")" \
+        --out "$cons.sd" "$P1" 2>/dev/null &&
+        grep -q '^router relay1 ' "$cons.sd" && grep -q '^router p2 ' "$cons.sd"
+}
+it_wait_until 60 fetch_sd || it_fail "p1 does not serve server descriptors by fingerprint"
+# by the digest the ns consensus lists (base64 there, hex in the URL)
+d64=$(awk '$1 == "r" && $2 == "relay1" {print $4}' "$cons.ns")
+dhex=$(python3 -c 'import base64,sys; s=sys.argv[1]; print(base64.b64decode(s + "=" * (-len(s) % 4)).hex())' "$d64")
+"$CIRCTEST" --timeout 20 --get "/tor/server/d/$dhex" --out "$cons.sd1" "$P1" 2>/dev/null ||
+    it_fail "p1 does not serve relay1's descriptor by digest"
+grep -q '^router relay1 ' "$cons.sd1" || it_fail "p1 served the wrong descriptor for $dhex"
+it_log "p1 serves its cached consensus (both flavors), microdescriptors and server descriptors over BEGIN_DIR"
 
 # pctor's own client: paths chosen from the consensus p1 cached (verified
 # against the network's authorities), pctor and tor relays in each position.

@@ -59,7 +59,9 @@ static struct {
   int n_exit_desc_lines;
   dns_resolver_t *dns;
   dir_client_t *dirc;           /* the relay's own directory fetches */
+  dir_client_t *dirc_other;     /* the other flavor, cached for clients */
   dir_authority_t *dirc_auths;
+  int n_dirc_auths;
   path_config_t pathcfg;        /* client path restrictions */
   int client_started;
   ratelimit_t *bw_global, *bw_relay;
@@ -408,6 +410,7 @@ start_directory_client(const options_t *o)
     log_notice("No directory authorities: not fetching the directory");
     return -1;
   }
+  A.n_dirc_auths = n;
   cfg.data_dir = o->data_directory;
   cfg.auths = A.dirc_auths;
   cfg.n_auths = n;
@@ -416,6 +419,27 @@ start_directory_client(const options_t *o)
   dir_client_load_cache(A.dirc, time(NULL));
   dir_client_start_auto(A.dirc, dir_fetched_cb, NULL);
   return 0;
+}
+
+/* A relay's directory cache serves both consensus flavors and both kinds
+ * of descriptors, as tor's caches do (tor clients with UseMicrodescriptors
+ * 0 ask for the ns consensus and server descriptors). The relay uses its
+ * own flavor; a second client fetches the other one for the cache. */
+static void
+start_cache_of_other_flavor(const options_t *o)
+{
+  dir_client_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.data_dir = o->data_directory;
+  cfg.auths = A.dirc_auths;
+  cfg.n_auths = A.n_dirc_auths;
+  cfg.use_microdescriptors = !o->use_microdescriptors;
+  A.dirc_other = dir_client_new(A.loop, &cfg);
+  dir_client_load_cache(A.dirc_other, time(NULL));
+  dir_client_start_auto(A.dirc_other, NULL, NULL);
+  const dir_client_t *md = o->use_microdescriptors ? A.dirc : A.dirc_other;
+  const dir_client_t *ns = o->use_microdescriptors ? A.dirc_other : A.dirc;
+  dirdocs_register(md, ns, o->data_directory);
 }
 
 /* Path restrictions for client circuits from the options (checked by
@@ -610,7 +634,7 @@ app_start(evloop_t *loop, const options_t *opts)
   if (opts->or_ports.n > 0) {
     /* A relay caches the directory and serves it over BEGIN_DIR. */
     if (start_directory_client(opts) == 0)
-      dirdocs_register(A.dirc, opts->data_directory);
+      start_cache_of_other_flavor(opts);
     configure_publishing(opts);
   }
   if (start_client(opts) < 0)
@@ -723,6 +747,7 @@ app_shutdown(void)
   free_exit_desc_lines();
   dns_resolver_free(A.dns);
   dir_client_free(A.dirc);
+  dir_client_free(A.dirc_other);
   free(A.dirc_auths);
   ratelimit_free(A.bw_global);
   ratelimit_free(A.bw_relay);

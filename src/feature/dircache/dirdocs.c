@@ -8,10 +8,15 @@
  * list says, as it is signed by a majority of the configured authorities.
  * Microdescriptors are looked up by their SHA-256 digests (base64, joined
  * with '-') in the current node list; unknown digests are skipped, and a
- * request with none known gets 404.
+ * request with none known gets 404. Server descriptors (dir-spec 4.2:
+ * /tor/server/d/D1+D2... by the SHA-1 digest the ns consensus lists,
+ * /tor/server/fp/F1+F2... by identity, hex) come the same way from the
+ * ns-flavor client's node list, which a relay keeps beside its own
+ * flavor for this purpose.
  */
 #include "feature/dircache/dirdocs.h"
 #include "feature/dircache/dircache.h"
+#include "lib/encoding/base16.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
 #include "lib/malloc/alloc.h"
@@ -23,7 +28,8 @@
 #define DIRDOCS_MAX_DIGESTS 512
 
 static struct {
-  const dir_client_t *dc;
+  const dir_client_t *dc;     /* microdesc flavor */
+  const dir_client_t *ns;     /* ns flavor, or NULL */
   char *datadir;
 } D;
 
@@ -111,10 +117,71 @@ serve_microdescs(const char *path, size_t *len, void *arg)
   return out;
 }
 
-void
-dirdocs_register(const dir_client_t *dc, const char *datadir)
+/* Append the text of every descriptor named in list (hex digests or
+ * fingerprints joined with '+'); by_fp: match identities, else the
+ * descriptors' SHA-1 digests. */
+static uint8_t *
+serve_server_descs(const char *list, int by_fp, size_t *len)
 {
-  D.dc = dc;
+  const dir_nodelist_t *nl = D.ns ? dir_client_nodelist(D.ns) : NULL;
+  if (!nl)
+    return NULL;
+  size_t cap = 4096, used = 0;
+  uint8_t *out = pc_malloc(cap);
+  int n_found = 0;
+  const char *p = list;
+  for (int n_digests = 0; *p && n_digests < DIRDOCS_MAX_DIGESTS;
+       n_digests++) {
+    size_t tok = strcspn(p, "+");
+    uint8_t want[20];
+    int ok = tok == 40 && base16_decode(want, 20, p, 40) == 20;
+    p += tok;
+    if (*p == '+')
+      p++;
+    if (!ok)
+      continue;
+    for (int i = 0; i < nl->n_nodes; i++) {
+      const microdesc_t *d = nl->nodes[i].desc;
+      if (!d || memcmp(by_fp ? nl->nodes[i].rsa_id : d->digest, want, 20))
+        continue;
+      while (used + d->text_len > cap) {
+        cap *= 2;
+        out = pc_realloc(out, cap);
+      }
+      memcpy(out + used, d->text, d->text_len);
+      used += d->text_len;
+      n_found++;
+      break;
+    }
+  }
+  if (!n_found) {
+    free(out);
+    return NULL;
+  }
+  *len = used;
+  return out;
+}
+
+static uint8_t *
+serve_server_by_digest(const char *path, size_t *len, void *arg)
+{
+  (void)arg;
+  return serve_server_descs(path + strlen("/tor/server/d/"), 0, len);
+}
+
+static uint8_t *
+serve_server_by_fp(const char *path, size_t *len, void *arg)
+{
+  (void)arg;
+  return serve_server_descs(path + strlen("/tor/server/fp/"), 1, len);
+}
+
+void
+dirdocs_register(const dir_client_t *md, const dir_client_t *ns,
+                 const char *datadir)
+{
+  D.dc = md;
+  D.ns = ns;
   free(D.datadir);
   D.datadir = pc_strdup(datadir);
   dircache_register_prefix("/tor/status-vote/current/consensus-microdesc",
@@ -123,6 +190,10 @@ dirdocs_register(const dir_client_t *dc, const char *datadir)
                            serve_consensus_ns, NULL);
   dircache_register_prefix("/tor/keys/", serve_keys, NULL);
   dircache_register_prefix("/tor/micro/d/", serve_microdescs, NULL);
+  if (ns) {
+    dircache_register_prefix("/tor/server/d/", serve_server_by_digest, NULL);
+    dircache_register_prefix("/tor/server/fp/", serve_server_by_fp, NULL);
+  }
 }
 
 void
