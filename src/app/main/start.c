@@ -16,6 +16,7 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
+#include "core/or/congestion_control.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/dir/dir_authority.h"
@@ -310,14 +311,35 @@ apply_consensus_halflife(const consensus_t *c)
   }
 }
 
+static int32_t
+cc_lookup(void *arg, const char *name, int32_t dflt, int32_t min,
+          int32_t max)
+{
+  return consensus_get_param(arg, name, dflt, min, max);
+}
+
+/* Congestion-control parameters (cc_alg, cc_sendme_inc, ...) for new
+ * circuits from the consensus, tor's defaults where it has none. */
+static void
+apply_consensus_cc(const consensus_t *c)
+{
+  if (!c)
+    return;
+  cc_params_t p;
+  cc_params_load(&p, cc_lookup, (void *)c);
+  cc_params_set_current(&p);
+}
+
 static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
   (void)arg;
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
-  else
+  else {
     apply_consensus_halflife(dir_client_consensus(dc));
+    apply_consensus_cc(dir_client_consensus(dc));
+  }
 }
 
 /* Raise the soft descriptor limit to the hard one: a relay with

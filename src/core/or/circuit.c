@@ -20,8 +20,13 @@
  * is back before the handler returns; the circuit objects themselves are
  * still freed later by the reaper, which keeps the snapshot's pointers
  * valid even if an on_closed callback closes further circuits.
+ *
+ * Congestion control on origin hops (see circuit.h): the per-hop state
+ * (controller + deliver counter) is allocated when the hop's handshake
+ * negotiates it; the send path pays one pointer test per DATA cell.
  */
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
 #include "core/or/stream.h"
@@ -67,6 +72,12 @@ static void circuits_handle_oom(void);
 static void oom_deferred_cb(void *arg);
 
 static void circuit_free(circuit_t *circ);
+
+/* Congestion control with one hop of an origin circuit. */
+struct origin_hop_cc_t {
+  cc_t cc;
+  int deliver_window;   /* DATA cells from the hop; SENDME every inc */
+};
 
 static void
 reap(void *arg)
@@ -148,6 +159,10 @@ circuit_free(circuit_t *circ)
     for (int i = 0; i < orc->n_hops; i++) {
       relay_crypto_free(orc->hops[i].crypto);
       onion_client_free(orc->hops[i].hs_type, orc->hops[i].hs_state);
+      if (orc->hops[i].cc) {
+        cc_clear(&orc->hops[i].cc->cc);
+        PC_FREE(orc->hops[i].cc);
+      }
     }
     C.n_origin--;
   }
@@ -472,9 +487,102 @@ origin_circuit_send_relay(origin_circuit_t *circ, int hop, uint8_t command,
     return -1;
   }
   circ->base.cells_forward++;
+  origin_hop_cc_t *hcc = circ->hops[hop].cc;
+  if (hcc && command == RELAY_COMMAND_DATA) {
+    uint8_t *slot =
+        cc_note_data_sent(&hcc->cc, evloop_now_us(channels_loop()));
+    if (slot)
+      memcpy(slot,
+             relay_crypto_last_digest(circ->hops[hop].crypto,
+                                      RELAY_DIR_FORWARD),
+             RELAY_CRYPTO_DIGEST_LEN);
+  }
   return queue_with_limit(&circ->base, &circ->base.n_queue,
                           pack_relay(circ->base.n_circ_id, cmd, payload),
                           "towards the exit", 0);
+}
+
+/* ---- congestion control ------------------------------------------- */
+
+void
+or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc)
+{
+  oc->cc_sendme_inc = sendme_inc;
+  log_info("Circuit %llu: congestion control negotiated in ntor v3 "
+           "(%s, sendme_inc %u)",
+           (unsigned long long)oc->base.gid, cc_alg_vegas.name,
+           (unsigned)sendme_inc);
+}
+
+const cc_t *
+origin_circuit_cc(const origin_circuit_t *circ, int hop)
+{
+  if (hop < 0 || hop >= circ->n_hops_open || !circ->hops[hop].cc)
+    return NULL;
+  return &circ->hops[hop].cc->cc;
+}
+
+uint64_t
+origin_circuit_cc_sendable(const origin_circuit_t *circ, int hop)
+{
+  const cc_t *cc = origin_circuit_cc(circ, hop);
+  return cc ? cc_sendable(cc) : UINT64_MAX;
+}
+
+/* A relay cell from a hop with congestion control: answer DATA with
+ * SENDMEs, check SENDMEs. Returns -1 (with *why) if the circuit must be
+ * closed. */
+static int
+origin_cc_handle(origin_circuit_t *circ, int hop, const relay_header_t *h,
+                 const uint8_t *body, const char **why)
+{
+  origin_hop_cc_t *hcc = circ->hops[hop].cc;
+  uint32_t inc = hcc->cc.sendme_inc;
+  if (h->command == RELAY_COMMAND_DATA) {
+    if (--hcc->deliver_window <= CIRCWINDOW_START - (int)inc) {
+      uint8_t sm[3 + RELAY_CRYPTO_DIGEST_LEN];
+      sm[0] = 1;
+      set_u16(sm + 1, RELAY_CRYPTO_DIGEST_LEN);
+      memcpy(sm + 3,
+             relay_crypto_last_digest(circ->hops[hop].crypto,
+                                      RELAY_DIR_BACKWARD),
+             RELAY_CRYPTO_DIGEST_LEN);
+      hcc->deliver_window += (int)inc;
+      hcc->cc.n_sendmes_sent++;
+      origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, 0, sm,
+                                sizeof(sm));
+    }
+    return 0;
+  }
+  if (h->command != RELAY_COMMAND_SENDME)
+    return 0;
+  if (h->stream_id) {
+    *why = "stream SENDME on a circuit with congestion control";
+    return -1;
+  }
+  const uint8_t *digest = NULL;
+  if (h->length >= 1 && body[0] == 1) {
+    if (h->length < 3 + RELAY_CRYPTO_DIGEST_LEN ||
+        get_u16(body + 1) < RELAY_CRYPTO_DIGEST_LEN) {
+      *why = "malformed v1 SENDME";
+      return -1;
+    }
+    digest = body + 3;
+  } else if (h->length >= 1 && body[0] > 1) {
+    *why = "SENDME of an unknown version";
+    return -1;
+  }
+  int r = cc_on_sendme(&hcc->cc, evloop_now_us(channels_loop()), digest,
+                       circ->base.n_queue.cells.n);
+  if (r == CC_SENDME_UNEXPECTED) {
+    *why = "SENDME while no data awaited one";
+    return -1;
+  }
+  if (r == CC_SENDME_BAD_DIGEST) {
+    *why = "authenticated SENDME with a wrong digest";
+    return -1;
+  }
+  return 0;
 }
 
 /* ---- origin circuits ---------------------------------------------- */
@@ -582,8 +690,9 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
     return;
   }
   uint8_t keys[RELAY_CRYPTO_KEY_MATERIAL_LEN];
+  onion_circ_params_t params;
   int r = onion_client_finish(hop->hs_type, hop->hs_state, reply, len, keys,
-                              sizeof(keys));
+                              sizeof(keys), hop->target.cc_request, &params);
   onion_client_free(hop->hs_type, hop->hs_state);
   hop->hs_state = NULL;
   if (r < 0) {
@@ -595,6 +704,17 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
   }
   hop->crypto = relay_crypto_new(keys);
   pc_memwipe(keys, sizeof(keys));
+  if (params.cc_enabled) {
+    hop->cc = pc_zalloc(sizeof(*hop->cc));
+    cc_init(&hop->cc->cc, NULL, params.sendme_inc);
+    hop->cc->deliver_window = CIRCWINDOW_START;
+    log_info("Circuit %llu: congestion control with hop %d (sendme_inc %u)",
+             (unsigned long long)circ->base.gid, i + 1,
+             (unsigned)params.sendme_inc);
+  } else if (hop->target.cc_request) {
+    log_info("Circuit %llu: hop %d declined congestion control",
+             (unsigned long long)circ->base.gid, i + 1);
+  }
   circ->n_hops_open++;
   if (circ->ops && circ->ops->on_extended)
     circ->ops->on_extended(circ, circ->n_hops_open, circ->ops_arg);
@@ -662,11 +782,19 @@ origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc)
     break;
   case RELAY_COMMAND_DROP:
     break;
-  default:
-    if (circ->ops && circ->ops->on_relay)
+  default: {
+    const char *why = NULL;
+    if (circ->hops[hop].cc && origin_cc_handle(circ, hop, &h, body, &why)) {
+      log_info("Closing circuit %llu: %s (hop %d)",
+               (unsigned long long)circ->base.gid, why, hop + 1);
+      circuit_mark_for_close(&circ->base, DESTROY_REASON_PROTOCOL);
+      break;
+    }
+    if (circ->ops && circ->ops->on_relay && !circ->base.marked_for_close)
       circ->ops->on_relay(circ, hop, h.command, h.stream_id, body, h.length,
                           circ->ops_arg);
     break;
+  }
   }
   packed_cell_free(pc);
 }

@@ -37,6 +37,9 @@ typedef struct extend_target_t {
   uint8_t ed_id[32];
   uint8_t ntor_key[32];
   uint16_t handshake;  /* HTYPE_NTOR, HTYPE_NTOR_V3, or CIRC_HTYPE_FAST */
+  /* ntor v3 only: ask this hop for congestion control (proposal 324 10;
+   * only for the exit, when its "FlowCtrl" lists 2 and cc_alg != 0). */
+  uint8_t cc_request;
 } extend_target_t;
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
 
@@ -69,6 +72,10 @@ typedef struct or_circuit_t {
   /* Streams ending here and their flow control (stream.h); NULL until the
    * first stream. */
   struct circ_edge_t *edge;
+  /* Congestion control negotiated in the ntor v3 handshake: its SENDME
+   * increment, 0 for the fixed windows. The controller itself lives in
+   * the edge state, made with the first stream. */
+  uint8_t cc_sendme_inc;
 } or_circuit_t;
 
 typedef struct origin_circuit_t origin_circuit_t;
@@ -87,11 +94,16 @@ typedef struct origin_circuit_ops_t {
                     void *arg);
 } origin_circuit_ops_t;
 
+typedef struct origin_hop_cc_t origin_hop_cc_t;
+
 typedef struct origin_hop_t {
   extend_target_t target;
   relay_crypto_t *crypto;
   void *hs_state;                /* handshake state while pending */
   uint16_t hs_type;
+  /* Congestion control with this hop (negotiated in its handshake), or
+   * NULL: fixed windows, kept by whoever sends data. */
+  origin_hop_cc_t *cc;
 } origin_hop_t;
 
 struct origin_circuit_t {
@@ -216,6 +228,31 @@ int or_circuit_send_relay(or_circuit_t *circ, uint8_t command,
 int origin_circuit_send_relay(origin_circuit_t *circ, int hop,
                               uint8_t command, uint16_t stream_id,
                               const uint8_t *body, uint16_t len);
+
+/* ---- congestion control (congestion_control.h) ----
+ *
+ * Relay side: command.c calls or_circuit_set_cc() for a circuit whose
+ * handshake negotiated it; stream.c then runs the controller for the
+ * streams that end here (SENDMEs every sendme_inc cells, XON/XOFF instead
+ * of stream SENDMEs).
+ *
+ * Origin side: for a hop that negotiated it, core does the circuit-level
+ * work itself. A DATA cell sent to that hop (origin_circuit_send_relay)
+ * counts against its window and, every sendme_inc-th, records the time and
+ * digest the hop's SENDME must answer; every sendme_inc-th DATA cell from
+ * the hop is answered with an authenticated SENDME. A circuit SENDME from
+ * the hop is checked (a wrong digest, or one nothing asked for, closes the
+ * circuit), updates the window, and is then passed to on_relay as usual:
+ * for the owner it means "more may be sent now"
+ * (origin_circuit_cc_sendable()). A stream SENDME from such a hop closes
+ * the circuit (streams use XON/XOFF, which on_relay receives). */
+struct cc_t;
+void or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc);
+/* The controller of hop `hop`, or NULL if that hop has none. */
+const struct cc_t *origin_circuit_cc(const origin_circuit_t *circ, int hop);
+/* DATA cells that may be sent to hop now (its cwnd - inflight); for a hop
+ * without congestion control, UINT64_MAX (the owner keeps windows). */
+uint64_t origin_circuit_cc_sendable(const origin_circuit_t *circ, int hop);
 
 /* Origin circuits: start with a first hop, then extend one hop at a time
  * (after on_extended reports the previous one). */

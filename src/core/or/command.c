@@ -110,14 +110,17 @@ handle_create(channel_t *chan, const cell_t *cell)
   size_t rlen = 0;
   uint8_t km[RELAY_CRYPTO_KEY_MATERIAL_LEN];
   const char *why = NULL;
+  onion_circ_params_t params;
   if (onion_server_handshake(keys, htype, hdata, hlen, reply, sizeof(reply),
-                             &rlen, km, sizeof(km), &why) < 0) {
+                             &rlen, km, sizeof(km), &params, &why) < 0) {
     refuse_create(chan, id, DESTROY_REASON_PROTOCOL, why);
     return;
   }
   or_circuit_t *oc = or_circuit_new(chan, id);
   oc->crypto = relay_crypto_new(km);
   pc_memwipe(km, sizeof(km));
+  if (params.cc_enabled)
+    or_circuit_set_cc(oc, params.sendme_inc);
   cell_t out;
   memset(&out, 0, sizeof(out));
   if (htype == CIRC_HTYPE_FAST) {

@@ -1,21 +1,26 @@
 /* onion.c -- dispatch to the CREATE_FAST / ntor / ntor v3 implementations
  * in core/crypto (see onion.h).
  *
- * ntor v3 carries a message each way. pctor does not negotiate congestion
- * control yet, so as a client it sends an empty extension list, and as a
- * relay it ignores the client's requests and answers with an empty list —
- * which tells a tor client that congestion control was not agreed.
+ * ntor v3 carries a message each way, an extension list (proposal 332
+ * A.2). The client's holds the congestion-control request (type 1, empty)
+ * when the target asks for it, else nothing. The relay answers a request
+ * with type 2 carrying its cc_sendme_inc when its parameters enable
+ * congestion control (cc_alg != 0), and with an empty list otherwise,
+ * which tells the client that the circuit keeps the fixed windows.
+ * Unknown extensions are ignored; a malformed list fails the handshake.
+ * The client refuses a response it did not ask for and an increment more
+ * than 1 away from its own cc_sendme_inc, as tor does.
  */
 #include "core/or/onion.h"
+#include "core/or/congestion_control.h"
 #include "core/crypto/onion_fast.h"
 #include "core/crypto/onion_ntor.h"
 #include "core/crypto/onion_ntor_v3.h"
 #include "core/crypto/relay_crypto.h"
 #include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
 
 #include <string.h>
-
-static const uint8_t empty_exts[1] = {0}; /* N_EXTENSIONS = 0 */
 
 int
 onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
@@ -39,11 +44,15 @@ onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
     if (!t->has_ed_id)
       return -1; /* ntor v3 is keyed by the Ed25519 identity */
     onion_ntor3_client_t *st = NULL;
-    if (onion_ntor3_client_create(
+    uint8_t cm[8];
+    int cmlen = t->cc_request ? cc_ext_build_request(cm, sizeof(cm))
+                              : cc_ext_build_empty(cm, sizeof(cm));
+    if (cmlen < 0 ||
+        onion_ntor3_client_create(
             t->ed_id, t->ntor_key,
             (const uint8_t *)ONION_NTOR3_CIRC_VERIFICATION,
-            ONION_NTOR3_CIRC_VERIFICATION_LEN, empty_exts,
-            sizeof(empty_exts), hdata, cap, hlen, &st) < 0)
+            ONION_NTOR3_CIRC_VERIFICATION_LEN, cm, (size_t)cmlen, hdata, cap,
+            hlen, &st) < 0)
       return -1;
     *state = st;
     return 0;
@@ -55,8 +64,10 @@ onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
 
 int
 onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
-                    size_t reply_len, uint8_t *keys, size_t keys_len)
+                    size_t reply_len, uint8_t *keys, size_t keys_len,
+                    int cc_requested, onion_circ_params_t *params)
 {
+  memset(params, 0, sizeof(*params));
   switch (htype) {
   case CIRC_HTYPE_FAST:
     if (reply_len < ONION_FAST_REPLY_LEN)
@@ -67,10 +78,24 @@ onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
       return -1;
     return onion_ntor_client_finish(state, reply, keys, keys_len);
   case HTYPE_NTOR_V3: {
-    uint8_t msg[256];
+    uint8_t msg[CREATED2_HDATA_MAX];
     size_t msglen = 0;
-    return onion_ntor3_client_finish(state, reply, reply_len, msg,
-                                     sizeof(msg), &msglen, keys, keys_len);
+    if (onion_ntor3_client_finish(state, reply, reply_len, msg, sizeof(msg),
+                                  &msglen, keys, keys_len) < 0)
+      return -1;
+    const char *why = NULL;
+    uint8_t inc = 0;
+    int r = cc_ext_parse_response(msg, msglen, cc_requested,
+                                  cc_params_current()->sendme_inc, &inc,
+                                  &why);
+    if (r < 0) {
+      log_info("Refusing the ntor v3 reply: %s", why);
+      pc_memwipe(keys, keys_len);
+      return -1;
+    }
+    params->cc_enabled = r;
+    params->sendme_inc = inc;
+    return 0;
   }
   default:
     return -1;
@@ -107,8 +132,10 @@ int
 onion_server_handshake(const relay_keys_t *k, uint16_t htype,
                        const uint8_t *hdata, size_t hlen, uint8_t *reply,
                        size_t reply_cap, size_t *reply_len, uint8_t *keys_out,
-                       size_t keys_len, const char **why)
+                       size_t keys_len, onion_circ_params_t *params,
+                       const char **why)
 {
+  memset(params, 0, sizeof(*params));
   const curve25519_keypair_t *ntor_keys[2] = {&k->ntor_current,
                                               &k->ntor_previous};
   size_t n_keys = k->has_ntor_previous ? 2 : 1;
@@ -143,18 +170,22 @@ onion_server_handshake(const relay_keys_t *k, uint16_t htype,
     }
     size_t cmlen = 0;
     const uint8_t *cm = onion_ntor3_server_client_msg(st, &cmlen);
-    onion_ntor3_ext_t exts[16];
-    size_t n_exts = 0;
-    if (cmlen && onion_ntor3_exts_parse(cm, cmlen, exts, 16, &n_exts) < 0) {
+    int req = cc_ext_parse_request(cm, cmlen);
+    if (req < 0) {
       onion_ntor3_server_free(st);
       *why = "malformed ntor v3 client message";
       return -1;
     }
-    /* Extension requests (e.g. congestion control, type 1) are not
-     * supported yet: we answer with no extensions. */
-    int r = onion_ntor3_server_reply(st, empty_exts, sizeof(empty_exts),
-                                     reply, reply_cap, reply_len, keys_out,
-                                     keys_len);
+    const cc_params_t *ccp = cc_params_current();
+    params->cc_enabled = req && ccp->alg != CC_ALG_SENDME;
+    params->sendme_inc = (uint8_t)ccp->sendme_inc;
+    uint8_t sm[8];
+    int smlen = cc_ext_build_response(params->cc_enabled, params->sendme_inc,
+                                      sm, sizeof(sm));
+    int r = smlen < 0 ? -1
+                      : onion_ntor3_server_reply(st, sm, (size_t)smlen, reply,
+                                                 reply_cap, reply_len,
+                                                 keys_out, keys_len);
     onion_ntor3_server_free(st);
     if (r < 0) {
       *why = "ntor v3 reply failed";

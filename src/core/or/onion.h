@@ -1,7 +1,13 @@
 /* onion.h -- the circuit-creation handshakes as the circuit layer uses
  * them: one entry point per side, dispatching on the handshake type
  * (CREATE_FAST, ntor, ntor v3) and always producing the 72 bytes of relay
- * key material that relay_crypto_new() takes. */
+ * key material that relay_crypto_new() takes.
+ *
+ * ntor v3 also settles circuit parameters (onion_circ_params_t): the
+ * client asks for congestion control when the target says so
+ * (extend_target_t.cc_request), the relay agrees when its parameters
+ * enable it (cc_alg != 0, congestion_control.h) and names its SENDME
+ * increment, and the client checks that answer (proposal 324 10.5). */
 #ifndef PCTOR_CORE_OR_ONION_H
 #define PCTOR_CORE_OR_ONION_H
 #include <stddef.h>
@@ -9,21 +15,34 @@
 #include "core/or/circuit.h"
 #include "core/or/relay_keys.h"
 
+/* What a handshake settled besides the keys. */
+typedef struct onion_circ_params_t {
+  int cc_enabled;        /* congestion control negotiated (ntor v3) */
+  uint8_t sendme_inc;    /* its SENDME increment */
+} onion_circ_params_t;
+
 /* Client: make the handshake data (CREATE2 HDATA, or the CREATE_FAST X) for
  * target into hdata (capacity cap), *hlen set; *state must be passed to
  * onion_client_finish() or onion_client_free(). Returns 0 or -1. */
 int onion_client_start(const extend_target_t *target, uint8_t *hdata,
                        size_t cap, size_t *hlen, void **state);
+/* Client: check the reply and derive keys. cc_requested: whether the
+ * target asked for congestion control (extend_target_t.cc_request); the
+ * outcome goes to *params. Returns 0, or -1 (the circuit must be closed:
+ * bad reply, or a congestion-control answer that breaks the rules). */
 int onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
-                        size_t reply_len, uint8_t *keys, size_t keys_len);
+                        size_t reply_len, uint8_t *keys, size_t keys_len,
+                        int cc_requested, onion_circ_params_t *params);
 void onion_client_free(uint16_t htype, void *state);
 
 /* Relay: answer a CREATE2 (htype/hdata) or CREATE_FAST (htype
  * CIRC_HTYPE_FAST) with our keys. Writes the reply (CREATED2 HDATA or the
- * CREATED_FAST body) and the key material. Returns 0, or -1 with *why. */
+ * CREATED_FAST body), the key material and what was negotiated (*params;
+ * the caller applies it to the new circuit with or_circuit_set_cc()).
+ * Returns 0, or -1 with *why. */
 int onion_server_handshake(const relay_keys_t *keys, uint16_t htype,
                            const uint8_t *hdata, size_t hlen, uint8_t *reply,
                            size_t reply_cap, size_t *reply_len,
                            uint8_t *keys_out, size_t keys_len,
-                           const char **why);
+                           onion_circ_params_t *params, const char **why);
 #endif

@@ -4,7 +4,9 @@
  * no handler is answered or ignored as tor does: stream openings get a
  * RELAY_END (we are not an exit / directory yet), other unknown commands
  * are dropped with a log line so that new commands (such as MeasureMe)
- * never break a circuit through a relay that doesn't know them.
+ * never break a circuit through a relay that doesn't know them. Stream
+ * flow control (DATA, END, SENDME, and XON/XOFF with congestion control)
+ * goes to stream.c.
  */
 #include "core/or/relay.h"
 #include "core/or/stream.h"
@@ -81,6 +83,12 @@ relay_handle_recognized(or_circuit_t *oc, const uint8_t *payload, int early)
     break;
   case RELAY_COMMAND_SENDME:
     r = stream_handle_sendme(oc, h.stream_id, body, h.length);
+    break;
+  case RELAY_COMMAND_XOFF:
+    r = stream_handle_xoff(oc, h.stream_id, body, h.length);
+    break;
+  case RELAY_COMMAND_XON:
+    r = stream_handle_xon(oc, h.stream_id, body, h.length);
     break;
   case RELAY_COMMAND_TRUNCATE:
     handle_truncate(oc);

@@ -6,8 +6,16 @@
  * windows; when a SENDME reopens a window every stream that was held back
  * gets on_writable(). Digests for authenticated SENDMEs are recorded after
  * every CIRCWINDOW_INCREMENT-th DATA cell we originate.
+ *
+ * With congestion control the edge holds a controller (made with the edge,
+ * from the circuit's negotiated increment) that replaces the circuit
+ * package window and the digest list; streams keep XON/XOFF state instead
+ * of windows. The drain rate an XON reports is measured from the bytes
+ * the owner took (on_data) minus what it still holds (pending_bytes), at
+ * the moments it reports progress (relay_stream_flushed).
  */
 #include "core/or/stream.h"
+#include "core/or/congestion_control.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
 #include "lib/log/log.h"
@@ -25,7 +33,17 @@ struct relay_stream_t {
   unsigned blocked : 1;       /* a send was limited by a window */
   const relay_stream_ops_t *ops;
   void *arg;
+  /* congestion control: XON/XOFF, and bytes delivered to / written by the
+   * owner (for the drain rate) */
+  cc_flow_t flow;
+  uint64_t delivered, written;
 };
+
+static uint64_t
+now_us(void)
+{
+  return evloop_now_us(channels_loop());
+}
 
 void
 circ_edge_init(circ_edge_t *e)
@@ -42,8 +60,25 @@ edge_of(or_circuit_t *circ)
   if (!circ->edge) {
     circ->edge = pc_zalloc(sizeof(circ_edge_t));
     circ_edge_init(circ->edge);
+    if (circ->cc_sendme_inc)
+      circ->edge->cc = cc_new(NULL, circ->cc_sendme_inc);
   }
   return circ->edge;
+}
+
+const struct cc_t *
+circ_edge_cc(const or_circuit_t *circ)
+{
+  return circ->edge ? circ->edge->cc : NULL;
+}
+
+/* May s package a DATA cell now? */
+static int
+can_send(const circ_edge_t *e, const relay_stream_t *s)
+{
+  if (e->cc)
+    return !s->flow.xoff_received && cc_sendable(e->cc) > 0;
+  return e->package_window > 0 && s->package_window > 0;
 }
 
 static void
@@ -66,6 +101,13 @@ circ_edge_clear(or_circuit_t *circ)
     if (s->ops && s->ops->on_end)
       s->ops->on_end(s, END_STREAM_REASON_DESTROY, s->arg);
     free(s);
+  }
+  if (e->cc) {
+    char d[200];
+    cc_describe(e->cc, d, sizeof(d));
+    log_info("Circuit %llu: congestion control at close: %s",
+             (unsigned long long)circ->base.gid, d);
+    cc_free(e->cc);
   }
   free(e);
   circ->edge = NULL;
@@ -129,7 +171,7 @@ relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len)
   circ_edge_t *e = edge_of(s->circ);
   size_t sent = 0;
   while (sent < len) {
-    if (e->package_window <= 0 || s->package_window <= 0) {
+    if (!can_send(e, s)) {
       s->blocked = 1;
       break;
     }
@@ -140,6 +182,14 @@ relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len)
                               data + sent, (uint16_t)chunk) < 0)
       break;
     sent += chunk;
+    if (e->cc) {
+      uint8_t *slot = cc_note_data_sent(e->cc, now_us());
+      if (slot)
+        memcpy(slot,
+               relay_crypto_last_digest(s->circ->crypto, RELAY_DIR_BACKWARD),
+               20);
+      continue;
+    }
     s->package_window--;
     e->package_window--;
     if (e->package_window % CIRCWINDOW_INCREMENT == 0 &&
@@ -173,21 +223,51 @@ proto_err(or_circuit_t *circ, const char *why)
   return -1;
 }
 
+/* Send XOFF / XON for s as the flow-control state machine asked. */
+static void
+flow_send(relay_stream_t *s, cc_flow_action_t act)
+{
+  if (act == CC_FLOW_SEND_XOFF) {
+    uint8_t b[CC_XOFF_LEN];
+    cc_flow_encode_xoff(b);
+    log_debug("Sending XOFF on stream %u of circuit %llu", s->id,
+              (unsigned long long)s->circ->base.gid);
+    or_circuit_send_relay(s->circ, RELAY_COMMAND_XOFF, s->id, b, sizeof(b));
+  } else if (act == CC_FLOW_SEND_XON) {
+    uint8_t b[CC_XON_LEN];
+    cc_flow_encode_xon(b, s->flow.ewma_drain_rate);
+    log_debug("Sending XON (%u kB/s) on stream %u of circuit %llu",
+              (unsigned)s->flow.ewma_drain_rate, s->id,
+              (unsigned long long)s->circ->base.gid);
+    or_circuit_send_relay(s->circ, RELAY_COMMAND_XON, s->id, b, sizeof(b));
+  }
+}
+
+static size_t
+pending_of(relay_stream_t *s)
+{
+  return s->ops && s->ops->pending_bytes ? s->ops->pending_bytes(s, s->arg)
+                                         : 0;
+}
+
 int
 stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                    uint16_t len)
 {
   circ_edge_t *e = edge_of(circ);
+  int inc = e->cc ? (int)e->cc->sendme_inc : CIRCWINDOW_INCREMENT;
   if (--e->deliver_window < 0)
     return proto_err(circ, "client exceeded the circuit deliver window");
-  if (e->deliver_window <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
+  if (e->deliver_window <= CIRCWINDOW_START - inc) {
     /* Authenticated SENDME: the digest of the cell that triggered it. */
     uint8_t sendme[3 + 20];
     sendme[0] = 1;
     set_u16(sendme + 1, 20);
     memcpy(sendme + 3,
            relay_crypto_last_digest(circ->crypto, RELAY_DIR_FORWARD), 20);
-    e->deliver_window += CIRCWINDOW_INCREMENT;
+    e->deliver_window += inc;
+    if (e->cc)
+      e->cc->n_sendmes_sent++;
     or_circuit_send_relay(circ, RELAY_COMMAND_SENDME, 0, sendme,
                           sizeof(sendme));
   }
@@ -197,22 +277,39 @@ stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
               (unsigned long long)circ->base.gid);
     return 0;
   }
-  if (--s->deliver_window < 0)
+  if (!e->cc && --s->deliver_window < 0)
     return proto_err(circ, "client exceeded a stream deliver window");
+  if (e->cc)
+    s->delivered += len;
   if (s->ops && s->ops->on_data)
     s->ops->on_data(s, body, len, s->arg);
   /* on_data may have ended the stream. */
-  if ((s = relay_stream_find(circ, id)))
-    relay_stream_flushed(s);
+  if (!(s = relay_stream_find(circ, id)))
+    return 0;
+  if (e->cc) {
+    cc_flow_action_t act =
+        cc_flow_on_data(&s->flow, &e->cc->p, 0, pending_of(s), now_us(),
+                        !e->cc->clock_broken);
+    flow_send(s, act);
+    return 0;
+  }
+  relay_stream_flushed(s);
   return 0;
 }
 
 void
 relay_stream_flushed(relay_stream_t *s)
 {
-  size_t pending = s->ops && s->ops->pending_bytes
-                       ? s->ops->pending_bytes(s, s->arg)
-                       : 0;
+  size_t pending = pending_of(s);
+  circ_edge_t *e = s->circ->edge;
+  if (e && e->cc) {
+    uint64_t written = s->delivered > pending ? s->delivered - pending : 0;
+    size_t n = written > s->written ? (size_t)(written - s->written) : 0;
+    s->written = written > s->written ? written : s->written;
+    flow_send(s, cc_flow_on_drained(&s->flow, &e->cc->p, pending, n,
+                                    now_us(), !e->cc->clock_broken));
+    return;
+  }
   while (s->deliver_window <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT &&
          pending < 10 * RELAY_BODY_MAX) {
     s->deliver_window += STREAMWINDOW_INCREMENT;
@@ -242,7 +339,7 @@ wake_blocked(or_circuit_t *circ)
   for (n = dlist_first(&e->streams); n; n = next) {
     next = dlist_next(&e->streams, n);
     relay_stream_t *s = DLIST_ENTRY(n, relay_stream_t, node);
-    if (!s->blocked || s->package_window <= 0 || e->package_window <= 0)
+    if (!s->blocked || !can_send(e, s))
       continue;
     s->blocked = 0;
     if (s->ops && s->ops->on_writable)
@@ -252,26 +349,67 @@ wake_blocked(or_circuit_t *circ)
   }
 }
 
+/* Check a circuit SENDME's version; *digest is set for v1, NULL for v0.
+ * Returns NULL or what is wrong. */
+static const char *
+sendme_parse(const uint8_t *body, uint16_t len, const uint8_t **digest)
+{
+  *digest = NULL;
+  if (len >= 1 && body[0] == 1) {
+    if (len < 3 || get_u16(body + 1) < 20 || len < 23)
+      return "malformed v1 SENDME";
+    *digest = body + 3;
+  } else if (len >= 1 && body[0] > 1) {
+    return "SENDME of an unknown version";
+  }
+  /* Version 0 is still accepted (tor's default sendme_accept_min_version
+   * is 0). */
+  return NULL;
+}
+
+static int
+cc_sendme(or_circuit_t *circ, circ_edge_t *e, uint16_t id,
+          const uint8_t *body, uint16_t len)
+{
+  if (id != 0) {
+    /* For an unknown (e.g. closed) stream tor drops it quietly. */
+    if (!relay_stream_find(circ, id))
+      return 0;
+    return proto_err(circ, "stream SENDME on a circuit with congestion "
+                           "control");
+  }
+  const uint8_t *digest;
+  const char *bad = sendme_parse(body, len, &digest);
+  if (bad)
+    return proto_err(circ, bad);
+  int r = cc_on_sendme(e->cc, now_us(), digest, circ->p_queue.cells.n);
+  if (r == CC_SENDME_UNEXPECTED)
+    return proto_err(circ, "circuit SENDME while no data awaited one");
+  if (r == CC_SENDME_BAD_DIGEST)
+    return proto_err(circ, "authenticated SENDME with a wrong digest");
+  wake_blocked(circ);
+  return 0;
+}
+
 int
 stream_handle_sendme(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                      uint16_t len)
 {
   circ_edge_t *e = edge_of(circ);
+  if (e->cc)
+    return cc_sendme(circ, e, id, body, len);
   if (id == 0) {
     if (e->package_window + CIRCWINDOW_INCREMENT > CIRCWINDOW_START)
       return proto_err(circ, "unexpected circuit SENDME (window would "
                              "exceed 1000)");
-    if (len >= 1 && body[0] == 1) {
-      if (len < 3 || get_u16(body + 1) < 20 || len < 23)
-        return proto_err(circ, "malformed v1 SENDME");
-      if (e->n_sendme_digests == 0 ||
-          memcmp(e->sendme_digests[0], body + 3, 20))
-        return proto_err(circ, "authenticated SENDME with a wrong digest");
-    } else if (len >= 1 && body[0] > 1) {
-      return proto_err(circ, "SENDME of an unknown version");
-    }
-    /* Version 0 is still accepted (tor's default sendme_accept_min_version
-     * is 0); either way the oldest digest is used up. */
+    const uint8_t *digest;
+    const char *bad = sendme_parse(body, len, &digest);
+    if (bad)
+      return proto_err(circ, bad);
+    if (digest && (e->n_sendme_digests == 0 ||
+                   memcmp(e->sendme_digests[0], digest, 20)))
+      return proto_err(circ, "authenticated SENDME with a wrong digest");
+    /* Either way the oldest digest is used up. */
     if (e->n_sendme_digests > 0) {
       memmove(e->sendme_digests[0], e->sendme_digests[1],
               (size_t)(e->n_sendme_digests - 1) * 20);
@@ -287,6 +425,54 @@ stream_handle_sendme(or_circuit_t *circ, uint16_t id, const uint8_t *body,
   if (s->package_window + STREAMWINDOW_INCREMENT > STREAMWINDOW_START)
     return proto_err(circ, "unexpected stream SENDME");
   s->package_window += STREAMWINDOW_INCREMENT;
+  wake_blocked(circ);
+  return 0;
+}
+
+/* Common checks of XON/XOFF; returns the stream or NULL (ignored). */
+static relay_stream_t *
+xonoff_stream(or_circuit_t *circ, uint16_t id, const char *what)
+{
+  relay_stream_t *s = relay_stream_find(circ, id);
+  if (!s)
+    return NULL;
+  if (!circ->edge->cc) {
+    log_info("%s on stream %u of circuit %llu, which has no congestion "
+             "control; ignored",
+             what, id, (unsigned long long)circ->base.gid);
+    return NULL;
+  }
+  return s;
+}
+
+int
+stream_handle_xoff(or_circuit_t *circ, uint16_t id, const uint8_t *body,
+                   uint16_t len)
+{
+  relay_stream_t *s = xonoff_stream(circ, id, "XOFF");
+  if (!s)
+    return 0;
+  int r = cc_flow_on_xoff(&s->flow, &circ->edge->cc->p, 0, body, len);
+  if (r <= 0)
+    log_info("%s XOFF on stream %u of circuit %llu; ignored",
+             r < 0 ? "Malformed" : "Repeated", id,
+             (unsigned long long)circ->base.gid);
+  return 0;
+}
+
+int
+stream_handle_xon(or_circuit_t *circ, uint16_t id, const uint8_t *body,
+                  uint16_t len)
+{
+  relay_stream_t *s = xonoff_stream(circ, id, "XON");
+  if (!s)
+    return 0;
+  if (cc_flow_on_xon(&s->flow, &circ->edge->cc->p, 0, body, len) < 0) {
+    log_info("Malformed XON on stream %u of circuit %llu; ignored", id,
+             (unsigned long long)circ->base.gid);
+    return 0;
+  }
+  /* The advised rate is advisory: we do not pace to it. */
   wake_blocked(circ);
   return 0;
 }

@@ -13,6 +13,20 @@
  *   - stream windows 500/50, SENDMEs with an empty body.
  * A peer that sends more DATA than the windows allow, or SENDMEs that would
  * open a window beyond its maximum, gets the circuit closed with a log line.
+ *
+ * A circuit that negotiated congestion control (or_circuit_t
+ * cc_sendme_inc, proposal 324) works differently:
+ *   - the circuit may have cwnd - inflight DATA cells in flight (the
+ *     controller, congestion_control.h); a circuit SENDME is expected
+ *     every sendme_inc cells and must echo the digest of the cell that
+ *     triggered it; its arrival time gives the RTT;
+ *   - we send a v1 SENDME after every sendme_inc DATA cells received;
+ *   - there are no stream windows and no stream SENDMEs (one from the
+ *     client closes the circuit, as tor does); instead, when the owner's
+ *     buffer for a stream (pending_bytes) exceeds cc_xoff_exit we send
+ *     XOFF, and XON once it drained (relay_stream_flushed), with the
+ *     measured drain rate; XOFF from the client stops a stream's sending
+ *     until its XON (on_writable then fires).
  */
 #ifndef PCTOR_CORE_OR_STREAM_H
 #define PCTOR_CORE_OR_STREAM_H
@@ -46,13 +60,16 @@ enum {
   END_STREAM_REASON_NOTDIRECTORY = 14,
 };
 
+struct cc_t;
+
 /* Flow-control state of the edge end of a circuit (kept in or_circuit_t). */
 typedef struct circ_edge_t {
-  int package_window;
+  int package_window;         /* fixed windows only */
   int deliver_window;
   uint8_t sendme_digests[SENDME_DIGESTS_MAX][20];
   int n_sendme_digests;
   dlist_t streams;            /* relay_stream_t.node */
+  struct cc_t *cc;            /* congestion control, or NULL */
 } circ_edge_t;
 
 typedef struct relay_stream_t relay_stream_t;
@@ -106,4 +123,12 @@ int stream_handle_end(or_circuit_t *circ, uint16_t stream_id,
                       const uint8_t *body, uint16_t len);
 int stream_handle_sendme(or_circuit_t *circ, uint16_t stream_id,
                          const uint8_t *body, uint16_t len);
+/* XOFF / XON from the client (congestion control only; ignored with a log
+ * line otherwise, and when malformed, as tor does). */
+int stream_handle_xoff(or_circuit_t *circ, uint16_t stream_id,
+                       const uint8_t *body, uint16_t len);
+int stream_handle_xon(or_circuit_t *circ, uint16_t stream_id,
+                      const uint8_t *body, uint16_t len);
+/* The circuit's controller, or NULL (fixed windows, or no stream yet). */
+const struct cc_t *circ_edge_cc(const or_circuit_t *circ);
 #endif

@@ -5,6 +5,14 @@
  * each next hop as the previous one completes, and reports success or
  * failure once. Path selection from a consensus comes with the directory
  * work; this is the mechanism it will use.
+ *
+ * Congestion control (proposal 324 section 10.1): a client asks the exit
+ * for it, in an ntor v3 handshake, when the consensus' cc_alg is not 0 and
+ * the exit lists FlowCtrl=2 (and Relay=4, ntor v3) in its protocols;
+ * circbuild_exit_request_cc() makes that decision for the last hop.
+ * Whoever sends data on such a circuit must then use the core's window
+ * (origin_circuit_cc_sendable()) and send no stream SENDMEs: core answers
+ * and checks the circuit SENDMEs itself (circuit.h).
  */
 #ifndef PCTOR_FEATURE_CLIENT_CIRCBUILD_H
 #define PCTOR_FEATURE_CLIENT_CIRCBUILD_H
@@ -22,6 +30,18 @@ typedef struct circbuild_cbs_t {
                 uint16_t stream_id, const uint8_t *body, uint16_t len,
                 void *arg);
 } circbuild_cbs_t;
+
+/* Does a protocol list ("Link=1-5 FlowCtrl=1-2 ...", a consensus "pr" or
+ * descriptor "proto" line) include version `version` of protocol `name`?
+ * Malformed entries count as absent. */
+int circbuild_protocols_support(const char *protocols, const char *name,
+                                unsigned version);
+/* Decide congestion control for the exit hop: if cc_alg != 0 and the
+ * exit's protocols list FlowCtrl=2 and Relay=4 and its Ed25519 identity is
+ * known, switch exit to ntor v3 with the request and return 1; else leave
+ * it as it is and return 0. */
+int circbuild_exit_request_cc(extend_target_t *exit, int32_t cc_alg,
+                              const char *exit_protocols);
 
 /* Start building through hops[0..n_hops-1]. Returns NULL if the first
  * step cannot even start (logged). */

@@ -11,6 +11,13 @@
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
  *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
  *            hop instead of a directory stream, and GET PATH over it.
+ *   --cc:    ask the last hop for congestion control (proposal 324: ntor v3
+ *            with the CC extension). With --consensus only when the
+ *            consensus' cc_alg and the exit's FlowCtrl=2 allow it, with
+ *            the consensus' cc_* parameters. When it was negotiated, core
+ *            sends and checks the circuit SENDMEs (every sendme_inc
+ *            cells) and no stream SENDMEs are sent; the controller's
+ *            state is printed at the end.
  *   --consensus DIR --DirAuthority LINE...: instead of HOPs, choose the
  *            path from the consensus cached in DIR (a pctor DataDirectory),
  *            verified against the given authorities, with feature/dir's
@@ -32,6 +39,7 @@
 #include "core/or/circuit.h"
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
+#include "core/or/congestion_control.h"
 #include "feature/client/circbuild.h"
 #include "feature/measureme/measureme.h"
 #include "feature/dir/dir_client.h"
@@ -65,8 +73,12 @@ static struct {
   int done;
   int ok;
   char *resp;
-  size_t resp_len;
+  size_t resp_len, resp_cap;
   int cells_since_sendme;
+  int want_cc;             /* --cc */
+  int cc_from_consensus;   /* decide from the consensus (--consensus) */
+  int32_t cc_alg;
+  char *exit_protocols;    /* the exit's "pr" line (--consensus) */
   /* --measureme HOP:INTERVAL_MS:LABEL requests, sent once built */
   int n_mm;
   int mm_hop[CIRCUIT_MAX_HOPS];
@@ -79,7 +91,7 @@ usage(void)
   fprintf(stderr,
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
           "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
-          "                      [--timeout SEC] [--nodes FILE] [-v]\n"
+          "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      HOP [HOP ...]\n"
           "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
@@ -183,6 +195,14 @@ set_routerset(routerset_t **set, const char *list, const char *name)
   return 0;
 }
 
+/* Consensus parameters for cc_params_load(). */
+static int32_t
+cc_lookup(void *arg, const char *name, int32_t dflt, int32_t min,
+          int32_t max)
+{
+  return consensus_get_param(arg, name, dflt, min, max);
+}
+
 /* Fill hops[] from the consensus; returns the number of hops or -1. */
 static int
 hops_from_consensus(const consensus_opts_t *co, extend_target_t *hops,
@@ -229,6 +249,16 @@ hops_from_consensus(const consensus_opts_t *co, extend_target_t *hops,
     fprintf(stderr, "pctor-circtest: no path: %s\n", err ? err : "?");
     free(err);
     goto out;
+  }
+  if (T.want_cc) {
+    cc_params_t ccp;
+    cc_params_load(&ccp, cc_lookup,
+                   (void *)dir_client_nodelist(dc)->consensus);
+    cc_params_set_current(&ccp);
+    T.cc_from_consensus = 1;
+    T.cc_alg = ccp.alg;
+    const char *pr = chosen[co->hops - 1]->protocols;
+    T.exit_protocols = pc_strdup(pr ? pr : "");
   }
   for (int i = 0; i < co->hops; i++) {
     const dir_node_t *nd = chosen[i];
@@ -421,8 +451,12 @@ write_response(void)
 static void
 ack_data(origin_circuit_t *circ)
 {
-  T.cells_since_sendme++;
   int hop = T.n_hops - 1;
+  /* With congestion control core acknowledges the data itself, and
+   * streams have no SENDMEs. */
+  if (origin_circuit_cc(circ, hop))
+    return;
+  T.cells_since_sendme++;
   if (T.cells_since_sendme % CIRCWINDOW_INCREMENT == 0) {
     uint8_t sm[23];
     sm[0] = 1;
@@ -460,7 +494,13 @@ relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
       finish(0, "response too large");
       return;
     }
-    T.resp = pc_realloc(T.resp, T.resp_len + len + 1);
+    if (T.resp_len + len + 1 > T.resp_cap) {
+      /* Grow geometrically: a copy per cell is quadratic in the size. */
+      T.resp_cap = T.resp_cap ? 2 * T.resp_cap : 64 * 1024;
+      if (T.resp_cap < T.resp_len + len + 1)
+        T.resp_cap = T.resp_len + len + 1;
+      T.resp = pc_realloc(T.resp, T.resp_cap);
+    }
     memcpy(T.resp + T.resp_len, body, len);
     T.resp_len += len;
     T.resp[T.resp_len] = '\0';
@@ -546,6 +586,8 @@ main(int argc, char **argv)
         return 2;
       }
     }
+    else if (!strcmp(a, "--cc"))
+      T.want_cc = 1;
     else if (!strcmp(a, "--version")) {
       puts("pctor-circtest " PACKAGE_VERSION);
       return 0;
@@ -611,6 +653,23 @@ main(int argc, char **argv)
   }
   if (!strcmp(handshake, "fast"))
     hops[0].handshake = CIRC_HTYPE_FAST;
+  if (T.want_cc) {
+    extend_target_t *ex = &hops[T.n_hops - 1];
+    int asked;
+    if (T.cc_from_consensus) {
+      asked = circbuild_exit_request_cc(ex, T.cc_alg, T.exit_protocols);
+    } else {
+      asked = ex->has_ed_id && ex->handshake != CIRC_HTYPE_FAST;
+      if (asked) {
+        ex->handshake = HTYPE_NTOR_V3;
+        ex->cc_request = 1;
+      }
+    }
+    fprintf(stderr, "pctor-circtest: congestion control %s\n",
+            asked ? "requested from the last hop"
+                  : "not requested (cc_alg 0, or the exit lacks FlowCtrl=2, "
+                    "Relay=4 or an Ed25519 id)");
+  }
   if (verbose) {
     char *err = NULL;
     log_parse_destination("info stderr", &err);
@@ -630,6 +689,17 @@ main(int argc, char **argv)
     finish(0, "could not start the circuit");
   else
     evloop_run(T.loop);
+  origin_circuit_t *oc = T.cb ? circbuild_circuit(T.cb) : NULL;
+  const cc_t *cc = oc ? origin_circuit_cc(oc, T.n_hops - 1) : NULL;
+  if (cc) {
+    char d[200];
+    cc_describe(cc, d, sizeof(d));
+    fprintf(stderr, "pctor-circtest: congestion control negotiated: %s\n",
+            d);
+  } else if (T.want_cc && oc) {
+    fprintf(stderr, "pctor-circtest: congestion control not negotiated\n");
+  }
+  free(T.exit_protocols);
   circbuild_free(T.cb);
   evloop_timer_free(to);
   /* Channels first: closing them closes their circuits, which the circuit
