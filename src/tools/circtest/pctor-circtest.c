@@ -45,6 +45,7 @@
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
 #include "feature/relay/router_keys.h"
+#include "tools/common/hopspec.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/encoding/base16.h"
 #include "lib/bytes/bytes.h"
@@ -98,79 +99,6 @@ usage(void)
           "nickname from --nodes\n");
 }
 
-static int
-decode_key32(uint8_t out[32], const char *b64)
-{
-  uint8_t buf[48];
-  long n = base64_decode(buf, sizeof(buf), b64, strlen(b64));
-  if (n != 32)
-    return -1;
-  memcpy(out, buf, 32);
-  return 0;
-}
-
-/* Parse "ADDR:PORT,RSAFP,ED,NTOR". */
-static int
-parse_hop(extend_target_t *t, const char *spec)
-{
-  char *s = pc_strdup(spec);
-  char *fields[4] = {0};
-  int n = 0;
-  for (char *p = strtok(s, ","); p && n < 4; p = strtok(NULL, ","))
-    fields[n++] = p;
-  int r = -1;
-  memset(t, 0, sizeof(*t));
-  if (n < 2 || pc_addr_parse(&t->addr, fields[0]) < 0 || !t->addr.port)
-    goto out;
-  if (base16_decode(t->rsa_id, 20, fields[1], strlen(fields[1])) != 20)
-    goto out;
-  if (n >= 3 && strcmp(fields[2], "-")) {
-    if (decode_key32(t->ed_id, fields[2]) < 0)
-      goto out;
-    t->has_ed_id = 1;
-  }
-  if (n >= 4 && decode_key32(t->ntor_key, fields[3]) < 0)
-    goto out;
-  r = 0;
-out:
-  free(s);
-  return r;
-}
-
-/* "pctor:DATADIR@ADDR:PORT": identities and ntor key from a pctor relay's
- * key directory (loaded, never created: the directory must exist). */
-static int
-parse_pctor_hop(extend_target_t *t, const char *spec)
-{
-  const char *at = strrchr(spec, '@');
-  if (!at)
-    return -1;
-  char *dir = pc_strndup(spec + 6, (size_t)(at - spec - 6));
-  char *keyfile = pc_asprintf("%s/keys/secret_id_key", dir);
-  FILE *f = fopen(keyfile, "r");
-  free(keyfile);
-  if (!f) {
-    free(dir);
-    return -1;
-  }
-  fclose(f);
-  char *err = NULL;
-  relay_keys_t *k = router_keys_load_or_create(dir, NULL, time(NULL), &err);
-  free(dir);
-  if (!k) {
-    fprintf(stderr, "pctor-circtest: %s\n", err ? err : "cannot load keys");
-    free(err);
-    return -1;
-  }
-  memset(t, 0, sizeof(*t));
-  int r = pc_addr_parse(&t->addr, at + 1);
-  memcpy(t->rsa_id, k->rsa_id_digest, 20);
-  memcpy(t->ed_id, k->ed_identity.pub, 32);
-  t->has_ed_id = 1;
-  memcpy(t->ntor_key, k->ntor_current.pub, 32);
-  router_keys_free(k);
-  return r < 0 || !t->addr.port ? -1 : 0;
-}
 
 /* Options for choosing the path from a cached consensus. */
 typedef struct consensus_opts_t {
@@ -283,33 +211,6 @@ out:
   path_config_clear(&pc);
   dir_client_free(dc);
   return n;
-}
-
-/* Look a nickname up in a privnet nodes.txt file. */
-static int
-lookup_node(extend_target_t *t, const char *nodes, const char *nick)
-{
-  FILE *f = fopen(nodes, "r");
-  if (!f)
-    return -1;
-  char line[512];
-  int r = -1;
-  while (fgets(line, sizeof(line), f)) {
-    char name[64], fp[64], ed[64], ntor[64], role[32];
-    unsigned orport, dirport;
-    if (sscanf(line, "%63s %u %u %63s %63s %63s %31s", name, &orport,
-               &dirport, fp, ed, ntor, role) < 6)
-      continue;
-    if (strcmp(name, nick))
-      continue;
-    char spec[300];
-    snprintf(spec, sizeof(spec), "127.0.0.1:%u,%s,%s,%s", orport, fp, ed,
-             ntor);
-    r = parse_hop(t, spec);
-    break;
-  }
-  fclose(f);
-  return r;
 }
 
 static void
@@ -604,10 +505,7 @@ main(int argc, char **argv)
       return 2;
     }
     extend_target_t *t = &hops[T.n_hops];
-    int r = !strncmp(argv[i], "pctor:", 6) ? parse_pctor_hop(t, argv[i])
-            : strchr(argv[i], ',') ? parse_hop(t, argv[i])
-            : nodes              ? lookup_node(t, nodes, argv[i])
-                                 : -1;
+    int r = hopspec_parse(t, argv[i], nodes);
     if (r < 0) {
       fprintf(stderr, "pctor-circtest: bad hop '%s'\n", argv[i]);
       return 2;
