@@ -74,75 +74,45 @@ serve_keys(const char *path, size_t *len, void *arg)
   return read_cache_file("cached-certs", len);
 }
 
-static uint8_t *
-serve_microdescs(const char *path, size_t *len, void *arg)
-{
-  (void)arg;
-  const dir_nodelist_t *nl = D.dc ? dir_client_nodelist(D.dc) : NULL;
-  if (!nl)
-    return NULL;
-  const char *p = path + strlen("/tor/micro/d/");
-  size_t cap = 4096, used = 0;
-  uint8_t *out = pc_malloc(cap);
-  int n_found = 0;
-  for (int n_digests = 0; *p && n_digests < DIRDOCS_MAX_DIGESTS;
-       n_digests++) {
-    size_t tok = strcspn(p, "-");
-    uint8_t digest[48];
-    long dl = base64_decode(digest, sizeof(digest), p, tok);
-    p += tok;
-    if (*p == '-')
-      p++;
-    if (dl != 32)
-      continue;
-    for (int i = 0; i < nl->n_nodes; i++) {
-      const microdesc_t *md = nl->nodes[i].desc;
-      if (!md || memcmp(md->digest, digest, 32))
-        continue;
-      while (used + md->text_len > cap) {
-        cap *= 2;
-        out = pc_realloc(out, cap);
-      }
-      memcpy(out + used, md->text, md->text_len);
-      used += md->text_len;
-      n_found++;
-      break;
-    }
-  }
-  if (!n_found) {
-    free(out);
-    return NULL;
-  }
-  *len = used;
-  return out;
-}
+/* How a request names descriptors: separator, encoding and what a name
+ * is matched against. */
+typedef enum {
+  BY_MD_DIGEST,   /* base64 SHA-256 joined with '-' (microdescriptors) */
+  BY_SD_DIGEST,   /* hex SHA-1 joined with '+' (server descriptors) */
+  BY_FINGERPRINT, /* hex identity joined with '+' */
+} desc_key_t;
 
-/* Append the text of every descriptor named in list (hex digests or
- * fingerprints joined with '+'); by_fp: match identities, else the
- * descriptors' SHA-1 digests. */
+/* Concatenate the descriptors of nl named in list (at most
+ * DIRDOCS_MAX_DIGESTS names; unknown and malformed names are skipped), or
+ * NULL if none is known. */
 static uint8_t *
-serve_server_descs(const char *list, int by_fp, size_t *len)
+serve_descs(const dir_nodelist_t *nl, const char *list, desc_key_t key,
+            size_t *len)
 {
-  const dir_nodelist_t *nl = D.ns ? dir_client_nodelist(D.ns) : NULL;
   if (!nl)
     return NULL;
   size_t cap = 4096, used = 0;
   uint8_t *out = pc_malloc(cap);
   int n_found = 0;
   const char *p = list;
-  for (int n_digests = 0; *p && n_digests < DIRDOCS_MAX_DIGESTS;
-       n_digests++) {
-    size_t tok = strcspn(p, "+");
-    uint8_t want[20];
-    int ok = tok == 40 && base16_decode(want, 20, p, 40) == 20;
+  const char *sep = key == BY_MD_DIGEST ? "-" : "+";
+  size_t want_len = key == BY_MD_DIGEST ? 32 : 20;
+  for (int n_names = 0; *p && n_names < DIRDOCS_MAX_DIGESTS; n_names++) {
+    size_t tok = strcspn(p, sep);
+    uint8_t want[48];
+    long got = key == BY_MD_DIGEST
+                   ? base64_decode(want, sizeof(want), p, tok)
+                   : (tok == 40 ? base16_decode(want, 20, p, 40) : -1);
     p += tok;
-    if (*p == '+')
+    if (*p == *sep)
       p++;
-    if (!ok)
+    if (got != (long)want_len)
       continue;
     for (int i = 0; i < nl->n_nodes; i++) {
       const microdesc_t *d = nl->nodes[i].desc;
-      if (!d || memcmp(by_fp ? nl->nodes[i].rsa_id : d->digest, want, 20))
+      if (!d || memcmp(key == BY_FINGERPRINT ? nl->nodes[i].rsa_id
+                                             : d->digest,
+                       want, want_len))
         continue;
       while (used + d->text_len > cap) {
         cap *= 2;
@@ -163,17 +133,27 @@ serve_server_descs(const char *list, int by_fp, size_t *len)
 }
 
 static uint8_t *
+serve_microdescs(const char *path, size_t *len, void *arg)
+{
+  (void)arg;
+  return serve_descs(D.dc ? dir_client_nodelist(D.dc) : NULL,
+                     path + strlen("/tor/micro/d/"), BY_MD_DIGEST, len);
+}
+
+static uint8_t *
 serve_server_by_digest(const char *path, size_t *len, void *arg)
 {
   (void)arg;
-  return serve_server_descs(path + strlen("/tor/server/d/"), 0, len);
+  return serve_descs(D.ns ? dir_client_nodelist(D.ns) : NULL,
+                     path + strlen("/tor/server/d/"), BY_SD_DIGEST, len);
 }
 
 static uint8_t *
 serve_server_by_fp(const char *path, size_t *len, void *arg)
 {
   (void)arg;
-  return serve_server_descs(path + strlen("/tor/server/fp/"), 1, len);
+  return serve_descs(D.ns ? dir_client_nodelist(D.ns) : NULL,
+                     path + strlen("/tor/server/fp/"), BY_FINGERPRINT, len);
 }
 
 void
