@@ -38,28 +38,13 @@ static channel_t *chans[MAXCH];
 static int peer_fds[MAXCH];
 static circ_queue_t queues[MAXQ];
 
-static void
-noop_cb(conn_t *c, conn_event_t ev, void *arg)
-{
-  (void)c;
-  (void)ev;
-  (void)arg;
-}
-
 static channel_t *
 fake_channel(int i)
 {
   int sv[2];
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  channel_t *c = pc_zalloc(sizeof(*c));
-  pc_addr_t a;
-  memset(&a, 0, sizeof(a));
-  c->id = (uint64_t)i + 1;
-  c->state = CHAN_STATE_OPEN;
-  c->conn = conn_new_accepted(loop, NULL, sv[0], &a, noop_cb, NULL);
   peer_fds[i] = sv[1];
-  scheduler_channel_init(c);
-  return c;
+  return channel_new_plain_for_testing(loop, sv[0]);
 }
 
 static void
@@ -88,10 +73,8 @@ teardown_n(int nch, int nq)
   for (int q = 0; q < nq; q++)
     circ_queue_clear(&queues[q]);
   for (int i = 0; i < nch; i++) {
-    scheduler_channel_free(chans[i]);
-    conn_free(chans[i]->conn);
+    channel_free_plain_for_testing(chans[i]);
     close(peer_fds[i]);
-    free(chans[i]);
     chans[i] = NULL;
   }
   scheduler_shutdown();
@@ -116,7 +99,7 @@ push_cell(int q)
 static int
 drain_channel(int ch, int *out, int max)
 {
-  buf_t *b = conn_outbuf(chans[ch]->conn);
+  buf_t *b = channel_outbuf_for_testing(chans[ch]);
   int n = 0;
   uint8_t cell[CELL_LEN];
   while (buf_datalen(b) >= CELL_LEN) {

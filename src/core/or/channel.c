@@ -606,6 +606,44 @@ channel_outbuf_len(const channel_t *chan)
   return chan->conn ? buf_datalen(conn_outbuf(chan->conn)) : 0;
 }
 
+static void
+plain_noop_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  (void)c;
+  (void)ev;
+  (void)arg;
+}
+
+channel_t *
+channel_new_plain_for_testing(evloop_t *loop, int fd)
+{
+  static uint64_t next_test_id = 1u << 30;
+  channel_t *chan = pc_zalloc(sizeof(*chan));
+  pc_addr_t a;
+  memset(&a, 0, sizeof(a));
+  chan->id = next_test_id++;
+  chan->state = CHAN_STATE_OPEN;
+  chan->conn = conn_new_accepted(loop, NULL, fd, &a, plain_noop_cb, NULL);
+  scheduler_channel_init(chan);
+  return chan;
+}
+
+void
+channel_free_plain_for_testing(channel_t *chan)
+{
+  if (!chan)
+    return;
+  scheduler_channel_free(chan);
+  conn_free(chan->conn);
+  free(chan);
+}
+
+buf_t *
+channel_outbuf_for_testing(channel_t *chan)
+{
+  return conn_outbuf(chan->conn);
+}
+
 int
 channel_sockstat(const channel_t *chan, sockstat_tcp_t *out)
 {

@@ -166,6 +166,16 @@ int channel_sockstat(const channel_t *chan, struct sockstat_tcp_t *out);
  * scheduler for every channel. */
 void channels_block_flush_for_testing(int outgoing, int incoming);
 
+/* Tests and benchmarks of the scheduler: an OPEN channel over a plain
+ * (non-TLS) connection on fd (a socketpair end), outside the channel
+ * registry, usable without channels_init() (scheduler_init() suffices).
+ * What the scheduler writes stays in its output buffer until the event
+ * loop runs. Free with channel_free_plain_for_testing() (closes fd). */
+channel_t *channel_new_plain_for_testing(evloop_t *loop, int fd);
+void channel_free_plain_for_testing(channel_t *chan);
+struct buf_t;
+struct buf_t *channel_outbuf_for_testing(channel_t *chan);
+
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */
 void channel_close(channel_t *chan, const char *why);

@@ -95,8 +95,6 @@ void scheduler_channel_init(channel_t *chan);
 /* Forget the channel (closing); its queues must already be cleared or
  * are dropped from the scheduler here. */
 void scheduler_channel_free(channel_t *chan);
-/* The channel may take data now (opened, drained, unblocked). */
-void scheduler_channel_wakeup(channel_t *chan);
 /* cq (whose chan is set) received cells. */
 void scheduler_queue_has_cells(circ_queue_t *cq);
 /* cq is being emptied; leave the channel's heap. */

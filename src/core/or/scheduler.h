@@ -56,6 +56,10 @@ void scheduler_config_default(scheduler_config_t *cfg);
 void scheduler_configure(const scheduler_config_t *cfg);
 void scheduler_get_config(scheduler_config_t *cfg);
 
+/* The channel may take data now (opened, its output buffer drained, a
+ * test unblocked it): offer it cells again. */
+void scheduler_channel_wakeup(channel_t *chan);
+
 /* The queue's current average (cells, decayed to now). */
 double circ_queue_ewma(const circ_queue_t *cq);
 

@@ -26,20 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/or/channel_internal.h"
+#include "core/or/channel.h"
+#include "lib/buf/buf.h"
 #include "core/or/scheduler.h"
 #include "lib/bytes/bytes.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
-
-static void
-noop_cb(conn_t *c, conn_event_t ev, void *arg)
-{
-  (void)c;
-  (void)ev;
-  (void)arg;
-}
 
 static uint64_t
 cpu_ns(void)
@@ -84,13 +77,8 @@ bench(unsigned n, unsigned nchan, double halflife, uint64_t cells)
       perror("socketpair (raise the descriptor limit?)");
       exit(1);
     }
-    pc_addr_t a;
-    memset(&a, 0, sizeof(a));
-    ch[i] = pc_zalloc(sizeof(*ch[i]));
-    ch[i]->state = CHAN_STATE_OPEN;
-    ch[i]->conn = conn_new_accepted(loop, NULL, sv[0], &a, noop_cb, NULL);
+    ch[i] = channel_new_plain_for_testing(loop, sv[0]);
     peer[i] = sv[1];
-    scheduler_channel_init(ch[i]);
   }
   circ_queue_t *q = pc_calloc(n, sizeof(*q));
   for (unsigned i = 0; i < n; i++) {
@@ -106,7 +94,7 @@ bench(unsigned n, unsigned nchan, double halflife, uint64_t cells)
     scheduler_run_now();
     spent += cpu_ns() - t0;
     for (unsigned c = 0; c < nchan; c++) {
-      buf_t *b = conn_outbuf(ch[c]->conn);
+      buf_t *b = channel_outbuf_for_testing(ch[c]);
       int got = 0;
       while (buf_datalen(b) >= CELL_MAX_NETWORK_LEN) {
         buf_get(b, cell, CELL_MAX_NETWORK_LEN);
@@ -121,10 +109,8 @@ bench(unsigned n, unsigned nchan, double halflife, uint64_t cells)
   for (unsigned i = 0; i < n; i++)
     circ_queue_clear(&q[i]);
   for (unsigned i = 0; i < nchan; i++) {
-    scheduler_channel_free(ch[i]);
-    conn_free(ch[i]->conn);
+    channel_free_plain_for_testing(ch[i]);
     close(peer[i]);
-    free(ch[i]);
   }
   free(ch);
   free(peer);
