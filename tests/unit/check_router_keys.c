@@ -363,6 +363,49 @@ START_TEST(test_first_start)
 }
 END_TEST
 
+/* read_only: another process's keys are read, nothing is written (not
+ * even the fingerprint files, which carry the owner's nickname), and an
+ * incomplete key directory is an error, not a reason to make keys. */
+START_TEST(test_read_only)
+{
+  char *dd = tmpdir_new();
+  time_t now = time(NULL);
+  router_keys_config_t owner;
+  router_keys_config_init(&owner);
+  owner.nickname = "owner";
+  relay_keys_t *a = load_ok(dd, &owner, now);
+  char *fpath = pc_asprintf("%s/fingerprint", dd);
+  blob_t fp_before = slurp(fpath);
+  router_keys_config_t ro;
+  router_keys_config_init(&ro);
+  ro.read_only = 1;
+  /* a year later, when the owner would rotate keys */
+  relay_keys_t *b = load_ok(dd, &ro, now + 365 * 86400);
+  ck_assert_mem_eq(a->rsa_id_digest, b->rsa_id_digest, 20);
+  ck_assert_mem_eq(a->ed_identity.pub, b->ed_identity.pub, 32);
+  ck_assert_mem_eq(a->ntor_current.pub, b->ntor_current.pub, 32);
+  blob_t fp_after = slurp(fpath);
+  ck_assert(blob_eq(fp_before, fp_after));
+  ck_assert(memmem(fp_after.d, fp_after.n, "owner ", 6) != NULL);
+  free(fp_before.d);
+  free(fp_after.d);
+  router_keys_free(a);
+  router_keys_free(b);
+  free(fpath);
+  /* an empty directory: no keys are made */
+  char *empty = tmpdir_new();
+  char *err = NULL;
+  ck_assert_ptr_null(router_keys_load_or_create(empty, &ro, now, &err));
+  ck_assert_ptr_nonnull(strstr(err, "no complete set of relay keys"));
+  free(err);
+  char *rsa = kpath(empty, "secret_id_key");
+  ck_assert_int_ne(access(rsa, F_OK), 0);
+  free(rsa);
+  tmpdir_free(empty);
+  tmpdir_free(dd);
+}
+END_TEST
+
 START_TEST(test_reload_same)
 {
   char *dd = tmpdir_new();
@@ -1013,6 +1056,7 @@ suite_router_keys(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_first_start);
   tcase_add_test(tc, test_reload_same);
+  tcase_add_test(tc, test_read_only);
   tcase_add_test(tc, test_corrupt_files);
   tcase_add_test(tc, test_rotation);
   tcase_add_test(tc, test_rotation_write_failure);

@@ -1293,13 +1293,23 @@ router_keys_load_or_create(const char *datadir,
     goto err;
   if (load_existing(&l, &paths, err) < 0)
     goto err;
+  if (cfg->read_only && (!l.rsa || !l.have_ed_id || !l.have_ntor ||
+                         !l.have_ed_id_pub_file)) {
+    if (err)
+      *err = pc_asprintf("%s holds no complete set of relay keys",
+                         paths.keydir);
+    goto err;
+  }
   st = rk_state_new();
   if (create_missing(st, &l, &paths, now, err) < 0)
     goto err;
-  if (maintain(st, &paths, cfg, now, NULL, err) < 0)
-    goto err;
-  if (router_keys_write_fingerprints(&st->k, datadir, cfg->nickname, err) < 0)
-    goto err;
+  if (!cfg->read_only) {
+    if (maintain(st, &paths, cfg, now, NULL, err) < 0)
+      goto err;
+    if (router_keys_write_fingerprints(&st->k, datadir, cfg->nickname,
+                                       err) < 0)
+      goto err;
+  }
   loaded_clear(&l);
   rk_paths_clear(&paths);
   return &st->k;

@@ -82,6 +82,10 @@ typedef struct router_keys_config_t {
   int onion_key_grace_days;
   /* Nickname for the fingerprint files; NULL means "Unnamed". */
   const char *nickname;
+  /* Only read another process's keys (test tools naming a running relay):
+   * fail if a key is missing, and create, rotate and write nothing. The
+   * signing-key certificates may then be absent. */
+  int read_only;
 } router_keys_config_t;
 
 /* Fill cfg with the defaults (28 days, 7 days, NULL nickname). */

@@ -70,7 +70,10 @@ parse_pctor(extend_target_t *t, const char *spec)
   }
   fclose(f);
   char *err = NULL;
-  relay_keys_t *k = router_keys_load_or_create(dir, NULL, time(NULL), &err);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.read_only = 1; /* the relay owns its files */
+  relay_keys_t *k = router_keys_load_or_create(dir, &cfg, time(NULL), &err);
   free(dir);
   if (!k) {
     fprintf(stderr, "%s\n", err ? err : "cannot load keys");
