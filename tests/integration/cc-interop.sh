@@ -113,8 +113,11 @@ kill "$cpid" 2>/dev/null
 closed_line() {
     grep "Circuit $circ: congestion control at close:" "$d2/info.log"
 }
-it_wait_until 90 closed_line > /dev/null ||
-    it_fail "p2 did not log the end of circuit $circ"
+# (a client that does not exit on SIGTERM at once is killed after 30 s)
+it_wait_until 30 closed_line > /dev/null || {
+    kill -KILL "$cpid" 2>/dev/null
+    it_wait_until 90 closed_line > /dev/null
+} || it_fail "p2 did not log the end of circuit $circ: $(grep -c "Circuit $circ:" "$d2/info.log") lines about it; client $(kill -0 "$cpid" 2>/dev/null && echo alive || echo gone)"
 line=$(closed_line | tail -1)
 it_log "p2: $line"
 got=$(echo "$line" | sed -n 's/.*SENDMEs got \([0-9]*\).*/\1/p')

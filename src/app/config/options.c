@@ -31,6 +31,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
+#include "feature/ipsec/broker.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
 #include "lib/log/log.h"
@@ -305,9 +306,43 @@ static const option_def_t option_table[] = {
    "Unused spares close after a minute. 0 to 16."},
   {"PerCircuitTCPRequireIPsec", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
    OFF(per_circuit_tcp_require_ipsec),
-   "Use per-circuit connections only to relays with an established IPsec "
-   "SA (so that an observer cannot count circuits). Not supported yet: "
-   "pctor cannot broker IPsec SAs yet, and refuses 1."},
+   "Use per-circuit connections only to relays with an installed IPsec "
+   "SA (so that an observer cannot count circuits); circuits to other "
+   "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
+   "is implied)."},
+  {"IPsec", OPT_TYPE_STRING, "0|1|auto", "0", "0", 1, 0, 0, OFF(ipsec_str),
+   "IPsec between relays, negotiated by strongSwan's charon through its "
+   "VICI socket (IPsecVICISocket). With auto or 1, this relay tells each "
+   "relay it connects to that it offers IPsec (a link cell that tor "
+   "ignores), with its Ed25519 IKE key (DataDirectory/keys/"
+   "ike_ed25519_key, made on first start) certified by its identity. "
+   "With a relay that offers it too, pctor loads an IPsec connection "
+   "into charon whose IKE identities are the two relays' Ed25519 "
+   "identities and which protects the TCP between this relay and the "
+   "other's ORPort, and the relay with the lower identity initiates it. "
+   "PerCircuitTCP then opens per-circuit connections to that relay only "
+   "while its SA is installed; meanwhile circuits share a TLS "
+   "connection. With auto, relays that do not offer IPsec (tor relays) "
+   "get per-circuit connections without it; with 1 they share. pctor "
+   "never closes circuits or connections because of IPsec."},
+  {"IPsecVICISocket", OPT_TYPE_PATH, "PATH", IPSEC_DEFAULT_VICI_SOCKET,
+   IPSEC_DEFAULT_VICI_SOCKET, 1, 0, 0, OFF(ipsec_vici_socket),
+   "The unix socket of charon's VICI plugin. pctor reconnects (with "
+   "growing delays up to 30 seconds) whenever it goes away, and then "
+   "loads its key and connections again. With User, the socket must "
+   "stay usable by that user (scripts/pctor-charon --vici-group)."},
+  {"IPsecUpdown", OPT_TYPE_STRING, "COMMAND", NULL, "unset (none)",
+   1, 0, 0, OFF(ipsec_updown),
+   "The updown command charon runs when one of pctor's CHILD_SAs comes "
+   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
+   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
+   "routes the SA's TCP into the tunnel device, without which the "
+   "traffic would not be protected."},
+  {"IPsecMaxPeers", OPT_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
+   OFF(ipsec_max_peers),
+   "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
+   "Beyond it the least recently used relay without an SA is forgotten; "
+   "if every one has an SA, further relays share connections."},
   {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
    OFF(measureme_enabled),
    "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
@@ -1093,11 +1128,28 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     o->max_mem_in_queues = v;
   }
 
-  if (o->per_circuit_tcp_require_ipsec) {
+  {
+    ipsec_mode_t m = IPSEC_MODE_OFF;
+    def = def_by_offset(OFF(ipsec_str));
+    const conf_line_t *l = ctx->where[def_index(def)];
+    const char *msg = NULL;
+    if (o->ipsec_str && ipsec_mode_parse(o->ipsec_str, &m) < 0)
+      msg = "must be 0, 1 or auto";
+    else if (m != IPSEC_MODE_OFF && o->or_ports.n == 0)
+      msg = "needs an ORPort";
+    if (msg) {
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("IPsec %s. Failing.", msg);
+      return -1;
+    }
+    o->ipsec_mode = (int)m;
+  }
+  if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
     def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
     const conf_line_t *l = ctx->where[def_index(def)];
-    const char *msg = "is not supported yet (pctor cannot broker IPsec "
-                      "SAs yet)";
+    const char *msg = "needs IPsec auto or 1";
     if (l)
       line_error(err_out, def, l, msg);
     else

@@ -97,6 +97,12 @@ typedef struct options_t {
   int per_circuit_tcp_max_connections; /* 0: automatic */
   int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
+  /* IPsec between relays (feature/ipsec/broker.h). */
+  char *ipsec_str;                /* IPsec as written: "0", "1", "auto" */
+  int ipsec_mode;                 /* parsed: an ipsec_mode_t */
+  char *ipsec_vici_socket;        /* IPsecVICISocket */
+  char *ipsec_updown;             /* IPsecUpdown: NULL if unset */
+  int ipsec_max_peers;            /* IPsecMaxPeers */
   int measureme_enabled;
   char *measureme_hops_str;       /* MeasureMeHops as written */
   unsigned measureme_hops;        /* parsed: bit h-1 for hop h */

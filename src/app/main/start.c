@@ -27,6 +27,7 @@
 #include "feature/dircache/dirdocs.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
+#include "feature/ipsec/broker.h"
 #include "feature/measureme/measureme.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
@@ -69,6 +70,7 @@ static struct {
   scheduler_config_t sched;     /* as applied */
   int halflife_from_consensus;  /* CircuitPriorityHalflife unset */
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
+  ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   int started;
 } A;
 
@@ -383,6 +385,56 @@ apply_pctcp(const options_t *o)
                pctcp_connection_limit());
 }
 
+/* IPsec, IPsecVICISocket, IPsecUpdown, IPsecMaxPeers and
+ * PerCircuitTCPRequireIPsec. The broker (and the IKE key) is made the
+ * first time IPsec is wanted and kept until shutdown; turning IPsec off
+ * only stops it. Its local address is the descriptor's: Address, or the
+ * ORPort's address, or a local interface (routerdesc_pick_address), with
+ * the IPv4 ORPort's port. Returns 0, or -1 (logged) when the broker
+ * cannot be made. */
+static int
+apply_ipsec(const options_t *o)
+{
+  if (o->ipsec_mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
+      !A.ipsec)
+    return 0;
+  char *err = NULL;
+  if (!A.ipsec) {
+    A.ipsec = ipsec_broker_new(A.loop, A.data_directory, A.keys, &err);
+    if (!A.ipsec) {
+      log_err("IPsec: %s", err ? err : "cannot start");
+      free(err);
+      return -1;
+    }
+  }
+  ipsec_broker_config_t cfg;
+  ipsec_broker_config_init(&cfg);
+  cfg.mode = (ipsec_mode_t)o->ipsec_mode;
+  cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
+  cfg.vici_socket = o->ipsec_vici_socket;
+  cfg.updown = o->ipsec_updown;
+  cfg.max_peers = (unsigned)o->ipsec_max_peers;
+  if (cfg.mode != IPSEC_MODE_OFF) {
+    uint16_t port = 0;
+    for (int i = 0; i < o->or_ports.n && !port; i++)
+      if (o->or_ports.addrs[i].family == AF_INET)
+        port = o->or_ports.addrs[i].port;
+    if (!port ||
+        routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
+                                &cfg.orport, &err) < 0) {
+      log_warn("IPsec: no IPv4 ORPort address to protect (%s); IPsec stays "
+               "off",
+               err ? err : "no IPv4 ORPort");
+      free(err);
+      cfg.mode = IPSEC_MODE_OFF;
+    } else {
+      cfg.orport.port = port;
+    }
+  }
+  ipsec_broker_configure(A.ipsec, &cfg);
+  return 0;
+}
+
 /* CircuitPriorityHalflife, Schedulers, KISTSchedRunInterval and
  * KISTSockBufSizeFactor. */
 static void
@@ -626,6 +678,8 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_scheduler(opts);
   raise_fd_limit();
   apply_pctcp(opts);
+  if (apply_ipsec(opts) < 0)
+    return -1;
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -677,6 +731,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
           old_opts->per_circuit_tcp_max_connections ||
       new_opts->per_circuit_tcp_spares != old_opts->per_circuit_tcp_spares)
     apply_pctcp(new_opts);
+  apply_ipsec(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
@@ -763,6 +818,7 @@ app_shutdown(void)
     relay_clear_handlers();
     A.started = 0;
   }
+  ipsec_broker_free(A.ipsec);
   evloop_timer_free(A.key_timer);
   publish_free(A.pub);
   exit_policy_free(A.exit_policy);
