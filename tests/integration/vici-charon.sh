@@ -285,7 +285,7 @@ grep -q '^connection lost: closed by charon' "$D/mon-lost.out" ||
     it_fail "monitor did not report the loss: $(cat "$D/mon-lost.out")"
 grep -q '^connection lost' "$D/mon-re.out" || it_fail "monitor --reconnect did not report the loss"
 # The socket closes a moment before the process is gone.
-gone() { ! grep -qs '^State:[[:space:]]*[^Z]' "/proc/$1/status"; }
+gone() { ! grep -qs '^State:[[:space:]]*[^Z[:space:]]' "/proc/$1/status"; }
 it_wait_until 5 gone "$bpid" || it_fail "charon b did not die"
 it_run "$PCHARON" start "$D/b" --netns "$NB" --vici-group 65534 > "$D/start-b2.out" 2>&1 ||
     it_fail "restarting charon b: $(cat "$D/start-b2.out")"
