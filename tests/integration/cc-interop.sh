@@ -20,6 +20,11 @@
 #       authenticated SENDME and sends no stream SENDMEs (tor would close
 #       the circuit otherwise). sha256 must match.
 #   (c) The same through the pctor exit p2 (pctor on both ends).
+#   (d) pctor's SocksPort client (c1) downloads it through the tor exit and
+#       (c2) through the pctor exit: the client asks the exit for
+#       congestion control on its own (cc_alg=2, FlowCtrl=2), its log must
+#       show it negotiated with hop 3, it sends no stream SENDMEs (tor
+#       would close the circuit), and the sha256 must match.
 # CC_INTEROP_MB sets the size (default 50 MiB).
 
 . "$(dirname "$0")/lib.sh"
@@ -162,5 +167,28 @@ it_log "(c) pctor-circtest fetched $MB MiB through the pctor exit with congestio
 pcirc=$(grep -c 'congestion control negotiated in ntor v3' "$d2/info.log")
 [ "$pcirc" -ge 2 ] || it_fail "p2 negotiated congestion control only $pcirc time(s)"
 
-it_pctor_alive_quiet "$net" p1 p2
+# ---- (d) pctor SocksPort client -> tor exit / pctor exit ---------------
+it_start_pctor "$net" c1 client "MiddleNodes p1
+ExitNodes exit1
+ExcludeNodes p2"
+it_start_pctor "$net" c2 client "MiddleNodes p1
+ExitNodes p2"
+socks_fetch() { # NAME
+    local port
+    port=$(cat "$net/$1.port")
+    curl -sf --max-time 240 --socks5-hostname "127.0.0.1:$port" \
+        "http://127.0.0.1:$hport/file" -o "$net/$1.out"
+}
+for c in c1 c2; do
+    it_wait_until 90 socks_fetch "$c" || it_fail "$c: download failed: $(tail -3 "$(cat "$net/$c.dir")/info.log")"
+    [ "$(sha256sum < "$net/$c.out" | cut -d' ' -f1)" = "$want" ] ||
+        it_fail "$c: sha256 mismatch"
+    cd_=$(cat "$net/$c.dir")
+    grep -q 'asking the exit for congestion control' "$cd_/info.log" ||
+        it_fail "$c did not ask the exit for congestion control"
+    grep -q 'congestion control with hop 3 (sendme_inc 31)' "$cd_/info.log" ||
+        it_fail "$c: congestion control was not negotiated with the exit"
+    it_log "(d) $c: $MB MiB through pctor's SocksPort with congestion control, sha256 ok"
+done
+it_pctor_alive_quiet "$net" p1 p2 c1 c2
 it_log "congestion control interop passed"

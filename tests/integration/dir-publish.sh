@@ -120,7 +120,7 @@ expect() {
     printf '%s\n' "$desc" | grep -qxF -- "$1" || it_fail "pctor1's descriptor lacks '$1'"
 }
 expect "router pctor1 127.0.0.1 $(cat "$p1/orport") 0 0"
-expect "proto DirCache=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+expect "proto Conflux=1 DirCache=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
 expect "contact pctor test relay pctor1"
 expect "family pctor2"
 expect "reject *:*"

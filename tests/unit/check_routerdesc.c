@@ -91,7 +91,7 @@ static const char KAT_DESC[] =
   "master-key-ed25519 nP4EEm/bdYhJJ0OTGDM2g4ajAmpJx8QB3I0ZWyg/55w\n"
   "or-address [2001:db8::7]:9001\n"
   "platform pctor 0.1.0-dev on Linux\n"
-  "proto Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4\n"
+  "proto Conflux=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4\n"
   "published 2023-11-14 22:13:20\n"
   "fingerprint CC9E 4427 44B8 A918 EA23 B1D8 691A 45C0 A748 1AA1\n"
   "uptime 3600\n"
@@ -125,12 +125,12 @@ static const char KAT_DESC[] =
   "ntor-onion-key QP5MP45oZgLzmqVoY5lqfh3V063IYjMikUdiQTHLaQ8\n"
   "accept 192.0.2.0/24:80-443\n"
   "reject *:*\n"
-  "router-sig-ed25519 Mh4ZkDVvbnsO1IzFWDlD1u4TZn/X/kCKuP6zArZUjQ2zXygaYnSGlPR0ng4Al/YXaFktSM1mi0fBayqcrPbQCQ\n"
+  "router-sig-ed25519 Ss/7BEUWeE31ohQWO3IEV1YzGM34lSup8M+hmwAV4amEk3Azykysn0joHMjdTE9mmrEh1awhlU2ElUn8u/mmDg\n"
   "router-signature\n"
   "-----BEGIN SIGNATURE-----\n"
-  "S3i5B4rwKeSsjL08AsDsOY41EciUPr6FERmKcrnGMWaTIFnlsubcl0HHpsL48Gfm\n"
-  "y1ek2i71G0I6ziDaKKfbKVnHSiIRSJpyunWcnzphVzOJzkp6tsSJsl93VJeIz2/q\n"
-  "QQ03b5CAtUz452T5rYIF3L0olDoFRZyDxon7ttw2Dfc=\n"
+  "RuhOi+MOl728tAH1GyJLwlTuvA7D9drVGPjKrfRTypRX8Cu2uOxqdfs/lvIxxaGJ\n"
+  "6kgisiKE5zEHwEttjuaYz4gl7zz+TYvcKwiwsgj3hStxIadzliUZU9g82qKrCtRe\n"
+  "ge/1sK5mAkb8SBgLP3cKNpr5Fqw+Cy6EHTtb8DIRykk=\n"
   "-----END SIGNATURE-----\n";
 
 /* ---- helpers ---- */
@@ -387,8 +387,8 @@ START_TEST(test_items_and_signatures)
   ck_assert_str_eq(l, "router pctortest 203.0.113.5 443 0 0");
   free(l);
   l = line_of(d, "proto");
-  ck_assert_str_eq(l, "proto Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 "
-                      "Microdesc=2 Relay=2-4");
+  ck_assert_str_eq(l, "proto Conflux=1 Desc=2 FlowCtrl=1-2 Link=4-5 "
+                      "LinkAuth=3 Microdesc=2 Relay=2-4");
   free(l);
   l = line_of(d, "platform");
   ck_assert(!strncmp(l, "platform pctor ", 15));
@@ -588,7 +588,7 @@ START_TEST(test_tamper)
   expect_refused(t, "router-sig-ed25519 does not verify");
   free(t);
   /* A changed signature. */
-  t = replace(d, "router-sig-ed25519 M", "router-sig-ed25519 N");
+  t = replace(d, "router-sig-ed25519 S", "router-sig-ed25519 T");
   expect_refused(t, "router-sig-ed25519 does not verify");
   free(t);
   t = flip_object(d, "router-signature", 10);
@@ -641,8 +641,8 @@ START_TEST(test_tamper)
   t = replace(d, "uptime 3600\n", "uptime 3600\nuptime 3600\n");
   expect_refused(t, "'uptime' appears more than once");
   free(t);
-  t = replace(d, "proto Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 "
-                 "Relay=2-4\n",
+  t = replace(d, "proto Conflux=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 "
+                 "Microdesc=2 Relay=2-4\n",
               "");
   expect_refused(t, "'proto' must appear exactly once");
   free(t);

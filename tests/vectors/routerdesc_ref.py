@@ -85,7 +85,7 @@ ADDRESS = "192.0.2.7"
 ORPORT = 9001
 OR_ADDRESS = "[2001:db8::7]:9001"
 PLATFORM = "pctor 0.1.0-dev on Linux"
-PROTO = "Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+PROTO = "Conflux=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
 UPTIME = 3600
 BANDWIDTH = (1073741824, 1073741824, 12345)
 FAMILY = ["$0123456789ABCDEF0123456789ABCDEF01234567", "friend"]

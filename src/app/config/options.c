@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "feature/conflux/conflux_cell.h"
+#include "feature/conflux/conflux_set.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
@@ -360,6 +362,41 @@ static const option_def_t option_table[] = {
    1, 100, 60000, OFF(measureme_interval),
    "Client: how often the relays asked by MeasureMeHops record (100 to "
    "60000)."},
+  {"ConfluxEnabled", OPT_TYPE_STRING, "0|1|auto", "auto", "auto",
+   1, 0, 0, OFF(conflux_enabled_str),
+   "Client: 1 makes new circuits conflux sets (proposal 329) wherever the "
+   "exit supports it (Conflux=1 and congestion control): several legs to "
+   "the same exit through different guards and middles, one stream space, "
+   "traffic split between them. 0 never does. auto (as tor) follows the "
+   "consensus parameter cfx_enabled, which defaults to on. Exits serve "
+   "conflux whatever this option says (unless the consensus sets "
+   "cfx_enabled=0)."},
+  {"ConfluxClientUX", OPT_TYPE_STRING,
+   "throughput|latency|throughput_lowmem|latency_lowmem", "throughput",
+   "throughput", 1, 0, 0, OFF(conflux_client_ux_str),
+   "Client: the user experience asked from the exit for the data it sends "
+   "(tor's values): throughput uses every leg with room in its congestion "
+   "window (LowRTT), latency only the lowest-RTT leg (MinRTT); the lowmem "
+   "variants keep the out-of-order queue small (MinRTT too)."},
+  {"ConfluxLegs", OPT_TYPE_INT, "NUM", "0", "0 (the consensus' "
+   "cfx_num_legs_set, 2)", 1, 0, 8, OFF(conflux_legs),
+   "Client: legs per conflux set, 2 to 8; 0 takes the consensus parameter "
+   "cfx_num_legs_set (default 2)."},
+  {"ConfluxScheduler", OPT_TYPE_STRING,
+   "auto|minrtt|lowrtt|proportional", "auto", "auto",
+   1, 0, 0, OFF(conflux_scheduler_str),
+   "How this pctor spreads what it sends over the legs of a conflux set, "
+   "as a client (uploads) and as an exit (downloads). auto does what tor "
+   "does: follow the other end's wish (an exit asks clients for latency; "
+   "a client's ConfluxClientUX tells the exit). minrtt: only the "
+   "lowest-RTT leg. lowrtt: the lowest-RTT leg with room in its congestion "
+   "window. proportional: the splitter of AlSabah et al. (PETS 2013), each "
+   "cell on a leg with room chosen at random in proportion to the leg's "
+   "measured throughput (congestion window / RTT)."},
+  {"ConfluxMaxOutOfOrder", OPT_TYPE_INT, "NUM", "10000", "10000",
+   1, 16, 1000000, OFF(conflux_max_ooo),
+   "The most stream messages (cells) one conflux set may hold waiting for "
+   "an earlier one; a set that would hold more is closed with a notice."},
   {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -1177,6 +1214,47 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
         line_error(err_out, def, l, msg);
       else
         *err_out = pc_asprintf("MeasureMeHops %s. Failing.", msg);
+      return -1;
+    }
+  }
+
+  /* Conflux. */
+  {
+    const char *msg = NULL;
+    const char *v = o->conflux_enabled_str;
+    def = def_by_offset(OFF(conflux_enabled_str));
+    if (!v || !strcmp(v, "auto"))
+      o->conflux_enabled = -1;
+    else if (!strcmp(v, "0") || !strcmp(v, "1"))
+      o->conflux_enabled = v[0] - '0';
+    else
+      msg = "must be 0, 1 or auto";
+    if (!msg) {
+      v = o->conflux_client_ux_str;
+      def = def_by_offset(OFF(conflux_client_ux_str));
+      o->conflux_client_ux = cfx_ux_from_name(v ? v : "throughput");
+      if (o->conflux_client_ux < 0)
+        msg = "must be throughput, latency, throughput_lowmem or "
+              "latency_lowmem";
+    }
+    if (!msg) {
+      v = o->conflux_scheduler_str;
+      def = def_by_offset(OFF(conflux_scheduler_str));
+      o->conflux_scheduler =
+          !v || !strcmp(v, "auto") ? 0 : cfx_alg_from_name(v);
+      if (o->conflux_scheduler < 0)
+        msg = "must be auto, minrtt, lowrtt or proportional";
+    }
+    if (!msg && o->conflux_legs == 1) {
+      def = def_by_offset(OFF(conflux_legs));
+      msg = "must be 0 or 2 to 8 (use ConfluxEnabled 0 for none)";
+    }
+    if (msg) {
+      const conf_line_t *l = ctx->where[def_index(def)];
+      if (l)
+        line_error(err_out, def, l, msg);
+      else
+        *err_out = pc_asprintf("%s %s. Failing.", def->name, msg);
       return -1;
     }
   }

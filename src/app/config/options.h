@@ -107,6 +107,15 @@ typedef struct options_t {
   char *measureme_hops_str;       /* MeasureMeHops as written */
   unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
   int measureme_interval;         /* milliseconds */
+  /* Conflux (proposal 329). */
+  char *conflux_enabled_str;      /* ConfluxEnabled as written */
+  int conflux_enabled;            /* parsed: 1, 0, -1 auto */
+  char *conflux_client_ux_str;    /* ConfluxClientUX as written */
+  int conflux_client_ux;          /* parsed: a CFX_UX_* code */
+  int conflux_legs;               /* ConfluxLegs: 0 (consensus) or 2..8 */
+  char *conflux_scheduler_str;    /* ConfluxScheduler as written */
+  int conflux_scheduler;          /* parsed: 0 auto, or a cfx_alg_t */
+  int conflux_max_ooo;            /* ConfluxMaxOutOfOrder, messages */
 
   /* Private bookkeeping: which table rows were set explicitly. */
   uint64_t set_explicitly_;

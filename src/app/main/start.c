@@ -21,6 +21,7 @@
 #include "core/or/scheduler.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
+#include "feature/conflux/conflux.h"
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
@@ -71,6 +72,7 @@ static struct {
   int halflife_from_consensus;  /* CircuitPriorityHalflife unset */
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
+  conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   int started;
 } A;
 
@@ -332,6 +334,17 @@ apply_consensus_cc(const consensus_t *c)
   cc_params_set_current(&p);
 }
 
+/* Conflux at the exit: the consensus' emergency switch cfx_enabled
+ * (tor's default 1). */
+static void
+apply_consensus_conflux(const consensus_t *c)
+{
+  if (!c || !A.started)
+    return;
+  A.cfx.enabled = consensus_get_param(c, "cfx_enabled", 1, 0, 1);
+  conflux_exit_configure(&A.cfx);
+}
+
 static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
@@ -341,6 +354,7 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
   else {
     apply_consensus_halflife(dir_client_consensus(dc));
     apply_consensus_cc(dir_client_consensus(dc));
+    apply_consensus_conflux(dir_client_consensus(dc));
   }
 }
 
@@ -552,6 +566,21 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
   cc->measureme_hops = o->measureme_hops;
   cc->measureme_interval_ms = (uint16_t)o->measureme_interval;
+  cc->conflux_enabled = o->conflux_enabled;
+  cc->conflux_ux = (uint8_t)o->conflux_client_ux;
+  cc->conflux_legs = o->conflux_legs;
+  cc->conflux_alg = o->conflux_scheduler;
+  cc->conflux_max_ooo = (uint32_t)o->conflux_max_ooo;
+}
+
+/* Conflux at the exit: our scheduler and queue bound from the options
+ * (cfx_enabled comes from the consensus). */
+static void
+apply_conflux_options(const options_t *o)
+{
+  A.cfx.alg = o->conflux_scheduler;
+  A.cfx.max_ooo = (uint32_t)o->conflux_max_ooo;
+  conflux_exit_configure(&A.cfx);
 }
 
 /* SocksPort: the client role. */
@@ -687,6 +716,10 @@ app_start(evloop_t *loop, const options_t *opts)
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
+  memset(&A.cfx, 0, sizeof(A.cfx));
+  A.cfx.enabled = 1;
+  conflux_exit_init(loop, &A.cfx);
+  apply_conflux_options(opts);
   set_my_addrs(opts);
   A.started = 1;
 
@@ -726,6 +759,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
   measureme_configure(new_opts->measureme_enabled);
+  apply_conflux_options(new_opts);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
           old_opts->per_circuit_tcp_max_connections ||
@@ -809,6 +843,7 @@ app_shutdown(void)
   if (A.started) {
     if (A.client_started)
       client_shutdown();
+    conflux_exit_shutdown();
     exit_shutdown();
     measureme_shutdown();
     dirdocs_unregister();

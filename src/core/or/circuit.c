@@ -24,11 +24,16 @@
  * Congestion control on origin hops (see circuit.h): the per-hop state
  * (controller + deliver counter) is allocated when the hop's handshake
  * negotiates it; the send path pays one pointer test per DATA cell.
+ *
+ * Multiplexing (circuit_mux_ops_t, conflux): or_circuit_send_relay() asks
+ * the registered multiplexer for the leg of each stream message sent on a
+ * circuit whose mux is set; ordinary circuits pay one pointer test.
  */
 #include "core/or/circuit.h"
 #include "core/or/congestion_control.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
+#include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
@@ -443,9 +448,39 @@ pack_relay(uint32_t circ_id, uint8_t cell_command,
   return pc;
 }
 
-int
-or_circuit_send_relay(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
-                      const uint8_t *body, uint16_t len)
+/* ---- multiplexing (circuit_mux_ops_t) ----------------------------- */
+
+static const circuit_mux_ops_t *mux_ops;
+
+void
+circuits_set_mux_ops(const circuit_mux_ops_t *ops)
+{
+  mux_ops = ops;
+}
+
+const circuit_mux_ops_t *
+circuits_mux_ops(void)
+{
+  return mux_ops;
+}
+
+or_circuit_t *
+or_circuit_stream_home(or_circuit_t *oc)
+{
+  if (oc->mux && mux_ops) {
+    or_circuit_t *home = mux_ops->stream_home(oc);
+    if (home)
+      return home;
+  }
+  return oc;
+}
+
+/* Send on exactly this circuit. A DATA cell counts against the circuit's
+ * congestion window (the edge's controller), with the digest its SENDME
+ * must echo. */
+static int
+send_relay_on(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
+              const uint8_t *body, uint16_t len)
 {
   if (len > RELAY_BODY_MAX || !oc->p_chan || oc->base.marked_for_close)
     return -1;
@@ -453,9 +488,27 @@ or_circuit_send_relay(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
   relay_payload_encode(payload, command, stream_id, body, len);
   relay_crypto_originate_backward(oc->crypto, payload);
   oc->base.cells_backward++;
+  if (command == RELAY_COMMAND_DATA)
+    circ_edge_note_data_sent(oc);
   return queue_with_limit(&oc->base, &oc->p_queue,
                           pack_relay(oc->p_circ_id, CELL_RELAY, payload),
                           "towards the client", 0);
+}
+
+int
+or_circuit_send_relay(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
+                      const uint8_t *body, uint16_t len)
+{
+  if (oc->mux && mux_ops && relay_command_is_multiplexed(command)) {
+    or_circuit_t *leg = mux_ops->pick(oc, command);
+    if (!leg)
+      return -1;
+    int r = send_relay_on(leg, command, stream_id, body, len);
+    if (r == 0 && leg->mux)
+      mux_ops->sent(leg, command);
+    return r;
+  }
+  return send_relay_on(oc, command, stream_id, body, len);
 }
 
 int

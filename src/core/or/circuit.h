@@ -76,6 +76,9 @@ typedef struct or_circuit_t {
    * increment, 0 for the fixed windows. The controller itself lives in
    * the edge state, made with the first stream. */
   uint8_t cc_sendme_inc;
+  /* Multiplexing (see circuit_mux_ops_t): the state of the feature that
+   * made this circuit one leg of a set, or NULL (ordinary circuit). */
+  void *mux;
 } or_circuit_t;
 
 typedef struct origin_circuit_t origin_circuit_t;
@@ -253,6 +256,40 @@ const struct cc_t *origin_circuit_cc(const origin_circuit_t *circ, int hop);
 /* DATA cells that may be sent to hop now (its cwnd - inflight); for a hop
  * without congestion control, UINT64_MAX (the owner keeps windows). */
 uint64_t origin_circuit_cc_sendable(const origin_circuit_t *circ, int hop);
+
+/* ---- multiplexing several circuits into one stream space ----
+ *
+ * A feature (conflux, proposal 329) may make an or_circuit one leg of a
+ * set whose streams and ordered messages span all legs. It registers one
+ * circuit_mux_ops_t and sets or_circuit_t.mux on each leg; circuits with
+ * mux == NULL never reach these hooks, so ordinary circuits pay one
+ * pointer test. Core then:
+ *   - sends every "multiplexed" relay message (relay_command_is_multiplexed:
+ *     the stream commands that must stay ordered with DATA) that streams
+ *     originate on a mux circuit on the leg pick() returns, and reports it
+ *     with sent() (the feature counts sequence numbers; pick() may first
+ *     send a non-multiplexed message, such as a SWITCH, on that leg);
+ *     circuit-level accounting (congestion control) is done on that leg;
+ *   - lets streams of such a circuit package DATA only while can_send();
+ *   - on a circuit SENDME on a leg, wakes the streams of stream_home(leg);
+ *   - hands multiplexed messages that arrive on a leg to the feature
+ *     (relay.h: relay_set_mux_inbound) after the leg's own accounting;
+ *     the feature delivers them in order with relay_deliver_ordered().
+ * Streams live on one leg (the "home"); when it closes before the others
+ * the feature moves them with circ_edge_move_streams() (stream.h) from its
+ * close observer. */
+typedef struct circuit_mux_ops_t {
+  or_circuit_t *(*pick)(or_circuit_t *circ, uint8_t command);
+  void (*sent)(or_circuit_t *leg, uint8_t command);
+  int (*can_send)(or_circuit_t *circ);
+  or_circuit_t *(*stream_home)(or_circuit_t *circ);
+} circuit_mux_ops_t;
+/* Register (NULL: unregister) the multiplexer; at most one. */
+void circuits_set_mux_ops(const circuit_mux_ops_t *ops);
+const circuit_mux_ops_t *circuits_mux_ops(void);
+/* The circuit whose edge holds the streams of circ (circ itself unless
+ * it is a leg of a multiplexed set). */
+or_circuit_t *or_circuit_stream_home(or_circuit_t *circ);
 
 /* Origin circuits: start with a first hop, then extend one hop at a time
  * (after on_extended reports the previous one). */

@@ -7,6 +7,12 @@
  * never break a circuit through a relay that doesn't know them. Stream
  * flow control (DATA, END, SENDME, and XON/XOFF with congestion control)
  * goes to stream.c.
+ *
+ * A circuit that is a leg of a multiplexed set (or_circuit_t.mux, see
+ * circuit_mux_ops_t) hands its multiplexed messages to the registered
+ * inbound hook instead, after counting DATA towards its own SENDMEs; the
+ * feature returns them in order through relay_deliver_ordered(), which
+ * runs the same dispatch on the set's stream home.
  */
 #include "core/or/relay.h"
 #include "core/or/stream.h"
@@ -53,6 +59,73 @@ handle_truncate(or_circuit_t *oc)
   or_circuit_send_relay(oc, RELAY_COMMAND_TRUNCATED, 0, &reason, 1);
 }
 
+static relay_mux_inbound_fn mux_inbound;
+
+void
+relay_set_mux_inbound(relay_mux_inbound_fn fn)
+{
+  mux_inbound = fn;
+}
+
+/* Act on one relay message for circ. `ordered`: it comes from a
+ * multiplexer, its per-circuit accounting was done on the leg it arrived
+ * on. Returns -1 if circ must be closed (protocol violation). */
+static int
+dispatch(or_circuit_t *oc, const relay_header_t *hp, const uint8_t *body,
+         int early, int ordered)
+{
+  relay_header_t h = *hp;
+  if (handlers[h.command])
+    return handlers[h.command](oc, &h, body, early);
+  switch (h.command) {
+  case RELAY_COMMAND_DROP:
+    return 0;
+  case RELAY_COMMAND_DATA:
+    if (ordered)
+      return stream_deliver_data(oc, h.stream_id, body, h.length);
+    return stream_handle_data(oc, h.stream_id, body, h.length);
+  case RELAY_COMMAND_END:
+    return stream_handle_end(oc, h.stream_id, body, h.length);
+  case RELAY_COMMAND_SENDME:
+    return stream_handle_sendme(oc, h.stream_id, body, h.length);
+  case RELAY_COMMAND_XOFF:
+    return stream_handle_xoff(oc, h.stream_id, body, h.length);
+  case RELAY_COMMAND_XON:
+    return stream_handle_xon(oc, h.stream_id, body, h.length);
+  case RELAY_COMMAND_TRUNCATE:
+    handle_truncate(oc);
+    return 0;
+  case RELAY_COMMAND_BEGIN:
+  case RELAY_COMMAND_RESOLVE: {
+    uint8_t reason = END_REASON_EXITPOLICY;
+    log_info("Refusing %s on circuit %llu: this relay has no exit support "
+             "yet",
+             relay_command_name(h.command),
+             (unsigned long long)oc->base.gid);
+    or_circuit_send_relay(oc, RELAY_COMMAND_END, h.stream_id, &reason, 1);
+    return 0;
+  }
+  case RELAY_COMMAND_BEGIN_DIR: {
+    uint8_t reason = END_REASON_NOTDIRECTORY;
+    log_info("Refusing BEGIN_DIR on circuit %llu: directory service is not "
+             "supported yet",
+             (unsigned long long)oc->base.gid);
+    or_circuit_send_relay(oc, RELAY_COMMAND_END, h.stream_id, &reason, 1);
+    return 0;
+  }
+  case RELAY_COMMAND_EXTEND:
+    log_info("Legacy EXTEND (TAP) on circuit %llu is not supported; "
+             "closing it",
+             (unsigned long long)oc->base.gid);
+    return -1;
+  default:
+    log_info("Ignoring relay cell with command %u (%s) on circuit %llu",
+             h.command, relay_command_name(h.command),
+             (unsigned long long)oc->base.gid);
+    return 0;
+  }
+}
+
 void
 relay_handle_recognized(or_circuit_t *oc, const uint8_t *payload, int early)
 {
@@ -66,63 +139,33 @@ relay_handle_recognized(or_circuit_t *oc, const uint8_t *payload, int early)
     return;
   }
   const uint8_t *body = payload + RELAY_HEADER_LEN;
-  if (handlers[h.command]) {
-    if (handlers[h.command](oc, &h, body, early) < 0)
-      circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
+  if (oc->mux && mux_inbound && relay_command_is_multiplexed(h.command)) {
+    /* Stream commands without a stream are dropped before they count as
+     * multiplexed messages (as tor does); DATA still counts towards the
+     * leg's SENDMEs, whatever its order in the set. */
+    if (h.stream_id == 0 && h.command != RELAY_COMMAND_DATA &&
+        h.command != RELAY_COMMAND_XON && h.command != RELAY_COMMAND_XOFF) {
+      log_info("%s with stream ID 0 on circuit %llu; dropped",
+               relay_command_name(h.command),
+               (unsigned long long)oc->base.gid);
+      return;
+    }
+    if ((h.command == RELAY_COMMAND_DATA && stream_data_arrived(oc) < 0) ||
+        mux_inbound(oc, &h, body) < 0) {
+      if (!oc->base.marked_for_close)
+        circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
+    }
     return;
   }
-  int r = 0;
-  switch (h.command) {
-  case RELAY_COMMAND_DROP:
-    return;
-  case RELAY_COMMAND_DATA:
-    r = stream_handle_data(oc, h.stream_id, body, h.length);
-    break;
-  case RELAY_COMMAND_END:
-    r = stream_handle_end(oc, h.stream_id, body, h.length);
-    break;
-  case RELAY_COMMAND_SENDME:
-    r = stream_handle_sendme(oc, h.stream_id, body, h.length);
-    break;
-  case RELAY_COMMAND_XOFF:
-    r = stream_handle_xoff(oc, h.stream_id, body, h.length);
-    break;
-  case RELAY_COMMAND_XON:
-    r = stream_handle_xon(oc, h.stream_id, body, h.length);
-    break;
-  case RELAY_COMMAND_TRUNCATE:
-    handle_truncate(oc);
-    return;
-  case RELAY_COMMAND_BEGIN:
-  case RELAY_COMMAND_RESOLVE: {
-    uint8_t reason = END_REASON_EXITPOLICY;
-    log_info("Refusing %s on circuit %llu: this relay has no exit support "
-             "yet",
-             relay_command_name(h.command),
-             (unsigned long long)oc->base.gid);
-    or_circuit_send_relay(oc, RELAY_COMMAND_END, h.stream_id, &reason, 1);
-    return;
-  }
-  case RELAY_COMMAND_BEGIN_DIR: {
-    uint8_t reason = END_REASON_NOTDIRECTORY;
-    log_info("Refusing BEGIN_DIR on circuit %llu: directory service is not "
-             "supported yet",
-             (unsigned long long)oc->base.gid);
-    or_circuit_send_relay(oc, RELAY_COMMAND_END, h.stream_id, &reason, 1);
-    return;
-  }
-  case RELAY_COMMAND_EXTEND:
-    log_info("Legacy EXTEND (TAP) on circuit %llu is not supported; "
-             "closing it",
-             (unsigned long long)oc->base.gid);
+  if (dispatch(oc, &h, body, early, 0) < 0 && !oc->base.marked_for_close)
     circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
-    return;
-  default:
-    log_info("Ignoring relay cell with command %u (%s) on circuit %llu",
-             h.command, relay_command_name(h.command),
-             (unsigned long long)oc->base.gid);
-    return;
-  }
-  if (r < 0)
-    circuit_mark_for_close(&oc->base, DESTROY_REASON_PROTOCOL);
+}
+
+int
+relay_deliver_ordered(or_circuit_t *home, const relay_header_t *h,
+                      const uint8_t *body)
+{
+  if (home->base.marked_for_close)
+    return 0;
+  return dispatch(home, h, body, 0, 1);
 }

@@ -23,6 +23,44 @@ void relay_clear_handlers(void);
 void relay_handle_recognized(or_circuit_t *circ, const uint8_t *payload,
                              int early);
 
+/* Relay messages that must stay in order with the stream data when one
+ * stream space spans several circuits (proposal 329 section 2.8): the
+ * stream commands. Everything else (SENDME, DROP, EXTEND*, the CONFLUX_*
+ * commands...) belongs to the circuit it travels on. */
+static inline int
+relay_command_is_multiplexed(uint8_t command)
+{
+  switch (command) {
+  case RELAY_COMMAND_BEGIN:
+  case RELAY_COMMAND_DATA:
+  case RELAY_COMMAND_END:
+  case RELAY_COMMAND_CONNECTED:
+  case RELAY_COMMAND_RESOLVE:
+  case RELAY_COMMAND_RESOLVED:
+  case RELAY_COMMAND_XOFF:
+  case RELAY_COMMAND_XON:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Inbound side of multiplexing (circuit_mux_ops_t in circuit.h): a
+ * multiplexed message arrived on leg `circ` (whose mux is set), after the
+ * leg's accounting (a DATA cell counted towards the leg's SENDMEs). The
+ * hook delivers it now or later with relay_deliver_ordered(); it returns
+ * -1 if circ must be closed. NULL: unregister. */
+typedef int (*relay_mux_inbound_fn)(or_circuit_t *circ,
+                                    const relay_header_t *h,
+                                    const uint8_t *body);
+void relay_set_mux_inbound(relay_mux_inbound_fn fn);
+/* Process an in-order multiplexed message for the streams of `home` as if
+ * it had arrived there (handlers, streams), without the per-circuit
+ * accounting already done on the leg it came on. Returns -1 on a protocol
+ * violation (the caller closes what it must), else 0. */
+int relay_deliver_ordered(or_circuit_t *home, const relay_header_t *h,
+                          const uint8_t *body);
+
 /* RELAY_END reasons (tor-spec 6.3) used by core. */
 enum {
   END_REASON_MISC = 1,

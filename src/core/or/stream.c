@@ -13,6 +13,14 @@
  * of windows. The drain rate an XON reports is measured from the bytes
  * the owner took (on_data) minus what it still holds (pending_bytes), at
  * the moments it reports progress (relay_stream_flushed).
+ *
+ * The controller counts each DATA cell when circuit.c sends it
+ * (circ_edge_note_data_sent), on whichever circuit it leaves: for the legs
+ * of a multiplexed set (or_circuit_t.mux) that is the leg the multiplexer
+ * picked, not the circuit the streams live on. Arriving DATA is counted
+ * on the circuit it arrived on (stream_data_arrived) and delivered to the
+ * stream separately (stream_deliver_data), possibly later and on the
+ * set's home circuit.
  */
 #include "core/or/stream.h"
 #include "core/or/congestion_control.h"
@@ -76,6 +84,8 @@ circ_edge_cc(const or_circuit_t *circ)
 static int
 can_send(const circ_edge_t *e, const relay_stream_t *s)
 {
+  if (s->circ->mux && circuits_mux_ops())
+    return !s->flow.xoff_received && circuits_mux_ops()->can_send(s->circ);
   if (e->cc)
     return !s->flow.xoff_received && cc_sendable(e->cc) > 0;
   return e->package_window > 0 && s->package_window > 0;
@@ -178,18 +188,14 @@ relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len)
     size_t chunk = len - sent;
     if (chunk > RELAY_BODY_MAX)
       chunk = RELAY_BODY_MAX;
+    /* With congestion control the circuit the cell leaves on counts it
+     * (circ_edge_note_data_sent). */
     if (or_circuit_send_relay(s->circ, RELAY_COMMAND_DATA, s->id,
                               data + sent, (uint16_t)chunk) < 0)
       break;
     sent += chunk;
-    if (e->cc) {
-      uint8_t *slot = cc_note_data_sent(e->cc, now_us());
-      if (slot)
-        memcpy(slot,
-               relay_crypto_last_digest(s->circ->crypto, RELAY_DIR_BACKWARD),
-               20);
+    if (e->cc || s->circ->mux)
       continue;
-    }
     s->package_window--;
     e->package_window--;
     if (e->package_window % CIRCWINDOW_INCREMENT == 0 &&
@@ -250,9 +256,35 @@ pending_of(relay_stream_t *s)
                                          : 0;
 }
 
+void
+circ_edge_note_data_sent(or_circuit_t *circ)
+{
+  circ_edge_t *e = edge_of(circ);
+  if (!e->cc)
+    return;
+  uint8_t *slot = cc_note_data_sent(e->cc, now_us());
+  if (slot)
+    memcpy(slot, relay_crypto_last_digest(circ->crypto, RELAY_DIR_BACKWARD),
+           20);
+}
+
+void
+circ_edge_move_streams(or_circuit_t *from, or_circuit_t *to)
+{
+  if (!from->edge || from == to)
+    return;
+  circ_edge_t *dst = edge_of(to);
+  dlist_node_t *n;
+  while ((n = dlist_first(&from->edge->streams))) {
+    relay_stream_t *s = DLIST_ENTRY(n, relay_stream_t, node);
+    dlist_remove(n);
+    s->circ = to;
+    dlist_insert_tail(&dst->streams, &s->node);
+  }
+}
+
 int
-stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
-                   uint16_t len)
+stream_data_arrived(or_circuit_t *circ)
 {
   circ_edge_t *e = edge_of(circ);
   int inc = e->cc ? (int)e->cc->sendme_inc : CIRCWINDOW_INCREMENT;
@@ -271,6 +303,23 @@ stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
     or_circuit_send_relay(circ, RELAY_COMMAND_SENDME, 0, sendme,
                           sizeof(sendme));
   }
+  return 0;
+}
+
+int
+stream_handle_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
+                   uint16_t len)
+{
+  if (stream_data_arrived(circ) < 0)
+    return -1;
+  return stream_deliver_data(circ, id, body, len);
+}
+
+int
+stream_deliver_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
+                    uint16_t len)
+{
+  circ_edge_t *e = edge_of(circ);
   relay_stream_t *s = relay_stream_find(circ, id);
   if (!s) {
     log_debug("DATA for unknown stream %u on circuit %llu", id,
@@ -387,7 +436,10 @@ cc_sendme(or_circuit_t *circ, circ_edge_t *e, uint16_t id,
     return proto_err(circ, "circuit SENDME while no data awaited one");
   if (r == CC_SENDME_BAD_DIGEST)
     return proto_err(circ, "authenticated SENDME with a wrong digest");
-  wake_blocked(circ);
+  /* A leg of a multiplexed set: its streams live on the set's home. */
+  or_circuit_t *home = or_circuit_stream_home(circ);
+  if (home->edge)
+    wake_blocked(home);
   return 0;
 }
 

@@ -27,6 +27,11 @@
  *     XOFF, and XON once it drained (relay_stream_flushed), with the
  *     measured drain rate; XOFF from the client stops a stream's sending
  *     until its XON (on_writable then fires).
+ *
+ * On a leg of a multiplexed set (or_circuit_t.mux) streams live on the
+ * set's home circuit; they package DATA while the multiplexer says some
+ * leg can take it, each cell counting against the window of the leg it
+ * leaves on, and a SENDME on any leg wakes them.
  */
 #ifndef PCTOR_CORE_OR_STREAM_H
 #define PCTOR_CORE_OR_STREAM_H
@@ -116,9 +121,23 @@ void relay_stream_detach(relay_stream_t *s);
 void relay_stream_end(relay_stream_t *s, uint8_t reason);
 
 /* Called by relay.c for cells addressed to us. Return -1 when the circuit
- * must be closed (protocol violation), else 0. */
+ * must be closed (protocol violation), else 0. stream_handle_data() is
+ * stream_data_arrived() (the circuit-level accounting: deliver window,
+ * SENDMEs) followed by stream_deliver_data() (to the stream); a
+ * multiplexed set does the first on the leg the cell came on and the
+ * second, in order, on its stream home. */
 int stream_handle_data(or_circuit_t *circ, uint16_t stream_id,
                        const uint8_t *body, uint16_t len);
+int stream_data_arrived(or_circuit_t *circ);
+int stream_deliver_data(or_circuit_t *circ, uint16_t stream_id,
+                        const uint8_t *body, uint16_t len);
+/* circuit.c: a DATA cell was just encrypted and queued on circ: with
+ * congestion control it counts against the window, and every sendme_inc-th
+ * records the digest its SENDME must echo. */
+void circ_edge_note_data_sent(or_circuit_t *circ);
+/* Move every stream of `from` to `to` (a multiplexed set whose stream home
+ * closes before its other legs). */
+void circ_edge_move_streams(or_circuit_t *from, or_circuit_t *to);
 int stream_handle_end(or_circuit_t *circ, uint16_t stream_id,
                       const uint8_t *body, uint16_t len);
 int stream_handle_sendme(or_circuit_t *circ, uint16_t stream_id,

@@ -6,6 +6,13 @@
  * circbuild through paths from feature/dir's path selection; streams wait
  * on a circuit that is still being built.
  *
+ * A ccirc_t is what streams attach to. It is either one plain circuit, or
+ * a conflux set (proposal 329): up to CFX_MAX_LEGS circuits ("legs") to
+ * the same exit through different guards and middles, linked with a
+ * random nonce, whose stream messages are spread over the legs and put
+ * back in order on arrival (the protocol logic is feature/conflux's
+ * cfx_set_t; this file builds, links and drives the legs).
+ *
  * Flow control is kept here for the last hop, where the streams end:
  * package/deliver windows per circuit and per stream, the digests of every
  * 100th DATA cell we send (an exit's v1 SENDME must echo them) and v1
@@ -13,13 +20,51 @@
  * the SOCKS client are only read as fast as the windows allow; bytes for
  * it wait in its connection's output buffer, and stream SENDMEs are held
  * back while ten cells or more wait there.
+ *
+ * Congestion control (proposal 324): when the consensus' cc_alg is not 0
+ * and the exit lists FlowCtrl=2, the exit hop is asked for it in an ntor v3
+ * handshake (section 10.1, circbuild_exit_request_cc). If the exit accepts,
+ * core runs the circuit's controller (it counts what we send, answers the
+ * exit's DATA with authenticated SENDMEs every sendme_inc cells and checks
+ * its SENDMEs), and this file: packages DATA only while the window has room
+ * (origin_circuit_cc_sendable), sends no stream or circuit SENDMEs, sends
+ * XOFF when more than cc_xoff_client bytes wait for the SOCKS client and
+ * XON once they drained (with the drain rate), and stops a stream's
+ * sending between the exit's XOFF and XON. A circuit SENDME from the exit
+ * (passed on by core once counted) means the window reopened.
+ *
+ * Conflux (ConfluxEnabled 1, or auto and the consensus' cfx_enabled): for
+ * an exit that lists Conflux=1 and FlowCtrl=2, a new ccirc_t becomes a set
+ * of ConfluxLegs legs (default: the consensus' cfx_num_legs_set, 2). The
+ * first leg's path is chosen as usual; each further leg uses the same exit
+ * and a guard and a middle that no other leg uses (by identity, as
+ * proposal 329 2.2 asks); if there is no such relay the circuit stays
+ * plain. Each leg must negotiate congestion control with the exit (else
+ * it is closed); once built it sends CONFLUX_LINK (nonce, our counts, the
+ * ConfluxClientUX wish), takes the exit's CONFLUX_LINKED (same nonce, no
+ * data loss; the time since LINK is the leg's first RTT), answers with
+ * CONFLUX_LINKED_ACK and joins the set. The set takes streams once no leg
+ * is still linking and at least one linked. Our own sending uses the
+ * scheduler the exit asked for in LINKED (tor's behaviour) unless
+ * ConfluxScheduler names one (minrtt, lowrtt, or the paper's proportional
+ * splitter). A leg that closes leaves the set; tor's rules decide whether
+ * the others can go on without losing data (conflux_set.h): if not, the
+ * whole set closes and its streams end (those not connected yet are
+ * retried once, as for any circuit).
+ *
+ * Delivering a message may close circuits and thus the ccirc_t itself; a
+ * busy count defers freeing it until the delivery loop is done.
  */
 #include "feature/client/client.h"
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
+#include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
 #include "feature/client/socks_proto.h"
+#include "feature/conflux/conflux_cell.h"
+#include "feature/conflux/conflux_set.h"
 #include "feature/measureme/measureme.h"
 #include "lib/bytes/bytes.h"
 #include "lib/container/dlist.h"
@@ -57,13 +102,35 @@ typedef struct cstream_t {
   uint16_t id;
   int package_window, deliver_window;
   int retried;
+  /* congestion control: XON/XOFF, and bytes queued for / written to the
+   * SOCKS client (for the drain rate) */
+  cc_flow_t flow;
+  uint64_t delivered, written;
 } cstream_t;
+
+/* One circuit of a ccirc_t. */
+typedef struct cleg_t {
+  ccirc_t *owner;
+  circbuild_t *cb;
+  origin_circuit_t *circ;  /* once built */
+  unsigned built : 1;
+  unsigned link_sent : 1;
+  unsigned linked : 1;     /* LINKED taken, LINKED_ACK sent */
+  uint64_t link_sent_us;
+  cfx_leg_t *leg;          /* in owner->cfx once linked */
+  char path[64];           /* "guard -> middle", for logs */
+} cleg_t;
 
 struct ccirc_t {
   dlist_node_t node;
-  circbuild_t *cb;
-  origin_circuit_t *circ;  /* once built */
-  int built;
+  cleg_t *legs[CFX_MAX_LEGS];
+  int n_legs;
+  cfx_set_t *cfx;          /* conflux: the set; NULL for a plain circuit */
+  uint8_t nonce[CFX_NONCE_LEN];
+  uint64_t serial;         /* conflux sets in logs */
+  int built;               /* streams may use it */
+  int busy;                /* > 0 while delivering (free deferred) */
+  int dead;                /* closed; freed when busy drops to 0 */
   uint8_t exit_id[20];
   uint16_t exit_port_ok;   /* the port the exit was chosen for (0: any) */
   int pinned_exit;         /* chosen from ExitNodes whatever the port */
@@ -87,10 +154,12 @@ static struct {
   dlist_t unattached;      /* in the SOCKS handshake */
   evloop_timer_t *timer;
   client_stats_t stats;
+  uint64_t next_serial;
 } G;
 
 static void stream_attach(cstream_t *cs);
 static void pump_to_circuit(cstream_t *cs);
+static void ccirc_close(ccirc_t *cc, int fail_reason, const char *why);
 
 /* ---- small helpers ------------------------------------------------ */
 
@@ -111,15 +180,141 @@ iso_key(const socks_request_t *r, uint8_t *out, size_t *len)
 }
 
 static int
+last_hop_of(const origin_circuit_t *circ)
+{
+  return circ->n_hops_open - 1;
+}
+
+/* The circuit of a plain ccirc_t (NULL before it is built). */
+static origin_circuit_t *
+plain_circ(const ccirc_t *cc)
+{
+  return cc->n_legs ? cc->legs[0]->circ : NULL;
+}
+
+static int
 last_hop(const ccirc_t *cc)
 {
-  return cc->circ->n_hops_open - 1;
+  return last_hop_of(plain_circ(cc));
 }
 
 static relay_crypto_t *
 last_crypto(const ccirc_t *cc)
 {
-  return cc->circ->hops[last_hop(cc)].crypto;
+  return plain_circ(cc)->hops[last_hop(cc)].crypto;
+}
+
+/* The exit hop's congestion controller of a leg, or NULL. */
+static const cc_t *
+leg_cc(const cleg_t *leg)
+{
+  return leg->circ ? origin_circuit_cc(leg->circ, last_hop_of(leg->circ))
+                   : NULL;
+}
+
+/* A congestion controller of cc's exit (for the parameters and the clock
+ * state: every leg has the same), or NULL (fixed windows). */
+static const cc_t *
+exit_cc(const ccirc_t *cc)
+{
+  for (int i = 0; i < cc->n_legs; i++) {
+    const cc_t *c = leg_cc(cc->legs[i]);
+    if (c && (!cc->cfx || cc->legs[i]->linked))
+      return c;
+  }
+  return NULL;
+}
+
+/* A leg's congestion state for the conflux schedulers. */
+static void
+leg_state(void *handle, cfx_leg_state_t *out)
+{
+  const cleg_t *leg = handle;
+  const cc_t *c = leg_cc(leg);
+  if (!c) {
+    memset(out, 0, sizeof(*out));
+    out->blocked = 1;
+    return;
+  }
+  out->cwnd = c->cwnd;
+  out->inflight = c->inflight;
+  out->rtt_us = c->ewma_rtt_us;
+  out->sendme_inc = c->sendme_inc;
+  out->blocked = leg->circ->base.n_queue.cells.n >= c->p.cellq_high;
+}
+
+/* Send a stream message on cc: on the plain circuit, or on the leg the
+ * conflux scheduler picks (after a SWITCH when it changes legs). */
+static int
+ccirc_send(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
+           uint16_t len)
+{
+  if (cc->dead)
+    return -1;
+  if (!cc->cfx) {
+    origin_circuit_t *c = plain_circ(cc);
+    return c ? origin_circuit_send_relay(c, last_hop_of(c), cmd, id, body,
+                                         len)
+             : -1;
+  }
+  int sw;
+  uint32_t rel;
+  cfx_leg_t *l = cfx_set_pick(cc->cfx, cmd, &sw, &rel);
+  if (sw < 0) {
+    ccirc_close(cc, END_STREAM_REASON_MISC,
+                "a conflux switch would exceed 32 bits");
+    return -1;
+  }
+  if (!l)
+    return -1;
+  cleg_t *leg = l->handle;
+  int hop = last_hop_of(leg->circ);
+  if (sw) {
+    uint8_t b[CFX_SWITCH_LEN];
+    cfx_switch_encode(rel, b, sizeof(b));
+    if (origin_circuit_send_relay(leg->circ, hop,
+                                  RELAY_COMMAND_CONFLUX_SWITCH, 0, b,
+                                  sizeof(b)) < 0)
+      return -1;
+  }
+  int r = origin_circuit_send_relay(leg->circ, hop, cmd, id, body, len);
+  if (r == 0)
+    cfx_set_note_sent(cc->cfx, l, cmd);
+  return r;
+}
+
+/* May cs package a DATA cell now? */
+static int
+stream_can_send(const cstream_t *cs)
+{
+  const ccirc_t *cc = cs->circ;
+  if (cc->dead)
+    return 0;
+  if (cc->cfx)
+    return !cs->flow.xoff_received && cfx_set_can_send_data(cc->cfx);
+  const cc_t *hcc = exit_cc(cc);
+  if (hcc)
+    return !cs->flow.xoff_received && cc_sendable(hcc) > 0;
+  return cc->package_window > 0 && cs->package_window > 0;
+}
+
+/* Send XOFF / XON on cs as the flow-control state machine asked. */
+static void
+flow_send(cstream_t *cs, cc_flow_action_t act)
+{
+  ccirc_t *cc = cs->circ;
+  if (act == CC_FLOW_SEND_XOFF) {
+    uint8_t b[CC_XOFF_LEN];
+    cc_flow_encode_xoff(b);
+    log_debug("Sending XOFF on stream %u", cs->id);
+    ccirc_send(cc, RELAY_COMMAND_XOFF, cs->id, b, sizeof(b));
+  } else if (act == CC_FLOW_SEND_XON) {
+    uint8_t b[CC_XON_LEN];
+    cc_flow_encode_xon(b, cs->flow.ewma_drain_rate);
+    log_debug("Sending XON (%u kB/s) on stream %u",
+              (unsigned)cs->flow.ewma_drain_rate, cs->id);
+    ccirc_send(cc, RELAY_COMMAND_XON, cs->id, b, sizeof(b));
+  }
 }
 
 /* Send the SOCKS reply for an END reason (or success when reason < 0). */
@@ -173,10 +368,70 @@ stream_fail(cstream_t *cs, int end_reason, const char *why)
 static void
 ccirc_free(ccirc_t *cc)
 {
-  dlist_remove(&cc->node);
-  G.stats.n_circuits--;
-  circbuild_free(cc->cb);
+  for (int i = 0; i < cc->n_legs; i++) {
+    circbuild_free(cc->legs[i]->cb); /* closes it; no callbacks */
+    free(cc->legs[i]);
+  }
+  cfx_set_free(cc->cfx);
+  pc_memwipe(cc->nonce, sizeof(cc->nonce));
   free(cc);
+}
+
+/* The ccirc_t is gone (every leg closed, or we give up on it): close what
+ * is left of its circuits, end its open streams, retry the others once on
+ * another circuit -- or, when fail_reason >= 0, fail them with that END
+ * reason -- and free it unless a delivery loop still uses it. */
+static void
+ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
+{
+  if (cc->dead)
+    return;
+  cc->dead = 1;
+  if (!cc->built)
+    G.stats.n_circuits_failed++;
+  G.stats.n_circuits--;
+  if (cc->cfx) {
+    char d[512];
+    cfx_set_describe(cc->cfx, d, sizeof(d));
+    log_info("Conflux set #%llu closed (%s): %s",
+             (unsigned long long)cc->serial, why ? why : "?", d);
+  } else {
+    log_info("Client circuit closed (%s)", why ? why : "?");
+  }
+  dlist_remove(&cc->node);
+  for (int i = 0; i < cc->n_legs; i++) {
+    circbuild_free(cc->legs[i]->cb);
+    cc->legs[i]->circ = NULL;
+  }
+  dlist_node_t *n;
+  while ((n = dlist_first(&cc->streams))) {
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    dlist_remove(n);
+    dlist_node_init(&cs->node);
+    cs->circ = NULL;
+    if (cs->state == CS_OPEN) {
+      stream_free(cs);
+    } else if (fail_reason < 0 && !cs->retried) {
+      /* Not connected yet: try once more on another circuit. */
+      cs->retried = 1;
+      G.stats.n_retries++;
+      cs->state = CS_WAIT_CIRC;
+      stream_attach(cs);
+    } else {
+      stream_fail(cs, fail_reason >= 0 ? fail_reason
+                                       : END_STREAM_REASON_DESTROY,
+                  why ? why : "circuit closed");
+    }
+  }
+  if (cc->busy == 0)
+    ccirc_free(cc);
+}
+
+static void
+ccirc_unbusy(ccirc_t *cc)
+{
+  if (--cc->busy == 0 && cc->dead)
+    ccirc_free(cc);
 }
 
 static cstream_t *
@@ -209,9 +464,8 @@ send_begin(cstream_t *cs)
   cs->deliver_window = STREAMWINDOW_START;
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(G.loop);
-  if (origin_circuit_send_relay(cc->circ, last_hop(cc), RELAY_COMMAND_BEGIN,
-                                cs->id, (const uint8_t *)target,
-                                (uint16_t)n + 1) < 0)
+  if (ccirc_send(cc, RELAY_COMMAND_BEGIN, cs->id, (const uint8_t *)target,
+                 (uint16_t)n + 1) < 0)
     stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
 }
 
@@ -243,84 +497,188 @@ ask_measureme(origin_circuit_t *circ)
   }
 }
 
+/* cc can take streams now: send their BEGINs. */
 static void
-cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
+ccirc_ready(ccirc_t *cc)
 {
-  ccirc_t *cc = arg;
-  (void)cb;
-  cc->circ = circ;
   cc->built = 1;
   cc->idle_since_us = evloop_now_us(G.loop);
   G.stats.n_circuits_built++;
-  log_info("Client circuit %llu built in %.0f ms",
-           (unsigned long long)circ->base.gid,
-           circbuild_build_time_us(cb) / 1000.0);
-  ask_measureme(circ);
   dlist_node_t *n, *next;
   for (n = dlist_first(&cc->streams); n; n = next) {
     next = dlist_next(&cc->streams, n);
     cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
     if (cs->state == CS_WAIT_CIRC)
       send_begin(cs);
+    if (cc->dead)
+      return;
   }
+}
+
+/* A conflux set is ready once no leg is still linking and one linked. */
+static void
+cfx_maybe_ready(ccirc_t *cc)
+{
+  if (cc->built || cc->dead)
+    return;
+  int linked = 0;
+  for (int i = 0; i < cc->n_legs; i++) {
+    if (!cc->legs[i]->linked)
+      return;
+    linked++;
+  }
+  if (!linked)
+    return;
+  G.stats.n_conflux_sets++;
+  char d[512];
+  cfx_set_describe(cc->cfx, d, sizeof(d));
+  log_info("Conflux set #%llu linked: %s", (unsigned long long)cc->serial,
+           d);
+  ccirc_ready(cc);
+}
+
+static void
+cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
+{
+  cleg_t *leg = arg;
+  ccirc_t *cc = leg->owner;
+  leg->circ = circ;
+  leg->built = 1;
+  log_info("Client circuit %llu built in %.0f ms",
+           (unsigned long long)circ->base.gid,
+           circbuild_build_time_us(cb) / 1000.0);
+  ask_measureme(circ);
+  if (!cc->cfx) {
+    ccirc_ready(cc);
+    return;
+  }
+  /* A conflux leg: congestion control with the exit is a must. */
+  if (!leg_cc(leg)) {
+    log_info("Conflux set #%llu: the exit did not negotiate congestion "
+             "control on circuit %llu; dropping that leg",
+             (unsigned long long)cc->serial,
+             (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_FINISHED);
+    return;
+  }
+  cfx_link_t link;
+  memset(&link, 0, sizeof(link));
+  memcpy(link.nonce, cc->nonce, CFX_NONCE_LEN);
+  link.last_seq_sent = cfx_set_max_sent(cc->cfx);
+  link.last_seq_recv = cc->cfx->last_seq_delivered;
+  link.desired_ux = G.cfg.conflux_ux;
+  uint8_t b[CFX_LINK_LEN];
+  cfx_link_encode(&link, b, sizeof(b));
+  leg->link_sent = 1;
+  leg->link_sent_us = evloop_now_us(G.loop);
+  origin_circuit_send_relay(circ, last_hop_of(circ),
+                            RELAY_COMMAND_CONFLUX_LINK, 0, b, sizeof(b));
+}
+
+/* Remove leg from cc (its circuit is closed or closing). */
+static void
+leg_remove(ccirc_t *cc, cleg_t *leg)
+{
+  for (int i = 0; i < cc->n_legs; i++)
+    if (cc->legs[i] == leg) {
+      cc->legs[i] = cc->legs[--cc->n_legs];
+      cc->legs[cc->n_legs] = NULL;
+      break;
+    }
+  circbuild_free(leg->cb);
+  free(leg);
 }
 
 static void
 cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
 {
-  ccirc_t *cc = arg;
+  cleg_t *leg = arg;
+  ccirc_t *cc = leg->owner;
   (void)cb;
-  if (!cc->built)
-    G.stats.n_circuits_failed++;
-  log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
-           reason);
-  dlist_node_t *n;
-  while ((n = dlist_first(&cc->streams))) {
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    dlist_remove(n);
-    cs->circ = NULL;
-    if (cs->state == CS_OPEN) {
-      stream_free(cs);
-    } else if (!cs->retried) {
-      /* Not connected yet: try once more on another circuit. */
-      cs->retried = 1;
-      G.stats.n_retries++;
-      cs->state = CS_WAIT_CIRC;
-      dlist_node_init(&cs->node);
-      stream_attach(cs);
-    } else {
-      dlist_node_init(&cs->node);
-      stream_fail(cs, END_STREAM_REASON_DESTROY, "circuit closed");
-    }
+  if (!cc->cfx) {
+    log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
+             reason);
+    leg->circ = NULL;
+    ccirc_close(cc, -1, why);
+    return;
   }
-  cc->circ = NULL;
-  /* circbuild is done with cb once this callback returns. */
-  ccirc_free(cc);
+  int teardown = 0;
+  const char *tw = NULL;
+  if (leg->leg) {
+    cfx_leg_state_t st;
+    leg_state(leg, &st);
+    teardown = cfx_set_remove_leg(cc->cfx, leg->leg, &st, &tw);
+    leg->leg = NULL;
+  }
+  log_info("Conflux set #%llu: leg %s closed (%s, reason %d); %d leg%s "
+           "left",
+           (unsigned long long)cc->serial, leg->path, why ? why : "?",
+           reason, cc->n_legs - 1, cc->n_legs == 2 ? "" : "s");
+  leg->circ = NULL;
+  leg_remove(cc, leg);
+  if (cc->n_legs == 0) {
+    ccirc_close(cc, -1, why);
+  } else if (teardown) {
+    G.stats.n_conflux_teardowns++;
+    ccirc_close(cc, -1, tw);
+  } else {
+    cfx_maybe_ready(cc);
+  }
 }
 
 static void
 wake_streams(ccirc_t *cc)
 {
   dlist_node_t *n, *next;
-  for (n = dlist_first(&cc->streams); n; n = next) {
+  cc->busy++;
+  for (n = dlist_first(&cc->streams); n && !cc->dead; n = next) {
     next = dlist_next(&cc->streams, n);
     cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    if (cs->state == CS_OPEN && cs->package_window > 0 &&
-        cc->package_window > 0)
+    if (cs->state == CS_OPEN && stream_can_send(cs))
       pump_to_circuit(cs);
   }
+  ccirc_unbusy(cc);
 }
 
 static void
 stream_maybe_sendme(cstream_t *cs)
 {
   size_t pending = buf_datalen(conn_outbuf(cs->conn));
+  const cc_t *hcc = exit_cc(cs->circ);
+  if (hcc) {
+    /* XON once the SOCKS client drained what we held (or an advisory
+     * one when its drain rate changed). */
+    uint64_t written =
+        cs->delivered > pending ? cs->delivered - pending : 0;
+    size_t n = written > cs->written ? (size_t)(written - cs->written) : 0;
+    if (written > cs->written)
+      cs->written = written;
+    flow_send(cs, cc_flow_on_drained(&cs->flow, &hcc->p, pending, n,
+                                     evloop_now_us(G.loop),
+                                     !hcc->clock_broken));
+    return;
+  }
+  if (cs->circ->cfx)
+    return;
   while (cs->deliver_window <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT &&
          pending < 10 * RELAY_BODY_MAX) {
     cs->deliver_window += STREAMWINDOW_INCREMENT;
-    origin_circuit_send_relay(cs->circ->circ, last_hop(cs->circ),
-                              RELAY_COMMAND_SENDME, cs->id, NULL, 0);
+    ccirc_send(cs->circ, RELAY_COMMAND_SENDME, cs->id, NULL, 0);
   }
+}
+
+/* A protocol violation by the exit: close cc. */
+static void
+ccirc_violation(ccirc_t *cc, const char *why)
+{
+  log_notice("Closing a client circuit: %s", why);
+  if (cc->cfx) {
+    ccirc_close(cc, -1, why);
+    return;
+  }
+  origin_circuit_t *c = plain_circ(cc);
+  if (c)
+    circuit_mark_for_close(&c->base, DESTROY_REASON_PROTOCOL);
 }
 
 static void
@@ -330,8 +688,7 @@ circ_sendme(ccirc_t *cc, const uint8_t *body, uint16_t len)
       (len >= 1 && body[0] == 1 &&
        (len < 23 || !cc->n_digests ||
         memcmp(cc->digests[0], body + 3, 20)))) {
-    log_notice("Bad circuit SENDME from the exit; closing the circuit");
-    circuit_mark_for_close(&cc->circ->base, DESTROY_REASON_PROTOCOL);
+    ccirc_violation(cc, "bad circuit SENDME from the exit");
     return;
   }
   if (cc->n_digests) {
@@ -342,19 +699,12 @@ circ_sendme(ccirc_t *cc, const uint8_t *body, uint16_t len)
   wake_streams(cc);
 }
 
+/* A stream message from the exit, in order. */
 static void
-cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
-         const uint8_t *body, uint16_t len, void *arg)
+handle_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
+                  uint16_t len)
 {
-  ccirc_t *cc = arg;
-  (void)cb;
-  if (hop != last_hop(cc))
-    return;
-  if (id == 0) {
-    if (cmd == RELAY_COMMAND_SENDME)
-      circ_sendme(cc, body, len);
-    return;
-  }
+  const cc_t *hcc = exit_cc(cc);
   cstream_t *cs = find_stream(cc, id);
   if (!cs)
     return;
@@ -372,8 +722,21 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
   case RELAY_COMMAND_DATA:
     if (cs->state != CS_OPEN)
       break;
+    if (hcc) {
+      /* Core sent the circuit SENDMEs; no stream windows. */
+      buf_add(conn_outbuf(cs->conn), body, len);
+      conn_flush_soon(cs->conn);
+      cs->delivered += len;
+      flow_send(cs, cc_flow_on_data(&cs->flow, &hcc->p, 1,
+                                    buf_datalen(conn_outbuf(cs->conn)),
+                                    evloop_now_us(G.loop),
+                                    !hcc->clock_broken));
+      break;
+    }
+    if (cc->cfx)
+      break; /* conflux always has congestion control */
     if (--cc->deliver_window < 0 || --cs->deliver_window < 0) {
-      circuit_mark_for_close(&cc->circ->base, DESTROY_REASON_PROTOCOL);
+      ccirc_violation(cc, "the exit exceeded a deliver window");
       return;
     }
     if (cc->deliver_window <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
@@ -384,21 +747,46 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
                                               RELAY_DIR_BACKWARD),
              20);
       cc->deliver_window += CIRCWINDOW_INCREMENT;
-      origin_circuit_send_relay(cc->circ, last_hop(cc), RELAY_COMMAND_SENDME,
-                                0, sm, sizeof(sm));
+      origin_circuit_send_relay(plain_circ(cc), last_hop(cc),
+                                RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
     }
     buf_add(conn_outbuf(cs->conn), body, len);
     conn_flush_soon(cs->conn);
     stream_maybe_sendme(cs);
     break;
   case RELAY_COMMAND_SENDME:
-    if (cs->package_window + STREAMWINDOW_INCREMENT > STREAMWINDOW_START) {
-      circuit_mark_for_close(&cc->circ->base, DESTROY_REASON_PROTOCOL);
+    if (hcc || cc->cfx ||
+        cs->package_window + STREAMWINDOW_INCREMENT > STREAMWINDOW_START) {
+      ccirc_violation(cc, "unexpected stream SENDME");
       return;
     }
     cs->package_window += STREAMWINDOW_INCREMENT;
     pump_to_circuit(cs);
     break;
+  case RELAY_COMMAND_XOFF:
+  case RELAY_COMMAND_XON: {
+    if (!hcc) {
+      log_info("%s on stream %u of a circuit without congestion control; "
+               "ignored",
+               relay_command_name(cmd), id);
+      break;
+    }
+    int r = cmd == RELAY_COMMAND_XOFF
+                ? cc_flow_on_xoff(&cs->flow, &hcc->p, 1, body, len)
+                : cc_flow_on_xon(&cs->flow, &hcc->p, 1, body, len);
+    if (r < 0) {
+      log_info("Malformed %s on stream %u; ignored", relay_command_name(cmd),
+               id);
+      break;
+    }
+    if (r == 0)
+      log_info("Unexpected %s on stream %u (more than the data we sent "
+               "warrants)",
+               relay_command_name(cmd), id);
+    if (cmd == RELAY_COMMAND_XON && cs->state == CS_OPEN)
+      pump_to_circuit(cs);
+    break;
+  }
   case RELAY_COMMAND_END:
     if (cs->state == CS_OPEN) {
       stream_free(cs);
@@ -410,6 +798,147 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
   default:
     break;
   }
+}
+
+/* CONFLUX_LINKED on leg: check it, join the set, acknowledge. */
+static void
+handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
+{
+  cfx_link_t link;
+  const char *why = NULL;
+  if (!leg->link_sent || leg->linked)
+    why = "CONFLUX_LINKED we did not ask for";
+  else if (cfx_link_parse(&link, body, len, &why) < 0)
+    ;
+  else if (memcmp(link.nonce, cc->nonce, CFX_NONCE_LEN))
+    why = "CONFLUX_LINKED with another nonce";
+  else if (cfx_set_link_loses_data(cc->cfx, link.last_seq_sent))
+    why = "CONFLUX_LINKED says the exit sent more than we got (data loss)";
+  if (why) {
+    log_notice("Conflux set #%llu: %s; closing the set",
+               (unsigned long long)cc->serial, why);
+    ccirc_close(cc, -1, why);
+    return;
+  }
+  cfx_leg_t *l =
+      cfx_set_add_leg(cc->cfx, leg, link.last_seq_sent, link.last_seq_recv);
+  if (!l) {
+    circuit_mark_for_close(&leg->circ->base, DESTROY_REASON_FINISHED);
+    return;
+  }
+  uint64_t now = evloop_now_us(G.loop);
+  l->link_rtt_us = now > leg->link_sent_us ? now - leg->link_sent_us : 1;
+  leg->leg = l;
+  leg->linked = 1;
+  if (!G.cfg.conflux_alg)
+    cc->cfx->alg = cfx_alg_for_ux(link.desired_ux);
+  log_info("Conflux set #%llu: leg %s (circuit %llu) linked, RTT %.1f ms; "
+           "the exit asks for %s, we send with %s",
+           (unsigned long long)cc->serial, leg->path,
+           (unsigned long long)leg->circ->base.gid, l->link_rtt_us / 1000.0,
+           cfx_ux_name(link.desired_ux), cfx_alg_name(cc->cfx->alg));
+  origin_circuit_send_relay(leg->circ, last_hop_of(leg->circ),
+                            RELAY_COMMAND_CONFLUX_LINKED_ACK, 0, NULL, 0);
+  cfx_maybe_ready(cc);
+}
+
+/* A multiplexed message arrived on a conflux leg. */
+static void
+cfx_inbound(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,
+            const uint8_t *body, uint16_t len)
+{
+  if (!leg->leg) {
+    ccirc_violation(cc, "a stream message on a conflux leg before it linked");
+    return;
+  }
+  int r = cfx_set_on_msg(cc->cfx, leg->leg, cmd, id, body, len);
+  if (r == CFX_RECV_QUEUED)
+    return;
+  if (r == CFX_RECV_OLD) {
+    ccirc_violation(cc, "a conflux message repeats a delivered number");
+    return;
+  }
+  if (r == CFX_RECV_FULL) {
+    G.stats.n_conflux_ooo_full++;
+    log_notice("Conflux set #%llu: out-of-order queue full (%u messages); "
+               "closing the set",
+               (unsigned long long)cc->serial, cc->cfx->max_ooo);
+    ccirc_close(cc, -1, "out-of-order queue bound hit");
+    return;
+  }
+  handle_stream_msg(cc, cmd, id, body, len);
+  cfx_msg_t *m;
+  int k;
+  while (!cc->dead && (k = cfx_set_next(cc->cfx, &m)) != 0) {
+    if (k < 0) {
+      ccirc_violation(cc, "duplicate conflux sequence number");
+      return;
+    }
+    handle_stream_msg(cc, m->command, m->stream_id, m->body, m->len);
+    /* The set outlives a close while we are busy. */
+    cfx_set_msg_release(cc->cfx, m);
+  }
+}
+
+static void
+cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
+         const uint8_t *body, uint16_t len, void *arg)
+{
+  cleg_t *leg = arg;
+  ccirc_t *cc = leg->owner;
+  origin_circuit_t *circ = circbuild_circuit(cb);
+  if (!circ || hop != last_hop_of(circ) || cc->dead)
+    return;
+  cc->busy++;
+  if (!cc->cfx) {
+    if (id == 0) {
+      if (cmd == RELAY_COMMAND_SENDME) {
+        /* With congestion control core already checked and counted it. */
+        if (exit_cc(cc))
+          wake_streams(cc);
+        else
+          circ_sendme(cc, body, len);
+      }
+    } else {
+      handle_stream_msg(cc, cmd, id, body, len);
+    }
+    ccirc_unbusy(cc);
+    return;
+  }
+  switch (cmd) {
+  case RELAY_COMMAND_CONFLUX_LINKED:
+    handle_linked(cc, leg, body, len);
+    break;
+  case RELAY_COMMAND_CONFLUX_SWITCH: {
+    uint32_t rel;
+    const char *why;
+    if (!leg->leg)
+      ccirc_violation(cc, "CONFLUX_SWITCH on a leg that is not linked");
+    else if (cfx_switch_parse(body, len, &rel, &why) < 0)
+      ccirc_violation(cc, why);
+    else if (cfx_set_on_switch(cc->cfx, leg->leg, rel) < 0)
+      ccirc_violation(cc, "CONFLUX_SWITCH overflows the sequence numbers");
+    break;
+  }
+  case RELAY_COMMAND_CONFLUX_LINK:
+  case RELAY_COMMAND_CONFLUX_LINKED_ACK:
+    ccirc_violation(cc, "CONFLUX_LINK or LINKED_ACK sent to a client");
+    break;
+  case RELAY_COMMAND_SENDME:
+    if (id == 0)
+      wake_streams(cc);
+    break;
+  default:
+    if (!relay_command_is_multiplexed(cmd))
+      break;
+    /* As tor: stream commands without a stream do not count. */
+    if (id == 0 && cmd != RELAY_COMMAND_DATA && cmd != RELAY_COMMAND_XON &&
+        cmd != RELAY_COMMAND_XOFF)
+      break;
+    cfx_inbound(cc, leg, cmd, id, body, len);
+    break;
+  }
+  ccirc_unbusy(cc);
 }
 
 static const circbuild_cbs_t circ_cbs = {cb_built, cb_closed, cb_relay};
@@ -427,21 +956,119 @@ exit_accepts(const ccirc_t *cc, uint16_t port)
   return nd && nd->policy && policy_summary_allows_port(nd->policy, port);
 }
 
+static void
+fill_target(extend_target_t *t, const dir_node_t *n)
+{
+  memset(t, 0, sizeof(*t));
+  t->addr = n->or_addr;
+  memcpy(t->rsa_id, n->rsa_id, 20);
+  if (n->has_ed25519) {
+    t->has_ed_id = 1;
+    memcpy(t->ed_id, n->ed25519_id, 32);
+  }
+  memcpy(t->ntor_key, n->ntor_key, 32);
+  t->handshake = HTYPE_NTOR;
+}
+
+/* Should a new circuit to this exit be a conflux set, and of how many
+ * legs? 0: plain. */
+static int
+conflux_legs_for(const dir_node_t *exit, int want_cc)
+{
+  const dir_nodelist_t *nl = dir_client_nodelist(G.cfg.dir);
+  const consensus_t *c = nl ? nl->consensus : NULL;
+  int enabled = G.cfg.conflux_enabled;
+  if (enabled < 0) /* auto: the consensus decides (tor's default: on) */
+    enabled = c ? consensus_get_param(c, "cfx_enabled", 1, 0, 1) : 1;
+  if (!enabled || !want_cc ||
+      !circbuild_protocols_support(exit->protocols, "Conflux", 1))
+    return 0;
+  int legs = G.cfg.conflux_legs;
+  if (legs <= 0)
+    legs = c ? consensus_get_param(c, "cfx_num_legs_set", 2, 0, 255) : 2;
+  if (legs > CFX_MAX_LEGS)
+    legs = CFX_MAX_LEGS;
+  return legs >= 2 ? legs : 0;
+}
+
+/* Paths for the further legs of a conflux set: the same exit, a guard and
+ * a middle no other leg uses. Returns how many legs have paths (>= 1). */
+static int
+choose_leg_paths(const dir_nodelist_t *nl, int port, int want,
+                 const dir_node_t *paths[][CLIENT_HOPS])
+{
+  path_rng_t rng = path_rng_crypto();
+  const dir_node_t *used[CFX_MAX_LEGS * 2 + 1];
+  int n_used = 0;
+  used[n_used++] = paths[0][2];
+  used[n_used++] = paths[0][0];
+  used[n_used++] = paths[0][1];
+  int n = 1;
+  for (; n < want; n++) {
+    const dir_node_t *g = path_choose_node(nl, PATH_POS_GUARD, G.cfg.path,
+                                           port, used, n_used, &rng);
+    if (!g)
+      break;
+    used[n_used++] = g;
+    const dir_node_t *m = path_choose_node(nl, PATH_POS_MIDDLE, G.cfg.path,
+                                           port, used, n_used, &rng);
+    if (!m) {
+      n_used--;
+      break;
+    }
+    used[n_used++] = m;
+    paths[n][0] = g;
+    paths[n][1] = m;
+    paths[n][2] = paths[0][2];
+  }
+  return n;
+}
+
+static cleg_t *
+leg_start(ccirc_t *cc, const dir_node_t *const *path, int want_cc)
+{
+  extend_target_t hops[CLIENT_HOPS];
+  for (int i = 0; i < CLIENT_HOPS; i++) {
+    if (!path[i]->has_ntor)
+      return NULL;
+    fill_target(&hops[i], path[i]);
+  }
+  /* Congestion control with the exit where the consensus and the exit
+   * allow it (proposal 324 section 10.1). */
+  if (want_cc)
+    circbuild_exit_request_cc(&hops[CLIENT_HOPS - 1],
+                              cc_params_current()->alg,
+                              path[CLIENT_HOPS - 1]->protocols);
+  cleg_t *leg = pc_zalloc(sizeof(*leg));
+  leg->owner = cc;
+  snprintf(leg->path, sizeof(leg->path), "%s -> %s", path[0]->nickname,
+           path[1]->nickname);
+  cc->legs[cc->n_legs++] = leg;
+  leg->cb = circbuild_start(hops, CLIENT_HOPS, &circ_cbs, leg);
+  if (!leg->cb) {
+    cc->legs[--cc->n_legs] = NULL;
+    free(leg);
+    return NULL;
+  }
+  return leg;
+}
+
 static ccirc_t *
 launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 {
   const dir_nodelist_t *nl = dir_client_nodelist(G.cfg.dir);
   if (!nl)
     return NULL;
-  const dir_node_t *path[CLIENT_HOPS];
+  const dir_node_t *paths[CFX_MAX_LEGS][CLIENT_HOPS];
   path_rng_t rng = path_rng_crypto();
   char *err = NULL;
-  int pinned = 0;
-  if (path_choose(nl, G.cfg.path, CLIENT_HOPS, req->port, NULL, &rng, path,
+  int pinned = 0, port = req->port;
+  if (path_choose(nl, G.cfg.path, CLIENT_HOPS, port, NULL, &rng, paths[0],
                   &err) < 0) {
     PC_FREE(err);
+    port = 0;
     if (!G.cfg.exit_nodes_pinned ||
-        path_choose(nl, G.cfg.path, CLIENT_HOPS, 0, NULL, &rng, path,
+        path_choose(nl, G.cfg.path, CLIENT_HOPS, 0, NULL, &rng, paths[0],
                     &err) < 0) {
       log_notice("No path for a stream to port %u: %s", req->port,
                  err ? err : "?");
@@ -450,24 +1077,27 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
     }
     pinned = 1;
   }
-  extend_target_t hops[CLIENT_HOPS];
-  for (int i = 0; i < CLIENT_HOPS; i++) {
-    extend_target_t *t = &hops[i];
-    memset(t, 0, sizeof(*t));
-    if (!path[i]->has_ntor)
-      return NULL;
-    t->addr = path[i]->or_addr;
-    memcpy(t->rsa_id, path[i]->rsa_id, 20);
-    if (path[i]->has_ed25519) {
-      t->has_ed_id = 1;
-      memcpy(t->ed_id, path[i]->ed25519_id, 32);
+  const dir_node_t *exit = paths[0][CLIENT_HOPS - 1];
+  /* Would the exit take congestion control (needed for conflux)? */
+  extend_target_t probe;
+  fill_target(&probe, exit);
+  int want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                          exit->protocols);
+  int n_legs = 1;
+  int want_legs = conflux_legs_for(exit, want_cc);
+  if (want_legs) {
+    n_legs = choose_leg_paths(nl, port, want_legs, paths);
+    if (n_legs < 2) {
+      G.stats.n_conflux_fallbacks++;
+      log_info("No guard and middle left for a second conflux leg to %s; "
+               "using a plain circuit",
+               exit->nickname);
+      n_legs = 1;
     }
-    memcpy(t->ntor_key, path[i]->ntor_key, 32);
-    t->handshake = HTYPE_NTOR;
   }
   ccirc_t *cc = pc_zalloc(sizeof(*cc));
   dlist_init(&cc->streams);
-  memcpy(cc->exit_id, path[CLIENT_HOPS - 1]->rsa_id, 20);
+  memcpy(cc->exit_id, exit->rsa_id, 20);
   cc->pinned_exit = pinned;
   memcpy(cc->iso, iso, iso_len);
   cc->iso_len = iso_len;
@@ -475,19 +1105,50 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   cc->package_window = CIRCWINDOW_START;
   cc->deliver_window = CIRCWINDOW_START;
   crypt_rand((uint8_t *)&cc->next_id, sizeof(cc->next_id));
+  if (n_legs > 1) {
+    crypt_rand(cc->nonce, sizeof(cc->nonce));
+    cc->serial = ++G.next_serial;
+    cfx_alg_t alg = G.cfg.conflux_alg ? (cfx_alg_t)G.cfg.conflux_alg
+                                      : CFX_ALG_MINRTT;
+    cc->cfx = cfx_set_new(cc->nonce, alg, G.cfg.conflux_max_ooo, leg_state);
+  }
   dlist_insert_tail(&G.circs, &cc->node);
   G.stats.n_circuits++;
-  log_info("Building a circuit %s -> %s -> %s for port %u",
-           path[0]->nickname, path[1]->nickname, path[2]->nickname,
-           req->port);
-  cc->cb = circbuild_start(hops, CLIENT_HOPS, &circ_cbs, cc);
-  if (!cc->cb) {
+  for (int l = 0; l < n_legs; l++) {
+    const dir_node_t *const *p = paths[l];
+    if (cc->cfx)
+      log_info("Conflux set #%llu for port %u: leg %d %s -> %s -> %s "
+               "(congestion control and link with the exit)",
+               (unsigned long long)cc->serial, req->port, l + 1,
+               p[0]->nickname, p[1]->nickname, p[2]->nickname);
+    else
+      log_info("Building a circuit %s -> %s -> %s for port %u%s",
+               p[0]->nickname, p[1]->nickname, p[2]->nickname, req->port,
+               want_cc ? " (asking the exit for congestion control)" : "");
+    leg_start(cc, p, want_cc);
+  }
+  if (cc->n_legs == 0) {
     dlist_remove(&cc->node);
     G.stats.n_circuits--;
+    cfx_set_free(cc->cfx);
     free(cc);
     return NULL;
   }
   return cc;
+}
+
+/* Can streams still be attached to cc? */
+static int
+ccirc_usable(const ccirc_t *cc)
+{
+  if (cc->dead)
+    return 0;
+  if (!cc->built)
+    return 1;
+  for (int i = 0; i < cc->n_legs; i++)
+    if (cc->legs[i]->circ && !cc->legs[i]->circ->base.marked_for_close)
+      return 1;
+  return 0;
 }
 
 static void
@@ -505,7 +1166,7 @@ stream_attach(cstream_t *cs)
       continue;
     if (cc->dirty_since_us && now - cc->dirty_since_us > max_dirty)
       continue;
-    if (cc->built && cc->circ->base.marked_for_close)
+    if (!ccirc_usable(cc))
       continue;
     if (!exit_accepts(cc, cs->req.port))
       continue;
@@ -533,16 +1194,21 @@ pump_to_circuit(cstream_t *cs)
 {
   ccirc_t *cc = cs->circ;
   buf_t *in = conn_inbuf(cs->conn);
-  while (buf_datalen(in) && cc->package_window > 0 &&
-         cs->package_window > 0) {
+  int with_cc = cc->cfx || exit_cc(cc) != NULL;
+  while (buf_datalen(in) && stream_can_send(cs)) {
     size_t n = buf_datalen(in);
     if (n > RELAY_BODY_MAX)
       n = RELAY_BODY_MAX;
     const uint8_t *p = buf_pullup(in, n);
-    if (origin_circuit_send_relay(cc->circ, last_hop(cc), RELAY_COMMAND_DATA,
-                                  cs->id, p, (uint16_t)n) < 0)
+    /* With congestion control core counts the cell against the window of
+     * the circuit it leaves on. */
+    if (ccirc_send(cc, RELAY_COMMAND_DATA, cs->id, p, (uint16_t)n) < 0)
       return;
     buf_drain(in, n);
+    if (with_cc) {
+      cc_flow_note_sent(&cs->flow, n);
+      continue;
+    }
     cs->package_window--;
     if (--cc->package_window % CIRCWINDOW_INCREMENT == 0 &&
         cc->n_digests < (int)(sizeof(cc->digests) / 20))
@@ -619,8 +1285,7 @@ socks_conn_cb(conn_t *c, conn_event_t ev, void *arg)
   case CONN_EV_ERROR:
     if (cs->state == CS_OPEN || cs->state == CS_CONNECTING) {
       uint8_t reason = END_STREAM_REASON_DONE;
-      origin_circuit_send_relay(cs->circ->circ, last_hop(cs->circ),
-                                RELAY_COMMAND_END, cs->id, &reason, 1);
+      ccirc_send(cs->circ, RELAY_COMMAND_END, cs->id, &reason, 1);
     }
     conn_free(cs->conn); /* the client is gone: nothing to flush */
     stream_free(cs);
@@ -655,17 +1320,7 @@ client_timer_cb(void *arg)
     if (!cc->built) {
       if (now - cc->created_us > CIRC_BUILD_TIMEOUT_US) {
         log_info("Client circuit took too long to build; giving up on it");
-        circbuild_free(cc->cb); /* closes it; cb_closed is not called */
-        cc->cb = NULL;
-        dlist_node_t *s;
-        while ((s = dlist_first(&cc->streams))) {
-          cstream_t *cs = DLIST_ENTRY(s, cstream_t, node);
-          dlist_remove(s);
-          dlist_node_init(&cs->node);
-          cs->circ = NULL;
-          stream_fail(cs, END_STREAM_REASON_TIMEOUT, "circuit build timed out");
-        }
-        ccirc_free(cc);
+        ccirc_close(cc, END_STREAM_REASON_TIMEOUT, "circuit build timed out");
       }
       continue;
     }
@@ -674,7 +1329,7 @@ client_timer_cb(void *arg)
     int too_dirty = cc->dirty_since_us && now - cc->dirty_since_us > max_dirty;
     int idle = now - cc->idle_since_us > CLEAN_IDLE_US;
     if (too_dirty || idle)
-      circuit_mark_for_close(&cc->circ->base, DESTROY_REASON_FINISHED);
+      ccirc_close(cc, -1, too_dirty ? "dirty" : "idle");
   }
 }
 
@@ -726,8 +1381,7 @@ client_shutdown(void)
       cs->circ = NULL;
       stream_free(cs);
     }
-    circbuild_free(cc->cb);
-    cc->cb = NULL;
+    dlist_remove(&cc->node);
     ccirc_free(cc);
   }
   listener_free(G.listener);

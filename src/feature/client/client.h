@@ -7,7 +7,10 @@
  * accepts, until they are MaxCircuitDirtiness old; a stream whose circuit
  * fails before CONNECTED is retried once on a new circuit; idle circuits
  * are closed. Flow control at the client edge: circuit windows (1000/100,
- * authenticated v1 SENDMEs both ways) and stream windows (500/50).
+ * authenticated v1 SENDMEs both ways) and stream windows (500/50), or
+ * congestion control with XON/XOFF where the exit supports it (proposal
+ * 324). With conflux (proposal 329) a circuit is a set of legs to one exit
+ * through different guards and middles (client.c explains).
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_H
@@ -32,6 +35,18 @@ typedef struct client_config_t {
    * MeasureMeInterval); 0: none. */
   unsigned measureme_hops;
   uint16_t measureme_interval_ms;
+  /* Conflux (proposal 329): ConfluxEnabled (1 on, 0 off, -1 auto: the
+   * consensus' cfx_enabled decides, on by default), ConfluxClientUX (the
+   * CFX_UX_* code we ask the exit for; tor's default "throughput"),
+   * ConfluxLegs (legs per set; 0: the consensus' cfx_num_legs_set, 2),
+   * ConfluxScheduler for what we send (0: follow the exit's wish, as tor
+   * does; else a cfx_alg_t), and the out-of-order queue bound per set
+   * (0: the default). */
+  int conflux_enabled;
+  uint8_t conflux_ux;
+  int conflux_legs;
+  int conflux_alg;
+  uint32_t conflux_max_ooo;
 } client_config_t;
 
 /* Start the SOCKS listener. Returns 0, or -1 with *err (static). */
@@ -42,6 +57,11 @@ void client_shutdown(void);
 typedef struct client_stats_t {
   uint64_t n_socks_conns, n_streams_connected, n_streams_failed;
   uint64_t n_circuits_built, n_circuits_failed, n_retries;
+  /* conflux sets linked, torn down by a closing leg, closed because the
+   * out-of-order queue was full; circuits that stayed plain because no
+   * distinct guard and middle were left */
+  uint64_t n_conflux_sets, n_conflux_teardowns, n_conflux_ooo_full;
+  uint64_t n_conflux_fallbacks;
   unsigned n_open_streams, n_circuits;
 } client_stats_t;
 void client_get_stats(client_stats_t *out);

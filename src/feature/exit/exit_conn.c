@@ -146,7 +146,7 @@ conn_cb(conn_t *c, conn_event_t ev, void *arg)
     conn_set_lowat(ec->conn, EXIT_CONN_LOWAT);
     /* No destination in the log: like tor's SafeLogging. */
     log_info("Exit stream %u on circuit %llu connected", ec->stream_id,
-             (unsigned long long)ec->circ->base.gid);
+             (unsigned long long)relay_stream_circuit(ec->stream)->base.gid);
     send_connected(ec);
     break;
   case CONN_EV_DATA:
@@ -432,7 +432,10 @@ resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
     set_u32(body + len, 0);
     len += 4;
   }
-  or_circuit_send_relay(ec->circ, RELAY_COMMAND_RESOLVED, ec->stream_id,
+  /* The stream's circuit, not ec->circ: a conflux set may have moved its
+   * streams to another leg since. */
+  or_circuit_send_relay(relay_stream_circuit(ec->stream),
+                        RELAY_COMMAND_RESOLVED, ec->stream_id,
                         body, (uint16_t)len);
   relay_stream_t *s = ec->stream;
   exit_conn_free(ec);

@@ -49,15 +49,18 @@
  * with Ed25519 identities (Microdesc=2), authenticated SENDMEs (FlowCtrl=1)
  * and congestion control negotiated in ntor v3 with XON/XOFF stream flow
  * control at the streams that end here (FlowCtrl=2: tor clients ask such
- * exits for it). Nothing else until implemented: no Cons, HSDir, Padding,
- * HS*, Conflux. A relay that answers BEGIN_DIR with the documents it
+ * exits for it), and conflux at the exit (Conflux=1, proposal 329:
+ * feature/conflux links circuits into sets; tor clients look for it
+ * together with FlowCtrl=2). Nothing else until implemented: no Cons,
+ * HSDir, Padding, HS*. A relay that answers BEGIN_DIR with the documents it
  * caches (tunnelled_dir_server) also lists DirCache=1
  * (ROUTERDESC_PROTO_DIRCACHE); not DirCache=2, which means serving
  * consensus diffs. */
 #define ROUTERDESC_PROTO \
-  "Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+  "Conflux=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
 #define ROUTERDESC_PROTO_DIRCACHE \
-  "DirCache=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 Microdesc=2 Relay=2-4"
+  "Conflux=1 DirCache=1 Desc=2 FlowCtrl=1-2 Link=4-5 LinkAuth=3 "            \
+  "Microdesc=2 Relay=2-4"
 
 /* Defaults for the bandwidth line: pctor does not limit its bandwidth, so
  * it advertises tor's default BandwidthRate and BandwidthBurst (1 GiB/s):
