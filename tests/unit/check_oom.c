@@ -124,11 +124,13 @@ setup(void)
   }
 }
 
+static size_t extra_mem(circuit_t *circ);
+
 static void
 teardown(void)
 {
   circuits_set_max_mem_in_queues(0);
-  circuits_set_extra_mem_fn(NULL);
+  circuits_remove_extra_mem_fn(extra_mem);
   channels_block_flush_for_testing(0, 0);
   channels_shutdown();
   circuits_shutdown();
@@ -401,7 +403,7 @@ START_TEST(test_extra_memory_counted)
   build_circuits(3);
   uint64_t limit = 280 * CELL;
   circuits_set_max_mem_in_queues(limit);
-  circuits_set_extra_mem_fn(extra_mem);
+  ck_assert_int_eq(circuits_add_extra_mem_fn(extra_mem), 0);
   T.extra_for = 2;
   T.extra_bytes = 100 * CELL;
   channels_block_flush_for_testing(1, 0);

@@ -68,10 +68,11 @@ static struct {
    * (cells held outside circuit queues), so that such a state does not
    * cost a scan of every circuit per cell. UINT64_MAX: no limit. */
   uint64_t trigger_cells;
-  circuit_extra_mem_fn extra_fn;
+  circuit_extra_mem_fn extra_fns[CIRCUITS_MAX_EXTRA_MEM_FNS];
+  int n_extra_fns;
   int in_handler;
   circuits_oom_stats_t stats;
-} M = {0, UINT64_MAX, UINT64_MAX, NULL, 0, {0, 0, 0}};
+} M = {0, UINT64_MAX, UINT64_MAX, {NULL, NULL, NULL, NULL}, 0, 0, {0, 0, 0}};
 
 static void circuits_handle_oom(void);
 static void oom_deferred_cb(void *arg);
@@ -903,10 +904,36 @@ circuits_default_max_mem(void)
   return circuits_max_mem_for_ram(ram);
 }
 
-void
-circuits_set_extra_mem_fn(circuit_extra_mem_fn fn)
+int
+circuits_add_extra_mem_fn(circuit_extra_mem_fn fn)
 {
-  M.extra_fn = fn;
+  for (int i = 0; i < M.n_extra_fns; i++)
+    if (M.extra_fns[i] == fn)
+      return 0;
+  if (M.n_extra_fns >= CIRCUITS_MAX_EXTRA_MEM_FNS)
+    return -1;
+  M.extra_fns[M.n_extra_fns++] = fn;
+  return 0;
+}
+
+void
+circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn)
+{
+  for (int i = 0; i < M.n_extra_fns; i++) {
+    if (M.extra_fns[i] == fn) {
+      M.extra_fns[i] = M.extra_fns[--M.n_extra_fns];
+      return;
+    }
+  }
+}
+
+static uint64_t
+circuit_extra_mem(circuit_t *c)
+{
+  uint64_t extra = 0;
+  for (int i = 0; i < M.n_extra_fns; i++)
+    extra += M.extra_fns[i](c);
+  return extra;
 }
 
 void
@@ -984,7 +1011,7 @@ circuits_handle_oom(void)
       if (p < oldest)
         oldest = p;
     }
-    uint64_t extra = M.extra_fn ? M.extra_fn(c) : 0;
+    uint64_t extra = circuit_extra_mem(c);
     extra_total += extra;
     uint64_t bytes = cells * sizeof(packed_cell_t) + extra;
     if (!bytes)

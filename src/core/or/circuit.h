@@ -194,11 +194,17 @@ uint64_t circuits_default_max_mem(void);
 /* The same rule for a given amount of RAM in bytes (0 = unknown). */
 uint64_t circuits_max_mem_for_ram(uint64_t ram_bytes);
 /* Optional: bytes a circuit holds outside its cell queues (data buffered
- * for its streams). They are added to what closing it frees, and to the
- * usage the OOM handler brings below the low-water mark; they do not
- * trigger the handler (only queued cells do). NULL: none. */
+ * for its streams, a multiplexer's reordering queue). They are added to
+ * what closing it frees, and to the usage the OOM handler brings below the
+ * low-water mark; they do not trigger the handler (only queued cells do).
+ * Up to CIRCUITS_MAX_EXTRA_MEM_FNS features may register one each; the
+ * circuit's extra bytes are the sum. Adding a function already present,
+ * or removing one that is not, does nothing; adding past the maximum
+ * returns -1. */
+#define CIRCUITS_MAX_EXTRA_MEM_FNS 4
 typedef size_t (*circuit_extra_mem_fn)(circuit_t *circ);
-void circuits_set_extra_mem_fn(circuit_extra_mem_fn fn);
+int circuits_add_extra_mem_fn(circuit_extra_mem_fn fn);
+void circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn);
 typedef struct circuits_oom_stats_t {
   uint64_t n_oom_events;       /* handler runs that closed circuits */
   uint64_t n_circuits_killed;
