@@ -130,9 +130,19 @@ rsa_to_pkey(RSA *rsa)
   return pkey;
 }
 
-crypt_rsa_t *
-crypt_rsa_from_public_der(const uint8_t *der, size_t len)
+/* Parse PKCS#1 DER with the d2i/i2d pair of one key kind, refusing what
+ * does not round-trip byte for byte (trailing bytes, non-canonical DER)
+ * and keys whose public parts are unusable. Private keys are also checked
+ * for consistency, and their re-encoding is wiped. */
+typedef RSA *(*rsa_d2i_fn)(RSA **, const unsigned char **, long);
+typedef int (*rsa_i2d_fn)(const RSA *, unsigned char **);
+
+static crypt_rsa_t *
+rsa_from_der(const uint8_t *der, size_t len, int is_private)
 {
+  const char *what = is_private ? "RSA private key" : "RSA public key";
+  rsa_d2i_fn d2i = is_private ? d2i_RSAPrivateKey : d2i_RSAPublicKey;
+  rsa_i2d_fn i2d = is_private ? i2d_RSAPrivateKey : i2d_RSAPublicKey;
   const unsigned char *p = der;
   unsigned char *re = NULL;
   RSA *rsa;
@@ -141,28 +151,33 @@ crypt_rsa_from_public_der(const uint8_t *der, size_t len)
 
   if (len == 0 || len > INT_MAX)
     return NULL;
-  rsa = d2i_RSAPublicKey(NULL, &p, (long)len);
+  rsa = d2i(NULL, &p, (long)len);
   if (!rsa) {
-    log_info("RSA public key: malformed PKCS#1 DER");
+    log_info("%s: malformed PKCS#1 DER", what);
     goto bad;
   }
   if ((size_t)(p - der) != len) {
-    log_info("RSA public key: %zu trailing bytes after the DER",
+    log_info("%s: %zu trailing bytes after the DER", what,
              len - (size_t)(p - der));
     goto bad;
   }
-  relen = i2d_RSAPublicKey(rsa, &re);
+  relen = i2d(rsa, &re);
   same = relen >= 0 && (size_t)relen == len && memcmp(re, der, len) == 0;
-  OPENSSL_free(re);
+  if (re)
+    OPENSSL_clear_free(re, relen > 0 ? (size_t)relen : 0);
   if (!same) {
-    log_info("RSA public key: not in canonical DER");
+    log_info("%s: not in canonical DER", what);
     goto bad;
   }
   if (rsa_check_public_parts(rsa) < 0)
     goto bad;
+  if (is_private && RSA_check_key(rsa) != 1) {
+    log_info("%s: inconsistent key components", what);
+    goto bad;
+  }
   pkey = rsa_to_pkey(rsa);
   ERR_clear_error();
-  return pkey ? rsa_wrap(pkey, 0) : NULL;
+  return pkey ? rsa_wrap(pkey, is_private) : NULL;
  bad:
   RSA_free(rsa);
   ERR_clear_error();
@@ -170,46 +185,15 @@ crypt_rsa_from_public_der(const uint8_t *der, size_t len)
 }
 
 crypt_rsa_t *
+crypt_rsa_from_public_der(const uint8_t *der, size_t len)
+{
+  return rsa_from_der(der, len, 0);
+}
+
+crypt_rsa_t *
 crypt_rsa_from_private_der(const uint8_t *der, size_t len)
 {
-  const unsigned char *p = der;
-  unsigned char *re = NULL;
-  RSA *rsa;
-  EVP_PKEY *pkey;
-  int relen, same;
-
-  if (len == 0 || len > INT_MAX)
-    return NULL;
-  rsa = d2i_RSAPrivateKey(NULL, &p, (long)len);
-  if (!rsa) {
-    log_info("RSA private key: malformed PKCS#1 DER");
-    goto bad;
-  }
-  if ((size_t)(p - der) != len) {
-    log_info("RSA private key: trailing bytes after the DER");
-    goto bad;
-  }
-  relen = i2d_RSAPrivateKey(rsa, &re);
-  same = relen >= 0 && (size_t)relen == len && memcmp(re, der, len) == 0;
-  if (re)
-    OPENSSL_clear_free(re, (size_t)relen);
-  if (!same) {
-    log_info("RSA private key: not in canonical DER");
-    goto bad;
-  }
-  if (rsa_check_public_parts(rsa) < 0)
-    goto bad;
-  if (RSA_check_key(rsa) != 1) {
-    log_info("RSA private key: inconsistent key components");
-    goto bad;
-  }
-  pkey = rsa_to_pkey(rsa);
-  ERR_clear_error();
-  return pkey ? rsa_wrap(pkey, 1) : NULL;
- bad:
-  RSA_free(rsa);
-  ERR_clear_error();
-  return NULL;
+  return rsa_from_der(der, len, 1);
 }
 
 crypt_rsa_t *
