@@ -964,6 +964,20 @@ line_error(char **err_out, const option_def_t *def, const conf_line_t *l,
   return -1;
 }
 
+/* An error in the value of option def, found after parsing: names the line
+ * that set it when there is one (a file or the command line), else the
+ * option alone. Returns -1. */
+static int
+option_error(char **err_out, const option_def_t *def, const parse_ctx_t *ctx,
+             const char *msg)
+{
+  const conf_line_t *l = ctx->where[def_index(def)];
+  if (l)
+    return line_error(err_out, def, l, msg);
+  *err_out = pc_asprintf("Option '%s': %s. Failing.", def->name, msg);
+  return -1;
+}
+
 static int
 assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
             char **err_out)
@@ -1123,14 +1137,10 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     if (!bws[i].str)
       continue;
     def = def_by_offset(bws[i].off);
-    const conf_line_t *l = ctx->where[def_index(def)];
     char *perr = NULL;
     if (conf_parse_memunit(bws[i].str, 0, bws[i].out, &perr) < 0) {
       char *msg = perr ? perr : pc_strdup("bad amount");
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("%s: %s. Failing.", def->name, msg);
+      option_error(err_out, def, ctx, msg);
       free(msg);
       return -1;
     }
@@ -1149,16 +1159,12 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   o->max_mem_in_queues = 0;
   if (o->max_mem_in_queues_str) {
     def = def_by_offset(OFF(max_mem_in_queues_str));
-    const conf_line_t *l = ctx->where[def_index(def)];
     char *perr = NULL;
     uint64_t v = 0;
     if (conf_parse_memunit(o->max_mem_in_queues_str, 0, &v, &perr) < 0 ||
         v < 64ULL * 1024 * 1024) {
       char *msg = perr ? perr : pc_strdup("must be at least 64 MB");
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("MaxMemInQueues: %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       free(msg);
       return -1;
     }
@@ -1168,29 +1174,21 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   {
     ipsec_mode_t m = IPSEC_MODE_OFF;
     def = def_by_offset(OFF(ipsec_str));
-    const conf_line_t *l = ctx->where[def_index(def)];
     const char *msg = NULL;
     if (o->ipsec_str && ipsec_mode_parse(o->ipsec_str, &m) < 0)
       msg = "must be 0, 1 or auto";
     else if (m != IPSEC_MODE_OFF && o->or_ports.n == 0)
       msg = "needs an ORPort";
     if (msg) {
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("IPsec %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
     o->ipsec_mode = (int)m;
   }
   if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
     def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
-    const conf_line_t *l = ctx->where[def_index(def)];
     const char *msg = "needs IPsec auto or 1";
-    if (l)
-      line_error(err_out, def, l, msg);
-    else
-      *err_out = pc_asprintf("PerCircuitTCPRequireIPsec %s. Failing.", msg);
+    option_error(err_out, def, ctx, msg);
     return -1;
   }
 
@@ -1208,12 +1206,8 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
     free(copy);
     if (bad || !o->measureme_hops) {
-      const conf_line_t *l = ctx->where[def_index(def)];
       const char *msg = "must list hops 1, 2 and/or 3";
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("MeasureMeHops %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
   }
@@ -1250,11 +1244,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       msg = "must be 0 or 2 to 8 (use ConfluxEnabled 0 for none)";
     }
     if (msg) {
-      const conf_line_t *l = ctx->where[def_index(def)];
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("%s %s. Failing.", def->name, msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
   }
@@ -1267,12 +1257,8 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     double v = strtod(o->circuit_priority_halflife_str, &end);
     if (end == o->circuit_priority_halflife_str || *end || !isfinite(v) ||
         v > 2147483.0) {
-      const conf_line_t *l = ctx->where[def_index(def)];
       const char *msg = "must be a number of seconds (at most 2147483)";
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("CircuitPriorityHalflife %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
     o->circuit_priority_halflife = v > 0 ? v : 0;
@@ -1284,12 +1270,8 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
                          ? o->kist_sock_buf_size_factor_str : "1.0";
     double v = strtod(fs, &end);
     if (end == fs || *end || !isfinite(v) || v < 0 || v > 100) {
-      const conf_line_t *l = ctx->where[def_index(def)];
       const char *msg = "must be a number from 0 to 100";
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("KISTSockBufSizeFactor %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
     o->kist_sock_buf_size_factor = v;
@@ -1319,15 +1301,11 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
     free(copy);
     if (bad || chosen < 0) {
-      const conf_line_t *l = ctx->where[def_index(def)];
       const char *msg =
           bad ? "must list KIST and/or KISTLite"
               : "names no usable scheduler (Vanilla is not supported yet; "
                 "use KISTLite)";
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("Schedulers %s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
     o->scheduler_socket_aware = chosen;
@@ -1338,7 +1316,6 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   o->socks_addr.family = AF_UNSPEC;
   if (o->socks_port && strcmp(o->socks_port, "0")) {
     def = def_by_offset(OFF(socks_port));
-    const conf_line_t *l = ctx->where[def_index(def)];
     pc_addr_t a;
     char *end = NULL;
     long port = strtol(o->socks_port, &end, 10);
@@ -1350,10 +1327,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       ok = pc_addr_parse(&a, o->socks_port) == 0 && a.port != 0;
     if (!ok) {
       const char *msg = "SocksPort must be 0, PORT or ADDRESS:PORT";
-      if (l)
-        line_error(err_out, def, l, msg);
-      else
-        *err_out = pc_asprintf("%s. Failing.", msg);
+      option_error(err_out, def, ctx, msg);
       return -1;
     }
     o->socks_addr = a;
@@ -1366,12 +1340,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     routerset_t *rs = NULL;
     char *perr = NULL;
     if (v && routerset_parse(&rs, v, &perr) < 0) {
-      const conf_line_t *l = ctx->where[def_index(def)];
-      if (l)
-        line_error(err_out, def, l, perr ? perr : "bad relay list");
-      else
-        *err_out = pc_asprintf("%s: %s. Failing.", def->name,
-                               perr ? perr : "bad relay list");
+      option_error(err_out, def, ctx, perr ? perr : "bad relay list");
       free(perr);
       routerset_free(rs);
       return -1;
