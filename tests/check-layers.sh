@@ -9,7 +9,7 @@
 # Third-party headers are confined too:
 #   <event2/...>           only in src/lib/evloop
 #   <openssl/...>          only in src/lib/crypt and src/lib/tls
-#   <zlib.h>               only in src/lib/compress
+#   <zlib.h>, <zstd.h>, <lzma.h> only in src/lib/compress
 #   <sys/capability.h>     only in src/app
 # Prints every violation and exits 1 if there is any.
 set -u
@@ -37,7 +37,7 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
     case "$inc" in
       \<event2/*) [ "$dir" = lib/evloop ] || bad "$f:$n: $inc outside src/lib/evloop" ;;
       \<openssl/*) case "$dir" in lib/crypt|lib/tls) ;; *) bad "$f:$n: $inc outside src/lib/crypt, src/lib/tls" ;; esac ;;
-      \<zlib.h\>) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
+      \<zlib.h\>|\<zstd.h\>|\<lzma.h\>|\<lzma/*) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
       \<sys/capability.h\>) case "$dir" in app/*) ;; *) bad "$f:$n: $inc outside src/app" ;; esac ;;
       \"*)
         case "$name" in

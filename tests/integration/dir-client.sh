@@ -13,8 +13,18 @@
 #   4. with the wrong v3ident for two authorities: refused, clearly;
 #   5. tampers with the cached consensus: show refuses it with a clear
 #      message, fetch rejects it and fetches a good one;
-#   6. stops the network and works offline from the cache (show, path);
+#   6. a pctor client daemon (SocksPort, no ORPort) bootstraps from the
+#      authorities, then fetches the microdescriptors -- and later
+#      consensuses -- from directory caches (the tor relays, which
+#      advertise tunnelled-dir-server) over BEGIN_DIR on one-hop circuits:
+#      its log shows every descriptor batch served by a cache and none
+#      fetched from an authority's DirPort;
+#   7. stops the network and works offline from the cache (show, path);
 #      an offline fetch fails cleanly and leaves the cache usable.
+# Step 1 also checks compression against the real authorities: pctor
+# offers deflate, gzip, zstd and lzma (Accept-Encoding), and tor 0.4.9
+# answers the consensus lzma-encoded and the descriptors zstd-encoded,
+# which pctor decodes.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -47,9 +57,26 @@ show_err() { sed 's/^/    /' "$out/$1.err" >&2; }
 # --- 1. fetch into an empty DataDirectory ---------------------------------------
 dd=$(it_tmpdir)
 chmod 700 "$dd"
-dirtest fetch1 "$dd" fetch || { show_err fetch1; it_fail "the first fetch failed"; }
-grep -q '^fetch ok=1 .* relays=6 with_desc=6$' "$out/fetch1.out" ||
-    it_fail "first fetch: $(cat "$out/fetch1.out")"
+# `privnet wait` saw every relay in one authority's consensus; the one this
+# fetch asks may still serve the previous consensus for a voting interval,
+# so start again from an empty directory until all six are listed (30 s).
+tries=0
+while :; do
+    dirtest fetch1 "$dd" --verbose fetch || { show_err fetch1; it_fail "the first fetch failed"; }
+    grep -q '^fetch ok=1 .* relays=6 with_desc=6$' "$out/fetch1.out" && break
+    tries=$((tries + 1))
+    [ $tries -lt 6 ] || it_fail "first fetch: $(cat "$out/fetch1.out")"
+    it_log "first fetch got an older consensus ($(grep -o 'relays=[0-9]*' "$out/fetch1.out")); again"
+    rm -rf "$dd" && mkdir -m 700 "$dd"
+    sleep 5
+done
+# Offered every method, tor's authorities chose lzma for the consensus
+# (precompressed) and zstd for the streamed documents; both decoded.
+grep -q 'Content-Encoding x-tor-lzma, [0-9]* bytes decoded' "$out/fetch1.err" ||
+    { show_err fetch1; it_fail "no lzma-encoded answer from the authorities"; }
+grep -q 'Content-Encoding x-zstd, [0-9]* bytes decoded' "$out/fetch1.err" ||
+    { show_err fetch1; it_fail "no zstd-encoded answer from the authorities"; }
+it_log "authorities answered with $(grep -o 'Content-Encoding [a-z-]*' "$out/fetch1.err" | sort | uniq -c | tr -s ' \n' ' ')"
 for f in cached-certs cached-microdesc-consensus cached-microdescs; do
     [ -s "$dd/$f" ] || it_fail "$f was not written"
 done
@@ -137,7 +164,47 @@ dirtest show4 "$dd" show && it_fail "show used a truncated consensus"
 grep -q 'Rejecting the cached consensus' "$out/show4.err" || it_fail "no message for truncation"
 dirtest fetch3 "$dd" fetch || it_fail "refetch after truncation failed"
 
-# --- 6. offline ------------------------------------------------------------------------
+# --- 6. a pctor client fetches through directory caches over BEGIN_DIR ------------
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+if [ -x "$PCTOR" ]; then
+    # tor's caches fetch microdescriptors some time after each consensus
+    # (and answer 404 until then, which sends a client to the next
+    # source): wait until every tor relay serves all six on its DirPort.
+    mds=$(awk '/^m / {print $2}' "$dd/cached-microdesc-consensus" | paste -sd-)
+    caches_ready() {
+        local dp n
+        for dp in $(awk '$7 == "relay" || $7 == "exit" {print $3}' "$net/nodes.txt"); do
+            n=$(curl -sf --max-time 5 --compressed "http://127.0.0.1:$dp/tor/micro/d/$mds" |
+                grep -c '^ntor-onion-key') || return 1
+            [ "$n" -ge 6 ] || return 1
+        done
+    }
+    it_wait_until 90 caches_ready || it_fail "the tor relays do not serve the microdescriptors"
+    it_start_pctor "$net" pclient client ""
+    pcd=$(cat "$net/pclient.dir")
+    # The first consensus and the certificates come from the authorities
+    # (no consensus: no caches known); the microdescriptors then come
+    # from caches. Wait for all six.
+    cache_descs() {
+        [ "$(grep -c 'directory cache .*BEGIN_DIR) served [1-9][0-9]* of the' "$pcd/info.log")" -ge 1 ] &&
+            [ "$(grep 'BEGIN_DIR) served' "$pcd/info.log" | awk '{s += $(NF-6)} END {print s + 0}')" -ge 6 ]
+    }
+    it_wait_until 90 cache_descs ||
+        { tail -n 30 "$pcd/info.log" >&2; it_fail "the pctor client got no microdescriptors from a cache"; }
+    grep 'Fetching descriptors from ' "$pcd/info.log" | grep -v 'from directory cache' &&
+        it_fail "microdescriptors were fetched from an authority's DirPort"
+    grep -q 'Tunnelled directory request .* failed' "$pcd/info.log" &&
+        it_log "note: $(grep -c 'Tunnelled directory request .* failed' "$pcd/info.log") tunnelled request(s) failed and were retried elsewhere"
+    # Later consensuses come from caches too (10-second voting here).
+    it_wait_until 60 grep -q 'Accepted a microdesc consensus from directory cache' "$pcd/info.log" ||
+        { tail -n 30 "$pcd/info.log" >&2; it_fail "no consensus from a directory cache"; }
+    it_pctor_alive_quiet "$net" pclient
+    it_log "pctor client: $(grep -o 'directory cache [a-z0-9]* ([0-9.:]*, BEGIN_DIR) served [0-9]* of the [0-9]*' "$pcd/info.log" | head -3 | tr '\n' ';')"
+else
+    it_log "skipping the pctor client part: $PCTOR is not built"
+fi
+
+# --- 7. offline ------------------------------------------------------------------------
 it_privnet stop "$net" || it_fail "stop failed"
 dirtest show5 "$dd" show || { show_err show5; it_fail "offline show failed"; }
 [ "$(grep -c '^node .* usable=1$' "$out/show5.out")" = 6 ] || it_fail "offline show incomplete"

@@ -1,8 +1,10 @@
 /* check_compress.c -- unit tests for lib/compress: known-answer inputs from
- * Python's zlib and gzip (tests/vectors/compress_vectors.py), round trips
- * in every method, the output cap (exact boundary), decompression bombs,
- * truncated / corrupted / trailing input, streaming in tiny pieces, method
- * names and detection. */
+ * Python's zlib, gzip and lzma modules and the zstd command-line tool
+ * (tests/vectors/compress_vectors.py), round trips in every method, the
+ * output cap (exact boundary), decompression bombs, truncated / corrupted /
+ * trailing input, decoder memory limits, streaming in tiny pieces,
+ * concatenated streams, method names, detection and Accept-Encoding
+ * negotiation. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +35,27 @@ static const uint8_t zlib_stored_vec[14] = {
   0x78, 0x01, 0x01, 0x03, 0x00, 0xfc, 0xff, 0x61, 0x62, 0x63, 0x02, 0x4d,
   0x01, 0x27,
 };
+static const uint8_t zstd_vec[67] = {
+  0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x68, 0xb5, 0x01, 0x00, 0x22, 0x83, 0x0a,
+  0x0f, 0xc0, 0xeb, 0x84, 0x48, 0x5c, 0x59, 0xb4, 0x93, 0x84, 0xff, 0x45,
+  0x65, 0xfd, 0xac, 0x37, 0xe0, 0xe9, 0xd8, 0xa3, 0xcf, 0x9a, 0x56, 0xe0,
+  0x5e, 0x62, 0x74, 0xe5, 0x98, 0x30, 0x74, 0x39, 0xaa, 0x0a, 0x4f, 0x39,
+  0xf2, 0xc1, 0x20, 0xaf, 0x2c, 0x06, 0x02, 0x00, 0x8f, 0xab, 0xe4, 0x3f,
+  0x5c, 0xf5, 0x04, 0x6e, 0x26, 0x50, 0xef,
+};
+static const uint8_t lzma_vec[76] = {
+  0x5d, 0x00, 0x00, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+  0xff, 0x00, 0x37, 0x19, 0x4a, 0xf0, 0x5b, 0xf8, 0x17, 0x75, 0x95, 0x7c,
+  0x76, 0x61, 0x44, 0x91, 0x1b, 0x93, 0x95, 0x05, 0x90, 0x76, 0x27, 0x85,
+  0xe6, 0xdf, 0x66, 0x8f, 0x87, 0x15, 0x4e, 0x76, 0x40, 0xbf, 0xaf, 0xa4,
+  0x56, 0x4a, 0x05, 0xde, 0xd6, 0xba, 0xd8, 0xef, 0x18, 0xfa, 0xe1, 0x8f,
+  0xa7, 0x3a, 0xb7, 0xeb, 0x5b, 0x57, 0xfc, 0x75, 0x1a, 0x03, 0xff, 0xff,
+  0xcc, 0xe6, 0x00, 0x00,
+};
 #define TEXT1 "network-status-version 3 microdesc\nvote-status consensus\n"
 static const char vec_text[] = TEXT1 TEXT1 TEXT1;
+
+static uint8_t buf_lzma_big[sizeof(lzma_vec)];
 
 /* Pseudo-random but compressible text of n bytes. */
 static uint8_t *
@@ -87,13 +108,37 @@ START_TEST(test_known_answers)
   ck_assert_int_eq(compress_uncompress(COMPRESS_GZIP, zlib_vec,
                                        sizeof(zlib_vec), 1000, &out, &len),
                    COMPRESS_ERR_CORRUPT);
+  /* zstd (the zstd tool, level 19, with a checksum) and .lzma (Python's
+   * lzma, FORMAT_ALONE). */
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, zstd_vec,
+                                       sizeof(zstd_vec), 1000, &out, &len),
+                   0);
+  ck_assert_uint_eq(len, strlen(vec_text));
+  ck_assert_str_eq((char *)out, vec_text);
+  free(out);
+  ck_assert_int_eq(compress_uncompress(COMPRESS_LZMA, lzma_vec,
+                                       sizeof(lzma_vec), 1000, &out, &len),
+                   0);
+  ck_assert_uint_eq(len, strlen(vec_text));
+  ck_assert_str_eq((char *)out, vec_text);
+  free(out);
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, lzma_vec,
+                                       sizeof(lzma_vec), 1000, &out, &len),
+                   COMPRESS_ERR_CORRUPT);
+  ck_assert_int_eq(compress_uncompress(COMPRESS_LZMA, zstd_vec,
+                                       sizeof(zstd_vec), 1000, &out, &len),
+                   COMPRESS_ERR_CORRUPT);
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZLIB, zstd_vec,
+                                       sizeof(zstd_vec), 1000, &out, &len),
+                   COMPRESS_ERR_CORRUPT);
+  ck_assert_ptr_null(out);
 }
 END_TEST
 
 START_TEST(test_roundtrip)
 {
   size_t sizes[] = {0, 1, 100, 4096, 70000, 300000};
-  for (int m = 0; m < 3; m++) {
+  for (int m = 0; m < COMPRESS_N_METHODS; m++) {
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
       uint8_t *t = make_text(sizes[k], (uint32_t)k);
       uint8_t *c = NULL, *d = NULL;
@@ -101,7 +146,8 @@ START_TEST(test_roundtrip)
       ck_assert_int_eq(compress_buf((compress_method_t)m, t, sizes[k], &c,
                                     &cl), 0);
       if (m != COMPRESS_NONE) {
-        ck_assert_int_eq(compress_detect(c, cl), m);
+        if (m != COMPRESS_LZMA) /* .lzma has no magic number */
+          ck_assert_int_eq(compress_detect(c, cl), m);
         if (sizes[k] >= 4096)
           ck_assert_uint_lt(cl, sizes[k] / 2);
       } else {
@@ -126,7 +172,7 @@ START_TEST(test_cap)
   uint8_t *t = make_text(n, 7);
   uint8_t *c = NULL, *d = NULL;
   size_t cl = 0, dl = 0;
-  for (int m = 0; m < 3; m++) {
+  for (int m = 0; m < COMPRESS_N_METHODS; m++) {
     ck_assert_int_eq(compress_buf((compress_method_t)m, t, n, &c, &cl), 0);
     /* Exactly at the cap: fine. One byte below: too big. */
     ck_assert_int_eq(compress_uncompress((compress_method_t)m, c, cl, n, &d,
@@ -164,6 +210,39 @@ START_TEST(test_bomb)
                    COMPRESS_ERR_BOMB);
   ck_assert_ptr_null(d);
   free(c);
+  /* The same limits for zstd and lzma (which compress zeros far better
+   * still), one-shot and streamed in small pieces. */
+  for (int m = COMPRESS_ZSTD; m <= COMPRESS_LZMA; m++) {
+    ck_assert_int_eq(compress_buf((compress_method_t)m, z, n, &c, &cl), 0);
+    ck_assert_uint_lt(cl, n / 1000);
+    ck_assert_int_eq(compress_uncompress((compress_method_t)m, c, cl, 64 * n,
+                                         &d, &dl),
+                     COMPRESS_ERR_BOMB);
+    ck_assert_ptr_null(d);
+    compress_stream_t *st = compress_stream_new(0, (compress_method_t)m,
+                                                64 * n);
+    uint8_t win[4096];
+    int r = COMPRESS_OK;
+    size_t fed = 0, out_total = 0;
+    while (r == COMPRESS_OK && fed < cl) {
+      const uint8_t *in = c + fed;
+      size_t inlen = cl - fed < 16 ? cl - fed : 16;
+      size_t before = inlen;
+      do {
+        uint8_t *o = win;
+        size_t ol = sizeof(win);
+        r = compress_stream_process(st, &in, &inlen, &o, &ol, 0);
+        out_total += sizeof(win) - ol;
+      } while (r == COMPRESS_OK && inlen > 0);
+      fed += before - inlen;
+    }
+    ck_assert_int_eq(r, COMPRESS_ERR_BOMB);
+    /* Stopped soon after the ratio was exceeded. */
+    ck_assert_uint_le(out_total, (size_t)COMPRESS_BOMB_RATIO * fed +
+                                     COMPRESS_BOMB_MIN_OUT + sizeof(win));
+    compress_stream_free(st);
+    free(c);
+  }
   /* Small outputs are not judged by ratio. */
   ck_assert_int_eq(compress_buf(COMPRESS_ZLIB, z, 60000, &c, &cl), 0);
   ck_assert_int_eq(compress_uncompress(COMPRESS_ZLIB, c, cl, 60000, &d, &dl),
@@ -224,6 +303,270 @@ START_TEST(test_malformed)
   ck_assert_int_eq(compress_uncompress(COMPRESS_ZLIB, (const uint8_t *)"hello",
                                        5, 1000, &d, &dl),
                    COMPRESS_ERR_CORRUPT);
+}
+END_TEST
+
+/* Truncation, corruption, trailing data and memory limits for zstd and
+ * lzma. */
+START_TEST(test_malformed_zstd_lzma)
+{
+  uint8_t *d = NULL;
+  size_t dl = 0;
+  const struct {
+    compress_method_t m;
+    const uint8_t *v;
+    size_t len;
+  } vecs[] = {{COMPRESS_ZSTD, zstd_vec, sizeof(zstd_vec)},
+              {COMPRESS_LZMA, lzma_vec, sizeof(lzma_vec)}};
+  for (size_t k = 0; k < 2; k++) {
+    compress_method_t m = vecs[k].m;
+    const uint8_t *v = vecs[k].v;
+    size_t vl = vecs[k].len;
+    /* Every proper prefix fails: truncated (or, for a prefix cut inside
+     * a header field, corrupt). */
+    for (size_t i = 0; i < vl; i++) {
+      int r = compress_uncompress(m, v, i, 1000, &d, &dl);
+      if (r != COMPRESS_ERR_TRUNCATED && r != COMPRESS_ERR_CORRUPT)
+        ck_abort_msg("%s prefix %zu -> %d", compress_method_name(m), i, r);
+      ck_assert_ptr_null(d);
+    }
+    /* Flipped bits: zstd's checksum catches every change; .lzma has no
+     * checksum, so a flip may decode to other text -- but never past the
+     * cap, never crashing (ASan runs watch this). */
+    uint8_t buf[128];
+    for (size_t i = 0; i < vl; i++) {
+      for (int bit = 0; bit < 8; bit++) {
+        memcpy(buf, v, vl);
+        buf[i] ^= (uint8_t)(1 << bit);
+        int r = compress_uncompress(m, buf, vl, 1000, &d, &dl);
+        if (r >= 0) {
+          if (m == COMPRESS_ZSTD &&
+              (dl != strlen(vec_text) || memcmp(d, vec_text, dl) != 0))
+            ck_abort_msg("zstd flip %zu/%d gave wrong data", i, bit);
+          ck_assert_uint_le(dl, 1000);
+          free(d);
+          d = NULL;
+        } else {
+          ck_assert_ptr_null(d);
+        }
+      }
+    }
+    /* Trailing data. */
+    memcpy(buf, v, vl);
+    memcpy(buf + vl, "junk", 4);
+    ck_assert_int_eq(compress_uncompress(m, buf, vl + 4, 1000, &d, &dl),
+                     COMPRESS_ERR_TRAILING);
+    ck_assert_int_eq(compress_uncompress(m, (const uint8_t *)"hello world, "
+                                            "this is not compressed",
+                                         35, 1000, &d, &dl),
+                     COMPRESS_ERR_CORRUPT);
+    ck_assert_int_eq(compress_uncompress(m, v, 0, 1000, &d, &dl),
+                     COMPRESS_ERR_TRUNCATED);
+  }
+  /* .lzma whose header asks for a 1 GiB dictionary: over the decoder's
+   * memory limit, refused before anything is allocated. */
+  memcpy(buf_lzma_big, lzma_vec, sizeof(lzma_vec));
+  buf_lzma_big[1] = 0x00;
+  buf_lzma_big[2] = 0x00;
+  buf_lzma_big[3] = 0x00;
+  buf_lzma_big[4] = 0x40; /* dict size 0x40000000, little-endian */
+  ck_assert_int_eq(compress_uncompress(COMPRESS_LZMA, buf_lzma_big,
+                                       sizeof(lzma_vec), 1000, &d, &dl),
+                   COMPRESS_ERR_CORRUPT);
+  /* A zstd frame (hand-made: magic, descriptor 0, window descriptor, one
+   * raw last block "abc") with a 2 MiB window decodes; with a 1 GiB window
+   * (over 2^COMPRESS_ZSTD_WINDOW_LOG_MAX) it is refused. */
+  uint8_t fr[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58,
+                  0x19, 0x00, 0x00, 'a', 'b', 'c'};
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
+                                       &dl),
+                   0);
+  ck_assert_str_eq((char *)d, "abc");
+  free(d);
+  fr[5] = 0xa0; /* window log 10 + 20 = 30 */
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
+                                       &dl),
+                   COMPRESS_ERR_CORRUPT);
+}
+END_TEST
+
+/* Every method streamed both ways in odd-sized pieces. */
+START_TEST(test_streaming_all)
+{
+  size_t n = 150000;
+  uint8_t *t = make_text(n, 11);
+  for (int m = 0; m < COMPRESS_N_METHODS; m++) {
+    /* Compress 777 bytes at a time into a 100-byte window. */
+    compress_stream_t *st = compress_stream_new(1, (compress_method_t)m, 0);
+    size_t cap = n + 4096, cl = 0, fed = 0;
+    uint8_t *c = malloc(cap);
+    int r = COMPRESS_OK;
+    for (int iter = 0; r != COMPRESS_DONE; iter++) {
+      ck_assert_int_lt(iter, 1000000);
+      size_t chunk = n - fed < 777 ? n - fed : 777;
+      const uint8_t *in = t + fed;
+      size_t inlen = chunk;
+      uint8_t *o = c + cl;
+      size_t ol = cap - cl < 100 ? cap - cl : 100;
+      size_t ol0 = ol;
+      r = compress_stream_process(st, &in, &inlen, &o, &ol, fed + chunk == n);
+      ck_assert_int_ge(r, 0);
+      cl += ol0 - ol;
+      fed += chunk - inlen;
+    }
+    compress_stream_free(st);
+    if (m != COMPRESS_NONE)
+      ck_assert_uint_lt(cl, n / 2);
+    /* Decompress 5 bytes at a time into a 31-byte window. */
+    st = compress_stream_new(0, (compress_method_t)m, n);
+    uint8_t *res = malloc(n);
+    size_t got = 0;
+    fed = 0;
+    r = COMPRESS_OK;
+    for (int iter = 0; r != COMPRESS_DONE; iter++) {
+      ck_assert_int_lt(iter, 1000000);
+      size_t chunk = cl - fed < 5 ? cl - fed : 5;
+      const uint8_t *in = c + fed;
+      size_t inlen = chunk;
+      uint8_t win[31];
+      uint8_t *o = win;
+      size_t ol = sizeof(win);
+      r = compress_stream_process(st, &in, &inlen, &o, &ol, fed + chunk == cl);
+      if (r < 0)
+        ck_abort_msg("%s: %s", compress_method_name((compress_method_t)m),
+                     compress_strerror(r));
+      size_t k = sizeof(win) - ol;
+      ck_assert_uint_le(got + k, n);
+      memcpy(res + got, win, k);
+      got += k;
+      fed += chunk - inlen;
+    }
+    ck_assert_uint_eq(got, n);
+    ck_assert(memcmp(res, t, n) == 0);
+    ck_assert_uint_eq(compress_stream_total_in(st), cl);
+    compress_stream_free(st);
+    free(res);
+    free(c);
+  }
+  free(t);
+}
+END_TEST
+
+/* dir-spec 6.1: concatenated compressed documents decode like one. */
+START_TEST(test_concat)
+{
+  uint8_t *d = NULL;
+  size_t dl = 0;
+  for (int m = COMPRESS_ZLIB; m < COMPRESS_N_METHODS; m++) {
+    uint8_t *t1 = make_text(3000, 1), *t2 = make_text(5000, 2);
+    uint8_t *c1 = NULL, *c2 = NULL;
+    size_t l1 = 0, l2 = 0;
+    ck_assert_int_eq(compress_buf((compress_method_t)m, t1, 3000, &c1, &l1),
+                     0);
+    ck_assert_int_eq(compress_buf((compress_method_t)m, t2, 5000, &c2, &l2),
+                     0);
+    uint8_t *cat = malloc(l1 + l2 + 8);
+    memcpy(cat, c1, l1);
+    memcpy(cat + l1, c2, l2);
+    ck_assert_int_eq(compress_uncompress_concat((compress_method_t)m, cat,
+                                                l1 + l2, 8000, &d, &dl),
+                     0);
+    ck_assert_uint_eq(dl, 8000);
+    ck_assert(memcmp(d, t1, 3000) == 0 && memcmp(d + 3000, t2, 5000) == 0);
+    ck_assert_int_eq(d[dl], 0);
+    free(d);
+    /* One stream alone is fine too; the plain function still refuses
+     * the second stream as trailing data. */
+    ck_assert_int_eq(compress_uncompress_concat((compress_method_t)m, c1, l1,
+                                                3000, &d, &dl),
+                     0);
+    free(d);
+    ck_assert_int_eq(compress_uncompress((compress_method_t)m, cat, l1 + l2,
+                                         8000, &d, &dl),
+                     COMPRESS_ERR_TRAILING);
+    /* The cap is on the whole. */
+    ck_assert_int_eq(compress_uncompress_concat((compress_method_t)m, cat,
+                                                l1 + l2, 7999, &d, &dl),
+                     COMPRESS_ERR_TOO_BIG);
+    ck_assert_ptr_null(d);
+    /* A cut second stream is truncated; junk after the first is not a
+     * stream (lzma cannot always tell junk from a header: corrupt or
+     * truncated, never success). */
+    int r = compress_uncompress_concat((compress_method_t)m, cat,
+                                       l1 + l2 - 5, 8000, &d, &dl);
+    ck_assert_msg(r == COMPRESS_ERR_TRUNCATED || r == COMPRESS_ERR_CORRUPT,
+                  "%s: cut second stream -> %d",
+                  compress_method_name((compress_method_t)m), r);
+    ck_assert_ptr_null(d);
+    memcpy(cat + l1, "junk and more junk!", 19);
+    r = compress_uncompress_concat((compress_method_t)m, cat, l1 + 19, 8000,
+                                   &d, &dl);
+    ck_assert_msg(r == COMPRESS_ERR_TRUNCATED || r == COMPRESS_ERR_CORRUPT,
+                  "%s: junk after the stream -> %d",
+                  compress_method_name((compress_method_t)m), r);
+    ck_assert_ptr_null(d);
+    free(cat);
+    free(c1);
+    free(c2);
+    free(t1);
+    free(t2);
+  }
+  /* Many small bombs, each below the size where the ratio is judged,
+   * add up to one: the ratio applies to the totals. */
+  uint8_t *zeros = calloc(1, 60000);
+  uint8_t *c = NULL;
+  size_t cl = 0;
+  ck_assert_int_eq(compress_buf(COMPRESS_ZSTD, zeros, 60000, &c, &cl), 0);
+  size_t n = 200;
+  uint8_t *many = malloc(cl * n);
+  for (size_t i = 0; i < n; i++)
+    memcpy(many + i * cl, c, cl);
+  ck_assert_int_eq(compress_uncompress_concat(COMPRESS_ZSTD, many, cl * n,
+                                              64 * 1024 * 1024, &d, &dl),
+                   COMPRESS_ERR_BOMB);
+  ck_assert_ptr_null(d);
+  free(many);
+  free(c);
+  free(zeros);
+  /* identity and empty input behave as compress_uncompress. */
+  ck_assert_int_eq(compress_uncompress_concat(COMPRESS_NONE,
+                                              (const uint8_t *)"abc", 3, 3,
+                                              &d, &dl),
+                   0);
+  ck_assert_str_eq((char *)d, "abc");
+  free(d);
+  ck_assert_int_eq(compress_uncompress_concat(COMPRESS_ZLIB,
+                                              (const uint8_t *)"", 0, 3, &d,
+                                              &dl),
+                   COMPRESS_ERR_TRUNCATED);
+}
+END_TEST
+
+START_TEST(test_negotiation)
+{
+  unsigned all = compress_parse_accept_encoding(compress_accept_encoding());
+  for (int m = 0; m < COMPRESS_N_METHODS; m++)
+    ck_assert(all & (1u << m));
+  /* What a tor 0.4.9 client sends; spaces, case, q-values, unknowns. */
+  unsigned t = compress_parse_accept_encoding(
+      "identity, deflate, gzip, x-zstd, x-tor-lzma");
+  ck_assert_uint_eq(t, all);
+  ck_assert_int_eq(compress_choose(t, 1), COMPRESS_LZMA);
+  ck_assert_int_eq(compress_choose(t, 0), COMPRESS_ZSTD);
+  t = compress_parse_accept_encoding(" X-ZSTD;q=0.5 ,br,, deflate ");
+  ck_assert_uint_eq(t, (1u << COMPRESS_NONE) | (1u << COMPRESS_ZSTD) |
+                           (1u << COMPRESS_ZLIB));
+  ck_assert_int_eq(compress_choose(t, 1), COMPRESS_ZSTD);
+  t = compress_parse_accept_encoding("deflate");
+  ck_assert_int_eq(compress_choose(t, 1), COMPRESS_ZLIB);
+  ck_assert_int_eq(compress_choose(t, 0), COMPRESS_ZLIB);
+  ck_assert_uint_eq(compress_parse_accept_encoding(NULL),
+                    1u << COMPRESS_NONE);
+  ck_assert_uint_eq(compress_parse_accept_encoding(""), 1u << COMPRESS_NONE);
+  ck_assert_int_eq(compress_choose(compress_parse_accept_encoding(
+                                       "x-tor-lzma-but-longer-than-32-chars"),
+                                   1),
+                   COMPRESS_NONE);
 }
 END_TEST
 
@@ -321,8 +664,16 @@ START_TEST(test_names)
   ck_assert_int_eq(compress_method_from_name("deflate"), COMPRESS_ZLIB);
   ck_assert_int_eq(compress_method_from_name("x-gzip"), COMPRESS_GZIP);
   ck_assert_int_eq(compress_method_from_name("identity"), COMPRESS_NONE);
-  ck_assert_int_eq(compress_method_from_name("x-zstd"), -1);
-  ck_assert_int_eq(compress_method_from_name("x-tor-lzma"), -1);
+  ck_assert_str_eq(compress_method_name(COMPRESS_ZSTD), "x-zstd");
+  ck_assert_str_eq(compress_method_name(COMPRESS_LZMA), "x-tor-lzma");
+  ck_assert_int_eq(compress_method_from_name("x-zstd"), COMPRESS_ZSTD);
+  ck_assert_int_eq(compress_method_from_name("x-tor-lzma"), COMPRESS_LZMA);
+  ck_assert_int_eq(compress_method_from_name("Deflate"), COMPRESS_ZLIB);
+  ck_assert_int_eq(compress_method_from_name("br"), -1);
+  ck_assert_int_eq(compress_detect(zstd_vec, sizeof(zstd_vec)),
+                   COMPRESS_ZSTD);
+  ck_assert_int_eq(compress_detect(lzma_vec, sizeof(lzma_vec)),
+                   COMPRESS_NONE);
   ck_assert_int_eq(compress_method_from_name(NULL), -1);
   ck_assert_int_eq(compress_detect(zlib_vec, sizeof(zlib_vec)),
                    COMPRESS_ZLIB);
@@ -348,7 +699,11 @@ suite_compress(void)
   tcase_add_test(tc, test_cap);
   tcase_add_test(tc, test_bomb);
   tcase_add_test(tc, test_malformed);
+  tcase_add_test(tc, test_malformed_zstd_lzma);
   tcase_add_test(tc, test_streaming);
+  tcase_add_test(tc, test_streaming_all);
+  tcase_add_test(tc, test_negotiation);
+  tcase_add_test(tc, test_concat);
   tcase_add_test(tc, test_names);
   suite_add_tcase(s, tc);
   return s;

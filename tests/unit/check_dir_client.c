@@ -1,9 +1,11 @@
 /* check_dir_client.c -- unit tests for feature/dir/dir_http and
  * feature/dir/dir_client: HTTP answer parsing (status, Content-Length,
- * Content-Encoding, limits), and whole fetch rounds against in-process
- * HTTP servers on 127.0.0.1 that serve the real private-network documents
- * of tests/data/dir -- or truncated, oversized, compressed-bomb, wrongly
- * signed, unrequested and tampered ones, or nothing at all. The client
+ * Content-Encoding in every method, limits, the Accept-Encoding we send),
+ * and whole fetch rounds against in-process HTTP servers on 127.0.0.1
+ * that negotiate the encoding as tor's do and serve the real
+ * private-network documents of tests/data/dir -- or truncated, oversized,
+ * compressed-bomb, wrongly signed, unrequested and tampered ones, or
+ * nothing at all. The client
  * must end with verified data only, keep its good cache, fail over to a
  * good authority, and say what went wrong. */
 #include <check.h>
@@ -70,8 +72,12 @@ START_TEST(test_http_parse)
     {"SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP"},
     {"HTTP/1.0 2x0 OK\r\n\r\n", "not an HTTP"},
     {"HTTP/1.0 200 OK\r\n\r\n0123456789", "exceeds"},
-    {"HTTP/1.0 200 OK\r\nContent-Encoding: x-zstd\r\n\r\nabc",
+    {"HTTP/1.0 200 OK\r\nContent-Encoding: br\r\n\r\nabc",
      "unsupported Content-Encoding"},
+    {"HTTP/1.0 200 OK\r\nContent-Encoding: x-zstd\r\n\r\nabc",
+     "cannot decode the x-zstd body: corrupt"},
+    {"HTTP/1.0 200 OK\r\nContent-Encoding: x-tor-lzma\r\n\r\nabc",
+     "cannot decode the x-tor-lzma body"},
     {"HTTP/1.0 200 OK\r\nContent-Encoding: deflate\r\n\r\nabc",
      "corrupt"},
   };
@@ -122,6 +128,58 @@ START_TEST(test_http_parse)
     free(resp);
   }
   free(z);
+  /* zstd and lzma by Content-Encoding (and the zstd magic for a .z path
+   * without the header); over the limit after decoding, refused. */
+  for (int m = COMPRESS_ZSTD; m <= COMPRESS_LZMA; m++) {
+    ck_assert_int_eq(compress_buf((compress_method_t)m,
+                                  (const uint8_t *)payload, 140, &z, &zl),
+                     0);
+    for (int with_hdr = 0; with_hdr < 2; with_hdr++) {
+      if (!with_hdr && m == COMPRESS_LZMA)
+        continue; /* .lzma has no magic: only the header says so */
+      char *hdr = pc_asprintf("HTTP/1.0 200 OK\r\n%s%s%s\r\n",
+                              with_hdr ? "Content-Encoding: " : "",
+                              with_hdr ? compress_method_name(
+                                             (compress_method_t)m)
+                                       : "",
+                              with_hdr ? "\r\n" : "");
+      size_t hl = strlen(hdr);
+      uint8_t *resp = malloc(hl + zl);
+      memcpy(resp, hdr, hl);
+      memcpy(resp + hl, z, zl);
+      ck_assert_int_eq(dir_http_parse_response(resp, hl + zl, 1, 200,
+                                               (uint8_t **)&body, &len, &err),
+                       200);
+      ck_assert_str_eq(body, payload);
+      free(body);
+      ck_assert_int_eq(dir_http_parse_response(resp, hl + zl, 1, 139,
+                                               (uint8_t **)&body, &len, &err),
+                       DIR_HTTP_ERR);
+      ck_assert_ptr_nonnull(strstr(err, "size limit"));
+      free(err);
+      /* Cut short: truncated. */
+      ck_assert_int_eq(dir_http_parse_response(resp, hl + zl - 3, 1, 200,
+                                               (uint8_t **)&body, &len, &err),
+                       DIR_HTTP_ERR);
+      ck_assert_ptr_nonnull(strstr(err, "truncated"));
+      free(err);
+      free(resp);
+      free(hdr);
+    }
+    free(z);
+  }
+  /* The request offers every method we decode. */
+  char *req = dir_http_format_request("/tor/keys/all.z", "127.0.0.1:9030");
+  ck_assert_ptr_nonnull(strstr(req, "GET /tor/keys/all.z HTTP/1.0\r\n"));
+  ck_assert_ptr_nonnull(strstr(req, "\r\nHost: 127.0.0.1:9030\r\n"));
+  const char *ae = strstr(req, "\r\nAccept-Encoding: ");
+  ck_assert_ptr_nonnull(ae);
+  char line[256];
+  ck_assert_int_eq(sscanf(ae + 2, "Accept-Encoding: %255[^\r]", line), 1);
+  for (int m = 0; m < COMPRESS_N_METHODS; m++)
+    ck_assert(compress_parse_accept_encoding(line) & (1u << m));
+  ck_assert_ptr_nonnull(strstr(req, "\r\n\r\n"));
+  free(req);
 }
 END_TEST
 
@@ -144,6 +202,7 @@ typedef struct {
   listener_t *lst;
   serve_mode_t mode;
   int n_requests;
+  int n_by_method[COMPRESS_N_METHODS]; /* answers by Content-Encoding */
   conn_t *silent[8];
   int n_silent;
 } server_t;
@@ -153,13 +212,22 @@ typedef struct {
   conn_t *c;
 } sconn_t;
 
+/* Answers as tor 0.4.9's directory servers choose (dir-spec 6.1): the
+ * best method both sides support among Accept-Encoding (plus deflate for
+ * ".z"); lzma first for the consensus and certificates, zstd first for
+ * descriptors. */
 static char *
-make_response(server_t *s, const char *path, size_t *len)
+make_response(server_t *s, const char *path, unsigned accept, size_t *len)
 {
   char *body = NULL;
   size_t blen = 0;
   int status = 200;
-  int deflate = strlen(path) > 2 && !strcmp(path + strlen(path) - 2, ".z");
+  int dotz = strlen(path) > 2 && !strcmp(path + strlen(path) - 2, ".z");
+  if (dotz)
+    accept |= 1u << COMPRESS_ZLIB;
+  compress_method_t method = compress_choose(
+      accept, strncmp(path, "/tor/micro/", 11) != 0);
+  int deflate = method != COMPRESS_NONE;
   if (s->mode == SERVE_404) {
     status = 404;
   } else if (!strncmp(path, "/tor/status-vote/current/consensus-microdesc",
@@ -201,16 +269,20 @@ make_response(server_t *s, const char *path, size_t *len)
       ck_assert_int_eq(compress_buf(COMPRESS_ZLIB, zeros, n, &z, &plen), 0);
       free(zeros);
     } else {
-      ck_assert_int_eq(compress_buf(COMPRESS_ZLIB, payload, blen, &z, &plen),
-                       0);
+      ck_assert_int_eq(compress_buf(method, payload, blen, &z, &plen), 0);
     }
     if (s->mode == SERVE_TRUNCATED)
       plen /= 2;
     payload = z;
   }
-  char *hdr = pc_asprintf("HTTP/1.0 %d %s\r\n%s\r\n", status,
-                          status == 200 ? "OK" : "Not found",
-                          z ? "Content-Encoding: deflate\r\n" : "");
+  compress_method_t used = !z ? COMPRESS_NONE
+                           : s->mode == SERVE_BOMB ? COMPRESS_ZLIB
+                                                   : method;
+  if (body && status == 200)
+    s->n_by_method[used]++;
+  char *hdr = pc_asprintf("HTTP/1.0 %d %s\r\nContent-Encoding: %s\r\n\r\n",
+                          status, status == 200 ? "OK" : "Not found",
+                          compress_method_name(used));
   size_t hl = strlen(hdr);
   char *resp = pc_malloc(hl + (body ? plen : 0) + 1);
   memcpy(resp, hdr, hl);
@@ -248,6 +320,11 @@ sconn_cb(conn_t *c, conn_event_t ev, void *arg)
     s->n_requests++;
     char path[4096] = "";
     sscanf(req, "GET %4095s", path);
+    const char *ae = strstr(req, "\r\nAccept-Encoding: ");
+    char aev[256] = "";
+    if (ae)
+      sscanf(ae + 2, "Accept-Encoding: %255[^\r]", aev);
+    unsigned accept = compress_parse_accept_encoding(ae ? aev : NULL);
     free(req);
     if (s->mode == SERVE_SILENT) {
       ck_assert_int_lt(s->n_silent, 8);
@@ -262,7 +339,7 @@ sconn_cb(conn_t *c, conn_event_t ev, void *arg)
       return;
     }
     size_t rl;
-    char *resp = make_response(s, path, &rl);
+    char *resp = make_response(s, path, accept, &rl);
     buf_add(conn_outbuf(c), resp, rl);
     free(resp);
     conn_flush_soon(c);
@@ -453,6 +530,10 @@ START_TEST(test_fetch_and_cache)
   dir_client_stats_t st;
   dir_client_get_stats(dc, &st);
   ck_assert_int_eq(st.n_requests, 3); /* consensus, keys, microdescs */
+  /* Offered everything, the server chose as tor's does: the consensus
+   * and certificates lzma, the microdescriptors zstd. */
+  ck_assert_int_eq(s.n_by_method[COMPRESS_LZMA], 2);
+  ck_assert_int_eq(s.n_by_method[COMPRESS_ZSTD], 1);
   ck_assert_int_eq(st.n_consensus_accepted, 1);
   ck_assert_int_eq(st.n_certs_added, 3);
   ck_assert_int_eq(st.n_descs_added, 7);

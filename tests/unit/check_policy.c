@@ -15,8 +15,9 @@
  *  - summaries: edge cases checked against tests/vectors/policy_summary_ref.py
  *    (an independent per-port simulation of dir-spec 3.4.1/3.8.2), a
  *    randomised comparison with per-port decisions, and summary strings
- *    parsed back into port sets (round trips, tor's lenient forms,
- *    malformed summaries).
+ *    parsed back into port sets by feature/dir's policy_summary, the one
+ *    implementation of those (round trips, both its strict and tor's
+ *    lenient forms, malformed summaries).
  */
 #include <check.h>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feature/dir/policy_summary.h"
 #include "feature/exit/policy.h"
 #include "lib/malloc/alloc.h"
 
@@ -834,23 +836,33 @@ START_TEST(test_summary_random)
     }
     strcat(line, rnd(&st) % 2 ? "accept *4:*" : "reject *4:*");
     exit_policy_t *p = plain(line);
-    exit_policy_summary_t *sum = exit_policy_summary_from_policy(p, AF_INET);
+    /* What exit writes, read back by the one port-set implementation
+     * (feature/dir's policy_summary, which path selection uses). */
+    char *s1 = exit_policy_summarize(p, AF_INET);
+    policy_summary_t *sum = policy_summary_parse_line(s1, NULL);
     ck_assert_ptr_nonnull(sum);
     pc_addr_t a = A("8.8.8.8");
     for (uint32_t port = 1; port <= 65535; port++) {
       int want = exit_policy_allows(p, &a, (uint16_t)port) ==
                  EXIT_POLICY_ACCEPTED;
-      if (exit_policy_summary_allows_port(sum, (uint16_t)port) != want)
+      if (policy_summary_allows_port(sum, (uint16_t)port) != want)
         ck_abort_msg("%s: port %u: summary %d, policy %d", line, port, !want,
                      want);
     }
+    /* The strict (dir-spec) parser takes it too: exit writes canonical
+     * summaries. */
+    const char *sp = strchr(s1, ' ');
+    const char *perr = NULL;
+    policy_summary_t *strict = policy_summary_parse(
+        s1, (size_t)(sp - s1), sp + 1, strlen(sp + 1), &perr);
+    ck_assert_msg(strict != NULL, "%s: %s", s1, perr ? perr : "?");
+    policy_summary_free(strict);
     /* Round trip: summary -> port set -> the same summary. */
-    char *s1 = exit_policy_summarize(p, AF_INET);
-    char *s2 = exit_policy_summary_format(sum);
+    char *s2 = policy_summary_format_new(sum);
     ck_assert_str_eq(s1, s2);
     free(s1);
     free(s2);
-    exit_policy_summary_free(sum);
+    policy_summary_free(sum);
     exit_policy_free(p);
   }
 }
@@ -859,39 +871,39 @@ END_TEST
 START_TEST(test_summary_parse)
 {
   char *err = NULL;
-  exit_policy_summary_t *s = exit_policy_summary_parse("accept 80,443", &err);
+  policy_summary_t *s = policy_summary_parse_line("accept 80,443", &err);
   ck_assert_ptr_nonnull(s);
-  ck_assert(exit_policy_summary_allows_port(s, 80));
-  ck_assert(exit_policy_summary_allows_port(s, 443));
-  ck_assert(!exit_policy_summary_allows_port(s, 81));
-  ck_assert(!exit_policy_summary_allows_port(s, 0));
-  ck_assert(!exit_policy_summary_is_reject_star(s));
-  exit_policy_summary_free(s);
+  ck_assert(policy_summary_allows_port(s, 80));
+  ck_assert(policy_summary_allows_port(s, 443));
+  ck_assert(!policy_summary_allows_port(s, 81));
+  ck_assert(!policy_summary_allows_port(s, 0));
+  ck_assert(!policy_summary_is_reject_star(s));
+  policy_summary_free(s);
   ck_assert_ptr_null(s);
 
-  s = exit_policy_summary_parse("reject 25,119,135-139", &err);
-  ck_assert(exit_policy_summary_allows_port(s, 80));
-  ck_assert(exit_policy_summary_allows_port(s, 1));
-  ck_assert(exit_policy_summary_allows_port(s, 65535));
-  ck_assert(!exit_policy_summary_allows_port(s, 25));
-  ck_assert(!exit_policy_summary_allows_port(s, 135));
-  ck_assert(!exit_policy_summary_allows_port(s, 137));
-  ck_assert(!exit_policy_summary_allows_port(s, 139));
-  ck_assert(exit_policy_summary_allows_port(s, 140));
-  ck_assert(!exit_policy_summary_allows_port(s, 0));
-  exit_policy_summary_free(s);
+  s = policy_summary_parse_line("reject 25,119,135-139", &err);
+  ck_assert(policy_summary_allows_port(s, 80));
+  ck_assert(policy_summary_allows_port(s, 1));
+  ck_assert(policy_summary_allows_port(s, 65535));
+  ck_assert(!policy_summary_allows_port(s, 25));
+  ck_assert(!policy_summary_allows_port(s, 135));
+  ck_assert(!policy_summary_allows_port(s, 137));
+  ck_assert(!policy_summary_allows_port(s, 139));
+  ck_assert(policy_summary_allows_port(s, 140));
+  ck_assert(!policy_summary_allows_port(s, 0));
+  policy_summary_free(s);
 
-  s = exit_policy_summary_parse("reject 1-65535", &err);
-  ck_assert(exit_policy_summary_is_reject_star(s));
-  ck_assert(!exit_policy_summary_allows_port(s, 80));
-  exit_policy_summary_free(s);
-  s = exit_policy_summary_parse("accept 1-65535", &err);
-  ck_assert(!exit_policy_summary_is_reject_star(s));
-  ck_assert(exit_policy_summary_allows_port(s, 1));
-  ck_assert(exit_policy_summary_allows_port(s, 65535));
-  exit_policy_summary_free(s);
-  ck_assert(!exit_policy_summary_allows_port(NULL, 80));
-  ck_assert(exit_policy_summary_is_reject_star(NULL));
+  s = policy_summary_parse_line("reject 1-65535", &err);
+  ck_assert(policy_summary_is_reject_star(s));
+  ck_assert(!policy_summary_allows_port(s, 80));
+  policy_summary_free(s);
+  s = policy_summary_parse_line("accept 1-65535", &err);
+  ck_assert(!policy_summary_is_reject_star(s));
+  ck_assert(policy_summary_allows_port(s, 1));
+  ck_assert(policy_summary_allows_port(s, 65535));
+  policy_summary_free(s);
+  ck_assert(!policy_summary_allows_port(NULL, 80));
+  ck_assert(policy_summary_is_reject_star(NULL));
 
   /* Normalised: sorted, overlaps and neighbours merged. */
   static const struct {
@@ -908,12 +920,12 @@ START_TEST(test_summary_parse)
       {"reject 1-65535,x", "reject 1-65535"},
   };
   for (size_t i = 0; i < sizeof(norm) / sizeof(norm[0]); i++) {
-    s = exit_policy_summary_parse(norm[i].in, &err);
+    s = policy_summary_parse_line(norm[i].in, &err);
     ck_assert_msg(s != NULL, "'%s': %s", norm[i].in, err ? err : "?");
-    char *f = exit_policy_summary_format(s);
+    char *f = policy_summary_format_new(s);
     ck_assert_msg(!strcmp(f, norm[i].out), "'%s' -> '%s'", norm[i].in, f);
     free(f);
-    exit_policy_summary_free(s);
+    policy_summary_free(s);
   }
 
   static const struct {
@@ -936,27 +948,27 @@ START_TEST(test_summary_parse)
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     err = NULL;
-    s = exit_policy_summary_parse(bad[i].in, &err);
+    s = policy_summary_parse_line(bad[i].in, &err);
     ck_assert_msg(s == NULL, "'%s' accepted", bad[i].in);
     ck_assert_msg(err && strstr(err, bad[i].why), "'%s': '%s'", bad[i].in,
                   err ? err : "(none)");
     free(err);
   }
-  ck_assert_ptr_null(exit_policy_summary_parse(NULL, NULL));
+  ck_assert_ptr_null(policy_summary_parse_line(NULL, NULL));
 
   /* At most 1000 entries. */
   char *big = pc_malloc(8000);
   strcpy(big, "accept 1");
   for (int i = 2; i <= 1000; i++)
     sprintf(big + strlen(big), ",%d", i * 2);
-  s = exit_policy_summary_parse(big, &err);
+  s = policy_summary_parse_line(big, &err);
   ck_assert_ptr_nonnull(s);
-  ck_assert(exit_policy_summary_allows_port(s, 2000));
-  ck_assert(!exit_policy_summary_allows_port(s, 1999));
-  exit_policy_summary_free(s);
+  ck_assert(policy_summary_allows_port(s, 2000));
+  ck_assert(!policy_summary_allows_port(s, 1999));
+  policy_summary_free(s);
   strcat(big, ",3000");
   err = NULL;
-  ck_assert_ptr_null(exit_policy_summary_parse(big, &err));
+  ck_assert_ptr_null(policy_summary_parse_line(big, &err));
   ck_assert_ptr_nonnull(strstr(err, "too many"));
   free(err);
   free(big);

@@ -20,3 +20,18 @@ carr("zlib_vec", zlib.compress(TEXT, 9))
 carr("gzip_vec", gzip.compress(TEXT, compresslevel=9, mtime=0))
 # A stored (uncompressed) zlib block, level 0.
 carr("zlib_stored_vec", zlib.compress(b"abc", 0))
+
+# zstd and lzma ("x-zstd", "x-tor-lzma", dir-spec 6.1), from independent
+# encoders: the zstd command-line tool (Python 3.11 has no zstd module)
+# and Python's lzma module in the legacy .lzma format (FORMAT_ALONE),
+# which is what tor's "x-tor-lzma" is.
+import lzma
+import subprocess
+
+carr("zstd_vec", subprocess.run(["zstd", "-q", "-c", "-19"],
+                                input=TEXT, capture_output=True,
+                                check=True).stdout)
+carr("lzma_vec", lzma.compress(TEXT, format=lzma.FORMAT_ALONE,
+                               filters=[{"id": lzma.FILTER_LZMA1,
+                                         "preset": 6,
+                                         "dict_size": 1 << 16}]))

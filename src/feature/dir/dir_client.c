@@ -5,11 +5,16 @@
  * DESCS -> done) driven by HTTP completions; exactly one request is in
  * flight at a time, which keeps the code simple and is plenty for a
  * relay or a test client (a round on the public network is one consensus
- * plus a few dozen descriptor batches). Every request walks the
- * authorities in a fresh random order and moves to the next one on any
- * failure. A step that fails on every authority ends that step (the round
- * goes on with what it has); descriptors that no authority served are
- * remembered for the rest of the round so it always terminates.
+ * plus a few dozen descriptor batches). Every request walks its sources
+ * in a fresh order -- with fetch_from_caches and a consensus, a few
+ * directory caches (weighted random draw) reached over BEGIN_DIR
+ * (dir_tunnel), then the authorities' DirPorts in random order -- and
+ * moves to the next one on any failure. Both transports report through
+ * the same callback with the same parsed answer, so nothing after the
+ * transport knows which one was used. A step that fails on every source
+ * ends that step (the round goes on with what it has); descriptors that
+ * no source served are remembered for the rest of the round so it always
+ * terminates.
  *
  * Documents are verified before anything is replaced; the cache files are
  * written only with verified data (the consensus as received, certificates
@@ -24,6 +29,7 @@
 #include "feature/dir/dir_client.h"
 #include "feature/dir/dir_http.h"
 #include "feature/dir/dir_keycert.h"
+#include "feature/dir/dir_tunnel.h"
 #include "feature/dir/microdesc.h"
 #include "feature/dir/serverdesc.h"
 #include "lib/crypt/rand.h"
@@ -49,6 +55,7 @@ struct dir_client_t {
   int use_md;
   uint64_t timeout_ms;
   int eager;
+  int from_caches;
 
   dir_keycert_t **certs;
   int n_certs;
@@ -65,8 +72,15 @@ struct dir_client_t {
   int fetching;
   int step;
   dir_http_req_t *req;
-  int order[MAX_AUTH];
+  dir_tunnel_req_t *treq;
+  /* Sources of the current request, in the order they are tried: an
+   * index >= 0 is an authority, -1 - k is caches[k]. */
+  int order[MAX_AUTH + DIR_CLIENT_MAX_CACHES];
   int n_order, next_try;
+  struct {
+    extend_target_t target;
+    char nickname[20];
+  } caches[DIR_CLIENT_MAX_CACHES];
   uint8_t (*batch)[32];
   int n_batch;
   uint8_t (*given_up)[32];
@@ -400,6 +414,7 @@ dir_client_new(evloop_t *loop, const dir_client_config_t *cfg)
   dc->use_md = cfg->use_microdescriptors;
   dc->timeout_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms : 30000;
   dc->eager = cfg->eager_refresh;
+  dc->from_caches = cfg->fetch_from_caches;
   if (loop)
     dc->kick = evloop_deferred_new(loop, kick_cb, dc);
   return dc;
@@ -411,6 +426,7 @@ dir_client_free_(dir_client_t *dc)
   if (!dc)
     return;
   dir_http_cancel(dc->req);
+  dir_tunnel_cancel(dc->treq);
   evloop_deferred_free(dc->kick);
   evloop_timer_free(dc->auto_timer);
   dir_nodelist_free(dc->nl);
@@ -434,15 +450,80 @@ dir_client_free_(dir_client_t *dc)
 
 static void start_step(dir_client_t *dc);
 
+static int
+is_authority(const dir_client_t *dc, const uint8_t rsa_id[20])
+{
+  for (int i = 0; i < dc->n_auths; i++)
+    if (!memcmp(dc->auths[i].rsa_id, rsa_id, 20))
+      return 1;
+  return 0;
+}
+
+/* Put up to DIR_CLIENT_MAX_CACHES directory caches at the front of the
+ * order: Running, Valid, V2Dir relays with an IPv4 ORPort that are not
+ * authorities, drawn without replacement weighted by bandwidth. Returns
+ * how many. */
+static int
+pick_caches(dir_client_t *dc)
+{
+  const dir_nodelist_t *nl = dc->nl;
+  if (!dc->from_caches || !nl || !dc->loop)
+    return 0;
+  const uint32_t need = RS_FLAG_RUNNING | RS_FLAG_VALID | RS_FLAG_V2DIR;
+  int n_cand = 0;
+  int *cand = pc_calloc((size_t)nl->n_nodes + 1, sizeof(int));
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if ((n->flags & need) != need || n->or_addr.family != AF_INET ||
+        !n->or_addr.port || is_authority(dc, n->rsa_id))
+      continue;
+    cand[n_cand++] = i;
+  }
+  int picked = 0;
+  while (picked < DIR_CLIENT_MAX_CACHES && n_cand > 0) {
+    uint64_t total = 0;
+    for (int k = 0; k < n_cand; k++)
+      total += (uint64_t)nl->nodes[cand[k]].bandwidth + 1;
+    uint64_t x = crypt_rand_u64_below(total);
+    int k = 0;
+    for (; k < n_cand - 1; k++) {
+      uint64_t w = (uint64_t)nl->nodes[cand[k]].bandwidth + 1;
+      if (x < w)
+        break;
+      x -= w;
+    }
+    const dir_node_t *n = &nl->nodes[cand[k]];
+    extend_target_t *t = &dc->caches[picked].target;
+    memset(t, 0, sizeof(*t));
+    t->addr = n->or_addr;
+    memcpy(t->rsa_id, n->rsa_id, 20);
+    if (n->has_ed25519 && !(n->flags & RS_FLAG_NOEDCONSENSUS)) {
+      t->has_ed_id = 1;
+      memcpy(t->ed_id, n->ed25519_id, 32);
+    }
+    t->handshake = CIRC_HTYPE_FAST;
+    snprintf(dc->caches[picked].nickname, sizeof(dc->caches[picked].nickname),
+             "%s", n->nickname);
+    dc->order[dc->n_order++] = -1 - picked;
+    picked++;
+    cand[k] = cand[--n_cand];
+  }
+  free(cand);
+  return picked;
+}
+
 static void
 new_order(dir_client_t *dc)
 {
   dc->n_order = 0;
+  pick_caches(dc);
+  int first_auth = dc->n_order;
   for (int i = 0; i < dc->n_auths; i++)
     if (!dc->auths[i].is_bridge_auth)
       dc->order[dc->n_order++] = i;
-  for (int i = dc->n_order - 1; i > 0; i--) {
-    int j = (int)crypt_rand_u64_below((uint64_t)i + 1);
+  for (int i = dc->n_order - 1; i > first_auth; i--) {
+    int j = first_auth + (int)crypt_rand_u64_below((uint64_t)(i - first_auth)
+                                                   + 1);
     int t = dc->order[i];
     dc->order[i] = dc->order[j];
     dc->order[j] = t;
@@ -460,7 +541,7 @@ send_request(dir_client_t *dc)
 {
   if (dc->next_try >= dc->n_order)
     return 0;
-  const dir_authority_t *a = &dc->auths[dc->order[dc->next_try++]];
+  int src = dc->order[dc->next_try++];
   char *path = NULL;
   size_t max = MAX_DESCS_BODY;
   if (dc->step == STEP_CONSENSUS) {
@@ -490,13 +571,24 @@ send_request(dir_client_t *dc)
     snprintf(path + off, cap - off, ".z");
   }
   char addr[PC_ADDR_STR_LEN];
-  pc_addr_fmt(&a->dir_addr, addr, sizeof(addr), 1);
-  log_info("Fetching %s from %s (%s).",
-           strlen(path) > 80 ? "descriptors" : path,
-           a->nickname[0] ? a->nickname : addr, addr);
+  const char *what = strlen(path) > 80 ? "descriptors" : path;
   dc->stats.n_requests++;
-  dc->req = dir_http_get(dc->loop, &a->dir_addr, path, max, dc->timeout_ms,
-                         http_done, dc);
+  if (src < 0) {
+    const extend_target_t *t = &dc->caches[-1 - src].target;
+    pc_addr_fmt(&t->addr, addr, sizeof(addr), 1);
+    log_info("Fetching %s from directory cache %s (%s) over BEGIN_DIR.",
+             what, dc->caches[-1 - src].nickname, addr);
+    dc->stats.n_tunnel_requests++;
+    dc->treq = dir_tunnel_get(dc->loop, t, path, max, dc->timeout_ms,
+                              http_done, dc);
+  } else {
+    const dir_authority_t *a = &dc->auths[src];
+    pc_addr_fmt(&a->dir_addr, addr, sizeof(addr), 1);
+    log_info("Fetching %s from %s (%s).", what,
+             a->nickname[0] ? a->nickname : addr, addr);
+    dc->req = dir_http_get(dc->loop, &a->dir_addr, path, max,
+                           dc->timeout_ms, http_done, dc);
+  }
   free(path);
   return 1;
 }
@@ -504,8 +596,15 @@ send_request(dir_client_t *dc)
 static const char *
 cur_source(dir_client_t *dc, char *buf, size_t len)
 {
-  const dir_authority_t *a = &dc->auths[dc->order[dc->next_try - 1]];
+  int src = dc->order[dc->next_try - 1];
   char addr[PC_ADDR_STR_LEN];
+  if (src < 0) {
+    pc_addr_fmt(&dc->caches[-1 - src].target.addr, addr, sizeof(addr), 1);
+    snprintf(buf, len, "directory cache %s (%s, BEGIN_DIR)",
+             dc->caches[-1 - src].nickname, addr);
+    return buf;
+  }
+  const dir_authority_t *a = &dc->auths[src];
   pc_addr_fmt(&a->dir_addr, addr, sizeof(addr), 1);
   snprintf(buf, len, "%s (%s)", a->nickname[0] ? a->nickname : "authority",
            addr);
@@ -627,6 +726,9 @@ handle_body(dir_client_t *dc, const char *body, size_t len, const char *src)
     set_err(dc, "%s served none of the %d descriptors asked for", src,
             dc->n_batch);
     log_info("%s", dc->last_err);
+  } else {
+    log_info("%s served %d of the %d descriptors asked for.", src, added,
+             dc->n_batch);
   }
   return 1;
 }
@@ -636,8 +738,10 @@ http_done(int status, const uint8_t *body, size_t len, const char *err,
           void *arg)
 {
   dir_client_t *dc = arg;
+  int tunnelled = dc->treq != NULL;
   dc->req = NULL;
-  char src[128];
+  dc->treq = NULL;
+  char src[160];
   cur_source(dc, src, sizeof(src));
   int ok = 0;
   if (status == 200) {
@@ -646,6 +750,8 @@ http_done(int status, const uint8_t *body, size_t len, const char *err,
     set_err(dc, "%s: %s", src, err ? err : "request failed");
     dc->stats.n_failed_requests++;
   }
+  if (!ok && tunnelled)
+    dc->stats.n_tunnel_failed++;
   if (!ok) {
     log_info("Directory request failed: %s", dc->last_err);
     if (send_request(dc))
@@ -774,7 +880,7 @@ static void
 kick_cb(void *arg)
 {
   dir_client_t *dc = arg;
-  if (dc->fetching && !dc->req)
+  if (dc->fetching && !dc->req && !dc->treq)
     start_step(dc);
 }
 

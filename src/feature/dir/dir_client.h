@@ -21,8 +21,18 @@
  *   3. the descriptors the consensus lists that we do not have, in
  *      batches of at most 92 (/tor/micro/d/... or /tor/server/d/...);
  *      answers are checked against the requested digests.
- * Requests use the ".z" (deflate) URLs. The callback fires when the round
- * ends, successfully or not.
+ * Requests use the ".z" URLs and offer every encoding lib/compress
+ * decodes (Accept-Encoding: tor's authorities answer with lzma or zstd).
+ * The callback fires when the round ends, successfully or not.
+ *
+ * Where requests go: the authorities' DirPorts, in random order. With
+ * fetch_from_caches, once a consensus is known, each request first tries
+ * up to DIR_CLIENT_MAX_CACHES directory caches -- relays of the consensus
+ * flagged Running, Valid and V2Dir (they advertise tunnelled-dir-server)
+ * that are not authorities, drawn at random weighted by their consensus
+ * bandwidth -- over BEGIN_DIR on a one-hop CREATE_FAST circuit to their
+ * ORPort (dir_tunnel), then falls back to the authorities, as tor clients
+ * do. A cache's answer is checked exactly like an authority's.
  *
  * "Now" is time_approx_now() (lib/time/clock), so tests can set it.
  */
@@ -37,6 +47,7 @@
 #include "lib/evloop/evloop.h"
 
 #define DIR_CLIENT_MAX_DESCS_PER_REQUEST 92
+#define DIR_CLIENT_MAX_CACHES 3
 
 typedef struct dir_client_config_t {
   const char *data_dir; /* an existing directory for the cache files */
@@ -47,6 +58,11 @@ typedef struct dir_client_config_t {
   /* 1: refetch the consensus as soon as it is no longer fresh (tools);
    * 0: at the random time dir-spec 5.1 prescribes (daemons). */
   int eager_refresh;
+  /* 1: once there is a consensus, ask directory caches over BEGIN_DIR
+   * before the authorities (clients). Needs core's channels (the daemon
+   * sets them up); relays, which are caches themselves, leave it 0 and
+   * fetch from the authorities as tor's caches do. */
+  int fetch_from_caches;
 } dir_client_config_t;
 
 typedef struct dir_client_t dir_client_t;
@@ -93,6 +109,9 @@ typedef struct dir_client_stats_t {
   int n_consensus_accepted, n_consensus_rejected;
   int n_certs_added, n_descs_added, n_descs_unrequested;
   int cache_consensus_rejected; /* the cached consensus was refused */
+  /* requests sent to directory caches over BEGIN_DIR, and those of them
+   * that failed (then the next source was asked) */
+  int n_tunnel_requests, n_tunnel_failed;
 } dir_client_stats_t;
 void dir_client_get_stats(const dir_client_t *dc, dir_client_stats_t *out);
 #endif

@@ -8,7 +8,10 @@
  * Content-Encoding, and decompresses with lib/compress under the same
  * bound. Failures and the final answer are delivered from a deferred
  * callback or the connection callback, never from inside dir_http_get(),
- * so callers can start a request while holding their own state.
+ * so callers can start a request while holding their own state. The
+ * request lists every method lib/compress decodes in Accept-Encoding
+ * (dir-spec 6.1), so tor's authorities answer with lzma or zstd; the
+ * ".z" suffix stays for servers that ignore the header.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -191,14 +194,25 @@ dir_http_parse_response(const uint8_t *resp, size_t resp_len, int path_is_z,
   } else if (path_is_z) {
     m = compress_detect(resp + body_off, blen);
   }
-  int cr = compress_uncompress(m, resp + body_off, blen, max_body, body,
-                               len);
+  /* dir-spec 6.1: concatenated compressed documents count as one. */
+  int cr = compress_uncompress_concat(m, resp + body_off, blen, max_body,
+                                      body, len);
   if (cr != COMPRESS_OK) {
     *err = pc_asprintf("cannot decode the %s body: %s",
                        compress_method_name(m), compress_strerror(cr));
     return DIR_HTTP_ERR;
   }
+  log_info("Directory answer: %zu bytes, Content-Encoding %s, %zu bytes "
+           "decoded", blen, compress_method_name(m), *len);
   return status;
+}
+
+char *
+dir_http_format_request(const char *path, const char *host)
+{
+  return pc_asprintf("GET %s HTTP/1.0\r\nHost: %s\r\nAccept-Encoding: %s"
+                     "\r\n\r\n",
+                     path, host, compress_accept_encoding());
 }
 
 static void
@@ -210,8 +224,7 @@ conn_cb(conn_t *c, conn_event_t ev, void *arg)
   case CONN_EV_OPEN: {
     char a[PC_ADDR_STR_LEN];
     pc_addr_fmt(&r->addr, a, sizeof(a), 1);
-    char *req = pc_asprintf("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", r->path,
-                            a);
+    char *req = dir_http_format_request(r->path, a);
     buf_add(conn_outbuf(r->conn), req, strlen(req));
     free(req);
     conn_flush_soon(r->conn);

@@ -4,12 +4,14 @@
  * One request per connection (HTTP/1.0: the server closes after the
  * body). The answer is bounded (headers DIR_HTTP_MAX_HEADER, body the
  * caller's max_body, compressed and uncompressed), decompressed according
- * to Content-Encoding ("deflate", "gzip", "identity"; for a ".z" URL
- * without that header the zlib magic decides), and handed to the callback
- * exactly once: with the status code and body, or with a negative status
- * and an error message (connection failure, timeout, oversized or
- * malformed answer, corrupt compression). A Content-Length that does not
- * match what arrived is an error (a truncated answer).
+ * to Content-Encoding ("deflate", "gzip", "identity", "x-zstd",
+ * "x-tor-lzma": the request's Accept-Encoding offers them all; for a
+ * ".z" URL without that header the magic number decides; concatenated
+ * compressed documents count as one, dir-spec 6.1), and handed to the
+ * callback exactly once: with the status code and body, or with a
+ * negative status and an error message (connection failure, timeout,
+ * oversized or malformed answer, corrupt compression). A Content-Length
+ * that does not match what arrived is an error (a truncated answer).
  */
 #ifndef PCTOR_FEATURE_DIR_DIR_HTTP_H
 #define PCTOR_FEATURE_DIR_DIR_HTTP_H
@@ -41,6 +43,10 @@ dir_http_req_t *dir_http_get(evloop_t *loop, const pc_addr_t *addr,
                              void *arg);
 /* Abandon a request: no callback will be made. */
 void dir_http_cancel(dir_http_req_t *req);
+
+/* The request we send for path: GET, Host, and Accept-Encoding listing
+ * every method we decode. Newly allocated. */
+char *dir_http_format_request(const char *path, const char *host);
 
 /* Parse a complete HTTP response held in memory (exposed for tests): the
  * same rules as the network path. Returns the status (>= 0) with a new

@@ -1,9 +1,14 @@
 /* policy_summary.c -- parse and query exit-policy summaries (see
  * policy_summary.h).
  *
- * Ranges are stored sorted and non-overlapping (the parser requires the
- * ascending order the spec mandates), so a port lookup is a binary
- * search.
+ * Ranges are stored sorted and non-overlapping (the strict parser
+ * requires the ascending order the spec mandates; the lenient one sorts
+ * and merges), so a port lookup is a binary search without allocation.
+ * Both modes go through one parser (parse_list), which differs only in
+ * what it accepts: strict refuses empty entries, disorder and overlaps;
+ * lenient skips entries that do not start with a digit, as tor does, and
+ * names the problem the way feature/exit's old parser did ("bad port",
+ * "bad port range", "bad port list").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +17,7 @@
 #include "feature/dir/policy_summary.h"
 #include "lib/malloc/alloc.h"
 
+/* Up to 5 decimal digits at s[0..len): 1..65535, else -1. */
 static int
 parse_port(const char *s, size_t len, uint16_t *out)
 {
@@ -29,6 +35,110 @@ parse_port(const char *s, size_t len, uint16_t *out)
   return 0;
 }
 
+static int
+cmp_range(const void *a, const void *b)
+{
+  const policy_range_t *x = a, *y = b;
+  if (x->lo != y->lo)
+    return x->lo < y->lo ? -1 : 1;
+  return (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+/* The one parser behind both modes: the port list list[0..len) into p.
+ * Returns 0, or -1 with *why (static). */
+static int
+parse_list(policy_summary_t *p, const char *list, size_t len, int strict,
+           const char **why)
+{
+  int cap = 0, n_entries = 0;
+  size_t i = 0;
+  if (strict && len == 0) {
+    *why = "empty port list";
+    return -1;
+  }
+  while (i < len || (strict && i == len)) {
+    size_t s = i;
+    while (i < len && list[i] != ',')
+      i++;
+    const char *item = list + s;
+    size_t ilen = i - s;
+    i++; /* skip ',' (or step past the end) */
+    if (!strict) {
+      /* tor skips entries that are not port numbers (forward
+       * compatibility), counting them against the limit. */
+      if (++n_entries > POLICY_SUMMARY_MAX_ENTRIES) {
+        *why = "too many port ranges";
+        return -1;
+      }
+      if (ilen == 0 || item[0] < '0' || item[0] > '9')
+        continue;
+    }
+    const char *dash = memchr(item, '-', ilen);
+    uint16_t lo, hi;
+    if (dash) {
+      size_t l1 = (size_t)(dash - item), l2 = ilen - l1 - 1;
+      if (parse_port(item, l1, &lo) < 0) {
+        *why = strict ? "malformed port range" : "bad port";
+        return -1;
+      }
+      if (parse_port(dash + 1, l2, &hi) < 0 || hi < lo) {
+        /* "80-90x" is a bad list rather than a bad range. */
+        size_t d2 = 0;
+        while (d2 < l2 && dash[1 + d2] >= '0' && dash[1 + d2] <= '9')
+          d2++;
+        *why = strict ? "malformed port range"
+               : (d2 > 0 && d2 <= 5 && d2 < l2) ? "bad port list"
+                                                : "bad port range";
+        return -1;
+      }
+    } else if (parse_port(item, ilen, &lo) < 0) {
+      size_t digits = 0;
+      while (digits < ilen && item[digits] >= '0' && item[digits] <= '9')
+        digits++;
+      *why = strict ? "malformed port"
+             : (digits < ilen && digits <= 5) ? "bad port list"
+                                              : "bad port";
+      return -1;
+    } else {
+      hi = lo;
+    }
+    if (strict && p->n_ranges > 0 && lo <= p->ranges[p->n_ranges - 1].hi) {
+      *why = "port list not in ascending order";
+      return -1;
+    }
+    if (p->n_ranges == POLICY_SUMMARY_MAX_RANGES) {
+      *why = "too many port ranges";
+      return -1;
+    }
+    if (p->n_ranges == cap) {
+      cap = cap ? cap * 2 : 8;
+      p->ranges = pc_realloc(p->ranges, (size_t)cap * sizeof(*p->ranges));
+    }
+    p->ranges[p->n_ranges].lo = lo;
+    p->ranges[p->n_ranges].hi = hi;
+    p->n_ranges++;
+  }
+  if (strict)
+    return 0;
+  if (p->n_ranges == 0) {
+    *why = "no port ranges";
+    return -1;
+  }
+  /* Lenient: sort, then merge overlapping and adjacent ranges. */
+  qsort(p->ranges, (size_t)p->n_ranges, sizeof(*p->ranges), cmp_range);
+  int m = 0;
+  for (int k = 0; k < p->n_ranges; k++) {
+    if (m && (uint32_t)p->ranges[k].lo <= (uint32_t)p->ranges[m - 1].hi + 1) {
+      if (p->ranges[k].hi > p->ranges[m - 1].hi)
+        p->ranges[m - 1].hi = p->ranges[k].hi;
+    } else {
+      p->ranges[m++] = p->ranges[k];
+    }
+  }
+  p->n_ranges = m;
+  return 0;
+}
+
 policy_summary_t *
 policy_summary_parse(const char *verb, size_t verb_len, const char *list,
                      size_t list_len, const char **err)
@@ -42,56 +152,42 @@ policy_summary_parse(const char *verb, size_t verb_len, const char *list,
     *err = "policy summary must start with accept or reject";
     return NULL;
   }
-  if (list_len == 0) {
-    *err = "empty port list";
-    return NULL;
-  }
   policy_summary_t *p = pc_zalloc(sizeof(*p));
   p->accept = accept;
-  int cap = 0;
-  size_t i = 0;
-  while (i <= list_len) {
-    size_t s = i;
-    while (i < list_len && list[i] != ',')
-      i++;
-    const char *item = list + s;
-    size_t ilen = i - s;
-    const char *dash = memchr(item, '-', ilen);
-    uint16_t lo, hi;
-    if (dash) {
-      if (parse_port(item, (size_t)(dash - item), &lo) < 0 ||
-          parse_port(dash + 1, ilen - (size_t)(dash - item) - 1, &hi) < 0 ||
-          hi < lo) {
-        *err = "malformed port range";
-        goto bad;
-      }
-    } else {
-      if (parse_port(item, ilen, &lo) < 0) {
-        *err = "malformed port";
-        goto bad;
-      }
-      hi = lo;
-    }
-    if (p->n_ranges > 0 && lo <= p->ranges[p->n_ranges - 1].hi) {
-      *err = "port list not in ascending order";
-      goto bad;
-    }
-    if (p->n_ranges == POLICY_SUMMARY_MAX_RANGES) {
-      *err = "too many port ranges";
-      goto bad;
-    }
-    if (p->n_ranges == cap) {
-      cap = cap ? cap * 2 : 8;
-      p->ranges = pc_realloc(p->ranges, (size_t)cap * sizeof(*p->ranges));
-    }
-    p->ranges[p->n_ranges].lo = lo;
-    p->ranges[p->n_ranges].hi = hi;
-    p->n_ranges++;
-    i++; /* skip ',' (or step past the end) */
+  if (parse_list(p, list, list_len, 1, err) < 0) {
+    policy_summary_free(p);
+    return NULL;
   }
   return p;
-bad:
-  policy_summary_free(p);
+}
+
+policy_summary_t *
+policy_summary_parse_line(const char *s, char **err)
+{
+  const char *why = NULL;
+  policy_summary_t *p = NULL;
+  if (err)
+    *err = NULL;
+  if (!s) {
+    why = "no summary";
+  } else if (strncmp(s, "accept ", 7) && strncmp(s, "reject ", 7)) {
+    why = "must start with \"accept \" or \"reject \"";
+  } else {
+    p = pc_zalloc(sizeof(*p));
+    p->accept = s[0] == 'a';
+    if (parse_list(p, s + 7, strlen(s + 7), 0, &why) == 0)
+      return p;
+    policy_summary_free(p);
+  }
+  if (err) {
+    char q[64];
+    size_t ql = 0;
+    for (; s && s[ql] && ql < 60; ql++)
+      q[ql] = (s[ql] >= 0x20 && s[ql] < 0x7f) ? s[ql] : '?';
+    q[ql] = 0;
+    *err = pc_asprintf("policy summary '%s%s': %s", q,
+                       s && s[ql] ? "..." : "", why);
+  }
   return NULL;
 }
 
@@ -156,6 +252,21 @@ policy_summary_allows_any(const policy_summary_t *p)
     next = (uint32_t)p->ranges[i].hi + 1;
   }
   return next <= 65535;
+}
+
+int
+policy_summary_is_reject_star(const policy_summary_t *p)
+{
+  return !policy_summary_allows_any(p);
+}
+
+char *
+policy_summary_format_new(const policy_summary_t *p)
+{
+  /* "reject " and at most 12 bytes ("65534-65535,") per range. */
+  size_t len = 16 + (p ? (size_t)p->n_ranges * 12 : 0);
+  char *buf = pc_malloc(len);
+  return policy_summary_format(p, buf, len);
 }
 
 char *

@@ -7,19 +7,30 @@
  * on_writable. When everything is sent the stream is ended with reason
  * DONE. Requests other than GET, or without a blank line within the size
  * limit, get "400 Bad request".
+ *
+ * Encoding (dir-spec 6.1, as tor's caches choose): the methods the
+ * request's Accept-Encoding names, plus deflate for a ".z" URL; of those,
+ * lzma > zstd > deflate > gzip for the consensus and certificates, which
+ * are compressed once and kept in a small cache keyed by the body's
+ * SHA-256; zstd > deflate > gzip for descriptor lists, compressed per
+ * request; identity when the client names nothing we have.
  */
 #include "feature/dircache/dircache.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "lib/compress/compress.h"
+#include "lib/crypt/digest.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DIR_REQUEST_MAX 8192
+#define PC_STR_(x) #x
+#define PC_STR(x) PC_STR_(x)
 #define DIR_PROVIDERS_MAX 32
 
 typedef struct provider_t {
@@ -32,6 +43,8 @@ typedef struct provider_t {
 static provider_t providers[DIR_PROVIDERS_MAX];
 static int n_providers;
 static dircache_stats_t stats;
+
+static void zcache_clear(void);
 
 typedef struct dirreq_t {
   relay_stream_t *stream;
@@ -82,6 +95,7 @@ dircache_shutdown(void)
   for (int i = 0; i < n_providers; i++)
     free(providers[i].path);
   n_providers = 0;
+  zcache_clear();
 }
 
 void
@@ -97,28 +111,29 @@ dirreq_free(dirreq_t *d)
   free(d);
 }
 
-static void
-set_response_enc(dirreq_t *d, const char *status, const uint8_t *body,
-                 size_t blen, const char *encoding)
+/* A whole HTTP answer: status line, headers, body. New buffer. */
+static uint8_t *
+make_response(const char *status, const uint8_t *body, size_t blen,
+              const char *encoding, size_t *len)
 {
   char hdr[200];
   int h = snprintf(hdr, sizeof(hdr),
                    "HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
                    "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
                    status, encoding, blen);
-  d->resp = pc_malloc((size_t)h + blen);
-  memcpy(d->resp, hdr, (size_t)h);
+  uint8_t *resp = pc_malloc((size_t)h + blen);
+  memcpy(resp, hdr, (size_t)h);
   if (blen)
-    memcpy(d->resp + h, body, blen);
-  d->resp_len = (size_t)h + blen;
-  d->resp_sent = 0;
+    memcpy(resp + h, body, blen);
+  *len = (size_t)h + blen;
+  return resp;
 }
 
 static void
-set_response(dirreq_t *d, const char *status, const uint8_t *body,
-             size_t blen)
+set_response(dirreq_t *d, const char *status)
 {
-  set_response_enc(d, status, body, blen, "identity");
+  d->resp = make_response(status, NULL, 0, "identity", &d->resp_len);
+  d->resp_sent = 0;
 }
 
 /* The provider for path: an exact registration, else the longest prefix. */
@@ -156,44 +171,159 @@ pump(dirreq_t *d)
   return 1;
 }
 
-static void
-answer(dirreq_t *d)
+/* The value of header name in the request (case-insensitive name), or
+ * NULL; copied into out. */
+static const char *
+request_header(const char *req, const char *name, char *out, size_t outlen)
 {
-  char method[8], path[1024], version[16];
+  size_t nlen = strlen(name);
+  const char *line = strstr(req, "\r\n");
+  while (line && line[2] && !(line[2] == '\r' && line[3] == '\n')) {
+    line += 2;
+    const char *end = strstr(line, "\r\n");
+    if (!end)
+      break;
+    if ((size_t)(end - line) > nlen && line[nlen] == ':' &&
+        !strncasecmp(line, name, nlen)) {
+      const char *v = line + nlen + 1;
+      while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+      size_t vl = (size_t)(end - v);
+      if (vl >= outlen)
+        vl = outlen - 1;
+      memcpy(out, v, vl);
+      out[vl] = 0;
+      return out;
+    }
+    line = end;
+  }
+  return NULL;
+}
+
+/* A cache of compressed answers: a consensus is asked for by every client
+ * and changes once an interval, and lzma at preset 6 costs far more than
+ * reading the file. Entries are found by the SHA-256 of the uncompressed
+ * body and the method, so a changed document simply misses; the least
+ * recently used entry is replaced. */
+#define ZCACHE_SIZE 8
+static struct zcache_entry {
+  uint8_t digest[DIGEST_SHA256_LEN];
+  compress_method_t method;
+  uint8_t *z;
+  size_t zlen;
+  uint64_t last_used;
+} zcache[ZCACHE_SIZE];
+static uint64_t zcache_clock;
+
+static void
+zcache_clear(void)
+{
+  for (int i = 0; i < ZCACHE_SIZE; i++) {
+    free(zcache[i].z);
+    memset(&zcache[i], 0, sizeof(zcache[i]));
+  }
+}
+
+/* body compressed with m, from the cache or made now (*z is the cache's:
+ * do not free). Returns 0, or -1 if compression failed. */
+static int
+compressed_body(const uint8_t *body, size_t len, compress_method_t m,
+                const uint8_t **z, size_t *zlen)
+{
+  uint8_t dg[DIGEST_SHA256_LEN];
+  crypt_sha256(dg, body, len);
+  int victim = 0;
+  for (int i = 0; i < ZCACHE_SIZE; i++) {
+    if (zcache[i].z && zcache[i].method == m &&
+        !memcmp(zcache[i].digest, dg, sizeof(dg))) {
+      zcache[i].last_used = ++zcache_clock;
+      stats.n_compress_cached++;
+      *z = zcache[i].z;
+      *zlen = zcache[i].zlen;
+      return 0;
+    }
+    if (zcache[i].last_used < zcache[victim].last_used)
+      victim = i;
+  }
+  uint8_t *out = NULL;
+  size_t outlen = 0;
+  if (compress_buf(m, body, len, &out, &outlen) < 0)
+    return -1;
+  struct zcache_entry *e = &zcache[victim];
+  free(e->z);
+  memcpy(e->digest, dg, sizeof(dg));
+  e->method = m;
+  e->z = out;
+  e->zlen = outlen;
+  e->last_used = ++zcache_clock;
+  *z = out;
+  *zlen = outlen;
+  return 0;
+}
+
+uint8_t *
+dircache_answer(const char *req, size_t *len)
+{
+  /* A path may fill the whole request: 92 microdescriptor digests are
+   * over 4 kB. */
+  char method[8], path[DIR_REQUEST_MAX + 1], version[16];
   stats.n_requests++;
-  if (sscanf(d->req, "%7s %1023s %15s", method, path, version) != 3 ||
+  if (sscanf(req, "%7s %" PC_STR(DIR_REQUEST_MAX) "s %15s", method, path,
+             version) != 3 ||
       strcmp(method, "GET") || strncmp(version, "HTTP/1.", 7)) {
     stats.n_bad_request++;
-    log_info("Bad directory request on stream %u",
-             relay_stream_id(d->stream));
-    set_response(d, "400 Bad request", NULL, 0);
-    return;
+    log_info("Bad directory request");
+    return make_response("400 Bad request", NULL, 0, "identity", len);
   }
   size_t plen = strlen(path);
   int want_z = plen > 2 && !strcmp(path + plen - 2, ".z");
   if (want_z)
     path[plen - 2] = '\0';
+  /* dir-spec 6.1: Accept-Encoding names what the client decodes; ".z"
+   * adds deflate; without either, identity. */
+  char ae[256];
+  unsigned mask = compress_parse_accept_encoding(
+      request_header(req, "Accept-Encoding", ae, sizeof(ae)));
+  if (want_z)
+    mask |= 1u << COMPRESS_ZLIB;
   const provider_t *p = find_provider(path);
-  size_t len = 0;
-  uint8_t *body = p ? p->fn(path, &len, p->arg) : NULL;
-  if (body) {
-    stats.n_ok++;
-    log_debug("Serving %s%s (%zu bytes) on stream %u", path,
-              want_z ? ".z" : "", len, relay_stream_id(d->stream));
-    uint8_t *z = NULL;
-    size_t zlen = 0;
-    if (want_z && compress_buf(COMPRESS_ZLIB, body, len, &z, &zlen) == 0) {
-      set_response_enc(d, "200 OK", z, zlen, "deflate");
-      free(z);
-    } else {
-      set_response(d, "200 OK", body, len);
-    }
-    free(body);
-    return;
+  size_t blen = 0;
+  uint8_t *body = p ? p->fn(path, &blen, p->arg) : NULL;
+  if (!body) {
+    stats.n_not_found++;
+    log_info("Directory request for %s: not found", path);
+    return make_response("404 Not found", NULL, 0, "identity", len);
   }
-  stats.n_not_found++;
-  log_info("Directory request for %s: not found", path);
-  set_response(d, "404 Not found", NULL, 0);
+  stats.n_ok++;
+  /* Documents many clients fetch whole (consensus, certificates) are
+   * compressed once and cached, so they get the smallest encoding;
+   * descriptor lists differ per request and get the cheap one. */
+  int precompressed = !strncmp(path, "/tor/status-vote/", 17) ||
+                      !strncmp(path, "/tor/keys/", 10);
+  compress_method_t m = compress_choose(mask, precompressed);
+  const uint8_t *z = NULL;
+  size_t zlen = 0;
+  if (m != COMPRESS_NONE && compressed_body(body, blen, m, &z, &zlen) < 0)
+    m = COMPRESS_NONE;
+  if (m == COMPRESS_NONE) {
+    z = body;
+    zlen = blen;
+  }
+  stats.n_by_method[m]++;
+  log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
+           blen, compress_method_name(m), zlen);
+  uint8_t *resp = make_response("200 OK", z, zlen, compress_method_name(m),
+                                len);
+  free(body);
+  return resp;
+}
+
+static void
+answer(dirreq_t *d)
+{
+  log_debug("Directory request on stream %u", relay_stream_id(d->stream));
+  d->resp = dircache_answer(d->req, &d->resp_len);
+  d->resp_sent = 0;
 }
 
 static void
@@ -206,7 +336,7 @@ on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
   if (d->req_len + len > DIR_REQUEST_MAX) {
     stats.n_requests++;
     stats.n_bad_request++;
-    set_response(d, "400 Request too long", NULL, 0);
+    set_response(d, "400 Request too long");
     pump(d);
     return;
   }

@@ -12,8 +12,10 @@
  * exit_policy_parse() builds our own policy from the ExitPolicy lines the
  * way tor does (see policy.c for the order of what it adds); the
  * descriptor lines, the summaries and stream decisions all come from the
- * result. Path selection uses exit_policy_summary_t, a port set parsed
- * from a summary string.
+ * result. Summaries are written here (exit_policy_summarize) and read as
+ * port sets by feature/dir's policy_summary, pctor's one implementation
+ * of those (path selection, the client, consensus and microdescriptor
+ * parsing use it).
  */
 #ifndef PCTOR_FEATURE_EXIT_POLICY_H
 #define PCTOR_FEATURE_EXIT_POLICY_H
@@ -142,30 +144,4 @@ char *exit_policy_format_descriptor(const exit_policy_t *p);
  * "reject 25,119,135-139" or "accept 80,443". Newly allocated. */
 char *exit_policy_summarize(const exit_policy_t *p, int family);
 
-/* ---- summaries as port sets (path selection) ---- */
-typedef struct exit_policy_summary_t exit_policy_summary_t;
-
-/* Parse "accept 80,443" / "reject 1-65535" (the arguments of a p, p6 or
- * ipv6-policy line). As tor does: entries that do not start with a digit
- * are skipped, at most EXIT_POLICY_SUMMARY_MAX_LEN entries, at least one;
- * order and overlaps are accepted (the set is normalised). NULL and a
- * newly allocated *err on malformed input. */
-exit_policy_summary_t *exit_policy_summary_parse(const char *s, char **err);
-/* The summary of p for family, as a port set. */
-exit_policy_summary_t *exit_policy_summary_from_policy(const exit_policy_t *p,
-                                                       int family);
-void exit_policy_summary_free_(exit_policy_summary_t *s);
-#define exit_policy_summary_free(s)                                           \
-  do {                                                                        \
-    exit_policy_summary_free_(s);                                             \
-    (s) = NULL;                                                               \
-  } while (0)
-/* 1 if the summary says most addresses are accepted on port (never for
- * port 0 or a NULL summary). Binary search, no allocation. */
-int exit_policy_summary_allows_port(const exit_policy_summary_t *s,
-                                    uint16_t port);
-/* 1 if no port is allowed. */
-int exit_policy_summary_is_reject_star(const exit_policy_summary_t *s);
-/* Canonical text: sorted, merged ranges. Newly allocated. */
-char *exit_policy_summary_format(const exit_policy_summary_t *s);
 #endif

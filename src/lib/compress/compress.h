@@ -1,14 +1,17 @@
-/* compress.h -- zlib-based compression for directory documents.
+/* compress.h -- compression for directory documents: zlib, zstd, lzma.
  *
- * Tor's directory protocol moves documents either raw ("identity"), in
- * zlib format (RFC 1950, which tor calls "deflate": the ".z" URLs and
- * "Content-Encoding: deflate"), or gzip (RFC 1952). This module is the only
- * place that includes <zlib.h>.
+ * Tor's directory protocol (dir-spec 6.1) moves documents raw
+ * ("identity"), in zlib format (RFC 1950, which tor calls "deflate": the
+ * ".z" URLs and "Content-Encoding: deflate"), gzip (RFC 1952), zstd frames
+ * ("x-zstd") or the legacy .lzma format of liblzma's "alone" coder
+ * ("x-tor-lzma", preset at most 6). This module is the only place that
+ * includes <zlib.h>, <zstd.h> and <lzma.h>.
  *
  * Decompression is always bounded: the caller gives an absolute cap on the
  * output, and a "bomb" check fails any stream whose output exceeds
  * COMPRESS_BOMB_MIN_OUT bytes and more than COMPRESS_BOMB_RATIO times its
- * input (real directory documents compress 3-10x; a bomb is 1000x).
+ * input, whatever the method (real directory documents compress 2-10x;
+ * a bomb is 1000x).
  * Failures are negative COMPRESS_ERR_* codes; compress_strerror() names
  * them for log lines.
  */
@@ -21,7 +24,16 @@ typedef enum {
   COMPRESS_NONE = 0, /* identity */
   COMPRESS_ZLIB = 1, /* RFC 1950; "deflate" in tor's HTTP */
   COMPRESS_GZIP = 2, /* RFC 1952 */
+  COMPRESS_ZSTD = 3, /* zstd frame; "x-zstd" */
+  COMPRESS_LZMA = 4, /* .lzma ("LZMA alone"); "x-tor-lzma" */
 } compress_method_t;
+#define COMPRESS_N_METHODS 5
+
+/* Decoder memory bounds: an lzma stream may not need more than this
+ * (its dictionary size is in its header), a zstd frame's window may not
+ * exceed 2^COMPRESS_ZSTD_WINDOW_LOG_MAX bytes. Beyond: CORRUPT. */
+#define COMPRESS_LZMA_MEMLIMIT (16 * 1024 * 1024)
+#define COMPRESS_ZSTD_WINDOW_LOG_MAX 25
 
 /* Bomb detection: output/input ratio allowed once output is this large. */
 #define COMPRESS_BOMB_RATIO 25
@@ -39,14 +51,29 @@ typedef enum {
 
 const char *compress_strerror(int code);
 
-/* "identity", "deflate", "gzip"; NULL for an unknown method. */
+/* "identity", "deflate", "gzip", "x-zstd", "x-tor-lzma" (the HTTP
+ * Content-Encoding names); NULL for an unknown method. */
 const char *compress_method_name(compress_method_t m);
-/* Inverse of compress_method_name (also "x-deflate", "x-gzip");
- * returns -1 for unknown names (e.g. "x-zstd", "x-tor-lzma"). */
+/* Inverse of compress_method_name (also "x-deflate", "x-gzip"); the name
+ * is compared case-insensitively; returns -1 for unknown names. */
 int compress_method_from_name(const char *name);
-/* Guess the method from the first bytes: gzip magic, a valid zlib header,
- * or COMPRESS_NONE. */
+/* Guess the method from the first bytes: gzip magic, zstd frame magic, a
+ * valid zlib header, or COMPRESS_NONE (.lzma has no magic number). */
 compress_method_t compress_detect(const uint8_t *in, size_t len);
+
+/* HTTP content negotiation (dir-spec 6.1).
+ * The value for an Accept-Encoding header listing every method we
+ * decode, e.g. "deflate, identity, gzip, x-zstd, x-tor-lzma". */
+const char *compress_accept_encoding(void);
+/* The methods an Accept-Encoding value names, as a bit mask (bit m for
+ * method m); identity is always included, unknown names are skipped,
+ * q-values are ignored. NULL gives identity only. */
+unsigned compress_parse_accept_encoding(const char *value);
+/* The method to answer with, among those in mask: for a document
+ * compressed once and served many times (precompressed = 1) the smallest
+ * output first (lzma, zstd, deflate, gzip, identity); for one compressed
+ * per request the cheapest good one (zstd, deflate, gzip, identity). */
+compress_method_t compress_choose(unsigned mask, int precompressed);
 
 /* Compress inlen bytes into a newly allocated buffer (*out, free() it;
  * *outlen). method COMPRESS_NONE copies. Returns 0 or a negative code. */
@@ -61,7 +88,17 @@ int compress_uncompress(compress_method_t method, const uint8_t *in,
                         size_t inlen, size_t max_out, uint8_t **out,
                         size_t *outlen);
 
-/* Streaming, for documents that arrive or leave in pieces. */
+/* The same for one or more complete streams of one method back to back
+ * (dir-spec 6.1: "concatenated compressed documents" must be accepted
+ * like one compressed document). The cap and the bomb ratio apply to the
+ * whole; input that is not a complete stream of the method after the
+ * first one fails as it would alone (CORRUPT or TRUNCATED). */
+int compress_uncompress_concat(compress_method_t method, const uint8_t *in,
+                               size_t inlen, size_t max_out, uint8_t **out,
+                               size_t *outlen);
+
+/* Streaming, for documents that arrive or leave in pieces. Coders are
+ * set up on the first call to compress_stream_process(). */
 typedef struct compress_stream_t compress_stream_t;
 /* compress: 1 to compress, 0 to decompress. max_out bounds the total
  * output of a decompressing stream (ignored when compressing). */
@@ -73,6 +110,11 @@ void compress_stream_free_(compress_stream_t *st);
     compress_stream_free_(st);                                                \
     (st) = NULL;                                                              \
   } while (0)
+/* Compressing: the total input expected, when known (0: unknown). Lets
+ * zstd and lzma size their windows to the document instead of their
+ * defaults (an lzma encoder with an 8 MiB dictionary takes ~90 MB);
+ * only has an effect before the first compress_stream_process(). */
+void compress_stream_set_size_hint(compress_stream_t *st, size_t total_in);
 /* Consume input from *in / *inlen and write output to *out / *outlen,
  * advancing both pointers and decreasing both lengths. finish=1 says no
  * more input will come (compressing: flush and end the stream;
