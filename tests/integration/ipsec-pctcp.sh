@@ -31,7 +31,12 @@
 #    another relay's certificate chain) are refused and nothing is loaded
 #    for them; the same tool's genuine announcement is accepted;
 #  - charon is killed during a download, first A's then B's (so both the
-#    initiator's and the responder's): the relay logs it and stays up,
+#    initiator's and the responder's). While it is down, with the nftables
+#    filters removed from both namespaces, no plaintext TCP between the
+#    relays leaves (a capture on the A-B veth; pctor-updown's fail-closed
+#    route makes the relay's TCP to its peer's ORPort unreachable instead
+#    of routing it in the clear once ipsec0 is gone). The relay logs it and
+#    stays up,
 #    keeps forwarding (a circuit from it to p3 works meanwhile), and once
 #    charon is restarted it reloads its key and connection and the SA is
 #    re-established by itself; the download started before the kill
@@ -243,6 +248,7 @@ TestingTorNetwork 1
 $DIRAUTH
 PublishServerDescriptor 0
 ExitRelay 1
+RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept $S:$WEB
 ExitPolicy reject *:*
@@ -400,22 +406,51 @@ it_log "forged announcements refused (another relay's key, another identity's ch
 # stays up and keeps forwarding (a circuit RELAY -> p3), restart charon,
 # and wait until the SA is back and the download has completed.
 gone() { ! running "$1"; }
+# The peer's ORPort is unreachable from NS (the fail-closed route), both
+# for connections to it and for our ORPort's answers to it.
+blocked() { # NS PEER
+    in_ns "$1" ip route get "$2" ipproto tcp dport "$ORPORT" > /dev/null 2>&1 && return 1
+    in_ns "$1" ip route get "$2" ipproto tcp sport "$ORPORT" dport 40000 > /dev/null 2>&1 && return 1
+    return 0
+}
 charon_restart() {
-    local r=$1 ns=$2 cdir=$3 addr=$4 role=$5 lpid cpid ups
+    local r=$1 ns=$2 cdir=$3 addr=$4 role=$5 lpid cpid ups peer veth tp n
+    if [ "$r" = pa ]; then peer=$B veth=$VAB; else peer=$A veth=$VBA; fi
     download "long-$r" big "$HOPA" "$HOPB" "$MIDHOP" "$HOP3" &
     lpid=$!
     sleep 2
     running "$lpid" || fail "the long download ended too early: $(tail -3 "$D/long-$r.err")"
+    # No input filter anywhere while charon is down: what keeps the
+    # relays' TCP off the wire must be the relay's own routing.
+    for n in "$NA" "$NB"; do in_ns "$n" nft delete table inet pctor_ipsec || fail "nft delete"; done
+    # (ip netns exec execs tcpdump in place, so $! is tcpdump itself)
+    ip netns exec "$ns" tcpdump -i "$veth" -n -U -w "$D/cap-down-$r.pcap" > "$D/tcpdump-down-$r.out" 2>&1 &
+    tp=$!
+    it_register_pid "$tp"
+    it_wait_until 5 grep -q "listening on" "$D/tcpdump-down-$r.out" || fail "tcpdump (down) did not start"
     read -r cpid _ < "$cdir/charon.pid"
     kill -KILL "$cpid"
     it_wait_until 10 grep -q "IPsec: lost charon" "$D/$r/info.log" ||
         fail "$r did not notice its charon's death"
     kill -0 "$(cat "$D/$r/pid")" || fail "$r died with its charon"
+    it_wait_until 5 gone "$cpid" || fail "charon did not die"
+    it_wait_until 5 sh -c "! ip -n '$ns' link show ipsec0 > /dev/null 2>&1" ||
+        fail "ipsec0 outlived $r's charon"
+    blocked "$ns" "$peer" ||
+        fail "with its charon dead, $r routes TCP to its peer's ORPort: $(in_ns "$ns" ip route get "$peer" ipproto tcp dport "$ORPORT" 2>&1)"
     download "direct-$r" file "pctor:$D/$r/data@$addr:$ORPORT" "$HOP3" ||
         fail "$r -> p3 without charon: $(tail -3 "$D/direct-$r.err")"
     check_sum "direct-$r" "$want"
     it_log "charon of $r ($role) killed: $r noticed, still forwards ($r -> p3 download intact)"
-    it_wait_until 5 gone "$cpid" || fail "charon did not die"
+    sleep 1 # (TCP retransmissions of the stalled download come meanwhile)
+    kill -INT "$tp"
+    wait "$tp" 2> /dev/null
+    n=$(tcpdump -r "$D/cap-down-$r.pcap" -n "tcp and host $A and host $B" 2> /dev/null | wc -l)
+    [ "$n" = 0 ] || fail "plaintext TCP between the relays while $r's charon was down: $(tcpdump -r "$D/cap-down-$r.pcap" -n "tcp and host $A and host $B" 2> /dev/null | head -3)"
+    it_log "with $r's charon down and no nftables filter, no TCP between the relays left in the clear (fail-closed route)"
+    for n in "$NA" "$NB"; do
+        in_ns "$n" nft -D "ORPORT=$ORPORT" -f "$NFT_FILE" || fail "cannot reload $NFT_FILE"
+    done
     ups=$(grep -c "IPsec SA with relay .* is up" "$D/$r/info.log")
     start_charon "$cdir" "$ns"
     it_wait_until 30 sh -c "[ \$(grep -c 'IPsec SA with relay .* is up' '$D/$r/info.log') -gt $ups ]" ||

@@ -9,7 +9,11 @@
 # Ed25519 identities ("@#<64 hex>") and whose peer key is given as a public
 # key; the CHILD_SA covers TCP from A to B's ORPort only. Checked:
 #  - a responder expecting another key for A, and an initiator expecting
-#    another key for B, both refuse the SA;
+#    another key for B, both refuse the SA. The initiator never installs a
+#    CHILD_SA. The responder may: in IKEv2 it verifies the initiator, installs
+#    and answers before the initiator checks the responder's signature and
+#    deletes the IKE_SA; that CHILD_SA must carry nothing, be gone within
+#    a deadline, and leave no pctor-updown routing or nftables entry;
 #  - with the right keys the CHILD_SA comes up (initiate, wait-sa, a
 #    child-updown event seen by pctor-vici monitor, list-sas shows the Tor
 #    identities as IKE identities);
@@ -19,7 +23,8 @@
 #    ipsec0);
 #  - a plaintext connection to the ORPort that bypasses the tunnel is
 #    dropped by ipsec-conf/nftables-pctor-ipsec.nft;
-#  - terminate removes pctor-updown's routing;
+#  - pctor-updown's fail-closed route is in table 221 while the SA is up;
+#    terminate removes pctor-updown's routing (rules and table 221);
 #  - killing B's charon makes pctor-vici monitor report the socket loss
 #    (exit 3), and a monitor with --reconnect comes back after a restart;
 #  - the VICI socket given to a group with --vici-group can be used by an
@@ -126,6 +131,29 @@ conn_b() {
 no_child_sa() {
     ! "$VICI" -s "$1" list-sas | grep -q 'state = INSTALLED'
 }
+# After a refused key: the initiator (A) has no CHILD_SA at all. The
+# responder (B) may briefly have one (see the top of the file): if so, it
+# has carried no traffic, and it must be torn down within 15 s, together
+# with the routing and nftables entry its updown made. LABEL names the case.
+refused_cleanly() {
+    no_child_sa "$SA" || it_fail "$1: the initiator installed a CHILD_SA"
+    if ! no_child_sa "$SB"; then
+        "$VICI" -s "$SB" list-sas > "$D/refused-sas.out"
+        if grep -q 'bytes-in = [1-9]' "$D/refused-sas.out"; then
+            it_fail "$1: the responder's CHILD_SA carried traffic: $(grep bytes- "$D/refused-sas.out")"
+        fi
+        it_log "$1: the responder installed a CHILD_SA before the initiator refused; waiting for its removal"
+        it_wait_until 15 no_child_sa "$SB" ||
+            it_fail "$1: the responder's CHILD_SA outlived the refusal by 15 s"
+    fi
+    it_wait_until 10 sh -c "! ip -n $NB rule | grep -q 'lookup 221'" ||
+        it_fail "$1: routing rule left on b"
+    it_wait_until 10 sh -c "[ -z \"\$(ip -n $NB route show table 221 2> /dev/null)\" ]" ||
+        it_fail "$1: routes left in table 221 on b: $(ip -n "$NB" route show table 221)"
+    it_wait_until 10 sh -c "! ip netns exec $NB nft list set inet pctor_ipsec ipsec_peers4 | grep -q elements" ||
+        it_fail "$1: A left in b's nftables set"
+    ! ip -n "$NA" rule | grep -q 'lookup 221' || it_fail "$1: routing rule on a"
+}
 
 # ---- wrong keys are refused, on either side ----
 conn_a "$D/b/ike.pub"
@@ -135,13 +163,15 @@ rc=$?
 [ $rc = 1 ] || it_fail "initiate with a key B does not expect: exit $rc, $(tail -3 "$D/init-wrong1.out")"
 grep -q "AUTHENTICATION_FAILED" "$D/init-wrong1.out" || it_fail "no AUTH_FAILED: $(cat "$D/init-wrong1.out")"
 grep -q "signature validation failed" "$D/b/charon.log" || it_fail "B did not reject A's signature"
-no_child_sa "$SA" && no_child_sa "$SB" || it_fail "a CHILD_SA exists after a refused key"
+refused_cleanly "B refusing A's key"
 conn_a "$D/wrong.pub"     # A expects another key for B
 conn_b "$D/a/ike.pub"
 "$VICI" -s "$SA" initiate peer-b --timeout 5000 > "$D/init-wrong2.out" 2>&1
 rc=$?
 [ $rc = 1 ] || it_fail "initiate expecting another key for B: exit $rc"
-no_child_sa "$SA" && no_child_sa "$SB" || it_fail "a CHILD_SA exists after a refused key (2)"
+it_wait_until 5 grep -q "signature validation failed" "$D/a/charon.log" ||
+    it_fail "A did not reject B's signature"
+refused_cleanly "A refusing B's key"
 it_log "wrong public keys refused on both sides"
 
 # ---- the right keys ----
@@ -172,6 +202,8 @@ grep -q "state = INSTALLED" "$D/sas.out" || it_fail "list-sas: no INSTALLED chil
 grep -q "encr-alg = AES_GCM_16" "$D/sas.out" || it_fail "list-sas: not AES-GCM"
 ip -n "$NA" rule | grep -q "to $B ipproto tcp dport $ORPORT lookup 221" || it_fail "pctor-updown did not route on a"
 ip -n "$NB" rule | grep -q "to $A ipproto tcp sport $ORPORT lookup 221" || it_fail "pctor-updown did not route on b"
+ip -n "$NA" route show table 221 | grep -q "^unreachable $B " ||
+    it_fail "no fail-closed route in table 221 on a: $(ip -n "$NA" route show table 221)"
 ip netns exec "$NB" nft list set inet pctor_ipsec ipsec_peers4 | grep -q "$A" ||
     it_fail "pctor-updown did not add A to the nftables set"
 
@@ -256,6 +288,8 @@ it_log "plaintext bypass dropped; tunnel still carries data"
 grep -q "terminated 1" "$D/term.out" || it_fail "terminate did not terminate: $(cat "$D/term.out")"
 it_wait_until 5 sh -c "! ip -n $NA rule | grep -q 'lookup 221'" || it_fail "routing rule left on a"
 it_wait_until 5 sh -c "! ip -n $NB rule | grep -q 'lookup 221'" || it_fail "routing rule left on b"
+it_wait_until 5 sh -c "[ -z \"\$(ip -n $NA route show table 221 2> /dev/null)\" ]" ||
+    it_fail "routes left in table 221 on a: $(ip -n "$NA" route show table 221)"
 it_wait_until 5 sh -c "! ip netns exec $NB nft list set inet pctor_ipsec ipsec_peers4 | grep -q elements" ||
     it_fail "A still in the nftables set after terminate"
 

@@ -1765,6 +1765,105 @@ START_TEST(test_client_reconnect)
 }
 END_TEST
 
+/* ---- the IKE private key does not stay in the client's memory ---- */
+
+/* An Ed25519 PKCS#8 PEM as the broker sends in load-key (a made-up key:
+ * only its bytes matter here). */
+static const char wipe_pem[] =
+  "-----BEGIN PRIVATE KEY-----\n"
+  "MC4CAQAwBQYDK2VwBCIEIHq8m1rQp3cX0ZPa1Xo7s9kE4b2JdQ6fWcY5tN8vL3uA\n"
+  "-----END PRIVATE KEY-----\n";
+static const char wipe_b64[] =
+  "MC4CAQAwBQYDK2VwBCIEIHq8m1rQp3cX0ZPa1Xo7s9kE4b2JdQ6fWcY5tN8vL3uA";
+
+static void
+h_silent(fsrv_t *s, const vici_packet_t *p)
+{
+  (void)s;
+  (void)p; /* the test answers once it has looked at the client */
+}
+
+static int
+request_seen(void)
+{
+  return S->n_log >= 1;
+}
+
+static int
+key_held(vici_client_t *c)
+{
+  return vici_client_holds_for_testing(c, wipe_b64, strlen(wipe_b64));
+}
+
+/* _i = 0: a load-key message sent in one write; 1: a message of about
+ * 390 KB (the key repeated in six more values), sent in several partial
+ * writes while the server reads; 2: the same, but the server stops
+ * reading and the connection is lost with most of it unsent. */
+START_TEST(test_client_wipes_sent_key)
+{
+  vici_client_t *c = setup_pair(h_silent);
+  vici_builder_t *b = vici_builder_new();
+  vici_builder_add_str(b, "type", "ed25519");
+  vici_builder_add_str(b, "data", wipe_pem);
+  if (_i > 0) {
+    size_t n = 65000, pl = strlen(wipe_pem);
+    char *big = pc_malloc(n);
+    for (size_t off = 0; off < n; off += pl)
+      memcpy(big + off, wipe_pem, n - off < pl ? n - off : pl);
+    for (int k = 0; k < 6; k++) {
+      char name[8];
+      snprintf(name, sizeof(name), "pad%d", k);
+      vici_builder_add(b, name, big, n);
+    }
+    free(big);
+  }
+  if (_i == 2)
+    evloop_io_set(S->io, 0); /* the server reads nothing */
+  R.key = "success";
+  ck_assert_int_eq(vici_client_command(c, "load-key", b, NULL, NULL, on_done,
+                                       &tags[1], 5000), 0);
+  /* Queued, not sent: the key is there (so the check can see it). */
+  ck_assert_int_eq(key_held(c), 1);
+  if (_i == 2) {
+    run_until(NULL, 200);
+    /* A unix socket buffer holds far less than 390 KB. */
+    ck_assert_int_eq(key_held(c), 1);
+    ck_assert_int_eq(R.n_done, 0);
+    fsrv_close(S);
+    ck_assert_int_eq(run_until(one_done, 3000), 1);
+    ck_assert_int_eq(R.res[0], VICI_RESULT_CONN_LOST);
+    ck_assert_int_eq(key_held(c), 0);
+    teardown_pair(c);
+    return;
+  }
+  ck_assert_int_eq(run_until(request_seen, 3000), 1);
+  ck_assert_str_eq(S->log[0], "CMD_REQUEST load-key");
+  ck_assert_ptr_nonnull(S->last_msg);
+  ck_assert_str_eq(vici_msg_get_str(S->last_msg, "data"), wipe_pem);
+  /* Sent, still waiting for the answer: no copy left in the client. */
+  ck_assert_int_eq(R.n_done, 0);
+  ck_assert_uint_eq(vici_client_n_pending(c), 1);
+  ck_assert_int_eq(key_held(c), 0);
+  vici_builder_t *r = vici_builder_new();
+  vici_builder_add_str(r, "success", "yes");
+  vici_builder_add_str(r, "id", "06417c35");
+  fsrv_send(S, VICI_CMD_RESPONSE, NULL, r);
+  ck_assert_int_eq(run_until(one_done, 3000), 1);
+  ck_assert_int_eq(R.res[0], VICI_RESULT_OK);
+  ck_assert_str_eq(R.resp[0], "yes");
+  ck_assert_int_eq(key_held(c), 0);
+  /* The client keeps working after the wipes. */
+  S->handler = h_version;
+  R.key = "version";
+  ck_assert_int_eq(vici_client_command(c, "version", NULL, NULL, NULL,
+                                       on_done, &tags[2], 2000), 0);
+  ck_assert_int_eq(run_until(two_done, 3000), 1);
+  ck_assert_int_eq(R.res[1], VICI_RESULT_OK);
+  ck_assert_str_eq(R.resp[1], "5.9.8");
+  teardown_pair(c);
+}
+END_TEST
+
 Suite *
 suite_vici(void)
 {
@@ -1794,6 +1893,7 @@ suite_vici(void)
   tcase_add_test(tcc, test_client_timeouts);
   tcase_add_test(tcc, test_client_free_in_callback);
   tcase_add_test(tcc, test_client_reconnect);
+  tcase_add_loop_test(tcc, test_client_wipes_sent_key, 0, 3);
   tcase_set_timeout(tcc, 30);
   suite_add_tcase(s, tcc);
   return s;

@@ -24,8 +24,16 @@
  *   inside vici_client_* calls.
  * - Input is one contiguous buffer that grows up to one whole segment
  *   (<= 512 KiB + 4); complete segments are handled in place and the rest
- *   is moved to the front. Output goes through a buf_t and is written when
- *   the socket is writable.
+ *   is moved to the front.
+ * - Output is one contiguous buffer too, written when the socket is
+ *   writable. load-key messages carry our IKE private key (PEM), so
+ *   nothing we send may linger: a command's message is wiped and freed as
+ *   soon as it is copied into the output buffer (it is never resent: a
+ *   lost connection fails the command), bytes are wiped as soon as the
+ *   socket took them, and the buffer is grown by copy-and-wipe, never
+ *   realloc (which could leave a copy in freed memory). Not a buf_t: its
+ *   released chunks go to a free list unwiped. VICI traffic is a few
+ *   commands per peer, so the extra copies cost nothing that matters.
  */
 #include "feature/ipsec/vici_client.h"
 
@@ -95,7 +103,8 @@ struct vici_client_t {
   uint64_t gen;
   uint8_t *in;
   size_t in_len, in_cap;
-  buf_t *out;
+  uint8_t *out;               /* unsent bytes are out[out_off, out_len) */
+  size_t out_off, out_len, out_cap;
   vici_op_t *head, *tail;
   vici_op_t *active;
   size_t n_ops, n_counted, queue_limit;
@@ -301,9 +310,57 @@ update_interest(vici_client_t *c)
   if (!c->io)
     return;
   int what = c->state == CS_CONNECTING ? EVLOOP_WRITE : EVLOOP_READ;
-  if (c->state == CS_CONNECTED && buf_datalen(c->out))
+  if (c->state == CS_CONNECTED && c->out_len > c->out_off)
     what |= EVLOOP_WRITE;
   evloop_io_set(c->io, what);
+}
+
+/* Room for need more bytes at the end of the output buffer. */
+static void
+out_reserve(vici_client_t *c, size_t need)
+{
+  if (c->out_cap - c->out_len >= need)
+    return;
+  if (c->out_off) { /* move the unsent bytes to the front */
+    size_t unsent = c->out_len - c->out_off;
+    memmove(c->out, c->out + c->out_off, unsent);
+    pc_memwipe(c->out + unsent, c->out_len - unsent);
+    c->out_len = unsent;
+    c->out_off = 0;
+    if (c->out_cap - c->out_len >= need)
+      return;
+  }
+  size_t ncap = c->out_cap ? c->out_cap * 2 : 4096;
+  while (ncap - c->out_len < need)
+    ncap *= 2;
+  uint8_t *n = pc_malloc(ncap);
+  if (c->out_len)
+    memcpy(n, c->out, c->out_len);
+  if (c->out) {
+    pc_memwipe(c->out, c->out_cap);
+    free(c->out);
+  }
+  c->out = n;
+  c->out_cap = ncap;
+}
+
+static void
+out_add(vici_client_t *c, const void *data, size_t len)
+{
+  if (!len)
+    return;
+  out_reserve(c, len);
+  memcpy(c->out + c->out_len, data, len);
+  c->out_len += len;
+}
+
+/* Drop everything not yet sent (the connection is gone). */
+static void
+out_clear(vici_client_t *c)
+{
+  if (c->out)
+    pc_memwipe(c->out, c->out_len);
+  c->out_off = c->out_len = 0;
 }
 
 static void
@@ -311,23 +368,28 @@ send_packet(vici_client_t *c, vici_packet_type_t type, const char *name,
             const uint8_t *msg, size_t len)
 {
   const char *err = NULL;
-  if (vici_packet_encode(c->out, type, name, msg, len, &err) < 0) {
+  uint8_t hdr[VICI_HEADER_MAX];
+  size_t h = vici_packet_header(hdr, type, name, len, &err);
+  if (!h) {
     /* Every op was validated when it was queued. */
     log_warn("cannot encode a VICI %s packet: %s",
              vici_packet_type_name(type), err);
     return;
   }
+  out_reserve(c, h + len);
+  out_add(c, hdr, h);
+  out_add(c, msg, len);
   update_interest(c);
 }
 
-/* Write what we can; 0, or -1 with errno set on a socket error. */
+/* Write what we can; 0, or -1 with errno set on a socket error. Sent
+ * bytes are wiped at once. */
 static int
 flush_out(vici_client_t *c)
 {
-  size_t len;
-  const uint8_t *p;
-  while ((p = buf_head(c->out, &len)) != NULL && len) {
-    ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (c->out_len > c->out_off) {
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -335,8 +397,11 @@ flush_out(vici_client_t *c)
         break;
       return -1;
     }
-    buf_drain(c->out, (size_t)n);
+    pc_memwipe(c->out + c->out_off, (size_t)n);
+    c->out_off += (size_t)n;
   }
+  if (c->out_off == c->out_len)
+    c->out_off = c->out_len = 0;
   update_interest(c);
   return 0;
 }
@@ -348,6 +413,14 @@ send_command(vici_client_t *c, vici_op_t *op)
 {
   op->phase = PH_CMD;
   send_packet(c, VICI_CMD_REQUEST, op->name, op->msg, op->msg_len);
+  /* Sent once only (a lost connection fails the command): the only copy
+   * left is in the output buffer, wiped as the socket takes it. */
+  if (op->msg) {
+    pc_memwipe(op->msg, op->msg_len);
+    free(op->msg);
+    op->msg = NULL;
+  }
+  op->msg_len = 0;
 }
 
 /* Start op (the head of the queue). Returns 1 if it is now on the wire, 0
@@ -464,7 +537,7 @@ conn_down(vici_client_t *c, const char *why)
   }
   c->gen++;
   c->in_len = 0;
-  buf_clear(c->out);
+  out_clear(c);
   c->active = NULL;
   /* charon forgot every registration with the connection. */
   for (reg_t *r = c->regs, *nx; r; r = nx) {
@@ -876,7 +949,6 @@ vici_client_new(evloop_t *loop, const char *path)
   c->loop = loop;
   c->path = path ? pc_strdup(path) : NULL;
   c->fd = -1;
-  c->out = buf_new();
   c->queue_limit = VICI_DEFAULT_QUEUE_LIMIT;
   c->default_timeout_ms = VICI_DEFAULT_TIMEOUT_MS;
   c->kick = evloop_deferred_new(loop, kick_cb, c);
@@ -908,7 +980,10 @@ client_destroy(vici_client_t *c)
   }
   evloop_deferred_free(c->kick);
   evloop_timer_free(c->retry_timer);
-  buf_free(c->out);
+  if (c->out) {
+    pc_memwipe(c->out, c->out_cap);
+    free(c->out);
+  }
   free(c->in);
   free(c->path);
   free(c);
@@ -1101,5 +1176,25 @@ vici_client_unregister_event(vici_client_t *c, const char *event)
   vici_op_t *op = op_new(c, OP_UNREGISTER, event, 0);
   op_link_tail(c, op);
   evloop_deferred_schedule(c->kick);
+  return 0;
+}
+
+/* Whether hay[0..hlen) contains needle[0..nlen). */
+static int
+holds(const uint8_t *hay, size_t hlen, const void *needle, size_t nlen)
+{
+  return hay && nlen && hlen >= nlen && memmem(hay, hlen, needle, nlen);
+}
+
+int
+vici_client_holds_for_testing(const vici_client_t *c, const void *needle,
+                              size_t len)
+{
+  if (holds(c->out, c->out_cap, needle, len) ||
+      holds(c->in, c->in_cap, needle, len))
+    return 1;
+  for (const vici_op_t *op = c->head; op; op = op->next)
+    if (holds(op->msg, op->msg_len, needle, len))
+      return 1;
   return 0;
 }

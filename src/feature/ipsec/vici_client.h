@@ -137,4 +137,11 @@ int vici_client_unregister_event(vici_client_t *c, const char *event);
 
 const char *vici_result_name(vici_result_t res);
 
+/* For tests: 1 if any memory the client holds (its whole output and input
+ * buffers, including their unused parts, and the messages of queued
+ * commands) contains the len bytes at needle, else 0. Used to check that
+ * a load-key's private key is wiped once sent. */
+int vici_client_holds_for_testing(const vici_client_t *c, const void *needle,
+                                  size_t len);
+
 #endif

@@ -822,40 +822,39 @@ vici_packet_type_name(int type)
   return names[type];
 }
 
-int
-vici_packet_encode(buf_t *out, vici_packet_type_t type, const char *name,
-                   const uint8_t *msg, size_t msg_len, const char **err)
+size_t
+vici_packet_header(uint8_t hdr[VICI_HEADER_MAX], vici_packet_type_t type,
+                   const char *name, size_t msg_len, const char **err)
 {
   size_t nlen = 0;
   if ((int)type < 0 || type > VICI_PACKET_TYPE_MAX) {
     *err = "unknown packet type";
-    return -1;
+    return 0;
   }
   if (vici_packet_type_is_named(type)) {
     if (!name || !*name) {
       *err = "packet type needs a name";
-      return -1;
+      return 0;
     }
     nlen = strlen(name);
     if (nlen > VICI_NAME_MAX) {
       *err = "packet name longer than 255 bytes";
-      return -1;
+      return 0;
     }
   } else if (name && *name) {
     *err = "packet type has no name";
-    return -1;
+    return 0;
   }
   if (msg_len && !vici_packet_type_has_message(type)) {
     *err = "packet type has no message";
-    return -1;
+    return 0;
   }
   size_t total = 1 + (vici_packet_type_is_named(type) ? 1 + nlen : 0) +
                  msg_len;
   if (msg_len > VICI_SEGMENT_MAX || total > VICI_SEGMENT_MAX) {
     *err = "packet larger than a VICI segment";
-    return -1;
+    return 0;
   }
-  uint8_t hdr[4 + 2 + VICI_NAME_MAX];
   size_t h = 0;
   set_u32(hdr, (uint32_t)total);
   h = 4;
@@ -865,6 +864,17 @@ vici_packet_encode(buf_t *out, vici_packet_type_t type, const char *name,
     memcpy(hdr + h, name, nlen);
     h += nlen;
   }
+  return h;
+}
+
+int
+vici_packet_encode(buf_t *out, vici_packet_type_t type, const char *name,
+                   const uint8_t *msg, size_t msg_len, const char **err)
+{
+  uint8_t hdr[VICI_HEADER_MAX];
+  size_t h = vici_packet_header(hdr, type, name, msg_len, err);
+  if (!h)
+    return -1;
   buf_add(out, hdr, h);
   if (msg_len)
     buf_add(out, msg, msg_len);

@@ -174,6 +174,15 @@ const char *vici_packet_type_name(int type);
  * VICI_SEGMENT_MAX. */
 int vici_packet_encode(buf_t *out, vici_packet_type_t type, const char *name,
                        const uint8_t *msg, size_t msg_len, const char **err);
+/* The bytes of a segment before its message (length header, type, name):
+ * at most VICI_HEADER_MAX. Writes them to hdr and returns their number, or
+ * returns 0 with *err set on the misuses vici_packet_encode() refuses. For
+ * writers that keep the message out of a buf_t (whose released chunks are
+ * not wiped): vici_client.c, whose load-key messages hold private keys. */
+#define VICI_HEADER_MAX (4 + 1 + 1 + VICI_NAME_MAX)
+size_t vici_packet_header(uint8_t hdr[VICI_HEADER_MAX],
+                          vici_packet_type_t type, const char *name,
+                          size_t msg_len, const char **err);
 /* Parse the payload of one segment (without its 4-byte header). The body
  * is not parsed as a message here. Returns 0 or -1 with *err set: empty
  * segment, unknown type, truncated or NUL-containing name, or bytes after
