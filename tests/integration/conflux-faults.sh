@@ -8,16 +8,30 @@
 #       Whichever side's queue overflows closes the set with a notice
 #       naming the bound; the transfer fails (it never "succeeds" with
 #       wrong data); both pctors stay up.
-#   (b) a leg killed in the middle of a download: c1's legs start at p1
-#       and p2 (EntryNodes), and p2 is killed (SIGKILL) while 50 MiB flow.
-#       The set either goes on over p1 (the dead leg had nothing in
-#       flight) and the file arrives intact, or -- when data was in flight
-#       on it, which nothing can retransmit -- the client and the exit close
-#       the set, say why, and the transfer fails cleanly. Never a corrupt
-#       file reported as success.
-#   (c) a leg that cannot be built: c3 starts after p2 died, so the leg
-#       through p2 fails while the other links; the set goes on with one
-#       leg and a download is intact.
+#   (b) a leg killed in the middle of a download, and its replacement:
+#       c1's legs start at two of p1, p2, p5 (EntryNodes; the middles are
+#       tor relays, so the third guard stays free); the guard of one
+#       leg of the set carrying a 50 MiB download is killed (SIGKILL).
+#       When the dead leg had nothing in flight and was not the exit's
+#       current leg, tor's rules let the set go on over the other leg: then
+#       c1 launches a replacement leg through the third guard, links it
+#       into the same set (which is back to 2 legs) and the file arrives
+#       intact. When data was in flight on it, which nothing can
+#       retransmit, the client and the exit close the set, say why, and the
+#       transfer fails cleanly (never a corrupt file reported as success);
+#       the killed relay is restarted and the test tries again, up to eight
+#       times, with a new set (other SOCKS credentials). The leg killed is
+#       never c1's own current sending leg (which tor's rules would always
+#       tear down); whether it is the exit's current one is chance.
+#   (c) a leg that cannot be built: c3 (EntryNodes: the killed relay and
+#       one live one) starts after the kill, so the leg through the dead
+#       relay fails while the other links; no third guard is left for a
+#       relaunch, so the set goes on with one leg and a download is intact.
+#   (d) a leg that fails before linking is relaunched: clients with the
+#       dead relay and two live ones as EntryNodes build their preemptive
+#       set; when a leg went through the dead relay, it is relaunched
+#       through the guard left and the set links with 2 legs (a new client
+#       is tried, up to six, until one's first path met the dead relay).
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -77,14 +91,19 @@ EOF
 }
 it_start_pctor "$net" p1 relay ""
 it_start_pctor "$net" p2 relay ""
+it_start_pctor "$net" p5 relay ""
 it_start_pctor "$net" p3 relay "$(exitconf lowrtt 10000)"
 it_start_pctor "$net" p4 relay "$(exitconf proportional 16)"
 it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (pctor included)"
 it_log "consensus lists the pctor relays as Running, Valid"
 
+# The guards c1, c3 and r* may use are never middles, so that a third
+# guard is free for a relaunched or replacement leg.
+mids=relay1,relay2,relay3,relay4
 it_start_pctor "$net" c1 client "ConfluxEnabled 1
-EntryNodes p1,p2
+EntryNodes p1,p2,p5
+MiddleNodes $mids
 ExitNodes p3
 ExcludeNodes p4"
 it_start_pctor "$net" c2 client "ConfluxEnabled 1
@@ -126,33 +145,68 @@ grep -h 'out-of-order queue full' "$d2/info.log" "$d4/info.log" | head -2 |
     while read -r l; do it_log "(a) ${l#*\] }"; done
 it_pctor_alive_quiet "$net" p4 c2
 
-# ---- (b) a leg killed mid-download -------------------------------------
+# ---- (b) a leg killed mid-download, and its replacement ----------------
 d1=$(cat "$net/c1.dir") d3=$(cat "$net/p3.dir")
-get c1 file "$net/c1.out" --limit-rate 5M &
-cpid=$!
-sleep 3
-kill -KILL "$(cat "$(cat "$net/p2.dir")/pid")"
-it_log "(b) killed p2 (one leg's guard) during c1's download"
-if wait $cpid; then
-    [ "$(sha256sum < "$net/c1.out" | cut -d' ' -f1)" = "$want" ] ||
-        it_fail "c1: the download reported success with wrong data"
-    grep -q 'Conflux set #[0-9]*: leg p2 -> .* closed' "$d1/info.log" ||
-        it_fail "c1 did not notice that its leg through p2 closed"
-    it_log "(b) the set went on over the other leg; $MB MiB intact"
-else
-    why=$(grep 'Conflux set #[0-9]* closed (' "$d1/info.log" | tail -1)
-    [ -n "$why" ] || it_fail "c1's download failed without a conflux set closing"
-    it_log "(b) the set closed as it must (data in flight on the dead leg): ${why#*\] }"
-    # A new download works (a new set, or a plain circuit).
-    get c1 file "$net/c1.out" || it_fail "c1: no download after the set closed"
-    [ "$(sha256sum < "$net/c1.out" | cut -d' ' -f1)" = "$want" ] ||
-        it_fail "c1: sha256 mismatch after the set closed"
-    it_log "(b) the next download is intact"
-fi
+restart() { # NICK: start a killed pctor relay again (same keys)
+    local d
+    d=$(cat "$net/$1.dir")
+    "$PCTOR" -f "$d/torrc" >> "$d/stderr" 2>&1 &
+    echo $! > "$d/pid"
+    it_register_pid "$(cat "$d/pid")"
+    it_wait_port 127.0.0.1 "$(cat "$net/$1.port")" 30 || it_fail "$1 did not restart"
+}
+nbegin() { grep -c 'BEGIN on conflux set' "$d1/info.log"; }
+began() { [ "$(nbegin)" -gt "$nb" ]; }
+grown() { [ "$(stat -c %s "$net/c1.out" 2>/dev/null || echo 0)" -gt 5000000 ]; }
+ok= victim=
+for try in 1 2 3 4 5 6 7 8; do
+    rm -f "$net/c1.out"
+    nb=$(nbegin)
+    get c1 file "$net/c1.out" --limit-rate 5M --proxy-user "try$try:x" &
+    cpid=$!
+    it_wait_until 90 began ||
+        it_fail "(b) c1 sent no BEGIN on a conflux set: $(grep -i conflux "$d1/info.log" | tail -5)"
+    set=$(grep 'BEGIN on conflux set' "$d1/info.log" | tail -1 | sed 's/.*set #\([0-9]*\).*/\1/')
+    # c1 sends with MinRTT (the exit asks for latency) and so stays on the
+    # leg that carried the BEGIN: kill the guard of the other leg (tor's
+    # rules would always tear the set down for our own current leg);
+    # whether the exit's current leg is the other one too is chance.
+    bleg=$(grep 'BEGIN on conflux set' "$d1/info.log" | tail -1 | sed 's/.*, leg \([^ ]*\) -> .*/\1/')
+    gone=$(grep "Conflux set #$set: leg .* closed" "$d1/info.log" |
+        sed 's/.*: leg \([^ ]*\) -> .*/\1/')
+    victim=$(grep "Conflux set #$set: leg .* linked, RTT" "$d1/info.log" |
+        sed 's/.*: leg \([^ ]*\) -> .*/\1/' | grep -v -x -e "$bleg" ${gone:+$(printf -- '-e %s ' $gone)} | tail -1)
+    case $victim in p1|p2|p5) ;; *) it_fail "(b) no leg guard found for set #$set ($victim)" ;; esac
+    it_wait_until 60 grown || it_fail "(b) the download does not progress"
+    kill -KILL "$(cat "$(cat "$net/$victim.dir")/pid")"
+    it_log "(b) try $try: killed $victim, the guard of one leg of set #$set, during c1's download"
+    if wait $cpid; then
+        [ "$(sha256sum < "$net/c1.out" | cut -d' ' -f1)" = "$want" ] ||
+            it_fail "c1: the download reported success with wrong data"
+        grep -q "Conflux set #$set: leg $victim -> .* closed" "$d1/info.log" ||
+            it_fail "c1 did not notice that its leg through $victim closed"
+        grep -q "Conflux set #$set: replacing a linked leg with" "$d1/info.log" ||
+            it_fail "c1 launched no replacement leg: $(grep "Conflux set #$set" "$d1/info.log" | tail -5)"
+        it_wait_until 60 grep -q "Conflux set #$set: replacement leg .* joined the set: 2 legs" "$d1/info.log" ||
+            it_fail "the replacement leg did not join set #$set: $(grep "Conflux set #$set" "$d1/info.log" | tail -5)"
+        it_log "(b) $(grep -h "Conflux set #$set: replacing a linked leg" "$d1/info.log" | tail -1 | sed 's/.*\] //')"
+        it_log "(b) the set went on, got back to 2 legs; $MB MiB intact"
+        ok=1
+        break
+    fi
+    why=$(grep "Conflux set #$set closed (" "$d1/info.log" | tail -1)
+    [ -n "$why" ] || it_fail "c1's download failed without its conflux set closing"
+    it_log "(b) try $try: the set closed (data was in flight on the dead leg): ${why#*\] }"
+    restart "$victim"
+done
+[ -n "$ok" ] || it_fail "(b) in eight tries the set never survived the killed leg"
+alive=$(for p in p1 p2 p5; do [ "$p" = "$victim" ] || echo "$p"; done)
+a1=$(echo "$alive" | head -1) a2=$(echo "$alive" | tail -1)
 
-# ---- (c) a leg that cannot be built ------------------------------------
+# ---- (c) a leg that cannot be built, no guard left -------------------
 it_start_pctor "$net" c3 client "ConfluxEnabled 1
-EntryNodes p1,p2
+EntryNodes $victim,$a1
+MiddleNodes $mids
 ExitNodes p3
 ExcludeNodes p4"
 it_wait_until 90 get c3 file "$net/c3.out" || it_fail "c3: download failed"
@@ -161,7 +215,34 @@ it_wait_until 90 get c3 file "$net/c3.out" || it_fail "c3: download failed"
 d3c=$(cat "$net/c3.dir")
 grep -q 'Conflux set #[0-9]* linked: 1 leg,' "$d3c/info.log" ||
     it_fail "c3 did not go on with one leg: $(grep -i conflux "$d3c/info.log" | tail -5)"
-it_log "(c) the leg through the dead p2 failed; the set linked one leg and $MB MiB arrived intact"
+grep -q 'cannot relaunch a leg: no guard left' "$d3c/info.log" ||
+    it_fail "c3 did not say why it relaunched no leg: $(grep -i conflux "$d3c/info.log" | tail -5)"
+it_log "(c) the leg through the dead $victim failed, no guard was left to relaunch it; the set linked one leg and $MB MiB arrived intact"
 
-it_pctor_alive_quiet "$net" p1 p3 p4 c1 c2 c3
+# ---- (d) a leg that fails before linking is relaunched ------------------
+relaunched=
+for try in 1 2 3 4 5 6; do
+    it_start_pctor "$net" "r$try" client "ConfluxEnabled 1
+EntryNodes $victim,$a1,$a2
+MiddleNodes $mids
+ExitNodes p3
+ExcludeNodes p4"
+    dr=$(cat "$net/r$try.dir")
+    it_wait_until 90 grep -q 'Conflux set #1 linked:' "$dr/info.log" ||
+        it_fail "(d) r$try: its preemptive set never linked: $(grep -i conflux "$dr/info.log" | tail -5)"
+    if grep -q "Conflux set #1: leg $victim -> .* closed" "$dr/info.log"; then
+        grep -q 'Conflux set #1: relaunching leg' "$dr/info.log" ||
+            it_fail "(d) r$try: the failed leg was not relaunched"
+        grep -q 'Conflux set #1 linked: 2 legs' "$dr/info.log" ||
+            it_fail "(d) r$try: the set did not link 2 legs: $(grep 'Conflux set #1' "$dr/info.log" | tail -5)"
+        it_log "(d) $(grep -h 'Conflux set #1: relaunching leg' "$dr/info.log" | head -1 | sed 's/.*\] //')"
+        it_log "(d) r$try: the set linked 2 legs after the relaunch"
+        relaunched=$try
+        break
+    fi
+    kill -TERM "$(cat "$dr/pid")"
+done
+[ -n "$relaunched" ] || it_fail "(d) six clients never chose the dead $victim for a leg"
+
+it_pctor_alive_quiet "$net" $a1 $a2 p3 p4 c1 c2 c3 "r$relaunched"
 it_log "conflux fault checks passed"

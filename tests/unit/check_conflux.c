@@ -23,8 +23,11 @@
  * over the legs; what the exit refuses as tor does (no congestion control,
  * a malformed LINK, LINKED sent to a relay, LINKED_ACK or SWITCH on an
  * unlinked circuit, a second LINKED_ACK, a short SWITCH, a ninth leg, data
- * loss); the out-of-order bound closing every leg; and the streams moving
- * to another leg when their circuit closes while the set goes on.
+ * loss); the out-of-order bound closing every leg; the streams moving
+ * to another leg when their circuit closes while the set goes on; and the
+ * out-of-order queue counting in MaxMemInQueues: its bytes are charged to
+ * the leg that received furthest, which the memory handler then closes
+ * first (and the set with it).
  */
 #include <check.h>
 #include <ftw.h>
@@ -46,6 +49,7 @@
 #include "feature/conflux/conflux_set.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/router_keys.h"
+#include "lib/bytes/bytes.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
@@ -570,6 +574,76 @@ START_TEST(test_link_checks)
 }
 END_TEST
 
+START_TEST(test_link_loss_counts_arrivals)
+{
+  /* A replacement leg may join while messages of the other legs wait in
+   * the out-of-order queue: what arrived counts, not only what was
+   * delivered (proposal 329 2.4.4 compares with the legs' last received). */
+  tleg_t *t = tleg(100, 0, 1000);
+  cfx_set_t *set = cfx_set_new(nonce0, CFX_ALG_LOWRTT, 0, tstate);
+  cfx_leg_t *a = cfx_set_add_leg(set, t, 0, 0);
+  cfx_set_add_leg(set, t, 0, 0);
+  ck_assert_int_eq(cfx_set_on_switch(set, a, 4), 0);
+  for (int i = 0; i < 3; i++) /* numbers 5-7 wait for 1-4 */
+    ck_assert_int_eq(cfx_set_on_msg(set, a, RELAY_COMMAND_DATA, 1, NULL, 0),
+                     CFX_RECV_QUEUED);
+  ck_assert_uint_eq(set->last_seq_delivered, 0);
+  ck_assert_int_eq(cfx_set_link_loses_data(set, 7), 0);
+  ck_assert_int_eq(cfx_set_link_loses_data(set, 8), 1);
+  cfx_set_free(set);
+  free(t);
+}
+END_TEST
+
+START_TEST(test_ooo_memory)
+{
+  /* The queue's bytes (for MaxMemInQueues) and the leg they are charged
+   * to: the one that received furthest. Nothing waiting: 0 and no leg. */
+  tleg_t *t = tleg(100, 0, 1000);
+  cfx_set_t *set = cfx_set_new(nonce0, CFX_ALG_LOWRTT, 0, tstate);
+  cfx_leg_t *a = cfx_set_add_leg(set, t, 0, 0);
+  cfx_leg_t *b = cfx_set_add_leg(set, t, 0, 0);
+  ck_assert_uint_eq(cfx_set_ooo_bytes(set), 0);
+  ck_assert_ptr_null(cfx_set_ooo_holder(set));
+  /* b is 10 ahead: 5 messages (11-15) wait. The heap array starts at 64
+   * slots. */
+  ck_assert_int_eq(cfx_set_on_switch(set, b, 10), 0);
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(cfx_set_on_msg(set, b, RELAY_COMMAND_DATA, 1,
+                                    (const uint8_t *)"abc", 3),
+                     CFX_RECV_QUEUED);
+  ck_assert_uint_eq(cfx_set_ooo_bytes(set),
+                    5 * sizeof(cfx_msg_t) + 64 * sizeof(cfx_msg_t *));
+  ck_assert_ptr_eq(cfx_set_ooo_holder(set), b);
+  /* a delivers 1-10, then 11-13 drain from the queue: 2 still wait, and
+   * the 3 released messages stay on the free list (they count). */
+  for (int i = 0; i < 10; i++)
+    ck_assert_int_eq(cfx_set_on_msg(set, a, RELAY_COMMAND_DATA, 1, NULL, 0),
+                     CFX_RECV_DELIVER);
+  for (int i = 0; i < 3; i++) {
+    cfx_msg_t *m;
+    ck_assert_int_eq(cfx_set_next(set, &m), 1);
+    cfx_set_msg_release(set, m);
+  }
+  ck_assert_uint_eq(set->n_queued, 2);
+  ck_assert_uint_eq(cfx_set_ooo_bytes(set),
+                    5 * sizeof(cfx_msg_t) + 64 * sizeof(cfx_msg_t *));
+  ck_assert_ptr_eq(cfx_set_ooo_holder(set), b);
+  /* Ties go to the first leg; an empty queue reports nothing. */
+  ck_assert_int_eq(cfx_set_on_switch(set, a, 5), 0);
+  ck_assert_ptr_eq(cfx_set_ooo_holder(set), a);
+  for (int i = 0; i < 2; i++) {
+    cfx_msg_t *m;
+    ck_assert_int_eq(cfx_set_next(set, &m), 1);
+    cfx_set_msg_release(set, m);
+  }
+  ck_assert_uint_eq(cfx_set_ooo_bytes(set), 0);
+  ck_assert_ptr_null(cfx_set_ooo_holder(set));
+  cfx_set_free(set);
+  free(t);
+}
+END_TEST
+
 
 /* ---- the exit role over loopback ---- */
 
@@ -1079,6 +1153,129 @@ START_TEST(test_exit_home_moves)
 }
 END_TEST
 
+/* ---- the out-of-order queue in MaxMemInQueues ---- */
+
+static struct {
+  or_circuit_t *rb, *rc;
+  int k, m;
+  int rb_marked, rc_marked, done;
+} Q;
+
+/* A relayed cell towards the client, as command.c queues it. */
+static int
+queue_relayed(or_circuit_t *oc)
+{
+  packed_cell_t *pc = packed_cell_new();
+  memset(pc->body, 0x5a, sizeof(pc->body));
+  set_u32(pc->body, oc->p_circ_id);
+  pc->body[4] = CELL_RELAY;
+  pc->len = CELL_MAX_NETWORK_LEN;
+  return or_circuit_queue_backward(oc, pc);
+}
+
+/* In one loop iteration (so every cell has the same age): k cells on the
+ * leg charged with the queue, then m on the plain circuit; the last one
+ * crosses the limit. */
+static void
+q_cb(void *arg)
+{
+  (void)arg;
+  for (int i = 0; i < Q.k; i++)
+    ck_assert_int_eq(queue_relayed(Q.rb), 0);
+  for (int i = 0; i < Q.m; i++)
+    ck_assert_int_eq(queue_relayed(Q.rc), 0);
+  /* Look now: the reaper frees closed circuits later in this iteration. */
+  Q.rb_marked = Q.rb->base.marked_for_close;
+  Q.rc_marked = Q.rc->base.marked_for_close;
+  Q.done = 1;
+}
+
+static int
+q_done(void)
+{
+  return Q.done;
+}
+
+static size_t q_rb_want;
+static int
+rb_reports(void)
+{
+  return conflux_exit_circuit_mem(&Q.rb->base) >= q_rb_want;
+}
+
+static int
+ab_closed(void)
+{
+  return X.t[0].closed && X.t[1].closed;
+}
+
+START_TEST(test_exit_ooo_memory_limit)
+{
+  /* Legs a, b of one set and a plain circuit c. b runs 100 ahead and 8
+   * messages wait in the exit's out-of-order queue: their bytes are
+   * charged to b's circuit (the leg that received furthest), not to a or
+   * c. Then, with equal ages, b holds k cells + the queue and c holds m
+   * cells, m * CELL < k * CELL + queue: the memory handler must close b
+   * first (it would close c if the queue did not count), that alone is
+   * enough, and it says it freed the queue's bytes too. Closing b tears
+   * the set down (a closes), freeing the queue. */
+  memset(&Q, 0, sizeof(Q));
+  tcirc_t *a = x_build(1), *b = x_build(1), *c = x_build(1);
+  x_link(a, 0x61);
+  x_link(b, 0x61);
+  or_circuit_t *ra = x_relay_side(a), *rb = x_relay_side(b),
+               *rc = x_relay_side(c);
+  ck_assert_uint_eq(conflux_exit_circuit_mem(&ra->base), 0);
+  ck_assert_uint_eq(conflux_exit_circuit_mem(&rb->base), 0);
+  x_send_switch(b, 100);
+  for (int i = 0; i < 8; i++)
+    x_send(b, RELAY_COMMAND_DATA, 5, "x", 1);
+  const uint64_t cell = sizeof(packed_cell_t);
+  const uint64_t q = 8 * sizeof(cfx_msg_t) + 64 * sizeof(cfx_msg_t *);
+  Q.rb = rb;
+  Q.rc = rc;
+  q_rb_want = (size_t)q;
+  ck_assert(run_until(rb_reports));
+  ck_assert_uint_eq(conflux_exit_circuit_mem(&rb->base), q);
+  ck_assert_uint_eq(conflux_exit_circuit_mem(&ra->base), 0);
+  ck_assert_uint_eq(conflux_exit_circuit_mem(&rc->base), 0);
+
+  /* Choose k and m: c smaller than b only thanks to the queue, and b
+   * alone enough to get down to the low-water mark (90% of the limit). */
+  for (Q.k = 1; Q.k < 50; Q.k++) {
+    Q.m = (int)((Q.k * cell + q - 1) / cell);
+    uint64_t limit = (uint64_t)(Q.k + Q.m - 1) * cell;
+    uint64_t target = limit / 100 * CIRCUITS_OOM_RETAIN_PCT +
+                      limit % 100 * CIRCUITS_OOM_RETAIN_PCT / 100;
+    if (Q.m > Q.k && Q.m * cell <= target)
+      break;
+  }
+  ck_assert_int_lt(Q.k, 50);
+  ck_assert_uint_gt(Q.k * cell + q, Q.m * cell);
+  circuits_set_max_mem_in_queues((uint64_t)(Q.k + Q.m - 1) * cell);
+  channels_block_flush_for_testing(0, 1);
+  evloop_timer_t *qt = evloop_timer_new(X.loop, q_cb, NULL);
+  evloop_timer_schedule(qt, 1000);
+  ck_assert(run_until(q_done));
+  evloop_timer_free(qt);
+  ck_assert_int_eq(Q.rb_marked, 1);
+  ck_assert_int_eq(Q.rc_marked, 0);
+  circuits_oom_stats_t os;
+  circuits_get_oom_stats(&os);
+  ck_assert_uint_eq(os.n_oom_events, 1);
+  ck_assert_uint_eq(os.n_circuits_killed, 1);
+  ck_assert_uint_eq(os.bytes_freed, Q.k * cell + q);
+  channels_block_flush_for_testing(0, 0);
+  circuits_set_max_mem_in_queues(0);
+  ck_assert(run_until(ab_closed));
+  ck_assert_int_eq(c->closed, 0);
+  conflux_exit_stats_t st;
+  conflux_exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_open_sets, 0);
+  ck_assert_uint_eq(st.n_teardowns, 1);
+}
+END_TEST
+
 Suite *
 suite_conflux(void)
 {
@@ -1099,6 +1296,8 @@ suite_conflux(void)
   tcase_add_test(tc, test_proportional);
   tcase_add_test(tc, test_leg_close_rules);
   tcase_add_test(tc, test_link_checks);
+  tcase_add_test(tc, test_link_loss_counts_arrivals);
+  tcase_add_test(tc, test_ooo_memory);
   suite_add_tcase(s, tc);
   tc = tcase_create("exit");
   tcase_add_checked_fixture(tc, x_setup, x_teardown);
@@ -1108,6 +1307,7 @@ suite_conflux(void)
   tcase_add_test(tc, test_exit_leg_limit_and_loss);
   tcase_add_test(tc, test_exit_ooo_bound);
   tcase_add_test(tc, test_exit_home_moves);
+  tcase_add_test(tc, test_exit_ooo_memory_limit);
   suite_add_tcase(s, tc);
   return s;
 }

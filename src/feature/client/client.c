@@ -52,6 +52,30 @@
  * whole set closes and its streams end (those not connected yet are
  * retried once, as for any circuit).
  *
+ * A conflux leg that fails before it links is relaunched on a new path
+ * (same exit; a guard and a middle no live leg uses and no failed leg of
+ * the set used), at most cfx_max_unlinked_leg_retry times per set (the
+ * consensus parameter of proposal 329 4.2.2; 3 when absent). A linked leg
+ * that dies while the set goes on (tor's rules let it) gets a replacement
+ * leg, linked into the same set with the set's current counts in its
+ * CONFLUX_LINK, at most CFX_MAX_REPLACEMENTS times per set, so the set
+ * gets back to its number of legs. The counts of a new leg start from what
+ * our LINK said, as the exit's do (handle_linked explains why).
+ *
+ * Preemptive circuits (tor's predicted ports): the ports streams asked for
+ * in the last hour (up to PREDICTED_PORTS_MAX, port 80 from the start) each
+ * get a clean circuit built ahead of need once there is a consensus, up to
+ * PREEMPTIVE_MAX_CLEAN clean circuits in all (one covers every port its
+ * exit accepts), so that a new stream need not wait for a build. A clean
+ * circuit has no isolation until a stream takes it (as in tor), is asked
+ * for MeasureMe only then, and is closed after an hour unused; a failed
+ * preemptive build holds further ones back for PREEMPTIVE_RETRY_US. With
+ * conflux a preemptive circuit is a set, as tor only builds sets ahead.
+ *
+ * Memory: the bytes of a set's out-of-order queue count in MaxMemInQueues,
+ * charged to one leg (client_circuit_mem); closing that leg while messages
+ * wait closes the set.
+ *
  * Delivering a message may close circuits and thus the ccirc_t itself; a
  * busy count defers freeing it until the delivery loop is done.
  */
@@ -82,6 +106,20 @@
 #define CIRC_BUILD_TIMEOUT_US (60ULL * 1000000)
 #define CLIENT_TIMER_US (2ULL * 1000000)
 #define CLEAN_IDLE_US (300ULL * 1000000)
+/* Conflux: legs relaunched per set after failing to link when the
+ * consensus has no cfx_max_unlinked_leg_retry, and linked legs replaced
+ * per set. */
+#define CFX_DEFAULT_UNLINKED_RETRY 3
+#define CFX_MAX_REPLACEMENTS 3
+/* Preemptive circuits: ports remembered (tor: predicted ports; port 80 is
+ * predicted at start), for how long after their last request, how many
+ * clean circuits at most, how long one waits unused before it is closed,
+ * and how long to wait after one failed to build. */
+#define PREDICTED_PORTS_MAX 8
+#define PREDICTED_PORT_LIFETIME_US (3600ULL * 1000000)
+#define PREEMPTIVE_MAX_CLEAN 3
+#define PREEMPTIVE_IDLE_US (3600ULL * 1000000)
+#define PREEMPTIVE_RETRY_US (30ULL * 1000000)
 
 typedef enum {
   CS_SOCKS,
@@ -118,8 +156,15 @@ typedef struct cleg_t {
   unsigned linked : 1;     /* LINKED taken, LINKED_ACK sent */
   uint64_t link_sent_us;
   cfx_leg_t *leg;          /* in owner->cfx once linked */
+  /* What our CONFLUX_LINK said: the exit starts the leg's counts from
+   * these, so we do too (see handle_linked). */
+  uint64_t link_seq_sent, link_seq_recv;
+  uint8_t guard_id[20], middle_id[20];
   char path[64];           /* "guard -> middle", for logs */
 } cleg_t;
+
+/* Relays of failed legs a set remembers, so relaunches avoid them. */
+#define CFX_MAX_FAILED_RELAYS 8
 
 struct ccirc_t {
   dlist_node_t node;
@@ -128,6 +173,10 @@ struct ccirc_t {
   cfx_set_t *cfx;          /* conflux: the set; NULL for a plain circuit */
   uint8_t nonce[CFX_NONCE_LEN];
   uint64_t serial;         /* conflux sets in logs */
+  int n_relaunches;        /* legs relaunched after failing to link */
+  int n_replacements;      /* legs launched to replace linked ones */
+  uint8_t failed_ids[CFX_MAX_FAILED_RELAYS][20];
+  int n_failed_ids;
   int built;               /* streams may use it */
   int busy;                /* > 0 while delivering (free deferred) */
   int dead;                /* closed; freed when busy drops to 0 */
@@ -138,6 +187,11 @@ struct ccirc_t {
   uint8_t iso[600];
   size_t iso_len;
   uint64_t created_us, dirty_since_us, idle_since_us;
+  /* Built ahead of need (preemptive) for this port; until a stream takes
+   * it, any isolation may (iso_open), as for tor's clean circuits. */
+  int preemptive;
+  uint16_t preempt_port;
+  int iso_open;
   int package_window, deliver_window;
   uint8_t digests[CIRCWINDOW_START / CIRCWINDOW_INCREMENT][20];
   int n_digests;
@@ -155,9 +209,18 @@ static struct {
   evloop_timer_t *timer;
   client_stats_t stats;
   uint64_t next_serial;
+  /* predicted ports: the last request time of each (0: free slot) */
+  struct {
+    uint16_t port;
+    uint64_t last_us;
+  } predicted[PREDICTED_PORTS_MAX];
+  evloop_deferred_t *preempt_ev;
+  uint64_t preempt_not_before_us;
 } G;
 
 static void stream_attach(cstream_t *cs);
+static cleg_t *leg_start(ccirc_t *cc, const dir_node_t *const *path,
+                         int want_cc);
 static void pump_to_circuit(cstream_t *cs);
 static void ccirc_close(ccirc_t *cc, int fail_reason, const char *why);
 
@@ -389,6 +452,8 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
   cc->dead = 1;
   if (!cc->built)
     G.stats.n_circuits_failed++;
+  if (cc->preemptive && !cc->built)
+    G.preempt_not_before_us = evloop_now_us(G.loop) + PREEMPTIVE_RETRY_US;
   G.stats.n_circuits--;
   if (cc->cfx) {
     char d[512];
@@ -465,8 +530,14 @@ send_begin(cstream_t *cs)
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(G.loop);
   if (ccirc_send(cc, RELAY_COMMAND_BEGIN, cs->id, (const uint8_t *)target,
-                 (uint16_t)n + 1) < 0)
+                 (uint16_t)n + 1) < 0) {
     stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
+    return;
+  }
+  if (cc->cfx && cc->cfx->curr)
+    log_info("Stream %u to port %u: BEGIN on conflux set #%llu, leg %s",
+             cs->id, cs->req.port, (unsigned long long)cc->serial,
+             ((const cleg_t *)cc->cfx->curr->handle)->path);
 }
 
 /* MeasureMeHops: ask those hops of a new circuit to measure it, with one
@@ -504,6 +575,12 @@ ccirc_ready(ccirc_t *cc)
   cc->built = 1;
   cc->idle_since_us = evloop_now_us(G.loop);
   G.stats.n_circuits_built++;
+  if (cc->preemptive && cc->iso_open) {
+    G.stats.n_preemptive_built++;
+    log_info("Preemptive %s for port %u is ready (built in %.0f ms)",
+             cc->cfx ? "conflux set" : "circuit", cc->preempt_port,
+             (cc->idle_since_us - cc->created_us) / 1000.0);
+  }
   dlist_node_t *n, *next;
   for (n = dlist_first(&cc->streams); n; n = next) {
     next = dlist_next(&cc->streams, n);
@@ -547,7 +624,9 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   log_info("Client circuit %llu built in %.0f ms",
            (unsigned long long)circ->base.gid,
            circbuild_build_time_us(cb) / 1000.0);
-  ask_measureme(circ);
+  /* A clean preemptive circuit is measured once a stream takes it. */
+  if (!cc->iso_open)
+    ask_measureme(circ);
   if (!cc->cfx) {
     ccirc_ready(cc);
     return;
@@ -567,6 +646,8 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   link.last_seq_sent = cfx_set_max_sent(cc->cfx);
   link.last_seq_recv = cc->cfx->last_seq_delivered;
   link.desired_ux = G.cfg.conflux_ux;
+  leg->link_seq_sent = link.last_seq_sent;
+  leg->link_seq_recv = link.last_seq_recv;
   uint8_t b[CFX_LINK_LEN];
   cfx_link_encode(&link, b, sizeof(b));
   leg->link_sent = 1;
@@ -590,6 +671,109 @@ leg_remove(ccirc_t *cc, cleg_t *leg)
 }
 
 static void
+note_failed_relay(ccirc_t *cc, const uint8_t *id)
+{
+  for (int i = 0; i < cc->n_failed_ids; i++)
+    if (!memcmp(cc->failed_ids[i], id, 20))
+      return;
+  if (cc->n_failed_ids < CFX_MAX_FAILED_RELAYS)
+    memcpy(cc->failed_ids[cc->n_failed_ids++], id, 20);
+}
+
+/* How many times a set may relaunch legs that failed before linking
+ * (proposal 329 4.2.2: the consensus' cfx_max_unlinked_leg_retry bounds
+ * it against guard discovery; 3 when absent). */
+static int
+unlinked_retry_limit(void)
+{
+  const dir_nodelist_t *nl = dir_client_nodelist(G.cfg.dir);
+  const consensus_t *c = nl ? nl->consensus : NULL;
+  return c ? consensus_get_param(c, "cfx_max_unlinked_leg_retry",
+                                 CFX_DEFAULT_UNLINKED_RETRY, 0, 255)
+           : CFX_DEFAULT_UNLINKED_RETRY;
+}
+
+/* Launch a leg for cc in place of one that closed: to the same exit,
+ * through a guard and a middle that no live leg uses and that no failed
+ * leg of this set used. A leg that failed before linking is relaunched at
+ * most unlinked_retry_limit() times per set; a linked leg that died while
+ * the set goes on is replaced at most CFX_MAX_REPLACEMENTS times. Returns
+ * 0 if a leg is on its way, -1 if not (logged). */
+static int
+cfx_relaunch_leg(ccirc_t *cc, int replacing_linked, const char *why)
+{
+  int *count = replacing_linked ? &cc->n_replacements : &cc->n_relaunches;
+  int limit =
+      replacing_linked ? CFX_MAX_REPLACEMENTS : unlinked_retry_limit();
+  const char *what = replacing_linked ? "replace" : "relaunch";
+  if (*count >= limit) {
+    log_info("Conflux set #%llu: not launching another leg (%s): %d leg%s "
+             "%sd already, the limit",
+             (unsigned long long)cc->serial, why ? why : "?", *count,
+             *count == 1 ? "" : "s", what);
+    return -1;
+  }
+  const dir_nodelist_t *nl = dir_client_nodelist(G.cfg.dir);
+  const dir_node_t *exit = nl ? dir_nodelist_find_id(nl, cc->exit_id) : NULL;
+  if (!exit) {
+    log_info("Conflux set #%llu: cannot %s a leg: the exit is no longer "
+             "in the consensus",
+             (unsigned long long)cc->serial, what);
+    return -1;
+  }
+  const dir_node_t *avoid[1 + 2 * CFX_MAX_LEGS + CFX_MAX_FAILED_RELAYS + 1];
+  int n = 0;
+  avoid[n++] = exit;
+  for (int i = 0; i < cc->n_legs; i++) {
+    const dir_node_t *g = dir_nodelist_find_id(nl, cc->legs[i]->guard_id);
+    const dir_node_t *m = dir_nodelist_find_id(nl, cc->legs[i]->middle_id);
+    if (g)
+      avoid[n++] = g;
+    if (m)
+      avoid[n++] = m;
+  }
+  for (int i = 0; i < cc->n_failed_ids; i++) {
+    const dir_node_t *f = dir_nodelist_find_id(nl, cc->failed_ids[i]);
+    if (f)
+      avoid[n++] = f;
+  }
+  path_rng_t rng = path_rng_crypto();
+  const dir_node_t *path[CLIENT_HOPS];
+  path[0] = path_choose_node(nl, PATH_POS_GUARD, G.cfg.path, cc->exit_port_ok,
+                             avoid, n, &rng);
+  if (path[0])
+    avoid[n++] = path[0];
+  path[1] = path[0] ? path_choose_node(nl, PATH_POS_MIDDLE, G.cfg.path,
+                                       cc->exit_port_ok, avoid, n, &rng)
+                    : NULL;
+  path[2] = exit;
+  if (!path[0] || !path[1]) {
+    log_info("Conflux set #%llu: cannot %s a leg: no %s left that no "
+             "other leg uses and no failed leg used",
+             (unsigned long long)cc->serial, what,
+             path[0] ? "middle" : "guard");
+    return -1;
+  }
+  (*count)++;
+  if (replacing_linked)
+    G.stats.n_conflux_replacements++;
+  else
+    G.stats.n_conflux_relaunches++;
+  log_info("Conflux set #%llu: %s leg %s -> %s -> %s (%s %d of %d, after: "
+           "%s)",
+           (unsigned long long)cc->serial,
+           replacing_linked ? "replacing a linked leg with" : "relaunching",
+           path[0]->nickname, path[1]->nickname, exit->nickname, what,
+           *count, limit, why ? why : "?");
+  if (!leg_start(cc, path, 1)) {
+    log_info("Conflux set #%llu: the new leg could not start",
+             (unsigned long long)cc->serial);
+    return -1;
+  }
+  return 0;
+}
+
+static void
 cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
 {
   cleg_t *leg = arg;
@@ -604,26 +788,46 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
   }
   int teardown = 0;
   const char *tw = NULL;
+  int was_linked = leg->linked;
   if (leg->leg) {
     cfx_leg_state_t st;
     leg_state(leg, &st);
+    /* The out-of-order queue's memory is charged to this leg: the memory
+     * handler closing it must free the queue (see client_circuit_mem). */
+    int holds_queue = cfx_set_ooo_holder(cc->cfx) == leg->leg;
     teardown = cfx_set_remove_leg(cc->cfx, leg->leg, &st, &tw);
+    if (holds_queue && !teardown) {
+      teardown = 1;
+      tw = "the leg charged with the out-of-order queue closed";
+    }
     leg->leg = NULL;
   }
   log_info("Conflux set #%llu: leg %s closed (%s, reason %d); %d leg%s "
            "left",
            (unsigned long long)cc->serial, leg->path, why ? why : "?",
            reason, cc->n_legs - 1, cc->n_legs == 2 ? "" : "s");
+  note_failed_relay(cc, leg->guard_id);
+  note_failed_relay(cc, leg->middle_id);
   leg->circ = NULL;
   leg_remove(cc, leg);
-  if (cc->n_legs == 0) {
-    ccirc_close(cc, -1, why);
-  } else if (teardown) {
+  if (teardown) {
     G.stats.n_conflux_teardowns++;
     ccirc_close(cc, -1, tw);
-  } else {
-    cfx_maybe_ready(cc);
+    return;
   }
+  if (cc->built && cc->n_legs == 0) {
+    ccirc_close(cc, -1, why);
+    return;
+  }
+  /* A leg that failed before linking is relaunched (proposal 329 2.4.3);
+   * a linked one that died while the others go on is replaced, so that
+   * the set gets back to its number of legs. */
+  if (cfx_relaunch_leg(cc, was_linked, why) == 0)
+    return;
+  if (cc->n_legs == 0)
+    ccirc_close(cc, -1, why);
+  else
+    cfx_maybe_ready(cc);
 }
 
 static void
@@ -812,16 +1016,29 @@ handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
     ;
   else if (memcmp(link.nonce, cc->nonce, CFX_NONCE_LEN))
     why = "CONFLUX_LINKED with another nonce";
-  else if (cfx_set_link_loses_data(cc->cfx, link.last_seq_sent))
+  else if (!cc->built && cfx_set_link_loses_data(cc->cfx, link.last_seq_sent))
     why = "CONFLUX_LINKED says the exit sent more than we got (data loss)";
+  /* A replacement leg's LINKED counts what the exit sent on the other legs
+   * so far, and much of that may still be on its way: it queues behind the
+   * bulk of a download there while this leg is empty, so LINKED often
+   * overtakes it. The exit closes the set when a dead leg took data with
+   * it (tor's rules, cfx_set_remove_leg); a message lost anyway leaves a
+   * gap that the out-of-order bound closes. So no comparison here. */
   if (why) {
     log_notice("Conflux set #%llu: %s; closing the set",
                (unsigned long long)cc->serial, why);
     ccirc_close(cc, -1, why);
     return;
   }
-  cfx_leg_t *l =
-      cfx_set_add_leg(cc->cfx, leg, link.last_seq_sent, link.last_seq_recv);
+  /* The exit starts this leg's counts from our LINK (its last sent is
+   * what we said we delivered, its last received what we said we sent),
+   * and relative SWITCH numbers are computed from them; so we start ours
+   * from the same values, not from its LINKED. For the first legs of a set
+   * both are 0; for a replacement leg the exit may meanwhile have sent
+   * more on the other legs, which its LINKED counts but a SWITCH on this
+   * leg will not. */
+  cfx_leg_t *l = cfx_set_add_leg(cc->cfx, leg, leg->link_seq_recv,
+                                 leg->link_seq_sent);
   if (!l) {
     circuit_mark_for_close(&leg->circ->base, DESTROY_REASON_FINISHED);
     return;
@@ -839,6 +1056,14 @@ handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
            cfx_ux_name(link.desired_ux), cfx_alg_name(cc->cfx->alg));
   origin_circuit_send_relay(leg->circ, last_hop_of(leg->circ),
                             RELAY_COMMAND_CONFLUX_LINKED_ACK, 0, NULL, 0);
+  if (cc->built) {
+    char d[512];
+    cfx_set_describe(cc->cfx, d, sizeof(d));
+    log_info("Conflux set #%llu: replacement leg %s joined the set: %s",
+             (unsigned long long)cc->serial, leg->path, d);
+    wake_streams(cc);
+    return;
+  }
   cfx_maybe_ready(cc);
 }
 
@@ -1043,6 +1268,8 @@ leg_start(ccirc_t *cc, const dir_node_t *const *path, int want_cc)
   leg->owner = cc;
   snprintf(leg->path, sizeof(leg->path), "%s -> %s", path[0]->nickname,
            path[1]->nickname);
+  memcpy(leg->guard_id, path[0]->rsa_id, 20);
+  memcpy(leg->middle_id, path[1]->rsa_id, 20);
   cc->legs[cc->n_legs++] = leg;
   leg->cb = circbuild_start(hops, CLIENT_HOPS, &circ_cbs, leg);
   if (!leg->cb) {
@@ -1099,7 +1326,9 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   dlist_init(&cc->streams);
   memcpy(cc->exit_id, exit->rsa_id, 20);
   cc->pinned_exit = pinned;
-  memcpy(cc->iso, iso, iso_len);
+  cc->exit_port_ok = (uint16_t)port;
+  if (iso_len)
+    memcpy(cc->iso, iso, iso_len);
   cc->iso_len = iso_len;
   cc->created_us = evloop_now_us(G.loop);
   cc->package_window = CIRCWINDOW_START;
@@ -1151,6 +1380,128 @@ ccirc_usable(const ccirc_t *cc)
   return 0;
 }
 
+/* ---- preemptive circuits ---------------------------------------- */
+
+/* Remember that a stream asked for port (tor's predicted ports). */
+static void
+predict_port(uint16_t port, uint64_t now)
+{
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++)
+    if (G.predicted[i].last_us && G.predicted[i].port == port) {
+      G.predicted[i].last_us = now;
+      return;
+    }
+  /* A free slot, else the least recently asked port's. */
+  int slot = 0;
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++) {
+    if (!G.predicted[i].last_us) {
+      slot = i;
+      break;
+    }
+    if (G.predicted[i].last_us < G.predicted[slot].last_us)
+      slot = i;
+  }
+  if (G.predicted[slot].last_us)
+    log_info("Forgetting predicted port %u for port %u",
+             G.predicted[slot].port, port);
+  G.predicted[slot].port = port;
+  G.predicted[slot].last_us = now ? now : 1;
+}
+
+/* Keep a clean circuit ready for each predicted port (the most recently
+ * asked first), PREEMPTIVE_MAX_CLEAN at most in all; runs from the
+ * client's timer and after a stream took a clean circuit. */
+static void
+preempt_cb(void *arg)
+{
+  (void)arg;
+  if (!dir_client_nodelist(G.cfg.dir))
+    return; /* no consensus yet */
+  uint64_t now = evloop_now_us(G.loop);
+  if (now < G.preempt_not_before_us)
+    return;
+  int n_clean = 0, n_ports = 0;
+  for (dlist_node_t *n = dlist_first(&G.circs); n;
+       n = dlist_next(&G.circs, n)) {
+    const ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (cc->iso_open && ccirc_usable(cc))
+      n_clean++;
+  }
+  int done[PREDICTED_PORTS_MAX] = {0};
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++) {
+    if (G.predicted[i].last_us &&
+        now - G.predicted[i].last_us > PREDICTED_PORT_LIFETIME_US) {
+      log_info("Port %u is no longer predicted (not asked for in an hour)",
+               G.predicted[i].port);
+      G.predicted[i].last_us = 0;
+    }
+    if (G.predicted[i].last_us)
+      n_ports++;
+  }
+  while (n_clean < PREEMPTIVE_MAX_CLEAN) {
+    int best = -1;
+    for (int i = 0; i < PREDICTED_PORTS_MAX; i++)
+      if (G.predicted[i].last_us && !done[i] &&
+          (best < 0 || G.predicted[i].last_us > G.predicted[best].last_us))
+        best = i;
+    if (best < 0)
+      return;
+    done[best] = 1;
+    uint16_t port = G.predicted[best].port;
+    int covered = 0;
+    for (dlist_node_t *n = dlist_first(&G.circs); n && !covered;
+         n = dlist_next(&G.circs, n)) {
+      const ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+      covered = cc->iso_open && ccirc_usable(cc) &&
+                (cc->preempt_port == port || exit_accepts(cc, port));
+    }
+    if (covered)
+      continue;
+    log_info("Building a preemptive circuit for port %u (%d clean "
+             "circuit%s, %d predicted port%s)",
+             port, n_clean, n_clean == 1 ? "" : "s", n_ports,
+             n_ports == 1 ? "" : "s");
+    socks_request_t req;
+    memset(&req, 0, sizeof(req));
+    req.port = port;
+    ccirc_t *cc = launch_circuit(&req, NULL, 0);
+    if (!cc) {
+      G.preempt_not_before_us = now + PREEMPTIVE_RETRY_US;
+      return;
+    }
+    cc->preemptive = 1;
+    cc->preempt_port = port;
+    cc->iso_open = 1;
+    n_clean++;
+  }
+}
+
+/* A stream takes the clean circuit cc: it gets the stream's isolation,
+ * and is measured from now on (MeasureMeHops). */
+static void
+take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
+                   size_t iso_len, uint64_t now)
+{
+  cc->iso_open = 0;
+  memcpy(cc->iso, iso, iso_len);
+  cc->iso_len = iso_len;
+  if (cc->preemptive) {
+    G.stats.n_preemptive_used++;
+    if (cc->built)
+      log_info("Stream to port %u attached to a preemptive %s built %.1f s "
+               "ago",
+               cs->req.port, cc->cfx ? "conflux set" : "circuit",
+               (now - cc->idle_since_us) / 1e6);
+    else
+      log_info("Stream to port %u attached to a preemptive %s still being "
+               "built",
+               cs->req.port, cc->cfx ? "conflux set" : "circuit");
+  }
+  for (int i = 0; i < cc->n_legs; i++)
+    if (cc->legs[i]->built && cc->legs[i]->circ)
+      ask_measureme(cc->legs[i]->circ);
+}
+
 static void
 stream_attach(cstream_t *cs)
 {
@@ -1159,19 +1510,31 @@ stream_attach(cstream_t *cs)
   iso_key(&cs->req, iso, &iso_len);
   uint64_t now = evloop_now_us(G.loop);
   uint64_t max_dirty = (uint64_t)G.cfg.max_circuit_dirtiness * 1000000ULL;
-  ccirc_t *use = NULL;
+  ccirc_t *use = NULL, *clean = NULL;
   for (dlist_node_t *n = dlist_first(&G.circs); n; n = dlist_next(&G.circs, n)) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    if (cc->iso_len != iso_len || memcmp(cc->iso, iso, iso_len))
-      continue;
-    if (cc->dirty_since_us && now - cc->dirty_since_us > max_dirty)
-      continue;
     if (!ccirc_usable(cc))
       continue;
     if (!exit_accepts(cc, cs->req.port))
       continue;
+    if (cc->iso_open) {
+      /* Clean: any isolation may take it; built ones first. */
+      if (!clean || (cc->built && !clean->built))
+        clean = cc;
+      continue;
+    }
+    if (cc->iso_len != iso_len || memcmp(cc->iso, iso, iso_len))
+      continue;
+    if (cc->dirty_since_us && now - cc->dirty_since_us > max_dirty)
+      continue;
     use = cc;
     break;
+  }
+  predict_port(cs->req.port, now);
+  if (!use && clean) {
+    use = clean;
+    take_clean_circuit(use, cs, iso, iso_len, now);
+    evloop_deferred_schedule(G.preempt_ev); /* replace it */
   }
   if (!use)
     use = launch_circuit(&cs->req, iso, iso_len);
@@ -1327,10 +1690,34 @@ client_timer_cb(void *arg)
     if (!dlist_is_empty(&cc->streams))
       continue;
     int too_dirty = cc->dirty_since_us && now - cc->dirty_since_us > max_dirty;
-    int idle = now - cc->idle_since_us > CLEAN_IDLE_US;
+    int idle = now - cc->idle_since_us >
+               (cc->iso_open ? PREEMPTIVE_IDLE_US : CLEAN_IDLE_US);
     if (too_dirty || idle)
       ccirc_close(cc, -1, too_dirty ? "dirty" : "idle");
   }
+  evloop_deferred_schedule(G.preempt_ev);
+}
+
+/* MaxMemInQueues: the bytes a conflux set's out-of-order queue holds are
+ * charged to the leg that received furthest (cfx_set_ooo_holder); closing
+ * that circuit tears the set down (cb_closed), which frees them. Only the
+ * memory handler calls this, so a scan of our few sets is fine. */
+static size_t
+client_circuit_mem(circuit_t *c)
+{
+  origin_circuit_t *oc = TO_ORIGIN_CIRCUIT(c);
+  if (!oc)
+    return 0;
+  for (dlist_node_t *n = dlist_first(&G.circs); n;
+       n = dlist_next(&G.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (!cc->cfx || cc->dead)
+      continue;
+    const cfx_leg_t *h = cfx_set_ooo_holder(cc->cfx);
+    if (h && ((const cleg_t *)h->handle)->circ == oc)
+      return cfx_set_ooo_bytes(cc->cfx);
+  }
+  return 0;
 }
 
 int
@@ -1346,6 +1733,11 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
     return -1;
   G.timer = evloop_timer_new(loop, client_timer_cb, NULL);
   evloop_timer_schedule_periodic(G.timer, CLIENT_TIMER_US);
+  G.preempt_ev = evloop_deferred_new(loop, preempt_cb, NULL);
+  predict_port(80, evloop_now_us(loop)); /* as tor does at start */
+  if (circuits_add_extra_mem_fn(client_circuit_mem) < 0)
+    log_warn("Client: too many memory reporters; conflux out-of-order "
+             "queues do not count in MaxMemInQueues");
   return 0;
 }
 
@@ -1384,6 +1776,8 @@ client_shutdown(void)
     dlist_remove(&cc->node);
     ccirc_free(cc);
   }
+  circuits_remove_extra_mem_fn(client_circuit_mem);
+  evloop_deferred_free(G.preempt_ev);
   listener_free(G.listener);
   evloop_timer_free(G.timer);
 }

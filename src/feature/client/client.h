@@ -10,7 +10,9 @@
  * authenticated v1 SENDMEs both ways) and stream windows (500/50), or
  * congestion control with XON/XOFF where the exit supports it (proposal
  * 324). With conflux (proposal 329) a circuit is a set of legs to one exit
- * through different guards and middles (client.c explains).
+ * through different guards and middles (client.c explains). A few clean
+ * circuits are kept built ahead of need for the ports asked for recently
+ * (port 80 from the start), as tor's predicted-port circuits.
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_H
@@ -62,6 +64,12 @@ typedef struct client_stats_t {
    * distinct guard and middle were left */
   uint64_t n_conflux_sets, n_conflux_teardowns, n_conflux_ooo_full;
   uint64_t n_conflux_fallbacks;
+  /* legs relaunched after failing before they linked; legs launched to
+   * replace a linked leg that died while its set went on */
+  uint64_t n_conflux_relaunches, n_conflux_replacements;
+  /* preemptive (clean) circuits that finished building, and that a
+   * stream then took */
+  uint64_t n_preemptive_built, n_preemptive_used;
   unsigned n_open_streams, n_circuits;
 } client_stats_t;
 void client_get_stats(client_stats_t *out);

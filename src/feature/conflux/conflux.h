@@ -33,6 +33,7 @@
  */
 #ifndef PCTOR_FEATURE_CONFLUX_CONFLUX_H
 #define PCTOR_FEATURE_CONFLUX_CONFLUX_H
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lib/evloop/evloop.h"
@@ -58,6 +59,13 @@ typedef struct conflux_exit_stats_t {
   unsigned n_open_sets;
 } conflux_exit_stats_t;
 void conflux_exit_get_stats(conflux_exit_stats_t *out);
+
+/* MaxMemInQueues: the bytes circ holds in its conflux set's out-of-order
+ * queue (0 unless circ is the leg they are charged to, see
+ * cfx_set_ooo_holder). Registered with circuits_add_extra_mem_fn() by
+ * conflux_exit_init(); public for tests. */
+struct circuit_t;
+size_t conflux_exit_circuit_mem(struct circuit_t *circ);
 
 /* The value pctor's descriptors add to their proto line once conflux is
  * served ("Conflux=1", proposal 329 2.1.1). */

@@ -22,6 +22,12 @@
  * and a handler may still be using the circuit). A set is freed when its
  * last leg is gone; a reference count keeps it alive while we are
  * delivering its messages, since delivering may close circuits.
+ *
+ * Memory: the bytes a set's out-of-order queue holds count in
+ * MaxMemInQueues (circuits_add_extra_mem_fn). They are charged to one leg
+ * circuit, the one that received furthest (cfx_set_ooo_holder), and when
+ * that circuit closes while messages wait -- the OOM handler chose it --
+ * the whole set is torn down, which frees the queue.
  */
 #include "feature/conflux/conflux.h"
 #include "core/or/circuit.h"
@@ -276,6 +282,18 @@ mux_inbound(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body)
   return 0;
 }
 
+size_t
+conflux_exit_circuit_mem(circuit_t *c)
+{
+  or_circuit_t *oc = TO_OR_CIRCUIT(c);
+  if (!X.initialized || !oc || !oc->mux)
+    return 0;
+  xleg_t *x = oc->mux;
+  if (cfx_set_ooo_holder(x->set->cfx) != x->leg)
+    return 0;
+  return cfx_set_ooo_bytes(x->set->cfx);
+}
+
 static void
 circuit_closing(circuit_t *c, void *arg)
 {
@@ -289,7 +307,12 @@ circuit_closing(circuit_t *c, void *arg)
   memset(&st, 0, sizeof(st));
   leg_state(x, &st);
   const char *why = NULL;
+  int holds_queue = cfx_set_ooo_holder(s->cfx) == x->leg;
   int teardown = cfx_set_remove_leg(s->cfx, x->leg, &st, &why);
+  if (holds_queue && !teardown) {
+    teardown = 1;
+    why = "the leg charged with the out-of-order queue closed";
+  }
   oc->mux = NULL;
   free(x);
   log_info("Conflux set #%llu: leg circuit %llu closed, %d leg%s left",
@@ -501,6 +524,9 @@ conflux_exit_init(evloop_t *loop, const conflux_exit_config_t *cfg)
   circuits_set_mux_ops(&exit_mux_ops);
   relay_set_mux_inbound(mux_inbound);
   circuits_add_close_observer(circuit_closing, NULL);
+  if (circuits_add_extra_mem_fn(conflux_exit_circuit_mem) < 0)
+    log_warn("Conflux: too many memory reporters; out-of-order queues do "
+             "not count in MaxMemInQueues");
 }
 
 static void
@@ -524,6 +550,7 @@ conflux_exit_shutdown(void)
   if (!X.initialized)
     return;
   circuits_remove_close_observer(circuit_closing, NULL);
+  circuits_remove_extra_mem_fn(conflux_exit_circuit_mem);
   circuits_set_mux_ops(NULL);
   relay_set_mux_inbound(NULL);
   relay_register_handler(RELAY_COMMAND_CONFLUX_LINK, NULL);

@@ -10,6 +10,9 @@
  * choice of the proportional splitter uses a per-set xorshift64* generator
  * seeded from the system RNG (it needs to be unpredictable to outsiders
  * only as far as the split pattern is concerned, and runs per cell).
+ * The queue's memory is reported to core's MaxMemInQueues accounting by
+ * the owners, charged to one leg (cfx_set_ooo_holder); that is computed
+ * only when the memory handler asks, never per message.
  */
 #include "feature/conflux/conflux_set.h"
 #include "core/proto/relay_msg.h"
@@ -121,7 +124,10 @@ cfx_set_max_recv(const cfx_set_t *set)
 int
 cfx_set_link_loses_data(const cfx_set_t *set, uint64_t peer_last_seq_sent)
 {
-  return peer_last_seq_sent > set->last_seq_delivered;
+  uint64_t got = cfx_set_max_recv(set);
+  if (got < set->last_seq_delivered)
+    got = set->last_seq_delivered;
+  return peer_last_seq_sent > got;
 }
 
 cfx_leg_t *
@@ -465,6 +471,27 @@ cfx_set_msg_release(cfx_set_t *set, cfx_msg_t *msg)
   msg->next_free = set->free_list;
   set->free_list = msg;
   set->n_free++;
+}
+
+size_t
+cfx_set_ooo_bytes(const cfx_set_t *set)
+{
+  if (!set->n_queued)
+    return 0;
+  return (size_t)(set->n_queued + set->n_free) * sizeof(cfx_msg_t) +
+         (size_t)set->heap_cap * sizeof(*set->heap);
+}
+
+const cfx_leg_t *
+cfx_set_ooo_holder(const cfx_set_t *set)
+{
+  const cfx_leg_t *h = NULL;
+  if (!set->n_queued)
+    return NULL;
+  for (int i = 0; i < set->n_legs; i++)
+    if (!h || set->legs[i]->last_seq_recv > h->last_seq_recv)
+      h = set->legs[i];
+  return h;
 }
 
 void

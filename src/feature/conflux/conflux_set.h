@@ -128,7 +128,10 @@ void cfx_set_free_(cfx_set_t *set);
 #define cfx_set_free(s) do { cfx_set_free_(s); (s) = NULL; } while (0)
 
 /* Would a leg whose peer says it sent up to peer_last_seq_sent lose data
- * (section 2.4.4)? 1 yes (refuse it), 0 no. */
+ * (section 2.4.4)? It would if the peer sent more than any of our legs
+ * received (queued or delivered): 1 yes (refuse it), 0 no. Comparing with
+ * what arrived rather than what was delivered lets a replacement leg join
+ * while messages of the other legs wait in the out-of-order queue. */
 int cfx_set_link_loses_data(const cfx_set_t *set,
                             uint64_t peer_last_seq_sent);
 /* Add a leg. The counts come from the peer's LINK/LINKED: our last
@@ -177,6 +180,19 @@ int cfx_set_on_msg(cfx_set_t *set, cfx_leg_t *leg, uint8_t command,
  * the set). */
 int cfx_set_next(cfx_set_t *set, cfx_msg_t **out);
 void cfx_set_msg_release(cfx_set_t *set, cfx_msg_t *msg);
+
+/* ---- memory (MaxMemInQueues) ---- */
+/* Bytes the out-of-order queue holds while it holds a message: the queued
+ * messages, the free list kept for reuse and the heap array; 0 when no
+ * message waits (then closing a leg frees nothing of it). */
+size_t cfx_set_ooo_bytes(const cfx_set_t *set);
+/* The leg those bytes are attributed to (the circuit-level memory
+ * accounting needs one circuit to charge them to): the leg that received
+ * furthest (the highest last_seq_recv; the first such leg on ties), i.e.
+ * the one whose early arrivals wait for the others. NULL when no message
+ * waits. Its owner tears the whole set down when that leg closes while
+ * messages wait, so closing that circuit frees the queue. */
+const cfx_leg_t *cfx_set_ooo_holder(const cfx_set_t *set);
 
 /* Largest last_seq_sent / last_seq_recv over the legs. */
 uint64_t cfx_set_max_sent(const cfx_set_t *set);
