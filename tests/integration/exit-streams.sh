@@ -12,6 +12,13 @@
 # the policy rejects (END reason 4, EXITPOLICY), a port where nothing
 # listens (END reason 3, CONNECTREFUSED), and a stream opened on a one-hop
 # circuit from a client (END reason 13: the previous hop is not a relay).
+# RefuseUnknownExits: p5, an exit with RefuseUnknownExits 1, refuses a
+# stream whose previous hop is p6, a relay that never publishes its
+# descriptor and so is not in p5's consensus (END reason 1, MISC, as tor),
+# and serves one whose previous hop is a tor relay the consensus lists.
+# (p3 runs with RefuseUnknownExits 0: the pctor relays of this test are
+# used before the consensus lists them.) BandwidthRate on an exit: 8 MiB
+# through p7, an exit limited to 1 MByte/s, takes about 7 s.
 # The file is 50 MiB as the streams issue asks; EXIT_TEST_MB overrides.
 
 . "$(dirname "$0")/lib.sh"
@@ -57,15 +64,25 @@ EOF
 }
 start_pctor p1 ""
 start_pctor p2 ""
-start_pctor p3 "ExitRelay 1
+EXIT_LINES="ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 ServerDNSResolvConfFile $net/resolv.conf"
+start_pctor p3 "$EXIT_LINES
+RefuseUnknownExits 0"
 start_pctor p4 "BandwidthRate 2 MBytes
 BandwidthBurst 2 MBytes"
+start_pctor p5 "$EXIT_LINES
+RefuseUnknownExits 1"
+start_pctor p6 "PublishServerDescriptor 0"
+start_pctor p7 "$EXIT_LINES
+RefuseUnknownExits 0
+BandwidthRate 1 MBytes
+BandwidthBurst 1 MBytes"
 P1=$(cat "$net/p1.hop") P2=$(cat "$net/p2.hop") P3=$(cat "$net/p3.hop")
-P4=$(cat "$net/p4.hop")
+P4=$(cat "$net/p4.hop") P5=$(cat "$net/p5.hop") P6=$(cat "$net/p6.hop")
+P7=$(cat "$net/p7.hop")
 
 has_own_desc() {
     local dirport
@@ -123,9 +140,34 @@ unused=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 expect_refusal connect-refused 3 "127.0.0.1:$unused" "$P1" "$P2" "$P3"
 expect_refusal one-hop 13 "127.0.0.1:$hport" "$P3"
 
+# RefuseUnknownExits 1, once p5 has a consensus.
+d5=$(cat "$net/p5.dir")
+it_wait_until 60 grep -q 'Accepted a .* consensus' "$d5/info.log" ||
+    it_fail "p5 never got a consensus"
+expect_refusal unknown-previous-hop 1 "127.0.0.1:$hport" "$P6" "$P5"
+grep -q 'not a relay in the consensus (RefuseUnknownExits)' "$d5/info.log" ||
+    it_fail "p5 did not log the RefuseUnknownExits refusal"
+"$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /limited --out "$net/known" relay1 "$P5" 2> "$net/known.err" ||
+    it_fail "p5 refused a stream from a listed relay: $(cat "$net/known.err")"
+cmp -s "$net/known" "$www/limited" || it_fail "download through p5 differs"
+it_log "RefuseUnknownExits 1: refused after an unlisted relay, served after a listed one"
+
+# BandwidthRate on the exit: 8 MiB at 1 MByte/s (burst 1 MByte) takes
+# about 7 s; allow 5.5 s to 30 s.
+t0=$(date +%s%N)
+"$CIRCTEST" --timeout 90 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /limited --out "$net/exit-limited" "$P1" "$P2" "$P7" 2> "$net/exit-limited.err" ||
+    it_fail "download through the rate-limited exit failed: $(cat "$net/exit-limited.err")"
+ms=$((($(date +%s%N) - t0) / 1000000))
+cmp -s "$net/exit-limited" "$www/limited" || it_fail "download through the rate-limited exit differs"
+[ "$ms" -ge 5500 ] && [ "$ms" -le 30000 ] ||
+    it_fail "8 MiB through an exit with BandwidthRate 1 MBytes took $ms ms"
+it_log "exit with BandwidthRate 1 MBytes: 8 MiB took $ms ms ($((8 * 1024 * 1000 / ms)) KiB/s)"
+
 d3=$(cat "$net/p3.dir")
 grep -q 'Exit policy rejects 127.0.0.2:80' "$d3/info.log" || it_fail "no policy log line"
-for n in p1 p2 p3 p4; do
+for n in p1 p2 p3 p4 p5 p6 p7; do
     d=$(cat "$net/$n.dir")
     kill -0 "$(cat "$d/pid")" || it_fail "$n died"
     if grep -E '\[(warn|err)\]' "$d/info.log"; then it_fail "$n logged warnings"; fi

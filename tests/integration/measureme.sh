@@ -40,6 +40,7 @@ it_http_server "$www" "$hport"
 it_start_pctor "$net" p1 relay "MeasureMeEnabled 0"
 it_start_pctor "$net" p2 relay "PerCircuitTCP 1"
 it_start_pctor "$net" p3 relay "ExitRelay 1
+RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*

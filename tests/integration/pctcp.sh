@@ -51,6 +51,7 @@ it_start_pctor "$net" p4 relay "PerCircuitTCP 0
 PublishServerDescriptor 0"
 it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
 ExitRelay 1
+RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*

@@ -20,6 +20,11 @@
  *    close waits for write tokens and still delivers everything. Upper
  *    bounds are always enforced; lower bounds only on runs where the loop
  *    was not starved of CPU (see run_attempts()).
+ *  - the default group for plain connections (conn_set_default_buckets(),
+ *    how BandwidthRate reaches exit, SOCKS and directory connections):
+ *    both ends of a plain flow made while it is set are held to its rate
+ *    and every byte they move is counted in it, while a flow to a private
+ *    address (without count_private) and a TLS flow are not touched.
  */
 #include <check.h>
 #include <stdio.h>
@@ -337,6 +342,7 @@ typedef struct flow_t {
   conn_t *src, *sink;
   ratelimit_t *src_g, *src_r, *sink_g, *sink_r;
   size_t close_total; /* > 0: queue this much, conn_close(src, 1) */
+  int keep_default;   /* leave the buckets conn_connect/accept chose */
   size_t queued, recvd;
   uint64_t t_open, t_first, t_eof;
   /* Snapshots taken by snap_flows(). */
@@ -446,7 +452,8 @@ flow_accept(int fd, const pc_addr_t *peer, void *arg)
                    0);
   f->sink = conn_new_accepted(L, f->tls ? tls_ctx : NULL, fd, peer, sink_cb,
                               f);
-  conn_set_buckets(f->sink, f->sink_g, f->sink_r);
+  if (!f->keep_default)
+    conn_set_buckets(f->sink, f->sink_g, f->sink_r);
 }
 
 static void
@@ -460,7 +467,8 @@ flow_start(flow_t *f)
   f->src = conn_connect(L, f->tls ? tls_ctx : NULL, listener_addr(f->lst),
                         src_cb, f, &err);
   ck_assert_ptr_nonnull(f->src);
-  conn_set_buckets(f->src, f->src_g, f->src_r);
+  if (!f->keep_default)
+    conn_set_buckets(f->src, f->src_g, f->src_r);
   ck_assert_int_lt(n_flows, MAX_FLOWS);
   flows[n_flows++] = f;
 }
@@ -915,6 +923,68 @@ START_TEST(test_close_flush_limited)
 }
 END_TEST
 
+static void
+attempt_default(void)
+{
+  setup_loop(1);
+  const unsigned iv = 100;
+  const uint64_t rate = 2 * MB, burst = 200 * KB;
+  ratelimit_t *g = ratelimit_new(L, rate, burst, iv);
+  flow_t a, b, c;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  memset(&c, 0, sizeof(c));
+  /* Not counting private addresses: a plain flow on 127.0.0.1 is exempt;
+   * TLS connections are never given the default. */
+  conn_set_default_buckets(g, 0);
+  b.name = "plain, private, exempt";
+  b.keep_default = 1;
+  flow_start(&b);
+  c.name = "TLS, not given the default";
+  c.tls = 1;
+  c.keep_default = 1;
+  flow_start(&c);
+  run_for(300000);
+  double secs = (double)(t_snap - b.t_open) / 1e6;
+  fprintf(stderr,
+          "ratelimit: exempt flows: plain %llu, TLS %llu bytes in %.3f s\n",
+          (unsigned long long)b.snap_recvd, (unsigned long long)c.snap_recvd,
+          secs);
+  ck_assert_uint_eq(ratelimit_total(g, RATELIMIT_READ), 0);
+  ck_assert_uint_eq(ratelimit_total(g, RATELIMIT_WRITE), 0);
+  SOFT_CHECK(b.snap_recvd > 2 * (burst + rate * secs),
+             "private flow limited");
+  SOFT_CHECK(c.snap_recvd > 2 * (burst + rate * secs), "TLS flow limited");
+  flow_free(&b);
+  flow_free(&c);
+  /* Counting private addresses: a plain flow made now is held to the
+   * default group at both ends without any conn_set_buckets(). */
+  conn_set_default_buckets(g, 1);
+  a.name = "plain, default group";
+  a.keep_default = 1;
+  a.src_g = g; /* for the snapshots only */
+  a.sink_g = g;
+  flow_start(&a);
+  run_for(1500000);
+  check_rate("default group (write)", a.snap_written, a.snap_unwritten,
+             a.t_open, t_snap, rate, burst, iv, 0);
+  check_rate("default group (read)", a.snap_recvd, a.snap_unread, a.t_first,
+             t_snap, rate, burst, iv, 0);
+  /* The group counted flow a's bytes, all of them, and nothing else. */
+  ck_assert_uint_eq(ratelimit_total(g, RATELIMIT_WRITE),
+                    conn_bytes_written(a.src) + conn_bytes_written(a.sink));
+  ck_assert_uint_eq(ratelimit_total(g, RATELIMIT_READ),
+                    conn_bytes_read(a.sink) + conn_bytes_read(a.src));
+  conn_set_default_buckets(NULL, 0);
+  teardown_loop(&g, 1);
+}
+
+START_TEST(test_default_buckets)
+{
+  run_attempts(attempt_default, "default buckets");
+}
+END_TEST
+
 Suite *
 suite_ratelimit(void)
 {
@@ -936,6 +1006,7 @@ suite_ratelimit(void)
   tcase_add_test(tc, test_measure_fair);
   tcase_add_test(tc, test_reconfigure);
   tcase_add_test(tc, test_close_flush_limited);
+  tcase_add_test(tc, test_default_buckets);
   suite_add_tcase(s, tc);
   return s;
 }

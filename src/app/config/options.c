@@ -172,9 +172,18 @@ static const option_def_t option_table[] = {
    "destinations clients ask for (RELAY_BEGIN), resolves names for them "
    "(RELAY_RESOLVE) through the resolver in ServerDNSResolvConfFile, and "
    "publishes its exit policy. If 0, every stream request is refused and "
-   "the published policy is \"reject *:*\". Streams are refused on "
-   "circuits whose previous hop did not authenticate as a relay, as with "
-   "tor's RefuseUnknownExits."},
+   "the published policy is \"reject *:*\". As in tor, streams are "
+   "refused on a client's first hop (a previous hop that did not "
+   "authenticate as a relay, or CREATE_FAST); see also "
+   "RefuseUnknownExits."},
+  {"RefuseUnknownExits", OPT_TYPE_STRING, "0|1|auto", "auto", "auto",
+   1, 0, 0, OFF(refuse_unknown_exits_str),
+   "Exit: with 1, once the relay has a consensus, streams (RELAY_BEGIN) "
+   "are refused with END reason MISC on circuits whose previous hop is a "
+   "relay the consensus does not list (by identity), as tor does. auto "
+   "(as tor) follows the consensus parameter refuseunknownexits, which "
+   "defaults to 1. 0 never refuses for this reason. Without a consensus "
+   "nothing is refused for this reason."},
   {"ExitPolicy", OPT_TYPE_POLICY, "accept|reject ADDRESS:PORTS[,...]",
    NULL, "unset (tor's default exit policy when ExitRelay is 1)",
    1, 0, 0, OFF(exit_policy),
@@ -234,9 +243,10 @@ static const option_def_t option_table[] = {
   {"BandwidthRate", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
    "1 GByte", 1, 0, 0, OFF(bandwidth_rate_str),
    "Average bandwidth per second this relay may use for reading, and "
-   "separately for writing, on its link connections (token buckets, as "
-   "tor). Connections to private addresses are not counted unless "
-   "TestingTorNetwork is 1. At least 75 KBytes."},
+   "separately for writing, on all its connections: link connections, "
+   "exit connections, SocksPort connections and directory connections "
+   "(token buckets, as tor). Connections to private addresses are not "
+   "counted unless TestingTorNetwork is 1. At least 75 KBytes."},
   {"BandwidthBurst", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
    "1 GByte", 1, 0, 0, OFF(bandwidth_burst_str),
    "The size of the BandwidthRate buckets: the most that may be used in a "
@@ -1223,6 +1233,16 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
       o->conflux_enabled = v[0] - '0';
     else
       msg = "must be 0, 1 or auto";
+    if (!msg) {
+      v = o->refuse_unknown_exits_str;
+      def = def_by_offset(OFF(refuse_unknown_exits_str));
+      if (!v || !strcmp(v, "auto"))
+        o->refuse_unknown_exits = -1;
+      else if (!strcmp(v, "0") || !strcmp(v, "1"))
+        o->refuse_unknown_exits = v[0] - '0';
+      else
+        msg = "must be 0, 1 or auto";
+    }
     if (!msg) {
       v = o->conflux_client_ux_str;
       def = def_by_offset(OFF(conflux_client_ux_str));

@@ -108,6 +108,8 @@ typedef struct options_t {
   unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
   int measureme_interval;         /* milliseconds */
   /* Conflux (proposal 329). */
+  char *refuse_unknown_exits_str; /* RefuseUnknownExits as written */
+  int refuse_unknown_exits;       /* parsed: 1, 0, -1 auto */
   char *conflux_enabled_str;      /* ConfluxEnabled as written */
   int conflux_enabled;            /* parsed: 1, 0, -1 auto */
   char *conflux_client_ux_str;    /* ConfluxClientUX as written */

@@ -35,6 +35,7 @@
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/fs/files.h"
+#include "lib/net/conn.h"
 #include "lib/net/ratelimit.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -98,6 +99,40 @@ free_exit_desc_lines(void)
   A.n_exit_desc_lines = 0;
 }
 
+/* An info line for every relayed circuit that closes, naming its
+ * neighbours, so that a test can follow one circuit across relays. */
+static void
+log_circuit_close(circuit_t *circ, void *arg)
+{
+  (void)arg;
+  if (circ->kind != CIRC_KIND_OR || !log_is_enabled(LOG_SEV_INFO))
+    return;
+  or_circuit_t *oc = (or_circuit_t *)circ;
+  char prev[128];
+  snprintf(prev, sizeof(prev), "%s",
+           oc->p_chan ? channel_describe(oc->p_chan) : "none");
+  log_info("Relayed circuit %llu closes: previous hop %s, next hop %s",
+           (unsigned long long)circ->gid, prev,
+           circ->n_chan ? channel_describe(circ->n_chan) : "none");
+}
+
+/* RefuseUnknownExits (exit_relay_lookup_fn): is rsa_id in the consensus
+ * our directory client holds (either flavor)? -1 without one. */
+static int
+exit_relay_known(const uint8_t *rsa_id, int *refuse_param, void *arg)
+{
+  (void)arg;
+  const consensus_t *c = A.dirc ? dir_client_consensus(A.dirc) : NULL;
+  const consensus_t *c2 =
+      A.dirc_other ? dir_client_consensus(A.dirc_other) : NULL;
+  if (!c)
+    c = c2;
+  if (!c)
+    return -1;
+  *refuse_param = consensus_get_param(c, "refuseunknownexits", 1, 0, 1);
+  return consensus_find(c, rsa_id) || (c2 && consensus_find(c2, rsa_id));
+}
+
 /* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
  * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
  * line when the policy or the resolver cannot be made. */
@@ -106,7 +141,7 @@ configure_exit(const options_t *o)
 {
   exit_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  cfg.refuse_unknown = 1;
+  cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
   exit_policy_t *policy = NULL;
   if (o->exit_relay) {
@@ -503,6 +538,10 @@ start_directory_client(const options_t *o)
   cfg.auths = A.dirc_auths;
   cfg.n_auths = n;
   cfg.use_microdescriptors = o->use_microdescriptors;
+  /* A client (no ORPort) fetches from directory caches over BEGIN_DIR
+   * once it has a consensus; a relay is a cache and asks the
+   * authorities, as tor does. */
+  cfg.fetch_from_caches = o->or_ports.n == 0;
   A.dirc = dir_client_new(A.loop, &cfg);
   dir_client_load_cache(A.dirc, time(NULL));
   dir_client_start_auto(A.dirc, dir_fetched_cb, NULL);
@@ -637,6 +676,8 @@ apply_bandwidth(const options_t *o)
                         o->relay_bandwidth_burst, iv);
   }
   channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network);
+  /* Exit, SOCKS and directory connections: the global bucket only. */
+  conn_set_default_buckets(A.bw_global, o->testing_tor_network);
   if (o->bandwidth_rate < (1ULL << 30) || o->relay_bandwidth_rate)
     log_notice("Bandwidth limits: %llu KB/s (burst %llu KB)%s",
                (unsigned long long)(o->bandwidth_rate >> 10),
@@ -701,6 +742,8 @@ app_start(evloop_t *loop, const options_t *opts)
 
   channels_init(loop, A.keys);
   circuits_init();
+  /* Observers outlive circuits_init(); app_shutdown() removes it. */
+  circuits_add_close_observer(log_circuit_close, NULL);
   apply_max_mem(opts);
   apply_bandwidth(opts);
   memset(&A.sched, 0, sizeof(A.sched));
@@ -716,6 +759,7 @@ app_start(evloop_t *loop, const options_t *opts)
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
+  exit_set_relay_lookup(exit_relay_known, NULL);
   memset(&A.cfx, 0, sizeof(A.cfx));
   A.cfx.enabled = 1;
   conflux_exit_init(loop, &A.cfx);
@@ -835,6 +879,32 @@ app_log_statistics(void)
              (unsigned long long)ps.shared_over_limit,
              (unsigned long long)ps.shared_by_policy,
              (unsigned long long)(cell_queues_total_bytes() >> 10));
+  unsigned n_exit;
+  uint64_t exit_bytes;
+  exit_get_buffered(&n_exit, &exit_bytes);
+  if (A.ipsec) {
+    ipsec_broker_stats_t is;
+    ipsec_broker_get_stats(A.ipsec, &is);
+    log_notice("Statistics: IPsec: %u known peers, %u offering IPsec, %u "
+               "SAs up; %llu announcements sent, %llu received, %llu "
+               "refused; %llu initiations (%llu failed); charon connected "
+               "%llu times, lost %llu times; %llu SA set-ups, mean %llu ms",
+               is.n_peers, is.n_offering, is.n_sa_up,
+               (unsigned long long)is.announce_sent,
+               (unsigned long long)is.announce_received,
+               (unsigned long long)is.announce_refused,
+               (unsigned long long)is.initiations,
+               (unsigned long long)is.initiation_failures,
+               (unsigned long long)is.charon_connects,
+               (unsigned long long)is.charon_losses,
+               (unsigned long long)is.sa_setups,
+               (unsigned long long)(is.sa_setups ? is.sa_setup_us_total /
+                                    is.sa_setups / 1000 : 0));
+  }
+  log_notice("Statistics: %u exit streams holding %llu bytes in their "
+             "buffers; %llu bytes in cell queues",
+             n_exit, (unsigned long long)exit_bytes,
+             (unsigned long long)cell_queues_total_bytes());
 }
 
 void
@@ -848,8 +918,13 @@ app_shutdown(void)
     measureme_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
+    /* Directory fetches in flight may use circuits (BEGIN_DIR to a
+     * cache): end them while circuits and channels still exist. */
+    dir_client_free(A.dirc);
+    dir_client_free(A.dirc_other);
     channels_shutdown();
     circuits_shutdown();
+    circuits_remove_close_observer(log_circuit_close, NULL);
     relay_clear_handlers();
     A.started = 0;
   }
@@ -862,6 +937,7 @@ app_shutdown(void)
   dir_client_free(A.dirc);
   dir_client_free(A.dirc_other);
   free(A.dirc_auths);
+  conn_set_default_buckets(NULL, 0);
   ratelimit_free(A.bw_global);
   ratelimit_free(A.bw_relay);
   path_config_clear(&A.pathcfg);

@@ -21,6 +21,13 @@
  * on the circuit it arrived on (stream_data_arrived) and delivered to the
  * stream separately (stream_deliver_data), possibly later and on the
  * set's home circuit.
+ *
+ * Half-closed streams: relay_stream_end() and relay_stream_detach() leave
+ * a stream_half_t record behind with the allowance stream.h describes.
+ * The record table is a fixed array of STREAM_HALF_MAX slots made on the
+ * first END, searched linearly and pruned of expired records lazily, so
+ * nothing on the path of a cell for an open stream changes. A BEGIN that
+ * reuses a half-closed ID (the client saw our END) drops the record.
  */
 #include "core/or/stream.h"
 #include "core/or/congestion_control.h"
@@ -98,6 +105,203 @@ stream_free(relay_stream_t *s)
   free(s);
 }
 
+/* ---- half-closed stream records ------------------------------------ */
+
+static stream_half_t *
+half_find(const stream_half_set_t *hs, uint16_t id, uint64_t now_us)
+{
+  for (unsigned i = 0; i < hs->n; i++)
+    if (hs->v[i].id == id)
+      return hs->v[i].expires_us > now_us ? &hs->v[i] : NULL;
+  return NULL;
+}
+
+static void
+half_remove_at(stream_half_set_t *hs, unsigned i)
+{
+  hs->v[i] = hs->v[--hs->n];
+}
+
+static void
+half_prune(stream_half_set_t *hs, uint64_t now_us)
+{
+  for (unsigned i = 0; i < hs->n;) {
+    if (hs->v[i].expires_us <= now_us)
+      half_remove_at(hs, i);
+    else
+      i++;
+  }
+}
+
+void
+stream_half_remove(stream_half_set_t *hs, uint16_t id)
+{
+  for (unsigned i = 0; i < hs->n; i++) {
+    if (hs->v[i].id == id) {
+      half_remove_at(hs, i);
+      return;
+    }
+  }
+}
+
+static int
+clamp(int v, int lo, int hi)
+{
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void
+stream_half_add(stream_half_set_t *hs, uint16_t id, int data_left,
+                int sendmes_left, int connected_pending, int cc,
+                uint64_t now_us)
+{
+  if (!hs->v)
+    hs->v = pc_calloc(STREAM_HALF_MAX, sizeof(stream_half_t));
+  stream_half_remove(hs, id);
+  half_prune(hs, now_us);
+  if (hs->n == STREAM_HALF_MAX) {
+    /* Full: forget the record that would expire first. */
+    unsigned oldest = 0;
+    for (unsigned i = 1; i < hs->n; i++)
+      if (hs->v[i].expires_us < hs->v[oldest].expires_us)
+        oldest = i;
+    half_remove_at(hs, oldest);
+  }
+  stream_half_t *h = &hs->v[hs->n++];
+  h->id = id;
+  h->expires_us = now_us + STREAM_HALF_TTL_USEC;
+  h->data_left = (uint16_t)clamp(data_left, 0, UINT16_MAX);
+  h->sendmes_left = (uint8_t)clamp(sendmes_left, 0, UINT8_MAX);
+  h->connected_pending = connected_pending ? 1 : 0;
+  h->cc = cc ? 1 : 0;
+}
+
+int
+stream_half_contains(const stream_half_set_t *hs, uint16_t id,
+                     uint64_t now_us)
+{
+  return half_find(hs, id, now_us) != NULL;
+}
+
+unsigned
+stream_half_count(const stream_half_set_t *hs, uint64_t now_us)
+{
+  unsigned n = 0;
+  for (unsigned i = 0; i < hs->n; i++)
+    if (hs->v[i].expires_us > now_us)
+      n++;
+  return n;
+}
+
+int
+stream_half_accept(stream_half_set_t *hs, uint8_t cmd, uint16_t id,
+                   uint64_t now_us)
+{
+  stream_half_t *h = half_find(hs, id, now_us);
+  if (!h)
+    return 0;
+  switch (cmd) {
+  case RELAY_COMMAND_DATA:
+    if (h->cc)
+      return 1;
+    if (!h->data_left)
+      return 0;
+    h->data_left--;
+    return 1;
+  case RELAY_COMMAND_SENDME:
+    if (h->cc || !h->sendmes_left)
+      return 0;
+    h->sendmes_left--;
+    return 1;
+  case RELAY_COMMAND_XON:
+  case RELAY_COMMAND_XOFF:
+    return h->cc;
+  case RELAY_COMMAND_CONNECTED:
+    if (!h->connected_pending)
+      return 0;
+    h->connected_pending = 0;
+    return 1;
+  case RELAY_COMMAND_END:
+  case RELAY_COMMAND_RESOLVED:
+    /* The other edge closed its side too: nothing more will come. */
+    stream_half_remove(hs, id);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+void
+stream_half_clear(stream_half_set_t *hs)
+{
+  free(hs->v);
+  hs->v = NULL;
+  hs->n = 0;
+}
+
+/* Record s as half-closed on its circuit (we sent END, or a reply that
+ * ends it). */
+static void
+stream_note_half_closed(relay_stream_t *s)
+{
+  circ_edge_t *e = s->circ->edge;
+  if (!e)
+    return;
+  int cc = e->cc != NULL || s->circ->mux != NULL;
+  /* The peer may still fill the rest of our deliver window, and send one
+   * SENDME per increment of DATA we sent that it has not acknowledged. */
+  int sendmes = (STREAMWINDOW_START - s->package_window) /
+                STREAMWINDOW_INCREMENT;
+  stream_half_add(&e->half, s->id, cc ? 0 : s->deliver_window,
+                  cc ? 0 : sendmes, 0, cc, now_us());
+}
+
+/* A cell for stream id, which is not open on circ: drop it, quietly if it
+ * was in flight when we ended the stream. Never a protocol violation. */
+static void
+stream_not_open(or_circuit_t *circ, uint8_t cmd, uint16_t id)
+{
+  circ_edge_t *e = edge_of(circ);
+  if (stream_half_accept(&e->half, cmd, id, now_us())) {
+    e->n_stream_cells_half_closed++;
+    log_debug("%s for half-closed stream %u on circuit %llu; dropped",
+              relay_command_name(cmd), id,
+              (unsigned long long)circ->base.gid);
+    return;
+  }
+  /* One log line per circuit is enough to see it happen. */
+  if (e->n_stream_cells_invalid++ == 0)
+    log_info("%s for unknown stream %u on circuit %llu (not open, or more "
+             "than it may still send after our END); dropped",
+             relay_command_name(cmd), id,
+             (unsigned long long)circ->base.gid);
+}
+
+void
+circ_edge_get_dropped(const or_circuit_t *circ, uint64_t *half_closed,
+                      uint64_t *invalid)
+{
+  *half_closed = circ->edge ? circ->edge->n_stream_cells_half_closed : 0;
+  *invalid = circ->edge ? circ->edge->n_stream_cells_invalid : 0;
+}
+
+size_t
+circ_edge_sum_streams(or_circuit_t *circ, const relay_stream_ops_t *ops,
+                      size_t (*fn)(void *arg))
+{
+  circ_edge_t *e = circ->edge;
+  size_t sum = 0;
+  if (!e)
+    return 0;
+  for (dlist_node_t *n = dlist_first(&e->streams); n;
+       n = dlist_next(&e->streams, n)) {
+    relay_stream_t *s = DLIST_ENTRY(n, relay_stream_t, node);
+    if (s->ops == ops)
+      sum += fn(s->arg);
+  }
+  return sum;
+}
+
 void
 circ_edge_clear(or_circuit_t *circ)
 {
@@ -105,13 +309,20 @@ circ_edge_clear(or_circuit_t *circ)
   if (!e)
     return;
   dlist_node_t *n;
+  unsigned n_open = 0;
   while ((n = dlist_first(&e->streams))) {
     relay_stream_t *s = DLIST_ENTRY(n, relay_stream_t, node);
     dlist_remove(n);
+    n_open++;
     if (s->ops && s->ops->on_end)
       s->ops->on_end(s, END_STREAM_REASON_DESTROY, s->arg);
     free(s);
   }
+  log_info("Circuit %llu closed with %u open streams; %llu cells for "
+           "half-closed streams and %llu for unknown ones were dropped",
+           (unsigned long long)circ->base.gid, n_open,
+           (unsigned long long)e->n_stream_cells_half_closed,
+           (unsigned long long)e->n_stream_cells_invalid);
   if (e->cc) {
     char d[200];
     cc_describe(e->cc, d, sizeof(d));
@@ -119,6 +330,7 @@ circ_edge_clear(or_circuit_t *circ)
              (unsigned long long)circ->base.gid, d);
     cc_free(e->cc);
   }
+  stream_half_clear(&e->half);
   free(e);
   circ->edge = NULL;
 }
@@ -144,6 +356,9 @@ relay_stream_new(or_circuit_t *circ, uint16_t id,
 {
   if (id == 0 || relay_stream_find(circ, id))
     return NULL;
+  /* The client reuses an ID after it saw our END. */
+  if (circ->edge)
+    stream_half_remove(&circ->edge->half, id);
   relay_stream_t *s = pc_zalloc(sizeof(*s));
   s->circ = circ;
   s->id = id;
@@ -211,6 +426,7 @@ relay_stream_send(relay_stream_t *s, const uint8_t *data, size_t len)
 void
 relay_stream_detach(relay_stream_t *s)
 {
+  stream_note_half_closed(s);
   stream_free(s);
 }
 
@@ -218,6 +434,7 @@ void
 relay_stream_end(relay_stream_t *s, uint8_t reason)
 {
   or_circuit_send_relay(s->circ, RELAY_COMMAND_END, s->id, &reason, 1);
+  stream_note_half_closed(s);
   stream_free(s);
 }
 
@@ -281,6 +498,18 @@ circ_edge_move_streams(or_circuit_t *from, or_circuit_t *to)
     s->circ = to;
     dlist_insert_tail(&dst->streams, &s->node);
   }
+  /* Half-closed records follow the streams. */
+  stream_half_set_t *src = &from->edge->half;
+  uint64_t now = now_us();
+  for (unsigned i = 0; i < src->n; i++) {
+    const stream_half_t *h = &src->v[i];
+    if (h->expires_us <= now)
+      continue;
+    stream_half_add(&dst->half, h->id, h->data_left, h->sendmes_left,
+                    h->connected_pending, h->cc, now);
+    dst->half.v[dst->half.n - 1].expires_us = h->expires_us;
+  }
+  stream_half_clear(src);
 }
 
 int
@@ -322,8 +551,8 @@ stream_deliver_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
   circ_edge_t *e = edge_of(circ);
   relay_stream_t *s = relay_stream_find(circ, id);
   if (!s) {
-    log_debug("DATA for unknown stream %u on circuit %llu", id,
-              (unsigned long long)circ->base.gid);
+    /* Already counted against the circuit window by the caller. */
+    stream_not_open(circ, RELAY_COMMAND_DATA, id);
     return 0;
   }
   if (!e->cc && --s->deliver_window < 0)
@@ -371,8 +600,10 @@ stream_handle_end(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
   relay_stream_t *s = relay_stream_find(circ, id);
-  if (!s)
+  if (!s) {
+    stream_not_open(circ, RELAY_COMMAND_END, id);
     return 0;
+  }
   uint8_t reason = len ? body[0] : END_STREAM_REASON_MISC;
   if (s->ops && s->ops->on_end)
     s->ops->on_end(s, reason, s->arg);
@@ -422,8 +653,10 @@ cc_sendme(or_circuit_t *circ, circ_edge_t *e, uint16_t id,
 {
   if (id != 0) {
     /* For an unknown (e.g. closed) stream tor drops it quietly. */
-    if (!relay_stream_find(circ, id))
+    if (!relay_stream_find(circ, id)) {
+      stream_not_open(circ, RELAY_COMMAND_SENDME, id);
       return 0;
+    }
     return proto_err(circ, "stream SENDME on a circuit with congestion "
                            "control");
   }
@@ -472,8 +705,10 @@ stream_handle_sendme(or_circuit_t *circ, uint16_t id, const uint8_t *body,
     return 0;
   }
   relay_stream_t *s = relay_stream_find(circ, id);
-  if (!s)
+  if (!s) {
+    stream_not_open(circ, RELAY_COMMAND_SENDME, id);
     return 0;
+  }
   if (s->package_window + STREAMWINDOW_INCREMENT > STREAMWINDOW_START)
     return proto_err(circ, "unexpected stream SENDME");
   s->package_window += STREAMWINDOW_INCREMENT;
@@ -483,11 +718,14 @@ stream_handle_sendme(or_circuit_t *circ, uint16_t id, const uint8_t *body,
 
 /* Common checks of XON/XOFF; returns the stream or NULL (ignored). */
 static relay_stream_t *
-xonoff_stream(or_circuit_t *circ, uint16_t id, const char *what)
+xonoff_stream(or_circuit_t *circ, uint16_t id, uint8_t cmd,
+              const char *what)
 {
   relay_stream_t *s = relay_stream_find(circ, id);
-  if (!s)
+  if (!s) {
+    stream_not_open(circ, cmd, id);
     return NULL;
+  }
   if (!circ->edge->cc) {
     log_info("%s on stream %u of circuit %llu, which has no congestion "
              "control; ignored",
@@ -501,7 +739,7 @@ int
 stream_handle_xoff(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                    uint16_t len)
 {
-  relay_stream_t *s = xonoff_stream(circ, id, "XOFF");
+  relay_stream_t *s = xonoff_stream(circ, id, RELAY_COMMAND_XOFF, "XOFF");
   if (!s)
     return 0;
   int r = cc_flow_on_xoff(&s->flow, &circ->edge->cc->p, 0, body, len);
@@ -516,7 +754,7 @@ int
 stream_handle_xon(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
-  relay_stream_t *s = xonoff_stream(circ, id, "XON");
+  relay_stream_t *s = xonoff_stream(circ, id, RELAY_COMMAND_XON, "XON");
   if (!s)
     return 0;
   if (cc_flow_on_xon(&s->flow, &circ->edge->cc->p, 0, body, len) < 0) {

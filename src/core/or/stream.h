@@ -32,6 +32,22 @@
  * set's home circuit; they package DATA while the multiplexer says some
  * leg can take it, each cell counting against the window of the leg it
  * leaves on, and a SENDME on any leg wakes them.
+ *
+ * Half-closed streams (tor-spec 6.3): after we send END (or a reply that
+ * ends the stream, such as RESOLVED), cells the other edge sent before it
+ * saw our END are still on their way. The circuit keeps a small record of
+ * such stream IDs (stream_half_set_t, at most STREAM_HALF_MAX per circuit,
+ * each for STREAM_HALF_TTL_USEC) with what the peer may still send: as
+ * many DATA cells as the stream's deliver window had left, as many stream
+ * SENDMEs as our unacknowledged DATA warrants, one END; with congestion
+ * control (no stream windows) any DATA until the record expires, as
+ * proposal 324 asks. Those cells are dropped quietly; DATA still counts
+ * against the circuit's deliver window (stream_data_arrived runs before
+ * the stream lookup), so circuit SENDMEs stay right. Cells beyond that, or
+ * for IDs never used, are dropped too and counted (n_stream_cells_invalid)
+ * with a log line, but do not close the circuit: tor-spec 6.3 allows
+ * killing it, but tor 0.4.9 does not (it only reports such cells, for the
+ * vanguards add-on), and neither do we.
  */
 #ifndef PCTOR_CORE_OR_STREAM_H
 #define PCTOR_CORE_OR_STREAM_H
@@ -67,6 +83,43 @@ enum {
 
 struct cc_t;
 
+/* Half-closed stream IDs of one circuit (see above). The table is
+ * allocated on the first add; lookups are linear, and only made for cells
+ * whose stream ID matches no open stream. */
+#define STREAM_HALF_MAX 64
+#define STREAM_HALF_TTL_USEC (30 * 1000000ULL)
+typedef struct stream_half_t {
+  uint64_t expires_us;
+  uint16_t id;
+  uint16_t data_left;    /* DATA cells (fixed windows) */
+  uint8_t sendmes_left;  /* stream SENDMEs (fixed windows) */
+  uint8_t connected_pending; /* a CONNECTED may still come (client side) */
+  uint8_t cc;            /* congestion control: DATA until expiry */
+} stream_half_t;
+typedef struct stream_half_set_t {
+  stream_half_t *v;      /* STREAM_HALF_MAX slots, or NULL */
+  unsigned n;
+} stream_half_set_t;
+
+/* Remember that we ended stream id at now_us (replacing an older record
+ * for the same id; when full, the record that expires first goes). */
+void stream_half_add(stream_half_set_t *hs, uint16_t id, int data_left,
+                     int sendmes_left, int connected_pending, int cc,
+                     uint64_t now_us);
+/* A cell (relay command cmd) arrived for stream id, which has no open
+ * stream. Returns 1 if id is half-closed and the cell is one the other
+ * edge may still send (its allowance is used up by it; END and RESOLVED
+ * end the record), 0 if not (unknown id, expired, or beyond the
+ * allowance). */
+int stream_half_accept(stream_half_set_t *hs, uint8_t cmd, uint16_t id,
+                       uint64_t now_us);
+int stream_half_contains(const stream_half_set_t *hs, uint16_t id,
+                         uint64_t now_us);
+void stream_half_remove(stream_half_set_t *hs, uint16_t id);
+/* Records not yet expired at now_us. */
+unsigned stream_half_count(const stream_half_set_t *hs, uint64_t now_us);
+void stream_half_clear(stream_half_set_t *hs);
+
 /* Flow-control state of the edge end of a circuit (kept in or_circuit_t). */
 typedef struct circ_edge_t {
   int package_window;         /* fixed windows only */
@@ -75,6 +128,12 @@ typedef struct circ_edge_t {
   int n_sendme_digests;
   dlist_t streams;            /* relay_stream_t.node */
   struct cc_t *cc;            /* congestion control, or NULL */
+  stream_half_set_t half;     /* streams we ended (half-closed) */
+  /* Cells for half-closed streams dropped as expected, and cells for
+   * unknown streams (or beyond a half-closed stream's allowance) dropped
+   * as invalid. */
+  uint64_t n_stream_cells_half_closed;
+  uint64_t n_stream_cells_invalid;
 } circ_edge_t;
 
 typedef struct relay_stream_t relay_stream_t;
@@ -119,6 +178,15 @@ void relay_stream_flushed(relay_stream_t *s);
 void relay_stream_detach(relay_stream_t *s);
 /* Send RELAY_END with reason and free the stream. */
 void relay_stream_end(relay_stream_t *s, uint8_t reason);
+/* The sum of fn(arg) over circ's streams whose ops are `ops` (memory
+ * accounting by the owner of those streams). */
+size_t circ_edge_sum_streams(or_circuit_t *circ,
+                             const relay_stream_ops_t *ops,
+                             size_t (*fn)(void *arg));
+/* Counters of the cells dropped for streams that are not open (see
+ * circ_edge_t); zero when circ has no edge state. */
+void circ_edge_get_dropped(const or_circuit_t *circ, uint64_t *half_closed,
+                           uint64_t *invalid);
 
 /* Called by relay.c for cells addressed to us. Return -1 when the circuit
  * must be closed (protocol violation), else 0. stream_handle_data() is

@@ -13,11 +13,23 @@
  * more are waiting there (relay_stream_t pending_bytes), so a slow
  * destination slows the client instead of growing our buffers.
  *
- * RefuseUnknownExits: tor refuses streams when the previous hop is not a
- * relay it knows from the consensus. Until pctor reads the consensus it
- * applies the part it can check: the previous hop must have authenticated
- * as a relay on the link, and the circuit must not have been made with
- * CREATE_FAST (a client's first hop).
+ * Who may open streams, as tor decides (connection_exit_begin_conn):
+ *  - never a client on the first hop of its circuit: the previous hop did
+ *    not authenticate as a relay on the link, or the circuit was made with
+ *    CREATE_FAST. END reason TORPROTOCOL, whatever RefuseUnknownExits says.
+ *  - RefuseUnknownExits (1, 0, or auto: the consensus parameter
+ *    "refuseunknownexits", default 1): the previous hop must be a relay
+ *    the consensus lists, by RSA identity. END reason MISC. Whether a
+ *    relay is listed is asked through exit_set_relay_lookup() (the daemon
+ *    owns the consensus); with no consensus yet the check is skipped (tor
+ *    would refuse; we keep serving until we know better).
+ * Only BEGIN is checked (tor lets RESOLVE and BEGIN_DIR through).
+ *
+ * Memory: what an exit stream holds in its connection's buffers (bytes
+ * from the destination waiting for the windows, bytes from the client
+ * waiting for the destination) counts in MaxMemInQueues through
+ * circuits_add_extra_mem_fn(), summed over the circuit's streams only when
+ * the OOM handler asks.
  */
 #include "feature/exit/exit_conn.h"
 #include "core/or/relay.h"
@@ -53,6 +65,8 @@ typedef struct exit_conn_t {
 static struct {
   evloop_t *loop;
   exit_config_t cfg;
+  exit_relay_lookup_fn lookup;
+  void *lookup_arg;
   dlist_t all;
   exit_stats_t stats;
 } X;
@@ -291,6 +305,38 @@ s_pending(relay_stream_t *s, void *arg)
 static const relay_stream_ops_t exit_ops = {s_on_data, s_on_end,
                                             s_on_writable, s_pending};
 
+/* Bytes one exit stream holds in its connection's buffers. */
+static size_t
+ec_buffered(void *arg)
+{
+  exit_conn_t *ec = arg;
+  if (!ec->conn)
+    return 0;
+  return buf_datalen(conn_inbuf(ec->conn)) +
+         buf_datalen(conn_outbuf(ec->conn));
+}
+
+size_t
+exit_circuit_buffered_bytes(circuit_t *circ)
+{
+  if (circ->kind != CIRC_KIND_OR)
+    return 0;
+  return circ_edge_sum_streams((or_circuit_t *)circ, &exit_ops,
+                               ec_buffered);
+}
+
+void
+exit_get_buffered(unsigned *n_streams, uint64_t *bytes)
+{
+  *n_streams = 0;
+  *bytes = 0;
+  for (dlist_node_t *n = dlist_first(&X.all); n; n = dlist_next(&X.all, n)) {
+    exit_conn_t *ec = DLIST_ENTRY(n, exit_conn_t, node);
+    (*n_streams)++;
+    *bytes += ec_buffered(ec);
+  }
+}
+
 /* ---- BEGIN / RESOLVE ---------------------------------------------- */
 
 static void
@@ -351,6 +397,30 @@ prev_hop_is_relay(or_circuit_t *circ)
          channel_is_authenticated_relay(circ->p_chan);
 }
 
+void
+exit_set_relay_lookup(exit_relay_lookup_fn fn, void *arg)
+{
+  X.lookup = fn;
+  X.lookup_arg = arg;
+}
+
+/* RefuseUnknownExits: must BEGIN on circ (whose previous hop is a relay)
+ * be refused because the consensus does not list that relay? */
+static int
+prev_hop_unknown(or_circuit_t *circ)
+{
+  if (!X.cfg.refuse_unknown || !X.lookup)
+    return 0;
+  const uint8_t *id = channel_peer_rsa_id(circ->p_chan);
+  int param = 1;
+  int known = id ? X.lookup(id, &param, X.lookup_arg) : 0;
+  if (known < 0)
+    return 0; /* no consensus yet */
+  if (X.cfg.refuse_unknown < 0 && !param)
+    return 0; /* auto, and the consensus says not to */
+  return !known;
+}
+
 static int
 handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
              int early)
@@ -367,9 +437,17 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
            "this relay is not an exit");
     return 0;
   }
-  if (X.cfg.refuse_unknown && !prev_hop_is_relay(circ)) {
+  if (!prev_hop_is_relay(circ)) {
     refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
-           "the previous hop is not a relay (RefuseUnknownExits)");
+           "on the first hop of a circuit (the previous hop is not a "
+           "relay)");
+    return 0;
+  }
+  if (prev_hop_unknown(circ)) {
+    X.stats.n_refused_unknown++;
+    refuse(circ, h->stream_id, END_STREAM_REASON_MISC,
+           "the previous hop is not a relay in the consensus "
+           "(RefuseUnknownExits)");
     return 0;
   }
   exit_conn_t *ec = pc_zalloc(sizeof(*ec));
@@ -493,6 +571,10 @@ exit_init(evloop_t *loop, const exit_config_t *cfg)
   exit_configure(cfg);
   relay_register_handler(RELAY_COMMAND_BEGIN, handle_begin);
   relay_register_handler(RELAY_COMMAND_RESOLVE, handle_resolve);
+  /* Our streams' buffers count in MaxMemInQueues. */
+  if (circuits_add_extra_mem_fn(exit_circuit_buffered_bytes) < 0)
+    log_warn("Exit stream buffers cannot be counted in MaxMemInQueues: too "
+             "many features count memory");
 }
 
 void
@@ -503,4 +585,5 @@ exit_shutdown(void)
     exit_conn_t *ec = DLIST_ENTRY(n, exit_conn_t, node);
     exit_conn_end(ec, END_STREAM_REASON_HIBERNATING);
   }
+  circuits_remove_extra_mem_fn(exit_circuit_buffered_bytes);
 }

@@ -4,6 +4,7 @@
  */
 #ifndef PCTOR_FEATURE_EXIT_EXIT_CONN_H
 #define PCTOR_FEATURE_EXIT_EXIT_CONN_H
+#include "core/or/circuit.h"
 #include "feature/exit/policy.h"
 #include "lib/evloop/dns.h"
 #include "lib/evloop/evloop.h"
@@ -12,8 +13,11 @@ typedef struct exit_config_t {
   /* NULL: not an exit (every BEGIN is refused with EXITPOLICY). */
   const exit_policy_t *policy;
   dns_resolver_t *dns;
-  /* Refuse streams on circuits whose previous hop did not authenticate as
-   * a relay (tor's RefuseUnknownExits; see exit_conn.c). */
+  /* RefuseUnknownExits: 1, 0, or -1 for auto (the consensus parameter
+   * refuseunknownexits decides; tor's default). With 1 or auto, BEGIN is
+   * refused when the previous hop is a relay the consensus does not list
+   * (see exit_set_relay_lookup()). Streams on a client's first hop are
+   * refused whatever this says, as tor does. */
   int refuse_unknown;
   /* Seconds to wait for a destination to accept the connection. */
   unsigned connect_timeout;
@@ -23,13 +27,27 @@ typedef struct exit_config_t {
  * stay valid until exit_shutdown() or the next exit_configure(). */
 void exit_init(evloop_t *loop, const exit_config_t *cfg);
 void exit_configure(const exit_config_t *cfg);
+/* How the exit learns whether a relay is in the consensus: fn returns 1
+ * if rsa_id (20 bytes) is listed, 0 if not, -1 when there is no consensus
+ * yet; it sets *refuse_param to the consensus parameter
+ * "refuseunknownexits" (0 or 1, default 1) when it returns 0 or 1. NULL
+ * (the default after exit_init()): never refuse for this reason. */
+typedef int (*exit_relay_lookup_fn)(const uint8_t *rsa_id, int *refuse_param,
+                                    void *arg);
+void exit_set_relay_lookup(exit_relay_lookup_fn fn, void *arg);
 /* Close every exit connection. */
 void exit_shutdown(void);
 
 typedef struct exit_stats_t {
   uint64_t n_begin, n_connected, n_refused_policy, n_resolve_failed,
-      n_connect_failed;
+      n_connect_failed, n_refused_unknown;
   unsigned n_open;
 } exit_stats_t;
 void exit_get_stats(exit_stats_t *out);
+/* Bytes buffered for circ's exit streams (both directions); what
+ * exit_init() registers with circuits_add_extra_mem_fn(). */
+size_t exit_circuit_buffered_bytes(circuit_t *circ);
+/* Exit streams (including those still resolving or connecting) and the
+ * bytes all of them hold in their buffers. */
+void exit_get_buffered(unsigned *n_streams, uint64_t *bytes);
 #endif

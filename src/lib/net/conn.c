@@ -48,6 +48,12 @@
  *    the bucket allows us to take it. A TLS write that wanted to be
  *    retried is retried at its first length even if that exceeds the
  *    tokens (OpenSSL requires it); the bucket then goes into deficit.
+ *  - Plain connections (exit streams, SOCKS, directory HTTP) get the
+ *    default group (conn_set_default_buckets()) when they are made, so
+ *    the owners need no code for BandwidthRate; for them the bytes counted
+ *    are exactly the socket's. The default is one pointer and one flag,
+ *    set by the daemon at start-up and reload (a registry, not state that
+ *    changes while connections run).
  */
 #include "lib/net/conn.h"
 
@@ -124,6 +130,35 @@ static void conn_deferred_cb(void *arg);
 static void conn_rl_wake_read(void *arg);
 static void conn_rl_wake_write(void *arg);
 static void conn_rl_detach(conn_t *c);
+
+/* Buckets for plain connections (conn_set_default_buckets()). */
+static struct {
+  ratelimit_t *global;
+  int count_private;
+} conn_defaults;
+
+void
+conn_set_default_buckets(ratelimit_t *global, int count_private)
+{
+  if (global)
+    ratelimit_ref(global);
+  if (conn_defaults.global)
+    ratelimit_unref(conn_defaults.global);
+  conn_defaults.global = global;
+  conn_defaults.count_private = count_private ? 1 : 0;
+}
+
+/* A new plain connection: the default buckets, unless its peer is exempt
+ * (private or unknown address, without count_private). */
+static void
+conn_apply_default_buckets(conn_t *c)
+{
+  if (!conn_defaults.global)
+    return;
+  if (!conn_defaults.count_private && pc_addr_is_private(&c->peer))
+    return;
+  conn_set_buckets(c, conn_defaults.global, NULL);
+}
 
 /* ---- life cycle ---- */
 
@@ -288,6 +323,8 @@ conn_connect(evloop_t *loop, tls_context_t *tls_ctx, const pc_addr_t *addr,
   conn_t *c = conn_alloc(loop, fd, addr, cb, arg);
   c->tls = tls;
   c->state = ST_CONNECTING;
+  if (!tls)
+    conn_apply_default_buckets(c);
   int r;
   do {
     r = connect(fd, (struct sockaddr *)&ss, sslen);
@@ -323,6 +360,7 @@ conn_new_accepted(evloop_t *loop, tls_context_t *tls_ctx, int fd,
     c->state = ST_OPEN;
     c->pending_open = 1;
     evloop_deferred_schedule(c->deferred);
+    conn_apply_default_buckets(c);
   }
   conn_update_interest(c);
   return c;

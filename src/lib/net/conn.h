@@ -78,6 +78,17 @@ void conn_set_read_budget(conn_t *c, size_t bytes);
  * those moved between the buffers and the socket (TLS: plaintext; TLS
  * framing and handshakes are not counted). */
 void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
+/* The bucket group every plain (non-TLS) connection made from now on
+ * draws on, as tor's global BandwidthRate/Burst applies to exit, SOCKS and
+ * directory connections too: conn_connect() and conn_new_accepted()
+ * without TLS call conn_set_buckets(c, global, NULL) unless the peer's
+ * address is private (or unknown) and count_private is 0 (tor's
+ * CountPrivateBandwidth). TLS connections are left to their owner (link
+ * channels choose global and relay buckets themselves). NULL: none. The
+ * registry holds a reference to the group; connections already made keep
+ * theirs (reconfigure the group in place to change their rate). Set at
+ * start-up and on reload by the daemon; tests set it back to NULL. */
+void conn_set_default_buckets(ratelimit_t *global, int count_private);
 /* Hand the connection over to be closed: with flush_first, what is in
  * the outbuf is written first (bounded by a timeout), then the socket is
  * closed. No more callbacks are delivered and the conn frees itself; the

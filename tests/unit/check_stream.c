@@ -1,0 +1,730 @@
+/* check_stream.c -- streams that end at a relay (core/or/stream.h) and the
+ * exit streams built on them (feature/exit/exit_conn.h), in one process: a
+ * relay and a one-hop origin circuit to it over real TCP+TLS on 127.0.0.1,
+ * as in check_circuit.c.
+ *
+ * What is checked:
+ *  - the half-closed stream records (stream_half_*) on their own: the
+ *    allowance per command, expiry, the bound per circuit;
+ *  - on a live circuit: after the relay ends a stream, the DATA, SENDMEs
+ *    and END the client sent before it saw the END are dropped quietly;
+ *    more than that, or cells for IDs never used, are dropped and counted
+ *    but never close the circuit (as tor); DATA on a half-closed stream
+ *    still counts against the circuit deliver window, so the relay's
+ *    authenticated circuit SENDMEs come after every 100th DATA cell and
+ *    carry that cell's digest (compared with the client's own record); a
+ *    BEGIN may reuse a half-closed ID;
+ *  - exit streams (TCP to a listener in this process): DATA followed at
+ *    once by END reaches the destination in full before the connection
+ *    closes; bytes an exit stream holds are reported to MaxMemInQueues
+ *    through exit_circuit_buffered_bytes() and go back to 0 when it ends.
+ */
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/or/relay.h"
+#include "core/or/stream.h"
+#include "core/proto/create.h"
+#include "core/proto/relay_msg.h"
+#include "feature/exit/exit_conn.h"
+#include "feature/exit/policy.h"
+#include "feature/relay/router_keys.h"
+#include "lib/bytes/bytes.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/evloop/evloop.h"
+#include "lib/log/log.h"
+#include "lib/net/conn.h"
+
+Suite *suite_stream(void);
+
+#define MAX_SENDMES 16
+
+static struct {
+  char dir[64];
+  evloop_t *loop;
+  relay_keys_t *keys;
+  pc_addr_t orport;
+  evloop_timer_t *timeout;
+  int timed_out;
+  origin_circuit_t *c;
+  int open, closed, close_reason;
+  /* relay side (test BEGIN handler) */
+  or_circuit_t *oc;
+  relay_stream_t *rs;
+  size_t rs_bytes;
+  int rs_ended;
+  /* client side: what came back */
+  int n_circ_sendmes;
+  uint8_t sendme_digest[MAX_SENDMES][20];
+  int n_connected, n_end, n_data;
+  uint8_t end_reason;
+  /* client side: digests of our every 100th DATA cell */
+  uint8_t sent_digest[MAX_SENDMES][20];
+  int n_data_sent;
+  /* exit tests: the destination */
+  listener_t *listener;
+  conn_t *dst;
+  uint8_t *dst_data;
+  size_t dst_len, dst_cap;
+  int dst_eof;
+  exit_policy_t *policy;
+  int exit_on;
+  conn_t *more_dst[16]; /* later connections to the destination */
+  int n_more_dst;
+} T;
+
+static int
+rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+static void
+on_timeout(void *arg)
+{
+  (void)arg;
+  T.timed_out = 1;
+  evloop_exit(T.loop);
+}
+
+static void
+run_loop_for(uint64_t usec)
+{
+  T.timed_out = 0;
+  evloop_timer_schedule(T.timeout, usec);
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.timeout);
+}
+
+/* Run the loop until *flag >= want (or 10 s). */
+static void
+wait_int(const int *flag, int want)
+{
+  for (int k = 0; k < 100 && *flag < want; k++)
+    run_loop_for(100000);
+}
+
+/* ---- client side ---- */
+
+static void
+cb_extended(origin_circuit_t *c, int n, void *arg)
+{
+  (void)c;
+  (void)arg;
+  T.open = n;
+  evloop_exit(T.loop);
+}
+
+static void
+cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
+         const uint8_t *body, uint16_t len, void *arg)
+{
+  (void)c;
+  (void)hop;
+  (void)arg;
+  switch (cmd) {
+  case RELAY_COMMAND_SENDME:
+    if (stream_id == 0 && T.n_circ_sendmes < MAX_SENDMES) {
+      ck_assert_uint_ge(len, 23);
+      ck_assert_uint_eq(body[0], 1);
+      ck_assert_uint_eq(get_u16(body + 1), 20);
+      memcpy(T.sendme_digest[T.n_circ_sendmes], body + 3, 20);
+      T.n_circ_sendmes++;
+    }
+    break;
+  case RELAY_COMMAND_CONNECTED:
+    T.n_connected++;
+    break;
+  case RELAY_COMMAND_END:
+    T.n_end++;
+    T.end_reason = len ? body[0] : 0;
+    break;
+  case RELAY_COMMAND_DATA:
+    T.n_data++;
+    break;
+  default:
+    break;
+  }
+}
+
+static void
+cb_closed(origin_circuit_t *c, int reason, const char *why, void *arg)
+{
+  (void)c;
+  (void)why;
+  (void)arg;
+  T.closed = 1;
+  T.close_reason = reason;
+}
+
+static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
+
+static void
+build_circuit(void)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.orport;
+  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
+  t.handshake = HTYPE_NTOR;
+  T.c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(T.c);
+  for (int k = 0; k < 100 && !T.open && !T.closed; k++)
+    run_loop_for(100000);
+  ck_assert_msg(T.open == 1 && !T.closed, "the circuit did not open");
+}
+
+static void
+client_send(uint8_t cmd, uint16_t id, const uint8_t *body, uint16_t len)
+{
+  ck_assert_int_eq(origin_circuit_send_relay(T.c, 0, cmd, id, body, len), 0);
+}
+
+/* A DATA cell; the digest of every 100th is remembered (the relay's
+ * SENDMEs must echo them). */
+static void
+client_send_data(uint16_t id)
+{
+  uint8_t body[RELAY_BODY_MAX];
+  memset(body, 0x5a, sizeof(body));
+  client_send(RELAY_COMMAND_DATA, id, body, sizeof(body));
+  if (++T.n_data_sent % CIRCWINDOW_INCREMENT == 0) {
+    int k = T.n_data_sent / CIRCWINDOW_INCREMENT - 1;
+    ck_assert_int_lt(k, MAX_SENDMES);
+    memcpy(T.sent_digest[k],
+           relay_crypto_last_digest(T.c->hops[0].crypto, RELAY_DIR_FORWARD),
+           20);
+  }
+}
+
+/* ---- relay side: a test BEGIN handler ---- */
+
+static void
+rs_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
+{
+  (void)s;
+  (void)data;
+  (void)arg;
+  T.rs_bytes += len;
+}
+
+static void
+rs_end(relay_stream_t *s, uint8_t reason, void *arg)
+{
+  (void)s;
+  (void)reason;
+  (void)arg;
+  T.rs_ended++;
+  T.rs = NULL;
+}
+
+static const relay_stream_ops_t rs_ops = {rs_data, rs_end, NULL, NULL};
+
+static int
+test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
+           int early)
+{
+  (void)body;
+  (void)early;
+  T.oc = circ;
+  T.rs = relay_stream_new(circ, h->stream_id, &rs_ops, NULL);
+  ck_assert_ptr_nonnull(T.rs);
+  relay_stream_send_connected(T.rs, NULL, 0);
+  return 0;
+}
+
+/* ---- fixture ---- */
+
+static void
+setup(void)
+{
+  memset(&T, 0, sizeof(T));
+  ck_assert_int_eq(crypt_global_init(), 0);
+  strcpy(T.dir, "/tmp/pctor-check-stream.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(T.dir));
+  char *err = NULL;
+  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
+  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
+  T.loop = evloop_new();
+  channels_init(T.loop, T.keys);
+  circuits_init();
+  pc_addr_t any;
+  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
+  const char *why = NULL;
+  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
+  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
+  if (getenv("CHECK_STREAM_VERBOSE")) {
+    char *e = NULL;
+    log_parse_destination("debug stderr", &e);
+    free(e);
+  }
+}
+
+static void
+teardown(void)
+{
+  if (T.exit_on)
+    exit_shutdown();
+  conn_free(T.dst);
+  for (int i = 0; i < T.n_more_dst; i++)
+    conn_free(T.more_dst[i]);
+  listener_free(T.listener);
+  /* Exit connections closed with a flush linger until their peer (just
+   * freed) closes: let them see it and go. */
+  if (T.exit_on)
+    run_loop_for(300000);
+  channels_shutdown();
+  circuits_shutdown();
+  relay_clear_handlers();
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+  packed_cell_freelist_clear();
+  exit_policy_free(T.policy);
+  free(T.dst_data);
+  evloop_timer_free(T.timeout);
+  evloop_free(T.loop);
+  router_keys_free(T.keys);
+  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Open stream `id` through the test BEGIN handler. */
+static void
+open_test_stream(uint16_t id)
+{
+  relay_register_handler(RELAY_COMMAND_BEGIN, test_begin);
+  int before = T.n_connected;
+  const char target[] = "127.0.0.1:80";
+  client_send(RELAY_COMMAND_BEGIN, id, (const uint8_t *)target,
+              sizeof(target));
+  wait_int(&T.n_connected, before + 1);
+  ck_assert_int_eq(T.n_connected, before + 1);
+  ck_assert_ptr_nonnull(T.rs);
+  ck_assert_uint_eq(relay_stream_id(T.rs), id);
+}
+
+static void
+dropped(uint64_t *half, uint64_t *invalid)
+{
+  circ_edge_get_dropped(T.oc, half, invalid);
+}
+
+/* ---- the records on their own ---- */
+
+START_TEST(test_half_records)
+{
+  stream_half_set_t hs;
+  memset(&hs, 0, sizeof(hs));
+  uint64_t t0 = 1000000;
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
+  /* Fixed windows: 2 DATA, 1 SENDME, then END ends the record. */
+  stream_half_add(&hs, 5, 2, 1, 0, 0, t0);
+  ck_assert_int_eq(stream_half_contains(&hs, 5, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 5, t0),
+                   0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_XON, 5, t0), 0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_BEGIN, 5, t0), 0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 1);
+  ck_assert_int_eq(stream_half_contains(&hs, 5, t0), 0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 0);
+  /* Client side: one CONNECTED may still come; RESOLVED ends it. */
+  stream_half_add(&hs, 6, 0, 0, 1, 0, t0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
+                   1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
+                   0);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_RESOLVED, 6, t0),
+                   1);
+  ck_assert_int_eq(stream_half_contains(&hs, 6, t0), 0);
+  /* Congestion control: any DATA and XON/XOFF until expiry, no SENDME. */
+  stream_half_add(&hs, 7, 0, 0, 0, 1, t0);
+  for (int i = 0; i < 2000; i++)
+    ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_XOFF, 7, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 7, t0), 0);
+  uint64_t t_end = t0 + STREAM_HALF_TTL_USEC;
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7,
+                                      t_end - 1),
+                   1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7, t_end), 0);
+  ck_assert_uint_eq(stream_half_count(&hs, t_end), 0);
+  /* Re-adding replaces the record. */
+  stream_half_clear(&hs);
+  stream_half_add(&hs, 8, 1, 0, 0, 0, t0);
+  stream_half_add(&hs, 8, 3, 0, 0, 0, t0);
+  ck_assert_uint_eq(stream_half_count(&hs, t0), 1);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 1);
+  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 0);
+  /* Bound: at most STREAM_HALF_MAX; the one expiring first goes. */
+  stream_half_clear(&hs);
+  for (int i = 0; i < STREAM_HALF_MAX + 6; i++)
+    stream_half_add(&hs, (uint16_t)(100 + i), 1, 0, 0, 0, t0 + (uint64_t)i);
+  ck_assert_uint_eq(stream_half_count(&hs, t0), STREAM_HALF_MAX);
+  for (int i = 0; i < 6; i++)
+    ck_assert_int_eq(stream_half_contains(&hs, (uint16_t)(100 + i), t0), 0);
+  for (int i = 6; i < STREAM_HALF_MAX + 6; i++)
+    ck_assert_int_eq(stream_half_contains(&hs, (uint16_t)(100 + i), t0), 1);
+  /* Expired records are pruned when a new one is added. */
+  stream_half_add(&hs, 9, 1, 0, 0, 0, t0 + STREAM_HALF_TTL_USEC + 1000);
+  ck_assert_uint_eq(hs.n, 1);
+  stream_half_remove(&hs, 9);
+  ck_assert_uint_eq(hs.n, 0);
+  stream_half_clear(&hs);
+  ck_assert_ptr_null(hs.v);
+}
+END_TEST
+
+/* ---- on a live circuit ---- */
+
+START_TEST(test_half_closed_cells_accepted)
+{
+  build_circuit();
+  open_test_stream(5);
+  /* The relay sends 120 DATA cells (stream window 500 -> 380: the client
+   * may send two stream SENDMEs), then ends the stream. */
+  static uint8_t buf[120 * RELAY_BODY_MAX];
+  memset(buf, 1, sizeof(buf));
+  ck_assert_uint_eq(relay_stream_send(T.rs, buf, sizeof(buf)), sizeof(buf));
+  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  T.rs = NULL;
+  wait_int(&T.n_end, 1);
+  ck_assert_int_eq(T.n_end, 1);
+  ck_assert_uint_eq(T.end_reason, END_STREAM_REASON_DONE);
+  /* What the client had in flight: 10 DATA, 2 SENDMEs, an END. */
+  for (int i = 0; i < 10; i++)
+    client_send_data(5);
+  client_send(RELAY_COMMAND_SENDME, 5, NULL, 0);
+  client_send(RELAY_COMMAND_SENDME, 5, NULL, 0);
+  uint8_t done = END_STREAM_REASON_DONE;
+  client_send(RELAY_COMMAND_END, 5, &done, 1);
+  /* A third SENDME after the END: beyond what it may send. */
+  client_send(RELAY_COMMAND_SENDME, 5, NULL, 0);
+  /* And cells for a stream ID never used. */
+  client_send_data(77);
+  client_send(RELAY_COMMAND_END, 78, &done, 1);
+  uint64_t half = 0, invalid = 0;
+  for (int k = 0; k < 100 && half + invalid < 16; k++) {
+    run_loop_for(100000);
+    dropped(&half, &invalid);
+  }
+  ck_assert_uint_eq(half, 13);
+  ck_assert_uint_eq(invalid, 3);
+  ck_assert_int_eq(T.closed, 0);
+  ck_assert_int_eq(T.rs_ended, 0); /* we ended it: no on_end */
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 1);
+  /* The circuit still carries streams. */
+  open_test_stream(6);
+  client_send_data(6);
+  for (int k = 0; k < 100 && T.rs_bytes < RELAY_BODY_MAX; k++)
+    run_loop_for(100000);
+  ck_assert_uint_eq(T.rs_bytes, RELAY_BODY_MAX);
+}
+END_TEST
+
+START_TEST(test_half_closed_data_counts_in_circuit_window)
+{
+  build_circuit();
+  open_test_stream(5);
+  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  T.rs = NULL;
+  wait_int(&T.n_end, 1);
+  /* The stream's deliver window had 500 cells left; the client sends 550
+   * (it had not seen the END): 500 are expected, 50 are not, and all 550
+   * count against the circuit deliver window: five authenticated circuit
+   * SENDMEs, each with the digest of the 100th, 200th... DATA cell. */
+  for (int i = 0; i < 550; i++)
+    client_send_data(5);
+  uint64_t half = 0, invalid = 0;
+  for (int k = 0; k < 100 && (half + invalid < 550 || T.n_circ_sendmes < 5);
+       k++) {
+    run_loop_for(100000);
+    dropped(&half, &invalid);
+  }
+  ck_assert_uint_eq(half, STREAMWINDOW_START);
+  ck_assert_uint_eq(invalid, 50);
+  ck_assert_int_eq(T.n_circ_sendmes, 5);
+  for (int i = 0; i < 5; i++)
+    ck_assert_msg(!memcmp(T.sendme_digest[i], T.sent_digest[i], 20),
+                  "circuit SENDME %d does not carry the digest of DATA "
+                  "cell %d",
+                  i + 1, (i + 1) * 100);
+  ck_assert_int_eq(T.closed, 0);
+}
+END_TEST
+
+START_TEST(test_begin_reuses_half_closed_id)
+{
+  build_circuit();
+  open_test_stream(9);
+  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  T.rs = NULL;
+  wait_int(&T.n_end, 1);
+  ck_assert_int_eq(stream_half_contains(&T.oc->edge->half, 9,
+                                        evloop_now_us(T.loop)),
+                   1);
+  open_test_stream(9);
+  ck_assert_int_eq(stream_half_contains(&T.oc->edge->half, 9,
+                                        evloop_now_us(T.loop)),
+                   0);
+  client_send_data(9);
+  for (int k = 0; k < 100 && T.rs_bytes < RELAY_BODY_MAX; k++)
+    run_loop_for(100000);
+  ck_assert_uint_eq(T.rs_bytes, RELAY_BODY_MAX);
+  uint64_t half, invalid;
+  dropped(&half, &invalid);
+  ck_assert_uint_eq(half + invalid, 0);
+}
+END_TEST
+
+/* ---- exit streams ---- */
+
+static void
+dst_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  (void)arg;
+  if (ev == CONN_EV_DATA) {
+    buf_t *in = conn_inbuf(c);
+    size_t n = buf_datalen(in);
+    if (T.dst_len + n > T.dst_cap) {
+      T.dst_cap = (T.dst_len + n) * 2;
+      T.dst_data = realloc(T.dst_data, T.dst_cap);
+      ck_assert_ptr_nonnull(T.dst_data);
+    }
+    memcpy(T.dst_data + T.dst_len, buf_pullup(in, n), n);
+    T.dst_len += n;
+    buf_drain(in, n);
+  } else if (ev == CONN_EV_EOF || ev == CONN_EV_ERROR) {
+    T.dst_eof = 1;
+  }
+}
+
+/* Later destination connections: kept (a conn without a callback would
+ * free itself on an error) but not looked at. */
+static void
+noop_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  (void)c;
+  (void)ev;
+  (void)arg;
+}
+
+static void
+dst_accept(int fd, const pc_addr_t *peer, void *arg)
+{
+  (void)arg;
+  if (T.dst) {
+    ck_assert_int_lt(T.n_more_dst, 16);
+    T.more_dst[T.n_more_dst++] =
+        conn_new_accepted(T.loop, NULL, fd, peer, noop_cb, NULL);
+    return;
+  }
+  T.dst = conn_new_accepted(T.loop, NULL, fd, peer, dst_cb, NULL);
+}
+
+/* Start the exit role (accept 127.0.0.1:*) and a destination listener. */
+static void
+start_exit(int refuse_unknown)
+{
+  const char *lines[] = {"accept 127.0.0.1:*", "reject *:*"};
+  char *err = NULL;
+  T.policy = exit_policy_parse_plain(lines, 2, &err);
+  ck_assert_msg(T.policy != NULL, "policy: %s", err ? err : "?");
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.policy = T.policy;
+  cfg.refuse_unknown = refuse_unknown;
+  exit_init(T.loop, &cfg);
+  T.exit_on = 1;
+  pc_addr_t any;
+  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
+  T.listener = listener_new(T.loop, &any, dst_accept, NULL, NULL);
+  ck_assert_ptr_nonnull(T.listener);
+}
+
+/* Send BEGIN for stream id to the destination; run until CONNECTED or END
+ * comes back. Returns 0 (connected) or the END reason. */
+static int
+begin_exit_stream(uint16_t id)
+{
+  int c0 = T.n_connected, e0 = T.n_end;
+  char target[64];
+  int n = snprintf(target, sizeof(target), "127.0.0.1:%u",
+                   (unsigned)listener_addr(T.listener)->port);
+  client_send(RELAY_COMMAND_BEGIN, id, (const uint8_t *)target,
+              (uint16_t)(n + 1));
+  for (int k = 0; k < 100 && T.n_connected == c0 && T.n_end == e0; k++)
+    run_loop_for(100000);
+  ck_assert_int_eq((T.n_connected - c0) + (T.n_end - e0), 1);
+  return T.n_end > e0 ? T.end_reason : 0;
+}
+
+static void
+open_exit_stream(uint16_t id)
+{
+  start_exit(0);
+  ck_assert_int_eq(begin_exit_stream(id), 0);
+  for (int k = 0; k < 50 && !T.dst; k++)
+    run_loop_for(100000);
+  ck_assert_ptr_nonnull(T.dst);
+  T.oc = or_circuit_find_by_p_id_for_testing(T.c->base.n_circ_id);
+  ck_assert_ptr_nonnull(T.oc);
+}
+
+/* The consensus as the test wants it: -1 none, 0 not listed, 1 listed. */
+static int lookup_answer, lookup_param, lookup_calls;
+static uint8_t lookup_id[20];
+
+static int
+test_lookup(const uint8_t *rsa_id, int *param, void *arg)
+{
+  (void)arg;
+  lookup_calls++;
+  memcpy(lookup_id, rsa_id, 20);
+  if (lookup_answer >= 0)
+    *param = lookup_param;
+  return lookup_answer;
+}
+
+START_TEST(test_exit_refuse_unknown)
+{
+  build_circuit();
+  start_exit(1);
+  uint16_t id = 10;
+  /* No lookup function: nothing to check against. */
+  ck_assert_int_eq(begin_exit_stream(id++), 0);
+  exit_set_relay_lookup(test_lookup, NULL);
+  /* No consensus yet: served as before. */
+  lookup_answer = -1;
+  ck_assert_int_eq(begin_exit_stream(id++), 0);
+  ck_assert_int_eq(lookup_calls, 1);
+  /* The lookup is asked about the previous hop: here, ourselves. */
+  ck_assert(!memcmp(lookup_id, T.keys->rsa_id_digest, 20));
+  /* Listed: served. */
+  lookup_answer = 1;
+  lookup_param = 1;
+  ck_assert_int_eq(begin_exit_stream(id++), 0);
+  /* Not listed: END with reason MISC, as tor. */
+  lookup_answer = 0;
+  ck_assert_int_eq(begin_exit_stream(id++), END_STREAM_REASON_MISC);
+  exit_stats_t st;
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_unknown, 1);
+  /* auto follows the consensus parameter (default 1). */
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.policy = T.policy;
+  cfg.refuse_unknown = -1;
+  exit_configure(&cfg);
+  ck_assert_int_eq(begin_exit_stream(id++), END_STREAM_REASON_MISC);
+  lookup_param = 0;
+  ck_assert_int_eq(begin_exit_stream(id++), 0);
+  /* RefuseUnknownExits 0: not asked. */
+  cfg.refuse_unknown = 0;
+  exit_configure(&cfg);
+  lookup_param = 1;
+  int calls = lookup_calls;
+  ck_assert_int_eq(begin_exit_stream(id++), 0);
+  ck_assert_int_eq(lookup_calls, calls);
+  ck_assert_int_eq(T.closed, 0);
+}
+END_TEST
+
+START_TEST(test_exit_end_delivers_pending_data)
+{
+  build_circuit();
+  open_exit_stream(3);
+  /* The destination does not read for now: what the client sends waits
+   * in the exit's buffers (and the kernel's) when its END arrives. */
+  conn_set_reading(T.dst, 0);
+  enum { N = 400 };
+  uint8_t body[RELAY_BODY_MAX];
+  for (int i = 0; i < N; i++) {
+    for (size_t j = 0; j < sizeof(body); j++)
+      body[j] = (uint8_t)(i * 7 + j);
+    client_send(RELAY_COMMAND_DATA, 3, body, sizeof(body));
+  }
+  uint8_t done = END_STREAM_REASON_DONE;
+  client_send(RELAY_COMMAND_END, 3, &done, 1);
+  run_loop_for(300000);
+  conn_set_reading(T.dst, 1);
+  for (int k = 0; k < 100 && !T.dst_eof; k++)
+    run_loop_for(100000);
+  ck_assert_int_eq(T.dst_eof, 1);
+  ck_assert_uint_eq(T.dst_len, (size_t)N * RELAY_BODY_MAX);
+  for (int i = 0; i < N; i++)
+    for (size_t j = 0; j < RELAY_BODY_MAX; j++)
+      ck_assert_uint_eq(T.dst_data[(size_t)i * RELAY_BODY_MAX + j],
+                        (uint8_t)(i * 7 + j));
+  ck_assert_int_eq(T.closed, 0);
+}
+END_TEST
+
+START_TEST(test_exit_buffered_bytes_counted)
+{
+  build_circuit();
+  open_exit_stream(4);
+  ck_assert_uint_eq(exit_circuit_buffered_bytes(&T.oc->base), 0);
+  /* The destination sends 1 MB; the client never sends a stream SENDME,
+   * so the exit packages 500 cells and keeps the rest of what it read. */
+  static uint8_t big[1 << 20];
+  memset(big, 0x42, sizeof(big));
+  buf_add(conn_outbuf(T.dst), big, sizeof(big));
+  conn_flush_soon(T.dst);
+  for (int k = 0; k < 100 && T.n_data < STREAMWINDOW_START; k++)
+    run_loop_for(100000);
+  ck_assert_int_eq(T.n_data, STREAMWINDOW_START);
+  run_loop_for(200000);
+  size_t held = exit_circuit_buffered_bytes(&T.oc->base);
+  ck_assert_uint_gt(held, 0);
+  ck_assert_uint_le(held, sizeof(big) - STREAMWINDOW_START * RELAY_BODY_MAX);
+  /* Closing the stream frees it. */
+  uint8_t done = END_STREAM_REASON_DONE;
+  client_send(RELAY_COMMAND_END, 4, &done, 1);
+  for (int k = 0; k < 50 && exit_circuit_buffered_bytes(&T.oc->base); k++)
+    run_loop_for(100000);
+  ck_assert_uint_eq(exit_circuit_buffered_bytes(&T.oc->base), 0);
+}
+END_TEST
+
+Suite *
+suite_stream(void)
+{
+  Suite *s = suite_create("stream");
+  TCase *tr = tcase_create("half_records");
+  tcase_add_test(tr, test_half_records);
+  suite_add_tcase(s, tr);
+  TCase *tc = tcase_create("half_closed");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_half_closed_cells_accepted);
+  tcase_add_test(tc, test_half_closed_data_counts_in_circuit_window);
+  tcase_add_test(tc, test_begin_reuses_half_closed_id);
+  suite_add_tcase(s, tc);
+  TCase *te = tcase_create("exit");
+  tcase_add_checked_fixture(te, setup, teardown);
+  tcase_set_timeout(te, 60);
+  tcase_add_test(te, test_exit_end_delivers_pending_data);
+  tcase_add_test(te, test_exit_buffered_bytes_counted);
+  tcase_add_test(te, test_exit_refuse_unknown);
+  suite_add_tcase(s, te);
+  return s;
+}
