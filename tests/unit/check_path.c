@@ -486,6 +486,24 @@ START_TEST(test_constraints)
   free(err);
   path_config_clear(&cfg);
 
+  /* MiddleNodes naming a single Guard relay: a drawn guard that takes it
+   * (or its family) is drawn again, so every path works. */
+  path_config_init(&cfg);
+  ck_assert_int_eq(routerset_parse(&cfg.middle_nodes, "r8", &err), 0);
+  ck_assert_int_eq(routerset_parse(&cfg.exit_nodes, "r7", &err), 0);
+  int r8_guard_possible = 0;
+  for (int d = 0; d < 500; d++) {
+    ck_assert_msg(path_choose(net.nl, &cfg, 3, 0, NULL, &rng, p, &err) == 0,
+                  "path %d: %s", d, err ? err : "?");
+    ck_assert_str_eq(p[1]->nickname, "r8");
+    ck_assert_str_ne(p[0]->nickname, "r8");
+    ck_assert(!dir_nodes_same_family(p[0], p[1]));
+  }
+  r8_guard_possible = path_node_is_candidate(node(&net, "r8"),
+                                             PATH_POS_GUARD, &cfg, 0);
+  ck_assert(r8_guard_possible); /* so the redraw was really needed */
+  path_config_clear(&cfg);
+
   /* A given guard is used, and refused when it conflicts. */
   path_config_init(&cfg);
   const dir_node_t *g = node(&net, "r8");

@@ -383,29 +383,59 @@ path_choose(const dir_nodelist_t *nl, const path_config_t *cfg, int n_hops,
     return -1;
   }
   chosen[n_chosen++] = exit;
-  if (!guard) {
-    guard = path_choose_node(nl, PATH_POS_GUARD, cfg, 0, chosen, n_chosen,
-                             rng);
-    if (!guard) {
-      *err = pc_asprintf("no usable guard compatible with exit %s",
-                         exit->nickname);
-      return -1;
+  /* A drawn guard may take the only relay MiddleNodes allows (or its
+   * family): then draw another guard, keeping the rejected ones out, a few
+   * times. A given guard is not redrawn. */
+  int given_guard = guard != NULL;
+  const dir_node_t *rejected[8] = {NULL};
+  int n_rejected = 0;
+  const int n_fixed = n_chosen;
+  for (;;) {
+    n_chosen = n_fixed;
+    if (!given_guard) {
+      const dir_node_t *avoid[16];
+      int n_avoid = 0;
+      for (int k = 0; k < n_chosen; k++)
+        avoid[n_avoid++] = chosen[k];
+      for (int k = 0; k < n_rejected; k++)
+        avoid[n_avoid++] = rejected[k];
+      guard = path_choose_node(nl, PATH_POS_GUARD, cfg, 0, avoid, n_avoid,
+                               rng);
+      if (!guard) {
+        *err = pc_asprintf("no usable guard compatible with exit %s%s",
+                           exit->nickname,
+                           n_rejected ? " that leaves a usable middle" : "");
+        return -1;
+      }
+      chosen[n_chosen++] = guard;
     }
-    chosen[n_chosen++] = guard;
-  }
-  out[0] = guard;
-  out[n_hops - 1] = exit;
-  for (int i = 1; i < n_hops - 1; i++) {
-    const dir_node_t *m = path_choose_node(nl, PATH_POS_MIDDLE, cfg, 0,
-                                           chosen, n_chosen, rng);
-    if (!m) {
-      *err = pc_asprintf("no usable middle relay for hop %d", i + 1);
-      for (int k = 0; k < n_hops; k++)
-        out[k] = NULL;
-      return -1;
+    out[0] = guard;
+    out[n_hops - 1] = exit;
+    int ok = 1;
+    for (int i = 1; i < n_hops - 1; i++) {
+      const dir_node_t *m = path_choose_node(nl, PATH_POS_MIDDLE, cfg, 0,
+                                             chosen, n_chosen, rng);
+      if (!m) {
+        *err = pc_asprintf("no usable middle relay for hop %d", i + 1);
+        ok = 0;
+        break;
+      }
+      chosen[n_chosen++] = m;
+      out[i] = m;
     }
-    chosen[n_chosen++] = m;
-    out[i] = m;
+    if (ok) {
+      free(*err);
+      *err = NULL;
+      break;
+    }
+    for (int k = 0; k < n_hops; k++)
+      out[k] = NULL;
+    if (given_guard || n_rejected == (int)(sizeof(rejected) /
+                                           sizeof(rejected[0])))
+      return -1;
+    rejected[n_rejected++] = guard;
+    free(*err);
+    *err = NULL;
   }
   return 0;
 }
