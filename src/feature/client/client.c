@@ -904,14 +904,50 @@ circ_sendme(ccirc_t *cc, const uint8_t *body, uint16_t len)
 }
 
 /* A stream message from the exit, in order. */
+/* A DATA cell arrived on a circuit with fixed windows (no congestion
+ * control, no conflux): take it from the circuit's deliver window and send
+ * an authenticated circuit SENDME (v1, the digest of this cell) when a
+ * window increment has been used up. Returns -1 when the exit exceeded the
+ * window (the circuit is then closed). */
+static int
+circ_data_delivered(ccirc_t *cc)
+{
+  if (--cc->deliver_window < 0) {
+    ccirc_violation(cc, "the exit exceeded the circuit deliver window");
+    return -1;
+  }
+  if (cc->deliver_window <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
+    uint8_t sm[23];
+    sm[0] = 1;
+    set_u16(sm + 1, 20);
+    memcpy(sm + 3, relay_crypto_last_digest(last_crypto(cc),
+                                            RELAY_DIR_BACKWARD),
+           20);
+    cc->deliver_window += CIRCWINDOW_INCREMENT;
+    origin_circuit_send_relay(plain_circ(cc), last_hop(cc),
+                              RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
+  }
+  return 0;
+}
+
 static void
 handle_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
   const cc_t *hcc = exit_cc(cc);
-  cstream_t *cs = find_stream(cc, id);
-  if (!cs)
+  /* Fixed windows: every DATA cell counts against the circuit's deliver
+   * window, and its digest may be the one a circuit SENDME carries,
+   * whether or not its stream is still there (a stream we ended may still
+   * get the cells the exit sent before our END arrived). */
+  if (cmd == RELAY_COMMAND_DATA && !hcc && !cc->cfx &&
+      circ_data_delivered(cc) < 0)
     return;
+  cstream_t *cs = find_stream(cc, id);
+  if (!cs) {
+    if (cmd == RELAY_COMMAND_DATA)
+      G.stats.n_data_unknown_stream++;
+    return;
+  }
   switch (cmd) {
   case RELAY_COMMAND_CONNECTED:
     if (cs->state != CS_CONNECTING)
@@ -939,20 +975,9 @@ handle_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
     }
     if (cc->cfx)
       break; /* conflux always has congestion control */
-    if (--cc->deliver_window < 0 || --cs->deliver_window < 0) {
-      ccirc_violation(cc, "the exit exceeded a deliver window");
+    if (--cs->deliver_window < 0) {
+      ccirc_violation(cc, "the exit exceeded a stream deliver window");
       return;
-    }
-    if (cc->deliver_window <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
-      uint8_t sm[23];
-      sm[0] = 1;
-      set_u16(sm + 1, 20);
-      memcpy(sm + 3, relay_crypto_last_digest(last_crypto(cc),
-                                              RELAY_DIR_BACKWARD),
-             20);
-      cc->deliver_window += CIRCWINDOW_INCREMENT;
-      origin_circuit_send_relay(plain_circ(cc), last_hop(cc),
-                                RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
     }
     buf_add(conn_outbuf(cs->conn), body, len);
     conn_flush_soon(cs->conn);

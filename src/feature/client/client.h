@@ -70,6 +70,9 @@ typedef struct client_stats_t {
   /* preemptive (clean) circuits that finished building, and that a
    * stream then took */
   uint64_t n_preemptive_built, n_preemptive_used;
+  /* DATA cells for streams we no longer have (ended by us while the exit
+   * was still sending): dropped after counting in the circuit window */
+  uint64_t n_data_unknown_stream;
   unsigned n_open_streams, n_circuits;
 } client_stats_t;
 void client_get_stats(client_stats_t *out);
