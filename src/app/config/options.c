@@ -974,6 +974,20 @@ line_error(char **err_out, const option_def_t *def, const conf_line_t *l,
   return -1;
 }
 
+/* A "0|1|auto" option: 1 or 0, -1 for auto (also when unset). Returns -1
+ * for any other value. */
+static int
+parse_auto_bool(const char *v, int *out)
+{
+  if (!v || !strcmp(v, "auto"))
+    *out = -1;
+  else if (!strcmp(v, "0") || !strcmp(v, "1"))
+    *out = v[0] - '0';
+  else
+    return -1;
+  return 0;
+}
+
 /* An error in the value of option def, found after parsing: names the line
  * that set it when there is one (a file or the command line), else the
  * option alone. Returns -1. */
@@ -1225,22 +1239,14 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   /* Conflux. */
   {
     const char *msg = NULL;
-    const char *v = o->conflux_enabled_str;
+    const char *v;
     def = def_by_offset(OFF(conflux_enabled_str));
-    if (!v || !strcmp(v, "auto"))
-      o->conflux_enabled = -1;
-    else if (!strcmp(v, "0") || !strcmp(v, "1"))
-      o->conflux_enabled = v[0] - '0';
-    else
+    if (parse_auto_bool(o->conflux_enabled_str, &o->conflux_enabled) < 0)
       msg = "must be 0, 1 or auto";
     if (!msg) {
-      v = o->refuse_unknown_exits_str;
       def = def_by_offset(OFF(refuse_unknown_exits_str));
-      if (!v || !strcmp(v, "auto"))
-        o->refuse_unknown_exits = -1;
-      else if (!strcmp(v, "0") || !strcmp(v, "1"))
-        o->refuse_unknown_exits = v[0] - '0';
-      else
+      if (parse_auto_bool(o->refuse_unknown_exits_str,
+                          &o->refuse_unknown_exits) < 0)
         msg = "must be 0, 1 or auto";
     }
     if (!msg) {
