@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-layers.sh -- enforce pctor's layering on every #include under src/.
 #
 #   src/lib/M      may include lib/*            (generic code, no Tor knowledge)

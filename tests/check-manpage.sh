@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-manpage.sh -- fail if doc/pctor.1 does not document every torrc
 # option and command-line flag that the built daemon accepts.
 #

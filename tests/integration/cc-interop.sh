@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # cc-interop.sh -- congestion control (proposal 324, negotiated in ntor v3)
 # between pctor and tor 0.4.9, both ways.
 #

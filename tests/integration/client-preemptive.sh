@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # client-preemptive.sh -- pctor's SocksPort client keeps clean circuits
 # built ahead of need (tor's predicted ports; issue 4).
 #

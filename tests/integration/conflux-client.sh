@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # conflux-client.sh -- pctor's SocksPort client with conflux (proposal 329):
 # to a tor 0.4.9 exit, and pctor <-> pctor with each scheduler.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # conflux-exit.sh -- a tor 0.4.9 client with ConfluxEnabled 1 through a
 # pctor exit: conflux (proposal 329) at pctor's exit, wire-compatible with
 # tor's client.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # conflux-faults.sh -- conflux (proposal 329) when things go wrong, pctor
 # client and pctor exits:
 #   (a) out-of-order floods that hit the queue bound: p4 splits downloads

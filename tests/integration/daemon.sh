@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # daemon.sh -- pctor as a service: --verify-config, RunAsDaemon + PidFile,
 # User (as root: switch to "nobody" and keep no capabilities), SIGHUP
 # reload, SIGTERM clean exit; and the relay still carries circuits after

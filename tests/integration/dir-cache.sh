@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dir-cache.sh -- pctor relays as the only directory caches of a network:
 # tor 0.4.9 and pctor clients fetch from them over BEGIN_DIR, and the
 # answers travel lzma- and zstd-encoded.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dir-client.sh -- pctor's directory client against real tor 0.4.9
 # directory authorities.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dir-publish.sh -- pctor relays publish their server descriptors and tor
 # 0.4.9 directory authorities list them in the consensus.
 #

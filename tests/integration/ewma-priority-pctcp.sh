@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ewma-priority-pctcp.sh -- ewma-priority.sh with PerCircuitTCP 1 on the
 # relays: the bulk and the interactive circuit have connections of their
 # own between the relays, so only the scheduler's choice across

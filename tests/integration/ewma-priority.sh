@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ewma-priority.sh -- EWMA circuit scheduling gives an interactive circuit
 # lower latency than round robin when it competes with a bulk circuit.
 #

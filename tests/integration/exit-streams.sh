@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # exit-streams.sh -- pctor as an exit, with real tor relays around it.
 #
 # A private network (1 tor authority, 3 tor relays) plus three pctor relays,

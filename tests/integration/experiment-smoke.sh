@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # experiment-smoke.sh -- scripts/pctor-experiment end to end on a small
 # network: 3 tor authorities, 5 pctor relays (3 relays, 2 exits), 2 pctor
 # clients and 1 web server, each in its own namespace behind an emulated

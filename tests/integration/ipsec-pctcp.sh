@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ipsec-pctcp.sh -- PerCircuitTCP inside IPsec brokered by pctor itself
 # (feature/ipsec/broker.h): two pctor relays in two network namespaces,
 # each with its own charon (kernel-libipsec), find each other over their

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/lib.sh -- shell helpers for pctor's integration tests.
 #
 # Source it from a bash test script:   . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # measureme.sh -- MeasureMe: relays record statistics of the one circuit
 # that asked, and tor relays ignore the request without closing the circuit.
 #

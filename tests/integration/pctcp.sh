@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # pctcp.sh -- PerCircuitTCP: one TCP connection per circuit between relays.
 #
 # Private network (1 tor authority, 2 tor relays) plus pctor relays p1 and p2

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # privnet-selftest.sh -- checks scripts/pctor-privnet against real tor 0.4.9.
 #
 # Starts a private network (1 authority and 2 relays by default: the fastest

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # relay-badinput.sh -- pctor against bad input from the network.
 #
 # Starts one pctor relay on 127.0.0.1 and lets tor_link_client.py (a raw

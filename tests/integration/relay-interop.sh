@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # relay-interop.sh -- pctor's relay core against real tor 0.4.9 relays.
 #
 # Starts a private network (1 tor authority + 3 tor relays, on 127.0.0.1)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # socks-client.sh -- curl through pctor's SocksPort.
 #
 # A private network (1 tor authority, 3 tor relays) plus three pctor relays

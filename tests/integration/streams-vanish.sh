@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # streams-vanish.sh -- a client that vanishes mid-download frees the
 # circuit's memory (issue 4).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # testbed-ipsec.sh -- the test bed with IPsec hosts (scripts/testbed/ipsec.toml):
 # two pctor relays, each with its own charon started by pctor-testbed
 # (`ipsec = true`) and PerCircuitTCP 1, between a pctor client pinned to

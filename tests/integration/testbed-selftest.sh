@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # testbed-selftest.sh -- `pctor-testbed selftest` on the tiny topology
 # (scripts/testbed/tiny.toml): builds the namespaces and emulated links only
 # (HTB rate, nft loss, pctor-delayd delay/jitter), measures RTT with ICMP

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # testbed-smoke.sh -- bring up scripts/testbed/small.toml with pctor-testbed
 # (3 tor authorities, 5 relays of which 2 pctor relays and 1 pctor exit, a
 # pctor and a tor client, 1 web server, each host in its own namespace

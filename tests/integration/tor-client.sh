@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tor-client.sh -- an unmodified tor 0.4.9 client uses pctor relays that
 # it found in the consensus.
 #

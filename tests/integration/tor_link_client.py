@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """tor_link_client.py -- a raw Tor link-protocol client for misbehaviour tests.
 
 Speaks just enough of tor-spec sections 3-5 (cells, the in-protocol link

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # vici-charon.sh -- pctor's VICI client and charon tooling against real
 # strongSwan charons with kernel-libipsec, in two network namespaces.
 #

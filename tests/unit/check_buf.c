@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_buf.c -- unit tests for lib/buf: basic FIFO behaviour, pullup
  * across chunk boundaries (including more than one chunk), tail
  * space/commit, move_all, find, and long random operation sequences

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_cell.c -- unit tests for src/core/proto cell codecs: fixed and
  * variable cells, the relay header, the link-handshake cells (VERSIONS,
  * NETINFO, CERTS, AUTH_CHALLENGE, AUTHENTICATE) and the circuit cells

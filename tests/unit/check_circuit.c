@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_circuit.c -- the spine in one process: a relay (channels, link
  * handshake, CREATE handling, relay crypto, EXTEND2/TRUNCATE handling) and
  * an origin circuit built to it over real TCP+TLS on 127.0.0.1.

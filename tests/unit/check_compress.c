@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_compress.c -- unit tests for lib/compress: known-answer inputs from
  * Python's zlib, gzip and lzma modules and the zstd command-line tool
  * (tests/vectors/compress_vectors.py), round trips in every method, the

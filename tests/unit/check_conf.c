@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_conf.c -- unit tests for lib/conf: the torrc lexer (comments,
  * quoting and escapes, continuations, bounds, line numbers in errors), the
  * command-line splitter, and the typed value parsers with their errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_conflux.c -- unit tests for feature/conflux (proposal 329).
  *
  * Vectors come from tests/vectors/conflux_ref.py, a reference written from

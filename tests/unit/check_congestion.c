@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_congestion.c -- congestion control (proposal 324, Vegas as tor
  * 0.4.9 runs it), its ntor v3 negotiation and XON/XOFF flow control.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_container.c -- unit tests for lib/container: SipHash-2-4 against
  * the SipHash paper, and hmap, ptrvec, minheap and dlist against simple
  * reference models under long random operation sequences. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_crypt.c -- unit tests for lib/crypt.
  *
  * Known-answer vectors come from independent sources: FIPS 180 / FIPS 202

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_delayd.c -- pctor-delayd's timing model (src/tools/delayd/delayq.c):
  * the random generator against reference outputs, the jitter and loss
  * distributions, FIFO deadlines, link-spec parsing and the deadline heap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dir_authority.c -- unit tests for feature/dir/dir_authority: the
  * DirAuthority syntax of tor's manual (nickname, flags, address, spaced
  * fingerprint), the lines a private test network writes, malformed values,

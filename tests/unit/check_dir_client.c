@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dir_client.c -- unit tests for feature/dir/dir_http and
  * feature/dir/dir_client: HTTP answer parsing (status, Content-Length,
  * Content-Encoding in every method, limits, the Accept-Encoding we send),

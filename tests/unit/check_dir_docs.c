@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dir_docs.c -- unit tests for authority key certificates,
  * consensuses (microdesc and ns flavors) and microdescriptors, against
  * real documents produced by a private network of tor 0.4.9.11

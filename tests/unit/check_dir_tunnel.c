@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dir_tunnel.c -- directory requests over BEGIN_DIR
  * (feature/dir/dir_tunnel) against pctor's own directory cache
  * (feature/dircache), in one process: a relay listening on 127.0.0.1 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dircache.c -- unit tests for feature/dircache's answers
  * (dircache_answer, what a BEGIN_DIR stream is sent): the encoding chosen
  * from Accept-Encoding and ".z" as tor's caches choose it (dir-spec 6.1),

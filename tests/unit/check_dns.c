@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_dns.c -- unit tests for lib/evloop/dns: asynchronous resolution
  * against a tiny DNS server that runs inside the test.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_ed25519_ext.c -- unit tests for lib/crypt/ed25519_ext.c.
  *
  * Independent sources: RFC 8032 section 7.1 test vectors 1-3 (signing with

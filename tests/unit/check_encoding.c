@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_encoding.c -- unit tests for lib/encoding: base64 and base16
  * against the RFC 4648 section 10 vectors and Python's base64 module,
  * round trips of random data, and malformed input. */

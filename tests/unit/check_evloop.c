@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_evloop.c -- unit tests for lib/evloop: one-shot and periodic
  * timers (timing and cancellation), deferred callbacks (coalescing, order,
  * cancel, self-free), signals, fd readiness on a pipe, evloop_exit() and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_fs.c -- unit tests for lib/fs in a fresh mkdtemp() directory:
  * bounded reads (missing, too large, endless device, directory), atomic
  * writes (mode, replacement, stale temporary file), private directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_ipsec_broker.c -- unit tests for the IPsec SA broker
  * (feature/ipsec: ike_key, ipsec_link, broker) and lib/crypt/ed25519_pem.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_log.c -- unit tests for lib/log: severity parsing, destination
  * syntax, and that messages reach hooks only at enabled severities. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_measureme.c -- the MeasureMe request body (measureme.h). The
  * recording itself is checked end to end in
  * tests/integration/measureme.sh. */

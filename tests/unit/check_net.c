@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_net.c -- unit tests for lib/net.
  *
  *  - address: parsing (accepted and rejected forms), formatting, sockaddr

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_netdoc.c -- unit tests for feature/dir/netdoc (the directory
  * document tokenizer) and feature/dir/policy_summary: items, arguments,
  * objects and offsets of well-formed documents (dir-spec 1.2), and every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_onion.c -- unit tests for core/crypto onion handshakes:
  * CREATE_FAST, ntor and ntor v3 (plus ntor v3 extension lists).
  *

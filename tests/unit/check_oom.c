@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_oom.c -- the memory limit on queued cells (MaxMemInQueues,
  * circuit.h) in one process: a relay and one-hop origin circuits to it
  * over real TCP+TLS on 127.0.0.1, as in check_circuit.c.

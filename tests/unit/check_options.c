@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_options.c -- unit tests for app/config/options: defaults, torrc
  * plus command line (overrides, +append, /clear), repeated options, error
  * messages naming option and line, Nickname and ORPort rules, cross-option

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_path.c -- unit tests for feature/dir/nodelist and feature/dir/path:
  * joining consensus entries with descriptors (real private-network
  * documents and server descriptors for UseMicrodescriptors 0), node-list

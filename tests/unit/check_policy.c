@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_policy.c -- unit tests for feature/exit/policy.
  *
  *  - parsing: every torrc form (accept/reject/accept6/reject6, *, *4, *6,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_ratelimit.c -- unit tests for lib/net/ratelimit and the token
  * buckets in lib/net/conn.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_relay_crypto.c -- unit tests for core/crypto/relay_crypto: tor1
  * relay cell encryption and running digests (tor-spec 5.5, 6.1).
  *

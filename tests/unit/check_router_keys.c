@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_router_keys.c -- unit tests for feature/relay/router_keys: first
  * start, reload, corrupt files, ntor (and TAP) rotation and grace period,
  * signing key renewal, and the fingerprint files.

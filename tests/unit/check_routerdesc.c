@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_routerdesc.c -- unit tests for feature/relay/routerdesc (the
  * server descriptor) and feature/relay/publish (uploading it).
  *

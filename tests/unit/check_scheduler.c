@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_scheduler.c -- the cross-channel EWMA scheduler (scheduler.h).
  *
  * Channels here are real channel_t objects on plain (non-TLS) conns over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_socks.c -- unit tests for feature/client/socks_proto.
  *
  * Every accepted handshake is driven through the parser in pieces of

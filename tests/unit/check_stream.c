@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_stream.c -- streams that end at a relay (core/or/stream.h) and the
  * exit streams built on them (feature/exit/exit_conn.h), in one process: a
  * relay and a one-hop origin circuit to it over real TCP+TLS on 127.0.0.1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_time.c -- unit tests for lib/time: monotonic and cached clocks,
  * and the UTC formats against values computed by Python's calendar and
  * datetime modules (tests/vectors/timefmt_ref.py), plus malformed and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_tls.c -- unit tests for lib/tls.
  *
  *  - x509: vectors from tests/vectors/x509_ref.py (python `cryptography`:

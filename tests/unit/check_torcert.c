@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_torcert.c -- unit tests for src/core/proto/torcert.c (Ed25519
  * certificates, the RSA->Ed25519 cross-certificate) and the AUTH0003
  * authenticator of src/core/proto/linkcells.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_vici.c -- unit tests for feature/ipsec: the VICI message codec
  * (vici_msg) and the non-blocking client (vici_client).
  *

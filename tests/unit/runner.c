@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* runner.c -- runs every Check suite listed in suites.h.
  *
  * CK_RUN_SUITE=name / CK_RUN_CASE=name (Check's own variables) select a

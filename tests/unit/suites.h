@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* suites.h -- the Check suites linked into tests/unit/check_pctor.
  *
  * One line per module: SUITE(name) means tests/unit/check_<name>.c defines

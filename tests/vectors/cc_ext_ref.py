@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """cc_ext_ref.py -- reference bytes for congestion-control negotiation in
 ntor v3 (proposal 324 section 10.3 on top of proposal 332 A.2).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """cc_vegas_ref.py -- an independent model of proposal 324's TOR_VEGAS
 congestion control, written from the proposal text (sections 2.1 RTT,
 2.1.1 clock heuristics, 2.1.2 N_EWMA, 3.1.2 cwnd BDP, 3.3 TOR_VEGAS with

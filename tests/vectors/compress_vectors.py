@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """compress_vectors.py -- known-answer inputs for tests/unit/check_compress.c.
 
 Produces zlib (RFC 1950) and gzip (RFC 1952) encodings of a short text with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """conflux_ref.py -- reference vectors for tests/unit/check_conflux.c,
 written from proposal 329 (sections 2.2 and 2.6), independently of pctor's
 C code. Run by hand (python3 tests/vectors/conflux_ref.py); its output is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """crypt_kdf_tor.py -- reference KDF-TOR (tor-spec 5.2.1) for check_crypt.c.
 
 K = H(K0 | [00]) | H(K0 | [01]) | ...   with H = SHA-1, truncated.

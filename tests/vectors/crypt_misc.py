@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """crypt_misc.py -- reference values for check_crypt.c that no RFC lists.
 
 Computed with python's hashlib/hmac and the `cryptography` package, run by

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """crypt_rsa.py -- reference values for the fixed RSA test key in
 check_crypt.c.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # delayd_rng_ref.py -- reference outputs for pctor-delayd's random generator
 # (src/tools/delayd/delayq.c), written from the published descriptions of
 # splitmix64 and xoshiro256** (Blackman & Vigna, "Scrambled linear

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ed25519_conv_ref.py -- reference vectors for lib/crypt/ed25519_ext.c.
 
 Written from RFC 8032 (sections 5.1 and 6) and dir-spec.txt appendix C

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # ipsec_broker_ref.py -- reference vectors for tests/unit/check_ipsec_broker.c,
 # written from the specifications with python's `cryptography` package (run
 # by hand; the output is pasted into the C test):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ntor_ref.py -- independent reference for the ntor handshake (tor-spec
 5.1.4, "ntor-curve25519-sha256-1") and the KDF-RFC5869 key layout (5.2.2).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ntor_v3_ref.py -- independent reference for the ntor v3 handshake
 (proposal 332, instantiation A.1, PROTOID "ntor3-curve25519-sha3_256-1").
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """onion_fast_ref.py -- independent reference for CREATE_FAST (tor-spec
 5.1.5) and KDF-TOR (5.2.1), producing known-answer values for
 tests/unit/check_onion.c.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """policy_summary_ref.py -- reference exit-policy summaries for
 tests/unit/check_policy.c, written from dir-spec 3.4.1 / 3.8.2 (and tor's
 documented behaviour where the spec is silent: the 2^25-address IPv4 cutoff,

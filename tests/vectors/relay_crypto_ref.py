@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """relay_crypto_ref.py -- independent reference for tor1 relay-cell crypto
 (tor-spec 5.5 and 6.1), producing known-answer values for
 tests/unit/check_relay_crypto.c.

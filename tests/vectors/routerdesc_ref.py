@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """routerdesc_ref.py -- a reference server descriptor for
 tests/unit/check_routerdesc.c.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """siphash24_ref.py -- SipHash-2-4 reference, written from the SipHash paper
 (Aumasson & Bernstein 2012), used to produce the vectors in
 tests/unit/check_container.c. Run by hand: python3 siphash24_ref.py

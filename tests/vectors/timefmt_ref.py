@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """timefmt_ref.py -- reference UTC conversions for tests/unit/check_time.c,
 from Python's calendar/datetime (independent of pctor's own calendar code).
 Run by hand: python3 timefmt_ref.py; paste the output into the test.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """torcert_ref.py -- reference encodings for tests/unit/check_torcert.c.
 
 Written from cert-spec.txt (sections 2.1, 2.2.1, 2.3) and tor-spec.txt

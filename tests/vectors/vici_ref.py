@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """vici_ref.py -- reference VICI encodings for tests/unit/check_vici.c.
 
 Written from the wire format in strongSwan's src/libcharon/plugins/vici/

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """x509_ref.py -- independent X.509 vectors for tests/unit/check_tls.c.
 
 Makes, with the `cryptography` module (not OpenSSL's C API as pctor uses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* options.c -- the option table, merging torrc and command line, typed
  * assignment and cross-option validation (see options.h).
  *

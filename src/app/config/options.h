@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* options.h -- pctor's torrc options: the one option table, the parsed
  * options_t, and the command line.
  *

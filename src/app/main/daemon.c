@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon.c -- RunAsDaemon and PidFile (see daemon.h).
  *
  * The double fork: the first child calls setsid() to leave the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon.h -- running in the background (RunAsDaemon) and the pid file.
  *
  * daemon_start() detaches early, before any port is bound, but the

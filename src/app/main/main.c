@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c -- the pctor daemon's entry point: command line, options,
  * logging, start-up order, signals.
  *
@@ -55,6 +56,7 @@ print_version(void)
   printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
   printf("Libraries: Libevent %s, %s\n", evloop_library_version(),
          crypt_library_version());
+  printf("License: BSD-3-Clause (see the file LICENSE)\n");
 }
 
 /* Replace the log destinations by the Log lines (none: the default,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* privdrop.c -- the User option: hand DataDirectory over, switch user,
  * drop every capability, and verify (see privdrop.h).
  *

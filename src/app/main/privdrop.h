@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* privdrop.h -- switching to an unprivileged user (the User option).
  *
  * pctor binds its ports and reads its keys as root; privdrop_switch_user()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* start.c -- the relay's start-up, reconfiguration and shutdown (start.h).
  *
  * app_start() runs as the invoking user (root for a service): it makes

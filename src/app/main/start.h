@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* start.h -- the relay's start-up, reconfiguration and shutdown, called by
  * main.c (which owns options, logging, signals, daemonizing and the
  * privilege drop).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_fast.c -- CREATE_FAST key agreement (tor-spec 5.1.5, 5.2.1).
  *
  * Both sides compute KDF-TOR(X | Y) into one temporary buffer holding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_fast.h -- the CREATE_FAST / CREATED_FAST handshake (tor-spec 5.1.5).
  *
  * CREATE_FAST needs no public-key work: the first hop already knows the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_ntor.c -- ntor handshake (tor-spec 5.1.4) and its key expansion.
  *
  * Both sides build the same secret_input

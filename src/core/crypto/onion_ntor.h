@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_ntor.h -- the ntor handshake, CREATE2 handshake type 2
  * (tor-spec 5.1.4, "ntor-curve25519-sha256-1"), with key expansion by
  * KDF-RFC5869 (tor-spec 5.2.2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_ntor_v3.c -- ntor v3 (proposal 332) and its extension lists.
  *
  * Design: every hash, MAC and KDF of the proposal is "a tweak, then a list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion_ntor_v3.h -- the ntor v3 handshake, CREATE2 handshake type 3
  * (proposal 332, instantiation A.1: PROTOID "ntor3-curve25519-sha3_256-1",
  * SHA3-256, SHAKE-256, AES-256-CTR, X25519), and the extension-list encoding

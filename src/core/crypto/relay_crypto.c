@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_crypto.c -- tor1 relay cell crypto (tor-spec 5.5, 6.1).
  *
  * Design: each direction is {AES-128-CTR stream, running SHA-1, scratch

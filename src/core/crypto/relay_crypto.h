@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_crypto.h -- per-hop relay cell encryption and integrity, "tor1"
  * format (tor-spec 5.5 and 6.1).
  *

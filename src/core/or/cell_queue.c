@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cell_queue.c -- packed-cell FIFOs with a free list (see cell_queue.h).
  *
  * The free list is bounded so that a burst does not pin its peak memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cell_queue.h -- FIFO queues of packed cells waiting for a channel.
  *
  * A cell that is relayed is packed once into wire format (514 bytes on link

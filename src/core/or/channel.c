@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channel.c -- link connections: I/O, cell framing, the channel registry,
  * circuit-ID maps and the hand-over of circuit queues to the scheduler.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channel.h -- Tor link connections ("channels") between us and another
  * Tor instance: the link handshake, cell framing, circuit-ID allocation and
  * the per-channel list of circuits that have cells waiting to be sent.

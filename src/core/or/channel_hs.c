@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channel_hs.c -- the in-protocol link handshake (tor-spec section 4).
  *
  * Responder (someone connected to our ORPort):

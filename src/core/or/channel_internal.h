@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channel_internal.h -- the channel structure, shared by channel.c (I/O,
  * framing, registry), channel_hs.c (the link handshake) and scheduler.c
  * (which moves queued circuit cells into the output buffer). No other file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* circuit.c -- circuit objects: creation, extension to a next hop, the cell
  * queues in each direction, origin-side handshakes, and teardown.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* circuit.h -- circuits: relayed ones (or_circuit_t) and ones we originate
  * (origin_circuit_t), their life cycle and their two cell queues.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* command.c -- what to do with each cell that arrives on an open channel.
  *
  * The relay fast path is handle_relay(): look the circuit up by ID, decide

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* command.h -- dispatch of cells that arrive on an open channel to the
  * circuit layer: CREATE*, CREATED*, RELAY*, DESTROY, padding. */
 #ifndef PCTOR_CORE_OR_COMMAND_H

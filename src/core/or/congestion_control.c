@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* congestion_control.c -- the controller, flow control and ntor v3
  * extensions of congestion_control.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* congestion_control.h -- RTT-based circuit congestion control (proposal
  * 324, the Vegas variant as tor 0.4.9 runs it), its negotiation in the
  * ntor v3 handshake, and XON/XOFF stream flow control.

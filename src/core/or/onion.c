@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion.c -- dispatch to the CREATE_FAST / ntor / ntor v3 implementations
  * in core/crypto (see onion.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onion.h -- the circuit-creation handshakes as the circuit layer uses
  * them: one entry point per side, dispatching on the handshake type
  * (CREATE_FAST, ntor, ntor v3) and always producing the 72 bytes of relay

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctcp.c -- choosing per-circuit or shared channels for extensions (see
  * pctcp.h). */
 #include "core/or/pctcp.h"

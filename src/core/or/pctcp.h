@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctcp.h -- PCTCP: which channel a relay-to-relay circuit extension uses.
  *
  * With PerCircuitTCP on, every circuit this relay extends to another relay

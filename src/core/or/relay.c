@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay.c -- handling of relay cells addressed to this relay (relay.h).
  *
  * The dispatch table is filled at start-up by the features; a command with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay.h -- relay cells that a relay recognises as addressed to itself.
  *
  * core handles the commands every relay needs (DROP, TRUNCATE) and answers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_keys.h -- the key material the protocol spine needs, as plain data.
  *
  * core/ does not create, store or rotate keys: feature/relay does that and

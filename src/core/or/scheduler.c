@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scheduler.c -- the cross-channel EWMA circuit scheduler (see scheduler.h).
  *
  * Data structures, two levels so every operation is O(log n):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scheduler.h -- which circuit's cell goes out next, across every channel.
  *
  * Cells a channel cannot send at once wait in their circuit's

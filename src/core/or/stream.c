@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stream.c -- relay-side streams and edge flow control (see stream.h).
  *
  * The edge state is allocated on a circuit's first stream, so middle

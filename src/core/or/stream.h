@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stream.h -- streams that end at this relay (directory requests now, exit
  * connections later) and the flow control that goes with them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cell.c -- packing and unpacking link cells (tor-spec section 3).
  *
  * Fixed-length cells are a straight copy between cell_t and the wire: no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cell.h -- Tor cells as they travel on a link (tor-spec section 3).
  *
  * A fixed-length cell is CIRCID | COMMAND | PAYLOAD[509]; the circuit ID is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* create.c -- CREATE2/CREATED2/CREATE_FAST/EXTEND2/EXTENDED2/DESTROY
  * bodies (tor-spec 5.1, 5.4); see create.h.
  *

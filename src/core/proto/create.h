@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* create.h -- circuit-management cell bodies (tor-spec 5.1, 5.4):
  * CREATE2/CREATED2, CREATE_FAST/CREATED_FAST, the EXTEND2/EXTENDED2 relay
  * bodies with their link specifiers, and DESTROY.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* linkcells.c -- link-handshake cell bodies (tor-spec 4); see linkcells.h.
  *
  * Every parser walks its payload with an explicit "remaining" count and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* linkcells.h -- bodies of the link-handshake cells (tor-spec section 4):
  * VERSIONS, NETINFO, CERTS, AUTH_CHALLENGE, AUTHENTICATE, and the
  * AUTH0003 authenticator carried in AUTHENTICATE (tor-spec 4.4.2).

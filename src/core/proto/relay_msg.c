@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_msg.c -- the relay cell header (tor-spec 6.1); see relay_msg.h.
  *
  * Header packing is a handful of byte stores into the caller's payload.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_msg.h -- the relay cell header inside a RELAY/RELAY_EARLY payload
  * (tor-spec section 6.1).
  *

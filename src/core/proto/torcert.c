@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* torcert.c -- Ed25519 certificates and the RSA->Ed25519 cross-certificate
  * (cert-spec.txt); see torcert.h for the formats.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* torcert.h -- Tor's Ed25519 certificates and the RSA->Ed25519
  * cross-certificate (cert-spec.txt), and the certificate types of the
  * CERTS cell (tor-spec 4.2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* circbuild.c -- one-hop-at-a-time client circuit construction (see
  * circbuild.h). The builder owns the hop list and forwards the circuit's
  * events to its caller; once the circuit closes the builder forgets it.

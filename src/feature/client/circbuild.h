@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* circbuild.h -- build a client circuit through a given list of relays.
  *
  * The caller supplies the hops (address, identities, ntor key, handshake

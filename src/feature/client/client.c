@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c -- the SOCKS port and client-side streams (see client.h).
  *
  * A SOCKS connection goes through: SOCKS handshake (socks_proto) ->

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.h -- pctor as a Tor client: a SOCKS port whose streams travel
  * over circuits chosen from the consensus.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* socks_proto.c -- SOCKS4/4a/5 server-side codec (see socks_proto.h).
  *
  * Design: a byte-driven state machine. Each state either looks at one

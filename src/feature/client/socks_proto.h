@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* socks_proto.h -- the server side of the SOCKS4/4a/5 protocol, as a pure
  * codec for the SocksPort: bytes in, decisions and reply bytes out, no I/O.
  *

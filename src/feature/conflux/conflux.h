@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux.h -- conflux (proposal 329) at the exit: circuits that a client
  * links with CONFLUX_LINK become legs of one set whose streams and
  * multiplexed messages span them (wire-compatible with tor 0.4.8/0.4.9).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux_cell.c -- encoding and parsing of the conflux relay message
  * bodies (see conflux_cell.h). Bounded: every read is checked against the
  * given length first. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux_cell.h -- the bodies of the four conflux relay messages
  * (proposal 329 section 2.2 and 2.6, in the layout tor 0.4.8/0.4.9 uses on
  * the wire).

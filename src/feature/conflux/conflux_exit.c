@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux_exit.c -- the exit side of conflux (see conflux.h).
  *
  * Each set (xset_t) owns a cfx_set_t (the protocol logic, conflux_set.c)

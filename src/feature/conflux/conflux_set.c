@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux_set.c -- sequence numbers, leg choice and reordering of one
  * conflux set (see conflux_set.h).
  *

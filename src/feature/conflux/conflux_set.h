@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conflux_set.h -- one conflux set (proposal 329): the legs that share a
  * stream space, their sequence numbers, the choice of the leg to send on
  * and the reordering of what arrives. No circuits and no I/O here: the

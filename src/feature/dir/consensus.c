@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* consensus.c -- parse, verify and time-check v3 consensus documents of
  * the ns and microdesc flavors (see consensus.h).
  *

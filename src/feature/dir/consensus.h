@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* consensus.h -- v3 network-status consensus documents (dir-spec 3.4.1),
  * in both flavors a client uses: "ns" (server-descriptor digests, exit
  * policy summaries in "p" lines) and "microdesc" (microdescriptor digests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_authority.c -- parse DirAuthority values (tor's torrc syntax) and
  * provide the built-in list of the public network's authorities.
  *

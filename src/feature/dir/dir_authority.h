@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_authority.h -- the directory authorities a relay publishes to and a
  * client fetches from: parsed from torrc DirAuthority lines (tor's syntax),
  * or the built-in default list when none are configured.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_client.c -- directory client state, cache and fetch rounds (see
  * dir_client.h).
  *

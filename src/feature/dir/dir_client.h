@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_client.h -- the directory client's state: key certificates, the
  * current consensus, descriptors, and the nodelist built from them;
  * loading them from and saving them to DataDirectory; fetching what is

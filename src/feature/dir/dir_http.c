@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_http.c -- asynchronous HTTP/1.0 GET for directory documents (see
  * dir_http.h).
  *

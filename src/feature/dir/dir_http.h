@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_http.h -- an asynchronous HTTP/1.0 GET client for Tor's directory
  * protocol (dir-spec 4, 6), over a plain TCP connection to a DirPort.
  *

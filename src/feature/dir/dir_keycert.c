@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_keycert.c -- parse and verify authority key certificates
  * (dir-spec 3.1; see dir_keycert.h).
  *

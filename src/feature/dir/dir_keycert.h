@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_keycert.h -- directory authority key certificates (dir-spec 3.1).
  *
  * An authority's long-term RSA identity key (its v3ident is the SHA-1 of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_tunnel.c -- directory requests over BEGIN_DIR on a one-hop circuit
  * (see dir_tunnel.h).
  *

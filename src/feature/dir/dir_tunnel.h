@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dir_tunnel.h -- directory requests tunnelled to a relay's ORPort, as
  * tor clients make them to directory caches: a one-hop circuit opened
  * with CREATE_FAST (tor-spec 5.1.3: the TLS link already authenticates

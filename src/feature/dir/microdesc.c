@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* microdesc.c -- parse microdescriptors, alone or concatenated (see
  * microdesc.h).
  *

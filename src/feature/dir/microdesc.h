@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* microdesc.h -- microdescriptors (dir-spec 3.3): the small per-relay
  * documents a client needs besides the consensus (ntor onion key, family,
  * exit-policy summaries, ed25519 identity). A microdescriptor is

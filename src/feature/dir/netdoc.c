@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* netdoc.c -- bounded tokenizer for Tor's directory document meta-format
  * (see netdoc.h for the rules it enforces).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* netdoc.h -- a bounded tokenizer for Tor's directory document
  * meta-format (dir-spec 1.2): keyword lines with arguments, each
  * optionally followed by one PEM-style object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelist.c -- join consensus entries with their descriptors (see
  * nodelist.h).
  *

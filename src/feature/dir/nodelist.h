@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelist.h -- the usable view of the network: one dir_node_t per relay
  * of the current consensus, joined with its descriptor (microdescriptor,
  * or server descriptor with UseMicrodescriptors 0) by the digest the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* path.c -- bandwidth-weighted path selection with tor's constraints
  * (see path.h for the rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* path.h -- path selection from the consensus (path-spec 2.2, 5.1;
  * dir-spec 3.4.1 "bandwidth-weights").
  *

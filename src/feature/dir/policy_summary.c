@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* policy_summary.c -- parse and query exit-policy summaries (see
  * policy_summary.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* policy_summary.h -- exit-policy summaries as consensuses ("p" lines of
  * the ns flavor) and microdescriptors ("p" and "p6" lines) carry them
  * (dir-spec 3.4.1, 3.8.2):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* serverdesc.c -- minimal server-descriptor parsing for
  * UseMicrodescriptors 0 (see serverdesc.h).
  *

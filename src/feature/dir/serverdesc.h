@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* serverdesc.h -- the minimal parse of server descriptors (dir-spec
  * 2.1.1) a client needs with UseMicrodescriptors 0: the ns-flavor
  * consensus lists each relay's descriptor by the SHA-1 of its signed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dircache.c -- HTTP GET over BEGIN_DIR streams (see dircache.h).
  *
  * Each BEGIN_DIR stream gets a small request object: the request bytes are

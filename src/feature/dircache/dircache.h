@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dircache.h -- answering directory requests tunnelled over BEGIN_DIR.
  *
  * A relay that advertises `tunnelled-dir-server` accepts BEGIN_DIR streams

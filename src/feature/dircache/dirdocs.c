@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dirdocs.c -- providers for the documents a relay caches (dirdocs.h).
  *
  * The consensus and the key certificates are served from the files the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dirdocs.h -- the directory documents a relay caches, served over
  * BEGIN_DIR: the consensus (both flavors), the authorities' key
  * certificates, microdescriptors by digest, and server descriptors by

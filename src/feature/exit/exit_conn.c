@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* exit_conn.c -- exit streams (see exit_conn.h).
  *
  * Life of a stream: BEGIN -> (refusals: not an exit, first hop / unknown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* exit_conn.h -- the exit role: RELAY_BEGIN opens a TCP connection to the
  * destination the client names (after the exit policy and DNS), RELAY_DATA
  * flows both ways, RELAY_END closes; RELAY_RESOLVE answers DNS questions.

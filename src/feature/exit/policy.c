@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* policy.c -- exit policies (see policy.h).
  *
  * Sources: dir-spec 2.1.1 and 2.1.3 (accept/reject lines, exitpattern),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* policy.h -- exit policies: the torrc ExitPolicy option, the
  * accept/reject lines of our server descriptor, decisions for streams,
  * and the port summaries of dir-spec 3.8.2 ("p"/"p6" lines and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* broker.c -- the IPsec SA broker (see broker.h for what it does).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* broker.h -- the IPsec SA broker: IPsec between relays, negotiated by
  * strongSwan's charon over VICI and authenticated by Tor identities
  * (issue 7). The facade src/app uses; the parts are ike_key.h (the IKE

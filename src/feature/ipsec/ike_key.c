@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ike_key.c -- the relay's Ed25519 IKE key and its certificate (see
  * ike_key.h).
  *

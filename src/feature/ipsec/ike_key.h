@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ike_key.h -- the relay's Ed25519 IKE key and the certificate that binds
  * it to the relay's Tor identity.
  *

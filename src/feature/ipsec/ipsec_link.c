@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ipsec_link.c -- IPsec announcement cells: codec, verification, channel
  * glue (see ipsec_link.h for the format and the acceptance rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ipsec_link.h -- the in-band IPsec announcement between relays: a
  * variable-length cell on an open, authenticated link.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vici_client.c -- non-blocking VICI client (see vici_client.h).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vici_client.h -- a non-blocking client for charon's VICI socket on
  * pctor's event loop.
  *

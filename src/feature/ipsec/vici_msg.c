@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vici_msg.c -- VICI message elements, packets and segments (see
  * vici_msg.h for the wire format).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vici_msg.h -- strongSwan VICI wire format: messages, packets, segments.
  *
  * VICI (the "Versatile IKE Control Interface" of strongSwan's charon) is a

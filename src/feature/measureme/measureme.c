@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* measureme.c -- recording per-circuit statistics on request (see
  * measureme.h).
  *

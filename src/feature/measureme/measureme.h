@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* measureme.h -- MeasureMe: per-circuit statistics that a client asks the
  * relays on its circuit to record (after AlSabah & Goldberg's PCTCP
  * experiments).

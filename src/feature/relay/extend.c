@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* extend.c -- EXTEND2 at a relay (tor-spec 5.1.2, 5.3).
  *
  * Checks, in order, each failure closing the circuit with a log line:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* extend.h -- a relay's handling of EXTEND2: validate the request, then
  * ask the circuit layer to reach the next hop and send it CREATE2. */
 #ifndef PCTOR_FEATURE_RELAY_EXTEND_H

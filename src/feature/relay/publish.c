@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* publish.c -- upload the relay's server descriptor to the directory
  * authorities and keep it fresh (publish.h).
  *

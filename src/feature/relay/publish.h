@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* publish.h -- keep the directory authorities supplied with the relay's
  * current server descriptor (dir-spec 2.1).
  *

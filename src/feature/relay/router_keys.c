@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* router_keys.c -- create, store, load and rotate a relay's keys.
  *
  * Files in DataDirectory/keys (directory 0700, files 0600, each written

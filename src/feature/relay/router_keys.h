@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* router_keys.h -- a relay's long-lived keys: create, store, load, rotate.
  *
  * A relay owns, in DataDirectory/keys (directory 0700, files 0600, every

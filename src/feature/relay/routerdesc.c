@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* routerdesc.c -- build, sign and check the relay's server descriptor
  * (routerdesc.h; dir-spec 2.1.1, cert-spec).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* routerdesc.h -- the relay's server descriptor (dir-spec 2.1.1): build
  * and sign it from the relay's keys and a small configuration, and check
  * one (for tests, and to refuse to upload a descriptor we got wrong).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* buf.c -- chained byte buffers (see buf.h).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* buf.h -- chained byte buffers for network I/O.
  *
  * A buf_t is a FIFO of bytes stored in a list of fixed-size chunks, so that

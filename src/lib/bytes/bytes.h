@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bytes.h -- read and write big-endian integers in byte arrays.
  *
  * Wire formats are parsed with these helpers, never by casting a uint8_t *

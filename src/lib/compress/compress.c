@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* compress.c -- zlib, zstd and lzma: one-shot and streaming compression
  * and bounded decompression (see compress.h).
  *

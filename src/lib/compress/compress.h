@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* compress.h -- compression for directory documents: zlib, zstd, lzma.
  *
  * Tor's directory protocol (dir-spec 6.1) moves documents raw

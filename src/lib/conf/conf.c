@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conf.c -- the torrc lexer and command-line splitter (see conf.h).
  *
  * The lexer walks the text once with an index that is always checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conf.h -- lexing tor-style configuration: torrc text and command lines.
  *
  * This module knows the syntax of a torrc, not its options. It turns a file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* confval.c -- typed configuration values (see confval.h).
  *
  * Numbers are parsed by hand rather than with strtoll/strtod so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* confval.h -- typed configuration values: booleans, integers, intervals,
  * memory sizes, ports and address:port pairs, in tor's syntax.
  *

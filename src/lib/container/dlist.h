@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dlist.h -- intrusive doubly-linked list.
  *
  * The list links live inside the listed objects, so adding and removing

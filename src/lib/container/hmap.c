@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hmap.c -- open-addressing hash map with fixed-length keys (see hmap.h).
  *
  * The table is one array of cap slots (cap a power of two). Each slot is

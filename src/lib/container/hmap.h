@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hmap.h -- hash map from fixed-length byte keys to pointers.
  *
  * The key length is chosen when the map is created (4 for circuit IDs, 8,

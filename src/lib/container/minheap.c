@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* minheap.c -- indexed binary min-heap (see minheap.h).
  *
  * The classic array layout: the children of position i are 2i+1 and 2i+2.

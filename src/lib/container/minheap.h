@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* minheap.h -- indexed binary min-heap of pointers.
  *
  * Built for the circuit scheduler, which keeps circuits ordered by a cell

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* siphash.c -- SipHash-2-4 and the process-wide hashing key (see
  * siphash.h).
  *

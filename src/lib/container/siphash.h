@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* siphash.h -- SipHash-2-4, a keyed 64-bit hash for untrusted keys.
  *
  * Hash tables whose keys come from the network (circuit IDs, relay

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vec.c -- growable pointer array (see vec.h).
  *
  * Capacity starts at 8 on the first push and doubles, so n pushes cost

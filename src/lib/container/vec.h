@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vec.h -- growable array of pointers (ptrvec_t).
  *
  * A ptrvec_t is a plain array of void * with a length and a capacity that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cipher.c -- AES-128/256 in counter mode, as a continuing stream cipher.
  *
  * Design: one EVP_CIPHER_CTX lives inside each crypt_aes_t, set up once

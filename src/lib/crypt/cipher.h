@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cipher.h -- AES in counter mode as a stream cipher.
  *
  * Tor's relay crypto is AES-128-CTR with a zero IV whose keystream runs on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* crypt.h -- pctor's only view of OpenSSL's libcrypto.
  *
  * Everything above src/lib/crypt uses these fixed-size, allocation-light

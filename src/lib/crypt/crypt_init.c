@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* crypt_init.c -- OpenSSL start-up and the shared algorithm table.
  *
  * Design: OpenSSL 3 resolves algorithms through providers; an implicit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* crypt_init.h -- start-up of the crypto library (call once from main). */
 #ifndef PCTOR_LIB_CRYPT_CRYPT_INIT_H
 #define PCTOR_LIB_CRYPT_CRYPT_INIT_H

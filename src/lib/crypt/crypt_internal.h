@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* crypt_internal.h -- private to src/lib/crypt: the OpenSSL algorithm
  * objects the crypt_*.c files share, error helpers, and the internal
  * HMAC-SHA256 state used by kdf.c.

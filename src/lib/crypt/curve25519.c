@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* curve25519.c -- X25519 key agreement (RFC 7748) for the ntor handshakes.
  *
  * Design: keys are plain 32-byte arrays in caller-owned structs; each

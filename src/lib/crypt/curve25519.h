@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* curve25519.h -- X25519 keys and Diffie-Hellman (RFC 7748), for ntor. */
 #ifndef PCTOR_LIB_CRYPT_CURVE25519_H
 #define PCTOR_LIB_CRYPT_CURVE25519_H

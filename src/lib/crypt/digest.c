@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* digest.c -- SHA-1, SHA-256, SHA3-256, SHAKE-256, HMAC-SHA256, and the
  * copyable incremental digest used by relay crypto.
  *

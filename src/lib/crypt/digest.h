@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* digest.h -- hash functions: SHA-1, SHA-256, SHA3-256, SHAKE-256, HMAC.
  *
  * One-shot functions for whole buffers, and an incremental digest object

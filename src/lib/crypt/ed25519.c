@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519.c -- Ed25519 signatures (RFC 8032) through OpenSSL.
  *
  * Design: a keypair is the 32-byte seed plus the public key, in a

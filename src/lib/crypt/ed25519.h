@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519.h -- Ed25519 signatures (RFC 8032), for Tor identity and
  * signing keys, certificates and link authentication.
  *

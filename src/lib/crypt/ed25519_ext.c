@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519_ext.c -- Ed25519 signing with an expanded secret key, and Tor's
  * curve25519 -> Ed25519 key conversion (for ntor-onion-key-crosscert).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519_ext.h -- Ed25519 operations OpenSSL does not offer: signing
  * with an RFC 8032 "expanded" secret key, and Tor's conversion of a
  * curve25519 (X25519) key into an Ed25519 key, used for the descriptor's

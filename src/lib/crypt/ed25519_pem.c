@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519_pem.c -- Ed25519 keys as PKCS#8 / SPKI PEM (see ed25519_pem.h).
  *
  * Design: RFC 8410 fixes the whole DER encoding of an Ed25519 key apart

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ed25519_pem.h -- Ed25519 keys as PEM: PKCS#8 private keys and
  * SubjectPublicKeyInfo public keys (RFC 8410), the forms strongSwan's
  * VICI load-key and "pubkeys" accept and `openssl pkey` reads and writes.

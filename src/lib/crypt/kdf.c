@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kdf.c -- HKDF-SHA256 (RFC 5869) and KDF-TOR (tor-spec 5.2.1).
  *
  * Design: both are short loops over a hash, written directly on the

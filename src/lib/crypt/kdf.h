@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kdf.h -- key derivation: HKDF-SHA256 (RFC 5869) as used by ntor, and
  * KDF-TOR (iterated SHA-1) as used by CREATE_FAST (tor-spec 5.2.1). */
 #ifndef PCTOR_LIB_CRYPT_KDF_H

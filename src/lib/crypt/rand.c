@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rand.c -- secure random bytes from OpenSSL's DRBG.
  *
  * Design: RAND_bytes() is OpenSSL's public CSPRNG, seeded from the kernel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rand.h -- cryptographically secure random numbers (OpenSSL's DRBG). */
 #ifndef PCTOR_LIB_CRYPT_RAND_H
 #define PCTOR_LIB_CRYPT_RAND_H

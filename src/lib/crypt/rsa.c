@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rsa.c -- RSA keys for Tor's legacy identities, TAP onion keys and link
  * certificates.
  *

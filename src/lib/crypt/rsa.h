@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rsa.h -- RSA keys as Tor still needs them (1024-bit identity and TAP
  * onion keys, link certificates).
  *

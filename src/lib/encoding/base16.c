@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base16.c -- hexadecimal encoding (see base16.h).
  *
  * Plain loops over nibbles; the decoder maps each character with explicit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base16.h -- hexadecimal (RFC 4648 base16) encoding and decoding.
  *
  * Tor shows relay fingerprints and digests in upper-case hex; some other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base64.c -- RFC 4648 base64 (see base64.h).
  *
  * The encoder works in 3-byte groups and counts output characters to

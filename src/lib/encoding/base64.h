@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base64.h -- base64 (RFC 4648, standard alphabet) encoding and decoding.
  *
  * Tor documents carry keys, signatures and certificates in base64: with

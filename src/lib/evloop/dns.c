@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dns.c -- asynchronous DNS over libevent's evdns (see dns.h).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dns.h -- asynchronous DNS resolution on the main loop (exit relays).
  *
  * A dns_resolver_t sends queries to the nameservers listed in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* evloop.c -- the main loop over libevent 2.1 (see evloop.h).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* evloop.h -- pctor's only interface to libevent.
  *
  * The main loop, file-descriptor readiness, timers, signals and deferred

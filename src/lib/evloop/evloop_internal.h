@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* evloop_internal.h -- for other files of src/lib/evloop only (dns.c):
  * access to the libevent base behind an evloop_t, so that libevent
  * add-ons (evdns) can run on the same loop. Not for use outside this

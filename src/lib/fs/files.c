@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* files.c -- file-system helpers (see files.h).
  *
  * Every file descriptor is opened with O_CLOEXEC. fs_read_file() trusts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* files.h -- small file-system helpers: whole-file read and atomic write,
  * private directories, existence and size, path joining.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log.c -- tor-style log destinations and formatting (see log.h).
  *
  * Destinations are a small fixed table; a message is formatted once and

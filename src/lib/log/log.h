@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log.h -- tor-style logging: severities, destinations, one line per event.
  *
  * A message goes to every destination whose severity range includes it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ratelim.c -- fixed-window log rate limiting (see ratelim.h). */
 #include "lib/log/ratelim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ratelim.h -- limit how often a log message that a remote peer can
  * trigger is written: at most `burst` per `interval` seconds; the rest are
  * counted and the next allowed message says how many were suppressed. */

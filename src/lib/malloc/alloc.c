@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* alloc.c -- allocation wrappers that abort on exhaustion (see alloc.h). */
 #include "lib/malloc/alloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* alloc.h -- allocation helpers that never return NULL.
  *
  * pctor treats running out of memory as fatal: every pc_*alloc() either

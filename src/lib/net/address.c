@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* address.c -- IPv4/IPv6 addresses with ports (see address.h).
  *
  * Parsing uses inet_pton() for the address part (so only numeric,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* address.h -- IPv4/IPv6 addresses with ports: parsing, formatting,
  * conversion to and from sockaddr, classification (private, loopback). */
 #ifndef PCTOR_LIB_NET_ADDRESS_H

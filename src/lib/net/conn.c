@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c -- non-blocking TCP/TLS connections and listeners (see conn.h).
  *
  * Design:

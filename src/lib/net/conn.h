@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.h -- one opaque connection type for everything pctor speaks over
  * TCP: TLS link connections to relays and clients, and (later) plain
  * connections (exit streams, SOCKS, HTTP directory).

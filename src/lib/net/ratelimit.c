@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ratelimit.c -- token buckets refilled on the event loop (see
  * ratelimit.h for the model and the design choices).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ratelimit.h -- token buckets that limit how fast connections read and
  * write (bandwidth limits), refilled on the event loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sockstat.c -- TCP_INFO and send-queue sizes of a TCP socket (Linux). */
 #include "lib/net/sockstat.h"
 

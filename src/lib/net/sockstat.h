@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sockstat.h -- what the kernel says about a TCP socket's sending side.
  *
  * The scheduler asks, once per run and per connection, how many bytes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c -- monotonic, wall-clock and cached time (see clock.h).
  *
  * clock_gettime() is served from the vDSO on Linux, so the monotonic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.h -- clocks: monotonic time for intervals, wall-clock time, and a
  * cached "approximately now".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timefmt.c -- UTC time formatting and parsing (see timefmt.h).
  *
  * Calendar arithmetic is done on day numbers (days since 1970-01-01) with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timefmt.h -- the text time formats Tor uses, always in UTC.
  *
  * "YYYY-MM-DD HH:MM:SS" appears in directory documents (published,

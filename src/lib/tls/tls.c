@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c -- TLS link connections over OpenSSL 3 (see tls.h).
  *
  * Design:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.h -- TLS for Tor link connections, over OpenSSL (libssl).
  *
  * Tor authenticates relays inside the link protocol (CERTS/AUTHENTICATE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls_cert.c -- X.509 building blocks shared inside src/lib/tls (see
  * tls_cert.h).
  *

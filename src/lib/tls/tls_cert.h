@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls_cert.h -- internal to src/lib/tls: build and parse X.509
  * certificates over OpenSSL types, shared by tls.c (link certificate) and
  * x509.c (RSA identity certificate). Not for use outside src/lib/tls. */

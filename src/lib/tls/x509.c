@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* x509.c -- the X.509 operations of Tor's link handshake (see x509.h).
  *
  * The RSA identity certificate (CERTS cell type 2) is a self-signed X.509

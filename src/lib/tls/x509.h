@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* x509.h -- the few X.509 operations Tor's link handshake still needs:
  * the self-signed RSA-1024 identity certificate (CERTS type 2) and
  * reading the RSA key out of a peer's certificate. */

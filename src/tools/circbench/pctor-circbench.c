@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-circbench.c -- build many circuits through the same relays at
  * once, then push cells through all of them: the client side of
  * scripts/bench-pctcp (thousands of simultaneous circuits between two

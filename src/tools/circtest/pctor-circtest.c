@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-circtest.c -- build a circuit through given relays and (optionally)
  * fetch a directory document from the last hop over BEGIN_DIR.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hopspec.c -- parsing the tools' relay names (see hopspec.h). */
 #include "tools/common/hopspec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hopspec.h -- how the test tools (pctor-circtest, pctor-circbench) name
  * the relays of a circuit on their command line:
  *   ADDR:PORT,RSAFP[,ED25519_BASE64|-[,NTOR_BASE64]]

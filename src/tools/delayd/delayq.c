@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* delayq.c -- link model, random numbers and deadline heap of pctor-delayd
  * (see delayq.h for the design).
  *

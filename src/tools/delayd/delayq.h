@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* delayq.h -- the packet-timing model of pctor-delayd, without netlink.
  *
  * pctor-delayd holds NFQUEUE verdicts to emulate per-link one-way delay,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-delayd -- emulate per-link delay, jitter and loss by holding
  * NFQUEUE verdicts (the test bed's delay element; this kernel has no
  * sch_netem).

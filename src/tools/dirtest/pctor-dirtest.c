@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-dirtest.c -- exercise pctor's directory client from the command
  * line: fetch and verify the consensus, certificates and descriptors into
  * a DataDirectory, show what the cache holds, and choose paths from it.

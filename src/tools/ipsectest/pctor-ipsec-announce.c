@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-ipsec-announce.c -- connect to a relay as a relay and send it one
  * IPsec announcement (feature/ipsec/ipsec_link.h), genuine or forged.
  *

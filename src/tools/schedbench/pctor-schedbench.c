@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-schedbench.c -- CPU cost per cell of the circuit scheduler.
  *
  * Keeps N circuits permanently active (every circuit always has a cell

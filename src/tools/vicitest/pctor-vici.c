@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pctor-vici.c -- drive a charon VICI socket with pctor's own VICI client.
  *
  * For operators (check what charon has, load a relay conn by hand) and for
