@@ -669,7 +669,7 @@ static struct {
   tcirc_t t[MAX_CIRCS];
   int n;
   /* the relay's test stream (BEGIN handler) */
-  relay_stream_t *rs;
+  edge_stream_t *rs;
   uint8_t rs_data[4096];
   size_t rs_len;
   int rs_begins;
@@ -755,7 +755,7 @@ x_closed(origin_circuit_t *c, int reason, const char *why, void *arg)
 static const origin_circuit_ops_t x_ops = {x_extended, x_relay, x_closed};
 
 static void
-xs_data(relay_stream_t *st, const uint8_t *d, size_t n, void *arg)
+xs_data(edge_stream_t *st, const uint8_t *d, size_t n, void *arg)
 {
   (void)st;
   (void)arg;
@@ -766,7 +766,7 @@ xs_data(relay_stream_t *st, const uint8_t *d, size_t n, void *arg)
 }
 
 static void
-xs_end(relay_stream_t *st, uint8_t reason, void *arg)
+xs_end(edge_stream_t *st, uint8_t reason, void *arg)
 {
   (void)st;
   (void)reason;
@@ -774,7 +774,7 @@ xs_end(relay_stream_t *st, uint8_t reason, void *arg)
   X.rs = NULL;
 }
 
-static const relay_stream_ops_t xs_ops = {xs_data, xs_end, NULL, NULL};
+static const edge_stream_ops_t xs_ops = {xs_data, xs_end, NULL, NULL, NULL};
 
 static int
 x_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
@@ -999,7 +999,7 @@ START_TEST(test_exit_link_and_order)
   /* The relay's answer comes back over the legs: 200 cells. */
   uint8_t buf[RELAY_BODY_MAX * 200];
   memset(buf, 0x5a, sizeof(buf));
-  size_t sent = relay_stream_send(X.rs, buf, sizeof(buf));
+  size_t sent = edge_stream_send(X.rs, buf, sizeof(buf));
   ck_assert_uint_eq(sent, sizeof(buf)); /* cwnd 124 per leg: it fits */
   w_tc = a;
   for (int i = 0; i < 2000 && a->data_bytes + b->data_bytes < sent; i++) {
@@ -1142,7 +1142,7 @@ START_TEST(test_exit_home_moves)
   ck_assert_ptr_eq(or_circuit_stream_home(rb), rb);
   ck_assert_int_eq(b->closed, 0);
   /* It still works both ways. */
-  ck_assert_uint_eq(relay_stream_send(X.rs, (const uint8_t *)"back", 4), 4);
+  ck_assert_uint_eq(edge_stream_send(X.rs, (const uint8_t *)"back", 4), 4);
   x_send(b, RELAY_COMMAND_DATA, 5, "!", 1);
   w_len = 3;
   ck_assert(run_until(w_rs_len));

@@ -2872,7 +2872,7 @@ static struct {
   uint8_t xon_body[CC_XON_LEN];
   uint16_t xon_len;
   /* stream 5: a test stream at the relay (BEGIN handler) */
-  relay_stream_t *rs;
+  edge_stream_t *rs;
   or_circuit_t *rs_circ;
   size_t rs_got, rs_pending;
   int rs_writable, connected5;
@@ -3033,7 +3033,7 @@ static const origin_circuit_ops_t l_ops = {l_extended, l_relay, l_closed};
 
 /* The relay side of stream 5. */
 static void
-rs_data(relay_stream_t *s, const uint8_t *d, size_t n, void *arg)
+rs_data(edge_stream_t *s, const uint8_t *d, size_t n, void *arg)
 {
   (void)s;
   (void)d;
@@ -3043,7 +3043,7 @@ rs_data(relay_stream_t *s, const uint8_t *d, size_t n, void *arg)
 }
 
 static void
-rs_end(relay_stream_t *s, uint8_t reason, void *arg)
+rs_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   (void)s;
   (void)reason;
@@ -3052,7 +3052,7 @@ rs_end(relay_stream_t *s, uint8_t reason, void *arg)
 }
 
 static void
-rs_writable(relay_stream_t *s, void *arg)
+rs_writable(edge_stream_t *s, void *arg)
 {
   (void)s;
   (void)arg;
@@ -3061,15 +3061,15 @@ rs_writable(relay_stream_t *s, void *arg)
 }
 
 static size_t
-rs_pending_fn(relay_stream_t *s, void *arg)
+rs_pending_fn(edge_stream_t *s, void *arg)
 {
   (void)s;
   (void)arg;
   return L.rs_pending;
 }
 
-static const relay_stream_ops_t rs_ops = {rs_data, rs_end, rs_writable,
-                                          rs_pending_fn};
+static const edge_stream_ops_t rs_ops = {rs_data, rs_end, rs_writable,
+                                          rs_pending_fn, NULL};
 
 static int
 test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
@@ -3079,7 +3079,7 @@ test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
   (void)early;
   L.rs = relay_stream_new(circ, h->stream_id, &rs_ops, NULL);
   L.rs_circ = circ;
-  relay_stream_send_connected(L.rs, NULL, 0);
+  edge_stream_send_msg(L.rs, RELAY_COMMAND_CONNECTED, NULL, 0);
   return 0;
 }
 
@@ -3248,7 +3248,7 @@ START_TEST(test_loop_upload_xoff_xon)
   ck_assert_int_eq(L.xon_seen, 0);
   /* The owner drains everything: XON. */
   L.rs_pending = 0;
-  relay_stream_flushed(L.rs);
+  edge_stream_flushed(L.rs);
   run_loop();
   ck_assert_int_eq(L.xon_seen, 1);
   ck_assert_uint_eq(L.xon_len, CC_XON_LEN);
@@ -3274,21 +3274,21 @@ START_TEST(test_loop_xoff_stops_relay)
                    0);
   run_loop_for(200000);
   /* The relay's stream may not send now. */
-  ck_assert_uint_eq(relay_stream_send(L.rs, data, sizeof(data)), 0);
+  ck_assert_uint_eq(edge_stream_send(L.rs, data, sizeof(data)), 0);
   cc_flow_encode_xon(b, 0);
   ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_XON, 5, b,
                                              CC_XON_LEN),
                    0);
   run_loop();
   ck_assert_int_eq(L.rs_writable, 1);
-  ck_assert_uint_eq(relay_stream_send(L.rs, data, sizeof(data)),
+  ck_assert_uint_eq(edge_stream_send(L.rs, data, sizeof(data)),
                     sizeof(data));
   /* A malformed XOFF is ignored (as tor does), not fatal. */
   b[0] = 7;
   origin_circuit_send_relay(c, 0, RELAY_COMMAND_XOFF, 5, b, 1);
   run_loop_for(200000);
   ck_assert_int_eq(L.closed, 0);
-  ck_assert_uint_eq(relay_stream_send(L.rs, data, 100), 100);
+  ck_assert_uint_eq(edge_stream_send(L.rs, data, 100), 100);
 }
 END_TEST
 

@@ -59,7 +59,7 @@ static struct {
   int open, closed, close_reason;
   /* relay side (test BEGIN handler) */
   or_circuit_t *oc;
-  relay_stream_t *rs;
+  edge_stream_t *rs;
   size_t rs_bytes;
   int rs_ended;
   /* client side: what came back */
@@ -215,7 +215,7 @@ client_send_data(uint16_t id)
 /* ---- relay side: a test BEGIN handler ---- */
 
 static void
-rs_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
+rs_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
 {
   (void)s;
   (void)data;
@@ -224,7 +224,7 @@ rs_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-rs_end(relay_stream_t *s, uint8_t reason, void *arg)
+rs_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   (void)s;
   (void)reason;
@@ -233,7 +233,7 @@ rs_end(relay_stream_t *s, uint8_t reason, void *arg)
   T.rs = NULL;
 }
 
-static const relay_stream_ops_t rs_ops = {rs_data, rs_end, NULL, NULL};
+static const edge_stream_ops_t rs_ops = {rs_data, rs_end, NULL, NULL, NULL};
 
 static int
 test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
@@ -244,7 +244,7 @@ test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
   T.oc = circ;
   T.rs = relay_stream_new(circ, h->stream_id, &rs_ops, NULL);
   ck_assert_ptr_nonnull(T.rs);
-  relay_stream_send_connected(T.rs, NULL, 0);
+  edge_stream_send_msg(T.rs, RELAY_COMMAND_CONNECTED, NULL, 0);
   return 0;
 }
 
@@ -314,7 +314,7 @@ open_test_stream(uint16_t id)
   wait_int(&T.n_connected, before + 1);
   ck_assert_int_eq(T.n_connected, before + 1);
   ck_assert_ptr_nonnull(T.rs);
-  ck_assert_uint_eq(relay_stream_id(T.rs), id);
+  ck_assert_uint_eq(edge_stream_id(T.rs), id);
 }
 
 static void
@@ -327,69 +327,69 @@ dropped(uint64_t *half, uint64_t *invalid)
 
 START_TEST(test_half_records)
 {
-  stream_half_set_t hs;
+  edge_half_set_t hs;
   memset(&hs, 0, sizeof(hs));
   uint64_t t0 = 1000000;
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
   /* Fixed windows: 2 DATA, 1 SENDME, then END ends the record. */
-  stream_half_add(&hs, 5, 2, 1, 0, 0, t0);
-  ck_assert_int_eq(stream_half_contains(&hs, 5, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 5, t0),
+  edge_half_add(&hs, 5, 2, 1, 0, 0, t0);
+  ck_assert_int_eq(edge_half_contains(&hs, 5, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_SENDME, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_CONNECTED, 5, t0),
                    0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_XON, 5, t0), 0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_BEGIN, 5, t0), 0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 1);
-  ck_assert_int_eq(stream_half_contains(&hs, 5, t0), 0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_XON, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_BEGIN, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 1);
+  ck_assert_int_eq(edge_half_contains(&hs, 5, t0), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_END, 5, t0), 0);
   /* Client side: one CONNECTED may still come; RESOLVED ends it. */
-  stream_half_add(&hs, 6, 0, 0, 1, 0, t0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
+  edge_half_add(&hs, 6, 0, 0, 1, 0, t0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
                    1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_CONNECTED, 6, t0),
                    0);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_RESOLVED, 6, t0),
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_RESOLVED, 6, t0),
                    1);
-  ck_assert_int_eq(stream_half_contains(&hs, 6, t0), 0);
+  ck_assert_int_eq(edge_half_contains(&hs, 6, t0), 0);
   /* Congestion control: any DATA and XON/XOFF until expiry, no SENDME. */
-  stream_half_add(&hs, 7, 0, 0, 0, 1, t0);
+  edge_half_add(&hs, 7, 0, 0, 0, 1, t0);
   for (int i = 0; i < 2000; i++)
-    ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_XOFF, 7, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_SENDME, 7, t0), 0);
-  uint64_t t_end = t0 + STREAM_HALF_TTL_USEC;
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7,
+    ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 7, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_XOFF, 7, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_SENDME, 7, t0), 0);
+  uint64_t t_end = t0 + EDGE_HALF_TTL_USEC;
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 7,
                                       t_end - 1),
                    1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 7, t_end), 0);
-  ck_assert_uint_eq(stream_half_count(&hs, t_end), 0);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 7, t_end), 0);
+  ck_assert_uint_eq(edge_half_count(&hs, t_end), 0);
   /* Re-adding replaces the record. */
-  stream_half_clear(&hs);
-  stream_half_add(&hs, 8, 1, 0, 0, 0, t0);
-  stream_half_add(&hs, 8, 3, 0, 0, 0, t0);
-  ck_assert_uint_eq(stream_half_count(&hs, t0), 1);
+  edge_half_clear(&hs);
+  edge_half_add(&hs, 8, 1, 0, 0, 0, t0);
+  edge_half_add(&hs, 8, 3, 0, 0, 0, t0);
+  ck_assert_uint_eq(edge_half_count(&hs, t0), 1);
   for (int i = 0; i < 3; i++)
-    ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 1);
-  ck_assert_int_eq(stream_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 0);
-  /* Bound: at most STREAM_HALF_MAX; the one expiring first goes. */
-  stream_half_clear(&hs);
-  for (int i = 0; i < STREAM_HALF_MAX + 6; i++)
-    stream_half_add(&hs, (uint16_t)(100 + i), 1, 0, 0, 0, t0 + (uint64_t)i);
-  ck_assert_uint_eq(stream_half_count(&hs, t0), STREAM_HALF_MAX);
+    ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 1);
+  ck_assert_int_eq(edge_half_accept(&hs, RELAY_COMMAND_DATA, 8, t0), 0);
+  /* Bound: at most EDGE_HALF_MAX; the one expiring first goes. */
+  edge_half_clear(&hs);
+  for (int i = 0; i < EDGE_HALF_MAX + 6; i++)
+    edge_half_add(&hs, (uint16_t)(100 + i), 1, 0, 0, 0, t0 + (uint64_t)i);
+  ck_assert_uint_eq(edge_half_count(&hs, t0), EDGE_HALF_MAX);
   for (int i = 0; i < 6; i++)
-    ck_assert_int_eq(stream_half_contains(&hs, (uint16_t)(100 + i), t0), 0);
-  for (int i = 6; i < STREAM_HALF_MAX + 6; i++)
-    ck_assert_int_eq(stream_half_contains(&hs, (uint16_t)(100 + i), t0), 1);
+    ck_assert_int_eq(edge_half_contains(&hs, (uint16_t)(100 + i), t0), 0);
+  for (int i = 6; i < EDGE_HALF_MAX + 6; i++)
+    ck_assert_int_eq(edge_half_contains(&hs, (uint16_t)(100 + i), t0), 1);
   /* Expired records are pruned when a new one is added. */
-  stream_half_add(&hs, 9, 1, 0, 0, 0, t0 + STREAM_HALF_TTL_USEC + 1000);
+  edge_half_add(&hs, 9, 1, 0, 0, 0, t0 + EDGE_HALF_TTL_USEC + 1000);
   ck_assert_uint_eq(hs.n, 1);
-  stream_half_remove(&hs, 9);
+  edge_half_remove(&hs, 9);
   ck_assert_uint_eq(hs.n, 0);
-  stream_half_clear(&hs);
+  edge_half_clear(&hs);
   ck_assert_ptr_null(hs.v);
 }
 END_TEST
@@ -404,8 +404,8 @@ START_TEST(test_half_closed_cells_accepted)
    * may send two stream SENDMEs), then ends the stream. */
   static uint8_t buf[120 * RELAY_BODY_MAX];
   memset(buf, 1, sizeof(buf));
-  ck_assert_uint_eq(relay_stream_send(T.rs, buf, sizeof(buf)), sizeof(buf));
-  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  ck_assert_uint_eq(edge_stream_send(T.rs, buf, sizeof(buf)), sizeof(buf));
+  edge_stream_end(T.rs, END_STREAM_REASON_DONE);
   T.rs = NULL;
   wait_int(&T.n_end, 1);
   ck_assert_int_eq(T.n_end, 1);
@@ -445,7 +445,7 @@ START_TEST(test_half_closed_data_counts_in_circuit_window)
 {
   build_circuit();
   open_test_stream(5);
-  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  edge_stream_end(T.rs, END_STREAM_REASON_DONE);
   T.rs = NULL;
   wait_int(&T.n_end, 1);
   /* The stream's deliver window had 500 cells left; the client sends 550
@@ -476,15 +476,13 @@ START_TEST(test_begin_reuses_half_closed_id)
 {
   build_circuit();
   open_test_stream(9);
-  relay_stream_end(T.rs, END_STREAM_REASON_DONE);
+  edge_stream_end(T.rs, END_STREAM_REASON_DONE);
   T.rs = NULL;
   wait_int(&T.n_end, 1);
-  ck_assert_int_eq(stream_half_contains(&T.oc->edge->half, 9,
-                                        evloop_now_us(T.loop)),
+  ck_assert_int_eq(edge_is_half_closed(T.oc->edge, 9),
                    1);
   open_test_stream(9);
-  ck_assert_int_eq(stream_half_contains(&T.oc->edge->half, 9,
-                                        evloop_now_us(T.loop)),
+  ck_assert_int_eq(edge_is_half_closed(T.oc->edge, 9),
                    0);
   client_send_data(9);
   for (int k = 0; k < 100 && T.rs_bytes < RELAY_BODY_MAX; k++)

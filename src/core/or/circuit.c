@@ -594,15 +594,10 @@ origin_cc_handle(origin_circuit_t *circ, int hop, const relay_header_t *h,
   origin_hop_cc_t *hcc = circ->hops[hop].cc;
   uint32_t inc = hcc->cc.sendme_inc;
   if (h->command == RELAY_COMMAND_DATA) {
-    if (--hcc->deliver_window <= CIRCWINDOW_START - (int)inc) {
-      uint8_t sm[3 + RELAY_CRYPTO_DIGEST_LEN];
-      sm[0] = 1;
-      set_u16(sm + 1, RELAY_CRYPTO_DIGEST_LEN);
-      memcpy(sm + 3,
-             relay_crypto_last_digest(circ->hops[hop].crypto,
-                                      RELAY_DIR_BACKWARD),
-             RELAY_CRYPTO_DIGEST_LEN);
-      hcc->deliver_window += (int)inc;
+    if (edge_window_delivered(&hcc->deliver_window, (int)inc) > 0) {
+      uint8_t sm[SENDME_V1_LEN];
+      sendme_encode_v1(sm, relay_crypto_last_digest(circ->hops[hop].crypto,
+                                                    RELAY_DIR_BACKWARD));
       hcc->cc.n_sendmes_sent++;
       origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, 0, sm,
                                 sizeof(sm));
@@ -615,18 +610,9 @@ origin_cc_handle(origin_circuit_t *circ, int hop, const relay_header_t *h,
     *why = "stream SENDME on a circuit with congestion control";
     return -1;
   }
-  const uint8_t *digest = NULL;
-  if (h->length >= 1 && body[0] == 1) {
-    if (h->length < 3 + RELAY_CRYPTO_DIGEST_LEN ||
-        get_u16(body + 1) < RELAY_CRYPTO_DIGEST_LEN) {
-      *why = "malformed v1 SENDME";
-      return -1;
-    }
-    digest = body + 3;
-  } else if (h->length >= 1 && body[0] > 1) {
-    *why = "SENDME of an unknown version";
+  const uint8_t *digest;
+  if (sendme_parse(body, h->length, &digest, why) < 0)
     return -1;
-  }
   int r = cc_on_sendme(&hcc->cc, evloop_now_us(channels_loop()), digest,
                        circ->base.n_queue.cells.n);
   if (r == CC_SENDME_UNEXPECTED) {

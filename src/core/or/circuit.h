@@ -70,9 +70,9 @@ typedef struct or_circuit_t {
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
-  /* Streams ending here and their flow control (stream.h); NULL until the
-   * first stream. */
-  struct circ_edge_t *edge;
+  /* Streams ending here and their flow control (edge.h, bound to the
+   * circuit by stream.h); NULL until the first stream. */
+  struct edge_t *edge;
   /* Congestion control negotiated in the ntor v3 handshake: its SENDME
    * increment, 0 for the fixed windows. The controller itself lives in
    * the edge state, made with the first stream. */
@@ -242,9 +242,9 @@ int origin_circuit_send_relay(origin_circuit_t *circ, int hop,
 /* ---- congestion control (congestion_control.h) ----
  *
  * Relay side: command.c calls or_circuit_set_cc() for a circuit whose
- * handshake negotiated it; stream.c then runs the controller for the
- * streams that end here (SENDMEs every sendme_inc cells, XON/XOFF instead
- * of stream SENDMEs).
+ * handshake negotiated it; the circuit's edge (edge.h, via stream.c) then
+ * runs the controller for the streams that end here (SENDMEs every
+ * sendme_inc cells, XON/XOFF instead of stream SENDMEs).
  *
  * Origin side: for a hop that negotiated it, core does the circuit-level
  * work itself. A DATA cell sent to that hop (origin_circuit_send_relay)

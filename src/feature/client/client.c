@@ -14,13 +14,14 @@
  * back in order on arrival (the protocol logic is feature/conflux's
  * cfx_set_t; this file builds, links and drives the legs).
  *
- * Flow control is kept here for the last hop, where the streams end:
- * package/deliver windows per circuit and per stream, the digests of every
- * 100th DATA cell we send (an exit's v1 SENDME must echo them) and v1
- * SENDMEs carrying the digest of every 100th cell we receive. Bytes from
- * the SOCKS client are only read as fast as the windows allow; bytes for
- * it wait in its connection's output buffer, and stream SENDMEs are held
- * back while ten cells or more wait there.
+ * Each ccirc_t is one circuit end (core/or/edge.h): the edge module keeps
+ * its streams by ID and runs every flow-control rule -- circuit and stream
+ * windows, authenticated SENDMEs, XON/XOFF, half-closed streams. This file
+ * plugs in as the end's owner (how to send on a plain circuit or a conflux
+ * set, which digests, which controller) and as the owner of each stream
+ * (the SOCKS connection: bytes from the SOCKS client are only read as fast
+ * as the edge lets them leave; bytes for it wait in its connection's
+ * output buffer, which the edge asks about before stream SENDMEs or XON).
  *
  * Congestion control (proposal 324): when the consensus' cc_alg is not 0
  * and the exit lists FlowCtrl=2, the exit hop is asked for it in an ntor v3
@@ -31,8 +32,9 @@
  * (origin_circuit_cc_sendable), sends no stream or circuit SENDMEs, sends
  * XOFF when more than cc_xoff_client bytes wait for the SOCKS client and
  * XON once they drained (with the drain rate), and stops a stream's
- * sending between the exit's XOFF and XON. A circuit SENDME from the exit
- * (passed on by core once counted) means the window reopened.
+ * sending between the exit's XOFF and XON -- all of it the edge's work,
+ * with the exit hop's controller (edge_end_ops_t.cc). A circuit SENDME from
+ * the exit (passed on by core once counted) means the window reopened.
  *
  * Conflux (ConfluxEnabled 1, or auto and the consensus' cfx_enabled): for
  * an exit that lists Conflux=1 and FlowCtrl=2, a new ccirc_t becomes a set
@@ -83,8 +85,8 @@
 #include "feature/client/client.h"
 #include "core/or/circuit.h"
 #include "core/or/congestion_control.h"
+#include "core/or/edge.h"
 #include "core/or/relay.h"
-#include "core/or/stream.h"
 #include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
 #include "feature/client/socks_proto.h"
@@ -138,13 +140,8 @@ typedef struct cstream_t {
   socks_request_t req;
   cstream_state_t state;
   ccirc_t *circ;
-  uint16_t id;
-  int package_window, deliver_window;
+  edge_stream_t *es;      /* on circ's edge from BEGIN on, else NULL */
   int retried;
-  /* congestion control: XON/XOFF, and bytes queued for / written to the
-   * SOCKS client (for the drain rate) */
-  cc_flow_t flow;
-  uint64_t delivered, written;
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -193,12 +190,8 @@ struct ccirc_t {
   int preemptive;
   uint16_t preempt_port;
   int iso_open;
-  int package_window, deliver_window;
-  uint8_t digests[CIRCWINDOW_START / CIRCWINDOW_INCREMENT][20];
-  int n_digests;
-  unsigned cells_received;
+  edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
   dlist_t streams;         /* attached: waiting, connecting, open */
-  uint16_t next_id;
 };
 
 static struct {
@@ -347,39 +340,46 @@ ccirc_send(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
   return r;
 }
 
-/* May cs package a DATA cell now? */
+/* ---- the circuit end (edge_end_ops_t) ------------------------------ */
+
 static int
-stream_can_send(const cstream_t *cs)
+end_send(void *end, uint8_t cmd, uint16_t id, const uint8_t *body,
+         uint16_t len)
 {
-  const ccirc_t *cc = cs->circ;
-  if (cc->dead)
-    return 0;
-  if (cc->cfx)
-    return !cs->flow.xoff_received && cfx_set_can_send_data(cc->cfx);
-  const cc_t *hcc = exit_cc(cc);
-  if (hcc)
-    return !cs->flow.xoff_received && cc_sendable(hcc) > 0;
-  return cc->package_window > 0 && cs->package_window > 0;
+  return ccirc_send(end, cmd, id, body, len);
 }
 
-/* Send XOFF / XON on cs as the flow-control state machine asked. */
-static void
-flow_send(cstream_t *cs, cc_flow_action_t act)
+/* Fixed windows only, hence a plain circuit. */
+static const uint8_t *
+end_last_digest(void *end, int sent)
 {
-  ccirc_t *cc = cs->circ;
-  if (act == CC_FLOW_SEND_XOFF) {
-    uint8_t b[CC_XOFF_LEN];
-    cc_flow_encode_xoff(b);
-    log_debug("Sending XOFF on stream %u", cs->id);
-    ccirc_send(cc, RELAY_COMMAND_XOFF, cs->id, b, sizeof(b));
-  } else if (act == CC_FLOW_SEND_XON) {
-    uint8_t b[CC_XON_LEN];
-    cc_flow_encode_xon(b, cs->flow.ewma_drain_rate);
-    log_debug("Sending XON (%u kB/s) on stream %u",
-              (unsigned)cs->flow.ewma_drain_rate, cs->id);
-    ccirc_send(cc, RELAY_COMMAND_XON, cs->id, b, sizeof(b));
-  }
+  return relay_crypto_last_digest(last_crypto(end), sent ? RELAY_DIR_FORWARD
+                                                         : RELAY_DIR_BACKWARD);
 }
+
+static const cc_t *
+end_cc(void *end)
+{
+  return exit_cc(end);
+}
+
+static int
+end_multiplexed(void *end)
+{
+  const ccirc_t *cc = end;
+  return cc->cfx != NULL;
+}
+
+static int
+end_mux_can_send(void *end)
+{
+  const ccirc_t *cc = end;
+  return !cc->dead && cfx_set_can_send_data(cc->cfx);
+}
+
+static const edge_end_ops_t client_end_ops = {
+    end_send, end_last_digest, end_cc, end_multiplexed, end_mux_can_send, 1,
+};
 
 /* Send the SOCKS reply for an END reason (or success when reason < 0). */
 static void
@@ -406,6 +406,8 @@ socks_reply(cstream_t *cs, int end_reason)
 static void
 stream_free(cstream_t *cs)
 {
+  edge_stream_forget(cs->es);
+  cs->es = NULL;
   dlist_remove(&cs->node);
   if (cs->state == CS_OPEN)
     G.stats.n_open_streams--;
@@ -437,6 +439,7 @@ ccirc_free(ccirc_t *cc)
     free(cc->legs[i]);
   }
   cfx_set_free(cc->cfx);
+  edge_free(cc->edge);
   pc_memwipe(cc->nonce, sizeof(cc->nonce));
   free(cc);
 }
@@ -475,6 +478,8 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
     dlist_remove(n);
     dlist_node_init(&cs->node);
     cs->circ = NULL;
+    edge_stream_forget(cs->es); /* the edge goes with the circuit */
+    cs->es = NULL;
     if (cs->state == CS_OPEN) {
       stream_free(cs);
     } else if (fail_reason < 0 && !cs->retried) {
@@ -500,25 +505,18 @@ ccirc_unbusy(ccirc_t *cc)
     ccirc_free(cc);
 }
 
-static cstream_t *
-find_stream(ccirc_t *cc, uint16_t id)
-{
-  for (dlist_node_t *n = dlist_first(&cc->streams); n;
-       n = dlist_next(&cc->streams, n)) {
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    if (cs->id == id && cs->state >= CS_CONNECTING)
-      return cs;
-  }
-  return NULL;
-}
+static const edge_stream_ops_t socks_stream_ops;
 
 static void
 send_begin(cstream_t *cs)
 {
   ccirc_t *cc = cs->circ;
-  do {
-    cs->id = cc->next_id++;
-  } while (!cs->id || find_stream(cc, cs->id));
+  cs->es = edge_stream_new_next(cc->edge, &socks_stream_ops, cs);
+  if (!cs->es) {
+    stream_fail(cs, END_STREAM_REASON_RESOURCELIMIT,
+                "no free stream ID on the circuit");
+    return;
+  }
   char target[SOCKS_MAX_HOSTNAME + 16];
   int n = snprintf(target, sizeof(target), "%s:%u", cs->req.address,
                    cs->req.port);
@@ -526,18 +524,17 @@ send_begin(cstream_t *cs)
     n = snprintf(target, sizeof(target), "[%s]:%u", cs->req.address,
                  cs->req.port);
   cs->state = CS_CONNECTING;
-  cs->package_window = STREAMWINDOW_START;
-  cs->deliver_window = STREAMWINDOW_START;
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(G.loop);
-  if (ccirc_send(cc, RELAY_COMMAND_BEGIN, cs->id, (const uint8_t *)target,
-                 (uint16_t)n + 1) < 0) {
+  if (edge_stream_send_msg(cs->es, RELAY_COMMAND_BEGIN,
+                           (const uint8_t *)target, (uint16_t)n + 1) < 0) {
     stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
     return;
   }
   if (cc->cfx && cc->cfx->curr)
     log_info("Stream %u to port %u: BEGIN on conflux set #%llu, leg %s",
-             cs->id, cs->req.port, (unsigned long long)cc->serial,
+             edge_stream_id(cs->es), cs->req.port,
+             (unsigned long long)cc->serial,
              ((const cleg_t *)cc->cfx->curr->handle)->path);
 }
 
@@ -834,42 +831,9 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
 static void
 wake_streams(ccirc_t *cc)
 {
-  dlist_node_t *n, *next;
   cc->busy++;
-  for (n = dlist_first(&cc->streams); n && !cc->dead; n = next) {
-    next = dlist_next(&cc->streams, n);
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    if (cs->state == CS_OPEN && stream_can_send(cs))
-      pump_to_circuit(cs);
-  }
+  edge_wake(cc->edge);
   ccirc_unbusy(cc);
-}
-
-static void
-stream_maybe_sendme(cstream_t *cs)
-{
-  size_t pending = buf_datalen(conn_outbuf(cs->conn));
-  const cc_t *hcc = exit_cc(cs->circ);
-  if (hcc) {
-    /* XON once the SOCKS client drained what we held (or an advisory
-     * one when its drain rate changed). */
-    uint64_t written =
-        cs->delivered > pending ? cs->delivered - pending : 0;
-    size_t n = written > cs->written ? (size_t)(written - cs->written) : 0;
-    if (written > cs->written)
-      cs->written = written;
-    flow_send(cs, cc_flow_on_drained(&cs->flow, &hcc->p, pending, n,
-                                     evloop_now_us(G.loop),
-                                     !hcc->clock_broken));
-    return;
-  }
-  if (cs->circ->cfx)
-    return;
-  while (cs->deliver_window <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT &&
-         pending < 10 * RELAY_BODY_MAX) {
-    cs->deliver_window += STREAMWINDOW_INCREMENT;
-    ccirc_send(cs->circ, RELAY_COMMAND_SENDME, cs->id, NULL, 0);
-  }
 }
 
 /* A protocol violation by the exit: close cc. */
@@ -886,148 +850,36 @@ ccirc_violation(ccirc_t *cc, const char *why)
     circuit_mark_for_close(&c->base, DESTROY_REASON_PROTOCOL);
 }
 
+/* A circuit SENDME from the exit on a plain circuit. */
 static void
 circ_sendme(ccirc_t *cc, const uint8_t *body, uint16_t len)
 {
-  if (cc->package_window + CIRCWINDOW_INCREMENT > CIRCWINDOW_START ||
-      (len >= 1 && body[0] == 1 &&
-       (len < 23 || !cc->n_digests ||
-        memcmp(cc->digests[0], body + 3, 20)))) {
-    ccirc_violation(cc, "bad circuit SENDME from the exit");
+  if (edge_circ_sendme(cc->edge, body, len, 0) < 0) {
+    ccirc_violation(cc, edge_last_violation(cc->edge));
     return;
   }
-  if (cc->n_digests) {
-    memmove(cc->digests[0], cc->digests[1], (size_t)(cc->n_digests - 1) * 20);
-    cc->n_digests--;
-  }
-  cc->package_window += CIRCWINDOW_INCREMENT;
   wake_streams(cc);
 }
 
-/* A stream message from the exit, in order. */
-/* A DATA cell arrived on a circuit with fixed windows (no congestion
- * control, no conflux): take it from the circuit's deliver window and send
- * an authenticated circuit SENDME (v1, the digest of this cell) when a
- * window increment has been used up. Returns -1 when the exit exceeded the
- * window (the circuit is then closed). */
-static int
-circ_data_delivered(ccirc_t *cc)
-{
-  if (--cc->deliver_window < 0) {
-    ccirc_violation(cc, "the exit exceeded the circuit deliver window");
-    return -1;
-  }
-  if (cc->deliver_window <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
-    uint8_t sm[23];
-    sm[0] = 1;
-    set_u16(sm + 1, 20);
-    memcpy(sm + 3, relay_crypto_last_digest(last_crypto(cc),
-                                            RELAY_DIR_BACKWARD),
-           20);
-    cc->deliver_window += CIRCWINDOW_INCREMENT;
-    origin_circuit_send_relay(plain_circ(cc), last_hop(cc),
-                              RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
-  }
-  return 0;
-}
-
+/* A stream message from the exit, in order. With fixed windows (no
+ * congestion control, no conflux) every DATA cell counts against the
+ * circuit's deliver window first, whether or not its stream is still there
+ * (a stream we ended may still get the cells the exit sent before our END
+ * arrived); otherwise core counted it on its leg. */
 static void
 handle_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
-  const cc_t *hcc = exit_cc(cc);
-  /* Fixed windows: every DATA cell counts against the circuit's deliver
-   * window, and its digest may be the one a circuit SENDME carries,
-   * whether or not its stream is still there (a stream we ended may still
-   * get the cells the exit sent before our END arrived). */
-  if (cmd == RELAY_COMMAND_DATA && !hcc && !cc->cfx &&
-      circ_data_delivered(cc) < 0)
-    return;
-  cstream_t *cs = find_stream(cc, id);
-  if (!cs) {
-    if (cmd == RELAY_COMMAND_DATA)
+  if (cmd == RELAY_COMMAND_DATA) {
+    if (!edge_is_windowless(cc->edge) && edge_data_arrived(cc->edge) < 0) {
+      ccirc_violation(cc, edge_last_violation(cc->edge));
+      return;
+    }
+    if (!edge_stream_find(cc->edge, id))
       G.stats.n_data_unknown_stream++;
-    return;
   }
-  switch (cmd) {
-  case RELAY_COMMAND_CONNECTED:
-    if (cs->state != CS_CONNECTING)
-      break;
-    cs->state = CS_OPEN;
-    G.stats.n_open_streams++;
-    G.stats.n_streams_connected++;
-    socks_reply(cs, -1);
-    conn_set_reading(cs->conn, 1);
-    pump_to_circuit(cs);
-    break;
-  case RELAY_COMMAND_DATA:
-    if (cs->state != CS_OPEN)
-      break;
-    if (hcc) {
-      /* Core sent the circuit SENDMEs; no stream windows. */
-      buf_add(conn_outbuf(cs->conn), body, len);
-      conn_flush_soon(cs->conn);
-      cs->delivered += len;
-      flow_send(cs, cc_flow_on_data(&cs->flow, &hcc->p, 1,
-                                    buf_datalen(conn_outbuf(cs->conn)),
-                                    evloop_now_us(G.loop),
-                                    !hcc->clock_broken));
-      break;
-    }
-    if (cc->cfx)
-      break; /* conflux always has congestion control */
-    if (--cs->deliver_window < 0) {
-      ccirc_violation(cc, "the exit exceeded a stream deliver window");
-      return;
-    }
-    buf_add(conn_outbuf(cs->conn), body, len);
-    conn_flush_soon(cs->conn);
-    stream_maybe_sendme(cs);
-    break;
-  case RELAY_COMMAND_SENDME:
-    if (hcc || cc->cfx ||
-        cs->package_window + STREAMWINDOW_INCREMENT > STREAMWINDOW_START) {
-      ccirc_violation(cc, "unexpected stream SENDME");
-      return;
-    }
-    cs->package_window += STREAMWINDOW_INCREMENT;
-    pump_to_circuit(cs);
-    break;
-  case RELAY_COMMAND_XOFF:
-  case RELAY_COMMAND_XON: {
-    if (!hcc) {
-      log_info("%s on stream %u of a circuit without congestion control; "
-               "ignored",
-               relay_command_name(cmd), id);
-      break;
-    }
-    int r = cmd == RELAY_COMMAND_XOFF
-                ? cc_flow_on_xoff(&cs->flow, &hcc->p, 1, body, len)
-                : cc_flow_on_xon(&cs->flow, &hcc->p, 1, body, len);
-    if (r < 0) {
-      log_info("Malformed %s on stream %u; ignored", relay_command_name(cmd),
-               id);
-      break;
-    }
-    if (r == 0)
-      log_info("Unexpected %s on stream %u (more than the data we sent "
-               "warrants)",
-               relay_command_name(cmd), id);
-    if (cmd == RELAY_COMMAND_XON && cs->state == CS_OPEN)
-      pump_to_circuit(cs);
-    break;
-  }
-  case RELAY_COMMAND_END:
-    if (cs->state == CS_OPEN) {
-      stream_free(cs);
-    } else {
-      stream_fail(cs, len ? body[0] : END_STREAM_REASON_MISC,
-                  "the exit refused the stream");
-    }
-    break;
-  default:
-    break;
-  }
+  if (edge_handle_stream_msg(cc->edge, cmd, id, body, len) < 0)
+    ccirc_violation(cc, edge_last_violation(cc->edge));
 }
 
 /* CONFLUX_LINKED on leg: check it, join the set, acknowledge. */
@@ -1357,9 +1209,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
     memcpy(cc->iso, iso, iso_len);
   cc->iso_len = iso_len;
   cc->created_us = evloop_now_us(G.loop);
-  cc->package_window = CIRCWINDOW_START;
-  cc->deliver_window = CIRCWINDOW_START;
-  crypt_rand((uint8_t *)&cc->next_id, sizeof(cc->next_id));
+  cc->edge = edge_new(&client_end_ops, cc, G.loop);
   if (n_legs > 1) {
     crypt_rand(cc->nonce, sizeof(cc->nonce));
     cc->serial = ++G.next_serial;
@@ -1386,6 +1236,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
     dlist_remove(&cc->node);
     G.stats.n_circuits--;
     cfx_set_free(cc->cfx);
+    edge_free(cc->edge);
     free(cc);
     return NULL;
   }
@@ -1583,30 +1434,89 @@ pump_to_circuit(cstream_t *cs)
 {
   ccirc_t *cc = cs->circ;
   buf_t *in = conn_inbuf(cs->conn);
-  int with_cc = cc->cfx || exit_cc(cc) != NULL;
-  while (buf_datalen(in) && stream_can_send(cs)) {
+  cc->busy++;
+  while (buf_datalen(in)) {
     size_t n = buf_datalen(in);
     if (n > RELAY_BODY_MAX)
       n = RELAY_BODY_MAX;
-    const uint8_t *p = buf_pullup(in, n);
-    /* With congestion control core counts the cell against the window of
-     * the circuit it leaves on. */
-    if (ccirc_send(cc, RELAY_COMMAND_DATA, cs->id, p, (uint16_t)n) < 0)
+    size_t sent = edge_stream_send(cs->es, buf_pullup(in, n), n);
+    /* A failed send may have closed the circuit, and the stream with it. */
+    if (cc->dead) {
+      ccirc_unbusy(cc);
       return;
-    buf_drain(in, n);
-    if (with_cc) {
-      cc_flow_note_sent(&cs->flow, n);
-      continue;
     }
-    cs->package_window--;
-    if (--cc->package_window % CIRCWINDOW_INCREMENT == 0 &&
-        cc->n_digests < (int)(sizeof(cc->digests) / 20))
-      memcpy(cc->digests[cc->n_digests++],
-             relay_crypto_last_digest(last_crypto(cc), RELAY_DIR_FORWARD),
-             20);
+    buf_drain(in, sent);
+    if (sent < n)
+      break;
   }
   conn_set_reading(cs->conn, buf_datalen(in) == 0);
+  ccirc_unbusy(cc);
 }
+
+/* ---- the SOCKS connection as the owner of its stream ---------------- */
+
+static void
+socks_on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  if (cs->state != CS_OPEN)
+    return;
+  buf_add(conn_outbuf(cs->conn), data, len);
+  conn_flush_soon(cs->conn);
+}
+
+static void
+socks_on_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  cs->es = NULL; /* the edge frees it */
+  if (cs->state == CS_OPEN)
+    stream_free(cs);
+  else
+    stream_fail(cs, reason, "the exit refused the stream");
+}
+
+static void
+socks_on_writable(edge_stream_t *s, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  if (cs->state == CS_OPEN)
+    pump_to_circuit(cs);
+}
+
+static size_t
+socks_pending(edge_stream_t *s, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  return buf_datalen(conn_outbuf(cs->conn));
+}
+
+static void
+socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
+                   void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  (void)body;
+  (void)len;
+  if (cs->state != CS_CONNECTING)
+    return;
+  cs->state = CS_OPEN;
+  G.stats.n_open_streams++;
+  G.stats.n_streams_connected++;
+  socks_reply(cs, -1);
+  conn_set_reading(cs->conn, 1);
+  pump_to_circuit(cs);
+}
+
+static const edge_stream_ops_t socks_stream_ops = {
+    socks_on_data, socks_on_end, socks_on_writable, socks_pending,
+    socks_on_connected,
+};
 
 static void
 handle_socks_bytes(cstream_t *cs)
@@ -1668,13 +1578,13 @@ socks_conn_cb(conn_t *c, conn_event_t ev, void *arg)
     break;
   case CONN_EV_DRAINED:
     if (cs->state == CS_OPEN)
-      stream_maybe_sendme(cs);
+      edge_stream_flushed(cs->es);
     break;
   case CONN_EV_EOF:
   case CONN_EV_ERROR:
-    if (cs->state == CS_OPEN || cs->state == CS_CONNECTING) {
-      uint8_t reason = END_STREAM_REASON_DONE;
-      ccirc_send(cs->circ, RELAY_COMMAND_END, cs->id, &reason, 1);
+    if (cs->es) {
+      edge_stream_end(cs->es, END_STREAM_REASON_DONE);
+      cs->es = NULL;
     }
     conn_free(cs->conn); /* the client is gone: nothing to flush */
     stream_free(cs);

@@ -368,7 +368,10 @@ handle_link(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
   if (!circ->cc_sendme_inc)
     return refuse(circ, "CONFLUX_LINK",
                   "no congestion control on the circuit");
-  if (circ->edge && !dlist_is_empty(&circ->edge->streams))
+  edge_stats_t est = {0};
+  if (circ->edge)
+    edge_get_stats(circ->edge, &est);
+  if (est.n_streams)
     return refuse(circ, "CONFLUX_LINK", "the circuit already has streams");
   cfx_link_t link;
   const char *why;

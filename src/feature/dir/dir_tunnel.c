@@ -141,20 +141,17 @@ send_request(dir_tunnel_req_t *r)
 static int
 take_data(dir_tunnel_req_t *r, const uint8_t *body, uint16_t len)
 {
-  if (--r->circ_deliver < 0 || --r->stream_deliver < 0) {
+  int circ_due = edge_window_delivered(&r->circ_deliver,
+                                       CIRCWINDOW_INCREMENT);
+  if (circ_due < 0 || --r->stream_deliver < 0) {
     fail(r, "the relay exceeded a deliver window");
     return -1;
   }
-  if (r->circ_deliver <= CIRCWINDOW_START - CIRCWINDOW_INCREMENT) {
+  if (circ_due) {
     /* v1 SENDME: the digest of the cell that triggered it. */
-    uint8_t sm[23];
-    sm[0] = 1;
-    set_u16(sm + 1, 20);
-    memcpy(sm + 3,
-           relay_crypto_last_digest(r->circ->hops[0].crypto,
-                                    RELAY_DIR_BACKWARD),
-           20);
-    r->circ_deliver += CIRCWINDOW_INCREMENT;
+    uint8_t sm[SENDME_V1_LEN];
+    sendme_encode_v1(sm, relay_crypto_last_digest(r->circ->hops[0].crypto,
+                                                  RELAY_DIR_BACKWARD));
     send_to_relay(r, RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
   }
   if (r->stream_deliver <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT) {

@@ -48,7 +48,7 @@ static dircache_stats_t stats;
 static void zcache_clear(void);
 
 typedef struct dirreq_t {
-  relay_stream_t *stream;
+  edge_stream_t *stream;
   char req[DIR_REQUEST_MAX + 1];
   size_t req_len;
   uint8_t *resp;       /* NULL until the request is complete */
@@ -162,13 +162,13 @@ find_provider(const char *path)
 static int
 pump(dirreq_t *d)
 {
-  d->resp_sent += relay_stream_send(d->stream, d->resp + d->resp_sent,
+  d->resp_sent += edge_stream_send(d->stream, d->resp + d->resp_sent,
                                     d->resp_len - d->resp_sent);
   if (d->resp_sent < d->resp_len)
     return 0;
-  relay_stream_t *s = d->stream;
+  edge_stream_t *s = d->stream;
   dirreq_free(d);
-  relay_stream_end(s, END_STREAM_REASON_DONE);
+  edge_stream_end(s, END_STREAM_REASON_DONE);
   return 1;
 }
 
@@ -322,13 +322,13 @@ dircache_answer(const char *req, size_t *len)
 static void
 answer(dirreq_t *d)
 {
-  log_debug("Directory request on stream %u", relay_stream_id(d->stream));
+  log_debug("Directory request on stream %u", edge_stream_id(d->stream));
   d->resp = dircache_answer(d->req, &d->resp_len);
   d->resp_sent = 0;
 }
 
 static void
-on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
+on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
 {
   dirreq_t *d = arg;
   (void)s;
@@ -351,7 +351,7 @@ on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-on_end(relay_stream_t *s, uint8_t reason, void *arg)
+on_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   (void)s;
   (void)reason;
@@ -359,7 +359,7 @@ on_end(relay_stream_t *s, uint8_t reason, void *arg)
 }
 
 static void
-on_writable(relay_stream_t *s, void *arg)
+on_writable(edge_stream_t *s, void *arg)
 {
   (void)s;
   dirreq_t *d = arg;
@@ -367,7 +367,8 @@ on_writable(relay_stream_t *s, void *arg)
     pump(d);
 }
 
-static const relay_stream_ops_t dir_ops = {on_data, on_end, on_writable, NULL};
+static const edge_stream_ops_t dir_ops = {on_data, on_end, on_writable, NULL,
+                                           NULL};
 
 static int
 handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
@@ -376,7 +377,7 @@ handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
   (void)body;
   (void)early;
   dirreq_t *d = pc_zalloc(sizeof(*d));
-  relay_stream_t *s = relay_stream_new(circ, h->stream_id, &dir_ops, d);
+  edge_stream_t *s = relay_stream_new(circ, h->stream_id, &dir_ops, d);
   if (!s) {
     free(d);
     log_info("BEGIN_DIR with stream ID %u that is zero or in use on "
@@ -385,7 +386,7 @@ handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
     return -1;
   }
   d->stream = s;
-  relay_stream_send_connected(s, NULL, 0);
+  edge_stream_send_msg(s, RELAY_COMMAND_CONNECTED, NULL, 0);
   return 0;
 }
 

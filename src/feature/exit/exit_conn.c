@@ -11,7 +11,7 @@
  * circuit and stream windows allow; when they are closed we stop reading
  * the socket and resume on on_writable. Bytes from the client wait in the
  * socket's output buffer; stream SENDMEs are held back while ten cells or
- * more are waiting there (relay_stream_t pending_bytes), so a slow
+ * more are waiting there (edge_stream_t pending_bytes), so a slow
  * destination slows the client instead of growing our buffers.
  *
  * Who may open streams, as tor decides (connection_exit_begin_conn):
@@ -49,7 +49,7 @@
 #define EXIT_ADDRPORT_MAX 512
 
 typedef struct exit_conn_t {
-  relay_stream_t *stream;
+  edge_stream_t *stream;
   or_circuit_t *circ;
   uint16_t stream_id;
   uint16_t port;
@@ -97,10 +97,10 @@ exit_conn_free(exit_conn_t *ec)
 static void
 exit_conn_end(exit_conn_t *ec, uint8_t reason)
 {
-  relay_stream_t *s = ec->stream;
+  edge_stream_t *s = ec->stream;
   exit_conn_free(ec);
   if (s)
-    relay_stream_end(s, reason);
+    edge_stream_end(s, reason);
 }
 
 /* Package what the destination sent, as far as the windows allow. Returns
@@ -114,7 +114,7 @@ pump_to_client(exit_conn_t *ec)
     if (n > RELAY_BODY_MAX)
       n = RELAY_BODY_MAX;
     const uint8_t *p = buf_pullup(in, n);
-    size_t sent = relay_stream_send(ec->stream, p, n);
+    size_t sent = edge_stream_send(ec->stream, p, n);
     buf_drain(in, sent);
     if (sent < n)
       break;
@@ -144,7 +144,7 @@ send_connected(exit_conn_t *ec)
     set_u32(body + 21, 300);
     len = 25;
   }
-  relay_stream_send_connected(ec->stream, body, len);
+  edge_stream_send_msg(ec->stream, RELAY_COMMAND_CONNECTED, body, len);
 }
 
 static void
@@ -168,7 +168,7 @@ conn_cb(conn_t *c, conn_event_t ev, void *arg)
     pump_to_client(ec);
     break;
   case CONN_EV_DRAINED:
-    relay_stream_flushed(ec->stream);
+    edge_stream_flushed(ec->stream);
     break;
   case CONN_EV_EOF:
     ec->eof_pending = 1;
@@ -254,7 +254,7 @@ dns_cb(int result, const dns_answer_t *answers, int n, void *arg)
 /* ---- stream callbacks --------------------------------------------- */
 
 static void
-s_on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
+s_on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
 {
   exit_conn_t *ec = arg;
   (void)s;
@@ -271,7 +271,7 @@ s_on_data(relay_stream_t *s, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-s_on_end(relay_stream_t *s, uint8_t reason, void *arg)
+s_on_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   exit_conn_t *ec = arg;
   (void)s;
@@ -287,7 +287,7 @@ s_on_end(relay_stream_t *s, uint8_t reason, void *arg)
 }
 
 static void
-s_on_writable(relay_stream_t *s, void *arg)
+s_on_writable(edge_stream_t *s, void *arg)
 {
   exit_conn_t *ec = arg;
   (void)s;
@@ -296,15 +296,15 @@ s_on_writable(relay_stream_t *s, void *arg)
 }
 
 static size_t
-s_pending(relay_stream_t *s, void *arg)
+s_pending(edge_stream_t *s, void *arg)
 {
   exit_conn_t *ec = arg;
   (void)s;
   return ec->conn ? buf_datalen(conn_outbuf(ec->conn)) : 0;
 }
 
-static const relay_stream_ops_t exit_ops = {s_on_data, s_on_end,
-                                            s_on_writable, s_pending};
+static const edge_stream_ops_t exit_ops = {s_on_data, s_on_end,
+                                            s_on_writable, s_pending, NULL};
 
 /* Bytes one exit stream holds in its connection's buffers. */
 static size_t
@@ -320,10 +320,10 @@ ec_buffered(void *arg)
 size_t
 exit_circuit_buffered_bytes(circuit_t *circ)
 {
-  if (circ->kind != CIRC_KIND_OR)
+  or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+  if (!oc || !oc->edge)
     return 0;
-  return circ_edge_sum_streams((or_circuit_t *)circ, &exit_ops,
-                               ec_buffered);
+  return edge_sum_streams(oc->edge, &exit_ops, ec_buffered);
 }
 
 void
@@ -516,9 +516,9 @@ resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
   or_circuit_send_relay(relay_stream_circuit(ec->stream),
                         RELAY_COMMAND_RESOLVED, ec->stream_id,
                         body, (uint16_t)len);
-  relay_stream_t *s = ec->stream;
+  edge_stream_t *s = ec->stream;
   exit_conn_free(ec);
-  relay_stream_detach(s);
+  edge_stream_detach(s);
 }
 
 static int

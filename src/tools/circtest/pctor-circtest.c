@@ -360,13 +360,9 @@ ack_data(origin_circuit_t *circ)
     return;
   T.cells_since_sendme++;
   if (T.cells_since_sendme % CIRCWINDOW_INCREMENT == 0) {
-    uint8_t sm[23];
-    sm[0] = 1;
-    set_u16(sm + 1, 20);
-    memcpy(sm + 3,
-           relay_crypto_last_digest(circ->hops[hop].crypto,
-                                    RELAY_DIR_BACKWARD),
-           20);
+    uint8_t sm[SENDME_V1_LEN];
+    sendme_encode_v1(sm, relay_crypto_last_digest(circ->hops[hop].crypto,
+                                                  RELAY_DIR_BACKWARD));
     origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, 0, sm,
                               sizeof(sm));
   }
