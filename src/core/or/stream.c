@@ -135,13 +135,20 @@ stream_data_arrived(or_circuit_t *circ)
   return closing(circ, edge_data_arrived(or_circuit_edge(circ)));
 }
 
+/* A stream command for stream id of circ's edge. */
+static int
+stream_msg(or_circuit_t *circ, uint8_t cmd, uint16_t id, const uint8_t *body,
+           uint16_t len)
+{
+  return closing(circ, edge_handle_stream_msg(or_circuit_edge(circ), cmd, id,
+                                              body, len));
+}
+
 int
 stream_deliver_data(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                     uint16_t len)
 {
-  return closing(circ, edge_handle_stream_msg(or_circuit_edge(circ),
-                                              RELAY_COMMAND_DATA, id, body,
-                                              len));
+  return stream_msg(circ, RELAY_COMMAND_DATA, id, body, len);
 }
 
 int
@@ -157,9 +164,7 @@ int
 stream_handle_end(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
-  return closing(circ, edge_handle_stream_msg(or_circuit_edge(circ),
-                                              RELAY_COMMAND_END, id, body,
-                                              len));
+  return stream_msg(circ, RELAY_COMMAND_END, id, body, len);
 }
 
 int
@@ -168,8 +173,7 @@ stream_handle_sendme(or_circuit_t *circ, uint16_t id, const uint8_t *body,
 {
   edge_t *e = or_circuit_edge(circ);
   if (id != 0)
-    return closing(circ, edge_handle_stream_msg(e, RELAY_COMMAND_SENDME, id,
-                                                body, len));
+    return stream_msg(circ, RELAY_COMMAND_SENDME, id, body, len);
   if (edge_circ_sendme(e, body, len, circ->p_queue.cells.n) < 0)
     return closing(circ, -1);
   /* A leg of a multiplexed set: its streams live on the set's home. */
@@ -183,16 +187,12 @@ int
 stream_handle_xoff(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                    uint16_t len)
 {
-  return closing(circ, edge_handle_stream_msg(or_circuit_edge(circ),
-                                              RELAY_COMMAND_XOFF, id, body,
-                                              len));
+  return stream_msg(circ, RELAY_COMMAND_XOFF, id, body, len);
 }
 
 int
 stream_handle_xon(or_circuit_t *circ, uint16_t id, const uint8_t *body,
                   uint16_t len)
 {
-  return closing(circ, edge_handle_stream_msg(or_circuit_edge(circ),
-                                              RELAY_COMMAND_XON, id, body,
-                                              len));
+  return stream_msg(circ, RELAY_COMMAND_XON, id, body, len);
 }
