@@ -18,8 +18,10 @@
 #include <check.h>
 #include <string.h>
 
+#include "core/or/circuit.h"
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
+#include "core/or/relay.h"
 #include "core/or/sendme.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
@@ -600,6 +602,69 @@ START_TEST(test_wake_survives_ends)
 }
 END_TEST
 
+/* ---- single-slot hooks refuse a second subscriber ------------------------ */
+
+static or_circuit_t *
+h_pick(or_circuit_t *c, uint8_t cmd)
+{
+  (void)cmd;
+  return c;
+}
+static void
+h_sent(or_circuit_t *c, uint8_t cmd)
+{
+  (void)c;
+  (void)cmd;
+}
+static int
+h_can(or_circuit_t *c)
+{
+  (void)c;
+  return 1;
+}
+static or_circuit_t *
+h_home(or_circuit_t *c)
+{
+  return c;
+}
+static int
+h_in1(or_circuit_t *c, const relay_header_t *h, const uint8_t *b)
+{
+  (void)c;
+  (void)h;
+  (void)b;
+  return 0;
+}
+static int
+h_in2(or_circuit_t *c, const relay_header_t *h, const uint8_t *b)
+{
+  (void)c;
+  (void)h;
+  (void)b;
+  return -1;
+}
+
+START_TEST(test_mux_hooks_refuse_second)
+{
+  static const circuit_mux_ops_t a = {h_pick, h_sent, h_can, h_home};
+  static const circuit_mux_ops_t b = {h_pick, h_sent, h_can, h_home};
+  const circuit_mux_ops_t *before = circuits_mux_ops();
+  ck_assert_ptr_null(before); /* nothing registered in the unit tests */
+  ck_assert_int_eq(circuits_set_mux_ops(&a), 0);
+  ck_assert_int_eq(circuits_set_mux_ops(&a), 0);
+  ck_assert_int_eq(circuits_set_mux_ops(&b), -1);
+  ck_assert_ptr_eq(circuits_mux_ops(), &a);
+  ck_assert_int_eq(circuits_set_mux_ops(NULL), 0);
+  ck_assert_int_eq(circuits_set_mux_ops(&b), 0);
+  ck_assert_int_eq(circuits_set_mux_ops(NULL), 0);
+  ck_assert_int_eq(relay_set_mux_inbound(h_in1), 0);
+  ck_assert_int_eq(relay_set_mux_inbound(h_in2), -1);
+  ck_assert_int_eq(relay_set_mux_inbound(NULL), 0);
+  ck_assert_int_eq(relay_set_mux_inbound(h_in2), 0);
+  ck_assert_int_eq(relay_set_mux_inbound(NULL), 0);
+}
+END_TEST
+
 Suite *
 suite_edge(void)
 {
@@ -618,6 +683,9 @@ suite_edge(void)
   tcase_add_loop_test(tc, test_xon_without_cc_ignored, 0, 2);
   tcase_add_loop_test(tc, test_many_streams, 0, 2);
   tcase_add_loop_test(tc, test_wake_survives_ends, 0, 2);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("hooks");
+  tcase_add_test(tc, test_mux_hooks_refuse_second);
   suite_add_tcase(s, tc);
   return s;
 }

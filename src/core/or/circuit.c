@@ -454,10 +454,16 @@ pack_relay(uint32_t circ_id, uint8_t cell_command,
 
 static const circuit_mux_ops_t *mux_ops;
 
-void
+int
 circuits_set_mux_ops(const circuit_mux_ops_t *ops)
 {
+  if (ops && mux_ops && ops != mux_ops) {
+    log_warn("A second circuit multiplexer was refused: one is registered "
+             "already (only one feature may multiplex circuits)");
+    return -1;
+  }
   mux_ops = ops;
+  return 0;
 }
 
 const circuit_mux_ops_t *

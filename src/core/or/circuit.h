@@ -291,8 +291,10 @@ typedef struct circuit_mux_ops_t {
   int (*can_send)(or_circuit_t *circ);
   or_circuit_t *(*stream_home)(or_circuit_t *circ);
 } circuit_mux_ops_t;
-/* Register (NULL: unregister) the multiplexer; at most one. */
-void circuits_set_mux_ops(const circuit_mux_ops_t *ops);
+/* Register (NULL: unregister) the multiplexer. There is at most one:
+ * registering another while one is registered is refused with a warning
+ * (-1); registering the same again is fine (0). */
+int circuits_set_mux_ops(const circuit_mux_ops_t *ops);
 const circuit_mux_ops_t *circuits_mux_ops(void);
 /* The circuit whose edge holds the streams of circ (circ itself unless
  * it is a leg of a multiplexed set). */

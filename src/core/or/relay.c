@@ -62,10 +62,16 @@ handle_truncate(or_circuit_t *oc)
 
 static relay_mux_inbound_fn mux_inbound;
 
-void
+int
 relay_set_mux_inbound(relay_mux_inbound_fn fn)
 {
+  if (fn && mux_inbound && fn != mux_inbound) {
+    log_warn("A second inbound multiplexer was refused: one is registered "
+             "already");
+    return -1;
+  }
   mux_inbound = fn;
+  return 0;
 }
 
 /* Act on one relay message for circ. `ordered`: it comes from a

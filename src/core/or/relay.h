@@ -50,11 +50,12 @@ relay_command_is_multiplexed(uint8_t command)
  * multiplexed message arrived on leg `circ` (whose mux is set), after the
  * leg's accounting (a DATA cell counted towards the leg's SENDMEs). The
  * hook delivers it now or later with relay_deliver_ordered(); it returns
- * -1 if circ must be closed. NULL: unregister. */
+ * -1 if circ must be closed. NULL: unregister; a second hook while one is
+ * registered is refused with a warning (-1), as circuits_set_mux_ops(). */
 typedef int (*relay_mux_inbound_fn)(or_circuit_t *circ,
                                     const relay_header_t *h,
                                     const uint8_t *body);
-void relay_set_mux_inbound(relay_mux_inbound_fn fn);
+int relay_set_mux_inbound(relay_mux_inbound_fn fn);
 /* Process an in-order multiplexed message for the streams of `home` as if
  * it had arrived there (handlers, streams), without the per-circuit
  * accounting already done on the leg it came on. Returns -1 on a protocol

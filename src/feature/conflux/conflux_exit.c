@@ -67,6 +67,7 @@ struct xset_t {
 
 static struct {
   int initialized;
+  int mux_refused;           /* another feature holds the mux hooks */
   evloop_t *loop;
   conflux_exit_config_t cfg;
   hmap_t *sets;              /* nonce -> xset_t */
@@ -359,7 +360,7 @@ handle_link(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
             int early)
 {
   (void)early;
-  if (!X.cfg.enabled)
+  if (!X.cfg.enabled || X.mux_refused)
     return refuse(circ, "CONFLUX_LINK", "conflux is disabled");
   if (circ->base.n_chan)
     return refuse(circ, "CONFLUX_LINK", "we are not the last hop");
@@ -525,8 +526,17 @@ conflux_exit_init(evloop_t *loop, const conflux_exit_config_t *cfg)
   relay_register_handler(RELAY_COMMAND_CONFLUX_LINKED_ACK,
                          handle_linked_ack);
   relay_register_handler(RELAY_COMMAND_CONFLUX_SWITCH, handle_switch);
-  circuits_set_mux_ops(&exit_mux_ops);
-  relay_set_mux_inbound(mux_inbound);
+  int hooked = circuits_set_mux_ops(&exit_mux_ops) == 0;
+  if (hooked && relay_set_mux_inbound(mux_inbound) < 0) {
+    circuits_set_mux_ops(NULL);
+    hooked = 0;
+  }
+  if (!hooked) {
+    /* Another feature multiplexes circuits: say so once, refuse links. */
+    log_warn("Conflux at the exit is off: another multiplexer is "
+             "registered");
+    X.mux_refused = 1;
+  }
   circuits_add_close_observer(circuit_closing, NULL);
   if (circuits_add_extra_mem_fn(conflux_exit_circuit_mem) < 0)
     log_warn("Conflux: too many memory reporters; out-of-order queues do "
@@ -555,8 +565,10 @@ conflux_exit_shutdown(void)
     return;
   circuits_remove_close_observer(circuit_closing, NULL);
   circuits_remove_extra_mem_fn(conflux_exit_circuit_mem);
-  circuits_set_mux_ops(NULL);
-  relay_set_mux_inbound(NULL);
+  if (!X.mux_refused) {
+    circuits_set_mux_ops(NULL);
+    relay_set_mux_inbound(NULL);
+  }
   relay_register_handler(RELAY_COMMAND_CONFLUX_LINK, NULL);
   relay_register_handler(RELAY_COMMAND_CONFLUX_LINKED, NULL);
   relay_register_handler(RELAY_COMMAND_CONFLUX_LINKED_ACK, NULL);
