@@ -22,7 +22,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "core/or/stream.h"
+#include "core/or/edge.h"
 #include "lib/bytes/bytes.h"
 #include "lib/malloc/alloc.h"
 

@@ -22,7 +22,7 @@
  */
 #include "feature/dir/dir_tunnel.h"
 #include "core/crypto/relay_crypto.h"
-#include "core/or/stream.h"
+#include "core/or/edge.h"
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
 #include "lib/log/log.h"

@@ -38,7 +38,7 @@
 #include "config.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
-#include "core/or/stream.h"
+#include "core/or/edge.h"
 #include "core/proto/relay_msg.h"
 #include "core/or/congestion_control.h"
 #include "feature/client/circbuild.h"
@@ -76,7 +76,11 @@ static struct {
   int ok;
   char *resp;
   size_t resp_len, resp_cap;
-  int cells_since_sendme;
+  /* The circuit's end at the last hop and our one stream on it: windows,
+   * SENDMEs and XON/XOFF are the edge module's. */
+  origin_circuit_t *circ;
+  edge_t *edge;
+  edge_stream_t *stream;
   int want_cc;             /* --cc */
   int cc_from_consensus;   /* decide from the consensus (--consensus) */
   int32_t cc_alg;
@@ -227,14 +231,15 @@ finish(int ok, const char *why)
 }
 
 static void
-send_get(origin_circuit_t *circ)
+send_get(void)
 {
   char req[512];
   int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", T.get_path);
   if (n >= (int)sizeof(req) - 1)
     n = (int)sizeof(req) - 1;
-  origin_circuit_send_relay(circ, T.n_hops - 1, RELAY_COMMAND_DATA,
-                            STREAM_ID, (const uint8_t *)req, (uint16_t)n);
+  if (edge_stream_send(T.stream, (const uint8_t *)req, (size_t)n) <
+      (size_t)n)
+    finish(0, "could not send the request");
 }
 
 /* Parse "HOP:INTERVAL_MS:LABEL" (LABEL: 16 hex digits) into T. */
@@ -256,6 +261,99 @@ parse_measureme(const char *spec)
   T.mm_hop[T.n_mm++] = (int)hop;
   return 0;
 }
+
+static void write_response(void);
+
+/* ---- the circuit end (edge.h): the last hop of T.circ ------------- */
+
+static int
+end_send(void *end, uint8_t command, uint16_t stream_id, const uint8_t *body,
+         uint16_t len)
+{
+  (void)end;
+  return origin_circuit_send_relay(T.circ, T.n_hops - 1, command, stream_id,
+                                   body, len);
+}
+
+static const uint8_t *
+end_last_digest(void *end, int sent)
+{
+  (void)end;
+  return relay_crypto_last_digest(T.circ->hops[T.n_hops - 1].crypto,
+                                  sent ? RELAY_DIR_FORWARD
+                                       : RELAY_DIR_BACKWARD);
+}
+
+static const struct cc_t *
+end_cc(void *end)
+{
+  (void)end;
+  return origin_circuit_cc(T.circ, T.n_hops - 1);
+}
+
+static const edge_end_ops_t end_ops = {
+    end_send, end_last_digest, end_cc, NULL, NULL, 1,
+};
+
+/* ---- the stream's owner: collects the HTTP response ------------------ */
+
+static void
+s_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)body;
+  (void)len;
+  (void)arg;
+  if (T.connected)
+    return;
+  T.connected = 1;
+  send_get();
+}
+
+static void
+s_data(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)arg;
+  if (T.done)
+    return;
+  if (T.resp_len + len > T.max_response) {
+    finish(0, "response too large");
+    return;
+  }
+  if (T.resp_len + len + 1 > T.resp_cap) {
+    /* Grow geometrically: a copy per cell is quadratic in the size. */
+    T.resp_cap = T.resp_cap ? 2 * T.resp_cap : 64 * 1024;
+    if (T.resp_cap < T.resp_len + len + 1)
+      T.resp_cap = T.resp_len + len + 1;
+    T.resp = pc_realloc(T.resp, T.resp_cap);
+  }
+  memcpy(T.resp + T.resp_len, body, len);
+  T.resp_len += len;
+  T.resp[T.resp_len] = '\0';
+}
+
+static void
+s_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  (void)s;
+  (void)arg;
+  T.stream = NULL;
+  if (T.done)
+    return;
+  if (!T.connected) {
+    char msg[96];
+    snprintf(msg, sizeof(msg), "stream refused (END reason %u)", reason);
+    finish(0, msg);
+    return;
+  }
+  write_response();
+}
+
+/* The response is taken as it comes: nothing is ever pending, so the
+ * stream SENDMEs go out every 50 cells and no XOFF is needed. */
+static const edge_stream_ops_t stream_ops = {s_data, s_end, NULL, NULL,
+                                             s_connected};
 
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
@@ -281,16 +379,16 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     return;
   }
   int r;
+  T.circ = circ;
+  T.edge = edge_new(&end_ops, NULL, T.loop);
+  T.stream = edge_stream_new(T.edge, STREAM_ID, &stream_ops, NULL);
   if (T.begin_target) {
     /* BEGIN body: "host:port" NUL, no flags. */
-    r = origin_circuit_send_relay(circ, T.n_hops - 1, RELAY_COMMAND_BEGIN,
-                                  STREAM_ID,
-                                  (const uint8_t *)T.begin_target,
-                                  (uint16_t)strlen(T.begin_target) + 1);
+    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN,
+                             (const uint8_t *)T.begin_target,
+                             (uint16_t)strlen(T.begin_target) + 1);
   } else {
-    r = origin_circuit_send_relay(circ, T.n_hops - 1,
-                                  RELAY_COMMAND_BEGIN_DIR, STREAM_ID, NULL,
-                                  0);
+    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN_DIR, NULL, 0);
   }
   if (r < 0)
     finish(0, "could not open the stream");
@@ -347,76 +445,25 @@ write_response(void)
   finish(1, NULL);
 }
 
-/* Flow control for the download: an authenticated circuit SENDME (the
- * digest of the cell that completed each 100) and a stream SENDME every 50
- * cells, so documents larger than the initial windows arrive. */
-static void
-ack_data(origin_circuit_t *circ)
-{
-  int hop = T.n_hops - 1;
-  /* With congestion control core acknowledges the data itself, and
-   * streams have no SENDMEs. */
-  if (origin_circuit_cc(circ, hop))
-    return;
-  T.cells_since_sendme++;
-  if (T.cells_since_sendme % CIRCWINDOW_INCREMENT == 0) {
-    uint8_t sm[SENDME_V1_LEN];
-    sendme_encode_v1(sm, relay_crypto_last_digest(circ->hops[hop].crypto,
-                                                  RELAY_DIR_BACKWARD));
-    origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, 0, sm,
-                              sizeof(sm));
-  }
-  if (T.cells_since_sendme % STREAMWINDOW_INCREMENT == 0)
-    origin_circuit_send_relay(circ, hop, RELAY_COMMAND_SENDME, STREAM_ID,
-                              NULL, 0);
-}
-
 static void
 relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
          const uint8_t *body, uint16_t len, void *arg)
 {
+  (void)cb;
   (void)arg;
-  if (stream_id != STREAM_ID || hop != T.n_hops - 1) {
+  if (stream_id != STREAM_ID || hop != T.n_hops - 1 || !T.edge || T.done) {
     log_info("Ignoring %s from hop %d (stream %u)",
              relay_command_name(command), hop + 1, stream_id);
     return;
   }
-  switch (command) {
-  case RELAY_COMMAND_CONNECTED:
-    T.connected = 1;
-    send_get(circbuild_circuit(cb));
-    break;
-  case RELAY_COMMAND_DATA:
-    ack_data(circbuild_circuit(cb));
-    if (T.resp_len + len > T.max_response) {
-      finish(0, "response too large");
-      return;
-    }
-    if (T.resp_len + len + 1 > T.resp_cap) {
-      /* Grow geometrically: a copy per cell is quadratic in the size. */
-      T.resp_cap = T.resp_cap ? 2 * T.resp_cap : 64 * 1024;
-      if (T.resp_cap < T.resp_len + len + 1)
-        T.resp_cap = T.resp_len + len + 1;
-      T.resp = pc_realloc(T.resp, T.resp_cap);
-    }
-    memcpy(T.resp + T.resp_len, body, len);
-    T.resp_len += len;
-    T.resp[T.resp_len] = '\0';
-    break;
-  case RELAY_COMMAND_END:
-    if (!T.connected) {
-      char msg[96];
-      snprintf(msg, sizeof(msg), "stream refused (END reason %u)",
-               len ? body[0] : 0);
-      finish(0, msg);
-      return;
-    }
-    write_response();
-    break;
-  default:
-    log_info("Ignoring %s on the stream", relay_command_name(command));
-    break;
+  /* With congestion control core counted the DATA cell on the hop. */
+  if (command == RELAY_COMMAND_DATA && !edge_is_windowless(T.edge) &&
+      edge_data_arrived(T.edge) < 0) {
+    finish(0, edge_last_violation(T.edge));
+    return;
   }
+  if (edge_handle_stream_msg(T.edge, command, stream_id, body, len) < 0)
+    finish(0, edge_last_violation(T.edge));
 }
 
 static const circbuild_cbs_t cbs = {built_cb, closed_cb, relay_cb};
@@ -595,6 +642,7 @@ main(int argc, char **argv)
     fprintf(stderr, "pctor-circtest: congestion control not negotiated\n");
   }
   free(T.exit_protocols);
+  edge_free(T.edge);
   circbuild_free(T.cb);
   evloop_timer_free(to);
   /* Channels first: closing them closes their circuits, which the circuit
