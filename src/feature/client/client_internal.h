@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* client_internal.h -- what the parts of the SocksPort client share: its
+ * circuits (ccirc_t: one plain circuit or a conflux set, one circuit end
+ * of core/or/edge.h), their legs (cleg_t), SOCKS streams (cstream_t) and
+ * the client's state. Not for use outside feature/client.
+ *
+ * The client is split by job:
+ *   client.c          circuits as stream carriers: sending, the circuit
+ *                     end's ops, messages from the exit, closing, the
+ *                     periodic timer, init/shutdown;
+ *   client_socks.c    SOCKS connections and their streams (the owner of
+ *                     each edge_stream_t);
+ *   client_pool.c     choosing a circuit for a stream, launching circuits
+ *                     and conflux sets, preemptive (clean) circuits;
+ *   client_conflux.c  building, linking and relaunching conflux legs.
+ */
+#ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
+#define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "feature/client/client.h"
+#include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
+#include "core/or/edge.h"
+#include "feature/client/circbuild.h"
+#include "feature/client/socks_proto.h"
+#include "feature/conflux/conflux_set.h"
+#include "lib/container/dlist.h"
+#include "lib/net/conn.h"
+
+#define CLIENT_HOPS 3
+#define CIRC_BUILD_TIMEOUT_US (60ULL * 1000000)
+#define CLIENT_TIMER_US (2ULL * 1000000)
+#define CLEAN_IDLE_US (300ULL * 1000000)
+/* Conflux: legs relaunched per set after failing to link when the
+ * consensus has no cfx_max_unlinked_leg_retry, and linked legs replaced
+ * per set. */
+#define CFX_DEFAULT_UNLINKED_RETRY 3
+#define CFX_MAX_REPLACEMENTS 3
+/* Preemptive circuits: ports remembered (tor: predicted ports; port 80 is
+ * predicted at start), for how long after their last request, how many
+ * clean circuits at most, how long one waits unused before it is closed,
+ * and how long to wait after one failed to build. */
+#define PREDICTED_PORTS_MAX 8
+#define PREDICTED_PORT_LIFETIME_US (3600ULL * 1000000)
+#define PREEMPTIVE_MAX_CLEAN 3
+#define PREEMPTIVE_IDLE_US (3600ULL * 1000000)
+#define PREEMPTIVE_RETRY_US (30ULL * 1000000)
+
+typedef enum {
+  CS_SOCKS,
+  CS_WAIT_CIRC,
+  CS_CONNECTING,
+  CS_OPEN,
+} cstream_state_t;
+
+typedef struct ccirc_t ccirc_t;
+
+typedef struct cstream_t {
+  dlist_node_t node;      /* in client_g.unattached or its circuit's list */
+  conn_t *conn;
+  socks_parser_t socks;
+  socks_request_t req;
+  cstream_state_t state;
+  ccirc_t *circ;
+  edge_stream_t *es;      /* on circ's edge from BEGIN on, else NULL */
+  int retried;
+} cstream_t;
+
+/* One circuit of a ccirc_t. */
+typedef struct cleg_t {
+  ccirc_t *owner;
+  circbuild_t *cb;
+  origin_circuit_t *circ;  /* once built */
+  unsigned built : 1;
+  unsigned link_sent : 1;
+  unsigned linked : 1;     /* LINKED taken, LINKED_ACK sent */
+  uint64_t link_sent_us;
+  cfx_leg_t *leg;          /* in owner->cfx once linked */
+  /* What our CONFLUX_LINK said: the exit starts the leg's counts from
+   * these, so we do too (see handle_linked in client_conflux.c). */
+  uint64_t link_seq_sent, link_seq_recv;
+  uint8_t guard_id[20], middle_id[20];
+  char path[64];           /* "guard -> middle", for logs */
+} cleg_t;
+
+/* Relays of failed legs a set remembers, so relaunches avoid them. */
+#define CFX_MAX_FAILED_RELAYS 8
+
+struct ccirc_t {
+  dlist_node_t node;
+  cleg_t *legs[CFX_MAX_LEGS];
+  int n_legs;
+  cfx_set_t *cfx;          /* conflux: the set; NULL for a plain circuit */
+  uint8_t nonce[CFX_NONCE_LEN];
+  uint64_t serial;         /* conflux sets in logs */
+  int n_relaunches;        /* legs relaunched after failing to link */
+  int n_replacements;      /* legs launched to replace linked ones */
+  uint8_t failed_ids[CFX_MAX_FAILED_RELAYS][20];
+  int n_failed_ids;
+  int built;               /* streams may use it */
+  int busy;                /* > 0 while delivering (free deferred) */
+  int dead;                /* closed; freed when busy drops to 0 */
+  uint8_t exit_id[20];
+  uint16_t exit_port_ok;   /* the port the exit was chosen for (0: any) */
+  int pinned_exit;         /* chosen from ExitNodes whatever the port */
+  /* isolation: SOCKS credentials */
+  uint8_t iso[600];
+  size_t iso_len;
+  uint64_t created_us, dirty_since_us, idle_since_us;
+  /* Built ahead of need (preemptive) for this port; until a stream takes
+   * it, any isolation may (iso_open), as for tor's clean circuits. */
+  int preemptive;
+  uint16_t preempt_port;
+  int iso_open;
+  edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
+  dlist_t streams;         /* attached: waiting, connecting, open */
+};
+
+/* The client's state (one SocksPort client per process). */
+typedef struct client_globals_t {
+  evloop_t *loop;
+  client_config_t cfg;
+  listener_t *listener;
+  dlist_t circs;
+  dlist_t unattached;      /* in the SOCKS handshake */
+  evloop_timer_t *timer;
+  client_stats_t stats;
+  uint64_t next_serial;
+  /* predicted ports: the last request time of each (0: free slot) */
+  struct {
+    uint16_t port;
+    uint64_t last_us;
+  } predicted[PREDICTED_PORTS_MAX];
+  evloop_deferred_t *preempt_ev;
+  uint64_t preempt_not_before_us;
+} client_globals_t;
+extern client_globals_t client_g;
+
+/* ---- client.c: circuits as stream carriers ---- */
+/* The current consensus' nodes, or NULL (none yet, or no directory). */
+const dir_nodelist_t *client_nodelist(void);
+/* The index of a circuit's last open hop (its exit once built). */
+int client_last_hop(const origin_circuit_t *circ);
+/* The exit hop's controller of a leg, or NULL. */
+const cc_t *cleg_cc(const cleg_t *leg);
+/* Close cc: end open streams, retry the others once elsewhere (or fail
+ * them with fail_reason >= 0); freed once no delivery loop uses it. */
+void ccirc_close(ccirc_t *cc, int fail_reason, const char *why);
+/* Drop a busy count taken around a loop that may close cc. */
+void ccirc_unbusy(ccirc_t *cc);
+/* MeasureMeHops: ask those hops of a new circuit to measure it. */
+void client_ask_measureme(origin_circuit_t *circ);
+/* cc can take streams now: send their BEGINs. */
+void ccirc_ready(ccirc_t *cc);
+/* A window reopened: the streams held back may send. */
+void ccirc_wake_streams(ccirc_t *cc);
+/* A protocol violation by the exit: close cc. */
+void ccirc_violation(ccirc_t *cc, const char *why);
+/* A stream message from the exit, in order, for cc's circuit end. */
+void ccirc_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id,
+                      const uint8_t *body, uint16_t len);
+extern const circbuild_cbs_t client_circ_cbs;
+/* The circuit end of a ccirc_t (its edge_t). */
+extern const edge_end_ops_t client_end_ops;
+
+/* ---- client_socks.c: SOCKS connections ---- */
+/* Free a stream; its connection is closed after flushing. */
+void socks_stream_free(cstream_t *cs);
+/* The stream failed: SOCKS error reply (unless open), then free. */
+void socks_stream_fail(cstream_t *cs, int end_reason, const char *why);
+/* Open cs's stream on its circuit (BEGIN). */
+void socks_send_begin(cstream_t *cs);
+/* The SocksPort listener's accept callback. */
+void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
+
+/* ---- client_pool.c: the circuit pool ---- */
+/* Start building one circuit (a plain one, or a leg of cc's set). */
+cleg_t *client_leg_start(ccirc_t *cc, const dir_node_t *const *path,
+                         int want_cc);
+/* A stream asked for port at now (predicted ports). */
+void client_predict_port(uint16_t port, uint64_t now);
+/* Build the preemptive circuits the predicted ports want. */
+void client_preempt_cb(void *arg);
+/* Find or launch a circuit for cs (after its SOCKS handshake, or to retry
+ * it when its circuit closed before CONNECTED). */
+void client_stream_attach(cstream_t *cs);
+
+/* ---- client_conflux.c: conflux legs ---- */
+/* A leg's congestion state for the conflux schedulers. */
+void cleg_state(void *handle, cfx_leg_state_t *out);
+void client_cfx_leg_built(ccirc_t *cc, cleg_t *leg, origin_circuit_t *circ);
+void client_cfx_leg_closed(ccirc_t *cc, cleg_t *leg, int reason,
+                           const char *why);
+void client_cfx_leg_relay(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,
+                          const uint8_t *body, uint16_t len);
+#endif

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* client_pool.c -- the SocksPort client's circuit pool (client_internal.h):
+ * which circuit a stream takes (same SOCKS isolation, exit policy accepts
+ * the port, not dirtier than MaxCircuitDirtiness; else a clean preemptive
+ * one; else a new one), launching a circuit or a conflux set (paths from
+ * feature/dir's path selection; a set's legs share the exit and use
+ * distinct guards and middles), and preemptive circuits built ahead of
+ * need for the ports streams asked for in the last hour (see client.c's
+ * header for the rules).
+ */
+#include "feature/client/client_internal.h"
+#include "feature/conflux/conflux_cell.h"
+#include "lib/bytes/bytes.h"
+#include "lib/crypt/rand.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+iso_key(const socks_request_t *r, uint8_t *out, size_t *len)
+{
+  size_t n = 0;
+  out[n++] = (uint8_t)r->auth;
+  set_u16(out + n, r->username_len);
+  n += 2;
+  memcpy(out + n, r->username, r->username_len);
+  n += r->username_len;
+  set_u16(out + n, r->password_len);
+  n += 2;
+  memcpy(out + n, r->password, r->password_len);
+  n += r->password_len;
+  *len = n;
+}
+
+/* Does the exit of cc accept port (by its policy summary)? */
+static int
+exit_accepts(const ccirc_t *cc, uint16_t port)
+{
+  if (cc->pinned_exit)
+    return 1;
+  const dir_nodelist_t *nl = client_nodelist();
+  if (!nl)
+    return 0;
+  const dir_node_t *nd = dir_nodelist_find_id(nl, cc->exit_id);
+  return nd && nd->policy && policy_summary_allows_port(nd->policy, port);
+}
+
+static void
+fill_target(extend_target_t *t, const dir_node_t *n)
+{
+  memset(t, 0, sizeof(*t));
+  t->addr = n->or_addr;
+  memcpy(t->rsa_id, n->rsa_id, 20);
+  if (n->has_ed25519) {
+    t->has_ed_id = 1;
+    memcpy(t->ed_id, n->ed25519_id, 32);
+  }
+  memcpy(t->ntor_key, n->ntor_key, 32);
+  t->handshake = HTYPE_NTOR;
+}
+
+/* Should a new circuit to this exit be a conflux set, and of how many
+ * legs? 0: plain. */
+static int
+conflux_legs_for(const dir_node_t *exit, int want_cc)
+{
+  const dir_nodelist_t *nl = client_nodelist();
+  const consensus_t *c = nl ? nl->consensus : NULL;
+  int enabled = client_g.cfg.conflux_enabled;
+  if (enabled < 0) /* auto: the consensus decides (tor's default: on) */
+    enabled = c ? consensus_get_param(c, "cfx_enabled", 1, 0, 1) : 1;
+  if (!enabled || !want_cc ||
+      !circbuild_protocols_support(exit->protocols, "Conflux", 1))
+    return 0;
+  int legs = client_g.cfg.conflux_legs;
+  if (legs <= 0)
+    legs = c ? consensus_get_param(c, "cfx_num_legs_set", 2, 0, 255) : 2;
+  if (legs > CFX_MAX_LEGS)
+    legs = CFX_MAX_LEGS;
+  return legs >= 2 ? legs : 0;
+}
+
+/* Paths for the further legs of a conflux set: the same exit, a guard and
+ * a middle no other leg uses. Returns how many legs have paths (>= 1). */
+static int
+choose_leg_paths(const dir_nodelist_t *nl, int port, int want,
+                 const dir_node_t *paths[][CLIENT_HOPS])
+{
+  path_rng_t rng = path_rng_crypto();
+  const dir_node_t *used[CFX_MAX_LEGS * 2 + 1];
+  int n_used = 0;
+  used[n_used++] = paths[0][2];
+  used[n_used++] = paths[0][0];
+  used[n_used++] = paths[0][1];
+  int n = 1;
+  for (; n < want; n++) {
+    const dir_node_t *g = path_choose_node(
+        nl, PATH_POS_GUARD, client_g.cfg.path, port, used, n_used, &rng);
+    if (!g)
+      break;
+    used[n_used++] = g;
+    const dir_node_t *m = path_choose_node(
+        nl, PATH_POS_MIDDLE, client_g.cfg.path, port, used, n_used, &rng);
+    if (!m) {
+      n_used--;
+      break;
+    }
+    used[n_used++] = m;
+    paths[n][0] = g;
+    paths[n][1] = m;
+    paths[n][2] = paths[0][2];
+  }
+  return n;
+}
+
+cleg_t *
+client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int want_cc)
+{
+  extend_target_t hops[CLIENT_HOPS];
+  for (int i = 0; i < CLIENT_HOPS; i++) {
+    if (!path[i]->has_ntor)
+      return NULL;
+    fill_target(&hops[i], path[i]);
+  }
+  /* Congestion control with the exit where the consensus and the exit
+   * allow it (proposal 324 section 10.1). */
+  if (want_cc)
+    circbuild_exit_request_cc(&hops[CLIENT_HOPS - 1],
+                              cc_params_current()->alg,
+                              path[CLIENT_HOPS - 1]->protocols);
+  cleg_t *leg = pc_zalloc(sizeof(*leg));
+  leg->owner = cc;
+  snprintf(leg->path, sizeof(leg->path), "%s -> %s", path[0]->nickname,
+           path[1]->nickname);
+  memcpy(leg->guard_id, path[0]->rsa_id, 20);
+  memcpy(leg->middle_id, path[1]->rsa_id, 20);
+  cc->legs[cc->n_legs++] = leg;
+  leg->cb = circbuild_start(hops, CLIENT_HOPS, &client_circ_cbs, leg);
+  if (!leg->cb) {
+    cc->legs[--cc->n_legs] = NULL;
+    free(leg);
+    return NULL;
+  }
+  return leg;
+}
+
+static ccirc_t *
+launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
+{
+  const dir_nodelist_t *nl = client_nodelist();
+  if (!nl)
+    return NULL;
+  const dir_node_t *paths[CFX_MAX_LEGS][CLIENT_HOPS];
+  path_rng_t rng = path_rng_crypto();
+  char *err = NULL;
+  int pinned = 0, port = req->port;
+  if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, port, NULL, &rng,
+                  paths[0], &err) < 0) {
+    PC_FREE(err);
+    port = 0;
+    if (!client_g.cfg.exit_nodes_pinned ||
+        path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 0, NULL, &rng,
+                    paths[0], &err) < 0) {
+      log_notice("No path for a stream to port %u: %s", req->port,
+                 err ? err : "?");
+      free(err);
+      return NULL;
+    }
+    pinned = 1;
+  }
+  const dir_node_t *exit = paths[0][CLIENT_HOPS - 1];
+  /* Would the exit take congestion control (needed for conflux)? */
+  extend_target_t probe;
+  fill_target(&probe, exit);
+  int want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                          exit->protocols);
+  int n_legs = 1;
+  int want_legs = conflux_legs_for(exit, want_cc);
+  if (want_legs) {
+    n_legs = choose_leg_paths(nl, port, want_legs, paths);
+    if (n_legs < 2) {
+      client_g.stats.n_conflux_fallbacks++;
+      log_info("No guard and middle left for a second conflux leg to %s; "
+               "using a plain circuit",
+               exit->nickname);
+      n_legs = 1;
+    }
+  }
+  ccirc_t *cc = pc_zalloc(sizeof(*cc));
+  dlist_init(&cc->streams);
+  memcpy(cc->exit_id, exit->rsa_id, 20);
+  cc->pinned_exit = pinned;
+  cc->exit_port_ok = (uint16_t)port;
+  if (iso_len)
+    memcpy(cc->iso, iso, iso_len);
+  cc->iso_len = iso_len;
+  cc->created_us = evloop_now_us(client_g.loop);
+  cc->edge = edge_new(&client_end_ops, cc, client_g.loop);
+  if (n_legs > 1) {
+    crypt_rand(cc->nonce, sizeof(cc->nonce));
+    cc->serial = ++client_g.next_serial;
+    cfx_alg_t alg = client_g.cfg.conflux_alg
+                        ? (cfx_alg_t)client_g.cfg.conflux_alg
+                        : CFX_ALG_MINRTT;
+    cc->cfx = cfx_set_new(cc->nonce, alg, client_g.cfg.conflux_max_ooo,
+                          cleg_state);
+  }
+  dlist_insert_tail(&client_g.circs, &cc->node);
+  client_g.stats.n_circuits++;
+  for (int l = 0; l < n_legs; l++) {
+    const dir_node_t *const *p = paths[l];
+    if (cc->cfx)
+      log_info("Conflux set #%llu for port %u: leg %d %s -> %s -> %s "
+               "(congestion control and link with the exit)",
+               (unsigned long long)cc->serial, req->port, l + 1,
+               p[0]->nickname, p[1]->nickname, p[2]->nickname);
+    else
+      log_info("Building a circuit %s -> %s -> %s for port %u%s",
+               p[0]->nickname, p[1]->nickname, p[2]->nickname, req->port,
+               want_cc ? " (asking the exit for congestion control)" : "");
+    client_leg_start(cc, p, want_cc);
+  }
+  if (cc->n_legs == 0) {
+    dlist_remove(&cc->node);
+    client_g.stats.n_circuits--;
+    cfx_set_free(cc->cfx);
+    edge_free(cc->edge);
+    free(cc);
+    return NULL;
+  }
+  return cc;
+}
+
+/* Can streams still be attached to cc? */
+static int
+ccirc_usable(const ccirc_t *cc)
+{
+  if (cc->dead)
+    return 0;
+  if (!cc->built)
+    return 1;
+  for (int i = 0; i < cc->n_legs; i++)
+    if (cc->legs[i]->circ && !cc->legs[i]->circ->base.marked_for_close)
+      return 1;
+  return 0;
+}
+
+/* Remember that a stream asked for port (tor's predicted ports). */
+void
+client_predict_port(uint16_t port, uint64_t now)
+{
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++)
+    if (client_g.predicted[i].last_us && client_g.predicted[i].port == port) {
+      client_g.predicted[i].last_us = now;
+      return;
+    }
+  /* A free slot, else the least recently asked port's. */
+  int slot = 0;
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++) {
+    if (!client_g.predicted[i].last_us) {
+      slot = i;
+      break;
+    }
+    if (client_g.predicted[i].last_us < client_g.predicted[slot].last_us)
+      slot = i;
+  }
+  if (client_g.predicted[slot].last_us)
+    log_info("Forgetting predicted port %u for port %u",
+             client_g.predicted[slot].port, port);
+  client_g.predicted[slot].port = port;
+  client_g.predicted[slot].last_us = now ? now : 1;
+}
+
+/* Keep a clean circuit ready for each predicted port (the most recently
+ * asked first), PREEMPTIVE_MAX_CLEAN at most in all; runs from the
+ * client's timer and after a stream took a clean circuit. */
+void
+client_preempt_cb(void *arg)
+{
+  (void)arg;
+  if (!client_nodelist())
+    return; /* no consensus yet */
+  uint64_t now = evloop_now_us(client_g.loop);
+  if (now < client_g.preempt_not_before_us)
+    return;
+  int n_clean = 0, n_ports = 0;
+  for (dlist_node_t *n = dlist_first(&client_g.circs); n;
+       n = dlist_next(&client_g.circs, n)) {
+    const ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (cc->iso_open && ccirc_usable(cc))
+      n_clean++;
+  }
+  int done[PREDICTED_PORTS_MAX] = {0};
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++) {
+    if (client_g.predicted[i].last_us &&
+        now - client_g.predicted[i].last_us > PREDICTED_PORT_LIFETIME_US) {
+      log_info("Port %u is no longer predicted (not asked for in an hour)",
+               client_g.predicted[i].port);
+      client_g.predicted[i].last_us = 0;
+    }
+    if (client_g.predicted[i].last_us)
+      n_ports++;
+  }
+  while (n_clean < PREEMPTIVE_MAX_CLEAN) {
+    int best = -1;
+    for (int i = 0; i < PREDICTED_PORTS_MAX; i++)
+      if (client_g.predicted[i].last_us && !done[i] &&
+          (best < 0 ||
+           client_g.predicted[i].last_us > client_g.predicted[best].last_us))
+        best = i;
+    if (best < 0)
+      return;
+    done[best] = 1;
+    uint16_t port = client_g.predicted[best].port;
+    int covered = 0;
+    for (dlist_node_t *n = dlist_first(&client_g.circs); n && !covered;
+         n = dlist_next(&client_g.circs, n)) {
+      const ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+      covered = cc->iso_open && ccirc_usable(cc) &&
+                (cc->preempt_port == port || exit_accepts(cc, port));
+    }
+    if (covered)
+      continue;
+    log_info("Building a preemptive circuit for port %u (%d clean "
+             "circuit%s, %d predicted port%s)",
+             port, n_clean, n_clean == 1 ? "" : "s", n_ports,
+             n_ports == 1 ? "" : "s");
+    socks_request_t req;
+    memset(&req, 0, sizeof(req));
+    req.port = port;
+    ccirc_t *cc = launch_circuit(&req, NULL, 0);
+    if (!cc) {
+      client_g.preempt_not_before_us = now + PREEMPTIVE_RETRY_US;
+      return;
+    }
+    cc->preemptive = 1;
+    cc->preempt_port = port;
+    cc->iso_open = 1;
+    n_clean++;
+  }
+}
+
+/* A stream takes the clean circuit cc: it gets the stream's isolation,
+ * and is measured from now on (MeasureMeHops). */
+static void
+take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
+                   size_t iso_len, uint64_t now)
+{
+  cc->iso_open = 0;
+  memcpy(cc->iso, iso, iso_len);
+  cc->iso_len = iso_len;
+  if (cc->preemptive) {
+    client_g.stats.n_preemptive_used++;
+    if (cc->built)
+      log_info("Stream to port %u attached to a preemptive %s built %.1f s "
+               "ago",
+               cs->req.port, cc->cfx ? "conflux set" : "circuit",
+               (now - cc->idle_since_us) / 1e6);
+    else
+      log_info("Stream to port %u attached to a preemptive %s still being "
+               "built",
+               cs->req.port, cc->cfx ? "conflux set" : "circuit");
+  }
+  for (int i = 0; i < cc->n_legs; i++)
+    if (cc->legs[i]->built && cc->legs[i]->circ)
+      client_ask_measureme(cc->legs[i]->circ);
+}
+
+void
+client_stream_attach(cstream_t *cs)
+{
+  uint8_t iso[600];
+  size_t iso_len;
+  iso_key(&cs->req, iso, &iso_len);
+  uint64_t now = evloop_now_us(client_g.loop);
+  uint64_t max_dirty =
+      (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
+  ccirc_t *use = NULL, *clean = NULL;
+  for (dlist_node_t *n = dlist_first(&client_g.circs); n;
+       n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (!ccirc_usable(cc))
+      continue;
+    if (!exit_accepts(cc, cs->req.port))
+      continue;
+    if (cc->iso_open) {
+      /* Clean: any isolation may take it; built ones first. */
+      if (!clean || (cc->built && !clean->built))
+        clean = cc;
+      continue;
+    }
+    if (cc->iso_len != iso_len || memcmp(cc->iso, iso, iso_len))
+      continue;
+    if (cc->dirty_since_us && now - cc->dirty_since_us > max_dirty)
+      continue;
+    use = cc;
+    break;
+  }
+  client_predict_port(cs->req.port, now);
+  if (!use && clean) {
+    use = clean;
+    take_clean_circuit(use, cs, iso, iso_len, now);
+    evloop_deferred_schedule(client_g.preempt_ev); /* replace it */
+  }
+  if (!use)
+    use = launch_circuit(&cs->req, iso, iso_len);
+  if (!use) {
+    socks_stream_fail(
+        cs, END_STREAM_REASON_NOROUTE,
+        "no circuit (no usable consensus or no suitable exit)");
+    return;
+  }
+  cs->circ = use;
+  cs->state = CS_WAIT_CIRC;
+  dlist_insert_tail(&use->streams, &cs->node);
+  if (use->built)
+    socks_send_begin(cs);
+}

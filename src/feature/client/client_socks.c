@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* client_socks.c -- SOCKS connections of the SocksPort client and their
+ * streams (client_internal.h).
+ *
+ * A connection goes through: SOCKS handshake (socks_proto) -> waiting for
+ * a circuit (client_pool.c attaches it) -> BEGIN sent -> CONNECTED (SOCKS
+ * success reply) -> open (DATA both ways) -> closed. From BEGIN on the
+ * connection owns a stream on its circuit's end (edge_stream_ops_t): the
+ * edge gives it the exit's data, which waits in the connection's output
+ * buffer (its length is what the edge asks before stream SENDMEs or XON),
+ * and takes the SOCKS client's bytes only as fast as the windows, the
+ * controller or the conflux set let them leave (socks_pump); reading stops
+ * meanwhile and on_writable resumes it.
+ */
+#include "feature/client/client_internal.h"
+#include "core/proto/relay_msg.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const edge_stream_ops_t socks_stream_ops;
+
+/* Send the SOCKS reply for an END reason (or success when reason < 0). */
+static void
+socks_reply(cstream_t *cs, int end_reason)
+{
+  uint8_t out[SOCKS5_REPLY_MAX];
+  ssize_t n;
+  if (end_reason < 0) {
+    if (cs->req.version == 4)
+      n = socks4_reply_encode(out, sizeof(out), SOCKS4_GRANTED, 0, 0);
+    else
+      n = socks5_reply_encode_addr(out, sizeof(out), SOCKS5_SUCCEEDED, NULL);
+  } else {
+    n = socks_reply_encode_end_reason(out, sizeof(out), cs->req.version,
+                                      (uint8_t)end_reason);
+  }
+  if (n > 0) {
+    buf_add(conn_outbuf(cs->conn), out, (size_t)n);
+    conn_flush_soon(cs->conn);
+  }
+}
+
+/* Free a stream; its connection is closed after flushing. */
+void
+socks_stream_free(cstream_t *cs)
+{
+  edge_stream_forget(cs->es);
+  cs->es = NULL;
+  dlist_remove(&cs->node);
+  if (cs->state == CS_OPEN)
+    client_g.stats.n_open_streams--;
+  if (cs->circ && dlist_is_empty(&cs->circ->streams))
+    cs->circ->idle_since_us = evloop_now_us(client_g.loop);
+  if (cs->conn)
+    conn_close(cs->conn, 1);
+  socks_parser_wipe(&cs->socks);
+  free(cs);
+}
+
+void
+socks_stream_fail(cstream_t *cs, int end_reason, const char *why)
+{
+  client_g.stats.n_streams_failed++;
+  log_info("SOCKS request for port %u failed: %s", cs->req.port, why);
+  if (cs->state != CS_OPEN)
+    socks_reply(cs, end_reason);
+  socks_stream_free(cs);
+}
+
+void
+socks_send_begin(cstream_t *cs)
+{
+  ccirc_t *cc = cs->circ;
+  cs->es = edge_stream_new_next(cc->edge, &socks_stream_ops, cs);
+  if (!cs->es) {
+    socks_stream_fail(cs, END_STREAM_REASON_RESOURCELIMIT,
+                      "no free stream ID on the circuit");
+    return;
+  }
+  char target[SOCKS_MAX_HOSTNAME + 16];
+  int n = snprintf(target, sizeof(target), "%s:%u", cs->req.address,
+                   cs->req.port);
+  if (strchr(cs->req.address, ':')) /* IPv6 literal */
+    n = snprintf(target, sizeof(target), "[%s]:%u", cs->req.address,
+                 cs->req.port);
+  cs->state = CS_CONNECTING;
+  if (!cc->dirty_since_us)
+    cc->dirty_since_us = evloop_now_us(client_g.loop);
+  if (edge_stream_send_msg(cs->es, RELAY_COMMAND_BEGIN,
+                           (const uint8_t *)target, (uint16_t)n + 1) < 0) {
+    socks_stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
+    return;
+  }
+  if (cc->cfx && cc->cfx->curr)
+    log_info("Stream %u to port %u: BEGIN on conflux set #%llu, leg %s",
+             edge_stream_id(cs->es), cs->req.port,
+             (unsigned long long)cc->serial,
+             ((const cleg_t *)cc->cfx->curr->handle)->path);
+}
+
+static void
+socks_pump(cstream_t *cs)
+{
+  ccirc_t *cc = cs->circ;
+  buf_t *in = conn_inbuf(cs->conn);
+  cc->busy++;
+  while (buf_datalen(in)) {
+    size_t n = buf_datalen(in);
+    if (n > RELAY_BODY_MAX)
+      n = RELAY_BODY_MAX;
+    size_t sent = edge_stream_send(cs->es, buf_pullup(in, n), n);
+    /* A failed send may have closed the circuit, and the stream with it. */
+    if (cc->dead) {
+      ccirc_unbusy(cc);
+      return;
+    }
+    buf_drain(in, sent);
+    if (sent < n)
+      break;
+  }
+  conn_set_reading(cs->conn, buf_datalen(in) == 0);
+  ccirc_unbusy(cc);
+}
+
+static void
+socks_on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  if (cs->state != CS_OPEN)
+    return;
+  buf_add(conn_outbuf(cs->conn), data, len);
+  conn_flush_soon(cs->conn);
+}
+
+static void
+socks_on_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  cs->es = NULL; /* the edge frees it */
+  if (cs->state == CS_OPEN)
+    socks_stream_free(cs);
+  else
+    socks_stream_fail(cs, reason, "the exit refused the stream");
+}
+
+static void
+socks_on_writable(edge_stream_t *s, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  if (cs->state == CS_OPEN)
+    socks_pump(cs);
+}
+
+static size_t
+socks_pending(edge_stream_t *s, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  return buf_datalen(conn_outbuf(cs->conn));
+}
+
+static void
+socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
+                   void *arg)
+{
+  cstream_t *cs = arg;
+  (void)s;
+  (void)body;
+  (void)len;
+  if (cs->state != CS_CONNECTING)
+    return;
+  cs->state = CS_OPEN;
+  client_g.stats.n_open_streams++;
+  client_g.stats.n_streams_connected++;
+  socks_reply(cs, -1);
+  conn_set_reading(cs->conn, 1);
+  socks_pump(cs);
+}
+
+static const edge_stream_ops_t socks_stream_ops = {
+    socks_on_data, socks_on_end, socks_on_writable, socks_pending,
+    socks_on_connected,
+};
+
+static void
+handle_socks_bytes(cstream_t *cs)
+{
+  buf_t *in = conn_inbuf(cs->conn);
+  while (cs->state == CS_SOCKS && buf_datalen(in)) {
+    size_t len = buf_datalen(in), used = 0;
+    const uint8_t *p = buf_pullup(in, len);
+    socks_status_t st = socks_parser_feed(&cs->socks, p, len, &used);
+    buf_drain(in, used);
+    size_t rlen = 0;
+    const uint8_t *reply;
+    switch (st) {
+    case SOCKS_NEED_MORE:
+      return;
+    case SOCKS_SEND_REPLY:
+      reply = socks_parser_reply(&cs->socks, &rlen);
+      buf_add(conn_outbuf(cs->conn), reply, rlen);
+      conn_flush_soon(cs->conn);
+      break;
+    case SOCKS_FAILED:
+      reply = socks_parser_reply(&cs->socks, &rlen);
+      if (rlen)
+        buf_add(conn_outbuf(cs->conn), reply, rlen);
+      log_info("SOCKS handshake failed: %s",
+               socks_parser_errmsg(&cs->socks));
+      socks_stream_free(cs);
+      return;
+    case SOCKS_DONE:
+      cs->req = *socks_parser_request(&cs->socks);
+      dlist_remove(&cs->node);
+      dlist_node_init(&cs->node);
+      if (cs->req.command != SOCKS_CMD_CONNECT) {
+        socks_stream_fail(cs, END_STREAM_REASON_MISC,
+                          "only CONNECT is supported yet (not RESOLVE)");
+        return;
+      }
+      /* Further bytes are the client's data: wait for CONNECTED. */
+      conn_set_reading(cs->conn, 0);
+      client_stream_attach(cs);
+      return;
+    }
+  }
+}
+
+static void
+socks_conn_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  cstream_t *cs = arg;
+  (void)c;
+  switch (ev) {
+  case CONN_EV_OPEN:
+    break;
+  case CONN_EV_DATA:
+    if (cs->state == CS_SOCKS)
+      handle_socks_bytes(cs);
+    else if (cs->state == CS_OPEN)
+      socks_pump(cs);
+    break;
+  case CONN_EV_DRAINED:
+    if (cs->state == CS_OPEN)
+      edge_stream_flushed(cs->es);
+    break;
+  case CONN_EV_EOF:
+  case CONN_EV_ERROR:
+    if (cs->es) {
+      edge_stream_end(cs->es, END_STREAM_REASON_DONE);
+      cs->es = NULL;
+    }
+    conn_free(cs->conn); /* the client is gone: nothing to flush */
+    socks_stream_free(cs);
+    break;
+  }
+}
+
+void
+client_socks_accept(int fd, const pc_addr_t *peer, void *arg)
+{
+  (void)arg;
+  cstream_t *cs = pc_zalloc(sizeof(*cs));
+  socks_parser_init(&cs->socks, 0);
+  cs->state = CS_SOCKS;
+  dlist_insert_tail(&client_g.unattached, &cs->node);
+  client_g.stats.n_socks_conns++;
+  cs->conn =
+      conn_new_accepted(client_g.loop, NULL, fd, peer, socks_conn_cb, cs);
+  conn_set_lowat(cs->conn, 4 * RELAY_BODY_MAX);
+}

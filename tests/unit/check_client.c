@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* check_client.c -- the SocksPort client's parts (feature/client,
+ * client_internal.h) that run without a Tor network:
+ *   - client_socks.c: a SOCKS5 connection (a socketpair handed to the
+ *     listener's accept callback) whose CONNECT finds no circuit (no
+ *     consensus) gets "host unreachable"; a RESOLVE gets a failure reply;
+ *     the statistics count both;
+ *   - client_pool.c: predicted ports (a stream's port is remembered, the
+ *     least recently asked one is forgotten when all slots are taken);
+ *   - client_conflux.c: a leg without a built circuit is "blocked" for the
+ *     conflux schedulers.
+ * Circuits and conflux sets over real relays are the integration tests'
+ * (socks-client.sh, conflux-client.sh, client-preemptive.sh).
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "feature/client/client.h"
+#include "feature/client/client_internal.h"
+#include "feature/client/socks_proto.h"
+#include "lib/evloop/evloop.h"
+
+Suite *suite_client(void);
+
+static struct {
+  evloop_t *loop;
+  int peer;               /* our end of the SOCKS connection */
+  uint8_t got[64];
+  size_t n_got, want;
+  evloop_timer_t *poll, *deadline;
+} S;
+
+static void
+poll_cb(void *arg)
+{
+  (void)arg;
+  ssize_t r = read(S.peer, S.got + S.n_got, sizeof(S.got) - S.n_got);
+  if (r > 0)
+    S.n_got += (size_t)r;
+  if (S.n_got >= S.want)
+    evloop_exit(S.loop);
+}
+
+static void
+deadline_cb(void *arg)
+{
+  (void)arg;
+  evloop_exit(S.loop);
+}
+
+static void
+setup(void)
+{
+  memset(&S, 0, sizeof(S));
+  S.loop = evloop_new();
+  client_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  ck_assert_int_eq(pc_addr_parse_ip(&cfg.socks_addr, "127.0.0.1", 0), 0);
+  cfg.max_circuit_dirtiness = 600;
+  const char *err = NULL;
+  ck_assert_int_eq(client_init(S.loop, &cfg, &err), 0);
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  S.peer = sv[1];
+  fcntl(S.peer, F_SETFL, O_NONBLOCK);
+  pc_addr_t peer;
+  memset(&peer, 0, sizeof(peer));
+  client_socks_accept(sv[0], &peer, NULL);
+  S.poll = evloop_timer_new(S.loop, poll_cb, NULL);
+  S.deadline = evloop_timer_new(S.loop, deadline_cb, NULL);
+}
+
+static void
+teardown(void)
+{
+  evloop_timer_free_(S.poll);
+  evloop_timer_free_(S.deadline);
+  close(S.peer);
+  client_shutdown();
+  evloop_free_(S.loop);
+}
+
+/* Send bytes, then run the loop until `want` bytes came back (5 s max). */
+static void
+exchange(const uint8_t *b, size_t n, size_t want)
+{
+  ck_assert_int_eq(write(S.peer, b, n), (ssize_t)n);
+  S.want = want;
+  evloop_timer_schedule_periodic(S.poll, 2000);
+  evloop_timer_schedule(S.deadline, 5 * 1000000);
+  evloop_run(S.loop);
+  evloop_timer_cancel(S.poll);
+  evloop_timer_cancel(S.deadline);
+  ck_assert_uint_ge(S.n_got, want);
+}
+
+static int
+port_predicted(uint16_t port)
+{
+  for (int i = 0; i < PREDICTED_PORTS_MAX; i++)
+    if (client_g.predicted[i].last_us && client_g.predicted[i].port == port)
+      return 1;
+  return 0;
+}
+
+START_TEST(test_connect_without_consensus)
+{
+  static const uint8_t hello[] = {5, 1, 0};
+  exchange(hello, sizeof(hello), 2);
+  ck_assert_uint_eq(S.got[0], 5);
+  ck_assert_uint_eq(S.got[1], 0); /* no authentication */
+  /* CONNECT 127.0.0.1:8080 */
+  static const uint8_t req[] = {5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90};
+  exchange(req, sizeof(req), 2 + 10);
+  ck_assert_uint_eq(S.got[2], 5);
+  ck_assert_uint_eq(S.got[3], SOCKS5_HOST_UNREACHABLE);
+  client_stats_t st;
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_socks_conns, 1);
+  ck_assert_uint_eq(st.n_streams_failed, 1);
+  ck_assert_uint_eq(st.n_streams_connected, 0);
+  ck_assert_uint_eq(st.n_circuits, 0);
+  /* The port is predicted for preemptive circuits, as is 80 from start. */
+  ck_assert(port_predicted(8080));
+  ck_assert(port_predicted(80));
+}
+END_TEST
+
+START_TEST(test_resolve_refused)
+{
+  static const uint8_t hello[] = {5, 1, 0};
+  exchange(hello, sizeof(hello), 2);
+  /* tor's RESOLVE extension (command 0xF0) for "example" port 0 */
+  static const uint8_t req[] = {5, 0xf0, 0, 3, 7, 'e', 'x', 'a', 'm',
+                                'p', 'l', 'e', 0, 0};
+  exchange(req, sizeof(req), 2 + 4);
+  ck_assert_uint_eq(S.got[2], 5);
+  ck_assert_uint_ne(S.got[3], SOCKS5_SUCCEEDED);
+  client_stats_t st;
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_streams_failed, 1);
+}
+END_TEST
+
+START_TEST(test_predicted_ports)
+{
+  /* setup() predicted 80 at start; fill the other slots. */
+  uint64_t t = 1000;
+  for (uint16_t p = 1; p < PREDICTED_PORTS_MAX; p++)
+    client_predict_port(p, t++);
+  for (uint16_t p = 1; p < PREDICTED_PORTS_MAX; p++)
+    ck_assert(port_predicted(p));
+  ck_assert(port_predicted(80));
+  /* Asking for 80 again makes it the most recent; port 1 is now the
+   * least recently asked and goes first. */
+  client_predict_port(80, t++);
+  client_predict_port(443, t++);
+  ck_assert(port_predicted(443));
+  ck_assert(port_predicted(80));
+  ck_assert(!port_predicted(1));
+  ck_assert(port_predicted(2));
+}
+END_TEST
+
+START_TEST(test_leg_without_circuit_blocked)
+{
+  cleg_t leg;
+  memset(&leg, 0, sizeof(leg));
+  cfx_leg_state_t st;
+  memset(&st, 0xff, sizeof(st));
+  cleg_state(&leg, &st);
+  ck_assert_int_eq(st.blocked, 1);
+  ck_assert_uint_eq(st.cwnd, 0);
+  ck_assert_ptr_null(cleg_cc(&leg));
+}
+END_TEST
+
+Suite *
+suite_client(void)
+{
+  Suite *s = suite_create("client");
+  TCase *tc = tcase_create("socks");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_connect_without_consensus);
+  tcase_add_test(tc, test_resolve_refused);
+  tcase_add_test(tc, test_predicted_ports);
+  tcase_add_test(tc, test_leg_without_circuit_blocked);
+  suite_add_tcase(s, tc);
+  return s;
+}
