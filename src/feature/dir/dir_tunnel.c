@@ -7,13 +7,12 @@
  * BEGIN_DIR; CONNECTED -> the HTTP request (dir_http_format_request) in
  * as many DATA cells as it needs; DATA -> appended to a buffer that never
  * grows past max_body + DIR_HTTP_MAX_HEADER; END -> the buffer is parsed
- * by dir_http_parse_response, exactly as a DirPort answer would be. We
- * send a handful of cells, far below any package window, so only the
- * receiving side keeps windows (tor-spec 7.3, 7.4): the circuit's
- * deliver window (1000, an authenticated v1 SENDME carrying the digest of
- * the cell that brought it to 900) and the stream's (500, a stream SENDME
- * at 450). A relay sending beyond them breaks the protocol: the request
- * fails.
+ * by dir_http_parse_response, exactly as a DirPort answer would be. The
+ * request is the owner of a circuit end (core/or/edge.h) and of its one
+ * stream, so the windows are the edge's (tor-spec 7.3, 7.4: authenticated
+ * circuit SENDMEs every 100 cells, stream SENDMEs every 50, as the answer
+ * is taken at once). A relay sending beyond them breaks the protocol: the
+ * request fails.
  *
  * The callback is made exactly once, after which the request is freed
  * and its circuit closed (its callbacks detached first, so core never
@@ -50,7 +49,8 @@ struct dir_tunnel_req_t {
   size_t len, cap;
   int connected;
   int done;
-  int circ_deliver, stream_deliver;
+  edge_t *edge;                /* the circuit's end at the relay */
+  edge_stream_t *stream;
 };
 
 static void
@@ -62,6 +62,7 @@ req_free(dir_tunnel_req_t *r)
     c->ops = NULL; /* no callbacks into freed memory */
     circuit_mark_for_close(&c->base, DESTROY_REASON_FINISHED);
   }
+  edge_free(r->edge); /* r->done is set: no callback does anything */
   evloop_timer_free(r->timer);
   evloop_deferred_free(r->fail_soon);
   free(r->fail_msg);
@@ -104,6 +105,83 @@ send_to_relay(dir_tunnel_req_t *r, uint8_t cmd, uint16_t sid,
                  : -1;
 }
 
+/* ---- the circuit end and its one stream (core/or/edge.h) ---------- */
+
+static void send_request(dir_tunnel_req_t *r);
+static int take_data(dir_tunnel_req_t *r, const uint8_t *body, uint16_t len);
+
+static int
+end_send(void *end, uint8_t cmd, uint16_t sid, const uint8_t *body,
+         uint16_t len)
+{
+  return send_to_relay(end, cmd, sid, body, len);
+}
+
+static const uint8_t *
+end_last_digest(void *end, int sent)
+{
+  dir_tunnel_req_t *r = end;
+  return relay_crypto_last_digest(r->circ->hops[0].crypto,
+                                  sent ? RELAY_DIR_FORWARD
+                                       : RELAY_DIR_BACKWARD);
+}
+
+/* A one-hop CREATE_FAST circuit: fixed windows, never multiplexed. */
+static const edge_end_ops_t tunnel_end_ops = {
+    end_send, end_last_digest, NULL, NULL, NULL, 1,
+};
+
+static void
+s_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  dir_tunnel_req_t *r = arg;
+  (void)s;
+  (void)body;
+  (void)len;
+  if (r->connected || r->done)
+    return;
+  r->connected = 1;
+  send_request(r);
+}
+
+static void
+s_data(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  dir_tunnel_req_t *r = arg;
+  if (!r->done)
+    take_data(r, body, (uint16_t)len);
+}
+
+static void
+s_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  dir_tunnel_req_t *r = arg;
+  (void)s;
+  r->stream = NULL;
+  if (r->done)
+    return;
+  if (!r->connected) {
+    char m[64];
+    snprintf(m, sizeof(m), "the relay refused BEGIN_DIR (reason %u)",
+             reason);
+    fail(r, m);
+    return;
+  }
+  uint8_t *out = NULL;
+  size_t outlen = 0;
+  char *err = NULL;
+  int st = dir_http_parse_response(r->data ? r->data : (const uint8_t *)"",
+                                   r->len, r->path_is_z, r->max_body, &out,
+                                   &outlen, &err);
+  finish(r, st, out, outlen, err);
+  free(out);
+  free(err);
+}
+
+static const edge_stream_ops_t tunnel_stream_ops = {s_data, s_end, NULL,
+                                                    NULL, s_connected};
+
 static void
 on_extended(origin_circuit_t *circ, int n_open, void *arg)
 {
@@ -112,8 +190,10 @@ on_extended(origin_circuit_t *circ, int n_open, void *arg)
   if (n_open != 1)
     return;
   log_debug("Tunnel to %s open; sending BEGIN_DIR", r->relay);
-  if (send_to_relay(r, RELAY_COMMAND_BEGIN_DIR, TUNNEL_STREAM_ID, NULL, 0) <
-      0)
+  r->edge = edge_new(&tunnel_end_ops, r, r->loop);
+  r->stream = edge_stream_new(r->edge, TUNNEL_STREAM_ID, &tunnel_stream_ops,
+                              r);
+  if (edge_stream_send_msg(r->stream, RELAY_COMMAND_BEGIN_DIR, NULL, 0) < 0)
     fail(r, "cannot send BEGIN_DIR");
 }
 
@@ -126,8 +206,7 @@ send_request(dir_tunnel_req_t *r)
   size_t n = strlen(req), off = 0;
   while (off < n) {
     size_t k = n - off > RELAY_BODY_MAX ? RELAY_BODY_MAX : n - off;
-    if (send_to_relay(r, RELAY_COMMAND_DATA, TUNNEL_STREAM_ID,
-                      (const uint8_t *)req + off, (uint16_t)k) < 0) {
+    if (edge_stream_send(r->stream, (const uint8_t *)req + off, k) < k) {
       free(req);
       fail(r, "cannot send the request");
       return;
@@ -141,23 +220,6 @@ send_request(dir_tunnel_req_t *r)
 static int
 take_data(dir_tunnel_req_t *r, const uint8_t *body, uint16_t len)
 {
-  int circ_due = edge_window_delivered(&r->circ_deliver,
-                                       CIRCWINDOW_INCREMENT);
-  if (circ_due < 0 || --r->stream_deliver < 0) {
-    fail(r, "the relay exceeded a deliver window");
-    return -1;
-  }
-  if (circ_due) {
-    /* v1 SENDME: the digest of the cell that triggered it. */
-    uint8_t sm[SENDME_V1_LEN];
-    sendme_encode_v1(sm, relay_crypto_last_digest(r->circ->hops[0].crypto,
-                                                  RELAY_DIR_BACKWARD));
-    send_to_relay(r, RELAY_COMMAND_SENDME, 0, sm, sizeof(sm));
-  }
-  if (r->stream_deliver <= STREAMWINDOW_START - STREAMWINDOW_INCREMENT) {
-    r->stream_deliver += STREAMWINDOW_INCREMENT;
-    send_to_relay(r, RELAY_COMMAND_SENDME, TUNNEL_STREAM_ID, NULL, 0);
-  }
   size_t limit = r->max_body + DIR_HTTP_MAX_HEADER;
   if (r->len + len > limit) {
     char m[64];
@@ -185,44 +247,22 @@ on_relay(origin_circuit_t *circ, int hop, uint8_t command, uint16_t sid,
 {
   dir_tunnel_req_t *r = arg;
   (void)circ;
-  if (r->done || hop != 0 || sid != TUNNEL_STREAM_ID)
+  if (r->done || hop != 0 || sid != TUNNEL_STREAM_ID || !r->edge)
     return; /* circuit SENDMEs: we send too little to need them */
-  switch (command) {
-  case RELAY_COMMAND_CONNECTED:
-    if (r->connected)
-      return;
-    r->connected = 1;
-    send_request(r);
-    return;
-  case RELAY_COMMAND_DATA:
+  if (command == RELAY_COMMAND_DATA) {
     if (!r->connected) {
       fail(r, "DATA before CONNECTED");
       return;
     }
-    take_data(r, body, len);
-    return;
-  case RELAY_COMMAND_END: {
-    if (!r->connected) {
-      char m[64];
-      snprintf(m, sizeof(m), "the relay refused BEGIN_DIR (reason %u)",
-               len ? body[0] : 0);
-      fail(r, m);
+    if (edge_data_arrived(r->edge) < 0) {
+      fail(r, edge_last_violation(r->edge));
       return;
     }
-    uint8_t *out = NULL;
-    size_t outlen = 0;
-    char *err = NULL;
-    int st = dir_http_parse_response(r->data ? r->data : (const uint8_t *)"",
-                                     r->len, r->path_is_z, r->max_body, &out,
-                                     &outlen, &err);
-    finish(r, st, out, outlen, err);
-    free(out);
-    free(err);
-    return;
   }
-  default:
-    return; /* stream SENDMEs for our few cells; nothing else matters */
-  }
+  /* The stream callbacks below may finish (and free) r. */
+  edge_t *e = r->edge;
+  if (edge_handle_stream_msg(e, command, sid, body, len) < 0)
+    fail(r, edge_last_violation(e));
 }
 
 static void
@@ -269,8 +309,6 @@ dir_tunnel_get(evloop_t *loop, const extend_target_t *relay, const char *path,
   r->max_body = max_body;
   r->cb = cb;
   r->arg = arg;
-  r->circ_deliver = CIRCWINDOW_START;
-  r->stream_deliver = STREAMWINDOW_START;
   char a[PC_ADDR_STR_LEN];
   pc_addr_fmt(&relay->addr, a, sizeof(a), 1);
   snprintf(r->relay, sizeof(r->relay), "$%02X%02X%02X%02X~%s",
