@@ -97,6 +97,30 @@ exchange(const uint8_t *b, size_t n, size_t want)
   ck_assert_uint_ge(S.n_got, want);
 }
 
+/* SOCKS5 greeting, no authentication. */
+static void
+socks5_hello(void)
+{
+  static const uint8_t hello[] = {5, 1, 0};
+  exchange(hello, sizeof(hello), 2);
+  ck_assert_uint_eq(S.got[0], 5);
+  ck_assert_uint_eq(S.got[1], 0);
+}
+
+/* One stream failed and the reply said so. */
+static void
+check_one_failure(uint8_t rep)
+{
+  ck_assert_uint_eq(S.got[2], 5);
+  if (rep)
+    ck_assert_uint_eq(S.got[3], rep);
+  else
+    ck_assert_uint_ne(S.got[3], SOCKS5_SUCCEEDED);
+  client_stats_t st;
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_streams_failed, 1);
+}
+
 static int
 port_predicted(uint16_t port)
 {
@@ -108,19 +132,14 @@ port_predicted(uint16_t port)
 
 START_TEST(test_connect_without_consensus)
 {
-  static const uint8_t hello[] = {5, 1, 0};
-  exchange(hello, sizeof(hello), 2);
-  ck_assert_uint_eq(S.got[0], 5);
-  ck_assert_uint_eq(S.got[1], 0); /* no authentication */
+  socks5_hello();
   /* CONNECT 127.0.0.1:8080 */
   static const uint8_t req[] = {5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90};
   exchange(req, sizeof(req), 2 + 10);
-  ck_assert_uint_eq(S.got[2], 5);
-  ck_assert_uint_eq(S.got[3], SOCKS5_HOST_UNREACHABLE);
+  check_one_failure(SOCKS5_HOST_UNREACHABLE);
   client_stats_t st;
   client_get_stats(&st);
   ck_assert_uint_eq(st.n_socks_conns, 1);
-  ck_assert_uint_eq(st.n_streams_failed, 1);
   ck_assert_uint_eq(st.n_streams_connected, 0);
   ck_assert_uint_eq(st.n_circuits, 0);
   /* The port is predicted for preemptive circuits, as is 80 from start. */
@@ -131,17 +150,12 @@ END_TEST
 
 START_TEST(test_resolve_refused)
 {
-  static const uint8_t hello[] = {5, 1, 0};
-  exchange(hello, sizeof(hello), 2);
+  socks5_hello();
   /* tor's RESOLVE extension (command 0xF0) for "example" port 0 */
   static const uint8_t req[] = {5, 0xf0, 0, 3, 7, 'e', 'x', 'a', 'm',
                                 'p', 'l', 'e', 0, 0};
   exchange(req, sizeof(req), 2 + 4);
-  ck_assert_uint_eq(S.got[2], 5);
-  ck_assert_uint_ne(S.got[3], SOCKS5_SUCCEEDED);
-  client_stats_t st;
-  client_get_stats(&st);
-  ck_assert_uint_eq(st.n_streams_failed, 1);
+  check_one_failure(0);
 }
 END_TEST
 
