@@ -496,6 +496,10 @@ START_TEST(test_xon_xoff)
   ck_assert_int_eq(msg(RELAY_COMMAND_XOFF, 9, xoff, sizeof(xoff)), 0);
   ck_assert_int_eq(edge_stream_can_send(s), 0);
   ck_assert_uint_eq(edge_stream_send(s, zeros, 10), 0);
+  edge_stream_info_t in;
+  edge_stream_get_info(s, &in);
+  ck_assert_int_eq(in.xoff_received, 1);
+  ck_assert_int_eq(in.blocked, 1);
   /* A malformed XON is ignored. */
   uint8_t bad[CC_XON_LEN] = {1, 0, 0, 0, 0};
   ck_assert_int_eq(msg(RELAY_COMMAND_XON, 9, bad, sizeof(bad)), 0);
@@ -544,6 +548,22 @@ END_TEST
 
 /* ---- the stream table ---------------------------------------------------- */
 
+static void
+count_stream(const edge_stream_t *s, void *arg)
+{
+  struct {
+    unsigned n;
+    uint16_t first, last;
+  } *seen = arg;
+  edge_stream_info_t in;
+  edge_stream_get_info(s, &in);
+  ck_assert_uint_eq(in.id, edge_stream_id(s));
+  ck_assert_int_eq(in.package_window, STREAMWINDOW_START);
+  if (seen->n++ == 0)
+    seen->first = in.id;
+  seen->last = in.id;
+}
+
 START_TEST(test_many_streams)
 {
   fake_end(_i, 0);
@@ -557,6 +577,15 @@ START_TEST(test_many_streams)
     ck_assert_ptr_eq(edge_stream_edge(s), F.e);
   }
   ck_assert_ptr_null(edge_stream_find(F.e, MAX_IDS + 1));
+  /* Observers see every stream, oldest first. */
+  struct {
+    unsigned n;
+    uint16_t first, last;
+  } seen = {0, 0, 0};
+  edge_foreach_stream(F.e, count_stream, &seen);
+  ck_assert_uint_eq(seen.n, MAX_IDS);
+  ck_assert_uint_eq(seen.first, 1);
+  ck_assert_uint_eq(seen.last, MAX_IDS);
   for (unsigned id = 2; id <= MAX_IDS; id += 2)
     edge_stream_forget(edge_stream_find(F.e, (uint16_t)id));
   edge_stats_t st;

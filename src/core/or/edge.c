@@ -394,6 +394,28 @@ violation(edge_t *e, const char *why)
   return -1;
 }
 
+void
+edge_stream_get_info(const edge_stream_t *s, edge_stream_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->id = s->id;
+  out->package_window = s->package_window;
+  out->deliver_window = s->deliver_window;
+  out->blocked = s->blocked;
+  out->xoff_received = s->flow.xoff_received;
+  out->xoff_sent = s->flow.xoff_sent;
+  out->bytes_delivered = s->delivered;
+}
+
+void
+edge_foreach_stream(const edge_t *e,
+                    void (*fn)(const edge_stream_t *s, void *arg), void *arg)
+{
+  for (dlist_node_t *n = dlist_first(&e->streams); n;
+       n = dlist_next(&e->streams, n))
+    fn(DLIST_ENTRY(n, edge_stream_t, node), arg);
+}
+
 const char *
 edge_last_violation(const edge_t *e)
 {
@@ -561,18 +583,28 @@ edge_stream_forget(edge_stream_t *s)
     stream_free(s);
 }
 
+/* edge_sum_streams() through edge_foreach_stream(). */
+typedef struct sum_ctx_t {
+  const edge_stream_ops_t *ops;
+  size_t (*fn)(void *arg);
+  size_t sum;
+} sum_ctx_t;
+
+static void
+sum_one(const edge_stream_t *s, void *arg)
+{
+  sum_ctx_t *c = arg;
+  if (s->ops == c->ops)
+    c->sum += c->fn(s->arg);
+}
+
 size_t
 edge_sum_streams(const edge_t *e, const edge_stream_ops_t *ops,
                  size_t (*fn)(void *arg))
 {
-  size_t sum = 0;
-  for (dlist_node_t *n = dlist_first(&e->streams); n;
-       n = dlist_next(&e->streams, n)) {
-    edge_stream_t *s = DLIST_ENTRY(n, edge_stream_t, node);
-    if (s->ops == ops)
-      sum += fn(s->arg);
-  }
-  return sum;
+  sum_ctx_t c = {ops, fn, 0};
+  edge_foreach_stream(e, sum_one, &c);
+  return c.sum;
 }
 
 void

@@ -197,6 +197,20 @@ typedef struct edge_stats_t {
   uint64_t n_cells_invalid;          /* unknown stream / beyond allowance */
 } edge_stats_t;
 void edge_get_stats(const edge_t *e, edge_stats_t *out);
+/* One stream as an observer (logs, the control port) sees it. */
+typedef struct edge_stream_info_t {
+  uint16_t id;
+  int package_window, deliver_window;  /* fixed windows only */
+  int blocked;                         /* held back by a window or XOFF */
+  int xoff_received, xoff_sent;        /* congestion control */
+  uint64_t bytes_delivered;            /* to the owner (congestion control) */
+} edge_stream_info_t;
+void edge_stream_get_info(const edge_stream_t *s, edge_stream_info_t *out);
+/* Call fn for every open stream of e, oldest first. fn must not open or
+ * end streams. */
+void edge_foreach_stream(const edge_t *e,
+                         void (*fn)(const edge_stream_t *s, void *arg),
+                         void *arg);
 /* What the last handler that returned -1 found wrong. */
 const char *edge_last_violation(const edge_t *e);
 
