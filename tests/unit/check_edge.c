@@ -13,7 +13,8 @@
  * truncated header), the digest FIFO, window arithmetic (circuit 1000/100,
  * stream 500/50, authenticated circuit SENDMEs carrying the digest of the
  * cell that completed an increment), held-back stream SENDMEs, XON/XOFF,
- * half-closed streams, and the stream table with many streams.
+ * half-closed streams, and the stream table with many streams; and that
+ * core's single-slot hooks refuse a second subscriber.
  */
 #include <check.h>
 #include <string.h>
@@ -631,7 +632,8 @@ START_TEST(test_wake_survives_ends)
 }
 END_TEST
 
-/* ---- single-slot hooks refuse a second subscriber ------------------------ */
+/* ---- single-slot hooks refuse a second subscriber ------------------------
+ * (the multiplexer hooks of circuit.h and relay.h, channel upcalls). */
 
 static or_circuit_t *
 h_pick(or_circuit_t *c, uint8_t cmd)
@@ -691,6 +693,15 @@ START_TEST(test_mux_hooks_refuse_second)
   ck_assert_int_eq(relay_set_mux_inbound(NULL), 0);
   ck_assert_int_eq(relay_set_mux_inbound(h_in2), 0);
   ck_assert_int_eq(relay_set_mux_inbound(NULL), 0);
+  /* Channels' upcalls: one set. */
+  static const channel_upcalls_t u1 = {NULL, NULL, NULL};
+  static const channel_upcalls_t u2 = {NULL, NULL, NULL};
+  ck_assert_int_eq(channels_set_upcalls(&u1), 0);
+  ck_assert_int_eq(channels_set_upcalls(&u1), 0);
+  ck_assert_int_eq(channels_set_upcalls(&u2), -1);
+  ck_assert_int_eq(channels_set_upcalls(NULL), 0);
+  ck_assert_int_eq(channels_set_upcalls(&u2), 0);
+  ck_assert_int_eq(channels_set_upcalls(NULL), 0);
 }
 END_TEST
 

@@ -24,7 +24,6 @@
 #include "core/or/channel.h"
 #include "core/or/channel_internal.h"
 #include "core/or/circuit.h"
-#include "core/or/command.h"
 #include "core/or/scheduler.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/rand.h"
@@ -80,6 +79,27 @@ static struct {
   channel_open_fn fn;
   void *arg;
 } open_observers[CHANNEL_MAX_OPEN_OBSERVERS];
+
+static const channel_upcalls_t *upcalls;
+
+int
+channels_set_upcalls(const channel_upcalls_t *up)
+{
+  if (up && upcalls && up != upcalls) {
+    log_warn("A second set of channel upcalls was refused: one is "
+             "registered already");
+    return -1;
+  }
+  upcalls = up;
+  return 0;
+}
+
+static void
+up_opened(channel_t *chan, int ok)
+{
+  if (upcalls && upcalls->opened)
+    upcalls->opened(chan, ok);
+}
 
 void
 channel_register_var_cell_handler(uint8_t command, channel_var_cell_fn fn)
@@ -885,7 +905,10 @@ channel_read_cells(channel_t *chan)
     pc->len = (uint16_t)clen;
     chan->cells_in++;
     G.stats.cells_in++;
-    command_process_cell(chan, pc);
+    if (upcalls && upcalls->cell)
+      upcalls->cell(chan, pc);
+    else
+      packed_cell_free(pc);
   }
   chan->in_read = 0;
 }
@@ -936,7 +959,7 @@ channel_became_open(channel_t *chan)
   log_info("Channel %s is open (link protocol %d, %s%s)", chan->desc,
            chan->link_proto, chan->is_outgoing ? "outgoing" : "incoming",
            chan->peer_is_relay ? ", authenticated relay" : "");
-  circuits_channel_opened(chan, 1);
+  up_opened(chan, 1);
   scheduler_channel_wakeup(chan);
   for (int i = 0; i < CHANNEL_MAX_OPEN_OBSERVERS && !chan->close_pending; i++)
     if (open_observers[i].fn)
@@ -971,8 +994,9 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
    * here (close_pending). */
   scheduler_channel_free(chan);
   if (!was_open && chan->is_outgoing)
-    circuits_channel_opened(chan, 0);
-  circuits_channel_closed(chan);
+    up_opened(chan, 0);
+  if (upcalls && upcalls->closed)
+    upcalls->closed(chan);
   if (chan->conn) {
     if (flush)
       conn_close(chan->conn, 1);

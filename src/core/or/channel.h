@@ -215,6 +215,25 @@ typedef void (*channel_open_fn)(channel_t *chan, void *arg);
 int channel_add_open_observer(channel_open_fn fn, void *arg);
 void channel_remove_open_observer(channel_open_fn fn, void *arg);
 
+/* What channels deliver upward. channel.c calls nothing above it for
+ * these: circuits_init() registers cell dispatch (command.c) and the
+ * circuit side of channel opens and closes (circuit.c). There is one set;
+ * registering a different one while one is set is refused with a warning
+ * (-1); registering the same again is fine; NULL unregisters. Without
+ * one, cells after the handshake are dropped (counted in cells_in). */
+typedef struct channel_upcalls_t {
+  /* A fixed-length cell on an open channel; takes ownership of pc. */
+  void (*cell)(channel_t *chan, packed_cell_t *pc);
+  /* An outgoing channel opened (ok = 1) or failed before opening (0);
+   * incoming channels report their opening too. Before the open
+   * observers. */
+  void (*opened)(channel_t *chan, int ok);
+  /* The channel is closing (after opened(chan, 0) for one that never
+   * opened). */
+  void (*closed)(channel_t *chan);
+} channel_upcalls_t;
+int channels_set_upcalls(const channel_upcalls_t *up);
+
 /* Counters for tests and statistics. */
 typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;

@@ -31,6 +31,7 @@
  * circuit whose mux is set; ordinary circuits pay one pointer test.
  */
 #include "core/or/circuit.h"
+#include "core/or/command.h"
 #include "core/or/congestion_control.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
@@ -94,6 +95,12 @@ reap(void *arg)
     circuit_free(ptrvec_pop(C.to_free));
 }
 
+/* What channels hand upward: cells to command.c's dispatch, opens and
+ * closes to the circuits waiting on or using them. */
+static const channel_upcalls_t circuit_upcalls = {
+    command_process_cell, circuits_channel_opened, circuits_channel_closed,
+};
+
 void
 circuits_init(void)
 {
@@ -107,6 +114,9 @@ circuits_init(void)
   memset(&M.stats, 0, sizeof(M.stats));
   M.in_handler = 0;
   M.trigger_cells = M.max_cells;
+  if (channels_set_upcalls(&circuit_upcalls) < 0)
+    log_warn("Circuits are not connected to channels: another layer "
+             "registered channel upcalls");
 }
 
 void
@@ -118,6 +128,7 @@ circuits_shutdown(void)
     circuit_mark_for_close(c, DESTROY_REASON_FINISHED);
   }
   reap(NULL);
+  channels_set_upcalls(NULL);
   evloop_deferred_free(C.reaper);
   evloop_deferred_free(C.oom_check);
   ptrvec_free(C.to_free, NULL);

@@ -136,7 +136,9 @@ void circuits_shutdown(void);
 /* Numbers for statistics and tests. */
 unsigned circuits_count(circuit_kind_t kind);
 
-/* Channel events (called by channel.c). */
+/* Channel events: circuits_init() registers these (and command.c's cell
+ * dispatch) as the channels' upcalls (channel.h); circuits_shutdown()
+ * unregisters them. */
 void circuits_channel_opened(channel_t *chan, int ok);
 void circuits_channel_closed(channel_t *chan);
 
