@@ -76,10 +76,13 @@ setup(void)
 static void
 teardown(void)
 {
+  client_shutdown();
+  /* Connections closed after flushing finish in the loop. */
+  close(S.peer);
+  evloop_timer_schedule(S.deadline, 100000);
+  evloop_run(S.loop);
   evloop_timer_free_(S.poll);
   evloop_timer_free_(S.deadline);
-  close(S.peer);
-  client_shutdown();
   evloop_free_(S.loop);
 }
 
