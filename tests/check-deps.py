@@ -12,8 +12,8 @@ sources themselves and asks dpkg who provides them.
 How:
   - The package list is read from `scripts/install-deps --list` (the single
     source). A program counts as provided when dpkg -S names a package that
-    is in that list, in the closure of its Depends/Pre-Depends, or Essential
-    (present on every Debian system).
+    is in that list, in the closure of its Depends/Pre-Depends, or Essential or
+    of Priority required (present on every Debian system).
   - Shell scripts (scripts/*, tests/**/*.sh, ipsec-conf/pctor-updown, .ci/run,
     debian/ maintainer and test scripts when present) are lexed with a small
     shell tokenizer that knows quotes, comments, here-documents, $( ), case
@@ -63,7 +63,6 @@ NOT_COMMANDS = {
     "apt-get": "install-deps's own installer (apt is on every Debian system)",
     "systemctl": "install-deps uses it only when systemd runs the machine",
     "dpkg-query": "install-deps's own check (dpkg is Essential)",
-    "git": "bench-relay prints the commit when run from a git checkout, 'no git' otherwise",
     "perf": "bench-ipsec's optional profile (PERF=1), which names linux-perf when missing",
 }
 
@@ -443,7 +442,9 @@ def depends_closure(pkgs):
 
 
 def essential(pkg):
-    return pkg_field(pkg, "Essential").strip() == "yes"
+    """On every Debian system: Essential, or Priority required (debootstrap's
+    minbase installs exactly those)."""
+    return pkg_field(pkg, "Essential").strip() == "yes" or pkg_field(pkg, "Priority").strip() == "required"
 
 
 def listed_packages():
