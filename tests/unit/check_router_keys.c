@@ -1514,6 +1514,58 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
+START_TEST(test_datadir_lock)
+{
+  /* tor's DataDirectory lock: one holder at a time (flock locks belong to
+   * the open file, so a second open in this process is refused too). */
+  char *dd = tmpdir_new();
+  ck_assert_int_eq(mkdir(dd, 0700), 0);
+  char *err = NULL;
+  int fd = router_keys_lock_datadir(dd, &err);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_ptr_null(err);
+  char *lp = pc_asprintf("%s/lock", dd);
+  ck_assert_int_eq(file_mode(lp), 0600);
+  ck_assert_int_eq(router_keys_lock_datadir(dd, &err), -1);
+  ck_assert_msg(strstr(err, "another tor or pctor") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, lp) != NULL, "%s", err);
+  PC_FREE(err);
+  close(fd);
+  fd = router_keys_lock_datadir(dd, &err);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  free(lp);
+  tmpdir_free(dd);
+}
+END_TEST
+
+/* A KeyDirectory apart from the DataDirectory: keys there, fingerprint
+ * files in the DataDirectory. */
+START_TEST(test_key_directory)
+{
+  char *dd = tmpdir_new();
+  char *kd = pc_asprintf("%s-keys", dd);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.key_directory = kd;
+  relay_keys_t *k = load_ok(dd, &cfg, time(NULL));
+  char *p = pc_asprintf("%s/ed25519_master_id_secret_key", kd);
+  ck_assert(fs_file_exists(p));
+  ck_assert_int_eq(file_mode(kd), 0700);
+  free(p);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  p = pc_asprintf("%s/fingerprint", dd);
+  ck_assert(fs_file_exists(p));
+  free(p);
+  relay_keys_t *k2 = load_ok(dd, &cfg, time(NULL));
+  ck_assert_mem_eq(k->ed_identity.pub, k2->ed_identity.pub, 32);
+  router_keys_free(k);
+  router_keys_free(k2);
+  free(kd);
+  tmpdir_free(dd); /* (kd is inside the same temporary directory) */
+}
+END_TEST
+
 START_TEST(test_group_readable_dir_fixed)
 {
   char *dd = tmpdir_new();
@@ -1545,6 +1597,8 @@ suite_router_keys(void)
   tcase_add_test(tc, test_offline_master);
   tcase_add_test(tc, test_keygen);
   tcase_add_test(tc, test_convert_old_layout);
+  tcase_add_test(tc, test_datadir_lock);
+  tcase_add_test(tc, test_key_directory);
   tcase_add_test(tc, test_tap_key_added_to_old_datadir);
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_group_readable_dir_fixed);

@@ -93,6 +93,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1883,4 +1884,29 @@ router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
              paths.ed_sign_cert, when);
   rk_paths_clear(&paths);
   return pc_asprintf("signing-cert-expiry: %s\n", when);
+}
+
+int
+router_keys_lock_datadir(const char *datadir, char **err)
+{
+  char *path = pc_asprintf("%s/lock", datadir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    rk_seterr(err, "Cannot open %s: %s", path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    int e = errno;
+    if (e == EWOULDBLOCK)
+      rk_seterr(err, "%s is locked: another tor or pctor is using the "
+                "DataDirectory %s. Stop it first.", path, datadir);
+    else
+      rk_seterr(err, "Cannot lock %s: %s", path, strerror(e));
+    close(fd);
+    free(path);
+    return -1;
+  }
+  free(path);
+  return fd;
 }

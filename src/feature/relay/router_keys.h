@@ -180,6 +180,15 @@ char *router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
                                  const router_keys_config_t *cfg,
                                  int as_timestamp);
 
+/* Take the DataDirectory lock as tor does (an exclusive flock() on
+ * datadir/lock, created 0600 if missing), so that tor and pctor, or two
+ * pctors, never run on the same keys at once. Returns the lock's file
+ * descriptor (keep it open while running; closing it releases the lock),
+ * or -1 with a newly allocated *err naming the file ("... is locked:
+ * another tor or pctor is using the DataDirectory ..."). Call it before
+ * router_keys_load_or_create(); datadir must exist. */
+int router_keys_lock_datadir(const char *datadir, char **err);
+
 /* Wipe every secret and free k and everything it owns. NULL is fine. */
 void router_keys_free_(relay_keys_t *k);
 #define router_keys_free(k) do { router_keys_free_(k); (k) = NULL; } while (0)
