@@ -22,7 +22,7 @@
 #  4. The other way round: a relay "newborn" whose keys pctor made (in an
 #     empty DataDirectory) is listed, then stopped, and tor starts on its
 #     DataDirectory with the same fingerprints and is listed too.
-# About a minute and a half.
+# About a minute (60 s on a loaded 2-core machine).
 
 . "$(dirname "$0")/lib.sh"
 set -u
