@@ -1889,6 +1889,10 @@ router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
 int
 router_keys_lock_datadir(const char *datadir, char **err)
 {
+  if (err)
+    *err = NULL;
+  if (private_dir(datadir, err) < 0)
+    return -1;
   char *path = pc_asprintf("%s/lock", datadir);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {

@@ -186,7 +186,7 @@ char *router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
  * descriptor (keep it open while running; closing it releases the lock),
  * or -1 with a newly allocated *err naming the file ("... is locked:
  * another tor or pctor is using the DataDirectory ..."). Call it before
- * router_keys_load_or_create(); datadir must exist. */
+ * router_keys_load_or_create(); datadir is created (0700) if missing. */
 int router_keys_lock_datadir(const char *datadir, char **err);
 
 /* Wipe every secret and free k and everything it owns. NULL is fine. */
