@@ -132,6 +132,11 @@ TO_ORIGIN_CIRCUIT(circuit_t *c)
 }
 
 void circuits_init(void);
+/* Read-only walk (for controllers and statistics): fn is called for every
+ * circuit of kind not marked for close; fn must not open or close
+ * circuits. */
+typedef void (*circuit_visit_fn)(circuit_t *circ, void *arg);
+void circuits_foreach(circuit_kind_t kind, circuit_visit_fn fn, void *arg);
 void circuits_shutdown(void);
 /* Numbers for statistics and tests. */
 unsigned circuits_count(circuit_kind_t kind);
