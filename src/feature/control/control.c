@@ -1170,8 +1170,10 @@ handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
     cmd_getconf(cc, cmd->args);
   else if (!strcmp(k, "SETCONF") || !strcmp(k, "RESETCONF") ||
            !strcmp(k, "SAVECONF") || !strcmp(k, "LOADCONF"))
-    replyf(cc, 552, "%s is not supported yet by pctor; edit the torrc and "
-           "send SIGNAL RELOAD", k);
+    /* SAVECONF's failures are 551 in tor (stem expects that code). */
+    replyf(cc, strcmp(k, "SAVECONF") ? 552 : 551,
+           "%s is not supported yet by pctor; edit the torrc and send "
+           "SIGNAL RELOAD", k);
   else if (!strcmp(k, "SETEVENTS"))
     cmd_setevents(cc, cmd->args);
   else if (!strcmp(k, "SIGNAL"))
