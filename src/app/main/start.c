@@ -841,6 +841,61 @@ ctl_getinfo(const char *key, char **value, void *arg)
                               o->socks_addr.family != AF_UNSPEC);
     return 1;
   }
+  if (!strcmp(key, "exit-policy/default")) {
+    *value = pc_strdup(EXIT_POLICY_DEFAULT);
+    return 1;
+  }
+  if (!strcmp(key, "exit-policy/full")) {
+    /* The descriptor's rules; a relay that is not an exit rejects all. */
+    char *t = pc_strdup(A.n_exit_desc_lines ? "" : "reject *:*");
+    for (int i = 0; i < A.n_exit_desc_lines; i++) {
+      char *u = pc_asprintf("%s%s%s", t, i ? "\n" : "",
+                            A.exit_desc_lines[i]);
+      free(t);
+      t = u;
+    }
+    *value = t;
+    return 1;
+  }
+  if (!strcmp(key, "config/names") || !strcmp(key, "config-text")) {
+    /* config/names: "Name Type" (tor's type names); config-text: the
+     * options whose value is not the default, as torrc lines. */
+    static const char *const tname[] = {
+        [OPT_TYPE_PATH] = "Filename", [OPT_TYPE_STRING] = "String",
+        [OPT_TYPE_NICKNAME] = "String", [OPT_TYPE_HOST] = "String",
+        [OPT_TYPE_USER] = "String", [OPT_TYPE_BOOL] = "Boolean",
+        [OPT_TYPE_INT] = "Integer", [OPT_TYPE_ORPORT] = "LineList",
+        [OPT_TYPE_LOG] = "LineList", [OPT_TYPE_DIRAUTH] = "LineList",
+        [OPT_TYPE_FAMILY] = "LineList", [OPT_TYPE_POLICY] = "LineList"};
+    int names = key[6] == '/';
+    size_t n_defs;
+    const option_def_t *defs = options_table(&n_defs);
+    char *t = pc_strdup("");
+    for (size_t i = 0; i < n_defs; i++) {
+      char *canon = NULL, **vals = NULL, *u;
+      int n = 0;
+      if (names) {
+        u = pc_asprintf("%s%s %s\n", t, defs[i].name, tname[defs[i].type]);
+        free(t);
+        t = u;
+        continue;
+      }
+      options_get_values(o, defs[i].name, &canon, &vals, &n);
+      for (int k = 0; k < n; k++) {
+        if (!(n == 1 && defs[i].default_str &&
+              !strcmp(vals[k], defs[i].default_str))) {
+          u = pc_asprintf("%s%s %s\n", t, canon, vals[k]);
+          free(t);
+          t = u;
+        }
+        free(vals[k]);
+      }
+      free(vals);
+      free(canon);
+    }
+    *value = t;
+    return 1;
+  }
   if (!strcmp(key, "net/listeners/metrics")) {
     const char *m = metrics_listen_address();
     *value = m ? pc_asprintf("\"%s\"", m) : pc_strdup("");

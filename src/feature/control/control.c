@@ -655,6 +655,27 @@ getinfo_one(const char *key, char **value)
     *value = pc_strdup("unknown");
     return 1;
   }
+  if (!strcmp(key, "accounting/enabled")) {
+    *value = pc_strdup("0"); /* pctor has no AccountingMax */
+    return 1;
+  }
+  if (!strcmp(key, "signal/names")) {
+    *value = pc_strdup("RELOAD SHUTDOWN DUMP DEBUG HALT HUP INT USR1 USR2 "
+                       "TERM NEWNYM CLEARDNSCACHE HEARTBEAT ACTIVE DORMANT");
+    return 1;
+  }
+  if (!strcmp(key, "features/names")) {
+    *value = pc_strdup("VERBOSE_NAMES EXTENDED_EVENTS");
+    return 1;
+  }
+  if (!strncmp(key, "ip-to-country/", 14)) {
+    *value = pc_strdup("GeoIP data not loaded");
+    return -1;
+  }
+  if (!strcmp(key, "status/clients-seen")) {
+    *value = pc_strdup("Not a bridge");
+    return -1;
+  }
   if (!strcmp(key, "dormant")) {
     *value = pc_strdup("0");
     return 1;
@@ -742,12 +763,20 @@ getinfo_one(const char *key, char **value)
 
 /* Keys for info/names ("key -- description"). */
 static const char *const info_names[] = {
+    "accounting/enabled -- Is accounting currently enabled?",
     "address -- IP address of this relay.",
     "bw-event-cache -- Cached BW events for a short interval.",
     "circuit-status -- List of current circuits originating here.",
     "config-file -- Current location of the torrc file.",
+    "config/names -- List of configuration options, types, and "
+    "documentation.",
+    "config-text -- Return the current configuration as text.",
     "dormant -- Is Tor dormant (not building circuits because it's idle)?",
     "events/names -- Events that the controller can ask for with SETEVENTS.",
+    "exit-policy/default -- The default value appended to the configured "
+    "exit policy.",
+    "exit-policy/full -- The entire exit policy of onion router.",
+    "features/names -- What arguments can USEFEATURE take?",
     "fingerprint -- Fingerprint of this relay.",
     "info/names -- List of GETINFO options, types, and documentation.",
     "net/listeners/* -- Bound addresses by type (or, control, socks, "
@@ -761,6 +790,7 @@ static const char *const info_names[] = {
     "process/descriptor-limit -- File descriptor limit.",
     "process/pid -- Process id belonging to the main tor process.",
     "process/user -- Username under which the tor process is running.",
+    "signal/names -- Signals that the controller can send with SIGNAL.",
     "status/bootstrap-phase -- The last bootstrap phase status event.",
     "status/version/current -- Status of the current version.",
     "stream-status -- List of current streams.",
@@ -1135,6 +1165,9 @@ static int
 handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
 {
   const char *k = cmd->keyword;
+  /* Never the arguments of AUTHENTICATE (a password or a cookie). */
+  log_debug("Controller %s: %s %s", cc->peer, k,
+            strcmp(k, "AUTHENTICATE") ? cmd->args : "(hidden)");
   if (!strcmp(k, "QUIT")) {
     reply(cc, 250, "closing connection");
     cc->closing = 1;
