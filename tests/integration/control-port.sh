@@ -258,6 +258,49 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
 [ "$code" = 404 ] || it_fail "MetricsPort answered /other with $code"
 it_log "BW events and the MetricsPort follow a 2 MiB download through p1; the policy refuses 127.0.0.2"
 
+# 3b. A pctor client: CIRC and ORCONN events, circuit-status.
+read -r _ ccport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)
+it_start_pctor "$net" c1 client "ControlPort $ccport
+CookieAuthentication 1
+ExitNodes p3"
+export CCPORT=$ccport SOCKS=$(cat "$net/c1.port") HPORT=$hport
+"$PY" - <<'EOF2' || it_fail "CIRC/ORCONN event checks failed"
+import os, subprocess, time, stem
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CCPORT"]))
+c.authenticate()
+circ, orconn = [], []
+c.add_event_listener(lambda e: circ.append(e), EventType.CIRC)
+c.add_event_listener(lambda e: orconn.append(e), EventType.ORCONN)
+url = "http://127.0.0.1:%s/file" % os.environ["HPORT"]
+deadline = time.time() + 120
+while True:
+    p = subprocess.run(["curl", "-sf", "--max-time", "60", "-x",
+                        "socks5h://127.0.0.1:" + os.environ["SOCKS"], url, "-o", "/dev/null"])
+    if p.returncode == 0:
+        break
+    if time.time() > deadline:
+        raise SystemExit("the client never carried a request")
+    time.sleep(2)
+time.sleep(1)
+built = [e for e in circ if e.status == "BUILT" and len(e.path) == 3]
+assert built, [str(e) for e in circ]
+ids = {e.id for e in built}
+assert any(e.status == "LAUNCHED" and e.id in ids for e in circ), [str(e) for e in circ]
+assert any(e.status == "EXTENDED" and e.id in ids for e in circ), [str(e) for e in circ]
+b = built[0]
+assert len(b.path) == 3 and all(len(fp) == 40 for fp, nick in b.path), b.path
+assert b.path[2][1] == "p3", b.path
+listed = {x.id: x for x in c.get_circuits()}
+assert any(i in listed and listed[i].status == "BUILT" for i in ids), (ids, list(listed))
+tunnels = [e for e in circ if e.status == "BUILT" and len(e.path) == 1]
+assert all("ONEHOP_TUNNEL" in e.build_flags for e in tunnels), [str(e) for e in tunnels]
+assert any(e.status == "CONNECTED" for e in orconn), [str(e) for e in orconn]
+print("CIRC events:", " ".join("%s:%s" % (e.id, e.status) for e in circ[:8]), "...;",
+      len(orconn), "ORCONN events; circuit-status lists", len(listed))
+EOF2
+it_log "a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT and ORCONN events and lists its circuits"
+
 # 4. SIGNAL RELOAD with a new password in the torrc.
 new_hash=$(tor --hash-password "battery staple" | tail -1)
 sed -i "s|^HashedControlPassword .*|HashedControlPassword $new_hash|" "$d1/torrc"
@@ -365,5 +408,5 @@ grep -q "Owning controller connection has closed" "$d1/info.log" || it_fail "p1 
 it_log "owners: p2 exits with its owning process, p1 with its owning connection"
 
 if grep -E '\[(warn|err)\]' "$d1/info.log" "$d2/info.log"; then it_fail "p1 or p2 logged warnings"; fi
-it_pctor_alive_quiet "$net" p3
+it_pctor_alive_quiet "$net" p3 c1
 it_log "ControlPort and MetricsPort checks passed"

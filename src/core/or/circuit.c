@@ -239,6 +239,18 @@ circuits_add_close_observer(circuit_close_fn fn, void *arg)
   return -1;
 }
 
+static struct {
+  origin_circuit_progress_fn fn;
+  void *arg;
+} origin_observer;
+
+void
+circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg)
+{
+  origin_observer.fn = fn;
+  origin_observer.arg = arg;
+}
+
 void
 circuits_remove_close_observer(circuit_close_fn fn, void *arg)
 {
@@ -695,6 +707,8 @@ origin_circuit_launch(const extend_target_t *first,
   if (circuit_extend_to(&circ->base, &first->addr, first->rsa_id,
                         first->has_ed_id ? first->ed_id : NULL, &cell) < 0)
     goto fail;
+  if (origin_observer.fn)
+    origin_observer.fn(circ, origin_observer.arg);
   return circ;
 fail:
   log_warn("Could not start a circuit to the first hop");
@@ -783,6 +797,9 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
   circ->n_hops_open++;
   if (circ->ops && circ->ops->on_extended)
     circ->ops->on_extended(circ, circ->n_hops_open, circ->ops_arg);
+  /* After the builder: it has asked for the next hop, or not (built). */
+  if (origin_observer.fn && !circ->base.marked_for_close)
+    origin_observer.fn(circ, origin_observer.arg);
 }
 
 void

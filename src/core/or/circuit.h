@@ -233,6 +233,14 @@ circuit_t *circuit_find_by_gid(uint64_t gid);
 typedef void (*circuit_close_fn)(circuit_t *circ, void *arg);
 int circuits_add_close_observer(circuit_close_fn fn, void *arg);
 void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
+/* One observer (a controller) of circuits we originate: called once the
+ * first hop is being contacted, and after each hop opens, once the
+ * builder's own on_extended has run (so n_hops > n_hops_open means it
+ * asked for another hop, equality that the circuit is built). Read-only.
+ * fn NULL removes it. */
+typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
+                                           void *arg);
+void circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when

@@ -21,8 +21,8 @@
  *    produced by a one-second timer from conn_get_totals(); the log events
  *    by a log hook whose minimum severity follows the subscribers (a
  *    guard stops a log line written while delivering an event from
- *    recursing); ORCONN and CIRC come from core's channel-open and
- *    circuit-close observers. Every event name tor defines is accepted by
+ *    recursing); ORCONN and CIRC come from core's channel-open,
+ *    origin-circuit-progress and circuit-close observers (read-only). Every event name tor defines is accepted by
  *    SETEVENTS (nyx subscribes to many); those pctor does not produce yet
  *    are simply never sent, and the man page lists which are.
  *  - Signals are handed to the daemon (control_host_t.signal), which acts
@@ -427,19 +427,68 @@ circuit_path(const origin_circuit_t *oc)
   return p;
 }
 
+/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=..." (control-spec
+ * 4.1.1), as circuit-status lines and CIRC events share it. */
+static char *
+circ_line(const origin_circuit_t *oc, const char *status)
+{
+  const circuit_t *circ = &oc->base;
+  char *path = circuit_path(oc);
+  char created[32];
+  time_t wall = time(NULL) -
+                (time_t)((evloop_now_us(S.loop) - circ->created_us) /
+                         1000000);
+  struct tm tm;
+  gmtime_r(&wall, &tm);
+  strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+  /* A circuit its builder ended after one hop is a directory tunnel. */
+  int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
+  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=GENERAL "
+                           "TIME_CREATED=%s.000000",
+                           (unsigned long long)circ->gid, status,
+                           *path ? " " : "", path,
+                           onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
+                           created);
+  free(path);
+  return line;
+}
+
+static const char *
+circ_status(const origin_circuit_t *oc)
+{
+  return oc->n_hops_open == 0          ? "LAUNCHED"
+         : oc->n_hops_open < oc->n_hops ? "EXTENDED"
+                                        : "BUILT";
+}
+
+static void
+circ_event(const origin_circuit_t *oc, const char *status)
+{
+  char *line = circ_line(oc, status);
+  char *text = pc_asprintf("CIRC %s", line);
+  send_event(EV_CIRC, text);
+  free(text);
+  free(line);
+}
+
+static void
+circ_progress_cb(origin_circuit_t *oc, void *arg)
+{
+  (void)arg;
+  if (all_events() & EVBIT(EV_CIRC))
+    circ_event(oc, circ_status(oc));
+}
+
 static void
 circ_close_cb(circuit_t *circ, void *arg)
 {
   (void)arg;
   if (circ->kind != CIRC_KIND_ORIGIN || !(all_events() & EVBIT(EV_CIRC)))
     return;
-  char *path = circuit_path((origin_circuit_t *)circ);
-  char *text = pc_asprintf("CIRC %llu CLOSED%s%s PURPOSE=GENERAL",
-                           (unsigned long long)circ->gid, *path ? " " : "",
-                           path);
-  send_event(EV_CIRC, text);
-  free(text);
-  free(path);
+  const origin_circuit_t *oc = (const origin_circuit_t *)circ;
+  /* As tor: a circuit that never got built FAILED, a built one CLOSED. */
+  int built = oc->n_hops_open > 0 && oc->n_hops_open == oc->n_hops;
+  circ_event(oc, built ? "CLOSED" : "FAILED");
 }
 
 static void
@@ -513,22 +562,10 @@ sb_add(strbuf_t *b, const char *fmt, ...)
 static void
 circ_status_cb(circuit_t *circ, void *arg)
 {
-  strbuf_t *b = arg;
-  origin_circuit_t *oc = (origin_circuit_t *)circ;
-  const char *st = oc->n_hops_open == 0            ? "LAUNCHED"
-                   : oc->n_hops_open < oc->n_hops ? "EXTENDED"
-                                                   : "BUILT";
-  char *path = circuit_path(oc);
-  char created[32];
-  time_t wall = time(NULL) -
-                (time_t)((evloop_now_us(S.loop) - circ->created_us) /
-                         1000000);
-  struct tm tm;
-  gmtime_r(&wall, &tm);
-  strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
-  sb_add(b, "%llu %s%s%s PURPOSE=GENERAL TIME_CREATED=%s.000000\n",
-         (unsigned long long)circ->gid, st, *path ? " " : "", path, created);
-  free(path);
+  const origin_circuit_t *oc = (const origin_circuit_t *)circ;
+  char *line = circ_line(oc, circ_status(oc));
+  sb_add(arg, "%s\n", line);
+  free(line);
 }
 
 static void
@@ -1446,6 +1483,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 1;
   if (circuits_add_close_observer(circ_close_cb, NULL) == 0)
     S.observers |= 2;
+  circuits_set_origin_observer(circ_progress_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -1486,6 +1524,8 @@ control_shutdown(void)
     channel_remove_open_observer(orconn_open_cb, NULL);
   if (S.observers & 2)
     circuits_remove_close_observer(circ_close_cb, NULL);
+  if (S.bw_timer) /* set with the observers */
+    circuits_set_origin_observer(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);

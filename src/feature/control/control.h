@@ -14,7 +14,8 @@
  *     QUIT; SETCONF, RESETCONF, SAVECONF and LOADCONF answer "552 ... not
  *     supported yet";
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
- *     link opens, CIRC when one of our circuits closes, SIGNAL.
+ *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
+ *     BUILT, FAILED, CLOSED), SIGNAL.
  *
  * The module knows nothing of the option table or of start-up: the daemon
  * hands it a control_config_t (parsed with control_parse_listen()) and a
