@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/or/scheduler.h"
 #include "feature/control/control.h"
 #include "feature/control/control_auth.h"
 #include "feature/control/control_proto.h"
+#include "feature/control/metrics.h"
 #include "lib/encoding/base16.h"
 
 Suite *suite_control(void);
@@ -257,6 +259,92 @@ START_TEST(test_version_string)
 }
 END_TEST
 
+static int
+allows(const metrics_policy_t *p, const char *ip)
+{
+  pc_addr_t a;
+  ck_assert_int_eq(pc_addr_parse_ip(&a, ip, 0), 0);
+  return metrics_policy_allows(p, &a);
+}
+
+START_TEST(test_metrics_policy)
+{
+  char *err = NULL;
+  metrics_policy_t *p = metrics_policy_parse(
+      "reject 127.0.0.2, accept 127.0.0.0/8:*, accept [2001:db8::]/32, "
+      "reject *4", &err);
+  ck_assert_ptr_nonnull(p);
+  ck_assert(allows(p, "127.0.0.1"));
+  ck_assert(!allows(p, "127.0.0.2"));
+  ck_assert(allows(p, "127.255.0.9"));
+  ck_assert(!allows(p, "128.0.0.1"));
+  ck_assert(allows(p, "2001:db8::5"));
+  ck_assert(!allows(p, "2001:db9::5")); /* no rule matches: rejected */
+  metrics_policy_free(p);
+  p = metrics_policy_parse("accept *", &err);
+  ck_assert(allows(p, "192.0.2.1") && allows(p, "::1"));
+  metrics_policy_free(p);
+  /* no policy: nobody */
+  ck_assert_int_eq(metrics_policy_allows(NULL, &(pc_addr_t){0}), 0);
+  const char *bad[] = {"", "allow 1.2.3.4", "accept 1.2.3.4/33",
+                       "accept nothost", "accept 1.2.3.4/x"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err = NULL;
+    ck_assert_ptr_null(metrics_policy_parse(bad[i], &err));
+    ck_assert_ptr_nonnull(err);
+    free(err);
+  }
+  control_listen_t l;
+  ck_assert_int_eq(metrics_parse_port("9035 prometheus", &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_TCP);
+  ck_assert_uint_eq(l.addr.port, 9035);
+  err = NULL;
+  ck_assert_int_eq(metrics_parse_port("9035 json", &l, &err), -1);
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(metrics_parse_port("unix:/x", &l, &err), -1);
+  free(err);
+}
+END_TEST
+
+/* Every sample line's metric has "# HELP" and "# TYPE" before it, and
+ * the value is a number (what Prometheus' parser requires). */
+START_TEST(test_metrics_render_format)
+{
+  evloop_t *loop = evloop_new();
+  scheduler_init(loop); /* the daemon has it from channels_init() */
+  char *t = metrics_render();
+  scheduler_shutdown();
+  evloop_free(loop);
+  ck_assert_ptr_nonnull(strstr(t, "\ntor_relay_traffic_bytes{direction=\"read\"} "));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE tor_relay_connections gauge\n"));
+  char *save = NULL, *typed = NULL;
+  int samples = 0;
+  for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    if (!strncmp(l, "# TYPE ", 7)) {
+      free(typed);
+      typed = strndup(l + 7, strcspn(l + 7, " "));
+      continue;
+    }
+    if (l[0] == '#')
+      continue;
+    size_t n = strcspn(l, "{ ");
+    ck_assert_ptr_nonnull(typed);
+    ck_assert_int_eq(strncmp(l, typed, n), 0);
+    ck_assert_uint_eq(strlen(typed), n);
+    const char *v = strrchr(l, ' ');
+    ck_assert_ptr_nonnull(v);
+    char *end = NULL;
+    strtod(v + 1, &end);
+    ck_assert(end && *end == '\0' && end != v + 1);
+    samples++;
+  }
+  ck_assert_int_gt(samples, 20);
+  free(typed);
+  free(t);
+}
+END_TEST
+
 Suite *
 suite_control(void)
 {
@@ -272,6 +360,8 @@ suite_control(void)
   tcase_add_test(tc, test_safecookie_vector);
   tcase_add_test(tc, test_parse_listen);
   tcase_add_test(tc, test_version_string);
+  tcase_add_test(tc, test_metrics_policy);
+  tcase_add_test(tc, test_metrics_render_format);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -311,6 +311,8 @@ circuit_destroy_received(circuit_t *circ, channel_t *from_chan)
 void
 circuits_foreach(circuit_kind_t kind, circuit_visit_fn fn, void *arg)
 {
+  if (!C.all.head.next) /* not initialised (tests) */
+    return;
   for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
     circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
     if (c->kind == kind && !c->marked_for_close)

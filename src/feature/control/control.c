@@ -88,6 +88,10 @@ typedef struct ctl_conn_t {
   unsigned challenged : 1;  /* AUTHCHALLENGE answered: AUTHENTICATE next */
   unsigned owning : 1;      /* TAKEOWNERSHIP */
   unsigned closing : 1;     /* reply written, then closed */
+  unsigned in_cb : 1;       /* inside ctl_conn_cb: closing is deferred */
+  unsigned doomed : 1;      /* close when ctl_conn_cb returns */
+  unsigned doomed_flush : 1;
+  char doomed_why[128];
   uint8_t client_hash[32];  /* SAFECOOKIE: what AUTHENTICATE must send */
   char peer[64];
 } ctl_conn_t;
@@ -291,7 +295,7 @@ send_event(int ev, const char *text)
   for (n = dlist_first(&S.conns); n; n = next) {
     next = dlist_next(&S.conns, n);
     ctl_conn_t *cc = DLIST_ENTRY(n, ctl_conn_t, node);
-    if (!(cc->events & EVBIT(ev)) || cc->closing)
+    if (!(cc->events & EVBIT(ev)) || cc->closing || cc->doomed)
       continue;
     buf_t *out = conn_outbuf(cc->conn);
     if (strchr(text, '\n')) {
@@ -1287,6 +1291,16 @@ handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
 static void
 ctl_close(ctl_conn_t *cc, int flush, const char *why)
 {
+  if (cc->in_cb) {
+    /* An event (a log line) written while this controller's own command
+     * runs may overflow it: close it once its callback is done. */
+    if (!cc->doomed) {
+      cc->doomed = 1;
+      cc->doomed_flush = flush != 0;
+      snprintf(cc->doomed_why, sizeof(cc->doomed_why), "%s", why);
+    }
+    return;
+  }
   log_info("Closing control connection from %s: %s", cc->peer, why);
   int owning = cc->owning;
   dlist_remove(&cc->node);
@@ -1318,7 +1332,8 @@ ctl_conn_cb(conn_t *c, conn_event_t ev, void *arg)
   case CONN_EV_DATA:
     break;
   }
-  for (;;) {
+  cc->in_cb = 1;
+  while (!cc->doomed) {
     control_cmd_t cmd;
     int r = control_proto_take_cmd(conn_inbuf(cc->conn),
                                    CONTROL_MAX_COMMAND_LEN, &cmd);
@@ -1326,16 +1341,21 @@ ctl_conn_cb(conn_t *c, conn_event_t ev, void *arg)
       break;
     if (r == CONTROL_TAKE_TOO_LONG) {
       ctl_close(cc, 0, "a command longer than the limit");
-      return;
+      break;
     }
     handle_cmd(cc, &cmd);
     control_cmd_clear(&cmd);
     if (cc->closing) {
       ctl_close(cc, 1, "as the protocol asks");
-      return;
+      break;
     }
-    if (ctl_flush(cc) < 0)
-      return;
+    ctl_flush(cc);
+  }
+  cc->in_cb = 0;
+  if (cc->doomed) {
+    char why[sizeof(cc->doomed_why)];
+    memcpy(why, cc->doomed_why, sizeof(why));
+    ctl_close(cc, cc->doomed_flush, why);
   }
 }
 
