@@ -24,6 +24,10 @@
 #   - SIGNAL RELOAD applies a new HashedControlPassword from the torrc;
 #   - bad input: an endless line and a controller flooding commands without
 #     reading replies are disconnected, and p1 keeps working;
+#   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
+#     graph holding the download, the log panel;
+#   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT and ORCONN
+#     events and lists its circuits in circuit-status;
 #   - p2 exits when its owning process ends; p1 exits when the controller
 #     that sent TAKEOWNERSHIP closes its connection.
 . "$(dirname "$0")/lib.sh"
@@ -257,6 +261,51 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "http://127.
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
 [ "$code" = 404 ] || it_fail "MetricsPort answered /other with $code"
 it_log "BW events and the MetricsPort follow a 2 MiB download through p1; the policy refuses 127.0.0.2"
+
+# 3a. nyx (when installed) renders p1: its header names p1 and its
+# fingerprint, the bandwidth panel has a graph of the download (nyx fills
+# it from bw-event-cache), the log panel shows pctor's lines.
+if command -v nyx > /dev/null 2>&1; then
+    export NYXHOME=$(it_tmpdir)
+    "$PY" - <<'EOF2' || it_fail "nyx did not render p1"
+import os, pty, re, select, struct, fcntl, termios, time, signal
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.update(TERM="xterm", HOME=os.environ["NYXHOME"])
+    os.execvp("nyx", ["nyx", "-i", "127.0.0.1:" + os.environ["CPORT"],
+                      "-c", os.environ["NYXHOME"] + "/nyxrc"])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 150, 0, 0))
+out, end = b"", time.time() + 8
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+        if b"assword" in out[-200:]:
+            os.write(fd, b"battery staple\r")
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", " ", out.decode("utf-8", "replace"))
+fp = os.environ["FP1"]
+checks = {"nickname": re.search(r"\bp1 - 127\.0\.0\.1", text),
+          "fingerprint": fp in text.replace(" ", ""),
+          "bandwidth": re.search(r"Download \(.*?\d", text) or re.search(r"[1-9][0-9.]* (KB|MB)", text),
+          "log panel": "Opened Control listener" in text or "[NOTICE]" in text}
+missing = [k for k, v in checks.items() if not v]
+if missing:
+    print(text[-3000:])
+    raise SystemExit("nyx screen lacks: " + ", ".join(missing))
+print("nyx shows p1, its fingerprint, a bandwidth graph and the log panel")
+EOF2
+    it_log "nyx renders p1's header, bandwidth graph and log panel"
+else
+    it_log "nyx is not installed: skipping its check"
+fi
 
 # 3b. A pctor client: CIRC and ORCONN events, circuit-status.
 read -r _ ccport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)
