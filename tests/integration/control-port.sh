@@ -294,8 +294,9 @@ text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", " ", out.deco
 fp = os.environ["FP1"]
 checks = {"nickname": re.search(r"\bp1 - 127\.0\.0\.1", text),
           "fingerprint": fp in text.replace(" ", ""),
-          "bandwidth": re.search(r"Download \(.*?\d", text) or re.search(r"[1-9][0-9.]* (KB|MB)", text),
-          "log panel": "Opened Control listener" in text or "[NOTICE]" in text}
+          # the 2 MiB download, from bw-event-cache: "Download (... total: 2.2 MB)"
+          "bandwidth": any(float(m) >= 2.0 for m in re.findall(r"total: ([0-9.]+) MB", text)),
+          "log panel": "Opened Control listener" in text}
 missing = [k for k, v in checks.items() if not v]
 if missing:
     print(text[-3000:])
