@@ -26,8 +26,9 @@
 #     reading replies are disconnected, and p1 keeps working;
 #   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
 #     graph holding the download, the log panel;
-#   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT and ORCONN
-#     events and lists its circuits in circuit-status;
+#   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
+#     NEW/SENTCONNECT/SUCCEEDED/CLOSED and ORCONN events and lists its
+#     circuits in circuit-status;
 #   - p2 exits when its owning process ends; p1 exits when the controller
 #     that sent TAKEOWNERSHIP closes its connection.
 . "$(dirname "$0")/lib.sh"
@@ -319,8 +320,9 @@ import os, subprocess, time, stem
 from stem.control import Controller, EventType
 c = Controller.from_port(port=int(os.environ["CCPORT"]))
 c.authenticate()
-circ, orconn = [], []
+circ, orconn, streams = [], [], []
 c.add_event_listener(lambda e: circ.append(e), EventType.CIRC)
+c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
 c.add_event_listener(lambda e: orconn.append(e), EventType.ORCONN)
 url = "http://127.0.0.1:%s/file" % os.environ["HPORT"]
 deadline = time.time() + 120
@@ -346,10 +348,20 @@ assert any(i in listed and listed[i].status == "BUILT" for i in ids), (ids, list
 tunnels = [e for e in circ if e.status == "BUILT" and len(e.path) == 1]
 assert all("ONEHOP_TUNNEL" in e.build_flags for e in tunnels), [str(e) for e in tunnels]
 assert any(e.status == "CONNECTED" for e in orconn), [str(e) for e in orconn]
+target = "127.0.0.1:" + os.environ["HPORT"]
+ok = [e for e in streams if e.status == "SUCCEEDED" and e.target == target]
+assert ok, [str(e) for e in streams]
+sid = ok[-1].id
+seq = [e.status for e in streams if e.id == sid]
+assert seq == ["NEW", "SENTCONNECT", "SUCCEEDED", "CLOSED"], seq
+assert ok[-1].circ_id in listed or ok[-1].circ_id in {e.id for e in circ}, ok[-1]
+assert any(e.source_address for e in streams if e.status == "NEW"), [str(e) for e in streams]
+c.get_streams()  # stream-status parses
 print("CIRC events:", " ".join("%s:%s" % (e.id, e.status) for e in circ[:8]), "...;",
-      len(orconn), "ORCONN events; circuit-status lists", len(listed))
+      len(orconn), "ORCONN events; circuit-status lists", len(listed),
+      "; stream %s: %s on circuit %s" % (sid, " ".join(seq), ok[-1].circ_id))
 EOF2
-it_log "a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT and ORCONN events and lists its circuits"
+it_log "a pctor client reports CIRC, STREAM and ORCONN events and lists its circuits"
 
 # 4. SIGNAL RELOAD with a new password in the torrc.
 new_hash=$(tor --hash-password "battery staple" | tail -1)

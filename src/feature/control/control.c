@@ -22,7 +22,8 @@
  *    by a log hook whose minimum severity follows the subscribers (a
  *    guard stops a log line written while delivering an event from
  *    recursing); ORCONN and CIRC come from core's channel-open,
- *    origin-circuit-progress and circuit-close observers (read-only). Every event name tor defines is accepted by
+ *    origin-circuit-progress and circuit-close observers, STREAM from
+ *    feature/client's stream observer (all read-only). Every event name tor defines is accepted by
  *    SETEVENTS (nyx subscribes to many); those pctor does not produce yet
  *    are simply never sent, and the man page lists which are.
  *  - Signals are handed to the daemon (control_host_t.signal), which acts
@@ -48,6 +49,7 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "feature/client/client.h"
 #include "feature/control/control_auth.h"
 #include "feature/control/control_proto.h"
 #include "lib/container/dlist.h"
@@ -495,6 +497,42 @@ circ_close_cb(circuit_t *circ, void *arg)
   circ_event(oc, built ? "CLOSED" : "FAILED");
 }
 
+static const char *const stream_status_names[] = {
+    [CLIENT_STREAM_NEW] = "NEW", [CLIENT_STREAM_SENTCONNECT] = "SENTCONNECT",
+    [CLIENT_STREAM_SUCCEEDED] = "SUCCEEDED",
+    [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED"};
+
+/* "ID STATUS CIRCID TARGET" (control-spec 4.1.2), IPv6 in brackets. */
+static char *
+stream_line(const client_stream_info_t *si)
+{
+  int v6 = strchr(si->address, ':') != NULL;
+  return pc_asprintf("%llu %s %llu %s%s%s:%u", (unsigned long long)si->id,
+                     stream_status_names[si->status],
+                     (unsigned long long)si->circ_gid, v6 ? "[" : "",
+                     si->address, v6 ? "]" : "", si->port);
+}
+
+static void
+stream_event_cb(const client_stream_info_t *si, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_STREAM)))
+    return;
+  char *line = stream_line(si);
+  char src[PC_ADDR_STR_LEN + 16] = "";
+  if (si->status == CLIENT_STREAM_NEW && si->source &&
+      si->source->family != AF_UNSPEC) {
+    char a[PC_ADDR_STR_LEN];
+    snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
+             pc_addr_fmt(si->source, a, sizeof(a), 1));
+  }
+  char *text = pc_asprintf("STREAM %s%s PURPOSE=USER", line, src);
+  send_event(EV_STREAM, text);
+  free(text);
+  free(line);
+}
+
 static void
 owner_timer_cb(void *arg)
 {
@@ -568,6 +606,14 @@ circ_status_cb(circuit_t *circ, void *arg)
 {
   const origin_circuit_t *oc = (const origin_circuit_t *)circ;
   char *line = circ_line(oc, circ_status(oc));
+  sb_add(arg, "%s\n", line);
+  free(line);
+}
+
+static void
+stream_status_cb(const client_stream_info_t *si, void *arg)
+{
+  char *line = stream_line(si);
   sb_add(arg, "%s\n", line);
   free(line);
 }
@@ -689,8 +735,11 @@ getinfo_one(const char *key, char **value)
     return 1;
   }
   if (!strcmp(key, "stream-status")) {
-    *value = pc_strdup("pctor does not list its streams yet");
-    return -1;
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    client_foreach_stream(stream_status_cb, &b);
+    *value = b.s;
+    return 1;
   }
   if (!strcmp(key, "status/version/current")) {
     *value = pc_strdup("unknown");
@@ -869,7 +918,8 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
       replyf(cc, 551, "%s", v ? v : "Internal error");
       ok = 0;
     } else if (strchr(v, '\n') || !strcmp(key, "circuit-status") ||
-               !strcmp(key, "orconn-status") || !strncmp(key, "ns/", 3)) {
+               !strcmp(key, "orconn-status") ||
+               !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3)) {
       char *head = pc_asprintf("%s=", key);
       control_proto_add_line(tmp, 250, '+', head);
       control_proto_add_data(tmp, v);
@@ -1504,6 +1554,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   if (circuits_add_close_observer(circ_close_cb, NULL) == 0)
     S.observers |= 2;
   circuits_set_origin_observer(circ_progress_cb, NULL);
+  client_set_stream_observer(stream_event_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -1544,8 +1595,10 @@ control_shutdown(void)
     channel_remove_open_observer(orconn_open_cb, NULL);
   if (S.observers & 2)
     circuits_remove_close_observer(circ_close_cb, NULL);
-  if (S.bw_timer) /* set with the observers */
+  if (S.bw_timer) { /* set with the observers */
     circuits_set_origin_observer(NULL, NULL);
+    client_set_stream_observer(NULL, NULL);
+  }
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);

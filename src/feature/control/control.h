@@ -15,7 +15,7 @@
  *     supported yet";
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
- *     BUILT, FAILED, CLOSED), SIGNAL.
+ *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL.
  *
  * The module knows nothing of the option table or of start-up: the daemon
  * hands it a control_config_t (parsed with control_parse_listen()) and a
