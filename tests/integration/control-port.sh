@@ -22,8 +22,10 @@
 #     the MetricsPort's tor_relay_traffic_bytes moves too, parses with
 #     prometheus_client, and 127.0.0.2 is refused by the policy;
 #   - SIGNAL RELOAD applies a new HashedControlPassword from the torrc;
+#     HEARTBEAT and RELOAD are seen as NOTICE log events;
 #   - bad input: an endless line and a controller flooding commands without
-#     reading replies are disconnected, and p1 keeps working;
+#     reading replies are disconnected, a GETINFO too large to answer gets
+#     551, and p1 keeps working;
 #   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
 #     graph holding the download, the log panel;
 #   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
@@ -372,8 +374,14 @@ from stem.control import Controller
 port = int(os.environ["CPORT"])
 c = Controller.from_port(port=port)
 c.authenticate(password="correct horse")
-c.signal(stem.Signal.RELOAD)
+notices = []
+c.add_event_listener(lambda e: notices.append(e.message), stem.control.EventType.NOTICE)
 c.signal(stem.Signal.HEARTBEAT)
+time.sleep(0.5)
+assert any(m.startswith("Statistics:") for m in notices), notices
+c.signal(stem.Signal.RELOAD)
+time.sleep(0.5)
+assert any("Configuration reloaded" in m for m in notices), notices
 try:
     c.signal("NOSUCHSIGNAL")
     raise SystemExit("unknown signal accepted")
@@ -390,7 +398,7 @@ except stem.connection.IncorrectPassword:
 s = stem.socket.ControlPort(port=port)
 stem.connection.authenticate_password(s, "battery staple")
 s.close()
-print("RELOAD applied the new password")
+print("HEARTBEAT and RELOAD logged as NOTICE events; RELOAD applied the new password")
 EOF
 grep -q "Configuration reloaded" "$d1/info.log" || it_fail "p1 did not log the reload"
 it_log "SIGNAL RELOAD: the new HashedControlPassword is in force"
@@ -440,6 +448,37 @@ if not cut:
 s.close()
 assert cut, "a controller that never reads was not disconnected"
 print("endless line and unread flood: disconnected")
+# one GETINFO asking for too much at once
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b'AUTHENTICATE "battery staple"\r\nGETINFO ' + b"info/names " * 5000 + b"\r\n")
+s.settimeout(10)
+got = b""
+while got.count(b"\r\n") < 2:
+    d = s.recv(4096)
+    assert d, got
+    got += d
+lines = got.split(b"\r\n")
+assert lines[0] == b"250 OK" and lines[1].startswith(b"551 Reply too large"), got[:200]
+s.close()
+print("a 7 MB GETINFO answer: 551 Reply too large")
+# SAFECOOKIE with a wrong controller hash (stem would not send one)
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"AUTHCHALLENGE SAFECOOKIE " + os.urandom(32).hex().encode() + b"\r\n")
+s.settimeout(10)
+got = b""
+while b"\r\n" not in got:
+    got += s.recv(4096)
+assert got.startswith(b"250 AUTHCHALLENGE SERVERHASH="), got
+s.sendall(b"AUTHENTICATE " + os.urandom(32).hex().encode() + b"\r\n")
+got = b""
+while b"\r\n" not in got:
+    d = s.recv(4096)
+    assert d, "closed without a reply"
+    got += d
+assert got.startswith(b"515 Authentication failed"), got
+assert closed(s), "still open after a failed SAFECOOKIE"
+s.close()
+print("SAFECOOKIE with a wrong hash: 515 and closed")
 EOF
 grep -q "does not read its replies and events" "$d1/info.log" || it_fail "p1 did not log why it closed the flooding controller"
 "$PY" - <<'EOF' || it_fail "p1 does not answer after the bad input"

@@ -976,6 +976,7 @@ start_control(const options_t *o)
     free(err);
     return -1;
   }
+  metrics_set_ipsec(A.ipsec);
   return 0;
 }
 
@@ -987,6 +988,7 @@ reconfigure_control(const options_t *o)
   ctl_config(o, &cfg);
   control_reconfigure(&cfg);
   metrics_set_policy(o->metrics_port_policy);
+  metrics_set_ipsec(A.ipsec); /* made on the first reload that wants it */
 }
 
 static void

@@ -931,6 +931,11 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
     }
     free(v);
     free(key);
+    if (ok && buf_datalen(tmp) > CONTROL_MAX_OUTBUF) {
+      /* Many large keys in one command: refuse rather than buffer it. */
+      reply(cc, 551, "Reply too large; ask for fewer keys at a time");
+      ok = 0;
+    }
     if (!ok)
       break;
   }

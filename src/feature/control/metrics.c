@@ -24,8 +24,10 @@
 #include "core/or/circuit.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
+#include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
 #include "feature/control/control_proto.h"
+#include "feature/ipsec/broker.h"
 #include "feature/measureme/measureme.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -268,6 +270,73 @@ count_chan(channel_t *chan, void *arg)
     cc->per_circuit++;
 }
 
+/* The daemon's IPsec broker (set at start and reload), or NULL. */
+static const ipsec_broker_t *metrics_ipsec;
+
+void
+metrics_set_ipsec(const ipsec_broker_t *broker)
+{
+  metrics_ipsec = broker;
+}
+
+static void
+render_ipsec_client(mbuf_t *b)
+{
+  if (metrics_ipsec) {
+    ipsec_broker_stats_t is;
+    ipsec_broker_get_stats(metrics_ipsec, &is);
+    one(b, "pctor_ipsec_peers", "gauge", "IPsec: relays in the peer table",
+        is.n_peers);
+    one(b, "pctor_ipsec_peers_offering", "gauge",
+        "IPsec: peers that offer IPsec", is.n_offering);
+    one(b, "pctor_ipsec_sas_up", "gauge",
+        "IPsec: peers whose outbound CHILD_SA is installed", is.n_sa_up);
+    head(b, "pctor_ipsec_announcements_total", "counter",
+         "IPsec: announcements by outcome");
+    add(b, "pctor_ipsec_announcements_total{outcome=\"sent\"} %llu\n",
+        (unsigned long long)is.announce_sent);
+    add(b, "pctor_ipsec_announcements_total{outcome=\"received\"} %llu\n",
+        (unsigned long long)is.announce_received);
+    add(b, "pctor_ipsec_announcements_total{outcome=\"refused\"} %llu\n",
+        (unsigned long long)is.announce_refused);
+    one(b, "pctor_ipsec_initiations_total", "counter",
+        "IPsec: IKE initiations asked of charon",
+        (unsigned long long)is.initiations);
+    one(b, "pctor_ipsec_initiation_failures_total", "counter",
+        "IPsec: IKE initiations that failed",
+        (unsigned long long)is.initiation_failures);
+    one(b, "pctor_ipsec_charon_losses_total", "counter",
+        "IPsec: times the connection to charon was lost",
+        (unsigned long long)is.charon_losses);
+    one(b, "pctor_ipsec_sa_setups_total", "counter",
+        "IPsec: CHILD_SAs installed", (unsigned long long)is.sa_setups);
+    one(b, "pctor_ipsec_sa_setup_seconds_total", "counter",
+        "IPsec: time from first need to installed SA, summed",
+        (unsigned long long)(is.sa_setup_us_total / 1000000));
+  }
+  client_stats_t cs;
+  client_get_stats(&cs);
+  one(b, "pctor_client_streams_open", "gauge",
+      "Client: SOCKS streams open", cs.n_open_streams);
+  head(b, "pctor_client_streams_total", "counter",
+       "Client: SOCKS streams by outcome");
+  add(b, "pctor_client_streams_total{outcome=\"connected\"} %llu\n",
+      (unsigned long long)cs.n_streams_connected);
+  add(b, "pctor_client_streams_total{outcome=\"failed\"} %llu\n",
+      (unsigned long long)cs.n_streams_failed);
+  head(b, "pctor_client_circuits_total", "counter",
+       "Client: circuits by outcome");
+  add(b, "pctor_client_circuits_total{outcome=\"built\"} %llu\n",
+      (unsigned long long)cs.n_circuits_built);
+  add(b, "pctor_client_circuits_total{outcome=\"failed\"} %llu\n",
+      (unsigned long long)cs.n_circuits_failed);
+  one(b, "pctor_client_conflux_sets_total", "counter",
+      "Client: conflux sets linked", (unsigned long long)cs.n_conflux_sets);
+  one(b, "pctor_client_conflux_relaunches_total", "counter",
+      "Client: conflux legs relaunched after failing to link",
+      (unsigned long long)cs.n_conflux_relaunches);
+}
+
 char *
 metrics_render(void)
 {
@@ -376,6 +445,7 @@ metrics_render(void)
       "MeasureMe: circuits being measured", measureme_n_active());
   one(&b, "pctor_measureme_records_total", "counter",
       "MeasureMe: records written", (unsigned long long)measureme_n_records());
+  render_ipsec_client(&b);
   return b.s;
 }
 
@@ -545,6 +615,7 @@ metrics_start(evloop_t *loop, const control_listen_t *port,
 void
 metrics_shutdown(void)
 {
+  metrics_ipsec = NULL;
   while (M.conns)
     mconn_free(M.conns, 0);
   listener_free(M.l);

@@ -6,7 +6,8 @@
  * (tor_relay_traffic_bytes, tor_relay_connections, tor_relay_circuits_total,
  * tor_relay_oom_*), so dashboards made for tor relays work, and pctor_*
  * names for pctor's research features (PerCircuitTCP, the EWMA/KIST
- * scheduler, conflux at the exit, MeasureMe). The man page lists them.
+ * scheduler, conflux at the exit, MeasureMe, IPsec between relays, the
+ * SocksPort client). The man page lists them.
  *
  * Policy: "accept|reject ADDR[/BITS]" rules separated by commas, ADDR an
  * IPv4 or IPv6 address (brackets allowed), "*" (any), "*4" or "*6"; a port
@@ -44,6 +45,9 @@ int metrics_parse_port(const char *value, control_listen_t *out,
  * all). Returns 0, or -1 with *err_out set. */
 int metrics_start(evloop_t *loop, const control_listen_t *port,
                   const char *policy, char **err_out);
+/* The IPsec broker whose state to show (pctor_ipsec_*), or NULL. */
+struct ipsec_broker_t;
+void metrics_set_ipsec(const struct ipsec_broker_t *broker);
 /* SIGHUP: a new policy. */
 void metrics_set_policy(const char *policy);
 void metrics_shutdown(void);
