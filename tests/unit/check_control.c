@@ -226,6 +226,10 @@ START_TEST(test_parse_listen)
   ck_assert_int_eq(control_parse_listen("auto", 0, &l, &err), 0);
   ck_assert_int_eq(l.kind, CONTROL_LISTEN_TCP);
   ck_assert_uint_eq(l.addr.port, 0);
+  ck_assert_int_eq(control_parse_listen("[::1]:auto", 0, &l, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "[::1]:0");
+  ck_assert_int_eq(control_parse_listen("127.0.0.2:auto", 0, &l, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "127.0.0.2:0");
   ck_assert_int_eq(control_parse_listen("0", 0, &l, &err), 0);
   ck_assert_int_eq(l.kind, CONTROL_LISTEN_NONE);
   ck_assert_int_eq(control_parse_listen("unix:/run/x/control GroupWritable "
@@ -238,7 +242,7 @@ START_TEST(test_parse_listen)
   ck_assert_int_eq(control_parse_listen("/run/x/s", 1, &l, &err), 0);
   ck_assert_int_eq(l.kind, CONTROL_LISTEN_UNIX);
   const char *bad[] = {"70000", "x:1", "unix:relative", "9051 Flag",
-                       "unix:/a Bogus"};
+                       "unix:/a Bogus", "x:auto", "[]:auto", "1.2.3.4:0"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     err = NULL;
     ck_assert_int_eq(control_parse_listen(bad[i], 0, &l, &err), -1);

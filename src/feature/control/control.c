@@ -209,14 +209,17 @@ control_parse_listen(const char *value, int is_socket_option,
       }
       pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port);
     } else if (pc_addr_parse(&a, value) < 0) {
-      /* "ADDR:auto" */
+      /* "ADDR:auto" or "[ADDR6]:auto": any free port on ADDR. */
       const char *c = strrchr(value, ':');
-      char *host = c ? pc_strndup(value, (size_t)(c - value)) : NULL;
-      int ok = c && !strcmp(c + 1, "auto") && host &&
-               (pc_addr_parse_ip(&a, host, 0) == 0 ||
-                (host[0] == '[' && host[strlen(host) - 1] == ']' &&
-                 (host[strlen(host) - 1] = '\0',
-                  pc_addr_parse_ip(&a, host + 1, 0) == 0)));
+      char *host = c && !strcmp(c + 1, "auto")
+                       ? pc_strndup(value, (size_t)(c - value))
+                       : NULL;
+      size_t hl = host ? strlen(host) : 0;
+      if (host && hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+      }
+      int ok = host && pc_addr_parse_ip(&a, host, 0) == 0;
       free(host);
       if (!ok) {
         *err_out = pc_asprintf("'%s' is not PORT, ADDRESS:PORT, auto or "
