@@ -31,6 +31,9 @@
 
 #include "feature/conflux/conflux_cell.h"
 #include "feature/conflux/conflux_set.h"
+#include "feature/control/control.h"      /* ControlPort, MetricsPort */
+#include "feature/control/control_auth.h"
+#include "feature/control/metrics.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
@@ -413,11 +416,54 @@ static const option_def_t option_table[] = {
    "If 1 the client and the relay's directory cache fetch the "
    "microdescriptor consensus and microdescriptors; if 0, the ns "
    "consensus and full server descriptors."},
+  /* ---- ControlPort and MetricsPort (feature/control): one block ---- */
+  {"ControlPort", OPT_TYPE_STRING,
+   "[ADDRESS:]PORT | auto | unix:PATH [FLAGS] | 0", "0", "0 (none)",
+   0, 0, 0, OFF(control_port),
+   "Accept controllers (stem, nyx) speaking tor's control protocol. A "
+   "port alone listens on 127.0.0.1; auto picks a free port (see GETINFO "
+   "net/listeners/control); unix:PATH a unix socket, as ControlSocket. "
+   "One ControlPort line is supported."},
+  {"ControlSocket", OPT_TYPE_STRING, "PATH [FLAGS] | 0", NULL, "unset",
+   0, 0, 0, OFF(control_socket),
+   "Accept controllers on the unix socket PATH. FLAGS: GroupWritable, "
+   "WorldWritable, RelaxDirModeCheck, as in tor."},
+  {"CookieAuthentication", OPT_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(cookie_authentication),
+   "Controllers may authenticate with the cookie pctor writes at start "
+   "(COOKIE and SAFECOOKIE)."},
+  {"CookieAuthFile", OPT_TYPE_PATH, "PATH", NULL,
+   "DataDirectory/control_auth_cookie",
+   0, 0, 0, OFF(cookie_auth_file),
+   "Where to write the authentication cookie."},
+  {"CookieAuthFileGroupReadable", OPT_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(cookie_auth_file_group_readable),
+   "Make the cookie file readable by the group (mode 0640)."},
+  {"HashedControlPassword", OPT_TYPE_STRING, "16:HEX", NULL, "unset",
+   1, 0, 0, OFF(hashed_control_password),
+   "Controllers may authenticate with the password whose hash this is "
+   "(tor's format, from tor --hash-password)."},
+  {"__OwningControllerProcess", OPT_TYPE_STRING, "PID", NULL, "unset",
+   1, 0, 0, OFF(owning_controller_process),
+   "Exit when the process PID ends (set by controllers that start pctor)."},
+  {"MetricsPort", OPT_TYPE_STRING, "[ADDRESS:]PORT [prometheus] | 0", "0",
+   "0 (none)", 0, 0, 0, OFF(metrics_port),
+   "Serve Prometheus metrics over HTTP at /metrics. A port alone listens "
+   "on 127.0.0.1."},
+  {"MetricsPortPolicy", OPT_TYPE_STRING, "accept|reject ADDR[/MASK][,...]",
+   NULL, "unset (reject everyone)", 1, 0, 0, OFF(metrics_port_policy),
+   "Who may read the MetricsPort; the first matching rule decides, no "
+   "match rejects."},
+  /* ---- end of ControlPort and MetricsPort ---- */
 };
 /* clang-format on */
 
 #define N_OPTIONS (sizeof(option_table) / sizeof(option_table[0]))
-_Static_assert(N_OPTIONS <= 64, "set_explicitly_ is a 64-bit mask");
+_Static_assert(N_OPTIONS <= 64 * OPTIONS_SET_WORDS,
+               "set_explicitly_ has a bit per option");
+#define SET_BIT_TEST(o, i) (((o)->set_explicitly_[(i) / 64] >> ((i) % 64)) & 1)
+#define SET_BIT_ON(o, i) ((o)->set_explicitly_[(i) / 64] |= 1ull << ((i) % 64))
+#define SET_BIT_OFF(o, i) ((o)->set_explicitly_[(i) / 64] &= ~(1ull << ((i) % 64)))
 
 const option_def_t *
 options_table(size_t *n_out)
@@ -573,9 +619,11 @@ field_copy(options_t *dst, const options_t *src, const option_def_t *def)
     break;
   }
   }
-  uint64_t bit = 1ull << def_index(def);
-  dst->set_explicitly_ =
-      (dst->set_explicitly_ & ~bit) | (src->set_explicitly_ & bit);
+  size_t bit = def_index(def);
+  if (SET_BIT_TEST(src, bit))
+    SET_BIT_ON(dst, bit);
+  else
+    SET_BIT_OFF(dst, bit);
 }
 
 /* ---- value checks ---- */
@@ -951,7 +999,7 @@ static int
 assign_default(options_t *o, const option_def_t *def, parse_ctx_t *ctx)
 {
   field_clear(o, def);
-  o->set_explicitly_ &= ~(1ull << def_index(def));
+  SET_BIT_OFF(o, def_index(def));
   if (!def->default_str)
     return 0;
   char *err = NULL;
@@ -1042,7 +1090,7 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     free(w1);
     free(w2);
   }
-  if (multi && !(o->set_explicitly_ & (1ull << idx)))
+  if (multi && !SET_BIT_TEST(o, idx))
     field_clear(o, def); /* the first line replaces the default */
   char *msg = NULL;
   if (assign_value(o, def, l->value, ctx, l, &msg) < 0) {
@@ -1050,7 +1098,7 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     free(msg);
     return -1;
   }
-  o->set_explicitly_ |= 1ull << idx;
+  SET_BIT_ON(o, idx);
   ctx->where[idx] = l;
   return 0;
 }
@@ -1117,7 +1165,7 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   }
 
   def = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(o->set_explicitly_ & (1ull << def_index(def))))
+  if (!SET_BIT_TEST(o, def_index(def)))
     o->extend_allow_private_addresses = o->testing_tor_network;
 
   if (o->onion_key_grace_period_days > o->onion_key_rotation_days) {
@@ -1390,6 +1438,52 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     if (check_host(o->address, &o->address_ip, &e) < 0)
       free(e); /* cannot happen: checked when assigned */
   }
+
+  /* ---- ControlPort and MetricsPort (feature/control): one block ---- */
+  {
+    control_listen_t cl;
+    char *perr = NULL;
+    const char *msg = NULL;
+    def = def_by_offset(OFF(control_port));
+    if (o->control_port &&
+        control_parse_listen(o->control_port, 0, &cl, &perr) < 0)
+      goto control_bad;
+    def = def_by_offset(OFF(control_socket));
+    if (o->control_socket &&
+        control_parse_listen(o->control_socket, 1, &cl, &perr) < 0)
+      goto control_bad;
+    def = def_by_offset(OFF(hashed_control_password));
+    if (o->hashed_control_password &&
+        !control_auth_hash_is_valid(o->hashed_control_password)) {
+      msg = "must be a hash from 'tor --hash-password' (16: and 58 hex "
+            "digits)";
+      goto control_bad;
+    }
+    def = def_by_offset(OFF(owning_controller_process));
+    if (o->owning_controller_process) {
+      char *end = NULL;
+      long pid = strtol(o->owning_controller_process, &end, 10);
+      if (pid <= 0 || *end) {
+        msg = "must be a process ID";
+        goto control_bad;
+      }
+    }
+    def = def_by_offset(OFF(metrics_port));
+    if (o->metrics_port &&
+        metrics_parse_port(o->metrics_port, &cl, &perr) < 0)
+      goto control_bad;
+    def = def_by_offset(OFF(metrics_port_policy));
+    if (o->metrics_port_policy &&
+        metrics_policy_check(o->metrics_port_policy, &perr) < 0)
+      goto control_bad;
+    goto control_ok;
+  control_bad:
+    option_error(err_out, def, ctx, perr ? perr : msg);
+    free(perr);
+    return -1;
+  control_ok:;
+  }
+  /* ---- end of ControlPort and MetricsPort ---- */
   return 0;
 }
 
@@ -1526,7 +1620,7 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   }
   /* A default that depends on a kept option follows the kept value. */
   const option_def_t *eapa = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(new_opts->set_explicitly_ & (1ull << def_index(eapa))))
+  if (!SET_BIT_TEST(new_opts, def_index(eapa)))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
   return kept;
 }
@@ -1776,3 +1870,55 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "See pctor(1) for the options and signals.\n",
           progname, torrc, torrc);
 }
+
+/* ---- ControlPort GETCONF (feature/control): one block ---- */
+int
+options_get_values(const options_t *o, const char *name, char **canonical,
+                   char ***values, int *n)
+{
+  const option_def_t *def = options_find(name);
+  *values = NULL;
+  *n = 0;
+  if (!def)
+    return -1;
+  *canonical = pc_strdup(def->name);
+  options_strlist_t l = {0, NULL};
+  switch (def->type) {
+  case OPT_TYPE_BOOL:
+  case OPT_TYPE_INT: {
+    char v[24];
+    snprintf(v, sizeof(v), "%d", *CFIELD(o, def, int));
+    strlist_add(&l, v);
+    break;
+  }
+  case OPT_TYPE_ORPORT: {
+    const options_ports_t *p = CFIELD(o, def, options_ports_t);
+    for (int i = 0; i < p->n; i++) {
+      char a[PC_ADDR_STR_LEN];
+      strlist_add(&l, pc_addr_fmt(&p->addrs[i], a, sizeof(a), 1));
+    }
+    if (p->n == 0)
+      strlist_add(&l, "0");
+    break;
+  }
+  case OPT_TYPE_LOG:
+  case OPT_TYPE_DIRAUTH:
+  case OPT_TYPE_FAMILY:
+  case OPT_TYPE_POLICY: {
+    const options_strlist_t *src = CFIELD(o, def, options_strlist_t);
+    for (int i = 0; i < src->n; i++)
+      strlist_add(&l, src->v[i]);
+    break;
+  }
+  default: {
+    const char *v = *CFIELD(o, def, char *);
+    if (v)
+      strlist_add(&l, v);
+    break;
+  }
+  }
+  *values = l.v;
+  *n = l.n;
+  return 0;
+}
+/* ---- end of ControlPort GETCONF ---- */

@@ -123,8 +123,24 @@ typedef struct options_t {
   int conflux_scheduler;          /* parsed: 0 auto, or a cfx_alg_t */
   int conflux_max_ooo;            /* ConfluxMaxOutOfOrder, messages */
 
-  /* Private bookkeeping: which table rows were set explicitly. */
-  uint64_t set_explicitly_;
+  /* ---- ControlPort and MetricsPort (feature/control) ----
+   * One block, for the port to per-module option tables. Values as
+   * written; feature/control parses them (checked by validate()). */
+  char *control_port;             /* ControlPort: "0" off */
+  char *control_socket;           /* ControlSocket: NULL or "0" off */
+  int cookie_authentication;      /* CookieAuthentication */
+  char *cookie_auth_file;         /* CookieAuthFile: NULL = default */
+  int cookie_auth_file_group_readable; /* CookieAuthFileGroupReadable */
+  char *hashed_control_password;  /* HashedControlPassword: NULL none */
+  char *owning_controller_process; /* __OwningControllerProcess: a pid */
+  char *metrics_port;             /* MetricsPort: "0" off */
+  char *metrics_port_policy;      /* MetricsPortPolicy: NULL reject all */
+  /* ---- end of ControlPort and MetricsPort ---- */
+
+  /* Private bookkeeping: which table rows were set explicitly (a bit per
+   * row, OPTIONS_SET_WORDS words). */
+#define OPTIONS_SET_WORDS 2
+  uint64_t set_explicitly_[OPTIONS_SET_WORDS];
 } options_t;
 
 /* The table, for --list-options, the man-page check and tests. */
@@ -239,6 +255,13 @@ char *options_default_data_directory(int is_root, const char *home);
  * value differs between old and new_opts, log a warning naming it and put
  * the old value back into new_opts. Returns how many were kept. */
 int options_keep_non_reloadable(const options_t *old, options_t *new_opts);
+
+/* GETCONF for the ControlPort: the canonical name and the values of the
+ * option named name (case-insensitive), each as a torrc would write it
+ * (newly allocated; *n 0 when unset). Returns 0, or -1 for an unknown
+ * option. */
+int options_get_values(const options_t *o, const char *name,
+                       char **canonical, char ***values, int *n);
 
 /* Whether two options_t have the same value for one option. */
 int options_equal(const options_t *a, const options_t *b,
