@@ -831,6 +831,9 @@ START_TEST(test_defaults_torrc)
   unlink(inc);
   unlink(defaults);
   rmdir(dir);
+}
+END_TEST
+
 /* ControlPort and MetricsPort options (feature/control parses them), and
  * the GETCONF accessor. */
 START_TEST(test_control_options)
