@@ -65,6 +65,10 @@ typedef struct cstream_t {
   ccirc_t *circ;
   edge_stream_t *es;      /* on circ's edge from BEGIN on, else NULL */
   int retried;
+  /* For controllers (client_set_stream_observer): a process-wide ID once
+   * reported NEW, and whether it ends as FAILED. */
+  uint64_t gid;
+  unsigned failed : 1;
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -171,6 +175,9 @@ void socks_stream_free(cstream_t *cs);
 void socks_stream_fail(cstream_t *cs, int end_reason, const char *why);
 /* Open cs's stream on its circuit (BEGIN). */
 void socks_send_begin(cstream_t *cs);
+/* Tell the controller's stream observer (if any) that cs is now in state
+ * st; gives cs its process-wide ID on first report. */
+void socks_stream_report(cstream_t *cs, client_stream_status_t st);
 /* The SocksPort listener's accept callback. */
 void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
 

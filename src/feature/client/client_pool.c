@@ -372,6 +372,8 @@ take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
 void
 client_stream_attach(cstream_t *cs)
 {
+  if (!cs->gid)
+    socks_stream_report(cs, CLIENT_STREAM_NEW);
   uint8_t iso[600];
   size_t iso_len;
   iso_key(&cs->req, iso, &iso_len);

@@ -23,6 +23,70 @@
 
 static const edge_stream_ops_t socks_stream_ops;
 
+/* ---- controller view (read-only) ---------------------------------- */
+static struct {
+  client_stream_observer_fn fn;
+  void *arg;
+  uint64_t next_gid;
+} O;
+
+void
+client_set_stream_observer(client_stream_observer_fn fn, void *arg)
+{
+  O.fn = fn;
+  O.arg = arg;
+}
+
+static void
+stream_info(const cstream_t *cs, client_stream_info_t *si)
+{
+  memset(si, 0, sizeof(*si));
+  si->id = cs->gid;
+  si->address = cs->req.address;
+  si->port = cs->req.port;
+  si->status = cs->state == CS_OPEN         ? CLIENT_STREAM_SUCCEEDED
+               : cs->state == CS_CONNECTING ? CLIENT_STREAM_SENTCONNECT
+                                            : CLIENT_STREAM_NEW;
+  if (cs->circ)
+    for (int i = 0; i < cs->circ->n_legs && !si->circ_gid; i++)
+      if (cs->circ->legs[i]->circ)
+        si->circ_gid = cs->circ->legs[i]->circ->base.gid;
+  if (cs->conn)
+    si->source = conn_peer(cs->conn);
+}
+
+void
+socks_stream_report(cstream_t *cs, client_stream_status_t st)
+{
+  if (!cs->gid)
+    cs->gid = ++O.next_gid;
+  if (!O.fn)
+    return;
+  client_stream_info_t si;
+  stream_info(cs, &si);
+  si.status = st;
+  O.fn(&si, O.arg);
+}
+
+void
+client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
+                      void *arg)
+{
+  if (!client_g.loop)
+    return;
+  for (dlist_node_t *n = dlist_first(&client_g.circs); n;
+       n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    for (dlist_node_t *m = dlist_first(&cc->streams); m;
+         m = dlist_next(&cc->streams, m)) {
+      const cstream_t *cs = DLIST_ENTRY(m, cstream_t, node);
+      client_stream_info_t si;
+      stream_info(cs, &si);
+      fn(&si, arg);
+    }
+  }
+}
+
 /* Send the SOCKS reply for an END reason (or success when reason < 0). */
 static void
 socks_reply(cstream_t *cs, int end_reason)
@@ -48,6 +112,9 @@ socks_reply(cstream_t *cs, int end_reason)
 void
 socks_stream_free(cstream_t *cs)
 {
+  if (cs->gid)
+    socks_stream_report(cs, cs->failed ? CLIENT_STREAM_FAILED
+                                       : CLIENT_STREAM_CLOSED);
   edge_stream_forget(cs->es);
   cs->es = NULL;
   dlist_remove(&cs->node);
@@ -65,6 +132,7 @@ void
 socks_stream_fail(cstream_t *cs, int end_reason, const char *why)
 {
   client_g.stats.n_streams_failed++;
+  cs->failed = 1;
   log_info("SOCKS request for port %u failed: %s", cs->req.port, why);
   if (cs->state != CS_OPEN)
     socks_reply(cs, end_reason);
@@ -88,6 +156,7 @@ socks_send_begin(cstream_t *cs)
     n = snprintf(target, sizeof(target), "[%s]:%u", cs->req.address,
                  cs->req.port);
   cs->state = CS_CONNECTING;
+  socks_stream_report(cs, CLIENT_STREAM_SENTCONNECT);
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(client_g.loop);
   if (edge_stream_send_msg(cs->es, RELAY_COMMAND_BEGIN,
@@ -177,6 +246,7 @@ socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
   if (cs->state != CS_CONNECTING)
     return;
   cs->state = CS_OPEN;
+  socks_stream_report(cs, CLIENT_STREAM_SUCCEEDED);
   client_g.stats.n_open_streams++;
   client_g.stats.n_streams_connected++;
   socks_reply(cs, -1);
