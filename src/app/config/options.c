@@ -356,6 +356,21 @@ static const option_def_t option_table[] = {
    "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
    "Beyond it the least recently used relay without an SA is forgotten; "
    "if every one has an SA, further relays share connections."},
+  /* ---- IPsec broker trust (issue 14): IPsecMaxPeersPerAddress,
+   * IPsecCharonUser. Validated in the matching block of
+   * options_validate(); used by app/main/start.c apply_ipsec(). ---- */
+  {"IPsecMaxPeersPerAddress", OPT_TYPE_INT, "NUM", "2", "2", 1, 1, 1000,
+   OFF(ipsec_max_peers_per_address),
+   "Relay identities pctor keeps IPsec state for per IP address (tor's "
+   "authorities list at most two relays per address). A further identity "
+   "at that address replaces the least recently used one the consensus "
+   "does not list there, or is ignored if all are listed."},
+  {"IPsecCharonUser", OPT_TYPE_USER, "USERNAME", NULL, "unset (root only)",
+   1, 0, 0, OFF(ipsec_charon_user),
+   "Besides root, the user charon may run as. Before it sends anything "
+   "(its IKE private key first), pctor checks who serves the VICI socket "
+   "(SO_PEERCRED) and refuses a socket served by any other user."},
+  /* ---- end of IPsec broker trust ---- */
   {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
    OFF(measureme_enabled),
    "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
@@ -1210,6 +1225,18 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
     o->ipsec_mode = (int)m;
   }
+  /* ---- IPsec broker trust (issue 14) ---- */
+  o->ipsec_charon_uid = -1;
+  if (o->ipsec_charon_user) {
+    struct passwd *pw = getpwnam(o->ipsec_charon_user);
+    if (!pw) {
+      def = def_by_offset(OFF(ipsec_charon_user));
+      option_error(err_out, def, ctx, "no such user");
+      return -1;
+    }
+    o->ipsec_charon_uid = (long)pw->pw_uid;
+  }
+  /* ---- end of IPsec broker trust ---- */
   if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
     def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
     const char *msg = "needs IPsec auto or 1";
