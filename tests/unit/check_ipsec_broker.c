@@ -807,8 +807,10 @@ fc_load_conn(fc_t *f, const vici_msg_t *m)
   snprintf(fcn->out_rts, 64, "%s", first_item(o, "remote_ts"));
   snprintf(fcn->in_lts, 64, "%s", first_item(i, "local_ts"));
   snprintf(fcn->in_rts, 64, "%s", first_item(i, "remote_ts"));
-  const char *ud = vici_node_get_str(o, "updown");
-  snprintf(fcn->updown, 64, "%s", ud ? ud : "");
+  /* pctor never gives charon a command to run (issue 14). */
+  ck_assert_ptr_null(vici_node_get(o, "updown"));
+  ck_assert_ptr_null(vici_node_get(i, "updown"));
+  snprintf(fcn->updown, 64, "%s", "");
   ck_assert_str_eq(vici_node_get_str(o, "start_action"), "none");
 }
 
@@ -1362,7 +1364,6 @@ relay_cfg(relay_t *r, ipsec_mode_t mode)
   ipsec_broker_config_init(&cfg);
   cfg.mode = mode;
   cfg.vici_socket = r->fc->path;
-  cfg.updown = "/usr/lib/pctor/pctor-updown libipsec";
   cfg.orport = r->orport;
   /* The fake charons run as this process's user. */
   cfg.charon_uid = (long)getuid();
@@ -1603,7 +1604,7 @@ START_TEST(test_broker_establish)
   ck_assert_str_eq(c->out_rts, "10.202.0.2/32[tcp/9001]");
   ck_assert_str_eq(c->in_lts, "10.202.0.1/32[tcp/9001]");
   ck_assert_str_eq(c->in_rts, "10.202.0.2/32[tcp]");
-  ck_assert_str_eq(c->updown, "/usr/lib/pctor/pctor-updown libipsec");
+  ck_assert_str_eq(c->updown, ""); /* no updown command, ever */
   /* The mirror image on relay 1. */
   snprintf(name, sizeof(name), "pctor-%s", R[0].hex);
   c = fc_conn(R[1].fc, name);

@@ -346,11 +346,11 @@ static const option_def_t option_table[] = {
    "stay usable by that user (scripts/pctor-charon --vici-group)."},
   {"IPsecUpdown", OPT_TYPE_STRING, "COMMAND", NULL, "unset (none)",
    1, 0, 0, OFF(ipsec_updown),
-   "The updown command charon runs when one of pctor's CHILD_SAs comes "
-   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
-   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
-   "routes the SA's TCP into the tunnel device, without which the "
-   "traffic would not be protected."},
+   "Obsolete: accepted and ignored with a warning. pctor no longer "
+   "names an updown command in what it loads into charon (charon would "
+   "run it as root); the updown script is part of charon's set-up: "
+   "scripts/pctor-charon runs ipsec-conf/pctor-updown for pctor's "
+   "CHILD_SAs (doc/ipsec.md)."},
   {"IPsecMaxPeers", OPT_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
    OFF(ipsec_max_peers),
    "Relays pctor keeps IPsec state for (known to offer IPsec or not). "

@@ -494,7 +494,11 @@ apply_ipsec(const options_t *o)
   cfg.mode = (ipsec_mode_t)o->ipsec_mode;
   cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
   cfg.vici_socket = o->ipsec_vici_socket;
-  cfg.updown = o->ipsec_updown;
+  if (o->ipsec_updown && *o->ipsec_updown)
+    log_warn("IPsecUpdown is obsolete and ignored: pctor no longer gives "
+             "charon a command to run. The updown script is part of "
+             "charon's set-up (scripts/pctor-charon runs "
+             "ipsec-conf/pctor-updown; see doc/ipsec.md).");
   cfg.max_peers = (unsigned)o->ipsec_max_peers;
   cfg.max_peers_per_addr = (unsigned)o->ipsec_max_peers_per_address;
   cfg.charon_uid = o->ipsec_charon_uid;
@@ -935,6 +939,14 @@ app_log_statistics(void)
                (unsigned long long)is.sa_setups,
                (unsigned long long)(is.sa_setups ? is.sa_setup_us_total /
                                     is.sa_setups / 1000 : 0));
+    log_notice("Statistics: IPsec trust: refused %llu relays not listed in "
+               "the consensus, %llu announcing another ORPort, %llu over "
+               "IPsecMaxPeersPerAddress; evicted %llu unlisted relays with "
+               "SAs",
+               (unsigned long long)is.refused_unlisted,
+               (unsigned long long)is.refused_port,
+               (unsigned long long)is.refused_per_addr,
+               (unsigned long long)is.evicted_with_sa);
   }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",

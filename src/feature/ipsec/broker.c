@@ -147,7 +147,7 @@ struct ipsec_broker_t {
   torcert_t *ike_cert;
   uint8_t cert_signer[32];
   ipsec_broker_config_t cfg;
-  char *vici_socket, *updown;
+  char *vici_socket;
   int running;                 /* mode != OFF: link handlers, VICI */
   int policy_installed;
   vici_client_t *vc;
@@ -428,7 +428,7 @@ log_untrusted(ipsec_broker_t *b, const char *desc, const pc_addr_t *at,
     return;
   char a[PC_ADDR_STR_LEN] = "?";
   if (at)
-    pc_addr_fmt(at, a, sizeof(a), 1);
+    pc_addr_fmt(at, a, sizeof(a), 0);
   log_notice("IPsec: not using relay %s at %s: %s; it is asked again when "
              "a newer consensus lists it (%u more refusals not logged)",
              desc, a, why, sup);
@@ -953,8 +953,8 @@ add_child(ipsec_broker_t *b, vici_builder_t *a, const char *name,
   add_list1(a, "remote_ts", rts);
   add_list1(a, "esp_proposals", ESP_PROPOSAL);
   vici_builder_add_str(a, "start_action", "none");
-  if (b->updown && *b->updown)
-    vici_builder_add_str(a, "updown", b->updown);
+  /* Never an "updown": charon would run it as root. The updown script is
+   * the operator's, in charon's own set-up (scripts/pctor-charon). */
   vici_builder_end_section(a);
 }
 
@@ -1746,8 +1746,7 @@ ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg)
                          : IPSEC_DEFAULT_VICI_SOCKET;
   int sock_changed = str_changed(b->vici_socket, sock) ||
                      b->cfg.charon_uid != cfg->charon_uid;
-  int reload = b->running && (str_changed(b->updown, cfg->updown) ||
-                              !pc_addr_eq(&b->cfg.orport, &cfg->orport, 1));
+  int reload = b->running && !pc_addr_eq(&b->cfg.orport, &cfg->orport, 1);
   if (!want)
     stop_running(b);
   b->cfg = *cfg;
@@ -1756,11 +1755,8 @@ ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg)
   if (!b->cfg.max_peers_per_addr)
     b->cfg.max_peers_per_addr = IPSEC_DEFAULT_MAX_PEERS_PER_ADDR;
   free(b->vici_socket);
-  free(b->updown);
   b->vici_socket = pc_strdup(sock);
-  b->updown = cfg->updown ? pc_strdup(cfg->updown) : NULL;
   b->cfg.vici_socket = b->vici_socket;
-  b->cfg.updown = b->updown;
   if (!want)
     b->cfg.mode = IPSEC_MODE_OFF;
 
@@ -1829,7 +1825,6 @@ ipsec_broker_free_(ipsec_broker_t *b)
   torcert_free(b->ike_cert);
   ike_key_free(b->ike);
   free(b->vici_socket);
-  free(b->updown);
   free(b);
 }
 

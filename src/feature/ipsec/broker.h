@@ -70,9 +70,6 @@ typedef struct ipsec_broker_config_t {
   ipsec_mode_t mode;          /* IPsec */
   int require_for_pctcp;      /* PerCircuitTCPRequireIPsec */
   const char *vici_socket;    /* IPsecVICISocket */
-  /* IPsecUpdown: the updown command charon runs for our CHILD_SAs (e.g.
-   * "/usr/lib/pctor/pctor-updown libipsec"); NULL or "" for none. */
-  const char *updown;
   /* Our ORPort as peers reach it (the descriptor's address and IPv4
    * ORPort): the local end of every SA. */
   pc_addr_t orport;
@@ -86,7 +83,7 @@ typedef struct ipsec_broker_config_t {
   long charon_uid;
 } ipsec_broker_config_t;
 
-/* Defaults: mode off, IPSEC_DEFAULT_VICI_SOCKET, no updown, no address,
+/* Defaults: mode off, IPSEC_DEFAULT_VICI_SOCKET, no address,
  * IPSEC_DEFAULT_MAX_PEERS, IPSEC_DEFAULT_MAX_PEERS_PER_ADDR, root only. */
 void ipsec_broker_config_init(ipsec_broker_config_t *cfg);
 
@@ -101,8 +98,8 @@ ipsec_broker_t *ipsec_broker_new(evloop_t *loop, const char *datadir,
                                  const relay_keys_t *keys, char **err);
 /* Apply cfg (at start and on SIGHUP; strings are copied). Turning IPsec
  * on registers the link handlers and the PerCircuitTCP policy and
- * connects to charon; a new socket path reconnects; a new ORPort or
- * updown reloads every peer's connection. Turning it off disconnects and
+ * connects to charon; a new socket path or charon user reconnects; a new
+ * ORPort reloads every peer's connection. Turning it off disconnects and
  * forgets the peers, leaving charon's SAs alone (existing connections
  * keep working until charon lets them expire). Returns 0, or -1 (logged)
  * when cfg is unusable (IPsec on without an ORPort address). */
