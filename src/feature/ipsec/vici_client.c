@@ -529,8 +529,13 @@ conn_established(vici_client_t *c)
 {
   char why[200];
   if (!peer_allowed(c, why, sizeof(why))) {
-    log_warn("Refusing charon's VICI socket %s: %s",
-             c->path ? c->path : "(fd)", why);
+    /* A warning the first time, then at info with each retry. */
+    if (c->n_failures == 0)
+      log_warn("Refusing charon's VICI socket %s: %s",
+               c->path ? c->path : "(fd)", why);
+    else
+      log_info("Refusing charon's VICI socket %s: %s",
+               c->path ? c->path : "(fd)", why);
     c->state = CS_CONNECTING;
     conn_down(c, why);
     return;
