@@ -6,8 +6,22 @@
  *   opened, or a PerCircuitTCP question), in a hash map by Ed25519
  *   identity (plus one by RSA identity, for extensions without an Ed25519
  *   link specifier). The table is bounded (max_peers): a newcomer evicts
- *   the least recently used peer without an installed SA, or is not
- *   tracked at all (its circuits then share connections).
+ *   the least recently used peer without an installed SA (unlisted ones
+ *   first), else the least recently used peer that the consensus no
+ *   longer lists, SAs and all (terminated), or is not tracked at all (its
+ *   circuits then share connections). At most max_peers_per_addr peers
+ *   share one address (`hint`): a newcomer there replaces an unlisted one
+ *   or is not tracked.
+ * - Trust (issue 14): an announcement proves only that its sender holds
+ *   some Tor identity. A peer becomes OFFERS (the only kind anything is
+ *   loaded into charon for) only if the application's directory lookup
+ *   lists it at the link's address with the ORPort it announces; else it
+ *   is REFUSED, and ipsec_broker_directory_changed() re-checks every peer
+ *   against each new consensus (demoting OFFERS peers that left it,
+ *   asking REFUSED ones that are now listed to announce again). The VICI
+ *   client refuses a socket not served by root or the charon user
+ *   (SO_PEERCRED) before anything is sent, and no command for charon to
+ *   run (updown) is ever part of what we load.
  * - What we know of a peer ("kind"): PROBING (we asked, no answer yet),
  *   NO_IPSEC (it did not answer in time, or said it does not offer IPsec;
  *   forgotten after an hour so that a relay that starts offering is

@@ -7,7 +7,9 @@
  *
  * What it does, per peer relay:
  *  1. Learns over the relays' own authenticated link whether the peer
- *     offers IPsec, its IKE key (certified by its identity) and ORPort.
+ *     offers IPsec, its IKE key (certified by its identity) and ORPort,
+ *     and goes on only for a peer the current consensus lists at the
+ *     link's address with that ORPort (ipsec_broker_set_directory).
  *  2. Loads one charon connection "pctor-<64 hex of the peer's Ed25519
  *     identity>" with IKE identities @#<identity hex> on both sides, the
  *     peer's IKE key as the only acceptable key, and two CHILD_SAs:
