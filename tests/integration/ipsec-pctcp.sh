@@ -13,11 +13,14 @@
 #            pctor-circtest
 #            (services on 10.N.9.1, C's loopback; A and B route to
 #             it through C, C routes to A's and B's relay addresses)
-# Both relays have PerCircuitTCP 1, IPsec 1, IPsecUpdown pctor-updown
-# libipsec, and the nftables input filter (ipsec-conf/) loaded. Circuits
-# are pa -> pb -> mid -> p3 (a tor relay after pb, so that a tor 0.4.9
-# receives pb's announcements; a tor exit would refuse streams from a
-# relay missing from its consensus, which pb is). Checked:
+# Both relays have PerCircuitTCP 1 and IPsec 1, their charons (started by
+# scripts/pctor-charon) run pctor-updown libipsec through "pctor-vici
+# updown" -- pctor sends charon no updown command (issue 14) -- and the
+# nftables input filter (ipsec-conf/) is loaded; they
+# publish their descriptors to the authority, since a relay brokers IPsec
+# only with relays its consensus lists (issue 14). Circuits are
+# pa -> pb -> mid -> p3 (a tor relay after pb, so that a tor 0.4.9
+# receives pb's announcements). Checked:
 #  - the first circuit makes the relays announce IPsec to each other; the
 #    SA comes up without any manual step, with the Tor identities as IKE
 #    identities (pctor-vici list-sas);
@@ -30,7 +33,13 @@
 #    the relay addresses (no TCP);
 #  - forged announcements (another relay's IKE key with our certificates;
 #    another relay's certificate chain) are refused and nothing is loaded
-#    for them; the same tool's genuine announcement is accepted;
+#    for them; the same tool's genuine announcement is verified but refused
+#    too, because the consensus does not list the tool's identity;
+#  - the trust rules (issue 14): identities the consensus does not list,
+#    many of them from one address, are refused and at most
+#    IPsecMaxPeersPerAddress (2) of them are tracked (SIGUSR1's figures);
+#    pb's identity announcing another ORPort than its listed one is
+#    refused; none of them gets anything loaded into charon;
 #  - charon is killed during a download, first A's then B's (so both the
 #    initiator's and the responder's). While it is down, with the nftables
 #    filters removed from both namespaces, no plaintext TCP between the
@@ -273,11 +282,9 @@ Nickname $1
 Log info file $d/info.log
 TestingTorNetwork 1
 $DIRAUTH
-PublishServerDescriptor 0
 PerCircuitTCP 1
 IPsec 1
 IPsecVICISocket $4/charon.vici
-IPsecUpdown $UPDOWN libipsec
 EOF
     start_bg "$2" "$PCTOR" -f "$d/torrc"
     echo "$BGPID" > "$d/pid"
@@ -290,6 +297,18 @@ for r in pa pb; do
         fail "$r did not connect to its charon"
 done
 PA=$(cat "$D/pa/pid") PB=$(cat "$D/pb/pid")
+# IPsec only with relays the consensus lists: wait until each relay has a
+# consensus listing both.
+lists_both() { # RELAY
+    local f=$D/$1/data/cached-microdesc-consensus
+    grep -q "^r pa " "$f" 2> /dev/null && grep -q "^r pb " "$f" 2> /dev/null
+}
+t_pub=$SECONDS
+for r in pa pb; do
+    it_wait_until 120 lists_both "$r" || fail "$r has no consensus listing pa and pb"
+done
+it_log "pa and pb published and fetched a consensus listing both ($((SECONDS - t_pub)) s)"
+
 HOPA="pctor:$D/pa/data@$A:$ORPORT" HOPB="pctor:$D/pb/data@$B:$ORPORT"
 hexid() { # DATADIR: the Ed25519 identity in hex (IKE ID)
     base64 -d <<< "$(awk '{print $2}' "$1/fingerprint-ed25519")=" 2> /dev/null | od -An -tx1 | tr -d ' \n'
@@ -397,9 +416,12 @@ grep -F "Refused an IPsec announcement from relay $fid" "$D/pa/info.log" | grep 
 [ "$("$VICI" -s "$D/ca/charon.vici" get-conns)" = "pctor-$IDB" ] ||
     fail "pa loaded a connection for a forged announcement"
 fa --case valid > "$D/forge3.out" 2>&1 || fail "forger 3: $(cat "$D/forge3.out")"
-it_wait_until 5 grep -qF "Relay $fid offers IPsec at $CA:$ORPORT" "$D/pa/info.log" ||
-    fail "pa did not accept the tool's genuine announcement"
-it_log "forged announcements refused (another relay's key, another identity's chain); a genuine one accepted"
+it_wait_until 5 grep -qF "IPsec: not using relay $fid at $CA: not listed in the current consensus" "$D/pa/info.log" ||
+    fail "pa did not refuse the unlisted tool's genuine announcement"
+grep -qF "Relay $fid offers IPsec" "$D/pa/info.log" && fail "pa accepted an unlisted relay's announcement"
+[ "$("$VICI" -s "$D/ca/charon.vici" get-conns)" = "pctor-$IDB" ] ||
+    fail "pa loaded a connection for an unlisted relay"
+it_log "forged announcements refused (another relay's key, another identity's chain); a genuine one from an unlisted relay refused too"
 
 # ---- 4. charon goes away during a download and comes back ----
 # charon_restart RELAY NS CHARON_DIR ADDR ROLE: kill the relay's charon
@@ -485,6 +507,50 @@ sleep 0.5
 kill -INT "$tpid"
 wait "$tpid" 2> /dev/null
 cap_check "$D/cap2.pcap" "after the charon restart"
+
+# pctor gave charon no updown command; the routing came from the runner.
+grep -q "updown up-host out $A -> $B" "$D/ca/updown.log" ||
+    fail "pctor-charon's updown runner did not see pa's CHILD_SA: $(tail -3 "$D/ca/updown.log")"
+
+# ---- 5. trust rules: many identities from one address, a wrong port ----
+# known_peers: pa's "known peers" figure, from a fresh SIGUSR1 line.
+known_peers() {
+    local n0
+    n0=$(grep -c "Statistics: IPsec trust: refused" "$D/pa/info.log")
+    kill -USR1 "$PA"
+    it_wait_until 5 sh -c "[ \$(grep -c 'Statistics: IPsec trust: refused' '$D/pa/info.log') -gt $n0 ]" ||
+        fail "no SIGUSR1 figures"
+    grep -o "Statistics: IPsec: [0-9]* known peers" "$D/pa/info.log" | tail -1 | awk '{print $3}'
+}
+known0=$(known_peers)
+for i in 1 2 3 4 5 6; do
+    mkdir -p "$D/many$i" && chmod 700 "$D/many$i"
+    in_ns "$NC" "$ANNOUNCE" --datadir "$D/many$i" --target "$A:$ORPORT" --orport "$CA:$ORPORT" \
+        --case valid > "$D/many$i.out" 2>&1 || fail "announcer $i: $(cat "$D/many$i.out")"
+done
+it_wait_until 5 grep -q "IPsec: forgetting relay .* (too many relay identities at its address)" "$D/pa/info.log" ||
+    fail "pa kept more identities from one address than IPsecMaxPeersPerAddress"
+known=$(known_peers)
+unlisted=$(grep -o "IPsec trust: refused [0-9]* relays not listed" "$D/pa/info.log" | tail -1 | awk '{print $4}')
+# Before: the forger's identity was the one at C's address; after 6 more,
+# at most IPsecMaxPeersPerAddress (2) there.
+[ -n "$known" ] && [ -n "$known0" ] && [ "$known" -le $((known0 + 1)) ] ||
+    fail "pa tracked $known0 relays, and $known after 6 more identities from one address"
+[ "${unlisted:-0}" -ge 7 ] || fail "pa counted only ${unlisted:-0} unlisted refusals"
+[ "$("$VICI" -s "$D/ca/charon.vici" get-conns)" = "pctor-$IDB" ] ||
+    fail "pa loaded a connection for one of many identities from one address"
+it_log "7 unlisted identities from one address: refused; relays tracked: $known0 before the last 6, $known after"
+# pb's identity (a copy of its keys) announcing another ORPort.
+mkdir -p "$D/pbcopy" && chmod 700 "$D/pbcopy" && cp -r "$D/pb/data/keys" "$D/pbcopy/" ||
+    fail "cannot copy pb's keys"
+in_ns "$NB" "$ANNOUNCE" --datadir "$D/pbcopy" --target "$A:$ORPORT" --orport "$B:$((ORPORT + 1))" \
+    --case valid > "$D/wrongport.out" 2>&1 || fail "wrong-port announcer: $(cat "$D/wrongport.out")"
+it_wait_until 5 grep -qF "it announced ORPort $B:$((ORPORT + 1)), but the consensus lists $B:$ORPORT" "$D/pa/info.log" ||
+    fail "pa did not refuse pb's identity announcing another ORPort"
+c=$("$VICI" -s "$D/ca/charon.vici" get-conns)
+[ -z "$c" ] || [ "$c" = "pctor-$IDB" ] || fail "pa's charon has connections $c"
+grep -q "pctor-.*$((ORPORT + 1))" "$D/ca/charon.log" && fail "pa loaded the wrong port into charon"
+it_log "an announcement with another ORPort than the listed one refused"
 
 kill -0 "$PA" && kill -0 "$PB" || fail "a relay died"
 if grep -E '\[(warn|err)\]' "$D/pa/info.log" "$D/pb/info.log" |

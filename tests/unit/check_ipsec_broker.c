@@ -807,8 +807,10 @@ fc_load_conn(fc_t *f, const vici_msg_t *m)
   snprintf(fcn->out_rts, 64, "%s", first_item(o, "remote_ts"));
   snprintf(fcn->in_lts, 64, "%s", first_item(i, "local_ts"));
   snprintf(fcn->in_rts, 64, "%s", first_item(i, "remote_ts"));
-  const char *ud = vici_node_get_str(o, "updown");
-  snprintf(fcn->updown, 64, "%s", ud ? ud : "");
+  /* pctor never gives charon a command to run (issue 14). */
+  ck_assert_ptr_null(vici_node_get(o, "updown"));
+  ck_assert_ptr_null(vici_node_get(i, "updown"));
+  snprintf(fcn->updown, 64, "%s", "");
   ck_assert_str_eq(vici_node_get_str(o, "start_action"), "none");
 }
 
@@ -1260,6 +1262,9 @@ typedef struct relay_t {
   int has_broker;   /* a tor relay has none: it ignores announcements */
   int n_rx;         /* announcements delivered to it */
   uint8_t last_flags;
+  /* The test "consensus": listed (at listed_at) or not. */
+  int listed;
+  pc_addr_t listed_at;
 } relay_t;
 
 #define MAX_RELAYS 4
@@ -1336,6 +1341,22 @@ net_send(void *arg, const uint8_t ed[32], const uint8_t *payload, size_t len)
   return 0;
 }
 
+/* The brokers' directory lookup: the test consensus lists relay i at
+ * R[i].listed_at while R[i].listed. Counts lookups. */
+static int n_dir_lookups;
+static int
+test_dir(void *arg, const uint8_t ed[32], const uint8_t *rsa,
+         pc_addr_t *orport)
+{
+  (void)arg;
+  n_dir_lookups++;
+  int i = relay_index(ed);
+  if (i < 0 || !R[i].listed || (rsa && memcmp(rsa, R[i].rsa, 20)))
+    return 0;
+  *orport = R[i].listed_at;
+  return 1;
+}
+
 static ipsec_broker_config_t
 relay_cfg(relay_t *r, ipsec_mode_t mode)
 {
@@ -1343,8 +1364,9 @@ relay_cfg(relay_t *r, ipsec_mode_t mode)
   ipsec_broker_config_init(&cfg);
   cfg.mode = mode;
   cfg.vici_socket = r->fc->path;
-  cfg.updown = "/usr/lib/pctor/pctor-updown libipsec";
   cfg.orport = r->orport;
+  /* The fake charons run as this process's user. */
+  cfg.charon_uid = (long)getuid();
   return cfg;
 }
 
@@ -1370,6 +1392,8 @@ relay_add(const char *dir, ipsec_mode_t mode, int with_broker)
   char a[32];
   snprintf(a, sizeof(a), "10.202.0.%d:9001", i + 1);
   ck_assert_int_eq(pc_addr_parse(&r->orport, a), 0);
+  r->listed = 1;
+  r->listed_at = r->orport;
   base16_encode(r->hex, sizeof(r->hex), r->keys.ed_identity.pub, 32,
                 BASE16_LOWER);
   char name[8];
@@ -1382,6 +1406,7 @@ relay_add(const char *dir, ipsec_mode_t mode, int with_broker)
     memset(s, 0x91 + i, 32);
     r->b = ipsec_broker_new_for_testing(L, &r->keys, ike_key_new_from_seed(s));
     ipsec_broker_set_sender_for_testing(r->b, net_send, r);
+    ipsec_broker_set_directory(r->b, test_dir, NULL);
     ipsec_broker_set_timing_for_testing(r->b, 10, 300, 30, 30, 150);
     ipsec_broker_config_t cfg = relay_cfg(r, mode);
     ck_assert_int_eq(ipsec_broker_configure(r->b, &cfg), 0);
@@ -1579,7 +1604,7 @@ START_TEST(test_broker_establish)
   ck_assert_str_eq(c->out_rts, "10.202.0.2/32[tcp/9001]");
   ck_assert_str_eq(c->in_lts, "10.202.0.1/32[tcp/9001]");
   ck_assert_str_eq(c->in_rts, "10.202.0.2/32[tcp]");
-  ck_assert_str_eq(c->updown, "/usr/lib/pctor/pctor-updown libipsec");
+  ck_assert_str_eq(c->updown, ""); /* no updown command, ever */
   /* The mirror image on relay 1. */
   snprintf(name, sizeof(name), "pctor-%s", R[0].hex);
   c = fc_conn(R[1].fc, name);
@@ -1953,6 +1978,198 @@ START_TEST(test_broker_odd_events)
 }
 END_TEST
 
+/* ==== trust rules (issue 14) ==== */
+
+/* Relay k announces itself to relay 0 (as on a link from k's address). */
+static void
+announce_to_0(int k)
+{
+  uint8_t a[IPSEC_ANNOUNCE_MAX_LEN];
+  size_t n = ipsec_broker_build_announce_for_testing(
+      R[k].b, R[0].keys.ed_identity.pub, a, sizeof(a));
+  ck_assert_int_gt(n, 0);
+  ipsec_link_peer_t p = peer_of(k, 0);
+  ipsec_broker_announce_for_testing(R[0].b, &p, a, n);
+}
+
+/* A relay the consensus does not list gets nothing loaded and only
+ * shared connections; once a newer consensus lists it, it is asked again
+ * and the SA comes up. */
+START_TEST(test_broker_trust_unlisted)
+{
+  world_setup();
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  R[0].fc->peer = R[1].fc;
+  R[1].fc->peer = R[0].fc;
+  R[1].listed = 0;
+  ck_assert(run_until(both_connected, 3000));
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_SHARED);
+  open_channel(0, 1);
+  run_until(NULL, 300);
+  ck_assert_uint_ge(stats(0).refused_unlisted, 1);
+  ck_assert_int_eq(R[0].fc->n_load_conn, 0);
+  ck_assert_int_eq(stats(0).n_offering, 0);
+  ck_assert_int_eq(stats(0).n_sa_up, 0);
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_SHARED);
+  /* Listed, but at another address than the link's: still refused. */
+  ck_assert_int_eq(pc_addr_parse(&R[1].listed_at, "10.202.9.9:9001"), 0);
+  R[1].listed = 1;
+  ipsec_broker_directory_changed(R[0].b);
+  announce_to_0(1);
+  run_until(NULL, 100);
+  ck_assert_int_eq(R[0].fc->n_load_conn, 0);
+  ck_assert_int_eq(stats(0).n_offering, 0);
+  /* A newer consensus lists it where it is: asked again, SA up. */
+  R[1].listed_at = R[1].orport;
+  ipsec_broker_directory_changed(R[0].b);
+  ck_assert_msg(run_until(sa_up_01, 5000), "SA did not come up once listed");
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_PER_CIRCUIT);
+  /* Dropped from the consensus: no more per-circuit connections, its
+   * connection leaves charon. */
+  R[1].listed = 0;
+  ipsec_broker_directory_changed(R[0].b);
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_SHARED);
+  P_i = 0;
+  ck_assert(run_until(p_no_conns, 2000));
+  world_teardown();
+}
+END_TEST
+
+/* An announced ORPort other than the listed one is refused. */
+START_TEST(test_broker_trust_port)
+{
+  world_setup();
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  R[0].fc->peer = R[1].fc;
+  R[1].fc->peer = R[0].fc;
+  ck_assert(run_until(both_connected, 3000));
+  ck_assert_int_eq(pc_addr_parse(&R[1].listed_at, "10.202.0.2:443"), 0);
+  announce_to_0(1);
+  run_until(NULL, 300);
+  ck_assert_int_eq(stats(0).refused_port, 1);
+  ck_assert_int_eq(stats(0).refused_unlisted, 0);
+  ck_assert_int_eq(stats(0).n_offering, 0);
+  ck_assert_int_eq(R[0].fc->n_load_conn, 0);
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_SHARED);
+  /* The listed port: accepted and loaded. */
+  R[1].listed_at = R[1].orport;
+  announce_to_0(1);
+  ck_assert_int_eq(stats(0).n_offering, 1);
+  world_teardown();
+}
+END_TEST
+
+/* Move relay i to ADDR (its ORPort and its listing). */
+static void
+relay_move(int i, const char *addr)
+{
+  ck_assert_int_eq(pc_addr_parse(&R[i].orport, addr), 0);
+  R[i].listed_at = R[i].orport;
+  ipsec_broker_config_t cfg = relay_cfg(&R[i], IPSEC_MODE_AUTO);
+  ck_assert_int_eq(ipsec_broker_configure(R[i].b, &cfg), 0);
+}
+
+/* At most IPsecMaxPeersPerAddress identities per address; a newcomer
+ * replaces one the consensus does not list there. */
+START_TEST(test_broker_per_addr_cap)
+{
+  world_setup();
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  relay_move(1, "10.202.0.50:9001");
+  relay_move(2, "10.202.0.50:9002");
+  relay_move(3, "10.202.0.50:9003");
+  ck_assert_int_eq(stats(0).n_peers, 0);
+  announce_to_0(1);
+  announce_to_0(2);
+  ck_assert_int_eq(stats(0).n_offering, 2);
+  announce_to_0(3);
+  ck_assert_int_eq(stats(0).refused_per_addr, 1);
+  ck_assert_int_eq(stats(0).n_peers, 2);
+  ck_assert_int_eq(stats(0).n_offering, 2);
+  /* Many more identities from that address change nothing. */
+  for (int k = 0; k < 20; k++)
+    announce_to_0(3);
+  ck_assert_int_eq(stats(0).n_peers, 2);
+  /* Relay 1 leaves the consensus: relay 3 takes its place. */
+  R[1].listed = 0;
+  ipsec_broker_directory_changed(R[0].b);
+  announce_to_0(3);
+  ck_assert_int_eq(stats(0).n_peers, 2);
+  ck_assert_int_eq(stats(0).n_offering, 2);
+  ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_SHARED);
+  /* A different address is not affected. */
+  ipsec_broker_config_t cfg = relay_cfg(&R[0], IPSEC_MODE_AUTO);
+  cfg.max_peers_per_addr = 1;
+  ck_assert_int_eq(ipsec_broker_configure(R[0].b, &cfg), 0);
+  world_teardown();
+}
+END_TEST
+
+static int
+p_sa_gone_1(void)
+{
+  return R[0].fc->n_sas == 0 && R[0].fc->n_terminate >= 1 &&
+         R[0].fc->n_conns == 1;
+}
+
+/* A full table of peers with SAs: an unlisted one is evicted by age,
+ * SAs and all; listed ones with SAs are kept. */
+START_TEST(test_broker_evict_unlisted_with_sa)
+{
+  world_setup();
+  two_relays_up();
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  ipsec_broker_config_t cfg = relay_cfg(&R[0], IPSEC_MODE_AUTO);
+  cfg.max_peers = 1;
+  ck_assert_int_eq(ipsec_broker_configure(R[0].b, &cfg), 0);
+  /* Listed with an SA: relay 2 cannot get in. */
+  announce_to_0(2);
+  ck_assert_int_eq(stats(0).n_peers, 1);
+  ck_assert_int_eq(stats(0).n_sa_up, 1);
+  ck_assert_int_eq(stats(0).evicted_with_sa, 0);
+  /* Relay 1 is no longer listed: it gives way, and its SAs are closed. */
+  R[1].listed = 0;
+  ipsec_broker_directory_changed(R[0].b);
+  announce_to_0(2);
+  ck_assert_int_eq(stats(0).evicted_with_sa, 1);
+  ck_assert_int_eq(stats(0).n_peers, 1);
+  ck_assert_int_eq(stats(0).n_offering, 1);
+  ck_assert(run_until(p_sa_gone_1, 2000));
+  world_teardown();
+}
+END_TEST
+
+/* The VICI socket must be served by root or the charon user: otherwise
+ * nothing is sent, the key least of all. */
+START_TEST(test_broker_charon_owner)
+{
+  world_setup();
+  relay_add(testdir, IPSEC_MODE_AUTO, 1);
+  ipsec_broker_refuse_root_for_testing(R[0].b);
+  ipsec_broker_config_t cfg = relay_cfg(&R[0], IPSEC_MODE_AUTO);
+  cfg.charon_uid = (long)getuid() + 1;
+  ck_assert_int_eq(ipsec_broker_configure(R[0].b, &cfg), 0);
+  run_until(NULL, 300);
+  ck_assert_int_eq(stats(0).charon_connects, 0);
+  ck_assert_int_eq(R[0].fc->n_load_key, 0);
+  ck_assert_int_eq(R[0].fc->key_loaded, 0);
+  /* The right user: connected, key loaded. */
+  cfg.charon_uid = (long)getuid();
+  ck_assert_int_eq(ipsec_broker_configure(R[0].b, &cfg), 0);
+  P_i = 0;
+  P_n = 1;
+  run_until(NULL, 300);
+  ck_assert_int_ge(stats(0).charon_connects, 1);
+  ck_assert_int_eq(R[0].fc->n_load_key, 1);
+  world_teardown();
+}
+END_TEST
+
 START_TEST(test_broker_mode_parse)
 {
   ipsec_mode_t m;
@@ -2016,6 +2233,11 @@ suite_ipsec_broker(void)
   tcase_add_test(t, test_broker_peer_key_change);
   tcase_add_test(t, test_broker_table_bound);
   tcase_add_test(t, test_broker_odd_events);
+  tcase_add_test(t, test_broker_trust_unlisted);
+  tcase_add_test(t, test_broker_trust_port);
+  tcase_add_test(t, test_broker_per_addr_cap);
+  tcase_add_test(t, test_broker_evict_unlisted_with_sa);
+  tcase_add_test(t, test_broker_charon_owner);
   suite_add_tcase(s, t);
   return s;
 }

@@ -132,7 +132,7 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 65); /* 56 + 9 ControlPort/MetricsPort options */
+  ck_assert_uint_eq(n, 67); /* 56 + 9 ControlPort/MetricsPort + 2 IPsec options */
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);

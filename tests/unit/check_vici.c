@@ -1766,6 +1766,54 @@ START_TEST(test_client_reconnect)
 }
 END_TEST
 
+/* ---- who serves the socket (SO_PEERCRED) ---- */
+
+/* A client that requires another owner than the process at the other end
+ * refuses the connection before sending anything; the right owner is
+ * accepted. (The fake server runs as this process's user; root is not
+ * allowed here so that the test means the same as root.) */
+START_TEST(test_client_peer_owner)
+{
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  memset(&R, 0, sizeof(R));
+  L = evloop_new();
+  S = fsrv_new(L, sv[1], h_version);
+  vici_client_t *c = vici_client_new(L, NULL);
+  vici_client_set_state_cb(c, on_state, NULL);
+  vici_client_require_peer(c, 0, (long)getuid() + 1);
+  ck_assert_int_eq(vici_client_command(c, "version", NULL, NULL, NULL,
+                                       on_done, NULL, 0), -1);
+  ck_assert_int_eq(vici_client_attach_fd(c, sv[0]), 0);
+  ck_assert_int_eq(vici_client_is_connected(c), 0);
+  ck_assert_int_eq(R.n_state, 1);
+  ck_assert_int_eq(R.states[0], VICI_STATE_CONNECT_FAILED);
+  ck_assert_ptr_nonnull(strstr(R.why[0], "not talking to a socket served by uid"));
+  run_until(NULL, 20);
+  ck_assert_int_eq(S->n_log, 0); /* nothing was sent */
+  vici_client_free(c);
+  fsrv_free(S);
+
+  /* The configured user: connected, commands go through. */
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  memset(&R, 0, sizeof(R));
+  S = fsrv_new(L, sv[1], h_version);
+  c = vici_client_new(L, NULL);
+  vici_client_set_state_cb(c, on_state, NULL);
+  vici_client_require_peer(c, 0, (long)getuid());
+  ck_assert_int_eq(vici_client_attach_fd(c, sv[0]), 0);
+  ck_assert_int_eq(vici_client_is_connected(c), 1);
+  ck_assert_int_eq(vici_client_command(c, "version", NULL, NULL, NULL,
+                                       on_done, NULL, 0), 0);
+  ck_assert_int_eq(run_until(one_done, 2000), 1);
+  ck_assert_int_eq(R.res[0], VICI_RESULT_OK);
+  vici_client_free(c);
+  fsrv_free(S);
+  S = NULL;
+  evloop_free(L);
+}
+END_TEST
+
 /* ---- the IKE private key does not stay in the client's memory ---- */
 
 /* An Ed25519 PKCS#8 PEM as the broker sends in load-key (a made-up key:
@@ -1894,6 +1942,7 @@ suite_vici(void)
   tcase_add_test(tcc, test_client_timeouts);
   tcase_add_test(tcc, test_client_free_in_callback);
   tcase_add_test(tcc, test_client_reconnect);
+  tcase_add_test(tcc, test_client_peer_owner);
   tcase_add_loop_test(tcc, test_client_wipes_sent_key, 0, 3);
   tcase_set_timeout(tcc, 30);
   suite_add_tcase(s, tcc);

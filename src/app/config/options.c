@@ -349,16 +349,31 @@ static const option_def_t option_table[] = {
    "stay usable by that user (scripts/pctor-charon --vici-group)."},
   {"IPsecUpdown", OPT_TYPE_STRING, "COMMAND", NULL, "unset (none)",
    1, 0, 0, OFF(ipsec_updown),
-   "The updown command charon runs when one of pctor's CHILD_SAs comes "
-   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
-   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
-   "routes the SA's TCP into the tunnel device, without which the "
-   "traffic would not be protected."},
+   "Obsolete: accepted and ignored with a warning. pctor no longer "
+   "names an updown command in what it loads into charon (charon would "
+   "run it as root); the updown script is part of charon's set-up: "
+   "scripts/pctor-charon runs ipsec-conf/pctor-updown for pctor's "
+   "CHILD_SAs (doc/ipsec.md)."},
   {"IPsecMaxPeers", OPT_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
    OFF(ipsec_max_peers),
    "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
    "Beyond it the least recently used relay without an SA is forgotten; "
    "if every one has an SA, further relays share connections."},
+  /* ---- IPsec broker trust (issue 14): IPsecMaxPeersPerAddress,
+   * IPsecCharonUser. Validated in the matching block of
+   * options_validate(); used by app/main/start.c apply_ipsec(). ---- */
+  {"IPsecMaxPeersPerAddress", OPT_TYPE_INT, "NUM", "2", "2", 1, 1, 1000,
+   OFF(ipsec_max_peers_per_address),
+   "Relay identities pctor keeps IPsec state for per IP address (tor's "
+   "authorities list at most two relays per address). A further identity "
+   "at that address replaces the least recently used one the consensus "
+   "does not list there, or is ignored if all are listed."},
+  {"IPsecCharonUser", OPT_TYPE_USER, "USERNAME", NULL, "unset (root only)",
+   1, 0, 0, OFF(ipsec_charon_user),
+   "Besides root, the user charon may run as. Before it sends anything "
+   "(its IKE private key first), pctor checks who serves the VICI socket "
+   "(SO_PEERCRED) and refuses a socket served by any other user."},
+  /* ---- end of IPsec broker trust ---- */
   {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
    OFF(measureme_enabled),
    "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
@@ -1258,6 +1273,18 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
     o->ipsec_mode = (int)m;
   }
+  /* ---- IPsec broker trust (issue 14) ---- */
+  o->ipsec_charon_uid = -1;
+  if (o->ipsec_charon_user) {
+    struct passwd *pw = getpwnam(o->ipsec_charon_user);
+    if (!pw) {
+      def = def_by_offset(OFF(ipsec_charon_user));
+      option_error(err_out, def, ctx, "no such user");
+      return -1;
+    }
+    o->ipsec_charon_uid = (long)pw->pw_uid;
+  }
+  /* ---- end of IPsec broker trust ---- */
   if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
     def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
     const char *msg = "needs IPsec auto or 1";

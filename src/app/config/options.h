@@ -107,6 +107,11 @@ typedef struct options_t {
   char *ipsec_vici_socket;        /* IPsecVICISocket */
   char *ipsec_updown;             /* IPsecUpdown: NULL if unset */
   int ipsec_max_peers;            /* IPsecMaxPeers */
+  /* ---- IPsec broker trust (issue 14) ---- */
+  int ipsec_max_peers_per_address; /* IPsecMaxPeersPerAddress */
+  char *ipsec_charon_user;        /* IPsecCharonUser: NULL if unset */
+  long ipsec_charon_uid;          /* its uid, -1 if unset (validated) */
+  /* ---- end of IPsec broker trust ---- */
   int measureme_enabled;
   char *measureme_hops_str;       /* MeasureMeHops as written */
   unsigned measureme_hops;        /* parsed: bit h-1 for hop h */

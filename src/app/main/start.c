@@ -389,6 +389,9 @@ static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
   (void)arg;
+  /* The IPsec broker trusts relays by the consensus: re-check. */
+  if (A.ipsec && dc == A.dirc)
+    ipsec_broker_directory_changed(A.ipsec);
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
   else {
@@ -439,6 +442,34 @@ apply_pctcp(const options_t *o)
                pctcp_connection_limit());
 }
 
+/* The IPsec broker's view of the directory (ipsec_broker_dir_fn): the
+ * IPv4 address and ORPort the relay's current consensus lists for the
+ * relay with these identities, which must both match when the consensus
+ * knows its Ed25519 identity. 0 when not listed or without a usable
+ * consensus. */
+static int
+ipsec_dir_lookup(void *arg, const uint8_t ed[32], const uint8_t *rsa,
+                 pc_addr_t *orport)
+{
+  (void)arg;
+  const dir_nodelist_t *nl = A.dirc ? dir_client_nodelist(A.dirc) : NULL;
+  const dir_node_t *n = NULL;
+  if (!nl)
+    return 0;
+  if (rsa) {
+    n = dir_nodelist_find_id(nl, rsa);
+  } else {
+    for (int i = 0; i < nl->n_nodes && !n; i++)
+      if (nl->nodes[i].has_ed25519 && !memcmp(nl->nodes[i].ed25519_id, ed, 32))
+        n = &nl->nodes[i];
+  }
+  if (!n || (n->has_ed25519 && memcmp(n->ed25519_id, ed, 32)) ||
+      n->or_addr.family != AF_INET)
+    return 0;
+  *orport = n->or_addr;
+  return 1;
+}
+
 /* IPsec, IPsecVICISocket, IPsecUpdown, IPsecMaxPeers and
  * PerCircuitTCPRequireIPsec. The broker (and the IKE key) is made the
  * first time IPsec is wanted and kept until shutdown; turning IPsec off
@@ -460,14 +491,21 @@ apply_ipsec(const options_t *o)
       free(err);
       return -1;
     }
+    ipsec_broker_set_directory(A.ipsec, ipsec_dir_lookup, NULL);
   }
   ipsec_broker_config_t cfg;
   ipsec_broker_config_init(&cfg);
   cfg.mode = (ipsec_mode_t)o->ipsec_mode;
   cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
   cfg.vici_socket = o->ipsec_vici_socket;
-  cfg.updown = o->ipsec_updown;
+  if (o->ipsec_updown && *o->ipsec_updown)
+    log_warn("IPsecUpdown is obsolete and ignored: pctor no longer gives "
+             "charon a command to run. The updown script is part of "
+             "charon's set-up (scripts/pctor-charon runs "
+             "ipsec-conf/pctor-updown; see doc/ipsec.md).");
   cfg.max_peers = (unsigned)o->ipsec_max_peers;
+  cfg.max_peers_per_addr = (unsigned)o->ipsec_max_peers_per_address;
+  cfg.charon_uid = o->ipsec_charon_uid;
   if (cfg.mode != IPSEC_MODE_OFF) {
     uint16_t port = 0;
     for (int i = 0; i < o->or_ports.n && !port; i++)
@@ -1200,6 +1238,14 @@ app_log_statistics(void)
                (unsigned long long)is.sa_setups,
                (unsigned long long)(is.sa_setups ? is.sa_setup_us_total /
                                     is.sa_setups / 1000 : 0));
+    log_notice("Statistics: IPsec trust: refused %llu relays not listed in "
+               "the consensus, %llu announcing another ORPort, %llu over "
+               "IPsecMaxPeersPerAddress; evicted %llu unlisted relays with "
+               "SAs",
+               (unsigned long long)is.refused_unlisted,
+               (unsigned long long)is.refused_port,
+               (unsigned long long)is.refused_per_addr,
+               (unsigned long long)is.evicted_with_sa);
   }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",

@@ -6,8 +6,22 @@
  *   opened, or a PerCircuitTCP question), in a hash map by Ed25519
  *   identity (plus one by RSA identity, for extensions without an Ed25519
  *   link specifier). The table is bounded (max_peers): a newcomer evicts
- *   the least recently used peer without an installed SA, or is not
- *   tracked at all (its circuits then share connections).
+ *   the least recently used peer without an installed SA (unlisted ones
+ *   first), else the least recently used peer that the consensus no
+ *   longer lists, SAs and all (terminated), or is not tracked at all (its
+ *   circuits then share connections). At most max_peers_per_addr peers
+ *   share one address (`hint`): a newcomer there replaces an unlisted one
+ *   or is not tracked.
+ * - Trust (issue 14): an announcement proves only that its sender holds
+ *   some Tor identity. A peer becomes OFFERS (the only kind anything is
+ *   loaded into charon for) only if the application's directory lookup
+ *   lists it at the link's address with the ORPort it announces; else it
+ *   is REFUSED, and ipsec_broker_directory_changed() re-checks every peer
+ *   against each new consensus (demoting OFFERS peers that left it,
+ *   asking REFUSED ones that are now listed to announce again). The VICI
+ *   client refuses a socket not served by root or the charon user
+ *   (SO_PEERCRED) before anything is sent, and no command for charon to
+ *   run (updown) is ever part of what we load.
  * - What we know of a peer ("kind"): PROBING (we asked, no answer yet),
  *   NO_IPSEC (it did not answer in time, or said it does not offer IPsec;
  *   forgotten after an hour so that a relay that starts offering is
@@ -84,7 +98,13 @@
 #define VICI_OP_TIMEOUT_MS 15000
 #define PEER_MAX_SAS 8
 
-typedef enum { KIND_PROBING, KIND_NO_IPSEC, KIND_OFFERS } peer_kind_t;
+/* KIND_REFUSED: it announced IPsec but fails the trust rules (not listed
+ * in the consensus at the link's address, or announcing another ORPort
+ * than the listed one): nothing is loaded for it, and it is asked again
+ * when a newer consensus lists it. */
+typedef enum {
+  KIND_PROBING, KIND_NO_IPSEC, KIND_OFFERS, KIND_REFUSED
+} peer_kind_t;
 typedef enum { CONN_NONE, CONN_LOADING, CONN_LOADED } conn_state_t;
 typedef enum { DIR_OUT = 0, DIR_IN = 1 } sa_dir_t;
 
@@ -129,6 +149,7 @@ typedef struct peer_t {
   int need_send;
   uint64_t next_send_us;
   uint64_t last_used_us;
+  int listed;                  /* in the consensus at address `hint` */
   uint64_t need_since_us;      /* first SHARED verdict for lack of an SA */
   int was_up;
 } peer_t;
@@ -140,7 +161,7 @@ struct ipsec_broker_t {
   torcert_t *ike_cert;
   uint8_t cert_signer[32];
   ipsec_broker_config_t cfg;
-  char *vici_socket, *updown;
+  char *vici_socket;
   int running;                 /* mode != OFF: link handlers, VICI */
   int policy_installed;
   vici_client_t *vc;
@@ -156,13 +177,16 @@ struct ipsec_broker_t {
   uint32_t tick_ms, probe_ms, retry_ms, reconnect_ms, grace_ms;
   ipsec_broker_send_fn test_send;
   void *test_send_arg;
+  ipsec_broker_dir_fn dir_fn;
+  void *dir_arg;
+  int test_no_root;            /* tests: root may not serve the socket */
   ipsec_broker_stats_t stats;
 };
 
 /* One VICI command's context. */
 typedef enum {
   OP_GET_CONNS, OP_LOAD_KEY, OP_LOAD_CONN, OP_UNLOAD_CONN, OP_LIST_SAS,
-  OP_INITIATE,
+  OP_INITIATE, OP_TERMINATE,
 } op_kind_t;
 
 typedef struct op_ctx_t {
@@ -214,6 +238,8 @@ ipsec_broker_config_init(ipsec_broker_config_t *cfg)
   cfg->vici_socket = IPSEC_DEFAULT_VICI_SOCKET;
   cfg->orport.family = AF_UNSPEC;
   cfg->max_peers = IPSEC_DEFAULT_MAX_PEERS;
+  cfg->max_peers_per_addr = IPSEC_DEFAULT_MAX_PEERS_PER_ADDR;
+  cfg->charon_uid = -1;
 }
 
 static int
@@ -372,6 +398,56 @@ peer_desc(peer_t *p)
   snprintf(p->desc, sizeof(p->desc), "$%s", b64);
 }
 
+/* ---- trust: the consensus ---- */
+
+typedef enum { TRUST_OK, TRUST_UNLISTED, TRUST_PORT } trust_t;
+
+/* Whether the relay (ed, rsa) seen at link address `at` is listed in the
+ * current consensus there; with `announced`, also whether that is its
+ * listed ORPort. why: a phrase for the log. */
+static trust_t
+trust_check(const ipsec_broker_t *b, const uint8_t ed[32], const uint8_t *rsa,
+            const pc_addr_t *at, const pc_addr_t *announced, char *why,
+            size_t len)
+{
+  pc_addr_t listed;
+  char la[PC_ADDR_STR_LEN], aa[PC_ADDR_STR_LEN];
+  memset(&listed, 0, sizeof(listed));
+  if (!b->dir_fn || !b->dir_fn(b->dir_arg, ed, rsa, &listed)) {
+    snprintf(why, len, "not listed in the current consensus");
+    return TRUST_UNLISTED;
+  }
+  pc_addr_fmt(&listed, la, sizeof(la), 1);
+  if (!at || !pc_addr_eq(at, &listed, 0)) {
+    snprintf(why, len, "the consensus lists it at %s, not at the link's "
+             "address", la);
+    return TRUST_UNLISTED;
+  }
+  if (announced && !pc_addr_eq(announced, &listed, 1)) {
+    pc_addr_fmt(announced, aa, sizeof(aa), 1);
+    snprintf(why, len, "it announced ORPort %s, but the consensus lists %s",
+             aa, la);
+    return TRUST_PORT;
+  }
+  return TRUST_OK;
+}
+
+static void
+log_untrusted(ipsec_broker_t *b, const char *desc, const pc_addr_t *at,
+              const char *why)
+{
+  static log_ratelim_t rl = LOG_RATELIM_INIT(60, 10);
+  unsigned sup = 0;
+  if (!log_ratelim_allow(&rl, time(NULL), &sup))
+    return;
+  char a[PC_ADDR_STR_LEN] = "?";
+  if (at)
+    pc_addr_fmt(at, a, sizeof(a), 0);
+  log_notice("IPsec: not using relay %s at %s: %s; it is asked again when "
+             "a newer consensus lists it (%u more refusals not logged)",
+             desc, a, why, sup);
+}
+
 static peer_t *
 peer_find(const ipsec_broker_t *b, const uint8_t *ed, const uint8_t *rsa)
 {
@@ -412,8 +488,49 @@ peer_remove(ipsec_broker_t *b, peer_t *p)
 
 static void submit_unload(ipsec_broker_t *b, const uint8_t ed[32]);
 
-/* Make room for one more peer: evict the least recently used peer that
- * has no installed SA. Returns 0, or -1 if every peer has one. */
+static void submit_terminate(ipsec_broker_t *b, const char *conn_name);
+
+/* Forget p, and remove what charon holds for it: its connection and, if
+ * it has SAs, its IKE_SA (unload-conn alone leaves established SAs). */
+static void
+peer_evict(ipsec_broker_t *b, peer_t *p, const char *why)
+{
+  log_info("IPsec: forgetting relay %s (%s)%s", p->desc, why,
+           p->sas.n ? ", closing its IPsec SAs" : "");
+  if (b->charon_up) {
+    if (p->sas.n) {
+      submit_terminate(b, p->conn_name);
+      b->stats.evicted_with_sa++;
+    }
+    if (p->conn != CONN_NONE || p->sas.n)
+      submit_unload(b, p->ed);
+  }
+  peer_remove(b, p);
+}
+
+/* Which peer to forget first: lower class first, then least recently
+ * used. Peers listed in the consensus that hold SAs are never evicted
+ * (-1); unlisted ones are, even with SAs, once nothing else is left. */
+static int
+evict_class(const peer_t *p)
+{
+  if (!p->sas.n)
+    return p->listed ? 1 : 0;
+  return p->listed ? -1 : 2;
+}
+
+/* Whether p should be forgotten before victim (NULL: yes). */
+static int
+evict_before(const peer_t *p, const peer_t *victim)
+{
+  if (!victim)
+    return 1;
+  int c = evict_class(p), cv = evict_class(victim);
+  return c < cv || (c == cv && p->last_used_us < victim->last_used_us);
+}
+
+/* Make room for one more peer: evict by evict_class(). Returns 0, or -1
+ * if every peer is listed and holds an SA. */
 static int
 table_make_room(ipsec_broker_t *b)
 {
@@ -425,33 +542,74 @@ table_make_room(ipsec_broker_t *b)
   hmap_iter_init(&it, b->peers);
   while (hmap_iter_next(&it, NULL, &v)) {
     peer_t *p = v;
-    if (p->sas.n)
-      continue;
-    if (!victim || p->last_used_us < victim->last_used_us)
+    if (evict_class(p) >= 0 && evict_before(p, victim))
       victim = p;
   }
   if (!victim)
     return -1;
-  log_info("IPsec peer table full (%u): forgetting %s", b->cfg.max_peers,
-           victim->desc);
-  if (victim->conn != CONN_NONE && b->charon_up)
-    submit_unload(b, victim->ed);
-  peer_remove(b, victim);
+  log_info("IPsec peer table full (%u)", b->cfg.max_peers);
+  peer_evict(b, victim, "peer table full");
   return 0;
 }
 
+/* Room for one more identity at address `at`: at most max_peers_per_addr
+ * identities per address; when they are all taken, the least recently
+ * used one that is not listed in the consensus there gives way. Returns
+ * 0, or -1 (refused, logged) when all are listed. */
+static int
+addr_make_room(ipsec_broker_t *b, const uint8_t ed[32], const pc_addr_t *at)
+{
+  if (!at || (at->family != AF_INET && at->family != AF_INET6))
+    return 0;
+  unsigned n = 0;
+  peer_t *victim = NULL;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, b->peers);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    peer_t *p = v;
+    if (!pc_addr_eq(&p->hint, at, 0))
+      continue;
+    n++;
+    if (!p->listed && evict_before(p, victim))
+      victim = p;
+  }
+  if (n < b->cfg.max_peers_per_addr)
+    return 0;
+  if (victim) {
+    peer_evict(b, victim, "too many relay identities at its address");
+    return 0;
+  }
+  static log_ratelim_t rl = LOG_RATELIM_INIT(60, 10);
+  unsigned sup = 0;
+  b->stats.refused_per_addr++;
+  if (log_ratelim_allow(&rl, time(NULL), &sup)) {
+    char a[PC_ADDR_STR_LEN], b64[48];
+    pc_addr_fmt(at, a, sizeof(a), 0);
+    base64_encode(b64, sizeof(b64), ed, 32, BASE64_NOPAD);
+    log_notice("IPsec: not tracking relay $%s: %u relays at %s already "
+               "(IPsecMaxPeersPerAddress) (%u more refusals not logged)",
+               b64, n, a, sup);
+  }
+  return -1;
+}
+
 /* The peer with this identity, made (as PROBING) if new and there is
- * room. NULL if the table is full of peers with SAs. */
+ * room, seen at address `at` (may be NULL). NULL if the table is full of
+ * listed peers with SAs, or `at` has its fill of identities. */
 static peer_t *
-peer_get_or_make(ipsec_broker_t *b, const uint8_t ed[32], const uint8_t *rsa)
+peer_get_or_make(ipsec_broker_t *b, const uint8_t ed[32], const uint8_t *rsa,
+                 const pc_addr_t *at)
 {
   peer_t *p = hmap_get(b->peers, ed);
   if (!p) {
     static log_ratelim_t rl = LOG_RATELIM_INIT(600, 1);
     unsigned sup = 0;
+    if (addr_make_room(b, ed, at) < 0)
+      return NULL;
     if (table_make_room(b) < 0) {
       if (log_ratelim_allow(&rl, time(NULL), &sup))
-        log_notice("IPsec peer table full (%u peers with SAs); not "
+        log_notice("IPsec peer table full (%u listed peers with SAs); not "
                    "tracking more relays (%u more times)",
                    b->cfg.max_peers, sup);
       return NULL;
@@ -465,6 +623,12 @@ peer_get_or_make(ipsec_broker_t *b, const uint8_t ed[32], const uint8_t *rsa)
     p->kind = KIND_PROBING;
     p->kind_deadline_us = now_us(b) + (uint64_t)b->probe_ms * 1000;
     p->backoff_ms = b->retry_ms;
+    if (at) {
+      char why[256];
+      p->hint = *at;
+      p->listed = trust_check(b, ed, rsa, at, NULL, why, sizeof(why)) ==
+                  TRUST_OK;
+    }
     hmap_set(b->peers, ed, p);
   }
   if (rsa && !p->have_rsa) {
@@ -607,11 +771,32 @@ on_announce(void *arg, const ipsec_link_peer_t *lp, const uint8_t *payload,
     }
     return;
   }
-  peer_t *p = peer_get_or_make(b, lp->ed_id, lp->have_rsa ? lp->rsa_id : NULL);
+  const uint8_t *rsa = lp->have_rsa ? lp->rsa_id : NULL;
+  peer_t *p = peer_get_or_make(b, lp->ed_id, rsa, &lp->addr);
   if (!p)
     return;
   p->hint = lp->addr;
-  if (!(a.flags & IPSEC_ANN_OFFER)) {
+  char twhy[256];
+  trust_t tr = TRUST_UNLISTED;
+  if (a.flags & IPSEC_ANN_OFFER) {
+    tr = trust_check(b, lp->ed_id, rsa, &lp->addr, &a.orport, twhy,
+                     sizeof(twhy));
+    p->listed = tr != TRUST_UNLISTED;
+  }
+  if ((a.flags & IPSEC_ANN_OFFER) && tr != TRUST_OK) {
+    /* Act only for relays the consensus lists at this address and
+     * ORPort: nothing is loaded into charon for it. */
+    b->stats.announce_refused++;
+    if (tr == TRUST_PORT)
+      b->stats.refused_port++;
+    else
+      b->stats.refused_unlisted++;
+    if (p->kind != KIND_REFUSED)
+      log_untrusted(b, p->desc, &lp->addr, twhy);
+    p->kind = KIND_REFUSED;
+    p->peer_ready = 0;
+    p->need_send = 0;
+  } else if (!(a.flags & IPSEC_ANN_OFFER)) {
     if (p->kind != KIND_NO_IPSEC)
       log_info("Relay %s does not offer IPsec", p->desc);
     p->kind = KIND_NO_IPSEC;
@@ -645,11 +830,12 @@ static void
 on_open(void *arg, const ipsec_link_peer_t *lp)
 {
   ipsec_broker_t *b = arg;
-  peer_t *p = peer_get_or_make(b, lp->ed_id, lp->have_rsa ? lp->rsa_id : NULL);
+  peer_t *p = peer_get_or_make(b, lp->ed_id,
+                               lp->have_rsa ? lp->rsa_id : NULL, &lp->addr);
   if (!p)
     return;
   p->hint = lp->addr;
-  if (p->kind == KIND_NO_IPSEC)
+  if (p->kind == KIND_NO_IPSEC || (p->kind == KIND_REFUSED && !p->listed))
     return;
   if (p->kind == KIND_PROBING)
     p->kind_deadline_us = now_us(b) + (uint64_t)b->probe_ms * 1000;
@@ -781,8 +967,8 @@ add_child(ipsec_broker_t *b, vici_builder_t *a, const char *name,
   add_list1(a, "remote_ts", rts);
   add_list1(a, "esp_proposals", ESP_PROPOSAL);
   vici_builder_add_str(a, "start_action", "none");
-  if (b->updown && *b->updown)
-    vici_builder_add_str(a, "updown", b->updown);
+  /* Never an "updown": charon would run it as root. The updown script is
+   * the operator's, in charon's own set-up (scripts/pctor-charon). */
   vici_builder_end_section(a);
 }
 
@@ -897,7 +1083,19 @@ submit_unload(ipsec_broker_t *b, const uint8_t ed[32])
          op_new(b, OP_UNLOAD_CONN, NULL), 0);
 }
 
-/* initiate / terminate */
+/* terminate (an evicted peer's IKE_SA): by force, without waiting. */
+static void
+submit_terminate(ipsec_broker_t *b, const char *conn_name)
+{
+  vici_builder_t *a = vici_builder_new();
+  vici_builder_add_str(a, "ike", conn_name);
+  vici_builder_add_str(a, "force", "yes");
+  vici_builder_add_str(a, "timeout", "-1");
+  submit(b, "terminate", a, NULL, NULL, unload_done,
+         op_new(b, OP_TERMINATE, NULL), 0);
+}
+
+/* initiate */
 static void
 initiate_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
               void *arg)
@@ -1416,11 +1614,9 @@ ipsec_broker_verdict(ipsec_broker_t *b, const pc_addr_t *addr,
     /* Unknown: share (that opens a shared channel, whose opening makes us
      * announce and ask) and start tracking it. */
     if (ed_id && !pc_is_zero(ed_id, 32) && rsa_id) {
-      p = peer_get_or_make(b, ed_id, rsa_id);
+      p = peer_get_or_make(b, ed_id, rsa_id, addr);
       if (p) {
         p->need_since_us = now_us(b);
-        if (addr)
-          p->hint = *addr;
         peer_try_send(b, p, NULL, IPSEC_ANN_ANSWER);
       }
     }
@@ -1528,6 +1724,9 @@ static void
 start_vici(ipsec_broker_t *b)
 {
   b->vc = vici_client_new(b->loop, b->vici_socket);
+  /* We send charon our IKE private key: only to root's charon, or the
+   * configured charon user's. */
+  vici_client_require_peer(b->vc, !b->test_no_root, b->cfg.charon_uid);
   vici_client_set_state_cb(b->vc, vici_state, b);
   vici_client_set_reconnect(b->vc, b->reconnect_ms,
                             b->reconnect_ms > RECONNECT_MAX_MS
@@ -1559,20 +1758,19 @@ ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg)
   const char *sock = cfg->vici_socket && *cfg->vici_socket
                          ? cfg->vici_socket
                          : IPSEC_DEFAULT_VICI_SOCKET;
-  int sock_changed = str_changed(b->vici_socket, sock);
-  int reload = b->running && (str_changed(b->updown, cfg->updown) ||
-                              !pc_addr_eq(&b->cfg.orport, &cfg->orport, 1));
+  int sock_changed = str_changed(b->vici_socket, sock) ||
+                     b->cfg.charon_uid != cfg->charon_uid;
+  int reload = b->running && !pc_addr_eq(&b->cfg.orport, &cfg->orport, 1);
   if (!want)
     stop_running(b);
   b->cfg = *cfg;
   if (!b->cfg.max_peers)
     b->cfg.max_peers = IPSEC_DEFAULT_MAX_PEERS;
+  if (!b->cfg.max_peers_per_addr)
+    b->cfg.max_peers_per_addr = IPSEC_DEFAULT_MAX_PEERS_PER_ADDR;
   free(b->vici_socket);
-  free(b->updown);
   b->vici_socket = pc_strdup(sock);
-  b->updown = cfg->updown ? pc_strdup(cfg->updown) : NULL;
   b->cfg.vici_socket = b->vici_socket;
-  b->cfg.updown = b->updown;
   if (!want)
     b->cfg.mode = IPSEC_MODE_OFF;
 
@@ -1641,7 +1839,6 @@ ipsec_broker_free_(ipsec_broker_t *b)
   torcert_free(b->ike_cert);
   ike_key_free(b->ike);
   free(b->vici_socket);
-  free(b->updown);
   free(b);
 }
 
@@ -1661,6 +1858,52 @@ ipsec_broker_get_stats(const ipsec_broker_t *b, ipsec_broker_stats_t *out)
   }
 }
 
+/* ---- the directory ---- */
+
+void
+ipsec_broker_set_directory(ipsec_broker_t *b, ipsec_broker_dir_fn fn,
+                           void *arg)
+{
+  b->dir_fn = fn;
+  b->dir_arg = arg;
+}
+
+void
+ipsec_broker_directory_changed(ipsec_broker_t *b)
+{
+  if (!b->running)
+    return;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, b->peers);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    peer_t *p = v;
+    char why[256];
+    const uint8_t *rsa = p->have_rsa ? p->rsa : NULL;
+    if (p->kind == KIND_OFFERS) {
+      trust_t tr = trust_check(b, p->ed, rsa, &p->hint, &p->orport, why,
+                               sizeof(why));
+      p->listed = tr != TRUST_UNLISTED;
+      if (tr != TRUST_OK) {
+        /* No new per-circuit connections, and its connection leaves
+         * charon; its SAs go when the table needs the room. */
+        log_untrusted(b, p->desc, &p->hint, why);
+        p->kind = KIND_REFUSED;
+        p->peer_ready = 0;
+        peer_advance(b, p);
+      }
+    } else {
+      int was = p->listed;
+      p->listed = trust_check(b, p->ed, rsa, &p->hint, NULL, why,
+                              sizeof(why)) == TRUST_OK;
+      if (p->kind == KIND_REFUSED && p->listed && !was) {
+        log_info("IPsec: relay %s is listed now; asking it again", p->desc);
+        peer_try_send(b, p, NULL, IPSEC_ANN_ANSWER);
+      }
+    }
+  }
+}
+
 /* ---- tests ---- */
 
 void
@@ -1669,6 +1912,12 @@ ipsec_broker_set_sender_for_testing(ipsec_broker_t *b, ipsec_broker_send_fn fn,
 {
   b->test_send = fn;
   b->test_send_arg = arg;
+}
+
+void
+ipsec_broker_refuse_root_for_testing(ipsec_broker_t *b)
+{
+  b->test_no_root = 1;
 }
 
 void

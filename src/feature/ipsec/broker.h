@@ -7,7 +7,9 @@
  *
  * What it does, per peer relay:
  *  1. Learns over the relays' own authenticated link whether the peer
- *     offers IPsec, its IKE key (certified by its identity) and ORPort.
+ *     offers IPsec, its IKE key (certified by its identity) and ORPort,
+ *     and goes on only for a peer the current consensus lists at the
+ *     link's address with that ORPort (ipsec_broker_set_directory).
  *  2. Loads one charon connection "pctor-<64 hex of the peer's Ed25519
  *     identity>" with IKE identities @#<identity hex> on both sides, the
  *     peer's IKE key as the only acceptable key, and two CHILD_SAs:
@@ -61,22 +63,30 @@ const char *ipsec_mode_name(ipsec_mode_t m);
 
 #define IPSEC_DEFAULT_VICI_SOCKET "/var/run/charon.vici"
 #define IPSEC_DEFAULT_MAX_PEERS 1024
+/* IPsecMaxPeersPerAddress: as tor's authorities list at most two relays
+ * per IP address (AuthDirMaxServersPerAddr), two identities per address
+ * are enough for every genuine relay. */
+#define IPSEC_DEFAULT_MAX_PEERS_PER_ADDR 2
 
 typedef struct ipsec_broker_config_t {
   ipsec_mode_t mode;          /* IPsec */
   int require_for_pctcp;      /* PerCircuitTCPRequireIPsec */
   const char *vici_socket;    /* IPsecVICISocket */
-  /* IPsecUpdown: the updown command charon runs for our CHILD_SAs (e.g.
-   * "/usr/lib/pctor/pctor-updown libipsec"); NULL or "" for none. */
-  const char *updown;
   /* Our ORPort as peers reach it (the descriptor's address and IPv4
    * ORPort): the local end of every SA. */
   pc_addr_t orport;
   unsigned max_peers;         /* IPsecMaxPeers; 0: the default */
+  /* IPsecMaxPeersPerAddress: identities tracked per peer IP address;
+   * 0: the default. */
+  unsigned max_peers_per_addr;
+  /* IPsecCharonUser: besides root, the user charon's VICI socket may be
+   * served by (checked with SO_PEERCRED before anything is sent); -1:
+   * root only. */
+  long charon_uid;
 } ipsec_broker_config_t;
 
-/* Defaults: mode off, IPSEC_DEFAULT_VICI_SOCKET, no updown, no address,
- * IPSEC_DEFAULT_MAX_PEERS. */
+/* Defaults: mode off, IPSEC_DEFAULT_VICI_SOCKET, no address,
+ * IPSEC_DEFAULT_MAX_PEERS, IPSEC_DEFAULT_MAX_PEERS_PER_ADDR, root only. */
 void ipsec_broker_config_init(ipsec_broker_config_t *cfg);
 
 typedef struct ipsec_broker_t ipsec_broker_t;
@@ -90,13 +100,32 @@ ipsec_broker_t *ipsec_broker_new(evloop_t *loop, const char *datadir,
                                  const relay_keys_t *keys, char **err);
 /* Apply cfg (at start and on SIGHUP; strings are copied). Turning IPsec
  * on registers the link handlers and the PerCircuitTCP policy and
- * connects to charon; a new socket path reconnects; a new ORPort or
- * updown reloads every peer's connection. Turning it off disconnects and
+ * connects to charon; a new socket path or charon user reconnects; a new
+ * ORPort reloads every peer's connection. Turning it off disconnects and
  * forgets the peers, leaving charon's SAs alone (existing connections
  * keep working until charon lets them expire). Returns 0, or -1 (logged)
  * when cfg is unusable (IPsec on without an ORPort address). */
 int ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg);
 void ipsec_broker_free_(ipsec_broker_t *b);
+
+/* ---- trust: the directory ----
+ * The broker acts (loads a peer's IKE key into charon, initiates, gives
+ * per-circuit connections) only for relays listed in the current
+ * consensus whose listed IPv4 address is the link's remote address and
+ * whose listed ORPort is the one they announce. It learns that through a
+ * lookup the application provides (feature/ipsec does not depend on
+ * feature/dir): fn returns 1 and sets *orport (address and ORPort as the
+ * consensus lists them) for a listed relay, 0 when the relay is not
+ * listed or there is no usable consensus. rsa_id may be NULL. Without a
+ * lookup every peer counts as not listed. */
+typedef int (*ipsec_broker_dir_fn)(void *arg, const uint8_t ed_id[32],
+                                   const uint8_t *rsa_id, pc_addr_t *orport);
+void ipsec_broker_set_directory(ipsec_broker_t *b, ipsec_broker_dir_fn fn,
+                                void *arg);
+/* Call whenever the consensus changed: peers refused for not being listed
+ * are asked again (their next announcement is checked against the new
+ * consensus) and peers no longer listed stop being used. */
+void ipsec_broker_directory_changed(ipsec_broker_t *b);
 #define ipsec_broker_free(b) do { ipsec_broker_free_(b); (b) = NULL; } while (0)
 
 typedef struct ipsec_broker_stats_t {
@@ -107,6 +136,11 @@ typedef struct ipsec_broker_stats_t {
   uint64_t initiations, initiation_failures;
   uint64_t charon_connects, charon_losses;
   uint64_t verdict_per_circuit, verdict_shared;
+  /* Announcements refused by the trust rules: relay not listed in the
+   * consensus (or listed at another address), announced ORPort not the
+   * listed one, too many identities at one address. */
+  uint64_t refused_unlisted, refused_port, refused_per_addr;
+  uint64_t evicted_with_sa;    /* unlisted peers evicted with their SAs */
   /* Time from our first need of an SA with a peer to its "out" CHILD_SA
    * being installed (last one seen, and the sum over all). */
   uint64_t sa_setups, sa_setup_us_last, sa_setup_us_total;
@@ -126,6 +160,9 @@ typedef int (*ipsec_broker_send_fn)(void *arg, const uint8_t ed_id[32],
                                     const uint8_t *payload, size_t len);
 void ipsec_broker_set_sender_for_testing(ipsec_broker_t *b,
                                          ipsec_broker_send_fn fn, void *arg);
+/* Make the VICI client refuse a socket served by root (so that a test
+ * running as root can see the SO_PEERCRED refusal). */
+void ipsec_broker_refuse_root_for_testing(ipsec_broker_t *b);
 /* Shorter timers (milliseconds): housekeeping tick, how long a probed
  * peer may take to answer, first retry delay, VICI reconnect delay, and
  * the higher identity's grace before it initiates. */

@@ -120,6 +120,10 @@ struct vici_client_t {
   void *state_arg;
   int busy;
   int dead;
+  /* Who may serve the socket (SO_PEERCRED), checked before anything is
+   * sent: root when allow_root, and peer_uid when >= 0. */
+  int check_peer, allow_root;
+  long peer_uid;
 };
 
 static void client_destroy(vici_client_t *c);
@@ -489,9 +493,53 @@ process_queue(vici_client_t *c)
 
 static void io_cb(int fd, int what, void *arg);
 
+/* Whether the process serving the socket is one we may talk to (charon:
+ * root, or the configured user). Sets why on refusal. */
+static int
+peer_allowed(vici_client_t *c, char *why, size_t len)
+{
+  if (!c->check_peer)
+    return 1;
+  struct ucred cr;
+  socklen_t sl = sizeof(cr);
+  memset(&cr, 0, sizeof(cr));
+  if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) < 0 ||
+      sl != sizeof(cr)) {
+    snprintf(why, len, "cannot read the socket owner's credentials (%s)",
+             strerror(errno));
+    return 0;
+  }
+  if ((c->allow_root && cr.uid == 0) ||
+      (c->peer_uid >= 0 && (long)cr.uid == c->peer_uid))
+    return 1;
+  if (c->peer_uid >= 0)
+    snprintf(why, len, "not talking to a socket served by uid %lu (pid %ld): "
+             "charon must run as %suid %ld",
+             (unsigned long)cr.uid, (long)cr.pid,
+             c->allow_root ? "root or " : "", c->peer_uid);
+  else
+    snprintf(why, len, "not talking to a socket served by uid %lu (pid %ld): "
+             "charon must run as root",
+             (unsigned long)cr.uid, (long)cr.pid);
+  return 0;
+}
+
 static void
 conn_established(vici_client_t *c)
 {
+  char why[200];
+  if (!peer_allowed(c, why, sizeof(why))) {
+    /* A warning the first time, then at info with each retry. */
+    if (c->n_failures == 0)
+      log_warn("Refusing charon's VICI socket %s: %s",
+               c->path ? c->path : "(fd)", why);
+    else
+      log_info("Refusing charon's VICI socket %s: %s",
+               c->path ? c->path : "(fd)", why);
+    c->state = CS_CONNECTING;
+    conn_down(c, why);
+    return;
+  }
   c->state = CS_CONNECTED;
   c->retry_cur_ms = c->retry_min_ms;
   c->n_failures = 0;
@@ -1044,6 +1092,14 @@ vici_client_connect(vici_client_t *c)
   c->state = CS_SCHEDULED;
   evloop_deferred_schedule(c->kick);
   return 0;
+}
+
+void
+vici_client_require_peer(vici_client_t *c, int allow_root, long uid)
+{
+  c->check_peer = 1;
+  c->allow_root = allow_root != 0;
+  c->peer_uid = uid;
 }
 
 int

@@ -100,6 +100,14 @@ void vici_client_set_queue_limit(vici_client_t *c, size_t limit);
  * 30000 ms. */
 void vici_client_set_default_timeout(vici_client_t *c, uint32_t ms);
 
+/* Check who serves the socket before sending anything on a new
+ * connection (SO_PEERCRED): only root (when allow_root) or the user uid
+ * (when uid >= 0). Another owner gets the connection closed with a
+ * warning, as a failed connection attempt (retried with backoff). Off by
+ * default (tools); the broker always turns it on, since it sends charon
+ * its IKE private key. */
+void vici_client_require_peer(vici_client_t *c, int allow_root, long uid);
+
 /* Start connecting to the socket path (from the loop). Returns -1 only if
  * there is no usable path (none, or longer than a sockaddr_un holds). */
 int vici_client_connect(vici_client_t *c);

@@ -23,6 +23,7 @@
  *     list-sas [NAME]
  *     wait-sa NAME [--child NAME] [--timeout MS]
  *     monitor [--events E1,E2] [--count N] [--reconnect]
+ *     updown [--prefix pctor-] [--reconnect] COMMAND [ARGS]
  *     raw COMMAND [KEY=VALUE ...] [--stream EVENT]
  *
  * load-conn builds a pctor-style host-to-host connection: IKEv2,
@@ -42,16 +43,28 @@
  * monitor prints events (default ike-updown and child-updown); it exits
  * with status 3 when the socket goes away ("connection lost: ..."), or
  * with --reconnect keeps reconnecting (with backoff) and re-registering.
+ * updown is charon's updown plugin run from outside: for every CHILD_SA
+ * of an IKE_SA whose name starts with --prefix that comes up, goes down
+ * or is rekeyed (child-updown, child-rekey events; after each connection
+ * also for every CHILD_SA already installed), it runs COMMAND with
+ * /bin/sh -c, with the PLUTO_* variables of charon's updown interface
+ * (VERB up-host/down-host[-v6], ME, PEER, MY_/PEER_CLIENT, _PROTOCOL,
+ * _PORT, UNIQUEID, REQID, CONNECTION), one at a time. scripts/pctor-charon
+ * runs it as root beside charon, so that the updown script is the
+ * operator's choice and pctor never sends one over VICI (issue 14).
  *
  * The socket defaults to $PCTOR_VICI_SOCKET, else /var/run/charon.vici.
  * Exit status: 0 success, 1 the command failed (charon said no, or a
  * timeout), 2 usage error, 3 cannot reach charon / connection lost.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "feature/ipsec/vici_client.h"
 #include "feature/ipsec/vici_msg.h"
@@ -93,6 +106,9 @@ static struct {
   /* monitor */
   long count;
   long seen;
+  /* updown */
+  const char *updown_cmd;
+  const char *updown_prefix;
 } A;
 
 /* The first outcome decides the exit status (later ones, such as the
@@ -132,6 +148,7 @@ usage(void)
     "  terminate NAME [--timeout MS]\n"
     "  wait-sa NAME [--child NAME] [--timeout MS]\n"
     "  monitor [--events E1,E2] [--count N] [--reconnect]\n"
+    "  updown [--prefix pctor-] [--reconnect] COMMAND [ARGS]\n"
     "  raw COMMAND [KEY=VALUE ...] [--stream EVENT]\n"
     "exit: 0 ok, 1 failed, 2 usage, 3 cannot reach charon / lost\n");
   exit(EXIT_USAGE);
@@ -599,6 +616,195 @@ start_monitor(void)
   free(events);
 }
 
+/* ---- updown ---- */
+
+/* One traffic selector "ADDR/LEN[PROTO/PORT]" (the first of a list) into
+ * its parts: *client "ADDR/LEN", *proto "6" for tcp (else "0"), *port. */
+static void
+ts_parts(const vici_node_t *list, char *client, size_t clen, char *proto,
+         size_t plen, char *port, size_t portlen)
+{
+  const vici_node_t *it = list ? vici_node_first(list) : NULL;
+  const char *ts = it ? vici_node_value(it, NULL) : NULL;
+  snprintf(client, clen, "%s", "");
+  snprintf(proto, plen, "0");
+  snprintf(port, portlen, "0");
+  if (!ts)
+    return;
+  size_t n = strcspn(ts, "[");
+  snprintf(client, clen, "%.*s", (int)n, ts);
+  if (ts[n] != '[')
+    return;
+  const char *p = ts + n + 1;
+  if (!strncmp(p, "tcp", 3)) {
+    snprintf(proto, plen, "6");
+    p += 3;
+  } else {
+    p += strcspn(p, "/]");
+  }
+  if (*p == '/') {
+    p++;
+    size_t d = strspn(p, "0123456789");
+    if (d > 0 && d < 6)
+      snprintf(port, portlen, "%.*s", (int)d, p);
+  }
+}
+
+/* Run the updown command for one CHILD_SA of IKE_SA ike, as charon's
+ * updown plugin would: /bin/sh -c COMMAND with the PLUTO_* variables
+ * pctor-updown reads; waits for it. */
+static void
+updown_run(const vici_node_t *ike, const vici_node_t *child, int up)
+{
+  const char *me = vici_node_get_str(ike, "local-host");
+  const char *peer = vici_node_get_str(ike, "remote-host");
+  if (!me || !peer)
+    return;
+  char mc[128], mp[8], mport[8], pc[128], pp[8], pport[8];
+  ts_parts(vici_node_get(child, "local-ts"), mc, sizeof(mc), mp, sizeof(mp),
+           mport, sizeof(mport));
+  ts_parts(vici_node_get(child, "remote-ts"), pc, sizeof(pc), pp, sizeof(pp),
+           pport, sizeof(pport));
+  int v6 = strchr(peer, ':') != NULL;
+  char verb[32];
+  snprintf(verb, sizeof(verb), "%s-host%s", up ? "up" : "down", v6 ? "-v6" : "");
+  const char *name = vici_node_get_str(child, "name");
+  const char *uid = vici_node_get_str(child, "uniqueid");
+  const char *reqid = vici_node_get_str(child, "reqid");
+  printf("updown %s %s %s -> %s (%s, CHILD_SA %s)\n", verb, name ? name : "?",
+         me, peer, mport[0] != '0' ? mport : pport, uid ? uid : "?");
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "pctor-vici: fork: %s\n", strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    setenv("PLUTO_VERB", verb, 1);
+    setenv("PLUTO_CONNECTION", name ? name : "", 1);
+    setenv("PLUTO_ME", me, 1);
+    setenv("PLUTO_PEER", peer, 1);
+    setenv("PLUTO_MY_CLIENT", mc, 1);
+    setenv("PLUTO_PEER_CLIENT", pc, 1);
+    setenv("PLUTO_MY_PROTOCOL", mp, 1);
+    setenv("PLUTO_PEER_PROTOCOL", pp, 1);
+    setenv("PLUTO_MY_PORT", mport, 1);
+    setenv("PLUTO_PEER_PORT", pport, 1);
+    setenv("PLUTO_UNIQUEID", uid ? uid : "0", 1);
+    setenv("PLUTO_REQID", reqid ? reqid : "0", 1);
+    execl("/bin/sh", "sh", "-c", A.updown_cmd, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fprintf(stderr, "pctor-vici: updown command failed (status %d)\n", st);
+}
+
+static int
+updown_ours(const vici_node_t *ike)
+{
+  const char *n = vici_node_name(ike);
+  return n && !strncmp(n, A.updown_prefix, strlen(A.updown_prefix));
+}
+
+/* The CHILD_SAs of our IKE_SAs in an event or listing: rekey: the new
+ * one up, then the old one down (make before break, as charon does);
+ * else up (only INSTALLED ones) or down. */
+static void
+updown_walk(const vici_msg_t *m, int up, int rekey)
+{
+  const vici_node_t *root = vici_msg_root(m);
+  for (const vici_node_t *ike = vici_node_first(root); ike;
+       ike = vici_node_next(ike)) {
+    if (vici_node_type(ike) != VICI_NODE_SECTION || !updown_ours(ike))
+      continue;
+    const vici_node_t *cs = vici_node_get(ike, "child-sas");
+    for (const vici_node_t *ch = cs ? vici_node_first(cs) : NULL; ch;
+         ch = vici_node_next(ch)) {
+      if (vici_node_type(ch) != VICI_NODE_SECTION)
+        continue;
+      if (rekey) {
+        const vici_node_t *nw = vici_node_get(ch, "new");
+        const vici_node_t *old = vici_node_get(ch, "old");
+        if (nw)
+          updown_run(ike, nw, 1);
+        if (old)
+          updown_run(ike, old, 0);
+      } else {
+        const char *state = vici_node_get_str(ch, "state");
+        if (!up || (state && !strcmp(state, "INSTALLED")))
+          updown_run(ike, ch, up);
+      }
+    }
+  }
+}
+
+/* child-updown and child-rekey events. */
+static void
+updown_event(vici_client_t *c, const char *event, const vici_msg_t *m,
+             void *arg)
+{
+  const char *upv = vici_node_get_str(vici_msg_root(m), "up");
+  updown_walk(m, upv && !strcmp(upv, "yes"), !strcmp(event, "child-rekey"));
+}
+
+/* After (re)connecting: "up" for every CHILD_SA already installed (the
+ * script is idempotent), in case we missed their events. */
+static void
+updown_list_event(vici_client_t *c, const char *event, const vici_msg_t *m,
+                  void *arg)
+{
+  updown_walk(m, 1, 0);
+}
+
+static void
+updown_list_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
+                 void *arg)
+{
+  if (res != VICI_RESULT_OK && res != VICI_RESULT_CANCELLED &&
+      res != VICI_RESULT_CONN_LOST)
+    fprintf(stderr, "pctor-vici: list-sas: %s\n", vici_result_name(res));
+}
+
+static void
+updown_resync(void)
+{
+  vici_builder_t *b = vici_builder_new();
+  vici_builder_add_str(b, "noblock", "yes");
+  vici_client_command(A.vc, "list-sas", b, "list-sa", updown_list_event,
+                      updown_list_done, NULL, 0);
+}
+
+static void
+start_updown(void)
+{
+  static char cmd[4096];
+  size_t used = 0;
+  if (A.n_pos < 1)
+    usage();
+  for (int i = 0; i < A.n_pos; i++) {
+    int w = snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "",
+                     A.pos[i]);
+    if (w < 0 || (size_t)w >= sizeof(cmd) - used)
+      usage();
+    used += (size_t)w;
+  }
+  A.updown_cmd = cmd;
+  A.updown_prefix = opt("prefix") ?: "pctor-";
+  const char *ev[] = {"child-updown", "child-rekey"};
+  for (int i = 0; i < 2; i++)
+    if (vici_client_register_event(A.vc, ev[i], updown_event,
+                                   i == 0 ? monitor_registered : NULL,
+                                   NULL) < 0) {
+      fprintf(stderr, "pctor-vici: cannot register %s\n", ev[i]);
+      finish(EXIT_USAGE);
+      return;
+    }
+  updown_resync();
+}
+
 /* ---- raw ---- */
 
 static void
@@ -649,6 +855,8 @@ start_sub(void)
     start_wait_sa();
   else if (!strcmp(s, "monitor"))
     start_monitor();
+  else if (!strcmp(s, "updown"))
+    start_updown();
   else if (!strcmp(s, "raw"))
     start_raw();
   else
@@ -658,7 +866,7 @@ start_sub(void)
 static void
 on_state(vici_client_t *c, vici_state_t st, const char *why, void *arg)
 {
-  int monitor = !strcmp(A.sub, "monitor");
+  int monitor = !strcmp(A.sub, "monitor") || !strcmp(A.sub, "updown");
   switch (st) {
   case VICI_STATE_CONNECTED:
     if (monitor) {
@@ -668,6 +876,8 @@ on_state(vici_client_t *c, vici_state_t st, const char *why, void *arg)
     if (!A.started) {
       A.started = 1;
       start_sub();
+    } else if (A.updown_cmd) {
+      updown_resync();
     }
     break;
   case VICI_STATE_LOST:
