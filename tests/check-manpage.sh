@@ -3,8 +3,9 @@
 # check-manpage.sh -- fail if doc/pctor.1 does not document every torrc
 # option and command-line flag that the built daemon accepts.
 #
-# The options come from the binary itself (`pctor --list-options`: each
-# option starts a line in column 0) and the flags from `pctor --help`, so
+# The options come from the binary itself (`pctor --list-torrc-options`,
+# generated from the option tables, one name per line, checked against
+# `pctor --list-options`) and the flags from `pctor --help`, so
 # the man page cannot fall behind the option table. An option counts as
 # documented when the man page shows it in bold at the start of an entry
 # (".B Name", ".BR Name ...", or a line starting "\fBName"); a flag when it
@@ -20,8 +21,13 @@ page="$top_srcdir/doc/pctor.1"
 [ -x "$pctor" ] || { echo "check-manpage: $pctor not built"; exit 99; }
 [ -f "$page" ] || { echo "check-manpage: $page missing"; exit 1; }
 
-opts=$("$pctor" --list-options | grep '^[A-Za-z]' | cut -d' ' -f1) || {
+opts=$("$pctor" --list-torrc-options) || {
+  echo "check-manpage: '$pctor --list-torrc-options' failed"; exit 1; }
+listed=$("$pctor" --list-options | grep '^[A-Za-z]' | cut -d' ' -f1) || {
   echo "check-manpage: '$pctor --list-options' failed"; exit 1; }
+[ "$opts" = "$listed" ] || {
+  echo "check-manpage: --list-torrc-options and --list-options disagree"
+  exit 1; }
 flags=$("$pctor" --help | grep -o -- '^ *-[-a-z]*\(, --[-a-z]*\)\?' |
         tr ',' '\n' | tr -d ' ' | grep -v '^-*$') || {
   echo "check-manpage: '$pctor --help' failed"; exit 1; }
