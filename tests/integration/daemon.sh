@@ -49,6 +49,8 @@ TestingTorNetwork 1
 # A private network needs its own authorities; this relay publishes to none.
 DirAuthority testauth orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002
 PublishServerDescriptor 0
+# Short periods are allowed in test networks (tor's rule).
+HeartbeatPeriod 1 second
 $user_line
 EOF
 "$PCTOR" --verify-config -f "$dir/torrc" | grep -q "Configuration was valid" ||
@@ -76,6 +78,10 @@ if [ -n "$user_line" ]; then
         v=$(awk -v c="$cap:" '$1 == c {print $2}' "/proc/$pid/status")
         [ -z "$v" ] || [ "$v" = 0000000000000000 ] || it_fail "$cap is $v, not empty"
     done
+    # DisableDebuggerAttachment (default 1): not dumpable, so the kernel
+    # gives its /proc files to root although it runs as nobody.
+    [ "$(stat -c %U "/proc/$pid/environ")" = root ] ||
+        it_fail "daemon is dumpable (DisableDebuggerAttachment)"
     it_log "daemon switched to nobody and holds no capabilities"
 fi
 
@@ -98,6 +104,9 @@ if [ -n "$user_line" ]; then
     it_wait_until 10 grep -q 'Could not reopen log file ".*info.log": Permission denied' \
         "$dir/info.log" || it_fail "no warning about the log file on SIGHUP"
 fi
+
+it_wait_until 10 grep -q "Heartbeat: pctor's uptime is 0:00 hours, with [0-9]* circuits open" \
+    "$dir/info.log" || it_fail "no heartbeat line (HeartbeatPeriod)"
 
 # SIGUSR2: debug logging (tor's), not death.
 kill -USR2 "$pid"

@@ -1565,6 +1565,17 @@ options_check_startable(const options_t *opts, char **err_out)
       return -1;
     }
   }
+  /* An exit reads its resolver's nameservers at start-up. */
+  if (opts->exit_relay) {
+    const char *rc = opts->server_dns_resolv_conf_file
+                         ? opts->server_dns_resolv_conf_file
+                         : "/etc/resolv.conf";
+    if (access(rc, R_OK) < 0) {
+      *err_out = pc_asprintf("ServerDNSResolvConfFile \"%s\" cannot be "
+                             "read: %s", rc, strerror(errno));
+      return -1;
+    }
+  }
   if (opts->pid_file && check_writable_file(opts->pid_file, &why) < 0) {
     *err_out = pc_asprintf("PidFile: %s", why);
     free(why);

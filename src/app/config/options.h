@@ -232,7 +232,8 @@ void options_dump(FILE *out, const options_t *o, const options_t *base);
 /* Before start-up (--verify-config too): what would make start-up or
  * the Log lines fail that can be seen without starting: a log file that
  * cannot be written, a DataDirectory that cannot be made or used, a
- * PidFile in a directory that cannot be written. Changes nothing. Returns
+ * PidFile in a directory that cannot be written, an exit's unreadable
+ * ServerDNSResolvConfFile. Changes nothing. Returns
  * 0, or -1 with *err_out (the problem, naming the option). */
 int options_check_startable(const options_t *opts, char **err_out);
 

@@ -406,16 +406,17 @@ main(int argc, char **argv)
     cleanup();
     return 1;
   }
-  if (cl->verify_config) {
-    printf("Configuration was valid\n");
-    cleanup();
-    return 0;
-  }
+  /* Switching to User is checked before --verify-config answers. */
   if (opts->user && privdrop_check(opts->user, &err) < 0) {
     log_err("%s. Failing.", err);
     free(err);
     cleanup();
     return 1;
+  }
+  if (cl->verify_config) {
+    printf("Configuration was valid\n");
+    cleanup();
+    return 0;
   }
 
   if (apply_logs(opts, &err) < 0) {
