@@ -117,7 +117,7 @@ START_TEST(test_defaults)
   ck_assert_int_eq(o->my_family.n, 0);
   ck_assert_int_eq(o->publish_server_descriptor, 1);
   ck_assert_int_eq(o->assume_reachable, 0);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   ck_assert_int_eq(o->exit_policy.n, 0);
   char *dd = options_default_data_directory(geteuid() == 0, getenv("HOME"));
   ck_assert_str_eq(o->data_directory, dd);
@@ -554,14 +554,14 @@ START_TEST(test_directory_options)
     free(err);
   }
   o = parse_ok("ExitRelay 0\n", 0, NULL);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   options_free(o);
   /* Exits and tor's full policy syntax are accepted now. */
   o = parse_ok("ExitRelay 1\nExitPolicy accept private:*, reject6 *:*\n"
                "ExitPolicyRejectPrivate 0\n"
                "ServerDNSResolvConfFile /tmp/resolv.conf\n",
                0, NULL);
-  ck_assert_int_eq(o->exit_relay, 1);
+  ck_assert_int_eq(o->is_exit, 1);
   ck_assert_int_eq(o->exit_policy.n, 2);
   ck_assert_int_eq(o->exit_policy_reject_private, 0);
   ck_assert_int_eq(o->exit_policy_reject_local_interfaces, 0);
@@ -1027,6 +1027,14 @@ START_TEST(test_tor_option_names)
   assert_has(err, "tor's option DoSCircuitCreationEnabled; pctor has no "
                   "denial-of-service");
   free(err);
+  /* A tor option set to what pctor does anyway is accepted. */
+  options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n",
+                          0, NULL);
+  options_free(o);
+  err = parse_bad("DirReqStatistics 1\n", 0, NULL);
+  assert_has(err, "tor's option DirReqStatistics; pctor keeps no "
+                  "statistics files");
+  free(err);
   err = parse_bad("Nickname a\nNoSuchOption 1\n", 0, NULL);
   ck_assert_str_eq(err, "Unknown option 'NoSuchOption' on line 2 of "
                         "test.torrc. Failing.");
@@ -1038,7 +1046,7 @@ START_TEST(test_relay_options)
 {
   /* ExitRelay auto (tor's default): an exit exactly with ExitPolicy. */
   options_t *o = parse_ok("ORPort 9001\n", 0, NULL);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   /* Advertised bandwidth: tor's defaults, 1 GByte. */
   uint64_t rate, burst;
   options_advertised_bandwidth(o, &rate, &burst);
@@ -1051,14 +1059,14 @@ START_TEST(test_relay_options)
   ck_assert_int_eq(o->safe_logging, 0);
   options_free(o);
   o = parse_ok("ORPort 9001\nExitPolicy accept *:80\n", 0, NULL);
-  ck_assert_int_eq(o->exit_relay, 1);
+  ck_assert_int_eq(o->is_exit, 1);
   options_free(o);
   o = parse_ok("ORPort 9001\nExitPolicy reject *:*\nExitRelay 0\n", 0,
                NULL);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   options_free(o);
   o = parse_ok("ExitRelay 1\n", 0, NULL);
-  ck_assert_int_eq(o->exit_relay, 1);
+  ck_assert_int_eq(o->is_exit, 1);
   options_free(o);
 
   /* The smallest of the rates and MaxAdvertisedBandwidth; the smaller

@@ -1136,6 +1136,40 @@ static const struct {
   {"ClientOnly", "pctor is a client when it has no ORPort"},
 };
 
+/* tor options pctor does not implement but whose value says what pctor
+ * does anyway ("DirPort 0": no DirPort). Such a line is accepted (with an
+ * info line); any other value is refused. */
+static const struct {
+  const char *name, *value;
+} tor_same_behaviour[] = {
+  {"DirPort", "0"},           {"IPv6Exit", "0"},
+  {"ReducedExitPolicy", "0"}, {"Sandbox", "0"},
+  {"OfflineMasterKey", "0"},  {"BridgeRelay", "0"},
+  {"ClientOnly", "0"},        {"AccountingMax", "0"},
+  {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
+  {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
+  {"ExitPortStatistics", "0"},      {"ConnDirectionStatistics", "0"},
+  {"CellStatistics", "0"},    {"HardwareAccel", "0"},
+  {"UseBridges", "0"},
+};
+
+/* Whether line l sets a tor option to the behaviour pctor has anyway. */
+static int
+tor_option_same_behaviour(const conf_line_t *l)
+{
+  for (size_t i = 0; i < sizeof(tor_same_behaviour) /
+                             sizeof(tor_same_behaviour[0]); i++)
+    if (conf_key_eq(tor_same_behaviour[i].name, l->key) &&
+        !strcasecmp(tor_same_behaviour[i].value, l->value)) {
+      char *w = conf_line_where(l);
+      log_info("Option '%s %s' on %s: pctor behaves that way already.",
+               l->key, l->value, w);
+      free(w);
+      return 1;
+    }
+  return 0;
+}
+
 /* The refusal of a tor option pctor does not implement, or NULL if name
  * is not one of tor's options. */
 static char *
@@ -1184,6 +1218,8 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
 {
   var_ref_t r;
   if (find_ref(l->key, &r) < 0) {
+    if (tor_option_same_behaviour(l))
+      return 0;
     *err_out = tor_option_refusal(l->key, l);
     if (*err_out)
       return -1;
@@ -1297,9 +1333,9 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     o->extend_allow_private_addresses = o->testing_tor_network;
 
   /* ExitRelay auto (tor): an exit exactly when ExitPolicy is set. */
+  o->is_exit = exit_policy_want_exit(o->exit_relay, o->exit_policy.n, 0);
   if (o->exit_relay < 0) {
-    o->exit_relay = o->exit_policy.n > 0;
-    if (o->exit_relay && o->or_ports.n > 0)
+    if (o->is_exit && o->or_ports.n > 0)
       log_notice("ExitRelay is auto and an ExitPolicy is set, so this "
                  "relay is an exit (as in tor). Set ExitRelay 0 if you did "
                  "not want that.");
@@ -1566,7 +1602,7 @@ options_check_startable(const options_t *opts, char **err_out)
     }
   }
   /* An exit reads its resolver's nameservers at start-up. */
-  if (opts->exit_relay) {
+  if (opts->is_exit) {
     const char *rc = opts->server_dns_resolv_conf_file
                          ? opts->server_dns_resolv_conf_file
                          : "/etc/resolv.conf";

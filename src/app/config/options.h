@@ -75,8 +75,9 @@ typedef struct options_t {
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
   int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
-  int exit_relay;                /* ExitRelay: 0 or 1 (auto resolved:
-                                  * 1 when ExitPolicy is set) */
+  int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */
+  int is_exit;                   /* derived: ExitRelay 1, or auto with an
+                                  * ExitPolicy line (tor's rule) */
   options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
                                   * ADDR:PORTS" line each */
   int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */

@@ -151,7 +151,7 @@ configure_exit(const options_t *o)
   cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
   exit_policy_t *policy = NULL;
-  if (o->exit_relay) {
+  if (o->is_exit) {
     exit_policy_options_t po;
     exit_policy_options_init(&po);
     po.is_exit = 1;
