@@ -16,6 +16,7 @@
 #include "feature/conflux/conflux_cell.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/conflux/conflux_set.h"
+#include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
 #include "lib/conf/conf.h"
 #include "lib/log/log.h"
@@ -859,7 +860,8 @@ START_TEST(test_typed_values)
   ck_assert_int_eq(o->token_bucket_refill_interval, 1000);
   ck_assert_int_eq(o->kist_sched_run_interval, 5); /* plain: msec */
   ck_assert_int_eq(o->refuse_unknown_exits, 0);
-  ck_assert_int_eq(o->ipsec_mode, 1); /* IPSEC_MODE_AUTO */
+  const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
+  ck_assert_int_eq(io->mode, 1); /* IPSEC_MODE_AUTO */
   ck_assert(options_is_set(o, "maxmeminqueues"));
   ck_assert(!options_is_set(o, "Nickname"));
   options_free(o);

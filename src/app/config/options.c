@@ -39,6 +39,7 @@
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
+#include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
@@ -49,18 +50,6 @@
 
 /* ---- value checks ---- */
 
-
-static const char *
-home_dir(void)
-{
-  const char *h = getenv("HOME");
-  if (h && *h)
-    return h;
-  struct passwd *pw = getpwuid(getuid());
-  if (pw && pw->pw_dir && *pw->pw_dir)
-    return pw->pw_dir;
-  return NULL;
-}
 
 char *
 options_default_data_directory(int is_root, const char *home)
@@ -75,50 +64,6 @@ options_default_data_directory(int is_root, const char *home)
     return NULL;
   return pc_asprintf("%s%s.pctor", home,
                      home[strlen(home) - 1] == '/' ? "" : "/");
-}
-
-/* Make a file name absolute: "~" and "~/x" use the home directory, other
- * relative names are taken relative to cwd. Trailing slashes go. */
-static char *
-expand_path(const char *v, const char *cwd, char **err_out)
-{
-  char *p;
-  if (conf_has_control_chars(v)) {
-    *err_out = pc_strdup("control characters are not allowed in a path");
-    return NULL;
-  }
-  if (v[0] == '~' && (v[1] == '/' || v[1] == '\0')) {
-    const char *home = home_dir();
-    if (!home) {
-      *err_out = pc_asprintf("'%s': there is no home directory to expand "
-                             "~ to", v);
-      return NULL;
-    }
-    p = pc_asprintf("%s%s", home, v + 1);
-  } else if (v[0] == '~') {
-    *err_out = pc_asprintf("'%s': ~user paths are not supported", v);
-    return NULL;
-  } else if (v[0] == '/') {
-    p = pc_strdup(v);
-  } else {
-    char *here = NULL;
-    if (!cwd) {
-      here = getcwd(NULL, 0);
-      if (!here) {
-        *err_out = pc_asprintf("'%s' is relative and the working "
-                               "directory is unknown", v);
-        return NULL;
-      }
-      cwd = here;
-    }
-    p = pc_asprintf("%s%s%s", cwd,
-                    cwd[strlen(cwd) - 1] == '/' ? "" : "/", v);
-    free(here);
-  }
-  size_t n = strlen(p);
-  while (n > 1 && p[n - 1] == '/')
-    p[--n] = '\0';
-  return p;
 }
 
 static int
@@ -288,32 +233,12 @@ assign_policy(options_strlist_t *l, const char *value, char **err_out)
 /* What assignment needs besides the value: the base of relative paths and
  * where options were set, for messages and the ORPort rules. */
 typedef struct {
-  const char *cwd;
+  conf_assign_ctx_t base;            /* first: lib/conf reads the cwd */
   const conf_line_t **where;         /* per option (global index) */
   const conf_line_t *orport_line[2]; /* IPv4, IPv6 */
   const conf_line_t *orport_zero;
 } parse_ctx_t;
 
-static void
-set_string(void *field, char *v)
-{
-  free(*(char **)field);
-  *(char **)field = v;
-}
-
-/* A file name, made absolute (see expand_path()). */
-static int
-path_assign(void *field, const char *value, void *arg,
-            const conf_line_t *line, char **err_out)
-{
-  (void)line;
-  const parse_ctx_t *ctx = arg;
-  char *p = expand_path(value, ctx ? ctx->cwd : NULL, err_out);
-  if (!p)
-    return -1;
-  set_string(field, p);
-  return 0;
-}
 
 /* ORPort: at most one IPv4 and one IPv6 line, or "0" alone. */
 static int
@@ -477,8 +402,6 @@ schedulers_check(const char *value, char **err_out)
 }
 
 /* clang-format off */
-static const conf_custom_t path_type = {
-  CONF_STORE_STRING, 0, 0, path_assign, NULL, NULL};
 static const conf_custom_t nickname_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, check_nickname};
 static const conf_custom_t host_type = {
@@ -511,10 +434,6 @@ static const conf_enum_t safe_logging_values[] = {
   {"0", 0}, {"1", 1}, {"relay", 2}, {NULL, 0},
 };
 
-static const conf_enum_t ipsec_modes[] = {
-  {"0", IPSEC_MODE_OFF}, {"auto", IPSEC_MODE_AUTO}, {"1", IPSEC_MODE_ON},
-  {NULL, 0},
-};
 /* clang-format on */
 
 #define BW_SYNTAX "N bytes|KBytes|MBytes|GBytes|KBits|MBits|GBits"
@@ -522,7 +441,7 @@ static const conf_enum_t ipsec_modes[] = {
 
 /* clang-format off */
 static const conf_var_t app_vars[] = {
-  {"DataDirectory", CONF_TYPE_CUSTOM, "PATH", NULL,
+  {"DataDirectory", CONF_TYPE_PATH, "PATH", NULL,
    "/var/lib/pctor when started as root, otherwise ~/.pctor",
    0, 0, 0, OFF(data_directory),
    "The directory where pctor keeps its state: its keys (in the keys "
@@ -530,7 +449,7 @@ static const conf_var_t app_vars[] = {
    "pctor creates it (mode 0700) if it does not exist. With User, the "
    "directory and the files in it that pctor owns are handed to that "
    "user before pctor switches to it. A relative path or one starting "
-   "with ~/ is made absolute when pctor starts.", &path_type},
+   "with ~/ is made absolute when pctor starts.", NULL},
   {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0",
    "0 (no ORPort)",
    0, 0, 0, OFF(or_ports),
@@ -576,12 +495,12 @@ static const conf_var_t app_vars[] = {
    "connects its standard input, output and error to /dev/null. The "
    "command that started pctor waits until then and exits with status "
    "0, or with status 1 if start-up failed.", NULL},
-  {"PidFile", CONF_TYPE_CUSTOM, "PATH", NULL, "unset",
+  {"PidFile", CONF_TYPE_PATH, "PATH", NULL, "unset",
    0, 0, 0, OFF(pid_file),
    "Write pctor's process ID to PATH once it has started (after going "
    "to the background with RunAsDaemon), and remove the file on a clean "
    "exit. The file is written before pctor switches to User; if that "
-   "user may not remove it at exit, pctor empties it instead.", &path_type},
+   "user may not remove it at exit, pctor empties it instead.", NULL},
   {"User", CONF_TYPE_CUSTOM, "NAME", NULL, "unset (keep the starting user)",
    0, 0, 0, OFF(user),
    "After binding its ports and reading its keys, switch to the user "
@@ -698,13 +617,13 @@ static const conf_var_t app_vars[] = {
    1, 0, 0, OFF(exit_policy_reject_local_interfaces),
    "If 1, the exit policy also rejects the public addresses of the "
    "relay's ORPorts and Address.", NULL},
-  {"ServerDNSResolvConfFile", CONF_TYPE_CUSTOM, "PATH", NULL,
+  {"ServerDNSResolvConfFile", CONF_TYPE_PATH, "PATH", NULL,
    "unset (/etc/resolv.conf)",
    0, 0, 0, OFF(server_dns_resolv_conf_file),
    "The resolv.conf file whose nameservers an exit uses to resolve the "
    "names clients ask for. Only its nameserver lines are used; nothing "
    "else (no hosts file, no search domains). Tests point it at a "
-   "resolver on 127.0.0.1.", &path_type},
+   "resolver on 127.0.0.1.", NULL},
   {"SocksPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0", "0 (no client)",
    0, 0, 0, OFF(socks_addr),
    "Accept SOCKS4a and SOCKS5 connections from applications on PORT (on "
@@ -820,39 +739,6 @@ static const conf_var_t app_vars[] = {
    "SA (so that an observer cannot count circuits); circuits to other "
    "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
    "is implied).", NULL},
-  {"IPsec", CONF_TYPE_ENUM, "0|1|auto", "0", "0", 1, 0, 0, OFF(ipsec_mode),
-   "IPsec between relays, negotiated by strongSwan's charon through its "
-   "VICI socket (IPsecVICISocket). With auto or 1, this relay tells each "
-   "relay it connects to that it offers IPsec (a link cell that tor "
-   "ignores), with its Ed25519 IKE key (DataDirectory/keys/"
-   "ike_ed25519_key, made on first start) certified by its identity. "
-   "With a relay that offers it too, pctor loads an IPsec connection "
-   "into charon whose IKE identities are the two relays' Ed25519 "
-   "identities and which protects the TCP between this relay and the "
-   "other's ORPort, and the relay with the lower identity initiates it. "
-   "PerCircuitTCP then opens per-circuit connections to that relay only "
-   "while its SA is installed; meanwhile circuits share a TLS "
-   "connection. With auto, relays that do not offer IPsec (tor relays) "
-   "get per-circuit connections without it; with 1 they share. pctor "
-   "never closes circuits or connections because of IPsec.", ipsec_modes},
-  {"IPsecVICISocket", CONF_TYPE_CUSTOM, "PATH", IPSEC_DEFAULT_VICI_SOCKET,
-   IPSEC_DEFAULT_VICI_SOCKET, 1, 0, 0, OFF(ipsec_vici_socket),
-   "The unix socket of charon's VICI plugin. pctor reconnects (with "
-   "growing delays up to 30 seconds) whenever it goes away, and then "
-   "loads its key and connections again. With User, the socket must "
-   "stay usable by that user (scripts/pctor-charon --vici-group).", &path_type},
-  {"IPsecUpdown", CONF_TYPE_STRING, "COMMAND", NULL, "unset (none)",
-   1, 0, 0, OFF(ipsec_updown),
-   "The updown command charon runs when one of pctor's CHILD_SAs comes "
-   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
-   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
-   "routes the SA's TCP into the tunnel device, without which the "
-   "traffic would not be protected.", NULL},
-  {"IPsecMaxPeers", CONF_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
-   OFF(ipsec_max_peers),
-   "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
-   "Beyond it the least recently used relay without an SA is forgotten; "
-   "if every one has an SA, further relays share connections.", NULL},
   {"HeartbeatPeriod", CONF_TYPE_INTERVAL, "INTERVAL", "6 hours", "6 hours",
    1, 0, 365 * 86400, OFF(heartbeat_period),
    "Log a heartbeat line at notice level this often: uptime, open "
@@ -920,6 +806,7 @@ static const conf_module_t app_module = {
 static const conf_module_t *const modules[] = {
   &app_module,
   &conflux_conf_module,
+  &ipsec_conf_module,
   &measureme_conf_module,
 };
 #define N_MODULES (sizeof(modules) / sizeof(modules[0]))
@@ -1377,10 +1264,11 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return option_error(err_out, options_find("RelayBandwidthBurst"), ctx,
                         "must be at least RelayBandwidthRate");
 
-  if (o->ipsec_mode != IPSEC_MODE_OFF && o->or_ports.n == 0)
+  const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
+  if (io->mode != IPSEC_MODE_OFF && o->or_ports.n == 0)
     return option_error(err_out, options_find("IPsec"), ctx,
                         "needs an ORPort");
-  if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF)
+  if (o->per_circuit_tcp_require_ipsec && io->mode == IPSEC_MODE_OFF)
     return option_error(err_out, options_find("PerCircuitTCPRequireIPsec"),
                         ctx, "needs IPsec auto or 1");
 
@@ -1455,7 +1343,7 @@ options_from_lines(const conf_line_t *file_lines,
   size_t n = options_count();
   parse_ctx_t ctx;
   memset(&ctx, 0, sizeof(ctx));
-  ctx.cwd = cwd;
+  ctx.base.cwd = cwd;
   ctx.where = pc_calloc(n ? n : 1, sizeof(*ctx.where));
   conf_line_t *lines = NULL;
   var_ref_t r;

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* options.h -- pctor's torrc options: the one option table, the parsed
+/* options.h -- pctor's torrc options: the option manager, the parsed
  * options_t, and the command line.
  *
- * Every option pctor accepts is one row of the table in options.c (name,
- * type, syntax, default, whether SIGHUP may change it, help text); the
- * parser, --list-options, --help and the man-page check all read that
- * table, so an option cannot exist in one place and not the others.
+ * Every option pctor accepts is one typed row (lib/conf/confdecl.h: name,
+ * type, syntax, default, whether SIGHUP may change it, help text), in the
+ * daemon's own table in options.c or in the table of the module that uses
+ * it (feature/conflux/conflux_options.c, ...), registered in options.c's
+ * modules[]. The parser, --list-options, --list-torrc-options,
+ * --dump-config and the man-page check all read those tables, so an
+ * option cannot exist in one place and not the others. A module reads its
+ * own values with options_module(). Names of tor options pctor does not
+ * implement are refused with one line (tor_option_names.h).
  *
  * Sources combine as in tor: the defaults torrc (--defaults-torrc,
  * default SYSCONFDIR/pctor/torrc-defaults, may be missing) gives defaults:
@@ -104,11 +109,6 @@ typedef struct options_t {
   int per_circuit_tcp_max_connections; /* 0: automatic */
   int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
-  /* IPsec between relays (feature/ipsec/broker.h). */
-  int ipsec_mode;                 /* IPsec: an ipsec_mode_t */
-  char *ipsec_vici_socket;        /* IPsecVICISocket */
-  char *ipsec_updown;             /* IPsecUpdown: NULL if unset */
-  int ipsec_max_peers;            /* IPsecMaxPeers */
   int refuse_unknown_exits;       /* RefuseUnknownExits: 1, 0, -1 auto */
 
   /* Private to options.c: the registered modules' option structs, and

@@ -31,6 +31,7 @@
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
+#include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
@@ -451,7 +452,8 @@ apply_pctcp(const options_t *o)
 static int
 apply_ipsec(const options_t *o)
 {
-  if (o->ipsec_mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
+  const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
+  if (io->mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
       !A.ipsec)
     return 0;
   char *err = NULL;
@@ -465,11 +467,11 @@ apply_ipsec(const options_t *o)
   }
   ipsec_broker_config_t cfg;
   ipsec_broker_config_init(&cfg);
-  cfg.mode = (ipsec_mode_t)o->ipsec_mode;
+  cfg.mode = (ipsec_mode_t)io->mode;
   cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
-  cfg.vici_socket = o->ipsec_vici_socket;
-  cfg.updown = o->ipsec_updown;
-  cfg.max_peers = (unsigned)o->ipsec_max_peers;
+  cfg.vici_socket = io->vici_socket;
+  cfg.updown = io->updown;
+  cfg.max_peers = (unsigned)io->max_peers;
   if (cfg.mode != IPSEC_MODE_OFF) {
     uint16_t port = 0;
     for (int i = 0; i < o->or_ports.n && !port; i++)

@@ -12,10 +12,12 @@
 #include "lib/malloc/alloc.h"
 
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define FIELD(o, var, T) ((T *)(void *)((char *)(o) + (var)->offset))
 #define CFIELD(o, var, T) \
@@ -57,6 +59,7 @@ storage(const conf_var_t *var)
   case CONF_TYPE_DOUBLE:
     return ST_DOUBLE;
   case CONF_TYPE_STRING:
+  case CONF_TYPE_PATH:
     return ST_STRING;
   case CONF_TYPE_LINELIST:
     return ST_LIST;
@@ -90,6 +93,60 @@ conf_has_control_chars(const char *s)
     if ((unsigned char)*s < 0x20 || *s == 0x7f)
       return 1;
   return 0;
+}
+
+static const char *
+home_dir(void)
+{
+  const char *h = getenv("HOME");
+  if (h && *h)
+    return h;
+  struct passwd *pw = getpwuid(getuid());
+  if (pw && pw->pw_dir && *pw->pw_dir)
+    return pw->pw_dir;
+  return NULL;
+}
+
+char *
+conf_expand_path(const char *v, const char *cwd, char **err_out)
+{
+  char *p;
+  if (conf_has_control_chars(v)) {
+    *err_out = pc_strdup("control characters are not allowed in a path");
+    return NULL;
+  }
+  if (v[0] == '~' && (v[1] == '/' || v[1] == '\0')) {
+    const char *home = home_dir();
+    if (!home) {
+      *err_out = pc_asprintf("'%s': there is no home directory to expand "
+                             "~ to", v);
+      return NULL;
+    }
+    p = pc_asprintf("%s%s", home, v + 1);
+  } else if (v[0] == '~') {
+    *err_out = pc_asprintf("'%s': ~user paths are not supported", v);
+    return NULL;
+  } else if (v[0] == '/') {
+    p = pc_strdup(v);
+  } else {
+    char *here = NULL;
+    if (!cwd) {
+      here = getcwd(NULL, 0);
+      if (!here) {
+        *err_out = pc_asprintf("'%s' is relative and the working "
+                               "directory is unknown", v);
+        return NULL;
+      }
+      cwd = here;
+    }
+    p = pc_asprintf("%s%s%s", cwd,
+                    cwd[strlen(cwd) - 1] == '/' ? "" : "/", v);
+    free(here);
+  }
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/')
+    p[--n] = '\0';
+  return p;
 }
 
 static int
@@ -217,6 +274,15 @@ conf_var_assign(void *obj, const conf_var_t *var, const char *value,
     free(*FIELD(obj, var, char *));
     *FIELD(obj, var, char *) = pc_strdup(value);
     return 0;
+  case CONF_TYPE_PATH: {
+    const conf_assign_ctx_t *ctx = arg;
+    char *p = conf_expand_path(value, ctx ? ctx->cwd : NULL, err_out);
+    if (!p)
+      return -1;
+    free(*FIELD(obj, var, char *));
+    *FIELD(obj, var, char *) = p;
+    return 0;
+  }
   case CONF_TYPE_ENUM: {
     const conf_enum_t *e = var->type_arg;
     for (const conf_enum_t *p = e; p->name; p++)

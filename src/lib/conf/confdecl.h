@@ -21,6 +21,8 @@
  *   BANDWIDTH     uint64_t  bytes per second: "1 MBytes", "8 Mbits"
  *   DOUBLE        double    decimal (fraction, sign) in [min, max]
  *   STRING        char *    printable text
+ *   PATH          char *    a file name made absolute: "~/x" under the
+ *                           home directory, "x" under the manager's cwd
  *   ENUM          int       one of the names in type_arg (conf_enum_t[])
  *   LINELIST      conf_strlist_t  every line's value, in order
  *   CUSTOM        per type_arg (conf_custom_t): a module-specific check
@@ -55,10 +57,18 @@ typedef enum {
   CONF_TYPE_BANDWIDTH,
   CONF_TYPE_DOUBLE,
   CONF_TYPE_STRING,
+  CONF_TYPE_PATH,
   CONF_TYPE_ENUM,
   CONF_TYPE_LINELIST,
   CONF_TYPE_CUSTOM,
 } conf_type_t;
+
+/* What the option manager passes as `arg` to assignment: a struct whose
+ * first member is this (or NULL: relative paths are taken relative to the
+ * current directory). */
+typedef struct {
+  const char *cwd; /* the base of relative paths (NULL: getcwd()) */
+} conf_assign_ctx_t;
 
 /* ENUM names (case-insensitive), ending with a NULL name. */
 typedef struct {
@@ -93,6 +103,11 @@ typedef struct {
 
 /* Whether s holds a control character (below 0x20, or 0x7f). */
 int conf_has_control_chars(const char *s);
+/* A file name made absolute: "~" and "~/x" use the home directory ($HOME,
+ * else the password database), other relative names are taken relative
+ * to cwd (NULL: the current directory); trailing slashes go. Newly
+ * allocated, or NULL with *err_out. */
+char *conf_expand_path(const char *v, const char *cwd, char **err_out);
 
 typedef struct conf_var_t {
   const char *name;
