@@ -34,13 +34,16 @@ grep -q "ORPort" "$dir/bad2.out" || it_fail "no ORPort in: $(cat "$dir/bad2.out"
 
 # A daemonised relay.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 user_line=""
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
     user_line="User nobody"
 fi
 cat > "$dir/torrc" <<EOF
 DataDirectory $dir/data
-ORPort 127.0.0.1:$port
+# tor's port-forwarding pair: listen on one port, advertise another.
+ORPort 127.0.0.1:$port NoAdvertise
+ORPort 127.0.0.1:$port2 NoListen
 Nickname daemontest
 Log info file $dir/info.log
 RunAsDaemon 1
@@ -69,6 +72,11 @@ pid=$(cat "$dir/pctor.pid")
 it_register_pid "$pid"
 kill -0 "$pid" || it_fail "daemon not running"
 it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open"
+grep -q "Advertising ORPort 127.0.0.1:$port2 without listening on it (NoListen)" \
+    "$dir/info.log" || it_fail "no NoListen log line"
+if (exec 3<>"/dev/tcp/127.0.0.1/$port2") 2>/dev/null; then
+    it_fail "the NoListen ORPort $port2 accepts connections"
+fi
 
 if [ -n "$user_line" ]; then
     uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")

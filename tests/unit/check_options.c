@@ -429,12 +429,17 @@ START_TEST(test_orport_forms)
     const char *needle;
   } cases[] = {
     {"ORPort 9001\nORPort 10.0.0.1:9002\n",
-     "Option 'ORPort' on line 2 of test.torrc: there is already an IPv4 "
-     "ORPort (on line 1 of test.torrc)"},
-    {"ORPort [::1]:1\nORPort [::2]:2\n", "already an IPv6 ORPort"},
+     "Option 'ORPort' on line 2 of test.torrc: there is already a "
+     "listening IPv4 ORPort (on line 1 of test.torrc)"},
+    {"ORPort [::1]:1\nORPort [::2]:2\n", "already a listening IPv6 ORPort"},
+    {"ORPort 443 NoListen\nORPort 9001 NoListen\n",
+     "already an advertised IPv4 ORPort"},
+    {"ORPort 443 NoListen NoAdvertise\n", "leave nothing to do"},
+    {"ORPort 443 IPv4Only IPv6Only\n", "cannot both be given"},
+    {"ORPort [::1]:443 IPv4Only\n", "other family"},
+    {"ORPort 443 Fast\n", "'Fast' is not an ORPort flag pctor supports"},
     {"ORPort 0\nORPort 9001\n", "cannot be combined"},
     {"ORPort 9001\nORPort 0\n", "cannot be combined"},
-    {"ORPort 9001 NoAdvertise\n", "no flags after the port"},
     {"ORPort relay.example.org:9001\n", "is not an IPv4 address"},
     {"ORPort 1.2.3.4\n", "a port is needed"},
     {"ORPort -1\n", "is not an IPv4 or IPv6 address"},
@@ -447,6 +452,32 @@ START_TEST(test_orport_forms)
     assert_has(err, "Option 'ORPort' on line");
     free(err);
   }
+
+  /* tor's flags: a relay behind port forwarding advertises 443 and
+   * listens on 9090; IPv6Only makes a port alone an IPv6 one. */
+  o = parse_ok("ORPort 203.0.113.5:443 NoListen\n"
+               "ORPort 127.0.0.1:9090 noadvertise\n"
+               "ORPort 9001 IPv6Only\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 3);
+  ck_assert_uint_eq(o->or_ports.flags[0], OPTIONS_PORT_NO_LISTEN);
+  ck_assert_uint_eq(o->or_ports.flags[1], OPTIONS_PORT_NO_ADVERTISE);
+  ck_assert_int_eq(o->or_ports.addrs[2].family, AF_INET6);
+  pc_addr_t adv[4];
+  ck_assert_int_eq(options_orports_advertised(o, adv), 2);
+  ck_assert_int_eq(adv[0].port, 443);
+  ck_assert_int_eq(adv[1].port, 9001);
+  options_t *base = parse_ok("", 0, NULL);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  options_dump(out, o, base);
+  fclose(out);
+  assert_has(buf, "ORPort 203.0.113.5:443 NoListen\n"
+                  "ORPort 127.0.0.1:9090 NoAdvertise\n"
+                  "ORPort [::]:9001 IPv6Only\n");
+  free(buf);
+  options_free(base);
+  options_free(o);
 
   /* The command line replaces the file's ORPort lines. */
   char *argv[] = {"pctor", "--ORPort", "[::]:9050", NULL};

@@ -235,12 +235,26 @@ assign_policy(options_strlist_t *l, const char *value, char **err_out)
 typedef struct {
   conf_assign_ctx_t base;            /* first: lib/conf reads the cwd */
   const conf_line_t **where;         /* per option (global index) */
-  const conf_line_t *orport_line[2]; /* IPv4, IPv6 */
+  const conf_line_t *orport_listen[2]; /* IPv4, IPv6 */
+  const conf_line_t *orport_adv[2];
   const conf_line_t *orport_zero;
 } parse_ctx_t;
 
 
-/* ORPort: at most one IPv4 and one IPv6 line, or "0" alone. */
+/* ORPort: "[ADDRESS:]PORT [FLAGS]" lines, or "0" alone. Per address
+ * family at most one line that listens and one that is advertised (a line
+ * without NoListen or NoAdvertise is both), so that the NoListen /
+ * NoAdvertise pair of a relay behind port forwarding works as in tor. */
+static const struct {
+  const char *name;
+  unsigned flag;
+} orport_flags[] = {
+  {"NoListen", OPTIONS_PORT_NO_LISTEN},
+  {"NoAdvertise", OPTIONS_PORT_NO_ADVERTISE},
+  {"IPv4Only", OPTIONS_PORT_IPV4_ONLY},
+  {"IPv6Only", OPTIONS_PORT_IPV6_ONLY},
+};
+
 static int
 orport_assign(void *field, const char *value, void *arg,
               const conf_line_t *line, char **err_out)
@@ -251,11 +265,6 @@ orport_assign(void *field, const char *value, void *arg,
     memset(ports, 0, sizeof(*ports));
     return 0;
   }
-  if (strpbrk(value, " \t")) {
-    *err_out = pc_asprintf("'%s': only [ADDRESS:]PORT is supported "
-                           "(no flags after the port)", value);
-    return -1;
-  }
   if (!strcmp(value, "0") || ctx->orport_zero) {
     if (ports->n > 0 || ctx->orport_zero) {
       *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
@@ -265,22 +274,72 @@ orport_assign(void *field, const char *value, void *arg,
     ctx->orport_zero = line;
     return 0;
   }
+  size_t alen = strcspn(value, " \t");
+  char *addr = pc_strndup(value, alen);
   pc_addr_t a;
-  if (conf_parse_addrport(value, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
+  int r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, err_out);
+  free(addr);
+  if (r < 0)
     return -1;
-  if (a.family == AF_UNSPEC)
-    a.family = AF_INET; /* 0.0.0.0:PORT */
+  unsigned flags = 0;
+  const char *p = value + alen;
+  while (*(p += strspn(p, " \t"))) {
+    size_t n = strcspn(p, " \t");
+    size_t i;
+    for (i = 0; i < sizeof(orport_flags) / sizeof(orport_flags[0]); i++)
+      if (strlen(orport_flags[i].name) == n &&
+          !strncasecmp(orport_flags[i].name, p, n))
+        break;
+    if (i == sizeof(orport_flags) / sizeof(orport_flags[0])) {
+      *err_out = pc_asprintf("'%.*s' is not an ORPort flag pctor supports "
+                             "(NoListen, NoAdvertise, IPv4Only, IPv6Only)",
+                             (int)n, p);
+      return -1;
+    }
+    flags |= orport_flags[i].flag;
+    p += n;
+  }
+  if ((flags & OPTIONS_PORT_NO_LISTEN) && (flags & OPTIONS_PORT_NO_ADVERTISE)) {
+    *err_out = pc_strdup("NoListen and NoAdvertise together leave nothing "
+                         "to do");
+    return -1;
+  }
+  if ((flags & OPTIONS_PORT_IPV4_ONLY) && (flags & OPTIONS_PORT_IPV6_ONLY)) {
+    *err_out = pc_strdup("IPv4Only and IPv6Only cannot both be given");
+    return -1;
+  }
+  if (a.family == AF_UNSPEC) /* PORT alone: 0.0.0.0:PORT, or [::]:PORT */
+    a.family = (flags & OPTIONS_PORT_IPV6_ONLY) ? AF_INET6 : AF_INET;
+  if ((a.family == AF_INET && (flags & OPTIONS_PORT_IPV6_ONLY)) ||
+      (a.family == AF_INET6 && (flags & OPTIONS_PORT_IPV4_ONLY))) {
+    *err_out = pc_strdup("the address is of the other family than the "
+                         "flag asks for");
+    return -1;
+  }
   int fi = a.family == AF_INET6;
-  if (ctx->orport_line[fi]) {
-    char *w = conf_line_where(ctx->orport_line[fi]);
-    *err_out = pc_asprintf("there is already an %s ORPort (on %s); at "
-                           "most one IPv4 and one IPv6 ORPort are "
-                           "allowed", fi ? "IPv6" : "IPv4", w);
+  struct {
+    unsigned skip;
+    const conf_line_t **seen;
+    const char *what;
+  } roles[] = {
+    {OPTIONS_PORT_NO_LISTEN, &ctx->orport_listen[fi], "a listening"},
+    {OPTIONS_PORT_NO_ADVERTISE, &ctx->orport_adv[fi], "an advertised"},
+  };
+  for (int k = 0; k < 2; k++) {
+    if ((flags & roles[k].skip) || !*roles[k].seen)
+      continue;
+    char *w = conf_line_where(*roles[k].seen);
+    *err_out = pc_asprintf("there is already %s %s ORPort (on %s); at "
+                           "most one per address family is allowed",
+                           roles[k].what, fi ? "IPv6" : "IPv4", w);
     free(w);
     return -1;
   }
-  ctx->orport_line[fi] = line;
-  ports->addrs[ports->n++] = a;
+  for (int k = 0; k < 2; k++)
+    if (!(flags & roles[k].skip))
+      *roles[k].seen = line;
+  ports->addrs[ports->n] = a;
+  ports->flags[ports->n++] = flags;
   return 0;
 }
 
@@ -288,11 +347,27 @@ static void
 orport_format(const void *field, conf_strlist_t *out)
 {
   const options_ports_t *ports = field;
-  char buf[PC_ADDR_STR_LEN];
+  char buf[PC_ADDR_STR_LEN + 64];
   for (int i = 0; i < ports->n; i++) {
-    pc_addr_fmt(&ports->addrs[i], buf, sizeof(buf), 1);
+    pc_addr_fmt(&ports->addrs[i], buf, PC_ADDR_STR_LEN, 1);
+    for (size_t k = 0; k < sizeof(orport_flags) / sizeof(orport_flags[0]);
+         k++)
+      if (ports->flags[i] & orport_flags[k].flag) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, sizeof(buf) - n, " %s", orport_flags[k].name);
+      }
     conf_strlist_add(out, buf);
   }
+}
+
+int
+options_orports_advertised(const options_t *o, pc_addr_t out[4])
+{
+  int n = 0;
+  for (int i = 0; i < o->or_ports.n; i++)
+    if (!(o->or_ports.flags[i] & OPTIONS_PORT_NO_ADVERTISE))
+      out[n++] = o->or_ports.addrs[i];
+  return n;
 }
 
 /* SocksPort: "0" (off), "PORT" (on 127.0.0.1) or "ADDRESS:PORT". */
@@ -450,17 +525,18 @@ static const conf_var_t app_vars[] = {
    "directory and the files in it that pctor owns are handed to that "
    "user before pctor switches to it. A relative path or one starting "
    "with ~/ is made absolute when pctor starts.", NULL},
-  {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0",
+  {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [FLAGS] | 0", "0",
    "0 (no ORPort)",
    0, 0, 0, OFF(or_ports),
    "Accept connections from Tor clients and relays on PORT. A port "
    "alone listens on every IPv4 address (0.0.0.0:PORT); ADDRESS is an "
    "IPv4 address (192.0.2.1:9001) or an IPv6 address in brackets "
-   "([2001:db8::1]:9001). Give the option twice, once with an IPv4 and "
-   "once with an IPv6 address, to listen on both; more ORPort lines are "
-   "an error, and 0 (no ORPort) cannot be combined with another line. "
-   "Ports are bound while pctor still runs as root, so ports below 1024 "
-   "work with User.", &orport_type},
+   "([2001:db8::1]:9001). FLAGS are tor's NoListen (advertise, do not "
+   "bind), NoAdvertise (bind, do not advertise), IPv6Only (a port alone "
+   "is [::]:PORT) and IPv4Only. Per address family at most one line "
+   "listens and one is advertised; 0 (no ORPort) cannot be combined with "
+   "another line. Ports are bound while pctor still runs as root, so "
+   "ports below 1024 work with User.", &orport_type},
   {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
    "unset (pctor guesses its address)",
    1, 0, 0, OFF(address),
@@ -1127,7 +1203,8 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
     }
     /* As in tor: an empty value resets the option to its default. */
     if (def->type_arg == &orport_type) {
-      ctx->orport_line[0] = ctx->orport_line[1] = NULL;
+      ctx->orport_listen[0] = ctx->orport_listen[1] = NULL;
+      ctx->orport_adv[0] = ctx->orport_adv[1] = NULL;
       ctx->orport_zero = NULL;
     }
     ctx->where[r.gi] = NULL;

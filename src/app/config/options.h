@@ -38,11 +38,20 @@
 #include "lib/conf/confdecl.h"
 #include "lib/net/address.h"
 
-/* The ORPort lines: at most one IPv4 and one IPv6 address. "ORPort 9001"
- * is 0.0.0.0:9001; "ORPort 0" (the default) means no ORPort (n == 0). */
+/* ORPort flags (tor's). */
+#define OPTIONS_PORT_NO_LISTEN 0x1    /* advertise, do not bind */
+#define OPTIONS_PORT_NO_ADVERTISE 0x2 /* bind, do not advertise */
+#define OPTIONS_PORT_IPV4_ONLY 0x4
+#define OPTIONS_PORT_IPV6_ONLY 0x8    /* "9001 IPv6Only" is [::]:9001 */
+
+/* The ORPort lines: per address family at most one that is bound and one
+ * that is advertised (a line without NoListen/NoAdvertise is both), so at
+ * most four. "ORPort 9001" is 0.0.0.0:9001; "ORPort 0" (the default)
+ * means no ORPort (n == 0). */
 typedef struct {
   int n;
-  pc_addr_t addrs[2]; /* family AF_INET or AF_INET6, port != 0 */
+  pc_addr_t addrs[4]; /* family AF_INET or AF_INET6, port != 0 */
+  unsigned flags[4];  /* OPTIONS_PORT_* */
 } options_ports_t;
 
 /* The values of a repeatable option, in order. */
@@ -237,6 +246,10 @@ void options_dump(FILE *out, const options_t *o, const options_t *base);
  * ServerDNSResolvConfFile. Changes nothing. Returns
  * 0, or -1 with *err_out (the problem, naming the option). */
 int options_check_startable(const options_t *opts, char **err_out);
+
+/* The ORPort addresses to advertise (without NoAdvertise) into out;
+ * returns how many. */
+int options_orports_advertised(const options_t *o, pc_addr_t out[4]);
 
 /* The bandwidth the descriptor advertises, as tor computes it: rate is
  * the smallest of BandwidthRate, RelayBandwidthRate (if set) and

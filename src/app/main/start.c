@@ -286,8 +286,11 @@ configure_publishing(const options_t *o)
   memset(&rc, 0, sizeof(rc));
   memset(&pp, 0, sizeof(pp));
   rc.ipv6_or.family = AF_UNSPEC;
-  for (int i = 0; i < o->or_ports.n; i++) {
-    const pc_addr_t *a = &o->or_ports.addrs[i];
+  /* The advertised ORPorts (not NoAdvertise ones). */
+  pc_addr_t adv[4];
+  int n_adv = options_orports_advertised(o, adv);
+  for (int i = 0; i < n_adv; i++) {
+    const pc_addr_t *a = &adv[i];
     static const uint8_t zero[16];
     if (a->family == AF_INET && !rc.or_port)
       rc.or_port = a->port;
@@ -299,8 +302,8 @@ configure_publishing(const options_t *o)
                "authorities need an IPv4 address).");
     return -1;
   }
-  if (routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
-                              &rc.address, &err) < 0) {
+  if (routerdesc_pick_address(o->address, adv, n_adv, &rc.address,
+                              &err) < 0) {
     if (A.pub)
       log_warn("Cannot update the server descriptor: %s. Publishing the "
                "previous one.", err);
@@ -474,12 +477,14 @@ apply_ipsec(const options_t *o)
   cfg.max_peers = (unsigned)io->max_peers;
   if (cfg.mode != IPSEC_MODE_OFF) {
     uint16_t port = 0;
-    for (int i = 0; i < o->or_ports.n && !port; i++)
-      if (o->or_ports.addrs[i].family == AF_INET)
-        port = o->or_ports.addrs[i].port;
+    pc_addr_t adv[4];
+    int n_adv = options_orports_advertised(o, adv);
+    for (int i = 0; i < n_adv && !port; i++)
+      if (adv[i].family == AF_INET)
+        port = adv[i].port;
     if (!port ||
-        routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
-                                &cfg.orport, &err) < 0) {
+        routerdesc_pick_address(o->address, adv, n_adv, &cfg.orport,
+                                &err) < 0) {
       log_warn("IPsec: no IPv4 ORPort address to protect (%s); IPsec stays "
                "off",
                err ? err : "no IPv4 ORPort");
@@ -743,12 +748,12 @@ app_stop_listening(void)
 static void
 set_my_addrs(const options_t *o)
 {
-  pc_addr_t addrs[2];
-  int n = 0;
+  pc_addr_t addrs[2], adv[4];
+  int n = 0, n_adv = options_orports_advertised(o, adv);
   if (o->address_ip.family != AF_UNSPEC)
     addrs[n++] = o->address_ip;
-  for (int i = 0; i < o->or_ports.n && n < 2; i++) {
-    const pc_addr_t *a = &o->or_ports.addrs[i];
+  for (int i = 0; i < n_adv && n < 2; i++) {
+    const pc_addr_t *a = &adv[i];
     static const uint8_t zero[16];
     if (!memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16))
       continue;
@@ -830,6 +835,11 @@ app_start(evloop_t *loop, const options_t *opts)
     pc_addr_t bound;
     char a[PC_ADDR_STR_LEN];
     pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN) {
+      log_notice("Advertising ORPort %s without listening on it "
+                 "(NoListen)", a);
+      continue;
+    }
     if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
       log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
       return -1;
