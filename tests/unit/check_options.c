@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1178,6 +1179,18 @@ START_TEST(test_check_startable)
   free(err);
   options_free(o);
   unlink(file);
+  /* ConnLimit above the hard descriptor limit (as tor: no start). */
+  struct rlimit rl;
+  ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < INT32_MAX) {
+    snprintf(torrc, sizeof(torrc), "DataDirectory %s/data\nConnLimit %llu\n",
+             dir, (unsigned long long)rl.rlim_max + 1);
+    o = parse_ok(torrc, 0, NULL);
+    ck_assert_int_eq(options_check_startable(o, &err), -1);
+    assert_has(err, "file descriptors are available (ulimit -H -n)");
+    free(err);
+    options_free(o);
+  }
   /* Nothing was created. */
   ck_assert_int_eq(rmdir(dir), 0);
 }

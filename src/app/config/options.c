@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -815,6 +816,11 @@ static const conf_var_t app_vars[] = {
    "SA (so that an observer cannot count circuits); circuits to other "
    "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
    "is implied).", NULL},
+  {"ConnLimit", CONF_TYPE_INT, "NUM", "1000", "1000", 0, 1, INT32_MAX,
+   OFF(conn_limit),
+   "As tor: the fewest file descriptors pctor must be able to have (its "
+   "hard limit, ulimit -H -n, to which it raises its soft limit at "
+   "start-up); with fewer it refuses to start.", NULL},
   {"HeartbeatPeriod", CONF_TYPE_INTERVAL, "INTERVAL", "6 hours", "6 hours",
    1, 0, 365 * 86400, OFF(heartbeat_period),
    "Log a heartbeat line at notice level this often: uptime, open "
@@ -1565,6 +1571,16 @@ options_check_startable(const options_t *opts, char **err_out)
       free(why);
       return -1;
     }
+  }
+  /* ConnLimit, as tor: the hard descriptor limit must allow it. */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+      rl.rlim_max < (rlim_t)opts->conn_limit) {
+    *err_out = pc_asprintf("ConnLimit is %d, but at most %llu file "
+                           "descriptors are available (ulimit -H -n)",
+                           opts->conn_limit,
+                           (unsigned long long)rl.rlim_max);
+    return -1;
   }
   /* An exit reads its resolver's nameservers at start-up. */
   if (opts->is_exit) {

@@ -88,6 +88,7 @@ typedef struct options_t {
   char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
   int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
+  int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
   int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */
   int is_exit;                   /* derived: ExitRelay 1, or auto with an
@@ -243,7 +244,8 @@ void options_dump(FILE *out, const options_t *o, const options_t *base);
  * the Log lines fail that can be seen without starting: a log file that
  * cannot be written, a DataDirectory that cannot be made or used, a
  * PidFile in a directory that cannot be written, an exit's unreadable
- * ServerDNSResolvConfFile. Changes nothing. Returns
+ * ServerDNSResolvConfFile, a descriptor limit below ConnLimit. Changes
+ * nothing. Returns
  * 0, or -1 with *err_out (the problem, naming the option). */
 int options_check_startable(const options_t *opts, char **err_out);
 
