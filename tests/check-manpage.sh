@@ -25,7 +25,7 @@ page="$top_srcdir/doc/pctor.1"
 
 opts=$("$pctor" --list-torrc-options) || {
   echo "check-manpage: '$pctor --list-torrc-options' failed"; exit 1; }
-listed=$("$pctor" --list-options | grep '^[A-Za-z]' | cut -d' ' -f1) || {
+listed=$("$pctor" --list-options | grep '^[A-Za-z_]' | cut -d' ' -f1) || {
   echo "check-manpage: '$pctor --list-options' failed"; exit 1; }
 [ "$opts" = "$listed" ] || {
   echo "check-manpage: --list-torrc-options and --list-options disagree"
@@ -67,7 +67,7 @@ entry() {
 # Whether SIGHUP changes each option, from --list-options ("Changes on
 # SIGHUP: yes|no", possibly wrapped), must be what the entry says.
 reload=$("$pctor" --list-options | awk '
-  /^[A-Za-z]/ { if (n != "") print n, r; n = $1; r = ""; buf = "" }
+  /^[A-Za-z_]/ { if (n != "") print n, r; n = $1; r = ""; buf = "" }
   { buf = buf " " $0
     if (buf ~ /Changes +on +SIGHUP: +yes/) r = "yes"
     else if (buf ~ /Changes +on +SIGHUP: +no/) r = "no" }

@@ -36,9 +36,9 @@ it_privnet_start "$net" --authorities 3 --relays 2 --exit-relays 0 \
 nodes=$net/nodes.txt
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 
-# b64 of the 32-byte public ntor key stored in pctor's ntor_onion_keys
-# (32-byte header, 8-byte time, count, then secret[32] public[32]).
-ntor_b64() { tail -c +74 "$1" | head -c 32 | base64 -w0 | tr -d '='; }
+# b64 of the 32-byte public ntor key in tor's secret_onion_key_ntor
+# (32-byte header, secret[32], public[32]), which pctor keeps too.
+ntor_b64() { tail -c 32 "$1" | base64 -w0 | tr -d '='; }
 
 # start_pctor NICK [TORRC-LINES]: start a pctor relay as a node of the
 # network (reserve), with the given extra torrc lines; prints its node dir.
@@ -71,7 +71,7 @@ node_line() {
     local pdir=$1 nick=$2
     echo "$nick $(cat "$pdir/orport") 0 $(awk '{ print $2 }' "$pdir/data/fingerprint")" \
          "$(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
-         "$(ntor_b64 "$pdir/data/keys/ntor_onion_keys") pctor"
+         "$(ntor_b64 "$pdir/data/keys/secret_onion_key_ntor") pctor"
 }
 
 # --- pctor1 and pctor2, publishing to the real authorities ------------------

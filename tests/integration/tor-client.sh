@@ -139,9 +139,12 @@ it_log "pctor's client built circuits chosen from the consensus (pctor guard, mi
 
 fp1=$(awk '$1 == "p1" {print $4}' "$nodes")
 fp2=$(awk '$1 == "p2" {print $4}' "$nodes")
+# The guard is pinned to a tor relay: a client that drew p1 as its guard
+# could never use it as the middle ("Restricted middle not available").
 extra=$(it_tmpdir)/client.torrc
 cat > "$extra" <<EOF
 UseMicrodescriptors 0
+EntryNodes \$$fp_r1
 MiddleNodes \$$fp1
 ExitNodes \$$fp2
 StrictNodes 1

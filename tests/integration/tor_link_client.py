@@ -132,10 +132,12 @@ def _sha512_int(data):
 
 
 class Ed25519Key:
-    """An Ed25519 key pair from a 32-byte RFC 8032 seed."""
+    """An Ed25519 key pair from a 32-byte RFC 8032 seed, or (expanded=True)
+    from a 64-byte expanded secret key as tor's key files hold it: the
+    clamped scalar, then the nonce prefix."""
 
-    def __init__(self, seed):
-        h = hashlib.sha512(seed).digest()
+    def __init__(self, seed, expanded=False):
+        h = seed if expanded else hashlib.sha512(seed).digest()
         a = int.from_bytes(h[:32], "little")
         a &= (1 << 254) - 8
         a |= 1 << 254
@@ -569,20 +571,25 @@ def c_certs_ed_badsig(ctx):
 
 def signing_key(datadir):
     """The relay's medium-term Ed25519 signing key from its DataDirectory
-    (keys/ed25519_signing_seed: 32-byte header, seed, public key)."""
-    path = os.path.join(datadir, "keys", "ed25519_signing_seed")
+    (keys/ed25519_signing_secret_key, tor's format: the 32-byte header
+    "== ed25519v1-secret: type4 ==", then the 64-byte expanded key). The
+    public key is checked against keys/ed25519_signing_cert."""
+    path = os.path.join(datadir, "keys", "ed25519_signing_secret_key")
+    cpath = os.path.join(datadir, "keys", "ed25519_signing_cert")
     try:
         with open(path, "rb") as f:
             data = f.read()
+        with open(cpath, "rb") as f:
+            cert = f.read()
     except OSError as e:
         raise Skip("cannot read the signing key: %s" % e)
-    if len(data) != 96:
-        raise Skip("%s has %d bytes, not the 96 of the format this client "
-                   "knows" % (path, len(data)))
-    key = Ed25519Key(data[32:64])
-    if key.pub != data[64:96]:
-        raise Failed("Ed25519 self-check failed: derived public key differs "
-                     "from the one in ed25519_signing_seed")
+    if len(data) != 96 or not data.startswith(b"== ed25519v1-secret: type4 =="):
+        raise Skip("%s is not in tor's 96-byte format" % path)
+    key = Ed25519Key(data[32:96], expanded=True)
+    # cert: 32-byte header, version, type, expiry[4], key type, key[32]
+    if cert[32 + 7:32 + 39] != key.pub:
+        raise Failed("Ed25519 self-check failed: the key in %s is not the "
+                     "one %s certifies" % (path, cpath))
     return key
 
 

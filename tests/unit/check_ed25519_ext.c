@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include "lib/crypt/crypt.h"
+#include "lib/crypt/ed25519_pem.h"
+#include "lib/bytes/bytes.h"
+#include "lib/malloc/alloc.h"
 
 Suite *suite_ed25519_ext(void);
 
@@ -77,6 +80,51 @@ START_TEST(test_rfc8032_expanded)
                                            esk, pub), 0);
     assert_hex_eq(sig, 64, rfc8032[t].sig);
     ck_assert_int_eq(ed25519_verify(sig, msg, mlen, pub), 0);
+  }
+}
+END_TEST
+
+/* Keypairs that hold only an expanded key (tor's key files): built from
+ * RFC 8032's expanded vectors, they give RFC 8032's public keys and
+ * signatures through ed25519_sign(); unclamped scalars are refused; such
+ * a key has no PKCS#8 form. */
+START_TEST(test_expanded_keypair)
+{
+  for (size_t t = 0; t < 3; t++) {
+    uint8_t seed[32], esk[64], sig[64], msg[2], back[64];
+    size_t mlen = strlen(rfc8032[t].msg) / 2;
+    ed25519_keypair_t kp, seeded;
+    unhex_to(seed, 32, rfc8032[t].seed);
+    unhex_to(msg, mlen, rfc8032[t].msg);
+    ck_assert_int_eq(ed25519_expand_seed(esk, seed), 0);
+    ck_assert_int_eq(ed25519_keypair_from_expanded(&kp, esk), 0);
+    ck_assert(kp.expanded_only);
+    ck_assert(pc_is_zero(kp.seed, 32));
+    assert_hex_eq(kp.pub, 32, rfc8032[t].pub);
+    ck_assert_int_eq(ed25519_sign(sig, mlen ? msg : NULL, mlen, &kp), 0);
+    assert_hex_eq(sig, 64, rfc8032[t].sig);
+    ck_assert_int_eq(ed25519_keypair_get_expanded(&kp, back), 0);
+    ck_assert_mem_eq(back, esk, 64);
+    ck_assert_int_eq(ed25519_keypair_from_seed(&seeded, seed), 0);
+    ck_assert(!seeded.expanded_only);
+    ck_assert_int_eq(ed25519_keypair_get_expanded(&seeded, back), 0);
+    ck_assert_mem_eq(back, esk, 64);
+    ck_assert_ptr_null(ed25519_pem_encode_private(&kp, NULL));
+    /* A public key that is not the secret's: no signature. */
+    kp.pub[0] ^= 1;
+    ck_assert_int_eq(ed25519_sign(sig, msg, mlen, &kp), -1);
+    /* Not clamped as RFC 8032 makes scalars. */
+    uint8_t bad[64];
+    memcpy(bad, esk, 64);
+    bad[0] |= 1;
+    ck_assert_int_eq(ed25519_keypair_from_expanded(&kp, bad), -1);
+    memcpy(bad, esk, 64);
+    bad[31] &= 0xbf;
+    ck_assert_int_eq(ed25519_keypair_from_expanded(&kp, bad), -1);
+    memcpy(bad, esk, 64);
+    bad[31] |= 0x80;
+    ck_assert_int_eq(ed25519_keypair_from_expanded(&kp, bad), -1);
+    ed25519_keypair_wipe(&kp);
   }
 }
 END_TEST
@@ -310,6 +358,7 @@ suite_ed25519_ext(void)
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_rfc8032_expanded);
   tcase_add_test(tc, test_random_seeds);
+  tcase_add_test(tc, test_expanded_keypair);
   tcase_add_test(tc, test_conversion_vectors);
   tcase_add_test(tc, test_conversion_roundtrip);
   tcase_add_test(tc, test_malformed);

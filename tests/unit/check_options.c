@@ -1196,6 +1196,69 @@ START_TEST(test_check_startable)
 }
 END_TEST
 
+/* ControlPort and MetricsPort options (feature/control parses them), and
+ * the GETCONF accessor. */
+START_TEST(test_control_options)
+{
+  options_t *o = parse_ok(
+      "ControlPort 9051\nCookieAuthentication 1\n"
+      "HashedControlPassword "
+      "16:DACBE5B7066A86C7607426E42273EB5066E98185337925342F5A8B38C2\n"
+      "MetricsPort 127.0.0.1:9035 prometheus\n"
+      "MetricsPortPolicy accept 127.0.0.1, reject *\n"
+      "__OwningControllerProcess 1234\nLog notice stderr\n"
+      "Log info file /tmp/x.log\n", 0, NULL);
+  char *canon = NULL, **vals = NULL;
+  int n = 0;
+  ck_assert_int_eq(options_get_values(o, "controlport", &canon, &vals, &n),
+                   0);
+  ck_assert_str_eq(canon, "ControlPort");
+  ck_assert_int_eq(n, 1);
+  ck_assert_str_eq(vals[0], "9051");
+  free(vals[0]);
+  free(vals);
+  free(canon);
+  ck_assert_int_eq(options_get_values(o, "Log", &canon, &vals, &n), 0);
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(vals[1], "info file /tmp/x.log");
+  for (int i = 0; i < n; i++)
+    free(vals[i]);
+  free(vals);
+  free(canon);
+  ck_assert_int_eq(options_get_values(o, "ContactInfo", &canon, &vals, &n),
+                   0);
+  ck_assert_int_eq(n, 0); /* unset */
+  free(canon);
+  ck_assert_int_eq(options_get_values(o, "CookieAuthentication", &canon,
+                                      &vals, &n), 0);
+  ck_assert_str_eq(vals[0], "1");
+  free(vals[0]);
+  free(vals);
+  free(canon);
+  ck_assert_int_eq(options_get_values(o, "NoSuchOption", &canon, &vals, &n),
+                   -1);
+  options_free(o);
+
+  struct {
+    const char *text, *needle;
+  } bad[] = {
+      {"ControlPort 70000\n", "ControlPort"},
+      {"ControlPort unix:relative\n", "absolute path"},
+      {"ControlSocket /run/x Bogus\n", "unknown unix socket flag"},
+      {"HashedControlPassword secret\n", "tor --hash-password"},
+      {"__OwningControllerProcess abc\n", "process ID"},
+      {"MetricsPort 9035 json\n", "prometheus"},
+      {"MetricsPortPolicy allow 1.2.3.4\n", "MetricsPortPolicy"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char *err = parse_bad(bad[i].text, 0, NULL);
+    assert_has(err, bad[i].needle);
+    assert_has(err, "line 1 of test.torrc");
+    free(err);
+  }
+}
+END_TEST
+
 START_TEST(test_list_and_usage)
 {
   char *buf = NULL;
@@ -1250,6 +1313,7 @@ suite_options(void)
   tcase_add_test(tc, test_load_files);
   tcase_add_test(tc, test_cmdline_flags);
   tcase_add_test(tc, test_defaults_torrc);
+  tcase_add_test(tc, test_control_options);
   tcase_add_test(tc, test_typed_values);
   tcase_add_test(tc, test_dump_config);
   tcase_add_test(tc, test_tor_option_names);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* check_router_keys.c -- unit tests for feature/relay/router_keys: first
  * start, reload, corrupt files, ntor (and TAP) rotation and grace period,
- * signing key renewal, and the fingerprint files.
+ * signing key renewal, the fingerprint files, a key directory made by tor
+ * itself (tests/data/torkeys), offline master keys, --keygen and
+ * --key-expiration, and the conversion of pctor's earlier key files.
  *
  * Every test works in its own mkdtemp() directory. The fingerprint
  * vectors were made by tor 0.4.9.11 itself:
@@ -12,6 +14,7 @@
  * D/fingerprint-ed25519, and printed the spaced form on stdout.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/crypt/digest.h"
+#include "lib/crypt/ed25519_ext.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
 #include "lib/malloc/alloc.h"
@@ -62,9 +66,9 @@ static const char TOR_FINGERPRINT_ED_FILE[] =
   "pctortest QId0YJBfBgXllsO06rj4CbfiHJ4bIaTNnQ4y41Cawcc\n";
 
 static const char *const KEY_FILES[] = {
-  "secret_id_key", "ed25519_master_id_seed", "ed25519_master_id_public_key",
-  "ed25519_signing_seed", "ed25519_signing_cert", "ntor_onion_keys",
-  "secret_onion_key",
+  "secret_id_key", "ed25519_master_id_secret_key",
+  "ed25519_master_id_public_key", "ed25519_signing_secret_key",
+  "ed25519_signing_cert", "secret_onion_key_ntor", "secret_onion_key",
 };
 #define N_KEY_FILES (sizeof(KEY_FILES) / sizeof(KEY_FILES[0]))
 
@@ -127,6 +131,15 @@ kslurp(const char *dd, const char *name)
   blob_t b = slurp(p);
   free(p);
   return b;
+}
+
+static int
+kfile_exists(const char *dd, const char *name)
+{
+  char *p = kpath(dd, name);
+  int r = fs_file_exists(p);
+  free(p);
+  return r;
 }
 
 static void
@@ -300,24 +313,50 @@ START_TEST(test_first_start)
   ck_assert_str_eq((char *)b.d, "== ed25519v1-public: type0 ==");
   ck_assert_mem_eq(b.d + 32, k->ed_identity.pub, 32);
   free(b.d);
-  b = kslurp(dd, "ed25519_master_id_seed");
+  /* tor's expanded secret-key format: header, SHA-512(seed) clamped. */
+  uint8_t esk[64];
+  ck_assert_int_eq(ed25519_expand_seed(esk, k->ed_identity.seed), 0);
+  b = kslurp(dd, "ed25519_master_id_secret_key");
   ck_assert_uint_eq(b.n, 96);
-  ck_assert_str_eq((char *)b.d, "== pctor ed25519 identity v1 ==");
-  ck_assert_mem_eq(b.d + 32, k->ed_identity.seed, 32);
+  ck_assert_str_eq((char *)b.d, "== ed25519v1-secret: type0 ==");
+  ck_assert(pc_is_zero(b.d + 29, 3));
+  ck_assert_mem_eq(b.d + 32, esk, 64);
+  free(b.d);
+  ck_assert_int_eq(ed25519_expand_seed(esk, k->ed_signing.seed), 0);
+  b = kslurp(dd, "ed25519_signing_secret_key");
+  ck_assert_uint_eq(b.n, 96);
+  ck_assert_str_eq((char *)b.d, "== ed25519v1-secret: type4 ==");
+  ck_assert_mem_eq(b.d + 32, esk, 64);
   free(b.d);
   b = kslurp(dd, "ed25519_signing_cert");
   ck_assert_str_eq((char *)b.d, "== ed25519v1-cert: type4 ==");
   ck_assert_uint_eq(b.n, 32 + k->ed_signing_cert_len);
   ck_assert_mem_eq(b.d + 32, k->ed_signing_cert, k->ed_signing_cert_len);
   free(b.d);
-  b = kslurp(dd, "ntor_onion_keys");
-  ck_assert_uint_eq(b.n, 32 + 8 + 1 + 64);
+  b = kslurp(dd, "secret_onion_key_ntor");
+  ck_assert_uint_eq(b.n, 96);
+  ck_assert_str_eq((char *)b.d, "== c25519v1: onion ==");
+  ck_assert(pc_is_zero(b.d + 21, 11));
+  ck_assert_mem_eq(b.d + 32, k->ntor_current.secret, 32);
+  ck_assert_mem_eq(b.d + 64, k->ntor_current.pub, 32);
   free(b.d);
+  /* The rotation schedule is the file's modification time. */
+  char *np = kpath(dd, "secret_onion_key_ntor");
+  struct stat nst;
+  ck_assert_int_eq(stat(np, &nst), 0);
+  ck_assert(nst.st_mtime == now);
+  free(np);
+  /* Nothing of pctor's earlier layout. */
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_seed"));
+  ck_assert(!kfile_exists(dd, "ntor_onion_keys"));
+  ck_assert(!kfile_exists(dd, "secret_onion_key_ntor.old"));
   /* The RSA key is PEM laid out as tor writes it: 64-column lines. */
   b = kslurp(dd, "secret_id_key");
   const char *s = (const char *)b.d;
   ck_assert(strncmp(s, "-----BEGIN RSA PRIVATE KEY-----\n", 32) == 0);
-  ck_assert(strcmp(s + b.n - 30, "-----END RSA PRIVATE KEY-----\n") == 0);
+  /* (tor ends the file with the string's NUL.) */
+  ck_assert_int_eq(s[b.n - 1], '\0');
+  ck_assert(strcmp(s + b.n - 31, "-----END RSA PRIVATE KEY-----\n") == 0);
   ck_assert_int_eq(s[32 + 64], '\n');
   crypt_rsa_t *rk = crypt_rsa_from_pem(s, b.n, 1);
   ck_assert_ptr_nonnull(rk);
@@ -328,8 +367,8 @@ START_TEST(test_first_start)
   b = kslurp(dd, "secret_onion_key");
   s = (const char *)b.d;
   ck_assert(strncmp(s, "-----BEGIN RSA PRIVATE KEY-----\n", 32) == 0);
-  ck_assert(strcmp(s + b.n - 30, "-----END RSA PRIVATE KEY-----\n") == 0);
-  rk = crypt_rsa_from_pem(s, b.n, 1);
+  ck_assert(strcmp(s + b.n - 31, "-----END RSA PRIVATE KEY-----\n") == 0);
+  rk = crypt_rsa_from_pem(s, b.n - 1, 1);
   ck_assert_ptr_nonnull(rk);
   ck_assert(crypt_rsa_public_eq(rk, k->tap_onion_key));
   crypt_rsa_free(rk);
@@ -420,7 +459,12 @@ START_TEST(test_reload_same)
   ck_assert_mem_eq(a->rsa_id_digest, b->rsa_id_digest, 20);
   ck_assert(crypt_rsa_public_eq(a->rsa_identity, b->rsa_identity));
   ck_assert_mem_eq(a->ed_identity.pub, b->ed_identity.pub, 32);
-  ck_assert_mem_eq(a->ed_identity.seed, b->ed_identity.seed, 32);
+  /* (b's keys come from tor's expanded-key files.) */
+  uint8_t ea[64], eb[64];
+  ck_assert(b->ed_identity.expanded_only);
+  ck_assert_int_eq(ed25519_keypair_get_expanded(&a->ed_identity, ea), 0);
+  ck_assert_int_eq(ed25519_keypair_get_expanded(&b->ed_identity, eb), 0);
+  ck_assert_mem_eq(ea, eb, 64);
   ck_assert_mem_eq(a->ed_signing.pub, b->ed_signing.pub, 32);
   ck_assert_uint_eq(a->ed_signing_cert_len, b->ed_signing_cert_len);
   ck_assert_mem_eq(a->ed_signing_cert, b->ed_signing_cert,
@@ -482,6 +526,23 @@ corrupt(blob_t orig, int how, int is_pem)
   return b;
 }
 
+/* tor's ed25519 secret-key files hold no public key: a flipped bit in the
+ * nonce prefix (second half) changes no public key and cannot be noticed
+ * (signatures stay valid), and a flipped bit in the signing key's scalar
+ * looks like an interrupted renewal (the certificate names another key):
+ * a new signing key is made. Everything else must be refused. */
+static int
+corruption_tolerated(const char *file, int how)
+{
+  int ed_secret = !strcmp(file, "ed25519_master_id_secret_key") ||
+                  !strcmp(file, "ed25519_signing_secret_key");
+  if (ed_secret && how == C_FLIP_END)
+    return 1;
+  if (!strcmp(file, "ed25519_signing_secret_key") && how == C_FLIP_MID)
+    return 2;
+  return 0;
+}
+
 START_TEST(test_corrupt_files)
 {
   char *dd = tmpdir_new();
@@ -501,6 +562,24 @@ START_TEST(test_corrupt_files)
       blob_t bad = corrupt(orig[i], how, is_pem);
       spit(path, bad.d, bad.n);
       char *err = NULL;
+      int tolerated = corruption_tolerated(KEY_FILES[i], how);
+      if (tolerated) {
+        relay_keys_t *k = load_ok(dd, NULL, now);
+        ck_assert_mem_eq(k->ed_identity.pub, k0->ed_identity.pub, 32);
+        ck_assert_mem_eq(k->rsa_id_digest, k0->rsa_id_digest, 20);
+        if (tolerated == 2)
+          ck_assert(memcmp(k->ed_signing.pub, k0->ed_signing.pub, 32));
+        else
+          ck_assert_mem_eq(k->ed_signing.pub, k0->ed_signing.pub, 32);
+        router_keys_free(k);
+        for (size_t j = 0; j < N_KEY_FILES; j++) {
+          char *pj = kpath(dd, KEY_FILES[j]);
+          spit(pj, orig[j].d, orig[j].n);
+          free(pj);
+        }
+        free(bad.d);
+        continue;
+      }
       relay_keys_t *k = router_keys_load_or_create(dd, NULL, now, &err);
       ck_assert_msg(k == NULL, "%s corruption %d accepted", KEY_FILES[i],
                     how);
@@ -595,6 +674,19 @@ START_TEST(test_rotation)
   ck_assert_mem_eq(r->ed_signing.pub, k->ed_signing.pub, 32);
   ck_assert(crypt_rsa_public_eq(r->tap_onion_key, tap1));
   router_keys_free(r);
+  /* As tor keeps them: the retired keys in the .old files. */
+  blob_t ob = kslurp(dd, "secret_onion_key_ntor.old");
+  ck_assert_uint_eq(ob.n, 96);
+  ck_assert_str_eq((char *)ob.d, "== c25519v1: onion ==");
+  ck_assert_mem_eq(ob.d + 32, first.secret, 32);
+  ck_assert_mem_eq(ob.d + 64, first.pub, 32);
+  free(ob.d);
+  ob = kslurp(dd, "secret_onion_key.old");
+  crypt_rsa_t *oldtap = crypt_rsa_from_pem((const char *)ob.d, ob.n, 1);
+  ck_assert_ptr_nonnull(oldtap);
+  ck_assert(crypt_rsa_public_eq(oldtap, tap0));
+  crypt_rsa_free(oldtap);
+  free(ob.d);
 
   /* Still in the grace period six days later. */
   ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t1 + 6 * DAY,
@@ -619,9 +711,12 @@ START_TEST(test_rotation)
   r = load_ok(dd, &cfg, t1 + 7 * DAY + 60);
   ck_assert(!r->has_ntor_previous);
   ck_assert_mem_eq(r->ntor_current.pub, second.pub, 32);
-  blob_t b = kslurp(dd, "ntor_onion_keys");
-  ck_assert_uint_eq(b.n, 32 + 8 + 1 + 64);
+  blob_t b = kslurp(dd, "secret_onion_key_ntor");
+  ck_assert_uint_eq(b.n, 96);
+  ck_assert_mem_eq(b.d + 64, second.pub, 32);
   free(b.d);
+  ck_assert(!kfile_exists(dd, "secret_onion_key_ntor.old"));
+  ck_assert(!kfile_exists(dd, "secret_onion_key.old"));
   router_keys_free(r);
 
   /* NULL rotated pointer and default config are fine. */
@@ -644,8 +739,8 @@ START_TEST(test_rotation_write_failure)
   uint8_t signing[32];
   memcpy(signing, k->ed_signing.pub, 32);
   uint8_t *cert4 = k->ed_signing_cert;
-  blob_t before = kslurp(dd, "ntor_onion_keys");
-  char *tmp = kpath(dd, "ntor_onion_keys.tmp");
+  blob_t before = kslurp(dd, "secret_onion_key_ntor");
+  char *tmp = kpath(dd, "secret_onion_key_ntor.tmp");
   char *inner = pc_asprintf("%s/x", tmp);
   ck_assert_int_eq(mkdir(tmp, 0700), 0);
   spit(inner, "x", 1);
@@ -659,7 +754,7 @@ START_TEST(test_rotation_write_failure)
   ck_assert(router_keys_ntor_created(k) == t0);
   ck_assert_mem_eq(k->ed_signing.pub, signing, 32);
   ck_assert_ptr_eq(k->ed_signing_cert, cert4);
-  blob_t after = kslurp(dd, "ntor_onion_keys");
+  blob_t after = kslurp(dd, "secret_onion_key_ntor");
   ck_assert(blob_eq(before, after));
   free(after.d);
 
@@ -679,7 +774,7 @@ START_TEST(test_rotation_write_failure)
    * either: neither in memory nor on disk. */
   cur = k->ntor_current;
   crypt_rsa_t *tap = k->tap_onion_key;
-  before = kslurp(dd, "ntor_onion_keys");
+  before = kslurp(dd, "secret_onion_key_ntor");
   blob_t tap_before = kslurp(dd, "secret_onion_key");
   tmp = kpath(dd, "secret_onion_key.tmp");
   inner = pc_asprintf("%s/x", tmp);
@@ -690,7 +785,7 @@ START_TEST(test_rotation_write_failure)
   ck_assert_int_eq(rot, 0);
   ck_assert_ptr_eq(k->tap_onion_key, tap);
   ck_assert_mem_eq(k->ntor_current.secret, cur.secret, 32);
-  after = kslurp(dd, "ntor_onion_keys");
+  after = kslurp(dd, "secret_onion_key_ntor");
   ck_assert(blob_eq(before, after));
   free(after.d);
   after = kslurp(dd, "secret_onion_key");
@@ -784,8 +879,10 @@ START_TEST(test_signing_renewal_at_start)
   ck_assert_mem_eq(c->certified_key, k->ed_signing.pub, 32);
   torcert_free(c);
   free(b.d);
-  b = kslurp(dd, "ed25519_signing_seed");
-  ck_assert_mem_eq(b.d + 64, k->ed_signing.pub, 32);
+  b = kslurp(dd, "ed25519_signing_secret_key");
+  ed25519_keypair_t fromfile;
+  ck_assert_int_eq(ed25519_keypair_from_expanded(&fromfile, b.d + 32), 0);
+  ck_assert_mem_eq(fromfile.pub, k->ed_signing.pub, 32);
   free(b.d);
   uint8_t s1[32];
   memcpy(s1, k->ed_signing.pub, 32);
@@ -795,16 +892,15 @@ START_TEST(test_signing_renewal_at_start)
   ck_assert_mem_eq(k->ed_signing.pub, s1, 32);
   router_keys_free(k);
 
-  /* An interrupted renewal (a valid seed file for another key than the
+  /* An interrupted renewal (a valid key file for another key than the
    * certificate's) is repaired with a new key, not refused. */
   ed25519_keypair_t other;
   ed25519_keypair_generate(&other);
   uint8_t f[96];
   memset(f, 0, 32);
-  memcpy(f, "== pctor ed25519 signing v1 ==", 30);
-  memcpy(f + 32, other.seed, 32);
-  memcpy(f + 64, other.pub, 32);
-  char *p = kpath(dd, "ed25519_signing_seed");
+  memcpy(f, "== ed25519v1-secret: type4 ==", 29);
+  ck_assert_int_eq(ed25519_expand_seed(f + 32, other.seed), 0);
+  char *p = kpath(dd, "ed25519_signing_secret_key");
   spit(p, f, sizeof(f));
   free(p);
   k = load_ok(dd, NULL, t1 + 120);
@@ -900,54 +996,435 @@ START_TEST(test_fingerprint_tor_vectors)
 }
 END_TEST
 
-START_TEST(test_foreign_identity_refused)
+/* ---- a key directory made by tor 0.4.9.11 (tests/data/torkeys) ---- */
+
+/* When tor made the fixture, and its signing certificate's expiry. */
+#define TORKEYS_MADE ((time_t)1795699329)
+#define TORKEYS_CERT_EXPIRES ((time_t)1798293600)
+static const char *const TORKEYS_FILES[] = {
+  "secret_id_key", "ed25519_master_id_secret_key",
+  "ed25519_master_id_public_key", "ed25519_signing_secret_key",
+  "ed25519_signing_cert", "secret_onion_key_ntor", "secret_onion_key",
+};
+#define N_TORKEYS (sizeof(TORKEYS_FILES) / sizeof(TORKEYS_FILES[0]))
+
+static blob_t
+torkeys_fixture(const char *name)
 {
-  /* A tor data directory (ed25519 public key + tor's expanded secret key,
-   * no pctor seed) must not get a new identity. */
+  char *path;
+  const char *top = getenv("top_srcdir");
+  if (top && *top) {
+    path = pc_asprintf("%s/tests/data/torkeys/%s", top, name);
+  } else {
+    const char *f = __FILE__;
+    const char *q = strstr(f, "tests/unit/");
+    path = pc_asprintf("%.*stests/data/torkeys/%s", q ? (int)(q - f) : 0, f,
+                       name);
+  }
+  blob_t b = slurp(path);
+  free(path);
+  return b;
+}
+
+/* A data directory holding a copy of tor's key directory (and, with
+ * skip != NULL, without that one file). Every file's time is made. */
+static char *
+torkeys_datadir(const char *skip)
+{
   char *dd = tmpdir_new();
   ck_assert_int_eq(mkdir(dd, 0700), 0);
   char *kd = pc_asprintf("%s/keys", dd);
   ck_assert_int_eq(mkdir(kd, 0700), 0);
-  uint8_t pubfile[64];
-  memset(pubfile, 0, sizeof(pubfile));
-  memcpy(pubfile, "== ed25519v1-public: type0 ==", 29);
-  memcpy(pubfile + 32, TOR_ED_PUB, 32);
-  char *pp = kpath(dd, "ed25519_master_id_public_key");
-  spit(pp, pubfile, sizeof(pubfile));
-  char *sp = kpath(dd, "ed25519_master_id_secret_key");
-  uint8_t secfile[96];
-  memset(secfile, 0x5a, sizeof(secfile));
-  spit(sp, secfile, sizeof(secfile));
+  free(kd);
+  for (size_t i = 0; i < N_TORKEYS; i++) {
+    if (skip && !strcmp(skip, TORKEYS_FILES[i]))
+      continue;
+    blob_t b = torkeys_fixture(TORKEYS_FILES[i]);
+    char *p = kpath(dd, TORKEYS_FILES[i]);
+    spit(p, b.d, b.n);
+    ck_assert_int_eq(chmod(p, 0600), 0);
+    struct timespec ts[2] = { { TORKEYS_MADE, 0 }, { TORKEYS_MADE, 0 } };
+    ck_assert_int_eq(utimensat(AT_FDCWD, p, ts, 0), 0);
+    free(p);
+    free(b.d);
+  }
+  return dd;
+}
 
+static void
+check_signs(const ed25519_keypair_t *kp)
+{
+  uint8_t sig[64];
+  static const uint8_t msg[] = "a descriptor to sign";
+  ck_assert_int_eq(ed25519_sign(sig, msg, sizeof(msg), kp), 0);
+  ck_assert_int_eq(ed25519_verify(sig, msg, sizeof(msg), kp->pub), 0);
+}
+
+START_TEST(test_tor_datadir)
+{
+  /* tor's files load unchanged and give tor's identities; pctor writes
+   * tor's fingerprint files byte for byte and rewrites no key file. */
+  char *dd = torkeys_datadir(NULL);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.nickname = "torkeystest";
+  time_t now = TORKEYS_MADE + 3600;
+  relay_keys_t *k = load_ok(dd, &cfg, now);
+  ck_assert(!router_keys_master_is_offline(k));
+  blob_t fp = torkeys_fixture("fingerprint");
+  char *path = pc_asprintf("%s/fingerprint", dd);
+  blob_t b = slurp(path);
+  ck_assert(blob_eq(fp, b));
+  ck_assert_mem_eq(fp.d, "torkeystest D8847DCB6E76E5C7AA193848F67B7386FFCBAF81\n",
+                   fp.n);
+  free(b.d);
+  free(fp.d);
+  free(path);
+  fp = torkeys_fixture("fingerprint-ed25519");
+  path = pc_asprintf("%s/fingerprint-ed25519", dd);
+  b = slurp(path);
+  ck_assert(blob_eq(fp, b));
+  free(b.d);
+  free(fp.d);
+  free(path);
+  char *s = router_keys_format_rsa_fingerprint("torkeystest",
+                                               k->rsa_id_digest, 1);
+  ck_assert_str_eq(s, "torkeystest D884 7DCB 6E76 E5C7 AA19 3848 F67B 7386 "
+                      "FFCB AF81");
+  free(s);
+  s = router_keys_format_ed25519_id("torkeystest", k->ed_identity.pub);
+  ck_assert_str_eq(s, "torkeystest JqMvcVf2Yc9t6ZkEdr3rhiC9hlbiPeqL4/WyY7dfTZc");
+  free(s);
+
+  /* The keys are tor's: identity from the public key file, the stored
+   * certificate, the ntor key; and they sign. */
+  b = torkeys_fixture("ed25519_master_id_public_key");
+  ck_assert_mem_eq(k->ed_identity.pub, b.d + 32, 32);
+  free(b.d);
+  b = torkeys_fixture("ed25519_signing_cert");
+  ck_assert_uint_eq(k->ed_signing_cert_len, b.n - 32);
+  ck_assert_mem_eq(k->ed_signing_cert, b.d + 32, b.n - 32);
+  free(b.d);
+  ck_assert(k->ed_signing_expires == TORKEYS_CERT_EXPIRES);
+  b = torkeys_fixture("secret_onion_key_ntor");
+  ck_assert_mem_eq(k->ntor_current.pub, b.d + 64, 32);
+  free(b.d);
+  ck_assert(router_keys_ntor_created(k) == TORKEYS_MADE);
+  ck_assert(k->ed_identity.expanded_only && k->ed_signing.expanded_only);
+  check_signs(&k->ed_identity);
+  check_signs(&k->ed_signing);
+  check_certs(k, now);
+  for (size_t i = 0; i < N_TORKEYS; i++) {
+    blob_t want = torkeys_fixture(TORKEYS_FILES[i]);
+    b = kslurp(dd, TORKEYS_FILES[i]);
+    ck_assert_msg(blob_eq(want, b), "%s changed", TORKEYS_FILES[i]);
+    free(want.d);
+    free(b.d);
+  }
+
+  /* --key-expiration sign, as tor printed it for these files. */
+  s = router_keys_key_expiration(k, dd, &cfg, 0);
+  ck_assert_str_eq(s, "signing-cert-expiry: 2026-12-26 14:00:00\n");
+  free(s);
+  s = router_keys_key_expiration(k, dd, &cfg, 1);
+  ck_assert_str_eq(s, "signing-cert-expiry: 1798293600\n");
+  free(s);
+
+  /* 29 days on: the onion keys rotate in tor's files and the signing key
+   * is renewed with the tor master key, in tor's format. */
+  int rot = 0;
+  time_t t1 = TORKEYS_MADE + 29 * DAY;
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, t1, &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_NTOR);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_SIGNING);
+  blob_t old = kslurp(dd, "secret_onion_key_ntor.old");
+  blob_t orig = torkeys_fixture("secret_onion_key_ntor");
+  ck_assert(blob_eq(old, orig));
+  free(old.d);
+  free(orig.d);
+  old = kslurp(dd, "secret_onion_key.old");
+  orig = torkeys_fixture("secret_onion_key");
+  ck_assert(blob_eq(old, orig)); /* tor's PEM, re-encoded byte for byte */
+  free(old.d);
+  free(orig.d);
+  check_certs(k, t1);
+  relay_keys_t *r = load_ok(dd, &cfg, t1 + 60);
+  ck_assert_mem_eq(r->ed_signing.pub, k->ed_signing.pub, 32);
+  ck_assert_mem_eq(r->ntor_current.pub, k->ntor_current.pub, 32);
+  ck_assert(r->has_ntor_previous);
+  ck_assert_mem_eq(r->ed_identity.pub, k->ed_identity.pub, 32);
+  router_keys_free(r);
+  router_keys_free(k);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_offline_master)
+{
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  time_t now = TORKEYS_MADE + 3600;
   char *err = NULL;
-  relay_keys_t *k = router_keys_load_or_create(dd, NULL, time(NULL), &err);
-  ck_assert_ptr_null(k);
-  ck_assert_ptr_nonnull(err);
-  ck_assert_msg(strstr(err, "tor ed25519 identity") != NULL, "%s", err);
-  ck_assert_msg(strstr(err, sp) != NULL, "%s", err);
-  free(err);
-  err = NULL;
-  /* Nothing was created. */
-  char *rp = kpath(dd, "secret_id_key");
-  ck_assert(!fs_file_exists(rp));
 
-  /* Without tor's secret key file: an offline master key. */
-  ck_assert_int_eq(unlink(sp), 0);
-  k = router_keys_load_or_create(dd, NULL, time(NULL), &err);
-  ck_assert_ptr_null(k);
-  ck_assert_msg(strstr(err, "offline master keys") != NULL, "%s", err);
-  ck_assert_msg(strstr(err, pp) != NULL, "%s", err);
-  free(err);
-  ck_assert(!fs_file_exists(rp));
-  blob_t b = slurp(pp);
-  ck_assert_uint_eq(b.n, 64);
-  ck_assert_mem_eq(b.d, pubfile, 64);
+  /* No master secret key: run on the signing key and certificate. */
+  char *dd = torkeys_datadir("ed25519_master_id_secret_key");
+  relay_keys_t *k = load_ok(dd, &cfg, now);
+  ck_assert(router_keys_master_is_offline(k));
+  blob_t pubf = torkeys_fixture("ed25519_master_id_public_key");
+  ck_assert_mem_eq(k->ed_identity.pub, pubf.d + 32, 32);
+  free(pubf.d);
+  uint8_t sig[64];
+  ck_assert_int_eq(ed25519_sign(sig, (const uint8_t *)"x", 1,
+                                &k->ed_identity), -1);
+  check_signs(&k->ed_signing);
+  check_certs(k, now);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+
+  /* Near expiry nothing is made: no master key to certify a new one. */
+  int rot = 0;
+  time_t late = TORKEYS_CERT_EXPIRES - 2 * DAY;
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, late, &rot), 0);
+  ck_assert(!(rot & ROUTER_KEYS_ROTATED_SIGNING));
+  blob_t cert0 = torkeys_fixture("ed25519_signing_cert");
+  blob_t b = kslurp(dd, "ed25519_signing_cert");
+  ck_assert(blob_eq(cert0, b));
   free(b.d);
 
-  free(rp);
-  free(pp);
+  /* --keygen where the master key is (a full copy of tor's directory);
+   * the operator copies the two signing files over: they are adopted. */
+  char *master = torkeys_datadir(NULL);
+  char *out = (char *)1;
+  ck_assert_int_eq(router_keys_keygen(master, &cfg, late, &out, &err), 0);
+  ck_assert_ptr_null(out);
+  ck_assert_ptr_null(err);
+  const char *pair[] = { "ed25519_signing_secret_key",
+                         "ed25519_signing_cert" };
+  for (int i = 0; i < 2; i++) {
+    b = kslurp(master, pair[i]);
+    char *p = kpath(dd, pair[i]);
+    spit(p, b.d, b.n);
+    free(p);
+    free(b.d);
+  }
+  ck_assert_int_eq(router_keys_rotate_if_needed(k, dd, &cfg, late + 60,
+                                                &rot), 0);
+  ck_assert(rot & ROUTER_KEYS_ROTATED_SIGNING);
+  ck_assert(k->ed_signing_expires >= late + 30 * DAY);
+  check_certs(k, late + 60);
+  router_keys_free(k);
+  tmpdir_free(master);
+
+  /* Expired (the original certificate again): refused, clearly. */
+  char *p = kpath(dd, "ed25519_signing_cert");
+  spit(p, cert0.d, cert0.n);
+  blob_t skey = torkeys_fixture("ed25519_signing_secret_key");
+  char *sp = kpath(dd, "ed25519_signing_secret_key");
+  spit(sp, skey.d, skey.n);
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg,
+                                                TORKEYS_CERT_EXPIRES + 1,
+                                                &err));
+  ck_assert_msg(strstr(err, "expired at 2026-12-26 14:00:00") != NULL, "%s",
+                err);
+  ck_assert_msg(strstr(err, "refusing to start") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, "offline") != NULL, "%s", err);
+  PC_FREE(err);
+  /* Missing certificate: refused, nothing made. */
+  ck_assert_int_eq(unlink(p), 0);
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg, now, &err));
+  ck_assert_msg(strstr(err, "no signing key and certificate") != NULL, "%s",
+                err);
+  PC_FREE(err);
+  ck_assert(!fs_file_exists(p));
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  /* A certificate for another key than the stored signing key. */
+  spit(p, cert0.d, cert0.n);
+  ed25519_keypair_t other;
+  ed25519_keypair_generate(&other);
+  memcpy(skey.d, "== ed25519v1-secret: type4 ==", 29);
+  ck_assert_int_eq(ed25519_expand_seed(skey.d + 32, other.seed), 0);
+  spit(sp, skey.d, skey.n);
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg, now, &err));
+  ck_assert_msg(strstr(err, "certifies another key") != NULL, "%s", err);
+  PC_FREE(err);
+  free(skey.d);
   free(sp);
+  free(p);
+  free(cert0.d);
+  tmpdir_free(dd);
+
+  /* OfflineMasterKey 1 with the master key present: not used. */
+  dd = torkeys_datadir(NULL);
+  cfg.offline_master_key = 1;
+  k = load_ok(dd, &cfg, now);
+  ck_assert(router_keys_master_is_offline(k));
+  ck_assert_int_eq(ed25519_sign(sig, (const uint8_t *)"x", 1,
+                                &k->ed_identity), -1);
+  router_keys_free(k);
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg,
+                                                TORKEYS_CERT_EXPIRES, &err));
+  ck_assert_msg(strstr(err, "OfflineMasterKey is set") != NULL, "%s", err);
+  PC_FREE(err);
+  tmpdir_free(dd);
+
+  /* OfflineMasterKey 1 in an empty directory: refused, no identity made. */
+  dd = tmpdir_new();
+  ck_assert_ptr_null(router_keys_load_or_create(dd, &cfg, now, &err));
+  ck_assert_msg(strstr(err, "holds no ed25519 identity") != NULL, "%s", err);
+  PC_FREE(err);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_public_key"));
+  tmpdir_free(dd);
+
+  /* tor's encrypted master key (pctor cannot decrypt it): offline. */
+  dd = torkeys_datadir("ed25519_master_id_secret_key");
+  char *ep = kpath(dd, "ed25519_master_id_secret_key_encrypted");
+  spit(ep, "encrypted", 9);
+  cfg.offline_master_key = 0;
+  k = load_ok(dd, &cfg, now);
+  ck_assert(router_keys_master_is_offline(k));
+  router_keys_free(k);
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, NULL, &err), -1);
+  ck_assert_msg(strstr(err, "not support") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, ep) != NULL, "%s", err);
+  PC_FREE(err);
+  free(ep);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_keygen)
+{
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.signing_key_lifetime_days = 10;
+  char *err = NULL, *out = NULL;
+  time_t now = time(NULL);
+  char *dd = tmpdir_new();
+  /* A new master key (as tor --keygen: only the ed25519 files). */
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert_str_eq(out, "Not encrypting the secret key.\n");
+  free(out);
+  ck_assert(kfile_exists(dd, "ed25519_master_id_secret_key"));
+  ck_assert(kfile_exists(dd, "ed25519_master_id_public_key"));
+  ck_assert(kfile_exists(dd, "ed25519_signing_secret_key"));
+  ck_assert(kfile_exists(dd, "ed25519_signing_cert"));
+  ck_assert(!kfile_exists(dd, "secret_id_key"));
+  ck_assert(!kfile_exists(dd, "secret_onion_key_ntor"));
+  blob_t id0 = kslurp(dd, "ed25519_master_id_public_key");
+  blob_t s0 = kslurp(dd, "ed25519_signing_secret_key");
+  /* Again: a new signing key, the same master key, nothing printed. */
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert_ptr_null(out);
+  blob_t id1 = kslurp(dd, "ed25519_master_id_public_key");
+  blob_t s1 = kslurp(dd, "ed25519_signing_secret_key");
+  ck_assert(blob_eq(id0, id1));
+  ck_assert(!blob_eq(s0, s1));
+  /* The relay then starts on them, certificate valid for 10 days. */
+  relay_keys_t *k = load_ok(dd, &cfg, now);
+  ck_assert_mem_eq(k->ed_identity.pub, id0.d + 32, 32);
+  ck_assert(k->ed_signing_expires >= now + 10 * DAY);
+  ck_assert(k->ed_signing_expires < now + 10 * DAY + 3600);
+  check_certs(k, now);
+  router_keys_free(k);
+  free(id0.d);
+  free(id1.d);
+  free(s0.d);
+  free(s1.d);
+  /* Public key without the secret: keygen cannot certify. */
+  char *sp = kpath(dd, "ed25519_master_id_secret_key");
+  ck_assert_int_eq(unlink(sp), 0);
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  ck_assert_msg(strstr(err, "offline") != NULL, "%s", err);
+  PC_FREE(err);
+  free(sp);
+  tmpdir_free(dd);
+}
+END_TEST
+
+START_TEST(test_convert_old_layout)
+{
+  /* pctor's earlier files are converted to tor's and removed; the
+   * identity, the ntor keys and their schedule are kept. */
+  char *dd = tmpdir_new();
+  ck_assert_int_eq(mkdir(dd, 0700), 0);
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(mkdir(kd, 0700), 0);
   free(kd);
+  time_t now = time(NULL);
+  time_t made = now - 3 * DAY;
+  ed25519_keypair_t id, sign;
+  ed25519_keypair_generate(&id);
+  ed25519_keypair_generate(&sign);
+  uint8_t f[96];
+  memset(f, 0, 32);
+  memcpy(f, "== pctor ed25519 identity v1 ==", 31);
+  memcpy(f + 32, id.seed, 32);
+  memcpy(f + 64, id.pub, 32);
+  char *p = kpath(dd, "ed25519_master_id_seed");
+  spit(p, f, 96);
+  free(p);
+  memset(f, 0, 32);
+  memcpy(f, "== pctor ed25519 signing v1 ==", 30);
+  memcpy(f + 32, sign.seed, 32);
+  memcpy(f + 64, sign.pub, 32);
+  p = kpath(dd, "ed25519_signing_seed");
+  spit(p, f, 96);
+  free(p);
+  curve25519_keypair_t n1, n2;
+  curve25519_keypair_generate(&n1);
+  curve25519_keypair_generate(&n2);
+  uint8_t nf[32 + 8 + 1 + 128];
+  memset(nf, 0, 32);
+  memcpy(nf, "== pctor ntor onion keys v1 ==", 30);
+  set_u64(nf + 32, (uint64_t)made);
+  nf[40] = 2;
+  memcpy(nf + 41, n1.secret, 32);
+  memcpy(nf + 73, n1.pub, 32);
+  memcpy(nf + 105, n2.secret, 32);
+  memcpy(nf + 137, n2.pub, 32);
+  p = kpath(dd, "ntor_onion_keys");
+  spit(p, nf, sizeof(nf));
+  free(p);
+
+  relay_keys_t *k = load_ok(dd, NULL, now);
+  ck_assert_mem_eq(k->ed_identity.pub, id.pub, 32);
+  ck_assert_mem_eq(k->ntor_current.pub, n1.pub, 32);
+  ck_assert(k->has_ntor_previous);
+  ck_assert_mem_eq(k->ntor_previous.pub, n2.pub, 32);
+  ck_assert(router_keys_ntor_created(k) == made);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_seed"));
+  ck_assert(!kfile_exists(dd, "ed25519_signing_seed"));
+  ck_assert(!kfile_exists(dd, "ntor_onion_keys"));
+  router_keys_free(k);
+  /* tor's files now hold the same keys. */
+  k = load_ok(dd, NULL, now + 60);
+  ck_assert_mem_eq(k->ed_identity.pub, id.pub, 32);
+  ck_assert(k->ed_identity.expanded_only);
+  ck_assert_mem_eq(k->ntor_current.pub, n1.pub, 32);
+  ck_assert_mem_eq(k->ntor_previous.pub, n2.pub, 32);
+  ck_assert(router_keys_ntor_created(k) == made);
+  check_certs(k, now + 60);
+  blob_t b = kslurp(dd, "ed25519_master_id_secret_key");
+  uint8_t esk[64];
+  ck_assert_int_eq(ed25519_expand_seed(esk, id.seed), 0);
+  ck_assert_mem_eq(b.d + 32, esk, 64);
+  free(b.d);
+  router_keys_free(k);
+  /* A seed file for another identity than tor's file: refused. */
+  ed25519_keypair_t other;
+  ed25519_keypair_generate(&other);
+  memset(f, 0, 32);
+  memcpy(f, "== pctor ed25519 identity v1 ==", 31);
+  memcpy(f + 32, other.seed, 32);
+  memcpy(f + 64, other.pub, 32);
+  p = kpath(dd, "ed25519_master_id_seed");
+  spit(p, f, 96);
+  char *err = NULL;
+  ck_assert_ptr_null(router_keys_load_or_create(dd, NULL, now, &err));
+  ck_assert_msg(strstr(err, "different ed25519 identities") != NULL, "%s",
+                err);
+  free(err);
+  free(p);
   tmpdir_free(dd);
 }
 END_TEST
@@ -1037,6 +1514,57 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
+START_TEST(test_datadir_lock)
+{
+  /* tor's DataDirectory lock: one holder at a time (flock locks belong to
+   * the open file, so a second open in this process is refused too). */
+  char *dd = tmpdir_new(); /* (made by the call) */
+  char *err = NULL;
+  int fd = router_keys_lock_datadir(dd, &err);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_ptr_null(err);
+  char *lp = pc_asprintf("%s/lock", dd);
+  ck_assert_int_eq(file_mode(lp), 0600);
+  ck_assert_int_eq(router_keys_lock_datadir(dd, &err), -1);
+  ck_assert_msg(strstr(err, "another tor or pctor") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, lp) != NULL, "%s", err);
+  PC_FREE(err);
+  close(fd);
+  fd = router_keys_lock_datadir(dd, &err);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  free(lp);
+  tmpdir_free(dd);
+}
+END_TEST
+
+/* A KeyDirectory apart from the DataDirectory: keys there, fingerprint
+ * files in the DataDirectory. */
+START_TEST(test_key_directory)
+{
+  char *dd = tmpdir_new();
+  char *kd = pc_asprintf("%s-keys", dd);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.key_directory = kd;
+  relay_keys_t *k = load_ok(dd, &cfg, time(NULL));
+  char *p = pc_asprintf("%s/ed25519_master_id_secret_key", kd);
+  ck_assert(fs_file_exists(p));
+  ck_assert_int_eq(file_mode(kd), 0700);
+  free(p);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  p = pc_asprintf("%s/fingerprint", dd);
+  ck_assert(fs_file_exists(p));
+  free(p);
+  relay_keys_t *k2 = load_ok(dd, &cfg, time(NULL));
+  ck_assert_mem_eq(k->ed_identity.pub, k2->ed_identity.pub, 32);
+  router_keys_free(k);
+  router_keys_free(k2);
+  free(kd);
+  tmpdir_free(dd); /* (kd is inside the same temporary directory) */
+}
+END_TEST
+
 START_TEST(test_group_readable_dir_fixed)
 {
   char *dd = tmpdir_new();
@@ -1064,7 +1592,12 @@ suite_router_keys(void)
   tcase_add_test(tc, test_rotation_across_restart);
   tcase_add_test(tc, test_signing_renewal_at_start);
   tcase_add_test(tc, test_fingerprint_tor_vectors);
-  tcase_add_test(tc, test_foreign_identity_refused);
+  tcase_add_test(tc, test_tor_datadir);
+  tcase_add_test(tc, test_offline_master);
+  tcase_add_test(tc, test_keygen);
+  tcase_add_test(tc, test_convert_old_layout);
+  tcase_add_test(tc, test_datadir_lock);
+  tcase_add_test(tc, test_key_directory);
   tcase_add_test(tc, test_tap_key_added_to_old_datadir);
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_group_readable_dir_fixed);

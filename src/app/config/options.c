@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #include "feature/conflux/conflux_options.h"
+#include "feature/control/control.h" /* ControlPort, MetricsPort */
+#include "feature/control/control_auth.h"
+#include "feature/control/metrics.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
@@ -477,7 +480,64 @@ schedulers_check(const char *value, char **err_out)
   return 0;
 }
 
+/* ControlPort / ControlSocket / MetricsPort / MetricsPortPolicy /
+ * HashedControlPassword / __OwningControllerProcess: checked by
+ * feature/control's own parsers when read. */
+static int
+control_port_check(const char *value, char **err_out)
+{
+  control_listen_t cl;
+  return control_parse_listen(value, 0, &cl, err_out);
+}
+
+static int
+control_socket_check(const char *value, char **err_out)
+{
+  control_listen_t cl;
+  return control_parse_listen(value, 1, &cl, err_out);
+}
+
+static int
+metrics_port_check(const char *value, char **err_out)
+{
+  control_listen_t cl;
+  return metrics_parse_port(value, &cl, err_out);
+}
+
+static int
+hashed_password_check(const char *value, char **err_out)
+{
+  if (control_auth_hash_is_valid(value))
+    return 0;
+  *err_out = pc_strdup("must be a hash from 'tor --hash-password' (16: and "
+                       "58 hex digits)");
+  return -1;
+}
+
+static int
+pid_check(const char *value, char **err_out)
+{
+  char *end = NULL;
+  long pid = strtol(value, &end, 10);
+  if (pid > 0 && !*end)
+    return 0;
+  *err_out = pc_strdup("must be a process ID");
+  return -1;
+}
+
 /* clang-format off */
+static const conf_custom_t control_port_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, control_port_check};
+static const conf_custom_t control_socket_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, control_socket_check};
+static const conf_custom_t metrics_port_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, metrics_port_check};
+static const conf_custom_t metrics_policy_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, metrics_policy_check};
+static const conf_custom_t hashed_password_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, hashed_password_check};
+static const conf_custom_t pid_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, pid_check};
 static const conf_custom_t nickname_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, check_nickname};
 static const conf_custom_t host_type = {
@@ -857,6 +917,47 @@ static const conf_var_t app_vars[] = {
    "cached directory documents when they change, PidFile, log files and "
    "MeasureMe records that a client asked for; there is no periodic "
    "state file to write less often. So 1 changes nothing.", NULL},
+  /* ---- ControlPort and MetricsPort (feature/control) ---- */
+  {"ControlPort", CONF_TYPE_CUSTOM,
+   "[ADDRESS:]PORT | auto | unix:PATH [FLAGS] | 0", "0", "0 (none)",
+   0, 0, 0, OFF(control_port),
+   "Accept controllers (stem, nyx) speaking tor's control protocol. A "
+   "port alone listens on 127.0.0.1; auto picks a free port (see GETINFO "
+   "net/listeners/control); unix:PATH a unix socket, as ControlSocket. "
+   "One ControlPort line is supported.", &control_port_type},
+  {"ControlSocket", CONF_TYPE_CUSTOM, "PATH [FLAGS] | 0", NULL, "unset",
+   0, 0, 0, OFF(control_socket),
+   "Accept controllers on the unix socket PATH. FLAGS: GroupWritable, "
+   "WorldWritable, RelaxDirModeCheck, as in tor.", &control_socket_type},
+  {"CookieAuthentication", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(cookie_authentication),
+   "Controllers may authenticate with the cookie pctor writes at start "
+   "(COOKIE and SAFECOOKIE).", NULL},
+  {"CookieAuthFile", CONF_TYPE_PATH, "PATH", NULL,
+   "DataDirectory/control_auth_cookie",
+   0, 0, 0, OFF(cookie_auth_file),
+   "Where to write the authentication cookie.", NULL},
+  {"CookieAuthFileGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(cookie_auth_file_group_readable),
+   "Make the cookie file readable by the group (mode 0640).", NULL},
+  {"HashedControlPassword", CONF_TYPE_CUSTOM, "16:HEX", NULL, "unset",
+   1, 0, 0, OFF(hashed_control_password),
+   "Controllers may authenticate with the password whose hash this is "
+   "(tor's format, from tor --hash-password or pctor --hash-password).",
+   &hashed_password_type},
+  {"__OwningControllerProcess", CONF_TYPE_CUSTOM, "PID", NULL, "unset",
+   1, 0, 0, OFF(owning_controller_process),
+   "Exit when the process PID ends (set by controllers that start pctor).",
+   &pid_type},
+  {"MetricsPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [prometheus] | 0", "0",
+   "0 (none)", 0, 0, 0, OFF(metrics_port),
+   "Serve Prometheus metrics over HTTP at /metrics. A port alone listens "
+   "on 127.0.0.1.", &metrics_port_type},
+  {"MetricsPortPolicy", CONF_TYPE_CUSTOM, "accept|reject ADDR[/MASK][,...]",
+   NULL, "unset (reject everyone)", 1, 0, 0, OFF(metrics_port_policy),
+   "Who may read the MetricsPort; the first matching rule decides, no "
+   "match rejects.", &metrics_policy_type},
+  /* ---- end of ControlPort and MetricsPort ---- */
   {"UseMicrodescriptors", CONF_TYPE_BOOL, "0|1", "1", "1",
    0, 0, 0, OFF(use_microdescriptors),
    "If 1 the client and the relay's directory cache fetch the "
@@ -1075,10 +1176,9 @@ static const struct {
   {"DirPortFrontPage", "pctor has no DirPort; remove the line"},
   {"Accounting*", "pctor has no accounting or hibernation yet; limit the "
    "relay with BandwidthRate and RelayBandwidthRate"},
-  {"Control*", "pctor has no control port yet"},
-  {"CookieAuth*", "pctor has no control port yet"},
-  {"HashedControlPassword", "pctor has no control port yet"},
-  {"MetricsPort*", "pctor has no metrics port yet"},
+  {"Control*", "pctor's control port is set up with ControlPort, "
+   "ControlSocket (and its flags), CookieAuthentication, CookieAuthFile "
+   "and HashedControlPassword only"},
   {"FamilyId", "pctor does not support family keys yet; list the family "
    "with MyFamily"},
   {"ReducedExitPolicy", "write the ports you want as ExitPolicy accept "
@@ -2024,4 +2124,48 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "  --/OPTION          remove the file's lines for OPTION\n\n"
           "See pctor(1) for the options and signals.\n",
           progname, torrc, torrc);
+}
+
+/* ---- GETCONF and GETINFO config/names (feature/control) ---- */
+
+int
+options_get_values(const options_t *o, const char *name, char **canonical,
+                   char ***values, int *n)
+{
+  var_ref_t r;
+  *values = NULL;
+  *n = 0;
+  if (find_ref(name, &r) < 0)
+    return -1;
+  *canonical = pc_strdup(r.var->name);
+  conf_strlist_t l = {0, NULL};
+  conf_var_format(obj_of(o, r.mi), r.var, &l);
+  /* An option without a value shows its default, as "ORPort 0". */
+  if (l.n == 0 && r.var->default_str)
+    conf_strlist_add(&l, r.var->default_str);
+  *values = l.v;
+  *n = l.n;
+  return 0;
+}
+
+const char *
+options_type_name(const option_def_t *def)
+{
+  switch (def->type) {
+  case CONF_TYPE_BOOL: return "Boolean";
+  case CONF_TYPE_AUTOBOOL: return "Autobool";
+  case CONF_TYPE_INT: return "Integer";
+  case CONF_TYPE_INTERVAL: return "Interval";
+  case CONF_TYPE_MSEC_INTERVAL: return "TimeMsecInterval";
+  case CONF_TYPE_MEMUNIT:
+  case CONF_TYPE_BANDWIDTH: return "DataSize";
+  case CONF_TYPE_DOUBLE: return "Float";
+  case CONF_TYPE_PATH: return "Filename";
+  case CONF_TYPE_LINELIST: return "LineList";
+  case CONF_TYPE_STRING:
+  case CONF_TYPE_ENUM:
+  case CONF_TYPE_CUSTOM:
+    break;
+  }
+  return conf_var_is_multi(def) ? "LineList" : "String";
 }

@@ -121,6 +121,20 @@ typedef struct options_t {
   int per_circuit_tcp_require_ipsec;
   int refuse_unknown_exits;       /* RefuseUnknownExits: 1, 0, -1 auto */
 
+  /* ---- ControlPort and MetricsPort (feature/control) ----
+   * Values as written, checked when read by feature/control's parsers
+   * (control_parse_listen(), metrics_parse_port(), ...). */
+  char *control_port;             /* ControlPort: "0" off */
+  char *control_socket;           /* ControlSocket: NULL or "0" off */
+  int cookie_authentication;      /* CookieAuthentication */
+  char *cookie_auth_file;         /* CookieAuthFile: NULL = default */
+  int cookie_auth_file_group_readable; /* CookieAuthFileGroupReadable */
+  char *hashed_control_password;  /* HashedControlPassword: NULL none */
+  char *owning_controller_process; /* __OwningControllerProcess: a pid */
+  char *metrics_port;             /* MetricsPort: "0" off */
+  char *metrics_port_policy;      /* MetricsPortPolicy: NULL reject all */
+  /* ---- end of ControlPort and MetricsPort ---- */
+
   /* Private to options.c: the registered modules' option structs, and
    * which options were set explicitly (one byte per option). */
   void **mod_objs_;
@@ -226,6 +240,17 @@ char *options_default_data_directory(int is_root, const char *home);
  * value differs between old and new_opts, log a warning naming it and put
  * the old value back into new_opts. Returns how many were kept. */
 int options_keep_non_reloadable(const options_t *old, options_t *new_opts);
+
+/* GETCONF for the ControlPort: the canonical name and the values of the
+ * option named name (case-insensitive), each as a torrc would write it
+ * (newly allocated; *n 0 when unset). Returns 0, or -1 for an unknown
+ * option. */
+int options_get_values(const options_t *o, const char *name,
+                       char **canonical, char ***values, int *n);
+
+/* tor's name for the type of an option, for GETINFO config/names
+ * ("Boolean", "Integer", "Interval", "DataSize", "LineList", ...). */
+const char *options_type_name(const option_def_t *def);
 
 /* Whether two options_t have the same value for one option. */
 int options_equal(const options_t *a, const options_t *b,

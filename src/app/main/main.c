@@ -453,6 +453,7 @@ main(int argc, char **argv)
   daemon_state.sig_usr1 = evloop_signal_new(daemon_state.loop, SIGUSR1,
                                             on_usr1, NULL);
 
+  app_set_config_file(cl->torrc); /* ControlPort: GETINFO config-file */
   if (app_start(daemon_state.loop, opts) < 0)
     return fail_startup();
   if (opts->pid_file && daemon_write_pidfile(opts->pid_file) < 0) {

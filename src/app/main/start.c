@@ -20,6 +20,8 @@
 #include "core/or/congestion_control.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
+#include "feature/control/control.h"  /* ControlPort, MetricsPort */
+#include "feature/control/metrics.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
@@ -38,6 +40,7 @@
 #include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
+#include "lib/encoding/base16.h"
 #include "lib/fs/files.h"
 #include "lib/net/conn.h"
 #include "lib/net/ratelimit.h"
@@ -45,6 +48,7 @@
 #include "lib/malloc/alloc.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,6 +768,294 @@ set_my_addrs(const options_t *o)
   channels_set_my_addrs(addrs, n);
 }
 
+/* ---- ControlPort and MetricsPort (feature/control): one block ----
+ * The daemon's side of the control module: its options, keys and
+ * directory information for GETINFO/GETCONF, and signals, which are
+ * raised as real signals so that main.c's loop handlers act on them
+ * after the controller's reply (SHUTDOWN then never frees the control
+ * module from inside its own callback). */
+static struct {
+  const options_t *opts;   /* current options (for GETCONF) */
+  char *config_file;       /* the torrc, for GETINFO config-file */
+  char *address;           /* the descriptor's address, or NULL */
+  int control_started, metrics_started;
+} CTL;
+
+void
+app_set_config_file(const char *path)
+{
+  free(CTL.config_file);
+  CTL.config_file = path ? pc_strdup(path) : NULL;
+}
+
+static int
+ctl_signal(control_signal_t sig, void *arg)
+{
+  (void)arg;
+  switch (sig) {
+  case CONTROL_SIGNAL_RELOAD:
+    raise(SIGHUP);
+    return 0;
+  case CONTROL_SIGNAL_SHUTDOWN:
+  case CONTROL_SIGNAL_HALT:
+    raise(SIGTERM);
+    return 0;
+  case CONTROL_SIGNAL_DUMP:
+    raise(SIGUSR1);
+    return 0;
+  case CONTROL_SIGNAL_HEARTBEAT:
+    app_log_statistics();
+    return 0;
+  case CONTROL_SIGNAL_DEBUG: {
+    /* As tor: every log destination now takes debug messages. */
+    const options_strlist_t *logs = &CTL.opts->logs;
+    log_reset_destinations();
+    for (int i = 0; i < logs->n || i == 0; i++) {
+      const char *l = logs->n ? logs->v[i] : "notice stderr";
+      const char *dest = strpbrk(l, " \t");
+      char *spec = pc_asprintf("debug%s", dest ? dest : " stderr");
+      char *err = NULL;
+      if (log_parse_destination(spec, &err) < 0)
+        free(err);
+      free(spec);
+    }
+    log_notice("Logging at debug level (SIGNAL DEBUG)");
+    return 0;
+  }
+  case CONTROL_SIGNAL_ACTIVE:
+  case CONTROL_SIGNAL_DORMANT:
+    return 0; /* pctor has no dormant mode: it is always active */
+  case CONTROL_SIGNAL_NEWNYM:
+  case CONTROL_SIGNAL_CLEARDNSCACHE:
+    /* Nothing to forget without the client role; with it, not yet. */
+    return A.client_started ? -1 : 0;
+  }
+  return -1;
+}
+
+static int
+ctl_getconf(const char *key, char **canonical, char ***values, int *n,
+            void *arg)
+{
+  (void)arg;
+  return options_get_values(CTL.opts, key, canonical, values, n) == 0;
+}
+
+/* Quoted "ADDR:PORT" entries separated by spaces. */
+static char *
+ctl_quoted_addrs(const pc_addr_t *addrs, int n)
+{
+  char *s = pc_strdup("");
+  for (int i = 0; i < n; i++) {
+    char a[PC_ADDR_STR_LEN];
+    char *t = pc_asprintf("%s%s\"%s\"", s, i ? " " : "",
+                          pc_addr_fmt(&addrs[i], a, sizeof(a), 1));
+    free(s);
+    s = t;
+  }
+  return s;
+}
+
+static int
+ctl_getinfo(const char *key, char **value, void *arg)
+{
+  (void)arg;
+  const options_t *o = CTL.opts;
+  if (!strcmp(key, "config-file")) {
+    if (!CTL.config_file) {
+      *value = pc_strdup("no configuration file");
+      return -1;
+    }
+    *value = pc_strdup(CTL.config_file);
+    return 1;
+  }
+  if (!strcmp(key, "fingerprint")) {
+    if (o->or_ports.n == 0) {
+      *value = pc_strdup("Not running in server mode");
+      return -1;
+    }
+    char hex[41];
+    base16_encode(hex, sizeof(hex), A.keys->rsa_id_digest, 20,
+                  BASE16_UPPER);
+    *value = pc_strdup(hex);
+    return 1;
+  }
+  if (!strcmp(key, "address")) {
+    if (!CTL.address) {
+      *value = pc_strdup("Address unknown");
+      return -1;
+    }
+    *value = pc_strdup(CTL.address);
+    return 1;
+  }
+  if (!strcmp(key, "net/listeners/or")) {
+    pc_addr_t bound[4]; /* the ORPorts listened on (not NoListen ones) */
+    int nb = 0;
+    for (int i = 0; i < o->or_ports.n; i++)
+      if (!(o->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN))
+        bound[nb++] = o->or_ports.addrs[i];
+    *value = ctl_quoted_addrs(bound, nb);
+    return 1;
+  }
+  if (!strcmp(key, "net/listeners/socks")) {
+    *value = ctl_quoted_addrs(&o->socks_addr,
+                              o->socks_addr.family != AF_UNSPEC);
+    return 1;
+  }
+  if (!strcmp(key, "exit-policy/default")) {
+    *value = pc_strdup(EXIT_POLICY_DEFAULT);
+    return 1;
+  }
+  if (!strcmp(key, "exit-policy/full")) {
+    /* The descriptor's rules; a relay that is not an exit rejects all. */
+    char *t = pc_strdup(A.n_exit_desc_lines ? "" : "reject *:*");
+    for (int i = 0; i < A.n_exit_desc_lines; i++) {
+      char *u = pc_asprintf("%s%s%s", t, i ? "\n" : "",
+                            A.exit_desc_lines[i]);
+      free(t);
+      t = u;
+    }
+    *value = t;
+    return 1;
+  }
+  if (!strcmp(key, "config/names") || !strcmp(key, "config-text")) {
+    /* config/names: "Name Type" (tor's type names); config-text: the
+     * options whose value is not the default, as torrc lines. */
+    int names = key[6] == '/';
+    char *t = pc_strdup("");
+    for (size_t i = 0; i < options_count(); i++) {
+      const option_def_t *def = options_var(i);
+      char *canon = NULL, **vals = NULL, *u;
+      int n = 0;
+      if (names) {
+        u = pc_asprintf("%s%s %s\n", t, def->name, options_type_name(def));
+        free(t);
+        t = u;
+        continue;
+      }
+      if (!options_is_set(o, def->name))
+        continue; /* at its default */
+      options_get_values(o, def->name, &canon, &vals, &n);
+      for (int k = 0; k < n; k++) {
+        u = pc_asprintf("%s%s %s\n", t, canon, vals[k]);
+        free(t);
+        t = u;
+        free(vals[k]);
+      }
+      free(vals);
+      free(canon);
+    }
+    *value = t;
+    return 1;
+  }
+  if (!strcmp(key, "net/listeners/metrics")) {
+    const char *m = metrics_listen_address();
+    *value = m ? pc_asprintf("\"%s\"", m) : pc_strdup("");
+    return 1;
+  }
+  return 0;
+}
+
+/* The ns-flavor consensus when the relay has one (GETINFO ns/ shows
+ * descriptor digests), else the microdescriptor one. */
+static const consensus_t *
+ctl_consensus(void *arg)
+{
+  (void)arg;
+  const consensus_t *a = A.dirc ? dir_client_consensus(A.dirc) : NULL;
+  const consensus_t *b =
+      A.dirc_other ? dir_client_consensus(A.dirc_other) : NULL;
+  if (b && b->flavor == CONSENSUS_FLAVOR_NS)
+    return b;
+  return a ? a : b;
+}
+
+static void
+ctl_config(const options_t *o, control_config_t *cfg)
+{
+  char *err = NULL;
+  memset(cfg, 0, sizeof(*cfg));
+  if (o->control_port &&
+      control_parse_listen(o->control_port, 0, &cfg->port, &err) < 0)
+    free(err); /* cannot happen: the options were checked */
+  if (o->control_socket &&
+      control_parse_listen(o->control_socket, 1, &cfg->socket, &err) < 0)
+    free(err);
+  cfg->cookie_auth = o->cookie_authentication;
+  cfg->cookie_file = o->cookie_auth_file;
+  cfg->cookie_group_readable = o->cookie_auth_file_group_readable;
+  cfg->hashed_password = o->hashed_control_password;
+  cfg->owning_pid = o->owning_controller_process
+                        ? strtol(o->owning_controller_process, NULL, 10)
+                        : 0;
+  cfg->data_dir = o->data_directory;
+  free(CTL.address);
+  CTL.address = NULL;
+  pc_addr_t addr;
+  if (o->or_ports.n > 0 &&
+      routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
+                              &addr, &err) == 0) {
+    char a[PC_ADDR_STR_LEN];
+    CTL.address = pc_strdup(pc_addr_fmt(&addr, a, sizeof(a), 0));
+  } else {
+    free(err);
+  }
+}
+
+/* Returns 0, or -1 (logged) when a port cannot be opened. */
+static int
+start_control(const options_t *o)
+{
+  control_config_t cfg;
+  control_host_t host = {ctl_signal, ctl_getconf, ctl_getinfo, ctl_consensus,
+                         NULL};
+  control_listen_t mp;
+  char *err = NULL;
+  CTL.opts = o;
+  ctl_config(o, &cfg);
+  CTL.control_started = 1;
+  if (control_start(A.loop, &cfg, &host, &err) < 0) {
+    log_err("%s", err);
+    free(err);
+    return -1;
+  }
+  memset(&mp, 0, sizeof(mp));
+  if (o->metrics_port && metrics_parse_port(o->metrics_port, &mp, &err) < 0)
+    free(err); /* cannot happen: the options were checked */
+  CTL.metrics_started = 1;
+  if (metrics_start(A.loop, &mp, o->metrics_port_policy, &err) < 0) {
+    log_err("%s", err);
+    free(err);
+    return -1;
+  }
+  metrics_set_ipsec(A.ipsec);
+  return 0;
+}
+
+static void
+reconfigure_control(const options_t *o)
+{
+  control_config_t cfg;
+  CTL.opts = o;
+  ctl_config(o, &cfg);
+  control_reconfigure(&cfg);
+  metrics_set_policy(o->metrics_port_policy);
+  metrics_set_ipsec(A.ipsec); /* made on the first reload that wants it */
+}
+
+static void
+shutdown_control(void)
+{
+  if (CTL.control_started)
+    control_shutdown();
+  if (CTL.metrics_started)
+    metrics_shutdown();
+  free(CTL.address);
+  free(CTL.config_file);
+  memset(&CTL, 0, sizeof(CTL));
+}
+/* ---- end of ControlPort and MetricsPort ---- */
+
 int
 app_start(evloop_t *loop, const options_t *opts)
 {
@@ -864,6 +1156,8 @@ app_start(evloop_t *loop, const options_t *opts)
   }
   if (start_client(opts) < 0)
     return -1;
+  if (start_control(opts) < 0) /* ControlPort, MetricsPort */
+    return -1;
   return 0;
 }
 
@@ -911,6 +1205,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
     fill_client_config(&cc, new_opts);
     client_reconfigure(&cc);
   }
+  reconfigure_control(new_opts); /* ControlPort, MetricsPort */
   return 0;
 }
 
@@ -984,6 +1279,8 @@ app_log_statistics(void)
 void
 app_shutdown(void)
 {
+  shutdown_control(); /* ControlPort, MetricsPort: first, while the
+                       * circuits they observe still exist */
   if (A.started) {
     if (A.client_started)
       client_shutdown();

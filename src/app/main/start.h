@@ -32,6 +32,9 @@ void app_log_statistics(void);
 /* SIGINT with ShutdownWaitLength: stop accepting connections on the
  * ORPorts; circuits and connections go on until app_shutdown(). */
 void app_stop_listening(void);
+/* The torrc's path, for the ControlPort's GETINFO config-file (main.c
+ * calls it before app_start()). */
+void app_set_config_file(const char *path);
 /* Stop: close listeners and connections, free what app_start() made. */
 void app_shutdown(void);
 

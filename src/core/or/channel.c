@@ -141,6 +141,18 @@ close_idle_channels(void *arg)
   }
 }
 
+void
+channels_foreach(channel_visit_fn fn, void *arg)
+{
+  if (!G.all.head.next) /* not initialised (tests) */
+    return;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (!chan->close_pending)
+      fn(chan, arg);
+  }
+}
+
 /* Close per-circuit channels whose circuit has gone (after flushing, so
  * that its DESTROY still leaves). */
 static void

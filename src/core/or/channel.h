@@ -228,4 +228,8 @@ typedef struct channel_stats_t {
   uint64_t setups, setup_us_total, setup_us_max;
 } channel_stats_t;
 void channels_get_stats(channel_stats_t *out);
+/* Read-only walk over the channels not being closed (for controllers);
+ * fn must not open or close channels. */
+typedef void (*channel_visit_fn)(channel_t *chan, void *arg);
+void channels_foreach(channel_visit_fn fn, void *arg);
 #endif

@@ -239,6 +239,18 @@ circuits_add_close_observer(circuit_close_fn fn, void *arg)
   return -1;
 }
 
+static struct {
+  origin_circuit_progress_fn fn;
+  void *arg;
+} origin_observer;
+
+void
+circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg)
+{
+  origin_observer.fn = fn;
+  origin_observer.arg = arg;
+}
+
 void
 circuits_remove_close_observer(circuit_close_fn fn, void *arg)
 {
@@ -294,6 +306,18 @@ circuit_destroy_received(circuit_t *circ, channel_t *from_chan)
 {
   circuit_close_impl(circ, DESTROY_REASON_DESTROYED, from_chan,
                      "DESTROY received");
+}
+
+void
+circuits_foreach(circuit_kind_t kind, circuit_visit_fn fn, void *arg)
+{
+  if (!C.all.head.next) /* not initialised (tests) */
+    return;
+  for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
+    circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
+    if (c->kind == kind && !c->marked_for_close)
+      fn(c, arg);
+  }
 }
 
 void
@@ -685,6 +709,8 @@ origin_circuit_launch(const extend_target_t *first,
   if (circuit_extend_to(&circ->base, &first->addr, first->rsa_id,
                         first->has_ed_id ? first->ed_id : NULL, &cell) < 0)
     goto fail;
+  if (origin_observer.fn)
+    origin_observer.fn(circ, origin_observer.arg);
   return circ;
 fail:
   log_warn("Could not start a circuit to the first hop");
@@ -773,6 +799,9 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
   circ->n_hops_open++;
   if (circ->ops && circ->ops->on_extended)
     circ->ops->on_extended(circ, circ->n_hops_open, circ->ops_arg);
+  /* After the builder: it has asked for the next hop, or not (built). */
+  if (origin_observer.fn && !circ->base.marked_for_close)
+    origin_observer.fn(circ, origin_observer.arg);
 }
 
 void

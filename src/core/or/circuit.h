@@ -132,6 +132,11 @@ TO_ORIGIN_CIRCUIT(circuit_t *c)
 }
 
 void circuits_init(void);
+/* Read-only walk (for controllers and statistics): fn is called for every
+ * circuit of kind not marked for close; fn must not open or close
+ * circuits. */
+typedef void (*circuit_visit_fn)(circuit_t *circ, void *arg);
+void circuits_foreach(circuit_kind_t kind, circuit_visit_fn fn, void *arg);
 void circuits_shutdown(void);
 /* Numbers for statistics and tests. */
 unsigned circuits_count(circuit_kind_t kind);
@@ -228,6 +233,14 @@ circuit_t *circuit_find_by_gid(uint64_t gid);
 typedef void (*circuit_close_fn)(circuit_t *circ, void *arg);
 int circuits_add_close_observer(circuit_close_fn fn, void *arg);
 void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
+/* One observer (a controller) of circuits we originate: called once the
+ * first hop is being contacted, and after each hop opens, once the
+ * builder's own on_extended has run (so n_hops > n_hops_open means it
+ * asked for another hop, equality that the circuit is built). Read-only.
+ * fn NULL removes it. */
+typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
+                                           void *arg);
+void circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when

@@ -145,6 +145,10 @@ typedef struct cstream_t {
    * SOCKS client (for the drain rate) */
   cc_flow_t flow;
   uint64_t delivered, written;
+  /* For controllers (client_set_stream_observer): a process-wide ID once
+   * reported NEW, and whether it ends as FAILED. */
+  uint64_t gid;
+  unsigned failed : 1;
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -220,6 +224,70 @@ static struct {
 } G;
 
 static void stream_attach(cstream_t *cs);
+
+/* ---- controller view (read-only) ---------------------------------- */
+static struct {
+  client_stream_observer_fn fn;
+  void *arg;
+  uint64_t next_gid;
+} O;
+
+void
+client_set_stream_observer(client_stream_observer_fn fn, void *arg)
+{
+  O.fn = fn;
+  O.arg = arg;
+}
+
+static void
+stream_info(const cstream_t *cs, client_stream_info_t *si)
+{
+  memset(si, 0, sizeof(*si));
+  si->id = cs->gid;
+  si->address = cs->req.address;
+  si->port = cs->req.port;
+  si->status = cs->state == CS_OPEN         ? CLIENT_STREAM_SUCCEEDED
+               : cs->state == CS_CONNECTING ? CLIENT_STREAM_SENTCONNECT
+                                            : CLIENT_STREAM_NEW;
+  if (cs->circ)
+    for (int i = 0; i < cs->circ->n_legs && !si->circ_gid; i++)
+      if (cs->circ->legs[i]->circ)
+        si->circ_gid = cs->circ->legs[i]->circ->base.gid;
+  if (cs->conn)
+    si->source = conn_peer(cs->conn);
+}
+
+static void
+stream_report(cstream_t *cs, client_stream_status_t st)
+{
+  if (!cs->gid)
+    cs->gid = ++O.next_gid;
+  if (!O.fn)
+    return;
+  client_stream_info_t si;
+  stream_info(cs, &si);
+  si.status = st;
+  O.fn(&si, O.arg);
+}
+
+void
+client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
+                      void *arg)
+{
+  if (!G.loop)
+    return;
+  for (dlist_node_t *n = dlist_first(&G.circs); n;
+       n = dlist_next(&G.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    for (dlist_node_t *m = dlist_first(&cc->streams); m;
+         m = dlist_next(&cc->streams, m)) {
+      const cstream_t *cs = DLIST_ENTRY(m, cstream_t, node);
+      client_stream_info_t si;
+      stream_info(cs, &si);
+      fn(&si, arg);
+    }
+  }
+}
 static cleg_t *leg_start(ccirc_t *cc, const dir_node_t *const *path,
                          int want_cc);
 static void pump_to_circuit(cstream_t *cs);
@@ -406,6 +474,9 @@ socks_reply(cstream_t *cs, int end_reason)
 static void
 stream_free(cstream_t *cs)
 {
+  if (cs->gid)
+    stream_report(cs, cs->failed ? CLIENT_STREAM_FAILED
+                                 : CLIENT_STREAM_CLOSED);
   dlist_remove(&cs->node);
   if (cs->state == CS_OPEN)
     G.stats.n_open_streams--;
@@ -421,6 +492,7 @@ static void
 stream_fail(cstream_t *cs, int end_reason, const char *why)
 {
   G.stats.n_streams_failed++;
+  cs->failed = 1;
   log_info("SOCKS request for port %u failed: %s", cs->req.port, why);
   if (cs->state != CS_OPEN)
     socks_reply(cs, end_reason);
@@ -526,6 +598,7 @@ send_begin(cstream_t *cs)
     n = snprintf(target, sizeof(target), "[%s]:%u", cs->req.address,
                  cs->req.port);
   cs->state = CS_CONNECTING;
+  stream_report(cs, CLIENT_STREAM_SENTCONNECT);
   cs->package_window = STREAMWINDOW_START;
   cs->deliver_window = STREAMWINDOW_START;
   if (!cc->dirty_since_us)
@@ -954,6 +1027,7 @@ handle_stream_msg(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
     if (cs->state != CS_CONNECTING)
       break;
     cs->state = CS_OPEN;
+    stream_report(cs, CLIENT_STREAM_SUCCEEDED);
     G.stats.n_open_streams++;
     G.stats.n_streams_connected++;
     socks_reply(cs, -1);
@@ -1531,6 +1605,8 @@ take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
 static void
 stream_attach(cstream_t *cs)
 {
+  if (!cs->gid)
+    stream_report(cs, CLIENT_STREAM_NEW);
   uint8_t iso[600];
   size_t iso_len;
   iso_key(&cs->req, iso, &iso_len);

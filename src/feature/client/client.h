@@ -77,4 +77,30 @@ typedef struct client_stats_t {
   unsigned n_open_streams, n_circuits;
 } client_stats_t;
 void client_get_stats(client_stats_t *out);
+
+/* Controllers (STREAM events, GETINFO stream-status): a read-only view
+ * of the SOCKS streams. Statuses as control-spec's STREAM event. */
+typedef enum {
+  CLIENT_STREAM_NEW,
+  CLIENT_STREAM_SENTCONNECT,
+  CLIENT_STREAM_SUCCEEDED,
+  CLIENT_STREAM_FAILED,
+  CLIENT_STREAM_CLOSED,
+} client_stream_status_t;
+typedef struct client_stream_info_t {
+  uint64_t id;                /* process-wide, from 1 */
+  client_stream_status_t status;
+  uint64_t circ_gid;          /* the circuit's gid; 0 while unattached */
+  const char *address;        /* the SOCKS target, without port */
+  uint16_t port;
+  const pc_addr_t *source;    /* the SOCKS client, or NULL */
+} client_stream_info_t;
+/* One observer, told of every status change (the info is valid during
+ * the call only); NULL removes it. */
+typedef void (*client_stream_observer_fn)(const client_stream_info_t *si,
+                                          void *arg);
+void client_set_stream_observer(client_stream_observer_fn fn, void *arg);
+/* Every stream attached to a circuit, with its current status. */
+void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
+                           void *arg);
 #endif

@@ -1,54 +1,82 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* router_keys.c -- create, store, load and rotate a relay's keys.
+/* router_keys.c -- create, store, load and rotate a relay's keys, in tor's
+ * own files and formats.
  *
- * Files in DataDirectory/keys (directory 0700, files 0600, each written
- * atomically: a temporary file, fsync, rename):
+ * Files in the key directory (KeyDirectory, by default DataDirectory/keys;
+ * directory 0700, files 0600, each written atomically: a temporary file,
+ * fsync, rename). The names and formats are tor's (tor(1) FILES, and what
+ * tor 0.4.9 writes; tests/data/torkeys holds a set made by tor itself):
  *
  *   secret_id_key  RSA-1024 identity as PEM "RSA PRIVATE KEY" (PKCS#1),
- *       64-column base64 -- byte for byte what tor writes, so a tor
- *       relay's RSA identity file can be used as is.
- *   ed25519_master_id_seed  (96 bytes)
- *       "== pctor ed25519 identity v1 ==" NUL-padded to 32 bytes,
- *       the 32-byte RFC 8032 seed, the 32-byte public key.
- *       Tor's own secret-key file holds the expanded key (SHA-512 of the
- *       seed), from which OpenSSL cannot sign, hence our own format.
- *   ed25519_master_id_public_key  (64 bytes, tor's format)
+ *       64-column base64, followed by a NUL byte (tor writes the C
+ *       string with its terminator; a file without it is read too).
+ *   ed25519_master_id_secret_key  (96 bytes)
+ *       "== ed25519v1-secret: type0 ==" NUL-padded to 32 bytes, then the
+ *       64-byte expanded secret key: the clamped scalar (little-endian) and
+ *       the nonce prefix, i.e. SHA-512 of an RFC 8032 seed with its first
+ *       half clamped. The seed itself is not stored, so signing uses
+ *       ed25519_sign() on an expanded-only keypair (lib/crypt/ed25519.h).
+ *   ed25519_master_id_secret_key_encrypted  tor's passphrase-protected
+ *       form; pctor cannot decrypt it and treats the master key as offline.
+ *   ed25519_master_id_public_key  (64 bytes)
  *       "== ed25519v1-public: type0 ==" NUL-padded to 32, the public key.
- *   ed25519_signing_seed  (96 bytes)
- *       "== pctor ed25519 signing v1 ==" NUL-padded to 32, seed, public.
- *   ed25519_signing_cert  (tor's format, tor-print-ed-signing-cert reads it)
- *       "== ed25519v1-cert: type4 ==" NUL-padded to 32, the type-4 cert.
- *   secret_onion_key  RSA-1024 TAP onion key, PEM "RSA PRIVATE KEY" like
- *       secret_id_key (and like tor's file of that name). TAP handshakes
- *       are refused, but the authorities still require the key in the
- *       descriptor. It is made and replaced together with the current
- *       ntor key; no previous TAP key is kept, since nothing decrypts
- *       with it.
- *   ntor_onion_keys  (105 or 169 bytes)
- *       "== pctor ntor onion keys v1 ==" NUL-padded to 32,
- *       CREATED[8] (big-endian seconds since the epoch: when the current
- *       key was made, which is also when the previous one was retired),
- *       N_KEYS[1] (1 or 2), then N_KEYS x (SECRET[32] PUBLIC[32]),
- *       current key first.
+ *   ed25519_signing_secret_key  (96 bytes)
+ *       "== ed25519v1-secret: type4 ==" NUL-padded to 32, expanded key.
+ *   ed25519_signing_cert
+ *       "== ed25519v1-cert: type4 ==" NUL-padded to 32, the type-4 cert
+ *       (identity -> signing key, with the signed-with-key extension).
+ *   secret_onion_key_ntor, secret_onion_key_ntor.old  (96 bytes each)
+ *       "== c25519v1: onion ==" NUL-padded to 32, secret[32], public[32]:
+ *       the current curve25519 onion key and the previous one during its
+ *       grace period.
+ *   secret_onion_key, secret_onion_key.old  RSA-1024 TAP onion keys, PEM
+ *       like secret_id_key. TAP handshakes are refused, but the
+ *       authorities still require the key in the descriptor; it rotates
+ *       with the ntor key.
+ *
+ * tor keeps the time of the last onion-key rotation in its state file;
+ * pctor takes it from the modification time of secret_onion_key_ntor,
+ * which it sets to the rotation time whenever it writes that file. Either
+ * program can therefore take over the other's key directory: the worst
+ * case is one rotation earlier or later than the other would have made.
+ *
+ * pctor 0.x before this file's tor layout used files of its own
+ * (ed25519_master_id_seed, ed25519_signing_seed: a pctor header, the
+ * RFC 8032 seed and the public key; ntor_onion_keys: a pctor header, the
+ * creation time, and one or two curve25519 key pairs). Such a directory is
+ * read once and converted: the keys are written in tor's files (the ntor
+ * creation time becomes the file's modification time) and the old files
+ * are removed, so the identity survives and tor can use it too.
+ *
+ * Offline master key (tor's OfflineMasterKey, or simply no master secret
+ * next to ed25519_master_id_public_key): the relay then runs on the
+ * signing key and certificate found in the key directory, never makes a
+ * signing key itself, refuses to start when they are missing, do not
+ * match or have expired, warns as expiry approaches, and adopts a newer
+ * pair that the operator copies in (checked by the periodic maintenance
+ * during the last ROUTER_KEYS_SIGNING_RENEW_DAYS).
  *
  * Design choices:
- * - Every secret-key file carries its public key too, so a flipped or
- *   missing byte is detected by re-deriving the public key, and the error
- *   names that very file. The RSA file is checked by parsing it, its size,
- *   and a sign/verify round trip.
+ * - Every stored secret is checked when loaded: the ed25519 public key
+ *   file and the certificate must match the secret key, an ntor file's
+ *   public half must match its secret half, an RSA key must sign and
+ *   verify. A failing file is named in the error and never replaced.
  * - Loading is done in phases: first every existing file is read and
  *   checked (no writes at all, so a corrupt file makes start-up fail
- *   without touching anything), then missing keys are made and due
- *   rotations happen, then the certificates are built, then the
- *   fingerprint files are written.
- * - A corrupt file is never replaced. A missing file is created, except
- *   for the master seed when its public key file exists: that is a tor
- *   data directory or an offline master key, and creating a new identity
- *   there would silently change who we are.
- * - The medium-term signing key is stored as two files; renewal writes the
- *   seed, then the certificate. A crash in between leaves a certificate
- *   that is valid and signed by our identity but certifies another key:
- *   that is treated as "renewal needed", not as corruption.
+ *   without touching anything), then missing keys are made, pctor's older
+ *   files converted, due rotations done, the certificates built, and
+ *   finally the fingerprint files written.
+ * - A missing file is created, except the master secret when the public
+ *   key file exists: that is an offline master key (see above), and
+ *   making a new identity there would silently change who we are.
+ * - The signing key is stored as two files; renewal writes the secret key,
+ *   then the certificate. A crash in between leaves a certificate that is
+ *   valid and signed by our identity but certifies another key: that is
+ *   treated as "renewal needed", not as corruption.
+ * - Onion-key rotation writes the .old files first (copies of the keys
+ *   being retired), then the new TAP key, then the new ntor key, whose
+ *   modification time commits the rotation: a crash at any point leaves a
+ *   directory that loads, and at worst rotates again.
  * - The relay_keys_t given to core is the first member of a private
  *   struct that also holds the schedule (ntor key creation, certificate
  *   expiries), so core keeps seeing plain data and this file finds its
@@ -60,10 +88,14 @@
 #include "feature/relay/router_keys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/proto/torcert.h"
 #include "lib/bytes/bytes.h"
@@ -81,26 +113,36 @@
 #define KEYS_SUBDIR "keys"
 
 #define FN_RSA_ID "secret_id_key"
-#define FN_ED_ID_SEED "ed25519_master_id_seed"
+#define FN_ED_ID_SECRET "ed25519_master_id_secret_key"
+#define FN_ED_ID_SECRET_ENC "ed25519_master_id_secret_key_encrypted"
 #define FN_ED_ID_PUB "ed25519_master_id_public_key"
-#define FN_ED_SIGN_SEED "ed25519_signing_seed"
+#define FN_ED_SIGN_SECRET "ed25519_signing_secret_key"
 #define FN_ED_SIGN_CERT "ed25519_signing_cert"
-#define FN_NTOR "ntor_onion_keys"
+#define FN_NTOR "secret_onion_key_ntor"
+#define FN_NTOR_OLD "secret_onion_key_ntor.old"
 #define FN_TAP "secret_onion_key"
-/* tor's own file, recognised only to explain why we refuse to start. */
-#define FN_TOR_ED_ID_SECRET "ed25519_master_id_secret_key"
+#define FN_TAP_OLD "secret_onion_key.old"
+/* pctor's earlier layout, read and converted */
+#define FN_OLD_ED_ID_SEED "ed25519_master_id_seed"
+#define FN_OLD_ED_SIGN_SEED "ed25519_signing_seed"
+#define FN_OLD_NTOR "ntor_onion_keys"
 
 #define HDR_LEN 32
-#define TAG_ED_ID_SEED "== pctor ed25519 identity v1 =="
-#define TAG_ED_SIGN_SEED "== pctor ed25519 signing v1 =="
+#define TAG_ED_ID_SECRET "== ed25519v1-secret: type0 =="
+#define TAG_ED_SIGN_SECRET "== ed25519v1-secret: type4 =="
 #define TAG_ED_PUB "== ed25519v1-public: type0 =="
 #define TAG_ED_CERT4 "== ed25519v1-cert: type4 =="
-#define TAG_NTOR "== pctor ntor onion keys v1 =="
+#define TAG_NTOR "== c25519v1: onion =="
+#define TAG_OLD_ED_ID_SEED "== pctor ed25519 identity v1 =="
+#define TAG_OLD_ED_SIGN_SEED "== pctor ed25519 signing v1 =="
+#define TAG_OLD_NTOR "== pctor ntor onion keys v1 =="
 
+#define SECRET_FILE_LEN (HDR_LEN + ED25519_EXPANDED_LEN)
 #define SEED_FILE_LEN (HDR_LEN + ED25519_SEED_LEN + ED25519_PUBKEY_LEN)
 #define PUB_FILE_LEN (HDR_LEN + ED25519_PUBKEY_LEN)
 #define NTOR_KEY_LEN (2 * CURVE25519_KEY_LEN)
-#define NTOR_FILE_LEN(n) (HDR_LEN + 8 + 1 + (n) * NTOR_KEY_LEN)
+#define NTOR_FILE_LEN (HDR_LEN + NTOR_KEY_LEN)
+#define OLD_NTOR_FILE_LEN(n) (HDR_LEN + 8 + 1 + (n) * NTOR_KEY_LEN)
 #define CERT_FILE_MAX (HDR_LEN + 1024)
 #define RSA_FILE_MAX 8192
 
@@ -120,6 +162,8 @@
 typedef struct rk_state_t {
   relay_keys_t k; /* must stay first: (relay_keys_t *) == (rk_state_t *) */
   uint32_t magic;
+  int offline;    /* no master secret: never make a signing key */
+  int offline_warned; /* 1: near expiry was logged, 2: expiry was */
   time_t ntor_created;
   time_t rsa_cert_expires;
   time_t crosscert_expires;
@@ -170,36 +214,47 @@ rk_corrupt(char **err, const char *path, const char *why)
 
 typedef struct rk_paths_t {
   char *keydir;
-  char *rsa_id, *ed_id_seed, *ed_id_pub, *ed_sign_seed, *ed_sign_cert;
-  char *ntor, *tap, *tor_ed_id_secret;
+  char *rsa_id, *ed_id_secret, *ed_id_secret_enc, *ed_id_pub;
+  char *ed_sign_secret, *ed_sign_cert;
+  char *ntor, *ntor_old, *tap, *tap_old;
+  char *old_ed_id_seed, *old_ed_sign_seed, *old_ntor;
 } rk_paths_t;
 
 static void
-rk_paths_init(rk_paths_t *p, const char *datadir)
+rk_paths_init(rk_paths_t *p, const char *datadir,
+              const router_keys_config_t *cfg)
 {
-  p->keydir = pc_asprintf("%s/%s", datadir, KEYS_SUBDIR);
-  p->rsa_id = pc_asprintf("%s/%s", p->keydir, FN_RSA_ID);
-  p->ed_id_seed = pc_asprintf("%s/%s", p->keydir, FN_ED_ID_SEED);
-  p->ed_id_pub = pc_asprintf("%s/%s", p->keydir, FN_ED_ID_PUB);
-  p->ed_sign_seed = pc_asprintf("%s/%s", p->keydir, FN_ED_SIGN_SEED);
-  p->ed_sign_cert = pc_asprintf("%s/%s", p->keydir, FN_ED_SIGN_CERT);
-  p->ntor = pc_asprintf("%s/%s", p->keydir, FN_NTOR);
-  p->tap = pc_asprintf("%s/%s", p->keydir, FN_TAP);
-  p->tor_ed_id_secret = pc_asprintf("%s/%s", p->keydir, FN_TOR_ED_ID_SECRET);
+  if (cfg && cfg->key_directory && *cfg->key_directory)
+    p->keydir = pc_strdup(cfg->key_directory);
+  else
+    p->keydir = pc_asprintf("%s/%s", datadir, KEYS_SUBDIR);
+#define RK_PATH(field, name) p->field = pc_asprintf("%s/%s", p->keydir, name)
+  RK_PATH(rsa_id, FN_RSA_ID);
+  RK_PATH(ed_id_secret, FN_ED_ID_SECRET);
+  RK_PATH(ed_id_secret_enc, FN_ED_ID_SECRET_ENC);
+  RK_PATH(ed_id_pub, FN_ED_ID_PUB);
+  RK_PATH(ed_sign_secret, FN_ED_SIGN_SECRET);
+  RK_PATH(ed_sign_cert, FN_ED_SIGN_CERT);
+  RK_PATH(ntor, FN_NTOR);
+  RK_PATH(ntor_old, FN_NTOR_OLD);
+  RK_PATH(tap, FN_TAP);
+  RK_PATH(tap_old, FN_TAP_OLD);
+  RK_PATH(old_ed_id_seed, FN_OLD_ED_ID_SEED);
+  RK_PATH(old_ed_sign_seed, FN_OLD_ED_SIGN_SEED);
+  RK_PATH(old_ntor, FN_OLD_NTOR);
+#undef RK_PATH
 }
 
 static void
 rk_paths_clear(rk_paths_t *p)
 {
-  free(p->keydir);
-  free(p->rsa_id);
-  free(p->ed_id_seed);
-  free(p->ed_id_pub);
-  free(p->ed_sign_seed);
-  free(p->ed_sign_cert);
-  free(p->ntor);
-  free(p->tap);
-  free(p->tor_ed_id_secret);
+  char **all[] = { &p->keydir, &p->rsa_id, &p->ed_id_secret,
+                   &p->ed_id_secret_enc, &p->ed_id_pub, &p->ed_sign_secret,
+                   &p->ed_sign_cert, &p->ntor, &p->ntor_old, &p->tap,
+                   &p->tap_old, &p->old_ed_id_seed, &p->old_ed_sign_seed,
+                   &p->old_ntor };
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    free(*all[i]);
   memset(p, 0, sizeof(*p));
 }
 
@@ -238,6 +293,44 @@ rk_write(const char *path, const void *data, size_t len, char **err)
   return 0;
 }
 
+/* Remove path; a file that is already gone is fine. */
+static int
+rk_unlink(const char *path, char **err)
+{
+  if (unlink(path) < 0 && errno != ENOENT) {
+    rk_seterr(err, "Cannot remove %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Modification time of path in *t. 0, or -1 (with *err). */
+static int
+rk_mtime(const char *path, time_t *t, char **err)
+{
+  struct stat sb;
+  if (stat(path, &sb) < 0) {
+    rk_seterr(err, "Cannot stat %s: %s", path, strerror(errno));
+    return -1;
+  }
+  *t = sb.st_mtime;
+  return 0;
+}
+
+/* Set path's access and modification times to t. */
+static int
+rk_set_mtime(const char *path, time_t t, char **err)
+{
+  struct timespec ts[2];
+  ts[0].tv_sec = ts[1].tv_sec = t;
+  ts[0].tv_nsec = ts[1].tv_nsec = 0;
+  if (utimensat(AT_FDCWD, path, ts, 0) < 0) {
+    rk_seterr(err, "Cannot set the time of %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 static void
 rk_free_secret(uint8_t *buf, size_t len)
 {
@@ -267,7 +360,43 @@ hdr_is(const uint8_t *buf, size_t len, const char *tag)
   return memcmp(buf, want, HDR_LEN) == 0;
 }
 
-/* Ed25519 seed file: tag | seed | pub. */
+/* tor's ed25519 secret key file: tag | expanded[64]. */
+static int
+ed_secret_parse(const uint8_t *buf, size_t len, const char *tag,
+                ed25519_keypair_t *kp, const char **why)
+{
+  if (len != SECRET_FILE_LEN) {
+    *why = "wrong size";
+    return -1;
+  }
+  if (!hdr_is(buf, len, tag)) {
+    *why = "wrong header";
+    return -1;
+  }
+  if (ed25519_keypair_from_expanded(kp, buf + HDR_LEN) < 0) {
+    *why = "not an ed25519 expanded secret key";
+    return -1;
+  }
+  return 0;
+}
+
+static int
+write_ed_secret(const char *path, const char *tag,
+                const ed25519_keypair_t *kp, char **err)
+{
+  uint8_t buf[SECRET_FILE_LEN];
+  hdr_set(buf, tag);
+  if (ed25519_keypair_get_expanded(kp, buf + HDR_LEN) < 0) {
+    rk_seterr(err, "Cannot expand the ed25519 key for %s", path);
+    pc_memwipe(buf, sizeof(buf));
+    return -1;
+  }
+  int r = rk_write(path, buf, sizeof(buf), err);
+  pc_memwipe(buf, sizeof(buf));
+  return r;
+}
+
+/* pctor's earlier seed file: tag | seed | pub. */
 static int
 ed_seed_parse(const uint8_t *buf, size_t len, const char *tag,
               ed25519_keypair_t *kp, const char **why)
@@ -291,26 +420,6 @@ ed_seed_parse(const uint8_t *buf, size_t len, const char *tag,
     return -1;
   }
   return 0;
-}
-
-static void
-ed_seed_encode(uint8_t out[SEED_FILE_LEN], const char *tag,
-               const ed25519_keypair_t *kp)
-{
-  hdr_set(out, tag);
-  memcpy(out + HDR_LEN, kp->seed, ED25519_SEED_LEN);
-  memcpy(out + HDR_LEN + ED25519_SEED_LEN, kp->pub, ED25519_PUBKEY_LEN);
-}
-
-static int
-write_ed_seed(const char *path, const char *tag, const ed25519_keypair_t *kp,
-              char **err)
-{
-  uint8_t buf[SEED_FILE_LEN];
-  ed_seed_encode(buf, tag, kp);
-  int r = rk_write(path, buf, sizeof(buf), err);
-  pc_memwipe(buf, sizeof(buf));
-  return r;
 }
 
 static int
@@ -358,16 +467,54 @@ ntor_key_parse(curve25519_keypair_t *kp, const uint8_t *p)
   return pc_memneq(pub, kp->pub, CURVE25519_KEY_LEN) ? -1 : 0;
 }
 
+/* tor's secret_onion_key_ntor: tag | secret | public. */
 static int
-ntor_file_parse(const uint8_t *buf, size_t len, ntor_file_t *nf,
-                const char **why)
+ntor_tor_parse(const uint8_t *buf, size_t len, curve25519_keypair_t *kp,
+               const char **why)
 {
-  memset(nf, 0, sizeof(*nf));
-  if (len < NTOR_FILE_LEN(1)) {
+  if (len != NTOR_FILE_LEN) {
     *why = "wrong size";
     return -1;
   }
   if (!hdr_is(buf, len, TAG_NTOR)) {
+    *why = "wrong header";
+    return -1;
+  }
+  if (ntor_key_parse(kp, buf + HDR_LEN) < 0) {
+    curve25519_keypair_wipe(kp);
+    *why = "public key does not match the secret key";
+    return -1;
+  }
+  return 0;
+}
+
+/* Write one ntor key in tor's format; its file time becomes mtime. */
+static int
+write_ntor_tor(const char *path, const curve25519_keypair_t *kp,
+               time_t mtime, char **err)
+{
+  uint8_t buf[NTOR_FILE_LEN];
+  hdr_set(buf, TAG_NTOR);
+  memcpy(buf + HDR_LEN, kp->secret, CURVE25519_KEY_LEN);
+  memcpy(buf + HDR_LEN + CURVE25519_KEY_LEN, kp->pub, CURVE25519_KEY_LEN);
+  int r = rk_write(path, buf, sizeof(buf), err);
+  pc_memwipe(buf, sizeof(buf));
+  if (r == 0)
+    r = rk_set_mtime(path, mtime, err);
+  return r;
+}
+
+/* pctor's earlier ntor_onion_keys file. */
+static int
+ntor_old_parse(const uint8_t *buf, size_t len, ntor_file_t *nf,
+               const char **why)
+{
+  memset(nf, 0, sizeof(*nf));
+  if (len < OLD_NTOR_FILE_LEN(1)) {
+    *why = "wrong size";
+    return -1;
+  }
+  if (!hdr_is(buf, len, TAG_OLD_NTOR)) {
     *why = "wrong header";
     return -1;
   }
@@ -377,7 +524,7 @@ ntor_file_parse(const uint8_t *buf, size_t len, ntor_file_t *nf,
     *why = "bad key count";
     return -1;
   }
-  if (len != NTOR_FILE_LEN(n)) {
+  if (len != OLD_NTOR_FILE_LEN(n)) {
     *why = "wrong size";
     return -1;
   }
@@ -386,7 +533,7 @@ ntor_file_parse(const uint8_t *buf, size_t len, ntor_file_t *nf,
     return -1;
   }
   nf->created = (time_t)created;
-  const uint8_t *p = buf + NTOR_FILE_LEN(0);
+  const uint8_t *p = buf + OLD_NTOR_FILE_LEN(0);
   if (ntor_key_parse(&nf->current, p) < 0 ||
       (n == 2 && ntor_key_parse(&nf->previous, p + NTOR_KEY_LEN) < 0)) {
     ntor_file_wipe(nf);
@@ -397,34 +544,16 @@ ntor_file_parse(const uint8_t *buf, size_t len, ntor_file_t *nf,
   return 0;
 }
 
-static int
-write_ntor(const char *path, const ntor_file_t *nf, char **err)
-{
-  uint8_t buf[NTOR_FILE_LEN(2)];
-  size_t n = nf->has_previous ? 2 : 1;
-  hdr_set(buf, TAG_NTOR);
-  set_u64(buf + HDR_LEN, (uint64_t)(nf->created < 0 ? 0 : nf->created));
-  buf[HDR_LEN + 8] = (uint8_t)n;
-  uint8_t *p = buf + NTOR_FILE_LEN(0);
-  memcpy(p, nf->current.secret, CURVE25519_KEY_LEN);
-  memcpy(p + CURVE25519_KEY_LEN, nf->current.pub, CURVE25519_KEY_LEN);
-  if (n == 2) {
-    memcpy(p + NTOR_KEY_LEN, nf->previous.secret, CURVE25519_KEY_LEN);
-    memcpy(p + NTOR_KEY_LEN + CURVE25519_KEY_LEN, nf->previous.pub,
-           CURVE25519_KEY_LEN);
-  }
-  int r = rk_write(path, buf, NTOR_FILE_LEN(n), err);
-  pc_memwipe(buf, sizeof(buf));
-  return r;
-}
-
 /* RSA keys (identity, TAP onion key): PEM PKCS#1, as tor. */
 static crypt_rsa_t *
 rsa_parse(const uint8_t *buf, size_t len, const char **why)
 {
   /* Exactly one PEM block and nothing else but trailing white space, so
-   * that a truncated or appended-to file is noticed. */
+   * that a truncated or appended-to file is noticed. tor ends the file
+   * with a NUL byte (it writes the C string with its terminator). */
   size_t blen = strlen(RSA_PEM_BEGIN), elen = strlen(RSA_PEM_END);
+  if (len > 0 && buf[len - 1] == '\0')
+    len--;
   size_t end = len;
   while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r' ||
                      buf[end - 1] == ' ' || buf[end - 1] == '\t'))
@@ -478,7 +607,8 @@ write_rsa(const char *path, const crypt_rsa_t *k, char **err)
   int r = -1;
   if (n == (long)b64len) {
     strcpy(pem + strlen(RSA_PEM_BEGIN) + b64len, RSA_PEM_END);
-    r = rk_write(path, pem, total, err);
+    /* With the terminating NUL, byte for byte what tor writes. */
+    r = rk_write(path, pem, total + 1, err);
   } else {
     rk_seterr(err, "Cannot encode the RSA key for %s", path);
   }
@@ -691,6 +821,7 @@ router_keys_config_init(router_keys_config_t *cfg)
   memset(cfg, 0, sizeof(*cfg));
   cfg->onion_key_rotation_days = ROUTER_KEYS_ONION_ROTATION_DAYS_DEFAULT;
   cfg->onion_key_grace_days = ROUTER_KEYS_ONION_GRACE_DAYS_DEFAULT;
+  cfg->signing_key_lifetime_days = ROUTER_KEYS_SIGNING_LIFETIME_DAYS;
 }
 
 static int
@@ -709,7 +840,30 @@ config_check(const router_keys_config_t *cfg, char **err)
               cfg->onion_key_rotation_days);
     return -1;
   }
+  if (cfg->signing_key_lifetime_days < 0 ||
+      cfg->signing_key_lifetime_days > 3650) {
+    rk_seterr(err, "Signing key lifetime of %d days is out of range "
+              "(1 to 3650)", cfg->signing_key_lifetime_days);
+    return -1;
+  }
   return 0;
+}
+
+static time_t
+signing_lifetime(const router_keys_config_t *cfg)
+{
+  int days = cfg->signing_key_lifetime_days;
+  return (time_t)(days > 0 ? days : ROUTER_KEYS_SIGNING_LIFETIME_DAYS) * DAY;
+}
+
+/* Make a new signing key when less than this is left on its certificate:
+ * ROUTER_KEYS_SIGNING_RENEW_DAYS, or half the lifetime if that is less. */
+static time_t
+signing_renew_window(const router_keys_config_t *cfg)
+{
+  time_t w = (time_t)ROUTER_KEYS_SIGNING_RENEW_DAYS * DAY;
+  time_t half = signing_lifetime(cfg) / 2;
+  return half < w ? half : w;
 }
 
 /* ---------------------------------------------------------------- */
@@ -742,6 +896,60 @@ ntor_schedule(ntor_file_t *nf, const router_keys_config_t *cfg, time_t now)
   return bits;
 }
 
+/* Read the signing key and certificate files and check that the
+ * certificate is signed by id_pub and certifies that key. Returns 1 with
+ * the pair in *kp / *cert (newly allocated) / *cert_len / *expires, 0 if a
+ * file is missing, -1 (with *err naming the file) if one is unusable. */
+static int
+read_signing_pair(const rk_paths_t *p, const uint8_t id_pub[32],
+                  ed25519_keypair_t *kp, uint8_t **cert, size_t *cert_len,
+                  time_t *expires, char **err);
+
+/* Offline master key, certificate near expiry: adopt a newer signing key
+ * and certificate if the operator put them in the key directory. */
+static int
+offline_adopt(rk_state_t *st, const rk_paths_t *p, time_t now,
+              ed25519_keypair_t *kp, uint8_t **cert, size_t *cert_len,
+              time_t *expires)
+{
+  char *err = NULL;
+  int r = read_signing_pair(p, st->k.ed_identity.pub, kp, cert, cert_len,
+                            expires, &err);
+  if (r < 0)
+    log_info("Not using the signing key files: %s", err);
+  free(err);
+  if (r <= 0)
+    return 0;
+  if (*expires > st->k.ed_signing_expires && *expires > now)
+    return 1;
+  ed25519_keypair_wipe(kp);
+  PC_FREE(*cert);
+  return 0;
+}
+
+static void
+offline_warn(rk_state_t *st, const rk_paths_t *p, time_t now)
+{
+  char when[TIME_ISO_LEN + 1];
+  time_format_iso(when, st->k.ed_signing_expires);
+  if (st->k.ed_signing_expires <= now) {
+    if (st->offline_warned < 2)
+      log_err("The ed25519 signing certificate expired at %s UTC and the "
+              "master identity key is offline: other relays and the "
+              "authorities will refuse this relay until a new signing key "
+              "and certificate are in %s (make them with --keygen where the "
+              "master key is).", when, p->keydir);
+    st->offline_warned = 2;
+  } else if (st->offline_warned < 1) {
+    log_warn("The ed25519 signing certificate expires at %s UTC and the "
+             "master identity key is offline: make a new signing key with "
+             "--keygen where the master key is and copy "
+             FN_ED_SIGN_SECRET " and " FN_ED_SIGN_CERT " to %s.", when,
+             p->keydir);
+    st->offline_warned = 1;
+  }
+}
+
 static int
 maintain(rk_state_t *st, const rk_paths_t *paths,
          const router_keys_config_t *cfg, time_t now, int *rotated,
@@ -771,35 +979,55 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   nf.has_previous = k->has_ntor_previous;
   int clock_fix = nf.created > now + NTOR_FUTURE_SLACK;
   int nbits = ntor_schedule(&nf, cfg, now);
-  /* A new TAP key goes with a new ntor key; it is stored first, so that
-   * the ntor file (which holds the schedule) commits the rotation. */
   if (nbits & ROUTER_KEYS_ROTATED_NTOR) {
-    new_tap = crypt_rsa_generate(RSA1024_BITS);
-    if (write_rsa(paths->tap, new_tap, err) < 0)
+    /* The retired keys go to the .old files first; the new TAP key next;
+     * the new ntor key (whose file time is the schedule) commits. */
+    if (write_ntor_tor(paths->ntor_old, &nf.previous, now, err) < 0)
       goto done;
+    if (k->tap_onion_key && write_rsa(paths->tap_old, k->tap_onion_key,
+                                      err) < 0)
+      goto done;
+    new_tap = crypt_rsa_generate(RSA1024_BITS);
+    if (write_rsa(paths->tap, new_tap, err) < 0 ||
+        write_ntor_tor(paths->ntor, &nf.current, nf.created, err) < 0)
+      goto done;
+  } else if (clock_fix && rk_set_mtime(paths->ntor, nf.created, err) < 0) {
+    goto done;
   }
-  if ((nbits || clock_fix) && write_ntor(paths->ntor, &nf, err) < 0)
+  if ((nbits & ROUTER_KEYS_DROPPED_NTOR_OLD) &&
+      (rk_unlink(paths->ntor_old, err) < 0 ||
+       rk_unlink(paths->tap_old, err) < 0))
     goto done;
 
   /* signing key */
   const ed25519_keypair_t *signing = &k->ed_signing;
-  if (k->ed_signing_expires - now <
-      (time_t)ROUTER_KEYS_SIGNING_RENEW_DAYS * DAY) {
-    ed25519_keypair_generate(&new_signing);
-    new_cert4 = make_cert(&k->ed_identity, TORCERT_TYPE_ID_SIGNING,
-                          TORCERT_KEY_ED25519, new_signing.pub,
-                          now + (time_t)ROUTER_KEYS_SIGNING_LIFETIME_DAYS * DAY,
-                          &new_cert4_len, &new_cert4_expires);
-    if (!new_cert4) {
-      rk_seterr(err, "Cannot certify a new ed25519 signing key");
-      goto done;
+  if (k->ed_signing_expires - now < signing_renew_window(cfg)) {
+    if (st->offline) {
+      if (offline_adopt(st, paths, now, &new_signing, &new_cert4,
+                        &new_cert4_len, &new_cert4_expires)) {
+        signing = &new_signing;
+        bits |= ROUTER_KEYS_ROTATED_SIGNING;
+        st->offline_warned = 0;
+      } else {
+        offline_warn(st, paths, now);
+      }
+    } else {
+      ed25519_keypair_generate(&new_signing);
+      new_cert4 = make_cert(&k->ed_identity, TORCERT_TYPE_ID_SIGNING,
+                            TORCERT_KEY_ED25519, new_signing.pub,
+                            now + signing_lifetime(cfg), &new_cert4_len,
+                            &new_cert4_expires);
+      if (!new_cert4) {
+        rk_seterr(err, "Cannot certify a new ed25519 signing key");
+        goto done;
+      }
+      if (write_ed_secret(paths->ed_sign_secret, TAG_ED_SIGN_SECRET,
+                          &new_signing, err) < 0 ||
+          write_cert4(paths->ed_sign_cert, new_cert4, new_cert4_len, err) < 0)
+        goto done;
+      signing = &new_signing;
+      bits |= ROUTER_KEYS_ROTATED_SIGNING;
     }
-    if (write_ed_seed(paths->ed_sign_seed, TAG_ED_SIGN_SEED, &new_signing,
-                      err) < 0 ||
-        write_cert4(paths->ed_sign_cert, new_cert4, new_cert4_len, err) < 0)
-      goto done;
-    signing = &new_signing;
-    bits |= ROUTER_KEYS_ROTATED_SIGNING;
   }
 
   /* certificates kept only in memory */
@@ -859,8 +1087,8 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   if (bits & ROUTER_KEYS_ROTATED_SIGNING) {
     char when[TIME_ISO_LEN + 1];
     time_format_iso(when, k->ed_signing_expires);
-    log_notice("Made a new ed25519 signing key, certified until %s UTC.",
-               when);
+    log_notice("%s ed25519 signing key, certified until %s UTC.",
+               st->offline ? "Using the new" : "Made a new", when);
   }
   r = 0;
 
@@ -904,7 +1132,7 @@ router_keys_rotate_if_needed(relay_keys_t *k, const char *datadir,
     return -1;
   }
   rk_state_t *st = rk_state(k);
-  rk_paths_init(&paths, datadir);
+  rk_paths_init(&paths, datadir, cfg);
   int r = maintain(st, &paths, cfg, now, rotated, &err);
   if (r < 0) {
     log_warn("Key maintenance failed: %s", err ? err : "unknown error");
@@ -918,6 +1146,12 @@ time_t
 router_keys_ntor_created(const relay_keys_t *k)
 {
   return rk_state((relay_keys_t *)k)->ntor_created;
+}
+
+int
+router_keys_master_is_offline(const relay_keys_t *k)
+{
+  return rk_state((relay_keys_t *)k)->offline;
 }
 
 /* ---------------------------------------------------------------- */
@@ -1042,8 +1276,11 @@ router_keys_free_(relay_keys_t *k)
 /* Phase 1 result: what the existing files hold. */
 typedef struct loaded_t {
   crypt_rsa_t *rsa;
-  int have_ed_id, have_ed_id_pub_file;
+  int have_ed_id;                /* the master secret key */
   ed25519_keypair_t ed_id;
+  int have_id_pub;               /* ed25519_master_id_public_key */
+  uint8_t id_pub[ED25519_PUBKEY_LEN];
+  int id_encrypted;              /* tor's passphrase-protected master key */
   int have_signing, have_cert4;
   ed25519_keypair_t signing;
   uint8_t cert4_key[ED25519_PUBKEY_LEN];
@@ -1053,6 +1290,9 @@ typedef struct loaded_t {
   int have_ntor;
   ntor_file_t ntor;
   crypt_rsa_t *tap;
+  /* pctor's earlier files that were found (converted, then removed) */
+  int old_id, old_signing, old_ntor;
+  int signing_from_old, ntor_from_old;
 } loaded_t;
 
 static void
@@ -1062,6 +1302,71 @@ loaded_clear(loaded_t *l)
   crypt_rsa_free(l->tap);
   free(l->cert4);
   pc_memwipe(l, sizeof(*l));
+}
+
+/* Read an ed25519 secret key file in the form fmt_old selects (0: tor's
+ * expanded form, 1: pctor's earlier seed form). Returns 1 if read, 0 if
+ * the file does not exist, -1 with *err. */
+static int
+read_ed_key(const char *path, const char *tag, int fmt_old,
+            ed25519_keypair_t *kp, char **err)
+{
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  const char *why = NULL;
+  int r = rk_read(path, (fmt_old ? SEED_FILE_LEN : SECRET_FILE_LEN) + 1,
+                  &buf, &len, err);
+  if (r <= 0)
+    return r;
+  r = fmt_old ? ed_seed_parse(buf, len, tag, kp, &why)
+              : ed_secret_parse(buf, len, tag, kp, &why);
+  rk_free_secret(buf, len);
+  if (r < 0) {
+    rk_corrupt(err, path, why);
+    return -1;
+  }
+  return 1;
+}
+
+static int
+read_signing_pair(const rk_paths_t *p, const uint8_t id_pub[32],
+                  ed25519_keypair_t *kp, uint8_t **cert, size_t *cert_len,
+                  time_t *expires, char **err)
+{
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  const char *why = NULL;
+  uint8_t certified[ED25519_PUBKEY_LEN];
+  int r;
+  if ((r = rk_read(p->ed_sign_secret, SECRET_FILE_LEN + 1, &buf, &len,
+                   err)) <= 0)
+    return r;
+  r = ed_secret_parse(buf, len, TAG_ED_SIGN_SECRET, kp, &why);
+  rk_free_secret(buf, len);
+  if (r < 0) {
+    rk_corrupt(err, p->ed_sign_secret, why);
+    return -1;
+  }
+  if ((r = rk_read(p->ed_sign_cert, CERT_FILE_MAX, &buf, &len, err)) <= 0) {
+    ed25519_keypair_wipe(kp);
+    return r;
+  }
+  if (cert4_check(buf, len, id_pub, certified, expires, &why) < 0) {
+    rk_corrupt(err, p->ed_sign_cert, why);
+    r = -1;
+  } else if (memcmp(certified, kp->pub, ED25519_PUBKEY_LEN) != 0) {
+    rk_seterr(err, "%s certifies another key than %s", p->ed_sign_cert,
+              p->ed_sign_secret);
+    r = -1;
+  } else {
+    *cert_len = len - HDR_LEN;
+    *cert = pc_memdup(buf + HDR_LEN, *cert_len);
+    r = 1;
+  }
+  free(buf);
+  if (r < 0)
+    ed25519_keypair_wipe(kp);
+  return r;
 }
 
 /* Read and check every existing key file; write nothing. */
@@ -1085,72 +1390,74 @@ load_existing(loaded_t *l, const rk_paths_t *p, char **err)
     }
   }
 
-  /* Ed25519 identity */
-  if ((r = rk_read(p->ed_id_seed, SEED_FILE_LEN + 1, &buf, &len, err)) < 0)
+  /* Ed25519 identity: the secret key (tor's file, or pctor's earlier
+   * one), then the public key file. */
+  ed25519_keypair_t old_kp;
+  r = read_ed_key(p->old_ed_id_seed, TAG_OLD_ED_ID_SEED, 1, &old_kp, err);
+  if (r < 0)
     return -1;
-  if (r) {
-    r = ed_seed_parse(buf, len, TAG_ED_ID_SEED, &l->ed_id, &why);
-    rk_free_secret(buf, len);
-    if (r < 0) {
-      rk_corrupt(err, p->ed_id_seed, why);
-      return -1;
-    }
-    l->have_ed_id = 1;
+  l->old_id = r;
+  r = read_ed_key(p->ed_id_secret, TAG_ED_ID_SECRET, 0, &l->ed_id, err);
+  if (r < 0) {
+    ed25519_keypair_wipe(&old_kp);
+    return -1;
   }
+  if (r && l->old_id &&
+      memcmp(old_kp.pub, l->ed_id.pub, ED25519_PUBKEY_LEN) != 0) {
+    /* (Both agree after an interrupted conversion.) */
+    ed25519_keypair_wipe(&old_kp);
+    rk_seterr(err, "%s and %s hold different ed25519 identities; refusing "
+              "to start. Remove the one that is not this relay's.",
+              p->ed_id_secret, p->old_ed_id_seed);
+    return -1;
+  }
+  if (!r && l->old_id)
+    l->ed_id = old_kp;
+  ed25519_keypair_wipe(&old_kp);
+  l->have_ed_id = r || l->old_id;
+  l->id_encrypted = fs_file_exists(p->ed_id_secret_enc);
   if ((r = rk_read(p->ed_id_pub, PUB_FILE_LEN + 1, &buf, &len, err)) < 0)
     return -1;
   if (r) {
-    l->have_ed_id_pub_file = 1;
     if (len != PUB_FILE_LEN || !hdr_is(buf, len, TAG_ED_PUB)) {
       free(buf);
       rk_corrupt(err, p->ed_id_pub,
                  len != PUB_FILE_LEN ? "wrong size" : "wrong header");
       return -1;
     }
-    if (l->have_ed_id &&
-        memcmp(buf + HDR_LEN, l->ed_id.pub, ED25519_PUBKEY_LEN) != 0) {
-      free(buf);
-      rk_corrupt(err, p->ed_id_pub,
-                 "does not match the identity in " FN_ED_ID_SEED);
-      return -1;
-    }
+    memcpy(l->id_pub, buf + HDR_LEN, ED25519_PUBKEY_LEN);
     free(buf);
-    if (!l->have_ed_id) {
-      if (fs_file_exists(p->tor_ed_id_secret))
-        rk_seterr(err,
-                  "%s holds a tor ed25519 identity key, which pctor cannot "
-                  "use, and %s is missing; refusing to start with a "
-                  "different identity. Use a new DataDirectory, or move "
-                  "%s away to create a new identity.",
-                  p->tor_ed_id_secret, p->ed_id_seed, p->keydir);
-      else
-        rk_seterr(err,
-                  "%s exists but %s is missing (pctor does not support "
-                  "offline master keys); refusing to start with a "
-                  "different identity. Move %s away to create a new one.",
-                  p->ed_id_pub, p->ed_id_seed, p->ed_id_pub);
+    l->have_id_pub = 1;
+    if (l->have_ed_id &&
+        memcmp(l->id_pub, l->ed_id.pub, ED25519_PUBKEY_LEN) != 0) {
+      rk_seterr(err, "%s and %s do not match: one of them is corrupt or "
+                "truncated; refusing to start.", p->ed_id_pub,
+                fs_file_exists(p->ed_id_secret) ? p->ed_id_secret
+                                                : p->old_ed_id_seed);
       return -1;
     }
   }
 
   /* Medium-term signing key and its certificate */
-  if ((r = rk_read(p->ed_sign_seed, SEED_FILE_LEN + 1, &buf, &len, err)) < 0)
+  r = read_ed_key(p->ed_sign_secret, TAG_ED_SIGN_SECRET, 0, &l->signing,
+                  err);
+  if (r < 0)
     return -1;
-  if (r) {
-    r = ed_seed_parse(buf, len, TAG_ED_SIGN_SEED, &l->signing, &why);
-    rk_free_secret(buf, len);
-    if (r < 0) {
-      rk_corrupt(err, p->ed_sign_seed, why);
+  l->have_signing = r;
+  l->old_signing = fs_file_exists(p->old_ed_sign_seed);
+  if (!r && l->old_signing) {
+    r = read_ed_key(p->old_ed_sign_seed, TAG_OLD_ED_SIGN_SEED, 1,
+                    &l->signing, err);
+    if (r < 0)
       return -1;
-    }
-    l->have_signing = 1;
+    l->have_signing = l->signing_from_old = r;
   }
   if ((r = rk_read(p->ed_sign_cert, CERT_FILE_MAX, &buf, &len, err)) < 0)
     return -1;
-  if (r && l->have_ed_id) {
-    /* (Without our identity the certificate is a leftover to replace.) */
-    r = cert4_check(buf, len, l->ed_id.pub, l->cert4_key, &l->cert4_expires,
-                    &why);
+  if (r && (l->have_ed_id || l->have_id_pub)) {
+    /* (Without an identity the certificate is a leftover to replace.) */
+    r = cert4_check(buf, len, l->have_ed_id ? l->ed_id.pub : l->id_pub,
+                    l->cert4_key, &l->cert4_expires, &why);
     if (r < 0) {
       free(buf);
       rk_corrupt(err, p->ed_sign_cert, why);
@@ -1163,17 +1470,42 @@ load_existing(loaded_t *l, const rk_paths_t *p, char **err)
   free(buf);
   buf = NULL;
 
-  /* ntor onion keys */
-  if ((r = rk_read(p->ntor, NTOR_FILE_LEN(2) + 1, &buf, &len, err)) < 0)
+  /* ntor onion keys: tor's two files, or pctor's earlier one. */
+  l->old_ntor = fs_file_exists(p->old_ntor);
+  if ((r = rk_read(p->ntor, NTOR_FILE_LEN + 1, &buf, &len, err)) < 0)
     return -1;
   if (r) {
-    r = ntor_file_parse(buf, len, &l->ntor, &why);
+    r = ntor_tor_parse(buf, len, &l->ntor.current, &why);
     rk_free_secret(buf, len);
     if (r < 0) {
       rk_corrupt(err, p->ntor, why);
       return -1;
     }
+    if (rk_mtime(p->ntor, &l->ntor.created, err) < 0)
+      return -1;
+    if ((r = rk_read(p->ntor_old, NTOR_FILE_LEN + 1, &buf, &len, err)) < 0)
+      return -1;
+    if (r) {
+      r = ntor_tor_parse(buf, len, &l->ntor.previous, &why);
+      rk_free_secret(buf, len);
+      if (r < 0) {
+        rk_corrupt(err, p->ntor_old, why);
+        return -1;
+      }
+      l->ntor.has_previous = 1;
+    }
     l->have_ntor = 1;
+  } else if (l->old_ntor) {
+    if ((r = rk_read(p->old_ntor, OLD_NTOR_FILE_LEN(2) + 1, &buf, &len,
+                     err)) < 0)
+      return -1;
+    r = ntor_old_parse(buf, len, &l->ntor, &why);
+    rk_free_secret(buf, len);
+    if (r < 0) {
+      rk_corrupt(err, p->old_ntor, why);
+      return -1;
+    }
+    l->have_ntor = l->ntor_from_old = 1;
   }
 
   /* TAP onion key */
@@ -1190,12 +1522,61 @@ load_existing(loaded_t *l, const rk_paths_t *p, char **err)
   return 0;
 }
 
+/* A new master identity key in tor's files. */
+static int
+create_identity(loaded_t *l, const rk_paths_t *p, char **err)
+{
+  log_notice("Generating a new ed25519 identity key in %s.",
+             p->ed_id_secret);
+  ed25519_keypair_generate(&l->ed_id);
+  if (write_ed_secret(p->ed_id_secret, TAG_ED_ID_SECRET, &l->ed_id, err) < 0
+      || write_ed_pub(p->ed_id_pub, l->ed_id.pub, err) < 0)
+    return -1;
+  memcpy(l->id_pub, l->ed_id.pub, ED25519_PUBKEY_LEN);
+  l->have_ed_id = l->have_id_pub = 1;
+  l->have_signing = l->have_cert4 = 0; /* leftovers of another identity */
+  return 0;
+}
+
+/* Offline master key: the signing key and certificate must be usable. */
+static int
+offline_check(const loaded_t *l, const rk_paths_t *p, const char *reason,
+              time_t now, char **err)
+{
+  if (!l->have_signing || !l->have_cert4) {
+    rk_seterr(err, "The ed25519 master identity key is offline (%s) and "
+              "%s has no signing key and certificate (%s, %s); refusing to "
+              "start. Make them with --keygen where the master key is and "
+              "copy both files here.", reason, p->keydir, FN_ED_SIGN_SECRET,
+              FN_ED_SIGN_CERT);
+    return -1;
+  }
+  if (memcmp(l->cert4_key, l->signing.pub, ED25519_PUBKEY_LEN) != 0) {
+    rk_seterr(err, "The ed25519 master identity key is offline (%s) and "
+              "%s certifies another key than %s; refusing to start. Copy "
+              "the signing key and certificate made together by --keygen.",
+              reason, p->ed_sign_cert, p->ed_sign_secret);
+    return -1;
+  }
+  if (l->cert4_expires <= now) {
+    char when[TIME_ISO_LEN + 1];
+    time_format_iso(when, l->cert4_expires);
+    rk_seterr(err, "The ed25519 master identity key is offline (%s) and "
+              "the signing certificate in %s expired at %s UTC; refusing to "
+              "start. Make a new signing key with --keygen where the master "
+              "key is and copy it here.", reason, p->ed_sign_cert, when);
+    return -1;
+  }
+  return 0;
+}
+
 /* Phase 2: make and store what is missing. */
 static int
-create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
-               char **err)
+create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p,
+               const router_keys_config_t *cfg, time_t now, char **err)
 {
   relay_keys_t *k = &st->k;
+  int ro = cfg->read_only;
 
   if (!l->rsa) {
     log_notice("Generating a new RSA-1024 identity key in %s.", p->rsa_id);
@@ -1210,19 +1591,60 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
     return -1;
   }
 
-  if (!l->have_ed_id) {
-    log_notice("Generating a new ed25519 identity key in %s.",
-               p->ed_id_seed);
-    ed25519_keypair_generate(&l->ed_id);
-    if (write_ed_seed(p->ed_id_seed, TAG_ED_ID_SEED, &l->ed_id, err) < 0)
+  /* ed25519 identity: present, offline, or new. */
+  const char *offline_reason = NULL;
+  if (cfg->offline_master_key)
+    offline_reason = "OfflineMasterKey is set";
+  else if (!l->have_ed_id && l->id_encrypted)
+    offline_reason = FN_ED_ID_SECRET_ENC " is encrypted, which pctor cannot "
+                     "read";
+  else if (!l->have_ed_id && l->have_id_pub)
+    offline_reason = "there is no " FN_ED_ID_SECRET;
+  if (!l->have_ed_id && !l->have_id_pub) {
+    if (l->id_encrypted) {
+      rk_seterr(err, "%s exists but %s does not; refusing to start with a "
+                "different identity. Restore the public key file.",
+                p->ed_id_secret_enc, p->ed_id_pub);
       return -1;
-    l->have_ed_id = 1;
-    l->have_signing = l->have_cert4 = 0; /* leftovers of another identity */
+    }
+    if (offline_reason) {
+      rk_seterr(err, "OfflineMasterKey is set but %s holds no ed25519 "
+                "identity (%s); refusing to start. Make the master key, a "
+                "signing key and its certificate with --keygen, and copy "
+                "all but %s here.", p->keydir, FN_ED_ID_PUB, FN_ED_ID_SECRET);
+      return -1;
+    }
+    if (ro) {
+      rk_seterr(err, "%s holds no ed25519 identity", p->keydir);
+      return -1;
+    }
+    if (create_identity(l, p, err) < 0)
+      return -1;
   }
-  if (!l->have_ed_id_pub_file &&
-      write_ed_pub(p->ed_id_pub, l->ed_id.pub, err) < 0)
-    return -1;
-  k->ed_identity = l->ed_id;
+  if (!l->have_id_pub && !ro) {
+    if (write_ed_pub(p->ed_id_pub, l->ed_id.pub, err) < 0)
+      return -1;
+    memcpy(l->id_pub, l->ed_id.pub, ED25519_PUBKEY_LEN);
+    l->have_id_pub = 1;
+  }
+  if (offline_reason) {
+    if (offline_check(l, p, offline_reason, now, err) < 0)
+      return -1;
+    /* Public key only: signing with it fails (ed25519_sign() re-derives
+     * the public key from the all-zero scalar and refuses). */
+    memset(&k->ed_identity, 0, sizeof(k->ed_identity));
+    memcpy(k->ed_identity.pub, l->have_ed_id ? l->ed_id.pub : l->id_pub,
+           ED25519_PUBKEY_LEN);
+    k->ed_identity.expanded_only = 1;
+    st->offline = 1;
+    char when[TIME_ISO_LEN + 1];
+    time_format_iso(when, l->cert4_expires);
+    log_notice("The ed25519 master identity key is offline (%s): using the "
+               "signing key in %s, certified until %s UTC.", offline_reason,
+               p->ed_sign_secret, when);
+  } else {
+    k->ed_identity = l->ed_id;
+  }
 
   if (l->have_signing && l->have_cert4 &&
       memcmp(l->cert4_key, l->signing.pub, ED25519_PUBKEY_LEN) == 0) {
@@ -1235,7 +1657,7 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
     if (l->have_signing && l->have_cert4)
       log_notice("%s certifies another key than %s (interrupted renewal?); "
                  "making a new signing key.", p->ed_sign_cert,
-                 p->ed_sign_seed);
+                 p->ed_sign_secret);
     /* ed_signing_expires = 0: maintain() makes a new signing key. */
   }
 
@@ -1244,7 +1666,7 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
     curve25519_keypair_generate(&l->ntor.current);
     l->ntor.created = now;
     l->ntor.has_previous = 0;
-    if (write_ntor(p->ntor, &l->ntor, err) < 0)
+    if (!ro && write_ntor_tor(p->ntor, &l->ntor.current, now, err) < 0)
       return -1;
   }
   k->ntor_current = l->ntor.current;
@@ -1252,16 +1674,55 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p, time_t now,
   k->has_ntor_previous = l->ntor.has_previous;
   st->ntor_created = l->ntor.created;
 
-  /* A data directory from before pctor kept a TAP key gets one now (it is
-   * not an identity: nothing is lost by making it). */
+  /* A key directory without a TAP key gets one (it is not an identity:
+   * nothing is lost by making it). */
   if (!l->tap) {
     log_notice("Generating a new TAP onion key in %s.", p->tap);
     l->tap = crypt_rsa_generate(RSA1024_BITS);
-    if (write_rsa(p->tap, l->tap, err) < 0)
+    if (!ro && write_rsa(p->tap, l->tap, err) < 0)
       return -1;
   }
   k->tap_onion_key = l->tap;
   l->tap = NULL;
+  return 0;
+}
+
+/* Phase 3: write what came from pctor's earlier files in tor's files, then
+ * remove the earlier files. */
+static int
+convert_old(const loaded_t *l, const rk_paths_t *p, char **err)
+{
+  if (!l->old_id && !l->old_signing && !l->old_ntor)
+    return 0;
+  if (l->old_id && l->have_ed_id && !fs_file_exists(p->ed_id_secret) &&
+      write_ed_secret(p->ed_id_secret, TAG_ED_ID_SECRET, &l->ed_id, err) < 0)
+    return -1;
+  if (l->signing_from_old && !fs_file_exists(p->ed_sign_secret) &&
+      write_ed_secret(p->ed_sign_secret, TAG_ED_SIGN_SECRET, &l->signing,
+                      err) < 0)
+    return -1;
+  if (l->ntor_from_old) {
+    if (l->ntor.has_previous &&
+        write_ntor_tor(p->ntor_old, &l->ntor.previous, l->ntor.created,
+                       err) < 0)
+      return -1;
+    if (write_ntor_tor(p->ntor, &l->ntor.current, l->ntor.created, err) < 0)
+      return -1;
+  }
+  if ((l->old_id && rk_unlink(p->old_ed_id_seed, err) < 0) ||
+      (l->old_signing && rk_unlink(p->old_ed_sign_seed, err) < 0) ||
+      (l->old_ntor && rk_unlink(p->old_ntor, err) < 0))
+    return -1;
+  log_notice("Converted pctor's earlier key files in %s to tor's names and "
+             "formats; tor can use this key directory too.", p->keydir);
+  return 0;
+}
+
+static int
+prepare_dirs(const char *datadir, const rk_paths_t *p, char **err)
+{
+  if (private_dir(datadir, err) < 0 || private_dir(p->keydir, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -1289,22 +1750,22 @@ router_keys_load_or_create(const char *datadir,
     return NULL;
 
   memset(&l, 0, sizeof(l));
-  rk_paths_init(&paths, datadir);
-  if (private_dir(datadir, err) < 0 || private_dir(paths.keydir, err) < 0)
+  rk_paths_init(&paths, datadir, cfg);
+  if (prepare_dirs(datadir, &paths, err) < 0)
     goto err;
   if (load_existing(&l, &paths, err) < 0)
     goto err;
-  if (cfg->read_only && (!l.rsa || !l.have_ed_id || !l.have_ntor ||
-                         !l.have_ed_id_pub_file)) {
-    if (err)
-      *err = pc_asprintf("%s holds no complete set of relay keys",
-                         paths.keydir);
+  if (cfg->read_only && (!l.rsa || (!l.have_ed_id && !l.have_id_pub) ||
+                         !l.have_ntor)) {
+    rk_seterr(err, "%s holds no complete set of relay keys", paths.keydir);
     goto err;
   }
   st = rk_state_new();
-  if (create_missing(st, &l, &paths, now, err) < 0)
+  if (create_missing(st, &l, &paths, cfg, now, err) < 0)
     goto err;
   if (!cfg->read_only) {
+    if (convert_old(&l, &paths, err) < 0)
+      goto err;
     if (maintain(st, &paths, cfg, now, NULL, err) < 0)
       goto err;
     if (router_keys_write_fingerprints(&st->k, datadir, cfg->nickname,
@@ -1321,4 +1782,135 @@ router_keys_load_or_create(const char *datadir,
   if (st)
     router_keys_free_(&st->k);
   return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Command-line helpers */
+
+int
+router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
+                   time_t now, char **out, char **err)
+{
+  router_keys_config_t defaults;
+  rk_paths_t paths;
+  loaded_t l;
+  int r = -1;
+  uint8_t *cert = NULL;
+  size_t cert_len = 0;
+  time_t expires = 0;
+  ed25519_keypair_t signing;
+
+  if (err)
+    *err = NULL;
+  if (out)
+    *out = NULL;
+  if (!cfg) {
+    router_keys_config_init(&defaults);
+    cfg = &defaults;
+  }
+  if (!datadir || !*datadir) {
+    rk_seterr(err, "No DataDirectory for the relay keys");
+    return -1;
+  }
+  if (config_check(cfg, err) < 0)
+    return -1;
+  memset(&l, 0, sizeof(l));
+  memset(&signing, 0, sizeof(signing));
+  rk_paths_init(&paths, datadir, cfg);
+  if (prepare_dirs(datadir, &paths, err) < 0 ||
+      load_existing(&l, &paths, err) < 0)
+    goto done;
+  if (!l.have_ed_id) {
+    if (l.id_encrypted) {
+      rk_seterr(err, "%s is encrypted with a passphrase, which pctor does "
+                "not support yet; use tor --keygen, or decrypt it with tor "
+                "--keygen --newpass.", paths.ed_id_secret_enc);
+      goto done;
+    }
+    if (l.have_id_pub) {
+      rk_seterr(err, "%s exists but %s does not: the master identity key is "
+                "offline. Run --keygen where it is.", paths.ed_id_pub,
+                paths.ed_id_secret);
+      goto done;
+    }
+    if (create_identity(&l, &paths, err) < 0)
+      goto done;
+    if (out)
+      *out = pc_strdup("Not encrypting the secret key.\n");
+  } else if (l.old_id && !fs_file_exists(paths.ed_id_secret) &&
+             write_ed_secret(paths.ed_id_secret, TAG_ED_ID_SECRET, &l.ed_id,
+                             err) < 0) {
+    goto done;
+  }
+  ed25519_keypair_generate(&signing);
+  cert = make_cert(&l.ed_id, TORCERT_TYPE_ID_SIGNING, TORCERT_KEY_ED25519,
+                   signing.pub, now + signing_lifetime(cfg), &cert_len,
+                   &expires);
+  if (!cert) {
+    rk_seterr(err, "Cannot certify a new ed25519 signing key");
+    goto done;
+  }
+  if (write_ed_secret(paths.ed_sign_secret, TAG_ED_SIGN_SECRET, &signing,
+                      err) < 0 ||
+      write_cert4(paths.ed_sign_cert, cert, cert_len, err) < 0)
+    goto done;
+  char when[TIME_ISO_LEN + 1];
+  time_format_iso(when, expires);
+  log_notice("Made a new ed25519 signing key in %s, certified until %s UTC.",
+             paths.ed_sign_secret, when);
+  r = 0;
+ done:
+  if (r < 0 && out)
+    PC_FREE(*out);
+  free(cert);
+  ed25519_keypair_wipe(&signing);
+  loaded_clear(&l);
+  rk_paths_clear(&paths);
+  return r;
+}
+
+char *
+router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
+                           const router_keys_config_t *cfg, int as_timestamp)
+{
+  rk_paths_t paths;
+  char when[TIME_ISO_LEN + 1];
+  if (as_timestamp)
+    snprintf(when, sizeof(when), "%lld", (long long)k->ed_signing_expires);
+  else
+    time_format_iso(when, k->ed_signing_expires);
+  rk_paths_init(&paths, datadir, cfg);
+  log_notice("The signing certificate stored in %s is valid until %s.",
+             paths.ed_sign_cert, when);
+  rk_paths_clear(&paths);
+  return pc_asprintf("signing-cert-expiry: %s\n", when);
+}
+
+int
+router_keys_lock_datadir(const char *datadir, char **err)
+{
+  if (err)
+    *err = NULL;
+  if (private_dir(datadir, err) < 0)
+    return -1;
+  char *path = pc_asprintf("%s/lock", datadir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    rk_seterr(err, "Cannot open %s: %s", path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    int e = errno;
+    if (e == EWOULDBLOCK)
+      rk_seterr(err, "%s is locked: another tor or pctor is using the "
+                "DataDirectory %s. Stop it first.", path, datadir);
+    else
+      rk_seterr(err, "Cannot lock %s: %s", path, strerror(e));
+    close(fd);
+    free(path);
+    return -1;
+  }
+  free(path);
+  return fd;
 }

@@ -1,25 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* router_keys.h -- a relay's long-lived keys: create, store, load, rotate.
+/* router_keys.h -- a relay's long-lived keys: create, store, load, rotate,
+ * in tor's files and formats.
  *
- * A relay owns, in DataDirectory/keys (directory 0700, files 0600, every
- * file written atomically):
+ * A relay owns, in its key directory (KeyDirectory, by default
+ * DataDirectory/keys; directory 0700, files 0600, every file written
+ * atomically), exactly the files tor 0.4.9 keeps there, in tor's formats,
+ * so that a tor relay's directory works unchanged under pctor and back:
  *
- *   secret_id_key                  RSA-1024 identity, PEM "RSA PRIVATE KEY"
- *                                  (the same format tor uses, so a tor
- *                                  relay's RSA identity loads unchanged)
- *   ed25519_master_id_seed         Ed25519 identity ("master") key
- *   ed25519_master_id_public_key   its public key, in tor's file format
- *   ed25519_signing_seed           medium-term Ed25519 signing key
- *   ed25519_signing_cert           its type-4 certificate, in tor's format
- *   ntor_onion_keys                curve25519 ntor onion key(s) with the
- *                                  creation time of the current one
- *   secret_onion_key               RSA-1024 TAP onion key, PEM like
- *                                  secret_id_key; only published (the
- *                                  authorities require it), rotated with
- *                                  the ntor key
+ *   secret_id_key                  RSA-1024 identity, PEM PKCS#1
+ *   ed25519_master_id_secret_key   Ed25519 identity ("master") key, tor's
+ *                                  expanded secret-key format
+ *   ed25519_master_id_public_key   its public key
+ *   ed25519_signing_secret_key     medium-term Ed25519 signing key
+ *   ed25519_signing_cert           its type-4 certificate
+ *   secret_onion_key_ntor(.old)    curve25519 ntor onion key (and the
+ *                                  previous one during its grace period)
+ *   secret_onion_key(.old)         RSA-1024 TAP onion key: only published
+ *                                  (the authorities require it), rotated
+ *                                  with the ntor key
  *
  * and writes DataDirectory/fingerprint and fingerprint-ed25519 exactly as
- * tor writes them. The .c file documents the formats byte by byte.
+ * tor writes them. pctor's own earlier files (ed25519_master_id_seed,
+ * ed25519_signing_seed, ntor_onion_keys) are converted to these on load.
+ * With no master secret key (OfflineMasterKey, or only the public key
+ * file present) the relay runs on the stored signing key and certificate
+ * and refuses to start when they are missing or expired. The .c file
+ * documents the formats byte by byte.
  *
  * A key file that exists but cannot be used (wrong size or header, a
  * public part that does not match the secret part, a certificate not
@@ -87,9 +93,17 @@ typedef struct router_keys_config_t {
    * fail if a key is missing, and create, rotate and write nothing. The
    * signing-key certificates may then be absent. */
   int read_only;
+  /* tor's KeyDirectory; NULL or "" means DataDirectory/keys. */
+  const char *key_directory;
+  /* tor's OfflineMasterKey: never create or use the master secret key;
+   * run on the signing key and certificate in the key directory. */
+  int offline_master_key;
+  /* tor's SigningKeyLifetime in days (1..3650; 0 means the default). */
+  int signing_key_lifetime_days;
 } router_keys_config_t;
 
-/* Fill cfg with the defaults (28 days, 7 days, NULL nickname). */
+/* Fill cfg with the defaults (28 days, 7 days, NULL nickname, keys in
+ * DataDirectory/keys, master key online, signing keys for 30 days). */
 void router_keys_config_init(router_keys_config_t *cfg);
 
 /* Load the keys from datadir/keys, creating what is missing (and the
@@ -139,6 +153,41 @@ char *router_keys_format_ed25519_id(const char *nickname,
 
 /* Creation time of the current ntor onion key. */
 time_t router_keys_ntor_created(const relay_keys_t *k);
+
+/* 1 if k runs without its master secret key (offline master key). */
+int router_keys_master_is_offline(const relay_keys_t *k);
+
+/* tor --keygen (without passphrases): load the master identity key from
+ * the key directory, or create it (tor's files) if there is no identity at
+ * all, then make a new signing key and type-4 certificate valid for
+ * cfg->signing_key_lifetime_days and write them (ed25519_signing_secret_key,
+ * ed25519_signing_cert). Nothing else is created: copy the two signing
+ * files to a relay whose master key is offline. Ignores
+ * cfg->offline_master_key. *out (may be NULL) gets what tor prints on
+ * stdout ("Not encrypting the secret key.\n" when a master key was made,
+ * else NULL). Fails with a clear *err when the master key is only
+ * present encrypted (not supported yet) or absent next to its public key.
+ * Returns 0 or -1. */
+int router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
+                       time_t now, char **out, char **err);
+
+/* tor --key-expiration sign: logs "The signing certificate stored in
+ * KEYDIR/ed25519_signing_cert is valid until WHEN." and returns the stdout
+ * line "signing-cert-expiry: 2026-12-26 14:00:00\n" (as_timestamp: the
+ * time as seconds since the epoch), newly allocated. k comes from
+ * router_keys_load_or_create() with the same datadir and cfg. */
+char *router_keys_key_expiration(const relay_keys_t *k, const char *datadir,
+                                 const router_keys_config_t *cfg,
+                                 int as_timestamp);
+
+/* Take the DataDirectory lock as tor does (an exclusive flock() on
+ * datadir/lock, created 0600 if missing), so that tor and pctor, or two
+ * pctors, never run on the same keys at once. Returns the lock's file
+ * descriptor (keep it open while running; closing it releases the lock),
+ * or -1 with a newly allocated *err naming the file ("... is locked:
+ * another tor or pctor is using the DataDirectory ..."). Call it before
+ * router_keys_load_or_create(); datadir is created (0700) if missing. */
+int router_keys_lock_datadir(const char *datadir, char **err);
 
 /* Wipe every secret and free k and everything it owns. NULL is fine. */
 void router_keys_free_(relay_keys_t *k);

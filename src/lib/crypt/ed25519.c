@@ -10,6 +10,11 @@
  * Tor signs rarely (certificates, link authentication), so safety wins.
  * Verification uses OpenSSL's checks (canonical S, point decoding) and
  * reports every failure the same way, -1.
+ *
+ * A keypair loaded from tor's key files has no seed, only the expanded
+ * secret (tor stores that); OpenSSL cannot sign from it, so ed25519_sign()
+ * hands such keys to ed25519_sign_expanded() (ed25519_ext.c), which also
+ * re-derives the public key before signing.
  */
 #include <string.h>
 
@@ -18,6 +23,7 @@
 
 #include "lib/crypt/crypt_internal.h"
 #include "lib/crypt/ed25519.h"
+#include "lib/crypt/ed25519_ext.h"
 #include "lib/crypt/rand.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -46,6 +52,8 @@ ed25519_keypair_from_seed(ed25519_keypair_t *kp,
   }
   if (seed != kp->seed)
     memmove(kp->seed, seed, ED25519_SEED_LEN);
+  kp->expanded_only = 0;
+  pc_memwipe(kp->expanded, sizeof(kp->expanded));
   if (EVP_PKEY_get_raw_public_key(k, kp->pub, &len) == 1 &&
       len == ED25519_PUBKEY_LEN)
     r = 0;
@@ -56,6 +64,41 @@ ed25519_keypair_from_seed(ed25519_keypair_t *kp,
 }
 
 int
+ed25519_keypair_from_expanded(ed25519_keypair_t *kp,
+                              const uint8_t expanded[ED25519_EXPANDED_LEN])
+{
+  uint8_t esk[ED25519_EXPANDED_LEN];
+  memcpy(esk, expanded, sizeof(esk));
+  /* RFC 8032 clamping: low three bits clear, bit 255 clear, bit 254 set.
+   * tor's files always hold clamped scalars; anything else is not a key
+   * tor or we made. */
+  int r = -1;
+  if ((esk[0] & 7) == 0 && (esk[31] & 0xc0) == 0x40) {
+    uint8_t pub[ED25519_PUBKEY_LEN];
+    if (ed25519_public_from_expanded(pub, esk) == 0) {
+      pc_memwipe(kp, sizeof(*kp));
+      memcpy(kp->expanded, esk, sizeof(esk));
+      memcpy(kp->pub, pub, sizeof(pub));
+      kp->expanded_only = 1;
+      r = 0;
+    }
+  }
+  pc_memwipe(esk, sizeof(esk));
+  return r;
+}
+
+int
+ed25519_keypair_get_expanded(const ed25519_keypair_t *kp,
+                             uint8_t out[ED25519_EXPANDED_LEN])
+{
+  if (kp->expanded_only) {
+    memcpy(out, kp->expanded, ED25519_EXPANDED_LEN);
+    return 0;
+  }
+  return ed25519_expand_seed(out, kp->seed);
+}
+
+int
 ed25519_sign(uint8_t sig[ED25519_SIG_LEN], const uint8_t *msg, size_t len,
              const ed25519_keypair_t *kp)
 {
@@ -63,6 +106,9 @@ ed25519_sign(uint8_t sig[ED25519_SIG_LEN], const uint8_t *msg, size_t len,
   EVP_MD_CTX *ctx = NULL;
   size_t siglen = ED25519_SIG_LEN;
   int r = -1;
+
+  if (kp->expanded_only)
+    return ed25519_sign_expanded(sig, msg, len, kp->expanded, kp->pub);
 
   k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, kp->seed,
                                    ED25519_SEED_LEN);

@@ -14,10 +14,15 @@
  *    (X:Y:Z:T), x = X/Z, y = Y/Z, x*y = T/Z, added with the complete
  *    formula of RFC 8032 section 5.1.4 (also used for doubling).
  *  - Scalar multiplication is plain double-and-add over the scalar's bits.
- *    It is NOT constant time: this code signs one crosscert per descriptor
- *    on the relay itself, so there is no remote timing oracle worth the
- *    complexity. A few milliseconds per signature is fine here; nothing on
- *    a hot path may call it.
+ *    It is NOT constant time. Multiplications by a secret scalar k are
+ *    blinded instead: the loop runs over k + m*L with m a fresh random
+ *    128-bit number (B has order L, so the result is the same), so the
+ *    sequence of additions changes at every call and does not spell out
+ *    k's bits. This code signs a few times a day (the crosscert, and
+ *    certificates and descriptors when the relay's keys came from tor's
+ *    expanded-key files), on the relay itself, with no remote trigger. A
+ *    few milliseconds per signature is fine here; nothing on a hot path
+ *    may call it.
  *  - Every call builds its own context (curve constants derived from their
  *    definitions: d = -121665/121666, B = (x, 4/5) with x even), so there is
  *    no global state. Numbers that depend on a secret come from
@@ -262,14 +267,20 @@ point_add(ed_ctx_t *c, ed_point_t *R, const ed_point_t *P,
 }
 
 /* R = k * B, B the base point; k any non-negative integer. Variable time
- * (see the top of the file). */
+ * (see the top of the file); k is blinded with a random multiple of L. */
 static int
-point_mul_base(ed_ctx_t *c, ed_point_t *R, const BIGNUM *k)
+point_mul_base(ed_ctx_t *c, ed_point_t *R, const BIGNUM *k_in)
 {
   ed_point_t Bp = { 0 };
+  BIGNUM *k = NULL, *m = NULL;
   int r = -1;
   if (point_init(&Bp) < 0)
     return -1;
+  CK(k = BN_secure_new());
+  CK(m = BN_secure_new());
+  CK(BN_rand(m, 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY));
+  CK(BN_mul(m, m, c->L, c->bn));
+  CK(BN_add(k, k_in, m));
   CK(BN_copy(Bp.X, c->bx));
   CK(BN_copy(Bp.Y, c->by));
   CK(BN_one(Bp.Z));
@@ -284,6 +295,8 @@ point_mul_base(ed_ctx_t *c, ed_point_t *R, const BIGNUM *k)
   r = 0;
  err:
   point_clear(&Bp);
+  BN_clear_free(k);
+  BN_clear_free(m);
   return r;
 }
 

@@ -11,9 +11,13 @@
  * a key made from an RFC 8032 seed this is SHA-512(seed) with the first
  * half clamped.
  *
- * These routines are NOT constant time (they use OpenSSL BIGNUMs); they
- * exist for the once-per-descriptor crosscert signature.  Verification
- * uses ed25519_verify() from ed25519.h.
+ * These routines are NOT constant time (they use OpenSSL BIGNUMs); the
+ * scalar multiplications with a secret scalar are blinded (a random
+ * multiple of the group order is added to the scalar each time), so their
+ * running time does not follow the secret's bits. They exist for
+ * signatures made a few times a day (the crosscert, and certificates and
+ * descriptors signed with keys loaded from tor's expanded-key files).
+ * Verification uses ed25519_verify() from ed25519.h.
  *
  * All functions return 0 on success and -1 on failure.
  */
@@ -23,8 +27,6 @@
 #include <stdint.h>
 #include "lib/crypt/curve25519.h"
 #include "lib/crypt/ed25519.h"
-
-#define ED25519_EXPANDED_LEN 64
 
 /* Sign msg with the expanded secret key; pub must be the matching public
  * key (as from ed25519_public_from_expanded()). */

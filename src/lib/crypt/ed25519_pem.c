@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/encoding/base64.h"
+#include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
 /* DER up to the key bytes (RFC 8410 sections 4 and 7). */
@@ -102,6 +103,11 @@ char *
 ed25519_pem_encode_private(const ed25519_keypair_t *kp, size_t *len_out)
 {
   uint8_t der[ED25519_PKCS8_DER_LEN];
+  if (kp->expanded_only) {
+    /* PKCS#8 holds a seed, which an expanded-only key does not have. */
+    log_warn("An expanded-only Ed25519 key has no PKCS#8 form");
+    return NULL;
+  }
   memcpy(der, pkcs8_prefix, sizeof(pkcs8_prefix));
   memcpy(der + sizeof(pkcs8_prefix), kp->seed, ED25519_SEED_LEN);
   char *pem = pem_wrap(PEM_PRIV_LABEL, der, sizeof(der), len_out);

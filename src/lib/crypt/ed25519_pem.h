@@ -25,7 +25,8 @@
 #define ED25519_PKCS8_DER_LEN 48
 #define ED25519_SPKI_DER_LEN 44
 
-/* The PKCS#8 PEM of kp's secret seed, NUL-terminated, newly allocated;
+/* The PKCS#8 PEM of kp's secret seed, NUL-terminated, newly allocated
+ * (NULL, logged, for a key that has no seed: kp->expanded_only);
  * *len_out (may be NULL) gets its length. It holds a secret: wipe it with
  * pc_memwipe() before free(). */
 char *ed25519_pem_encode_private(const ed25519_keypair_t *kp,

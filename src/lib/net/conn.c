@@ -66,6 +66,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "lib/log/log.h"
@@ -122,8 +124,13 @@ struct conn_t {
   unsigned pending_error : 1;    /* ERROR to report from the deferred cb */
   unsigned destroy_pending : 1;
   unsigned rl_on : 1;            /* rl[0] or rl[1] set */
+  unsigned uncounted : 1;        /* not in conn_get_totals() */
   char err[160];
 };
+
+/* Bytes moved by every counted connection since start (conn_get_totals):
+ * a process-wide statistic, like the byte counters of a kernel. */
+static uint64_t total_read, total_written;
 
 static void conn_update_interest(conn_t *c);
 static void conn_io_cb(int fd, int what, void *arg);
@@ -528,6 +535,8 @@ conn_write_some(conn_t *c)
     }
     buf_drain(c->out, (size_t)n);
     c->nwritten += (uint64_t)n;
+    if (!c->uncounted)
+      total_written += (uint64_t)n;
     done += (size_t)n;
     if (!c->tls && (size_t)n < len) {
       c->write_blocked = 1; /* socket buffer full */
@@ -629,6 +638,8 @@ conn_read_some(conn_t *c)
     }
   }
   c->nread += total;
+  if (!c->uncounted)
+    total_read += total;
   int rl_waiting = c->rl_on &&
       conn_rl_account(c, RATELIMIT_READ, total, !eof && !fail_what);
   if (!eof && !fail_what && total >= budget && !rl_waiting && c->tls &&
@@ -1038,6 +1049,19 @@ conn_bytes_written(const conn_t *c)
   return c->nwritten;
 }
 
+void
+conn_set_counted(conn_t *c, int counted)
+{
+  c->uncounted = !counted;
+}
+
+void
+conn_get_totals(uint64_t *bytes_read, uint64_t *bytes_written)
+{
+  *bytes_read = total_read;
+  *bytes_written = total_written;
+}
+
 /* ---- listeners ---- */
 
 struct listener_t {
@@ -1169,6 +1193,60 @@ listener_new(evloop_t *loop, const pc_addr_t *bind_addr, listener_cb_fn cb,
 fail:
   log_warn("cannot listen on %s: %s",
            pc_addr_fmt(bind_addr, a, sizeof(a), 1), e);
+  if (fd >= 0)
+    close(fd);
+  if (err)
+    *err = e;
+  return NULL;
+}
+
+listener_t *
+listener_new_unix(evloop_t *loop, const char *path, unsigned mode,
+                  listener_cb_fn cb, void *arg, const char **err)
+{
+  struct sockaddr_un sun;
+  const char *e = NULL;
+  int fd = -1;
+  memset(&sun, 0, sizeof(sun));
+  sun.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof(sun.sun_path)) {
+    if (err)
+      *err = "socket path too long";
+    return NULL;
+  }
+  memcpy(sun.sun_path, path, strlen(path));
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    e = strerror(errno);
+    goto fail;
+  }
+  /* A socket file left by an earlier run is replaced; anything else of
+   * that name is not touched. */
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+    unlink(path);
+  if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+    e = strerror(errno);
+    goto fail;
+  }
+  if (chmod(path, (mode_t)mode) < 0 || listen(fd, LISTENER_BACKLOG) < 0) {
+    e = strerror(errno);
+    unlink(path);
+    goto fail;
+  }
+  listener_t *l = pc_zalloc(sizeof(*l));
+  l->addr.family = AF_UNSPEC;
+  l->loop = loop;
+  l->fd = fd;
+  l->cb = cb;
+  l->arg = arg;
+  l->io = evloop_io_new(loop, fd, listener_accept_cb, l);
+  l->pause_timer = evloop_timer_new(loop, listener_resume_cb, l);
+  evloop_io_set(l->io, EVLOOP_READ);
+  log_info("listening on unix:%s", path);
+  return l;
+fail:
+  log_warn("cannot listen on unix:%s: %s", path, e);
   if (fd >= 0)
     close(fd);
   if (err)

@@ -105,6 +105,11 @@ const char *conn_error(const conn_t *c);
 /* Totals since the connection was created. */
 uint64_t conn_bytes_read(const conn_t *c);
 uint64_t conn_bytes_written(const conn_t *c);
+/* Process-wide totals of bytes read and written by every connection
+ * except those marked conn_set_counted(c, 0) (local services such as a
+ * ControlPort, whose own traffic would otherwise feed its byte counts). */
+void conn_set_counted(conn_t *c, int counted);
+void conn_get_totals(uint64_t *bytes_read, uint64_t *bytes_written);
 
 /* A listening TCP socket; accept_cb gets each new fd (non-blocking,
  * close-on-exec) and the peer's address. */
@@ -112,6 +117,13 @@ typedef struct listener_t listener_t;
 typedef void (*listener_cb_fn)(int fd, const pc_addr_t *peer, void *arg);
 listener_t *listener_new(evloop_t *loop, const pc_addr_t *bind_addr,
                          listener_cb_fn cb, void *arg, const char **err);
+/* A listening unix-domain socket at path with permissions mode (an old
+ * socket file of that name is replaced; other files are not). Accepted
+ * connections get a peer address of family AF_UNSPEC. listener_addr()
+ * of it has family AF_UNSPEC too. */
+listener_t *listener_new_unix(evloop_t *loop, const char *path,
+                              unsigned mode, listener_cb_fn cb, void *arg,
+                              const char **err);
 /* The address actually bound (port filled in when 0 was asked). */
 const pc_addr_t *listener_addr(const listener_t *l);
 void listener_free_(listener_t *l);

@@ -1,0 +1,1621 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* control.c -- the ControlPort (control.h): listeners, controller
+ * connections, authentication state, commands and events.
+ *
+ * Design:
+ *  - One ctl_conn_t per controller, on a plain conn_t marked uncounted
+ *    (its bytes are not relay traffic and would otherwise feed the BW
+ *    events it reads). Commands are taken from the input with
+ *    control_proto_take_cmd() and answered at once, in order; nothing is
+ *    asynchronous, so replies can never be reordered.
+ *  - Memory per controller is bounded twice: one command is at most
+ *    CONTROL_MAX_COMMAND_LEN bytes (longer input closes the connection),
+ *    and the replies and events waiting to be read at most
+ *    CONTROL_MAX_OUTBUF (a controller that stops reading is closed, with
+ *    a log line, instead of making pctor buffer its events forever).
+ *  - Before authentication only PROTOCOLINFO (once), AUTHCHALLENGE,
+ *    AUTHENTICATE and QUIT are allowed; anything else, or a failed
+ *    AUTHENTICATE, gets tor's 514/515 reply and the connection is closed
+ *    once the reply is written.
+ *  - Events: a controller's SETEVENTS mask is a bit per event name. BW is
+ *    produced by a one-second timer from conn_get_totals(); the log events
+ *    by a log hook whose minimum severity follows the subscribers (a
+ *    guard stops a log line written while delivering an event from
+ *    recursing); ORCONN and CIRC come from core's channel-open,
+ *    origin-circuit-progress and circuit-close observers, STREAM from
+ *    feature/client's stream observer (all read-only). Every event name tor defines is accepted by
+ *    SETEVENTS (nyx subscribes to many); those pctor does not produce yet
+ *    are simply never sent, and the man page lists which are.
+ *  - Signals are handed to the daemon (control_host_t.signal), which acts
+ *    on them from its own loop callbacks, so that SHUTDOWN never frees
+ *    this module under its own feet.
+ */
+#include "config.h"
+
+#include "feature/control/control.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "feature/client/client.h"
+#include "feature/control/control_auth.h"
+#include "feature/control/control_proto.h"
+#include "lib/container/dlist.h"
+#include "lib/crypt/rand.h"
+#include "lib/encoding/base16.h"
+#include "lib/encoding/base64.h"
+#include "lib/fs/files.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+#include "lib/net/conn.h"
+#include "lib/time/timefmt.h"
+
+/* Event names in tor's order; the index is the bit in a mask. */
+static const char *const event_names[] = {
+    "CIRC", "STREAM", "ORCONN", "BW", "DEBUG", "INFO", "NOTICE", "WARN",
+    "ERR", "NEWDESC", "ADDRMAP", "DESCCHANGED", "NS", "STATUS_GENERAL",
+    "STATUS_CLIENT", "STATUS_SERVER", "GUARD", "STREAM_BW", "CLIENTS_SEEN",
+    "NEWCONSENSUS", "BUILDTIMEOUT_SET", "SIGNAL", "CONF_CHANGED",
+    "CIRC_MINOR", "TRANSPORT_LAUNCHED", "CONN_BW", "CIRC_BW", "CELL_STATS",
+    "HS_DESC", "HS_DESC_CONTENT", "NETWORK_LIVENESS", "PT_LOG", "PT_STATUS",
+};
+#define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
+enum {
+  EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
+  EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_SIGNAL = 21,
+};
+#define EVBIT(e) (1ull << (e))
+#define LOG_EVENTS \
+  (EVBIT(EV_DEBUG) | EVBIT(EV_INFO) | EVBIT(EV_NOTICE) | EVBIT(EV_WARN) | \
+   EVBIT(EV_ERR))
+
+typedef struct ctl_conn_t {
+  conn_t *conn;
+  dlist_node_t node;
+  uint64_t events;
+  unsigned authenticated : 1;
+  unsigned sent_protocolinfo : 1;
+  unsigned challenged : 1;  /* AUTHCHALLENGE answered: AUTHENTICATE next */
+  unsigned owning : 1;      /* TAKEOWNERSHIP */
+  unsigned closing : 1;     /* reply written, then closed */
+  unsigned in_cb : 1;       /* inside ctl_conn_cb: closing is deferred */
+  unsigned doomed : 1;      /* close when ctl_conn_cb returns */
+  unsigned doomed_flush : 1;
+  char doomed_why[128];
+  uint8_t client_hash[32];  /* SAFECOOKIE: what AUTHENTICATE must send */
+  char peer[64];
+} ctl_conn_t;
+
+static struct {
+  evloop_t *loop;
+  control_host_t host;
+  int started;
+  listener_t *tcp, *unix_l;
+  char unix_path[108];
+  char tcp_addr[PC_ADDR_STR_LEN];
+  dlist_t conns;
+  unsigned n_conns;
+  int cookie_auth;
+  int have_cookie;
+  uint8_t cookie[CONTROL_COOKIE_LEN];
+  char *cookie_file;
+  char *hashed_password;
+  long owning_pid;
+  evloop_timer_t *bw_timer;
+  evloop_timer_t *owner_timer;
+  uint64_t last_read, last_written;
+  uint64_t bw_cache[CONTROL_BW_CACHE_LEN][2];
+  unsigned bw_cache_n, bw_cache_next;
+  time_t started_at;
+  int in_log_hook;
+  int observers;
+  char version[96];
+} S;
+
+const char *
+control_version_string(void)
+{
+  if (!S.version[0])
+    snprintf(S.version, sizeof(S.version), "%s (pctor-%s)",
+             CONTROL_TOR_VERSION, PACKAGE_VERSION);
+  return S.version;
+}
+
+const char *
+control_listen_address(void)
+{
+  return S.tcp ? S.tcp_addr : NULL;
+}
+
+/* ---- configuration ---- */
+
+int
+control_parse_listen(const char *value, int is_socket_option,
+                     control_listen_t *out, char **err_out)
+{
+  memset(out, 0, sizeof(*out));
+  out->kind = CONTROL_LISTEN_NONE;
+  while (*value == ' ' || *value == '\t')
+    value++;
+  if (!strcmp(value, "0") || !*value)
+    return 0;
+  int is_unix = is_socket_option;
+  if (!strncmp(value, "unix:", 5)) {
+    is_unix = 1;
+    value += 5;
+  }
+  if (is_unix) {
+    char *copy = pc_strdup(value), *save = NULL;
+    char *path = strtok_r(copy, " \t", &save);
+    int r = 0;
+    if (!path || path[0] != '/') {
+      *err_out = pc_asprintf("'%s': a unix socket needs an absolute path",
+                             value);
+      r = -1;
+    } else if (strlen(path) >= sizeof(out->path)) {
+      *err_out = pc_asprintf("'%s': the socket path is too long", path);
+      r = -1;
+    } else {
+      memcpy(out->path, path, strlen(path) + 1);
+      out->kind = CONTROL_LISTEN_UNIX;
+    }
+    for (char *f = strtok_r(NULL, " \t", &save); f && r == 0;
+         f = strtok_r(NULL, " \t", &save)) {
+      if (control_proto_eq(f, "GroupWritable"))
+        out->flags |= CONTROL_UNIX_GROUP_WRITABLE;
+      else if (control_proto_eq(f, "WorldWritable"))
+        out->flags |= CONTROL_UNIX_WORLD_WRITABLE;
+      else if (control_proto_eq(f, "RelaxDirModeCheck"))
+        out->flags |= CONTROL_UNIX_RELAX_DIR_MODE;
+      else {
+        *err_out = pc_asprintf("unknown unix socket flag '%s' (known: "
+                               "GroupWritable, WorldWritable, "
+                               "RelaxDirModeCheck)", f);
+        r = -1;
+      }
+    }
+    free(copy);
+    return r;
+  }
+  if (strpbrk(value, " \t")) {
+    *err_out = pc_asprintf("'%s': only [ADDRESS:]PORT, auto or unix:PATH "
+                           "are supported (no flags after a TCP port)",
+                           value);
+    return -1;
+  }
+  pc_addr_t a;
+  if (!strcmp(value, "auto")) {
+    pc_addr_parse_ip(&a, "127.0.0.1", 0);
+  } else {
+    char *end = NULL;
+    long port = strtol(value, &end, 10);
+    if (*value && !*end) {
+      if (port < 1 || port > 65535) {
+        *err_out = pc_asprintf("'%s' is not a port number (1 to 65535)",
+                               value);
+        return -1;
+      }
+      pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port);
+    } else if (pc_addr_parse(&a, value) < 0) {
+      /* "ADDR:auto" or "[ADDR6]:auto": any free port on ADDR. */
+      const char *c = strrchr(value, ':');
+      char *host = c && !strcmp(c + 1, "auto")
+                       ? pc_strndup(value, (size_t)(c - value))
+                       : NULL;
+      size_t hl = host ? strlen(host) : 0;
+      if (host && hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+      }
+      int ok = host && pc_addr_parse_ip(&a, host, 0) == 0;
+      free(host);
+      if (!ok) {
+        *err_out = pc_asprintf("'%s' is not PORT, ADDRESS:PORT, auto or "
+                               "unix:PATH", value);
+        return -1;
+      }
+    } else if (a.port == 0) {
+      *err_out = pc_asprintf("'%s' has no port", value);
+      return -1;
+    }
+  }
+  out->kind = CONTROL_LISTEN_TCP;
+  out->addr = a;
+  return 0;
+}
+
+/* ---- output ---- */
+
+static void ctl_close(ctl_conn_t *cc, int flush, const char *why);
+
+/* After writing to cc: flush, and close a controller whose unread output
+ * passed the bound. Returns -1 when cc was closed. */
+static int
+ctl_flush(ctl_conn_t *cc)
+{
+  size_t queued = buf_datalen(conn_outbuf(cc->conn));
+  if (queued > CONTROL_MAX_OUTBUF) {
+    char why[128];
+    snprintf(why, sizeof(why), "it does not read its replies and events "
+             "(%zu bytes queued)", queued);
+    ctl_close(cc, 0, why);
+    return -1;
+  }
+  conn_flush_soon(cc->conn);
+  return 0;
+}
+
+static void
+reply(ctl_conn_t *cc, int code, const char *text)
+{
+  control_proto_add_line(conn_outbuf(cc->conn), code, ' ', text);
+}
+
+static void
+replyf(ctl_conn_t *cc, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void
+replyf(ctl_conn_t *cc, int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  reply(cc, code, s);
+  free(s);
+}
+
+/* ---- events ---- */
+
+static uint64_t
+all_events(void)
+{
+  uint64_t m = 0;
+  for (dlist_node_t *n = dlist_first(&S.conns); n;
+       n = dlist_next(&S.conns, n))
+    m |= DLIST_ENTRY(n, ctl_conn_t, node)->events;
+  return m;
+}
+
+/* Send text (one line, or several separated by '\n') as event ev to
+ * every subscriber. */
+static void
+send_event(int ev, const char *text)
+{
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&S.conns); n; n = next) {
+    next = dlist_next(&S.conns, n);
+    ctl_conn_t *cc = DLIST_ENTRY(n, ctl_conn_t, node);
+    if (!(cc->events & EVBIT(ev)) || cc->closing || cc->doomed)
+      continue;
+    buf_t *out = conn_outbuf(cc->conn);
+    if (strchr(text, '\n')) {
+      /* "650+NAME\r\n" data ".\r\n" "650 OK\r\n" */
+      const char *sp = strchr(text, ' ');
+      size_t first = strcspn(text, "\n");
+      if (!sp || (size_t)(sp - text) > first)
+        sp = text + first;
+      char *head = pc_strndup(text, (size_t)(sp - text));
+      control_proto_add_line(out, 650, '+', head);
+      free(head);
+      control_proto_add_data(out, *sp == ' ' ? sp + 1 : sp + 1);
+      control_proto_add_line(out, 650, ' ', "OK");
+    } else {
+      control_proto_add_line(out, 650, ' ', text);
+    }
+    ctl_flush(cc);
+  }
+}
+
+static void
+log_hook(log_severity_t sev, const char *msg, void *arg)
+{
+  (void)arg;
+  if (S.in_log_hook)
+    return;
+  S.in_log_hook = 1;
+  static const int ev_of[] = {EV_DEBUG, EV_INFO, EV_NOTICE, EV_WARN, EV_ERR};
+  static const char *const name_of[] = {"DEBUG", "INFO", "NOTICE", "WARN",
+                                        "ERR"};
+  if ((int)sev >= 0 && (int)sev <= LOG_SEV_ERR) {
+    size_t len = strlen(msg);
+    while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
+      len--;
+    char *text = pc_asprintf("%s %.*s", name_of[sev], (int)len, msg);
+    send_event(ev_of[sev], text);
+    free(text);
+  }
+  S.in_log_hook = 0;
+}
+
+/* Install the log hook at the lowest severity a controller wants. */
+static void
+update_log_hook(void)
+{
+  uint64_t m = all_events();
+  int min = -1;
+  for (int s = LOG_SEV_DEBUG; s <= LOG_SEV_ERR && min < 0; s++)
+    if (m & EVBIT(EV_DEBUG + s))
+      min = s;
+  if (min < 0)
+    log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  else
+    log_set_hook((log_severity_t)min, log_hook, NULL);
+}
+
+static void
+bw_timer_cb(void *arg)
+{
+  (void)arg;
+  uint64_t r, w;
+  conn_get_totals(&r, &w);
+  uint64_t dr = r - S.last_read, dw = w - S.last_written;
+  S.last_read = r;
+  S.last_written = w;
+  S.bw_cache[S.bw_cache_next][0] = dr;
+  S.bw_cache[S.bw_cache_next][1] = dw;
+  S.bw_cache_next = (S.bw_cache_next + 1) % CONTROL_BW_CACHE_LEN;
+  if (S.bw_cache_n < CONTROL_BW_CACHE_LEN)
+    S.bw_cache_n++;
+  if (all_events() & EVBIT(EV_BW)) {
+    char text[64];
+    snprintf(text, sizeof(text), "BW %llu %llu", (unsigned long long)dr,
+             (unsigned long long)dw);
+    send_event(EV_BW, text);
+  }
+}
+
+/* "$HEX~nick" for a relay identity, nickname from the consensus. */
+static void
+format_relay(char *out, size_t outlen, const uint8_t *rsa_id)
+{
+  char hex[41];
+  base16_encode(hex, sizeof(hex), rsa_id, 20, BASE16_UPPER);
+  const consensus_t *c = S.host.consensus ? S.host.consensus(S.host.arg)
+                                          : NULL;
+  const consensus_rs_t *rs = c ? consensus_find(c, rsa_id) : NULL;
+  if (rs)
+    snprintf(out, outlen, "$%s~%s", hex, rs->nickname);
+  else
+    snprintf(out, outlen, "$%s", hex);
+}
+
+static const char *
+chan_target(const channel_t *chan, char *buf, size_t len)
+{
+  const uint8_t *id = channel_peer_rsa_id(chan);
+  if (id) {
+    format_relay(buf, len, id);
+  } else {
+    char a[PC_ADDR_STR_LEN];
+    snprintf(buf, len, "%s", pc_addr_fmt(channel_peer_addr(chan), a,
+                                         sizeof(a), 1));
+  }
+  return buf;
+}
+
+static void
+orconn_open_cb(channel_t *chan, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_ORCONN)))
+    return;
+  char t[128], text[200];
+  snprintf(text, sizeof(text), "ORCONN %s CONNECTED ID=%llu",
+           chan_target(chan, t, sizeof(t)),
+           (unsigned long long)channel_global_id(chan));
+  send_event(EV_ORCONN, text);
+}
+
+static char *
+circuit_path(const origin_circuit_t *oc)
+{
+  size_t cap = 1 + (size_t)oc->n_hops_open * 64;
+  char *p = pc_zalloc(cap);
+  for (int i = 0; i < oc->n_hops_open; i++) {
+    char r[100];
+    format_relay(r, sizeof(r), oc->hops[i].target.rsa_id);
+    if (i)
+      strcat(p, ",");
+    strncat(p, r, cap - strlen(p) - 1);
+  }
+  return p;
+}
+
+/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=..." (control-spec
+ * 4.1.1), as circuit-status lines and CIRC events share it. */
+static char *
+circ_line(const origin_circuit_t *oc, const char *status)
+{
+  const circuit_t *circ = &oc->base;
+  char *path = circuit_path(oc);
+  char created[32];
+  time_t wall = time(NULL) -
+                (time_t)((evloop_now_us(S.loop) - circ->created_us) /
+                         1000000);
+  struct tm tm;
+  gmtime_r(&wall, &tm);
+  strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+  /* A circuit its builder ended after one hop is a directory tunnel. */
+  int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
+  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=GENERAL "
+                           "TIME_CREATED=%s.000000",
+                           (unsigned long long)circ->gid, status,
+                           *path ? " " : "", path,
+                           onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
+                           created);
+  free(path);
+  return line;
+}
+
+static const char *
+circ_status(const origin_circuit_t *oc)
+{
+  return oc->n_hops_open == 0          ? "LAUNCHED"
+         : oc->n_hops_open < oc->n_hops ? "EXTENDED"
+                                        : "BUILT";
+}
+
+static void
+circ_event(const origin_circuit_t *oc, const char *status)
+{
+  char *line = circ_line(oc, status);
+  char *text = pc_asprintf("CIRC %s", line);
+  send_event(EV_CIRC, text);
+  free(text);
+  free(line);
+}
+
+static void
+circ_progress_cb(origin_circuit_t *oc, void *arg)
+{
+  (void)arg;
+  if (all_events() & EVBIT(EV_CIRC))
+    circ_event(oc, circ_status(oc));
+}
+
+static void
+circ_close_cb(circuit_t *circ, void *arg)
+{
+  (void)arg;
+  if (circ->kind != CIRC_KIND_ORIGIN || !(all_events() & EVBIT(EV_CIRC)))
+    return;
+  const origin_circuit_t *oc = (const origin_circuit_t *)circ;
+  /* As tor: a circuit that never got built FAILED, a built one CLOSED. */
+  int built = oc->n_hops_open > 0 && oc->n_hops_open == oc->n_hops;
+  circ_event(oc, built ? "CLOSED" : "FAILED");
+}
+
+static const char *const stream_status_names[] = {
+    [CLIENT_STREAM_NEW] = "NEW", [CLIENT_STREAM_SENTCONNECT] = "SENTCONNECT",
+    [CLIENT_STREAM_SUCCEEDED] = "SUCCEEDED",
+    [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED"};
+
+/* "ID STATUS CIRCID TARGET" (control-spec 4.1.2), IPv6 in brackets. */
+static char *
+stream_line(const client_stream_info_t *si)
+{
+  int v6 = strchr(si->address, ':') != NULL;
+  return pc_asprintf("%llu %s %llu %s%s%s:%u", (unsigned long long)si->id,
+                     stream_status_names[si->status],
+                     (unsigned long long)si->circ_gid, v6 ? "[" : "",
+                     si->address, v6 ? "]" : "", si->port);
+}
+
+static void
+stream_event_cb(const client_stream_info_t *si, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_STREAM)))
+    return;
+  char *line = stream_line(si);
+  char src[PC_ADDR_STR_LEN + 16] = "";
+  if (si->status == CLIENT_STREAM_NEW && si->source &&
+      si->source->family != AF_UNSPEC) {
+    char a[PC_ADDR_STR_LEN];
+    snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
+             pc_addr_fmt(si->source, a, sizeof(a), 1));
+  }
+  char *text = pc_asprintf("STREAM %s%s PURPOSE=USER", line, src);
+  send_event(EV_STREAM, text);
+  free(text);
+  free(line);
+}
+
+static void
+owner_timer_cb(void *arg)
+{
+  (void)arg;
+  if (S.owning_pid <= 0)
+    return;
+  if (kill((pid_t)S.owning_pid, 0) < 0 && errno == ESRCH) {
+    log_notice("Owning controller process %ld vanished -- exiting now.",
+               S.owning_pid);
+    S.owning_pid = 0;
+    evloop_timer_cancel(S.owner_timer);
+    if (S.host.signal)
+      S.host.signal(CONTROL_SIGNAL_HALT, S.host.arg);
+  }
+}
+
+/* ---- GETINFO ---- */
+
+static char *
+getinfo_listeners(const char *which)
+{
+  if (!strcmp(which, "control")) {
+    char *s = pc_strdup("");
+    if (S.tcp) {
+      char *q = control_proto_quote(S.tcp_addr);
+      free(s);
+      s = q;
+    }
+    if (S.unix_l) {
+      char *u = pc_asprintf("unix:%s", S.unix_path);
+      char *q = control_proto_quote(u);
+      char *both = pc_asprintf("%s%s%s", s, *s ? " " : "", q);
+      free(u);
+      free(q);
+      free(s);
+      s = both;
+    }
+    return s;
+  }
+  return NULL;
+}
+
+typedef struct {
+  char *s;
+  size_t len, cap;
+} strbuf_t;
+
+static void
+sb_add(strbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+sb_add(strbuf_t *b, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    abort();
+  if (b->len + (size_t)n + 1 > b->cap) {
+    b->cap = (b->len + (size_t)n + 1) * 2;
+    b->s = pc_realloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->len, s, (size_t)n + 1);
+  b->len += (size_t)n;
+  free(s);
+}
+
+static void
+circ_status_cb(circuit_t *circ, void *arg)
+{
+  const origin_circuit_t *oc = (const origin_circuit_t *)circ;
+  char *line = circ_line(oc, circ_status(oc));
+  sb_add(arg, "%s\n", line);
+  free(line);
+}
+
+static void
+stream_status_cb(const client_stream_info_t *si, void *arg)
+{
+  char *line = stream_line(si);
+  sb_add(arg, "%s\n", line);
+  free(line);
+}
+
+static void
+orconn_status_cb(channel_t *chan, void *arg)
+{
+  strbuf_t *b = arg;
+  char t[128];
+  const char *st = channel_is_open(chan) ? "CONNECTED" : "LAUNCHED";
+  if (!channel_is_open(chan) && !channel_is_outgoing(chan))
+    return; /* tor lists incoming connections once they are open */
+  sb_add(b, "%s %s\n", chan_target(chan, t, sizeof(t)), st);
+}
+
+static void
+format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
+{
+  char id[40], dg[64], when[TIME_ISO_LEN + 1];
+  base64_encode(id, sizeof(id), rs->rsa_id, 20, BASE64_NOPAD);
+  time_format_iso(when, c->valid_after);
+  uint32_t ip = rs->ipv4;
+  sb_add(b, "r %s %s", rs->nickname, id);
+  if (rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS) {
+    base64_encode(dg, sizeof(dg), rs->digest, 20, BASE64_NOPAD);
+    sb_add(b, " %s", dg);
+  }
+  sb_add(b, " %s %u.%u.%u.%u %u %u\n", when, ip >> 24, (ip >> 16) & 255,
+         (ip >> 8) & 255, ip & 255, rs->or_port, rs->dir_port);
+  if (rs->has_ipv6) {
+    char a[PC_ADDR_STR_LEN];
+    sb_add(b, "a %s\n", pc_addr_fmt(&rs->ipv6_or, a, sizeof(a), 1));
+  }
+  sb_add(b, "s");
+  for (uint32_t bit = 1; bit && bit <= RS_FLAG_SYBIL; bit <<= 1)
+    if ((rs->flags & bit) && consensus_flag_name(bit))
+      sb_add(b, " %s", consensus_flag_name(bit));
+  sb_add(b, "\n");
+  if (rs->version)
+    sb_add(b, "v %s\n", rs->version);
+  if (rs->protocols)
+    sb_add(b, "pr %s\n", rs->protocols);
+  if (rs->has_bandwidth)
+    sb_add(b, "w Bandwidth=%u%s\n", rs->bandwidth,
+           rs->bw_unmeasured ? " Unmeasured=1" : "");
+}
+
+/* The value of one GETINFO key: 1 with *value, 0 unknown key, -1 with
+ * *value the 551 reason. */
+static int
+getinfo_one(const char *key, char **value)
+{
+  *value = NULL;
+  if (!strcmp(key, "version")) {
+    *value = pc_strdup(control_version_string());
+    return 1;
+  }
+  if (!strcmp(key, "process/pid")) {
+    *value = pc_asprintf("%ld", (long)getpid());
+    return 1;
+  }
+  if (!strcmp(key, "process/user")) {
+    struct passwd *pw = getpwuid(geteuid());
+    *value = pc_strdup(pw && pw->pw_name ? pw->pw_name : "");
+    return 1;
+  }
+  if (!strcmp(key, "process/descriptor-limit")) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+      *value = pc_strdup("cannot read the descriptor limit");
+      return -1;
+    }
+    *value = pc_asprintf("%llu", (unsigned long long)rl.rlim_cur);
+    return 1;
+  }
+  if (!strcmp(key, "uptime")) {
+    *value = pc_asprintf("%lld", (long long)(time(NULL) - S.started_at));
+    return 1;
+  }
+  if (!strcmp(key, "traffic/read") || !strcmp(key, "traffic/written")) {
+    uint64_t r, w;
+    conn_get_totals(&r, &w);
+    *value = pc_asprintf("%llu", (unsigned long long)(key[8] == 'r' ? r : w));
+    return 1;
+  }
+  if (!strcmp(key, "bw-event-cache")) {
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    unsigned first = (S.bw_cache_next + CONTROL_BW_CACHE_LEN - S.bw_cache_n) %
+                     CONTROL_BW_CACHE_LEN;
+    for (unsigned i = 0; i < S.bw_cache_n; i++) {
+      unsigned k = (first + i) % CONTROL_BW_CACHE_LEN;
+      sb_add(&b, "%s%llu,%llu", i ? " " : "",
+             (unsigned long long)S.bw_cache[k][0],
+             (unsigned long long)S.bw_cache[k][1]);
+    }
+    *value = b.s;
+    return 1;
+  }
+  if (!strcmp(key, "events/names")) {
+    strbuf_t b = {0};
+    for (size_t i = 0; i < N_EVENTS; i++)
+      sb_add(&b, "%s%s", i ? " " : "", event_names[i]);
+    *value = b.s;
+    return 1;
+  }
+  if (!strcmp(key, "circuit-status")) {
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    circuits_foreach(CIRC_KIND_ORIGIN, circ_status_cb, &b);
+    *value = b.s;
+    return 1;
+  }
+  if (!strcmp(key, "orconn-status")) {
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    channels_foreach(orconn_status_cb, &b);
+    *value = b.s;
+    return 1;
+  }
+  if (!strcmp(key, "stream-status")) {
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    client_foreach_stream(stream_status_cb, &b);
+    *value = b.s;
+    return 1;
+  }
+  if (!strcmp(key, "status/version/current")) {
+    *value = pc_strdup("unknown");
+    return 1;
+  }
+  if (!strcmp(key, "accounting/enabled")) {
+    *value = pc_strdup("0"); /* pctor has no AccountingMax */
+    return 1;
+  }
+  if (!strcmp(key, "signal/names")) {
+    *value = pc_strdup("RELOAD SHUTDOWN DUMP DEBUG HALT HUP INT USR1 USR2 "
+                       "TERM NEWNYM CLEARDNSCACHE HEARTBEAT ACTIVE DORMANT");
+    return 1;
+  }
+  if (!strcmp(key, "features/names")) {
+    *value = pc_strdup("VERBOSE_NAMES EXTENDED_EVENTS");
+    return 1;
+  }
+  if (!strncmp(key, "ip-to-country/", 14)) {
+    *value = pc_strdup("GeoIP data not loaded");
+    return -1;
+  }
+  if (!strcmp(key, "status/clients-seen")) {
+    *value = pc_strdup("Not a bridge");
+    return -1;
+  }
+  if (!strcmp(key, "dormant")) {
+    *value = pc_strdup("0");
+    return 1;
+  }
+  const consensus_t *c =
+      S.host.consensus ? S.host.consensus(S.host.arg) : NULL;
+  if (!strcmp(key, "status/bootstrap-phase")) {
+    *value = pc_strdup(c ? "NOTICE BOOTSTRAP PROGRESS=100 TAG=done "
+                           "SUMMARY=\"Done\""
+                         : "NOTICE BOOTSTRAP PROGRESS=0 TAG=starting "
+                           "SUMMARY=\"Starting\"");
+    return 1;
+  }
+  if (!strcmp(key, "network-liveness")) {
+    channel_stats_t st;
+    channels_get_stats(&st);
+    *value = pc_strdup(st.n_open > 0 || c ? "up" : "down");
+    return 1;
+  }
+  if (!strcmp(key, "ns/all") || !strncmp(key, "ns/id/", 6) ||
+      !strncmp(key, "ns/name/", 8)) {
+    if (!c) {
+      *value = pc_strdup("no consensus yet");
+      return -1;
+    }
+    strbuf_t b = {0};
+    sb_add(&b, "%s", "");
+    if (!strcmp(key, "ns/all")) {
+      for (int i = 0; i < c->n_rs; i++)
+        format_rs(&b, c, &c->rs[i]);
+      *value = b.s;
+      return 1;
+    }
+    const consensus_rs_t *rs = NULL;
+    if (key[3] == 'i') {
+      const char *h = key + 6;
+      uint8_t id[20];
+      if (*h == '$')
+        h++;
+      if (strlen(h) < 40 || base16_decode(id, sizeof(id), h, 40) != 20) {
+        free(b.s);
+        *value = pc_asprintf("\"%s\" is not a relay fingerprint", key + 6);
+        return -1;
+      }
+      rs = consensus_find(c, id);
+    } else {
+      for (int i = 0; i < c->n_rs && !rs; i++)
+        if (!strcasecmp(c->rs[i].nickname, key + 8))
+          rs = &c->rs[i];
+    }
+    if (!rs) {
+      free(b.s);
+      *value = pc_strdup("no such relay in the consensus");
+      return -1;
+    }
+    format_rs(&b, c, rs);
+    *value = b.s;
+    return 1;
+  }
+  if (!strncmp(key, "net/listeners/", 14)) {
+    char *v = getinfo_listeners(key + 14);
+    if (v) {
+      *value = v;
+      return 1;
+    }
+  }
+  if (S.host.getinfo) {
+    int r = S.host.getinfo(key, value, S.host.arg);
+    if (r != 0)
+      return r;
+  }
+  if (!strcmp(key, "net/listeners/or") || !strcmp(key, "net/listeners/dir") ||
+      !strcmp(key, "net/listeners/socks") ||
+      !strcmp(key, "net/listeners/metrics") ||
+      !strcmp(key, "net/listeners/trans") ||
+      !strcmp(key, "net/listeners/natd") ||
+      !strcmp(key, "net/listeners/dns") ||
+      !strcmp(key, "net/listeners/extor") ||
+      !strcmp(key, "net/listeners/httptunnel")) {
+    *value = pc_strdup("");
+    return 1;
+  }
+  return 0;
+}
+
+/* Keys for info/names ("key -- description"). */
+static const char *const info_names[] = {
+    "accounting/enabled -- Is accounting currently enabled?",
+    "address -- IP address of this relay.",
+    "bw-event-cache -- Cached BW events for a short interval.",
+    "circuit-status -- List of current circuits originating here.",
+    "config-file -- Current location of the torrc file.",
+    "config/names -- List of configuration options, types, and "
+    "documentation.",
+    "config-text -- Return the current configuration as text.",
+    "dormant -- Is Tor dormant (not building circuits because it's idle)?",
+    "events/names -- Events that the controller can ask for with SETEVENTS.",
+    "exit-policy/default -- The default value appended to the configured "
+    "exit policy.",
+    "exit-policy/full -- The entire exit policy of onion router.",
+    "features/names -- What arguments can USEFEATURE take?",
+    "fingerprint -- Fingerprint of this relay.",
+    "info/names -- List of GETINFO options, types, and documentation.",
+    "net/listeners/* -- Bound addresses by type (or, control, socks, "
+    "metrics).",
+    "network-liveness -- Current opinion on whether the network is live.",
+    "ns/all -- Brief summary of router status (v2 directory format).",
+    "ns/id/* -- Brief summary of router status by ID (v2 directory format).",
+    "ns/name/* -- Brief summary of router status by nickname (v2 directory "
+    "format).",
+    "orconn-status -- A list of current OR connections.",
+    "process/descriptor-limit -- File descriptor limit.",
+    "process/pid -- Process id belonging to the main tor process.",
+    "process/user -- Username under which the tor process is running.",
+    "signal/names -- Signals that the controller can send with SIGNAL.",
+    "status/bootstrap-phase -- The last bootstrap phase status event.",
+    "status/version/current -- Status of the current version.",
+    "stream-status -- List of current streams.",
+    "traffic/read -- Bytes read since the process was started.",
+    "traffic/written -- Bytes written since the process was started.",
+    "uptime -- Uptime of the Tor daemon in seconds.",
+    "version -- The current version of Tor.",
+};
+
+static int
+cmd_getinfo(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *key;
+  buf_t *tmp = buf_new();
+  int ok = 1;
+  while ((key = control_proto_next_arg(&p))) {
+    char *v = NULL;
+    int r;
+    if (!strcmp(key, "info/names")) {
+      strbuf_t b = {0};
+      for (size_t i = 0; i < sizeof(info_names) / sizeof(info_names[0]); i++)
+        sb_add(&b, "%s\n", info_names[i]);
+      v = b.s;
+      r = 1;
+    } else {
+      r = getinfo_one(key, &v);
+    }
+    if (r == 0) {
+      char *q = control_proto_quote(key);
+      replyf(cc, 552, "Unrecognized key %s", q);
+      free(q);
+      ok = 0;
+    } else if (r < 0) {
+      replyf(cc, 551, "%s", v ? v : "Internal error");
+      ok = 0;
+    } else if (strchr(v, '\n') || !strcmp(key, "circuit-status") ||
+               !strcmp(key, "orconn-status") ||
+               !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3)) {
+      char *head = pc_asprintf("%s=", key);
+      control_proto_add_line(tmp, 250, '+', head);
+      control_proto_add_data(tmp, v);
+      free(head);
+    } else {
+      char *line = pc_asprintf("%s=%s", key, v);
+      control_proto_add_line(tmp, 250, '-', line);
+      free(line);
+    }
+    free(v);
+    free(key);
+    if (ok && buf_datalen(tmp) > CONTROL_MAX_OUTBUF) {
+      /* Many large keys in one command: refuse rather than buffer it. */
+      reply(cc, 551, "Reply too large; ask for fewer keys at a time");
+      ok = 0;
+    }
+    if (!ok)
+      break;
+  }
+  if (ok) {
+    buf_move_all(conn_outbuf(cc->conn), tmp);
+    reply(cc, 250, "OK");
+  }
+  buf_free(tmp);
+  return 0;
+}
+
+/* ---- GETCONF ---- */
+
+static void
+cmd_getconf(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *key;
+  buf_t *tmp = buf_new();
+  int ok = 1;
+  while ((key = control_proto_next_arg(&p)) && ok) {
+    char *canon = NULL, **vals = NULL;
+    int n = 0;
+    int r = S.host.getconf ? S.host.getconf(key, &canon, &vals, &n,
+                                            S.host.arg)
+                           : 0;
+    if (r <= 0) {
+      char *q = control_proto_quote(key);
+      replyf(cc, 552, "Unrecognized configuration key %s", q);
+      free(q);
+      ok = 0;
+    } else if (n == 0) {
+      control_proto_add_line(tmp, 250, '-', canon);
+    } else {
+      for (int i = 0; i < n; i++) {
+        char *line = pc_asprintf("%s=%s", canon, vals[i]);
+        control_proto_add_line(tmp, 250, '-', line);
+        free(line);
+      }
+    }
+    for (int i = 0; i < n; i++)
+      free(vals[i]);
+    free(vals);
+    free(canon);
+    free(key);
+  }
+  free(key);
+  if (ok) {
+    /* The last line of the reply has "250 " instead of "250-". */
+    size_t len = buf_datalen(tmp);
+    if (len == 0) {
+      reply(cc, 250, "OK");
+    } else {
+      char *all = pc_malloc(len + 1);
+      buf_get(tmp, all, len);
+      all[len] = '\0';
+      /* find the start of the last line */
+      char *last = all + len - 2;
+      while (last > all && last[-1] != '\n')
+        last--;
+      last[3] = ' ';
+      buf_add(conn_outbuf(cc->conn), all, len);
+      free(all);
+    }
+  }
+  buf_free(tmp);
+}
+
+/* ---- authentication ---- */
+
+static int
+auth_needed(void)
+{
+  return S.have_cookie || S.hashed_password;
+}
+
+static void
+cmd_protocolinfo(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  while ((a = control_proto_next_arg(&p))) {
+    int digits = strspn(a, "0123456789") == strlen(a);
+    free(a);
+    if (!digits) {
+      reply(cc, 513, "No such version");
+      return;
+    }
+  }
+  strbuf_t m = {0};
+  if (!auth_needed())
+    sb_add(&m, "NULL");
+  if (S.have_cookie)
+    sb_add(&m, "COOKIE,SAFECOOKIE");
+  if (S.hashed_password)
+    sb_add(&m, "%sHASHEDPASSWORD", S.have_cookie ? "," : "");
+  buf_t *out = conn_outbuf(cc->conn);
+  control_proto_add_line(out, 250, '-', "PROTOCOLINFO 1");
+  char *line;
+  if (S.have_cookie) {
+    char *q = control_proto_quote(S.cookie_file);
+    line = pc_asprintf("AUTH METHODS=%s COOKIEFILE=%s", m.s, q);
+    free(q);
+  } else {
+    line = pc_asprintf("AUTH METHODS=%s", m.s);
+  }
+  control_proto_add_line(out, 250, '-', line);
+  free(line);
+  char *q = control_proto_quote(control_version_string());
+  line = pc_asprintf("VERSION Tor=%s", q);
+  control_proto_add_line(out, 250, '-', line);
+  free(line);
+  free(q);
+  reply(cc, 250, "OK");
+  free(m.s);
+  cc->sent_protocolinfo = 1;
+}
+
+/* Decode an AUTHENTICATE/AUTHCHALLENGE argument: a quoted string or hex.
+ * Returns the bytes (newly allocated), NULL when malformed. */
+static uint8_t *
+decode_secret(const char *arg, size_t *len)
+{
+  if (*arg == '"') {
+    const char *end = NULL;
+    char *s = control_proto_unquote(arg, len, &end);
+    if (s && *end) {
+      free(s);
+      return NULL;
+    }
+    return (uint8_t *)s;
+  }
+  size_t n = strlen(arg);
+  if (n % 2)
+    return NULL;
+  uint8_t *b = pc_malloc(n / 2 + 1);
+  if (n && base16_decode(b, n / 2, arg, n) != (long)(n / 2)) {
+    free(b);
+    return NULL;
+  }
+  *len = n / 2;
+  return b;
+}
+
+static void
+auth_failed(ctl_conn_t *cc, const char *why)
+{
+  replyf(cc, 515, "Authentication failed: %s", why);
+  log_info("Control connection from %s: authentication failed (%s)",
+           cc->peer, why);
+  cc->closing = 1;
+}
+
+static void
+cmd_authchallenge(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *method = control_proto_next_arg(&p);
+  char *nonce_arg = control_proto_next_arg(&p);
+  char *extra = control_proto_next_arg(&p);
+  if (!method || !control_proto_eq(method, "SAFECOOKIE")) {
+    reply(cc, 513, "AUTHCHALLENGE only supports SAFECOOKIE authentication");
+    cc->closing = 1;
+  } else if (!S.have_cookie) {
+    reply(cc, 513, "Cookie authentication is disabled");
+    cc->closing = 1;
+  } else if (!nonce_arg || extra) {
+    reply(cc, 513, "Wrong number of arguments for AUTHCHALLENGE");
+    cc->closing = 1;
+  } else {
+    size_t n = 0;
+    uint8_t *cn = decode_secret(nonce_arg, &n);
+    if (!cn) {
+      reply(cc, 513, "Invalid base16 client nonce");
+      cc->closing = 1;
+    } else {
+      uint8_t sn[CONTROL_NONCE_LEN], sh[32];
+      crypt_rand(sn, sizeof(sn));
+      control_auth_safecookie(S.cookie, cn, n, sn, sh, cc->client_hash);
+      char shx[65], snx[65];
+      base16_encode(shx, sizeof(shx), sh, 32, BASE16_UPPER);
+      base16_encode(snx, sizeof(snx), sn, 32, BASE16_UPPER);
+      replyf(cc, 250, "AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s", shx,
+             snx);
+      cc->challenged = 1;
+      free(cn);
+    }
+  }
+  free(method);
+  free(nonce_arg);
+  free(extra);
+}
+
+static void
+cmd_authenticate(ctl_conn_t *cc, const char *args)
+{
+  size_t n = 0;
+  while (*args == ' ')
+    args++;
+  uint8_t *secret = decode_secret(args, &n);
+  if (!secret) {
+    auth_failed(cc, "Invalid quoted string.  You need to put the password "
+                    "in double quotes.");
+    return;
+  }
+  int ok = 0;
+  const char *why = NULL;
+  if (cc->challenged) {
+    ok = n == 32 && control_auth_memeq(secret, cc->client_hash, 32);
+    why = "Safe cookie response did not match expected value.";
+  } else if (!auth_needed()) {
+    ok = 1;
+  } else {
+    if (S.have_cookie && n == CONTROL_COOKIE_LEN &&
+        control_auth_memeq(secret, S.cookie, CONTROL_COOKIE_LEN))
+      ok = 1;
+    if (!ok && S.hashed_password &&
+        control_auth_check_password(S.hashed_password, (const char *)secret,
+                                    n) == 1)
+      ok = 1;
+    if (S.have_cookie && S.hashed_password)
+      why = "Password did not match HashedControlPassword *or* "
+            "authentication cookie.";
+    else if (S.have_cookie)
+      why = n == CONTROL_COOKIE_LEN
+                ? "Authentication cookie did not match expected value."
+                : "Wrong length on authentication cookie.";
+    else
+      why = "Password did not match HashedControlPassword value from "
+            "configuration";
+  }
+  pc_memwipe(secret, n);
+  free(secret);
+  if (!ok) {
+    auth_failed(cc, why);
+    return;
+  }
+  cc->authenticated = 1;
+  cc->challenged = 0;
+  log_info("Authenticated control connection from %s", cc->peer);
+  reply(cc, 250, "OK");
+}
+
+/* ---- other commands ---- */
+
+static void
+cmd_setevents(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *e;
+  uint64_t mask = 0;
+  while ((e = control_proto_next_arg(&p))) {
+    size_t i;
+    for (i = 0; i < N_EVENTS; i++)
+      if (control_proto_eq(e, event_names[i]))
+        break;
+    if (i == N_EVENTS && !control_proto_eq(e, "EXTENDED")) {
+      char *q = control_proto_quote(e);
+      replyf(cc, 552, "Unrecognized event %s", q);
+      free(q);
+      free(e);
+      return;
+    }
+    if (i < N_EVENTS)
+      mask |= EVBIT(i);
+    free(e);
+  }
+  cc->events = mask;
+  update_log_hook();
+  reply(cc, 250, "OK");
+}
+
+static const struct {
+  const char *name, *alias;
+  control_signal_t sig;
+} signals[] = {
+    {"RELOAD", "HUP", CONTROL_SIGNAL_RELOAD},
+    {"SHUTDOWN", "INT", CONTROL_SIGNAL_SHUTDOWN},
+    {"HALT", "TERM", CONTROL_SIGNAL_HALT},
+    {"DUMP", "USR1", CONTROL_SIGNAL_DUMP},
+    {"DEBUG", "USR2", CONTROL_SIGNAL_DEBUG},
+    {"NEWNYM", NULL, CONTROL_SIGNAL_NEWNYM},
+    {"CLEARDNSCACHE", NULL, CONTROL_SIGNAL_CLEARDNSCACHE},
+    {"HEARTBEAT", NULL, CONTROL_SIGNAL_HEARTBEAT},
+    {"ACTIVE", NULL, CONTROL_SIGNAL_ACTIVE},
+    {"DORMANT", NULL, CONTROL_SIGNAL_DORMANT},
+};
+
+static void
+cmd_signal(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *s = control_proto_next_arg(&p);
+  size_t i, n = sizeof(signals) / sizeof(signals[0]);
+  for (i = 0; s && i < n; i++)
+    if (control_proto_eq(s, signals[i].name) ||
+        (signals[i].alias && control_proto_eq(s, signals[i].alias)))
+      break;
+  if (!s || i == n) {
+    char *q = control_proto_quote(s ? s : "");
+    replyf(cc, 552, "Unrecognized signal code %s", q);
+    free(q);
+    free(s);
+    return;
+  }
+  free(s);
+  if (!S.host.signal || S.host.signal(signals[i].sig, S.host.arg) < 0) {
+    replyf(cc, 552, "Signal %s is not supported yet by pctor",
+           signals[i].name);
+    return;
+  }
+  reply(cc, 250, "OK");
+  if (signals[i].sig != CONTROL_SIGNAL_SHUTDOWN &&
+      signals[i].sig != CONTROL_SIGNAL_HALT) {
+    char text[64];
+    snprintf(text, sizeof(text), "SIGNAL %s", signals[i].name);
+    send_event(EV_SIGNAL, text);
+  }
+}
+
+/* One command; returns -1 when cc was closed. */
+static int
+handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
+{
+  const char *k = cmd->keyword;
+  /* Never the arguments of AUTHENTICATE (a password or a cookie). */
+  log_debug("Controller %s: %s %s", cc->peer, k,
+            strcmp(k, "AUTHENTICATE") ? cmd->args : "(hidden)");
+  if (!strcmp(k, "QUIT")) {
+    reply(cc, 250, "closing connection");
+    cc->closing = 1;
+    return 0;
+  }
+  if (!cc->authenticated) {
+    if (!strcmp(k, "PROTOCOLINFO") && !cc->sent_protocolinfo &&
+        !cc->challenged) {
+      cmd_protocolinfo(cc, cmd->args);
+      return 0;
+    }
+    if (!strcmp(k, "AUTHCHALLENGE") && !cc->challenged) {
+      cmd_authchallenge(cc, cmd->args);
+      return 0;
+    }
+    if (!strcmp(k, "AUTHENTICATE")) {
+      cmd_authenticate(cc, cmd->args);
+      return 0;
+    }
+    reply(cc, 514, "Authentication required.");
+    cc->closing = 1;
+    return 0;
+  }
+  if (!strcmp(k, "PROTOCOLINFO"))
+    cmd_protocolinfo(cc, cmd->args);
+  else if (!strcmp(k, "AUTHENTICATE"))
+    reply(cc, 250, "OK"); /* tor accepts a repeated AUTHENTICATE */
+  else if (!strcmp(k, "AUTHCHALLENGE"))
+    reply(cc, 513, "AUTHCHALLENGE only before authentication");
+  else if (!strcmp(k, "GETINFO"))
+    cmd_getinfo(cc, cmd->args);
+  else if (!strcmp(k, "GETCONF"))
+    cmd_getconf(cc, cmd->args);
+  else if (!strcmp(k, "SETCONF") || !strcmp(k, "RESETCONF") ||
+           !strcmp(k, "SAVECONF") || !strcmp(k, "LOADCONF"))
+    /* SAVECONF's failures are 551 in tor (stem expects that code). */
+    replyf(cc, strcmp(k, "SAVECONF") ? 552 : 551,
+           "%s is not supported yet by pctor; edit the torrc and send "
+           "SIGNAL RELOAD", k);
+  else if (!strcmp(k, "SETEVENTS"))
+    cmd_setevents(cc, cmd->args);
+  else if (!strcmp(k, "SIGNAL"))
+    cmd_signal(cc, cmd->args);
+  else if (!strcmp(k, "TAKEOWNERSHIP")) {
+    cc->owning = 1;
+    /* As tor: ownership by connection replaces polling for the owner. */
+    S.owning_pid = 0;
+    if (S.owner_timer)
+      evloop_timer_cancel(S.owner_timer);
+    reply(cc, 250, "OK");
+  } else if (!strcmp(k, "DROPOWNERSHIP")) {
+    cc->owning = 0;
+    reply(cc, 250, "OK");
+  } else if (!strcmp(k, "USEFEATURE")) {
+    const char *p = cmd->args;
+    char *f;
+    int ok = 1;
+    while (ok && (f = control_proto_next_arg(&p))) {
+      if (!control_proto_eq(f, "EXTENDED_EVENTS") &&
+          !control_proto_eq(f, "VERBOSE_NAMES")) {
+        char *q = control_proto_quote(f);
+        replyf(cc, 552, "Unrecognized feature %s", q);
+        free(q);
+        ok = 0;
+      }
+      free(f);
+    }
+    if (ok)
+      reply(cc, 250, "OK");
+  } else {
+    char *q = control_proto_quote(k);
+    replyf(cc, 510, "Unrecognized command %s", q);
+    free(q);
+  }
+  return 0;
+}
+
+/* ---- connections ---- */
+
+static void
+ctl_close(ctl_conn_t *cc, int flush, const char *why)
+{
+  if (cc->in_cb) {
+    /* An event (a log line) written while this controller's own command
+     * runs may overflow it: close it once its callback is done. */
+    if (!cc->doomed) {
+      cc->doomed = 1;
+      cc->doomed_flush = flush != 0;
+      snprintf(cc->doomed_why, sizeof(cc->doomed_why), "%s", why);
+    }
+    return;
+  }
+  log_info("Closing control connection from %s: %s", cc->peer, why);
+  int owning = cc->owning;
+  dlist_remove(&cc->node);
+  S.n_conns--;
+  conn_close(cc->conn, flush);
+  free(cc);
+  update_log_hook();
+  if (owning) {
+    log_notice("Owning controller connection has closed -- exiting now.");
+    if (S.host.signal)
+      S.host.signal(CONTROL_SIGNAL_HALT, S.host.arg);
+  }
+}
+
+static void
+ctl_conn_cb(conn_t *c, conn_event_t ev, void *arg)
+{
+  ctl_conn_t *cc = arg;
+  (void)c;
+  switch (ev) {
+  case CONN_EV_OPEN:
+  case CONN_EV_DRAINED:
+    return;
+  case CONN_EV_EOF:
+  case CONN_EV_ERROR:
+    ctl_close(cc, 0, ev == CONN_EV_EOF ? "the controller closed it"
+                                       : conn_error(c));
+    return;
+  case CONN_EV_DATA:
+    break;
+  }
+  cc->in_cb = 1;
+  while (!cc->doomed) {
+    control_cmd_t cmd;
+    int r = control_proto_take_cmd(conn_inbuf(cc->conn),
+                                   CONTROL_MAX_COMMAND_LEN, &cmd);
+    if (r == CONTROL_TAKE_NEED_MORE)
+      break;
+    if (r == CONTROL_TAKE_TOO_LONG) {
+      ctl_close(cc, 0, "a command longer than the limit");
+      break;
+    }
+    handle_cmd(cc, &cmd);
+    control_cmd_clear(&cmd);
+    if (cc->closing) {
+      ctl_close(cc, 1, "as the protocol asks");
+      break;
+    }
+    ctl_flush(cc);
+  }
+  cc->in_cb = 0;
+  if (cc->doomed) {
+    char why[sizeof(cc->doomed_why)];
+    memcpy(why, cc->doomed_why, sizeof(why));
+    ctl_close(cc, cc->doomed_flush, why);
+  }
+}
+
+static void
+accept_cb(int fd, const pc_addr_t *peer, void *arg)
+{
+  int is_unix = arg != NULL;
+  if (S.n_conns >= CONTROL_MAX_CONNECTIONS) {
+    log_warn("Refusing a control connection: already %u controllers",
+             S.n_conns);
+    close(fd);
+    return;
+  }
+  ctl_conn_t *cc = pc_zalloc(sizeof(*cc));
+  if (is_unix)
+    snprintf(cc->peer, sizeof(cc->peer), "unix socket");
+  else
+    pc_addr_fmt(peer, cc->peer, sizeof(cc->peer), 1);
+  cc->conn = conn_new_accepted(S.loop, NULL, fd, peer, ctl_conn_cb, cc);
+  conn_set_buckets(cc->conn, NULL, NULL);
+  conn_set_counted(cc->conn, 0);
+  dlist_insert_tail(&S.conns, &cc->node);
+  S.n_conns++;
+  log_info("New control connection from %s", cc->peer);
+}
+
+/* The directory of a unix socket must be ours and private (0700), or
+ * with RelaxDirModeCheck at least not writable by others. */
+static int
+check_socket_dir(const char *path, unsigned flags, char **err_out)
+{
+  char *dir = pc_strdup(path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  struct stat st;
+  int r = 0;
+  if (stat(dir, &st) < 0) {
+    *err_out = pc_asprintf("the directory %s of the control socket: %s",
+                           dir, strerror(errno));
+    r = -1;
+  } else if (st.st_uid != geteuid()) {
+    *err_out = pc_asprintf("the directory %s of the control socket is not "
+                           "owned by us", dir);
+    r = -1;
+  } else if (!(flags & CONTROL_UNIX_RELAX_DIR_MODE) && (st.st_mode & 077)) {
+    *err_out = pc_asprintf("the directory %s of the control socket is "
+                           "accessible by others (mode %o); make it 0700 or "
+                           "use RelaxDirModeCheck", dir,
+                           (unsigned)(st.st_mode & 0777));
+    r = -1;
+  } else if ((flags & CONTROL_UNIX_RELAX_DIR_MODE) && (st.st_mode & 002)) {
+    *err_out = pc_asprintf("the directory %s of the control socket is "
+                           "world-writable", dir);
+    r = -1;
+  }
+  free(dir);
+  return r;
+}
+
+static int
+open_listener(const control_listen_t *l, char **err_out)
+{
+  const char *e = NULL;
+  if (l->kind == CONTROL_LISTEN_TCP) {
+    if (S.tcp) {
+      *err_out = pc_strdup("only one TCP ControlPort is supported");
+      return -1;
+    }
+    if (!pc_addr_is_loopback(&l->addr))
+      log_warn("You have a ControlPort set to accept connections from a "
+               "non-local address. This means that programs not running on "
+               "your computer can control pctor. Use authentication "
+               "(CookieAuthentication or HashedControlPassword) and a "
+               "firewall.");
+    S.tcp = listener_new(S.loop, &l->addr, accept_cb, NULL, &e);
+    if (!S.tcp) {
+      char a[PC_ADDR_STR_LEN];
+      *err_out = pc_asprintf("Could not bind ControlPort %s: %s",
+                             pc_addr_fmt(&l->addr, a, sizeof(a), 1),
+                             e ? e : "?");
+      return -1;
+    }
+    pc_addr_fmt(listener_addr(S.tcp), S.tcp_addr, sizeof(S.tcp_addr), 1);
+    log_notice("Opened Control listener on %s", S.tcp_addr);
+  } else if (l->kind == CONTROL_LISTEN_UNIX) {
+    if (S.unix_l) {
+      *err_out = pc_strdup("only one control socket is supported");
+      return -1;
+    }
+    if (check_socket_dir(l->path, l->flags, err_out) < 0)
+      return -1;
+    unsigned mode = 0600;
+    if (l->flags & CONTROL_UNIX_GROUP_WRITABLE)
+      mode |= 0060;
+    if (l->flags & CONTROL_UNIX_WORLD_WRITABLE)
+      mode |= 0066;
+    S.unix_l = listener_new_unix(S.loop, l->path, mode, accept_cb, &S, &e);
+    if (!S.unix_l) {
+      *err_out = pc_asprintf("Could not open control socket %s: %s",
+                             l->path, e ? e : "?");
+      return -1;
+    }
+    snprintf(S.unix_path, sizeof(S.unix_path), "%s", l->path);
+    log_notice("Opened Control listener on unix:%s", l->path);
+  }
+  return 0;
+}
+
+static void
+apply_auth(const control_config_t *cfg)
+{
+  free(S.hashed_password);
+  S.hashed_password =
+      cfg->hashed_password ? pc_strdup(cfg->hashed_password) : NULL;
+  S.owning_pid = cfg->owning_pid;
+  if (S.owning_pid > 0) {
+    if (!S.owner_timer)
+      S.owner_timer = evloop_timer_new(S.loop, owner_timer_cb, NULL);
+    evloop_timer_schedule_periodic(S.owner_timer, 1000000);
+  } else if (S.owner_timer) {
+    evloop_timer_cancel(S.owner_timer);
+  }
+}
+
+int
+control_start(evloop_t *loop, const control_config_t *cfg,
+              const control_host_t *host, char **err_out)
+{
+  memset(&S, 0, sizeof(S));
+  S.loop = loop;
+  S.host = *host;
+  dlist_init(&S.conns);
+  S.started_at = time(NULL);
+  S.started = 1;
+  if (cfg->port.kind == CONTROL_LISTEN_NONE &&
+      cfg->socket.kind == CONTROL_LISTEN_NONE)
+    return 0;
+  conn_get_totals(&S.last_read, &S.last_written);
+  S.bw_timer = evloop_timer_new(loop, bw_timer_cb, NULL);
+  evloop_timer_schedule_periodic(S.bw_timer, 1000000);
+  if (channel_add_open_observer(orconn_open_cb, NULL) == 0)
+    S.observers |= 1;
+  if (circuits_add_close_observer(circ_close_cb, NULL) == 0)
+    S.observers |= 2;
+  circuits_set_origin_observer(circ_progress_cb, NULL);
+  client_set_stream_observer(stream_event_cb, NULL);
+  apply_auth(cfg);
+  S.cookie_auth = cfg->cookie_auth;
+  if (cfg->cookie_auth) {
+    S.cookie_file = cfg->cookie_file
+                        ? pc_strdup(cfg->cookie_file)
+                        : fs_path_join(cfg->data_dir, "control_auth_cookie");
+    if (control_auth_write_cookie(S.cookie_file, cfg->cookie_group_readable,
+                                  S.cookie, err_out) < 0)
+      return -1;
+    S.have_cookie = 1;
+  }
+  if (open_listener(&cfg->port, err_out) < 0 ||
+      open_listener(&cfg->socket, err_out) < 0)
+    return -1;
+  return 0;
+}
+
+void
+control_reconfigure(const control_config_t *cfg)
+{
+  if (!S.started)
+    return;
+  apply_auth(cfg);
+}
+
+void
+control_shutdown(void)
+{
+  if (!S.started)
+    return;
+  while (!dlist_is_empty(&S.conns)) {
+    ctl_conn_t *cc = DLIST_ENTRY(dlist_first(&S.conns), ctl_conn_t, node);
+    cc->owning = 0;
+    ctl_close(cc, 0, "pctor is stopping");
+  }
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  if (S.observers & 1)
+    channel_remove_open_observer(orconn_open_cb, NULL);
+  if (S.observers & 2)
+    circuits_remove_close_observer(circ_close_cb, NULL);
+  if (S.bw_timer) { /* set with the observers */
+    circuits_set_origin_observer(NULL, NULL);
+    client_set_stream_observer(NULL, NULL);
+  }
+  listener_free(S.tcp);
+  if (S.unix_l) {
+    listener_free(S.unix_l);
+    unlink(S.unix_path);
+  }
+  evloop_timer_free(S.bw_timer);
+  evloop_timer_free(S.owner_timer);
+  free(S.hashed_password);
+  free(S.cookie_file);
+  pc_memwipe(S.cookie, sizeof(S.cookie));
+  memset(&S, 0, sizeof(S));
+}

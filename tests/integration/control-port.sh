@@ -1,0 +1,513 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# control-port.sh -- the ControlPort with stem (Debian's python3-stem) and
+# the MetricsPort, against pctor relays in a private network.
+#
+# Private network: 1 tor authority, 2 tor relays, a pctor exit p3 and
+#   p1: ControlPort with CookieAuthentication and HashedControlPassword,
+#       MetricsPort with MetricsPortPolicy accept 127.0.0.1;
+#   p2: ControlSocket (unix, GroupWritable) with no authentication (NULL)
+#       and __OwningControllerProcess set to a sleep process.
+# Checks:
+#   - stem authenticates to p1 with COOKIE, SAFECOOKIE and HASHEDPASSWORD
+#     and is refused with a wrong password, a wrong cookie and no
+#     credentials; PROTOCOLINFO lists the methods, the cookie file and a
+#     version stem parses; p2's socket takes NULL authentication;
+#   - GETINFO keys have the right values (pid, fingerprint, address,
+#     listeners, config-file, ns/all and ns/id once p1 has a consensus...),
+#     unknown keys give 552, GETCONF reads options, SETCONF says
+#     "not supported yet";
+#   - BW events arrive every second and their byte counts move while a
+#     2 MiB download crosses p1; traffic/read grows by at least that much;
+#     the MetricsPort's tor_relay_traffic_bytes moves too, parses with
+#     prometheus_client, and 127.0.0.2 is refused by the policy;
+#   - SIGNAL RELOAD applies a new HashedControlPassword from the torrc;
+#     HEARTBEAT and RELOAD are seen as NOTICE log events;
+#   - bad input: an endless line and a controller flooding commands without
+#     reading replies are disconnected, a GETINFO too large to answer gets
+#     551, and p1 keeps working;
+#   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
+#     graph holding the download, the log panel;
+#   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
+#     NEW/SENTCONNECT/SUCCEEDED/CLOSED and ORCONN events and lists its
+#     circuits in circuit-status;
+#   - p2 exits when its owning process ends; p1 exits when the controller
+#     that sent TAKEOWNERSHIP closes its connection.
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+# stem from Debian's package lives in the system python3.
+PY=
+for p in /usr/bin/python3 "$(it_python3)"; do
+    [ -x "$p" ] && "$p" -c 'import stem, prometheus_client' 2> /dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+www=$(it_tmpdir)
+head -c $((2 * 1024 * 1024)) /dev/urandom > "$www/file"
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+read -r _ cport mport _ < <(it_privnet reserve "$net" --role aux --nickname p1ports)
+pw_hash=$(tor --hash-password "correct horse" | tail -1)
+case "$pw_hash" in 16:*) ;; *) it_fail "tor --hash-password gave '$pw_hash'";; esac
+it_start_pctor "$net" p1 relay "ControlPort $cport
+CookieAuthentication 1
+HashedControlPassword $pw_hash
+MetricsPort 127.0.0.1:$mport
+MetricsPortPolicy accept 127.0.0.1"
+d1=$(cat "$net/p1.dir")
+it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its ControlPort"
+
+sockdir=$(it_tmpdir)
+chmod 700 "$sockdir"
+sleep 600 &
+owner=$!
+it_register_pid "$owner"
+it_start_pctor "$net" p2 relay "ControlSocket $sockdir/control GroupWritable
+__OwningControllerProcess $owner"
+d2=$(cat "$net/p2.dir")
+it_start_pctor "$net" p3 relay "ExitRelay 1
+RefuseUnknownExits 0
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+[ "$(stat -c %a "$sockdir/control")" = 660 ] || it_fail "the GroupWritable socket is not mode 0660"
+
+export CPORT=$cport MPORT=$mport D1=$d1 D2=$d2 SOCK=$sockdir/control
+export FP1=$(awk '{print $2}' "$d1/data/fingerprint") OR1=$(cat "$net/p1.port")
+export PID1=$(cat "$d1/pid")
+
+# 1. Authentication.
+"$PY" - <<'EOF' || it_fail "authentication checks failed"
+import os, stem, stem.connection, stem.socket
+from stem.control import Controller
+port = int(os.environ["CPORT"])
+cookie = os.environ["D1"] + "/data/control_auth_cookie"
+c = Controller.from_port(port=port)
+pi = c.get_protocolinfo()
+assert set(pi.auth_methods) == {stem.connection.AuthMethod.COOKIE,
+    stem.connection.AuthMethod.SAFECOOKIE, stem.connection.AuthMethod.PASSWORD}, pi.auth_methods
+assert pi.cookie_path == cookie, pi.cookie_path
+assert str(pi.tor_version).startswith("0.4.9.11"), pi.tor_version
+c.close()
+for name, fn, arg in [("COOKIE", stem.connection.authenticate_cookie, cookie),
+                      ("SAFECOOKIE", stem.connection.authenticate_safecookie, cookie),
+                      ("HASHEDPASSWORD", stem.connection.authenticate_password, "correct horse")]:
+    s = stem.socket.ControlPort(port=port)
+    fn(s, arg)
+    s.send("GETINFO version")
+    r = s.recv()
+    assert r.is_ok() and "pctor-" in str(r), str(r)
+    s.close()
+    print("authenticated with", name)
+bad = os.environ["D1"] + "/bad_cookie"
+open(bad, "wb").write(os.urandom(32))
+for name, fn, arg, exc in [
+        ("wrong password", stem.connection.authenticate_password, "wrong horse",
+         stem.connection.IncorrectPassword),
+        ("wrong cookie", stem.connection.authenticate_cookie, bad,
+         stem.connection.IncorrectCookieValue),
+        ("wrong safecookie", stem.connection.authenticate_safecookie, bad,
+         stem.connection.AuthenticationFailure)]:
+    s = stem.socket.ControlPort(port=port)
+    try:
+        fn(s, arg)
+        raise SystemExit(name + " was accepted")
+    except exc as e:
+        print("refused:", name, "-", e)
+    s.close()
+s = stem.socket.ControlPort(port=port)
+s.send("GETINFO version")
+r = s.recv()
+assert r.content()[0][0] == "514", str(r)
+try:
+    s.send("GETINFO version"); s.recv()
+    raise SystemExit("still open after 514")
+except stem.SocketClosed:
+    pass
+print("unauthenticated GETINFO: 514 and closed")
+# NULL on p2's unix socket
+c = Controller.from_socket_file(os.environ["SOCK"])
+pi = c.get_protocolinfo()
+assert pi.auth_methods == (stem.connection.AuthMethod.NONE,), pi.auth_methods
+c.authenticate()
+assert c.get_info("net/listeners/control") == '"unix:%s"' % os.environ["SOCK"]
+c.close()
+print("NULL authentication on the unix socket")
+EOF
+it_log "authentication: COOKIE, SAFECOOKIE, HASHEDPASSWORD, NULL accepted; wrong ones refused"
+
+# 2. GETINFO and GETCONF.
+it_privnet wait "$net" --timeout 180 --flags Running,Valid ||
+    it_fail "the consensus does not list the pctor relays"
+"$PY" - <<'EOF' || it_fail "GETINFO/GETCONF checks failed"
+import os, time, stem
+from stem.control import Controller
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate(password="correct horse")
+v = c.get_version()
+assert str(v).startswith("0.4.9.11"), v
+info = lambda k: c.get_info(k)
+assert info("version").startswith("0.4.9.11 (pctor-"), info("version")
+assert info("process/pid") == os.environ["PID1"]
+assert info("fingerprint") == os.environ["FP1"], info("fingerprint")
+assert info("address") == "127.0.0.1", info("address")
+assert info("config-file") == os.environ["D1"] + "/torrc", info("config-file")
+assert info("net/listeners/control") == '"127.0.0.1:%s"' % os.environ["CPORT"]
+assert info("net/listeners/metrics") == '"127.0.0.1:%s"' % os.environ["MPORT"]
+assert info("net/listeners/or") == '"127.0.0.1:%s"' % os.environ["OR1"]
+assert int(info("process/descriptor-limit")) > 0
+assert info("process/user")
+assert int(info("uptime")) >= 1
+assert int(info("traffic/read")) > 0 and int(info("traffic/written")) > 0
+assert "BW" in info("events/names").split()
+assert "ns/all" in info("info/names")
+assert info("dormant") == "0"
+assert info("status/version/current") == "unknown"
+for k in ("circuit-status", "orconn-status"):
+    info(k)
+# p1's own consensus (it fetches one as a directory cache)
+deadline = time.time() + 120
+while True:
+    try:
+        ns = info("ns/all")
+        if os.environ["FP1"] in [r.fingerprint for r in c.get_network_statuses()]:
+            break
+    except stem.OperationFailed:
+        pass
+    if time.time() > deadline:
+        raise SystemExit("no consensus listing p1 at p1")
+    time.sleep(2)
+assert "BOOTSTRAP PROGRESS=100" in info("status/bootstrap-phase")
+assert info("network-liveness") == "up"
+me = c.get_network_status(os.environ["FP1"])
+assert me.nickname == "p1" and me.or_port == int(os.environ["OR1"]), me
+assert "Running" in me.flags, me.flags
+print("ns/all: %d relays; ns/id of p1: %s %s" % (len(list(c.get_network_statuses())), me.nickname, me.flags))
+try:
+    info("no-such-key")
+    raise SystemExit("unknown key accepted")
+except stem.InvalidArguments as e:
+    assert "no-such-key" in str(e)
+assert c.get_conf("Nickname") == "p1"
+assert c.get_conf("ControlPort") == os.environ["CPORT"]
+assert c.get_conf("CookieAuthentication") == "1"
+assert c.get_conf("__OwningControllerProcess", None) is None
+assert len(c.get_conf("DirAuthority", multiple=True)) == 1
+try:
+    c.get_conf("NoSuchOption")
+    raise SystemExit("unknown option accepted")
+except stem.InvalidArguments:
+    pass
+for fn in (lambda: c.set_conf("Nickname", "x"), lambda: c.reset_conf("Nickname"),
+           lambda: c.save_conf()):
+    try:
+        fn()
+        raise SystemExit("SETCONF-like command accepted")
+    except stem.OperationFailed as e:
+        assert "not supported yet" in str(e), str(e)
+print("GETINFO and GETCONF answered")
+EOF
+it_log "GETINFO and GETCONF: expected values, 552 for unknown keys, SETCONF not supported yet"
+
+# 3. BW events and metrics during a download through p1.
+hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+export FETCH="$CIRCTEST --timeout 120 --nodes $nodes --begin 127.0.0.1:$hport --get /file --out $net/dl.out relay1 $(hop p1) $(hop p3)"
+"$PY" - <<'EOF' || it_fail "BW event / metrics checks failed"
+import os, subprocess, time, urllib.request, stem
+from stem.control import Controller, EventType
+from prometheus_client.parser import text_string_to_metric_families
+def metrics():
+    body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % os.environ["MPORT"], timeout=10).read().decode()
+    fams = {f.name: f for f in text_string_to_metric_families(body)}
+    v = {s.labels["direction"]: s.value for s in fams["tor_relay_traffic_bytes"].samples}
+    assert "tor_relay_connections" in fams and "pctor_pctcp_connections_opened" in fams, sorted(fams)
+    return v
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate(password="correct horse")
+ev = []
+c.add_event_listener(lambda e: ev.append((time.time(), e.read, e.written)), EventType.BW)
+m0 = metrics()
+r0 = int(c.get_info("traffic/read"))
+p = subprocess.run(os.environ["FETCH"].split(), capture_output=True, timeout=150)
+assert p.returncode == 0, p.stderr.decode()[-500:]
+time.sleep(3.5)
+r1 = int(c.get_info("traffic/read"))
+m1 = metrics()
+cache = [tuple(map(int, x.split(","))) for x in c.get_info("bw-event-cache").split()]
+c.close()
+assert len(cache) >= len(ev) and sum(r for r, w in cache) >= 2 * 1024 * 1024, cache
+assert len(ev) >= 3, ev
+gaps = [b[0] - a[0] for a, b in zip(ev, ev[1:])]
+assert all(0.5 < g < 1.6 for g in gaps), gaps
+moved = sum(e[1] for e in ev)
+assert moved >= 2 * 1024 * 1024, (moved, ev)
+assert max(e[1] for e in ev) > 100000 and max(e[2] for e in ev) > 100000, ev
+assert r1 - r0 >= 2 * 1024 * 1024, (r0, r1)
+assert m1["read"] - m0["read"] >= 2 * 1024 * 1024 and m1["written"] > m0["written"], (m0, m1)
+print("%d BW events, %d bytes read in them; traffic/read +%d; metrics read +%d" %
+      (len(ev), moved, r1 - r0, m1["read"] - m0["read"]))
+EOF
+cmp -s "$net/dl.out" "$www/file" || it_fail "the download through p1 is corrupted"
+code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "http://127.0.0.1:$mport/metrics")
+[ "$code" = 000 ] || it_fail "MetricsPortPolicy let 127.0.0.2 in (HTTP $code)"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
+[ "$code" = 404 ] || it_fail "MetricsPort answered /other with $code"
+it_log "BW events and the MetricsPort follow a 2 MiB download through p1; the policy refuses 127.0.0.2"
+
+# 3a. nyx (when installed) renders p1: its header names p1 and its
+# fingerprint, the bandwidth panel has a graph of the download (nyx fills
+# it from bw-event-cache), the log panel shows pctor's lines.
+if command -v nyx > /dev/null 2>&1; then
+    export NYXHOME=$(it_tmpdir)
+    "$PY" - <<'EOF2' || it_fail "nyx did not render p1"
+import os, pty, re, select, struct, fcntl, termios, time, signal
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.update(TERM="xterm", HOME=os.environ["NYXHOME"])
+    os.execvp("nyx", ["nyx", "-i", "127.0.0.1:" + os.environ["CPORT"],
+                      "-c", os.environ["NYXHOME"] + "/nyxrc"])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 150, 0, 0))
+out, end = b"", time.time() + 8
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+        if b"assword" in out[-200:]:
+            os.write(fd, b"battery staple\r")
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", " ", out.decode("utf-8", "replace"))
+fp = os.environ["FP1"]
+checks = {"nickname": re.search(r"\bp1 - 127\.0\.0\.1", text),
+          "fingerprint": fp in text.replace(" ", ""),
+          # the 2 MiB download, from bw-event-cache: "Download (... total: 2.2 MB)"
+          "bandwidth": any(float(m) >= 2.0 for m in re.findall(r"total: ([0-9.]+) MB", text)),
+          "log panel": "Opened Control listener" in text}
+missing = [k for k, v in checks.items() if not v]
+if missing:
+    print(text[-3000:])
+    raise SystemExit("nyx screen lacks: " + ", ".join(missing))
+print("nyx shows p1, its fingerprint, a bandwidth graph and the log panel")
+EOF2
+    it_log "nyx renders p1's header, bandwidth graph and log panel"
+else
+    it_log "nyx is not installed: skipping its check"
+fi
+
+# 3b. A pctor client: CIRC and ORCONN events, circuit-status.
+read -r _ ccport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)
+it_start_pctor "$net" c1 client "ControlPort $ccport
+CookieAuthentication 1
+ExitNodes p3"
+export CCPORT=$ccport SOCKS=$(cat "$net/c1.port") HPORT=$hport
+"$PY" - <<'EOF2' || it_fail "CIRC/ORCONN event checks failed"
+import os, subprocess, time, stem
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CCPORT"]))
+c.authenticate()
+circ, orconn, streams = [], [], []
+c.add_event_listener(lambda e: circ.append(e), EventType.CIRC)
+c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
+c.add_event_listener(lambda e: orconn.append(e), EventType.ORCONN)
+url = "http://127.0.0.1:%s/file" % os.environ["HPORT"]
+deadline = time.time() + 120
+while True:
+    p = subprocess.run(["curl", "-sf", "--max-time", "60", "-x",
+                        "socks5h://127.0.0.1:" + os.environ["SOCKS"], url, "-o", "/dev/null"])
+    if p.returncode == 0:
+        break
+    if time.time() > deadline:
+        raise SystemExit("the client never carried a request")
+    time.sleep(2)
+time.sleep(1)
+built = [e for e in circ if e.status == "BUILT" and len(e.path) == 3]
+assert built, [str(e) for e in circ]
+ids = {e.id for e in built}
+assert any(e.status == "LAUNCHED" and e.id in ids for e in circ), [str(e) for e in circ]
+assert any(e.status == "EXTENDED" and e.id in ids for e in circ), [str(e) for e in circ]
+b = built[0]
+assert len(b.path) == 3 and all(len(fp) == 40 for fp, nick in b.path), b.path
+assert b.path[2][1] == "p3", b.path
+listed = {x.id: x for x in c.get_circuits()}
+assert any(i in listed and listed[i].status == "BUILT" for i in ids), (ids, list(listed))
+tunnels = [e for e in circ if e.status == "BUILT" and len(e.path) == 1]
+assert all("ONEHOP_TUNNEL" in e.build_flags for e in tunnels), [str(e) for e in tunnels]
+assert any(e.status == "CONNECTED" for e in orconn), [str(e) for e in orconn]
+target = "127.0.0.1:" + os.environ["HPORT"]
+ok = [e for e in streams if e.status == "SUCCEEDED" and e.target == target]
+assert ok, [str(e) for e in streams]
+sid = ok[-1].id
+seq = [e.status for e in streams if e.id == sid]
+assert seq == ["NEW", "SENTCONNECT", "SUCCEEDED", "CLOSED"], seq
+assert ok[-1].circ_id in listed or ok[-1].circ_id in {e.id for e in circ}, ok[-1]
+assert any(e.source_address for e in streams if e.status == "NEW"), [str(e) for e in streams]
+c.get_streams()  # stream-status parses
+print("CIRC events:", " ".join("%s:%s" % (e.id, e.status) for e in circ[:8]), "...;",
+      len(orconn), "ORCONN events; circuit-status lists", len(listed),
+      "; stream %s: %s on circuit %s" % (sid, " ".join(seq), ok[-1].circ_id))
+EOF2
+it_log "a pctor client reports CIRC, STREAM and ORCONN events and lists its circuits"
+
+# 4. SIGNAL RELOAD with a new password in the torrc.
+new_hash=$(tor --hash-password "battery staple" | tail -1)
+sed -i "s|^HashedControlPassword .*|HashedControlPassword $new_hash|" "$d1/torrc"
+"$PY" - <<'EOF' || it_fail "SIGNAL RELOAD checks failed"
+import os, time, stem, stem.connection, stem.socket
+from stem.control import Controller
+port = int(os.environ["CPORT"])
+c = Controller.from_port(port=port)
+c.authenticate(password="correct horse")
+notices = []
+c.add_event_listener(lambda e: notices.append(e.message), stem.control.EventType.NOTICE)
+c.signal(stem.Signal.HEARTBEAT)
+time.sleep(0.5)
+assert any(m.startswith("Statistics:") for m in notices), notices
+c.signal(stem.Signal.RELOAD)
+time.sleep(0.5)
+assert any("Configuration reloaded" in m for m in notices), notices
+try:
+    c.signal("NOSUCHSIGNAL")
+    raise SystemExit("unknown signal accepted")
+except stem.InvalidArguments:
+    pass
+c.close()
+time.sleep(1)
+s = stem.socket.ControlPort(port=port)
+try:
+    stem.connection.authenticate_password(s, "correct horse")
+    raise SystemExit("the old password still works after RELOAD")
+except stem.connection.IncorrectPassword:
+    pass
+s = stem.socket.ControlPort(port=port)
+stem.connection.authenticate_password(s, "battery staple")
+s.close()
+print("HEARTBEAT and RELOAD logged as NOTICE events; RELOAD applied the new password")
+EOF
+grep -q "Configuration reloaded" "$d1/info.log" || it_fail "p1 did not log the reload"
+it_log "SIGNAL RELOAD: the new HashedControlPassword is in force"
+
+# 5. Bad input.
+"$PY" - <<'EOF' || it_fail "bad-input checks failed"
+import os, socket, time
+port = int(os.environ["CPORT"])
+def closed(s, timeout=20):
+    s.settimeout(timeout)
+    try:
+        while s.recv(65536):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+# an endless line
+s = socket.create_connection(("127.0.0.1", port))
+try:
+    s.sendall(b"GETINFO " + b"x" * 200000)
+except (ConnectionResetError, BrokenPipeError):
+    pass
+assert closed(s), "a 200 KB line did not close the connection"
+s.close()
+# a controller that floods commands and never reads
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b'AUTHENTICATE "battery staple"\r\n')
+t = time.time()
+cut = False
+try:
+    for i in range(40000):
+        s.sendall(b"GETINFO info/names events/names\r\n")
+except (ConnectionResetError, BrokenPipeError):
+    cut = True
+if not cut:
+    time.sleep(2)
+    s.setblocking(False)
+    try:
+        s.sendall(b"GETINFO version\r\n" * 1000)
+        s.recv(1)
+    except (ConnectionResetError, BrokenPipeError):
+        cut = True
+    except BlockingIOError:
+        pass
+s.close()
+assert cut, "a controller that never reads was not disconnected"
+print("endless line and unread flood: disconnected")
+# one GETINFO asking for too much at once
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b'AUTHENTICATE "battery staple"\r\nGETINFO ' + b"info/names " * 5000 + b"\r\n")
+s.settimeout(10)
+got = b""
+while got.count(b"\r\n") < 2:
+    d = s.recv(4096)
+    assert d, got
+    got += d
+lines = got.split(b"\r\n")
+assert lines[0] == b"250 OK" and lines[1].startswith(b"551 Reply too large"), got[:200]
+s.close()
+print("a 7 MB GETINFO answer: 551 Reply too large")
+# SAFECOOKIE with a wrong controller hash (stem would not send one)
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"AUTHCHALLENGE SAFECOOKIE " + os.urandom(32).hex().encode() + b"\r\n")
+s.settimeout(10)
+got = b""
+while b"\r\n" not in got:
+    got += s.recv(4096)
+assert got.startswith(b"250 AUTHCHALLENGE SERVERHASH="), got
+s.sendall(b"AUTHENTICATE " + os.urandom(32).hex().encode() + b"\r\n")
+got = b""
+while b"\r\n" not in got:
+    d = s.recv(4096)
+    assert d, "closed without a reply"
+    got += d
+assert got.startswith(b"515 Authentication failed"), got
+assert closed(s), "still open after a failed SAFECOOKIE"
+s.close()
+print("SAFECOOKIE with a wrong hash: 515 and closed")
+EOF
+grep -q "does not read its replies and events" "$d1/info.log" || it_fail "p1 did not log why it closed the flooding controller"
+"$PY" - <<'EOF' || it_fail "p1 does not answer after the bad input"
+import os
+from stem.control import Controller
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate(password="battery staple")
+assert c.get_info("version").startswith("0.4.9.11")
+EOF
+it_log "bad input: an endless line and an unread flood are disconnected; p1 still answers"
+
+# 6. Owners.
+kill "$owner"
+it_wait_until 10 bash -c "! kill -0 $(cat "$d2/pid") 2> /dev/null" || it_fail "p2 outlived its owning process"
+grep -q "Owning controller process $owner vanished" "$d2/info.log" || it_fail "p2 did not say why it exited"
+[ ! -e "$sockdir/control" ] || it_fail "p2 left its control socket behind"
+"$PY" - <<'EOF' || it_fail "TAKEOWNERSHIP failed"
+import os
+from stem.control import Controller
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate(password="battery staple")
+r = c.msg("TAKEOWNERSHIP")
+assert r.is_ok(), str(r)
+c.close()
+EOF
+it_wait_until 10 bash -c "! kill -0 $PID1 2> /dev/null" || it_fail "p1 did not exit when its owning controller left"
+grep -q "Owning controller connection has closed" "$d1/info.log" || it_fail "p1 did not say why it exited"
+it_log "owners: p2 exits with its owning process, p1 with its owning connection"
+
+if grep -E '\[(warn|err)\]' "$d1/info.log" "$d2/info.log"; then it_fail "p1 or p2 logged warnings"; fi
+it_pctor_alive_quiet "$net" p3 c1
+it_log "ControlPort and MetricsPort checks passed"

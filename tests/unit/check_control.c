@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* check_control.c -- the control protocol's syntax (control_proto.h), its
+ * authentication secrets (control_auth.h) and the ControlPort value
+ * parser (control.h). The password vectors come from tor 0.4.9.11's
+ * `tor --hash-password`, the SAFECOOKIE vector from Python's hmac module
+ * (hmac.new(KEY, cookie + client_nonce + server_nonce, sha256)); the
+ * protocol end to end is checked with stem in
+ * tests/integration/control-port.sh. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/or/scheduler.h"
+#include "feature/control/control.h"
+#include "feature/control/control_auth.h"
+#include "feature/control/control_proto.h"
+#include "feature/control/metrics.h"
+#include "lib/encoding/base16.h"
+
+Suite *suite_control(void);
+
+static int
+take(buf_t *b, size_t max, control_cmd_t *cmd, const char *input)
+{
+  if (input)
+    buf_add(b, input, strlen(input));
+  return control_proto_take_cmd(b, max, cmd);
+}
+
+START_TEST(test_take_lines)
+{
+  buf_t *b = buf_new();
+  control_cmd_t cmd;
+  ck_assert_int_eq(take(b, 1024, &cmd, "getinfo version\r\nQUIT\n"),
+                   CONTROL_TAKE_OK);
+  ck_assert_str_eq(cmd.keyword, "GETINFO");
+  ck_assert_str_eq(cmd.args, "version");
+  ck_assert_int_eq(cmd.has_data, 0);
+  control_cmd_clear(&cmd);
+  ck_assert_int_eq(take(b, 1024, &cmd, NULL), CONTROL_TAKE_OK);
+  ck_assert_str_eq(cmd.keyword, "QUIT");
+  ck_assert_str_eq(cmd.args, "");
+  control_cmd_clear(&cmd);
+  ck_assert_int_eq(take(b, 1024, &cmd, NULL), CONTROL_TAKE_NEED_MORE);
+  /* A partial line stays in the buffer until its end arrives. */
+  ck_assert_int_eq(take(b, 1024, &cmd, "SETEVENTS  BW"),
+                   CONTROL_TAKE_NEED_MORE);
+  ck_assert_uint_eq(buf_datalen(b), 13);
+  ck_assert_int_eq(take(b, 1024, &cmd, " NOTICE\r\n"), CONTROL_TAKE_OK);
+  ck_assert_str_eq(cmd.args, "BW NOTICE");
+  control_cmd_clear(&cmd);
+  ck_assert_uint_eq(buf_datalen(b), 0);
+  buf_free(b);
+}
+END_TEST
+
+START_TEST(test_take_too_long)
+{
+  buf_t *b = buf_new();
+  control_cmd_t cmd;
+  char line[200];
+  memset(line, 'A', sizeof(line));
+  buf_add(b, line, sizeof(line));
+  ck_assert_int_eq(take(b, 100, &cmd, NULL), CONTROL_TAKE_TOO_LONG);
+  buf_clear(b);
+  /* exactly the limit, newline included, is fine */
+  buf_add(b, line, 98);
+  ck_assert_int_eq(take(b, 100, &cmd, "\r\n"), CONTROL_TAKE_OK);
+  control_cmd_clear(&cmd);
+  /* a data block without its "." line is bounded too */
+  ck_assert_int_eq(take(b, 100, &cmd, "+LOADCONF\r\n"),
+                   CONTROL_TAKE_NEED_MORE);
+  buf_add(b, line, 95);
+  ck_assert_int_eq(take(b, 100, &cmd, "\r\n"), CONTROL_TAKE_TOO_LONG);
+  buf_free(b);
+}
+END_TEST
+
+START_TEST(test_take_data)
+{
+  buf_t *b = buf_new();
+  control_cmd_t cmd;
+  ck_assert_int_eq(take(b, 1024, &cmd, "+loadconf\r\nLog notice\r\n..x\r\n"),
+                   CONTROL_TAKE_NEED_MORE);
+  ck_assert_int_eq(take(b, 1024, &cmd, ".\r\nQUIT\r\n"), CONTROL_TAKE_OK);
+  ck_assert_str_eq(cmd.keyword, "LOADCONF");
+  ck_assert_int_eq(cmd.has_data, 1);
+  ck_assert_str_eq(cmd.data, "Log notice\n.x\n");
+  control_cmd_clear(&cmd);
+  ck_assert_int_eq(take(b, 1024, &cmd, NULL), CONTROL_TAKE_OK);
+  ck_assert_str_eq(cmd.keyword, "QUIT");
+  control_cmd_clear(&cmd);
+  buf_free(b);
+}
+END_TEST
+
+START_TEST(test_quote)
+{
+  size_t len = 0;
+  const char *end = NULL;
+  char *s = control_proto_unquote("\"a \\\"b\\\" \\\\ \\n\\101\\0x\" rest", &len,
+                                  &end);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(len, 12);
+  ck_assert_mem_eq(s, "a \"b\" \\ \nA\0x", 12);
+  ck_assert_str_eq(end, " rest");
+  free(s);
+  ck_assert_ptr_null(control_proto_unquote("\"unterminated", &len, &end));
+  ck_assert_ptr_null(control_proto_unquote("\"bad \\q\"", &len, &end));
+  ck_assert_ptr_null(control_proto_unquote("\"\\777\"", &len, &end));
+  ck_assert_ptr_null(control_proto_unquote("noquote", &len, &end));
+  char *q = control_proto_quote("/a b/\"c\"\\\n\x01");
+  ck_assert_str_eq(q, "\"/a b/\\\"c\\\"\\\\\\n\\001\"");
+  s = control_proto_unquote(q, &len, &end);
+  ck_assert_str_eq(s, "/a b/\"c\"\\\n\x01");
+  free(s);
+  free(q);
+}
+END_TEST
+
+START_TEST(test_args)
+{
+  const char *p = "  version \"a b\\\" c\" x=\"1 2\"  ";
+  char *a = control_proto_next_arg(&p);
+  ck_assert_str_eq(a, "version");
+  free(a);
+  a = control_proto_next_arg(&p);
+  ck_assert_str_eq(a, "\"a b\\\" c\"");
+  free(a);
+  a = control_proto_next_arg(&p);
+  ck_assert_str_eq(a, "x=\"1 2\"");
+  char *k = NULL, *v = NULL;
+  ck_assert_int_eq(control_proto_kv(a, &k, &v), 0);
+  ck_assert_str_eq(k, "x");
+  ck_assert_str_eq(v, "1 2");
+  free(k);
+  free(v);
+  free(a);
+  ck_assert_ptr_null(control_proto_next_arg(&p));
+  ck_assert_int_eq(control_proto_kv("k=\"open", &k, &v), -1);
+  ck_assert_int_eq(control_proto_kv("flag", &k, &v), 0);
+  ck_assert_str_eq(k, "flag");
+  ck_assert_ptr_null(v);
+  free(k);
+  ck_assert(control_proto_eq("getInfo", "GETINFO"));
+  ck_assert(!control_proto_eq("GETINF", "GETINFO"));
+}
+END_TEST
+
+START_TEST(test_replies)
+{
+  buf_t *b = buf_new();
+  control_proto_add_line(b, 250, '+', "ns/all=");
+  control_proto_add_data(b, "r x\n.dot\r\n..two\nlast");
+  control_proto_add_line(b, 250, ' ', "OK");
+  size_t n = buf_datalen(b);
+  char *s = calloc(1, n + 1);
+  buf_get(b, s, n);
+  ck_assert_str_eq(s, "250+ns/all=\r\nr x\r\n..dot\r\n...two\r\nlast\r\n.\r\n"
+                      "250 OK\r\n");
+  free(s);
+  /* an empty block is just the end marker */
+  control_proto_add_data(b, "");
+  ck_assert_uint_eq(buf_datalen(b), 3);
+  buf_free(b);
+}
+END_TEST
+
+START_TEST(test_password_vectors)
+{
+  /* tor --hash-password foo / "pc tor" (tor 0.4.9.11) */
+  const char *h1 =
+      "16:DACBE5B7066A86C7607426E42273EB5066E98185337925342F5A8B38C2";
+  const char *h2 =
+      "16:01343EE1BEBBDE5D60AE5E30356B300C4BC4CB553DC4DF74F02AF9C17C";
+  ck_assert(control_auth_hash_is_valid(h1));
+  ck_assert_int_eq(control_auth_check_password(h1, "foo", 3), 1);
+  ck_assert_int_eq(control_auth_check_password(h1, "fop", 3), 0);
+  ck_assert_int_eq(control_auth_check_password(h1, "foo ", 4), 0);
+  ck_assert_int_eq(control_auth_check_password(h2, "pc tor", 6), 1);
+  ck_assert_int_eq(control_auth_check_password(h2, "foo", 3), 0);
+  /* the same salt gives tor's hash */
+  uint8_t salt[8];
+  ck_assert_int_eq(base16_decode(salt, 8, h1 + 3, 16), 8);
+  char *mine = control_auth_hash_password("foo", 3, salt);
+  ck_assert_str_eq(mine, h1);
+  free(mine);
+  /* malformed */
+  ck_assert_int_eq(control_auth_check_password("16:ABC", "foo", 3), -1);
+  ck_assert_int_eq(control_auth_check_password(h1 + 1, "foo", 3), -1);
+  ck_assert(!control_auth_hash_is_valid(
+      "16:XXCBE5B7066A86C7607426E42273EB5066E98185337925342F5A8B38C2"));
+  ck_assert(!control_auth_hash_is_valid(""));
+}
+END_TEST
+
+START_TEST(test_safecookie_vector)
+{
+  uint8_t cookie[32], cn[32], sn[32], sh[32], ch[32], want[32];
+  for (int i = 0; i < 32; i++)
+    cookie[i] = (uint8_t)i;
+  memset(cn, 0xaa, 32);
+  memset(sn, 0x55, 32);
+  control_auth_safecookie(cookie, cn, 32, sn, sh, ch);
+  base16_decode(want, 32,
+                "5F7CB5569957C99373E329258545940F029AF175DA225F4A3125EEBF30C2"
+                "4BBA", 64);
+  ck_assert_mem_eq(sh, want, 32);
+  base16_decode(want, 32,
+                "9F99F2C4B75C91123CA5C6C6E3F76A9EF7FBD9471053CBE34454A4269CC3"
+                "9F7C", 64);
+  ck_assert_mem_eq(ch, want, 32);
+}
+END_TEST
+
+START_TEST(test_parse_listen)
+{
+  control_listen_t l;
+  char *err = NULL;
+  char a[PC_ADDR_STR_LEN];
+  ck_assert_int_eq(control_parse_listen("9051", 0, &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_TCP);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "127.0.0.1:9051");
+  ck_assert_int_eq(control_parse_listen("0.0.0.0:9151", 0, &l, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "0.0.0.0:9151");
+  ck_assert_int_eq(control_parse_listen("auto", 0, &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_TCP);
+  ck_assert_uint_eq(l.addr.port, 0);
+  ck_assert_int_eq(control_parse_listen("[::1]:auto", 0, &l, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "[::1]:0");
+  ck_assert_int_eq(control_parse_listen("127.0.0.2:auto", 0, &l, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&l.addr, a, sizeof(a), 1), "127.0.0.2:0");
+  ck_assert_int_eq(control_parse_listen("0", 0, &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_NONE);
+  ck_assert_int_eq(control_parse_listen("unix:/run/x/control GroupWritable "
+                                        "RelaxDirModeCheck", 0, &l, &err),
+                   0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_UNIX);
+  ck_assert_str_eq(l.path, "/run/x/control");
+  ck_assert_uint_eq(l.flags, CONTROL_UNIX_GROUP_WRITABLE |
+                                 CONTROL_UNIX_RELAX_DIR_MODE);
+  ck_assert_int_eq(control_parse_listen("/run/x/s", 1, &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_UNIX);
+  const char *bad[] = {"70000", "x:1", "unix:relative", "9051 Flag",
+                       "unix:/a Bogus", "x:auto", "[]:auto", "1.2.3.4:0"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err = NULL;
+    ck_assert_int_eq(control_parse_listen(bad[i], 0, &l, &err), -1);
+    ck_assert_ptr_nonnull(err);
+    free(err);
+  }
+}
+END_TEST
+
+START_TEST(test_version_string)
+{
+  /* stem: ^\d+\.\d+\.\d+(\.\d+)?(-\S*)?( \(\S*\))*$ */
+  const char *v = control_version_string();
+  ck_assert_int_eq(strncmp(v, CONTROL_TOR_VERSION " (pctor-",
+                           strlen(CONTROL_TOR_VERSION) + 8), 0);
+  ck_assert_int_eq(v[strlen(v) - 1], ')');
+  ck_assert_ptr_null(strchr(v + strlen(CONTROL_TOR_VERSION) + 1, ' '));
+}
+END_TEST
+
+static int
+allows(const metrics_policy_t *p, const char *ip)
+{
+  pc_addr_t a;
+  ck_assert_int_eq(pc_addr_parse_ip(&a, ip, 0), 0);
+  return metrics_policy_allows(p, &a);
+}
+
+START_TEST(test_metrics_policy)
+{
+  char *err = NULL;
+  metrics_policy_t *p = metrics_policy_parse(
+      "reject 127.0.0.2, accept 127.0.0.0/8:*, accept [2001:db8::]/32, "
+      "reject *4", &err);
+  ck_assert_ptr_nonnull(p);
+  ck_assert(allows(p, "127.0.0.1"));
+  ck_assert(!allows(p, "127.0.0.2"));
+  ck_assert(allows(p, "127.255.0.9"));
+  ck_assert(!allows(p, "128.0.0.1"));
+  ck_assert(allows(p, "2001:db8::5"));
+  ck_assert(!allows(p, "2001:db9::5")); /* no rule matches: rejected */
+  metrics_policy_free(p);
+  p = metrics_policy_parse("accept *", &err);
+  ck_assert(allows(p, "192.0.2.1") && allows(p, "::1"));
+  metrics_policy_free(p);
+  /* no policy: nobody */
+  ck_assert_int_eq(metrics_policy_allows(NULL, &(pc_addr_t){0}), 0);
+  const char *bad[] = {"", "allow 1.2.3.4", "accept 1.2.3.4/33",
+                       "accept nothost", "accept 1.2.3.4/x"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err = NULL;
+    ck_assert_ptr_null(metrics_policy_parse(bad[i], &err));
+    ck_assert_ptr_nonnull(err);
+    free(err);
+  }
+  control_listen_t l;
+  ck_assert_int_eq(metrics_parse_port("9035 prometheus", &l, &err), 0);
+  ck_assert_int_eq(l.kind, CONTROL_LISTEN_TCP);
+  ck_assert_uint_eq(l.addr.port, 9035);
+  err = NULL;
+  ck_assert_int_eq(metrics_parse_port("9035 json", &l, &err), -1);
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(metrics_parse_port("unix:/x", &l, &err), -1);
+  free(err);
+}
+END_TEST
+
+/* Every sample line's metric has "# HELP" and "# TYPE" before it, and
+ * the value is a number (what Prometheus' parser requires). */
+START_TEST(test_metrics_render_format)
+{
+  evloop_t *loop = evloop_new();
+  scheduler_init(loop); /* the daemon has it from channels_init() */
+  char *t = metrics_render();
+  scheduler_shutdown();
+  evloop_free(loop);
+  ck_assert_ptr_nonnull(strstr(t, "\ntor_relay_traffic_bytes{direction=\"read\"} "));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE tor_relay_connections gauge\n"));
+  char *save = NULL, *typed = NULL;
+  int samples = 0;
+  for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    if (!strncmp(l, "# TYPE ", 7)) {
+      free(typed);
+      typed = strndup(l + 7, strcspn(l + 7, " "));
+      continue;
+    }
+    if (l[0] == '#')
+      continue;
+    size_t n = strcspn(l, "{ ");
+    ck_assert_ptr_nonnull(typed);
+    ck_assert_int_eq(strncmp(l, typed, n), 0);
+    ck_assert_uint_eq(strlen(typed), n);
+    const char *v = strrchr(l, ' ');
+    ck_assert_ptr_nonnull(v);
+    char *end = NULL;
+    strtod(v + 1, &end);
+    ck_assert(end && *end == '\0' && end != v + 1);
+    samples++;
+  }
+  ck_assert_int_gt(samples, 20);
+  free(typed);
+  free(t);
+}
+END_TEST
+
+Suite *
+suite_control(void)
+{
+  Suite *s = suite_create("control");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_take_lines);
+  tcase_add_test(tc, test_take_too_long);
+  tcase_add_test(tc, test_take_data);
+  tcase_add_test(tc, test_quote);
+  tcase_add_test(tc, test_args);
+  tcase_add_test(tc, test_replies);
+  tcase_add_test(tc, test_password_vectors);
+  tcase_add_test(tc, test_safecookie_vector);
+  tcase_add_test(tc, test_parse_listen);
+  tcase_add_test(tc, test_version_string);
+  tcase_add_test(tc, test_metrics_policy);
+  tcase_add_test(tc, test_metrics_render_format);
+  suite_add_tcase(s, tc);
+  return s;
+}
