@@ -158,8 +158,12 @@ check_user(const char *v, char **err_out)
 /* MyFamily: entries separated by commas and/or white space, each
  * normalised; entries already in l are skipped. */
 static int
-assign_family(options_strlist_t *l, const char *value, char **err_out)
+family_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
 {
+  options_strlist_t *l = field;
+  (void)arg;
+  (void)line;
   const char *p = value;
   while (*p) {
     size_t n = strcspn(p, ", \t");
@@ -186,8 +190,12 @@ assign_family(options_strlist_t *l, const char *value, char **err_out)
 /* ExitPolicy: rules separated by commas, each "accept|reject PATTERN"
  * (spaces around the commas and between the words are tolerated). */
 static int
-assign_policy(options_strlist_t *l, const char *value, char **err_out)
+policy_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
 {
+  options_strlist_t *l = field;
+  (void)arg;
+  (void)line;
   const char *p = value;
   int n_added = 0;
   while (*p) {
@@ -427,24 +435,6 @@ host_check(const char *value, char **err_out)
 {
   pc_addr_t ip;
   return check_host(value, &ip, err_out);
-}
-
-static int
-family_assign(void *field, const char *value, void *arg,
-              const conf_line_t *line, char **err_out)
-{
-  (void)arg;
-  (void)line;
-  return assign_family(field, value, err_out);
-}
-
-static int
-policy_assign(void *field, const char *value, void *arg,
-              const conf_line_t *line, char **err_out)
-{
-  (void)arg;
-  (void)line;
-  return assign_policy(field, value, err_out);
 }
 
 /* EntryNodes and the like: a relay list that routerset_parse() takes. */
