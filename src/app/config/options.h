@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* options.h -- pctor's torrc options: the one option table, the parsed
+/* options.h -- pctor's torrc options: the option manager, the parsed
  * options_t, and the command line.
  *
- * Every option pctor accepts is one row of the table in options.c (name,
- * type, syntax, default, whether SIGHUP may change it, help text); the
- * parser, --list-options, --help and the man-page check all read that
- * table, so an option cannot exist in one place and not the others.
+ * Every option pctor accepts is one typed row (lib/conf/confdecl.h: name,
+ * type, syntax, default, whether SIGHUP may change it, help text), in the
+ * daemon's own table in options.c or in the table of the module that uses
+ * it (feature/conflux/conflux_options.c, ...), registered in options.c's
+ * modules[]. The parser, --list-options, --list-torrc-options,
+ * --dump-config and the man-page check all read those tables, so an
+ * option cannot exist in one place and not the others. A module reads its
+ * own values with options_module(). Names of tor options pctor does not
+ * implement are refused with one line (tor_option_names.h).
  *
  * Sources combine as in tor: the defaults torrc (--defaults-torrc,
  * default SYSCONFDIR/pctor/torrc-defaults, may be missing) gives defaults:
@@ -30,20 +35,27 @@
 #include <stdio.h>
 
 #include "lib/conf/conf.h"
+#include "lib/conf/confdecl.h"
 #include "lib/net/address.h"
 
-/* The ORPort lines: at most one IPv4 and one IPv6 address. "ORPort 9001"
- * is 0.0.0.0:9001; "ORPort 0" (the default) means no ORPort (n == 0). */
+/* ORPort flags (tor's). */
+#define OPTIONS_PORT_NO_LISTEN 0x1    /* advertise, do not bind */
+#define OPTIONS_PORT_NO_ADVERTISE 0x2 /* bind, do not advertise */
+#define OPTIONS_PORT_IPV4_ONLY 0x4
+#define OPTIONS_PORT_IPV6_ONLY 0x8    /* "9001 IPv6Only" is [::]:9001 */
+
+/* The ORPort lines: per address family at most one that is bound and one
+ * that is advertised (a line without NoListen/NoAdvertise is both), so at
+ * most four. "ORPort 9001" is 0.0.0.0:9001; "ORPort 0" (the default)
+ * means no ORPort (n == 0). */
 typedef struct {
   int n;
-  pc_addr_t addrs[2]; /* family AF_INET or AF_INET6, port != 0 */
+  pc_addr_t addrs[4]; /* family AF_INET or AF_INET6, port != 0 */
+  unsigned flags[4];  /* OPTIONS_PORT_* */
 } options_ports_t;
 
 /* The values of a repeatable option, in order. */
-typedef struct {
-  int n;
-  char **v;
-} options_strlist_t;
+typedef conf_strlist_t options_strlist_t;
 
 typedef struct options_t {
   char *data_directory;          /* DataDirectory: absolute path */
@@ -68,69 +80,50 @@ typedef struct options_t {
                                   * ("$HEX40" or a nickname), no
                                   * duplicates */
   int publish_server_descriptor; /* PublishServerDescriptor: 0 or 1 */
+  int dir_cache;                 /* DirCache: 0 or 1 */
+  uint64_t max_advertised_bandwidth; /* MaxAdvertisedBandwidth, bytes/s */
+  int heartbeat_period;          /* HeartbeatPeriod, seconds; 0: none */
+  int shutdown_wait_length;      /* ShutdownWaitLength, seconds */
+  int safe_logging;              /* SafeLogging: 0, 1, 2 (relay) */
+  char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
+  int disable_debugger_attachment; /* DisableDebuggerAttachment */
+  int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
+  int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
-  int exit_relay;                /* ExitRelay: 0 or 1 */
+  int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */
+  int is_exit;                   /* derived: ExitRelay 1, or auto with an
+                                  * ExitPolicy line (tor's rule) */
   options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
                                   * ADDR:PORTS" line each */
   int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */
-  char *socks_port;              /* SocksPort as written ("0": off) */
-  pc_addr_t socks_addr;          /* SocksPort parsed; AF_UNSPEC when off */
+  pc_addr_t socks_addr;          /* SocksPort; AF_UNSPEC when off */
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
-  char *bandwidth_rate_str, *bandwidth_burst_str;       /* as written */
-  char *relay_bandwidth_rate_str, *relay_bandwidth_burst_str;
-  uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s; parsed */
+  uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s */
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */
   int token_bucket_refill_interval;            /* milliseconds */
-  char *max_mem_in_queues_str;   /* MaxMemInQueues as written */
-  uint64_t max_mem_in_queues;    /* parsed; 0 = automatic */
+  uint64_t max_mem_in_queues;    /* bytes; 0 = automatic */
   /* Circuit scheduler. */
-  char *circuit_priority_halflife_str; /* as written; NULL: consensus */
-  double circuit_priority_halflife;    /* parsed; seconds, <= 0: off */
+  double circuit_priority_halflife;    /* seconds; 0: off; -1: unset,
+                                        * from the consensus */
   char *schedulers;                    /* "KIST,KISTLite" */
-  int scheduler_socket_aware;          /* parsed: KIST (1) or KISTLite */
+  int scheduler_socket_aware;          /* derived: KIST (1) or KISTLite */
   int kist_sched_run_interval;          /* milliseconds */
-  char *kist_sock_buf_size_factor_str;
   double kist_sock_buf_size_factor;
   /* PCTCP. */
   int per_circuit_tcp;
   int per_circuit_tcp_max_connections; /* 0: automatic */
   int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
-  /* IPsec between relays (feature/ipsec/broker.h). */
-  char *ipsec_str;                /* IPsec as written: "0", "1", "auto" */
-  int ipsec_mode;                 /* parsed: an ipsec_mode_t */
-  char *ipsec_vici_socket;        /* IPsecVICISocket */
-  char *ipsec_updown;             /* IPsecUpdown: NULL if unset */
-  int ipsec_max_peers;            /* IPsecMaxPeers */
-  /* ---- IPsec broker trust (issue 14) ---- */
-  int ipsec_max_peers_per_address; /* IPsecMaxPeersPerAddress */
-  char *ipsec_charon_user;        /* IPsecCharonUser: NULL if unset */
-  long ipsec_charon_uid;          /* its uid, -1 if unset (validated) */
-  /* ---- end of IPsec broker trust ---- */
-  int measureme_enabled;
-  char *measureme_hops_str;       /* MeasureMeHops as written */
-  unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
-  int measureme_interval;         /* milliseconds */
-  /* Conflux (proposal 329). */
-  char *refuse_unknown_exits_str; /* RefuseUnknownExits as written */
-  int refuse_unknown_exits;       /* parsed: 1, 0, -1 auto */
-  char *conflux_enabled_str;      /* ConfluxEnabled as written */
-  int conflux_enabled;            /* parsed: 1, 0, -1 auto */
-  char *conflux_client_ux_str;    /* ConfluxClientUX as written */
-  int conflux_client_ux;          /* parsed: a CFX_UX_* code */
-  int conflux_legs;               /* ConfluxLegs: 0 (consensus) or 2..8 */
-  char *conflux_scheduler_str;    /* ConfluxScheduler as written */
-  int conflux_scheduler;          /* parsed: 0 auto, or a cfx_alg_t */
-  int conflux_max_ooo;            /* ConfluxMaxOutOfOrder, messages */
+  int refuse_unknown_exits;       /* RefuseUnknownExits: 1, 0, -1 auto */
 
   /* ---- ControlPort and MetricsPort (feature/control) ----
-   * One block, for the port to per-module option tables. Values as
-   * written; feature/control parses them (checked by validate()). */
+   * Values as written, checked when read by feature/control's parsers
+   * (control_parse_listen(), metrics_parse_port(), ...). */
   char *control_port;             /* ControlPort: "0" off */
   char *control_socket;           /* ControlSocket: NULL or "0" off */
   int cookie_authentication;      /* CookieAuthentication */
@@ -142,45 +135,32 @@ typedef struct options_t {
   char *metrics_port_policy;      /* MetricsPortPolicy: NULL reject all */
   /* ---- end of ControlPort and MetricsPort ---- */
 
-  /* Private bookkeeping: which table rows were set explicitly (a bit per
-   * row, OPTIONS_SET_WORDS words). */
-#define OPTIONS_SET_WORDS 2
-  uint64_t set_explicitly_[OPTIONS_SET_WORDS];
+  /* Private to options.c: the registered modules' option structs, and
+   * which options were set explicitly (one byte per option). */
+  void **mod_objs_;
+  unsigned char *set_;
 } options_t;
+struct options_cmdline_t;
+/* An option's declaration (lib/conf/confdecl.h). */
+typedef conf_var_t option_def_t;
 
-/* The table, for --list-options, the man-page check and tests. */
-typedef enum {
-  OPT_TYPE_PATH,     /* a file name; "~/" and relative names are expanded */
-  OPT_TYPE_STRING,   /* printable text */
-  OPT_TYPE_NICKNAME, /* 1-19 characters [A-Za-z0-9] */
-  OPT_TYPE_HOST,     /* IP address or DNS name */
-  OPT_TYPE_USER,     /* an existing user name */
-  OPT_TYPE_BOOL,     /* 0 or 1 */
-  OPT_TYPE_INT,      /* integer in [min, max] */
-  OPT_TYPE_ORPORT,   /* [ADDR:]PORT, repeatable once per address family */
-  OPT_TYPE_LOG,      /* a Log line, repeatable */
-  OPT_TYPE_DIRAUTH,  /* a DirAuthority line, repeatable */
-  OPT_TYPE_FAMILY,   /* relays separated by commas/spaces, repeatable */
-  OPT_TYPE_POLICY,   /* accept/reject rules separated by commas,
-                      * repeatable */
-} option_type_t;
-
-typedef struct {
-  const char *name;
-  option_type_t type;
-  const char *syntax;       /* for --list-options and the man page */
-  const char *default_str;  /* value applied as the default; NULL: unset */
-  const char *default_doc;  /* the default as documented */
-  int reloadable;           /* may change on SIGHUP */
-  int64_t min, max;         /* OPT_TYPE_INT */
-  size_t offset;            /* into options_t */
-  const char *help;         /* one paragraph, as in the man page */
-} option_def_t;
-
-/* The table and its length. */
-const option_def_t *options_table(size_t *n_out);
+/* Every registered option, the daemon's first: options_var(i) for i below
+ * options_count(). */
+size_t options_count(void);
+const option_def_t *options_var(size_t i);
 /* Look up an option by name, case-insensitively; NULL if unknown. */
 const option_def_t *options_find(const char *name);
+/* A registered module's options struct within o (mod must be one of the
+ * registered modules). */
+const void *options_module(const options_t *o, const conf_module_t *mod);
+/* Whether option name was set by a line (not left at its default). */
+int options_is_set(const options_t *o, const char *name);
+/* The one-line refusal of tor's option name (newly allocated), or NULL
+ * when name is not a tor option. For the unit tests. */
+char *options_tor_refusal(const char *name);
+/* Check every registered table (defaults parse, names unique, rows
+ * documented). For the unit tests. */
+int options_module_check_all(char **err_out);
 
 /* What the command line asked for. */
 /* tor's command-line actions other than running the relay. */
@@ -198,7 +178,7 @@ typedef enum {
   OPTIONS_CMD_HASH_PASSWORD,
 } options_command_t;
 
-typedef struct {
+typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */
   char *command_arg;     /* its value ("short", "ed25519", a password),
                           * "" if none */
@@ -268,6 +248,10 @@ int options_keep_non_reloadable(const options_t *old, options_t *new_opts);
 int options_get_values(const options_t *o, const char *name,
                        char **canonical, char ***values, int *n);
 
+/* tor's name for the type of an option, for GETINFO config/names
+ * ("Boolean", "Integer", "Interval", "DataSize", "LineList", ...). */
+const char *options_type_name(const option_def_t *def);
+
 /* Whether two options_t have the same value for one option. */
 int options_equal(const options_t *a, const options_t *b,
                   const option_def_t *def);
@@ -276,6 +260,36 @@ int options_equal(const options_t *a, const options_t *b,
  * changes it, and its help text. Lines naming an option start in column
  * 0; the rest are indented. */
 void options_list(FILE *out);
+/* --list-torrc-options: every option's name, one per line (tor's). */
+void options_list_names(FILE *out);
+/* --dump-config: "Name value" lines, sorted by name, values in base units
+ * (as tor's). With base, only options whose value differs from base's. */
+void options_dump(FILE *out, const options_t *o, const options_t *base);
+/* Before start-up (--verify-config too): what would make start-up or
+ * the Log lines fail that can be seen without starting: a log file that
+ * cannot be written, a DataDirectory that cannot be made or used, a
+ * PidFile in a directory that cannot be written, an exit's unreadable
+ * ServerDNSResolvConfFile, a descriptor limit below ConnLimit. Changes
+ * nothing. Returns
+ * 0, or -1 with *err_out (the problem, naming the option). */
+int options_check_startable(const options_t *opts, char **err_out);
+
+/* The ORPort addresses to advertise (without NoAdvertise) into out;
+ * returns how many. */
+int options_orports_advertised(const options_t *o, pc_addr_t out[4]);
+
+/* The bandwidth the descriptor advertises, as tor computes it: rate is
+ * the smallest of BandwidthRate, RelayBandwidthRate (if set) and
+ * MaxAdvertisedBandwidth; burst the smaller of BandwidthBurst and
+ * RelayBandwidthBurst (if set). Bytes per second. */
+void options_advertised_bandwidth(const options_t *o, uint64_t *rate,
+                                  uint64_t *burst);
+/* --dump-config [short|full|non-builtin] for o loaded from cl: short (the
+ * default) prints what differs from the defaults torrc and the built-in
+ * defaults, non-builtin what differs from the built-in defaults, full
+ * every option that has a value. Returns 0, or -1 with *err_out. */
+int options_dump_config(FILE *out, const struct options_cmdline_t *cl,
+                        const options_t *o, char **err_out);
 /* --help. */
 void options_usage(FILE *out, const char *progname, const char *torrc);
 

@@ -25,6 +25,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
+#include "feature/conflux/conflux_options.h"
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
@@ -32,7 +33,9 @@
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
+#include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
+#include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
@@ -45,12 +48,15 @@
 #include "lib/malloc/alloc.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #define KEY_CHECK_INTERVAL_USEC (3600ULL * 1000000)
@@ -79,6 +85,8 @@ static struct {
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
+  evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
+  time_t start_time;
   int started;
 } A;
 
@@ -149,7 +157,7 @@ configure_exit(const options_t *o)
   cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
   exit_policy_t *policy = NULL;
-  if (o->exit_relay) {
+  if (o->is_exit) {
     exit_policy_options_t po;
     exit_policy_options_init(&po);
     po.is_exit = 1;
@@ -283,8 +291,11 @@ configure_publishing(const options_t *o)
   memset(&rc, 0, sizeof(rc));
   memset(&pp, 0, sizeof(pp));
   rc.ipv6_or.family = AF_UNSPEC;
-  for (int i = 0; i < o->or_ports.n; i++) {
-    const pc_addr_t *a = &o->or_ports.addrs[i];
+  /* The advertised ORPorts (not NoAdvertise ones). */
+  pc_addr_t adv[4];
+  int n_adv = options_orports_advertised(o, adv);
+  for (int i = 0; i < n_adv; i++) {
+    const pc_addr_t *a = &adv[i];
     static const uint8_t zero[16];
     if (a->family == AF_INET && !rc.or_port)
       rc.or_port = a->port;
@@ -296,8 +307,8 @@ configure_publishing(const options_t *o)
                "authorities need an IPv4 address).");
     return -1;
   }
-  if (routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
-                              &rc.address, &err) < 0) {
+  if (routerdesc_pick_address(o->address, adv, n_adv, &rc.address,
+                              &err) < 0) {
     if (A.pub)
       log_warn("Cannot update the server descriptor: %s. Publishing the "
                "previous one.", err);
@@ -312,9 +323,9 @@ configure_publishing(const options_t *o)
   rc.n_family = o->my_family.n;
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
-  rc.tunnelled_dir_server = A.dirc != NULL;
-  rc.bw_rate = ROUTERDESC_DEFAULT_BW_RATE;
-  rc.bw_burst = ROUTERDESC_DEFAULT_BW_BURST;
+  rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
+  /* The advertised bandwidth from the rates, as tor computes it. */
+  options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
 
   n = relay_authorities(o, &auths);
@@ -480,7 +491,8 @@ ipsec_dir_lookup(void *arg, const uint8_t ed[32], const uint8_t *rsa,
 static int
 apply_ipsec(const options_t *o)
 {
-  if (o->ipsec_mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
+  const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
+  if (io->mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
       !A.ipsec)
     return 0;
   char *err = NULL;
@@ -495,25 +507,36 @@ apply_ipsec(const options_t *o)
   }
   ipsec_broker_config_t cfg;
   ipsec_broker_config_init(&cfg);
-  cfg.mode = (ipsec_mode_t)o->ipsec_mode;
+  cfg.mode = (ipsec_mode_t)io->mode;
   cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
-  cfg.vici_socket = o->ipsec_vici_socket;
-  if (o->ipsec_updown && *o->ipsec_updown)
+  cfg.vici_socket = io->vici_socket;
+  if (io->updown && *io->updown)
     log_warn("IPsecUpdown is obsolete and ignored: pctor no longer gives "
              "charon a command to run. The updown script is part of "
              "charon's set-up (scripts/pctor-charon runs "
              "ipsec-conf/pctor-updown; see doc/ipsec.md).");
-  cfg.max_peers = (unsigned)o->ipsec_max_peers;
-  cfg.max_peers_per_addr = (unsigned)o->ipsec_max_peers_per_address;
-  cfg.charon_uid = o->ipsec_charon_uid;
+  cfg.max_peers = (unsigned)io->max_peers;
+  cfg.max_peers_per_addr = (unsigned)io->max_peers_per_address;
+  cfg.charon_uid = -1;
+  if (io->charon_user) {
+    struct passwd *pw = getpwnam(io->charon_user);
+    if (pw)
+      cfg.charon_uid = (long)pw->pw_uid;
+    else
+      log_warn("IPsecCharonUser: there is no user named '%s' any more; "
+               "only a VICI socket served by root is used.",
+               io->charon_user);
+  }
   if (cfg.mode != IPSEC_MODE_OFF) {
     uint16_t port = 0;
-    for (int i = 0; i < o->or_ports.n && !port; i++)
-      if (o->or_ports.addrs[i].family == AF_INET)
-        port = o->or_ports.addrs[i].port;
+    pc_addr_t adv[4];
+    int n_adv = options_orports_advertised(o, adv);
+    for (int i = 0; i < n_adv && !port; i++)
+      if (adv[i].family == AF_INET)
+        port = adv[i].port;
     if (!port ||
-        routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
-                                &cfg.orport, &err) < 0) {
+        routerdesc_pick_address(o->address, adv, n_adv, &cfg.orport,
+                                &err) < 0) {
       log_warn("IPsec: no IPv4 ORPort address to protect (%s); IPsec stays "
                "off",
                err ? err : "no IPv4 ORPort");
@@ -534,7 +557,7 @@ apply_scheduler(const options_t *o)
 {
   scheduler_config_t cfg;
   scheduler_config_default(&cfg);
-  A.halflife_from_consensus = o->circuit_priority_halflife_str == NULL;
+  A.halflife_from_consensus = o->circuit_priority_halflife < 0;
   if (A.halflife_from_consensus)
     cfg.halflife_sec = A.started ? A.sched.halflife_sec
                                  : SCHEDULER_DEFAULT_HALFLIFE_SEC;
@@ -646,13 +669,15 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->path = &A.pathcfg;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
-  cc->measureme_hops = o->measureme_hops;
-  cc->measureme_interval_ms = (uint16_t)o->measureme_interval;
-  cc->conflux_enabled = o->conflux_enabled;
-  cc->conflux_ux = (uint8_t)o->conflux_client_ux;
-  cc->conflux_legs = o->conflux_legs;
-  cc->conflux_alg = o->conflux_scheduler;
-  cc->conflux_max_ooo = (uint32_t)o->conflux_max_ooo;
+  const measureme_options_t *mo = options_module(o, &measureme_conf_module);
+  const conflux_options_t *co = options_module(o, &conflux_conf_module);
+  cc->measureme_hops = (unsigned)mo->hops;
+  cc->measureme_interval_ms = (uint16_t)mo->interval_ms;
+  cc->conflux_enabled = co->enabled;
+  cc->conflux_ux = (uint8_t)co->client_ux;
+  cc->conflux_legs = co->legs;
+  cc->conflux_alg = co->scheduler;
+  cc->conflux_max_ooo = (uint32_t)co->max_ooo;
 }
 
 /* Conflux at the exit: our scheduler and queue bound from the options
@@ -660,8 +685,9 @@ fill_client_config(client_config_t *cc, const options_t *o)
 static void
 apply_conflux_options(const options_t *o)
 {
-  A.cfx.alg = o->conflux_scheduler;
-  A.cfx.max_ooo = (uint32_t)o->conflux_max_ooo;
+  const conflux_options_t *co = options_module(o, &conflux_conf_module);
+  A.cfx.alg = co->scheduler;
+  A.cfx.max_ooo = (uint32_t)co->max_ooo;
   conflux_exit_configure(&A.cfx);
 }
 
@@ -729,17 +755,57 @@ apply_bandwidth(const options_t *o)
                                        : "");
 }
 
+/* HeartbeatPeriod: one notice line, in the manner of tor's. */
+static void
+heartbeat_cb(void *arg)
+{
+  (void)arg;
+  channel_stats_t cs;
+  channels_get_stats(&cs);
+  long up = (long)(time(NULL) - A.start_time);
+  long days = up / 86400;
+  char days_s[32] = "";
+  if (days)
+    snprintf(days_s, sizeof(days_s), "%ld day%s ", days,
+             days == 1 ? "" : "s");
+  log_notice("Heartbeat: pctor's uptime is %s%ld:%02ld hours, with %u "
+             "circuits open. I've sent %.2f MB and received %.2f MB. %u "
+             "connections are open.", days_s, (up % 86400) / 3600,
+             (up % 3600) / 60,
+             circuits_count(CIRC_KIND_OR) + circuits_count(CIRC_KIND_ORIGIN),
+             (double)cs.cells_out * 514 / 1e6,
+             (double)cs.cells_in * 514 / 1e6, cs.n_open);
+}
+
+static void
+apply_heartbeat(const options_t *o)
+{
+  if (!A.heartbeat)
+    A.heartbeat = evloop_timer_new(A.loop, heartbeat_cb, NULL);
+  evloop_timer_cancel(A.heartbeat);
+  if (o->heartbeat_period > 0)
+    evloop_timer_schedule_periodic(A.heartbeat,
+                                   (uint64_t)o->heartbeat_period * 1000000);
+}
+
+void
+app_stop_listening(void)
+{
+  if (A.started)
+    channels_close_listeners();
+}
+
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
  * addresses that are not wildcards. */
 static void
 set_my_addrs(const options_t *o)
 {
-  pc_addr_t addrs[2];
-  int n = 0;
+  pc_addr_t addrs[2], adv[4];
+  int n = 0, n_adv = options_orports_advertised(o, adv);
   if (o->address_ip.family != AF_UNSPEC)
     addrs[n++] = o->address_ip;
-  for (int i = 0; i < o->or_ports.n && n < 2; i++) {
-    const pc_addr_t *a = &o->or_ports.addrs[i];
+  for (int i = 0; i < n_adv && n < 2; i++) {
+    const pc_addr_t *a = &adv[i];
     static const uint8_t zero[16];
     if (!memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16))
       continue;
@@ -871,7 +937,12 @@ ctl_getinfo(const char *key, char **value, void *arg)
     return 1;
   }
   if (!strcmp(key, "net/listeners/or")) {
-    *value = ctl_quoted_addrs(o->or_ports.addrs, o->or_ports.n);
+    pc_addr_t bound[4]; /* the ORPorts listened on (not NoListen ones) */
+    int nb = 0;
+    for (int i = 0; i < o->or_ports.n; i++)
+      if (!(o->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN))
+        bound[nb++] = o->or_ports.addrs[i];
+    *value = ctl_quoted_addrs(bound, nb);
     return 1;
   }
   if (!strcmp(key, "net/listeners/socks")) {
@@ -898,34 +969,25 @@ ctl_getinfo(const char *key, char **value, void *arg)
   if (!strcmp(key, "config/names") || !strcmp(key, "config-text")) {
     /* config/names: "Name Type" (tor's type names); config-text: the
      * options whose value is not the default, as torrc lines. */
-    static const char *const tname[] = {
-        [OPT_TYPE_PATH] = "Filename", [OPT_TYPE_STRING] = "String",
-        [OPT_TYPE_NICKNAME] = "String", [OPT_TYPE_HOST] = "String",
-        [OPT_TYPE_USER] = "String", [OPT_TYPE_BOOL] = "Boolean",
-        [OPT_TYPE_INT] = "Integer", [OPT_TYPE_ORPORT] = "LineList",
-        [OPT_TYPE_LOG] = "LineList", [OPT_TYPE_DIRAUTH] = "LineList",
-        [OPT_TYPE_FAMILY] = "LineList", [OPT_TYPE_POLICY] = "LineList"};
     int names = key[6] == '/';
-    size_t n_defs;
-    const option_def_t *defs = options_table(&n_defs);
     char *t = pc_strdup("");
-    for (size_t i = 0; i < n_defs; i++) {
+    for (size_t i = 0; i < options_count(); i++) {
+      const option_def_t *def = options_var(i);
       char *canon = NULL, **vals = NULL, *u;
       int n = 0;
       if (names) {
-        u = pc_asprintf("%s%s %s\n", t, defs[i].name, tname[defs[i].type]);
+        u = pc_asprintf("%s%s %s\n", t, def->name, options_type_name(def));
         free(t);
         t = u;
         continue;
       }
-      options_get_values(o, defs[i].name, &canon, &vals, &n);
+      if (!options_is_set(o, def->name))
+        continue; /* at its default */
+      options_get_values(o, def->name, &canon, &vals, &n);
       for (int k = 0; k < n; k++) {
-        if (!(n == 1 && defs[i].default_str &&
-              !strcmp(vals[k], defs[i].default_str))) {
-          u = pc_asprintf("%s%s %s\n", t, canon, vals[k]);
-          free(t);
-          t = u;
-        }
+        u = pc_asprintf("%s%s %s\n", t, canon, vals[k]);
+        free(t);
+        t = u;
         free(vals[k]);
       }
       free(vals);
@@ -1090,7 +1152,9 @@ app_start(evloop_t *loop, const options_t *opts)
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
-  measureme_init(loop, opts->data_directory, opts->measureme_enabled);
+  measureme_init(loop, opts->data_directory,
+                 ((const measureme_options_t *)options_module(
+                      opts, &measureme_conf_module))->enabled);
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
@@ -1101,6 +1165,8 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_conflux_options(opts);
   set_my_addrs(opts);
   A.started = 1;
+  A.start_time = time(NULL);
+  apply_heartbeat(opts);
 
   if (opts->or_ports.n == 0)
     log_notice("No ORPort configured: nothing will connect to this relay");
@@ -1109,6 +1175,11 @@ app_start(evloop_t *loop, const options_t *opts)
     pc_addr_t bound;
     char a[PC_ADDR_STR_LEN];
     pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN) {
+      log_notice("Advertising ORPort %s without listening on it "
+                 "(NoListen)", a);
+      continue;
+    }
     if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
       log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
       return -1;
@@ -1121,8 +1192,14 @@ app_start(evloop_t *loop, const options_t *opts)
     return -1;
   if (opts->or_ports.n > 0) {
     /* A relay caches the directory and serves it over BEGIN_DIR. */
-    if (start_directory_client(opts) == 0)
+    if (start_directory_client(opts) == 0 && opts->dir_cache)
       start_cache_of_other_flavor(opts);
+    if (!opts->contact_info && opts->publish_server_descriptor &&
+        !opts->testing_tor_network)
+      log_warn("Your ContactInfo config option is not set. Please strongly "
+               "consider setting it, so the directory authorities and "
+               "relay operators can contact you if your relay is "
+               "misconfigured or something else goes wrong.");
     configure_publishing(opts);
   }
   if (start_client(opts) < 0)
@@ -1139,7 +1216,8 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
-  measureme_configure(new_opts->measureme_enabled);
+  measureme_configure(((const measureme_options_t *)options_module(
+                           new_opts, &measureme_conf_module))->enabled);
   apply_conflux_options(new_opts);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
@@ -1147,6 +1225,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
       new_opts->per_circuit_tcp_spares != old_opts->per_circuit_tcp_spares)
     apply_pctcp(new_opts);
   apply_ipsec(new_opts);
+  apply_heartbeat(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
@@ -1277,6 +1356,7 @@ app_shutdown(void)
     A.started = 0;
   }
   ipsec_broker_free(A.ipsec);
+  evloop_timer_free(A.heartbeat);
   evloop_timer_free(A.key_timer);
   publish_free(A.pub);
   exit_policy_free(A.exit_policy);

@@ -29,6 +29,9 @@ int app_reconfigure(const options_t *old_opts, const options_t *new_opts);
 /* SIGUSR1: log what the relay is doing (connections, circuits, the
  * scheduler, PerCircuitTCP, queued cells) at notice level. */
 void app_log_statistics(void);
+/* SIGINT with ShutdownWaitLength: stop accepting connections on the
+ * ORPorts; circuits and connections go on until app_shutdown(). */
+void app_stop_listening(void);
 /* The torrc's path, for the ControlPort's GETINFO config-file (main.c
  * calls it before app_start()). */
 void app_set_config_file(const char *path);
