@@ -93,3 +93,19 @@ if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root"; then
     it_fail "warnings in the log"
 fi
 it_log "service behaviour checks passed"
+
+# A second start as root after User handed DataDirectory over (what every
+# restart of a packaged relay does): the directory now belongs to the user
+# and must be accepted, and keys created meanwhile are handed over too.
+if [ -n "$user_line" ]; then
+    [ "$(stat -c %U "$dir/data")" = nobody ] || it_fail "DataDirectory not handed to nobody"
+    "$PCTOR" -f "$dir/torrc" || it_fail "pctor did not start again after handing DataDirectory over"
+    pid=$(cat "$dir/pctor.pid")
+    it_register_pid "$pid"
+    it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open after the restart"
+    kill -TERM "$pid"
+    it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "restarted daemon did not exit"
+    left=$(find "$dir/data" ! -user nobody | head -3)
+    [ -z "$left" ] || it_fail "files not handed to nobody: $left"
+    it_log "restart as root with a handed-over DataDirectory works"
+fi

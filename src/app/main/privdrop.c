@@ -39,6 +39,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "lib/fs/files.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -61,6 +62,9 @@ privdrop_check(const char *user, char **err_out)
                            user, (unsigned long)geteuid());
     return -1;
   }
+  /* An earlier run handed DataDirectory (and its keys/ directory) to the
+   * user; starting as root again must accept that owner. */
+  fs_set_private_dir_owner(pw->pw_uid);
   return 0;
 }
 
