@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/conf/conf.h"
@@ -269,6 +270,137 @@ START_TEST(test_lex_file)
   ck_assert_int_eq(conf_lex_file("/tmp", &lines, &err), -1);
   assert_err_has(err, "not a regular file");
   free(err);
+}
+END_TEST
+
+/* Write text to dir/name. */
+static void
+put_file(const char *dir, const char *name, const char *text)
+{
+  char *p = NULL;
+  ck_assert_int_gt(asprintf(&p, "%s/%s", dir, name), 0);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  free(p);
+}
+
+/* The keys and values of a list as "K=V K=V". */
+static char *
+lines_str(const conf_line_t *l)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  for (int first = 1; l; l = l->next, first = 0)
+    fprintf(f, "%s%s=%s", first ? "" : " ", l->key, l->value);
+  fclose(f);
+  return buf;
+}
+
+START_TEST(test_include)
+{
+  char dir[] = "/tmp/check_conf_inc_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char *sub = NULL, *top = NULL, *err = NULL;
+  ck_assert_int_gt(asprintf(&sub, "%s/torrc.d", dir), 0);
+  ck_assert_int_gt(asprintf(&top, "%s/torrc", dir), 0);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  /* A directory: its files in byte order; dot files and subdirectories
+   * are skipped. A file: read where the line is. */
+  put_file(sub, "20-b", "B 2\n");
+  put_file(sub, "10-a", "A 1\n%include torrc.d/../one\n");
+  put_file(sub, ".hidden", "Hidden 1\n");
+  put_file(sub, "Z-upper", "Z 26\n");
+  char *subsub = NULL;
+  ck_assert_int_gt(asprintf(&subsub, "%s/deeper", sub), 0);
+  ck_assert_int_eq(mkdir(subsub, 0700), 0);
+  put_file(subsub, "x", "Deeper 1\n");
+  put_file(dir, "one", "One 1\n");
+  put_file(dir, "torrc", "First 0\n%include torrc.d\nLast 9\n");
+  conf_line_t *lines = NULL;
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), 0);
+  char *got = lines_str(lines);
+  /* Byte order: digits before capitals. */
+  ck_assert_str_eq(got, "First=0 A=1 One=1 B=2 Z=26 Last=9");
+  free(got);
+  /* Lines keep the file they came from, for messages. */
+  ck_assert(strstr(lines->next->source, "10-a") != NULL);
+  conf_lines_free(lines);
+
+  /* Wildcards: matches in order, dot files need an explicit dot. */
+  put_file(dir, "torrc", "%include torrc.d/*-?\n%include nomatch*\n");
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), 0);
+  got = lines_str(lines);
+  ck_assert_str_eq(got, "A=1 One=1 B=2");
+  free(got);
+  conf_lines_free(lines);
+
+  /* A missing included file is an error naming the %include line. */
+  put_file(dir, "torrc", "A 1\n%include /nonexistent/file\n");
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), -1);
+  ck_assert_ptr_null(lines);
+  char *want = NULL;
+  ck_assert_int_gt(asprintf(&want, "line 2 of %s: cannot include "
+                            "\"/nonexistent/file\"", top), 0);
+  assert_err_has(err, want);
+  free(want);
+  free(err);
+
+  /* An error inside an included file names that file's line. */
+  put_file(dir, "one", "Good 1\nBad \"x\n");
+  put_file(dir, "torrc", "%include one\n");
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), -1);
+  ck_assert_int_gt(asprintf(&want, "line 2 of %s/one", dir), 0);
+  assert_err_has(err, want);
+  free(want);
+  free(err);
+
+  /* A file including itself stops at the depth bound. */
+  put_file(dir, "torrc", "A 1\n%include torrc\n");
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), -1);
+  assert_err_has(err, "%include nested more than 16 deep");
+  free(err);
+  put_file(dir, "torrc", "%include\n");
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), -1);
+  assert_err_has(err, "line 1 of");
+  assert_err_has(err, "needs a file or directory name");
+  free(err);
+
+  /* Only the top file may be missing (CONF_ERR_NOENT). */
+  unlink(top);
+  ck_assert_int_eq(conf_read_file(top, dir, &lines, &err), CONF_ERR_NOENT);
+  free(err);
+
+  char *cmd = NULL;
+  ck_assert_int_gt(asprintf(&cmd, "rm -rf '%s'", dir), 0);
+  ck_assert_int_eq(system(cmd), 0);
+  free(cmd);
+  free(subsub);
+  free(sub);
+  free(top);
+}
+END_TEST
+
+START_TEST(test_cmdline_optional_value)
+{
+  static const conf_flag_t fl[] = {
+    {"--dump-config", CONF_FLAG_OPT_VALUE},
+    {"--quiet", CONF_FLAG_NO_VALUE},
+    {NULL, 0},
+  };
+  char *argv[] = {"pctor", "--dump-config", "--quiet", "--dump-config",
+                  "short", "--dump-config", NULL};
+  conf_line_t *flags = NULL, *opts = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(conf_lex_cmdline(6, argv, fl, &flags, &opts, &err), 0);
+  char *got = lines_str(flags);
+  ck_assert_str_eq(got, "--dump-config= --quiet= --dump-config=short "
+                        "--dump-config=");
+  free(got);
+  ck_assert_ptr_null(opts);
+  conf_lines_free(flags);
 }
 END_TEST
 
@@ -601,6 +733,8 @@ suite_conf(void)
   tcase_add_test(tc, test_lex_bounds);
   tcase_add_test(tc, test_lex_file);
   tcase_add_test(tc, test_cmdline);
+  tcase_add_test(tc, test_include);
+  tcase_add_test(tc, test_cmdline_optional_value);
   suite_add_tcase(s, tc);
   tc = tcase_create("values");
   tcase_add_test(tc, test_bool_int);

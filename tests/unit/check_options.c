@@ -714,6 +714,126 @@ START_TEST(test_load_files)
 }
 END_TEST
 
+START_TEST(test_cmdline_flags)
+{
+  options_cmdline_t *cl = NULL;
+  char *err = NULL;
+  /* Flags without a value are flags, wherever they are. */
+  char *argv[] = {"pctor", "--hush", "--ignore-missing-torrc",
+                  "--defaults-torrc", "d/defaults", "--list-fingerprint",
+                  "--Nickname", "x", NULL};
+  ck_assert_int_eq(options_cmdline_parse(8, argv, "/etc/pctor/torrc", &cl,
+                                         &err), 0);
+  ck_assert_int_eq(cl->quiet, 1);
+  ck_assert_int_eq(cl->ignore_missing_torrc, 1);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_LIST_FINGERPRINT);
+  ck_assert_str_eq(cl->command_arg, "");
+  ck_assert(cl->defaults_torrc[0] == '/');
+  ck_assert_str_eq(cl->defaults_torrc + strlen(cl->defaults_torrc) - 10,
+                   "d/defaults");
+  ck_assert_str_eq(cl->options->key, "Nickname");
+  ck_assert_ptr_null(cl->options->next);
+  options_cmdline_free(cl);
+
+  /* --quiet beats --hush; optional values; the default defaults file. */
+  char *argv2[] = {"pctor", "--quiet", "--hush", "--dump-config", "short",
+                   NULL};
+  ck_assert_int_eq(options_cmdline_parse(5, argv2, "/etc/pctor/torrc", &cl,
+                                         &err), 0);
+  ck_assert_int_eq(cl->quiet, 2);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_DUMP_CONFIG);
+  ck_assert_str_eq(cl->command_arg, "short");
+  ck_assert_str_eq(cl->defaults_torrc, "/etc/pctor/torrc-defaults");
+  options_cmdline_free(cl);
+
+  char *argv3[] = {"pctor", "--list-modules", "--library-versions", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv3, "/x", &cl, &err), 0);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_LIBRARY_VERSIONS);
+  options_cmdline_free(cl);
+
+  /* tor flags pctor does not implement are refused, saying so. */
+  char *argv4[] = {"pctor", "--keygen", NULL};
+  ck_assert_int_eq(options_cmdline_parse(2, argv4, "/x", &cl, &err), -1);
+  assert_has(err, "--keygen: pctor cannot make keys");
+  free(err);
+  char *argv5[] = {"pctor", "--defaults-torrc", NULL};
+  ck_assert_int_eq(options_cmdline_parse(2, argv5, "/x", &cl, &err), -1);
+  assert_has(err, "'--defaults-torrc' needs a value");
+  free(err);
+}
+END_TEST
+
+/* Write text to path. */
+static void
+write_file(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+START_TEST(test_defaults_torrc)
+{
+  char dir[] = "/tmp/check_options_d_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char torrc[256], defaults[256], inc[256];
+  snprintf(torrc, sizeof(torrc), "%s/torrc", dir);
+  snprintf(defaults, sizeof(defaults), "%s/torrc-defaults", dir);
+  snprintf(inc, sizeof(inc), "%s/inc", dir);
+  /* Debian's tor-service-defaults-torrc pattern: the defaults file sets
+   * options, the torrc overrides some of them (all lines of a repeatable
+   * option), the command line overrides both. */
+  write_file(defaults, "Nickname FromDefaults\nContactInfo defaults\n"
+             "Log notice file /tmp/a.log\nLog warn stderr\n"
+             "%include inc\n");
+  write_file(inc, "OnionKeyRotationDays 20\n");
+  write_file(torrc, "Nickname FromTorrc\nLog info stdout\n");
+  options_cmdline_t cl = {.torrc = torrc, .defaults_torrc = defaults,
+                          .cwd = dir};
+  options_t *o = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(options_load(&cl, &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "FromTorrc");
+  ck_assert_str_eq(o->contact_info, "defaults");
+  ck_assert_int_eq(o->logs.n, 1);
+  ck_assert_str_eq(o->logs.v[0], "info stdout");
+  ck_assert_int_eq(o->onion_key_rotation_days, 20);
+  options_free(o);
+
+  /* A missing defaults file is fine; a missing -f torrc only with
+   * --ignore-missing-torrc, or --allow-missing-torrc with defaults. */
+  ck_assert_int_eq(unlink(torrc), 0);
+  ck_assert_int_eq(options_load(&cl, &o, &err), -1);
+  assert_has(err, "No such file");
+  free(err);
+  cl.allow_missing_torrc = 1;
+  ck_assert_int_eq(options_load(&cl, &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "FromDefaults");
+  options_free(o);
+  ck_assert_int_eq(unlink(defaults), 0);
+  ck_assert_int_eq(options_load(&cl, &o, &err), -1);
+  free(err);
+  cl.ignore_missing_torrc = 1;
+  ck_assert_int_eq(options_load(&cl, &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "Unnamed");
+  options_free(o);
+
+  /* Errors in an included or defaults file name that file's line. */
+  write_file(defaults, "Nickname ok\n%include inc\n");
+  write_file(inc, "\n\nNoSuchOption 1\n");
+  ck_assert_int_eq(options_load(&cl, &o, &err), -1);
+  char want[300];
+  snprintf(want, sizeof(want), "Unknown option 'NoSuchOption' on line 3 "
+           "of %s", inc);
+  assert_has(err, want);
+  free(err);
+  unlink(inc);
+  unlink(defaults);
+  rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_list_and_usage)
 {
   char *buf = NULL;
@@ -767,6 +887,8 @@ suite_options(void)
   tcase_add_test(tc, test_reload_keeps_non_reloadable);
   tcase_add_test(tc, test_cmdline_parse);
   tcase_add_test(tc, test_load_files);
+  tcase_add_test(tc, test_cmdline_flags);
+  tcase_add_test(tc, test_defaults_torrc);
   tcase_add_test(tc, test_list_and_usage);
   suite_add_tcase(s, tc);
   return s;

@@ -1426,25 +1426,71 @@ err:
   return -1;
 }
 
+/* The defaults file's lines without those for keys the torrc sets, then
+ * the torrc's lines (tor: the torrc overrides its defaults file). */
+static conf_line_t *
+merge_defaults(const conf_line_t *defaults, const conf_line_t *file)
+{
+  conf_line_t *merged = conf_lines_dup(defaults);
+  for (const conf_line_t *f = file; f; f = f->next)
+    remove_key(&merged, f->key);
+  conf_line_t **tail = &merged;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = conf_lines_dup(file);
+  return merged;
+}
+
+int
+options_from_sources(const conf_line_t *defaults_lines,
+                     const conf_line_t *file_lines,
+                     const conf_line_t *cmdline_lines, const char *cwd,
+                     options_t **out, char **err_out)
+{
+  conf_line_t *merged = merge_defaults(defaults_lines, file_lines);
+  int r = options_from_lines(merged, cmdline_lines, cwd, out, err_out);
+  conf_lines_free(merged);
+  return r;
+}
+
 int
 options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
 {
-  conf_line_t *file_lines = NULL;
+  conf_line_t *file_lines = NULL, *defaults_lines = NULL;
   char *err = NULL;
+  int have_defaults = 0;
   *out = NULL;
   *err_out = NULL;
-  int r = conf_lex_file(cl->torrc, &file_lines, &err);
-  if (r == CONF_ERR_NOENT && cl->torrc_is_default) {
+  if (cl->defaults_torrc) {
+    int r = conf_read_file(cl->defaults_torrc, cl->cwd, &defaults_lines,
+                           &err);
+    if (r == CONF_ERR_NOENT) {
+      free(err); /* as tor: a missing defaults torrc is no error */
+    } else if (r < 0) {
+      *err_out = pc_asprintf("%s. Failing.", err);
+      free(err);
+      return -1;
+    } else {
+      have_defaults = 1;
+    }
+  }
+  int r = conf_read_file(cl->torrc, cl->cwd, &file_lines, &err);
+  if (r == CONF_ERR_NOENT &&
+      (cl->torrc_is_default || cl->ignore_missing_torrc ||
+       (cl->allow_missing_torrc && have_defaults))) {
     log_notice("Configuration file \"%s\" not present, using reasonable "
                "defaults.", cl->torrc);
     free(err);
   } else if (r < 0) {
     *err_out = pc_asprintf("%s. Failing.", err);
     free(err);
+    conf_lines_free(defaults_lines);
     return -1;
   }
-  r = options_from_lines(file_lines, cl->options, cl->cwd, out, err_out);
+  r = options_from_sources(defaults_lines, file_lines, cl->options, cl->cwd,
+                           out, err_out);
   conf_lines_free(file_lines);
+  conf_lines_free(defaults_lines);
   return r;
 }
 
@@ -1487,30 +1533,106 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
 
 /* ---- the command line ---- */
 
-static const conf_flag_t cmdline_flags[] = {
-  {"-f", 1},
-  {"--verify-config", 0},
-  {"--version", 0},
-  {"--help", 0},
-  {"-h", 0},
-  {"--list-options", 0},
-  {NULL, 0},
+/* Every flag tor 0.4.9 takes on its command line. A flag that pctor does
+ * not implement has a message saying so, so that it is refused clearly
+ * instead of being read as an option that lacks its value. */
+typedef struct {
+  conf_flag_t flag;
+  options_command_t command; /* OPTIONS_CMD_RUN: not an action */
+  const char *unsupported;   /* non-NULL: refused with this reason */
+} cmdline_flag_t;
+
+static const cmdline_flag_t cmdline_table[] = {
+  {{"-f", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--torrc-file", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--defaults-torrc", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--ignore-missing-torrc", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--allow-missing-torrc", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--quiet", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--hush", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
+  {{"--verify-config", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_VERIFY_CONFIG, NULL},
+  {{"--version", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_VERSION, NULL},
+  {{"--help", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_HELP, NULL},
+  {{"-h", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_HELP, NULL},
+  {{"--list-options", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_LIST_OPTIONS, NULL},
+  {{"--list-torrc-options", CONF_FLAG_NO_VALUE},
+   OPTIONS_CMD_LIST_TORRC_OPTIONS, NULL},
+  {{"--list-fingerprint", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_LIST_FINGERPRINT,
+   NULL},
+  {{"--dump-config", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_DUMP_CONFIG, NULL},
+  {{"--list-modules", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_LIST_MODULES, NULL},
+  {{"--library-versions", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_LIBRARY_VERSIONS,
+   NULL},
+  {{"--hash-password", CONF_FLAG_VALUE}, OPTIONS_CMD_HASH_PASSWORD, NULL},
+  {{"--list-deprecated-options", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
+   "pctor has no deprecated options"},
+  {{"--keygen", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
+   "pctor cannot make keys from an offline master key yet; pctor makes "
+   "its keys itself when it first starts"},
+  {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
+   "--newpass goes with --keygen, which pctor does not support yet"},
+  {{"--no-passphrase", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
+   "--no-passphrase goes with --keygen, which pctor does not support yet"},
+  {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
+   "--passphrase-fd goes with --keygen, which pctor does not support yet"},
+  {{"--key-expiration", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_RUN,
+   "pctor cannot print key expiration times yet; its signing key "
+   "certificate is renewed automatically"},
+  {{"--format", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
+   "--format goes with --key-expiration, which pctor does not support yet"},
+  {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
+   "pctor does not support family keys (FamilyId) yet; use MyFamily"},
+  {{"--nt-service", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
+   "Windows services are not supported"},
+  {{"--service", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
+   "Windows services are not supported"},
+  {{NULL, 0}, OPTIONS_CMD_RUN, NULL},
 };
+
+#define N_CMDLINE_FLAGS (sizeof(cmdline_table) / sizeof(cmdline_table[0]))
+
+static const cmdline_flag_t *
+cmdline_flag_find(const char *name)
+{
+  for (size_t i = 0; cmdline_table[i].flag.name; i++)
+    if (!strcmp(cmdline_table[i].flag.name, name))
+      return &cmdline_table[i];
+  return NULL;
+}
 
 int
 options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
                       options_cmdline_t **out, char **err_out)
 {
   conf_line_t *flags = NULL, *opts = NULL;
+  conf_flag_t lex_flags[N_CMDLINE_FLAGS];
+  for (size_t i = 0; i < N_CMDLINE_FLAGS; i++)
+    lex_flags[i] = cmdline_table[i].flag;
   *out = NULL;
-  if (conf_lex_cmdline(argc, argv, cmdline_flags, &flags, &opts, err_out) < 0)
+  if (conf_lex_cmdline(argc, argv, lex_flags, &flags, &opts, err_out) < 0)
     return -1;
   options_cmdline_t *cl = pc_zalloc(sizeof(*cl));
   cl->options = opts;
   cl->cwd = getcwd(NULL, 0);
-  const char *torrc = NULL;
+  cl->command_arg = pc_strdup("");
+  const char *torrc = NULL, *defaults = NULL;
   for (const conf_line_t *f = flags; f; f = f->next) {
-    if (!strcmp(f->key, "-f")) {
+    const cmdline_flag_t *cf = cmdline_flag_find(f->key);
+    if (cf->unsupported) {
+      *err_out = pc_asprintf("%s: %s", f->key, cf->unsupported);
+      goto err;
+    }
+    if (cf->command != OPTIONS_CMD_RUN) {
+      cl->command = cf->command;
+      cl->verify_config |= cf->command == OPTIONS_CMD_VERIFY_CONFIG;
+      cl->show_version |= cf->command == OPTIONS_CMD_VERSION;
+      cl->show_help |= cf->command == OPTIONS_CMD_HELP;
+      cl->list_options |= cf->command == OPTIONS_CMD_LIST_OPTIONS;
+      free(cl->command_arg);
+      cl->command_arg = pc_strdup(f->value);
+      continue;
+    }
+    if (!strcmp(f->key, "-f") || !strcmp(f->key, "--torrc-file")) {
       if (torrc) {
         *err_out = pc_strdup("-f may be given only once");
         goto err;
@@ -1520,16 +1642,31 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
         goto err;
       }
       torrc = f->value;
-    } else if (!strcmp(f->key, "--verify-config")) {
-      cl->verify_config = 1;
-    } else if (!strcmp(f->key, "--version")) {
-      cl->show_version = 1;
-    } else if (!strcmp(f->key, "--help") || !strcmp(f->key, "-h")) {
-      cl->show_help = 1;
-    } else if (!strcmp(f->key, "--list-options")) {
-      cl->list_options = 1;
+    } else if (!strcmp(f->key, "--defaults-torrc")) {
+      if (defaults) {
+        *err_out = pc_strdup("--defaults-torrc may be given only once");
+        goto err;
+      }
+      if (!*f->value) {
+        *err_out = pc_strdup("--defaults-torrc needs a file name");
+        goto err;
+      }
+      defaults = f->value;
+    } else if (!strcmp(f->key, "--ignore-missing-torrc")) {
+      cl->ignore_missing_torrc = 1;
+    } else if (!strcmp(f->key, "--allow-missing-torrc")) {
+      cl->allow_missing_torrc = 1;
+    } else if (!strcmp(f->key, "--hush")) {
+      cl->quiet = cl->quiet > 1 ? cl->quiet : 1;
+    } else if (!strcmp(f->key, "--quiet")) {
+      cl->quiet = 2;
     }
   }
+  /* As before actions were one field: help, then version win. */
+  if (cl->show_help)
+    cl->command = OPTIONS_CMD_HELP;
+  else if (cl->show_version)
+    cl->command = OPTIONS_CMD_VERSION;
   if (!torrc) {
     torrc = default_torrc;
     cl->torrc_is_default = 1;
@@ -1538,6 +1675,12 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
     cl->torrc = pc_strdup(torrc);
   else
     cl->torrc = pc_asprintf("%s/%s", cl->cwd, torrc);
+  if (!defaults)
+    cl->defaults_torrc = pc_asprintf("%s-defaults", default_torrc);
+  else if (defaults[0] == '/' || !cl->cwd)
+    cl->defaults_torrc = pc_strdup(defaults);
+  else
+    cl->defaults_torrc = pc_asprintf("%s/%s", cl->cwd, defaults);
   conf_lines_free(flags);
   *out = cl;
   return 0;
@@ -1553,6 +1696,8 @@ options_cmdline_free_(options_cmdline_t *cl)
   if (!cl)
     return;
   free(cl->torrc);
+  free(cl->defaults_torrc);
+  free(cl->command_arg);
   free(cl->cwd);
   conf_lines_free(cl->options);
   free(cl);
@@ -1602,17 +1747,24 @@ void
 options_usage(FILE *out, const char *progname, const char *torrc)
 {
   fprintf(out,
-          "Usage: %s [-f FILE] [--verify-config] [--list-options] "
-          "[--version] [--help]\n"
-          "          [--OPTION VALUE]...\n"
+          "Usage: %s [-f FILE] [--defaults-torrc FILE] [--verify-config] "
+          "[--OPTION VALUE]...\n"
           "A Tor relay.\n\n"
-          "  -f FILE            read the configuration from FILE\n"
+          "  -f, --torrc-file FILE  read the configuration from FILE\n"
           "                     (default: %s)\n"
+          "  --defaults-torrc FILE  read default option values from FILE\n"
+          "                     (default: %s-defaults; may be missing)\n"
+          "  --ignore-missing-torrc  read a missing torrc as empty\n"
+          "  --allow-missing-torrc  the same, if the defaults torrc "
+          "exists\n"
           "  --verify-config    check the configuration, print "
           "\"Configuration was valid\"\n"
           "                     and exit (status 1 if it is not valid)\n"
           "  --list-options     list every torrc option with its syntax "
           "and default\n"
+          "  --hush             log only warnings and errors to the "
+          "console\n"
+          "  --quiet            log nothing to the console\n"
           "  --version          print the version and exit\n"
           "  -h, --help         print this help and exit\n"
           "  --OPTION VALUE     set a torrc option, replacing the file's "
@@ -1622,5 +1774,5 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "Log\n"
           "  --/OPTION          remove the file's lines for OPTION\n\n"
           "See pctor(1) for the options and signals.\n",
-          progname, torrc);
+          progname, torrc, torrc);
 }

@@ -7,7 +7,10 @@
  * parser, --list-options, --help and the man-page check all read that
  * table, so an option cannot exist in one place and not the others.
  *
- * Sources combine as in tor: the torrc is read first, then every option
+ * Sources combine as in tor: the defaults torrc (--defaults-torrc,
+ * default SYSCONFDIR/pctor/torrc-defaults, may be missing) gives defaults:
+ * any option the torrc sets replaces all of the defaults file's lines for
+ * it. Both files may %include others (lib/conf/conf.h). Then every option
  * given on the command line replaces the torrc's lines for that option
  * ("--Log X" replaces all torrc Log lines), "--+Log X" adds to them and
  * "--/Log" removes them. Within one source, the last line of a
@@ -159,9 +162,35 @@ const option_def_t *options_table(size_t *n_out);
 const option_def_t *options_find(const char *name);
 
 /* What the command line asked for. */
+/* tor's command-line actions other than running the relay. */
+typedef enum {
+  OPTIONS_CMD_RUN = 0,
+  OPTIONS_CMD_VERIFY_CONFIG,
+  OPTIONS_CMD_VERSION,
+  OPTIONS_CMD_HELP,
+  OPTIONS_CMD_LIST_OPTIONS,
+  OPTIONS_CMD_LIST_TORRC_OPTIONS,
+  OPTIONS_CMD_LIST_FINGERPRINT,
+  OPTIONS_CMD_DUMP_CONFIG,
+  OPTIONS_CMD_LIST_MODULES,
+  OPTIONS_CMD_LIBRARY_VERSIONS,
+  OPTIONS_CMD_HASH_PASSWORD,
+} options_command_t;
+
 typedef struct {
+  options_command_t command; /* the last action flag given wins */
+  char *command_arg;     /* its value ("short", "ed25519", a password),
+                          * "" if none */
   char *torrc;           /* -f FILE, or the default torrc */
   int torrc_is_default;  /* a missing default torrc is not an error */
+  int ignore_missing_torrc; /* --ignore-missing-torrc: a missing torrc is
+                             * read as empty */
+  int allow_missing_torrc;  /* --allow-missing-torrc: likewise, if the
+                             * defaults torrc exists */
+  char *defaults_torrc;  /* --defaults-torrc FILE, or the default one;
+                          * a missing defaults torrc is read as empty */
+  int quiet;             /* 0; 1 --hush (warn and err on the console);
+                          * 2 --quiet (nothing on the console) */
   char *cwd;             /* working directory at start-up, for relative
                           * paths (the same on every reload) */
   int verify_config;     /* --verify-config */
@@ -190,6 +219,13 @@ int options_load(const options_cmdline_t *cl, options_t **out,
 int options_from_lines(const conf_line_t *file_lines,
                        const conf_line_t *cmdline_lines, const char *cwd,
                        options_t **out, char **err_out);
+
+/* The same with a defaults torrc's lines (may be NULL): the torrc's lines
+ * for an option replace all of the defaults' lines for it. */
+int options_from_sources(const conf_line_t *defaults_lines,
+                         const conf_line_t *file_lines,
+                         const conf_line_t *cmdline_lines, const char *cwd,
+                         options_t **out, char **err_out);
 
 void options_free_(options_t *opts);
 #define options_free(o) do { options_free_(o); (o) = NULL; } while (0)

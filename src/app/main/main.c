@@ -176,20 +176,31 @@ main(int argc, char **argv)
     return 1;
   }
   daemon_state.cmdline = cl;
-  if (cl->show_help) {
+  /* --hush / --quiet: the console log until Log lines say otherwise. */
+  log_set_default_min(cl->quiet == 2   ? LOG_SEV_NONE
+                      : cl->quiet == 1 ? LOG_SEV_WARN
+                                       : LOG_SEV_NOTICE);
+  switch (cl->command) {
+  case OPTIONS_CMD_HELP:
     options_usage(stdout, "pctor", DEFAULT_TORRC);
     cleanup();
     return 0;
-  }
-  if (cl->show_version) {
+  case OPTIONS_CMD_VERSION:
     print_version();
     cleanup();
     return 0;
-  }
-  if (cl->list_options) {
+  case OPTIONS_CMD_LIST_OPTIONS:
     options_list(stdout);
     cleanup();
     return 0;
+  case OPTIONS_CMD_RUN:
+  case OPTIONS_CMD_VERIFY_CONFIG:
+    break;
+  default:
+    fprintf(stderr, "pctor: this command-line action is not supported "
+            "yet.\n");
+    cleanup();
+    return 1;
   }
 
   if (options_load(cl, &daemon_state.opts, &err) < 0) {

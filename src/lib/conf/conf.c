@@ -8,11 +8,16 @@
  * Lines are appended to a list through a tail pointer, keeping their order
  * (order matters: the last of repeated single-valued options wins, and
  * repeated Log lines are applied in order).
+ * %include expansion (conf_read_file) recurses with an explicit depth and
+ * a running byte total shared by all the files of one read, the two
+ * bounds that make a self-including file an error rather than a loop.
  */
 #include "lib/conf/conf.h"
 #include "lib/malloc/alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -454,6 +459,185 @@ conf_lex_file(const char *path, conf_line_t **lines_out, char **err_out)
   return r;
 }
 
+/* ---- %include ---- */
+
+typedef struct {
+  const char *cwd;
+  size_t total; /* bytes of keys and values read so far */
+} include_state_t;
+
+static int read_with_includes(const char *path, int depth,
+                              include_state_t *st, conf_line_t ***tail,
+                              char **err_out);
+
+static int
+cmp_names(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The regular files of directory dir, sorted, dot files skipped. Errors
+ * are prefixed with where (the %include line). */
+static int
+list_dir(const char *dir, const char *where, char ***names_out,
+         size_t *n_out, char **err_out)
+{
+  DIR *d = opendir(dir);
+  char **names = NULL;
+  size_t n = 0;
+  if (!d) {
+    *err_out = pc_asprintf("%s: cannot read directory \"%s\": %s", where,
+                           dir, strerror(errno));
+    return -1;
+  }
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char *full = pc_asprintf("%s/%s", dir, e->d_name);
+    struct stat st;
+    if (stat(full, &st) < 0 || !S_ISREG(st.st_mode) || n >= 4096) {
+      free(full); /* subdirectories (and dangling links) are ignored */
+      continue;
+    }
+    names = pc_realloc(names, sizeof(char *) * (n + 1));
+    names[n++] = full;
+  }
+  closedir(d);
+  if (n)
+    qsort(names, n, sizeof(char *), cmp_names);
+  *names_out = names;
+  *n_out = n;
+  return 0;
+}
+
+/* Include one path (after wildcard expansion): a file or a directory.
+ * Errors about path itself are prefixed with where; errors inside the
+ * files name their own line. */
+static int
+include_one(const char *path, const char *where, int depth,
+            include_state_t *st, conf_line_t ***tail, char **err_out)
+{
+  struct stat sb;
+  if (stat(path, &sb) < 0) {
+    *err_out = pc_asprintf("%s: cannot include \"%s\": %s", where, path,
+                           strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(sb.st_mode))
+    return read_with_includes(path, depth, st, tail, err_out);
+  char **names = NULL;
+  size_t n = 0;
+  int r = list_dir(path, where, &names, &n, err_out);
+  for (size_t i = 0; i < n; i++) {
+    if (r == 0)
+      r = read_with_includes(names[i], depth, st, tail, err_out);
+    free(names[i]);
+  }
+  free(names);
+  return r;
+}
+
+/* Expand the value of a %include line found at depth. */
+static int
+expand_include(const conf_line_t *l, int depth, include_state_t *st,
+               conf_line_t ***tail, char **err_out)
+{
+  char *where = conf_line_where(l);
+  int r = -1;
+  if (depth >= CONF_MAX_INCLUDE_DEPTH) {
+    *err_out = pc_asprintf("%s: %%include nested more than %d deep (does "
+                           "a file include itself?)", where,
+                           CONF_MAX_INCLUDE_DEPTH);
+  } else if (!*l->value) {
+    *err_out = pc_asprintf("%s: %%include needs a file or directory name",
+                           where);
+  } else {
+    char *pattern;
+    if (l->value[0] == '/' || !st->cwd)
+      pattern = pc_strdup(l->value);
+    else
+      pattern = pc_asprintf("%s/%s", st->cwd, l->value);
+    if (strpbrk(l->value, "*?")) {
+      glob_t g;
+      memset(&g, 0, sizeof(g));
+      int gr = glob(pattern, 0, NULL, &g);
+      if (gr == 0) {
+        r = 0;
+        for (size_t i = 0; i < g.gl_pathc && r == 0; i++)
+          r = include_one(g.gl_pathv[i], where, depth + 1, st, tail,
+                          err_out);
+      } else if (gr == GLOB_NOMATCH) {
+        r = 0; /* as tor: a pattern that matches nothing adds nothing */
+      } else {
+        *err_out = pc_asprintf("%s: cannot expand \"%s\"", where,
+                               pattern);
+      }
+      globfree(&g);
+    } else {
+      r = include_one(pattern, where, depth + 1, st, tail, err_out);
+    }
+    free(pattern);
+  }
+  free(where);
+  return r;
+}
+
+static int
+read_with_includes(const char *path, int depth, include_state_t *st,
+                   conf_line_t ***tail, char **err_out)
+{
+  conf_line_t *lines = NULL;
+  int r = conf_lex_file(path, &lines, err_out);
+  if (r < 0)
+    return depth == 0 ? r : -1; /* only the top file may be "missing" */
+  conf_line_t *l = lines;
+  while (l) {
+    conf_line_t *next = l->next;
+    l->next = NULL;
+    st->total += strlen(l->key) + strlen(l->value) + 2;
+    if (st->total > CONF_MAX_TOTAL_SIZE) {
+      char *w = conf_line_where(l);
+      *err_out = pc_asprintf("%s: the configuration files together are "
+                             "larger than %d bytes", w, CONF_MAX_TOTAL_SIZE);
+      free(w);
+      conf_lines_free(l);
+      conf_lines_free(next);
+      return -1;
+    }
+    if (!strcasecmp(l->key, "%include")) {
+      r = expand_include(l, depth, st, tail, err_out);
+      conf_lines_free(l);
+      if (r < 0) {
+        conf_lines_free(next);
+        return -1;
+      }
+    } else {
+      **tail = l;
+      *tail = &l->next;
+    }
+    l = next;
+  }
+  return 0;
+}
+
+int
+conf_read_file(const char *path, const char *cwd, conf_line_t **lines_out,
+               char **err_out)
+{
+  include_state_t st = {.cwd = cwd, .total = 0};
+  conf_line_t *head = NULL, **tail = &head;
+  *lines_out = NULL;
+  *err_out = NULL;
+  int r = read_with_includes(path, 0, &st, &tail, err_out);
+  if (r < 0) {
+    conf_lines_free(head);
+    return r;
+  }
+  *lines_out = head;
+  return 0;
+}
+
 static const conf_flag_t *
 find_flag(const conf_flag_t *flags, const char *arg)
 {
@@ -476,7 +660,10 @@ conf_lex_cmdline(int argc, char *const *argv, const conf_flag_t *flags,
     const conf_flag_t *f = find_flag(flags, arg);
     if (f) {
       const char *v = "";
-      if (f->takes_value) {
+      if (f->takes_value == CONF_FLAG_OPT_VALUE) {
+        if (i + 1 < argc && argv[i + 1][0] != '-')
+          v = argv[++i];
+      } else if (f->takes_value) {
         if (i + 1 >= argc) {
           *err_out = pc_asprintf("Command-line option '%s' needs a value",
                                  arg);

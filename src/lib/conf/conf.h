@@ -28,6 +28,17 @@
  * continued line at most CONF_MAX_LINE_LEN bytes, and NUL bytes are
  * rejected. Every error names the line ("line 7 of /etc/pctor/torrc: ...").
  *
+ * "%include PATH" lines (conf_read_file()) are replaced by the lines of
+ * PATH, as tor does: PATH may hold the wildcards * and ? (matches are
+ * taken in lexical order; a leading dot must be matched explicitly); a
+ * file is read where the %include line is; a directory contributes its
+ * regular files in lexical (byte) order, skipping names that start with a
+ * dot and subdirectories. Relative paths are taken relative to the
+ * directory pctor was started in (as tor). Includes nest at most
+ * CONF_MAX_INCLUDE_DEPTH deep and all the files together are bounded by
+ * CONF_MAX_TOTAL_SIZE, so a file that includes itself is an error, not a
+ * hang.
+ *
  * Command lines follow tor: "--Key value" or "Key value" gives the line
  * (Key, value); "--+Key value" / "+Key value" appends to the file's lines
  * for Key instead of replacing them, "--/Key" / "/Key" clears them (no
@@ -42,6 +53,8 @@
 
 #define CONF_MAX_FILE_SIZE (1024 * 1024)
 #define CONF_MAX_LINE_LEN 32768
+#define CONF_MAX_INCLUDE_DEPTH 16
+#define CONF_MAX_TOTAL_SIZE (8 * 1024 * 1024)
 
 /* conf_lex_file() returns this (and an error message) when the file does
  * not exist, so that a missing default torrc can be tolerated. */
@@ -94,11 +107,25 @@ int conf_lex_text(const char *text, size_t len, const char *source,
 int conf_lex_file(const char *path, conf_line_t **lines_out,
                   char **err_out);
 
+/* Read a torrc and expand its %include lines (see above). cwd is the base
+ * of relative %include paths (NULL: the current directory). Returns 0,
+ * -1, or CONF_ERR_NOENT when path itself does not exist (a missing
+ * included file is -1); *err_out names the file and line. */
+int conf_read_file(const char *path, const char *cwd,
+                   conf_line_t **lines_out, char **err_out);
+
 /* A program-defined command-line flag such as "-f" (takes_value 1) or
  * "--verify-config" (takes_value 0). Arrays end with a NULL name. */
+typedef enum {
+  CONF_FLAG_NO_VALUE = 0,
+  CONF_FLAG_VALUE = 1,     /* the next argument is its value */
+  CONF_FLAG_OPT_VALUE = 2, /* the next argument, unless there is none or
+                            * it starts with '-' (tor's --dump-config) */
+} conf_flag_arg_t;
+
 typedef struct {
   const char *name;
-  int takes_value;
+  conf_flag_arg_t takes_value;
 } conf_flag_t;
 
 /* Split argv[1..argc-1] into declared flags (*flags_out, one line per flag

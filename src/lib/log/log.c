@@ -35,6 +35,7 @@ static int n_dests;
 static log_hook_fn hook_fn;
 static void *hook_arg;
 static log_severity_t hook_min = LOG_SEV_ERR;
+static int default_min = LOG_SEV_NOTICE;
 
 static const char *const sev_names[] = {"debug", "info", "notice", "warn",
                                         "err"};
@@ -196,13 +197,19 @@ log_reopen_files(void)
   }
 }
 
+void
+log_set_default_min(int sev)
+{
+  default_min = sev;
+}
+
 int
 log_is_enabled(log_severity_t sev)
 {
   if (hook_fn && sev >= hook_min)
     return 1;
   if (n_dests == 0)
-    return sev >= LOG_SEV_NOTICE;
+    return (int)sev >= default_min;
   for (int i = 0; i < n_dests; i++)
     if (sev >= dests[i].min && sev <= dests[i].max)
       return 1;
@@ -272,7 +279,7 @@ log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
     line[off - 1] = '\n';
   }
   if (n_dests == 0) {
-    if (sev >= LOG_SEV_NOTICE)
+    if ((int)sev >= default_min)
       write_all(2, line, off);
     return;
   }

@@ -47,6 +47,12 @@ int log_parse_destination(const char *spec, char **err_out);
 /* Remove every configured destination (back to the default: notice+ to
  * stderr). Used before re-applying the Log lines on SIGHUP. */
 void log_reset_destinations(void);
+/* The lowest severity of the default destination, stderr, used while no
+ * destination is configured: LOG_SEV_NOTICE unless changed (--hush sets
+ * LOG_SEV_WARN, --quiet LOG_SEV_NONE: nothing). */
+#define LOG_SEV_NONE (LOG_SEV_ERR + 1)
+void log_set_default_min(int sev);
+
 /* Lowest severity any destination wants: callers may skip expensive
  * formatting when log_is_enabled(sev) is false. */
 int log_is_enabled(log_severity_t sev);
