@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # daemon.sh -- pctor as a service: --verify-config, RunAsDaemon + PidFile,
 # User (as root: switch to "nobody" and keep no capabilities), SIGHUP
-# reload, SIGTERM clean exit; and the relay still carries circuits after
-# dropping privileges.
+# reload (a log file the dropped user cannot reopen is a warning), SIGUSR2
+# debug logging, SIGINT graceful shutdown (ShutdownWaitLength) and a
+# second SIGINT; --list-fingerprint; and the relay still carries circuits
+# after dropping privileges.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -47,10 +49,20 @@ TestingTorNetwork 1
 # A private network needs its own authorities; this relay publishes to none.
 DirAuthority testauth orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002
 PublishServerDescriptor 0
+# Short periods are allowed in test networks (tor's rule).
+HeartbeatPeriod 1 second
 $user_line
 EOF
 "$PCTOR" --verify-config -f "$dir/torrc" | grep -q "Configuration was valid" ||
     it_fail "--verify-config rejected a good torrc"
+# --list-fingerprint: tor's format, the keys it makes are the relay's.
+"$PCTOR" --list-fingerprint -f "$dir/torrc" --quiet > "$dir/fp.out" ||
+    it_fail "--list-fingerprint failed"
+grep -Eq '^daemontest( [0-9A-F]{4}){10}$' "$dir/fp.out" ||
+    it_fail "--list-fingerprint printed: $(cat "$dir/fp.out")"
+[ "$(tr -d ' ' < "$dir/fp.out" | sed 's/^daemontest//')" = \
+  "$(cut -d' ' -f2 "$dir/data/fingerprint")" ] ||
+    it_fail "--list-fingerprint differs from the fingerprint file"
 "$PCTOR" -f "$dir/torrc" || it_fail "pctor did not start as a daemon"
 [ -s "$dir/pctor.pid" ] || it_fail "no pid file"
 pid=$(cat "$dir/pctor.pid")
@@ -66,6 +78,10 @@ if [ -n "$user_line" ]; then
         v=$(awk -v c="$cap:" '$1 == c {print $2}' "/proc/$pid/status")
         [ -z "$v" ] || [ "$v" = 0000000000000000 ] || it_fail "$cap is $v, not empty"
     done
+    # DisableDebuggerAttachment (default 1): not dumpable, so the kernel
+    # gives its /proc files to root although it runs as nobody.
+    [ "$(stat -c %U "/proc/$pid/environ")" = root ] ||
+        it_fail "daemon is dumpable (DisableDebuggerAttachment)"
     it_log "daemon switched to nobody and holds no capabilities"
 fi
 
@@ -82,14 +98,41 @@ kill -HUP "$pid"
 it_wait_until 10 grep -q '^reloaded ' "$dir/data/fingerprint" ||
     it_fail "SIGHUP did not apply the new Nickname"
 kill -0 "$pid" || it_fail "daemon died on SIGHUP"
+if [ -n "$user_line" ]; then
+    # info.log was made by root before the switch: nobody cannot reopen it,
+    # and says so instead of silently keeping the old file.
+    it_wait_until 10 grep -q 'Could not reopen log file ".*info.log": Permission denied' \
+        "$dir/info.log" || it_fail "no warning about the log file on SIGHUP"
+fi
 
-# SIGTERM: clean exit, pid file removed (or emptied when the dropped user
-# may not delete it).
-kill -TERM "$pid"
+it_wait_until 10 grep -q "Heartbeat: pctor's uptime is 0:00 hours, with [0-9]* circuits open" \
+    "$dir/info.log" || it_fail "no heartbeat line (HeartbeatPeriod)"
+
+# SIGUSR2: debug logging (tor's), not death.
+kill -USR2 "$pid"
+it_wait_until 10 grep -q "Received SIGUSR2" "$dir/info.log" ||
+    it_fail "no SIGUSR2 log line"
+kill -0 "$pid" || it_fail "daemon died on SIGUSR2"
+"${as_owner[@]}" "$CIRCTEST" --timeout 20 --handshake ntor3 \
+    "pctor:$dir/data@127.0.0.1:$port" > /dev/null 2>&1 || true
+it_wait_until 10 grep -q "\[debug\]" "$dir/info.log" ||
+    it_fail "no debug lines after SIGUSR2"
+
+# SIGINT (tor's): stop accepting connections, wait ShutdownWaitLength
+# (30 seconds); a second SIGINT exits at once. Clean exit, pid file
+# removed (or emptied when the dropped user may not delete it).
+kill -INT "$pid"
+it_wait_until 10 grep -q "stopped accepting new connections, and will shut down in 30 seconds" \
+    "$dir/info.log" || it_fail "no graceful-shutdown line after SIGINT"
+it_wait_until 10 bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null" ||
+    it_fail "ORPort still accepts connections after SIGINT"
+kill -0 "$pid" || it_fail "daemon exited at once on the first SIGINT"
+kill -INT "$pid"
 it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "daemon did not exit"
 [ ! -s "$dir/pctor.pid" ] || it_fail "pid file left behind"
 grep -q "Interrupt: exiting cleanly" "$dir/info.log" || it_fail "no clean-exit log line"
-if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root"; then
+if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root" |
+   grep -v "Could not reopen log file"; then
     it_fail "warnings in the log"
 fi
 it_log "service behaviour checks passed"

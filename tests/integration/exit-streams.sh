@@ -94,6 +94,22 @@ for r in relay1 relay2; do
     it_wait_until 60 has_own_desc "$r" || it_fail "$r never built its descriptor"
 done
 
+# The descriptor advertises the bandwidth tor would compute: p4's
+# BandwidthRate 2 MBytes (it always said 1 GB), and p7's 1 MBytes.
+adv_bw() { # NICK: "RATE BURST" from NICK's descriptor at an authority
+    local dirport
+    dirport=$(awk '$7 == "authority" {print $3; exit}' "$nodes")
+    curl -sf -m 5 "http://127.0.0.1:$dirport/tor/server/all" |
+        awk -v n="$1" '$1 == "router" {on = ($2 == n)}
+                       on && $1 == "bandwidth" {print $2, $3; exit}'
+}
+adv_bw_is() { [ "$(adv_bw "$1")" = "$2" ]; }
+it_wait_until 60 adv_bw_is p4 "2097152 2097152" ||
+    it_fail "p4 advertises '$(adv_bw p4)', not its BandwidthRate 2097152"
+[ "$(adv_bw p7)" = "1048576 1048576" ] ||
+    it_fail "p7 advertises '$(adv_bw p7)', not its BandwidthRate 1048576"
+it_log "descriptors advertise BandwidthRate (p4: $(adv_bw p4))"
+
 fetch() { # NAME HOP...
     local name=$1 out=$net/body-$1
     shift

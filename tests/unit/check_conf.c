@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/conf/conf.h"
+#include "lib/conf/confdecl.h"
 #include "lib/conf/confval.h"
 
 Suite *suite_conf(void);
@@ -595,8 +597,12 @@ START_TEST(test_memunit)
     {"7 bytes", 0, 7},
     {"2 TB", 0, 2ULL << 40},
     {"8 bits", 0, 1},
-    {"1 kbit", 0, 125},
-    {"100 Mbits", 0, 12500000},
+    /* tor's bit units are binary (tor --dump-config prints 1048576 for
+     * "8 Mbits"). */
+    {"1 kbit", 0, 128},
+    {"8 Mbits", 0, 1048576},
+    {"100 megabits", 0, 13107200},
+    {"1 gigabit", 0, 134217728},
     {"1.5 GB", CONF_ALLOW_FRACTION, 3ULL << 29},
     {"64M", 0, 64ULL << 20},
   };
@@ -721,6 +727,114 @@ START_TEST(test_addrport)
 }
 END_TEST
 
+/* A module with one option of every type, for the generic operations. */
+typedef struct {
+  int b, ab, i, iv, ms, e;
+  uint64_t mem, bw;
+  double d;
+  char *str;
+  conf_strlist_t lines;
+} test_opts_t;
+
+static const conf_enum_t test_enum[] = {
+  {"red", 1}, {"green", 2}, {NULL, 0},
+};
+
+#define TOFF(f) offsetof(test_opts_t, f)
+static const conf_var_t test_vars[] = {
+  {"B", CONF_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0, TOFF(b), "h", NULL},
+  {"AB", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto", 1, 0, 0, TOFF(ab),
+   "h", NULL},
+  {"I", CONF_TYPE_INT, "N", "5", "5", 1, 1, 9, TOFF(i), "h", NULL},
+  {"IV", CONF_TYPE_INTERVAL, "T", "1 hour", "1 hour", 1, 0, 86400,
+   TOFF(iv), "h", NULL},
+  {"MS", CONF_TYPE_MSEC_INTERVAL, "T", "250", "250", 1, 1, 60000, TOFF(ms),
+   "h", NULL},
+  {"E", CONF_TYPE_ENUM, "red|green", "green", "green", 1, 0, 0, TOFF(e),
+   "h", test_enum},
+  {"Mem", CONF_TYPE_MEMUNIT, "N", "1.5 KB", "1.5 KB", 1, 0, 0, TOFF(mem),
+   "h", NULL},
+  {"BW", CONF_TYPE_BANDWIDTH, "N", NULL, "unset", 1, 0, 1000000, TOFF(bw),
+   "h", NULL},
+  {"D", CONF_TYPE_DOUBLE, "N", "-0.5", "-0.5", 1, -1, 1, TOFF(d), "h",
+   NULL},
+  {"S", CONF_TYPE_STRING, "S", NULL, "unset", 1, 0, 0, TOFF(str), "h",
+   NULL},
+  {"L", CONF_TYPE_LINELIST, "S", NULL, "unset", 1, 0, 0, TOFF(lines), "h",
+   NULL},
+};
+static const conf_module_t test_module = {
+  "test", test_vars, sizeof(test_vars) / sizeof(test_vars[0]),
+  sizeof(test_opts_t), NULL,
+};
+
+START_TEST(test_confdecl)
+{
+  char *err = NULL;
+  ck_assert_msg(conf_module_check(&test_module, &err) == 0, "%s", err);
+  test_opts_t a, b;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  for (size_t i = 0; i < test_module.n_vars; i++)
+    if (test_vars[i].default_str)
+      ck_assert_int_eq(conf_var_assign(&a, &test_vars[i],
+                                       test_vars[i].default_str, NULL, NULL,
+                                       &err), 0);
+  ck_assert_int_eq(a.b, 1);
+  ck_assert_int_eq(a.ab, -1);
+  ck_assert_int_eq(a.iv, 3600);
+  ck_assert_int_eq(a.ms, 250);
+  ck_assert_int_eq(a.e, 2);
+  ck_assert_uint_eq(a.mem, 1536);
+  ck_assert(a.d == -0.5);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[7], "8 Mbits", NULL,
+                                   NULL, &err), -1);
+  assert_err_has(err, "out of range (0 to 1000000 bytes)");
+  free(err);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[7], "512 KBytes", NULL,
+                                   NULL, &err), 0);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[9], "text", NULL, NULL,
+                                   &err), 0);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[9], "bad\x01", NULL,
+                                   NULL, &err), -1);
+  free(err);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[10], "one", NULL, NULL,
+                                   &err), 0);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[10], "two", NULL, NULL,
+                                   &err), 0);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[5], "blue", NULL, NULL,
+                                   &err), -1);
+  assert_err_has(err, "'blue' must be red or green");
+  free(err);
+  ck_assert_int_eq(conf_var_assign(&a, &test_vars[8], "1e3", NULL, NULL,
+                                   &err), -1);
+  free(err);
+  ck_assert(conf_var_is_multi(&test_vars[10]));
+  ck_assert(!conf_var_is_multi(&test_vars[9]));
+
+  /* Copy, compare, format, clear. */
+  const char *want[] = {"1", "auto", "5", "3600", "250", "green", "1536",
+                        "524288", "-0.500000", "text", "one"};
+  for (size_t i = 0; i < test_module.n_vars; i++) {
+    ck_assert(!conf_var_equal(&a, &b, &test_vars[i]));
+    conf_var_copy(&b, &a, &test_vars[i]);
+    ck_assert(conf_var_equal(&a, &b, &test_vars[i]));
+    conf_strlist_t out = {0, NULL};
+    conf_var_format(&b, &test_vars[i], &out);
+    ck_assert_int_ge(out.n, 1);
+    ck_assert_str_eq(out.v[0], want[i]);
+    conf_strlist_clear(&out);
+  }
+  ck_assert_int_eq(b.lines.n, 2);
+  for (size_t i = 0; i < test_module.n_vars; i++) {
+    conf_var_clear(&a, &test_vars[i]);
+    conf_var_clear(&b, &test_vars[i]);
+  }
+  ck_assert_ptr_null(a.str);
+  ck_assert_int_eq(a.lines.n, 0);
+}
+END_TEST
+
 Suite *
 suite_conf(void)
 {
@@ -742,6 +856,7 @@ suite_conf(void)
   tcase_add_test(tc, test_memunit);
   tcase_add_test(tc, test_port);
   tcase_add_test(tc, test_addrport);
+  tcase_add_test(tc, test_confdecl);
   suite_add_tcase(s, tc);
   return s;
 }

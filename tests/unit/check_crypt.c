@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/crypt/crypt.h"
+#include "lib/crypt/s2k.h"
 
 Suite *suite_crypt(void);
 
@@ -794,6 +795,33 @@ START_TEST(test_rsa_malformed)
 }
 END_TEST
 
+/* tor's --hash-password (RFC 2440 S2K, count byte 0x60): the vector is
+ * tor 0.4.9's own output for "foo" (checked with Python's hashlib too). */
+START_TEST(test_s2k_hash_password)
+{
+  static const uint8_t salt[8] = {0xE9, 0x69, 0x17, 0x5B,
+                                  0xBF, 0x77, 0x53, 0xAD};
+  char *h = crypt_hash_password("foo", salt);
+  ck_assert_str_eq(h, "16:E969175BBF7753AD60C3CEB78DC631E2E0D6EE972CE0AB"
+                      "353DDB1445DD");
+  free(h);
+  /* A random salt each time, same shape. */
+  char *a = crypt_hash_password("foo", NULL);
+  char *b = crypt_hash_password("foo", NULL);
+  ck_assert_uint_eq(strlen(a), 3 + 58);
+  ck_assert(strncmp(a, "16:", 3) == 0);
+  ck_assert_str_ne(a, b);
+  ck_assert(!strncmp(a + 3 + 16, "60", 2));
+  free(a);
+  free(b);
+  /* A secret longer than the count is hashed once, whole. */
+  uint8_t d1[20], d2[20];
+  crypt_s2k_sha1(d1, salt, 0x00, "x", 1); /* 1024 octets */
+  crypt_s2k_sha1(d2, salt, 0x00, "x", 1);
+  ck_assert(!memcmp(d1, d2, 20));
+}
+END_TEST
+
 START_TEST(test_rsa_generate)
 {
   uint8_t *der, *der2, fp[20], want_fp[20], data[20], sig[128], bad[128];
@@ -919,6 +947,7 @@ suite_crypt(void)
   tcase_add_test(tc, test_rsa_fixed_key);
   tcase_add_test(tc, test_rsa_malformed);
   tcase_add_test(tc, test_rsa_generate);
+  tcase_add_test(tc, test_s2k_hash_password);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2,8 +2,10 @@
 /* check_log.c -- unit tests for lib/log: severity parsing, destination
  * syntax, and that messages reach hooks only at enabled severities. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
@@ -84,6 +86,65 @@ START_TEST(test_ratelim)
 }
 END_TEST
 
+/* SafeLogging: addresses above debug level become [scrubbed]. */
+START_TEST(test_scrub)
+{
+  n_seen = 0;
+  log_set_hook(LOG_SEV_DEBUG, hook, NULL);
+  log_set_scrub(1);
+  log_notice("Opened ORPort on 192.0.2.7:9001 and [2001:db8::1]:9001");
+  ck_assert_str_eq(last, "Opened ORPort on [scrubbed]:9001 and "
+                         "[[scrubbed]]:9001");
+  log_notice("at 12:30:00, relay $ABCDEF0123 v1.2.3 fe80::1%%eth0");
+  ck_assert_str_eq(last, "at 12:30:00, relay $ABCDEF0123 v1.2.3 "
+                         "[scrubbed]%eth0");
+  log_debug("debug keeps 10.0.0.1");
+  ck_assert(strstr(last, "10.0.0.1") != NULL);
+  log_set_scrub(0);
+  log_notice("again 192.0.2.7");
+  ck_assert(strstr(last, "192.0.2.7") != NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+}
+END_TEST
+
+/* SIGUSR2's debug switch, and a log file that cannot be reopened. */
+START_TEST(test_debug_switch_and_reopen)
+{
+  char dir[] = "/tmp/check_log_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[128], spec[160];
+  snprintf(path, sizeof(path), "%s/pctor.log", dir);
+  snprintf(spec, sizeof(spec), "notice file %s", path);
+  char *err = NULL;
+  log_reset_destinations();
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  log_debug("hidden before");
+  log_set_all_debug();
+  log_debug("shown after");
+  FILE *f = fopen(path, "r");
+  char buf[2048] = "";
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  ck_assert(strstr(buf, "hidden before") == NULL);
+  ck_assert(strstr(buf, "shown after") != NULL);
+  /* Reopening works while the file can be made... */
+  ck_assert_int_eq(log_reopen_files(), 0);
+  /* ...and fails loudly when its directory is gone. */
+  unlink(path);
+  rmdir(dir);
+  n_seen = 0;
+  log_set_hook(LOG_SEV_WARN, hook, NULL);
+  ck_assert_int_eq(log_reopen_files(), 1);
+  ck_assert_int_eq(n_seen, 1);
+  ck_assert(strstr(last, "Could not reopen log file") != NULL);
+  ck_assert(strstr(last, path) != NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  log_reset_destinations();
+  log_set_default_min(LOG_SEV_NOTICE);
+}
+END_TEST
+
 Suite *
 suite_log(void)
 {
@@ -93,6 +154,8 @@ suite_log(void)
   tcase_add_test(tc, test_destination_syntax);
   tcase_add_test(tc, test_hook_and_newlines);
   tcase_add_test(tc, test_ratelim);
+  tcase_add_test(tc, test_scrub);
+  tcase_add_test(tc, test_debug_switch_and_reopen);
   suite_add_tcase(s, tc);
   return s;
 }

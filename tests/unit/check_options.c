@@ -7,10 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "app/config/options.h"
+#include "app/config/tor_option_names.h"
+#include "feature/conflux/conflux_cell.h"
+#include "feature/conflux/conflux_options.h"
+#include "feature/conflux/conflux_set.h"
+#include "feature/measureme/measureme_options.h"
 #include "lib/conf/conf.h"
 #include "lib/log/log.h"
 
@@ -111,7 +117,7 @@ START_TEST(test_defaults)
   ck_assert_int_eq(o->my_family.n, 0);
   ck_assert_int_eq(o->publish_server_descriptor, 1);
   ck_assert_int_eq(o->assume_reachable, 0);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   ck_assert_int_eq(o->exit_policy.n, 0);
   char *dd = options_default_data_directory(geteuid() == 0, getenv("HOME"));
   ck_assert_str_eq(o->data_directory, dd);
@@ -130,15 +136,19 @@ START_TEST(test_defaults)
   free(dd);
 
   /* Every row has a name, a syntax, help and a documented default. */
-  size_t n;
-  const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 56);
+  size_t n = options_count();
+  ck_assert_uint_ge(n, 56);
   for (size_t i = 0; i < n; i++) {
-    ck_assert_ptr_nonnull(t[i].syntax);
-    ck_assert_ptr_nonnull(t[i].default_doc);
-    ck_assert_uint_gt(strlen(t[i].help), 20);
-    ck_assert_ptr_eq(options_find(t[i].name), &t[i]);
+    const option_def_t *t = options_var(i);
+    ck_assert_ptr_nonnull(t->syntax);
+    ck_assert_ptr_nonnull(t->default_doc);
+    ck_assert_uint_gt(strlen(t->help), 20);
+    ck_assert_ptr_eq(options_find(t->name), t);
   }
+  ck_assert_ptr_null(options_var(n));
+  /* Every registered table's defaults parse; names are unique. */
+  char *err = NULL;
+  ck_assert_msg(options_module_check_all(&err) == 0, "%s", err);
   ck_assert_ptr_eq(options_find("orport"), options_find("ORPort"));
   ck_assert_ptr_null(options_find("NoSuchOption"));
 }
@@ -264,7 +274,7 @@ END_TEST
 START_TEST(test_scheduler_options)
 {
   options_t *o = parse_ok("Nickname a\n", 0, NULL);
-  ck_assert_ptr_null(o->circuit_priority_halflife_str);
+  ck_assert(o->circuit_priority_halflife == -1); /* from the consensus */
   ck_assert_int_eq(o->scheduler_socket_aware, 1);
   ck_assert_int_eq(o->kist_sched_run_interval, 2);
   ck_assert(o->kist_sock_buf_size_factor == 1.0);
@@ -282,8 +292,7 @@ START_TEST(test_scheduler_options)
   options_free(o);
   char *err = parse_bad("CircuitPriorityHalflife fast\n", 0, NULL);
   ck_assert_str_eq(err, "Option 'CircuitPriorityHalflife' on line 1 of "
-                        "test.torrc: must be a number of seconds (at most "
-                        "2147483). Failing.");
+                        "test.torrc: 'fast' is not a number. Failing.");
   free(err);
   err = parse_bad("Schedulers Vanilla\n", 0, NULL);
   ck_assert(strstr(err, "Vanilla is not supported yet") != NULL);
@@ -292,10 +301,10 @@ START_TEST(test_scheduler_options)
   ck_assert(strstr(err, "must list KIST and/or KISTLite") != NULL);
   free(err);
   err = parse_bad("KISTSockBufSizeFactor 101\n", 0, NULL);
-  ck_assert(strstr(err, "must be a number from 0 to 100") != NULL);
+  ck_assert(strstr(err, "'101' is out of range (0 to 100)") != NULL);
   free(err);
   err = parse_bad("KISTSchedRunInterval 0\n", 0, NULL);
-  ck_assert(strstr(err, "out of range (1 to 100)") != NULL);
+  ck_assert(strstr(err, "out of range (1 to 100 milliseconds)") != NULL);
   free(err);
 }
 END_TEST
@@ -534,8 +543,8 @@ START_TEST(test_directory_options)
     {"ExitPolicy accept *:0\n", "ExitPolicy: 'accept *:0'"},
     {"ExitPolicy accept 1.2.3.4:99999\n", "bad port"},
     {"ExitPolicy ,\n", "exit policy"},
-    {"ExitRelay 2\n", "not a boolean"},
-    {"PublishServerDescriptor v3\n", "not a boolean"},
+    {"ExitRelay 2\n", "'2' must be 0, 1 or auto"},
+    {"PublishServerDescriptor bridge\n", "'bridge' must be 0, 1 or v3"},
     {"AssumeReachable 2\n", "not a boolean"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -545,14 +554,14 @@ START_TEST(test_directory_options)
     free(err);
   }
   o = parse_ok("ExitRelay 0\n", 0, NULL);
-  ck_assert_int_eq(o->exit_relay, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   options_free(o);
   /* Exits and tor's full policy syntax are accepted now. */
   o = parse_ok("ExitRelay 1\nExitPolicy accept private:*, reject6 *:*\n"
                "ExitPolicyRejectPrivate 0\n"
                "ServerDNSResolvConfFile /tmp/resolv.conf\n",
                0, NULL);
-  ck_assert_int_eq(o->exit_relay, 1);
+  ck_assert_int_eq(o->is_exit, 1);
   ck_assert_int_eq(o->exit_policy.n, 2);
   ck_assert_int_eq(o->exit_policy_reject_private, 0);
   ck_assert_int_eq(o->exit_policy_reject_local_interfaces, 0);
@@ -611,11 +620,9 @@ START_TEST(test_reload_keeps_non_reloadable)
   /* Reloadable options take their new values. */
   ck_assert_str_eq(new_opts->nickname, "New");
   ck_assert_int_eq(new_opts->onion_key_rotation_days, 21);
-  size_t n;
-  const option_def_t *t = options_table(&n);
-  for (size_t i = 0; i < n; i++)
-    if (!t[i].reloadable)
-      ck_assert(options_equal(old, new_opts, &t[i]));
+  for (size_t i = 0; i < options_count(); i++)
+    if (!options_var(i)->reloadable)
+      ck_assert(options_equal(old, new_opts, options_var(i)));
   /* Nothing differs a second time. */
   ck_assert_int_eq(options_keep_non_reloadable(old, new_opts), 0);
   options_free(old);
@@ -834,6 +841,315 @@ START_TEST(test_defaults_torrc)
 }
 END_TEST
 
+/* Values in tor's units are parsed once, when read. */
+START_TEST(test_typed_values)
+{
+  options_t *o = parse_ok(
+      "BandwidthRate 8 Mbits\nBandwidthBurst 2 MBytes\n"
+      "RelayBandwidthRate 512 KBytes\n"
+      "MaxMemInQueues 1 GB\nMaxCircuitDirtiness 2 hours\n"
+      "TokenBucketRefillInterval 1 second\nKISTSchedRunInterval 5\n"
+      "RefuseUnknownExits 0\nIPsec auto\nORPort 9001\n", 0, NULL);
+  ck_assert_uint_eq(o->bandwidth_rate, 1048576); /* tor's binary bits */
+  ck_assert_uint_eq(o->bandwidth_burst, 2 * 1048576);
+  ck_assert_uint_eq(o->relay_bandwidth_rate, 512 * 1024);
+  ck_assert_uint_eq(o->relay_bandwidth_burst, 512 * 1024); /* = rate */
+  ck_assert_uint_eq(o->max_mem_in_queues, 1ULL << 30);
+  ck_assert_int_eq(o->max_circuit_dirtiness, 7200);
+  ck_assert_int_eq(o->token_bucket_refill_interval, 1000);
+  ck_assert_int_eq(o->kist_sched_run_interval, 5); /* plain: msec */
+  ck_assert_int_eq(o->refuse_unknown_exits, 0);
+  ck_assert_int_eq(o->ipsec_mode, 1); /* IPSEC_MODE_AUTO */
+  ck_assert(options_is_set(o, "maxmeminqueues"));
+  ck_assert(!options_is_set(o, "Nickname"));
+  options_free(o);
+
+  /* Defaults. */
+  o = parse_ok("", 0, NULL);
+  ck_assert_uint_eq(o->bandwidth_rate, 1ULL << 30);
+  ck_assert_uint_eq(o->max_mem_in_queues, 0); /* automatic */
+  ck_assert_int_eq(o->max_circuit_dirtiness, 600);
+  ck_assert_int_eq(o->refuse_unknown_exits, -1);
+  ck_assert_int_eq(o->socks_addr.family, AF_UNSPEC);
+  /* Module-owned options live in the module's struct. */
+  const conflux_options_t *co = options_module(o, &conflux_conf_module);
+  ck_assert_int_eq(co->enabled, -1);
+  ck_assert_int_eq(co->client_ux, CFX_UX_HIGH_THROUGHPUT);
+  ck_assert_int_eq(co->max_ooo, 10000);
+  const measureme_options_t *mo = options_module(o, &measureme_conf_module);
+  ck_assert_int_eq(mo->enabled, 1);
+  ck_assert_int_eq(mo->hops, 0);
+  options_free(o);
+
+  o = parse_ok("ConfluxClientUX latency_lowmem\nConfluxScheduler lowrtt\n"
+               "ConfluxEnabled 0\nMeasureMeHops 3, 1\n"
+               "MeasureMeInterval 2 seconds\n", 0, NULL);
+  co = options_module(o, &conflux_conf_module);
+  ck_assert_int_eq(co->client_ux, CFX_UX_LOW_MEM_LATENCY);
+  ck_assert_int_eq(co->scheduler, CFX_ALG_LOWRTT);
+  ck_assert_int_eq(co->enabled, 0);
+  mo = options_module(o, &measureme_conf_module);
+  ck_assert_int_eq(mo->hops, 5);
+  ck_assert_int_eq(mo->interval_ms, 2000);
+  options_free(o);
+
+  /* Bad values name the option and line, with the type's message. */
+  struct {
+    const char *torrc, *want;
+  } bad[] = {
+    {"BandwidthRate 10 fortnights\n",
+     "Option 'BandwidthRate' on line 1 of test.torrc: '10 fortnights': "
+     "unknown memory unit 'fortnights'. Failing."},
+    {"BandwidthRate 10 KBytes\n", "must be at least 75 KBytes"},
+    {"BandwidthRate 4 GBytes\n", "out of range (0 to 2147483647 bytes)"},
+    {"BandwidthBurst 100 KBytes\n", "BandwidthBurst' on line 1 of "
+     "test.torrc: must be at least BandwidthRate"},
+    {"MaxMemInQueues 1 MB\n", "less than the minimum (67108864 bytes)"},
+    {"MaxCircuitDirtiness 5 seconds\n", "out of range (10 to 2592000 "
+     "seconds)"},
+    {"RefuseUnknownExits maybe\n", "'maybe' must be 0, 1 or auto"},
+    {"IPsec sometimes\n", "'sometimes' must be 0, auto or 1"},
+    {"IPsec 1\n", "Option 'IPsec' on line 1 of test.torrc: needs an ORPort"},
+    {"\nConfluxClientUX fast\n", "Option 'ConfluxClientUX' on line 2 of "
+     "test.torrc: 'fast' must be throughput, latency, throughput_lowmem or "
+     "latency_lowmem. Failing."},
+    {"ConfluxLegs 1\n", "Option 'ConfluxLegs' on line 1 of test.torrc: "
+     "must be 0 or 2 to 8"},
+    {"MeasureMeHops 4\n", "must list hops 1, 2 and/or 3"},
+    {"SocksPort nine\n", "SocksPort must be 0, PORT or ADDRESS:PORT"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char *err = parse_bad(bad[i].torrc, 0, NULL);
+    assert_has(err, bad[i].want);
+    free(err);
+  }
+}
+END_TEST
+
+START_TEST(test_dump_config)
+{
+  options_t *o = parse_ok("BandwidthRate 8 Mbits\nORPort 127.0.0.1:9001\n"
+                          "Log notice stdout\nLog info file /tmp/x.log\n"
+                          "ConfluxLegs 3\nMaxCircuitDirtiness 1 hour\n",
+                          0, NULL);
+  options_t *base = parse_ok("", 0, NULL);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  options_dump(out, o, base);
+  fclose(out);
+  /* Sorted by name, base units, repeatable options on several lines. */
+  ck_assert_str_eq(buf, "BandwidthRate 1048576\n"
+                        "ConfluxLegs 3\n"
+                        "Log notice stdout\n"
+                        "Log info file /tmp/x.log\n"
+                        "MaxCircuitDirtiness 3600\n"
+                        "ORPort 127.0.0.1:9001\n");
+  free(buf);
+  /* Full: every option with a value, automatic ones left out. */
+  out = open_memstream(&buf, &len);
+  options_dump(out, base, NULL);
+  fclose(out);
+  assert_has(buf, "\nNickname Unnamed\n");
+  assert_has(buf, "\nRefuseUnknownExits auto\n");
+  assert_has(buf, "\nKISTSockBufSizeFactor 1.000000\n");
+  ck_assert_ptr_null(strstr(buf, "MaxMemInQueues"));
+  ck_assert_ptr_null(strstr(buf, "CircuitPriorityHalflife"));
+  free(buf);
+
+  /* The dump reads back as the same configuration. */
+  out = open_memstream(&buf, &len);
+  options_dump(out, o, NULL);
+  fclose(out);
+  options_t *again = parse_ok(buf, 0, NULL);
+  for (size_t i = 0; i < options_count(); i++)
+    ck_assert_msg(options_equal(o, again, options_var(i)), "%s differs",
+                  options_var(i)->name);
+  free(buf);
+  options_free(again);
+
+  out = open_memstream(&buf, &len);
+  options_list_names(out);
+  fclose(out);
+  ck_assert(!strncmp(buf, "DataDirectory\nORPort\n", 21));
+  assert_has(buf, "\nConfluxLegs\n");
+  free(buf);
+  options_free(o);
+  options_free(base);
+}
+END_TEST
+
+/* Every tor option name is implemented or refused with one clear line,
+ * never unknown and never ignored. */
+START_TEST(test_tor_option_names)
+{
+  ck_assert_uint_eq(n_tor_option_names, 372); /* tor 0.4.9 */
+  ck_assert_str_eq(tor_option_names_version, "0.4.9.11");
+  size_t implemented = 0;
+  for (size_t i = 0; i < n_tor_option_names; i++) {
+    const char *name = tor_option_names[i];
+    for (size_t j = 0; j < i; j++)
+      ck_assert_msg(strcasecmp(name, tor_option_names[j]), "%s twice",
+                    name);
+    if (options_find(name)) {
+      implemented++;
+      continue;
+    }
+    char *msg = options_tor_refusal(name);
+    ck_assert_ptr_nonnull(msg);
+    assert_has(msg, "pctor does not support tor's option");
+    ck_assert_ptr_null(strchr(msg, '\n'));
+    free(msg);
+  }
+  /* Every option pctor implements that tor also has is in the list. */
+  static const char *const ours[] = {"ORPort", "ExitRelay", "Log",
+                                     "BandwidthRate", "SocksPort",
+                                     "ConfluxEnabled"};
+  for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+    int found = 0;
+    for (size_t j = 0; j < n_tor_option_names; j++)
+      found |= !strcasecmp(ours[i], tor_option_names[j]);
+    ck_assert_msg(found, "%s", ours[i]);
+  }
+  ck_assert_uint_ge(implemented, 40);
+  ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
+
+  /* In a torrc: one line naming the file and line, with advice. */
+  char *err = parse_bad("Nickname a\nORPort 9001\n\ndirport 9030\n", 0,
+                        NULL);
+  ck_assert_str_eq(err, "Option 'dirport' on line 4 of test.torrc: pctor "
+                        "does not support tor's option DirPort; pctor "
+                        "serves directory documents to clients through "
+                        "its ORPort (BEGIN_DIR) only; remove the line. "
+                        "Failing.");
+  free(err);
+  err = parse_bad("DoSCircuitCreationEnabled 1\n", 0, NULL);
+  assert_has(err, "tor's option DoSCircuitCreationEnabled; pctor has no "
+                  "denial-of-service");
+  free(err);
+  /* A tor option set to what pctor does anyway is accepted. */
+  options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n",
+                          0, NULL);
+  options_free(o);
+  err = parse_bad("DirReqStatistics 1\n", 0, NULL);
+  assert_has(err, "tor's option DirReqStatistics; pctor keeps no "
+                  "statistics files");
+  free(err);
+  err = parse_bad("Nickname a\nNoSuchOption 1\n", 0, NULL);
+  ck_assert_str_eq(err, "Unknown option 'NoSuchOption' on line 2 of "
+                        "test.torrc. Failing.");
+  free(err);
+}
+END_TEST
+
+START_TEST(test_relay_options)
+{
+  /* ExitRelay auto (tor's default): an exit exactly with ExitPolicy. */
+  options_t *o = parse_ok("ORPort 9001\n", 0, NULL);
+  ck_assert_int_eq(o->is_exit, 0);
+  /* Advertised bandwidth: tor's defaults, 1 GByte. */
+  uint64_t rate, burst;
+  options_advertised_bandwidth(o, &rate, &burst);
+  ck_assert_uint_eq(rate, 1ULL << 30);
+  ck_assert_uint_eq(burst, 1ULL << 30);
+  ck_assert_int_eq(o->heartbeat_period, 6 * 3600);
+  ck_assert_int_eq(o->shutdown_wait_length, 30);
+  ck_assert_int_eq(o->disable_debugger_attachment, 1);
+  ck_assert_int_eq(o->dir_cache, 1);
+  ck_assert_int_eq(o->safe_logging, 0);
+  options_free(o);
+  o = parse_ok("ORPort 9001\nExitPolicy accept *:80\n", 0, NULL);
+  ck_assert_int_eq(o->is_exit, 1);
+  options_free(o);
+  o = parse_ok("ORPort 9001\nExitPolicy reject *:*\nExitRelay 0\n", 0,
+               NULL);
+  ck_assert_int_eq(o->is_exit, 0);
+  options_free(o);
+  o = parse_ok("ExitRelay 1\n", 0, NULL);
+  ck_assert_int_eq(o->is_exit, 1);
+  options_free(o);
+
+  /* The smallest of the rates and MaxAdvertisedBandwidth; the smaller
+   * burst. */
+  o = parse_ok("BandwidthRate 10 MBytes\nBandwidthBurst 20 MBytes\n"
+               "RelayBandwidthRate 5 MBytes\nRelayBandwidthBurst 8 MBytes\n"
+               "MaxAdvertisedBandwidth 6 MBytes\n", 0, NULL);
+  options_advertised_bandwidth(o, &rate, &burst);
+  ck_assert_uint_eq(rate, 5 << 20);
+  ck_assert_uint_eq(burst, 8 << 20);
+  options_free(o);
+  o = parse_ok("BandwidthRate 10 MBytes\nMaxAdvertisedBandwidth 2 MBytes\n",
+               0, NULL);
+  options_advertised_bandwidth(o, &rate, &burst);
+  ck_assert_uint_eq(rate, 2 << 20);
+  ck_assert_uint_eq(burst, 1ULL << 30);
+  options_free(o);
+
+  /* tor's short-heartbeat rule, and values in tor's spelling. */
+  capture_warnings();
+  o = parse_ok("HeartbeatPeriod 5 minutes\nPublishServerDescriptor v3\n"
+               "SafeLogging relay\nShutdownWaitLength 2 minutes\n"
+               "SyslogIdentityTag relay1\nDirCache 0\n", 0, NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  assert_has(warnings, "HeartbeatPeriod is shorter than 30 minutes");
+  ck_assert_int_eq(o->heartbeat_period, 1800);
+  ck_assert_int_eq(o->publish_server_descriptor, 1);
+  ck_assert_int_eq(o->safe_logging, 2);
+  ck_assert_int_eq(o->shutdown_wait_length, 120);
+  ck_assert_str_eq(o->syslog_identity_tag, "relay1");
+  ck_assert_int_eq(o->dir_cache, 0);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE "HeartbeatPeriod 10\n", 0,
+               NULL);
+  ck_assert_int_eq(o->heartbeat_period, 10);
+  options_free(o);
+}
+END_TEST
+
+/* --verify-config's checks of what start-up would need. */
+START_TEST(test_check_startable)
+{
+  char dir[] = "/tmp/check_options_s_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char torrc[512];
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/data\n"
+           "Log notice file %s/pctor.log\n", dir, dir);
+  options_t *o = parse_ok(torrc, 0, NULL);
+  char *err = NULL;
+  ck_assert_int_eq(options_check_startable(o, &err), 0);
+  options_free(o);
+  /* A log file in a missing directory. */
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/data\n"
+           "Log notice file %s/no/such/dir/pctor.log\n", dir, dir);
+  o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "Log \"notice file");
+  assert_has(err, "No such file or directory");
+  free(err);
+  options_free(o);
+  /* A DataDirectory whose parent is missing, or that is a file. */
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/a/b\n", dir);
+  o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "DataDirectory: cannot create");
+  free(err);
+  options_free(o);
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/file\n", dir);
+  char file[300];
+  snprintf(file, sizeof(file), "%s/file", dir);
+  FILE *f = fopen(file, "w");
+  fclose(f);
+  o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "is not a directory");
+  free(err);
+  options_free(o);
+  unlink(file);
+  /* Nothing was created. */
+  ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(test_list_and_usage)
 {
   char *buf = NULL;
@@ -841,12 +1157,11 @@ START_TEST(test_list_and_usage)
   FILE *out = open_memstream(&buf, &len);
   options_list(out);
   fclose(out);
-  size_t n;
-  const option_def_t *t = options_table(&n);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < options_count(); i++) {
     char want[128];
+    const option_def_t *t = options_var(i);
     /* Each option starts a line, followed by its syntax. */
-    snprintf(want, sizeof(want), "\n%s %s\n", t[i].name, t[i].syntax);
+    snprintf(want, sizeof(want), "\n%s %s\n", t->name, t->syntax);
     if (i == 0)
       ck_assert(!strncmp(buf, want + 1, strlen(want + 1)));
     else
@@ -889,6 +1204,11 @@ suite_options(void)
   tcase_add_test(tc, test_load_files);
   tcase_add_test(tc, test_cmdline_flags);
   tcase_add_test(tc, test_defaults_torrc);
+  tcase_add_test(tc, test_typed_values);
+  tcase_add_test(tc, test_dump_config);
+  tcase_add_test(tc, test_tor_option_names);
+  tcase_add_test(tc, test_relay_options);
+  tcase_add_test(tc, test_check_startable);
   tcase_add_test(tc, test_list_and_usage);
   suite_add_tcase(s, tc);
   return s;

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* options.c -- the option table, merging torrc and command line, typed
- * assignment and cross-option validation (see options.h).
+/* options.c -- the option manager: the daemon's own option table, the
+ * registration of the modules' tables, merging the defaults torrc, the
+ * torrc and the command line, assignment and cross-option validation, and
+ * --list-options / --dump-config (see options.h).
  *
  * Design:
- *  - The table is the single source of truth. A row says where its value
- *    lives in options_t (offset) and which of a handful of types it has;
- *    assignment, comparison, copying (for SIGHUP) and --list-options are
- *    generic over those types, so adding an option is adding a row (and a
- *    field, and a paragraph in doc/pctor.1, which `make check` enforces).
+ *  - Options are declared as typed rows (lib/conf/confdecl.h) in tables
+ *    owned by the modules that use them (feature/conflux, ...), plus this
+ *    file's table for the daemon-wide ones. A value is parsed once, by
+ *    its type, when its line is assigned; modules read typed fields.
+ *  - The modules are listed once, in modules[]; there is no cap on the
+ *    number of options (what was set explicitly is a per-option byte).
  *  - Defaults are applied by parsing the row's default string with the
  *    same code as a torrc value, so a default can never be invalid
  *    without a unit test noticing.
@@ -15,579 +18,37 @@
  *    is assigned (replace / "+" append / "/" clear, as tor does), then
  *    every line is assigned in order; the first error stops the parse and
  *    names the option and its line.
- *  - Only this file knows option names; the rest of pctor reads options_t.
+ *  - Only the tables know option names; the rest of pctor reads options_t
+ *    and the modules' structs (options_module()).
  */
 #include "app/config/options.h"
+#include "app/config/tor_option_names.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "feature/conflux/conflux_cell.h"
-#include "feature/conflux/conflux_set.h"
+#include "feature/conflux/conflux_options.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
+#include "feature/measureme/measureme_options.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/conf/confval.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/sockstat.h"
 
-#define OFF(field) offsetof(options_t, field)
-
-/* clang-format off */
-static const option_def_t option_table[] = {
-  {"DataDirectory", OPT_TYPE_PATH, "PATH", NULL,
-   "/var/lib/pctor when started as root, otherwise ~/.pctor",
-   0, 0, 0, OFF(data_directory),
-   "The directory where pctor keeps its state: its keys (in the keys "
-   "subdirectory) and the files fingerprint and fingerprint-ed25519. "
-   "pctor creates it (mode 0700) if it does not exist. With User, the "
-   "directory and the files in it that pctor owns are handed to that "
-   "user before pctor switches to it. A relative path or one starting "
-   "with ~/ is made absolute when pctor starts."},
-  {"ORPort", OPT_TYPE_ORPORT, "[ADDRESS:]PORT | 0", "0",
-   "0 (no ORPort)",
-   0, 0, 0, OFF(or_ports),
-   "Accept connections from Tor clients and relays on PORT. A port "
-   "alone listens on every IPv4 address (0.0.0.0:PORT); ADDRESS is an "
-   "IPv4 address (192.0.2.1:9001) or an IPv6 address in brackets "
-   "([2001:db8::1]:9001). Give the option twice, once with an IPv4 and "
-   "once with an IPv6 address, to listen on both; more ORPort lines are "
-   "an error, and 0 (no ORPort) cannot be combined with another line. "
-   "Ports are bound while pctor still runs as root, so ports below 1024 "
-   "work with User."},
-  {"Address", OPT_TYPE_HOST, "ADDRESS | HOSTNAME", NULL,
-   "unset (pctor guesses its address)",
-   1, 0, 0, OFF(address),
-   "The relay's public address, published in its descriptor: an IPv4 "
-   "or IPv6 address, or a host name that resolves to one. If unset, "
-   "pctor uses the ORPort's address when that is a public one and "
-   "otherwise guesses it from the local interfaces."},
-  {"Nickname", OPT_TYPE_NICKNAME, "NAME", "Unnamed", "Unnamed",
-   1, 0, 0, OFF(nickname),
-   "The relay's nickname, published in its descriptor: 1 to 19 ASCII "
-   "letters and digits."},
-  {"ContactInfo", OPT_TYPE_STRING, "TEXT", NULL, "unset",
-   1, 0, 0, OFF(contact_info),
-   "How to reach the relay's operator, published in its descriptor "
-   "(for example an e-mail address written so that harvesters do not "
-   "recognise it). Printable text without control characters."},
-  {"Log", OPT_TYPE_LOG, "SEVERITY[-SEVERITY] stderr|stdout|syslog|file PATH",
-   NULL, "notice stderr",
-   1, 0, 0, OFF(logs),
-   "Send messages with a severity from the first SEVERITY up to the "
-   "second (err if omitted; severities are debug, info, notice, warn "
-   "and err) to standard error, standard output, syslog (facility "
-   "daemon) or the file PATH (appended to, created with mode 0640). "
-   "Repeat the option for several destinations. Without any Log line, "
-   "notice and above go to standard error, which RunAsDaemon sends to "
-   "/dev/null. SIGHUP applies changed Log lines and reopens log files; "
-   "with User, log files must be writable by that user to be reopened."},
-  {"RunAsDaemon", OPT_TYPE_BOOL, "0|1", "0", "0",
-   0, 0, 0, OFF(run_as_daemon),
-   "If 1, run in the background: pctor forks, starts a new session, "
-   "changes its working directory to / and, once it has started, "
-   "connects its standard input, output and error to /dev/null. The "
-   "command that started pctor waits until then and exits with status "
-   "0, or with status 1 if start-up failed."},
-  {"PidFile", OPT_TYPE_PATH, "PATH", NULL, "unset",
-   0, 0, 0, OFF(pid_file),
-   "Write pctor's process ID to PATH once it has started (after going "
-   "to the background with RunAsDaemon), and remove the file on a clean "
-   "exit. The file is written before pctor switches to User; if that "
-   "user may not remove it at exit, pctor empties it instead."},
-  {"User", OPT_TYPE_USER, "NAME", NULL, "unset (keep the starting user)",
-   0, 0, 0, OFF(user),
-   "After binding its ports and reading its keys, switch to the user "
-   "NAME, its primary group and its supplementary groups, and give up "
-   "every capability. DataDirectory is handed to NAME first. Switching "
-   "to another user requires starting pctor as root; naming the user "
-   "pctor already runs as is allowed and changes nothing."},
-  {"TestingTorNetwork", OPT_TYPE_BOOL, "0|1", "0", "0",
-   0, 0, 0, OFF(testing_tor_network),
-   "For private test networks only, with tor's meaning. If 1, "
-   "DirAuthority lines are required (the public authorities are never "
-   "used), the default of ExtendAllowPrivateAddresses becomes 1, a "
-   "private address may be published in the descriptor, the descriptor "
-   "is republished every 5 minutes instead of every 18 hours and failed "
-   "uploads are retried after 1 second (doubling up to 30 seconds) "
-   "instead of after 1 minute (up to an hour). Key lifetimes stay as on "
-   "the public network."},
-  {"ExtendAllowPrivateAddresses", OPT_TYPE_BOOL, "0|1", NULL,
-   "0 (1 with TestingTorNetwork 1)",
-   1, 0, 0, OFF(extend_allow_private_addresses),
-   "If 1, extend circuits to relays at private addresses (RFC 1918 "
-   "and other private IPv4 ranges, loopback, link-local, unique local "
-   "IPv6). If 0, such extend requests are refused."},
-  {"OnionKeyRotationDays", OPT_TYPE_INT, "N", "28", "28",
-   1, 1, 90, OFF(onion_key_rotation_days),
-   "Rotate the relay's onion (ntor) key every N days, 1 to 90."},
-  {"OnionKeyGracePeriodDays", OPT_TYPE_INT, "N", "7", "7",
-   1, 1, 90, OFF(onion_key_grace_period_days),
-   "After a rotation, keep accepting the previous onion key for N "
-   "days, 1 to OnionKeyRotationDays."},
-  {"DirAuthority", OPT_TYPE_DIRAUTH,
-   "[NICKNAME] [FLAGS] ADDRESS:DIRPORT FINGERPRINT", NULL,
-   "unset (the public Tor network's authorities)",
-   1, 0, 0, OFF(dir_authorities),
-   "A directory authority to publish the relay's descriptor to, in "
-   "tor's syntax: FLAGS are orport=PORT, v3ident=HEX, no-v2, "
-   "ipv6=[ADDRESS]:PORT, bridge and weight=N; FINGERPRINT is the "
-   "authority's RSA identity (40 hex digits, spaces allowed). Repeat the "
-   "option for each authority. Without any DirAuthority line pctor uses "
-   "the public Tor network's authorities; with TestingTorNetwork 1 at "
-   "least one line is required."},
-  {"MyFamily", OPT_TYPE_FAMILY, "RELAY[,RELAY...]", NULL, "unset",
-   1, 0, 0, OFF(my_family),
-   "Other relays run by the same operator, published in the family line "
-   "of the descriptor so that clients never use two of them in one "
-   "circuit. A RELAY is $ and its 40-digit RSA fingerprint (a ~NICKNAME "
-   "after it is accepted and dropped) or a nickname; list them separated "
-   "by commas or spaces, on one line or several. Each of those relays "
-   "should list this one too."},
-  {"PublishServerDescriptor", OPT_TYPE_BOOL, "0|1", "1", "1",
-   1, 0, 0, OFF(publish_server_descriptor),
-   "If 1, upload the relay's server descriptor to the directory "
-   "authorities after start-up, whenever it changes, and every 18 "
-   "hours, so that clients can find the relay. If 0, never upload it."},
-  {"AssumeReachable", OPT_TYPE_BOOL, "0|1", "0", "0",
-   1, 0, 0, OFF(assume_reachable),
-   "Accepted for compatibility with tor's torrc. pctor does not test "
-   "whether its ORPort is reachable from outside before publishing, so "
-   "it always behaves as tor does with AssumeReachable 1: it publishes "
-   "right after start-up and leaves the reachability test to the "
-   "authorities, which list the relay as Running only once they reached "
-   "it."},
-  {"ExitRelay", OPT_TYPE_BOOL, "0|1", "0", "0",
-   1, 0, 0, OFF(exit_relay),
-   "If 1, the relay is an exit: it opens TCP connections to the "
-   "destinations clients ask for (RELAY_BEGIN), resolves names for them "
-   "(RELAY_RESOLVE) through the resolver in ServerDNSResolvConfFile, and "
-   "publishes its exit policy. If 0, every stream request is refused and "
-   "the published policy is \"reject *:*\". As in tor, streams are "
-   "refused on a client's first hop (a previous hop that did not "
-   "authenticate as a relay, or CREATE_FAST); see also "
-   "RefuseUnknownExits."},
-  {"RefuseUnknownExits", OPT_TYPE_STRING, "0|1|auto", "auto", "auto",
-   1, 0, 0, OFF(refuse_unknown_exits_str),
-   "Exit: with 1, once the relay has a consensus, streams (RELAY_BEGIN) "
-   "are refused with END reason MISC on circuits whose previous hop is a "
-   "relay the consensus does not list (by identity), as tor does. auto "
-   "(as tor) follows the consensus parameter refuseunknownexits, which "
-   "defaults to 1. 0 never refuses for this reason. Without a consensus "
-   "nothing is refused for this reason."},
-  {"ExitPolicy", OPT_TYPE_POLICY, "accept|reject ADDRESS:PORTS[,...]",
-   NULL, "unset (tor's default exit policy when ExitRelay is 1)",
-   1, 0, 0, OFF(exit_policy),
-   "Exit policy rules in tor's syntax, in order, the first match "
-   "deciding: accept, reject, accept6 or reject6, then *, *4, *6, "
-   "private, or an address with an optional /BITS or /MASK, a colon and "
-   "*, a port or a range PORT-PORT. Several rules go on one line "
-   "separated by commas, or on several lines. With ExitRelay 1, tor's "
-   "default exit policy (rejecting ports 25, 119, 135-139, 445, 563, "
-   "1214, 4661-4666, 6346-6429, 6699 and 6881-6999, accepting the rest) "
-   "follows the configured rules; end them with \"reject *:*\" to avoid "
-   "that. Only used with ExitRelay 1."},
-  {"ExitPolicyRejectPrivate", OPT_TYPE_BOOL, "0|1", "1", "1",
-   1, 0, 0, OFF(exit_policy_reject_private),
-   "If 1, the exit policy starts with rules rejecting private and local "
-   "networks and the relay's own addresses. Private test networks on "
-   "127.0.0.1 set it to 0."},
-  {"ExitPolicyRejectLocalInterfaces", OPT_TYPE_BOOL, "0|1", "0", "0",
-   1, 0, 0, OFF(exit_policy_reject_local_interfaces),
-   "If 1, the exit policy also rejects the public addresses of the "
-   "relay's ORPorts and Address."},
-  {"ServerDNSResolvConfFile", OPT_TYPE_PATH, "PATH", NULL,
-   "unset (/etc/resolv.conf)",
-   0, 0, 0, OFF(server_dns_resolv_conf_file),
-   "The resolv.conf file whose nameservers an exit uses to resolve the "
-   "names clients ask for. Only its nameserver lines are used; nothing "
-   "else (no hosts file, no search domains). Tests point it at a "
-   "resolver on 127.0.0.1."},
-  {"SocksPort", OPT_TYPE_STRING, "[ADDRESS:]PORT | 0", "0", "0 (no client)",
-   0, 0, 0, OFF(socks_port),
-   "Accept SOCKS4a and SOCKS5 connections from applications on PORT (on "
-   "127.0.0.1 unless ADDRESS is given) and carry them over three-hop "
-   "circuits chosen from the consensus. Streams with different SOCKS "
-   "usernames or passwords never share a circuit (IsolateSOCKSAuth). Only "
-   "CONNECT is supported; RESOLVE requests are refused. 0 disables the "
-   "client."},
-  {"EntryNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
-   1, 0, 0, OFF(entry_nodes),
-   "Client circuits start at one of these relays (fingerprints with or "
-   "without $, or nicknames)."},
-  {"MiddleNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
-   1, 0, 0, OFF(middle_nodes),
-   "The middle hop of client circuits is one of these relays."},
-  {"ExitNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
-   1, 0, 0, OFF(exit_nodes),
-   "Client circuits end at one of these relays. When none of them accepts "
-   "a port by its published policy summary (private networks whose exits "
-   "only accept 127.0.0.0/8 summarise to \"reject all\"), they are used "
-   "anyway and the exit decides."},
-  {"ExcludeNodes", OPT_TYPE_STRING, "RELAY,RELAY,...", NULL, "unset",
-   1, 0, 0, OFF(exclude_nodes),
-   "Client circuits never use these relays."},
-  {"MaxCircuitDirtiness", OPT_TYPE_INT, "SECONDS", "600", "600",
-   1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
-   "A client circuit takes new streams for at most this many seconds "
-   "after its first stream; idle old circuits are then closed."},
-  {"BandwidthRate", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
-   "1 GByte", 1, 0, 0, OFF(bandwidth_rate_str),
-   "Average bandwidth per second this relay may use for reading, and "
-   "separately for writing, on all its connections: link connections, "
-   "exit connections, SocksPort connections and directory connections "
-   "(token buckets, as tor). Connections to private addresses are not "
-   "counted unless TestingTorNetwork is 1. At least 75 KBytes."},
-  {"BandwidthBurst", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes", NULL,
-   "1 GByte", 1, 0, 0, OFF(bandwidth_burst_str),
-   "The size of the BandwidthRate buckets: the most that may be used in a "
-   "burst. Must not be smaller than BandwidthRate."},
-  {"RelayBandwidthRate", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes",
-   NULL, "0 (no separate limit)", 1, 0, 0, OFF(relay_bandwidth_rate_str),
-   "Like BandwidthRate, for connections to and from other relays only, in "
-   "addition to BandwidthRate. 0: no separate limit."},
-  {"RelayBandwidthBurst", OPT_TYPE_STRING, "N bytes|KBytes|MBytes|GBytes",
-   NULL, "RelayBandwidthRate", 1, 0, 0, OFF(relay_bandwidth_burst_str),
-   "The size of the RelayBandwidthRate buckets."},
-  {"TokenBucketRefillInterval", OPT_TYPE_INT, "MILLISECONDS", "100", "100",
-   0, 1, 1000, OFF(token_bucket_refill_interval),
-   "How often the bandwidth buckets are refilled, in milliseconds (1 to "
-   "1000)."},
-  {"MaxMemInQueues", OPT_TYPE_STRING, "N bytes|KB|MB|GB", NULL,
-   "unset (tor's rule: 3/4 of RAM, 2/5 with 8 GB or more, between 256 MB "
-   "and 8 GB)",
-   1, 0, 0, OFF(max_mem_in_queues_str),
-   "When the cells queued on all circuits take more memory than this, "
-   "close circuits, the one whose oldest queued cell has waited longest "
-   "first, until they take at most 90% of it; each such event is logged. "
-   "At least 64 MB."},
-  {"CircuitPriorityHalflife", OPT_TYPE_STRING, "SECONDS", NULL,
-   "unset (the consensus parameter CircuitPriorityHalflifeMsec, else 30)",
-   1, 0, 0, OFF(circuit_priority_halflife_str),
-   "Half-life, in seconds (fractions allowed), of the moving average of "
-   "cells each circuit has sent recently. Whenever there is room to "
-   "write, the circuit with the lowest average goes first, across all "
-   "connections, so quiet interactive circuits overtake bulk ones (EWMA "
-   "scheduling). 0 or a negative value turns this off: circuits are then "
-   "served round robin. Changes take effect on SIGHUP without dropping "
-   "circuits."},
-  {"Schedulers", OPT_TYPE_STRING, "KIST|KISTLite[,...]", "KIST,KISTLite",
-   "KIST,KISTLite", 1, 0, 0, OFF(schedulers),
-   "How much the scheduler writes to a connection: KIST asks the kernel "
-   "(TCP_INFO) how much the socket can send soon and writes no more, so "
-   "that cells stay where they can still be reordered; KISTLite only "
-   "bounds pctor's own output buffer. The first one that works on this "
-   "system is used. tor's Vanilla scheduler is not supported."},
-  {"KISTSchedRunInterval", OPT_TYPE_INT, "MILLISECONDS", "2", "2",
-   1, 1, 100, OFF(kist_sched_run_interval),
-   "How often connections that the kernel held back are offered cells "
-   "again, in milliseconds (1 to 100)."},
-  {"KISTSockBufSizeFactor", OPT_TYPE_STRING, "NUM", "1.0", "1.0",
-   1, 0, 0, OFF(kist_sock_buf_size_factor_str),
-   "KIST writes to a socket the free part of its congestion window plus "
-   "this many congestion windows, minus what is still unsent in the "
-   "kernel (0 to 100)."},
-  {"PerCircuitTCP", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
-   OFF(per_circuit_tcp),
-   "If 1, every circuit this relay extends to another relay gets a TCP "
-   "connection (with TLS and a full link handshake) of its own, closed "
-   "when the circuit ends (PCTCP), so that one circuit's losses and "
-   "congestion do not stall the others. Connections from clients stay "
-   "shared. The next relay needs no change."},
-  {"PerCircuitTCPMaxConnections", OPT_TYPE_INT, "NUM", "0",
-   "0 (half the file-descriptor limit)", 1, 0, 10000000,
-   OFF(per_circuit_tcp_max_connections),
-   "With PerCircuitTCP, at most this many per-circuit connections (and "
-   "never more than half the file-descriptor limit); beyond it, new "
-   "circuits share the existing connection to their next relay whose "
-   "circuits have sent least recently."},
-  {"PerCircuitTCPSpares", OPT_TYPE_INT, "NUM", "1", "1", 1, 0, 16,
-   OFF(per_circuit_tcp_spares),
-   "With PerCircuitTCP, keep this many connections to each relay that "
-   "circuits were recently extended to open ahead of need, so that the "
-   "next extension does not wait for TCP, TLS and the link handshake. "
-   "Unused spares close after a minute. 0 to 16."},
-  {"PerCircuitTCPRequireIPsec", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
-   OFF(per_circuit_tcp_require_ipsec),
-   "Use per-circuit connections only to relays with an installed IPsec "
-   "SA (so that an observer cannot count circuits); circuits to other "
-   "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
-   "is implied)."},
-  {"IPsec", OPT_TYPE_STRING, "0|1|auto", "0", "0", 1, 0, 0, OFF(ipsec_str),
-   "IPsec between relays, negotiated by strongSwan's charon through its "
-   "VICI socket (IPsecVICISocket). With auto or 1, this relay tells each "
-   "relay it connects to that it offers IPsec (a link cell that tor "
-   "ignores), with its Ed25519 IKE key (DataDirectory/keys/"
-   "ike_ed25519_key, made on first start) certified by its identity. "
-   "With a relay that offers it too, pctor loads an IPsec connection "
-   "into charon whose IKE identities are the two relays' Ed25519 "
-   "identities and which protects the TCP between this relay and the "
-   "other's ORPort, and the relay with the lower identity initiates it. "
-   "PerCircuitTCP then opens per-circuit connections to that relay only "
-   "while its SA is installed; meanwhile circuits share a TLS "
-   "connection. With auto, relays that do not offer IPsec (tor relays) "
-   "get per-circuit connections without it; with 1 they share. pctor "
-   "never closes circuits or connections because of IPsec."},
-  {"IPsecVICISocket", OPT_TYPE_PATH, "PATH", IPSEC_DEFAULT_VICI_SOCKET,
-   IPSEC_DEFAULT_VICI_SOCKET, 1, 0, 0, OFF(ipsec_vici_socket),
-   "The unix socket of charon's VICI plugin. pctor reconnects (with "
-   "growing delays up to 30 seconds) whenever it goes away, and then "
-   "loads its key and connections again. With User, the socket must "
-   "stay usable by that user (scripts/pctor-charon --vici-group)."},
-  {"IPsecUpdown", OPT_TYPE_STRING, "COMMAND", NULL, "unset (none)",
-   1, 0, 0, OFF(ipsec_updown),
-   "The updown command charon runs when one of pctor's CHILD_SAs comes "
-   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
-   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
-   "routes the SA's TCP into the tunnel device, without which the "
-   "traffic would not be protected."},
-  {"IPsecMaxPeers", OPT_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
-   OFF(ipsec_max_peers),
-   "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
-   "Beyond it the least recently used relay without an SA is forgotten; "
-   "if every one has an SA, further relays share connections."},
-  {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
-   OFF(measureme_enabled),
-   "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
-   "record statistics of its circuit, for that circuit only, as JSON lines "
-   "in DataDirectory/measureme.jsonl: cells per direction, queueing delay, "
-   "EWMA average, output-buffer and kernel send-queue sizes and the "
-   "connections' TCP_INFO. 0 refuses such requests."},
-  {"MeasureMeHops", OPT_TYPE_STRING, "HOP[,HOP...]", NULL, "unset (none)",
-   1, 0, 0, OFF(measureme_hops_str),
-   "Client: ask these hops (1 = guard, 2 = middle, 3 = exit) of every new "
-   "circuit to record statistics of it (MeasureMe; relays without it "
-   "ignore the request). Each circuit gets a random label, logged at "
-   "notice level with the circuit, that the relays' records carry."},
-  {"MeasureMeInterval", OPT_TYPE_INT, "MILLISECONDS", "1000", "1000",
-   1, 100, 60000, OFF(measureme_interval),
-   "Client: how often the relays asked by MeasureMeHops record (100 to "
-   "60000)."},
-  {"ConfluxEnabled", OPT_TYPE_STRING, "0|1|auto", "auto", "auto",
-   1, 0, 0, OFF(conflux_enabled_str),
-   "Client: 1 makes new circuits conflux sets (proposal 329) wherever the "
-   "exit supports it (Conflux=1 and congestion control): several legs to "
-   "the same exit through different guards and middles, one stream space, "
-   "traffic split between them. 0 never does. auto (as tor) follows the "
-   "consensus parameter cfx_enabled, which defaults to on. Exits serve "
-   "conflux whatever this option says (unless the consensus sets "
-   "cfx_enabled=0)."},
-  {"ConfluxClientUX", OPT_TYPE_STRING,
-   "throughput|latency|throughput_lowmem|latency_lowmem", "throughput",
-   "throughput", 1, 0, 0, OFF(conflux_client_ux_str),
-   "Client: the user experience asked from the exit for the data it sends "
-   "(tor's values): throughput uses every leg with room in its congestion "
-   "window (LowRTT), latency only the lowest-RTT leg (MinRTT); the lowmem "
-   "variants keep the out-of-order queue small (MinRTT too)."},
-  {"ConfluxLegs", OPT_TYPE_INT, "NUM", "0", "0 (the consensus' "
-   "cfx_num_legs_set, 2)", 1, 0, 8, OFF(conflux_legs),
-   "Client: legs per conflux set, 2 to 8; 0 takes the consensus parameter "
-   "cfx_num_legs_set (default 2)."},
-  {"ConfluxScheduler", OPT_TYPE_STRING,
-   "auto|minrtt|lowrtt|proportional", "auto", "auto",
-   1, 0, 0, OFF(conflux_scheduler_str),
-   "How this pctor spreads what it sends over the legs of a conflux set, "
-   "as a client (uploads) and as an exit (downloads). auto does what tor "
-   "does: follow the other end's wish (an exit asks clients for latency; "
-   "a client's ConfluxClientUX tells the exit). minrtt: only the "
-   "lowest-RTT leg. lowrtt: the lowest-RTT leg with room in its congestion "
-   "window. proportional: the splitter of AlSabah et al. (PETS 2013), each "
-   "cell on a leg with room chosen at random in proportion to the leg's "
-   "measured throughput (congestion window / RTT)."},
-  {"ConfluxMaxOutOfOrder", OPT_TYPE_INT, "NUM", "10000", "10000",
-   1, 16, 1000000, OFF(conflux_max_ooo),
-   "The most stream messages (cells) one conflux set may hold waiting for "
-   "an earlier one; a set that would hold more is closed with a notice."},
-  {"UseMicrodescriptors", OPT_TYPE_BOOL, "0|1", "1", "1",
-   0, 0, 0, OFF(use_microdescriptors),
-   "If 1 the client and the relay's directory cache fetch the "
-   "microdescriptor consensus and microdescriptors; if 0, the ns "
-   "consensus and full server descriptors."},
-};
-/* clang-format on */
-
-#define N_OPTIONS (sizeof(option_table) / sizeof(option_table[0]))
-_Static_assert(N_OPTIONS <= 64, "set_explicitly_ is a 64-bit mask");
-
-const option_def_t *
-options_table(size_t *n_out)
-{
-  *n_out = N_OPTIONS;
-  return option_table;
-}
-
-const option_def_t *
-options_find(const char *name)
-{
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (conf_key_eq(option_table[i].name, name))
-      return &option_table[i];
-  return NULL;
-}
-
-static size_t
-def_index(const option_def_t *def)
-{
-  return (size_t)(def - option_table);
-}
-
-static const option_def_t *
-def_by_offset(size_t off)
-{
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (option_table[i].offset == off)
-      return &option_table[i];
-  abort();
-}
-
-/* ---- typed storage ---- */
-
-#define FIELD(o, def, T) ((T *)(void *)((char *)(o) + (def)->offset))
-#define CFIELD(o, def, T) \
-  ((const T *)(const void *)((const char *)(o) + (def)->offset))
-
-static void
-strlist_clear(options_strlist_t *l)
-{
-  for (int i = 0; i < l->n; i++)
-    free(l->v[i]);
-  free(l->v);
-  l->v = NULL;
-  l->n = 0;
-}
-
-static void
-strlist_add(options_strlist_t *l, const char *s)
-{
-  l->v = pc_realloc(l->v, sizeof(char *) * (size_t)(l->n + 1));
-  l->v[l->n++] = pc_strdup(s);
-}
-
-/* Reset one option's storage to "unset" (0, NULL, empty). */
-static void
-field_clear(options_t *o, const option_def_t *def)
-{
-  switch (def->type) {
-  case OPT_TYPE_BOOL:
-  case OPT_TYPE_INT:
-    *FIELD(o, def, int) = 0;
-    break;
-  case OPT_TYPE_ORPORT:
-    memset(FIELD(o, def, options_ports_t), 0, sizeof(options_ports_t));
-    break;
-  case OPT_TYPE_LOG:
-  case OPT_TYPE_DIRAUTH:
-  case OPT_TYPE_FAMILY:
-  case OPT_TYPE_POLICY:
-    strlist_clear(FIELD(o, def, options_strlist_t));
-    break;
-  default:
-    PC_FREE(*FIELD(o, def, char *));
-    break;
-  }
-}
-
-static int
-addr_eq(const pc_addr_t *a, const pc_addr_t *b)
-{
-  return a->family == b->family && a->port == b->port &&
-         !memcmp(a->addr, b->addr, sizeof(a->addr));
-}
-
-int
-options_equal(const options_t *a, const options_t *b,
-              const option_def_t *def)
-{
-  switch (def->type) {
-  case OPT_TYPE_BOOL:
-  case OPT_TYPE_INT:
-    return *CFIELD(a, def, int) == *CFIELD(b, def, int);
-  case OPT_TYPE_ORPORT: {
-    const options_ports_t *pa = CFIELD(a, def, options_ports_t);
-    const options_ports_t *pb = CFIELD(b, def, options_ports_t);
-    if (pa->n != pb->n)
-      return 0;
-    for (int i = 0; i < pa->n; i++)
-      if (!addr_eq(&pa->addrs[i], &pb->addrs[i]))
-        return 0;
-    return 1;
-  }
-  case OPT_TYPE_LOG:
-  case OPT_TYPE_DIRAUTH:
-  case OPT_TYPE_FAMILY:
-  case OPT_TYPE_POLICY: {
-    const options_strlist_t *la = CFIELD(a, def, options_strlist_t);
-    const options_strlist_t *lb = CFIELD(b, def, options_strlist_t);
-    if (la->n != lb->n)
-      return 0;
-    for (int i = 0; i < la->n; i++)
-      if (strcmp(la->v[i], lb->v[i]))
-        return 0;
-    return 1;
-  }
-  default: {
-    const char *sa = *CFIELD(a, def, char *);
-    const char *sb = *CFIELD(b, def, char *);
-    if (!sa || !sb)
-      return sa == sb;
-    return !strcmp(sa, sb);
-  }
-  }
-}
-
-/* Replace dst's value of def with a copy of src's. */
-static void
-field_copy(options_t *dst, const options_t *src, const option_def_t *def)
-{
-  field_clear(dst, def);
-  switch (def->type) {
-  case OPT_TYPE_BOOL:
-  case OPT_TYPE_INT:
-    *FIELD(dst, def, int) = *CFIELD(src, def, int);
-    break;
-  case OPT_TYPE_ORPORT:
-    *FIELD(dst, def, options_ports_t) = *CFIELD(src, def, options_ports_t);
-    break;
-  case OPT_TYPE_LOG:
-  case OPT_TYPE_DIRAUTH:
-  case OPT_TYPE_FAMILY:
-  case OPT_TYPE_POLICY: {
-    const options_strlist_t *l = CFIELD(src, def, options_strlist_t);
-    for (int i = 0; i < l->n; i++)
-      strlist_add(FIELD(dst, def, options_strlist_t), l->v[i]);
-    break;
-  }
-  default: {
-    const char *s = *CFIELD(src, def, char *);
-    *FIELD(dst, def, char *) = s ? pc_strdup(s) : NULL;
-    break;
-  }
-  }
-  uint64_t bit = 1ull << def_index(def);
-  dst->set_explicitly_ =
-      (dst->set_explicitly_ & ~bit) | (src->set_explicitly_ & bit);
-}
 
 /* ---- value checks ---- */
 
-static int
-has_control_chars(const char *s)
-{
-  for (; *s; s++)
-    if ((unsigned char)*s < 0x20 || *s == 0x7f)
-      return 1;
-  return 0;
-}
 
 static const char *
 home_dir(void)
@@ -622,7 +83,7 @@ static char *
 expand_path(const char *v, const char *cwd, char **err_out)
 {
   char *p;
-  if (has_control_chars(v)) {
+  if (conf_has_control_chars(v)) {
     *err_out = pc_strdup("control characters are not allowed in a path");
     return NULL;
   }
@@ -732,7 +193,7 @@ bad:
 static int
 check_user(const char *v, char **err_out)
 {
-  if (has_control_chars(v) || !*v) {
+  if (conf_has_control_chars(v) || !*v) {
     *err_out = pc_asprintf("'%s' is not a user name", v);
     return -1;
   }
@@ -764,7 +225,7 @@ assign_family(options_strlist_t *l, const char *value, char **err_out)
         if (!strcasecmp(l->v[i], norm))
           dup = 1;
       if (!dup)
-        strlist_add(l, norm);
+        conf_strlist_add(l, norm);
       free(norm);
     }
     p += n;
@@ -808,7 +269,7 @@ assign_policy(options_strlist_t *l, const char *value, char **err_out)
       return -1;
     }
     exit_policy_free(check);
-    strlist_add(l, rule);
+    conf_strlist_add(l, rule);
     free(rule);
     n_added++;
     p += n;
@@ -822,147 +283,619 @@ assign_policy(options_strlist_t *l, const char *value, char **err_out)
   return 0;
 }
 
-/* ---- assignment ---- */
+/* ---- the daemon's own option types ---- */
 
+/* What assignment needs besides the value: the base of relative paths and
+ * where options were set, for messages and the ORPort rules. */
 typedef struct {
   const char *cwd;
-  /* Where each option was last set, for messages. */
-  const conf_line_t *where[N_OPTIONS];
+  const conf_line_t **where;         /* per option (global index) */
   const conf_line_t *orport_line[2]; /* IPv4, IPv6 */
   const conf_line_t *orport_zero;
 } parse_ctx_t;
 
-/* Assign value (non-empty) to def. line is NULL for defaults. Returns 0
- * or -1 with *err_out set to the problem (without option name). */
-static int
-assign_value(options_t *o, const option_def_t *def, const char *value,
-             parse_ctx_t *ctx, const conf_line_t *line, char **err_out)
+static void
+set_string(void *field, char *v)
 {
-  switch (def->type) {
-  case OPT_TYPE_PATH: {
-    char *p = expand_path(value, ctx->cwd, err_out);
-    if (!p)
-      return -1;
-    field_clear(o, def);
-    *FIELD(o, def, char *) = p;
+  free(*(char **)field);
+  *(char **)field = v;
+}
+
+/* A file name, made absolute (see expand_path()). */
+static int
+path_assign(void *field, const char *value, void *arg,
+            const conf_line_t *line, char **err_out)
+{
+  (void)line;
+  const parse_ctx_t *ctx = arg;
+  char *p = expand_path(value, ctx ? ctx->cwd : NULL, err_out);
+  if (!p)
+    return -1;
+  set_string(field, p);
+  return 0;
+}
+
+/* ORPort: at most one IPv4 and one IPv6 line, or "0" alone. */
+static int
+orport_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
+{
+  options_ports_t *ports = field;
+  parse_ctx_t *ctx = arg;
+  if (!line || !ctx) { /* the default, "0" */
+    memset(ports, 0, sizeof(*ports));
     return 0;
   }
-  case OPT_TYPE_STRING:
-    if (has_control_chars(value)) {
-      *err_out = pc_strdup("control characters are not allowed");
-      return -1;
-    }
-    break;
-  case OPT_TYPE_NICKNAME:
-    if (check_nickname(value, err_out) < 0)
-      return -1;
-    break;
-  case OPT_TYPE_HOST: {
-    pc_addr_t ip;
-    if (check_host(value, &ip, err_out) < 0)
-      return -1;
-    break;
+  if (strpbrk(value, " \t")) {
+    *err_out = pc_asprintf("'%s': only [ADDRESS:]PORT is supported "
+                           "(no flags after the port)", value);
+    return -1;
   }
-  case OPT_TYPE_USER:
-    if (check_user(value, err_out) < 0)
-      return -1;
-    break;
-  case OPT_TYPE_BOOL: {
-    int b;
-    if (conf_parse_bool(value, &b, err_out) < 0)
-      return -1;
-    *FIELD(o, def, int) = b;
-    return 0;
-  }
-  case OPT_TYPE_INT: {
-    int64_t v;
-    if (conf_parse_int(value, def->min, def->max, &v, err_out) < 0)
-      return -1;
-    *FIELD(o, def, int) = (int)v;
-    return 0;
-  }
-  case OPT_TYPE_ORPORT: {
-    options_ports_t *ports = FIELD(o, def, options_ports_t);
-    if (!line) { /* the default, "0" */
-      memset(ports, 0, sizeof(*ports));
-      return 0;
-    }
-    if (strpbrk(value, " \t")) {
-      *err_out = pc_asprintf("'%s': only [ADDRESS:]PORT is supported "
-                             "(no flags after the port)", value);
-      return -1;
-    }
-    if (!strcmp(value, "0")) {
-      if (ports->n > 0) {
-        *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
-                             "with other ORPort lines");
-        return -1;
-      }
-      ctx->orport_zero = line;
-      return 0;
-    }
-    if (ctx->orport_zero) {
+  if (!strcmp(value, "0") || ctx->orport_zero) {
+    if (ports->n > 0 || ctx->orport_zero) {
       *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
                            "with other ORPort lines");
       return -1;
     }
-    pc_addr_t a;
-    if (conf_parse_addrport(value, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
-      return -1;
-    if (a.family == AF_UNSPEC)
-      a.family = AF_INET; /* 0.0.0.0:PORT */
-    int fi = a.family == AF_INET6;
-    if (ctx->orport_line[fi]) {
-      char *w = conf_line_where(ctx->orport_line[fi]);
-      *err_out = pc_asprintf("there is already an %s ORPort (on %s); at "
-                             "most one IPv4 and one IPv6 ORPort are "
-                             "allowed", fi ? "IPv6" : "IPv4", w);
-      free(w);
-      return -1;
-    }
-    ctx->orport_line[fi] = line;
-    ports->addrs[ports->n++] = a;
+    ctx->orport_zero = line;
     return 0;
   }
-  case OPT_TYPE_LOG:
-    if (log_check_destination(value, err_out) < 0)
-      return -1;
-    strlist_add(FIELD(o, def, options_strlist_t), value);
-    return 0;
-  case OPT_TYPE_DIRAUTH: {
-    dir_authority_t da;
-    if (dir_authority_parse(&da, value, err_out) < 0)
-      return -1;
-    strlist_add(FIELD(o, def, options_strlist_t), value);
-    return 0;
+  pc_addr_t a;
+  if (conf_parse_addrport(value, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
+    return -1;
+  if (a.family == AF_UNSPEC)
+    a.family = AF_INET; /* 0.0.0.0:PORT */
+  int fi = a.family == AF_INET6;
+  if (ctx->orport_line[fi]) {
+    char *w = conf_line_where(ctx->orport_line[fi]);
+    *err_out = pc_asprintf("there is already an %s ORPort (on %s); at "
+                           "most one IPv4 and one IPv6 ORPort are "
+                           "allowed", fi ? "IPv6" : "IPv4", w);
+    free(w);
+    return -1;
   }
-  case OPT_TYPE_FAMILY:
-    return assign_family(FIELD(o, def, options_strlist_t), value, err_out);
-  case OPT_TYPE_POLICY:
-    return assign_policy(FIELD(o, def, options_strlist_t), value, err_out);
-  }
-  /* The string types. */
-  field_clear(o, def);
-  *FIELD(o, def, char *) = pc_strdup(value);
+  ctx->orport_line[fi] = line;
+  ports->addrs[ports->n++] = a;
   return 0;
 }
 
-static int
-assign_default(options_t *o, const option_def_t *def, parse_ctx_t *ctx)
+static void
+orport_format(const void *field, conf_strlist_t *out)
 {
-  field_clear(o, def);
-  o->set_explicitly_ &= ~(1ull << def_index(def));
-  if (!def->default_str)
-    return 0;
-  char *err = NULL;
-  if (assign_value(o, def, def->default_str, ctx, NULL, &err) < 0) {
-    /* A bad default is a programming error; the unit tests catch it. */
-    log_err("Bad default for %s: %s", def->name, err);
-    free(err);
+  const options_ports_t *ports = field;
+  char buf[PC_ADDR_STR_LEN];
+  for (int i = 0; i < ports->n; i++) {
+    pc_addr_fmt(&ports->addrs[i], buf, sizeof(buf), 1);
+    conf_strlist_add(out, buf);
+  }
+}
+
+/* SocksPort: "0" (off), "PORT" (on 127.0.0.1) or "ADDRESS:PORT". */
+static int
+socks_assign(void *field, const char *value, void *arg,
+             const conf_line_t *line, char **err_out)
+{
+  (void)arg;
+  (void)line;
+  pc_addr_t a;
+  memset(&a, 0, sizeof(a));
+  a.family = AF_UNSPEC;
+  if (strcmp(value, "0")) {
+    char *end = NULL;
+    long port = strtol(value, &end, 10);
+    int ok;
+    if (*value && !*end)
+      ok = port > 0 && port < 65536 &&
+           pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port) == 0;
+    else
+      ok = pc_addr_parse(&a, value) == 0 && a.port != 0;
+    if (!ok) {
+      *err_out = pc_strdup("SocksPort must be 0, PORT or ADDRESS:PORT");
+      return -1;
+    }
+  }
+  *(pc_addr_t *)field = a;
+  return 0;
+}
+
+static void
+socks_format(const void *field, conf_strlist_t *out)
+{
+  const pc_addr_t *a = field;
+  char buf[PC_ADDR_STR_LEN];
+  if (a->family == AF_UNSPEC) {
+    conf_strlist_add(out, "0");
+    return;
+  }
+  pc_addr_fmt(a, buf, sizeof(buf), 1);
+  conf_strlist_add(out, buf);
+}
+
+static int
+dirauth_check(const char *value, char **err_out)
+{
+  dir_authority_t da;
+  return dir_authority_parse(&da, value, err_out);
+}
+
+static int
+host_check(const char *value, char **err_out)
+{
+  pc_addr_t ip;
+  return check_host(value, &ip, err_out);
+}
+
+static int
+family_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
+{
+  (void)arg;
+  (void)line;
+  return assign_family(field, value, err_out);
+}
+
+static int
+policy_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
+{
+  (void)arg;
+  (void)line;
+  return assign_policy(field, value, err_out);
+}
+
+/* EntryNodes and the like: a relay list that routerset_parse() takes. */
+static int
+routerset_check(const char *value, char **err_out)
+{
+  routerset_t *rs = NULL;
+  char *perr = NULL;
+  int r = routerset_parse(&rs, value, &perr);
+  if (r < 0)
+    *err_out = perr ? perr : pc_strdup("bad relay list");
+  routerset_free(rs);
+  return r < 0 ? -1 : 0;
+}
+
+/* Schedulers: names from KIST, KISTLite and Vanilla, in order; which one
+ * is used is decided in validate() (KIST needs the kernel's help). */
+static int
+schedulers_check(const char *value, char **err_out)
+{
+  char *copy = pc_strdup(value);
+  int n = 0, bad = 0;
+  for (char *save = NULL, *t = strtok_r(copy, ", \t", &save); t;
+       t = strtok_r(NULL, ", \t", &save), n++)
+    if (strcasecmp(t, "KIST") && strcasecmp(t, "KISTLite") &&
+        strcasecmp(t, "Vanilla"))
+      bad = 1;
+  free(copy);
+  if (bad || !n) {
+    *err_out = pc_strdup("must list KIST and/or KISTLite");
     return -1;
   }
   return 0;
 }
+
+/* clang-format off */
+static const conf_custom_t path_type = {
+  CONF_STORE_STRING, 0, 0, path_assign, NULL, NULL};
+static const conf_custom_t nickname_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, check_nickname};
+static const conf_custom_t host_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, host_check};
+static const conf_custom_t user_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, check_user};
+static const conf_custom_t orport_type = {
+  CONF_STORE_BLOB, sizeof(options_ports_t), 1, orport_assign, orport_format,
+  NULL};
+static const conf_custom_t socks_type = {
+  CONF_STORE_BLOB, sizeof(pc_addr_t), 0, socks_assign, socks_format, NULL};
+static const conf_custom_t log_type = {
+  CONF_STORE_STRLIST, 0, 1, NULL, NULL, log_check_destination};
+static const conf_custom_t dirauth_type = {
+  CONF_STORE_STRLIST, 0, 1, NULL, NULL, dirauth_check};
+static const conf_custom_t family_type = {
+  CONF_STORE_STRLIST, 0, 1, family_assign, NULL, NULL};
+static const conf_custom_t policy_type = {
+  CONF_STORE_STRLIST, 0, 1, policy_assign, NULL, NULL};
+static const conf_custom_t routerset_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, routerset_check};
+static const conf_custom_t schedulers_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, schedulers_check};
+
+static const conf_enum_t publish_values[] = {
+  {"0", 0}, {"1", 1}, {"v3", 1}, {NULL, 0},
+};
+
+static const conf_enum_t safe_logging_values[] = {
+  {"0", 0}, {"1", 1}, {"relay", 2}, {NULL, 0},
+};
+
+static const conf_enum_t ipsec_modes[] = {
+  {"0", IPSEC_MODE_OFF}, {"auto", IPSEC_MODE_AUTO}, {"1", IPSEC_MODE_ON},
+  {NULL, 0},
+};
+/* clang-format on */
+
+#define BW_SYNTAX "N bytes|KBytes|MBytes|GBytes|KBits|MBits|GBits"
+#define OFF(field) offsetof(options_t, field)
+
+/* clang-format off */
+static const conf_var_t app_vars[] = {
+  {"DataDirectory", CONF_TYPE_CUSTOM, "PATH", NULL,
+   "/var/lib/pctor when started as root, otherwise ~/.pctor",
+   0, 0, 0, OFF(data_directory),
+   "The directory where pctor keeps its state: its keys (in the keys "
+   "subdirectory) and the files fingerprint and fingerprint-ed25519. "
+   "pctor creates it (mode 0700) if it does not exist. With User, the "
+   "directory and the files in it that pctor owns are handed to that "
+   "user before pctor switches to it. A relative path or one starting "
+   "with ~/ is made absolute when pctor starts.", &path_type},
+  {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0",
+   "0 (no ORPort)",
+   0, 0, 0, OFF(or_ports),
+   "Accept connections from Tor clients and relays on PORT. A port "
+   "alone listens on every IPv4 address (0.0.0.0:PORT); ADDRESS is an "
+   "IPv4 address (192.0.2.1:9001) or an IPv6 address in brackets "
+   "([2001:db8::1]:9001). Give the option twice, once with an IPv4 and "
+   "once with an IPv6 address, to listen on both; more ORPort lines are "
+   "an error, and 0 (no ORPort) cannot be combined with another line. "
+   "Ports are bound while pctor still runs as root, so ports below 1024 "
+   "work with User.", &orport_type},
+  {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
+   "unset (pctor guesses its address)",
+   1, 0, 0, OFF(address),
+   "The relay's public address, published in its descriptor: an IPv4 "
+   "or IPv6 address, or a host name that resolves to one. If unset, "
+   "pctor uses the ORPort's address when that is a public one and "
+   "otherwise guesses it from the local interfaces.", &host_type},
+  {"Nickname", CONF_TYPE_CUSTOM, "NAME", "Unnamed", "Unnamed",
+   1, 0, 0, OFF(nickname),
+   "The relay's nickname, published in its descriptor: 1 to 19 ASCII "
+   "letters and digits.", &nickname_type},
+  {"ContactInfo", CONF_TYPE_STRING, "TEXT", NULL, "unset",
+   1, 0, 0, OFF(contact_info),
+   "How to reach the relay's operator, published in its descriptor "
+   "(for example an e-mail address written so that harvesters do not "
+   "recognise it). Printable text without control characters.", NULL},
+  {"Log", CONF_TYPE_CUSTOM, "SEVERITY[-SEVERITY] stderr|stdout|syslog|file PATH",
+   NULL, "notice stderr",
+   1, 0, 0, OFF(logs),
+   "Send messages with a severity from the first SEVERITY up to the "
+   "second (err if omitted; severities are debug, info, notice, warn "
+   "and err) to standard error, standard output, syslog (facility "
+   "daemon) or the file PATH (appended to, created with mode 0640). "
+   "Repeat the option for several destinations. Without any Log line, "
+   "notice and above go to standard error, which RunAsDaemon sends to "
+   "/dev/null. SIGHUP applies changed Log lines and reopens log files; "
+   "with User, log files must be writable by that user to be reopened.", &log_type},
+  {"RunAsDaemon", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(run_as_daemon),
+   "If 1, run in the background: pctor forks, starts a new session, "
+   "changes its working directory to / and, once it has started, "
+   "connects its standard input, output and error to /dev/null. The "
+   "command that started pctor waits until then and exits with status "
+   "0, or with status 1 if start-up failed.", NULL},
+  {"PidFile", CONF_TYPE_CUSTOM, "PATH", NULL, "unset",
+   0, 0, 0, OFF(pid_file),
+   "Write pctor's process ID to PATH once it has started (after going "
+   "to the background with RunAsDaemon), and remove the file on a clean "
+   "exit. The file is written before pctor switches to User; if that "
+   "user may not remove it at exit, pctor empties it instead.", &path_type},
+  {"User", CONF_TYPE_CUSTOM, "NAME", NULL, "unset (keep the starting user)",
+   0, 0, 0, OFF(user),
+   "After binding its ports and reading its keys, switch to the user "
+   "NAME, its primary group and its supplementary groups, and give up "
+   "every capability. DataDirectory is handed to NAME first. Switching "
+   "to another user requires starting pctor as root; naming the user "
+   "pctor already runs as is allowed and changes nothing.", &user_type},
+  {"TestingTorNetwork", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(testing_tor_network),
+   "For private test networks only, with tor's meaning. If 1, "
+   "DirAuthority lines are required (the public authorities are never "
+   "used), the default of ExtendAllowPrivateAddresses becomes 1, a "
+   "private address may be published in the descriptor, the descriptor "
+   "is republished every 5 minutes instead of every 18 hours and failed "
+   "uploads are retried after 1 second (doubling up to 30 seconds) "
+   "instead of after 1 minute (up to an hour). Key lifetimes stay as on "
+   "the public network.", NULL},
+  {"ExtendAllowPrivateAddresses", CONF_TYPE_BOOL, "0|1", NULL,
+   "0 (1 with TestingTorNetwork 1)",
+   1, 0, 0, OFF(extend_allow_private_addresses),
+   "If 1, extend circuits to relays at private addresses (RFC 1918 "
+   "and other private IPv4 ranges, loopback, link-local, unique local "
+   "IPv6). If 0, such extend requests are refused.", NULL},
+  {"OnionKeyRotationDays", CONF_TYPE_INT, "N", "28", "28",
+   1, 1, 90, OFF(onion_key_rotation_days),
+   "Rotate the relay's onion (ntor) key every N days, 1 to 90.", NULL},
+  {"OnionKeyGracePeriodDays", CONF_TYPE_INT, "N", "7", "7",
+   1, 1, 90, OFF(onion_key_grace_period_days),
+   "After a rotation, keep accepting the previous onion key for N "
+   "days, 1 to OnionKeyRotationDays.", NULL},
+  {"DirAuthority", CONF_TYPE_CUSTOM,
+   "[NICKNAME] [FLAGS] ADDRESS:DIRPORT FINGERPRINT", NULL,
+   "unset (the public Tor network's authorities)",
+   1, 0, 0, OFF(dir_authorities),
+   "A directory authority to publish the relay's descriptor to, in "
+   "tor's syntax: FLAGS are orport=PORT, v3ident=HEX, no-v2, "
+   "ipv6=[ADDRESS]:PORT, bridge and weight=N; FINGERPRINT is the "
+   "authority's RSA identity (40 hex digits, spaces allowed). Repeat the "
+   "option for each authority. Without any DirAuthority line pctor uses "
+   "the public Tor network's authorities; with TestingTorNetwork 1 at "
+   "least one line is required.", &dirauth_type},
+  {"MyFamily", CONF_TYPE_CUSTOM, "RELAY[,RELAY...]", NULL, "unset",
+   1, 0, 0, OFF(my_family),
+   "Other relays run by the same operator, published in the family line "
+   "of the descriptor so that clients never use two of them in one "
+   "circuit. A RELAY is $ and its 40-digit RSA fingerprint (a ~NICKNAME "
+   "after it is accepted and dropped) or a nickname; list them separated "
+   "by commas or spaces, on one line or several. Each of those relays "
+   "should list this one too.", &family_type},
+  {"PublishServerDescriptor", CONF_TYPE_ENUM, "0|1|v3", "1", "1",
+   1, 0, 0, OFF(publish_server_descriptor),
+   "If 1 (or v3, tor's name for the same), upload the relay's server "
+   "descriptor to the directory authorities after start-up, whenever it "
+   "changes, and every 18 hours, so that clients can find the relay. If "
+   "0, never upload it. tor's bridge value is refused (pctor cannot run "
+   "as a bridge).", publish_values},
+  {"DirCache", CONF_TYPE_BOOL, "0|1", "1", "1", 0, 0, 0, OFF(dir_cache),
+   "If 1 (as tor), a relay caches the directory (both consensus flavors "
+   "and the descriptors) and serves it to clients over BEGIN_DIR, and "
+   "says so in its descriptor (tunnelled-dir-server). If 0, it fetches "
+   "only what it needs itself and serves nothing.", NULL},
+  {"MaxAdvertisedBandwidth", CONF_TYPE_BANDWIDTH, BW_SYNTAX, "1 GByte",
+   "1 GByte", 1, 0, INT32_MAX, OFF(max_advertised_bandwidth),
+   "The most bandwidth the descriptor advertises, as tor: the "
+   "descriptor's average bandwidth is the smallest of BandwidthRate, "
+   "RelayBandwidthRate (when set) and MaxAdvertisedBandwidth; its burst "
+   "the smaller of BandwidthBurst and RelayBandwidthBurst (when set).",
+   NULL},
+  {"AssumeReachable", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(assume_reachable),
+   "Accepted for compatibility with tor's torrc. pctor does not test "
+   "whether its ORPort is reachable from outside before publishing, so "
+   "it always behaves as tor does with AssumeReachable 1: it publishes "
+   "right after start-up and leaves the reachability test to the "
+   "authorities, which list the relay as Running only once they reached "
+   "it.", NULL},
+  {"ExitRelay", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
+   1, 0, 0, OFF(exit_relay),
+   "auto (tor's default) is 1 when there is an ExitPolicy line and 0 "
+   "otherwise, with a notice. If 1, the relay is an exit: it opens TCP connections to the "
+   "destinations clients ask for (RELAY_BEGIN), resolves names for them "
+   "(RELAY_RESOLVE) through the resolver in ServerDNSResolvConfFile, and "
+   "publishes its exit policy. If 0, every stream request is refused and "
+   "the published policy is \"reject *:*\". As in tor, streams are "
+   "refused on a client's first hop (a previous hop that did not "
+   "authenticate as a relay, or CREATE_FAST); see also "
+   "RefuseUnknownExits.", NULL},
+  {"RefuseUnknownExits", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
+   1, 0, 0, OFF(refuse_unknown_exits),
+   "Exit: with 1, once the relay has a consensus, streams (RELAY_BEGIN) "
+   "are refused with END reason MISC on circuits whose previous hop is a "
+   "relay the consensus does not list (by identity), as tor does. auto "
+   "(as tor) follows the consensus parameter refuseunknownexits, which "
+   "defaults to 1. 0 never refuses for this reason. Without a consensus "
+   "nothing is refused for this reason.", NULL},
+  {"ExitPolicy", CONF_TYPE_CUSTOM, "accept|reject ADDRESS:PORTS[,...]",
+   NULL, "unset (tor's default exit policy when ExitRelay is 1)",
+   1, 0, 0, OFF(exit_policy),
+   "Exit policy rules in tor's syntax, in order, the first match "
+   "deciding: accept, reject, accept6 or reject6, then *, *4, *6, "
+   "private, or an address with an optional /BITS or /MASK, a colon and "
+   "*, a port or a range PORT-PORT. Several rules go on one line "
+   "separated by commas, or on several lines. With ExitRelay 1, tor's "
+   "default exit policy (rejecting ports 25, 119, 135-139, 445, 563, "
+   "1214, 4661-4666, 6346-6429, 6699 and 6881-6999, accepting the rest) "
+   "follows the configured rules; end them with \"reject *:*\" to avoid "
+   "that. Only used with ExitRelay 1.", &policy_type},
+  {"ExitPolicyRejectPrivate", CONF_TYPE_BOOL, "0|1", "1", "1",
+   1, 0, 0, OFF(exit_policy_reject_private),
+   "If 1, the exit policy starts with rules rejecting private and local "
+   "networks and the relay's own addresses. Private test networks on "
+   "127.0.0.1 set it to 0.", NULL},
+  {"ExitPolicyRejectLocalInterfaces", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(exit_policy_reject_local_interfaces),
+   "If 1, the exit policy also rejects the public addresses of the "
+   "relay's ORPorts and Address.", NULL},
+  {"ServerDNSResolvConfFile", CONF_TYPE_CUSTOM, "PATH", NULL,
+   "unset (/etc/resolv.conf)",
+   0, 0, 0, OFF(server_dns_resolv_conf_file),
+   "The resolv.conf file whose nameservers an exit uses to resolve the "
+   "names clients ask for. Only its nameserver lines are used; nothing "
+   "else (no hosts file, no search domains). Tests point it at a "
+   "resolver on 127.0.0.1.", &path_type},
+  {"SocksPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0", "0 (no client)",
+   0, 0, 0, OFF(socks_addr),
+   "Accept SOCKS4a and SOCKS5 connections from applications on PORT (on "
+   "127.0.0.1 unless ADDRESS is given) and carry them over three-hop "
+   "circuits chosen from the consensus. Streams with different SOCKS "
+   "usernames or passwords never share a circuit (IsolateSOCKSAuth). Only "
+   "CONNECT is supported; RESOLVE requests are refused. 0 disables the "
+   "client.", &socks_type},
+  {"EntryNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(entry_nodes),
+   "Client circuits start at one of these relays (fingerprints with or "
+   "without $, or nicknames).", &routerset_type},
+  {"MiddleNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(middle_nodes),
+   "The middle hop of client circuits is one of these relays.", &routerset_type},
+  {"ExitNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(exit_nodes),
+   "Client circuits end at one of these relays. When none of them accepts "
+   "a port by its published policy summary (private networks whose exits "
+   "only accept 127.0.0.0/8 summarise to \"reject all\"), they are used "
+   "anyway and the exit decides.", &routerset_type},
+  {"ExcludeNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
+   1, 0, 0, OFF(exclude_nodes),
+   "Client circuits never use these relays.", &routerset_type},
+  {"MaxCircuitDirtiness", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
+   "10 minutes",
+   1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
+   "A client circuit takes new streams for at most this long after its "
+   "first stream (10 seconds to 30 days); idle old circuits are then "
+   "closed.", NULL},
+  {"BandwidthRate", CONF_TYPE_BANDWIDTH, BW_SYNTAX, "1 GByte",
+   "1 GByte", 1, 0, INT32_MAX, OFF(bandwidth_rate),
+   "Average bandwidth per second this relay may use for reading, and "
+   "separately for writing, on all its connections: link connections, "
+   "exit connections, SocksPort connections and directory connections "
+   "(token buckets, as tor). Connections to private addresses are not "
+   "counted unless TestingTorNetwork is 1. At least 75 KBytes.", NULL},
+  {"BandwidthBurst", CONF_TYPE_BANDWIDTH, BW_SYNTAX, "1 GByte",
+   "1 GByte", 1, 0, INT32_MAX, OFF(bandwidth_burst),
+   "The size of the BandwidthRate buckets: the most that may be used in a "
+   "burst. Must not be smaller than BandwidthRate.", NULL},
+  {"RelayBandwidthRate", CONF_TYPE_BANDWIDTH, BW_SYNTAX,
+   "0", "0 (no separate limit)", 1, 0, INT32_MAX, OFF(relay_bandwidth_rate),
+   "Like BandwidthRate, for connections to and from other relays only, in "
+   "addition to BandwidthRate. 0: no separate limit.", NULL},
+  {"RelayBandwidthBurst", CONF_TYPE_BANDWIDTH, BW_SYNTAX,
+   NULL, "RelayBandwidthRate", 1, 0, INT32_MAX, OFF(relay_bandwidth_burst),
+   "The size of the RelayBandwidthRate buckets.", NULL},
+  {"TokenBucketRefillInterval", CONF_TYPE_MSEC_INTERVAL, "MILLISECONDS",
+   "100 msec", "100 msec",
+   0, 1, 1000, OFF(token_bucket_refill_interval),
+   "How often the bandwidth buckets are refilled, in milliseconds (1 to "
+   "1000).", NULL},
+  {"MaxMemInQueues", CONF_TYPE_MEMUNIT, "N bytes|KBytes|MBytes|GBytes",
+   NULL,
+   "unset (tor's rule: 3/4 of RAM, 2/5 with 8 GB or more, between 256 MB "
+   "and 8 GB)",
+   1, 64 * 1024 * 1024, 0, OFF(max_mem_in_queues),
+   "When the cells queued on all circuits take more memory than this, "
+   "close circuits, the one whose oldest queued cell has waited longest "
+   "first, until they take at most 90% of it; each such event is logged. "
+   "At least 64 MB.", NULL},
+  {"CircuitPriorityHalflife", CONF_TYPE_DOUBLE, "SECONDS", NULL,
+   "unset (the consensus parameter CircuitPriorityHalflifeMsec, else 30)",
+   1, -2147483, 2147483, OFF(circuit_priority_halflife),
+   "Half-life, in seconds (fractions allowed), of the moving average of "
+   "cells each circuit has sent recently. Whenever there is room to "
+   "write, the circuit with the lowest average goes first, across all "
+   "connections, so quiet interactive circuits overtake bulk ones (EWMA "
+   "scheduling). 0 or a negative value turns this off: circuits are then "
+   "served round robin. Changes take effect on SIGHUP without dropping "
+   "circuits.", NULL},
+  {"Schedulers", CONF_TYPE_CUSTOM, "KIST|KISTLite[,...]", "KIST,KISTLite",
+   "KIST,KISTLite", 1, 0, 0, OFF(schedulers),
+   "How much the scheduler writes to a connection: KIST asks the kernel "
+   "(TCP_INFO) how much the socket can send soon and writes no more, so "
+   "that cells stay where they can still be reordered; KISTLite only "
+   "bounds pctor's own output buffer. The first one that works on this "
+   "system is used. tor's Vanilla scheduler is not supported.", &schedulers_type},
+  {"KISTSchedRunInterval", CONF_TYPE_MSEC_INTERVAL, "MILLISECONDS", "2 msec",
+   "2 msec",
+   1, 1, 100, OFF(kist_sched_run_interval),
+   "How often connections that the kernel held back are offered cells "
+   "again, in milliseconds (1 to 100).", NULL},
+  {"KISTSockBufSizeFactor", CONF_TYPE_DOUBLE, "NUM", "1.0", "1.0",
+   1, 0, 100, OFF(kist_sock_buf_size_factor),
+   "KIST writes to a socket the free part of its congestion window plus "
+   "this many congestion windows, minus what is still unsent in the "
+   "kernel (0 to 100).", NULL},
+  {"PerCircuitTCP", CONF_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
+   OFF(per_circuit_tcp),
+   "If 1, every circuit this relay extends to another relay gets a TCP "
+   "connection (with TLS and a full link handshake) of its own, closed "
+   "when the circuit ends (PCTCP), so that one circuit's losses and "
+   "congestion do not stall the others. Connections from clients stay "
+   "shared. The next relay needs no change.", NULL},
+  {"PerCircuitTCPMaxConnections", CONF_TYPE_INT, "NUM", "0",
+   "0 (half the file-descriptor limit)", 1, 0, 10000000,
+   OFF(per_circuit_tcp_max_connections),
+   "With PerCircuitTCP, at most this many per-circuit connections (and "
+   "never more than half the file-descriptor limit); beyond it, new "
+   "circuits share the existing connection to their next relay whose "
+   "circuits have sent least recently.", NULL},
+  {"PerCircuitTCPSpares", CONF_TYPE_INT, "NUM", "1", "1", 1, 0, 16,
+   OFF(per_circuit_tcp_spares),
+   "With PerCircuitTCP, keep this many connections to each relay that "
+   "circuits were recently extended to open ahead of need, so that the "
+   "next extension does not wait for TCP, TLS and the link handshake. "
+   "Unused spares close after a minute. 0 to 16.", NULL},
+  {"PerCircuitTCPRequireIPsec", CONF_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
+   OFF(per_circuit_tcp_require_ipsec),
+   "Use per-circuit connections only to relays with an installed IPsec "
+   "SA (so that an observer cannot count circuits); circuits to other "
+   "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
+   "is implied).", NULL},
+  {"IPsec", CONF_TYPE_ENUM, "0|1|auto", "0", "0", 1, 0, 0, OFF(ipsec_mode),
+   "IPsec between relays, negotiated by strongSwan's charon through its "
+   "VICI socket (IPsecVICISocket). With auto or 1, this relay tells each "
+   "relay it connects to that it offers IPsec (a link cell that tor "
+   "ignores), with its Ed25519 IKE key (DataDirectory/keys/"
+   "ike_ed25519_key, made on first start) certified by its identity. "
+   "With a relay that offers it too, pctor loads an IPsec connection "
+   "into charon whose IKE identities are the two relays' Ed25519 "
+   "identities and which protects the TCP between this relay and the "
+   "other's ORPort, and the relay with the lower identity initiates it. "
+   "PerCircuitTCP then opens per-circuit connections to that relay only "
+   "while its SA is installed; meanwhile circuits share a TLS "
+   "connection. With auto, relays that do not offer IPsec (tor relays) "
+   "get per-circuit connections without it; with 1 they share. pctor "
+   "never closes circuits or connections because of IPsec.", ipsec_modes},
+  {"IPsecVICISocket", CONF_TYPE_CUSTOM, "PATH", IPSEC_DEFAULT_VICI_SOCKET,
+   IPSEC_DEFAULT_VICI_SOCKET, 1, 0, 0, OFF(ipsec_vici_socket),
+   "The unix socket of charon's VICI plugin. pctor reconnects (with "
+   "growing delays up to 30 seconds) whenever it goes away, and then "
+   "loads its key and connections again. With User, the socket must "
+   "stay usable by that user (scripts/pctor-charon --vici-group).", &path_type},
+  {"IPsecUpdown", CONF_TYPE_STRING, "COMMAND", NULL, "unset (none)",
+   1, 0, 0, OFF(ipsec_updown),
+   "The updown command charon runs when one of pctor's CHILD_SAs comes "
+   "up or goes down, e.g. \"/usr/lib/pctor/pctor-updown libipsec\" on "
+   "hosts whose kernel has no ESP (ipsec-conf/README.md): there it "
+   "routes the SA's TCP into the tunnel device, without which the "
+   "traffic would not be protected.", NULL},
+  {"IPsecMaxPeers", CONF_TYPE_INT, "NUM", "1024", "1024", 1, 1, 1000000,
+   OFF(ipsec_max_peers),
+   "Relays pctor keeps IPsec state for (known to offer IPsec or not). "
+   "Beyond it the least recently used relay without an SA is forgotten; "
+   "if every one has an SA, further relays share connections.", NULL},
+  {"HeartbeatPeriod", CONF_TYPE_INTERVAL, "INTERVAL", "6 hours", "6 hours",
+   1, 0, 365 * 86400, OFF(heartbeat_period),
+   "Log a heartbeat line at notice level this often: uptime, open "
+   "circuits and connections, and the traffic so far. 0 disables it. As "
+   "in tor, a period below 30 minutes is raised to 30 minutes unless "
+   "TestingTorNetwork is 1.", NULL},
+  {"ShutdownWaitLength", CONF_TYPE_INTERVAL, "INTERVAL", "30 seconds",
+   "30 seconds", 1, 0, 86400, OFF(shutdown_wait_length),
+   "On SIGINT, a relay (with an ORPort) stops accepting connections and "
+   "exits this long afterwards, so that circuits can finish; a second "
+   "SIGINT exits at once, as in tor. Without an ORPort, or with 0, "
+   "SIGINT exits at once. SIGTERM always exits at once.", NULL},
+  {"SafeLogging", CONF_TYPE_ENUM, "0|1|relay", "0", "0 (tor's is 1)",
+   1, 0, 0, OFF(safe_logging),
+   "If 1 or relay, IP addresses in log messages at info level and above "
+   "are replaced by [scrubbed]; debug messages are left alone. pctor does "
+   "not tell client addresses from relay addresses, so relay scrubs as "
+   "much as 1. pctor's default is 0, unlike tor's (1), because its own "
+   "tests read addresses from its logs.", safe_logging_values},
+  {"SyslogIdentityTag", CONF_TYPE_STRING, "TAG", NULL, "unset",
+   0, 0, 0, OFF(syslog_identity_tag),
+   "With a Log line to syslog, log as pctor-TAG instead of pctor (tor "
+   "uses Tor-TAG).", NULL},
+  {"DisableDebuggerAttachment", CONF_TYPE_BOOL, "0|1", "1", "1",
+   0, 0, 0, OFF(disable_debugger_attachment),
+   "If 1 (as tor), pctor makes itself non-dumpable at start-up "
+   "(prctl PR_SET_DUMPABLE 0): other processes of the same user cannot "
+   "attach a debugger to it or read its memory, and it leaves no core "
+   "dump.", NULL},
+  {"AvoidDiskWrites", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(avoid_disk_writes),
+   "Accepted for tor's torrc. pctor writes to disk only when it must: "
+   "its keys when they are made or rotated, the fingerprint files, the "
+   "cached directory documents when they change, PidFile, log files and "
+   "MeasureMe records that a client asked for; there is no periodic "
+   "state file to write less often. So 1 changes nothing.", NULL},
+  {"UseMicrodescriptors", CONF_TYPE_BOOL, "0|1", "1", "1",
+   0, 0, 0, OFF(use_microdescriptors),
+   "If 1 the client and the relay's directory cache fetch the "
+   "microdescriptor consensus and microdescriptors; if 0, the ns "
+   "consensus and full server descriptors.", NULL},
+};
+/* clang-format on */
 
 static int
 line_error(char **err_out, const option_def_t *def, const conf_line_t *l,
@@ -975,51 +908,330 @@ line_error(char **err_out, const option_def_t *def, const conf_line_t *l,
   return -1;
 }
 
-/* A "0|1|auto" option: 1 or 0, -1 for auto (also when unset). Returns -1
- * for any other value. */
-static int
-parse_auto_bool(const char *v, int *out)
+/* ---- the registered modules ---- */
+
+static const conf_module_t app_module = {
+  "relay", app_vars, sizeof(app_vars) / sizeof(app_vars[0]),
+  sizeof(options_t), NULL,
+};
+
+/* Every module with options, the daemon's own table first. A module adds
+ * its options by declaring a conf_module_t and being listed here. */
+static const conf_module_t *const modules[] = {
+  &app_module,
+  &conflux_conf_module,
+  &measureme_conf_module,
+};
+#define N_MODULES (sizeof(modules) / sizeof(modules[0]))
+
+/* An option: its module, its row, and its index among all options. */
+typedef struct {
+  size_t mi;
+  const conf_var_t *var;
+  size_t gi;
+} var_ref_t;
+
+static size_t
+gi_base(size_t mi)
 {
-  if (!v || !strcmp(v, "auto"))
-    *out = -1;
-  else if (!strcmp(v, "0") || !strcmp(v, "1"))
-    *out = v[0] - '0';
-  else
-    return -1;
+  size_t b = 0;
+  for (size_t i = 0; i < mi; i++)
+    b += modules[i]->n_vars;
+  return b;
+}
+
+size_t
+options_count(void)
+{
+  return gi_base(N_MODULES);
+}
+
+static int
+ref_at(size_t gi, var_ref_t *r)
+{
+  for (size_t mi = 0; mi < N_MODULES; mi++) {
+    if (gi < modules[mi]->n_vars) {
+      r->mi = mi;
+      r->var = &modules[mi]->vars[gi];
+      r->gi = gi_base(mi) + gi;
+      return 0;
+    }
+    gi -= modules[mi]->n_vars;
+  }
+  return -1;
+}
+
+const option_def_t *
+options_var(size_t i)
+{
+  var_ref_t r;
+  return ref_at(i, &r) == 0 ? r.var : NULL;
+}
+
+static int
+find_ref(const char *name, var_ref_t *r)
+{
+  for (size_t gi = 0; ref_at(gi, r) == 0; gi++)
+    if (conf_key_eq(r->var->name, name))
+      return 0;
+  return -1;
+}
+
+static void
+ref_of_var(const conf_var_t *var, var_ref_t *r)
+{
+  for (size_t mi = 0; mi < N_MODULES; mi++) {
+    const conf_module_t *m = modules[mi];
+    if (var >= m->vars && var < m->vars + m->n_vars) {
+      r->mi = mi;
+      r->var = var;
+      r->gi = gi_base(mi) + (size_t)(var - m->vars);
+      return;
+    }
+  }
+  abort();
+}
+
+const option_def_t *
+options_find(const char *name)
+{
+  var_ref_t r;
+  return find_ref(name, &r) == 0 ? r.var : NULL;
+}
+
+static void *
+obj_of(const options_t *o, size_t mi)
+{
+  return mi == 0 ? (void *)o : o->mod_objs_[mi];
+}
+
+const void *
+options_module(const options_t *o, const conf_module_t *mod)
+{
+  for (size_t mi = 1; mi < N_MODULES; mi++)
+    if (modules[mi] == mod)
+      return o->mod_objs_[mi];
+  abort();
+}
+
+int
+options_module_check_all(char **err_out)
+{
+  for (size_t mi = 0; mi < N_MODULES; mi++)
+    if (conf_module_check(modules[mi], err_out) < 0)
+      return -1;
+  /* Names are unique across modules too. */
+  var_ref_t a, b;
+  for (size_t i = 0; ref_at(i, &a) == 0; i++)
+    for (size_t j = 0; j < i && ref_at(j, &b) == 0; j++)
+      if (conf_key_eq(a.var->name, b.var->name)) {
+        *err_out = pc_asprintf("option %s is declared twice", a.var->name);
+        return -1;
+      }
   return 0;
 }
 
-/* An error in the value of option def, found after parsing: names the line
+static options_t *
+options_new(void)
+{
+  options_t *o = pc_zalloc(sizeof(*o));
+  o->mod_objs_ = pc_calloc(N_MODULES, sizeof(void *));
+  for (size_t mi = 1; mi < N_MODULES; mi++)
+    o->mod_objs_[mi] = pc_zalloc(modules[mi]->obj_size);
+  o->set_ = pc_zalloc(options_count());
+  return o;
+}
+
+int
+options_equal(const options_t *a, const options_t *b,
+              const option_def_t *def)
+{
+  var_ref_t r;
+  ref_of_var(def, &r);
+  return conf_var_equal(obj_of(a, r.mi), obj_of(b, r.mi), def);
+}
+
+int
+options_is_set(const options_t *o, const char *name)
+{
+  var_ref_t r;
+  return find_ref(name, &r) == 0 && o->set_[r.gi];
+}
+
+/* ---- assignment ---- */
+
+static int
+assign_default(options_t *o, const var_ref_t *r, parse_ctx_t *ctx)
+{
+  void *obj = obj_of(o, r->mi);
+  conf_var_clear(obj, r->var);
+  o->set_[r->gi] = 0;
+  if (!r->var->default_str)
+    return 0;
+  char *err = NULL;
+  if (conf_var_assign(obj, r->var, r->var->default_str, ctx, NULL,
+                      &err) < 0) {
+    /* A bad default is a programming error; the unit tests catch it. */
+    log_err("Bad default for %s: %s", r->var->name, err);
+    free(err);
+    return -1;
+  }
+  return 0;
+}
+
+/* An error in the value of an option, found after parsing: names the line
  * that set it when there is one (a file or the command line), else the
  * option alone. Returns -1. */
 static int
 option_error(char **err_out, const option_def_t *def, const parse_ctx_t *ctx,
              const char *msg)
 {
-  const conf_line_t *l = ctx->where[def_index(def)];
+  var_ref_t r;
+  ref_of_var(def, &r);
+  const conf_line_t *l = ctx->where[r.gi];
   if (l)
     return line_error(err_out, def, l, msg);
   *err_out = pc_asprintf("Option '%s': %s. Failing.", def->name, msg);
   return -1;
 }
 
+/* What to do instead of a tor option pctor does not implement, by name
+ * or by name prefix (a trailing '*'). */
+static const struct {
+  const char *name;
+  const char *advice;
+} tor_advice[] = {
+  {"DirPort", "pctor serves directory documents to clients through its "
+   "ORPort (BEGIN_DIR) only; remove the line"},
+  {"DirPortFrontPage", "pctor has no DirPort; remove the line"},
+  {"Accounting*", "pctor has no accounting or hibernation yet; limit the "
+   "relay with BandwidthRate and RelayBandwidthRate"},
+  {"Control*", "pctor has no control port yet"},
+  {"CookieAuth*", "pctor has no control port yet"},
+  {"HashedControlPassword", "pctor has no control port yet"},
+  {"MetricsPort*", "pctor has no metrics port yet"},
+  {"FamilyId", "pctor does not support family keys yet; list the family "
+   "with MyFamily"},
+  {"ReducedExitPolicy", "write the ports you want as ExitPolicy accept "
+   "lines"},
+  {"IPv6Exit", "pctor exits connect over IPv4 only"},
+  {"HiddenService*", "pctor has no onion services"},
+  {"HSLayer*", "pctor has no onion services"},
+  {"BridgeRelay", "pctor cannot run as a bridge"},
+  {"ServerTransport*", "pctor has no pluggable transports"},
+  {"ClientTransportPlugin", "pctor has no pluggable transports"},
+  {"UseBridges", "pctor's client cannot use bridges"},
+  {"Bridge", "pctor's client cannot use bridges"},
+  {"DoS*", "pctor has no denial-of-service mitigation options yet"},
+  {"OfflineMasterKey", "pctor keeps its master identity key online"},
+  {"KeyDirectory", "pctor keeps its keys in DataDirectory/keys"},
+  {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
+  {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
+   "after start-up (User)"},
+  {"OutboundBindAddress*", "pctor does not bind outgoing connections yet"},
+  {"GeoIP*", "pctor has no GeoIP database"},
+  {"ExitPortStatistics", "pctor keeps no statistics files"},
+  {"*Statistics", "pctor keeps no statistics files"},
+  {"SocksPolicy", "bind SocksPort to a local address instead"},
+  {"ClientOnly", "pctor is a client when it has no ORPort"},
+};
+
+/* tor options pctor does not implement but whose value says what pctor
+ * does anyway ("DirPort 0": no DirPort). Such a line is accepted (with an
+ * info line); any other value is refused. */
+static const struct {
+  const char *name, *value;
+} tor_same_behaviour[] = {
+  {"DirPort", "0"},           {"IPv6Exit", "0"},
+  {"ReducedExitPolicy", "0"}, {"Sandbox", "0"},
+  {"OfflineMasterKey", "0"},  {"BridgeRelay", "0"},
+  {"ClientOnly", "0"},        {"AccountingMax", "0"},
+  {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
+  {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
+  {"ExitPortStatistics", "0"},      {"ConnDirectionStatistics", "0"},
+  {"CellStatistics", "0"},    {"HardwareAccel", "0"},
+  {"UseBridges", "0"},
+};
+
+/* Whether line l sets a tor option to the behaviour pctor has anyway. */
+static int
+tor_option_same_behaviour(const conf_line_t *l)
+{
+  for (size_t i = 0; i < sizeof(tor_same_behaviour) /
+                             sizeof(tor_same_behaviour[0]); i++)
+    if (conf_key_eq(tor_same_behaviour[i].name, l->key) &&
+        !strcasecmp(tor_same_behaviour[i].value, l->value)) {
+      char *w = conf_line_where(l);
+      log_info("Option '%s %s' on %s: pctor behaves that way already.",
+               l->key, l->value, w);
+      free(w);
+      return 1;
+    }
+  return 0;
+}
+
+/* The refusal of a tor option pctor does not implement, or NULL if name
+ * is not one of tor's options. */
+static char *
+tor_option_refusal(const char *name, const conf_line_t *l)
+{
+  const char *tor_name = NULL;
+  for (size_t i = 0; i < n_tor_option_names && !tor_name; i++)
+    if (conf_key_eq(tor_option_names[i], name))
+      tor_name = tor_option_names[i];
+  if (!tor_name)
+    return NULL;
+  const char *advice = NULL;
+  for (size_t i = 0; i < sizeof(tor_advice) / sizeof(tor_advice[0]) &&
+                     !advice; i++) {
+    const char *a = tor_advice[i].name;
+    size_t n = strlen(a);
+    if (a[n - 1] == '*' && !strncasecmp(a, tor_name, n - 1))
+      advice = tor_advice[i].advice;
+    else if (a[0] == '*' && strlen(tor_name) >= n - 1 &&
+             !strcasecmp(a + 1, tor_name + strlen(tor_name) - (n - 1)))
+      advice = tor_advice[i].advice;
+    else if (!strcasecmp(a, tor_name))
+      advice = tor_advice[i].advice;
+  }
+  char *w = conf_line_where(l);
+  char *msg = pc_asprintf("Option '%s' on %s: pctor does not support "
+                          "tor's option %s%s%s. Failing.", name, w,
+                          tor_name, advice ? "; " : "",
+                          advice ? advice : "");
+  free(w);
+  return msg;
+}
+
+char *
+options_tor_refusal(const char *name)
+{
+  conf_line_t *l = conf_line_new(name, "", "the test", 1);
+  char *msg = tor_option_refusal(name, l);
+  conf_lines_free(l);
+  return msg;
+}
+
 static int
 assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
             char **err_out)
 {
-  const option_def_t *def = options_find(l->key);
-  if (!def) {
+  var_ref_t r;
+  if (find_ref(l->key, &r) < 0) {
+    if (tor_option_same_behaviour(l))
+      return 0;
+    *err_out = tor_option_refusal(l->key, l);
+    if (*err_out)
+      return -1;
     char *w = conf_line_where(l);
     *err_out = pc_asprintf("Unknown option '%s' on %s. Failing.", l->key, w);
     free(w);
     return -1;
   }
-  size_t idx = def_index(def);
-  int multi = def->type == OPT_TYPE_LOG || def->type == OPT_TYPE_ORPORT ||
-              def->type == OPT_TYPE_DIRAUTH ||
-              def->type == OPT_TYPE_FAMILY || def->type == OPT_TYPE_POLICY;
+  const option_def_t *def = r.var;
+  int multi = conf_var_is_multi(def);
   if (!*l->value) {
-    if (def->type == OPT_TYPE_LOG) {
+    if (def->type == CONF_TYPE_CUSTOM && def->type_arg == &log_type) {
       char *w = conf_line_where(l);
       log_warn("Option '%s' on %s has no value; ignoring it.", def->name,
                w);
@@ -1027,31 +1239,32 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
       return 0;
     }
     /* As in tor: an empty value resets the option to its default. */
-    if (def->type == OPT_TYPE_ORPORT) {
+    if (def->type_arg == &orport_type) {
       ctx->orport_line[0] = ctx->orport_line[1] = NULL;
       ctx->orport_zero = NULL;
     }
-    ctx->where[idx] = NULL;
-    return assign_default(o, def, ctx);
+    ctx->where[r.gi] = NULL;
+    return assign_default(o, &r, ctx);
   }
-  if (!multi && ctx->where[idx]) {
-    char *w1 = conf_line_where(ctx->where[idx]);
+  if (!multi && ctx->where[r.gi]) {
+    char *w1 = conf_line_where(ctx->where[r.gi]);
     char *w2 = conf_line_where(l);
     log_warn("Option '%s' is set on %s and again on %s; using the last "
              "value.", def->name, w1, w2);
     free(w1);
     free(w2);
   }
-  if (multi && !(o->set_explicitly_ & (1ull << idx)))
-    field_clear(o, def); /* the first line replaces the default */
+  void *obj = obj_of(o, r.mi);
+  if (multi && !o->set_[r.gi])
+    conf_var_clear(obj, def); /* the first line replaces the default */
   char *msg = NULL;
-  if (assign_value(o, def, l->value, ctx, l, &msg) < 0) {
+  if (conf_var_assign(obj, def, l->value, ctx, l, &msg) < 0) {
     line_error(err_out, def, l, msg);
     free(msg);
     return -1;
   }
-  o->set_explicitly_ |= 1ull << idx;
-  ctx->where[idx] = l;
+  o->set_[r.gi] = 1;
+  ctx->where[r.gi] = l;
   return 0;
 }
 
@@ -1100,12 +1313,12 @@ merge_lines(const conf_line_t *file, const conf_line_t *cmdline)
   return merged;
 }
 
-/* Rules between options, and derived values. */
+/* Rules between the daemon's options, and derived values. Values were
+ * parsed by type when assigned; only rules that involve several options
+ * (or the system) are here. */
 static int
 validate(options_t *o, parse_ctx_t *ctx, char **err_out)
 {
-  const option_def_t *def;
-
   if (!o->data_directory) {
     o->data_directory = options_default_data_directory(geteuid() == 0,
                                                        getenv("HOME"));
@@ -1116,263 +1329,84 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     }
   }
 
-  def = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(o->set_explicitly_ & (1ull << def_index(def))))
+  if (!options_is_set(o, "ExtendAllowPrivateAddresses"))
     o->extend_allow_private_addresses = o->testing_tor_network;
+
+  /* ExitRelay auto (tor): an exit exactly when ExitPolicy is set. */
+  o->is_exit = exit_policy_want_exit(o->exit_relay, o->exit_policy.n, 0);
+  if (o->exit_relay < 0) {
+    if (o->is_exit && o->or_ports.n > 0)
+      log_notice("ExitRelay is auto and an ExitPolicy is set, so this "
+                 "relay is an exit (as in tor). Set ExitRelay 0 if you did "
+                 "not want that.");
+  }
+
+  /* tor raises a short HeartbeatPeriod outside test networks. */
+  if (o->heartbeat_period && o->heartbeat_period < 1800 &&
+      !o->testing_tor_network) {
+    log_warn("HeartbeatPeriod is shorter than 30 minutes; using 30 "
+             "minutes.");
+    o->heartbeat_period = 1800;
+  }
 
   if (o->onion_key_grace_period_days > o->onion_key_rotation_days) {
     /* Blame the grace period if it was set, else the rotation. */
-    def = def_by_offset(OFF(onion_key_grace_period_days));
-    const conf_line_t *l = ctx->where[def_index(def)];
-    if (!l) {
-      def = def_by_offset(OFF(onion_key_rotation_days));
-      l = ctx->where[def_index(def)];
-    }
+    const option_def_t *def = options_find("OnionKeyGracePeriodDays");
+    if (!options_is_set(o, def->name))
+      def = options_find("OnionKeyRotationDays");
     char *msg = pc_asprintf("OnionKeyGracePeriodDays (%d) must not be "
                             "larger than OnionKeyRotationDays (%d)",
                             o->onion_key_grace_period_days,
                             o->onion_key_rotation_days);
-    if (l) {
-      line_error(err_out, def, l, msg);
-    } else {
-      *err_out = pc_asprintf("%s. Failing.", msg);
-    }
+    option_error(err_out, def, ctx, msg);
     free(msg);
     return -1;
   }
 
   /* Bandwidth buckets (tor's defaults: 1 GByte rate and burst). */
-  struct {
-    char *str;
-    uint64_t *out;
-    uint64_t dflt;
-    size_t off;
-  } bws[] = {
-      {o->bandwidth_rate_str, &o->bandwidth_rate, 1ULL << 30,
-       OFF(bandwidth_rate_str)},
-      {o->bandwidth_burst_str, &o->bandwidth_burst, 1ULL << 30,
-       OFF(bandwidth_burst_str)},
-      {o->relay_bandwidth_rate_str, &o->relay_bandwidth_rate, 0,
-       OFF(relay_bandwidth_rate_str)},
-      {o->relay_bandwidth_burst_str, &o->relay_bandwidth_burst, 0,
-       OFF(relay_bandwidth_burst_str)},
-  };
-  for (size_t i = 0; i < sizeof(bws) / sizeof(bws[0]); i++) {
-    *bws[i].out = bws[i].dflt;
-    if (!bws[i].str)
-      continue;
-    def = def_by_offset(bws[i].off);
-    char *perr = NULL;
-    if (conf_parse_memunit(bws[i].str, 0, bws[i].out, &perr) < 0) {
-      char *msg = perr ? perr : pc_strdup("bad amount");
-      option_error(err_out, def, ctx, msg);
-      free(msg);
-      return -1;
-    }
-  }
-  if (!o->relay_bandwidth_burst_str)
+  if (!options_is_set(o, "RelayBandwidthBurst"))
     o->relay_bandwidth_burst = o->relay_bandwidth_rate;
-  if (o->bandwidth_rate < 75 * 1024 ||
-      o->bandwidth_burst < o->bandwidth_rate ||
-      (o->relay_bandwidth_rate &&
-       o->relay_bandwidth_burst < o->relay_bandwidth_rate)) {
-    *err_out = pc_strdup("BandwidthRate must be at least 75 KBytes and each "
-                         "burst at least its rate. Failing.");
-    return -1;
-  }
+  if (o->bandwidth_rate < 75 * 1024)
+    return option_error(err_out, options_find("BandwidthRate"), ctx,
+                        "must be at least 75 KBytes");
+  if (o->bandwidth_burst < o->bandwidth_rate)
+    return option_error(err_out, options_find("BandwidthBurst"), ctx,
+                        "must be at least BandwidthRate");
+  if (o->relay_bandwidth_rate &&
+      o->relay_bandwidth_burst < o->relay_bandwidth_rate)
+    return option_error(err_out, options_find("RelayBandwidthBurst"), ctx,
+                        "must be at least RelayBandwidthRate");
 
-  o->max_mem_in_queues = 0;
-  if (o->max_mem_in_queues_str) {
-    def = def_by_offset(OFF(max_mem_in_queues_str));
-    char *perr = NULL;
-    uint64_t v = 0;
-    if (conf_parse_memunit(o->max_mem_in_queues_str, 0, &v, &perr) < 0 ||
-        v < 64ULL * 1024 * 1024) {
-      char *msg = perr ? perr : pc_strdup("must be at least 64 MB");
-      option_error(err_out, def, ctx, msg);
-      free(msg);
-      return -1;
-    }
-    o->max_mem_in_queues = v;
-  }
+  if (o->ipsec_mode != IPSEC_MODE_OFF && o->or_ports.n == 0)
+    return option_error(err_out, options_find("IPsec"), ctx,
+                        "needs an ORPort");
+  if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF)
+    return option_error(err_out, options_find("PerCircuitTCPRequireIPsec"),
+                        ctx, "needs IPsec auto or 1");
 
+  /* The circuit scheduler: unset half-life follows the consensus (-1). */
+  if (!options_is_set(o, "CircuitPriorityHalflife"))
+    o->circuit_priority_halflife = -1;
+  else if (o->circuit_priority_halflife < 0)
+    o->circuit_priority_halflife = 0;
   {
-    ipsec_mode_t m = IPSEC_MODE_OFF;
-    def = def_by_offset(OFF(ipsec_str));
-    const char *msg = NULL;
-    if (o->ipsec_str && ipsec_mode_parse(o->ipsec_str, &m) < 0)
-      msg = "must be 0, 1 or auto";
-    else if (m != IPSEC_MODE_OFF && o->or_ports.n == 0)
-      msg = "needs an ORPort";
-    if (msg) {
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-    o->ipsec_mode = (int)m;
-  }
-  if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
-    def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
-    const char *msg = "needs IPsec auto or 1";
-    option_error(err_out, def, ctx, msg);
-    return -1;
-  }
-
-  o->measureme_hops = 0;
-  if (o->measureme_hops_str) {
-    def = def_by_offset(OFF(measureme_hops_str));
-    char *copy = pc_strdup(o->measureme_hops_str);
-    int bad = 0;
+    char *copy = pc_strdup(o->schedulers ? o->schedulers : "KIST,KISTLite");
+    int chosen = -1;
     for (char *save = NULL, *t = strtok_r(copy, ", \t", &save); t;
          t = strtok_r(NULL, ", \t", &save)) {
-      if (!strcmp(t, "1") || !strcmp(t, "2") || !strcmp(t, "3"))
-        o->measureme_hops |= 1u << (t[0] - '1');
-      else
-        bad = 1;
-    }
-    free(copy);
-    if (bad || !o->measureme_hops) {
-      const char *msg = "must list hops 1, 2 and/or 3";
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-  }
-
-  /* Conflux. */
-  {
-    const char *msg = NULL;
-    const char *v;
-    def = def_by_offset(OFF(conflux_enabled_str));
-    if (parse_auto_bool(o->conflux_enabled_str, &o->conflux_enabled) < 0)
-      msg = "must be 0, 1 or auto";
-    if (!msg) {
-      def = def_by_offset(OFF(refuse_unknown_exits_str));
-      if (parse_auto_bool(o->refuse_unknown_exits_str,
-                          &o->refuse_unknown_exits) < 0)
-        msg = "must be 0, 1 or auto";
-    }
-    if (!msg) {
-      v = o->conflux_client_ux_str;
-      def = def_by_offset(OFF(conflux_client_ux_str));
-      o->conflux_client_ux = cfx_ux_from_name(v ? v : "throughput");
-      if (o->conflux_client_ux < 0)
-        msg = "must be throughput, latency, throughput_lowmem or "
-              "latency_lowmem";
-    }
-    if (!msg) {
-      v = o->conflux_scheduler_str;
-      def = def_by_offset(OFF(conflux_scheduler_str));
-      o->conflux_scheduler =
-          !v || !strcmp(v, "auto") ? 0 : cfx_alg_from_name(v);
-      if (o->conflux_scheduler < 0)
-        msg = "must be auto, minrtt, lowrtt or proportional";
-    }
-    if (!msg && o->conflux_legs == 1) {
-      def = def_by_offset(OFF(conflux_legs));
-      msg = "must be 0 or 2 to 8 (use ConfluxEnabled 0 for none)";
-    }
-    if (msg) {
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-  }
-
-  /* The circuit scheduler. */
-  o->circuit_priority_halflife = -1;
-  if (o->circuit_priority_halflife_str) {
-    def = def_by_offset(OFF(circuit_priority_halflife_str));
-    char *end = NULL;
-    double v = strtod(o->circuit_priority_halflife_str, &end);
-    if (end == o->circuit_priority_halflife_str || *end || !isfinite(v) ||
-        v > 2147483.0) {
-      const char *msg = "must be a number of seconds (at most 2147483)";
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-    o->circuit_priority_halflife = v > 0 ? v : 0;
-  }
-  {
-    def = def_by_offset(OFF(kist_sock_buf_size_factor_str));
-    char *end = NULL;
-    const char *fs = o->kist_sock_buf_size_factor_str
-                         ? o->kist_sock_buf_size_factor_str : "1.0";
-    double v = strtod(fs, &end);
-    if (end == fs || *end || !isfinite(v) || v < 0 || v > 100) {
-      const char *msg = "must be a number from 0 to 100";
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-    o->kist_sock_buf_size_factor = v;
-  }
-  {
-    def = def_by_offset(OFF(schedulers));
-    const char *sv = o->schedulers ? o->schedulers : "KIST,KISTLite";
-    char *copy = pc_strdup(sv);
-    int chosen = -1, bad = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ", \t", &save); t;
-         t = strtok_r(NULL, ", \t", &save)) {
-      int kind;
-      if (!strcasecmp(t, "KIST"))
-        kind = 1;
-      else if (!strcasecmp(t, "KISTLite"))
-        kind = 0;
-      else if (!strcasecmp(t, "Vanilla"))
-        kind = -2;
-      else {
-        bad = 1;
-        break;
-      }
+      int kind = !strcasecmp(t, "KIST") ? 1 : !strcasecmp(t, "KISTLite")
+                                                   ? 0 : -2;
       if (kind == 1 && !sockstat_tcp_available())
         continue;
       if (kind >= 0 && chosen < 0)
         chosen = kind;
     }
     free(copy);
-    if (bad || chosen < 0) {
-      const char *msg =
-          bad ? "must list KIST and/or KISTLite"
-              : "names no usable scheduler (Vanilla is not supported yet; "
-                "use KISTLite)";
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
+    if (chosen < 0)
+      return option_error(err_out, options_find("Schedulers"), ctx,
+                          "names no usable scheduler (Vanilla is not "
+                          "supported yet; use KISTLite)");
     o->scheduler_socket_aware = chosen;
-  }
-
-  /* SocksPort: "PORT" binds 127.0.0.1, "ADDR:PORT" that address. */
-  memset(&o->socks_addr, 0, sizeof(o->socks_addr));
-  o->socks_addr.family = AF_UNSPEC;
-  if (o->socks_port && strcmp(o->socks_port, "0")) {
-    def = def_by_offset(OFF(socks_port));
-    pc_addr_t a;
-    char *end = NULL;
-    long port = strtol(o->socks_port, &end, 10);
-    int ok;
-    if (*o->socks_port && !*end)
-      ok = port > 0 && port < 65536 &&
-           pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port) == 0;
-    else
-      ok = pc_addr_parse(&a, o->socks_port) == 0 && a.port != 0;
-    if (!ok) {
-      const char *msg = "SocksPort must be 0, PORT or ADDRESS:PORT";
-      option_error(err_out, def, ctx, msg);
-      return -1;
-    }
-    o->socks_addr = a;
-  }
-  const size_t node_opts[] = {OFF(entry_nodes), OFF(middle_nodes),
-                              OFF(exit_nodes), OFF(exclude_nodes)};
-  for (size_t i = 0; i < 4; i++) {
-    def = def_by_offset(node_opts[i]);
-    const char *v = *(char *const *)((const char *)o + node_opts[i]);
-    routerset_t *rs = NULL;
-    char *perr = NULL;
-    if (v && routerset_parse(&rs, v, &perr) < 0) {
-      option_error(err_out, def, ctx, perr ? perr : "bad relay list");
-      free(perr);
-      routerset_free(rs);
-      return -1;
-    }
-    routerset_free(rs);
   }
 
   if (o->testing_tor_network && o->dir_authorities.n == 0) {
@@ -1390,6 +1424,23 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     if (check_host(o->address, &o->address_ip, &e) < 0)
       free(e); /* cannot happen: checked when assigned */
   }
+
+  /* The modules' own rules. */
+  for (size_t mi = 1; mi < N_MODULES; mi++) {
+    const conf_module_t *m = modules[mi];
+    const conf_var_t *bad = NULL;
+    char *msg = NULL;
+    if (m->validate &&
+        m->validate(o->mod_objs_[mi], o->set_ + gi_base(mi), &msg,
+                    &bad) < 0) {
+      if (bad)
+        option_error(err_out, bad, ctx, msg);
+      else
+        *err_out = pc_asprintf("%s. Failing.", msg);
+      free(msg);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -1400,28 +1451,33 @@ options_from_lines(const conf_line_t *file_lines,
 {
   *out = NULL;
   *err_out = NULL;
-  options_t *o = pc_zalloc(sizeof(*o));
+  options_t *o = options_new();
+  size_t n = options_count();
   parse_ctx_t ctx;
   memset(&ctx, 0, sizeof(ctx));
   ctx.cwd = cwd;
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (assign_default(o, &option_table[i], &ctx) < 0) {
+  ctx.where = pc_calloc(n ? n : 1, sizeof(*ctx.where));
+  conf_line_t *lines = NULL;
+  var_ref_t r;
+  for (size_t i = 0; ref_at(i, &r) == 0; i++)
+    if (assign_default(o, &r, &ctx) < 0) {
       *err_out = pc_asprintf("Internal error: bad default for %s",
-                             option_table[i].name);
-      options_free(o);
-      return -1;
+                             r.var->name);
+      goto err;
     }
-  conf_line_t *lines = merge_lines(file_lines, cmdline_lines);
+  lines = merge_lines(file_lines, cmdline_lines);
   for (const conf_line_t *l = lines; l; l = l->next)
     if (assign_line(o, l, &ctx, err_out) < 0)
       goto err;
   if (validate(o, &ctx, err_out) < 0)
     goto err;
   conf_lines_free(lines);
+  free(ctx.where);
   *out = o;
   return 0;
 err:
   conf_lines_free(lines);
+  free(ctx.where);
   options_free(o);
   return -1;
 }
@@ -1494,27 +1550,187 @@ options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
   return r;
 }
 
+/* Whether path can be written by us: the file itself if it exists, else
+ * its directory (which must exist). Returns 0 or -1 with *why. */
+static int
+check_writable_file(const char *path, char **why)
+{
+  if (access(path, F_OK) == 0) {
+    if (access(path, W_OK) < 0) {
+      *why = pc_asprintf("\"%s\" is not writable: %s", path,
+                         strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  char *dir = pc_strdup(path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else {
+    free(dir);
+    dir = pc_strdup(".");
+  }
+  int r = 0;
+  if (access(dir, W_OK | X_OK) < 0) {
+    *why = pc_asprintf("cannot create \"%s\": directory \"%s\": %s", path,
+                       dir, strerror(errno));
+    r = -1;
+  }
+  free(dir);
+  return r;
+}
+
+int
+options_check_startable(const options_t *opts, char **err_out)
+{
+  char *why = NULL;
+  /* Log lines "SEV file PATH". */
+  for (int i = 0; i < opts->logs.n; i++) {
+    const char *f = strstr(opts->logs.v[i], " file ");
+    if (!f)
+      continue;
+    f += 6;
+    while (*f == ' ' || *f == '\t')
+      f++;
+    if (check_writable_file(f, &why) < 0) {
+      *err_out = pc_asprintf("Log \"%s\": %s", opts->logs.v[i], why);
+      free(why);
+      return -1;
+    }
+  }
+  /* An exit reads its resolver's nameservers at start-up. */
+  if (opts->is_exit) {
+    const char *rc = opts->server_dns_resolv_conf_file
+                         ? opts->server_dns_resolv_conf_file
+                         : "/etc/resolv.conf";
+    if (access(rc, R_OK) < 0) {
+      *err_out = pc_asprintf("ServerDNSResolvConfFile \"%s\" cannot be "
+                             "read: %s", rc, strerror(errno));
+      return -1;
+    }
+  }
+  if (opts->pid_file && check_writable_file(opts->pid_file, &why) < 0) {
+    *err_out = pc_asprintf("PidFile: %s", why);
+    free(why);
+    return -1;
+  }
+  /* DataDirectory: usable if it exists, else creatable. */
+  const char *dd = opts->data_directory;
+  struct stat st;
+  if (stat(dd, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      *err_out = pc_asprintf("DataDirectory \"%s\" is not a directory",
+                             dd);
+      return -1;
+    }
+    if (access(dd, R_OK | W_OK | X_OK) < 0) {
+      *err_out = pc_asprintf("DataDirectory \"%s\" is not accessible: %s",
+                             dd, strerror(errno));
+      return -1;
+    }
+    if (st.st_uid != geteuid() && geteuid() != 0) {
+      *err_out = pc_asprintf("DataDirectory \"%s\" is owned by another "
+                             "user (uid %u)", dd, (unsigned)st.st_uid);
+      return -1;
+    }
+  } else if (check_writable_file(dd, &why) < 0) {
+    *err_out = pc_asprintf("DataDirectory: %s", why);
+    free(why);
+    return -1;
+  }
+  return 0;
+}
+
+void
+options_advertised_bandwidth(const options_t *o, uint64_t *rate,
+                             uint64_t *burst)
+{
+  uint64_t r = o->bandwidth_rate, b = o->bandwidth_burst;
+  if (r > o->max_advertised_bandwidth)
+    r = o->max_advertised_bandwidth;
+  if (o->relay_bandwidth_rate && r > o->relay_bandwidth_rate)
+    r = o->relay_bandwidth_rate;
+  if (o->relay_bandwidth_burst && b > o->relay_bandwidth_burst)
+    b = o->relay_bandwidth_burst;
+  *rate = r;
+  *burst = b;
+}
+
+int
+options_dump_config(FILE *out, const struct options_cmdline_t *cl,
+                     const options_t *o, char **err_out)
+{
+  const char *how = cl->command_arg && *cl->command_arg ? cl->command_arg
+                                                        : "short";
+  options_t *base = NULL;
+  *err_out = NULL;
+  if (!strcmp(how, "full")) {
+    options_dump(out, o, NULL);
+    return 0;
+  }
+  if (strcmp(how, "short") && strcmp(how, "non-builtin")) {
+    *err_out = pc_asprintf("--dump-config: '%s' is not short, full or "
+                           "non-builtin", how);
+    return -1;
+  }
+  char *err = NULL;
+  if (!strcmp(how, "short") && cl->defaults_torrc) {
+    /* Short: what differs from the defaults torrc and built-in defaults. */
+    conf_line_t *d = NULL;
+    if (conf_read_file(cl->defaults_torrc, cl->cwd, &d, &err) == 0 &&
+        options_from_lines(d, NULL, cl->cwd, &base, &err) == 0) {
+      conf_lines_free(d);
+    } else {
+      conf_lines_free(d);
+      PC_FREE(err);
+    }
+  }
+  if (!base && options_from_lines(NULL, NULL, cl->cwd, &base, &err) < 0) {
+    *err_out = err;
+    return -1;
+  }
+  options_dump(out, o, base);
+  options_free(base);
+  return 0;
+}
+
 void
 options_free_(options_t *o)
 {
   if (!o)
     return;
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    field_clear(o, &option_table[i]);
+  var_ref_t r;
+  for (size_t i = 0; ref_at(i, &r) == 0; i++)
+    conf_var_clear(obj_of(o, r.mi), r.var);
+  for (size_t mi = 1; mi < N_MODULES; mi++)
+    free(o->mod_objs_[mi]);
+  free(o->mod_objs_);
+  free(o->set_);
   free(o);
+}
+
+static void
+copy_option(options_t *dst, const options_t *src, const var_ref_t *r)
+{
+  conf_var_copy(obj_of(dst, r->mi), obj_of(src, r->mi), r->var);
+  dst->set_[r->gi] = src->set_[r->gi];
 }
 
 int
 options_keep_non_reloadable(const options_t *old, options_t *new_opts)
 {
   int kept = 0;
-  for (size_t i = 0; i < N_OPTIONS; i++) {
-    const option_def_t *def = &option_table[i];
-    if (def->reloadable || options_equal(old, new_opts, def))
+  var_ref_t r;
+  for (size_t i = 0; ref_at(i, &r) == 0; i++) {
+    if (r.var->reloadable || options_equal(old, new_opts, r.var))
       continue;
     log_warn("Option '%s' cannot be changed while pctor is running; "
-             "keeping the old value until pctor is restarted.", def->name);
-    field_copy(new_opts, old, def);
+             "keeping the old value until pctor is restarted.",
+             r.var->name);
+    copy_option(new_opts, old, &r);
     kept++;
   }
   /* A kept TestingTorNetwork 1 keeps its own authorities: a test network
@@ -1522,13 +1738,46 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   if (new_opts->testing_tor_network && new_opts->dir_authorities.n == 0) {
     log_warn("TestingTorNetwork is still 1, so the DirAuthority lines are "
              "kept until pctor is restarted.");
-    field_copy(new_opts, old, def_by_offset(OFF(dir_authorities)));
+    find_ref("DirAuthority", &r);
+    copy_option(new_opts, old, &r);
   }
   /* A default that depends on a kept option follows the kept value. */
-  const option_def_t *eapa = def_by_offset(OFF(extend_allow_private_addresses));
-  if (!(new_opts->set_explicitly_ & (1ull << def_index(eapa))))
+  if (!options_is_set(new_opts, "ExtendAllowPrivateAddresses"))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
   return kept;
+}
+
+/* ---- --dump-config ---- */
+
+static int
+cmp_refs(const void *a, const void *b)
+{
+  const var_ref_t *ra = a, *rb = b;
+  return strcasecmp(ra->var->name, rb->var->name);
+}
+
+void
+options_dump(FILE *out, const options_t *o, const options_t *base)
+{
+  size_t n = options_count();
+  var_ref_t *refs = pc_calloc(n ? n : 1, sizeof(*refs));
+  for (size_t i = 0; i < n; i++)
+    ref_at(i, &refs[i]);
+  qsort(refs, n, sizeof(*refs), cmp_refs);
+  for (size_t i = 0; i < n; i++) {
+    if (base && options_equal(o, base, refs[i].var))
+      continue;
+    /* Unset options without a default mean "automatic": nothing to say
+     * (their zero or -1 is no torrc value). */
+    if (!o->set_[refs[i].gi] && !refs[i].var->default_str)
+      continue;
+    conf_strlist_t vals = {0, NULL};
+    conf_var_format(obj_of(o, refs[i].mi), refs[i].var, &vals);
+    for (int k = 0; k < vals.n; k++)
+      fprintf(out, "%s %s\n", refs[i].var->name, vals.v[k]);
+    conf_strlist_clear(&vals);
+  }
+  free(refs);
 }
 
 /* ---- the command line ---- */
@@ -1729,10 +1978,17 @@ print_wrapped(FILE *out, const char *text, int indent, int width)
 }
 
 void
+options_list_names(FILE *out)
+{
+  for (size_t i = 0; i < options_count(); i++)
+    fprintf(out, "%s\n", options_var(i)->name);
+}
+
+void
 options_list(FILE *out)
 {
-  for (size_t i = 0; i < N_OPTIONS; i++) {
-    const option_def_t *d = &option_table[i];
+  for (size_t i = 0; i < options_count(); i++) {
+    const option_def_t *d = options_var(i);
     fprintf(out, "%s %s\n", d->name, d->syntax);
     char *meta = pc_asprintf("Default: %s. Changes on SIGHUP: %s.",
                              d->default_doc,
@@ -1762,6 +2018,18 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "                     and exit (status 1 if it is not valid)\n"
           "  --list-options     list every torrc option with its syntax "
           "and default\n"
+          "  --list-torrc-options  list the names of the torrc options\n"
+          "  --dump-config [short|full|non-builtin]  print the "
+          "configuration:\n"
+          "                     what differs from the defaults, or all\n"
+          "  --list-modules     list the optional parts and whether they "
+          "are built in\n"
+          "  --library-versions  print the versions of the libraries\n"
+          "  --list-fingerprint [rsa|ed25519]  print the nickname and "
+          "fingerprint\n"
+          "                     (the keys are made if they do not exist)\n"
+          "  --hash-password PASSWORD  print PASSWORD hashed for "
+          "HashedControlPassword\n"
           "  --hush             log only warnings and errors to the "
           "console\n"
           "  --quiet            log nothing to the console\n"

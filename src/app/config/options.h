@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "lib/conf/conf.h"
+#include "lib/conf/confdecl.h"
 #include "lib/net/address.h"
 
 /* The ORPort lines: at most one IPv4 and one IPv6 address. "ORPort 9001"
@@ -40,10 +41,7 @@ typedef struct {
 } options_ports_t;
 
 /* The values of a repeatable option, in order. */
-typedef struct {
-  int n;
-  char **v;
-} options_strlist_t;
+typedef conf_strlist_t options_strlist_t;
 
 typedef struct options_t {
   char *data_directory;          /* DataDirectory: absolute path */
@@ -68,33 +66,38 @@ typedef struct options_t {
                                   * ("$HEX40" or a nickname), no
                                   * duplicates */
   int publish_server_descriptor; /* PublishServerDescriptor: 0 or 1 */
+  int dir_cache;                 /* DirCache: 0 or 1 */
+  uint64_t max_advertised_bandwidth; /* MaxAdvertisedBandwidth, bytes/s */
+  int heartbeat_period;          /* HeartbeatPeriod, seconds; 0: none */
+  int shutdown_wait_length;      /* ShutdownWaitLength, seconds */
+  int safe_logging;              /* SafeLogging: 0, 1, 2 (relay) */
+  char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
+  int disable_debugger_attachment; /* DisableDebuggerAttachment */
+  int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
-  int exit_relay;                /* ExitRelay: 0 or 1 */
+  int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */
+  int is_exit;                   /* derived: ExitRelay 1, or auto with an
+                                  * ExitPolicy line (tor's rule) */
   options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
                                   * ADDR:PORTS" line each */
   int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */
-  char *socks_port;              /* SocksPort as written ("0": off) */
-  pc_addr_t socks_addr;          /* SocksPort parsed; AF_UNSPEC when off */
+  pc_addr_t socks_addr;          /* SocksPort; AF_UNSPEC when off */
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
-  char *bandwidth_rate_str, *bandwidth_burst_str;       /* as written */
-  char *relay_bandwidth_rate_str, *relay_bandwidth_burst_str;
-  uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s; parsed */
+  uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s */
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */
   int token_bucket_refill_interval;            /* milliseconds */
-  char *max_mem_in_queues_str;   /* MaxMemInQueues as written */
-  uint64_t max_mem_in_queues;    /* parsed; 0 = automatic */
+  uint64_t max_mem_in_queues;    /* bytes; 0 = automatic */
   /* Circuit scheduler. */
-  char *circuit_priority_halflife_str; /* as written; NULL: consensus */
-  double circuit_priority_halflife;    /* parsed; seconds, <= 0: off */
+  double circuit_priority_halflife;    /* seconds; 0: off; -1: unset,
+                                        * from the consensus */
   char *schedulers;                    /* "KIST,KISTLite" */
-  int scheduler_socket_aware;          /* parsed: KIST (1) or KISTLite */
+  int scheduler_socket_aware;          /* derived: KIST (1) or KISTLite */
   int kist_sched_run_interval;          /* milliseconds */
-  char *kist_sock_buf_size_factor_str;
   double kist_sock_buf_size_factor;
   /* PCTCP. */
   int per_circuit_tcp;
@@ -102,64 +105,38 @@ typedef struct options_t {
   int per_circuit_tcp_spares;
   int per_circuit_tcp_require_ipsec;
   /* IPsec between relays (feature/ipsec/broker.h). */
-  char *ipsec_str;                /* IPsec as written: "0", "1", "auto" */
-  int ipsec_mode;                 /* parsed: an ipsec_mode_t */
+  int ipsec_mode;                 /* IPsec: an ipsec_mode_t */
   char *ipsec_vici_socket;        /* IPsecVICISocket */
   char *ipsec_updown;             /* IPsecUpdown: NULL if unset */
   int ipsec_max_peers;            /* IPsecMaxPeers */
-  int measureme_enabled;
-  char *measureme_hops_str;       /* MeasureMeHops as written */
-  unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
-  int measureme_interval;         /* milliseconds */
-  /* Conflux (proposal 329). */
-  char *refuse_unknown_exits_str; /* RefuseUnknownExits as written */
-  int refuse_unknown_exits;       /* parsed: 1, 0, -1 auto */
-  char *conflux_enabled_str;      /* ConfluxEnabled as written */
-  int conflux_enabled;            /* parsed: 1, 0, -1 auto */
-  char *conflux_client_ux_str;    /* ConfluxClientUX as written */
-  int conflux_client_ux;          /* parsed: a CFX_UX_* code */
-  int conflux_legs;               /* ConfluxLegs: 0 (consensus) or 2..8 */
-  char *conflux_scheduler_str;    /* ConfluxScheduler as written */
-  int conflux_scheduler;          /* parsed: 0 auto, or a cfx_alg_t */
-  int conflux_max_ooo;            /* ConfluxMaxOutOfOrder, messages */
+  int refuse_unknown_exits;       /* RefuseUnknownExits: 1, 0, -1 auto */
 
-  /* Private bookkeeping: which table rows were set explicitly. */
-  uint64_t set_explicitly_;
+  /* Private to options.c: the registered modules' option structs, and
+   * which options were set explicitly (one byte per option). */
+  void **mod_objs_;
+  unsigned char *set_;
 } options_t;
+struct options_cmdline_t;
+/* An option's declaration (lib/conf/confdecl.h). */
+typedef conf_var_t option_def_t;
 
-/* The table, for --list-options, the man-page check and tests. */
-typedef enum {
-  OPT_TYPE_PATH,     /* a file name; "~/" and relative names are expanded */
-  OPT_TYPE_STRING,   /* printable text */
-  OPT_TYPE_NICKNAME, /* 1-19 characters [A-Za-z0-9] */
-  OPT_TYPE_HOST,     /* IP address or DNS name */
-  OPT_TYPE_USER,     /* an existing user name */
-  OPT_TYPE_BOOL,     /* 0 or 1 */
-  OPT_TYPE_INT,      /* integer in [min, max] */
-  OPT_TYPE_ORPORT,   /* [ADDR:]PORT, repeatable once per address family */
-  OPT_TYPE_LOG,      /* a Log line, repeatable */
-  OPT_TYPE_DIRAUTH,  /* a DirAuthority line, repeatable */
-  OPT_TYPE_FAMILY,   /* relays separated by commas/spaces, repeatable */
-  OPT_TYPE_POLICY,   /* accept/reject rules separated by commas,
-                      * repeatable */
-} option_type_t;
-
-typedef struct {
-  const char *name;
-  option_type_t type;
-  const char *syntax;       /* for --list-options and the man page */
-  const char *default_str;  /* value applied as the default; NULL: unset */
-  const char *default_doc;  /* the default as documented */
-  int reloadable;           /* may change on SIGHUP */
-  int64_t min, max;         /* OPT_TYPE_INT */
-  size_t offset;            /* into options_t */
-  const char *help;         /* one paragraph, as in the man page */
-} option_def_t;
-
-/* The table and its length. */
-const option_def_t *options_table(size_t *n_out);
+/* Every registered option, the daemon's first: options_var(i) for i below
+ * options_count(). */
+size_t options_count(void);
+const option_def_t *options_var(size_t i);
 /* Look up an option by name, case-insensitively; NULL if unknown. */
 const option_def_t *options_find(const char *name);
+/* A registered module's options struct within o (mod must be one of the
+ * registered modules). */
+const void *options_module(const options_t *o, const conf_module_t *mod);
+/* Whether option name was set by a line (not left at its default). */
+int options_is_set(const options_t *o, const char *name);
+/* The one-line refusal of tor's option name (newly allocated), or NULL
+ * when name is not a tor option. For the unit tests. */
+char *options_tor_refusal(const char *name);
+/* Check every registered table (defaults parse, names unique, rows
+ * documented). For the unit tests. */
+int options_module_check_all(char **err_out);
 
 /* What the command line asked for. */
 /* tor's command-line actions other than running the relay. */
@@ -177,7 +154,7 @@ typedef enum {
   OPTIONS_CMD_HASH_PASSWORD,
 } options_command_t;
 
-typedef struct {
+typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */
   char *command_arg;     /* its value ("short", "ed25519", a password),
                           * "" if none */
@@ -248,6 +225,31 @@ int options_equal(const options_t *a, const options_t *b,
  * changes it, and its help text. Lines naming an option start in column
  * 0; the rest are indented. */
 void options_list(FILE *out);
+/* --list-torrc-options: every option's name, one per line (tor's). */
+void options_list_names(FILE *out);
+/* --dump-config: "Name value" lines, sorted by name, values in base units
+ * (as tor's). With base, only options whose value differs from base's. */
+void options_dump(FILE *out, const options_t *o, const options_t *base);
+/* Before start-up (--verify-config too): what would make start-up or
+ * the Log lines fail that can be seen without starting: a log file that
+ * cannot be written, a DataDirectory that cannot be made or used, a
+ * PidFile in a directory that cannot be written, an exit's unreadable
+ * ServerDNSResolvConfFile. Changes nothing. Returns
+ * 0, or -1 with *err_out (the problem, naming the option). */
+int options_check_startable(const options_t *opts, char **err_out);
+
+/* The bandwidth the descriptor advertises, as tor computes it: rate is
+ * the smallest of BandwidthRate, RelayBandwidthRate (if set) and
+ * MaxAdvertisedBandwidth; burst the smaller of BandwidthBurst and
+ * RelayBandwidthBurst (if set). Bytes per second. */
+void options_advertised_bandwidth(const options_t *o, uint64_t *rate,
+                                  uint64_t *burst);
+/* --dump-config [short|full|non-builtin] for o loaded from cl: short (the
+ * default) prints what differs from the defaults torrc and the built-in
+ * defaults, non-builtin what differs from the built-in defaults, full
+ * every option that has a value. Returns 0, or -1 with *err_out. */
+int options_dump_config(FILE *out, const struct options_cmdline_t *cl,
+                        const options_t *o, char **err_out);
 /* --help. */
 void options_usage(FILE *out, const char *progname, const char *torrc);
 

@@ -23,16 +23,21 @@
 #include "config.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app/config/options.h"
 #include "app/main/daemon.h"
 #include "app/main/privdrop.h"
 #include "app/main/start.h"
+#include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
+#include "lib/crypt/s2k.h"
+#include "lib/fs/files.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -47,7 +52,9 @@ static struct {
   evloop_t *loop;
   options_cmdline_t *cmdline;
   options_t *opts;
-  evloop_signal_t *sig_hup, *sig_term, *sig_int, *sig_usr1;
+  evloop_signal_t *sig_hup, *sig_term, *sig_int, *sig_usr1, *sig_usr2;
+  evloop_timer_t *shutdown_timer; /* SIGINT: ShutdownWaitLength */
+  int debug_logging;              /* SIGUSR2 switched logs to debug */
 } daemon_state;
 
 static void
@@ -59,12 +66,112 @@ print_version(void)
   printf("License: BSD-3-Clause (see the file LICENSE)\n");
 }
 
-/* Replace the log destinations by the Log lines (none: the default,
- * notice and above to stderr). Returns 0, or -1 with *err_out set, in
- * which case the destinations applied before the bad line remain. */
-static int
-apply_logs(const options_strlist_t *logs, char **err_out)
+/* --list-modules, in tor's format: the optional parts of tor, and
+ * pctor's own features (all built in). */
+static void
+print_modules(void)
 {
+  printf("relay: yes\n");
+  printf("dirauth: no\n");
+  printf("dircache: yes\n");
+  printf("pow: no\n");
+  printf("pctcp: yes\n");
+  printf("ipsec: yes\n");
+  printf("conflux: yes\n");
+  printf("measureme: yes\n");
+}
+
+/* --library-versions, in tor's layout (pctor knows the run-time versions
+ * only). */
+static void
+print_library_versions(void)
+{
+  printf("%s version %s.\n", PACKAGE_NAME, PACKAGE_VERSION);
+  printf("Library versions\tRuntime\n");
+  printf("Libevent\t\t%s\n", evloop_library_version());
+  printf("OpenSSL \t\t%s\n", crypt_library_version());
+}
+
+/* The console level while no Log line is configured (--hush, --quiet). */
+static void
+restore_console_level(void)
+{
+  int q = daemon_state.cmdline ? daemon_state.cmdline->quiet : 0;
+  log_set_default_min(q == 2 ? LOG_SEV_NONE
+                      : q == 1 ? LOG_SEV_WARN
+                               : LOG_SEV_NOTICE);
+}
+
+/* DisableDebuggerAttachment, as tor: no ptrace attach, no core dump. */
+static void
+apply_dumpable(const options_t *opts)
+{
+  if (opts->disable_debugger_attachment &&
+      prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    log_warn("Could not disable debugger attachment: prctl failed");
+}
+
+static void cleanup(void);
+
+/* --list-fingerprint [rsa|ed25519], as tor: load (or make) the keys in
+ * DataDirectory and print "NICKNAME FINGERPRINT" (the RSA fingerprint in
+ * groups of four hex digits, or the base64 Ed25519 identity). */
+static int
+list_fingerprint(const options_cmdline_t *cl, const options_t *opts)
+{
+  const char *type = *cl->command_arg ? cl->command_arg : "rsa";
+  char *err = NULL;
+  int ed = !strcmp(type, "ed25519");
+  if (!ed && strcmp(type, "rsa")) {
+    fprintf(stderr, "pctor: --list-fingerprint: '%s' is not rsa or "
+            "ed25519\n", type);
+    cleanup();
+    return 1;
+  }
+  if (crypt_global_init() < 0 ||
+      fs_check_private_dir(opts->data_directory, &err) < 0) {
+    log_err("DataDirectory %s: %s", opts->data_directory,
+            err ? err : "unusable");
+    free(err);
+    cleanup();
+    return 1;
+  }
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.nickname = opts->nickname;
+  cfg.onion_key_rotation_days = opts->onion_key_rotation_days;
+  cfg.onion_key_grace_days = opts->onion_key_grace_period_days;
+  relay_keys_t *keys = router_keys_load_or_create(opts->data_directory,
+                                                  &cfg, time(NULL), &err);
+  if (!keys) {
+    log_err("%s", err ? err : "Could not load or create keys");
+    free(err);
+    cleanup();
+    return 1;
+  }
+  char *fp = ed ? router_keys_format_ed25519_id(opts->nickname,
+                                                keys->ed_identity.pub)
+                : router_keys_format_rsa_fingerprint(opts->nickname,
+                                                     keys->rsa_id_digest,
+                                                     1);
+  printf("%s\n", fp);
+  free(fp);
+  router_keys_free(keys);
+  cleanup();
+  return 0;
+}
+
+/* Replace the log destinations by the Log lines (none: the default,
+ * notice and above to stderr), with SafeLogging and SyslogIdentityTag
+ * from opts. Returns 0, or -1 with *err_out set, in which case the
+ * destinations applied before the bad line remain. */
+static int
+apply_logs(const options_t *opts, char **err_out)
+{
+  const options_strlist_t *logs = &opts->logs;
+  log_set_scrub(opts->safe_logging != 0);
+  log_set_syslog_ident(opts->syslog_identity_tag);
+  restore_console_level();
   log_reset_destinations();
   for (int i = 0; i < logs->n; i++)
     if (log_parse_destination(logs->v[i], err_out) < 0)
@@ -92,17 +199,18 @@ on_hup(void *arg)
   options_keep_non_reloadable(daemon_state.opts, new_opts);
 
   /* Logs first: they can be put back if something fails. */
-  size_t n;
-  const option_def_t *tbl = options_table(&n);
-  const option_def_t *log_def = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (tbl[i].type == OPT_TYPE_LOG)
-      log_def = &tbl[i];
-  int logs_changed = !options_equal(daemon_state.opts, new_opts, log_def);
+  const option_def_t *log_def = options_find("Log");
+  /* After SIGUSR2 (debug everywhere), SIGHUP applies the Log lines again
+   * even when they did not change, as tor does. */
+  int logs_changed = !options_equal(daemon_state.opts, new_opts, log_def) ||
+                     daemon_state.debug_logging ||
+                     daemon_state.opts->safe_logging !=
+                         new_opts->safe_logging;
+  daemon_state.debug_logging = 0;
   if (logs_changed) {
-    if (apply_logs(&new_opts->logs, &err) < 0) {
+    if (apply_logs(new_opts, &err) < 0) {
       char *err2 = NULL;
-      if (apply_logs(&daemon_state.opts->logs, &err2) < 0)
+      if (apply_logs(daemon_state.opts, &err2) < 0)
         free(err2);
       log_warn("Could not apply the new Log lines (%s); keeping the old "
                "configuration.", err);
@@ -116,7 +224,7 @@ on_hup(void *arg)
 
   if (app_reconfigure(daemon_state.opts, new_opts) < 0) {
     log_warn("Could not apply the new configuration; keeping the old one.");
-    if (logs_changed && apply_logs(&daemon_state.opts->logs, &err) < 0)
+    if (logs_changed && apply_logs(daemon_state.opts, &err) < 0)
       free(err);
     options_free(new_opts);
     return;
@@ -135,6 +243,48 @@ on_term(void *arg)
   evloop_exit(daemon_state.loop);
 }
 
+/* SIGINT, as tor: a relay stops accepting connections and exits after
+ * ShutdownWaitLength; a second SIGINT (or no ORPort, or a wait of 0)
+ * exits now. */
+static void
+on_shutdown_timer(void *arg)
+{
+  (void)arg;
+  log_notice("Clean shutdown finished. Exiting.");
+  app_shutdown();
+  evloop_exit(daemon_state.loop);
+}
+
+static void
+on_int(void *arg)
+{
+  const options_t *o = daemon_state.opts;
+  if (daemon_state.shutdown_timer || o->or_ports.n == 0 ||
+      o->shutdown_wait_length == 0) {
+    on_term(arg);
+    return;
+  }
+  app_stop_listening();
+  log_notice("Interrupt: we have stopped accepting new connections, and "
+             "will shut down in %d seconds. Interrupt again to exit now.",
+             o->shutdown_wait_length);
+  daemon_state.shutdown_timer =
+      evloop_timer_new(daemon_state.loop, on_shutdown_timer, NULL);
+  evloop_timer_schedule(daemon_state.shutdown_timer,
+                        (uint64_t)o->shutdown_wait_length * 1000000);
+}
+
+/* SIGUSR2, as tor: debug logging on every destination until SIGHUP. */
+static void
+on_usr2(void *arg)
+{
+  (void)arg;
+  log_set_all_debug();
+  daemon_state.debug_logging = 1;
+  log_notice("Received SIGUSR2: logging at debug level on every "
+             "destination until the next SIGHUP.");
+}
+
 static void
 on_usr1(void *arg)
 {
@@ -149,6 +299,8 @@ cleanup(void)
   evloop_signal_free(daemon_state.sig_term);
   evloop_signal_free(daemon_state.sig_int);
   evloop_signal_free(daemon_state.sig_usr1);
+  evloop_signal_free(daemon_state.sig_usr2);
+  evloop_timer_free(daemon_state.shutdown_timer);
   evloop_free(daemon_state.loop);
   options_free(daemon_state.opts);
   options_cmdline_free(daemon_state.cmdline);
@@ -193,8 +345,35 @@ main(int argc, char **argv)
     options_list(stdout);
     cleanup();
     return 0;
+  case OPTIONS_CMD_LIST_TORRC_OPTIONS:
+    options_list_names(stdout);
+    cleanup();
+    return 0;
+  case OPTIONS_CMD_LIST_MODULES:
+    print_modules();
+    cleanup();
+    return 0;
+  case OPTIONS_CMD_LIBRARY_VERSIONS:
+    print_library_versions();
+    cleanup();
+    return 0;
+  case OPTIONS_CMD_HASH_PASSWORD: {
+    if (crypt_global_init() < 0) {
+      fprintf(stderr, "pctor: the crypto library could not be "
+              "initialised\n");
+      cleanup();
+      return 1;
+    }
+    char *h = crypt_hash_password(cl->command_arg, NULL);
+    printf("%s\n", h);
+    free(h);
+    cleanup();
+    return 0;
+  }
+  case OPTIONS_CMD_LIST_FINGERPRINT:
   case OPTIONS_CMD_RUN:
   case OPTIONS_CMD_VERIFY_CONFIG:
+  case OPTIONS_CMD_DUMP_CONFIG:
     break;
   default:
     fprintf(stderr, "pctor: this command-line action is not supported "
@@ -210,19 +389,37 @@ main(int argc, char **argv)
     return 1;
   }
   const options_t *opts = daemon_state.opts;
-  if (cl->verify_config) {
-    printf("Configuration was valid\n");
+  if (cl->command == OPTIONS_CMD_LIST_FINGERPRINT)
+    return list_fingerprint(cl, opts);
+  if (cl->command == OPTIONS_CMD_DUMP_CONFIG) {
+    int r = options_dump_config(stdout, cl, opts, &err);
+    if (r < 0) {
+      fprintf(stderr, "pctor: %s\n", err);
+      free(err);
+    }
     cleanup();
-    return 0;
+    return r < 0 ? 1 : 0;
   }
+  if (options_check_startable(opts, &err) < 0) {
+    log_err("%s. Failing.", err);
+    free(err);
+    cleanup();
+    return 1;
+  }
+  /* Switching to User is checked before --verify-config answers. */
   if (opts->user && privdrop_check(opts->user, &err) < 0) {
     log_err("%s. Failing.", err);
     free(err);
     cleanup();
     return 1;
   }
+  if (cl->verify_config) {
+    printf("Configuration was valid\n");
+    cleanup();
+    return 0;
+  }
 
-  if (apply_logs(&opts->logs, &err) < 0) {
+  if (apply_logs(opts, &err) < 0) {
     log_err("%s. Failing.", err);
     free(err);
     cleanup();
@@ -234,6 +431,7 @@ main(int argc, char **argv)
   if (access(cl->torrc, F_OK) == 0)
     log_notice("Read configuration file \"%s\".", cl->torrc);
 
+  apply_dumpable(opts);
   if (opts->run_as_daemon && daemon_start() < 0)
     return fail_startup();
 
@@ -249,7 +447,9 @@ main(int argc, char **argv)
   daemon_state.sig_term = evloop_signal_new(daemon_state.loop, SIGTERM,
                                             on_term, NULL);
   daemon_state.sig_int = evloop_signal_new(daemon_state.loop, SIGINT,
-                                           on_term, NULL);
+                                           on_int, NULL);
+  daemon_state.sig_usr2 = evloop_signal_new(daemon_state.loop, SIGUSR2,
+                                            on_usr2, NULL);
   daemon_state.sig_usr1 = evloop_signal_new(daemon_state.loop, SIGUSR1,
                                             on_usr1, NULL);
 
@@ -268,6 +468,7 @@ main(int argc, char **argv)
     log_notice("Running as root. Consider setting User to run pctor as an "
                "unprivileged user.");
   }
+  apply_dumpable(opts); /* switching user may have reset it */
   daemon_finish();
 
   int r = evloop_run(daemon_state.loop);

@@ -23,6 +23,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
+#include "feature/conflux/conflux_options.h"
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
@@ -31,6 +32,7 @@
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
 #include "feature/measureme/measureme.h"
+#include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/router_keys.h"
@@ -47,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #define KEY_CHECK_INTERVAL_USEC (3600ULL * 1000000)
@@ -75,6 +79,8 @@ static struct {
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
+  evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
+  time_t start_time;
   int started;
 } A;
 
@@ -145,7 +151,7 @@ configure_exit(const options_t *o)
   cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
   exit_policy_t *policy = NULL;
-  if (o->exit_relay) {
+  if (o->is_exit) {
     exit_policy_options_t po;
     exit_policy_options_init(&po);
     po.is_exit = 1;
@@ -308,9 +314,9 @@ configure_publishing(const options_t *o)
   rc.n_family = o->my_family.n;
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
-  rc.tunnelled_dir_server = A.dirc != NULL;
-  rc.bw_rate = ROUTERDESC_DEFAULT_BW_RATE;
-  rc.bw_burst = ROUTERDESC_DEFAULT_BW_BURST;
+  rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
+  /* The advertised bandwidth from the rates, as tor computes it. */
+  options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
 
   n = relay_authorities(o, &auths);
@@ -492,7 +498,7 @@ apply_scheduler(const options_t *o)
 {
   scheduler_config_t cfg;
   scheduler_config_default(&cfg);
-  A.halflife_from_consensus = o->circuit_priority_halflife_str == NULL;
+  A.halflife_from_consensus = o->circuit_priority_halflife < 0;
   if (A.halflife_from_consensus)
     cfg.halflife_sec = A.started ? A.sched.halflife_sec
                                  : SCHEDULER_DEFAULT_HALFLIFE_SEC;
@@ -604,13 +610,15 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->path = &A.pathcfg;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
-  cc->measureme_hops = o->measureme_hops;
-  cc->measureme_interval_ms = (uint16_t)o->measureme_interval;
-  cc->conflux_enabled = o->conflux_enabled;
-  cc->conflux_ux = (uint8_t)o->conflux_client_ux;
-  cc->conflux_legs = o->conflux_legs;
-  cc->conflux_alg = o->conflux_scheduler;
-  cc->conflux_max_ooo = (uint32_t)o->conflux_max_ooo;
+  const measureme_options_t *mo = options_module(o, &measureme_conf_module);
+  const conflux_options_t *co = options_module(o, &conflux_conf_module);
+  cc->measureme_hops = (unsigned)mo->hops;
+  cc->measureme_interval_ms = (uint16_t)mo->interval_ms;
+  cc->conflux_enabled = co->enabled;
+  cc->conflux_ux = (uint8_t)co->client_ux;
+  cc->conflux_legs = co->legs;
+  cc->conflux_alg = co->scheduler;
+  cc->conflux_max_ooo = (uint32_t)co->max_ooo;
 }
 
 /* Conflux at the exit: our scheduler and queue bound from the options
@@ -618,8 +626,9 @@ fill_client_config(client_config_t *cc, const options_t *o)
 static void
 apply_conflux_options(const options_t *o)
 {
-  A.cfx.alg = o->conflux_scheduler;
-  A.cfx.max_ooo = (uint32_t)o->conflux_max_ooo;
+  const conflux_options_t *co = options_module(o, &conflux_conf_module);
+  A.cfx.alg = co->scheduler;
+  A.cfx.max_ooo = (uint32_t)co->max_ooo;
   conflux_exit_configure(&A.cfx);
 }
 
@@ -685,6 +694,46 @@ apply_bandwidth(const options_t *o)
                (unsigned long long)(o->bandwidth_burst >> 10),
                o->relay_bandwidth_rate ? ", and a separate limit for relays"
                                        : "");
+}
+
+/* HeartbeatPeriod: one notice line, in the manner of tor's. */
+static void
+heartbeat_cb(void *arg)
+{
+  (void)arg;
+  channel_stats_t cs;
+  channels_get_stats(&cs);
+  long up = (long)(time(NULL) - A.start_time);
+  long days = up / 86400;
+  char days_s[32] = "";
+  if (days)
+    snprintf(days_s, sizeof(days_s), "%ld day%s ", days,
+             days == 1 ? "" : "s");
+  log_notice("Heartbeat: pctor's uptime is %s%ld:%02ld hours, with %u "
+             "circuits open. I've sent %.2f MB and received %.2f MB. %u "
+             "connections are open.", days_s, (up % 86400) / 3600,
+             (up % 3600) / 60,
+             circuits_count(CIRC_KIND_OR) + circuits_count(CIRC_KIND_ORIGIN),
+             (double)cs.cells_out * 514 / 1e6,
+             (double)cs.cells_in * 514 / 1e6, cs.n_open);
+}
+
+static void
+apply_heartbeat(const options_t *o)
+{
+  if (!A.heartbeat)
+    A.heartbeat = evloop_timer_new(A.loop, heartbeat_cb, NULL);
+  evloop_timer_cancel(A.heartbeat);
+  if (o->heartbeat_period > 0)
+    evloop_timer_schedule_periodic(A.heartbeat,
+                                   (uint64_t)o->heartbeat_period * 1000000);
+}
+
+void
+app_stop_listening(void)
+{
+  if (A.started)
+    channels_close_listeners();
 }
 
 /* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
@@ -756,7 +805,9 @@ app_start(evloop_t *loop, const options_t *opts)
   extend_init(allow_private(opts));
   dircache_init();
   dircache_register("/tor/server/authority", own_descriptor, NULL);
-  measureme_init(loop, opts->data_directory, opts->measureme_enabled);
+  measureme_init(loop, opts->data_directory,
+                 ((const measureme_options_t *)options_module(
+                      opts, &measureme_conf_module))->enabled);
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
@@ -767,6 +818,8 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_conflux_options(opts);
   set_my_addrs(opts);
   A.started = 1;
+  A.start_time = time(NULL);
+  apply_heartbeat(opts);
 
   if (opts->or_ports.n == 0)
     log_notice("No ORPort configured: nothing will connect to this relay");
@@ -787,8 +840,14 @@ app_start(evloop_t *loop, const options_t *opts)
     return -1;
   if (opts->or_ports.n > 0) {
     /* A relay caches the directory and serves it over BEGIN_DIR. */
-    if (start_directory_client(opts) == 0)
+    if (start_directory_client(opts) == 0 && opts->dir_cache)
       start_cache_of_other_flavor(opts);
+    if (!opts->contact_info && opts->publish_server_descriptor &&
+        !opts->testing_tor_network)
+      log_warn("Your ContactInfo config option is not set. Please strongly "
+               "consider setting it, so the directory authorities and "
+               "relay operators can contact you if your relay is "
+               "misconfigured or something else goes wrong.");
     configure_publishing(opts);
   }
   if (start_client(opts) < 0)
@@ -803,7 +862,8 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
-  measureme_configure(new_opts->measureme_enabled);
+  measureme_configure(((const measureme_options_t *)options_module(
+                           new_opts, &measureme_conf_module))->enabled);
   apply_conflux_options(new_opts);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
@@ -811,6 +871,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
       new_opts->per_circuit_tcp_spares != old_opts->per_circuit_tcp_spares)
     apply_pctcp(new_opts);
   apply_ipsec(new_opts);
+  apply_heartbeat(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
@@ -930,6 +991,7 @@ app_shutdown(void)
     A.started = 0;
   }
   ipsec_broker_free(A.ipsec);
+  evloop_timer_free(A.heartbeat);
   evloop_timer_free(A.key_timer);
   publish_free(A.pub);
   exit_policy_free(A.exit_policy);

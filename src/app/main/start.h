@@ -29,6 +29,9 @@ int app_reconfigure(const options_t *old_opts, const options_t *new_opts);
 /* SIGUSR1: log what the relay is doing (connections, circuits, the
  * scheduler, PerCircuitTCP, queued cells) at notice level. */
 void app_log_statistics(void);
+/* SIGINT with ShutdownWaitLength: stop accepting connections on the
+ * ORPorts; circuits and connections go on until app_shutdown(). */
+void app_stop_listening(void);
 /* Stop: close listeners and connections, free what app_start() made. */
 void app_shutdown(void);
 

@@ -230,6 +230,18 @@ channels_keys(void)
 }
 
 void
+channels_close_listeners(void)
+{
+  dlist_node_t *n;
+  while ((n = dlist_first(&G.listeners))) {
+    listener_entry_t *le = DLIST_ENTRY(n, listener_entry_t, node);
+    dlist_remove(n);
+    listener_free(le->listener);
+    free(le);
+  }
+}
+
+void
 channels_shutdown(void)
 {
   dlist_node_t *n;
@@ -237,12 +249,7 @@ channels_shutdown(void)
     channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
     channel_close(chan, "shutting down");
   }
-  while ((n = dlist_first(&G.listeners))) {
-    listener_entry_t *le = DLIST_ENTRY(n, listener_entry_t, node);
-    dlist_remove(n);
-    listener_free(le->listener);
-    free(le);
-  }
+  channels_close_listeners();
   reap_closed(NULL);
   scheduler_shutdown();
   evloop_timer_free(G.idle_timer);

@@ -45,6 +45,9 @@ void channels_set_keys(const relay_keys_t *keys);
 void channels_set_my_addrs(const pc_addr_t *addrs, int n);
 /* Close every channel (without flushing) and free the subsystem. */
 void channels_shutdown(void);
+/* Stop accepting connections on the ORPorts; open channels stay (a
+ * graceful shutdown, SIGINT with ShutdownWaitLength). */
+void channels_close_listeners(void);
 /* The event loop channels run on. */
 evloop_t *channels_loop(void);
 /* Our relay keys, or NULL when we are a pure client. */

@@ -54,10 +54,15 @@ static const unit_t mem_units[] = {
   {"t", TI, 1}, {"tb", TI, 1}, {"tbyte", TI, 1}, {"tbytes", TI, 1},
   {"terabyte", TI, 1}, {"terabytes", TI, 1},
   {"bit", 1, 8}, {"bits", 1, 8},
-  {"kbit", 1000ULL, 8}, {"kbits", 1000ULL, 8},
-  {"mbit", 1000000ULL, 8}, {"mbits", 1000000ULL, 8},
-  {"gbit", 1000000000ULL, 8}, {"gbits", 1000000000ULL, 8},
-  {"tbit", 1000000000000ULL, 8}, {"tbits", 1000000000000ULL, 8},
+  /* tor's bit units are binary too: a kbit is 1024 bits, 128 bytes. */
+  {"kbit", KI, 8}, {"kbits", KI, 8}, {"kilobit", KI, 8},
+  {"kilobits", KI, 8},
+  {"mbit", MI, 8}, {"mbits", MI, 8}, {"megabit", MI, 8},
+  {"megabits", MI, 8},
+  {"gbit", GI, 8}, {"gbits", GI, 8}, {"gigabit", GI, 8},
+  {"gigabits", GI, 8},
+  {"tbit", TI, 8}, {"tbits", TI, 8}, {"terabit", TI, 8},
+  {"terabits", TI, 8},
   {NULL, 0, 0},
 };
 

@@ -17,8 +17,10 @@
  *     min mins minute(s); h hour(s); day(s); week(s).
  *   Memory units (binary, as tor's): b byte(s); k kb kbyte(s) kilobyte(s);
  *     m mb mbyte(s) megabyte(s); g gb gbyte(s) gigabyte(s);
- *     t tb tbyte(s) terabyte(s); bit units are decimal and divided by
- *     eight: bit(s), kbit(s), mbit(s), gbit(s), tbit(s).
+ *     t tb tbyte(s) terabyte(s); bit units are binary, as tor's, and
+ *     divided by eight: bit(s), kbit(s) kilobit(s) (128 bytes),
+ *     mbit(s) megabit(s) (131072 bytes), gbit(s) gigabit(s),
+ *     tbit(s) terabit(s). So "8 Mbits" is 1 MByte, as in tor.
  */
 #ifndef PCTOR_LIB_CONF_CONFVAL_H
 #define PCTOR_LIB_CONF_CONFVAL_H

@@ -3,7 +3,8 @@
  *
  * Destinations are a small fixed table; a message is formatted once and
  * written with a single write() per destination so lines from different
- * events never interleave.
+ * events never interleave. Scrubbing (SafeLogging) rewrites the formatted
+ * message once, before any destination sees it.
  */
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -36,6 +37,8 @@ static log_hook_fn hook_fn;
 static void *hook_arg;
 static log_severity_t hook_min = LOG_SEV_ERR;
 static int default_min = LOG_SEV_NOTICE;
+static int scrub_addresses;
+static char syslog_ident[64] = "pctor";
 
 static const char *const sev_names[] = {"debug", "info", "notice", "warn",
                                         "err"};
@@ -165,7 +168,7 @@ log_parse_destination(const char *spec, char **err_out)
       return -1;
     }
   } else if (d.kind == DEST_SYSLOG) {
-    openlog("pctor", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    openlog(syslog_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
   }
   dests[n_dests++] = d;
   return 0;
@@ -182,19 +185,135 @@ log_reset_destinations(void)
   n_dests = 0;
 }
 
-void
+int
 log_reopen_files(void)
 {
+  int failed = 0;
   for (int i = 0; i < n_dests; i++) {
     if (dests[i].kind != DEST_FILE)
       continue;
     int fd = open(dests[i].path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
                   0640);
-    if (fd < 0)
-      continue; /* keep writing to the old file rather than losing logs */
+    if (fd < 0) {
+      /* Keep writing to the old file rather than losing logs, but say so
+       * loudly: after a rotation the old file may be gone from view. */
+      int e = errno;
+      failed++;
+      log_msg(LOG_SEV_WARN, __func__, "Could not reopen log file \"%s\": "
+              "%s. Still writing to the file that was open before, which "
+              "log rotation may have renamed or deleted; fix the file's "
+              "permissions (it must be writable by the user pctor runs "
+              "as) and send SIGHUP again.", dests[i].path, strerror(e));
+      continue;
+    }
     close(dests[i].fd);
     dests[i].fd = fd;
   }
+  return failed;
+}
+
+void
+log_set_all_debug(void)
+{
+  for (int i = 0; i < n_dests; i++)
+    dests[i].min = LOG_SEV_DEBUG;
+  default_min = LOG_SEV_DEBUG;
+}
+
+void
+log_set_scrub(int on)
+{
+  scrub_addresses = on;
+}
+
+void
+log_set_syslog_ident(const char *tag)
+{
+  if (tag && *tag)
+    snprintf(syslog_ident, sizeof(syslog_ident), "pctor-%s", tag);
+  else
+    snprintf(syslog_ident, sizeof(syslog_ident), "pctor");
+}
+
+static int
+is_hex(char c)
+{
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+         (c >= 'A' && c <= 'F');
+}
+
+/* Whether text[i..j) is an IPv4 address (four 1-3 digit numbers). */
+static int
+looks_ipv4(const char *t, size_t i, size_t j)
+{
+  int dots = 0, digits = 0;
+  for (size_t k = i; k < j; k++) {
+    if (t[k] == '.') {
+      if (!digits)
+        return 0;
+      dots++;
+      digits = 0;
+    } else if (t[k] >= '0' && t[k] <= '9') {
+      if (++digits > 3)
+        return 0;
+    } else {
+      return 0;
+    }
+  }
+  return dots == 3 && digits > 0;
+}
+
+/* Whether text[i..j) looks like an IPv6 address: hex digits and colons
+ * (and an IPv4 tail), with "::" or at least five colons, so that times
+ * such as 12:30:00 are left alone. */
+static int
+looks_ipv6(const char *t, size_t i, size_t j)
+{
+  int colons = 0, dcolon = 0;
+  for (size_t k = i; k < j; k++) {
+    if (t[k] == ':') {
+      colons++;
+      if (k + 1 < j && t[k + 1] == ':')
+        dcolon = 1;
+    } else if (!is_hex(t[k]) && t[k] != '.') {
+      return 0;
+    }
+  }
+  return colons >= 2 && (dcolon || colons >= 5);
+}
+
+/* Copy in[0..len) to out (cap bytes) with IP addresses replaced by
+ * "[scrubbed]". Returns the new length. */
+static size_t
+scrub(const char *in, size_t len, char *out, size_t cap)
+{
+  static const char tag[] = "[scrubbed]";
+  size_t o = 0, i = 0;
+  while (i < len && o + sizeof(tag) < cap) {
+    size_t j = i;
+    while (j < len && (is_hex(in[j]) || in[j] == '.' || in[j] == ':'))
+      j++;
+    int boundary = i == 0 || !((in[i - 1] >= 'a' && in[i - 1] <= 'z') ||
+                               (in[i - 1] >= 'A' && in[i - 1] <= 'Z') ||
+                               (in[i - 1] >= '0' && in[i - 1] <= '9'));
+    if (j > i && j - i <= 64 && boundary) {
+      /* An IPv4 address may be followed by ":PORT"; keep the port. */
+      size_t e = j;
+      while (e > i && !looks_ipv4(in, i, e) && !looks_ipv6(in, i, e))
+        e--;
+      if (e > i) {
+        memcpy(out + o, tag, sizeof(tag) - 1);
+        o += sizeof(tag) - 1;
+        i = e;
+        continue;
+      }
+    }
+    if (j == i)
+      j = i + 1;
+    while (i < j && o + 1 < cap)
+      out[o++] = in[i++];
+  }
+  return o;
 }
 
 void
@@ -270,6 +389,14 @@ log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
   for (size_t i = body_off; i < off; i++)
     if (line[i] == '\n' || line[i] == '\r')
       line[i] = ' ';
+  if (scrub_addresses && sev > LOG_SEV_DEBUG) {
+    char body[LOG_LINE_MAX];
+    size_t blen = scrub(line + body_off, off - body_off, body, sizeof(body));
+    if (blen > sizeof(line) - 2 - body_off)
+      blen = sizeof(line) - 2 - body_off;
+    memcpy(line + body_off, body, blen);
+    off = body_off + blen;
+  }
   line[off++] = '\n';
   line[off] = '\0';
 

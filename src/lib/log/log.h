@@ -56,8 +56,19 @@ void log_set_default_min(int sev);
 /* Lowest severity any destination wants: callers may skip expensive
  * formatting when log_is_enabled(sev) is false. */
 int log_is_enabled(log_severity_t sev);
-/* Close and reopen file destinations (after log rotation, on SIGHUP). */
-void log_reopen_files(void);
+/* Close and reopen file destinations (after log rotation, on SIGHUP). A
+ * file that cannot be reopened keeps its old descriptor and is reported
+ * with a warning; returns how many failed. */
+int log_reopen_files(void);
+/* SIGUSR2 (as tor): every destination logs from debug on, until the Log
+ * lines are applied again. */
+void log_set_all_debug(void);
+/* SafeLogging: replace IP addresses in messages above debug level by
+ * "[scrubbed]". */
+void log_set_scrub(int on);
+/* SyslogIdentityTag: syslog lines say "pctor-TAG" (NULL: "pctor"). Takes
+ * effect when a syslog destination is (re)configured. */
+void log_set_syslog_ident(const char *tag);
 
 typedef void (*log_hook_fn)(log_severity_t sev, const char *msg, void *arg);
 /* Install (or with fn == NULL remove) a hook that receives every message at

@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# torrc-corpus.sh -- realistic operator torrcs (tests/data/torrcs: guard,
+# exit, exit with tor's reduced policy, family, accounting, dual stack, an
+# older guide's DirPort and ControlPort, Debian's defaults file with a
+# torrc.d directory) that tor 0.4.9's --verify-config accepts. pctor's
+# --verify-config must accept each one, or refuse it with exactly one line
+# that names the file and line of a tor option pctor does not support.
+# For the accepted ones, --dump-config shows that the values were read as
+# tor reads them.
+#
+# Only --verify-config and --dump-config run: nothing listens or connects.
+# The tor runs still get TestingTorNetwork 1 and a private (unreachable)
+# authority, as every tor a test starts.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+command -v tor > /dev/null || it_skip "tor is not installed"
+data=$IT_TOP_SRCDIR/tests/data/torrcs
+dir=$(it_tmpdir)
+test_net=(--TestingTorNetwork 1 --DirAuthority
+          "test orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002")
+mkdir -p "$dir/torrc.d"
+printf 'Nickname DebRelay\nORPort 9001\nExitPolicy reject *:*\n' > "$dir/torrc.d/50-relay.conf"
+printf 'Nickname Hidden\n' > "$dir/torrc.d/.hidden"
+echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
+sed "s|@DIR@|$dir|g" "$data/debian-defaults" > "$dir/debian-defaults"
+
+declare -A verdict
+for f in "$data"/*.torrc; do
+    name=${f##*/}
+    sed "s|@DIR@|$dir|g" "$f" > "$dir/$name"
+    defaults=(--defaults-torrc /nonexistent/torrc-defaults)
+    [ "$name" = debian.torrc ] && defaults=(--defaults-torrc "$dir/debian-defaults")
+    tor "${defaults[@]}" --verify-config -f "$dir/$name" "${test_net[@]}" \
+        > "$dir/$name.tor" 2>&1 || it_fail "tor rejects $name: $(tail -3 "$dir/$name.tor")"
+    if "$PCTOR" "${defaults[@]}" --verify-config -f "$dir/$name" "${test_net[@]}" \
+        --hush > "$dir/$name.out" 2>&1; then
+        grep -qx "Configuration was valid" "$dir/$name.out" ||
+            it_fail "$name: $(cat "$dir/$name.out")"
+        verdict[$name]=accepted
+        continue
+    fi
+    [ "$(grep -c . "$dir/$name.out")" = 1 ] ||
+        it_fail "$name: more than one line: $(cat "$dir/$name.out")"
+    re="Option '([A-Za-z0-9]+)' on line ([0-9]+) of ([^:]+): pctor does not support tor's option"
+    [[ $(cat "$dir/$name.out") =~ $re ]] ||
+        it_fail "$name: not a clear refusal: $(cat "$dir/$name.out")"
+    key=${BASH_REMATCH[1]} ln=${BASH_REMATCH[2]} file=${BASH_REMATCH[3]}
+    [ "$(sed -n "${ln}p" "$file" | awk '{print $1}')" = "$key" ] ||
+        it_fail "$name: line $ln of $file is not $key"
+    verdict[$name]="refused $key"
+    it_log "$name: $(sed 's/^.*\] //' "$dir/$name.out")"
+done
+
+want() { # NAME VERDICT
+    [ "${verdict[$1]}" = "$2" ] || it_fail "$1: ${verdict[$1]}, expected $2"
+}
+want guard.torrc accepted
+want exit.torrc accepted
+want family.torrc accepted
+want dual-stack.torrc accepted
+want debian.torrc accepted
+want exit-reduced.torrc "refused ReducedExitPolicy"
+want accounting.torrc "refused AccountingMax"
+want older-guide.torrc "refused DirPort"
+
+# The accepted values, as tor reads them (base units).
+dump() { # NAME [ARGS]: pctor's --dump-config short for a corpus file
+    local name=$1
+    shift
+    "$PCTOR" --dump-config short -f "$dir/$name" "${test_net[@]}" --hush "$@"
+}
+has() { # NAME LINE [ARGS]
+    local name=$1 line=$2
+    shift 2
+    dump "$name" "$@" | grep -Fqx -- "$line" ||
+        it_fail "$name: no '$line' in --dump-config: $(dump "$name" "$@" | tr '\n' ';')"
+}
+has guard.torrc "RelayBandwidthRate 10485760" --defaults-torrc /nonexistent
+has guard.torrc "MaxAdvertisedBandwidth 8388608" --defaults-torrc /nonexistent
+has guard.torrc "HeartbeatPeriod 43200" --defaults-torrc /nonexistent
+has guard.torrc "ExitRelay 0" --defaults-torrc /nonexistent
+has exit.torrc "BandwidthRate 6553600" --defaults-torrc /nonexistent
+has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
+has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
+# Debian's layout: the defaults file, the torrc.d file (not the dot file).
+has debian.torrc "Nickname DebRelay" --defaults-torrc "$dir/debian-defaults"
+"$PCTOR" --dump-config non-builtin -f "$dir/debian.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc "$dir/debian-defaults" | grep -qx "PidFile $dir/tor.pid" ||
+    it_fail "debian.torrc: the defaults file's PidFile is not in non-builtin"
+if dump debian.torrc --defaults-torrc "$dir/debian-defaults" | grep -q "^PidFile"; then
+    it_fail "debian.torrc: --dump-config short shows the defaults file's PidFile"
+fi
+it_log "corpus: ${#verdict[@]} torrcs, tor accepts all; pctor accepts $(printf '%s\n' "${verdict[@]}" | grep -c accepted), refuses the rest with one line"
