@@ -36,8 +36,13 @@ grep -q "ORPort" "$dir/bad2.out" || it_fail "no ORPort in: $(cat "$dir/bad2.out"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 user_line=""
+existing_log_line=""
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
     user_line="User nobody"
+    # A log file that exists before pctor starts stays root's.
+    : > "$dir/existing.log"
+    chmod 600 "$dir/existing.log"
+    existing_log_line="Log notice file $dir/existing.log"
 fi
 cat > "$dir/torrc" <<EOF
 DataDirectory $dir/data
@@ -55,6 +60,7 @@ PublishServerDescriptor 0
 # Short periods are allowed in test networks (tor's rule).
 HeartbeatPeriod 1 second
 $user_line
+$existing_log_line
 EOF
 "$PCTOR" --verify-config -f "$dir/torrc" | grep -q "Configuration was valid" ||
     it_fail "--verify-config rejected a good torrc"
@@ -107,10 +113,17 @@ it_wait_until 10 grep -q '^reloaded ' "$dir/data/fingerprint" ||
     it_fail "SIGHUP did not apply the new Nickname"
 kill -0 "$pid" || it_fail "daemon died on SIGHUP"
 if [ -n "$user_line" ]; then
-    # info.log was made by root before the switch: nobody cannot reopen it,
-    # and says so instead of silently keeping the old file.
-    it_wait_until 10 grep -q 'Could not reopen log file ".*info.log": Permission denied' \
-        "$dir/info.log" || it_fail "no warning about the log file on SIGHUP"
+    # info.log was created by this run as root and handed to nobody with
+    # DataDirectory, so nobody reopens it. existing.log was root's before
+    # the start and stays root's: nobody cannot reopen it, and says so
+    # instead of silently keeping the old file.
+    [ "$(stat -c %U "$dir/info.log")" = nobody ] || it_fail "info.log was not handed to nobody"
+    [ "$(stat -c %U "$dir/existing.log")" = root ] || it_fail "existing.log changed hands"
+    it_wait_until 10 grep -q 'Could not reopen log file ".*existing.log": Permission denied' \
+        "$dir/info.log" || it_fail "no warning about the root-owned log file on SIGHUP"
+    if grep -q 'Could not reopen log file ".*info.log"' "$dir/info.log"; then
+        it_fail "nobody could not reopen the info.log that pctor created"
+    fi
 fi
 
 it_wait_until 10 grep -q "Heartbeat: pctor's uptime is 0:00 hours, with [0-9]* circuits open" \
@@ -140,7 +153,23 @@ it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "daemon did not
 [ ! -s "$dir/pctor.pid" ] || it_fail "pid file left behind"
 grep -q "Interrupt: exiting cleanly" "$dir/info.log" || it_fail "no clean-exit log line"
 if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root" |
-   grep -v "Could not reopen log file"; then
+   grep -v 'Could not reopen log file ".*existing.log"'; then
     it_fail "warnings in the log"
 fi
 it_log "service behaviour checks passed"
+
+# A second start as root after User handed DataDirectory over (what every
+# restart of a packaged relay does): the directory now belongs to the user
+# and must be accepted, and keys created meanwhile are handed over too.
+if [ -n "$user_line" ]; then
+    [ "$(stat -c %U "$dir/data")" = nobody ] || it_fail "DataDirectory not handed to nobody"
+    "$PCTOR" -f "$dir/torrc" || it_fail "pctor did not start again after handing DataDirectory over"
+    pid=$(cat "$dir/pctor.pid")
+    it_register_pid "$pid"
+    it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open after the restart"
+    kill -TERM "$pid"
+    it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "restarted daemon did not exit"
+    left=$(find "$dir/data" ! -user nobody | head -3)
+    [ -z "$left" ] || it_fail "files not handed to nobody: $left"
+    it_log "restart as root with a handed-over DataDirectory works"
+fi

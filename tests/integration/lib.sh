@@ -22,6 +22,12 @@
 #   with SIGKILL before its trap runs.
 
 IT_NAME=${0##*/}
+# Switched off on package build machines (./configure
+# --disable-integration-tests, or PCTOR_INTEGRATION_TESTS=no): skip, saying so.
+if [ "${PCTOR_INTEGRATION_TESTS:-yes}" = no ]; then
+    echo "SKIP: $IT_NAME: integration tests are disabled (--disable-integration-tests or PCTOR_INTEGRATION_TESTS=no)" >&2
+    exit 77
+fi
 IT_LIBDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IT_TOP_SRCDIR=$(cd "$IT_LIBDIR/../.." && pwd)
 PRIVNET=$IT_TOP_SRCDIR/scripts/pctor-privnet

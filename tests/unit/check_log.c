@@ -145,6 +145,46 @@ START_TEST(test_debug_switch_and_reopen)
 }
 END_TEST
 
+/* Only the log files this process created are handed over to the user
+ * a daemon switches to; files that existed before keep their owner. */
+START_TEST(test_give_created_files)
+{
+  char dir[] = "/tmp/check_log_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char old_path[128], new_path[128], spec[160];
+  snprintf(old_path, sizeof(old_path), "%s/existing.log", dir);
+  snprintf(new_path, sizeof(new_path), "%s/new.log", dir);
+  FILE *f = fopen(old_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  char *err = NULL;
+  log_reset_destinations();
+  snprintf(spec, sizeof(spec), "notice file %s", old_path);
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  snprintf(spec, sizeof(spec), "info file %s", new_path);
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  /* To ourselves (any user can): one file, the new one. */
+  ck_assert_int_eq(log_give_created_files(getuid(), getgid()), 1);
+  log_notice("still logging");
+  log_reset_destinations();
+  /* The existing file was opened and written, not created. */
+  f = fopen(old_path, "r");
+  char buf[256] = "";
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  ck_assert(strstr(buf, "still logging") != NULL);
+  /* Opened again, the file that now exists is no longer "created". */
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  ck_assert_int_eq(log_give_created_files(getuid(), getgid()), 0);
+  log_reset_destinations();
+  unlink(old_path);
+  unlink(new_path);
+  rmdir(dir);
+  log_set_default_min(LOG_SEV_NOTICE);
+}
+END_TEST
+
 Suite *
 suite_log(void)
 {
@@ -156,6 +196,7 @@ suite_log(void)
   tcase_add_test(tc, test_ratelim);
   tcase_add_test(tc, test_scrub);
   tcase_add_test(tc, test_debug_switch_and_reopen);
+  tcase_add_test(tc, test_give_created_files);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,9 +3,11 @@
  * drop every capability, and verify (see privdrop.h).
  *
  * Order matters:
- *  1. chown DataDirectory while still root. The walk never follows a
- *     symlink and never opens a file for reading: every entry is opened
- *     with O_PATH|O_NOFOLLOW relative to its already-open parent, checked
+ *  1. chown DataDirectory while still root, and the log files this run
+ *     created (lib/log knows which; files that existed are left alone,
+ *     so "Log ... file /var/log/syslog" never changes hands). The
+ *     DataDirectory walk never follows a symlink and never opens a file
+ *     for reading: every entry is opened with O_PATH|O_NOFOLLOW relative to its already-open parent, checked
  *     with fstat and changed with fchownat(AT_EMPTY_PATH), so a user who
  *     can write into the directory cannot redirect the chown elsewhere by
  *     swapping in a symlink. It stays on the directory's file system and
@@ -39,6 +41,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "lib/fs/files.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -61,6 +64,9 @@ privdrop_check(const char *user, char **err_out)
                            user, (unsigned long)geteuid());
     return -1;
   }
+  /* An earlier run handed DataDirectory (and its keys/ directory) to the
+   * user; starting as root again must accept that owner. */
+  fs_set_private_dir_owner(pw->pw_uid);
   return 0;
 }
 
@@ -274,6 +280,9 @@ privdrop_switch_user(const char *user, const char *data_dir)
     goto out;
   }
   if (data_dir && chown_data_dir(data_dir, uid, gid, name) < 0)
+    goto out;
+  /* Log files this run created as root: the user reopens them on SIGHUP. */
+  if (log_give_created_files(uid, gid) < 0)
     goto out;
 
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)

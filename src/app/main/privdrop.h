@@ -11,7 +11,9 @@
 #define PCTOR_APP_MAIN_PRIVDROP_H
 
 /* Before start-up: can we switch to user? Fails (with *err_out set) if the
- * user does not exist, or if it is another user and we are not root. */
+ * user does not exist, or if it is another user and we are not root. When
+ * it succeeds as root, directories owned by the user pass
+ * fs_check_private_dir() (they were handed over on an earlier run). */
 int privdrop_check(const char *user, char **err_out);
 
 /* Switch to user, after giving it data_dir (created with mode 0700 if

@@ -184,6 +184,16 @@ fs_write_file_atomic(const char *path, const void *data, size_t len,
   return 0;
 }
 
+/* The User that a root process will switch to (see files.h); set once at
+ * start-up, before any directory is checked. */
+static uid_t private_dir_owner = (uid_t)-1;
+
+void
+fs_set_private_dir_owner(uid_t uid)
+{
+  private_dir_owner = uid;
+}
+
 int
 fs_check_private_dir(const char *path, char **err_out)
 {
@@ -213,7 +223,10 @@ fs_check_private_dir(const char *path, char **err_out)
     close(fd);
     return -1;
   }
-  if (st.st_uid != geteuid()) {
+  int owner_ok = st.st_uid == geteuid() ||
+                 (geteuid() == 0 && private_dir_owner != (uid_t)-1 &&
+                  st.st_uid == private_dir_owner);
+  if (!owner_ok) {
     *err_out = pc_asprintf("directory \"%s\" is owned by uid %lu, not by "
                            "the user pctor runs as (uid %lu)",
                            path, (unsigned long)st.st_uid,

@@ -48,8 +48,17 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len,
  * directory (symbolic links are followed) owned by the effective user,
  * and any group/other permissions are removed (mode set to 0700, with a
  * log notice). Returns 0, or -1 and sets *err_out to a newly allocated
- * message saying what is wrong (free() it). */
+ * message saying what is wrong (free() it). While the process runs as
+ * root, a directory owned by the uid given to fs_set_private_dir_owner()
+ * is accepted too. */
 int fs_check_private_dir(const char *path, char **err_out);
+
+/* Set once at start-up, before the directories are checked, by a process
+ * that starts as root and will switch to the user uid ("User"): its
+ * DataDirectory was handed to that user on an earlier run, so it is the
+ * rightful owner now. (uid_t)-1 (the default) accepts only the effective
+ * user. */
+void fs_set_private_dir_owner(uid_t uid);
 
 /* 1 if something exists at path (following symbolic links), else 0. */
 int fs_file_exists(const char *path);

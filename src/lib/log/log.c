@@ -4,7 +4,9 @@
  * Destinations are a small fixed table; a message is formatted once and
  * written with a single write() per destination so lines from different
  * events never interleave. Scrubbing (SafeLogging) rewrites the formatted
- * message once, before any destination sees it.
+ * message once, before any destination sees it. A file destination
+ * remembers whether this process created it (O_EXCL), so that a daemon
+ * switching user hands over its own new log files and nothing else.
  */
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -17,6 +19,7 @@
 #include <sys/time.h>
 #include <syslog.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOG_MAX_DESTS 16
@@ -29,6 +32,7 @@ typedef struct {
   log_severity_t min, max;
   int fd;
   char *path;
+  int created; /* this process created the file (see log_give_created_files) */
 } log_dest_t;
 
 static log_dest_t dests[LOG_MAX_DESTS];
@@ -158,9 +162,16 @@ log_parse_destination(const char *spec, char **err_out)
     *err_out = pc_asprintf("Too many Log lines (at most %d)", LOG_MAX_DESTS);
     return -1;
   }
+  d.created = 0;
   if (d.kind == DEST_FILE) {
     d.path = pc_strdup(d.path);
-    d.fd = open(d.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    /* O_EXCL first, to know whether the file is ours to hand over. */
+    d.fd = open(d.path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC,
+                0640);
+    if (d.fd >= 0)
+      d.created = 1;
+    else if (errno == EEXIST)
+      d.fd = open(d.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (d.fd < 0) {
       *err_out = pc_asprintf("Couldn't open log file \"%s\": %s", d.path,
                              strerror(errno));
@@ -210,6 +221,30 @@ log_reopen_files(void)
     dests[i].fd = fd;
   }
   return failed;
+}
+
+int
+log_give_created_files(uid_t uid, gid_t gid)
+{
+  int given = 0;
+  for (int i = 0; i < n_dests; i++) {
+    log_dest_t *d = &dests[i];
+    struct stat st;
+    if (d->kind != DEST_FILE || !d->created || d->fd < 0)
+      continue;
+    /* Only a plain file, still ours and with no other name. */
+    if (fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        st.st_uid != geteuid())
+      continue;
+    if (fchown(d->fd, uid, gid) < 0) {
+      log_msg(LOG_SEV_WARN, __func__, "Could not give log file \"%s\" to "
+              "uid %lu: %s. pctor will not be able to reopen it on SIGHUP.",
+              d->path, (unsigned long)uid, strerror(errno));
+      return -1;
+    }
+    given++;
+  }
+  return given;
 }
 
 void

@@ -13,6 +13,7 @@
 #define PCTOR_LIB_LOG_LOG_H
 
 #include <stdarg.h>
+#include <sys/types.h>
 
 typedef enum {
   LOG_SEV_DEBUG = 0,
@@ -60,6 +61,13 @@ int log_is_enabled(log_severity_t sev);
  * file that cannot be reopened keeps its old descriptor and is reported
  * with a warning; returns how many failed. */
 int log_reopen_files(void);
+
+/* Give the log files that this process created (not files that existed
+ * before) to uid:gid, so that a daemon that opened them as root can still
+ * reopen them after switching to that user (SIGHUP, log rotation). Plain
+ * files with a single name only. Returns how many were given, or -1 (with
+ * a warning) if fchown failed. */
+int log_give_created_files(uid_t uid, gid_t gid);
 /* SIGUSR2 (as tor): every destination logs from debug on, until the Log
  * lines are applied again. */
 void log_set_all_debug(void);
