@@ -514,6 +514,8 @@ def check(pkg_list, shell, python, plugins_from, report):
         for ln, w in shell_commands(text):
             if w in BUILTINS or w in funcs or w in own or w in NOT_COMMANDS:
                 continue
+            if w.startswith("/") and os.path.basename(w) in own:
+                continue      # pctor itself, installed (/usr/bin/pctor)
             m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?Q?|Q", w)
             if w.startswith("$") or w.startswith("Q") or w in ("S", "$V", "N"):
                 v = m.group(1) if m and m.group(1) else None
