@@ -65,6 +65,7 @@ static struct {
   int bw_count_private;
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
+  int socketless;                      /* tests and benchmarks only */
 } G;
 
 #define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
@@ -425,6 +426,8 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
     memcpy(chan->want_ed_id, ed_id, 32);
   }
   channel_update_desc(chan);
+  if (G.socketless)
+    return chan; /* stays CONNECTING until opened by hand */
   const char *err = NULL;
   tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
   chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
@@ -669,6 +672,54 @@ channel_free_plain_for_testing(channel_t *chan)
   scheduler_channel_free(chan);
   conn_free(chan->conn);
   free(chan);
+}
+
+void
+channels_set_socketless_for_testing(int on)
+{
+  G.socketless = on;
+}
+
+channel_t *
+channel_accept_socketless_for_testing(const pc_addr_t *peer,
+                                      const uint8_t *rsa_id,
+                                      const uint8_t *ed_id)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *peer;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  if (rsa_id) {
+    memcpy(chan->peer_rsa_id, rsa_id, 20);
+    chan->have_peer_rsa = 1;
+    chan->peer_is_relay = 1;
+  }
+  if (ed_id) {
+    memcpy(chan->peer_ed_id, ed_id, 32);
+    chan->have_peer_ed = 1;
+  }
+  channel_update_desc(chan);
+  return chan;
+}
+
+void
+channel_open_socketless_for_testing(channel_t *chan)
+{
+  if (chan->conn || chan->close_pending || chan->state == CHAN_STATE_OPEN)
+    return;
+  if (chan->is_outgoing) {
+    /* The responder proved what we asked for. */
+    if (chan->want_rsa) {
+      memcpy(chan->peer_rsa_id, chan->want_rsa_id, 20);
+      chan->have_peer_rsa = 1;
+    }
+    if (chan->want_ed) {
+      memcpy(chan->peer_ed_id, chan->want_ed_id, 32);
+      chan->have_peer_ed = 1;
+    }
+    chan->peer_is_relay = chan->have_peer_rsa;
+  }
+  chan->link_proto = 5;
+  channel_became_open(chan);
 }
 
 buf_t *
@@ -965,7 +1016,8 @@ channel_became_open(channel_t *chan)
   evloop_timer_free(chan->hs_timer);
   channel_hs_free(chan->hs);
   chan->hs = NULL;
-  conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
+  if (chan->conn)
+    conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
   apply_buckets(chan); /* now we know whether the peer is a relay */
   channel_update_desc(chan);
   log_info("Channel %s is open (link protocol %d, %s%s)", chan->desc,
