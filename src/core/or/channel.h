@@ -122,6 +122,13 @@ void channel_set_circuit(channel_t *chan, uint32_t circ_id,
                          struct circuit_t *circ);
 void channel_remove_circuit(channel_t *chan, uint32_t circ_id);
 unsigned channel_n_circuits(const channel_t *chan);
+/* For circuit.c: the list (through circuit_t's pending_node) of circuits
+ * whose extension waits for chan to open, and every circuit in chan's
+ * map appended to out, so that neither an open nor a close of a channel
+ * walks every circuit. */
+dlist_t *channel_pending_circuits(channel_t *chan);
+struct ptrvec_t;
+void channel_collect_circuits(const channel_t *chan, struct ptrvec_t *out);
 
 /* Send a cell now (ahead of queued circuit cells): for link-level and
  * circuit-management cells such as CREATE2 and DESTROY. */
