@@ -794,6 +794,7 @@ channel_new_plain_for_testing(evloop_t *loop, int fd)
   memset(&a, 0, sizeof(a));
   chan->id = next_test_id++;
   chan->state = CHAN_STATE_OPEN;
+  dlist_init(&chan->pending_circuits);
   chan->conn = conn_new_accepted(loop, NULL, fd, &a, plain_noop_cb, NULL);
   scheduler_channel_init(chan);
   return chan;
