@@ -20,6 +20,19 @@
  * Lifetime: channel_close() detaches circuits at once and frees the channel
  * from a deferred callback, so that code up the stack that still holds the
  * pointer never touches freed memory.
+ *
+ * Index by relay identity: with PerCircuitTCP there are about as many
+ * channels as circuits, so nothing done per extension or per close may walk
+ * every channel. Channels are indexed by the RSA identity they proved or
+ * will insist on (the one channel_matches_extend() compares; a channel
+ * without one never matches an extension), and each relay's entry lists
+ * all its channels, its shared ones and its spares, each in creation order
+ * (the order of the global list), so that the searches below visit the
+ * same candidates in the same order as a walk over every channel would and
+ * make the same choice. Entries are updated when a channel is opened,
+ * proves an identity, stops being a spare, or closes. Per-circuit channels
+ * that lose their last circuit go on a list of their own for the reaper.
+ * What still walks every channel is periodic (idle checks, statistics).
  */
 #include "core/or/channel.h"
 #include "core/or/channel_internal.h"
@@ -42,6 +55,15 @@
 #define CHAN_OUTBUF_MAX (4 * 1024 * 1024)
 #define CHAN_MAX_CIRCID_TRIES 64
 
+/* A relay's entry in the index of channels by identity. */
+typedef struct chan_peer_t {
+  uint8_t rsa_id[20];
+  dlist_t chans;   /* every channel indexed here (peer_node), by id */
+  dlist_t shared;  /* those that are not per-circuit (peer_kind_node) */
+  dlist_t spares;  /* per-circuit spares (peer_kind_node) */
+  size_t n_chans;
+} chan_peer_t;
+
 typedef struct listener_entry_t {
   listener_t *listener;
   dlist_node_t node;
@@ -60,11 +82,14 @@ static struct {
   evloop_timer_t *idle_timer;
   uint64_t idle_client_us, idle_relay_us;
   evloop_deferred_t *per_circuit_reaper; /* closes emptied ones */
+  dlist_t emptied;           /* per-circuit channels that lost all circuits */
+  hmap_t *peers;             /* RSA identity (20 bytes) -> chan_peer_t */
   unsigned n_per_circuit;
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
+  int socketless;                      /* tests and benchmarks only */
 } G;
 
 #define CHAN_IDLE_CHECK_USEC (5 * 1000000ULL)
@@ -179,10 +204,10 @@ static void
 close_emptied_per_circuit(void *arg)
 {
   (void)arg;
-  dlist_node_t *n, *next;
-  for (n = dlist_first(&G.all); n; n = next) {
-    next = dlist_next(&G.all, n);
-    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+  dlist_node_t *n;
+  while ((n = dlist_first(&G.emptied))) {
+    dlist_remove(n);
+    channel_t *chan = DLIST_ENTRY(n, channel_t, emptied_node);
     if (chan->per_circuit && chan->had_circuit &&
         !hmap_size(chan->circuits) && !chan->close_pending)
       channel_close_after_flush(chan, "its circuit closed (PerCircuitTCP)");
@@ -208,6 +233,8 @@ channels_init(evloop_t *loop, const relay_keys_t *keys)
   G.keys = keys;
   dlist_init(&G.all);
   dlist_init(&G.listeners);
+  dlist_init(&G.emptied);
+  G.peers = hmap_new(20);
   G.to_free = ptrvec_new();
   G.reaper = evloop_deferred_new(loop, reap_closed, NULL);
   G.per_circuit_reaper =
@@ -288,6 +315,7 @@ channels_shutdown(void)
   evloop_deferred_free(G.reaper);
   evloop_deferred_free(G.per_circuit_reaper);
   ptrvec_free(G.to_free, NULL);
+  hmap_free(G.peers, free); /* empty: every channel left it closing */
   tls_context_free(G.client_tls);
 }
 
@@ -359,6 +387,7 @@ channel_new(void)
   chan->hs_timer = evloop_timer_new(G.loop, hs_timeout_cb, chan);
   evloop_timer_schedule(chan->hs_timer, G.hs_timeout_sec * 1000000ULL);
   chan->circuits = hmap_new(4);
+  dlist_init(&chan->pending_circuits);
   chan->created_us = evloop_now_us(G.loop);
   scheduler_channel_init(chan);
   dlist_insert_tail(&G.all, &chan->all_node);
@@ -414,9 +443,95 @@ channel_listen(const pc_addr_t *addr, pc_addr_t *bound, const char **err)
   return 0;
 }
 
-channel_t *
-channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
-                const uint8_t *ed_id)
+/* ---- the index of channels by relay identity ----------------------- */
+
+/* The RSA identity chan proved, else the one it will insist on, else
+ * NULL: what extensions are matched against. */
+static const uint8_t *
+chan_index_rsa(const channel_t *chan)
+{
+  return chan->have_peer_rsa ? chan->peer_rsa_id
+         : chan->want_rsa    ? chan->want_rsa_id
+                             : NULL;
+}
+
+/* Put node (the member at offset off of a channel with this id) into list,
+ * which is ordered by channel id. New channels have the highest id, so
+ * the walk from the tail is short. */
+static void
+insert_by_id(dlist_t *list, dlist_node_t *node, size_t off, uint64_t id)
+{
+  dlist_node_t *pos = dlist_last(list);
+  while (pos && ((const channel_t *)(const void *)((const char *)pos - off))
+                        ->id > id)
+    pos = dlist_prev(list, pos);
+  if (pos)
+    dlist_insert_after(pos, node);
+  else
+    dlist_insert_head(list, node);
+}
+
+static void
+index_remove(channel_t *chan)
+{
+  chan_peer_t *p = chan->peer;
+  if (!p)
+    return;
+  dlist_remove(&chan->peer_node);
+  dlist_remove(&chan->peer_kind_node);
+  chan->peer = NULL;
+  if (--p->n_chans == 0) {
+    hmap_remove(G.peers, p->rsa_id);
+    free(p);
+  }
+}
+
+void
+channel_index_update(channel_t *chan)
+{
+  const uint8_t *rsa = chan->close_pending ? NULL : chan_index_rsa(chan);
+  if (chan->peer && (!rsa || memcmp(chan->peer->rsa_id, rsa, 20)))
+    index_remove(chan);
+  if (!rsa || !G.peers)
+    return;
+  chan_peer_t *p = chan->peer;
+  if (!p) {
+    p = hmap_get(G.peers, rsa);
+    if (!p) {
+      p = pc_zalloc(sizeof(*p));
+      memcpy(p->rsa_id, rsa, 20);
+      dlist_init(&p->chans);
+      dlist_init(&p->shared);
+      dlist_init(&p->spares);
+      hmap_set(G.peers, p->rsa_id, p);
+    }
+    insert_by_id(&p->chans, &chan->peer_node,
+                 offsetof(channel_t, peer_node), chan->id);
+    p->n_chans++;
+    chan->peer = p;
+  } else {
+    dlist_remove(&chan->peer_kind_node);
+  }
+  dlist_t *kind = chan->spare          ? &p->spares
+                  : !chan->per_circuit ? &p->shared
+                                       : NULL;
+  if (kind)
+    insert_by_id(kind, &chan->peer_kind_node,
+                 offsetof(channel_t, peer_kind_node), chan->id);
+}
+
+/* The index entry of that relay, or NULL. */
+static chan_peer_t *
+peer_lookup(const uint8_t *rsa_id)
+{
+  return rsa_id && G.peers ? hmap_get(G.peers, rsa_id) : NULL;
+}
+
+/* ---- outgoing channels and the choice of one for an extension ------ */
+
+static channel_t *
+channel_connect_impl(const pc_addr_t *addr, const uint8_t *rsa_id,
+                     const uint8_t *ed_id, int per_circuit, int spare)
 {
   channel_t *chan = channel_new();
   chan->addr = *addr;
@@ -432,21 +547,37 @@ channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
     memcpy(chan->want_ed_id, ed_id, 32);
   }
   channel_update_desc(chan);
-  const char *err = NULL;
-  tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
-  chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
-  if (!chan->conn) {
-    log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
-    scheduler_channel_free(chan);
-    evloop_timer_free(chan->hs_timer);
-    dlist_remove(&chan->all_node);
-    hmap_free(chan->circuits, NULL);
-    free(chan);
-    return NULL;
+  /* Socketless (tests): stays CONNECTING until opened by hand. */
+  if (!G.socketless) {
+    const char *err = NULL;
+    tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
+    chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
+    if (!chan->conn) {
+      log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
+      scheduler_channel_free(chan);
+      evloop_timer_free(chan->hs_timer);
+      dlist_remove(&chan->all_node);
+      hmap_free(chan->circuits, NULL);
+      free(chan);
+      return NULL;
+    }
+    apply_buckets(chan);
   }
-  apply_buckets(chan);
+  if (per_circuit) {
+    chan->per_circuit = 1;
+    chan->spare = spare ? 1 : 0;
+    G.n_per_circuit++;
+  }
+  channel_index_update(chan);
   log_info("Connecting to %s", chan->desc);
   return chan;
+}
+
+channel_t *
+channel_connect(const pc_addr_t *addr, const uint8_t *rsa_id,
+                const uint8_t *ed_id)
+{
+  return channel_connect_impl(addr, rsa_id, ed_id, 0, 0);
 }
 
 /* Whether chan may carry an extension to the relay at addr with these
@@ -459,9 +590,7 @@ channel_matches_extend(const channel_t *chan, const pc_addr_t *addr,
 {
   if (chan->state == CHAN_STATE_CLOSED || chan->close_pending)
     return 0;
-  const uint8_t *crsa = chan->have_peer_rsa ? chan->peer_rsa_id
-                        : chan->want_rsa    ? chan->want_rsa_id
-                                            : NULL;
+  const uint8_t *crsa = chan_index_rsa(chan);
   const uint8_t *ced = chan->have_peer_ed ? chan->peer_ed_id
                        : chan->want_ed    ? chan->want_ed_id
                                           : NULL;
@@ -476,11 +605,14 @@ channel_t *
 channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
                         const uint8_t *ed_id)
 {
+  chan_peer_t *p = peer_lookup(rsa_id);
+  if (!p)
+    return NULL;
   channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
-    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
-    if (chan->per_circuit ||
-        !channel_matches_extend(chan, addr, rsa_id, ed_id))
+  for (dlist_node_t *n = dlist_first(&p->shared); n;
+       n = dlist_next(&p->shared, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
+    if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
     if (!best || (chan->state == CHAN_STATE_OPEN &&
                   best->state != CHAN_STATE_OPEN))
@@ -493,12 +625,7 @@ channel_t *
 channel_connect_per_circuit(const pc_addr_t *addr, const uint8_t *rsa_id,
                             const uint8_t *ed_id)
 {
-  channel_t *chan = channel_connect(addr, rsa_id, ed_id);
-  if (chan) {
-    chan->per_circuit = 1;
-    G.n_per_circuit++;
-  }
-  return chan;
+  return channel_connect_impl(addr, rsa_id, ed_id, 1, 0);
 }
 
 /* Sum of the averages of chan's circuits' queues towards chan. */
@@ -523,10 +650,14 @@ channel_t *
 channel_find_quietest_for_extend(const pc_addr_t *addr,
                                  const uint8_t *rsa_id, const uint8_t *ed_id)
 {
+  chan_peer_t *p = peer_lookup(rsa_id);
+  if (!p)
+    return NULL;
   channel_t *best = NULL;
   double best_load = 0;
-  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
-    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+  for (dlist_node_t *n = dlist_first(&p->chans); n;
+       n = dlist_next(&p->chans, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, peer_node);
     if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
     double load = channel_ewma_load(chan);
@@ -535,8 +666,10 @@ channel_find_quietest_for_extend(const pc_addr_t *addr,
       best_load = load;
     }
   }
-  if (best)
+  if (best && best->spare) {
     best->spare = 0; /* carries circuits from now on */
+    channel_index_update(best);
+  }
   return best;
 }
 
@@ -544,27 +677,30 @@ channel_t *
 channel_connect_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
                       const uint8_t *ed_id)
 {
-  channel_t *chan = channel_connect_per_circuit(addr, rsa_id, ed_id);
-  if (chan)
-    chan->spare = 1;
-  return chan;
+  return channel_connect_impl(addr, rsa_id, ed_id, 1, 1);
 }
 
 channel_t *
 channel_take_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
                    const uint8_t *ed_id)
 {
+  chan_peer_t *p = peer_lookup(rsa_id);
+  if (!p)
+    return NULL;
   channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
-    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
-    if (!chan->spare || !channel_matches_extend(chan, addr, rsa_id, ed_id))
+  for (dlist_node_t *n = dlist_first(&p->spares); n;
+       n = dlist_next(&p->spares, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
+    if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
     if (!best || (chan->state == CHAN_STATE_OPEN &&
                   best->state != CHAN_STATE_OPEN))
       best = chan;
   }
-  if (best)
+  if (best) {
     best->spare = 0;
+    channel_index_update(best);
+  }
   return best;
 }
 
@@ -572,10 +708,12 @@ unsigned
 channels_n_spares(const pc_addr_t *addr, const uint8_t *rsa_id,
                   const uint8_t *ed_id)
 {
+  chan_peer_t *p = peer_lookup(rsa_id);
   unsigned n = 0;
-  for (dlist_node_t *x = dlist_first(&G.all); x; x = dlist_next(&G.all, x)) {
-    channel_t *chan = DLIST_ENTRY(x, channel_t, all_node);
-    if (chan->spare && channel_matches_extend(chan, addr, rsa_id, ed_id))
+  for (dlist_node_t *x = p ? dlist_first(&p->spares) : NULL; x;
+       x = dlist_next(&p->spares, x)) {
+    channel_t *chan = DLIST_ENTRY(x, channel_t, peer_kind_node);
+    if (channel_matches_extend(chan, addr, rsa_id, ed_id))
       n++;
   }
   return n;
@@ -663,6 +801,7 @@ channel_new_plain_for_testing(evloop_t *loop, int fd)
   memset(&a, 0, sizeof(a));
   chan->id = next_test_id++;
   chan->state = CHAN_STATE_OPEN;
+  dlist_init(&chan->pending_circuits);
   chan->conn = conn_new_accepted(loop, NULL, fd, &a, plain_noop_cb, NULL);
   scheduler_channel_init(chan);
   return chan;
@@ -676,6 +815,56 @@ channel_free_plain_for_testing(channel_t *chan)
   scheduler_channel_free(chan);
   conn_free(chan->conn);
   free(chan);
+}
+
+void
+channels_set_socketless_for_testing(int on)
+{
+  G.socketless = on;
+}
+
+channel_t *
+channel_accept_socketless_for_testing(const pc_addr_t *peer,
+                                      const uint8_t *rsa_id,
+                                      const uint8_t *ed_id)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *peer;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  if (rsa_id) {
+    memcpy(chan->peer_rsa_id, rsa_id, 20);
+    chan->have_peer_rsa = 1;
+    chan->peer_is_relay = 1;
+  }
+  if (ed_id) {
+    memcpy(chan->peer_ed_id, ed_id, 32);
+    chan->have_peer_ed = 1;
+  }
+  channel_update_desc(chan);
+  channel_index_update(chan);
+  return chan;
+}
+
+void
+channel_open_socketless_for_testing(channel_t *chan)
+{
+  if (chan->conn || chan->close_pending || chan->state == CHAN_STATE_OPEN)
+    return;
+  if (chan->is_outgoing) {
+    /* The responder proved what we asked for. */
+    if (chan->want_rsa) {
+      memcpy(chan->peer_rsa_id, chan->want_rsa_id, 20);
+      chan->have_peer_rsa = 1;
+    }
+    if (chan->want_ed) {
+      memcpy(chan->peer_ed_id, chan->want_ed_id, 32);
+      chan->have_peer_ed = 1;
+    }
+    chan->peer_is_relay = chan->have_peer_rsa;
+    channel_index_update(chan);
+  }
+  chan->link_proto = 5;
+  channel_became_open(chan);
 }
 
 buf_t *
@@ -734,9 +923,28 @@ channel_remove_circuit(channel_t *chan, uint32_t circ_id)
   hmap_remove_u32(chan->circuits, circ_id);
   if (hmap_size(chan->circuits) == 0) {
     chan->idle_since_us = evloop_now_us(G.loop);
-    if (chan->per_circuit)
+    if (chan->per_circuit) {
+      if (!dlist_node_is_linked(&chan->emptied_node))
+        dlist_insert_tail(&G.emptied, &chan->emptied_node);
       evloop_deferred_schedule(G.per_circuit_reaper);
+    }
   }
+}
+
+dlist_t *
+channel_pending_circuits(channel_t *chan)
+{
+  return &chan->pending_circuits;
+}
+
+void
+channel_collect_circuits(const channel_t *chan, ptrvec_t *out)
+{
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v))
+    ptrvec_push(out, v);
 }
 
 unsigned
@@ -972,7 +1180,8 @@ channel_became_open(channel_t *chan)
   evloop_timer_free(chan->hs_timer);
   channel_hs_free(chan->hs);
   chan->hs = NULL;
-  conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
+  if (chan->conn)
+    conn_set_lowat(chan->conn, CHAN_OUTBUF_LOW);
   apply_buckets(chan); /* now we know whether the peer is a relay */
   channel_update_desc(chan);
   log_info("Channel %s is open (link protocol %d, %s%s)", chan->desc,
@@ -1004,6 +1213,8 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
     G.n_per_circuit--;
   }
   dlist_remove(&chan->all_node);
+  index_remove(chan);
+  dlist_remove(&chan->emptied_node);
   evloop_timer_free(chan->hs_timer);
   if (chan->hs) {
     channel_hs_free(chan->hs);

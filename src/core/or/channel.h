@@ -125,6 +125,13 @@ void channel_set_circuit(channel_t *chan, uint32_t circ_id,
                          struct circuit_t *circ);
 void channel_remove_circuit(channel_t *chan, uint32_t circ_id);
 unsigned channel_n_circuits(const channel_t *chan);
+/* For circuit.c: the list (through circuit_t's pending_node) of circuits
+ * whose extension waits for chan to open, and every circuit in chan's
+ * map appended to out, so that neither an open nor a close of a channel
+ * walks every circuit. */
+dlist_t *channel_pending_circuits(channel_t *chan);
+struct ptrvec_t;
+void channel_collect_circuits(const channel_t *chan, struct ptrvec_t *out);
 
 /* Send a cell now (ahead of queued circuit cells): for link-level and
  * circuit-management cells such as CREATE2 and DESTROY. */
@@ -179,6 +186,21 @@ channel_t *channel_new_plain_for_testing(evloop_t *loop, int fd);
 void channel_free_plain_for_testing(channel_t *chan);
 struct buf_t;
 struct buf_t *channel_outbuf_for_testing(channel_t *chan);
+
+/* Tests and benchmarks of the channel and circuit bookkeeping (which
+ * channel an extension takes, teardown at scale) without descriptors:
+ * while on, channel_connect() and its per-circuit and spare variants make
+ * no socket, and such channels stay CONNECTING until
+ * channel_open_socketless_for_testing() completes their handshake as if
+ * the peer had proved the identities asked for. Cells written to them go
+ * nowhere. channel_accept_socketless_for_testing() makes an incoming one
+ * (HANDSHAKING, with the peer's identities if given, as after
+ * AUTHENTICATE); open it the same way. Cleared by channels_init(). */
+void channels_set_socketless_for_testing(int on);
+channel_t *channel_accept_socketless_for_testing(const pc_addr_t *peer,
+                                                 const uint8_t *rsa_id,
+                                                 const uint8_t *ed_id);
+void channel_open_socketless_for_testing(channel_t *chan);
 
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */

@@ -313,6 +313,7 @@ init_handle_certs(channel_t *chan, const var_cell_t *vc)
   chan->peer_is_relay = 1;
   chan->hs->received_certs = 1;
   channel_update_desc(chan);
+  channel_index_update(chan);
   return 0;
 }
 
@@ -473,6 +474,7 @@ resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
   chan->peer_is_relay = 1;
   hs->received_authenticate = 1;
   channel_update_desc(chan);
+  channel_index_update(chan);
   return 0;
 }
 

@@ -73,6 +73,19 @@ struct channel_t {
   /* The bandwidth buckets its connection draws on (NULL: none). */
   struct ratelimit_t *bw_global, *bw_relay;
   dlist_node_t all_node;          /* in the global channel list */
+  /* The index of channels by relay identity (channel.c): the entry of
+   * the RSA identity the channel proved or will insist on (NULL: none,
+   * or closing); in its list of all channels, and in its list of shared
+   * channels or of spares (per-circuit ones that are not spares are in
+   * neither). Lists are ordered by id, i.e. as the global list. */
+  struct chan_peer_t *peer;
+  dlist_node_t peer_node;
+  dlist_node_t peer_kind_node;
+  /* Per-circuit, its circuits gone: to be closed by the reaper. */
+  dlist_node_t emptied_node;
+  /* circuit.c: circuits whose extension waits for this channel to open
+   * (channel_pending_circuits()). */
+  dlist_t pending_circuits;
   uint64_t cells_in, cells_out;
   uint64_t idle_since_us;         /* when it last had no circuits */
   uint64_t created_us;
@@ -110,4 +123,7 @@ void channel_note_cell_out(channel_t *chan);
 void channel_write_raw(channel_t *chan, const uint8_t *data, size_t len);
 void channel_became_open(channel_t *chan);
 void channel_update_desc(channel_t *chan);
+/* The channel's identity or kind changed (identity proved, spare taken):
+ * move it in the index of channels by relay identity. */
+void channel_index_update(channel_t *chan);
 #endif

@@ -7,9 +7,14 @@
  * channels immediately and frees it later from a deferred callback, so a
  * circuit pointer obtained earlier in the same callback stays valid.
  *
- * An extension whose channel is still being opened waits on a pending
- * list; circuits_channel_opened() sends the waiting CREATE cells (with a
- * fresh circuit ID) or fails those circuits with CONNECTFAILED.
+ * An extension whose channel is still being opened waits on that
+ * channel's pending list (channel_pending_circuits());
+ * circuits_channel_opened() sends the waiting CREATE cells (with a fresh
+ * circuit ID) or fails those circuits with CONNECTFAILED. A closing
+ * channel takes down the circuits in its own map and on its pending list,
+ * in the order they were created: with PerCircuitTCP there are about as
+ * many channels as circuits, so neither an open nor a close of a channel
+ * walks every circuit.
  *
  * Memory limit (MaxMemInQueues, see circuit.h): queue_with_limit() stamps
  * each cell with the (cached) loop time and compares the global count of
@@ -52,7 +57,6 @@
 
 static struct {
   dlist_t all;
-  dlist_t pending;        /* circuits waiting for n_chan to open */
   ptrvec_t *to_free;
   evloop_deferred_t *reaper;
   uint64_t next_gid;
@@ -106,7 +110,6 @@ circuits_init(void)
 {
   memset(&C, 0, sizeof(C));
   dlist_init(&C.all);
-  dlist_init(&C.pending);
   C.to_free = ptrvec_new();
   C.reaper = evloop_deferred_new(channels_loop(), reap, NULL);
   C.oom_check = evloop_deferred_new(channels_loop(), oom_deferred_cb, NULL);
@@ -331,19 +334,43 @@ circuits_foreach(circuit_kind_t kind, circuit_visit_fn fn, void *arg)
   }
 }
 
+static int
+cmp_gid(const void *a, const void *b)
+{
+  const circuit_t *x = *(circuit_t *const *)a, *y = *(circuit_t *const *)b;
+  return x->gid < y->gid ? -1 : x->gid > y->gid;
+}
+
+/* Collect the circuits waiting for chan to open, in the order they
+ * started waiting. */
+static ptrvec_t *
+collect_pending(channel_t *chan)
+{
+  ptrvec_t *v = ptrvec_new();
+  dlist_t *pending = channel_pending_circuits(chan);
+  for (dlist_node_t *n = dlist_first(pending); n; n = dlist_next(pending, n))
+    ptrvec_push(v, DLIST_ENTRY(n, circuit_t, pending_node));
+  return v;
+}
+
 void
 circuits_channel_closed(channel_t *chan)
 {
-  /* Collect first: closing circuits edits the channel's map. */
-  ptrvec_t *v = ptrvec_new();
-  for (dlist_node_t *n = dlist_first(&C.all); n; n = dlist_next(&C.all, n)) {
-    circuit_t *c = DLIST_ENTRY(n, circuit_t, all_node);
-    or_circuit_t *oc = TO_OR_CIRCUIT(c);
-    if (c->n_chan == chan || (oc && oc->p_chan == chan))
-      ptrvec_push(v, c);
-  }
-  for (size_t i = 0; i < ptrvec_len(v); i++) {
+  /* Collect first: closing circuits edits the channel's map. The map holds
+   * the circuits with an ID on chan (either side), the pending list those
+   * still waiting for it; together, every circuit using chan. */
+  ptrvec_t *v = collect_pending(chan);
+  channel_collect_circuits(chan, v);
+  size_t n = ptrvec_len(v);
+  if (n > 1)
+    qsort(v->elts, n, sizeof(void *), cmp_gid);
+  circuit_t *prev = NULL;
+  for (size_t i = 0; i < n; i++) {
     circuit_t *c = ptrvec_get(v, i);
+    or_circuit_t *oc = TO_OR_CIRCUIT(c);
+    if (c == prev || !(c->n_chan == chan || (oc && oc->p_chan == chan)))
+      continue; /* on both sides of chan; or no longer using it */
+    prev = c;
     circuit_close_impl(c, DESTROY_REASON_CHANNEL_CLOSED, chan,
                        "channel closed");
   }
@@ -370,13 +397,7 @@ send_pending_create(circuit_t *circ)
 void
 circuits_channel_opened(channel_t *chan, int ok)
 {
-  ptrvec_t *v = ptrvec_new();
-  for (dlist_node_t *n = dlist_first(&C.pending); n;
-       n = dlist_next(&C.pending, n)) {
-    circuit_t *c = DLIST_ENTRY(n, circuit_t, pending_node);
-    if (c->n_chan == chan)
-      ptrvec_push(v, c);
-  }
+  ptrvec_t *v = collect_pending(chan);
   for (size_t i = 0; i < ptrvec_len(v); i++) {
     circuit_t *c = ptrvec_get(v, i);
     dlist_remove(&c->pending_node);
@@ -409,7 +430,7 @@ circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
   if (channel_is_open(chan)) {
     send_pending_create(circ);
   } else {
-    dlist_insert_tail(&C.pending, &circ->pending_node);
+    dlist_insert_tail(channel_pending_circuits(chan), &circ->pending_node);
   }
   return 0;
 }

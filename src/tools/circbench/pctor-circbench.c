@@ -14,6 +14,10 @@
  *       of every circuit (a round every --round-ms), waiting until the
  *       client's channel has written them; then it waits --hold seconds,
  *       closes everything and exits 0 (1 if nothing was built).
+ *
+ * "pctor-circbench --churn [--shared] [N ...]" is a different benchmark,
+ * in-process and without relays: the relay-side cost of opening and
+ * closing N circuits (circbench_churn.c).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "tools/circbench/circbench_churn.h"
 #include "tools/common/hopspec.h"
 
 static struct {
@@ -183,6 +188,7 @@ usage(void)
           "                       [--round-ms MS] [--pause SEC] [--hold SEC]"
           " [--nodes FILE]\n"
           "                       HOP [HOP ...]\n"
+          "       pctor-circbench --churn [--shared] [N ...]\n"
           "HOP as for pctor-circtest (ADDR:PORT,RSAFP,ED,NTOR | "
           "pctor:DATADIR@ADDR:PORT | nickname)\n");
 }
@@ -197,6 +203,8 @@ main(int argc, char **argv)
   B.round_ms = 20;
   B.pause_s = 2;
   B.hold_s = 2;
+  if (argc > 1 && !strcmp(argv[1], "--churn"))
+    return circbench_churn_main(argc - 1, argv + 1);
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];
