@@ -83,16 +83,16 @@ static struct {
 } A;
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
-static uint8_t *
-own_descriptor(const char *path, size_t *len, void *arg)
+static dircache_doc_t *
+own_descriptor(const char *path, void *arg)
 {
   (void)path;
   (void)arg;
   const char *d = A.pub ? publish_descriptor(A.pub) : NULL;
   if (!d)
     return NULL;
-  *len = strlen(d);
-  return pc_memdup(d, *len);
+  size_t len = strlen(d);
+  return dircache_doc_new(pc_memdup(d, len), len, 0);
 }
 
 static void
@@ -1088,7 +1088,7 @@ app_start(evloop_t *loop, const options_t *opts)
   if (apply_ipsec(opts) < 0)
     return -1;
   extend_init(allow_private(opts));
-  dircache_init();
+  dircache_init(loop);
   dircache_register("/tor/server/authority", own_descriptor, NULL);
   measureme_init(loop, opts->data_directory, opts->measureme_enabled);
   exit_config_t no_exit;
