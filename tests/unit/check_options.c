@@ -107,6 +107,11 @@ START_TEST(test_defaults)
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
+  /* MeasureMe is off unless the operator turns it on (issue 14). */
+  ck_assert_int_eq(o->measureme_enabled, 0);
+  ck_assert_uint_eq(o->measureme_log_max_size, 100ULL * 1024 * 1024);
+  ck_assert_int_eq(o->measureme_client_rate, 60);
+  ck_assert_int_eq(o->measureme_client_burst, 120);
   ck_assert_int_eq(o->dir_authorities.n, 0);
   ck_assert_int_eq(o->my_family.n, 0);
   ck_assert_int_eq(o->publish_server_descriptor, 1);
@@ -132,7 +137,8 @@ START_TEST(test_defaults)
   /* Every row has a name, a syntax, help and a documented default. */
   size_t n;
   const option_def_t *t = options_table(&n);
-  ck_assert_uint_eq(n, 67); /* 56 + 9 ControlPort/MetricsPort + 2 IPsec options */
+  /* 56 + 9 ControlPort/MetricsPort + 2 IPsec + 3 MeasureMe limits */
+  ck_assert_uint_eq(n, 70);
   for (size_t i = 0; i < n; i++) {
     ck_assert_ptr_nonnull(t[i].syntax);
     ck_assert_ptr_nonnull(t[i].default_doc);

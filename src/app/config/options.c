@@ -374,13 +374,14 @@ static const option_def_t option_table[] = {
    "(its IKE private key first), pctor checks who serves the VICI socket "
    "(SO_PEERCRED) and refuses a socket served by any other user."},
   /* ---- end of IPsec broker trust ---- */
-  {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
+  {"MeasureMeEnabled", OPT_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
    OFF(measureme_enabled),
    "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
    "record statistics of its circuit, for that circuit only, as JSON lines "
    "in DataDirectory/measureme.jsonl: cells per direction, queueing delay, "
    "EWMA average, output-buffer and kernel send-queue sizes and the "
-   "connections' TCP_INFO. 0 refuses such requests."},
+   "connections' TCP_INFO, within per-circuit and per-client rate limits. "
+   "0 refuses such requests."},
   {"MeasureMeHops", OPT_TYPE_STRING, "HOP[,HOP...]", NULL, "unset (none)",
    1, 0, 0, OFF(measureme_hops_str),
    "Client: ask these hops (1 = guard, 2 = middle, 3 = exit) of every new "
@@ -391,6 +392,24 @@ static const option_def_t option_table[] = {
    1, 100, 60000, OFF(measureme_interval),
    "Client: how often the relays asked by MeasureMeHops record (100 to "
    "60000)."},
+  /* ---- MeasureMe limits (issue 14): MeasureMeLogMaxSize,
+   * MeasureMeClientRate, MeasureMeClientBurst. Validated in the matching
+   * block of options_validate(); used by app/main/start.c
+   * measureme_config(). ---- */
+  {"MeasureMeLogMaxSize", OPT_TYPE_STRING, "N bytes|KB|MB|GB", "100 MB",
+   "100 MB", 1, 0, 0, OFF(measureme_log_max_size_str),
+   "MeasureMe: when DataDirectory/measureme.jsonl reaches this size it is "
+   "renamed measureme.jsonl.1 (replacing the previous one) and a new file "
+   "is started. At least 64 KB."},
+  {"MeasureMeClientRate", OPT_TYPE_INT, "NUM", "60", "60", 1, 1, 60000,
+   OFF(measureme_client_rate),
+   "MeasureMe: requests per minute accepted from one client address (the "
+   "connection a circuit came from), on average."},
+  {"MeasureMeClientBurst", OPT_TYPE_INT, "NUM", "120", "120", 1, 1, 60000,
+   OFF(measureme_client_burst),
+   "MeasureMe: requests one client address may make at once before "
+   "MeasureMeClientRate applies."},
+  /* ---- end of MeasureMe limits ---- */
   {"ConfluxEnabled", OPT_TYPE_STRING, "0|1|auto", "auto", "auto",
    1, 0, 0, OFF(conflux_enabled_str),
    "Client: 1 makes new circuits conflux sets (proposal 329) wherever the "
@@ -1285,6 +1304,22 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     o->ipsec_charon_uid = (long)pw->pw_uid;
   }
   /* ---- end of IPsec broker trust ---- */
+  /* ---- MeasureMe limits (issue 14) ---- */
+  o->measureme_log_max_size = 0;
+  if (o->measureme_log_max_size_str) {
+    def = def_by_offset(OFF(measureme_log_max_size_str));
+    char *perr = NULL;
+    uint64_t v = 0;
+    if (conf_parse_memunit(o->measureme_log_max_size_str, 0, &v, &perr) < 0 ||
+        v < 64 * 1024) {
+      char *msg = perr ? perr : pc_strdup("must be at least 64 KB");
+      option_error(err_out, def, ctx, msg);
+      free(msg);
+      return -1;
+    }
+    o->measureme_log_max_size = v;
+  }
+  /* ---- end of MeasureMe limits ---- */
   if (o->per_circuit_tcp_require_ipsec && o->ipsec_mode == IPSEC_MODE_OFF) {
     def = def_by_offset(OFF(per_circuit_tcp_require_ipsec));
     const char *msg = "needs IPsec auto or 1";

@@ -116,6 +116,12 @@ typedef struct options_t {
   char *measureme_hops_str;       /* MeasureMeHops as written */
   unsigned measureme_hops;        /* parsed: bit h-1 for hop h */
   int measureme_interval;         /* milliseconds */
+  /* ---- MeasureMe limits (issue 14) ---- */
+  char *measureme_log_max_size_str; /* MeasureMeLogMaxSize as written */
+  uint64_t measureme_log_max_size;  /* parsed, bytes */
+  int measureme_client_rate;        /* MeasureMeClientRate, per minute */
+  int measureme_client_burst;       /* MeasureMeClientBurst */
+  /* ---- end of MeasureMe limits ---- */
   /* Conflux (proposal 329). */
   char *refuse_unknown_exits_str; /* RefuseUnknownExits as written */
   int refuse_unknown_exits;       /* parsed: 1, 0, -1 auto */

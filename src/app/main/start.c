@@ -83,6 +83,18 @@ static struct {
 } A;
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
+/* MeasureMe's settings from the options. */
+static void
+measureme_config(const options_t *o, measureme_config_t *out)
+{
+  measureme_config_default(out);
+  out->enabled = o->measureme_enabled;
+  if (o->measureme_log_max_size)
+    out->log_max_size = o->measureme_log_max_size;
+  out->client_rate = (unsigned)o->measureme_client_rate;
+  out->client_burst = (unsigned)o->measureme_client_burst;
+}
+
 static dircache_doc_t *
 own_descriptor(const char *path, void *arg)
 {
@@ -1090,7 +1102,9 @@ app_start(evloop_t *loop, const options_t *opts)
   extend_init(allow_private(opts));
   dircache_init(loop);
   dircache_register("/tor/server/authority", own_descriptor, NULL);
-  measureme_init(loop, opts->data_directory, opts->measureme_enabled);
+  measureme_config_t mmc;
+  measureme_config(opts, &mmc);
+  measureme_init(loop, opts->data_directory, &mmc);
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
@@ -1139,7 +1153,9 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
-  measureme_configure(new_opts->measureme_enabled);
+  measureme_config_t mmc;
+  measureme_config(new_opts, &mmc);
+  measureme_configure(&mmc);
   apply_conflux_options(new_opts);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=
