@@ -512,6 +512,61 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
+/* Documents made per request (descriptor lists) are capped in all: a
+ * client whose streams hold them without reading gets 503 once
+ * DIRCACHE_PRIVATE_BYTES_MAX is held, and service resumes when they go. */
+static dircache_doc_t *
+provide_private(const char *path, void *arg)
+{
+  (void)path;
+  (void)arg;
+  size_t len = 2 * 1024 * 1024;
+  uint8_t *b = pc_malloc(len);
+  memset(b, 'm', len);
+  return dircache_doc_new(b, len, 0);
+}
+
+START_TEST(test_private_cap)
+{
+  edge_setup();
+  dircache_register_prefix("/tor/micro/d/", provide_private, NULL);
+  const char *get = "GET /tor/micro/d/AAAA HTTP/1.0\r\n\r\n";
+  uint16_t id = 1;
+  int refused = 0;
+  /* Seven 2 MiB answers fit (with their records); the eighth would not. */
+  for (; id < DIRCACHE_PRIVATE_BYTES_MAX / (2 * 1024 * 1024); id++) {
+    ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+    client_data(id, get);
+  }
+  dircache_stats_t st;
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 0);
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  E.got_len = 0;
+  client_data(id, get);
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 1);
+  /* (its 503 waits for the circuit window like everything else) */
+  /* The holders are charged in full for what they hold. */
+  ck_assert_uint_ge(dircache_edge_mem(E.e),
+                    DIRCACHE_PRIVATE_BYTES_MAX - 2 * 1024 * 1024);
+  ck_assert_uint_le(dircache_edge_mem(E.e),
+                    DIRCACHE_PRIVATE_BYTES_MAX + 4 * 1024 * 1024);
+  /* They go idle and are ended: the next request is served. */
+  dircache_sweep_idle(evloop_now_us(E.loop) + DIRCACHE_IDLE_TIMEOUT_USEC + 1);
+  unsigned n;
+  size_t bytes;
+  dircache_docs_alive(&n, &bytes);
+  ck_assert_uint_eq(n, 0);
+  id++;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  client_data(id, get);
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 1);
+  edge_teardown();
+}
+END_TEST
+
 Suite *
 suite_dircache(void)
 {
@@ -524,6 +579,7 @@ suite_dircache(void)
   tcase_add_test(tc, test_begin_dir_flood);
   tcase_add_test(tc, test_reader_without_sendmes);
   tcase_add_test(tc, test_idle_timeout);
+  tcase_add_test(tc, test_private_cap);
   suite_add_tcase(s, tc);
   return s;
 }

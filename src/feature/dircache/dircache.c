@@ -65,6 +65,7 @@ struct dircache_doc_t {
 static struct {
   unsigned n;
   size_t bytes;
+  size_t private_bytes; /* of documents made for one request */
 } docs_alive;
 
 dircache_doc_t *
@@ -77,6 +78,8 @@ dircache_doc_new(uint8_t *body, size_t len, int shared)
   d->len = len;
   docs_alive.n++;
   docs_alive.bytes += sizeof(*d) + len;
+  if (!shared)
+    docs_alive.private_bytes += sizeof(*d) + len;
   return d;
 }
 
@@ -103,6 +106,8 @@ dircache_doc_unref(dircache_doc_t *d)
     return;
   docs_alive.n--;
   docs_alive.bytes -= dircache_doc_mem(d);
+  if (!d->shared)
+    docs_alive.private_bytes -= dircache_doc_mem(d);
   free(d->body);
   for (int m = 0; m < COMPRESS_N_METHODS; m++)
     free(d->z[m]);
@@ -160,6 +165,8 @@ doc_encoded(dircache_doc_t *d, compress_method_t m, const uint8_t **p,
     return -1;
   } else {
     docs_alive.bytes += d->zlen[m];
+    if (!d->shared)
+      docs_alive.private_bytes += d->zlen[m];
   }
   *p = d->z[m];
   *len = d->zlen[m];
@@ -325,6 +332,14 @@ answer_request(const char *req, answer_t *a)
     stats.n_not_found++;
     log_info("Directory request for %s: not found", path);
     answer_status(a, "404 Not found", "identity", 0);
+    return;
+  }
+  if (!doc->shared && docs_alive.private_bytes > DIRCACHE_PRIVATE_BYTES_MAX) {
+    dircache_doc_unref(doc);
+    stats.n_busy++;
+    log_info("Directory request for %s: busy (%zu bytes of answers made "
+             "per request are held)", path, docs_alive.private_bytes);
+    answer_status(a, "503 Directory busy, try again later", "identity", 0);
     return;
   }
   stats.n_ok++;

@@ -27,7 +27,8 @@
  * straight from the shared copy as the windows allow (edge.h). What a
  * circuit's streams hold privately, plus their share of documents that
  * only they keep alive, is reported to MaxMemInQueues
- * (circuits_add_extra_mem_fn; dircache_edge_mem).
+ * (circuits_add_extra_mem_fn; dircache_edge_mem). Per-request
+ * documents in all are capped (DIRCACHE_PRIVATE_BYTES_MAX).
  */
 #ifndef PCTOR_FEATURE_DIRCACHE_DIRCACHE_H
 #define PCTOR_FEATURE_DIRCACHE_DIRCACHE_H
@@ -41,6 +42,10 @@
 #define DIR_REQUEST_MAX 8192
 #define DIRCACHE_MAX_STREAMS_PER_CIRCUIT 64
 #define DIRCACHE_IDLE_TIMEOUT_USEC (60 * 1000000ULL)
+/* Per-request documents (descriptor lists) alive at once, in bytes: past
+ * it requests for them get "503 Directory busy, try again later", as
+ * tor's busy caches answer. */
+#define DIRCACHE_PRIVATE_BYTES_MAX (16 * 1024 * 1024)
 
 /* ---- shared documents -------------------------------------------- */
 typedef struct dircache_doc_t dircache_doc_t;
@@ -111,6 +116,7 @@ typedef struct dircache_stats_t {
   uint64_t n_compress_cached;
   uint64_t n_streams_refused;   /* over the per-circuit limit */
   uint64_t n_streams_timed_out; /* idle */
+  uint64_t n_busy;              /* 503: per-request documents at the cap */
   unsigned n_streams;           /* open now */
 } dircache_stats_t;
 void dircache_get_stats(dircache_stats_t *out);
