@@ -581,6 +581,17 @@ START_TEST(test_directory_options)
   char *e2 = parse_bad("MaxMemInQueues 1 MB\n", 0, NULL);
   assert_has(e2, "MaxMemInQueues");
   free(e2);
+  /* MeasureMe limits (issue 14). */
+  o = parse_ok("MeasureMeLogMaxSize 2 MB\nMeasureMeClientRate 5\n", 0, NULL);
+  ck_assert_uint_eq(o->measureme_log_max_size, 2ULL * 1024 * 1024);
+  ck_assert_int_eq(o->measureme_client_rate, 5);
+  options_free(o);
+  e2 = parse_bad("MeasureMeLogMaxSize 1 KB\n", 0, NULL);
+  assert_has(e2, "MeasureMeLogMaxSize");
+  free(e2);
+  e2 = parse_bad("MeasureMeClientBurst 0\n", 0, NULL);
+  assert_has(e2, "MeasureMeClientBurst");
+  free(e2);
   e2 = parse_bad("SocksPort 70000\n", 0, NULL);
   assert_has(e2, "SocksPort must be 0, PORT or ADDRESS:PORT");
   free(e2);
