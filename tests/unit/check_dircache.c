@@ -563,6 +563,16 @@ START_TEST(test_private_cap)
   client_data(id, get);
   dircache_get_stats(&st);
   ck_assert_uint_eq(st.n_busy, 1);
+  /* A compressed answer made for one request keeps only its compressed
+   * form (the windows are closed, so both streams still hold theirs). */
+  id++;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  client_data(id, "GET /tor/micro/d/AAAA HTTP/1.0\r\n"
+                  "Accept-Encoding: x-zstd\r\n\r\n");
+  dircache_docs_alive(&n, &bytes);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_ge(bytes, 2 * 1024 * 1024);
+  ck_assert_uint_lt(bytes, 2 * 1024 * 1024 + 64 * 1024);
   edge_teardown();
 }
 END_TEST

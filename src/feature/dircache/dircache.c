@@ -55,7 +55,7 @@ struct dircache_doc_t {
   unsigned refs;
   int shared;
   int retired;  /* no provider holds it: readers are charged for it */
-  uint8_t *body;
+  uint8_t *body;        /* NULL once dropped (see answer_request) */
   size_t len;
   uint8_t *z[COMPRESS_N_METHODS]; /* compressed forms, made on first use */
   size_t zlen[COMPRESS_N_METHODS];
@@ -93,7 +93,7 @@ dircache_doc_ref(dircache_doc_t *d)
 size_t
 dircache_doc_mem(const dircache_doc_t *d)
 {
-  size_t n = sizeof(*d) + d->len;
+  size_t n = sizeof(*d) + (d->body ? d->len : 0);
   for (int m = 0; m < COMPRESS_N_METHODS; m++)
     n += d->zlen[m];
   return n;
@@ -347,6 +347,12 @@ answer_request(const char *req, answer_t *a)
   if (doc_encoded(doc, m, &a->body, &a->body_len) < 0) {
     m = COMPRESS_NONE;
     doc_encoded(doc, m, &a->body, &a->body_len);
+  }
+  if (!doc->shared && doc->refs == 1 && m != COMPRESS_NONE) {
+    /* Made for this request alone: only the encoded form is sent. */
+    docs_alive.bytes -= doc->len;
+    docs_alive.private_bytes -= doc->len;
+    PC_FREE(doc->body);
   }
   stats.n_by_method[m]++;
   log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
