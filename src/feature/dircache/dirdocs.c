@@ -20,16 +20,19 @@
  * /tor/server/fp/F1+F2... by identity, hex) come the same way from the
  * ns-flavor client's node list, which a relay keeps beside its own
  * flavor for this purpose. Descriptor lists differ per request, so they
- * are built per request (at most DIRDOCS_MAX_DIGESTS descriptors) into a
- * document of their own, charged in full to the stream holding it.
+ * are built per request (at most DIRDOCS_MAX_DIGESTS descriptors, each
+ * found through an index of the node list) into a document of their own,
+ * charged in full to the stream holding it.
  */
 #include "feature/dircache/dirdocs.h"
 #include "feature/dircache/dircache.h"
 #include "lib/encoding/base16.h"
+#include "lib/container/hmap.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
 #include "lib/malloc/alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -139,20 +142,75 @@ typedef enum {
   BY_FINGERPRINT, /* hex identity joined with '+' */
 } desc_key_t;
 
-/* Concatenate the descriptors of nl named in list (at most
+/* An index of a client's node list by one kind of name: name -> node
+ * index + 1. Rebuilt when the list changes (another list, or the client
+ * accepted a consensus or added descriptors since); every hit is checked
+ * against the node it names, so a stale index can only miss. Without it
+ * a request naming DIRDOCS_MAX_DIGESTS descriptors would cost that many
+ * scans of the whole list. */
+typedef struct desc_index_t {
+  const dir_nodelist_t *nl;   /* compared only, never dereferenced */
+  int gen_consensus, gen_descs;
+  hmap_t *map;
+} desc_index_t;
+static desc_index_t indexes[3]; /* by desc_key_t */
+
+static const uint8_t *
+node_name(const dir_node_t *n, desc_key_t key)
+{
+  if (key == BY_FINGERPRINT)
+    return n->rsa_id;
+  return n->desc ? n->desc->digest : NULL;
+}
+
+static desc_index_t *
+get_index(const dir_client_t *dc, const dir_nodelist_t *nl, desc_key_t key,
+          size_t want_len)
+{
+  desc_index_t *ix = &indexes[key];
+  dir_client_stats_t st;
+  dir_client_get_stats(dc, &st);
+  if (ix->map && ix->nl == nl && ix->gen_consensus == st.n_consensus_accepted &&
+      ix->gen_descs == st.n_descs_added)
+    return ix;
+  hmap_free(ix->map, NULL);
+  ix->map = hmap_new(want_len);
+  ix->nl = nl;
+  ix->gen_consensus = st.n_consensus_accepted;
+  ix->gen_descs = st.n_descs_added;
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const uint8_t *name = node_name(&nl->nodes[i], key);
+    if (name && !hmap_get(ix->map, name))
+      hmap_set(ix->map, name, (void *)(uintptr_t)(i + 1));
+  }
+  return ix;
+}
+
+static void
+indexes_clear(void)
+{
+  for (int k = 0; k < 3; k++) {
+    hmap_free(indexes[k].map, NULL);
+    memset(&indexes[k], 0, sizeof(indexes[k]));
+  }
+}
+
+/* Concatenate the descriptors of dc's node list named in list (at most
  * DIRDOCS_MAX_DIGESTS names; unknown and malformed names are skipped), or
  * NULL if none is known. */
 static dircache_doc_t *
-serve_descs(const dir_nodelist_t *nl, const char *list, desc_key_t key)
+serve_descs(const dir_client_t *dc, const char *list, desc_key_t key)
 {
+  const dir_nodelist_t *nl = dc ? dir_client_nodelist(dc) : NULL;
   if (!nl)
     return NULL;
+  const char *sep = key == BY_MD_DIGEST ? "-" : "+";
+  size_t want_len = key == BY_MD_DIGEST ? 32 : 20;
+  desc_index_t *ix = get_index(dc, nl, key, want_len);
   size_t cap = 4096, used = 0;
   uint8_t *out = pc_malloc(cap);
   int n_found = 0;
   const char *p = list;
-  const char *sep = key == BY_MD_DIGEST ? "-" : "+";
-  size_t want_len = key == BY_MD_DIGEST ? 32 : 20;
   for (int n_names = 0; *p && n_names < DIRDOCS_MAX_DIGESTS; n_names++) {
     size_t tok = strcspn(p, sep);
     uint8_t want[48];
@@ -164,21 +222,21 @@ serve_descs(const dir_nodelist_t *nl, const char *list, desc_key_t key)
       p++;
     if (got != (long)want_len)
       continue;
-    for (int i = 0; i < nl->n_nodes; i++) {
-      const microdesc_t *d = nl->nodes[i].desc;
-      if (!d || memcmp(key == BY_FINGERPRINT ? nl->nodes[i].rsa_id
-                                             : d->digest,
-                       want, want_len))
-        continue;
-      while (used + d->text_len > cap) {
-        cap *= 2;
-        out = pc_realloc(out, cap);
-      }
-      memcpy(out + used, d->text, d->text_len);
-      used += d->text_len;
-      n_found++;
-      break;
+    uintptr_t v = (uintptr_t)hmap_get(ix->map, want);
+    if (!v || v > (uintptr_t)nl->n_nodes)
+      continue;
+    const dir_node_t *n = &nl->nodes[v - 1];
+    const microdesc_t *d = n->desc;
+    const uint8_t *name = node_name(n, key);
+    if (!d || !name || memcmp(name, want, want_len))
+      continue;
+    while (used + d->text_len > cap) {
+      cap *= 2;
+      out = pc_realloc(out, cap);
     }
+    memcpy(out + used, d->text, d->text_len);
+    used += d->text_len;
+    n_found++;
   }
   if (!n_found) {
     free(out);
@@ -191,24 +249,21 @@ static dircache_doc_t *
 serve_microdescs(const char *path, void *arg)
 {
   (void)arg;
-  return serve_descs(D.dc ? dir_client_nodelist(D.dc) : NULL,
-                     path + strlen("/tor/micro/d/"), BY_MD_DIGEST);
+  return serve_descs(D.dc, path + strlen("/tor/micro/d/"), BY_MD_DIGEST);
 }
 
 static dircache_doc_t *
 serve_server_by_digest(const char *path, void *arg)
 {
   (void)arg;
-  return serve_descs(D.ns ? dir_client_nodelist(D.ns) : NULL,
-                     path + strlen("/tor/server/d/"), BY_SD_DIGEST);
+  return serve_descs(D.ns, path + strlen("/tor/server/d/"), BY_SD_DIGEST);
 }
 
 static dircache_doc_t *
 serve_server_by_fp(const char *path, void *arg)
 {
   (void)arg;
-  return serve_descs(D.ns ? dir_client_nodelist(D.ns) : NULL,
-                     path + strlen("/tor/server/fp/"), BY_FINGERPRINT);
+  return serve_descs(D.ns, path + strlen("/tor/server/fp/"), BY_FINGERPRINT);
 }
 
 void
@@ -222,6 +277,7 @@ dirdocs_register(const dir_client_t *md, const dir_client_t *ns,
   filedoc_drop(&D.md);
   filedoc_drop(&D.ns_cons);
   filedoc_drop(&D.certs);
+  indexes_clear();
   dircache_register_prefix("/tor/status-vote/current/consensus-microdesc",
                            serve_consensus_md, NULL);
   dircache_register_prefix("/tor/status-vote/current/consensus",
@@ -242,5 +298,6 @@ dirdocs_unregister(void)
   filedoc_drop(&D.md);
   filedoc_drop(&D.ns_cons);
   filedoc_drop(&D.certs);
+  indexes_clear();
   PC_FREE(D.datadir);
 }
