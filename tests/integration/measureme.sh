@@ -4,7 +4,8 @@
 # that asked, and tor relays ignore the request without closing the circuit.
 #
 # Private network (1 tor authority, 2 tor relays) plus pctor relays p1
-# (MeasureMeEnabled 0), p2 (PerCircuitTCP 1) and p3 (exit), and a pctor
+# (MeasureMeEnabled 0, the default), p2 (PerCircuitTCP 1) and p3 (exit),
+# both with MeasureMeEnabled 1, and a pctor
 # client with MeasureMeHops. Checks:
 #   - a circuit p1 -> p2 -> p3 that asks p2 and p3 to measure it every
 #     200 ms while it downloads: p2's and p3's measureme.jsonl hold records
@@ -39,8 +40,10 @@ read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
 it_start_pctor "$net" p1 relay "MeasureMeEnabled 0"
-it_start_pctor "$net" p2 relay "PerCircuitTCP 1"
-it_start_pctor "$net" p3 relay "ExitRelay 1
+it_start_pctor "$net" p2 relay "PerCircuitTCP 1
+MeasureMeEnabled 1"
+it_start_pctor "$net" p3 relay "MeasureMeEnabled 1
+ExitRelay 1
 RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*

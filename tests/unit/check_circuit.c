@@ -354,22 +354,21 @@ END_TEST
 
 #define DOC_LEN (700 * 1000) /* > 1000 cells: needs circuit SENDMEs */
 
-static uint8_t *
-doc_provider(const char *path, size_t *len, void *arg)
+static dircache_doc_t *
+doc_provider(const char *path, void *arg)
 {
   (void)path;
   (void)arg;
   uint8_t *b = malloc(DOC_LEN);
   for (size_t i = 0; i < DOC_LEN; i++)
     b[i] = (uint8_t)(i * 7 + (i >> 8));
-  *len = DOC_LEN;
-  return b;
+  return dircache_doc_new(b, DOC_LEN, 0);
 }
 
 static void
 download(int send_sendmes)
 {
-  dircache_init();
+  dircache_init(channels_loop());
   dircache_register("/test/doc", doc_provider, NULL);
   origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
   T.dl_circ = c;
@@ -433,7 +432,7 @@ END_TEST
 
 START_TEST(test_begin_dir_not_found)
 {
-  dircache_init();
+  dircache_init(channels_loop());
   origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
   T.dl_circ = c;
   origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR, 9, NULL, 0);

@@ -2912,16 +2912,15 @@ doc_byte(size_t i)
   return (uint8_t)(i * 7 + (i >> 8));
 }
 
-static uint8_t *
-doc_provider(const char *path, size_t *len, void *arg)
+static dircache_doc_t *
+doc_provider(const char *path, void *arg)
 {
   (void)path;
   (void)arg;
   uint8_t *b = malloc(DOC_LEN);
   for (size_t i = 0; i < DOC_LEN; i++)
     b[i] = doc_byte(i);
-  *len = DOC_LEN;
-  return b;
+  return dircache_doc_new(b, DOC_LEN, 0);
 }
 
 /* Origin: send DATA on stream 5 as far as the window allows. */
@@ -3193,7 +3192,7 @@ START_TEST(test_loop_download)
    * far as its window allows, core at the origin answers every 31st DATA
    * cell with an authenticated SENDME, no stream SENDMEs at all, and the
    * relay's window grows in slow start. */
-  dircache_init();
+  dircache_init(channels_loop());
   dircache_register("/test/doc", doc_provider, NULL);
   origin_circuit_t *c = build(1);
   ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR,
@@ -3324,7 +3323,7 @@ END_TEST
 
 START_TEST(test_loop_bad_digest_closes)
 {
-  dircache_init();
+  dircache_init(channels_loop());
   dircache_register("/test/doc", doc_provider, NULL);
   L.bogus_on_first_data = 1;
   origin_circuit_t *c = build(1);

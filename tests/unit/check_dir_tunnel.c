@@ -82,13 +82,12 @@ run_loop_for(uint64_t usec)
   evloop_timer_cancel(T.timeout);
 }
 
-static uint8_t *
-provide(const char *path, size_t *len, void *arg)
+static dircache_doc_t *
+provide(const char *path, void *arg)
 {
-  (void)path;
   (void)arg;
-  *len = DOC_LEN;
-  return (uint8_t *)pc_memdup(T.doc, DOC_LEN);
+  return dircache_doc_new(pc_memdup(T.doc, DOC_LEN), DOC_LEN,
+                          !strncmp(path, "/tor/status-vote/", 17));
 }
 
 static void
@@ -165,7 +164,7 @@ setup(void)
     T.doc[i] = (i % 65 == 64) ? '\n' : alphabet[(x >> 16) & 63];
   }
   T.doc[DOC_LEN] = 0;
-  dircache_init();
+  dircache_init(channels_loop());
   dircache_register_prefix("/tor/micro/d/", provide, NULL);
   dircache_register_prefix("/tor/status-vote/current/consensus", provide,
                            NULL);

@@ -5,15 +5,28 @@
  * every answer decoded back by the client's own parser
  * (dir_http_parse_response) to the provider's exact document, the cache of
  * compressed documents (hit for the same document, miss once it changed),
- * 404 and 400. */
+ * 404 and 400.
+ *
+ * And the streams, in one process on an edge whose circuit side is a
+ * test double (as check_edge.c): what each memory holder keeps and that
+ * it is counted (dircache_edge_mem, what MaxMemInQueues sees) and bounded
+ * -- a flood of BEGIN_DIR streams on one circuit, readers that never send
+ * SENDMEs, a document replaced while readers still hold it, the idle
+ * timeout -- with the heap growth measured by mallinfo2(). */
 #include <check.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/or/relay.h"
+#include "core/proto/relay_msg.h"
 #include "feature/dir/dir_http.h"
 #include "feature/dircache/dircache.h"
+#include "lib/bytes/bytes.h"
 #include "lib/compress/compress.h"
+#include "lib/evloop/evloop.h"
 #include "lib/malloc/alloc.h"
 
 Suite *suite_dircache(void);
@@ -22,12 +35,18 @@ Suite *suite_dircache(void);
 #define TOR_AE "x-tor-lzma, x-zstd, deflate, gzip, identity"
 
 static char doc[40000];
+static int doc_gen;
+/* The provider's reference to the shared copy of doc (generation
+ * cur_gen), as dirdocs.c keeps one per cache file. */
+static dircache_doc_t *cur;
+static int cur_gen;
 
 /* A consensus-like document of 40 kB: compressible, not trivially. */
 static void
 make_doc(char tag)
 {
   size_t off = 0;
+  doc_gen++;
   for (int i = 0; off + 64 < sizeof(doc); i++)
     off += (size_t)snprintf(doc + off, sizeof(doc) - off,
                             "r relay%c%d %08x 127.0.0.%d %d\ns Fast Running\n",
@@ -37,13 +56,35 @@ make_doc(char tag)
 
 static char last_path[8192];
 
-static uint8_t *
-provide(const char *path, size_t *len, void *arg)
+/* The consensus and certificates are shared documents (one copy,
+ * replaced when doc changes); other paths get a document of their own. */
+static dircache_doc_t *
+provide(const char *path, void *arg)
 {
   (void)arg;
   snprintf(last_path, sizeof(last_path), "%s", path);
-  *len = strlen(doc);
-  return (uint8_t *)pc_strdup(doc);
+  size_t len = strlen(doc);
+  if (strncmp(path, "/tor/status-vote/", 17) && strncmp(path, "/tor/keys/", 10))
+    return dircache_doc_new((uint8_t *)pc_strdup(doc), len, 0);
+  if (!cur || cur_gen != doc_gen) {
+    dircache_doc_retire(cur);
+    cur = dircache_doc_new((uint8_t *)pc_strdup(doc), len, 1);
+    cur_gen = doc_gen;
+  }
+  return dircache_doc_ref(cur);
+}
+
+/* Drop the provider's copy; nothing may be left. */
+static void
+provider_done(void)
+{
+  dircache_doc_retire(cur);
+  cur = NULL;
+  unsigned n;
+  size_t bytes;
+  dircache_docs_alive(&n, &bytes);
+  ck_assert_uint_eq(n, 0);
+  ck_assert_uint_eq(bytes, 0);
 }
 
 /* Ask for path with these extra header lines; check the status and the
@@ -149,6 +190,7 @@ START_TEST(test_negotiation)
   ck_assert_uint_ge(st.n_by_method[COMPRESS_LZMA], 2);
   ck_assert_uint_ge(st.n_by_method[COMPRESS_ZSTD], 3);
   dircache_shutdown();
+  provider_done();
 }
 END_TEST
 
@@ -183,7 +225,355 @@ START_TEST(test_compressed_cache)
     ask("/tor/status-vote/current/consensus-microdesc.z", "", 200,
         "deflate");
   }
-  dircache_shutdown(); /* frees the cache (ASan checks) */
+  dircache_shutdown();
+  provider_done(); /* every copy freed (ASan checks the rest) */
+}
+END_TEST
+
+
+/* ---- streams on a test edge ---------------------------------------- */
+
+#define MAX_STREAM_ID 12000
+
+static struct {
+  evloop_t *loop;
+  edge_t *e;
+  uint64_t n_cells;
+  uint8_t digest[20];
+  unsigned n_data[MAX_STREAM_ID + 1]; /* DATA cells sent per stream */
+  unsigned n_connected, n_end;
+  uint8_t end_reason[MAX_STREAM_ID + 1];
+  uint8_t *got;                        /* DATA bytes of stream 1 */
+  size_t got_len, got_cap;
+} E;
+
+static int
+e_send(void *end, uint8_t cmd, uint16_t id, const uint8_t *body,
+       uint16_t len)
+{
+  (void)end;
+  E.n_cells++;
+  set_u32(E.digest, (uint32_t)E.n_cells);
+  if (cmd == RELAY_COMMAND_DATA && id <= MAX_STREAM_ID) {
+    E.n_data[id]++;
+    if (id == 1) {
+      if (E.got_len + len > E.got_cap) {
+        E.got_cap = (E.got_len + len) * 2;
+        E.got = pc_realloc(E.got, E.got_cap);
+      }
+      memcpy(E.got + E.got_len, body, len);
+      E.got_len += len;
+    }
+  } else if (cmd == RELAY_COMMAND_CONNECTED) {
+    E.n_connected++;
+  } else if (cmd == RELAY_COMMAND_END && id <= MAX_STREAM_ID) {
+    E.n_end++;
+    E.end_reason[id] = len ? body[0] : 0;
+  }
+  return 0;
+}
+
+static const uint8_t *
+e_digest(void *end, int sent)
+{
+  (void)end;
+  (void)sent;
+  return E.digest;
+}
+
+static const edge_end_ops_t e_ops = {e_send, e_digest, NULL, NULL, NULL, 0};
+
+static void
+edge_setup(void)
+{
+  memset(&E, 0, sizeof(E));
+  E.loop = evloop_new();
+  E.e = edge_new(&e_ops, &E, E.loop);
+  dircache_init(E.loop);
+}
+
+static void
+edge_teardown(void)
+{
+  edge_free(E.e); /* ends every stream: their records and references go */
+  dircache_shutdown();
+  free(E.got);
+  evloop_free(E.loop);
+  provider_done();
+  dircache_stats_t st;
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_streams, 0);
+}
+
+/* DATA from the client on stream id. */
+static void
+client_data(uint16_t id, const char *text)
+{
+  size_t len = strlen(text);
+  while (len) {
+    uint16_t n = len > RELAY_BODY_MAX ? RELAY_BODY_MAX : (uint16_t)len;
+    ck_assert_int_eq(edge_data_arrived(E.e), 0);
+    ck_assert_int_eq(edge_handle_stream_msg(E.e, RELAY_COMMAND_DATA, id,
+                                            (const uint8_t *)text, n),
+                     0);
+    text += n;
+    len -= n;
+  }
+}
+
+static size_t
+heap_used(void)
+{
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+/* A stream with its request answered in full: the bytes on the wire are
+ * the HTTP answer, sent from the shared copy. */
+START_TEST(test_stream_answer)
+{
+  edge_setup();
+  make_doc('s');
+  dircache_register_prefix("/tor/status-vote/current/consensus", provide,
+                           NULL);
+  int refused = 1;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, 1, &refused));
+  ck_assert_int_eq(refused, 0);
+  ck_assert_uint_eq(E.n_connected, 1);
+  /* Only a small record until bytes arrive. */
+  size_t before_bytes = dircache_edge_mem(E.e);
+  ck_assert_uint_le(before_bytes, 64);
+  const char *req = "GET /tor/status-vote/current/consensus-microdesc "
+                    "HTTP/1.0\r\nHost: x\r\n\r\n";
+  client_data(1, "GET /tor/status-vote/current/consensus-micro");
+  ck_assert_uint_gt(dircache_edge_mem(E.e), before_bytes);
+  ck_assert_uint_le(dircache_edge_mem(E.e), 64 + 128 + 512);
+  client_data(1, req + strlen("GET /tor/status-vote/current/consensus-micro"));
+  /* 40 kB: within the windows, so all sent and the stream ended DONE. */
+  ck_assert_uint_eq(E.n_end, 1);
+  ck_assert_uint_eq(E.end_reason[1], END_STREAM_REASON_DONE);
+  size_t len = 0;
+  uint8_t *want = dircache_answer(req, &len);
+  ck_assert_uint_eq(E.got_len, len);
+  ck_assert(memcmp(E.got, want, len) == 0);
+  free(want);
+  ck_assert_uint_eq(dircache_edge_streams(E.e), 0);
+  ck_assert_uint_eq(dircache_doc_refcount(cur), 1); /* the provider's */
+  edge_teardown();
+}
+END_TEST
+
+/* The issue's flood: 10,000 BEGIN_DIR cells on one circuit grew tor's
+ * heap by 89 MB. Now at most DIRCACHE_MAX_STREAMS_PER_CIRCUIT are opened,
+ * the rest refused with END RESOURCELIMIT; each open one may hold a
+ * request of up to DIR_REQUEST_MAX bytes. Bound on what they hold:
+ * DIRCACHE_MAX_STREAMS_PER_CIRCUIT * (DIR_REQUEST_MAX + 1 + 256) bytes
+ * (580 kB), all of it counted; heap growth (with the edge's own
+ * half-closed records) under 1 MB. */
+START_TEST(test_begin_dir_flood)
+{
+  edge_setup();
+  size_t heap0 = heap_used();
+  unsigned n_open = 0, n_refused = 0;
+  for (uint16_t id = 1; id <= 10000; id++) {
+    int refused = 0;
+    if (dircache_stream_open(E.e, id, &refused))
+      n_open++;
+    n_refused += refused;
+    /* Every stream sends an almost full request that never ends. */
+    if (!refused) {
+      char part[DIR_REQUEST_MAX];
+      memset(part, 'a', sizeof(part) - 1);
+      part[sizeof(part) - 1] = 0;
+      memcpy(part, "GET /", 5);
+      client_data(id, part);
+    }
+  }
+  ck_assert_uint_eq(n_open, DIRCACHE_MAX_STREAMS_PER_CIRCUIT);
+  ck_assert_uint_eq(n_refused, 10000 - DIRCACHE_MAX_STREAMS_PER_CIRCUIT);
+  ck_assert_uint_eq(E.end_reason[10000], END_STREAM_REASON_RESOURCELIMIT);
+  ck_assert_uint_eq(E.end_reason[1], 0);
+  ck_assert_uint_eq(dircache_edge_streams(E.e),
+                    DIRCACHE_MAX_STREAMS_PER_CIRCUIT);
+  size_t counted = dircache_edge_mem(E.e);
+  ck_assert_uint_ge(counted,
+                    DIRCACHE_MAX_STREAMS_PER_CIRCUIT * (size_t)DIR_REQUEST_MAX);
+  ck_assert_uint_le(counted, DIRCACHE_MAX_STREAMS_PER_CIRCUIT *
+                                 (size_t)(DIR_REQUEST_MAX + 1 + 256));
+  size_t grown = heap_used() - heap0;
+  ck_assert_msg(grown < 1024 * 1024, "heap grew by %zu bytes", grown);
+  /* One byte more makes each request too long: 400, and the request
+   * buffers are freed. */
+  for (uint16_t id = 1; id <= DIRCACHE_MAX_STREAMS_PER_CIRCUIT; id++)
+    client_data(id, "aa");
+  ck_assert_uint_eq(dircache_edge_streams(E.e), 0);
+  ck_assert_uint_eq(dircache_edge_mem(E.e), 0);
+  dircache_stats_t st;
+  dircache_get_stats(&st);
+  ck_assert_uint_ge(st.n_streams_refused,
+                    10000 - DIRCACHE_MAX_STREAMS_PER_CIRCUIT);
+  edge_teardown();
+}
+END_TEST
+
+/* The issue's second case: 50 GETs of a 2 MiB document by a client that
+ * never sends SENDMEs (+106 MB). Each stream sends one stream window
+ * (500 cells; the circuit window of 1000 stops the rest) and then holds
+ * only its header and a reference to the one shared copy: heap growth
+ * under 512 kB besides that copy, counted bytes under 512 per stream.
+ * When a new copy replaces the document, the old one lives on while
+ * readers hold it, charged to them, and is freed with the last. */
+START_TEST(test_reader_without_sendmes)
+{
+  edge_setup();
+  /* A 2 MiB document, identity-encoded (no Accept-Encoding). */
+  static char big[2 * 1024 * 1024 + 1];
+  for (size_t i = 0; i < sizeof(big) - 1; i++)
+    big[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+  dircache_doc_t *d = dircache_doc_new((uint8_t *)pc_memdup(big, sizeof(big) - 1),
+                                       sizeof(big) - 1, 1);
+  cur = d;
+  cur_gen = doc_gen; /* provide() serves it as is */
+  dircache_register_prefix("/tor/status-vote/current/consensus", provide,
+                           NULL);
+  size_t heap0 = heap_used();
+  for (uint16_t id = 1; id <= 50; id++) {
+    int refused = 0;
+    ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+    client_data(id, "GET /tor/status-vote/current/consensus HTTP/1.0\r\n\r\n");
+  }
+  /* The first two streams filled the circuit window (1000 cells). */
+  ck_assert_uint_eq(E.n_data[1], STREAMWINDOW_START);
+  ck_assert_uint_eq(E.n_data[2], CIRCWINDOW_START - STREAMWINDOW_START);
+  ck_assert_uint_eq(E.n_data[3], 0);
+  ck_assert_uint_eq(E.n_end, 0);
+  ck_assert_uint_eq(dircache_doc_refcount(d), 51);
+  unsigned n_docs;
+  size_t doc_bytes;
+  dircache_docs_alive(&n_docs, &doc_bytes);
+  ck_assert_uint_eq(n_docs, 1);
+  size_t grown = heap_used() - heap0;
+  ck_assert_msg(grown < 512 * 1024, "heap grew by %zu bytes", grown);
+  /* The provider holds the copy: streams are charged their own bytes. */
+  size_t counted = dircache_edge_mem(E.e);
+  ck_assert_uint_le(counted, 50 * 512);
+  /* A new consensus arrives: the provider replaces its copy. */
+  make_doc('n');
+  dircache_doc_t *ref = provide("/tor/status-vote/current/consensus", NULL);
+  dircache_doc_unref(ref);
+  dircache_docs_alive(&n_docs, &doc_bytes);
+  ck_assert_uint_eq(n_docs, 2);
+  ck_assert_uint_eq(dircache_doc_refcount(d), 50);
+  /* The readers now keep the old copy alone: it is charged to them. */
+  size_t charged = dircache_edge_mem(E.e);
+  ck_assert_uint_ge(charged, counted + dircache_doc_mem(d));
+  ck_assert_uint_le(charged, counted + dircache_doc_mem(d) + 50);
+  /* They go idle: the sweep ends them all, and the old copy is freed. */
+  ck_assert_uint_eq(dircache_sweep_idle(evloop_now_us(E.loop) +
+                                        DIRCACHE_IDLE_TIMEOUT_USEC + 1),
+                    50);
+  ck_assert_uint_eq(E.end_reason[50], END_STREAM_REASON_TIMEOUT);
+  dircache_docs_alive(&n_docs, &doc_bytes);
+  ck_assert_uint_eq(n_docs, 1); /* only the new copy */
+  edge_teardown();
+}
+END_TEST
+
+/* A stream that never sends a byte is ended after the idle timeout, and
+ * not before; activity restarts the clock. */
+START_TEST(test_idle_timeout)
+{
+  edge_setup();
+  uint64_t t0 = evloop_now_us(E.loop);
+  int refused = 0;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, 7, &refused));
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, 8, &refused));
+  ck_assert_uint_eq(dircache_sweep_idle(t0 + DIRCACHE_IDLE_TIMEOUT_USEC - 1),
+                    0);
+  ck_assert_uint_eq(dircache_edge_streams(E.e), 2);
+  /* Stream 8 sends part of a request later: it is not idle then. */
+  usleep(2000);
+  evloop_update_time(E.loop);
+  uint64_t t1 = evloop_now_us(E.loop);
+  ck_assert_uint_gt(t1, t0);
+  client_data(8, "GET /");
+  ck_assert_uint_eq(dircache_sweep_idle(t1 + DIRCACHE_IDLE_TIMEOUT_USEC - 1),
+                    1);
+  ck_assert_uint_eq(E.end_reason[7], END_STREAM_REASON_TIMEOUT);
+  ck_assert_uint_eq(E.end_reason[8], 0);
+  evloop_update_time(E.loop);
+  ck_assert_uint_eq(dircache_sweep_idle(evloop_now_us(E.loop) +
+                                        DIRCACHE_IDLE_TIMEOUT_USEC),
+                    1);
+  ck_assert_uint_eq(E.end_reason[8], END_STREAM_REASON_TIMEOUT);
+  ck_assert_uint_eq(dircache_edge_streams(E.e), 0);
+  ck_assert_uint_eq(dircache_edge_mem(E.e), 0);
+  edge_teardown();
+}
+END_TEST
+
+/* Documents made per request (descriptor lists) are capped in all: a
+ * client whose streams hold them without reading gets 503 once
+ * DIRCACHE_PRIVATE_BYTES_MAX is held, and service resumes when they go. */
+static dircache_doc_t *
+provide_private(const char *path, void *arg)
+{
+  (void)path;
+  (void)arg;
+  size_t len = 2 * 1024 * 1024;
+  uint8_t *b = pc_malloc(len);
+  memset(b, 'm', len);
+  return dircache_doc_new(b, len, 0);
+}
+
+START_TEST(test_private_cap)
+{
+  edge_setup();
+  dircache_register_prefix("/tor/micro/d/", provide_private, NULL);
+  const char *get = "GET /tor/micro/d/AAAA HTTP/1.0\r\n\r\n";
+  uint16_t id = 1;
+  int refused = 0;
+  /* Seven 2 MiB answers fit (with their records); the eighth would not. */
+  for (; id < DIRCACHE_PRIVATE_BYTES_MAX / (2 * 1024 * 1024); id++) {
+    ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+    client_data(id, get);
+  }
+  dircache_stats_t st;
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 0);
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  E.got_len = 0;
+  client_data(id, get);
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 1);
+  /* (its 503 waits for the circuit window like everything else) */
+  /* The holders are charged in full for what they hold. */
+  ck_assert_uint_ge(dircache_edge_mem(E.e),
+                    DIRCACHE_PRIVATE_BYTES_MAX - 2 * 1024 * 1024);
+  ck_assert_uint_le(dircache_edge_mem(E.e),
+                    DIRCACHE_PRIVATE_BYTES_MAX + 4 * 1024 * 1024);
+  /* They go idle and are ended: the next request is served. */
+  dircache_sweep_idle(evloop_now_us(E.loop) + DIRCACHE_IDLE_TIMEOUT_USEC + 1);
+  unsigned n;
+  size_t bytes;
+  dircache_docs_alive(&n, &bytes);
+  ck_assert_uint_eq(n, 0);
+  id++;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  client_data(id, get);
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_busy, 1);
+  /* A compressed answer made for one request keeps only its compressed
+   * form (the windows are closed, so both streams still hold theirs). */
+  id++;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, id, &refused));
+  client_data(id, "GET /tor/micro/d/AAAA HTTP/1.0\r\n"
+                  "Accept-Encoding: x-zstd\r\n\r\n");
+  dircache_docs_alive(&n, &bytes);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_ge(bytes, 2 * 1024 * 1024);
+  ck_assert_uint_lt(bytes, 2 * 1024 * 1024 + 64 * 1024);
+  edge_teardown();
 }
 END_TEST
 
@@ -195,6 +585,11 @@ suite_dircache(void)
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_negotiation);
   tcase_add_test(tc, test_compressed_cache);
+  tcase_add_test(tc, test_stream_answer);
+  tcase_add_test(tc, test_begin_dir_flood);
+  tcase_add_test(tc, test_reader_without_sendmes);
+  tcase_add_test(tc, test_idle_timeout);
+  tcase_add_test(tc, test_private_cap);
   suite_add_tcase(s, tc);
   return s;
 }

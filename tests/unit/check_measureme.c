@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* check_measureme.c -- the MeasureMe request body (measureme.h). The
- * recording itself is checked end to end in
- * tests/integration/measureme.sh. */
+/* check_measureme.c -- the MeasureMe request body (measureme.h), and the
+ * limits on what unauthenticated requests can make a relay do: off by
+ * default, one measurement per circuit and a token bucket per circuit and
+ * per client address, a cap on circuits measured per client, the state
+ * bounded and counted, the record file rotated at its size. Requests are
+ * given to measureme_request_at() with circuits that exist only in this
+ * test (no channels) and a clock the test sets. The recording itself is
+ * checked end to end in tests/integration/measureme.sh. */
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/or/circuit.h"
 #include "feature/measureme/measureme.h"
+#include "lib/evloop/evloop.h"
+#include "lib/malloc/alloc.h"
 
 Suite *suite_measureme(void);
 
@@ -64,6 +76,239 @@ START_TEST(test_parse_rejects)
 }
 END_TEST
 
+
+/* ---- limits ---------------------------------------------------------- */
+
+#define N_CIRCS 300
+static struct {
+  char dir[64];
+  evloop_t *loop;
+  or_circuit_t circ[N_CIRCS];
+  pc_addr_t ip[4];
+  uint8_t body[MEASUREME_BODY_LEN];
+} X;
+
+static void
+mm_setup(const measureme_config_t *cfg)
+{
+  memset(&X, 0, sizeof(X));
+  strcpy(X.dir, "/tmp/pctor-check-mm.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(X.dir));
+  X.loop = evloop_new();
+  for (int i = 0; i < N_CIRCS; i++) {
+    X.circ[i].base.kind = CIRC_KIND_OR;
+    X.circ[i].base.gid = 1000 + (uint64_t)i;
+  }
+  for (int i = 0; i < 4; i++) {
+    X.ip[i].family = AF_INET;
+    X.ip[i].addr[0] = 10;
+    X.ip[i].addr[3] = (uint8_t)(i + 1);
+  }
+  measureme_request_t r = {100, 0, {1, 2, 3, 4, 5, 6, 7, 8}};
+  measureme_request_encode(X.body, &r);
+  measureme_init(X.loop, X.dir, cfg);
+}
+
+static void
+mm_teardown(void)
+{
+  measureme_shutdown();
+  evloop_free(X.loop);
+  char *p = pc_asprintf("%s/measureme.jsonl", X.dir);
+  unlink(p);
+  free(p);
+  p = pc_asprintf("%s/measureme.jsonl.1", X.dir);
+  unlink(p);
+  free(p);
+  rmdir(X.dir);
+}
+
+/* Ask on circuit i from address ip at second t (duration dur s). */
+static measureme_result_t
+ask(int i, int ip, double t, uint32_t dur)
+{
+  measureme_request_t r = {100, dur, {1, 2, 3, 4, 5, 6, 7, 8}};
+  measureme_request_encode(X.body, &r);
+  return measureme_request_at(&X.circ[i], &X.ip[ip], X.body, sizeof(X.body),
+                              (uint64_t)(t * 1e6) + 1000000);
+}
+
+static void
+closing(int i)
+{
+  measureme_circuit_closing(&X.circ[i].base);
+}
+
+static off_t
+file_size(const char *name)
+{
+  char *p = pc_asprintf("%s/%s", X.dir, name);
+  struct stat st;
+  off_t n = stat(p, &st) == 0 ? st.st_size : -1;
+  free(p);
+  return n;
+}
+
+START_TEST(test_off_by_default)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  ck_assert_int_eq(cfg.enabled, 0);
+  mm_setup(&cfg);
+  ck_assert_int_eq(ask(0, 0, 0, 0), MEASUREME_REFUSED_DISABLED);
+  ck_assert_uint_eq(measureme_n_active(), 0);
+  ck_assert_int_eq(file_size("measureme.jsonl"), -1);
+  /* Turned on by SIGHUP: accepted; off again: stopped. */
+  cfg.enabled = 1;
+  measureme_configure(&cfg);
+  ck_assert_int_eq(ask(0, 0, 1, 0), MEASUREME_ACCEPTED);
+  ck_assert_uint_eq(measureme_n_active(), 1);
+  ck_assert_int_gt(file_size("measureme.jsonl"), 0); /* the first record */
+  cfg.enabled = 0;
+  measureme_configure(&cfg);
+  ck_assert_uint_eq(measureme_n_active(), 0);
+  mm_teardown();
+}
+END_TEST
+
+START_TEST(test_circuit_limits)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  cfg.enabled = 1;
+  mm_setup(&cfg);
+  ck_assert_int_eq(ask(0, 0, 0, 1), MEASUREME_ACCEPTED);
+  /* One measurement at a time. */
+  ck_assert_int_eq(ask(0, 0, 0.5, 1), MEASUREME_REFUSED_BUSY);
+  /* Its duration ends at the tick after 1 s. */
+  measureme_tick_at(2200000);
+  ck_assert_uint_eq(measureme_n_active(), 0);
+  /* The circuit's bucket: MEASUREME_CIRC_BURST requests, then one per
+   * MEASUREME_CIRC_REFILL_S seconds. */
+  double t = 2;
+  for (int k = 1; k < MEASUREME_CIRC_BURST; k++) {
+    ck_assert_int_eq(ask(0, 0, t, 1), MEASUREME_ACCEPTED);
+    measureme_tick_at((uint64_t)((t + 2.2) * 1e6));
+    t += 2.5;
+  }
+  ck_assert_int_eq(ask(0, 0, t, 1), MEASUREME_REFUSED_CIRCUIT_RATE);
+  ck_assert_int_eq(ask(0, 0, t + MEASUREME_CIRC_REFILL_S, 1),
+                   MEASUREME_ACCEPTED);
+  /* Another circuit of the same client is not affected. */
+  ck_assert_int_eq(ask(1, 0, t, 0), MEASUREME_ACCEPTED);
+  /* The state is counted for MaxMemInQueues while the circuit lives,
+   * and goes with it. */
+  ck_assert_uint_gt(measureme_circuit_mem(&X.circ[0].base), 0);
+  ck_assert_uint_eq(measureme_circuit_mem(&X.circ[2].base), 0);
+  closing(0);
+  ck_assert_uint_eq(measureme_circuit_mem(&X.circ[0].base), 0);
+  measureme_stats_t st;
+  measureme_get_stats(&st);
+  ck_assert_uint_eq(st.n_circuits_known, 1);
+  ck_assert_uint_eq(st.n_by_result[MEASUREME_REFUSED_BUSY], 1);
+  ck_assert_uint_eq(st.n_by_result[MEASUREME_REFUSED_CIRCUIT_RATE], 1);
+  mm_teardown();
+}
+END_TEST
+
+START_TEST(test_client_limits)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  cfg.enabled = 1;
+  cfg.client_burst = 5;
+  cfg.client_rate = 60; /* one a second */
+  mm_setup(&cfg);
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(ask(i, 0, 0, 0), MEASUREME_ACCEPTED);
+  ck_assert_int_eq(ask(5, 0, 0, 0), MEASUREME_REFUSED_CLIENT_RATE);
+  /* Another address has its own bucket. */
+  ck_assert_int_eq(ask(6, 1, 0, 0), MEASUREME_ACCEPTED);
+  /* One more a second. */
+  ck_assert_int_eq(ask(5, 0, 1.01, 0), MEASUREME_ACCEPTED);
+  ck_assert_int_eq(ask(7, 0, 1.02, 0), MEASUREME_REFUSED_CLIENT_RATE);
+  measureme_shutdown();
+  evloop_free(X.loop);
+
+  /* At most MEASUREME_MAX_PER_CLIENT measured at once per address,
+   * MEASUREME_MAX_CIRCUITS in all. */
+  cfg.client_burst = 10000;
+  cfg.client_rate = 60000;
+  X.loop = evloop_new();
+  measureme_init(X.loop, X.dir, &cfg);
+  for (int i = 0; i < MEASUREME_MAX_PER_CLIENT; i++)
+    ck_assert_int_eq(ask(i, 0, 0, 0), MEASUREME_ACCEPTED);
+  ck_assert_int_eq(ask(MEASUREME_MAX_PER_CLIENT, 0, 0, 0),
+                   MEASUREME_REFUSED_CLIENT_MAX);
+  closing(3);
+  ck_assert_int_eq(ask(MEASUREME_MAX_PER_CLIENT, 0, 0, 0),
+                   MEASUREME_ACCEPTED);
+  /* Four addresses fill the global table. */
+  int next = MEASUREME_MAX_PER_CLIENT + 1;
+  for (int ip = 1; ip < 4; ip++)
+    for (int k = 0; k < MEASUREME_MAX_PER_CLIENT; k++)
+      ck_assert_int_eq(ask(next++, ip, 0, 0), MEASUREME_ACCEPTED);
+  ck_assert_uint_eq(measureme_n_active(), MEASUREME_MAX_CIRCUITS);
+  ck_assert_int_eq(ask(next, 3, 0, 0), MEASUREME_REFUSED_FULL);
+  measureme_stats_t st;
+  measureme_get_stats(&st);
+  ck_assert_uint_eq(st.n_clients_known, 4);
+  ck_assert_uint_le(st.mem_bytes, MEASUREME_MAX_CIRCUITS * 256 + 4 * 64);
+  /* A tick costs one look per measured circuit: 256 records written. */
+  uint64_t before = measureme_n_records();
+  measureme_tick_at(1200000);
+  ck_assert_uint_eq(measureme_n_records() - before, MEASUREME_MAX_CIRCUITS);
+  for (int i = 0; i < next; i++)
+    closing(i);
+  ck_assert_uint_eq(measureme_n_active(), 0);
+  measureme_get_stats(&st);
+  ck_assert_uint_eq(st.n_circuits_known, 0);
+  /* Idle clients with full buckets are forgotten by the sweep. */
+  measureme_tick_at(1200000 + 3600 * 1000000ULL);
+  measureme_get_stats(&st);
+  ck_assert_uint_eq(st.n_clients_known, 0);
+  mm_teardown();
+}
+END_TEST
+
+START_TEST(test_rotation)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  cfg.enabled = 1;
+  cfg.log_max_size = 8192;
+  mm_setup(&cfg);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(ask(i, 0, 0, 0), MEASUREME_ACCEPTED);
+  /* Records of about 400 bytes (no channels), four per tick: 40 ticks
+   * write over 60 kB. */
+  for (int k = 1; k <= 40; k++)
+    measureme_tick_at(1000000 + (uint64_t)k * 100000);
+  measureme_stats_t st;
+  measureme_get_stats(&st);
+  ck_assert_uint_ge(st.n_rotations, 3);
+  off_t cur = file_size("measureme.jsonl"), old = file_size("measureme.jsonl.1");
+  ck_assert_int_ge(old, 8192);
+  ck_assert_int_lt(old, 8192 + 2048);
+  ck_assert_int_lt(cur, 8192);
+  /* Both files hold whole JSON lines. */
+  char *p = pc_asprintf("%s/measureme.jsonl.1", X.dir);
+  FILE *f = fopen(p, "r");
+  free(p);
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof(line), f)) {
+    ck_assert(line[0] == '{');
+    ck_assert(!strcmp(line + strlen(line) - 2, "}\n"));
+    n++;
+  }
+  fclose(f);
+  ck_assert_int_ge(n, 10);
+  mm_teardown();
+}
+END_TEST
+
 Suite *
 suite_measureme(void)
 {
@@ -72,5 +317,11 @@ suite_measureme(void)
   tcase_add_test(tc, test_encode_known_bytes);
   tcase_add_test(tc, test_parse_rejects);
   suite_add_tcase(s, tc);
+  TCase *tl = tcase_create("limits");
+  tcase_add_test(tl, test_off_by_default);
+  tcase_add_test(tl, test_circuit_limits);
+  tcase_add_test(tl, test_client_limits);
+  tcase_add_test(tl, test_rotation);
+  suite_add_tcase(s, tl);
   return s;
 }

@@ -115,6 +115,12 @@ START_TEST(test_defaults)
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
+  /* MeasureMe is off unless the operator turns it on. */
+  const measureme_options_t *mmo = options_module(o, &measureme_conf_module);
+  ck_assert_int_eq(mmo->enabled, 0);
+  ck_assert_uint_eq(mmo->log_max_size, 100ULL * 1024 * 1024);
+  ck_assert_int_eq(mmo->client_rate, 60);
+  ck_assert_int_eq(mmo->client_burst, 120);
   ck_assert_int_eq(o->dir_authorities.n, 0);
   ck_assert_int_eq(o->my_family.n, 0);
   ck_assert_int_eq(o->publish_server_descriptor, 1);
@@ -617,6 +623,19 @@ START_TEST(test_directory_options)
   char *e2 = parse_bad("MaxMemInQueues 1 MB\n", 0, NULL);
   assert_has(e2, "MaxMemInQueues");
   free(e2);
+  /* MeasureMe limits. */
+  o = parse_ok("MeasureMeLogMaxSize 2 MB\nMeasureMeClientRate 5\n", 0, NULL);
+  const measureme_options_t *mmo =
+      options_module(o, &measureme_conf_module);
+  ck_assert_uint_eq(mmo->log_max_size, 2ULL * 1024 * 1024);
+  ck_assert_int_eq(mmo->client_rate, 5);
+  options_free(o);
+  e2 = parse_bad("MeasureMeLogMaxSize 1 KB\n", 0, NULL);
+  assert_has(e2, "MeasureMeLogMaxSize");
+  free(e2);
+  e2 = parse_bad("MeasureMeClientBurst 0\n", 0, NULL);
+  assert_has(e2, "MeasureMeClientBurst");
+  free(e2);
   e2 = parse_bad("SocksPort 70000\n", 0, NULL);
   assert_has(e2, "SocksPort must be 0, PORT or ADDRESS:PORT");
   free(e2);
@@ -913,7 +932,7 @@ START_TEST(test_typed_values)
   ck_assert_int_eq(co->client_ux, CFX_UX_HIGH_THROUGHPUT);
   ck_assert_int_eq(co->max_ooo, 10000);
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
-  ck_assert_int_eq(mo->enabled, 1);
+  ck_assert_int_eq(mo->enabled, 0); /* off unless the operator enables it */
   ck_assert_int_eq(mo->hops, 0);
   options_free(o);
 

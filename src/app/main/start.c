@@ -91,16 +91,29 @@ static struct {
 } A;
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
-static uint8_t *
-own_descriptor(const char *path, size_t *len, void *arg)
+/* MeasureMe's settings from the options. */
+static void
+measureme_config(const options_t *o, measureme_config_t *out)
+{
+  const measureme_options_t *mo = options_module(o, &measureme_conf_module);
+  measureme_config_default(out);
+  out->enabled = mo->enabled;
+  if (mo->log_max_size)
+    out->log_max_size = mo->log_max_size;
+  out->client_rate = (unsigned)mo->client_rate;
+  out->client_burst = (unsigned)mo->client_burst;
+}
+
+static dircache_doc_t *
+own_descriptor(const char *path, void *arg)
 {
   (void)path;
   (void)arg;
   const char *d = A.pub ? publish_descriptor(A.pub) : NULL;
   if (!d)
     return NULL;
-  *len = strlen(d);
-  return pc_memdup(d, *len);
+  size_t len = strlen(d);
+  return dircache_doc_new(pc_memdup(d, len), len, 0);
 }
 
 static void
@@ -1150,11 +1163,11 @@ app_start(evloop_t *loop, const options_t *opts)
   if (apply_ipsec(opts) < 0)
     return -1;
   extend_init(allow_private(opts));
-  dircache_init();
+  dircache_init(loop);
   dircache_register("/tor/server/authority", own_descriptor, NULL);
-  measureme_init(loop, opts->data_directory,
-                 ((const measureme_options_t *)options_module(
-                      opts, &measureme_conf_module))->enabled);
+  measureme_config_t mmc;
+  measureme_config(opts, &mmc);
+  measureme_init(loop, opts->data_directory, &mmc);
   exit_config_t no_exit;
   memset(&no_exit, 0, sizeof(no_exit));
   exit_init(loop, &no_exit);
@@ -1216,8 +1229,9 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
   apply_scheduler(new_opts);
-  measureme_configure(((const measureme_options_t *)options_module(
-                           new_opts, &measureme_conf_module))->enabled);
+  measureme_config_t mmc;
+  measureme_config(new_opts, &mmc);
+  measureme_configure(&mmc);
   apply_conflux_options(new_opts);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       new_opts->per_circuit_tcp_max_connections !=

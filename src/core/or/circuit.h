@@ -209,7 +209,7 @@ uint64_t circuits_max_mem_for_ram(uint64_t ram_bytes);
  * circuit's extra bytes are the sum. Adding a function already present,
  * or removing one that is not, does nothing; adding past the maximum
  * returns -1. */
-#define CIRCUITS_MAX_EXTRA_MEM_FNS 4
+#define CIRCUITS_MAX_EXTRA_MEM_FNS 8
 typedef size_t (*circuit_extra_mem_fn)(circuit_t *circ);
 int circuits_add_extra_mem_fn(circuit_extra_mem_fn fn);
 void circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn);

@@ -1,26 +1,40 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dircache.c -- HTTP GET over BEGIN_DIR streams (see dircache.h).
  *
- * Each BEGIN_DIR stream gets a small request object: the request bytes are
- * collected (at most DIR_REQUEST_MAX, else 400) until the blank line, the
- * path is looked up, and the whole response is produced at once and then
- * sent as the circuit and stream windows allow, continuing from
+ * Streams. A BEGIN_DIR stream gets a small record (dirstream_t) at once:
+ * what the idle sweep and the per-circuit limit need. The request object
+ * (dirreq_t) is made when the first bytes arrive; the request text grows
+ * in a buffer doubled as needed up to DIR_REQUEST_MAX (else 400) and is
+ * freed as soon as the blank line has come and the answer is chosen. The
+ * answer is then a header of a few hundred bytes and a reference to a
+ * shared document: the header is sent, then the document's body (or its
+ * compressed form) straight from the shared copy, as far as the circuit
+ * and stream windows allow (edge_stream_send), continuing from
  * on_writable. When everything is sent the stream is ended with reason
- * DONE. Requests other than GET, or without a blank line within the size
- * limit, get "400 Bad request".
+ * DONE. A client that never sends SENDMEs therefore holds one window of
+ * cells in the circuit queue (counted there) and a reference here, never
+ * a copy of the document.
+ *
+ * Idle streams: every record sits in one list ordered by its last
+ * activity (moved to the tail on every byte received or sent), so the
+ * sweep, once a second while streams exist, only looks at the head.
+ *
+ * Per-circuit limit: counted on the circuit's edge (edge_sum_streams over
+ * the streams whose owner is this module) when a BEGIN_DIR arrives.
  *
  * Encoding (dir-spec 6.1, as tor's caches choose): the methods the
  * request's Accept-Encoding names, plus deflate for a ".z" URL; of those,
- * lzma > zstd > deflate > gzip for the consensus and certificates, which
- * are compressed once and kept in a small cache keyed by the body's
- * SHA-256; zstd > deflate > gzip for descriptor lists, compressed per
- * request; identity when the client names nothing we have.
+ * lzma > zstd > deflate > gzip for shared documents (the consensus and
+ * certificates), compressed once per document and kept with it;
+ * zstd > deflate > gzip for per-request documents (descriptor lists);
+ * identity when the client names nothing we have.
  */
 #include "feature/dircache/dircache.h"
+#include "core/or/circuit.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "lib/compress/compress.h"
-#include "lib/crypt/digest.h"
+#include "lib/container/dlist.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -29,10 +43,137 @@
 #include <string.h>
 #include <strings.h>
 
-#define DIR_REQUEST_MAX 8192
 #define PC_STR_(x) #x
 #define PC_STR(x) PC_STR_(x)
 #define DIR_PROVIDERS_MAX 32
+#define DIR_REQUEST_INITIAL 512
+#define DIR_SWEEP_INTERVAL_USEC 1000000ULL
+
+/* ---- shared documents -------------------------------------------- */
+
+struct dircache_doc_t {
+  unsigned refs;
+  int shared;
+  int retired;  /* no provider holds it: readers are charged for it */
+  uint8_t *body;        /* NULL once dropped (see answer_request) */
+  size_t len;
+  uint8_t *z[COMPRESS_N_METHODS]; /* compressed forms, made on first use */
+  size_t zlen[COMPRESS_N_METHODS];
+  int zfailed[COMPRESS_N_METHODS];
+};
+
+static struct {
+  unsigned n;
+  size_t bytes;
+  size_t private_bytes; /* of documents made for one request */
+} docs_alive;
+
+dircache_doc_t *
+dircache_doc_new(uint8_t *body, size_t len, int shared)
+{
+  dircache_doc_t *d = pc_zalloc(sizeof(*d));
+  d->refs = 1;
+  d->shared = shared;
+  d->body = body;
+  d->len = len;
+  docs_alive.n++;
+  docs_alive.bytes += sizeof(*d) + len;
+  if (!shared)
+    docs_alive.private_bytes += sizeof(*d) + len;
+  return d;
+}
+
+dircache_doc_t *
+dircache_doc_ref(dircache_doc_t *d)
+{
+  d->refs++;
+  return d;
+}
+
+size_t
+dircache_doc_mem(const dircache_doc_t *d)
+{
+  size_t n = sizeof(*d) + (d->body ? d->len : 0);
+  for (int m = 0; m < COMPRESS_N_METHODS; m++)
+    n += d->zlen[m];
+  return n;
+}
+
+void
+dircache_doc_unref(dircache_doc_t *d)
+{
+  if (!d || --d->refs)
+    return;
+  docs_alive.n--;
+  docs_alive.bytes -= dircache_doc_mem(d);
+  if (!d->shared)
+    docs_alive.private_bytes -= dircache_doc_mem(d);
+  free(d->body);
+  for (int m = 0; m < COMPRESS_N_METHODS; m++)
+    free(d->z[m]);
+  free(d);
+}
+
+void
+dircache_doc_retire(dircache_doc_t *d)
+{
+  if (!d)
+    return;
+  d->retired = 1;
+  dircache_doc_unref(d);
+}
+
+size_t
+dircache_doc_len(const dircache_doc_t *d)
+{
+  return d->len;
+}
+
+unsigned
+dircache_doc_refcount(const dircache_doc_t *d)
+{
+  return d->refs;
+}
+
+void
+dircache_docs_alive(unsigned *n_docs, size_t *bytes)
+{
+  *n_docs = docs_alive.n;
+  *bytes = docs_alive.bytes;
+}
+
+static dircache_stats_t stats;
+
+/* The body of d in method m (made now if needed): 0, or -1 if compressing
+ * failed (then identity is used). */
+static int
+doc_encoded(dircache_doc_t *d, compress_method_t m, const uint8_t **p,
+            size_t *len)
+{
+  if (m == COMPRESS_NONE) {
+    *p = d->body;
+    *len = d->len;
+    return 0;
+  }
+  if (d->zfailed[m])
+    return -1;
+  if (d->z[m]) {
+    stats.n_compress_cached++;
+  } else if (compress_buf(m, d->body, d->len, &d->z[m], &d->zlen[m]) < 0) {
+    d->zfailed[m] = 1;
+    d->z[m] = NULL;
+    return -1;
+  } else {
+    docs_alive.bytes += d->zlen[m];
+    if (!d->shared)
+      docs_alive.private_bytes += d->zlen[m];
+  }
+  *p = d->z[m];
+  *len = d->zlen[m];
+  return 0;
+}
+
+/* ---- providers ---------------------------------------------------- */
 
 typedef struct provider_t {
   char *path;
@@ -43,17 +184,6 @@ typedef struct provider_t {
 
 static provider_t providers[DIR_PROVIDERS_MAX];
 static int n_providers;
-static dircache_stats_t stats;
-
-static void zcache_clear(void);
-
-typedef struct dirreq_t {
-  edge_stream_t *stream;
-  char req[DIR_REQUEST_MAX + 1];
-  size_t req_len;
-  uint8_t *resp;       /* NULL until the request is complete */
-  size_t resp_len, resp_sent;
-} dirreq_t;
 
 static void
 register_provider(const char *path, int is_prefix, dircache_provider_fn fn,
@@ -90,53 +220,6 @@ dircache_register_prefix(const char *prefix, dircache_provider_fn fn,
   register_provider(prefix, 1, fn, arg);
 }
 
-void
-dircache_shutdown(void)
-{
-  for (int i = 0; i < n_providers; i++)
-    free(providers[i].path);
-  n_providers = 0;
-  zcache_clear();
-}
-
-void
-dircache_get_stats(dircache_stats_t *out)
-{
-  *out = stats;
-}
-
-static void
-dirreq_free(dirreq_t *d)
-{
-  free(d->resp);
-  free(d);
-}
-
-/* A whole HTTP answer: status line, headers, body. New buffer. */
-static uint8_t *
-make_response(const char *status, const uint8_t *body, size_t blen,
-              const char *encoding, size_t *len)
-{
-  char hdr[200];
-  int h = snprintf(hdr, sizeof(hdr),
-                   "HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
-                   "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
-                   status, encoding, blen);
-  uint8_t *resp = pc_malloc((size_t)h + blen);
-  memcpy(resp, hdr, (size_t)h);
-  if (blen)
-    memcpy(resp + h, body, blen);
-  *len = (size_t)h + blen;
-  return resp;
-}
-
-static void
-set_response(dirreq_t *d, const char *status)
-{
-  d->resp = make_response(status, NULL, 0, "identity", &d->resp_len);
-  d->resp_sent = 0;
-}
-
 /* The provider for path: an exact registration, else the longest prefix. */
 static const provider_t *
 find_provider(const char *path)
@@ -157,19 +240,33 @@ find_provider(const char *path)
   return best;
 }
 
-/* Send what the windows allow; end the stream when done. Returns 1 if the
- * stream was ended (and d freed). */
-static int
-pump(dirreq_t *d)
+/* ---- answers ------------------------------------------------------ */
+
+/* What to send: a header, then (maybe) a document in one encoding. */
+typedef struct answer_t {
+  char *hdr;
+  size_t hdr_len;
+  dircache_doc_t *doc; /* NULL: header only */
+  const uint8_t *body; /* doc's body in the chosen encoding */
+  size_t body_len;
+} answer_t;
+
+static void
+answer_clear(answer_t *a)
 {
-  d->resp_sent += edge_stream_send(d->stream, d->resp + d->resp_sent,
-                                    d->resp_len - d->resp_sent);
-  if (d->resp_sent < d->resp_len)
-    return 0;
-  edge_stream_t *s = d->stream;
-  dirreq_free(d);
-  edge_stream_end(s, END_STREAM_REASON_DONE);
-  return 1;
+  free(a->hdr);
+  dircache_doc_unref(a->doc);
+  memset(a, 0, sizeof(*a));
+}
+
+static void
+answer_status(answer_t *a, const char *status, const char *encoding,
+              size_t blen)
+{
+  a->hdr = pc_asprintf("HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
+                       "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+                       status, encoding, blen);
+  a->hdr_len = strlen(a->hdr);
 }
 
 /* The value of header name in the request (case-insensitive name), or
@@ -201,80 +298,22 @@ request_header(const char *req, const char *name, char *out, size_t outlen)
   return NULL;
 }
 
-/* A cache of compressed answers: a consensus is asked for by every client
- * and changes once an interval, and lzma at preset 6 costs far more than
- * reading the file. Entries are found by the SHA-256 of the uncompressed
- * body and the method, so a changed document simply misses; the least
- * recently used entry is replaced. */
-#define ZCACHE_SIZE 8
-static struct zcache_entry {
-  uint8_t digest[DIGEST_SHA256_LEN];
-  compress_method_t method;
-  uint8_t *z;
-  size_t zlen;
-  uint64_t last_used;
-} zcache[ZCACHE_SIZE];
-static uint64_t zcache_clock;
-
+/* Choose the answer to a complete request. */
 static void
-zcache_clear(void)
-{
-  for (int i = 0; i < ZCACHE_SIZE; i++) {
-    free(zcache[i].z);
-    memset(&zcache[i], 0, sizeof(zcache[i]));
-  }
-}
-
-/* body compressed with m, from the cache or made now (*z is the cache's:
- * do not free). Returns 0, or -1 if compression failed. */
-static int
-compressed_body(const uint8_t *body, size_t len, compress_method_t m,
-                const uint8_t **z, size_t *zlen)
-{
-  uint8_t dg[DIGEST_SHA256_LEN];
-  crypt_sha256(dg, body, len);
-  int victim = 0;
-  for (int i = 0; i < ZCACHE_SIZE; i++) {
-    if (zcache[i].z && zcache[i].method == m &&
-        !memcmp(zcache[i].digest, dg, sizeof(dg))) {
-      zcache[i].last_used = ++zcache_clock;
-      stats.n_compress_cached++;
-      *z = zcache[i].z;
-      *zlen = zcache[i].zlen;
-      return 0;
-    }
-    if (zcache[i].last_used < zcache[victim].last_used)
-      victim = i;
-  }
-  uint8_t *out = NULL;
-  size_t outlen = 0;
-  if (compress_buf(m, body, len, &out, &outlen) < 0)
-    return -1;
-  struct zcache_entry *e = &zcache[victim];
-  free(e->z);
-  memcpy(e->digest, dg, sizeof(dg));
-  e->method = m;
-  e->z = out;
-  e->zlen = outlen;
-  e->last_used = ++zcache_clock;
-  *z = out;
-  *zlen = outlen;
-  return 0;
-}
-
-uint8_t *
-dircache_answer(const char *req, size_t *len)
+answer_request(const char *req, answer_t *a)
 {
   /* A path may fill the whole request: 92 microdescriptor digests are
    * over 4 kB. */
   char method[8], path[DIR_REQUEST_MAX + 1], version[16];
+  memset(a, 0, sizeof(*a));
   stats.n_requests++;
   if (sscanf(req, "%7s %" PC_STR(DIR_REQUEST_MAX) "s %15s", method, path,
              version) != 3 ||
       strcmp(method, "GET") || strncmp(version, "HTTP/1.", 7)) {
     stats.n_bad_request++;
     log_info("Bad directory request");
-    return make_response("400 Bad request", NULL, 0, "identity", len);
+    answer_status(a, "400 Bad request", "identity", 0);
+    return;
   }
   size_t plen = strlen(path);
   int want_z = plen > 2 && !strcmp(path + plen - 2, ".z");
@@ -288,66 +327,241 @@ dircache_answer(const char *req, size_t *len)
   if (want_z)
     mask |= 1u << COMPRESS_ZLIB;
   const provider_t *p = find_provider(path);
-  size_t blen = 0;
-  uint8_t *body = p ? p->fn(path, &blen, p->arg) : NULL;
-  if (!body) {
+  dircache_doc_t *doc = p ? p->fn(path, p->arg) : NULL;
+  if (!doc) {
     stats.n_not_found++;
     log_info("Directory request for %s: not found", path);
-    return make_response("404 Not found", NULL, 0, "identity", len);
+    answer_status(a, "404 Not found", "identity", 0);
+    return;
+  }
+  if (!doc->shared && docs_alive.private_bytes > DIRCACHE_PRIVATE_BYTES_MAX) {
+    dircache_doc_unref(doc);
+    stats.n_busy++;
+    log_info("Directory request for %s: busy (%zu bytes of answers made "
+             "per request are held)", path, docs_alive.private_bytes);
+    answer_status(a, "503 Directory busy, try again later", "identity", 0);
+    return;
   }
   stats.n_ok++;
-  /* Documents many clients fetch whole (consensus, certificates) are
-   * compressed once and cached, so they get the smallest encoding;
-   * descriptor lists differ per request and get the cheap one. */
-  int precompressed = !strncmp(path, "/tor/status-vote/", 17) ||
-                      !strncmp(path, "/tor/keys/", 10);
-  compress_method_t m = compress_choose(mask, precompressed);
-  const uint8_t *z = NULL;
-  size_t zlen = 0;
-  if (m != COMPRESS_NONE && compressed_body(body, blen, m, &z, &zlen) < 0)
+  compress_method_t m = compress_choose(mask, doc->shared);
+  if (doc_encoded(doc, m, &a->body, &a->body_len) < 0) {
     m = COMPRESS_NONE;
-  if (m == COMPRESS_NONE) {
-    z = body;
-    zlen = blen;
+    doc_encoded(doc, m, &a->body, &a->body_len);
+  }
+  if (!doc->shared && doc->refs == 1 && m != COMPRESS_NONE) {
+    /* Made for this request alone: only the encoded form is sent. */
+    docs_alive.bytes -= doc->len;
+    docs_alive.private_bytes -= doc->len;
+    PC_FREE(doc->body);
   }
   stats.n_by_method[m]++;
   log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
-           blen, compress_method_name(m), zlen);
-  uint8_t *resp = make_response("200 OK", z, zlen, compress_method_name(m),
-                                len);
-  free(body);
-  return resp;
+           doc->len, compress_method_name(m), a->body_len);
+  a->doc = doc;
+  answer_status(a, "200 OK", compress_method_name(m), a->body_len);
+}
+
+uint8_t *
+dircache_answer(const char *req, size_t *len)
+{
+  answer_t a;
+  answer_request(req, &a);
+  uint8_t *out = pc_malloc(a.hdr_len + a.body_len + 1);
+  memcpy(out, a.hdr, a.hdr_len);
+  if (a.body_len)
+    memcpy(out + a.hdr_len, a.body, a.body_len);
+  *len = a.hdr_len + a.body_len;
+  answer_clear(&a);
+  return out;
+}
+
+/* ---- streams ------------------------------------------------------ */
+
+/* Made when the first bytes arrive. */
+typedef struct dirreq_t {
+  char *buf;        /* the request so far, NUL-terminated; NULL once parsed */
+  size_t len, cap;
+  answer_t ans;     /* valid once answering */
+  int answering;
+  size_t sent;      /* bytes of header + body sent */
+} dirreq_t;
+
+/* Made at BEGIN_DIR: small. */
+typedef struct dirstream_t {
+  edge_stream_t *stream;
+  dlist_node_t node;       /* in S.streams, oldest activity first */
+  uint64_t last_active_us;
+  dirreq_t *req;           /* NULL until bytes arrive */
+} dirstream_t;
+
+static struct {
+  evloop_t *loop;
+  evloop_timer_t *sweep;
+  dlist_t streams;
+  int inited;
+} S;
+
+static const edge_stream_ops_t dir_ops;
+
+static uint64_t
+now_us(void)
+{
+  return S.loop ? evloop_now_us(S.loop) : 0;
 }
 
 static void
-answer(dirreq_t *d)
+touch(dirstream_t *ds)
 {
-  log_debug("Directory request on stream %u", edge_stream_id(d->stream));
-  d->resp = dircache_answer(d->req, &d->resp_len);
-  d->resp_sent = 0;
+  ds->last_active_us = now_us();
+  dlist_remove(&ds->node);
+  dlist_insert_tail(&S.streams, &ds->node);
+}
+
+static void
+dirstream_free(dirstream_t *ds)
+{
+  dlist_remove(&ds->node);
+  if (ds->req) {
+    free(ds->req->buf);
+    answer_clear(&ds->req->ans);
+    free(ds->req);
+  }
+  free(ds);
+  stats.n_streams--;
+  if (dlist_is_empty(&S.streams) && S.sweep)
+    evloop_timer_cancel(S.sweep);
+}
+
+/* Private bytes of one stream plus its share of a retired document. */
+static size_t
+dirstream_mem(void *arg)
+{
+  const dirstream_t *ds = arg;
+  size_t n = sizeof(*ds);
+  const dirreq_t *r = ds->req;
+  if (!r)
+    return n;
+  n += sizeof(*r) + r->cap + r->ans.hdr_len;
+  const dircache_doc_t *d = r->ans.doc;
+  if (d && (d->retired || !d->shared))
+    n += (dircache_doc_mem(d) + d->refs - 1) / d->refs;
+  return n;
+}
+
+static size_t
+count_one(void *arg)
+{
+  (void)arg;
+  return 1;
+}
+
+size_t
+dircache_edge_mem(const edge_t *e)
+{
+  return e ? edge_sum_streams(e, &dir_ops, dirstream_mem) : 0;
+}
+
+unsigned
+dircache_edge_streams(const edge_t *e)
+{
+  return e ? (unsigned)edge_sum_streams(e, &dir_ops, count_one) : 0;
+}
+
+static size_t
+dircache_circuit_mem(circuit_t *c)
+{
+  or_circuit_t *oc = TO_OR_CIRCUIT(c);
+  return oc ? dircache_edge_mem(oc->edge) : 0;
+}
+
+/* Send what the windows allow; end the stream when done. Returns 1 if the
+ * stream was ended (and ds freed). */
+static int
+pump(dirstream_t *ds)
+{
+  dirreq_t *r = ds->req;
+  answer_t *a = &r->ans;
+  for (;;) {
+    const uint8_t *p;
+    size_t n;
+    if (r->sent < a->hdr_len) {
+      p = (const uint8_t *)a->hdr + r->sent;
+      n = a->hdr_len - r->sent;
+    } else if (r->sent - a->hdr_len < a->body_len) {
+      p = a->body + (r->sent - a->hdr_len);
+      n = a->body_len - (r->sent - a->hdr_len);
+    } else {
+      break;
+    }
+    size_t w = edge_stream_send(ds->stream, p, n);
+    if (w)
+      touch(ds);
+    r->sent += w;
+    if (w < n)
+      return 0; /* the windows are closed: on_writable continues */
+  }
+  edge_stream_t *s = ds->stream;
+  dirstream_free(ds);
+  edge_stream_end(s, END_STREAM_REASON_DONE);
+  return 1;
+}
+
+static void
+start_answer(dirstream_t *ds, const char *bad_status)
+{
+  dirreq_t *r = ds->req;
+  if (bad_status) {
+    stats.n_requests++;
+    stats.n_bad_request++;
+    memset(&r->ans, 0, sizeof(r->ans));
+    answer_status(&r->ans, bad_status, "identity", 0);
+  } else {
+    log_debug("Directory request on stream %u", edge_stream_id(ds->stream));
+    answer_request(r->buf, &r->ans);
+  }
+  PC_FREE(r->buf);
+  r->len = r->cap = 0;
+  r->answering = 1;
+  r->sent = 0;
+  pump(ds);
 }
 
 static void
 on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
 {
-  dirreq_t *d = arg;
+  dirstream_t *ds = arg;
   (void)s;
-  if (d->resp)
+  touch(ds);
+  if (!ds->req)
+    ds->req = pc_zalloc(sizeof(*ds->req));
+  dirreq_t *r = ds->req;
+  if (r->answering)
     return; /* request already complete: ignore trailing bytes */
-  if (d->req_len + len > DIR_REQUEST_MAX) {
-    stats.n_requests++;
-    stats.n_bad_request++;
-    set_response(d, "400 Request too long");
-    pump(d);
+  if (r->len + len > DIR_REQUEST_MAX) {
+    start_answer(ds, "400 Request too long");
     return;
   }
-  memcpy(d->req + d->req_len, data, len);
-  d->req_len += len;
-  d->req[d->req_len] = '\0';
-  if (!strstr(d->req, "\r\n\r\n"))
+  if (r->len + len + 1 > r->cap) {
+    size_t cap = r->cap ? r->cap : DIR_REQUEST_INITIAL;
+    while (cap < r->len + len + 1)
+      cap *= 2;
+    if (cap > DIR_REQUEST_MAX + 1)
+      cap = DIR_REQUEST_MAX + 1;
+    r->buf = pc_realloc(r->buf, cap);
+    r->cap = cap;
+  }
+  memcpy(r->buf + r->len, data, len);
+  r->len += len;
+  r->buf[r->len] = '\0';
+  /* Only the new bytes and the three before them can complete it. */
+  size_t from = r->len - len > 3 ? r->len - len - 3 : 0;
+  if (strlen(r->buf + from) != r->len - from) {
+    start_answer(ds, "400 Bad request"); /* a NUL in the request */
     return;
-  answer(d);
-  pump(d);
+  }
+  if (!strstr(r->buf + from, "\r\n\r\n"))
+    return;
+  start_answer(ds, NULL);
 }
 
 static void
@@ -355,20 +569,100 @@ on_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   (void)s;
   (void)reason;
-  dirreq_free(arg);
+  dirstream_free(arg);
 }
 
 static void
 on_writable(edge_stream_t *s, void *arg)
 {
   (void)s;
-  dirreq_t *d = arg;
-  if (d->resp)
-    pump(d);
+  dirstream_t *ds = arg;
+  if (ds->req && ds->req->answering)
+    pump(ds);
 }
 
 static const edge_stream_ops_t dir_ops = {on_data, on_end, on_writable, NULL,
                                            NULL};
+
+static void
+refused_data(edge_stream_t *s, const uint8_t *d, size_t n, void *arg)
+{
+  (void)s, (void)d, (void)n, (void)arg;
+}
+static void
+refused_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  (void)s, (void)reason, (void)arg;
+}
+/* A refused stream lives only between its creation and its END. */
+static const edge_stream_ops_t refused_ops = {refused_data, refused_end,
+                                               NULL, NULL, NULL};
+
+static void
+sweep_cb(void *arg)
+{
+  (void)arg;
+  dircache_sweep_idle(now_us());
+}
+
+unsigned
+dircache_sweep_idle(uint64_t now)
+{
+  unsigned n = 0;
+  dlist_node_t *nd;
+  while ((nd = dlist_first(&S.streams)) != NULL) {
+    dirstream_t *ds = DLIST_ENTRY(nd, dirstream_t, node);
+    if (ds->last_active_us + DIRCACHE_IDLE_TIMEOUT_USEC > now)
+      break;
+    edge_stream_t *s = ds->stream;
+    log_info("Ending directory stream %u: idle for %llu s",
+             edge_stream_id(s),
+             (unsigned long long)(DIRCACHE_IDLE_TIMEOUT_USEC / 1000000));
+    dirstream_free(ds);
+    edge_stream_end(s, END_STREAM_REASON_TIMEOUT);
+    stats.n_streams_timed_out++;
+    n++;
+  }
+  return n;
+}
+
+edge_stream_t *
+dircache_stream_open(edge_t *e, uint16_t id, int *refused)
+{
+  *refused = 0;
+  if (!S.inited) {
+    dlist_init(&S.streams);
+    S.inited = 1;
+  }
+  if (dircache_edge_streams(e) >= DIRCACHE_MAX_STREAMS_PER_CIRCUIT) {
+    /* Open it only to refuse it: END RESOURCELIMIT and a half-closed
+     * record, as for any stream we end (tor refuses streams over its
+     * DoS limits with this reason). */
+    edge_stream_t *r = edge_stream_new(e, id, &refused_ops, NULL);
+    if (!r)
+      return NULL;
+    edge_stream_end(r, END_STREAM_REASON_RESOURCELIMIT);
+    *refused = 1;
+    stats.n_streams_refused++;
+    log_info("Refusing a BEGIN_DIR: %d directory streams on the circuit "
+             "already", DIRCACHE_MAX_STREAMS_PER_CIRCUIT);
+    return NULL;
+  }
+  dirstream_t *ds = pc_zalloc(sizeof(*ds));
+  dlist_node_init(&ds->node);
+  edge_stream_t *s = edge_stream_new(e, id, &dir_ops, ds);
+  if (!s) {
+    free(ds);
+    return NULL;
+  }
+  ds->stream = s;
+  stats.n_streams++;
+  touch(ds);
+  if (S.sweep && !evloop_timer_is_pending(S.sweep))
+    evloop_timer_schedule_periodic(S.sweep, DIR_SWEEP_INTERVAL_USEC);
+  edge_stream_send_msg(s, RELAY_COMMAND_CONNECTED, NULL, 0);
+  return s;
+}
 
 static int
 handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
@@ -376,22 +670,46 @@ handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
 {
   (void)body;
   (void)early;
-  dirreq_t *d = pc_zalloc(sizeof(*d));
-  edge_stream_t *s = relay_stream_new(circ, h->stream_id, &dir_ops, d);
-  if (!s) {
-    free(d);
-    log_info("BEGIN_DIR with stream ID %u that is zero or in use on "
-             "circuit %llu",
-             h->stream_id, (unsigned long long)circ->base.gid);
-    return -1;
-  }
-  d->stream = s;
-  edge_stream_send_msg(s, RELAY_COMMAND_CONNECTED, NULL, 0);
-  return 0;
+  int refused = 0;
+  if (dircache_stream_open(or_circuit_edge(circ), h->stream_id, &refused) ||
+      refused)
+    return 0;
+  log_info("BEGIN_DIR with stream ID %u that is zero or in use on "
+           "circuit %llu",
+           h->stream_id, (unsigned long long)circ->base.gid);
+  return -1;
 }
 
 void
-dircache_init(void)
+dircache_init(evloop_t *loop)
 {
+  if (!S.inited) {
+    dlist_init(&S.streams);
+    S.inited = 1;
+  }
+  S.loop = loop;
+  if (loop && !S.sweep)
+    S.sweep = evloop_timer_new(loop, sweep_cb, NULL);
   relay_register_handler(RELAY_COMMAND_BEGIN_DIR, handle_begin_dir);
+  if (circuits_add_extra_mem_fn(dircache_circuit_mem) < 0)
+    log_warn("Directory streams cannot be counted in MaxMemInQueues: too "
+             "many memory reporters");
+}
+
+void
+dircache_shutdown(void)
+{
+  for (int i = 0; i < n_providers; i++)
+    free(providers[i].path);
+  n_providers = 0;
+  circuits_remove_extra_mem_fn(dircache_circuit_mem);
+  relay_register_handler(RELAY_COMMAND_BEGIN_DIR, NULL);
+  evloop_timer_free(S.sweep);
+  S.loop = NULL;
+}
+
+void
+dircache_get_stats(dircache_stats_t *out)
+{
+  *out = stats;
 }

@@ -2,14 +2,23 @@
 /* measureme.c -- recording per-circuit statistics on request (see
  * measureme.h).
  *
- * Records refer to circuits by gid and look them up at every tick
- * (circuit_find_by_gid), so they never hold a pointer into freed memory; a
- * circuit-close observer writes a last record for the partial interval
- * before the circuit's queues and channels are detached. One timer
- * ticks every MEASUREME_MIN_INTERVAL_MS while anything is measured; each
- * record writes when its own interval has passed. Figures that are totals
- * in core (cells sent, time cells waited) are turned into per-interval
- * values here from the previous record's totals.
+ * State: one mm_circ_t per circuit that asked (found by gid in a hash,
+ * and holding the circuit itself, which the close observer lets go of
+ * before the circuit is freed), one mm_client_t per client address (a
+ * hash on the address). Measured circuits are also on a list that the
+ * timer walks: one tick every MEASUREME_MIN_INTERVAL_MS while anything is
+ * measured, O(1) per measured circuit, each writing when its own interval
+ * has passed. Figures that are totals in core (cells sent, time cells
+ * waited) are turned into per-interval values from the previous record's.
+ *
+ * Rate limits are token buckets in thousandths of a request, refilled
+ * from the time since their last use. A client entry whose bucket is full
+ * and that measures nothing carries no information and is dropped by a
+ * sweep once a minute; a circuit's entry goes with the circuit.
+ *
+ * The record file: written with stdio, its size tracked from the bytes
+ * written; at log_max_size it is renamed to measureme.jsonl.1 and a new
+ * one is started.
  */
 #include "feature/measureme/measureme.h"
 
@@ -26,36 +35,92 @@
 #include "core/or/relay.h"
 #include "core/or/scheduler.h"
 #include "lib/bytes/bytes.h"
+#include "lib/container/dlist.h"
+#include "lib/container/hmap.h"
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/sockstat.h"
 
+#define TOKEN 1000ULL /* one request, in bucket units */
+#define CLIENT_SWEEP_USEC (60 * 1000000ULL)
+
 typedef struct mm_queue_prev_t {
   uint64_t sent, waited_us;
 } mm_queue_prev_t;
 
-typedef struct mm_record_t {
+typedef struct bucket_t {
+  uint64_t tokens;  /* thousandths of a request */
+  uint64_t last_us;
+} bucket_t;
+
+typedef struct mm_client_t {
+  uint8_t key[17];
+  bucket_t bucket;
+  unsigned n_active;
+} mm_client_t;
+
+typedef struct mm_circ_t {
   uint64_t gid;
+  or_circuit_t *circ;
+  mm_client_t *client;  /* while active */
+  bucket_t bucket;
+  int active;
+  dlist_node_t active_node;
   uint8_t label[8];
   uint64_t interval_us, next_us, end_us; /* end 0: until closed */
   uint64_t seq;
   mm_queue_prev_t prev_n, prev_p;
   uint64_t prev_fwd, prev_bwd;
-} mm_record_t;
+} mm_circ_t;
 
 static struct {
   int initialised;
   evloop_t *loop;
-  int enabled;
-  char *path;
+  measureme_config_t cfg;
+  char *path, *path_old;
   FILE *f;
-  int file_full;
-  mm_record_t recs[MEASUREME_MAX_CIRCUITS];
-  unsigned n;
+  uint64_t file_size;
+  hmap_t *circs;    /* gid (8 bytes) -> mm_circ_t */
+  hmap_t *clients;  /* family + address (17 bytes) -> mm_client_t */
+  dlist_t active;
+  unsigned n_active;
   evloop_timer_t *timer;
+  uint64_t last_client_sweep_us;
   uint64_t n_records;
+  measureme_stats_t st;
 } M;
+
+void
+measureme_config_default(measureme_config_t *cfg)
+{
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->log_max_size = MEASUREME_DEFAULT_LOG_MAX_SIZE;
+  cfg->client_rate = MEASUREME_DEFAULT_CLIENT_RATE;
+  cfg->client_burst = MEASUREME_DEFAULT_CLIENT_BURST;
+}
+
+/* Refill b (burst requests, one per refill_us) and take one request. */
+static int
+bucket_take(bucket_t *b, uint64_t burst, uint64_t refill_us, uint64_t now)
+{
+  uint64_t cap = burst * TOKEN;
+  if (now > b->last_us && refill_us) {
+    uint64_t add = (now - b->last_us) * TOKEN / refill_us;
+    b->tokens = add >= cap - b->tokens ? cap : b->tokens + add;
+  }
+  b->last_us = now;
+  if (b->tokens < TOKEN)
+    return -1;
+  b->tokens -= TOKEN;
+  return 0;
+}
+
+static uint64_t
+client_refill_us(void)
+{
+  return M.cfg.client_rate ? 60000000ULL / M.cfg.client_rate : 0;
+}
 
 void
 measureme_request_encode(uint8_t out[MEASUREME_BODY_LEN],
@@ -108,7 +173,28 @@ open_file(void)
     log_warn("MeasureMe: cannot open %s: %s", M.path, strerror(errno));
     return -1;
   }
+  struct stat sb;
+  M.file_size = fstat(fileno(M.f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
   return 0;
+}
+
+/* The file reached its size: keep it as measureme.jsonl.1 and start a
+ * new one (opened with the next record). */
+static void
+rotate_file(void)
+{
+  fclose(M.f);
+  M.f = NULL;
+  if (rename(M.path, M.path_old) < 0) {
+    log_warn("MeasureMe: cannot rename %s to %s: %s; truncating it",
+             M.path, M.path_old, strerror(errno));
+    FILE *t = fopen(M.path, "w");
+    if (t)
+      fclose(t);
+  }
+  M.st.n_rotations++;
+  log_notice("MeasureMe: %s reached %llu bytes; moved to %s", M.path,
+             (unsigned long long)M.cfg.log_max_size, M.path_old);
 }
 
 static void
@@ -149,9 +235,9 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
 }
 
 static void
-write_record(mm_record_t *r, or_circuit_t *oc)
+write_record(mm_circ_t *r, or_circuit_t *oc)
 {
-  if (M.file_full || open_file() < 0)
+  if (open_file() < 0)
     return;
   FILE *f = M.f;
   struct timespec ts;
@@ -176,51 +262,120 @@ write_record(mm_record_t *r, or_circuit_t *oc)
   fputs("}\n", f);
   fflush(f);
   M.n_records++;
-  struct stat sb;
-  if (fstat(fileno(f), &sb) == 0 &&
-      (uint64_t)sb.st_size >= MEASUREME_MAX_FILE_BYTES) {
-    log_warn("MeasureMe: %s reached %llu MB; not writing more records",
-             M.path, (unsigned long long)(MEASUREME_MAX_FILE_BYTES >> 20));
-    M.file_full = 1;
+  long pos = ftell(f);
+  if (pos > 0)
+    M.file_size = (uint64_t)pos;
+  if (M.file_size >= M.cfg.log_max_size)
+    rotate_file();
+}
+
+static size_t
+circ_key(uint64_t gid, uint8_t key[8])
+{
+  set_u64(key, gid);
+  return 8;
+}
+
+static mm_circ_t *
+find_circ(uint64_t gid)
+{
+  uint8_t key[8];
+  circ_key(gid, key);
+  return M.circs ? hmap_get(M.circs, key) : NULL;
+}
+
+/* Stop measuring r (it stays known while its circuit lives). */
+static void
+deactivate(mm_circ_t *r, const char *why)
+{
+  if (!r->active)
+    return;
+  char label[17];
+  base16_encode(label, sizeof(label), r->label, 8, BASE16_LOWER);
+  log_info("MeasureMe: stopped measuring circuit %" PRIu64 " (label %s): %s",
+           r->gid, label, why);
+  r->active = 0;
+  dlist_remove(&r->active_node);
+  M.n_active--;
+  if (r->client) {
+    r->client->n_active--;
+    r->client = NULL;
   }
+  if (M.n_active == 0 && M.timer)
+    evloop_timer_cancel(M.timer);
 }
 
 static void
-drop_record(unsigned i, const char *why)
+forget_circ(mm_circ_t *r, const char *why)
 {
-  char label[17];
-  base16_encode(label, sizeof(label), M.recs[i].label, 8, BASE16_LOWER);
-  log_info("MeasureMe: stopped measuring circuit %" PRIu64 " (label %s): %s",
-           M.recs[i].gid, label, why);
-  M.recs[i] = M.recs[--M.n];
-  if (M.n == 0)
-    evloop_timer_cancel(M.timer);
+  deactivate(r, why);
+  uint8_t key[8];
+  circ_key(r->gid, key);
+  hmap_remove(M.circs, key);
+  free(r);
+}
+
+/* Drop the clients that measure nothing and whose bucket is full again:
+ * they hold nothing a new entry would not. */
+static void
+sweep_clients(uint64_t now)
+{
+  if (!M.clients || now - M.last_client_sweep_us < CLIENT_SWEEP_USEC)
+    return;
+  M.last_client_sweep_us = now;
+  hmap_iter_t it;
+  const uint8_t *k;
+  void *v;
+  uint64_t burst = M.cfg.client_burst;
+  hmap_iter_init(&it, M.clients);
+  while (hmap_iter_next(&it, &k, &v)) {
+    mm_client_t *c = v;
+    bucket_t b = c->bucket;
+    bucket_take(&b, burst, client_refill_us(), now); /* refill only */
+    if (!c->n_active && b.tokens + TOKEN >= burst * TOKEN) {
+      hmap_iter_remove_current(&it);
+      free(c);
+    }
+  }
+}
+
+void
+measureme_tick_at(uint64_t now)
+{
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&M.active); n; n = next) {
+    next = dlist_next(&M.active, n);
+    mm_circ_t *r = DLIST_ENTRY(n, mm_circ_t, active_node);
+    if (now >= r->next_us) {
+      write_record(r, r->circ);
+      r->next_us += r->interval_us;
+      if (r->next_us < now)
+        r->next_us = now + r->interval_us; /* the loop was late */
+    }
+    if (r->end_us && now >= r->end_us)
+      deactivate(r, "the requested duration ended");
+  }
+  sweep_clients(now);
 }
 
 static void
 tick_cb(void *arg)
 {
   (void)arg;
-  uint64_t now = evloop_now_us(M.loop);
-  for (unsigned i = 0; i < M.n;) {
-    mm_record_t *r = &M.recs[i];
-    circuit_t *c = circuit_find_by_gid(r->gid);
-    if (!c) {
-      drop_record(i, "the circuit closed");
-      continue;
-    }
-    if (now >= r->next_us) {
-      write_record(r, TO_OR_CIRCUIT(c));
-      r->next_us += r->interval_us;
-      if (r->next_us < now)
-        r->next_us = now + r->interval_us; /* the loop was late */
-    }
-    if (r->end_us && now >= r->end_us) {
-      drop_record(i, "the requested duration ended");
-      continue;
-    }
-    i++;
-  }
+  measureme_tick_at(evloop_now_us(M.loop));
+}
+
+void
+measureme_circuit_closing(circuit_t *c)
+{
+  if (c->kind != CIRC_KIND_OR)
+    return;
+  mm_circ_t *r = find_circ(c->gid);
+  if (!r)
+    return;
+  if (r->active)
+    write_record(r, r->circ); /* the last partial interval */
+  forget_circ(r, "the circuit closed");
 }
 
 /* A measured circuit is closing: record the last partial interval. */
@@ -228,86 +383,187 @@ static void
 circuit_closing_cb(circuit_t *c, void *arg)
 {
   (void)arg;
+  measureme_circuit_closing(c);
+}
+
+size_t
+measureme_circuit_mem(circuit_t *c)
+{
   if (c->kind != CIRC_KIND_OR)
-    return;
-  for (unsigned i = 0; i < M.n; i++)
-    if (M.recs[i].gid == c->gid) {
-      write_record(&M.recs[i], TO_OR_CIRCUIT(c));
-      drop_record(i, "the circuit closed");
-      return;
-    }
+    return 0;
+  return find_circ(c->gid) ? sizeof(mm_circ_t) : 0;
 }
 
 /* ---- the relay command -------------------------------------------- */
+
+static mm_client_t *
+get_client(const pc_addr_t *addr, uint64_t now)
+{
+  uint8_t key[17];
+  memset(key, 0, sizeof(key));
+  key[0] = (uint8_t)addr->family;
+  memcpy(key + 1, addr->addr, 16);
+  mm_client_t *c = hmap_get(M.clients, key);
+  if (c)
+    return c;
+  if (hmap_size(M.clients) >= MEASUREME_MAX_CLIENTS) {
+    M.last_client_sweep_us = 0;
+    sweep_clients(now);
+    if (hmap_size(M.clients) >= MEASUREME_MAX_CLIENTS)
+      return NULL;
+  }
+  c = pc_zalloc(sizeof(*c));
+  memcpy(c->key, key, sizeof(key));
+  c->bucket.tokens = (uint64_t)M.cfg.client_burst * TOKEN;
+  c->bucket.last_us = now;
+  hmap_set(M.clients, key, c);
+  return c;
+}
+
+static measureme_result_t
+refuse(measureme_result_t why, uint64_t gid, const char *text)
+{
+  M.st.n_by_result[why]++;
+  log_info("MeasureMe: refusing a request on circuit %" PRIu64 ": %s", gid,
+           text);
+  return why;
+}
+
+measureme_result_t
+measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
+                     const uint8_t *body, size_t len, uint64_t now)
+{
+  measureme_request_t req;
+  const char *err = NULL;
+  uint64_t gid = circ->base.gid;
+  if (!M.cfg.enabled) {
+    M.st.n_by_result[MEASUREME_REFUSED_DISABLED]++;
+    log_info("MeasureMe: refusing a request (MeasureMeEnabled 0)");
+    return MEASUREME_REFUSED_DISABLED;
+  }
+  if (measureme_request_parse(body, len, &req, &err) < 0)
+    return refuse(MEASUREME_REFUSED_MALFORMED, gid, err);
+  mm_circ_t *r = find_circ(gid);
+  if (r && r->active)
+    return refuse(MEASUREME_REFUSED_BUSY, gid, "it is measured already");
+  if (!r && hmap_size(M.circs) >= MEASUREME_MAX_STATE)
+    return refuse(MEASUREME_REFUSED_FULL, gid, "too many circuits asked");
+  if (M.n_active >= MEASUREME_MAX_CIRCUITS)
+    return refuse(MEASUREME_REFUSED_FULL, gid,
+                  "256 circuits are measured already");
+  mm_client_t *c = get_client(client, now);
+  if (!c)
+    return refuse(MEASUREME_REFUSED_FULL, gid, "too many clients asked");
+  if (c->n_active >= MEASUREME_MAX_PER_CLIENT)
+    return refuse(MEASUREME_REFUSED_CLIENT_MAX, gid,
+                  "its client has 64 circuits measured");
+  bucket_t cb = r ? r->bucket
+                  : (bucket_t){MEASUREME_CIRC_BURST * TOKEN, now};
+  if (bucket_take(&cb, MEASUREME_CIRC_BURST,
+                  MEASUREME_CIRC_REFILL_S * 1000000ULL, now) < 0)
+    return refuse(MEASUREME_REFUSED_CIRCUIT_RATE, gid,
+                  "the circuit asked too often");
+  if (bucket_take(&c->bucket, M.cfg.client_burst, client_refill_us(),
+                  now) < 0)
+    return refuse(MEASUREME_REFUSED_CLIENT_RATE, gid,
+                  "its client asked too often");
+  if (!r) {
+    r = pc_zalloc(sizeof(*r));
+    r->gid = gid;
+    r->circ = circ;
+    dlist_node_init(&r->active_node);
+    uint8_t key[8];
+    circ_key(gid, key);
+    hmap_set(M.circs, key, r);
+  }
+  r->bucket = cb;
+  r->active = 1;
+  r->client = c;
+  c->n_active++;
+  dlist_insert_tail(&M.active, &r->active_node);
+  M.n_active++;
+  memcpy(r->label, req.label, 8);
+  r->interval_us = (uint64_t)req.interval_ms * 1000;
+  r->next_us = now; /* a first record at once: the starting point */
+  r->end_us = req.duration_s ? now + (uint64_t)req.duration_s * 1000000 : 0;
+  r->seq = 0;
+  memset(&r->prev_n, 0, sizeof(r->prev_n));
+  memset(&r->prev_p, 0, sizeof(r->prev_p));
+  r->prev_fwd = circ->base.cells_forward;
+  r->prev_bwd = circ->base.cells_backward;
+  M.st.n_by_result[MEASUREME_ACCEPTED]++;
+  char label[17];
+  base16_encode(label, sizeof(label), req.label, 8, BASE16_LOWER);
+  log_info("MeasureMe: measuring circuit %" PRIu64 " every %u ms (label %s)",
+           gid, req.interval_ms, label);
+  if (M.timer && !evloop_timer_is_pending(M.timer))
+    evloop_timer_schedule_periodic(M.timer,
+                                   MEASUREME_MIN_INTERVAL_MS * 1000ULL);
+  /* The first record, now. */
+  write_record(r, circ);
+  r->next_us = now + r->interval_us;
+  return MEASUREME_ACCEPTED;
+}
 
 static int
 handle_measureme(or_circuit_t *circ, const relay_header_t *h,
                  const uint8_t *body, int early)
 {
   (void)early;
-  measureme_request_t req;
-  const char *err = NULL;
-  if (!M.enabled) {
-    log_info("MeasureMe: refusing a request (MeasureMeEnabled 0)");
-    return 0;
-  }
-  if (measureme_request_parse(body, h->length, &req, &err) < 0) {
-    log_info("MeasureMe: ignoring a malformed request: %s", err);
-    return 0;
-  }
-  uint64_t gid = circ->base.gid;
-  for (unsigned i = 0; i < M.n; i++)
-    if (M.recs[i].gid == gid) {
-      log_info("MeasureMe: circuit %" PRIu64 " is already measured", gid);
-      return 0;
-    }
-  if (M.n == MEASUREME_MAX_CIRCUITS) {
-    log_notice("MeasureMe: refusing a request: %d circuits are measured "
-               "already", MEASUREME_MAX_CIRCUITS);
-    return 0;
-  }
-  uint64_t now = evloop_now_us(M.loop);
-  mm_record_t *r = &M.recs[M.n++];
-  memset(r, 0, sizeof(*r));
-  r->gid = gid;
-  memcpy(r->label, req.label, 8);
-  r->interval_us = (uint64_t)req.interval_ms * 1000;
-  r->next_us = now; /* a first record at once: the starting point */
-  r->end_us = req.duration_s ? now + (uint64_t)req.duration_s * 1000000 : 0;
-  r->prev_fwd = circ->base.cells_forward;
-  r->prev_bwd = circ->base.cells_backward;
-  char label[17];
-  base16_encode(label, sizeof(label), req.label, 8, BASE16_LOWER);
-  log_info("MeasureMe: measuring circuit %" PRIu64 " every %u ms (label %s)",
-           gid, req.interval_ms, label);
-  if (!evloop_timer_is_pending(M.timer))
-    evloop_timer_schedule_periodic(M.timer,
-                                   MEASUREME_MIN_INTERVAL_MS * 1000ULL);
-  tick_cb(NULL);
+  pc_addr_t none;
+  memset(&none, 0, sizeof(none));
+  none.family = AF_UNSPEC;
+  const pc_addr_t *client = circ->p_chan ? channel_peer_addr(circ->p_chan)
+                                         : NULL;
+  measureme_request_at(circ, client ? client : &none, body, h->length,
+                       evloop_now_us(M.loop));
   return 0;
 }
 
-void
-measureme_init(evloop_t *loop, const char *data_dir, int enabled)
+static size_t
+extra_mem(circuit_t *c)
 {
-  memset(&M, 0, sizeof(M));
-  M.loop = loop;
-  M.enabled = enabled;
-  M.path = pc_asprintf("%s/measureme.jsonl", data_dir);
-  M.timer = evloop_timer_new(loop, tick_cb, NULL);
-  M.initialised = 1;
-  relay_register_handler(RELAY_COMMAND_MEASUREME, handle_measureme);
-  circuits_add_close_observer(circuit_closing_cb, NULL);
+  return measureme_circuit_mem(c);
 }
 
 void
-measureme_configure(int enabled)
+measureme_init(evloop_t *loop, const char *data_dir,
+               const measureme_config_t *cfg)
+{
+  memset(&M, 0, sizeof(M));
+  M.loop = loop;
+  M.cfg = *cfg;
+  if (M.cfg.log_max_size < 4096)
+    M.cfg.log_max_size = 4096;
+  M.path = pc_asprintf("%s/measureme.jsonl", data_dir);
+  M.path_old = pc_asprintf("%s/measureme.jsonl.1", data_dir);
+  M.circs = hmap_new(8);
+  M.clients = hmap_new(17);
+  dlist_init(&M.active);
+  if (loop)
+    M.timer = evloop_timer_new(loop, tick_cb, NULL);
+  M.initialised = 1;
+  relay_register_handler(RELAY_COMMAND_MEASUREME, handle_measureme);
+  circuits_add_close_observer(circuit_closing_cb, NULL);
+  if (circuits_add_extra_mem_fn(extra_mem) < 0)
+    log_warn("MeasureMe state cannot be counted in MaxMemInQueues: too "
+             "many memory reporters");
+}
+
+void
+measureme_configure(const measureme_config_t *cfg)
 {
   if (!M.initialised)
     return;
-  M.enabled = enabled;
-  while (!enabled && M.n)
-    drop_record(M.n - 1, "MeasureMeEnabled is now 0");
+  M.cfg = *cfg;
+  if (M.cfg.log_max_size < 4096)
+    M.cfg.log_max_size = 4096;
+  if (!cfg->enabled) {
+    dlist_node_t *n;
+    while ((n = dlist_first(&M.active)))
+      deactivate(DLIST_ENTRY(n, mm_circ_t, active_node),
+                 "MeasureMeEnabled is now 0");
+  }
 }
 
 void
@@ -317,21 +573,38 @@ measureme_shutdown(void)
     return;
   relay_register_handler(RELAY_COMMAND_MEASUREME, NULL);
   circuits_remove_close_observer(circuit_closing_cb, NULL);
+  circuits_remove_extra_mem_fn(extra_mem);
+  dlist_node_t *n;
+  while ((n = dlist_first(&M.active)))
+    deactivate(DLIST_ENTRY(n, mm_circ_t, active_node), "shutting down");
+  hmap_free(M.circs, free);
+  hmap_free(M.clients, free);
   evloop_timer_free(M.timer);
   if (M.f)
     fclose(M.f);
   free(M.path);
+  free(M.path_old);
   memset(&M, 0, sizeof(M));
 }
 
 unsigned
 measureme_n_active(void)
 {
-  return M.n;
+  return M.n_active;
 }
 
 uint64_t
 measureme_n_records(void)
 {
   return M.n_records;
+}
+
+void
+measureme_get_stats(measureme_stats_t *out)
+{
+  *out = M.st;
+  out->n_circuits_known = M.circs ? (unsigned)hmap_size(M.circs) : 0;
+  out->n_clients_known = M.clients ? (unsigned)hmap_size(M.clients) : 0;
+  out->mem_bytes = out->n_circuits_known * sizeof(mm_circ_t) +
+                   out->n_clients_known * sizeof(mm_client_t);
 }

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/evloop/evloop.h"
+#include "lib/net/address.h"
 
 /* An unassigned relay command (tor-spec 6.1 uses 1-22 and 32-44). */
 #define RELAY_COMMAND_MEASUREME 224
@@ -38,8 +39,18 @@
 #define MEASUREME_MAX_DURATION_S 86400
 /* Circuits measured at once; further requests are refused (logged). */
 #define MEASUREME_MAX_CIRCUITS 256
-/* The record file stops growing at this size (a warning says so). */
-#define MEASUREME_MAX_FILE_BYTES (1024ULL * 1024 * 1024)
+/* Circuits that asked (measured now or earlier, still open) remembered
+ * for their rate limit; clients remembered. */
+#define MEASUREME_MAX_STATE 1024
+#define MEASUREME_MAX_CLIENTS 4096
+#define MEASUREME_MAX_PER_CLIENT 64
+#define MEASUREME_CIRC_BURST 3
+#define MEASUREME_CIRC_REFILL_S 60
+/* Defaults of the options (MeasureMeLogMaxSize, MeasureMeClientRate,
+ * MeasureMeClientBurst). */
+#define MEASUREME_DEFAULT_LOG_MAX_SIZE (100ULL * 1024 * 1024)
+#define MEASUREME_DEFAULT_CLIENT_RATE 60  /* per minute */
+#define MEASUREME_DEFAULT_CLIENT_BURST 120
 
 typedef struct measureme_request_t {
   uint16_t interval_ms;
@@ -54,13 +65,58 @@ void measureme_request_encode(uint8_t out[MEASUREME_BODY_LEN],
 int measureme_request_parse(const uint8_t *body, size_t len,
                             measureme_request_t *out, const char **err);
 
-/* Relay side: register the handler. enabled 0 refuses requests; records go
- * to data_dir/measureme.jsonl. measureme_configure() may be called at any
+typedef struct measureme_config_t {
+  int enabled;            /* MeasureMeEnabled */
+  uint64_t log_max_size;  /* MeasureMeLogMaxSize, bytes (>= 4096) */
+  unsigned client_rate;   /* MeasureMeClientRate, requests per minute */
+  unsigned client_burst;  /* MeasureMeClientBurst */
+} measureme_config_t;
+/* The defaults above with enabled = 0. */
+void measureme_config_default(measureme_config_t *cfg);
+
+/* Relay side: register the handler. Records go to
+ * data_dir/measureme.jsonl. measureme_configure() may be called at any
  * time (SIGHUP); turning it off stops the running measurements. */
-void measureme_init(evloop_t *loop, const char *data_dir, int enabled);
-void measureme_configure(int enabled);
+void measureme_init(evloop_t *loop, const char *data_dir,
+                    const measureme_config_t *cfg);
+void measureme_configure(const measureme_config_t *cfg);
 void measureme_shutdown(void);
 /* Circuits being measured now; records written so far. */
 unsigned measureme_n_active(void);
 uint64_t measureme_n_records(void);
+
+/* What became of a request. */
+typedef enum {
+  MEASUREME_ACCEPTED = 0,
+  MEASUREME_REFUSED_DISABLED,
+  MEASUREME_REFUSED_MALFORMED,
+  MEASUREME_REFUSED_BUSY,        /* this circuit is measured already */
+  MEASUREME_REFUSED_CIRCUIT_RATE,
+  MEASUREME_REFUSED_CLIENT_RATE,
+  MEASUREME_REFUSED_CLIENT_MAX,  /* MEASUREME_MAX_PER_CLIENT measured */
+  MEASUREME_REFUSED_FULL,        /* a global bound */
+  MEASUREME_N_RESULTS
+} measureme_result_t;
+typedef struct measureme_stats_t {
+  uint64_t n_by_result[MEASUREME_N_RESULTS];
+  uint64_t n_rotations;
+  unsigned n_circuits_known, n_clients_known;
+  size_t mem_bytes;             /* all MeasureMe state */
+} measureme_stats_t;
+void measureme_get_stats(measureme_stats_t *out);
+
+struct or_circuit_t;
+struct circuit_t;
+/* Tests: the handler's work for a request on circ from client at now_us
+ * (the handler takes the client from the circuit's previous hop). */
+measureme_result_t measureme_request_at(struct or_circuit_t *circ,
+                                        const pc_addr_t *client,
+                                        const uint8_t *body, size_t len,
+                                        uint64_t now_us);
+/* Tests: one tick at now_us; the close observer's work for circ. */
+void measureme_tick_at(uint64_t now_us);
+void measureme_circuit_closing(struct circuit_t *circ);
+/* Bytes of MeasureMe state charged to circ (what MaxMemInQueues
+ * counts for it). */
+size_t measureme_circuit_mem(struct circuit_t *circ);
 #endif

@@ -58,13 +58,14 @@ static const conf_custom_t hops_type = {
 
 /* clang-format off */
 static const conf_var_t measureme_vars[] = {
-  {"MeasureMeEnabled", CONF_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
+  {"MeasureMeEnabled", CONF_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
    OFF(enabled),
    "If 1, a client may ask this relay (with a MeasureMe relay cell) to "
    "record statistics of its circuit, for that circuit only, as JSON lines "
    "in DataDirectory/measureme.jsonl: cells per direction, queueing delay, "
    "EWMA average, output-buffer and kernel send-queue sizes and the "
-   "connections' TCP_INFO. 0 refuses such requests.", NULL},
+   "connections' TCP_INFO, within per-circuit and per-client rate limits. "
+   "0 refuses such requests.", NULL},
   {"MeasureMeHops", CONF_TYPE_CUSTOM, "HOP[,HOP...]", NULL, "unset (none)",
    1, 0, 0, OFF(hops),
    "Client: ask these hops (1 = guard, 2 = middle, 3 = exit) of every new "
@@ -76,6 +77,19 @@ static const conf_var_t measureme_vars[] = {
    "1000", 1, 100, 60000, OFF(interval_ms),
    "Client: how often the relays asked by MeasureMeHops record (100 to "
    "60000 milliseconds; units such as \"2 seconds\" are accepted).", NULL},
+  {"MeasureMeLogMaxSize", CONF_TYPE_MEMUNIT, "N bytes|KB|MB|GB", "100 MB",
+   "100 MB", 1, 64 * 1024, 0, OFF(log_max_size),
+   "MeasureMe: when DataDirectory/measureme.jsonl reaches this size it is "
+   "renamed measureme.jsonl.1 (replacing the previous one) and a new file "
+   "is started. At least 64 KB.", NULL},
+  {"MeasureMeClientRate", CONF_TYPE_INT, "NUM", "60", "60", 1, 1, 60000,
+   OFF(client_rate),
+   "MeasureMe: requests per minute accepted from one client address (the "
+   "connection a circuit came from), on average.", NULL},
+  {"MeasureMeClientBurst", CONF_TYPE_INT, "NUM", "120", "120", 1, 1, 60000,
+   OFF(client_burst),
+   "MeasureMe: requests one client address may make at once before "
+   "MeasureMeClientRate applies.", NULL},
 };
 /* clang-format on */
 
