@@ -5,7 +5,10 @@
  * identity and channel address (the certificate chain check runs on
  * whatever certificates the input carries; it fails on the signature).
  * Bound: parsing points into the input; the certificates are decoded into
- * torcert_t copies: 16 KiB + 8 bytes per input byte.
+ * torcert_t copies and their signatures checked through OpenSSL, whose
+ * contexts take ~24 KB for a moment (found by this target, a 187-byte
+ * input; regression/ipsec_announce/ed25519-verify-24KB): 64 KiB + 8 bytes
+ * per input byte.
  */
 #include "fuzz.h"
 
@@ -30,5 +33,5 @@ run(const uint8_t *data, size_t len)
 
 const fuzz_target_t fuzz_target = {
   .name = "ipsec_announce", .run = run, .amp_factor = 8,
-  .amp_slack = 16 * 1024,
+  .amp_slack = 64 * 1024,
 };
