@@ -43,6 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 /* Peak heap bytes above the start level during the last input. */
 size_t fuzz_last_peak(void);
 
+/* A line on stderr when PCTOR_FUZZ_VERBOSE is set (checking that seeds
+ * reach deep into a parser); nothing otherwise. */
+void fuzz_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A NUL-terminated copy of data (free() it): text parsers get strings. */
 char *fuzz_strndup(const uint8_t *data, size_t len);
 

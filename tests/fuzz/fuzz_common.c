@@ -20,6 +20,7 @@
 #include "lib/crypt/crypt_init.h"
 #include "lib/log/log.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,21 @@ size_t
 fuzz_last_peak(void)
 {
   return (size_t)(peak > 0 ? peak : 0);
+}
+
+void
+fuzz_verbose(const char *fmt, ...)
+{
+  static int on = -1;
+  if (on < 0)
+    on = getenv("PCTOR_FUZZ_VERBOSE") != NULL;
+  if (!on)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }
 
 char *

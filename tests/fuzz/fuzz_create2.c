@@ -56,9 +56,10 @@ server(uint16_t htype, const uint8_t *hdata, size_t hlen)
   size_t reply_len = 0;
   onion_circ_params_t params;
   const char *why = NULL;
-  (void)onion_server_handshake(&keys, htype, hdata, hlen, reply,
-                               CREATED2_HDATA_MAX, &reply_len, keys_out,
-                               sizeof(keys_out), &params, &why);
+  int r = onion_server_handshake(&keys, htype, hdata, hlen, reply,
+                                 CREATED2_HDATA_MAX, &reply_len, keys_out,
+                                 sizeof(keys_out), &params, &why);
+  fuzz_verbose("create2: htype %u: %s", htype, r == 0 ? "answered" : why);
 }
 
 static void

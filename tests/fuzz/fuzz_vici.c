@@ -39,7 +39,10 @@ run(const uint8_t *data, size_t len)
     if (vici_packet_parse(data + 4, seg, &pkt, &err) == 0 &&
         pkt.body_len > 0) {
       vici_msg_t *m = NULL;
-      if (vici_msg_parse(pkt.body, pkt.body_len, &m, &err) == 0) {
+      int r = vici_msg_parse(pkt.body, pkt.body_len, &m, &err);
+      fuzz_verbose("vici: packet type %d: %s", (int)pkt.type,
+                   r == 0 ? "message parsed" : err);
+      if (r == 0) {
         const char *em = NULL;
         (void)vici_msg_check_success(m, &em);
         (void)vici_msg_get_str(m, "success");

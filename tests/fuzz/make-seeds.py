@@ -14,6 +14,10 @@ import struct
 import subprocess
 import zlib
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CORPUS = os.path.join(TOP, "tests", "fuzz", "corpus")
 DATA = os.path.join(TOP, "tests", "data", "dir")
@@ -83,7 +87,15 @@ put("linkcells", "synthetic-authenticate", versions +
 # ---- CREATE2 (raw) and ntor v3 client messages (0xFF + CM)
 put("create2", "ntor", struct.pack(">HH", 2, 84) + b"\x22" * 84)
 put("create2", "ntor3-raw", struct.pack(">HH", 3, 128) + b"\x33" * 128)
-put("create2", "ntor3-cm-cc", b"\xff" + b"\x01\x02\x00\x00")  # one ext: CC request
+put("create2", "ntor3-cm-cc", b"\xff" + b"\x01\x02\x00")  # one ext: CC request
+# ntor has no MAC on the client's side: the target's fixed NODEID and KEYID
+# (fuzz_create2.c: byte i = seed + 7 i) with any X get an answer.
+node_id = bytes((0x22 + 7 * i) & 0xff for i in range(20))
+ntor_pub = X25519PrivateKey.from_private_bytes(
+    bytes((0x11 + 7 * i) & 0xff for i in range(32))).public_key().public_bytes(
+        Encoding.Raw, PublicFormat.Raw)
+put("create2", "ntor-valid", struct.pack(">HH", 2, 84) + node_id + ntor_pub +
+    bytes(range(9, 41)))
 put("create2", "ntor3-cm-empty", b"\xff" + b"\x00")
 put("create2", "ntor3-cm-two", b"\xff" + b"\x02\x02\x00\x05\x03abc")
 # ---- relay cells
@@ -151,11 +163,33 @@ ev = b"\x07" + bytes([8]) + b"ike-updown" [:8] + msg
 put("vici", "event", struct.pack(">I", len(ev)) + ev + struct.pack(">I", 1) + b"\x05")
 put("vici", "error", struct.pack(">I", 1 + 24) + b"\x01" + vici_kv(b"success", b"no") +
     vici_kv(b"errmsg", b"x"))
-# ---- IPsec announcement (version 1)
-ann = (b"\x01\x03" + struct.pack(">I", 7) + b"\x04\x04\x7f\x00\x00\x01" +
-       struct.pack(">H", 9001) + b"\x99" * 32 + b"\xaa" * 32 +
-       struct.pack(">H", 4) + b"cert" + struct.pack(">H", 4) + b"icrt")
-put("ipsec_announce", "offer-ready", ann)
+# ---- IPsec announcement (version 1), with a valid certificate chain
+# identity --type 4--> signing key --type 0xF0--> IKE key (ike_key.h),
+# valid at the fuzz target's fixed time (2023-11-14) for ten years.
+def ed_key(seed_byte):
+    k = Ed25519PrivateKey.from_private_bytes(bytes([seed_byte]) * 32)
+    return k, k.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def ed_cert(signer, signer_pub, cert_type, certified):
+    expires = 1700000000 // 3600 + 24 * 365 * 10
+    body = (struct.pack(">BBIB", 1, cert_type, expires, 1) + certified +
+            b"\x01" + struct.pack(">HBB", 32, 4, 0) + signer_pub)
+    return body + signer.sign(body)
+
+
+idk, idpub = ed_key(1)
+sigk, sigpub = ed_key(2)
+_, ikepub = ed_key(3)
+scert = ed_cert(idk, idpub, 4, sigpub)
+icert = ed_cert(sigk, sigpub, 0xF0, ikepub)
+for name, flags, ready in (("offer", 1, b"\0" * 32), ("offer-ready", 3, b"\xaa" * 32)):
+    ann = (b"\x01" + bytes([flags]) + struct.pack(">I", 7) + b"\x04\x7f\x00\x00\x01" +
+           struct.pack(">H", 9001) + ikepub + ready +
+           struct.pack(">H", len(scert)) + scert + struct.pack(">H", len(icert)) + icert)
+    put("ipsec_announce", name, ann)
+put("ipsec_announce", "v6-no-certs", b"\x01\x04" + struct.pack(">I", 1) + b"\x06" +
+    b"\0" * 15 + b"\x01" + struct.pack(">H", 443) + b"\x99" * 64 + b"\0\0\0\0")
 # ---- torrc
 put("torrc", "basic", "# comment\nORPort 9001\nNickname test\nExitPolicy accept *:80, reject *:*\n"
     "Address \"127.0.0.1\"\nContactInfo a \\\n  continued\n%include /nonexistent\n"
