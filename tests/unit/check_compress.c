@@ -388,6 +388,36 @@ START_TEST(test_malformed_zstd_lzma)
   ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
                                        &dl),
                    COMPRESS_ERR_CORRUPT);
+  /* A legacy (zstd 0.6) frame header, which the window limit does not
+   * cover (libzstd allocated 128 MiB for it; found by fuzz_compress), is
+   * refused as soon as its first byte arrives, also fed one byte at a
+   * time; a current frame fed that way still decodes. */
+  static const uint8_t legacy[] = {0x26, 0xb5, 0x2f, 0xfd, 0x5f, 0x2d, 0x47};
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, legacy, sizeof(legacy),
+                                       1000, &d, &dl),
+                   COMPRESS_ERR_CORRUPT);
+  ck_assert_ptr_null(d);
+  fr[5] = 0x58;
+  for (int pass = 0; pass < 2; pass++) {
+    const uint8_t *v = pass ? fr : legacy;
+    size_t vlen = pass ? sizeof(fr) : sizeof(legacy);
+    compress_stream_t *st = compress_stream_new(0, COMPRESS_ZSTD, 100);
+    uint8_t ob[100];
+    uint8_t *o = ob;
+    size_t olen = sizeof(ob);
+    int r = COMPRESS_OK;
+    for (size_t i = 0; i < vlen && r == COMPRESS_OK; i++) {
+      const uint8_t *p = v + i;
+      size_t left = 1;
+      r = compress_stream_process(st, &p, &left, &o, &olen, i + 1 == vlen);
+    }
+    ck_assert_int_eq(r, pass ? COMPRESS_DONE : COMPRESS_ERR_CORRUPT);
+    if (pass)
+      ck_assert_int_eq((int)(o - ob), 3);
+    else
+      ck_assert_uint_eq(compress_stream_total_in(st), 0);
+    compress_stream_free(st);
+  }
 }
 END_TEST
 

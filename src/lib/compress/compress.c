@@ -437,10 +437,31 @@ advance(compress_stream_t *st, const uint8_t **in, size_t *inlen,
   st->total_out += used_out;
 }
 
+/* libzstd built with legacy support (Debian's is) also decodes the frame
+ * formats from before zstd 0.8, whose magic numbers differ only in the
+ * first byte, and ZSTD_d_windowLogMax does not apply to them: a 9-byte
+ * legacy header made the decoder allocate 128 MiB (found by
+ * tests/fuzz/fuzz_compress). Tor only sends current frames, so the
+ * decoder accepts only input that starts with the current magic number,
+ * checked byte by byte as it arrives (the stream position is total_in,
+ * one frame per stream). Returns 0, or CORRUPT. */
+static int
+zstd_check_magic(const compress_stream_t *st, const uint8_t *in,
+                 size_t inlen)
+{
+  static const uint8_t magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+  for (uint64_t pos = st->total_in; pos < 4 && inlen > 0; pos++, inlen--)
+    if (*in++ != magic[pos])
+      return COMPRESS_ERR_CORRUPT;
+  return 0;
+}
+
 static int
 process_zstd(compress_stream_t *st, const uint8_t **in, size_t *inlen,
              uint8_t **out, size_t *outlen, int finish)
 {
+  if (!st->compress && zstd_check_magic(st, *in, *inlen) < 0)
+    return COMPRESS_ERR_CORRUPT;
   for (;;) {
     if (st->done) {
       if (*inlen > 0 && !st->compress)

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fuzz_dir_http.c -- fuzz target: directory HTTP, both directions.
+ *
+ * Input, byte 0 selects:
+ *   even  the rest is a directory server's response to us
+ *         (dir_http_parse_response, feature/dir: status line, headers,
+ *         Content-Encoding and the compressed body; byte 0 bit 1 says the
+ *         request path ended in ".z");
+ *   odd   the rest is a request a client sent on a BEGIN_DIR stream,
+ *         answered by dircache_answer() (feature/dircache) with one
+ *         registered document, so the Accept-Encoding negotiation and the
+ *         compress-once cache run too.
+ * Bound: a response body is decompressed (ratio capped at 25 by
+ * lib/compress), and the decoder's state is what the body's header asks
+ * for within lib/compress's limits: a zstd frame of a few bytes may declare
+ * a window of up to 2^25 bytes, which zstd allocates (found by this target:
+ * a 361-byte response, +23.5 MB; regression/dir_http/zstd-22MiB-window),
+ * the lzma decoder may use 16 MiB. An answer compresses the 4 KiB test
+ * document once (the lzma encoder, sized to the document, ~1.3 MB).
+ * 48 MiB + 64 bytes per input byte, as fuzz_compress.
+ */
+#include "fuzz.h"
+
+#include "feature/dir/dir_http.h"
+#include "feature/dircache/dircache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint8_t *
+provide(const char *path, size_t *len, void *arg)
+{
+  (void)path;
+  (void)arg;
+  size_t n = 4096;
+  uint8_t *doc = malloc(n);
+  if (!doc)
+    abort();
+  for (size_t i = 0; i < n; i++)
+    doc[i] = (uint8_t)("network-status-version 3\n"[i % 26]);
+  *len = n;
+  return doc;
+}
+
+static void
+setup(void)
+{
+  dircache_register_prefix("/tor/", provide, NULL);
+}
+
+static void
+run(const uint8_t *data, size_t len)
+{
+  if (len < 1)
+    return;
+  if (data[0] & 1) {
+    char *req = fuzz_strndup(data + 1, len - 1);
+    size_t alen = 0;
+    free(dircache_answer(req, &alen));
+    free(req);
+    return;
+  }
+  uint8_t *body = NULL;
+  size_t blen = 0;
+  char *err = NULL;
+  (void)dir_http_parse_response(data + 1, len - 1, (data[0] >> 1) & 1,
+                                1 << 20, &body, &blen, &err);
+  free(body);
+  free(err);
+}
+
+const fuzz_target_t fuzz_target = {
+  .name = "dir_http", .setup = setup, .run = run, .amp_factor = 64,
+  .amp_slack = 48u << 20,
+};
