@@ -78,6 +78,16 @@ pid=$(cat "$dir/pctor.pid")
 it_register_pid "$pid"
 kill -0 "$pid" || it_fail "daemon not running"
 it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open"
+# tor's DataDirectory lock: a second pctor (or tor) on the same keys is
+# refused while the relay runs.
+if "$PCTOR" -f "$dir/torrc" --RunAsDaemon 0 --ORPort 127.0.0.1:0 --quiet 2> "$dir/second.err"; then
+    it_fail "a second pctor started on a locked DataDirectory"
+fi
+# --key-expiration reads the running relay's keys (tor's output format).
+"$PCTOR" --key-expiration sign --format timestamp -f "$dir/torrc" --quiet > "$dir/exp.out" 2> "$dir/exp.err" ||
+    it_fail "--key-expiration failed: $(cat "$dir/exp.err")"
+grep -Eq '^signing-cert-expiry: [0-9]{10}$' "$dir/exp.out" ||
+    it_fail "--key-expiration printed: $(cat "$dir/exp.out")"
 grep -q "Advertising ORPort 127.0.0.1:$port2 without listening on it (NoListen)" \
     "$dir/info.log" || it_fail "no NoListen log line"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port2") 2>/dev/null; then
@@ -156,6 +166,22 @@ if grep -E '\[(warn|err)\]' "$dir/info.log" | grep -v "Running as root" |
    grep -v 'Could not reopen log file ".*existing.log"'; then
     it_fail "warnings in the log"
 fi
+# --keygen (no passphrase, as tor): a new identity in an empty directory,
+# then a new signing key and certificate from it.
+kg=$dir/keygen
+"$PCTOR" --DataDirectory "$kg" --keygen --no-passphrase --ignore-missing-torrc \
+    -f "$dir/none" --quiet > "$dir/keygen.out" || it_fail "--keygen failed"
+grep -qx "Not encrypting the secret key." "$dir/keygen.out" || it_fail "--keygen printed: $(cat "$dir/keygen.out")"
+for f in ed25519_master_id_secret_key ed25519_master_id_public_key ed25519_signing_secret_key ed25519_signing_cert; do
+    [ -s "$kg/keys/$f" ] || it_fail "--keygen did not write keys/$f"
+done
+"$PCTOR" --DataDirectory "$kg" --keygen --no-passphrase --ignore-missing-torrc \
+    -f "$dir/none" --quiet > "$dir/keygen2.out" || it_fail "a second --keygen failed"
+[ ! -s "$dir/keygen2.out" ] || it_fail "a second --keygen made a new master key"
+if "$PCTOR" --keygen --newpass -f "$dir/none" --ignore-missing-torrc 2> "$dir/newpass.err"; then
+    it_fail "--newpass was accepted"
+fi
+grep -q "not supported yet" "$dir/newpass.err" || it_fail "--newpass: $(cat "$dir/newpass.err")"
 it_log "service behaviour checks passed"
 
 # A second start as root after User handed DataDirectory over (what every

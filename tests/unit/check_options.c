@@ -810,10 +810,28 @@ START_TEST(test_cmdline_flags)
   ck_assert_int_eq(cl->command, OPTIONS_CMD_LIBRARY_VERSIONS);
   options_cmdline_free(cl);
 
+  /* --keygen and --key-expiration, as tor's. */
+  char *argv6[] = {"pctor", "--keygen", "--no-passphrase", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv6, "/x", &cl, &err), 0);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_KEYGEN);
+  options_cmdline_free(cl);
+  char *argv7[] = {"pctor", "--key-expiration", "sign", "--format",
+                   "timestamp", NULL};
+  ck_assert_int_eq(options_cmdline_parse(5, argv7, "/x", &cl, &err), 0);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_KEY_EXPIRATION);
+  ck_assert_str_eq(cl->command_arg, "sign");
+  ck_assert_str_eq(cl->key_format, "timestamp");
+  options_cmdline_free(cl);
+  char *argv8[] = {"pctor", "--key-expiration", "--format", "rfc822", NULL};
+  ck_assert_int_eq(options_cmdline_parse(4, argv8, "/x", &cl, &err), -1);
+  assert_has(err, "--format: 'rfc822' is not iso8601 or timestamp");
+  free(err);
+
   /* tor flags pctor does not implement are refused, saying so. */
-  char *argv4[] = {"pctor", "--keygen", NULL};
-  ck_assert_int_eq(options_cmdline_parse(2, argv4, "/x", &cl, &err), -1);
-  assert_has(err, "--keygen: pctor cannot make keys");
+  char *argv4[] = {"pctor", "--keygen", "--newpass", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv4, "/x", &cl, &err), -1);
+  assert_has(err, "--newpass: passphrase-encrypted master keys are not "
+             "supported yet");
   free(err);
   char *argv5[] = {"pctor", "--defaults-torrc", NULL};
   ck_assert_int_eq(options_cmdline_parse(2, argv5, "/x", &cl, &err), -1);
@@ -946,6 +964,18 @@ START_TEST(test_typed_values)
   mo = options_module(o, &measureme_conf_module);
   ck_assert_int_eq(mo->hops, 5);
   ck_assert_int_eq(mo->interval_ms, 2000);
+  options_free(o);
+
+  /* tor's key options. */
+  o = parse_ok("KeyDirectory /tmp/k\nOfflineMasterKey 1\n"
+               "SigningKeyLifetime 2 weeks\n", 0, NULL);
+  ck_assert_str_eq(o->key_directory, "/tmp/k");
+  ck_assert_int_eq(o->offline_master_key, 1);
+  ck_assert_int_eq(o->signing_key_lifetime, 14 * 86400);
+  options_free(o);
+  o = parse_ok("", 0, NULL);
+  ck_assert_ptr_null(o->key_directory);
+  ck_assert_int_eq(o->signing_key_lifetime, 30 * 86400);
   options_free(o);
 
   /* The IPsec broker's trust options (feature/ipsec). */

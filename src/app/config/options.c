@@ -658,6 +658,24 @@ static const conf_var_t app_vars[] = {
    1, 1, 90, OFF(onion_key_grace_period_days),
    "After a rotation, keep accepting the previous onion key for N "
    "days, 1 to OnionKeyRotationDays.", NULL},
+  {"KeyDirectory", CONF_TYPE_PATH, "PATH", NULL, "DataDirectory/keys",
+   0, 0, 0, OFF(key_directory),
+   "Where the relay's keys are, in tor's files and formats (as tor's "
+   "KeyDirectory): a tor relay's keys directory can be used as it is, and "
+   "tor can use one pctor wrote. Created (mode 0700) if missing.", NULL},
+  {"OfflineMasterKey", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(offline_master_key),
+   "If 1, as tor: never create or use the master identity secret key; run "
+   "on the signing key and certificate in the key directory (made "
+   "elsewhere with pctor --keygen or tor --keygen and copied here), and "
+   "refuse to start when they are missing or expired. Without this "
+   "option pctor also runs that way when the key directory holds the "
+   "master public key but not its secret key.", NULL},
+  {"SigningKeyLifetime", CONF_TYPE_INTERVAL, "N days|weeks|months",
+   "30 days", "30 days", 0, 86400, 3650LL * 86400, OFF(signing_key_lifetime),
+   "How long a new Ed25519 signing key certificate is valid (tor's "
+   "SigningKeyLifetime), for the ones pctor makes itself and for "
+   "--keygen.", NULL},
   {"DirAuthority", CONF_TYPE_CUSTOM,
    "[NICKNAME] [FLAGS] ADDRESS:DIRPORT FINGERPRINT", NULL,
    "unset (the public Tor network's authorities)",
@@ -1182,8 +1200,6 @@ static const struct {
   {"UseBridges", "pctor's client cannot use bridges"},
   {"Bridge", "pctor's client cannot use bridges"},
   {"DoS*", "pctor has no denial-of-service mitigation options yet"},
-  {"OfflineMasterKey", "pctor keeps its master identity key online"},
-  {"KeyDirectory", "pctor keeps its keys in DataDirectory/keys"},
   {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
   {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
    "after start-up (User)"},
@@ -1203,7 +1219,7 @@ static const struct {
 } tor_same_behaviour[] = {
   {"DirPort", "0"},           {"IPv6Exit", "0"},
   {"ReducedExitPolicy", "0"}, {"Sandbox", "0"},
-  {"OfflineMasterKey", "0"},  {"BridgeRelay", "0"},
+  {"BridgeRelay", "0"},
   {"ClientOnly", "0"},        {"AccountingMax", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
   {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
@@ -1886,20 +1902,17 @@ static const cmdline_flag_t cmdline_table[] = {
   {{"--hash-password", CONF_FLAG_VALUE}, OPTIONS_CMD_HASH_PASSWORD, NULL},
   {{"--list-deprecated-options", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
    "pctor has no deprecated options"},
-  {{"--keygen", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
-   "pctor cannot make keys from an offline master key yet; pctor makes "
-   "its keys itself when it first starts"},
+  {{"--keygen", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_KEYGEN, NULL},
   {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
-   "--newpass goes with --keygen, which pctor does not support yet"},
-  {{"--no-passphrase", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
-   "--no-passphrase goes with --keygen, which pctor does not support yet"},
+   "passphrase-encrypted master keys are not supported yet; use "
+   "--no-passphrase"},
+  {{"--no-passphrase", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "--passphrase-fd goes with --keygen, which pctor does not support yet"},
-  {{"--key-expiration", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_RUN,
-   "pctor cannot print key expiration times yet; its signing key "
-   "certificate is renewed automatically"},
-  {{"--format", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "--format goes with --key-expiration, which pctor does not support yet"},
+   "passphrase-encrypted master keys are not supported yet; use "
+   "--no-passphrase"},
+  {{"--key-expiration", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_KEY_EXPIRATION,
+   NULL},
+  {{"--format", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
    "pctor does not support family keys (FamilyId) yet; use MyFamily"},
   {{"--nt-service", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
@@ -1980,6 +1993,14 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
       cl->quiet = cl->quiet > 1 ? cl->quiet : 1;
     } else if (!strcmp(f->key, "--quiet")) {
       cl->quiet = 2;
+    } else if (!strcmp(f->key, "--format")) {
+      if (strcmp(f->value, "iso8601") && strcmp(f->value, "timestamp")) {
+        *err_out = pc_asprintf("--format: '%s' is not iso8601 or timestamp",
+                               f->value);
+        goto err;
+      }
+      free(cl->key_format);
+      cl->key_format = pc_strdup(f->value);
     }
   }
   /* As before actions were one field: help, then version win. */
@@ -2018,6 +2039,7 @@ options_cmdline_free_(options_cmdline_t *cl)
   free(cl->torrc);
   free(cl->defaults_torrc);
   free(cl->command_arg);
+  free(cl->key_format);
   free(cl->cwd);
   conf_lines_free(cl->options);
   free(cl);

@@ -73,6 +73,9 @@ typedef struct options_t {
   int extend_allow_private_addresses; /* ExtendAllowPrivateAddresses */
   int onion_key_rotation_days;   /* OnionKeyRotationDays: 1-90 */
   int onion_key_grace_period_days; /* OnionKeyGracePeriodDays */
+  char *key_directory;            /* KeyDirectory: NULL = DataDirectory/keys */
+  int offline_master_key;         /* OfflineMasterKey */
+  int signing_key_lifetime;       /* SigningKeyLifetime, seconds */
   options_strlist_t dir_authorities; /* DirAuthority: the lines' values,
                                       * each one dir_authority_parse()
                                       * accepts; empty: none configured */
@@ -176,12 +179,16 @@ typedef enum {
   OPTIONS_CMD_LIST_MODULES,
   OPTIONS_CMD_LIBRARY_VERSIONS,
   OPTIONS_CMD_HASH_PASSWORD,
+  OPTIONS_CMD_KEYGEN,
+  OPTIONS_CMD_KEY_EXPIRATION,
 } options_command_t;
 
 typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */
   char *command_arg;     /* its value ("short", "ed25519", a password),
                           * "" if none */
+  char *key_format;      /* --format iso8601|timestamp (--key-expiration),
+                          * NULL if not given */
   char *torrc;           /* -f FILE, or the default torrc */
   int torrc_is_default;  /* a missing default torrc is not an error */
   int ignore_missing_torrc; /* --ignore-missing-torrc: a missing torrc is

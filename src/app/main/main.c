@@ -113,6 +113,20 @@ apply_dumpable(const options_t *opts)
 
 static void cleanup(void);
 
+/* For the key commands: crypto ready and DataDirectory usable (owned by
+ * us, or by User after a relay handed it over). 0, or -1 with *err. */
+static int
+keys_dir_usable(const options_t *opts, char **err)
+{
+  if (crypt_global_init() < 0) {
+    *err = pc_strdup("the crypto library could not be initialised");
+    return -1;
+  }
+  if (opts->user && privdrop_check(opts->user, err) < 0)
+    return -1;
+  return fs_check_private_dir(opts->data_directory, err);
+}
+
 /* --list-fingerprint [rsa|ed25519], as tor: load (or make) the keys in
  * DataDirectory and print "NICKNAME FINGERPRINT" (the RSA fingerprint in
  * groups of four hex digits, or the base64 Ed25519 identity). */
@@ -128,8 +142,7 @@ list_fingerprint(const options_cmdline_t *cl, const options_t *opts)
     cleanup();
     return 1;
   }
-  if (crypt_global_init() < 0 ||
-      fs_check_private_dir(opts->data_directory, &err) < 0) {
+  if (keys_dir_usable(opts, &err) < 0) {
     log_err("DataDirectory %s: %s", opts->data_directory,
             err ? err : "unusable");
     free(err);
@@ -137,10 +150,7 @@ list_fingerprint(const options_cmdline_t *cl, const options_t *opts)
     return 1;
   }
   router_keys_config_t cfg;
-  router_keys_config_init(&cfg);
-  cfg.nickname = opts->nickname;
-  cfg.onion_key_rotation_days = opts->onion_key_rotation_days;
-  cfg.onion_key_grace_days = opts->onion_key_grace_period_days;
+  app_keys_config(opts, &cfg);
   relay_keys_t *keys = router_keys_load_or_create(opts->data_directory,
                                                   &cfg, time(NULL), &err);
   if (!keys) {
@@ -156,6 +166,63 @@ list_fingerprint(const options_cmdline_t *cl, const options_t *opts)
                                                      1);
   printf("%s\n", fp);
   free(fp);
+  router_keys_free(keys);
+  cleanup();
+  return 0;
+}
+
+/* --keygen (tor's, without passphrases): a new signing key and
+ * certificate from the master identity key, made first if there is no
+ * identity at all. */
+static int
+keygen(const options_t *opts)
+{
+  char *err = NULL, *out = NULL;
+  router_keys_config_t cfg;
+  app_keys_config(opts, &cfg);
+  if (keys_dir_usable(opts, &err) < 0 ||
+      router_keys_keygen(opts->data_directory, &cfg, time(NULL), &out,
+                         &err) < 0) {
+    log_err("--keygen: %s", err ? err : "failed");
+    free(err);
+    cleanup();
+    return 1;
+  }
+  if (out)
+    fputs(out, stdout);
+  free(out);
+  cleanup();
+  return 0;
+}
+
+/* --key-expiration [sign] [--format iso8601|timestamp], as tor. */
+static int
+key_expiration(const options_cmdline_t *cl, const options_t *opts)
+{
+  if (strcmp(cl->command_arg, "sign")) {
+    fprintf(stderr, "No valid argument to --key-expiration found!\n"
+            "Currently recognised arguments are: 'sign'\n");
+    cleanup();
+    return 1;
+  }
+  char *err = NULL;
+  router_keys_config_t cfg;
+  app_keys_config(opts, &cfg);
+  relay_keys_t *keys = NULL;
+  if (keys_dir_usable(opts, &err) == 0)
+    keys = router_keys_load_or_create(opts->data_directory, &cfg,
+                                      time(NULL), &err);
+  if (!keys) {
+    log_err("%s", err ? err : "Could not load or create keys");
+    free(err);
+    cleanup();
+    return 1;
+  }
+  char *line = router_keys_key_expiration(
+      keys, opts->data_directory, &cfg,
+      cl->key_format && !strcmp(cl->key_format, "timestamp"));
+  fputs(line, stdout);
+  free(line);
   router_keys_free(keys);
   cleanup();
   return 0;
@@ -371,6 +438,8 @@ main(int argc, char **argv)
     return 0;
   }
   case OPTIONS_CMD_LIST_FINGERPRINT:
+  case OPTIONS_CMD_KEYGEN:
+  case OPTIONS_CMD_KEY_EXPIRATION:
   case OPTIONS_CMD_RUN:
   case OPTIONS_CMD_VERIFY_CONFIG:
   case OPTIONS_CMD_DUMP_CONFIG:
@@ -391,6 +460,10 @@ main(int argc, char **argv)
   const options_t *opts = daemon_state.opts;
   if (cl->command == OPTIONS_CMD_LIST_FINGERPRINT)
     return list_fingerprint(cl, opts);
+  if (cl->command == OPTIONS_CMD_KEYGEN)
+    return keygen(opts);
+  if (cl->command == OPTIONS_CMD_KEY_EXPIRATION)
+    return key_expiration(cl, opts);
   if (cl->command == OPTIONS_CMD_DUMP_CONFIG) {
     int r = options_dump_config(stdout, cl, opts, &err);
     if (r < 0) {

@@ -65,6 +65,8 @@ static struct {
   evloop_t *loop;
   relay_keys_t *keys;
   router_keys_config_t keycfg;
+  char *key_directory; /* KeyDirectory (keycfg points here), or NULL */
+  int lock_fd;         /* DataDirectory/lock, held while running */
   char *data_directory;
   char *nickname;
   evloop_timer_t *key_timer;
@@ -1117,6 +1119,18 @@ shutdown_control(void)
 }
 /* ---- end of ControlPort and MetricsPort ---- */
 
+void
+app_keys_config(const options_t *o, router_keys_config_t *cfg)
+{
+  router_keys_config_init(cfg);
+  cfg->nickname = o->nickname;
+  cfg->onion_key_rotation_days = o->onion_key_rotation_days;
+  cfg->onion_key_grace_days = o->onion_key_grace_period_days;
+  cfg->key_directory = o->key_directory;
+  cfg->offline_master_key = o->offline_master_key;
+  cfg->signing_key_lifetime_days = o->signing_key_lifetime / 86400;
+}
+
 int
 app_start(evloop_t *loop, const options_t *opts)
 {
@@ -1128,11 +1142,21 @@ app_start(evloop_t *loop, const options_t *opts)
     free(err);
     return -1;
   }
-  router_keys_config_init(&A.keycfg);
+  /* tor's DataDirectory lock: tor and pctor never run on the same keys at
+   * once. Held (the descriptor stays open) until pctor exits. */
+  A.lock_fd = router_keys_lock_datadir(opts->data_directory, &err);
+  if (A.lock_fd < 0) {
+    log_err("%s", err ? err : "Could not lock the DataDirectory");
+    free(err);
+    return -1;
+  }
   A.nickname = pc_strdup(opts->nickname);
   A.data_directory = pc_strdup(opts->data_directory);
-  A.keycfg.onion_key_rotation_days = opts->onion_key_rotation_days;
-  A.keycfg.onion_key_grace_days = opts->onion_key_grace_period_days;
+  app_keys_config(opts, &A.keycfg);
+  /* Owned copies: opts is freed after a reload. */
+  A.key_directory = opts->key_directory ? pc_strdup(opts->key_directory)
+                                        : NULL;
+  A.keycfg.key_directory = A.key_directory;
   A.keycfg.nickname = A.nickname;
   A.keys = router_keys_load_or_create(opts->data_directory, &A.keycfg,
                                       time(NULL), &err);
@@ -1387,5 +1411,8 @@ app_shutdown(void)
   packed_cell_freelist_clear();
   free(A.nickname);
   free(A.data_directory);
+  free(A.key_directory);
+  if (A.lock_fd > 0)
+    close(A.lock_fd); /* releases tor's DataDirectory lock */
   memset(&A, 0, sizeof(A));
 }

@@ -18,7 +18,12 @@
 #define PCTOR_APP_MAIN_START_H
 
 #include "app/config/options.h"
+#include "feature/relay/router_keys.h"
 #include "lib/evloop/evloop.h"
+
+/* The key handling the options ask for (KeyDirectory, OfflineMasterKey,
+ * SigningKeyLifetime, onion-key rotation); cfg points into o. */
+void app_keys_config(const options_t *o, router_keys_config_t *cfg);
 
 /* Start the relay on loop. Returns 0, or -1 after logging why (pctor then
  * exits with status 1). */
