@@ -7,6 +7,7 @@
 SUITE(log)
 SUITE(buf)
 SUITE(container)
+SUITE(strbuf)
 SUITE(evloop)
 SUITE(crypt)
 SUITE(conf)

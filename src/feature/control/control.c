@@ -60,6 +60,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
+#include "lib/string/strbuf.h"
 #include "lib/time/timefmt.h"
 
 /* Event names in tor's order; the index is the bit in a mask. */
@@ -578,38 +579,12 @@ getinfo_listeners(const char *which)
   return NULL;
 }
 
-typedef struct {
-  char *s;
-  size_t len, cap;
-} strbuf_t;
-
-static void
-sb_add(strbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-sb_add(strbuf_t *b, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = NULL;
-  int n = vasprintf(&s, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    abort();
-  if (b->len + (size_t)n + 1 > b->cap) {
-    b->cap = (b->len + (size_t)n + 1) * 2;
-    b->s = pc_realloc(b->s, b->cap);
-  }
-  memcpy(b->s + b->len, s, (size_t)n + 1);
-  b->len += (size_t)n;
-  free(s);
-}
-
 static void
 circ_status_cb(circuit_t *circ, void *arg)
 {
   const origin_circuit_t *oc = (const origin_circuit_t *)circ;
   char *line = circ_line(oc, circ_status(oc));
-  sb_add(arg, "%s\n", line);
+  strbuf_addf(arg, "%s\n", line);
   free(line);
 }
 
@@ -617,7 +592,7 @@ static void
 stream_status_cb(const client_stream_info_t *si, void *arg)
 {
   char *line = stream_line(si);
-  sb_add(arg, "%s\n", line);
+  strbuf_addf(arg, "%s\n", line);
   free(line);
 }
 
@@ -629,7 +604,7 @@ orconn_status_cb(channel_t *chan, void *arg)
   const char *st = channel_is_open(chan) ? "CONNECTED" : "LAUNCHED";
   if (!channel_is_open(chan) && !channel_is_outgoing(chan))
     return; /* tor lists incoming connections once they are open */
-  sb_add(b, "%s %s\n", chan_target(chan, t, sizeof(t)), st);
+  strbuf_addf(b, "%s %s\n", chan_target(chan, t, sizeof(t)), st);
 }
 
 static void
@@ -639,28 +614,28 @@ format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
   base64_encode(id, sizeof(id), rs->rsa_id, 20, BASE64_NOPAD);
   time_format_iso(when, c->valid_after);
   uint32_t ip = rs->ipv4;
-  sb_add(b, "r %s %s", rs->nickname, id);
+  strbuf_addf(b, "r %s %s", rs->nickname, id);
   if (rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS) {
     base64_encode(dg, sizeof(dg), rs->digest, 20, BASE64_NOPAD);
-    sb_add(b, " %s", dg);
+    strbuf_addf(b, " %s", dg);
   }
-  sb_add(b, " %s %u.%u.%u.%u %u %u\n", when, ip >> 24, (ip >> 16) & 255,
+  strbuf_addf(b, " %s %u.%u.%u.%u %u %u\n", when, ip >> 24, (ip >> 16) & 255,
          (ip >> 8) & 255, ip & 255, rs->or_port, rs->dir_port);
   if (rs->has_ipv6) {
     char a[PC_ADDR_STR_LEN];
-    sb_add(b, "a %s\n", pc_addr_fmt(&rs->ipv6_or, a, sizeof(a), 1));
+    strbuf_addf(b, "a %s\n", pc_addr_fmt(&rs->ipv6_or, a, sizeof(a), 1));
   }
-  sb_add(b, "s");
+  strbuf_addf(b, "s");
   for (uint32_t bit = 1; bit && bit <= RS_FLAG_SYBIL; bit <<= 1)
     if ((rs->flags & bit) && consensus_flag_name(bit))
-      sb_add(b, " %s", consensus_flag_name(bit));
-  sb_add(b, "\n");
+      strbuf_addf(b, " %s", consensus_flag_name(bit));
+  strbuf_addf(b, "\n");
   if (rs->version)
-    sb_add(b, "v %s\n", rs->version);
+    strbuf_addf(b, "v %s\n", rs->version);
   if (rs->protocols)
-    sb_add(b, "pr %s\n", rs->protocols);
+    strbuf_addf(b, "pr %s\n", rs->protocols);
   if (rs->has_bandwidth)
-    sb_add(b, "w Bandwidth=%u%s\n", rs->bandwidth,
+    strbuf_addf(b, "w Bandwidth=%u%s\n", rs->bandwidth,
            rs->bw_unmeasured ? " Unmeasured=1" : "");
 }
 
@@ -704,12 +679,12 @@ getinfo_one(const char *key, char **value)
   }
   if (!strcmp(key, "bw-event-cache")) {
     strbuf_t b = {0};
-    sb_add(&b, "%s", "");
+    strbuf_addf(&b, "%s", "");
     unsigned first = (S.bw_cache_next + CONTROL_BW_CACHE_LEN - S.bw_cache_n) %
                      CONTROL_BW_CACHE_LEN;
     for (unsigned i = 0; i < S.bw_cache_n; i++) {
       unsigned k = (first + i) % CONTROL_BW_CACHE_LEN;
-      sb_add(&b, "%s%llu,%llu", i ? " " : "",
+      strbuf_addf(&b, "%s%llu,%llu", i ? " " : "",
              (unsigned long long)S.bw_cache[k][0],
              (unsigned long long)S.bw_cache[k][1]);
     }
@@ -719,27 +694,27 @@ getinfo_one(const char *key, char **value)
   if (!strcmp(key, "events/names")) {
     strbuf_t b = {0};
     for (size_t i = 0; i < N_EVENTS; i++)
-      sb_add(&b, "%s%s", i ? " " : "", event_names[i]);
+      strbuf_addf(&b, "%s%s", i ? " " : "", event_names[i]);
     *value = b.s;
     return 1;
   }
   if (!strcmp(key, "circuit-status")) {
     strbuf_t b = {0};
-    sb_add(&b, "%s", "");
+    strbuf_addf(&b, "%s", "");
     circuits_foreach(CIRC_KIND_ORIGIN, circ_status_cb, &b);
     *value = b.s;
     return 1;
   }
   if (!strcmp(key, "orconn-status")) {
     strbuf_t b = {0};
-    sb_add(&b, "%s", "");
+    strbuf_addf(&b, "%s", "");
     channels_foreach(orconn_status_cb, &b);
     *value = b.s;
     return 1;
   }
   if (!strcmp(key, "stream-status")) {
     strbuf_t b = {0};
-    sb_add(&b, "%s", "");
+    strbuf_addf(&b, "%s", "");
     client_foreach_stream(stream_status_cb, &b);
     *value = b.s;
     return 1;
@@ -795,7 +770,7 @@ getinfo_one(const char *key, char **value)
       return -1;
     }
     strbuf_t b = {0};
-    sb_add(&b, "%s", "");
+    strbuf_addf(&b, "%s", "");
     if (!strcmp(key, "ns/all")) {
       for (int i = 0; i < c->n_rs; i++)
         format_rs(&b, c, &c->rs[i]);
@@ -906,7 +881,7 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
     if (!strcmp(key, "info/names")) {
       strbuf_t b = {0};
       for (size_t i = 0; i < sizeof(info_names) / sizeof(info_names[0]); i++)
-        sb_add(&b, "%s\n", info_names[i]);
+        strbuf_addf(&b, "%s\n", info_names[i]);
       v = b.s;
       r = 1;
     } else {
@@ -1030,11 +1005,11 @@ cmd_protocolinfo(ctl_conn_t *cc, const char *args)
   }
   strbuf_t m = {0};
   if (!auth_needed())
-    sb_add(&m, "NULL");
+    strbuf_addf(&m, "NULL");
   if (S.have_cookie)
-    sb_add(&m, "COOKIE,SAFECOOKIE");
+    strbuf_addf(&m, "COOKIE,SAFECOOKIE");
   if (S.hashed_password)
-    sb_add(&m, "%sHASHEDPASSWORD", S.have_cookie ? "," : "");
+    strbuf_addf(&m, "%sHASHEDPASSWORD", S.have_cookie ? "," : "");
   buf_t *out = conn_outbuf(cc->conn);
   control_proto_add_line(out, 250, '-', "PROTOCOLINFO 1");
   char *line;

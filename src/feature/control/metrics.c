@@ -31,6 +31,7 @@
 #include "feature/measureme/measureme.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/strbuf.h"
 #include "lib/net/conn.h"
 
 typedef struct {
@@ -210,44 +211,18 @@ metrics_parse_port(const char *value, control_listen_t *out, char **err_out)
 
 /* ---- rendering ---- */
 
-typedef struct {
-  char *s;
-  size_t len, cap;
-} mbuf_t;
-
 static void
-add(mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-add(mbuf_t *b, const char *fmt, ...)
+head(strbuf_t *b, const char *name, const char *type, const char *help)
 {
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = NULL;
-  int n = vasprintf(&s, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    abort();
-  if (b->len + (size_t)n + 1 > b->cap) {
-    b->cap = (b->len + (size_t)n + 1) * 2;
-    b->s = pc_realloc(b->s, b->cap);
-  }
-  memcpy(b->s + b->len, s, (size_t)n + 1);
-  b->len += (size_t)n;
-  free(s);
+  strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void
-head(mbuf_t *b, const char *name, const char *type, const char *help)
-{
-  add(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void
-one(mbuf_t *b, const char *name, const char *type, const char *help,
+one(strbuf_t *b, const char *name, const char *type, const char *help,
     unsigned long long v)
 {
   head(b, name, type, help);
-  add(b, "%s %llu\n", name, v);
+  strbuf_addf(b, "%s %llu\n", name, v);
 }
 
 typedef struct {
@@ -280,7 +255,7 @@ metrics_set_ipsec(const ipsec_broker_t *broker)
 }
 
 static void
-render_ipsec_client(mbuf_t *b)
+render_ipsec_client(strbuf_t *b)
 {
   if (metrics_ipsec) {
     ipsec_broker_stats_t is;
@@ -293,11 +268,11 @@ render_ipsec_client(mbuf_t *b)
         "IPsec: peers whose outbound CHILD_SA is installed", is.n_sa_up);
     head(b, "pctor_ipsec_announcements_total", "counter",
          "IPsec: announcements by outcome");
-    add(b, "pctor_ipsec_announcements_total{outcome=\"sent\"} %llu\n",
+    strbuf_addf(b, "pctor_ipsec_announcements_total{outcome=\"sent\"} %llu\n",
         (unsigned long long)is.announce_sent);
-    add(b, "pctor_ipsec_announcements_total{outcome=\"received\"} %llu\n",
+    strbuf_addf(b, "pctor_ipsec_announcements_total{outcome=\"received\"} %llu\n",
         (unsigned long long)is.announce_received);
-    add(b, "pctor_ipsec_announcements_total{outcome=\"refused\"} %llu\n",
+    strbuf_addf(b, "pctor_ipsec_announcements_total{outcome=\"refused\"} %llu\n",
         (unsigned long long)is.announce_refused);
     one(b, "pctor_ipsec_initiations_total", "counter",
         "IPsec: IKE initiations asked of charon",
@@ -320,15 +295,15 @@ render_ipsec_client(mbuf_t *b)
       "Client: SOCKS streams open", cs.n_open_streams);
   head(b, "pctor_client_streams_total", "counter",
        "Client: SOCKS streams by outcome");
-  add(b, "pctor_client_streams_total{outcome=\"connected\"} %llu\n",
+  strbuf_addf(b, "pctor_client_streams_total{outcome=\"connected\"} %llu\n",
       (unsigned long long)cs.n_streams_connected);
-  add(b, "pctor_client_streams_total{outcome=\"failed\"} %llu\n",
+  strbuf_addf(b, "pctor_client_streams_total{outcome=\"failed\"} %llu\n",
       (unsigned long long)cs.n_streams_failed);
   head(b, "pctor_client_circuits_total", "counter",
        "Client: circuits by outcome");
-  add(b, "pctor_client_circuits_total{outcome=\"built\"} %llu\n",
+  strbuf_addf(b, "pctor_client_circuits_total{outcome=\"built\"} %llu\n",
       (unsigned long long)cs.n_circuits_built);
-  add(b, "pctor_client_circuits_total{outcome=\"failed\"} %llu\n",
+  strbuf_addf(b, "pctor_client_circuits_total{outcome=\"failed\"} %llu\n",
       (unsigned long long)cs.n_circuits_failed);
   one(b, "pctor_client_conflux_sets_total", "counter",
       "Client: conflux sets linked", (unsigned long long)cs.n_conflux_sets);
@@ -340,13 +315,13 @@ render_ipsec_client(mbuf_t *b)
 char *
 metrics_render(void)
 {
-  mbuf_t b = {0};
+  strbuf_t b = {0};
   uint64_t r, w;
   conn_get_totals(&r, &w);
   head(&b, "tor_relay_traffic_bytes", "counter", "Traffic related counters");
-  add(&b, "tor_relay_traffic_bytes{direction=\"read\"} %llu\n",
+  strbuf_addf(&b, "tor_relay_traffic_bytes{direction=\"read\"} %llu\n",
       (unsigned long long)r);
-  add(&b, "tor_relay_traffic_bytes{direction=\"written\"} %llu\n",
+  strbuf_addf(&b, "tor_relay_traffic_bytes{direction=\"written\"} %llu\n",
       (unsigned long long)w);
 
   conn_count_t cc;
@@ -357,19 +332,19 @@ metrics_render(void)
   static const char *const fam[2] = {"ipv4", "ipv6"};
   for (int o = 0; o < 2; o++)
     for (int f = 0; f < 2; f++)
-      add(&b, "tor_relay_connections{type=\"OR\",direction=\"%s\","
+      strbuf_addf(&b, "tor_relay_connections{type=\"OR\",direction=\"%s\","
               "state=\"opened\",family=\"%s\"} %u\n",
           dir[o], fam[f], cc.open[o][f]);
 
   head(&b, "tor_relay_circuits_total", "gauge", "Total number of circuits");
-  add(&b, "tor_relay_circuits_total{state=\"opened\"} %u\n",
+  strbuf_addf(&b, "tor_relay_circuits_total{state=\"opened\"} %u\n",
       circuits_count(CIRC_KIND_OR));
 
   circuits_oom_stats_t oom;
   circuits_get_oom_stats(&oom);
   head(&b, "tor_relay_load_oom_bytes_total", "counter",
        "Total number of bytes the OOM has freed by subsystem");
-  add(&b, "tor_relay_load_oom_bytes_total{subsys=\"cell\"} %llu\n",
+  strbuf_addf(&b, "tor_relay_load_oom_bytes_total{subsys=\"cell\"} %llu\n",
       (unsigned long long)oom.bytes_freed);
   one(&b, "pctor_oom_circuits_killed_total", "counter",
       "Circuits closed by the out-of-memory handler",
@@ -405,9 +380,9 @@ metrics_render(void)
       (unsigned long long)ps.spares_used);
   head(&b, "pctor_pctcp_fallbacks_total", "counter",
        "PerCircuitTCP: extensions that shared a connection instead");
-  add(&b, "pctor_pctcp_fallbacks_total{reason=\"limit\"} %llu\n",
+  strbuf_addf(&b, "pctor_pctcp_fallbacks_total{reason=\"limit\"} %llu\n",
       (unsigned long long)ps.shared_over_limit);
-  add(&b, "pctor_pctcp_fallbacks_total{reason=\"peer_policy\"} %llu\n",
+  strbuf_addf(&b, "pctor_pctcp_fallbacks_total{reason=\"peer_policy\"} %llu\n",
       (unsigned long long)ps.shared_by_policy);
 
   scheduler_stats_t ss;
@@ -419,9 +394,9 @@ metrics_render(void)
       (unsigned long long)ss.cells);
   head(&b, "pctor_scheduler_waits_total", "counter",
        "Times a connection waited, by what it waited for");
-  add(&b, "pctor_scheduler_waits_total{for=\"kernel\"} %llu\n",
+  strbuf_addf(&b, "pctor_scheduler_waits_total{for=\"kernel\"} %llu\n",
       (unsigned long long)ss.kernel_limited);
-  add(&b, "pctor_scheduler_waits_total{for=\"tokens\"} %llu\n",
+  strbuf_addf(&b, "pctor_scheduler_waits_total{for=\"tokens\"} %llu\n",
       (unsigned long long)ss.token_limited);
   one(&b, "pctor_scheduler_active_connections", "gauge",
       "Connections with queued circuit cells", ss.channels_active);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* strbuf.h -- a growable NUL-terminated string, for building text replies
+ * (control-port answers, metrics pages) piece by piece.
+ *
+ * A zeroed strbuf_t is an empty buffer; s stays NULL until the first
+ * append. The caller owns s (free() it, or keep it as the result). Growth
+ * doubles the capacity, so appending n bytes in pieces costs O(n).
+ * Allocation failure aborts, as everywhere in pctor (lib/malloc). */
+#ifndef PCTOR_LIB_STRING_STRBUF_H
+#define PCTOR_LIB_STRING_STRBUF_H
+
+#include <stddef.h>
+
+typedef struct strbuf_t {
+  char *s;     /* the text, NUL-terminated; NULL while nothing was added */
+  size_t len;  /* bytes before the NUL */
+  size_t cap;  /* bytes allocated */
+} strbuf_t;
+
+/* Append printf-style text. */
+void strbuf_addf(strbuf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* check_strbuf.c -- unit tests for lib/string/strbuf: appends that fit
+ * and that grow the buffer, the empty append that makes an empty string,
+ * and long texts built in many pieces compared with a reference. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/string/strbuf.h"
+
+Suite *suite_strbuf(void);
+
+START_TEST(test_strbuf_basic)
+{
+  strbuf_t b = {0};
+  ck_assert_ptr_null(b.s);
+  strbuf_addf(&b, "%s", "");
+  ck_assert_ptr_nonnull(b.s);
+  ck_assert_str_eq(b.s, "");
+  ck_assert_uint_eq(b.len, 0);
+  strbuf_addf(&b, "r %s %d", "nick", 42);
+  strbuf_addf(&b, "%c", '\n');
+  ck_assert_str_eq(b.s, "r nick 42\n");
+  ck_assert_uint_eq(b.len, strlen(b.s));
+  ck_assert_uint_gt(b.cap, b.len);
+  free(b.s);
+}
+END_TEST
+
+START_TEST(test_strbuf_many_pieces)
+{
+  strbuf_t b = {0};
+  char *ref = calloc(1, 200000);
+  size_t rlen = 0;
+  for (int i = 0; i < 5000; i++) {
+    /* Pieces of varying length, some longer than the spare room. */
+    char piece[64];
+    int n = snprintf(piece, sizeof(piece), "%d:%.*s;", i, i % 40,
+                     "0123456789012345678901234567890123456789");
+    memcpy(ref + rlen, piece, (size_t)n + 1);
+    rlen += (size_t)n;
+    strbuf_addf(&b, "%d:%.*s;", i, i % 40,
+                "0123456789012345678901234567890123456789");
+    ck_assert_uint_eq(b.len, rlen);
+  }
+  ck_assert_str_eq(b.s, ref);
+  char big[3000];
+  memset(big, 'x', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  strbuf_addf(&b, "%s", big);
+  ck_assert_uint_eq(b.len, rlen + sizeof(big) - 1);
+  ck_assert_str_eq(b.s + rlen, big);
+  free(ref);
+  free(b.s);
+}
+END_TEST
+
+Suite *
+suite_strbuf(void)
+{
+  Suite *s = suite_create("strbuf");
+  TCase *tc = tcase_create("strbuf");
+  tcase_add_test(tc, test_strbuf_basic);
+  tcase_add_test(tc, test_strbuf_many_pieces);
+  suite_add_tcase(s, tc);
+  return s;
+}
