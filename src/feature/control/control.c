@@ -120,7 +120,7 @@ static struct {
   unsigned bw_cache_n, bw_cache_next;
   time_t started_at;
   int in_log_hook;
-  int observers; /* registered: 1 open, 2 close, 4 origin circuits */
+  int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
   char version[96];
 } S;
 
@@ -1563,7 +1563,8 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 2;
   if (circuits_set_origin_observer(circ_progress_cb, NULL) == 0)
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
-  client_set_stream_observer(stream_event_cb, NULL);
+  if (client_set_stream_observer(stream_event_cb, NULL) == 0)
+    S.observers |= 8; /* (else the client warned: no STREAM events) */
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -1606,7 +1607,7 @@ control_shutdown(void)
     circuits_remove_close_observer(circ_close_cb, NULL);
   if (S.observers & 4)
     circuits_set_origin_observer(NULL, NULL);
-  if (S.bw_timer) /* set with the stream observer */
+  if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
