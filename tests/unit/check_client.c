@@ -151,6 +151,42 @@ START_TEST(test_connect_without_consensus)
 }
 END_TEST
 
+static void
+count_stream_events(const client_stream_info_t *si, void *arg)
+{
+  (void)si;
+  ++*(int *)arg;
+}
+
+static void
+other_stream_observer(const client_stream_info_t *si, void *arg)
+{
+  count_stream_events(si, arg);
+}
+
+/* The stream observer is one slot: a second subscriber is refused (and
+ * is never called) instead of silently taking the first one's place. */
+START_TEST(test_stream_observer_refuse_second)
+{
+  int a = 0, b = 0;
+  ck_assert_int_eq(client_set_stream_observer(count_stream_events, &a), 0);
+  ck_assert_int_eq(client_set_stream_observer(count_stream_events, &a), 0);
+  ck_assert_int_eq(client_set_stream_observer(count_stream_events, &b), -1);
+  ck_assert_int_eq(client_set_stream_observer(other_stream_observer, &b),
+                   -1);
+  socks5_hello();
+  static const uint8_t req[] = {5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90};
+  exchange(req, sizeof(req), 2 + 10);
+  check_one_failure(SOCKS5_HOST_UNREACHABLE);
+  ck_assert_int_gt(a, 0);
+  ck_assert_int_eq(b, 0);
+  ck_assert_int_eq(client_set_stream_observer(NULL, NULL), 0);
+  ck_assert_int_eq(client_set_stream_observer(other_stream_observer, &b),
+                   0);
+  ck_assert_int_eq(client_set_stream_observer(NULL, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_resolve_refused)
 {
   socks5_hello();
@@ -205,6 +241,7 @@ suite_client(void)
   tcase_add_test(tc, test_resolve_refused);
   tcase_add_test(tc, test_predicted_ports);
   tcase_add_test(tc, test_leg_without_circuit_blocked);
+  tcase_add_test(tc, test_stream_observer_refuse_second);
   suite_add_tcase(s, tc);
   return s;
 }

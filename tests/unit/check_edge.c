@@ -27,6 +27,7 @@
 #include "core/proto/relay_msg.h"
 #include "lib/bytes/bytes.h"
 #include "lib/evloop/evloop.h"
+#include "lib/log/log.h"
 
 Suite *suite_edge(void);
 
@@ -705,6 +706,51 @@ START_TEST(test_mux_hooks_refuse_second)
 }
 END_TEST
 
+static void
+obs1(origin_circuit_t *c, void *arg)
+{
+  (void)c;
+  (void)arg;
+}
+
+static void
+obs2(origin_circuit_t *c, void *arg)
+{
+  (void)c;
+  (void)arg;
+}
+
+static void
+count_refusals(log_severity_t sev, const char *msg, void *arg)
+{
+  if (sev == LOG_SEV_WARN && strstr(msg, "second observer of our own circuits"))
+    ++*(int *)arg;
+}
+
+/* The observer of our own circuits is one slot, like the multiplexer: a
+ * second subscriber is refused with a warning instead of silently taking
+ * the place of the first. */
+START_TEST(test_origin_observer_refuse_second)
+{
+  int warned = 0, a = 0, b = 0;
+  log_set_hook(LOG_SEV_WARN, count_refusals, &warned);
+  ck_assert_int_eq(circuits_set_origin_observer(obs1, &a), 0);
+  ck_assert_int_eq(circuits_set_origin_observer(obs1, &a), 0); /* same */
+  ck_assert_int_eq(warned, 0);
+  ck_assert_int_eq(circuits_set_origin_observer(obs2, &a), -1);
+  ck_assert_int_eq(warned, 1);
+  ck_assert_int_eq(circuits_set_origin_observer(obs1, &b), -1); /* arg */
+  ck_assert_int_eq(warned, 2);
+  ck_assert_int_eq(circuits_set_origin_observer(NULL, NULL), 0);
+  ck_assert_int_eq(circuits_set_origin_observer(obs2, &b), 0);
+  ck_assert_int_eq(circuits_set_origin_observer(obs1, &a), -1);
+  ck_assert_int_eq(circuits_set_origin_observer(NULL, NULL), 0);
+  ck_assert_int_eq(circuits_set_origin_observer(NULL, NULL), 0);
+  ck_assert_int_eq(warned, 3);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+}
+END_TEST
+
 Suite *
 suite_edge(void)
 {
@@ -726,6 +772,7 @@ suite_edge(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("hooks");
   tcase_add_test(tc, test_mux_hooks_refuse_second);
+  tcase_add_test(tc, test_origin_observer_refuse_second);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -258,11 +258,18 @@ static struct {
   void *arg;
 } origin_observer;
 
-void
+int
 circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg)
 {
+  if (fn && origin_observer.fn &&
+      (fn != origin_observer.fn || arg != origin_observer.arg)) {
+    log_warn("A second observer of our own circuits was refused: one is "
+             "registered already (only one controller may watch them)");
+    return -1;
+  }
   origin_observer.fn = fn;
-  origin_observer.arg = arg;
+  origin_observer.arg = fn ? arg : NULL;
+  return 0;
 }
 
 void

@@ -239,10 +239,12 @@ void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
  * first hop is being contacted, and after each hop opens, once the
  * builder's own on_extended has run (so n_hops > n_hops_open means it
  * asked for another hop, equality that the circuit is built). Read-only.
- * fn NULL removes it. */
+ * fn NULL removes it. As circuits_set_mux_ops(): registering another
+ * while one is registered is refused with a warning (-1), registering the
+ * same fn and arg again is fine (0). */
 typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
                                            void *arg);
-void circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
+int circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when

@@ -96,10 +96,12 @@ typedef struct client_stream_info_t {
   const pc_addr_t *source;    /* the SOCKS client, or NULL */
 } client_stream_info_t;
 /* One observer, told of every status change (the info is valid during
- * the call only); NULL removes it. */
+ * the call only); NULL removes it. Registering another while one is
+ * registered is refused with a warning (-1); the same fn and arg again is
+ * fine (0). */
 typedef void (*client_stream_observer_fn)(const client_stream_info_t *si,
                                           void *arg);
-void client_set_stream_observer(client_stream_observer_fn fn, void *arg);
+int client_set_stream_observer(client_stream_observer_fn fn, void *arg);
 /* Every stream attached to a circuit, with its current status. */
 void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
                            void *arg);

@@ -30,11 +30,17 @@ static struct {
   uint64_t next_gid;
 } O;
 
-void
+int
 client_set_stream_observer(client_stream_observer_fn fn, void *arg)
 {
+  if (fn && O.fn && (fn != O.fn || arg != O.arg)) {
+    log_warn("A second observer of SocksPort streams was refused: one is "
+             "registered already (only one controller may watch them)");
+    return -1;
+  }
   O.fn = fn;
-  O.arg = arg;
+  O.arg = fn ? arg : NULL;
+  return 0;
 }
 
 static void

@@ -121,7 +121,7 @@ static struct {
   unsigned bw_cache_n, bw_cache_next;
   time_t started_at;
   int in_log_hook;
-  int observers;
+  int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
   char version[96];
 } S;
 
@@ -1536,8 +1536,10 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 1;
   if (circuits_add_close_observer(circ_close_cb, NULL) == 0)
     S.observers |= 2;
-  circuits_set_origin_observer(circ_progress_cb, NULL);
-  client_set_stream_observer(stream_event_cb, NULL);
+  if (circuits_set_origin_observer(circ_progress_cb, NULL) == 0)
+    S.observers |= 4; /* (else core warned: no CIRC progress events) */
+  if (client_set_stream_observer(stream_event_cb, NULL) == 0)
+    S.observers |= 8; /* (else the client warned: no STREAM events) */
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -1578,10 +1580,10 @@ control_shutdown(void)
     channel_remove_open_observer(orconn_open_cb, NULL);
   if (S.observers & 2)
     circuits_remove_close_observer(circ_close_cb, NULL);
-  if (S.bw_timer) { /* set with the observers */
+  if (S.observers & 4)
     circuits_set_origin_observer(NULL, NULL);
+  if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
-  }
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);
