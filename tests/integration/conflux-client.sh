@@ -129,7 +129,8 @@ check_linked() { # CLIENT
 for c in c1 c2 c3 c4; do
     check_linked "$c"
     t0=$SECONDS
-    get "$c" file "$net/$c.out" || it_fail "$c: download failed"
+    get "$c" file "$net/$c.out" ||
+        it_fail "$c: download failed (curl exit $?): $(grep -E 'warn|err\]|[Cc]onflux|closed' "$(cat "$net/$c.dir")/info.log" | tail -8)"
     [ "$(sha256sum < "$net/$c.out" | cut -d' ' -f1)" = "$want" ] ||
         it_fail "$c: sha256 mismatch on the download"
     rm -f "$net/$c.out"
