@@ -4,8 +4,8 @@
 # User (as root: switch to "nobody" and keep no capabilities), SIGHUP
 # reload (a log file the dropped user cannot reopen is a warning), SIGUSR2
 # debug logging, SIGINT graceful shutdown (ShutdownWaitLength) and a
-# second SIGINT; --list-fingerprint; and the relay still carries circuits
-# after dropping privileges.
+# second SIGINT; --list-fingerprint; the relay still carries circuits
+# after dropping privileges; sd_notify (Type=notify) messages and watchdog.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -199,3 +199,52 @@ if [ -n "$user_line" ]; then
     [ -z "$left" ] || it_fail "files not handed to nobody: $left"
     it_log "restart as root with a handed-over DataDirectory works"
 fi
+
+# Type=notify (sd_notify(3)): in the foreground, pctor tells the socket in
+# $NOTIFY_SOCKET READY=1 (naming its pid) once started, RELOADING=1 and
+# READY=1 around a SIGHUP, STOPPING=1 on SIGTERM, and feeds a watchdog at
+# half of $WATCHDOG_USEC. An abstract socket name ("@...") works too.
+nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$dir/notify.torrc" <<EOF2
+DataDirectory $dir/ndata
+ORPort 127.0.0.1:$nport
+Nickname notifytest
+Log notice file $dir/notify.log
+TestingTorNetwork 1
+DirAuthority testauth orport=9 no-v2 v3ident=0000000000000000000000000000000000000001 127.0.0.1:9 0000000000000000000000000000000000000002
+PublishServerDescriptor 0
+AssumeReachable 1
+EOF2
+nsock="@pctor-it-notify-$$"
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + sys.argv[1][1:])
+with open(sys.argv[2], "w") as f:
+    f.write("bound\n"); f.flush()
+    while True:
+        f.write(s.recv(4096).decode().replace("\n", "|") + "\n"); f.flush()
+' "$nsock" "$dir/notify.msgs" &
+it_register_pid $!
+it_wait_until 10 test -s "$dir/notify.msgs" || it_fail "the notify listener did not start"
+NOTIFY_SOCKET=$nsock WATCHDOG_USEC=400000 "$PCTOR" -f "$dir/notify.torrc" --RunAsDaemon 0 \
+    > "$dir/notify.out" 2>&1 &
+npid=$!
+it_register_pid "$npid"
+it_wait_until 20 grep -q "^READY=1" "$dir/notify.msgs" || it_fail "no READY=1: $(cat "$dir/notify.out")"
+grep -q "^READY=1|STATUS=Running|MAINPID=$npid\$" "$dir/notify.msgs" ||
+    it_fail "READY=1 does not name pid $npid: $(cat "$dir/notify.msgs")"
+it_wait_port 127.0.0.1 "$nport" 5 || it_fail "READY=1 came but the ORPort is not open"
+sleep 1.2
+nwd=$(grep -c "^WATCHDOG=1$" "$dir/notify.msgs")
+[ "$nwd" -ge 3 ] || it_fail "$nwd WATCHDOG=1 in 1.2 s at WATCHDOG_USEC=400000 (want >= 3)"
+kill -HUP "$npid"
+it_wait_until 10 bash -c "grep -A1 '^RELOADING=1' '$dir/notify.msgs' | grep -q '^READY=1'" ||
+    it_fail "no RELOADING=1 then READY=1 on SIGHUP: $(grep -v WATCHDOG "$dir/notify.msgs")"
+kill -TERM "$npid"
+it_wait_until 10 grep -q "^STOPPING=1" "$dir/notify.msgs" || it_fail "no STOPPING=1 on SIGTERM"
+it_wait_until 10 bash -c "! kill -0 $npid 2>/dev/null" || it_fail "the notify relay did not exit"
+# A watchdog meant for another process (WATCHDOG_PID) is not fed.
+NOTIFY_SOCKET=$nsock WATCHDOG_USEC=100000 WATCHDOG_PID=1 "$PCTOR" --verify-config -f "$dir/notify.torrc" \
+    > /dev/null 2>&1 || it_fail "--verify-config under NOTIFY_SOCKET failed"
+it_log "sd_notify: READY/RELOADING/STOPPING and the watchdog work"

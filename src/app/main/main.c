@@ -15,7 +15,8 @@
  *   7. PidFile (our final pid, written before losing the right to);
  *   8. User: hand DataDirectory over, switch user, drop capabilities;
  *   9. RunAsDaemon: stdio to /dev/null, release the original process;
- *  10. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
+ *  10. tell a service manager (Type=notify, $NOTIFY_SOCKET) we are ready;
+ *  11. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
  * SIGHUP re-reads the same torrc and command line; a bad new configuration
  * is logged and the old one kept. SIGUSR1 logs statistics. Options that cannot change while running
  * keep their old values, with a warning.
@@ -33,6 +34,7 @@
 #include "app/config/options.h"
 #include "app/main/daemon.h"
 #include "app/main/privdrop.h"
+#include "app/main/sdnotify.h"
 #include "app/main/start.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
@@ -54,6 +56,7 @@ static struct {
   options_t *opts;
   evloop_signal_t *sig_hup, *sig_term, *sig_int, *sig_usr1, *sig_usr2;
   evloop_timer_t *shutdown_timer; /* SIGINT: ShutdownWaitLength */
+  evloop_timer_t *watchdog_timer; /* WATCHDOG=1 to the service manager */
   int debug_logging;              /* SIGUSR2 switched logs to debug */
 } daemon_state;
 
@@ -247,9 +250,8 @@ apply_logs(const options_t *opts, char **err_out)
 }
 
 static void
-on_hup(void *arg)
+reload_config(void)
 {
-  (void)arg;
   options_t *new_opts = NULL;
   char *err = NULL;
   log_notice("Received reload signal (hup). Reloading config.");
@@ -301,11 +303,30 @@ on_hup(void *arg)
   log_notice("Configuration reloaded.");
 }
 
+/* SIGHUP. The service manager hears of the reload and of its end (whether
+ * the new configuration was taken or the old one kept). */
+static void
+on_hup(void *arg)
+{
+  (void)arg;
+  sdnotify_send("RELOADING=1\nSTATUS=Reloading the configuration");
+  reload_config();
+  sdnotify_send("READY=1\nSTATUS=Running");
+}
+
+static void
+on_watchdog(void *arg)
+{
+  (void)arg;
+  sdnotify_send("WATCHDOG=1");
+}
+
 static void
 on_term(void *arg)
 {
   (void)arg;
   log_notice("Interrupt: exiting cleanly.");
+  sdnotify_send("STOPPING=1");
   app_shutdown();
   evloop_exit(daemon_state.loop);
 }
@@ -318,6 +339,7 @@ on_shutdown_timer(void *arg)
 {
   (void)arg;
   log_notice("Clean shutdown finished. Exiting.");
+  sdnotify_send("STOPPING=1");
   app_shutdown();
   evloop_exit(daemon_state.loop);
 }
@@ -332,6 +354,7 @@ on_int(void *arg)
     return;
   }
   app_stop_listening();
+  sdnotify_send("STOPPING=1\nSTATUS=Shutting down after ShutdownWaitLength");
   log_notice("Interrupt: we have stopped accepting new connections, and "
              "will shut down in %d seconds. Interrupt again to exit now.",
              o->shutdown_wait_length);
@@ -368,6 +391,7 @@ cleanup(void)
   evloop_signal_free(daemon_state.sig_usr1);
   evloop_signal_free(daemon_state.sig_usr2);
   evloop_timer_free(daemon_state.shutdown_timer);
+  evloop_timer_free(daemon_state.watchdog_timer);
   evloop_free(daemon_state.loop);
   options_free(daemon_state.opts);
   options_cmdline_free(daemon_state.cmdline);
@@ -544,6 +568,20 @@ main(int argc, char **argv)
   }
   apply_dumpable(opts); /* switching user may have reset it */
   daemon_finish();
+
+  /* Type=notify: ready now that ports are bound and privileges dropped.
+   * After RunAsDaemon the daemon is not the process the service manager
+   * started, so it names itself (needs NotifyAccess=all). */
+  char ready[96];
+  snprintf(ready, sizeof(ready), "READY=1\nSTATUS=Running\nMAINPID=%ld",
+           (long)getpid());
+  sdnotify_send(ready);
+  uint64_t wd = sdnotify_watchdog_usec();
+  if (wd) {
+    daemon_state.watchdog_timer =
+        evloop_timer_new(daemon_state.loop, on_watchdog, NULL);
+    evloop_timer_schedule_periodic(daemon_state.watchdog_timer, wd / 2);
+  }
 
   int r = evloop_run(daemon_state.loop);
   if (r < 0)
