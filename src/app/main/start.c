@@ -1052,6 +1052,7 @@ ctl_config(const options_t *o, control_config_t *cfg)
                         ? strtol(o->owning_controller_process, NULL, 10)
                         : 0;
   cfg->data_dir = o->data_directory;
+  cfg->user = o->user;
   free(CTL.address);
   CTL.address = NULL;
   pc_addr_t addr;

@@ -1415,11 +1415,47 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
   log_info("New control connection from %s", cc->peer);
 }
 
-/* The directory of a unix socket must be ours and private (0700), or
- * with RelaxDirModeCheck at least not writable by others. */
+/* The user files are handed to (User, while we are still root): 0 and its
+ * ids, or -1 when there is none. */
 static int
-check_socket_dir(const char *path, unsigned flags, char **err_out)
+handover_user(const char *user, uid_t *uid, gid_t *gid)
 {
+  if (!user || geteuid() != 0)
+    return -1;
+  struct passwd *pw = getpwnam(user);
+  if (!pw)
+    return -1; /* the privilege drop reports an unknown User */
+  *uid = pw->pw_uid;
+  *gid = pw->pw_gid;
+  return 0;
+}
+
+/* Hand a file made while root to User, as the DataDirectory is. */
+static int
+hand_over(const char *path, const char *user, char **err_out)
+{
+  uid_t uid;
+  gid_t gid;
+  if (handover_user(user, &uid, &gid) < 0)
+    return 0;
+  if (chown(path, uid, gid) < 0) {
+    *err_out = pc_asprintf("cannot hand %s over to %s: %s", path, user,
+                           strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The directory of a unix socket must be ours (or, while root, User's,
+ * who will own the socket) and private (0700), or with RelaxDirModeCheck
+ * at least not writable by others. */
+static int
+check_socket_dir(const char *path, unsigned flags, const char *user,
+                 char **err_out)
+{
+  uid_t user_uid;
+  gid_t user_gid;
+  int have_user = handover_user(user, &user_uid, &user_gid) == 0;
   char *dir = pc_strdup(path);
   char *slash = strrchr(dir, '/');
   if (slash == dir)
@@ -1432,9 +1468,11 @@ check_socket_dir(const char *path, unsigned flags, char **err_out)
     *err_out = pc_asprintf("the directory %s of the control socket: %s",
                            dir, strerror(errno));
     r = -1;
-  } else if (st.st_uid != geteuid()) {
+  } else if (st.st_uid != geteuid() &&
+             !(have_user && st.st_uid == user_uid)) {
     *err_out = pc_asprintf("the directory %s of the control socket is not "
-                           "owned by us", dir);
+                           "owned by us%s%s", dir, have_user ? " or by " : "",
+                           have_user ? user : "");
     r = -1;
   } else if (!(flags & CONTROL_UNIX_RELAX_DIR_MODE) && (st.st_mode & 077)) {
     *err_out = pc_asprintf("the directory %s of the control socket is "
@@ -1452,7 +1490,7 @@ check_socket_dir(const char *path, unsigned flags, char **err_out)
 }
 
 static int
-open_listener(const control_listen_t *l, char **err_out)
+open_listener(const control_listen_t *l, const char *user, char **err_out)
 {
   const char *e = NULL;
   if (l->kind == CONTROL_LISTEN_TCP) {
@@ -1481,7 +1519,7 @@ open_listener(const control_listen_t *l, char **err_out)
       *err_out = pc_strdup("only one control socket is supported");
       return -1;
     }
-    if (check_socket_dir(l->path, l->flags, err_out) < 0)
+    if (check_socket_dir(l->path, l->flags, user, err_out) < 0)
       return -1;
     unsigned mode = 0600;
     if (l->flags & CONTROL_UNIX_GROUP_WRITABLE)
@@ -1495,6 +1533,8 @@ open_listener(const control_listen_t *l, char **err_out)
       return -1;
     }
     snprintf(S.unix_path, sizeof(S.unix_path), "%s", l->path);
+    if (hand_over(l->path, user, err_out) < 0)
+      return -1;
     log_notice("Opened Control listener on unix:%s", l->path);
   }
   return 0;
@@ -1547,12 +1587,13 @@ control_start(evloop_t *loop, const control_config_t *cfg,
                         ? pc_strdup(cfg->cookie_file)
                         : fs_path_join(cfg->data_dir, "control_auth_cookie");
     if (control_auth_write_cookie(S.cookie_file, cfg->cookie_group_readable,
-                                  S.cookie, err_out) < 0)
+                                  S.cookie, err_out) < 0 ||
+        hand_over(S.cookie_file, cfg->user, err_out) < 0)
       return -1;
     S.have_cookie = 1;
   }
-  if (open_listener(&cfg->port, err_out) < 0 ||
-      open_listener(&cfg->socket, err_out) < 0)
+  if (open_listener(&cfg->port, cfg->user, err_out) < 0 ||
+      open_listener(&cfg->socket, cfg->user, err_out) < 0)
     return -1;
   return 0;
 }

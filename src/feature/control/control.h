@@ -112,6 +112,9 @@ typedef struct control_config_t {
   const char *hashed_password; /* HashedControlPassword; NULL: none */
   long owning_pid;             /* __OwningControllerProcess; 0: none */
   const char *data_dir;
+  const char *user;            /* User: the socket's directory may be that
+                                * user's, and a socket and cookie file made
+                                * while root are handed to it; NULL: none */
 } control_config_t;
 
 /* Open the listeners and write the cookie. Returns 0, or -1 with *err_out
