@@ -103,8 +103,10 @@ START_TEST(test_timer_periodic)
   ck_assert_int_eq(evloop_run(L), 0); /* ends when cancelled */
   ck_assert_int_eq(s.fired, 5);
   ck_assert_uint_ge(s.at[4] - start, 5 * 20000 - 5000);
-  for (int i = 1; i < 5; i++)
-    ck_assert_uint_ge(s.at[i], s.at[i - 1] + 10000);
+  /* The k-th firing never comes early. (Gaps between firings can be short
+   * on a loaded machine: a late firing does not push the schedule back.) */
+  for (int i = 0; i < 5; i++)
+    ck_assert_uint_ge(s.at[i] - start, (uint64_t)(i + 1) * 20000 - 5000);
   /* Switch the same timer back to one-shot. */
   evloop_timer_schedule(periodic_t, 1000);
   ck_assert_int_eq(evloop_run(L), 0);
