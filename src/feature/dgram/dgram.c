@@ -345,7 +345,7 @@ link_close(dgram_link_t *l, const char *why, int notify_peer)
   if (l->in_ed_map && hmap_get(d->by_ed, l->peer_ed) == l)
     hmap_remove(d->by_ed, l->peer_ed);
   d->st.links_closed++;
-  if (was_up)
+  if (was_up || l->initiator)
     notify(l, 0, why);
   l->next_dead = d->dead;
   d->dead = l;
@@ -449,6 +449,11 @@ link_became_up(dgram_link_t *l)
   l->in_ed_map = 1;
   log_notice("Datagram link %s is up: %s, peer authenticated",
              link_desc(l, desc, sizeof(desc)), dtls_conn_describe(l->dtls));
+  /* A first round-trip sample right away (a transport's base RTT). */
+  uint8_t ts[8];
+  l->last_ping_us = evloop_now_us(d->loop);
+  set_u64(ts, l->last_ping_us);
+  link_queue(l, DGRAM_REC_PING, ts, sizeof(ts));
   notify(l, 1, "authenticated");
 }
 
@@ -591,8 +596,14 @@ link_record(void *arg, uint8_t type, const uint8_t *body, size_t len)
   case DGRAM_REC_PONG:
     if (len == 8) {
       uint64_t sent = get_u64(body), now = evloop_now_us(d->loop);
-      if (sent <= now && now - sent < 60000000u)
+      if (sent <= now && now - sent < 60000000u) {
+        char desc[160];
+        if (!l->st.rtt_us)
+          log_info("Datagram link %s: first round trip %.3f ms",
+                   link_desc(l, desc, sizeof(desc)),
+                   (double)(now - sent) / 1000.0);
         l->st.rtt_us = now - sent;
+      }
     }
     return;
   case DGRAM_REC_CLOSE:
@@ -872,6 +883,10 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
     *err = pc_asprintf("socket: %s", strerror(errno));
     return NULL;
   }
+  /* Room for bursts (the kernel caps it at net.core.rmem_max/wmem_max). */
+  int bufsz = 1 << 20;
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+  (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
   if (ss.ss_family == AF_INET6) {
     int on = 1;
     (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));

@@ -11,7 +11,11 @@
  *     authenticated link go to cb, one call per record, body borrowed for
  *     the call only.
  *   - dgram_add_link_observer(d, cb, arg): told when a link comes up
- *     (authenticated) or goes down (with the reason).
+ *     (authenticated) or goes down (with the reason), and when a link we
+ *     opened fails before coming up (up = 0, the reason: refused
+ *     identity, handshake timeout, ...). When a link comes up, each side
+ *     sends a PING at once, so dgram_link_get_stats()' rtt_us holds a
+ *     first round-trip sample within one RTT.
  *   - dgram_link_open(d, addr, ed_id, rsa_id): the link to the relay with
  *     that identity at addr (its DatagramPort), found or opened;
  *     dgram_link_find(d, ed_id) only finds; dgram_peer_port(d, ed_id) is

@@ -111,7 +111,7 @@ dgram_validate(void *obj, const unsigned char *set, char **err_out,
     *err_out = pc_asprintf("'%s' is not supported yet: the datagram link "
                            "layer (DatagramPort) exists, the %s transport "
                            "on top of it does not (issue 18). Use tls or "
-                           "pctcp.",
+                           "pctcp",
                            circuit_transport_name(t),
                            t == CIRCUIT_TRANSPORT_BACKTAP ? "BackTap"
                                                           : "TCP-over-DTLS");
