@@ -371,6 +371,37 @@ START_TEST(test_link_wrong_identity)
 }
 END_TEST
 
+START_TEST(test_link_simultaneous_open)
+{
+  /* Both ends open at once, from the same sockets: one link results, up
+   * at both ends, and records flow. */
+  dgram_link_t *a = dgram_link_open(T.d[0], dgram_bound_addr(T.d[1]),
+                                    T.keys[1]->ed_identity.pub, NULL);
+  dgram_link_t *b = dgram_link_open(T.d[1], dgram_bound_addr(T.d[0]),
+                                    T.keys[0]->ed_identity.pub, NULL);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  dgram_link_t *la = NULL, *lb = NULL;
+  RUN_UNTIL((la = dgram_link_find(T.d[0], T.keys[1]->ed_identity.pub)) &&
+            (lb = dgram_link_find(T.d[1], T.keys[0]->ed_identity.pub)) &&
+            dgram_link_is_up(la) && dgram_link_is_up(lb));
+  ck_assert(dgram_link_is_up(la) && dgram_link_is_up(lb));
+  dgram_link_stats_t sa, sb;
+  dgram_link_get_stats(la, &sa);
+  dgram_link_get_stats(lb, &sb);
+  ck_assert_int_ne(sa.initiator, sb.initiator); /* the same session */
+  dgram_stats_t s0, s1;
+  dgram_get_stats(T.d[0], &s0);
+  dgram_get_stats(T.d[1], &s1);
+  ck_assert_uint_eq(s0.links, 1);
+  ck_assert_uint_eq(s1.links, 1);
+  ck_assert_int_eq(dgram_link_send(la, 0x40, (const uint8_t *)"sim", 3), 0);
+  RUN_UNTIL(T.got[0] >= 1);
+  ck_assert_uint_eq(T.got[1], 1);
+  ck_assert_uint_eq(T.got[0], 1);
+}
+END_TEST
+
 static void
 capture(void *arg, const uint8_t *d, size_t len)
 {
@@ -461,6 +492,7 @@ suite_dgram(void)
   tcase_add_test(tc, test_link_up_and_records);
   tcase_add_test(tc, test_link_wrong_identity);
   tcase_add_test(tc, test_link_garbage_no_state);
+  tcase_add_test(tc, test_link_simultaneous_open);
   suite_add_tcase(s, tc);
   return s;
 }

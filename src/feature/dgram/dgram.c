@@ -425,11 +425,6 @@ link_became_up(dgram_link_t *l)
 {
   dgram_t *d = l->d;
   char desc[160];
-  l->state = LINK_UP;
-  l->st.up = 1;
-  d->n_handshaking--;
-  d->st.links_authenticated++;
-  l->last_user_us = l->last_in_us = evloop_now_us(d->loop);
   /* One link per peer: with two (both sides opened at once, or a peer
    * that restarted), both ends keep the one opened by the smaller
    * identity, or the newer one if the same side opened both. */
@@ -438,13 +433,17 @@ link_became_up(dgram_link_t *l)
     const uint8_t *mine = d->keys->ed_identity.pub;
     const uint8_t *old_opener = old->initiator ? mine : old->peer_ed;
     const uint8_t *new_opener = l->initiator ? mine : l->peer_ed;
-    int c = memcmp(new_opener, old_opener, 32);
-    if (c > 0) {
+    if (memcmp(new_opener, old_opener, 32) > 0) {
       link_close(l, "a link with this relay already exists", 1);
       return;
     }
     link_close(old, "replaced by a newer link with this relay", 1);
   }
+  l->state = LINK_UP;
+  l->st.up = 1;
+  d->n_handshaking--;
+  d->st.links_authenticated++;
+  l->last_user_us = l->last_in_us = evloop_now_us(d->loop);
   hmap_set(d->by_ed, l->peer_ed, l);
   l->in_ed_map = 1;
   log_notice("Datagram link %s is up: %s, peer authenticated",
