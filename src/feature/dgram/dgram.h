@@ -31,6 +31,14 @@
  * Everything runs on the event loop thread; callbacks may send and may
  * close links (closing is deferred to the end of the callback).
  *
+ * For BackTap (feature/backtap, a pure engine): one backtap_link_t per
+ * dgram link, made in the link observer on up and freed on down;
+ * its send_record maps BACKTAP_REC_CELL / _FEEDBACK onto
+ * DGRAM_REC_BACKTAP_CELL / _FEEDBACK and calls dgram_link_send(); handlers
+ * for those two types call backtap_link_input(); link_failed calls
+ * dgram_link_close(). dgram_link_max_record() is at least 1146 bytes on
+ * every link (AEAD suites only), so a 519-byte CELL record always fits.
+ *
  * Who opens links: a relay with a DatagramPort announces it to every relay
  * it has an authenticated TLS link with (a variable-length cell, command
  * DGRAM_ANNOUNCE_CELL_COMMAND; tor ignores it), and opens a datagram link

@@ -45,7 +45,12 @@ enum {
 #define DGRAM_REC_USER_MIN 0x20
 /* Well-known upper-layer types, so that transports do not collide. */
 #define DGRAM_REC_CELL 0x20      /* one 514-byte cell (CircID 4 bytes) */
-#define DGRAM_REC_BACKTAP_MIN 0x21 /* 0x21-0x2f: BackTap feedback */
+/* 0x21-0x2f: BackTap (feature/backtap/backtap_wire.h): its CELL record
+ * (519 bytes: the cell with sequence number and flags) and its FEEDBACK
+ * record (13 bytes: ACK and FWD of one circuit). One frame holds two CELL
+ * records and six FEEDBACK records (1 + 2 * 522 + 6 * 16 = 1141 bytes). */
+#define DGRAM_REC_BACKTAP_CELL 0x21
+#define DGRAM_REC_BACKTAP_FEEDBACK 0x22
 #define DGRAM_REC_TCP_SEGMENT 0x30 /* TCP-over-DTLS: one segment */
 
 /* A frame being packed. */
