@@ -18,7 +18,10 @@
 #   - a flood of garbage and cookie-less ClientHellos from 32 source ports
 #     is answered with HelloVerifyRequests only: p1 allocates no link
 #     (statistics: links, cookies sent, datagrams dropped), its link to p2
-#     stays up, and neither relay logged a warning.
+#     stays up;
+#   - SIGHUP with a new DatagramLinkIdleTimeout keeps the link; SIGHUP with
+#     CircuitTransport backtap is refused ("not supported yet") and the
+#     relay keeps running; no other warning in either log.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -153,5 +156,21 @@ grep -q "Datagram link 127.0.0.1:$u2 .* closed" "$d1/info.log" &&
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$(cat "$d1/pid")/status")
 it_log "flood: $((hv1 - hv0)) cookies, $((dr1 - dr0 + os1 - os0)) dropped, no link; p1 RSS ${rss} kB"
 
-it_pctor_alive_quiet "$net" p1 p2
+# 5. SIGHUP: a new idle timeout is taken and the link stays; asking p2 for
+# a transport that does not exist yet is refused and p2 keeps running.
+echo "DatagramLinkIdleTimeout 5 minutes" >> "$d1/torrc"
+kill -HUP "$(cat "$d1/pid")"
+echo "CircuitTransport backtap" >> "$d2/torrc"
+kill -HUP "$(cat "$d2/pid")"
+it_wait_until 10 grep -q "'backtap' is not supported yet" "$d2/info.log" ||
+    it_fail "p2 did not refuse CircuitTransport backtap on SIGHUP"
+sleep 1
+kill -0 "$(cat "$d2/pid")" || it_fail "p2 exited after a refused SIGHUP"
+stats_has p1 'links: 1 \(1 up\)' || it_fail "p1's link did not survive SIGHUP: $(stats p1)"
+if grep -E '\[(warn|err)\]' "$d2/info.log" | grep -v -e "not supported yet" -e "Reloading the configuration failed; keeping the old one"; then
+    it_fail "p2 logged other warnings"
+fi
+it_log "SIGHUP: link kept; CircuitTransport backtap refused: $(grep -o "'backtap' is not supported yet[^.]*" "$d2/info.log" | head -1)"
+
+it_pctor_alive_quiet "$net" p1
 echo "PASS: $IT_NAME"
