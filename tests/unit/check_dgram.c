@@ -254,7 +254,7 @@ link_setup(void)
     dgram_config_t cfg;
     dgram_config_init(&cfg);
     ck_assert_int_eq(pc_addr_parse(&cfg.bind, "127.0.0.1:0"), 0);
-    cfg.max_handshaking = 4;
+    cfg.handshake_timeout_s = 2;
     T.d[i] = dgram_new(T.loop, T.keys[i], &cfg, &err);
     ck_assert_msg(T.d[i] != NULL, "dgram: %s", err ? err : "?");
     ck_assert_uint_ne(dgram_bound_addr(T.d[i])->port, 0);
@@ -381,6 +381,64 @@ START_TEST(test_link_wrong_identity)
 }
 END_TEST
 
+typedef struct {
+  int fd;
+  struct sockaddr_in to;
+} udp_out_t;
+
+static void
+udp_out(void *arg, const uint8_t *d, size_t len)
+{
+  udp_out_t *u = arg;
+  sendto(u->fd, d, len, 0, (struct sockaddr *)&u->to, sizeof(u->to));
+}
+
+START_TEST(test_link_handshaking_per_address)
+{
+  /* Six DTLS clients on 127.0.0.1 (six ports) each return their cookie
+   * and then stall: d1 takes four, refuses two, and drops the four when
+   * the set-up deadline passes. */
+  enum { N = 6 };
+  udp_out_t u[N];
+  dtls_conn_t *c[N];
+  dtls_context_t *dc = dtls_context_new(T.keys[0]->tls);
+  ck_assert_ptr_nonnull(dc);
+  dgram_stats_t s;
+  for (int i = 0; i < N; i++) {
+    u[i].fd = socket(AF_INET, SOCK_DGRAM, 0);
+    ck_assert_int_ge(u[i].fd, 0);
+    memset(&u[i].to, 0, sizeof(u[i].to));
+    u[i].to.sin_family = AF_INET;
+    u[i].to.sin_port = htons(dgram_bound_addr(T.d[1])->port);
+    u[i].to.sin_addr.s_addr = htonl(0x7f000001);
+    c[i] = dtls_conn_new_client(dc, udp_out, &u[i]);
+    ck_assert_int_eq(dtls_conn_handshake(c[i]), TLS_WANT_READ);
+    RUN_UNTIL((dgram_get_stats(T.d[1], &s),
+               s.hello_verify_sent >= (uint64_t)i + 1));
+    uint8_t buf[2048];
+    ssize_t n = recv(u[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+    ck_assert_int_gt(n, 0);
+    dtls_conn_input(c[i], buf, (size_t)n);
+    ck_assert_int_eq(dtls_conn_handshake(c[i]), TLS_WANT_READ);
+    RUN_UNTIL((dgram_get_stats(T.d[1], &s),
+               s.links_accepted + s.refused_full >= (uint64_t)i + 1));
+  }
+  dgram_get_stats(T.d[1], &s);
+  ck_assert_uint_eq(s.links_accepted, 4);
+  ck_assert_uint_eq(s.refused_full, 2);
+  ck_assert_uint_eq(s.links, 4);
+  RUN_UNTIL((dgram_get_stats(T.d[1], &s), s.links == 0));
+  ck_assert_uint_eq(s.links, 0);
+  ck_assert_uint_eq(s.handshake_failed, 4);
+  ck_assert_uint_eq(s.links_authenticated, 0);
+  for (int i = 0; i < N; i++) {
+    dtls_conn_free(c[i]);
+    close(u[i].fd);
+  }
+  dtls_context_free(dc);
+}
+END_TEST
+
 START_TEST(test_link_simultaneous_open)
 {
   /* Both ends open at once, from the same sockets: one link results, up
@@ -503,6 +561,7 @@ suite_dgram(void)
   tcase_add_test(tc, test_link_wrong_identity);
   tcase_add_test(tc, test_link_garbage_no_state);
   tcase_add_test(tc, test_link_simultaneous_open);
+  tcase_add_test(tc, test_link_handshaking_per_address);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -57,6 +57,8 @@
 #define AUTH_RESEND_US 1000000u
 #define MAX_PEER_PORTS 16384
 #define READS_PER_WAKEUP 64
+/* Unauthenticated links from one IP address (any port) at once. */
+#define MAX_HANDSHAKING_PER_ADDR 4
 #define DGRAM_EXPORTER_LABEL "EXPORTER FOR PCTOR DATAGRAM LINK AUTH0003"
 
 typedef enum {
@@ -671,6 +673,25 @@ link_input(dgram_link_t *l, const uint8_t *data, size_t len)
     BUMP(l, dropped_frame);
 }
 
+/* Unauthenticated links with src's IP address (any port). Runs only for
+ * ClientHellos with a valid cookie, over at most max_links links. */
+static unsigned
+handshaking_from(dgram_t *d, const pc_addr_t *src)
+{
+  hmap_iter_t it;
+  void *v;
+  unsigned n = 0;
+  if (d->n_handshaking == 0)
+    return 0;
+  hmap_iter_init(&it, d->by_addr);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    const dgram_link_t *l = v;
+    if (l->state != LINK_UP && pc_addr_eq(&l->addr, src, 0))
+      n++;
+  }
+  return n;
+}
+
 /* A ClientHello whose cookie checked out, from src: a new responder link
  * (possibly replacing one with that address). */
 static void
@@ -687,7 +708,8 @@ accept_link(dgram_t *d, const pc_addr_t *src, dtls_conn_t *c,
     link_close(existing, "the peer started a new session", 0);
   }
   if (hmap_size(d->by_addr) >= d->cfg.max_links ||
-      d->n_handshaking >= d->cfg.max_handshaking) {
+      d->n_handshaking >= d->cfg.max_handshaking ||
+      handshaking_from(d, src) >= MAX_HANDSHAKING_PER_ADDR) {
     static log_ratelim_t rl = LOG_RATELIM_INIT(300, 1);
     unsigned sup = 0;
     d->st.refused_full++;

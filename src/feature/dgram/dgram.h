@@ -151,7 +151,8 @@ typedef struct dgram_stats_t {
   uint64_t hello_verify_sent;   /* cookies sent (stateless) */
   uint64_t dropped_no_link;     /* from unknown sources, not a valid
                                  * ClientHello: ignored without state */
-  uint64_t refused_full;        /* valid cookie, but too many links */
+  uint64_t refused_full;        /* valid cookie, but too many links (or
+                                 * 4 unauthenticated from that address) */
   uint64_t dropped_oversize;    /* datagrams longer than the MTU */
   uint64_t dropped_dtls, dropped_frame, dropped_type, dropped_early;
   uint64_t records_in, records_out, dgrams_in, dgrams_out;
