@@ -65,7 +65,7 @@ stats() {
     pid=$(cat "$d/pid")
     before=$(grep -c "Statistics: datagram links" "$d/info.log")
     kill -USR1 "$pid"
-    it_wait_until 10 test "$(grep -c "Statistics: datagram links" "$d/info.log")" -gt "$before" ||
+    it_wait_until 30 test "$(grep -c "Statistics: datagram links" "$d/info.log")" -gt "$before" ||
         it_fail "$1 printed no datagram statistics"
     grep "Statistics: datagram links" "$d/info.log" | tail -1
 }
@@ -144,12 +144,15 @@ hvr=$(echo "$out" | sed -n 's/.*hvr=\([0-9]*\).*/\1/p')
 [ "$acc1" = "$acc0" ] || it_fail "p1 accepted sessions during the flood: $before / $after"
 os0=$(field "$before" "oversize")
 os1=$(field "$after" "oversize")
-# UDP: the kernel may drop some of the burst before p1 reads it.
-[ $((hv1 - hv0)) -ge $((FLOOD * 8 / 10)) ] ||
+# UDP: the kernel may drop part of the burst before p1 reads it (more so on
+# a loaded machine or a sanitizer build); what p1 read must be accounted
+# for, and it must have read a good part of it.
+[ $((hv1 - hv0)) -ge $((FLOOD / 2)) ] ||
     it_fail "p1 answered only $((hv1 - hv0)) of $FLOOD ClientHellos with a cookie"
-[ $((dr1 - dr0 + os1 - os0)) -ge $((FLOOD * 8 / 10)) ] ||
+[ $((dr1 - dr0 + os1 - os0)) -ge $((FLOOD / 2)) ] ||
     it_fail "p1 dropped only $((dr1 - dr0 + os1 - os0)) of $FLOOD garbage datagrams"
-[ "$hvr" -ge $((FLOOD * 8 / 10)) ] || it_fail "only $hvr HelloVerifyRequests came back"
+[ "$hvr" -le $((hv1 - hv0)) ] && [ "$hvr" -ge $((FLOOD / 2)) ] ||
+    it_fail "$hvr HelloVerifyRequests came back for $((hv1 - hv0)) sent"
 # the link to p2 survived
 grep -q "Datagram link 127.0.0.1:$u2 .* closed" "$d1/info.log" &&
     it_fail "p1's link to p2 closed: $(grep 'Datagram link' "$d1/info.log" | tail -2)"

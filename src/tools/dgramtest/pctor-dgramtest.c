@@ -185,7 +185,7 @@ flood(const pc_addr_t *target, unsigned n, unsigned k, const char *datadir)
       sent_g++;
     if (sendto(fd, hello.buf, hello.len, 0, (struct sockaddr *)&ss, sl) > 0)
       sent_h++;
-    if (i % 64 == 63)
+    if (i % 16 == 15)
       usleep(2000); /* do not overflow the receiver's socket buffer */
   }
   usleep(500000);
