@@ -381,6 +381,54 @@ START_TEST(test_link_wrong_identity)
 }
 END_TEST
 
+START_TEST(test_link_forged_peers)
+{
+  /* A third relay's keys make two forgeries out of d0's (relay_keys_t is
+   * plain data): an initiator that signs AUTHENTICATE with a key its
+   * CERTS do not certify, and a responder whose DTLS certificate is not
+   * the one its CERTS certify. Both are refused; neither link comes up. */
+  char dir[64], *err = NULL;
+  strcpy(dir, "/tmp/pctor-check-dgram.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  relay_keys_t *other = router_keys_load_or_create(dir, NULL, time(NULL),
+                                                   &err);
+  ck_assert_ptr_nonnull(other);
+  relay_keys_t bad_auth = *T.keys[0], bad_cert = *T.keys[0];
+  bad_auth.ed_link_auth = other->ed_link_auth;
+  bad_cert.tls = other->tls;
+  dgram_config_t cfg;
+  dgram_config_init(&cfg);
+  ck_assert_int_eq(pc_addr_parse(&cfg.bind, "127.0.0.1:0"), 0);
+  dgram_t *fa = dgram_new(T.loop, &bad_auth, &cfg, &err);
+  dgram_t *fc = dgram_new(T.loop, &bad_cert, &cfg, &err);
+  ck_assert_ptr_nonnull(fa);
+  ck_assert_ptr_nonnull(fc);
+  dgram_stats_t s1, sa, sc;
+  /* forged initiator -> d1: d1 refuses the AUTHENTICATE */
+  ck_assert_ptr_nonnull(dgram_link_open(fa, dgram_bound_addr(T.d[1]),
+                                        T.keys[1]->ed_identity.pub, NULL));
+  RUN_UNTIL((dgram_get_stats(T.d[1], &s1), s1.auth_failed > 0));
+  ck_assert_uint_eq(s1.auth_failed, 1);
+  ck_assert_uint_eq(s1.links_authenticated, 0);
+  dgram_get_stats(fa, &sa);
+  ck_assert_uint_eq(sa.links_authenticated, 0);
+  /* d1 -> forged responder (expecting d0's identity, which its CERTS
+   * carry): d1 refuses the certificate binding */
+  ck_assert_ptr_nonnull(dgram_link_open(T.d[1], dgram_bound_addr(fc),
+                                        T.keys[0]->ed_identity.pub, NULL));
+  RUN_UNTIL((dgram_get_stats(T.d[1], &s1), s1.auth_failed > 1));
+  ck_assert_uint_eq(s1.auth_failed, 2);
+  ck_assert_uint_eq(s1.links_authenticated, 0);
+  dgram_get_stats(fc, &sc);
+  ck_assert_uint_eq(sc.links_authenticated, 0);
+  ck_assert_int_eq(T.up[1], 0);
+  dgram_free(fa);
+  dgram_free(fc);
+  router_keys_free(other);
+  nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+END_TEST
+
 typedef struct {
   int fd;
   struct sockaddr_in to;
@@ -562,6 +610,7 @@ suite_dgram(void)
   tcase_add_test(tc, test_link_garbage_no_state);
   tcase_add_test(tc, test_link_simultaneous_open);
   tcase_add_test(tc, test_link_handshaking_per_address);
+  tcase_add_test(tc, test_link_forged_peers);
   suite_add_tcase(s, tc);
   return s;
 }
