@@ -772,6 +772,34 @@ START_TEST(test_dtls_cookie_handshake_replay)
   dtls_conn_input(dc_srv, to_srv.d[1], to_srv.len[1]);
   ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), 3);
   ck_assert_mem_eq(out, "def", 3);
+  /* What an off-path sender can put in the peer's name must not end the
+   * session: garbage, a plaintext fatal alert (epoch 0), a record of the
+   * current epoch with a bad length. All discarded (feature/dgram sends
+   * ClientHellos to the stateless listener, never into a session). */
+  {
+    uint8_t g[64];
+    for (size_t i = 0; i < sizeof(g); i++)
+      g[i] = (uint8_t)(i * 31 + 7);
+    dtls_conn_input(dc_srv, g, sizeof(g));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    const uint8_t alert[] = {21, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 9,
+                             0, 2, 2, 40};
+    dtls_conn_input(dc_srv, alert, sizeof(alert));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    uint8_t badlen[40];
+    memcpy(badlen, to_srv.d[1], 13);
+    badlen[11] = 0xff; /* length beyond the datagram */
+    memset(badlen + 13, 0, sizeof(badlen) - 13);
+    dtls_conn_input(dc_srv, badlen, sizeof(badlen));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    ck_assert_int_eq(dtls_conn_write(dc_cli, (const uint8_t *)"ghi", 3), 0);
+    dtls_conn_input(dc_srv, to_srv.d[to_srv.n - 1], to_srv.len[to_srv.n - 1]);
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), 3);
+    ck_assert_mem_eq(out, "ghi", 3);
+  }
   /* a record too big for the reader's buffer is refused whole */
   uint8_t big[200];
   memset(big, 7, sizeof(big));
