@@ -4,7 +4,8 @@
 # relays, authenticated with their Tor identities.
 #
 # Private network (1 tor 0.4.9 authority, 1 tor relay) plus pctor relays p1
-# and p2 with a DatagramPort each. Checks:
+# and p2 with a DatagramPort each (p1 with CircuitTransport pctcp, which is
+# PerCircuitTCP 1). Checks:
 #   - a circuit p1 -> p2 (pctor-circtest) makes p1 open a TLS link to p2;
 #     both announce their DatagramPort on it, p1 opens a datagram link, and
 #     both log it up with the other's identity authenticated and a first
@@ -43,6 +44,7 @@ udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role
 u1=$(udp_port)
 u2=$(udp_port)
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
+CircuitTransport pctcp
 DatagramPort 127.0.0.1:$u1"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
 DatagramPort 127.0.0.1:$u2"
@@ -51,6 +53,8 @@ d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
 ed2=$(awk '{print $2}' "$d2/data/fingerprint-ed25519")
+grep -q "PerCircuitTCP: each circuit to another relay gets its own connection" "$d1/info.log" ||
+    it_fail "CircuitTransport pctcp did not turn PerCircuitTCP on"
 for n in 1 2; do
     d=$(cat "$net/p$n.dir")
     port=$([ $n = 1 ] && echo "$u1" || echo "$u2")
@@ -59,13 +63,15 @@ for n in 1 2; do
 done
 
 # stats NICK: the datagram statistics line of a fresh SIGUSR1.
+n_stats() { grep -c "Statistics: datagram links" "$1/info.log"; }
 stats() {
     local d pid before
     d=$(cat "$net/$1.dir")
     pid=$(cat "$d/pid")
-    before=$(grep -c "Statistics: datagram links" "$d/info.log")
+    before=$(n_stats "$d")
     kill -USR1 "$pid"
-    it_wait_until 30 test "$(grep -c "Statistics: datagram links" "$d/info.log")" -gt "$before" ||
+    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
+    it_wait_until 30 stats_after "$d" "$before" ||
         it_fail "$1 printed no datagram statistics"
     grep "Statistics: datagram links" "$d/info.log" | tail -1
 }
