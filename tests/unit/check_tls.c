@@ -27,6 +27,7 @@
 #include "lib/crypt/rsa.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/conn.h"
+#include "lib/tls/dtls.h"
 #include "lib/tls/tls.h"
 #include "lib/tls/x509.h"
 
@@ -643,6 +644,178 @@ START_TEST(test_tls_over_conn_flush_close)
 }
 END_TEST
 
+/* ---- DTLS over datagrams carried by the test ---- */
+
+#define DQ_MAX 32
+typedef struct {
+  uint8_t d[DQ_MAX][DTLS_LINK_MTU];
+  size_t len[DQ_MAX];
+  unsigned n;
+} dq_t;
+
+static void
+dq_out(void *arg, const uint8_t *d, size_t len)
+{
+  dq_t *q = arg;
+  ck_assert_uint_le(len, DTLS_LINK_MTU);
+  ck_assert_uint_lt(q->n, DQ_MAX);
+  memcpy(q->d[q->n], d, len);
+  q->len[q->n++] = len;
+}
+
+/* Hand every queued datagram to c (handshake or read step each). */
+static void
+dq_deliver(dq_t *q, dtls_conn_t *c)
+{
+  for (unsigned i = 0; i < q->n; i++) {
+    dtls_conn_input(c, q->d[i], q->len[i]);
+    if (!dtls_conn_is_established(c))
+      (void)dtls_conn_handshake(c);
+    else {
+      uint8_t sink[64];
+      (void)dtls_conn_read(c, sink, sizeof(sink));
+    }
+  }
+  q->n = 0;
+}
+
+START_TEST(test_dtls_cookie_handshake_replay)
+{
+  ck_assert_int_eq(crypt_global_init(), 0);
+  tls_context_t *lc = tls_context_new(1), *ls = tls_context_new(1);
+  ck_assert_ptr_nonnull(lc);
+  ck_assert_ptr_nonnull(ls);
+  dtls_context_t *cc = dtls_context_new(lc), *sc = dtls_context_new(ls);
+  ck_assert_ptr_nonnull(cc);
+  ck_assert_ptr_nonnull(sc);
+  static dq_t to_srv, to_cli;
+  memset(&to_srv, 0, sizeof(to_srv));
+  memset(&to_cli, 0, sizeof(to_cli));
+  const uint8_t peer[] = "client-a:1234", other[] = "client-b:1234";
+  dtls_conn_t *dc_cli = dtls_conn_new_client(cc, dq_out, &to_srv), *dc_srv = NULL;
+  ck_assert_int_eq(dtls_conn_handshake(dc_cli), TLS_WANT_READ);
+  ck_assert_uint_eq(to_srv.n, 1);
+  ck_assert(dtls_is_client_hello(to_srv.d[0], to_srv.len[0]));
+  /* not ClientHellos: dropped before OpenSSL */
+  ck_assert(!dtls_is_client_hello(to_srv.d[0], 20));
+  ck_assert_int_eq(dtls_listen(sc, peer, sizeof(peer), to_srv.d[0], 20,
+                               dq_out, &to_cli, &dc_srv),
+                   DTLS_LISTEN_DROPPED);
+  /* no cookie: a HelloVerifyRequest, and no session */
+  ck_assert_int_eq(dtls_listen(sc, peer, sizeof(peer), to_srv.d[0],
+                               to_srv.len[0], dq_out, &to_cli, &dc_srv),
+                   DTLS_LISTEN_VERIFY);
+  ck_assert_ptr_null(dc_srv);
+  ck_assert_uint_eq(to_cli.n, 1);
+  to_srv.n = 0;
+  dq_deliver(&to_cli, dc_cli); /* the client answers with the cookie */
+  ck_assert_uint_eq(to_srv.n, 1);
+  /* the cookie is bound to the peer: from elsewhere, another cookie */
+  ck_assert_int_eq(dtls_listen(sc, other, sizeof(other), to_srv.d[0],
+                               to_srv.len[0], dq_out, &to_cli, &dc_srv),
+                   DTLS_LISTEN_VERIFY);
+  ck_assert_ptr_null(dc_srv);
+  to_cli.n = 0;
+  ck_assert_int_eq(dtls_listen(sc, peer, sizeof(peer), to_srv.d[0],
+                               to_srv.len[0], dq_out, &to_cli, &dc_srv),
+                   DTLS_LISTEN_ACCEPT);
+  ck_assert_ptr_nonnull(dc_srv);
+  to_srv.n = 0;
+  ck_assert_int_eq(dtls_conn_handshake(dc_srv), TLS_WANT_READ);
+  for (int round = 0; round < 8 && !(dtls_conn_is_established(dc_cli) &&
+                                     dtls_conn_is_established(dc_srv));
+       round++) {
+    dq_deliver(&to_cli, dc_cli);
+    dq_deliver(&to_srv, dc_srv);
+  }
+  ck_assert(dtls_conn_is_established(dc_cli));
+  ck_assert(dtls_conn_is_established(dc_srv));
+  ck_assert_ptr_nonnull(strstr(dtls_conn_describe(dc_cli), "DTLSv1.2"));
+  uint64_t us;
+  ck_assert_int_eq(dtls_conn_timeout_us(dc_cli, &us), 0);
+  ck_assert_uint_ge(dtls_conn_max_record(dc_cli), 1150);
+  /* both ends export the same keying material; the client sees the
+   * server's (link) certificate */
+  uint8_t e1[32], e2[32];
+  ck_assert_int_eq(dtls_conn_export_key(dc_cli, e1, 32, "L", e1, 0), 0);
+  ck_assert_int_eq(dtls_conn_export_key(dc_srv, e2, 32, "L", e2, 0), 0);
+  ck_assert_mem_eq(e1, e2, 32);
+  uint8_t *der = NULL;
+  size_t derlen = 0, mylen = 0;
+  ck_assert_int_eq(dtls_conn_peer_cert_der(dc_cli, &der, &derlen), 0);
+  const uint8_t *mine = tls_context_cert_der(ls, &mylen);
+  ck_assert_uint_eq(derlen, mylen);
+  ck_assert_mem_eq(der, mine, mylen);
+  free(der);
+  /* a record, then the same datagram again (replay), a forged copy and a
+   * truncated one: only the first is read */
+  to_srv.n = 0;
+  ck_assert_int_eq(dtls_conn_write(dc_cli, (const uint8_t *)"abc", 3), 0);
+  ck_assert_uint_eq(to_srv.n, 1);
+  uint8_t rec[DTLS_LINK_MTU], out[64];
+  size_t rlen = to_srv.len[0];
+  memcpy(rec, to_srv.d[0], rlen);
+  dtls_conn_input(dc_srv, rec, rlen);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), 3);
+  ck_assert_mem_eq(out, "abc", 3);
+  dtls_conn_input(dc_srv, rec, rlen);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), TLS_WANT_READ);
+  ck_assert_int_eq(dtls_conn_write(dc_cli, (const uint8_t *)"def", 3), 0);
+  memcpy(rec, to_srv.d[1], to_srv.len[1]);
+  rlen = to_srv.len[1];
+  rec[rlen - 1] ^= 1;
+  dtls_conn_input(dc_srv, rec, rlen);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), TLS_WANT_READ);
+  dtls_conn_input(dc_srv, to_srv.d[1], to_srv.len[1] - 5);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), TLS_WANT_READ);
+  /* the genuine one still reads after the forgeries */
+  dtls_conn_input(dc_srv, to_srv.d[1], to_srv.len[1]);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), 3);
+  ck_assert_mem_eq(out, "def", 3);
+  /* What an off-path sender can put in the peer's name must not end the
+   * session: garbage, a plaintext fatal alert (epoch 0), a record of the
+   * current epoch with a bad length. All discarded (feature/dgram sends
+   * ClientHellos to the stateless listener, never into a session). */
+  {
+    uint8_t g[64];
+    for (size_t i = 0; i < sizeof(g); i++)
+      g[i] = (uint8_t)(i * 31 + 7);
+    dtls_conn_input(dc_srv, g, sizeof(g));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    const uint8_t alert[] = {21, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 9,
+                             0, 2, 2, 40};
+    dtls_conn_input(dc_srv, alert, sizeof(alert));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    uint8_t badlen[40];
+    memcpy(badlen, to_srv.d[1], 13);
+    badlen[11] = 0xff; /* length beyond the datagram */
+    memset(badlen + 13, 0, sizeof(badlen) - 13);
+    dtls_conn_input(dc_srv, badlen, sizeof(badlen));
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)),
+                     TLS_WANT_READ);
+    ck_assert_int_eq(dtls_conn_write(dc_cli, (const uint8_t *)"ghi", 3), 0);
+    dtls_conn_input(dc_srv, to_srv.d[to_srv.n - 1], to_srv.len[to_srv.n - 1]);
+    ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), 3);
+    ck_assert_mem_eq(out, "ghi", 3);
+  }
+  /* a record too big for the reader's buffer is refused whole */
+  uint8_t big[200];
+  memset(big, 7, sizeof(big));
+  to_srv.n = 0;
+  ck_assert_int_eq(dtls_conn_write(dc_cli, big, sizeof(big)), 0);
+  dtls_conn_input(dc_srv, to_srv.d[0], to_srv.len[0]);
+  ck_assert_int_eq(dtls_conn_read(dc_srv, out, sizeof(out)), DTLS_OVERSIZE);
+  dtls_conn_free(dc_cli);
+  dtls_conn_free(dc_srv);
+  dtls_context_free(cc);
+  dtls_context_free(sc);
+  tls_context_free(lc);
+  tls_context_free(ls);
+}
+END_TEST
+
 Suite *
 suite_tls(void)
 {
@@ -659,6 +832,7 @@ suite_tls(void)
   tcase_add_test(tc, test_tls_conn_garbage_peer);
   tcase_add_test(tc, test_tls_over_conn_bulk);
   tcase_add_test(tc, test_tls_over_conn_flush_close);
+  tcase_add_test(tc, test_dtls_cookie_handshake_replay);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "feature/conflux/conflux_options.h"
+#include "feature/dgram/dgram_options.h"
 #include "feature/control/control.h" /* ControlPort, MetricsPort */
 #include "feature/control/control_auth.h"
 #include "feature/control/metrics.h"
@@ -997,6 +998,7 @@ static const conf_module_t app_module = {
 static const conf_module_t *const modules[] = {
   &app_module,
   &conflux_conf_module,
+  &dgram_conf_module,
   &ipsec_conf_module,
   &measureme_conf_module,
 };

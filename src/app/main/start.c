@@ -33,6 +33,8 @@
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/ipsec/broker.h"
+#include "feature/dgram/dgram.h"
+#include "feature/dgram/dgram_options.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
@@ -86,6 +88,7 @@ static struct {
   int halflife_from_consensus;  /* CircuitPriorityHalflife unset */
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
+  dgram_t *dgram;               /* DatagramPort links; NULL when off */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
   time_t start_time;
@@ -457,7 +460,9 @@ static void
 apply_pctcp(const options_t *o)
 {
   pctcp_config_t cfg;
-  cfg.enabled = o->per_circuit_tcp;
+  const dgram_options_t *dgo = options_module(o, &dgram_conf_module);
+  cfg.enabled = o->per_circuit_tcp ||
+                dgo->transport == CIRCUIT_TRANSPORT_PCTCP;
   cfg.max_connections = (unsigned)o->per_circuit_tcp_max_connections;
   cfg.spares = (unsigned)o->per_circuit_tcp_spares;
   cfg.fd_limit = A.fd_limit;
@@ -466,6 +471,45 @@ apply_pctcp(const options_t *o)
     log_notice("PerCircuitTCP: each circuit to another relay gets its own "
                "connection, %u spare(s) per relay, up to %u", cfg.spares,
                pctcp_connection_limit());
+}
+
+/* DatagramPort and its limits. Started once (the port is not
+ * reloadable); limits and timeouts follow SIGHUP. Returns 0, or -1
+ * (logged) when the port cannot be opened. */
+static void
+dgram_config(const options_t *o, dgram_config_t *cfg)
+{
+  const dgram_options_t *dgo = options_module(o, &dgram_conf_module);
+  dgram_config_init(cfg);
+  cfg->bind = dgo->port;
+  cfg->idle_timeout_s = (unsigned)dgo->idle_timeout;
+  cfg->max_links = (unsigned)dgo->max_links;
+}
+
+static int
+apply_dgram(const options_t *o)
+{
+  dgram_config_t cfg;
+  dgram_config(o, &cfg);
+  if (A.dgram) {
+    dgram_reconfigure(A.dgram, &cfg);
+    return 0;
+  }
+  if (cfg.bind.family == AF_UNSPEC)
+    return 0;
+  char *err = NULL;
+  A.dgram = dgram_new(A.loop, A.keys, &cfg, &err);
+  if (!A.dgram) {
+    log_err("DatagramPort: %s", err ? err : "cannot start");
+    free(err);
+    return -1;
+  }
+  if (dgram_attach_channels(A.dgram) < 0)
+    log_warn("DatagramPort: cannot announce the port on TLS links");
+  char a[PC_ADDR_STR_LEN];
+  log_notice("Opened DatagramPort on UDP %s (DTLS links with relays)",
+             pc_addr_fmt(dgram_bound_addr(A.dgram), a, sizeof(a), 1));
+  return 0;
 }
 
 /* The IPsec broker's view of the directory (ipsec_broker_dir_fn): the
@@ -1187,6 +1231,8 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_pctcp(opts);
   if (apply_ipsec(opts) < 0)
     return -1;
+  if (apply_dgram(opts) < 0)
+    return -1;
   extend_init(allow_private(opts));
   dircache_init(loop);
   dircache_register("/tor/server/authority", own_descriptor, NULL);
@@ -1258,12 +1304,16 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   measureme_config(new_opts, &mmc);
   measureme_configure(&mmc);
   apply_conflux_options(new_opts);
+  const dgram_options_t *odg = options_module(old_opts, &dgram_conf_module);
+  const dgram_options_t *ndg = options_module(new_opts, &dgram_conf_module);
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
+      odg->transport != ndg->transport ||
       new_opts->per_circuit_tcp_max_connections !=
           old_opts->per_circuit_tcp_max_connections ||
       new_opts->per_circuit_tcp_spares != old_opts->per_circuit_tcp_spares)
     apply_pctcp(new_opts);
   apply_ipsec(new_opts);
+  (void)apply_dgram(new_opts);
   apply_heartbeat(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
@@ -1365,6 +1415,33 @@ app_log_statistics(void)
                (unsigned long long)is.refused_per_addr,
                (unsigned long long)is.evicted_with_sa);
   }
+  if (A.dgram) {
+    dgram_stats_t ds;
+    dgram_get_stats(A.dgram, &ds);
+    log_notice("Statistics: datagram links: %u (%u up); opened %llu, "
+               "accepted %llu, authenticated %llu, closed %llu; refused "
+               "%llu identities, %llu failed handshakes, %llu over the "
+               "limit; %llu cookies sent, %llu datagrams without a link "
+               "dropped, %llu oversize; records %llu in, %llu out; dropped "
+               "%llu undecryptable, %llu bad frames, %llu unknown types, "
+               "%llu before authentication",
+               ds.links, ds.links_up, (unsigned long long)ds.links_opened,
+               (unsigned long long)ds.links_accepted,
+               (unsigned long long)ds.links_authenticated,
+               (unsigned long long)ds.links_closed,
+               (unsigned long long)ds.auth_failed,
+               (unsigned long long)ds.handshake_failed,
+               (unsigned long long)ds.refused_full,
+               (unsigned long long)ds.hello_verify_sent,
+               (unsigned long long)ds.dropped_no_link,
+               (unsigned long long)ds.dropped_oversize,
+               (unsigned long long)ds.records_in,
+               (unsigned long long)ds.records_out,
+               (unsigned long long)ds.dropped_dtls,
+               (unsigned long long)ds.dropped_frame,
+               (unsigned long long)ds.dropped_type,
+               (unsigned long long)ds.dropped_early);
+  }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
@@ -1388,6 +1465,7 @@ app_shutdown(void)
      * cache): end them while circuits and channels still exist. */
     dir_client_free(A.dirc);
     dir_client_free(A.dirc_other);
+    dgram_free(A.dgram); /* before channels: it observes them */
     channels_shutdown();
     circuits_shutdown();
     circuits_remove_close_observer(log_circuit_close, NULL);

@@ -26,6 +26,7 @@
  * channel with a log line saying what was wrong.
  */
 #include "core/or/channel_internal.h"
+#include "core/or/link_auth.h"
 #include "core/proto/linkcells.h"
 #include "core/proto/torcert.h"
 #include "lib/bytes/bytes.h"
@@ -40,9 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Clock skew we tolerate on certificate validity. */
-#define CERT_SLACK_SEC (2 * 24 * 3600)
 
 static const uint16_t our_versions[] = {4, 5};
 
@@ -154,22 +152,11 @@ send_netinfo(channel_t *chan)
 static void
 send_certs(channel_t *chan, int as_responder)
 {
-  const relay_keys_t *k = channels_keys();
-  certs_cell_t cc;
-  memset(&cc, 0, sizeof(cc));
-  certs_cell_add(&cc, CERTS_TYPE_RSA_ID, k->rsa_id_cert, k->rsa_id_cert_len);
-  certs_cell_add(&cc, CERTS_TYPE_ED_ID_SIGNING, k->ed_signing_cert,
-                 k->ed_signing_cert_len);
-  if (as_responder)
-    certs_cell_add(&cc, CERTS_TYPE_ED_SIGNING_LINK, k->tls_link_cert,
-                   k->tls_link_cert_len);
-  else
-    certs_cell_add(&cc, CERTS_TYPE_ED_SIGNING_AUTH, k->ed_auth_cert,
-                   k->ed_auth_cert_len);
-  certs_cell_add(&cc, CERTS_TYPE_RSA_ED_CROSSCERT, k->rsa_ed_crosscert,
-                 k->rsa_ed_crosscert_len);
   var_cell_t *vc = NULL;
-  certs_cell_build(&cc, &vc);
+  if (link_certs_build(channels_keys(), as_responder, &vc) < 0) {
+    hs_fail(chan, "our certificates do not fit a CERTS cell");
+    return;
+  }
   hs_send_var(chan, vc, chan->link_proto);
   var_cell_free(vc);
 }
@@ -187,95 +174,6 @@ channel_hs_start(channel_t *chan)
 
 /* ---- certificate checks ------------------------------------------- */
 
-/* Verified identity material from a CERTS cell. */
-typedef struct certs_result_t {
-  crypt_rsa_t *rsa;          /* RSA identity key */
-  uint8_t rsa_id[20];
-  uint8_t rsa_sha256[32];    /* SHA-256 of its DER (CID/SID) */
-  uint8_t ed_id[32];
-  uint8_t third_key[32];     /* type 5: TLS cert digest; type 6: auth key */
-} certs_result_t;
-
-/* Check the certificates a peer presented (tor-spec 4.2): the RSA identity
- * certificate (2), Ed25519 identity -> signing (4), signing -> link (5) or
- * signing -> auth (6) depending on third_type, and the RSA -> Ed25519
- * cross-certificate (7). On success fills *res (res->rsa owned by the
- * caller) and returns 0; on failure returns -1 with *why set. */
-static int
-check_certs(const certs_cell_t *cc, uint8_t third_type, certs_result_t *res,
-            const char **why)
-{
-  time_t now = time(NULL);
-  const certs_entry_t *c2 = certs_cell_find(cc, CERTS_TYPE_RSA_ID);
-  const certs_entry_t *c4 = certs_cell_find(cc, CERTS_TYPE_ED_ID_SIGNING);
-  const certs_entry_t *c3 = certs_cell_find(cc, third_type);
-  const certs_entry_t *c7 = certs_cell_find(cc, CERTS_TYPE_RSA_ED_CROSSCERT);
-  torcert_t *t4 = NULL, *t3 = NULL;
-  int ok = -1;
-  memset(res, 0, sizeof(*res));
-  if (!c2 || !c4 || !c3 || !c7) {
-    *why = "CERTS cell lacks a required certificate";
-    return -1;
-  }
-  if (x509_check_self_signed(c2->body, c2->len, now, CERT_SLACK_SEC) < 0) {
-    *why = "RSA identity certificate is not validly self-signed or expired";
-    return -1;
-  }
-  res->rsa = x509_get_rsa_key(c2->body, c2->len);
-  if (!res->rsa || crypt_rsa_bits(res->rsa) != 1024) {
-    *why = "RSA identity key is not a 1024-bit RSA key";
-    goto out;
-  }
-  uint8_t *der = NULL;
-  size_t derlen = 0;
-  if (crypt_rsa_public_der(res->rsa, &der, &derlen) < 0) {
-    *why = "cannot encode RSA identity";
-    goto out;
-  }
-  crypt_sha1(res->rsa_id, der, derlen);
-  crypt_sha256(res->rsa_sha256, der, derlen);
-  free(der);
-
-  int r = torcert_parse(c4->body, c4->len, &t4);
-  if (r < 0 || t4->cert_type != TORCERT_TYPE_ID_SIGNING ||
-      t4->key_type != TORCERT_KEY_ED25519 || !t4->signing_key_included) {
-    *why = "malformed Ed25519 identity->signing certificate";
-    goto out;
-  }
-  if ((r = torcert_checksig(t4, t4->signing_key, now)) < 0) {
-    *why = "Ed25519 identity->signing certificate does not verify";
-    goto out;
-  }
-  memcpy(res->ed_id, t4->signing_key, 32);
-
-  uint8_t want_type = third_type == CERTS_TYPE_ED_SIGNING_LINK
-                          ? TORCERT_TYPE_SIGNING_LINK
-                          : TORCERT_TYPE_SIGNING_AUTH;
-  r = torcert_parse(c3->body, c3->len, &t3);
-  if (r < 0 || t3->cert_type != want_type) {
-    *why = "malformed Ed25519 signing->link/auth certificate";
-    goto out;
-  }
-  if (torcert_checksig(t3, t4->certified_key, now) < 0) {
-    *why = "Ed25519 signing->link/auth certificate does not verify";
-    goto out;
-  }
-  memcpy(res->third_key, t3->certified_key, 32);
-
-  if (rsa_ed_crosscert_check(c7->body, c7->len, res->rsa, res->ed_id, now) <
-      0) {
-    *why = "RSA->Ed25519 cross-certificate does not verify";
-    goto out;
-  }
-  ok = 0;
-out:
-  torcert_free(t4);
-  torcert_free(t3);
-  if (ok < 0)
-    crypt_rsa_free(res->rsa);
-  return ok;
-}
-
 /* ---- initiator ---------------------------------------------------- */
 
 static int
@@ -285,8 +183,8 @@ init_handle_certs(channel_t *chan, const var_cell_t *vc)
   const char *why = NULL;
   if (certs_cell_parse(&cc, vc->payload, vc->payload_len) < 0)
     return hs_fail(chan, "malformed CERTS cell");
-  certs_result_t res;
-  if (check_certs(&cc, CERTS_TYPE_ED_SIGNING_LINK, &res, &why) < 0)
+  link_certs_result_t res;
+  if (link_certs_check(&cc, CERTS_TYPE_ED_SIGNING_LINK, time(NULL), &res, &why) < 0)
     return hs_fail(chan, why);
   crypt_rsa_free(res.rsa);
   /* The link certificate must certify the TLS certificate we saw. */
@@ -326,10 +224,8 @@ init_send_authenticate(channel_t *chan)
   memset(&a, 0, sizeof(a));
   uint8_t *der = NULL;
   size_t derlen = 0;
-  if (crypt_rsa_public_der(k->rsa_identity, &der, &derlen) < 0)
+  if (link_rsa_sha256(k->rsa_identity, a.cid) < 0)
     return hs_fail(chan, "cannot encode our RSA identity");
-  crypt_sha256(a.cid, der, derlen);
-  free(der);
   memcpy(a.sid, hs->peer_rsa_sha256, 32);
   memcpy(a.cid_ed, k->ed_identity.pub, 32);
   memcpy(a.sid_ed, chan->peer_ed_id, 32);
@@ -386,8 +282,8 @@ resp_handle_certs(channel_t *chan, const var_cell_t *vc)
   const char *why = NULL;
   if (certs_cell_parse(&cc, vc->payload, vc->payload_len) < 0)
     return hs_fail(chan, "malformed CERTS cell");
-  certs_result_t res;
-  if (check_certs(&cc, CERTS_TYPE_ED_SIGNING_AUTH, &res, &why) < 0)
+  link_certs_result_t res;
+  if (link_certs_check(&cc, CERTS_TYPE_ED_SIGNING_AUTH, time(NULL), &res, &why) < 0)
     return hs_fail(chan, why);
   crypt_rsa_free(res.rsa);
   chan_hs_t *hs = chan->hs;
@@ -446,12 +342,8 @@ resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
   auth3_t want;
   memset(&want, 0, sizeof(want));
   memcpy(want.cid, hs->peer_rsa_sha256, 32);
-  uint8_t *der = NULL;
-  size_t derlen = 0;
-  if (crypt_rsa_public_der(k->rsa_identity, &der, &derlen) < 0)
+  if (link_rsa_sha256(k->rsa_identity, want.sid) < 0)
     return hs_fail(chan, "cannot encode our RSA identity");
-  crypt_sha256(want.sid, der, derlen);
-  free(der);
   memcpy(want.cid_ed, chan->peer_ed_id, 32);
   memcpy(want.sid_ed, k->ed_identity.pub, 32);
   crypt_digest_peek(hs->digest_sent, want.slog, 32);

@@ -179,6 +179,12 @@ tls_context_free_(tls_context_t *ctx)
   free(ctx);
 }
 
+SSL_CTX *
+tls_context_ssl_ctx_(const tls_context_t *ctx)
+{
+  return ctx->ctx;
+}
+
 const uint8_t *
 tls_context_cert_der(const tls_context_t *ctx, size_t *len)
 {
@@ -436,21 +442,13 @@ tls_conn_pending(const tls_conn_t *t)
 int
 tls_conn_peer_cert_der(const tls_conn_t *t, uint8_t **der, size_t *len)
 {
-  X509 *x = SSL_get1_peer_certificate(t->ssl);
-  if (!x)
-    return -1;
-  int r = tls_cert_to_der_(x, der, len);
-  X509_free(x);
-  return r;
+  return tls_ssl_peer_cert_der_(t->ssl, der, len);
 }
 
 int
 tls_conn_own_cert_der(const tls_conn_t *t, uint8_t **der, size_t *len)
 {
-  X509 *x = SSL_get_certificate(t->ssl); /* borrowed */
-  if (!x)
-    return -1;
-  return tls_cert_to_der_(x, der, len);
+  return tls_ssl_own_cert_der_(t->ssl, der, len);
 }
 
 int
@@ -458,18 +456,8 @@ tls_conn_export_key(tls_conn_t *t, uint8_t *out, size_t outlen,
                     const char *label, const uint8_t *context,
                     size_t contextlen)
 {
-  clear_errors();
-  if (SSL_export_keying_material(t->ssl, out, outlen, label, strlen(label),
-                                 context, contextlen, context != NULL) != 1) {
-    unsigned long e = ERR_get_error();
-    if (e)
-      ERR_error_string_n(e, t->err, sizeof(t->err));
-    else
-      snprintf(t->err, sizeof(t->err), "keying material exporter failed");
-    ERR_clear_error();
-    return -1;
-  }
-  return 0;
+  return tls_ssl_export_key_(t->ssl, out, outlen, label, context, contextlen,
+                             t->err, sizeof(t->err));
 }
 
 const char *

@@ -14,6 +14,7 @@
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,4 +100,58 @@ tls_cert_from_der_(const uint8_t *der, size_t len)
     return NULL;
   }
   return x;
+}
+
+/* ---- per-connection operations shared by tls.c and dtls.c ---- */
+
+int
+tls_ssl_peer_cert_der_(const SSL *ssl, uint8_t **der, size_t *len)
+{
+  X509 *x = SSL_get1_peer_certificate(ssl);
+  if (!x)
+    return -1;
+  int r = tls_cert_to_der_(x, der, len);
+  X509_free(x);
+  return r;
+}
+
+int
+tls_ssl_own_cert_der_(const SSL *ssl, uint8_t **der, size_t *len)
+{
+  X509 *x = SSL_get_certificate(ssl); /* borrowed */
+  if (!x)
+    return -1;
+  return tls_cert_to_der_(x, der, len);
+}
+
+void
+tls_clear_errors_(void)
+{
+  if (ERR_peek_error())
+    ERR_clear_error();
+}
+
+void
+tls_take_error_(char *err, size_t errlen, const char *dflt)
+{
+  unsigned long e = ERR_get_error();
+  if (e)
+    ERR_error_string_n(e, err, errlen);
+  else
+    snprintf(err, errlen, "%s", dflt);
+  ERR_clear_error();
+}
+
+int
+tls_ssl_export_key_(SSL *ssl, uint8_t *out, size_t outlen, const char *label,
+                    const uint8_t *context, size_t contextlen, char *err,
+                    size_t errlen)
+{
+  tls_clear_errors_();
+  if (SSL_export_keying_material(ssl, out, outlen, label, strlen(label),
+                                 context, contextlen, context != NULL) != 1) {
+    tls_take_error_(err, errlen, "keying material exporter failed");
+    return -1;
+  }
+  return 0;
 }

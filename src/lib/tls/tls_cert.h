@@ -19,4 +19,25 @@ X509 *tls_cert_make_self_signed_(EVP_PKEY *pkey, const char *cn,
 int tls_cert_to_der_(X509 *x, uint8_t **der, size_t *len);
 /* Parse DER; NULL unless it is exactly one well-formed certificate. */
 X509 *tls_cert_from_der_(const uint8_t *der, size_t len);
+
+/* Per-connection operations shared by tls.c (TLS over TCP) and dtls.c
+ * (DTLS over UDP), which both sit on an SSL object. */
+#include <openssl/ssl.h>
+#include "lib/tls/tls.h"
+/* The certificate and key of a context made by tls_context_new(), for a
+ * DTLS context that must present the same link certificate. */
+SSL_CTX *tls_context_ssl_ctx_(const tls_context_t *ctx);
+/* DER of the peer's / our certificate into a new buffer; -1 if none. */
+int tls_ssl_peer_cert_der_(const SSL *ssl, uint8_t **der, size_t *len);
+int tls_ssl_own_cert_der_(const SSL *ssl, uint8_t **der, size_t *len);
+/* RFC 5705 exporter (context NULL: no context); on failure -1 with the
+ * reason in err. */
+int tls_ssl_export_key_(SSL *ssl, uint8_t *out, size_t outlen,
+                        const char *label, const uint8_t *context,
+                        size_t contextlen, char *err, size_t errlen);
+/* Clear OpenSSL's error queue if it is not empty (cheap when it is). */
+void tls_clear_errors_(void);
+/* Move OpenSSL's first queued error (or dflt) into err, clearing the
+ * queue. */
+void tls_take_error_(char *err, size_t errlen, const char *dflt);
 #endif
