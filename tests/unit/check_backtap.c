@@ -129,7 +129,7 @@ START_TEST(test_feedback_record)
   bad[4] = BACKTAP_FB_OOO | BACKTAP_FB_PROBE;
   memset(bad + 5, 0, 8);
   ck_assert_int_eq(backtap_feedback_parse(bad, sizeof(bad), &p, &why), -1);
-  ck_assert_str_eq(why, "feedback record with OOO but no ACK");
+  ck_assert_str_eq(why, "feedback record with OOO or HOLE but no ACK");
   memcpy(bad, want, sizeof(bad));
   bad[4] = BACKTAP_FB_ACK; /* FWD absent but non-zero */
   ck_assert_int_eq(backtap_feedback_parse(bad, sizeof(bad), &p, &why), -1);

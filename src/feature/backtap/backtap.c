@@ -19,7 +19,10 @@
  *   diff = swnd * actualRtt / baseRtt - swnd
  * moves swnd by +1 (diff < alpha), -1 (diff > beta) or not (equation 1).
  * Before the first such adjustment the window grows by one per FWDed cell
- * (Vegas slow start) until a sample shows diff > alpha.
+ * every other round trip (Vegas slow start) until a round trip's
+ * actualRtt shows diff > alpha;
+ * a window-limited flow that sees no queue at all for two round trips
+ * starts doubling again (doc/backtap.md: what differs from the paper).
  *
  * Receive half: rcv_fwd <= rcv_nxt; [rcv_fwd, rcv_nxt) was delivered in
  * order and is held by the circuit layer (the fused queue); cells above
@@ -78,6 +81,8 @@ struct backtap_flow_t {
   unsigned in_recovery : 1;
   unsigned probing : 1;
   unsigned epoch_limited : 1;
+  unsigned epoch_loss : 1;
+  unsigned ss_hold : 1; /* slow start: this round trip keeps the window */
 
   /* send half */
   uint32_t snd_fwd, snd_una, snd_nxt;
@@ -86,10 +91,11 @@ struct backtap_flow_t {
   unsigned swnd;
   uint32_t epoch_end;      /* epoch ends when snd_fwd passes this */
   uint64_t epoch_min_rtt;  /* actualRtt candidate */
+  unsigned epoch_swnd;     /* swnd when the round trip began */
   uint64_t srtt, rttvar, rto;
   unsigned backoffs, dupacks;
+  unsigned calm_epochs; /* window-limited round trips without a queue */
   uint32_t recover;
-  uint32_t sample_from; /* no Vegas samples for cells sent before this */
 
   /* receive half */
   uint32_t rcv_isn, rcv_fwd, rcv_nxt;
@@ -123,7 +129,7 @@ backtap_params_default(backtap_params_t *p)
   p->alpha = 2;
   p->beta = 4;
   p->swnd_init = 2;
-  p->swnd_max = 512;
+  p->swnd_max = 1024;
   p->link_max_cells = 16384;
   p->max_flows = 16384;
   p->rto_init_us = 1000000;
@@ -256,11 +262,10 @@ flow_create(backtap_link_t *link, uint32_t circid, void *arg)
   uint32_t isn;
   crypt_rand((uint8_t *)&isn, sizeof(isn));
   f->snd_fwd = f->snd_una = f->snd_nxt = isn;
-  f->swnd = link->p.swnd_init;
+  f->swnd = f->epoch_swnd = link->p.swnd_init;
   f->slow_start = 1;
   f->epoch_end = isn;
   f->epoch_min_rtt = NO_DEADLINE;
-  f->sample_from = isn;
   f->rto = link->p.rto_init_us;
   set_u32(key, circid);
   hmap_set(link->flows, key, f);
@@ -493,6 +498,8 @@ flow_send_feedback(backtap_flow_t *f, uint8_t bits)
     fb.ack = f->rcv_nxt;
     fb.fwd = f->rcv_fwd;
     fb.flags |= bits & BACKTAP_FB_OOO;
+    if (f->ooo_count)
+      fb.flags |= BACKTAP_FB_HOLE;
   }
   if (!fb.flags)
     return;
@@ -716,46 +723,65 @@ flow_fwd_sample(backtap_flow_t *f, uint64_t r, uint32_t newly)
     if (r < f->epoch_min_rtt)
       f->epoch_min_rtt = r;
   }
-  if (f->slow_start) {
-    if (r != NO_DEADLINE && link->base_rtt != NO_DEADLINE) {
-      uint64_t base = link->base_rtt;
-      uint64_t diff = (uint64_t)f->swnd * (r - base) / base;
-      if (diff > p->alpha) {
-        /* the pipe is full: what it holds without queueing, plus alpha */
-        uint64_t w = (uint64_t)f->swnd * base / r + p->alpha;
-        f->swnd = w < 2 ? 2 : w > p->swnd_max ? p->swnd_max : (unsigned)w;
-        f->slow_start = 0;
-        f->epoch_end = f->snd_nxt;
-        f->epoch_min_rtt = NO_DEADLINE;
-        f->epoch_limited = 0;
-        return;
-      }
-    }
-    if (f->epoch_limited || !flow_window_open(f)) {
-      uint64_t w = (uint64_t)f->swnd + newly;
-      f->swnd = w > p->swnd_max ? p->swnd_max : (unsigned)w;
-    }
+  if (f->in_recovery)
+    f->epoch_loss = 1;
+  if (f->slow_start && !f->ss_hold && !f->epoch_loss &&
+      (f->epoch_limited || !flow_window_open(f))) {
+    uint64_t w = (uint64_t)f->swnd + newly;
+    f->swnd = w > p->swnd_max ? p->swnd_max : (unsigned)w;
   }
   if (backtap_seq_diff(f->snd_fwd, f->epoch_end) < 0)
     return;
   /* one round trip is over */
-  if (!f->slow_start && f->epoch_min_rtt != NO_DEADLINE &&
-      link->base_rtt != NO_DEADLINE) {
+  if (f->epoch_min_rtt != NO_DEADLINE && link->base_rtt != NO_DEADLINE) {
     uint64_t base = link->base_rtt, act = f->epoch_min_rtt;
     uint64_t diff = (uint64_t)f->swnd * (act - base) / base;
-    if (diff < p->alpha) {
-      /* grow only a window that was used: an idle circuit's delay says
-       * nothing about the path's capacity */
-      if (f->epoch_limited && f->swnd < p->swnd_max)
+    if (f->slow_start) {
+      /* Even the least delayed cell of the round trip queued: the pipe
+       * is full. Keep what it holds without queueing, plus alpha. As in
+       * TCP Vegas the window doubles only every other round trip: in the
+       * round trip that holds it, the queue the doubling made stands and
+       * the minimum sees it. */
+      if (diff > p->alpha) {
+        /* the cells of this round trip were sent under epoch_swnd; swnd
+         * has doubled since */
+        uint64_t w = (uint64_t)f->epoch_swnd * base / act + p->alpha;
+        f->swnd = w < 2 ? 2 : w > p->swnd_max ? p->swnd_max : (unsigned)w;
+        f->slow_start = 0;
+      }
+    } else if (diff < p->alpha) {
+      /* Grow only a window that was used (an idle circuit's delay says
+       * nothing about the path's capacity), and not after a round trip
+       * with a loss: cells waited behind the hole and the window was
+       * inflated meanwhile, which says nothing about room either. */
+      if (f->epoch_limited && !f->epoch_loss && f->swnd < p->swnd_max)
         f->swnd++;
+      /* Window-limited with no queue at all for two round trips: the
+       * path has room (typically the next hop was still starting when
+       * this one left slow start). Find it by doubling again, which ends
+       * by the same rule, instead of one cell per round trip. */
+      if (f->epoch_limited && !f->epoch_loss && diff == 0) {
+        if (++f->calm_epochs >= 2) {
+          f->slow_start = 1;
+          f->calm_epochs = 0;
+        }
+      } else {
+        f->calm_epochs = 0;
+      }
     } else if (diff > p->beta) {
+      f->calm_epochs = 0;
       if (f->swnd > 2)
         f->swnd--;
+    } else {
+      f->calm_epochs = 0;
     }
   }
   f->epoch_end = f->snd_nxt;
   f->epoch_min_rtt = NO_DEADLINE;
+  f->epoch_swnd = f->swnd;
+  f->ss_hold = f->slow_start && !f->ss_hold;
   f->epoch_limited = !flow_window_open(f);
+  f->epoch_loss = f->in_recovery;
 }
 
 static void
@@ -845,8 +871,10 @@ feedback_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     if (f->in_recovery) {
       if (backtap_seq_diff(ack, f->recover) >= 0) {
         f->in_recovery = 0;
-      } else {
-        /* partial ACK: the next hole was lost too */
+      } else if (fb.flags & BACKTAP_FB_HOLE) {
+        /* partial ACK with cells held above it: the next hole was lost
+         * too (RFC 6582). Without OOO the peer has nothing beyond ACK,
+         * the rest is still on its way (a spurious timeout): leave it. */
         flow_retransmit(f, f->snd_una);
       }
     }
@@ -860,8 +888,8 @@ feedback_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     dup = 1;
     if (++f->dupacks == link->p.dupack_thresh && !f->in_recovery) {
       f->in_recovery = 1;
+      f->epoch_loss = 1;
       f->recover = f->snd_nxt;
-      f->sample_from = f->snd_nxt;
       link->st.fast_retransmits++;
       flow_retransmit(f, f->snd_una);
     }
@@ -871,12 +899,12 @@ feedback_input(backtap_link_t *link, const uint8_t *rec, size_t len)
   if (fwd != f->snd_fwd) {
     moved = 1;
     txslot_t *last = &f->tx[(fwd - 1) & (f->tx_cap - 1)];
-    /* a cell sent before a loss was repaired waited behind the hole: its
-     * round trip measures the repair, not the queue */
-    uint64_t r = (last->flags & SLOT_RETX) ||
-                         backtap_seq_diff(fwd - 1, f->sample_from) < 0
-                     ? NO_DEADLINE
-                     : now - last->sent_us;
+    /* Karn: a retransmitted cell's round trip is ambiguous. A cell that
+     * waited behind a hole is not excluded: the minimum over the round
+     * trip filters it out (excluding every cell sent before a repair
+     * starves the estimator when losses are frequent). */
+    uint64_t r = (last->flags & SLOT_RETX) ? NO_DEADLINE
+                                           : now - last->sent_us;
     uint32_t newly = fwd - f->snd_fwd;
     f->snd_fwd = fwd;
     flow_fwd_sample(f, r, newly);
@@ -945,14 +973,13 @@ flow_expire(backtap_flow_t *f, uint64_t now)
   } else {
     /* RFC 6298 5.4: retransmit the earliest unacknowledged cell; what
      * follows is repaired by partial ACKs as in fast recovery. The window
-     * halves: a timeout means the path changed, not just a queue. */
+     * stays: it follows the FWD delay only (section 3.4), and cells in
+     * flight are bounded by it anyway. */
     link->st.timeouts++;
     f->in_recovery = 1;
+    f->epoch_loss = 1;
     f->recover = f->snd_nxt;
-    f->sample_from = f->snd_nxt;
     f->dupacks = 0;
-    f->slow_start = 0;
-    f->swnd = f->swnd / 2 < 2 ? 2 : f->swnd / 2;
     flow_retransmit(f, f->snd_una);
   }
   flow_set_deadline(f, now + f->rto);

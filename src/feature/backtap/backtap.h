@@ -31,7 +31,7 @@ typedef struct backtap_flow_t backtap_flow_t;
 typedef struct backtap_params_t {
   unsigned alpha, beta;        /* Vegas thresholds, cells (2, 4) */
   unsigned swnd_init;          /* initial sending window, cells (2) */
-  unsigned swnd_max;           /* window cap and receive window (512) */
+  unsigned swnd_max;           /* window cap and receive window (1024) */
   unsigned link_max_cells;     /* cells held per link and direction (16384) */
   unsigned max_flows;          /* circuits per link (16384) */
   uint64_t rto_init_us;        /* RFC 6298 initial RTO (1 s) */

@@ -79,8 +79,9 @@ backtap_feedback_parse(const uint8_t *rec, size_t len, backtap_feedback_t *fb,
     *why = "feedback record with neither ACK, FWD nor PROBE";
     return -1;
   }
-  if ((fb->flags & BACKTAP_FB_OOO) && !(fb->flags & BACKTAP_FB_ACK)) {
-    *why = "feedback record with OOO but no ACK";
+  if ((fb->flags & (BACKTAP_FB_OOO | BACKTAP_FB_HOLE)) &&
+      !(fb->flags & BACKTAP_FB_ACK)) {
+    *why = "feedback record with OOO or HOLE but no ACK";
     return -1;
   }
   if ((!(fb->flags & BACKTAP_FB_ACK) && fb->ack != 0) ||

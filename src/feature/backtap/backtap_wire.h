@@ -14,9 +14,12 @@
  *     (the sender of this record waits for a FWD for its own cells and
  *     asks the peer to repeat its feedback: a lost last FWD would
  *     otherwise leave the window closed for good), 0x08 OOO (sent at once
- *     because a cell arrived out of order: only such records count as
- *     duplicate ACKs for fast retransmit, so a FWD update with an unchanged
- *     ACK never triggers one); at least one of ACK, FWD, PROBE is set,
+ *     because a cell arrived above a hole: only these count as duplicate
+ *     ACKs, so a FWD update with an unchanged ACK never triggers a fast
+ *     retransmit), 0x10 HOLE (the sender of this record holds cells above
+ *     ACK: a partial ACK without it, after a spurious timeout, retransmits
+ *     nothing); OOO and HOLE need ACK; at least one of ACK, FWD, PROBE is
+ *     set,
  *     other bits reserved and zero; an absent field is zero.
  *
  * The record's length comes from the datagram framing (the dgram link
@@ -47,8 +50,10 @@ typedef enum {
 #define BACKTAP_FB_FWD 0x02
 #define BACKTAP_FB_PROBE 0x04
 #define BACKTAP_FB_OOO 0x08
+#define BACKTAP_FB_HOLE 0x10
 #define BACKTAP_FB_KNOWN                                                \
-  (BACKTAP_FB_ACK | BACKTAP_FB_FWD | BACKTAP_FB_PROBE | BACKTAP_FB_OOO)
+  (BACKTAP_FB_ACK | BACKTAP_FB_FWD | BACKTAP_FB_PROBE | BACKTAP_FB_OOO |  \
+   BACKTAP_FB_HOLE)
 
 typedef struct backtap_cell_hdr_t {
   uint32_t circid;

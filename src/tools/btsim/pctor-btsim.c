@@ -110,12 +110,15 @@ main(int argc, char **argv)
     double bdp = c.bottleneck_cps * (double)hr->base_rtt_us / 1e6;
     printf("  hop=%u base_rtt_ms=%.1f bdp_cells=%.1f swnd_mean=%.1f "
            "queue_mean=%.1f queue_max=%u retransmitted=%llu fast=%llu "
-           "rto=%llu mem_max_kB=%zu\n",
+           "rto=%llu dropped=%llu mem_max_kB=%zu\n",
            h, hr->base_rtt_us / 1e3, bdp, hr->swnd_mean, hr->queue_mean,
            hr->queue_max,
            (unsigned long long)hr->snd.cells_retransmitted,
            (unsigned long long)hr->snd.fast_retransmits,
-           (unsigned long long)hr->snd.timeouts, hr->mem_max / 1024);
+           (unsigned long long)hr->snd.timeouts,
+           (unsigned long long)(hr->rcv.excess_dropped +
+                                hr->rcv.out_of_window),
+           hr->mem_max / 1024);
   }
   return 0;
 }
