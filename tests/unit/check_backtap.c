@@ -120,9 +120,12 @@ START_TEST(test_feedback_record)
 
   uint8_t bad[BACKTAP_FB_REC_LEN];
   memcpy(bad, want, sizeof(bad));
-  bad[4] = 0x10;
+  bad[4] = 0x20;
   ck_assert_int_eq(backtap_feedback_parse(bad, sizeof(bad), &p, &why), -1);
   ck_assert_str_eq(why, "feedback record with reserved flags set");
+  bad[4] = BACKTAP_FB_HOLE | BACKTAP_FB_FWD;
+  ck_assert_int_eq(backtap_feedback_parse(bad, sizeof(bad), &p, &why), -1);
+  ck_assert_str_eq(why, "feedback record with OOO or HOLE but no ACK");
   bad[4] = 0;
   ck_assert_int_eq(backtap_feedback_parse(bad, sizeof(bad), &p, &why), -1);
   ck_assert_str_eq(why, "feedback record with neither ACK, FWD nor PROBE");
@@ -497,8 +500,63 @@ START_TEST(test_excess_dropped_before_ack)
   ck_assert_uint_eq(b->n_delivered, 5);
   tick(b);
   carry(b, a);
-  carry(a, b); /* the partial ACK's retransmission of the last one */
+  /* a partial ACK, but the peer holds nothing above it (no HOLE): the
+   * last cell is resent by the next timeout, not at once */
+  ck_assert_uint_eq(a->n_out, 0);
+  now = a->timer;
+  tick(a);
+  ck_assert_uint_eq(backtap_link_stats(a->bt)->timeouts, 2);
+  carry(a, b);
   ck_assert_uint_eq(b->n_delivered, 6);
+  backtap_link_free(a->bt);
+  backtap_link_free(b->bt);
+  free(a);
+  free(b);
+}
+END_TEST
+
+START_TEST(test_spurious_timeout)
+{
+  uint64_t now = 1;
+  tpeer_t *a = pc_zalloc(sizeof(*a)), *b = pc_zalloc(sizeof(*b));
+  backtap_params_t prm;
+  backtap_params_default(&prm);
+  prm.swnd_init = 4;
+  tpeer_init(a, &now, &prm);
+  tpeer_init(b, &now, &prm);
+  backtap_flow_t *fa = backtap_flow_new(a->bt, 6, a);
+  uint8_t cell[BACKTAP_LINK_CELL_LEN];
+  test_cell(cell, 6, 6);
+  for (int i = 0; i < 4; i++)
+    backtap_flow_send(fa, cell);
+  /* the first two arrive; their ACK is slow */
+  backtap_link_input(b->bt, a->out[0].type, a->out[0].rec, a->out[0].len);
+  backtap_link_input(b->bt, a->out[1].type, a->out[1].rec, a->out[1].len);
+  trec_t late[2] = {a->out[2], a->out[3]};
+  a->n_out = 0;
+  tick(b);
+  ck_assert_uint_eq(b->n_out, 1);
+  ck_assert_uint_eq(b->out[0].rec[4] & BACKTAP_FB_HOLE, 0);
+  trec_t ack = b->out[0];
+  b->n_out = 0;
+  now = a->timer;
+  tick(a);
+  const backtap_stats_t *sa = backtap_link_stats(a->bt);
+  ck_assert_uint_eq(sa->timeouts, 1);
+  ck_assert_uint_eq(sa->cells_retransmitted, 1);
+  /* a partial ACK without HOLE: the rest is on its way, nothing resent */
+  ck_assert_int_eq(backtap_link_input(a->bt, ack.type, ack.rec, ack.len), 0);
+  ck_assert_uint_eq(sa->cells_retransmitted, 1);
+  ck_assert_uint_eq(a->n_out, 1); /* only the timeout's retransmission */
+  for (int i = 0; i < 2; i++)
+    backtap_link_input(b->bt, late[i].type, late[i].rec, late[i].len);
+  carry(a, b); /* the retransmitted first cell: a duplicate */
+  ck_assert_uint_eq(backtap_link_stats(b->bt)->duplicate, 1);
+  ck_assert_uint_eq(b->n_delivered, 4);
+  tick(b);
+  carry(b, a);
+  ck_assert_uint_eq(backtap_flow_inflight(fa), 4); /* ACKed, not FWDed */
+  ck_assert_uint_eq(sa->cells_retransmitted, 1);
   backtap_link_free(a->bt);
   backtap_link_free(b->bt);
   free(a);
@@ -658,17 +716,21 @@ START_TEST(test_sim_steady_state)
   /* full rate at the bottleneck (2930 cells/s) */
   ck_assert(r.rate_cps > 0.98 * c.bottleneck_cps);
   ck_assert(r.rate_cps < 1.01 * c.bottleneck_cps);
-  /* upstream of the bottleneck the windows limit: alpha..beta-ish cells
-   * above the hop's BDP */
-  for (unsigned h = 0; h < 2; h++) {
+  /* The tightest window is about alpha..beta cells above its hop's BDP
+   * (the others do not limit, so Vegas leaves them be), and no window is
+   * below its BDP (the rate would suffer). */
+  double excess = 1e9;
+  for (unsigned h = 0; h < c.n_hops; h++) {
     double bdp = c.bottleneck_cps * r.hop[h].base_rtt_us / 1e6;
     ck_assert(r.hop[h].swnd_mean >= bdp);
-    ck_assert(r.hop[h].swnd_mean <= bdp + c.params.beta + 2);
+    if (r.hop[h].swnd_mean - bdp < excess)
+      excess = r.hop[h].swnd_mean - bdp;
   }
-  /* the bottleneck's queue stays at about alpha..beta cells */
-  ck_assert(r.hop[1].queue_mean >= 1);
-  ck_assert(r.hop[1].queue_mean <= c.params.beta + 1);
-  ck_assert(r.hop[0].queue_mean <= c.params.beta + 1);
+  ck_assert(excess <= c.params.beta + 1);
+  /* the cells queued in the relays: about alpha..beta in all */
+  double queued = r.hop[0].queue_mean + r.hop[1].queue_mean;
+  ck_assert(queued >= c.params.alpha - 1);
+  ck_assert(queued <= 2 * c.params.beta);
   /* so the delay is the physical one-way delay plus a few cells */
   double oneway = (c.delay_us[0] + c.delay_us[1] + c.delay_us[2]) / 1e3;
   ck_assert(r.delay_mean_us / 1e3 < oneway * 1.1);
@@ -818,6 +880,7 @@ suite_backtap(void)
   tcase_add_test(tc, test_ack_fwd_window);
   tcase_add_test(tc, test_drops_without_state);
   tcase_add_test(tc, test_excess_dropped_before_ack);
+  tcase_add_test(tc, test_spurious_timeout);
   tcase_add_test(tc, test_probe_after_lost_fwd);
   tcase_add_test(tc, test_base_rtt_shared);
   tcase_add_test(tc, test_peer_stops_acknowledging);

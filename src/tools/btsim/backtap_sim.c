@@ -332,7 +332,7 @@ sample(sim_t *s)
     if (m > r->hop[h].mem_max)
       r->hop[h].mem_max = m;
     unsigned q = h + 1 < c->n_hops ? (unsigned)s->node[h + 1].q_len : 0;
-    if (q > r->hop[h].queue_max)
+    if (s->meas_started && q > r->hop[h].queue_max)
       r->hop[h].queue_max = q;
     if (s->meas_started && !s->meas_done) {
       s->swnd_sum[h] += backtap_flow_swnd(s->link[h][0].flow);

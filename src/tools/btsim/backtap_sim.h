@@ -53,7 +53,7 @@ typedef struct btsim_hop_result_t {
   double swnd_mean;           /* during the measurement */
   uint64_t base_rtt_us;
   double queue_mean;          /* fused queue at node i+1 (if a relay) */
-  unsigned queue_max;
+  unsigned queue_max;         /* largest from measure_from_us to the end */
   size_t mem_max;             /* largest backtap_link_mem_bytes at node i */
 } btsim_hop_result_t;
 
