@@ -263,12 +263,14 @@ carry(tpeer_t *src, tpeer_t *dst)
   return n;
 }
 
-/* Fire a peer's timer if it is due. */
+/* Fire a peer's timer if it is due (one-shot, as set_timer says). */
 static void
 tick(tpeer_t *p)
 {
-  if (p->timer <= *p->now)
+  if (p->timer <= *p->now) {
+    p->timer = UINT64_MAX;
     backtap_link_timer(p->bt);
+  }
 }
 
 static void
@@ -564,6 +566,50 @@ START_TEST(test_spurious_timeout)
 }
 END_TEST
 
+START_TEST(test_close_while_peer_sends)
+{
+  uint64_t now = 1;
+  tpeer_t *a = pc_zalloc(sizeof(*a)), *b = pc_zalloc(sizeof(*b));
+  tpeer_init(a, &now, NULL);
+  tpeer_init(b, &now, NULL);
+  backtap_flow_t *fa = backtap_flow_new(a->bt, 4, a);
+  uint8_t cell[BACKTAP_LINK_CELL_LEN];
+  test_cell(cell, 4, 7);
+  backtap_flow_send(fa, cell); /* say CREATE2 */
+  carry(a, b);
+  backtap_flow_t *fb = b->last_flow;
+  backtap_flow_send(fb, cell); /* CREATED2 */
+  carry(b, a);
+  ck_assert_uint_eq(a->n_delivered, 1);
+  backtap_flow_send(fa, cell); /* DESTROY, unACKed when A closes */
+  backtap_flow_close(fa);
+  ck_assert_uint_eq(backtap_link_n_flows(a->bt), 1);
+  ck_assert(!backtap_flow_can_send(fa));
+  /* B had one more cell on its way; A no longer delivers but ACKs and
+   * FWDs it, and the one it held (never forwarded) counts as gone */
+  backtap_flow_send(fb, cell);
+  carry(b, a);
+  ck_assert_uint_eq(a->n_delivered, 1);
+  tick(a);
+  carry(a, b);
+  tick(b);
+  carry(b, a);
+  ck_assert_uint_eq(backtap_flow_inflight(fb), 0);
+  ck_assert_uint_eq(b->n_delivered, 2);
+  /* B's ACK of the DESTROY let A forget the circuit */
+  ck_assert_uint_eq(backtap_link_n_flows(a->bt), 0);
+  backtap_flow_close(fb);
+  ck_assert_uint_eq(backtap_link_n_flows(b->bt), 0);
+  ck_assert_uint_eq(a->timer, UINT64_MAX);
+  ck_assert_uint_eq(b->timer, UINT64_MAX);
+  ck_assert_int_eq(a->failed + b->failed, 0);
+  backtap_link_free(a->bt);
+  backtap_link_free(b->bt);
+  free(a);
+  free(b);
+}
+END_TEST
+
 START_TEST(test_probe_after_lost_fwd)
 {
   uint64_t now = 1;
@@ -691,9 +737,11 @@ static void
 print_result(const char *name, const btsim_cfg_t *c, const btsim_result_t *r)
 {
   printf("backtap sim %s: rate %.0f cells/s, backlog %.1f cells, delay "
-         "%.1f ms, backpressure %.1f ms\n",
-         name, r->rate_cps, r->backlog_mean, r->delay_mean_us / 1e3,
-         r->backpressure_us / 1e3);
+         "%.1f ms",
+         name, r->rate_cps, r->backlog_mean, r->delay_mean_us / 1e3);
+  if (r->backpressure_us >= 0)
+    printf(", backpressure %.1f ms", r->backpressure_us / 1e3);
+  printf("\n");
   for (unsigned h = 0; h < c->n_hops; h++)
     printf("  hop %u: base RTT %.1f ms, BDP %.1f cells, swnd %.1f, queue "
            "%.1f (max %u), retransmitted %llu (fast %llu, RTO %llu)\n",
@@ -739,6 +787,30 @@ START_TEST(test_sim_steady_state)
     ck_assert_uint_eq(r.hop[h].snd.cells_retransmitted, 0);
     ck_assert_uint_eq(r.hop[h].rcv.excess_dropped, 0);
   }
+}
+END_TEST
+
+START_TEST(test_sim_slow_link)
+{
+  /* The bottleneck is a 5 Mbit/s link into the middle relay instead of a
+   * relay's rate limit: the window of that hop keeps its buffer short. */
+  btsim_cfg_t c;
+  btsim_result_t r;
+  btsim_cfg_default(&c);
+  c.bottleneck_node = 0;
+  c.hop_bps[1] = 5000000;
+  ck_assert_int_eq(btsim_run(&c, &r), 0);
+  c.bottleneck_cps = 5000000 / 8 / BACKTAP_CELL_REC_LEN; /* for BDPs */
+  print_result("5 Mbit/s link", &c, &r);
+  ck_assert(r.in_order);
+  ck_assert(r.rate_cps > 0.97 * c.bottleneck_cps);
+  ck_assert(r.rate_cps <= 1.01 * c.bottleneck_cps);
+  /* the link's buffer holds a few cells: the delay is the one-way delay
+   * plus the serialisation of one cell per hop plus a few cells */
+  double oneway = (c.delay_us[0] + c.delay_us[1] + c.delay_us[2]) / 1e3;
+  double cell_ms = 1e3 / c.bottleneck_cps;
+  ck_assert(r.delay_mean_us / 1e3 < oneway + (2 * c.params.beta) * cell_ms);
+  ck_assert(r.hop[0].queue_mean + r.hop[1].queue_mean <= 2 * c.params.beta);
 }
 END_TEST
 
@@ -881,6 +953,7 @@ suite_backtap(void)
   tcase_add_test(tc, test_drops_without_state);
   tcase_add_test(tc, test_excess_dropped_before_ack);
   tcase_add_test(tc, test_spurious_timeout);
+  tcase_add_test(tc, test_close_while_peer_sends);
   tcase_add_test(tc, test_probe_after_lost_fwd);
   tcase_add_test(tc, test_base_rtt_shared);
   tcase_add_test(tc, test_peer_stops_acknowledging);
@@ -888,6 +961,7 @@ suite_backtap(void)
   tc = tcase_create("sim");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_sim_steady_state);
+  tcase_add_test(tc, test_sim_slow_link);
   tcase_add_test(tc, test_sim_backpressure);
   tcase_add_test(tc, test_sim_lossy);
   tcase_add_test(tc, test_sim_single_loss);

@@ -215,6 +215,7 @@ backtap_link_new(const backtap_params_t *params,
 }
 
 static void flow_destroy(backtap_flow_t *f);
+static void flow_want_feedback(backtap_flow_t *f, uint8_t bits);
 
 static void
 flow_free_cb(void *v)
@@ -344,6 +345,14 @@ backtap_flow_close(backtap_flow_t *flow)
   flow->want_write = 0;
   if (dlist_node_is_linked(&flow->wait_node))
     dlist_remove(&flow->wait_node);
+  /* What the circuit layer held will never be forwarded: count it as
+   * gone, so the peer's window does not wait for it. */
+  if (flow->rcv_synced && flow->rcv_fwd != flow->rcv_nxt) {
+    flow->link->rx_held -= (uint32_t)(flow->rcv_nxt - flow->rcv_fwd);
+    flow->rcv_fwd = flow->rcv_nxt;
+    flow_want_feedback(flow, BACKTAP_FB_FWD);
+    link_rearm(flow->link);
+  }
 }
 
 /* ---- sending ---- */
@@ -599,7 +608,21 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     f = flow_create(link, h.circid, arg);
   }
   if (f->closing) {
-    link->st.unknown_flow++;
+    /* The circuit is gone here but the peer may still send until it
+     * learns so: ACK and FWD its cells without keeping them, or it would
+     * retransmit them until it declared us dead. */
+    if (f->rcv_synced && h.seq == f->rcv_nxt) {
+      f->rcv_nxt++;
+      f->rcv_fwd++;
+      flow_want_feedback(f, BACKTAP_FB_ACK | BACKTAP_FB_FWD);
+      return 0;
+    }
+    if (f->rcv_synced && backtap_seq_diff(h.seq, f->rcv_nxt) < 0) {
+      link->st.duplicate++;
+      flow_want_feedback(f, BACKTAP_FB_ACK);
+    } else {
+      link->st.out_of_window++;
+    }
     return -1;
   }
   if (!f->rcv_synced) {

@@ -51,9 +51,9 @@ typedef struct backtap_lower_ops_t {
    * into a datagram). Loss is fine: BackTap retransmits. */
   void (*send_record)(void *arg, backtap_rec_type_t type, const uint8_t *rec,
                       size_t len);
-  /* Call backtap_link_timer() at or after deadline_us; replaces the
-   * previous request; UINT64_MAX cancels. deadline_us may be now (feedback
-   * waits to be sent: run it after the current event). */
+  /* Call backtap_link_timer() once at or after deadline_us (one-shot);
+   * replaces the previous request; UINT64_MAX cancels. deadline_us may be
+   * now (feedback waits to be sent: run it after the current event). */
   void (*set_timer)(void *arg, uint64_t deadline_us);
 } backtap_lower_ops_t;
 
@@ -123,7 +123,9 @@ backtap_flow_t *backtap_flow_new(backtap_link_t *link, uint32_t circid,
 void backtap_flow_free_(backtap_flow_t *flow);
 #define backtap_flow_free(f) do { backtap_flow_free_(f); (f) = NULL; } while (0)
 /* Forget the circuit once the peer has ACKed every cell sent (at once if it
- * has); no more cells are accepted or sent on it meanwhile. */
+ * has). Meanwhile nothing more is sent or delivered on it: cells delivered
+ * and not yet forwarded count as forwarded, and cells the peer still sends
+ * are ACKed and FWDed and dropped, so the peer's side can close too. */
 void backtap_flow_close(backtap_flow_t *flow);
 
 /* May one more cell be sent now (window, link budget)? When this returns 0

@@ -134,8 +134,9 @@ lo_send(void *arg, backtap_rec_type_t type, const uint8_t *rec, size_t len)
   if (c->loss > 0 && rnd(s) < c->loss)
     return;
   uint64_t depart = s->now;
-  if (c->link_bps) {
-    uint64_t tx = (uint64_t)len * 8 * 1000000 / c->link_bps;
+  uint64_t bps = c->hop_bps[l->hop] ? c->hop_bps[l->hop] : c->link_bps;
+  if (bps) {
+    uint64_t tx = (uint64_t)len * 8 * 1000000 / bps;
     uint64_t *free_at = &s->chan_free[l->hop][dir];
     uint64_t start = *free_at > s->now ? *free_at : s->now;
     if (c->link_buffer && tx &&

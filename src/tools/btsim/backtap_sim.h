@@ -7,7 +7,8 @@
  * a fast server), node n_hops the end that receives (the client); nodes in
  * between are relays with a fused circuit queue. Hop i joins node i and
  * node i+1 with a link in each direction: one-way delay, serialisation at a
- * rate, a drop-tail buffer and random loss, one record per datagram. One
+ * rate (per hop if given: a slow link can be the bottleneck), a drop-tail
+ * buffer and random loss, one record per datagram. One
  * relay (bottleneck_node) forwards at most bottleneck_cps cells per second
  * (the paper's application-layer rate limit at the middle relay, paced per
  * cell instead of a 100 ms token bucket), and from slowdown_at_us on at
@@ -27,6 +28,7 @@ typedef struct btsim_cfg_t {
   unsigned n_hops;                       /* 1..BTSIM_MAX_HOPS */
   uint64_t delay_us[BTSIM_MAX_HOPS];     /* one-way, per hop */
   uint64_t link_bps;                     /* bits/s per direction, 0: none */
+  uint64_t hop_bps[BTSIM_MAX_HOPS];      /* per hop instead, if not 0 */
   unsigned link_buffer;                  /* records queued per direction */
   double loss;                           /* per record, both directions */
   unsigned bottleneck_node;              /* 1..n_hops-1, 0: none */
