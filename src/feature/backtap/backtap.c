@@ -117,6 +117,7 @@ struct backtap_link_t {
   uint64_t base_rtt;
   size_t tx_held; /* cells kept for retransmission */
   size_t rx_held; /* cells delivered and not forwarded, and out of order */
+  size_t ooo_held; /* of which out of order (copies kept here) */
   size_t ring_bytes;
   int dead;
   backtap_stats_t st;
@@ -304,6 +305,7 @@ flow_destroy(backtap_flow_t *f)
     free(f->ooo);
   }
   link->rx_held -= f->ooo_count;
+  link->ooo_held -= f->ooo_count;
   link->rx_held -= (uint32_t)(f->rcv_nxt - f->rcv_fwd);
   free(f);
 }
@@ -669,6 +671,7 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     flow_grow_ooo(f, (uint32_t)off);
     f->ooo[h.seq & (f->ooo_cap - 1)] = pc_memdup(body, BACKTAP_CELL_BODY_LEN);
     f->ooo_count++;
+    link->ooo_held++;
     link->st.cells_out_of_order++;
     /* RFC 5681 4.2: an out-of-order segment is ACKed at once (a duplicate
      * ACK for the sender's fast retransmit). */
@@ -683,6 +686,7 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     uint8_t *b = f->ooo[idx];
     f->ooo[idx] = NULL;
     f->ooo_count--;
+    link->ooo_held--;
     seq = f->rcv_nxt++;
     flow_deliver(f, seq, b);
     free(b);
@@ -896,7 +900,7 @@ feedback_input(backtap_link_t *link, const uint8_t *rec, size_t len)
         f->in_recovery = 0;
       } else if (fb.flags & BACKTAP_FB_HOLE) {
         /* partial ACK with cells held above it: the next hole was lost
-         * too (RFC 6582). Without OOO the peer has nothing beyond ACK,
+         * too (RFC 6582). Without HOLE the peer has nothing beyond ACK,
          * the rest is still on its way (a spurious timeout): leave it. */
         flow_retransmit(f, f->snd_una);
       }
@@ -1040,16 +1044,9 @@ backtap_link_base_rtt_us(const backtap_link_t *link)
 size_t
 backtap_link_mem_bytes(const backtap_link_t *link)
 {
-  size_t ooo = 0;
-  hmap_iter_t it;
-  const uint8_t *k;
-  void *v;
-  hmap_iter_init(&it, link->flows);
-  while (hmap_iter_next(&it, &k, &v))
-    ooo += ((backtap_flow_t *)v)->ooo_count;
-  return sizeof(*link) + link->tx_held * BACKTAP_CELL_REC_LEN +
-         ooo * BACKTAP_CELL_BODY_LEN + link->ring_bytes +
-         hmap_size(link->flows) * sizeof(backtap_flow_t);
+  return sizeof(*link) + link->tx_held * (BACKTAP_CELL_REC_LEN + 16) +
+         link->ooo_held * (BACKTAP_CELL_BODY_LEN + 16) + link->ring_bytes +
+         hmap_size(link->flows) * (sizeof(backtap_flow_t) + 32);
 }
 
 int
