@@ -45,7 +45,7 @@ typedef struct simlink_t {
   unsigned hop;
   int side; /* 0: at node hop (sends downstream), 1: at node hop+1 */
   backtap_link_t *bt;
-  backtap_flow_t *flow;
+  backtap_flow_t *flow[BTSIM_MAX_CIRCS]; /* by circuit */
   uint64_t timer_gen;
 } simlink_t;
 
@@ -54,11 +54,16 @@ typedef struct qcell_t {
   uint8_t cell[BACKTAP_LINK_CELL_LEN];
 } qcell_t;
 
+typedef struct cqueue_t {
+  qcell_t *q;
+  size_t cap, head, len;
+} cqueue_t;
+
 typedef struct node_t {
   sim_t *sim;
   unsigned idx;
-  qcell_t *q;
-  size_t q_cap, q_head, q_len;
+  cqueue_t cq[BTSIM_MAX_CIRCS]; /* fused queue per circuit */
+  unsigned rr;                  /* next circuit to serve */
   uint64_t next_service;
   int service_pending;
 } node_t;
@@ -71,7 +76,9 @@ struct sim_t {
   simlink_t link[BTSIM_MAX_HOPS][2];
   node_t node[BTSIM_MAX_HOPS + 1];
   uint64_t chan_free[BTSIM_MAX_HOPS][2];
-  uint64_t next_counter; /* sink's expectation */
+  uint64_t next_counter[BTSIM_MAX_CIRCS]; /* sink's expectation */
+  uint64_t injected[BTSIM_MAX_CIRCS], delivered[BTSIM_MAX_CIRCS];
+  uint64_t meas_from_circ[BTSIM_MAX_CIRCS], meas_to_circ[BTSIM_MAX_CIRCS];
   uint64_t delay_sum, delay_n;
   uint64_t samples;
   double backlog_sum;
@@ -177,23 +184,33 @@ static void
 source_pump(sim_t *s)
 {
   const btsim_cfg_t *c = s->cfg;
-  backtap_flow_t *f = s->link[0][0].flow;
-  while ((!c->total_cells || s->res->injected < c->total_cells) &&
-         backtap_flow_can_send(f)) {
-    uint8_t cell[BACKTAP_LINK_CELL_LEN];
-    memset(cell, 0, sizeof(cell));
-    cell[4] = 3; /* RELAY */
-    set_u64(cell + 5, s->res->injected);
-    set_u64(cell + 13, s->now);
-    if (backtap_flow_send(f, cell) < 0)
-      break;
-    s->res->injected++;
-    if (c->slowdown_at_us && s->now >= c->slowdown_at_us) {
-      if (s->n_sends == s->cap_sends) {
-        s->cap_sends = s->cap_sends ? s->cap_sends * 2 : 1024;
-        s->sends = pc_realloc(s->sends, s->cap_sends * sizeof(uint64_t));
+  int progress = 1;
+  /* round robin over the circuits that have started */
+  while (progress) {
+    progress = 0;
+    for (unsigned k = 0; k < c->n_circuits; k++) {
+      backtap_flow_t *f = s->link[0][0].flow[k];
+      if (s->now < c->start_us[k] ||
+          (c->total_cells && s->res->injected >= c->total_cells) ||
+          !backtap_flow_can_send(f))
+        continue;
+      uint8_t cell[BACKTAP_LINK_CELL_LEN];
+      memset(cell, 0, sizeof(cell));
+      cell[4] = 3; /* RELAY */
+      set_u64(cell + 5, s->injected[k]);
+      set_u64(cell + 13, s->now);
+      if (backtap_flow_send(f, cell) < 0)
+        continue;
+      progress = 1;
+      s->injected[k]++;
+      s->res->injected++;
+      if (c->slowdown_at_us && s->now >= c->slowdown_at_us) {
+        if (s->n_sends == s->cap_sends) {
+          s->cap_sends = s->cap_sends ? s->cap_sends * 2 : 1024;
+          s->sends = pc_realloc(s->sends, s->cap_sends * sizeof(uint64_t));
+        }
+        s->sends[s->n_sends++] = s->now;
       }
-      s->sends[s->n_sends++] = s->now;
     }
   }
 }
@@ -207,32 +224,61 @@ node_cps(sim_t *s)
   return c->bottleneck_cps;
 }
 
+static unsigned
+flow_circ(const backtap_flow_t *f)
+{
+  return backtap_flow_circid(f) & (BTSIM_MAX_CIRCS - 1);
+}
+
+static unsigned
+node_queued(const node_t *n)
+{
+  unsigned q = 0;
+  for (unsigned k = 0; k < BTSIM_MAX_CIRCS; k++)
+    q += (unsigned)n->cq[k].len;
+  return q;
+}
+
+/* Move queued cells to the next hop, one per circuit in turn (the paper's
+ * round robin), as far as the windows and the bottleneck's pace allow. */
 static void
 relay_forward(node_t *n)
 {
   sim_t *s = n->sim;
-  int limited = s->cfg->bottleneck_node == n->idx && s->cfg->bottleneck_cps;
-  backtap_flow_t *out = s->link[n->idx][0].flow;
-  backtap_flow_t *in = s->link[n->idx - 1][1].flow;
-  while (n->q_len) {
-    if (limited && s->now < n->next_service) {
-      if (!n->service_pending) {
-        n->service_pending = 1;
-        ev_t *e = ev_add(s, n->next_service, EV_SERVICE);
-        e->hop = n->idx;
+  const btsim_cfg_t *c = s->cfg;
+  int limited = c->bottleneck_node == n->idx && c->bottleneck_cps;
+  int progress = 1;
+  while (progress) {
+    progress = 0;
+    for (unsigned i = 0; i < c->n_circuits; i++) {
+      unsigned k = (n->rr + i) % c->n_circuits;
+      cqueue_t *q = &n->cq[k];
+      backtap_flow_t *out = s->link[n->idx][0].flow[k];
+      backtap_flow_t *in = s->link[n->idx - 1][1].flow[k];
+      if (!q->len)
+        continue;
+      if (limited && s->now < n->next_service) {
+        if (!n->service_pending) {
+          n->service_pending = 1;
+          ev_t *e = ev_add(s, n->next_service, EV_SERVICE);
+          e->hop = n->idx;
+        }
+        return;
       }
-      return;
-    }
-    if (!backtap_flow_can_send(out))
-      return;
-    qcell_t *qc = &n->q[n->q_head];
-    backtap_flow_send(out, qc->cell);
-    backtap_flow_forwarded(in, qc->seq);
-    n->q_head = (n->q_head + 1) % n->q_cap;
-    n->q_len--;
-    if (limited) {
-      uint64_t base = n->next_service > s->now ? n->next_service : s->now;
-      n->next_service = base + 1000000 / node_cps(s);
+      if (!backtap_flow_can_send(out))
+        continue;
+      qcell_t *qc = &q->q[q->head];
+      backtap_flow_send(out, qc->cell);
+      backtap_flow_forwarded(in, qc->seq);
+      q->head = (q->head + 1) % q->cap;
+      q->len--;
+      n->rr = (k + 1) % c->n_circuits;
+      progress = 1;
+      if (limited) {
+        uint64_t base = n->next_service > s->now ? n->next_service : s->now;
+        n->next_service = base + 1000000 / node_cps(s);
+      }
+      break;
     }
   }
 }
@@ -243,12 +289,14 @@ up_deliver(void *arg, backtap_flow_t *flow, uint32_t seq,
 {
   node_t *n = arg;
   sim_t *s = n->sim;
-  s->link[n->idx - 1][1].flow = flow;
+  unsigned k = flow_circ(flow);
+  s->link[n->idx - 1][1].flow[k] = flow;
   if (n->idx == s->cfg->n_hops) {
     uint64_t ctr = get_u64(cell + 5);
-    if (ctr != s->next_counter)
+    if (ctr != s->next_counter[k])
       s->res->in_order = 0;
-    s->next_counter = ctr + 1;
+    s->next_counter[k] = ctr + 1;
+    s->delivered[k]++;
     s->res->delivered++;
     if (s->meas_started && !s->meas_done) {
       s->delay_sum += s->now - get_u64(cell + 13);
@@ -257,20 +305,21 @@ up_deliver(void *arg, backtap_flow_t *flow, uint32_t seq,
     backtap_flow_forwarded(flow, seq);
     return;
   }
-  if (n->q_len == n->q_cap) {
-    size_t ncap = n->q_cap ? n->q_cap * 2 : 64;
+  cqueue_t *q = &n->cq[k];
+  if (q->len == q->cap) {
+    size_t ncap = q->cap ? q->cap * 2 : 64;
     qcell_t *nq = pc_calloc(ncap, sizeof(*nq));
-    for (size_t i = 0; i < n->q_len; i++)
-      nq[i] = n->q[(n->q_head + i) % n->q_cap];
-    free(n->q);
-    n->q = nq;
-    n->q_cap = ncap;
-    n->q_head = 0;
+    for (size_t i = 0; i < q->len; i++)
+      nq[i] = q->q[(q->head + i) % q->cap];
+    free(q->q);
+    q->q = nq;
+    q->cap = ncap;
+    q->head = 0;
   }
-  qcell_t *qc = &n->q[(n->q_head + n->q_len) % n->q_cap];
+  qcell_t *qc = &q->q[(q->head + q->len) % q->cap];
   qc->seq = seq;
   memcpy(qc->cell, cell, BACKTAP_LINK_CELL_LEN);
-  n->q_len++;
+  q->len++;
   relay_forward(n);
 }
 
@@ -323,20 +372,27 @@ sample(sim_t *s)
   if (s->now >= c->measure_from_us && !s->meas_started) {
     s->meas_started = 1;
     s->meas_from_delivered = r->delivered;
+    memcpy(s->meas_from_circ, s->delivered, sizeof(s->delivered));
   }
   if (s->now >= to && s->meas_started && !s->meas_done) {
     s->meas_done = 1;
     s->meas_to_delivered = r->delivered;
+    memcpy(s->meas_to_circ, s->delivered, sizeof(s->delivered));
   }
+  /* a circuit whose start time has come */
+  for (unsigned k = 0; k < c->n_circuits; k++)
+    if (c->start_us[k] && s->now >= c->start_us[k] &&
+        s->now < c->start_us[k] + 1000)
+      source_pump(s);
   for (unsigned h = 0; h < c->n_hops; h++) {
     size_t m = backtap_link_mem_bytes(s->link[h][0].bt);
     if (m > r->hop[h].mem_max)
       r->hop[h].mem_max = m;
-    unsigned q = h + 1 < c->n_hops ? (unsigned)s->node[h + 1].q_len : 0;
+    unsigned q = h + 1 < c->n_hops ? node_queued(&s->node[h + 1]) : 0;
     if (s->meas_started && q > r->hop[h].queue_max)
       r->hop[h].queue_max = q;
     if (s->meas_started && !s->meas_done) {
-      s->swnd_sum[h] += backtap_flow_swnd(s->link[h][0].flow);
+      s->swnd_sum[h] += backtap_flow_swnd(s->link[h][0].flow[0]);
       s->queue_sum[h] += q;
     }
   }
@@ -381,13 +437,15 @@ btsim_cfg_default(btsim_cfg_t *c)
   c->measure_from_us = 5000000;
   c->seed = 1;
   c->blackhole_hop = -1;
+  c->n_circuits = 1;
   backtap_params_default(&c->params);
 }
 
 int
 btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
 {
-  if (c->n_hops < 1 || c->n_hops > BTSIM_MAX_HOPS ||
+  if (c->n_hops < 1 || c->n_hops > BTSIM_MAX_HOPS || c->n_circuits < 1 ||
+      c->n_circuits > BTSIM_MAX_CIRCS ||
       (c->bottleneck_node && (c->bottleneck_node >= c->n_hops ||
                               !c->bottleneck_cps)) ||
       (c->slowdown_at_us && !c->slowdown_cps))
@@ -412,9 +470,11 @@ btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
       l->bt = backtap_link_new(&c->params, &lower_ops, l, &upper_ops,
                                &s->node[h + side]);
     }
-    /* the upstream end opens the circuit; the other end accepts its SYN */
-    s->link[h][0].flow = backtap_flow_new(s->link[h][0].bt, 0x80000000u + h,
-                                          &s->node[h]);
+    /* the upstream end opens each circuit; the other end accepts its SYN.
+     * The low bits of the circuit ID say which circuit it is. */
+    for (unsigned k = 0; k < c->n_circuits; k++)
+      s->link[h][0].flow[k] = backtap_flow_new(
+          s->link[h][0].bt, 0x80000000u + (h << 8) + k, &s->node[h]);
   }
   ev_add(s, 0, EV_SAMPLE);
   source_pump(s);
@@ -457,13 +517,25 @@ btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
   if (s->meas_started && !s->meas_done) {
     s->meas_done = 1;
     s->meas_to_delivered = res->delivered;
+    memcpy(s->meas_to_circ, s->delivered, sizeof(s->delivered));
   }
   uint64_t to = c->measure_to_us ? c->measure_to_us : c->duration_us;
   if (to > s->now)
     to = s->now;
-  if (s->meas_started && to > c->measure_from_us)
-    res->rate_cps = (double)(s->meas_to_delivered - s->meas_from_delivered) *
-                    1e6 / (double)(to - c->measure_from_us);
+  if (s->meas_started && to > c->measure_from_us) {
+    double secs = (double)(to - c->measure_from_us) / 1e6;
+    double sum = 0, sq = 0;
+    res->rate_cps =
+        (double)(s->meas_to_delivered - s->meas_from_delivered) / secs;
+    for (unsigned k = 0; k < c->n_circuits; k++) {
+      double x = (double)(s->meas_to_circ[k] - s->meas_from_circ[k]) / secs;
+      res->circ_rate_cps[k] = x;
+      sum += x;
+      sq += x * x;
+    }
+    if (sq > 0)
+      res->jain = sum * sum / (c->n_circuits * sq);
+  }
   if (s->samples)
     res->backlog_mean = s->backlog_sum / (double)s->samples;
   if (s->delay_n)
@@ -475,7 +547,7 @@ btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
     btsim_hop_result_t *hr = &res->hop[h];
     hr->snd = *backtap_link_stats(s->link[h][0].bt);
     hr->rcv = *backtap_link_stats(s->link[h][1].bt);
-    hr->swnd_final = backtap_flow_swnd(s->link[h][0].flow);
+    hr->swnd_final = backtap_flow_swnd(s->link[h][0].flow[0]);
     hr->base_rtt_us = backtap_link_base_rtt_us(s->link[h][0].bt);
     if (s->samples) {
       hr->swnd_mean = s->swnd_sum[h] / (double)s->samples;
@@ -491,7 +563,8 @@ btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
     for (int side = 0; side < 2; side++)
       backtap_link_free(s->link[h][side].bt);
   for (unsigned i = 0; i <= c->n_hops; i++)
-    free(s->node[i].q);
+    for (unsigned k = 0; k < BTSIM_MAX_CIRCS; k++)
+      free(s->node[i].cq[k].q);
   free(s->sends);
   free(s);
   return 0;

@@ -5,7 +5,9 @@
  *
  * Node 0 is the circuit end that sends (a bulk source: an exit reading from
  * a fast server), node n_hops the end that receives (the client); nodes in
- * between are relays with a fused circuit queue. Hop i joins node i and
+ * between are relays with a fused queue per circuit, served round robin.
+ * Up to BTSIM_MAX_CIRCS circuits take the same path (so they share each
+ * link, its base RTT and the bottleneck), each starting at its own time. Hop i joins node i and
  * node i+1 with a link in each direction: one-way delay, serialisation at a
  * rate (per hop if given: a slow link can be the bottleneck), a drop-tail
  * buffer and random loss, one record per datagram. One
@@ -23,6 +25,7 @@
 #include "feature/backtap/backtap.h"
 
 #define BTSIM_MAX_HOPS 8
+#define BTSIM_MAX_CIRCS 8
 
 typedef struct btsim_cfg_t {
   unsigned n_hops;                       /* 1..BTSIM_MAX_HOPS */
@@ -34,6 +37,8 @@ typedef struct btsim_cfg_t {
   unsigned bottleneck_node;              /* 1..n_hops-1, 0: none */
   uint64_t bottleneck_cps;
   uint64_t slowdown_at_us, slowdown_cps; /* 0: no slowdown */
+  unsigned n_circuits;                   /* 1..BTSIM_MAX_CIRCS, same path */
+  uint64_t start_us[BTSIM_MAX_CIRCS];    /* when each starts sending */
   uint64_t duration_us;
   uint64_t total_cells;                  /* 0: send for the whole run */
   uint64_t measure_from_us;              /* steady state from here ... */
@@ -60,7 +65,9 @@ typedef struct btsim_hop_result_t {
 } btsim_hop_result_t;
 
 typedef struct btsim_result_t {
-  uint64_t injected, delivered;
+  uint64_t injected, delivered;   /* all circuits */
+  double circ_rate_cps[BTSIM_MAX_CIRCS]; /* each, during the measurement */
+  double jain;                    /* Jain's fairness index of those rates */
   int in_order;               /* every cell arrived once, in order */
   double rate_cps;            /* delivered cells/s during the measurement */
   double backlog_mean;        /* injected - delivered, cells */
@@ -70,7 +77,7 @@ typedef struct btsim_result_t {
   int link_failed;            /* a link reported a dead peer */
   unsigned failed_hop;
   uint64_t end_us;            /* virtual time when the run stopped */
-  btsim_hop_result_t hop[BTSIM_MAX_HOPS];
+  btsim_hop_result_t hop[BTSIM_MAX_HOPS]; /* circuit 0's flows */
 } btsim_result_t;
 
 void btsim_cfg_default(btsim_cfg_t *cfg);

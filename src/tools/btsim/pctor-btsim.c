@@ -6,7 +6,9 @@
  *
  * Usage: pctor-btsim [--delays MS,MS,...] [--rate CELLS/S] [--loss P]
  *                    [--slowdown-at S --slowdown-rate CELLS/S]
- *                    [--duration S] [--seed N]
+ *                    [--circuits N [--stagger S]] [--duration S] [--seed N]
+ * With several circuits (same path, started --stagger seconds apart),
+ * their rates and Jain's fairness index follow.
  * One line of key=value figures per run, then one line per hop, so a
  * script can grep them.
  */
@@ -22,8 +24,9 @@ usage(void)
   fprintf(stderr,
           "usage: pctor-btsim [--delays MS,MS,...] [--rate CELLS/S] "
           "[--loss P]\n"
-          "                   [--slowdown-at S --slowdown-rate CELLS/S] "
-          "[--duration S] [--seed N]\n");
+          "                   [--slowdown-at S --slowdown-rate CELLS/S]\n"
+          "                   [--circuits N [--stagger S]] [--duration S] "
+          "[--seed N]\n");
   exit(2);
 }
 
@@ -32,6 +35,7 @@ main(int argc, char **argv)
 {
   btsim_cfg_t c;
   btsim_result_t r;
+  double stagger = 0;
   btsim_cfg_default(&c);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -71,6 +75,14 @@ main(int argc, char **argv)
       c.slowdown_cps = strtoull(v, &end, 10);
       if (*end)
         usage();
+    } else if (!strcmp(a, "--circuits")) {
+      c.n_circuits = (unsigned)strtoul(v, &end, 10);
+      if (*end || c.n_circuits < 1 || c.n_circuits > BTSIM_MAX_CIRCS)
+        usage();
+    } else if (!strcmp(a, "--stagger")) {
+      stagger = strtod(v, &end);
+      if (*end || stagger < 0)
+        usage();
     } else if (!strcmp(a, "--duration")) {
       c.duration_us = (uint64_t)(strtod(v, &end) * 1e6);
       if (*end || c.duration_us < 2000000)
@@ -83,7 +95,11 @@ main(int argc, char **argv)
       usage();
     }
   }
+  for (unsigned k = 0; k < c.n_circuits; k++)
+    c.start_us[k] = (uint64_t)(k * stagger * 1e6);
   c.measure_from_us = c.duration_us / 2;
+  if (c.start_us[c.n_circuits - 1] >= c.measure_from_us)
+    usage();
   if (c.slowdown_at_us) {
     if (c.slowdown_at_us >= c.duration_us || !c.slowdown_cps)
       usage();
@@ -104,7 +120,12 @@ main(int argc, char **argv)
          (unsigned long long)r.delivered);
   if (c.slowdown_at_us)
     printf(" backpressure_ms=%.1f", r.backpressure_us / 1e3);
+  if (c.n_circuits > 1)
+    printf(" jain=%.3f", r.jain);
   printf("\n");
+  for (unsigned k = 0; c.n_circuits > 1 && k < c.n_circuits; k++)
+    printf("  circuit=%u start_s=%.1f rate_cps=%.0f\n", k,
+           c.start_us[k] / 1e6, r.circ_rate_cps[k]);
   for (unsigned h = 0; h < c.n_hops; h++) {
     const btsim_hop_result_t *hr = &r.hop[h];
     double bdp = c.bottleneck_cps * (double)hr->base_rtt_us / 1e6;
