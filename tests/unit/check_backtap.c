@@ -818,10 +818,9 @@ END_TEST
 START_TEST(test_sim_fairness)
 {
   /* Four circuits over the same relays, started a second apart: each
-   * later one finds the queue the others keep, which a Vegas sender with
-   * its own base RTT would take for the path's delay (and so take less
-   * than its share). With the base RTT shared per relay pair and round
-   * robin at the relays, they end up with equal rates. */
+   * later one finds the queue the others keep. With round robin at the
+   * relays (and the base RTT shared per relay pair) they end up with
+   * equal rates and each keeps its few cells per relay. */
   btsim_cfg_t c;
   btsim_result_t r;
   btsim_cfg_default(&c);
