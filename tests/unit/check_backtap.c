@@ -599,8 +599,14 @@ START_TEST(test_close_while_peer_sends)
   ck_assert_uint_eq(b->n_delivered, 2);
   /* B's ACK of the DESTROY let A forget the circuit */
   ck_assert_uint_eq(backtap_link_n_flows(a->bt), 0);
+  /* B closes with the DESTROY still held: its FWD goes out at once, as
+   * the circuit is forgotten */
+  ck_assert_uint_eq(b->n_out, 0);
   backtap_flow_close(fb);
   ck_assert_uint_eq(backtap_link_n_flows(b->bt), 0);
+  ck_assert_uint_eq(b->n_out, 1);
+  ck_assert_uint_eq(get_u32(b->out[0].rec + 9), b->delivered_seq[1] + 1);
+  b->n_out = 0;
   ck_assert_uint_eq(a->timer, UINT64_MAX);
   ck_assert_uint_eq(b->timer, UINT64_MAX);
   ck_assert_int_eq(a->failed + b->failed, 0);

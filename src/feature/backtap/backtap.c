@@ -217,6 +217,7 @@ backtap_link_new(const backtap_params_t *params,
 
 static void flow_destroy(backtap_flow_t *f);
 static void flow_want_feedback(backtap_flow_t *f, uint8_t bits);
+static void flow_send_feedback(backtap_flow_t *f, uint8_t bits);
 
 static void
 flow_free_cb(void *v)
@@ -339,6 +340,20 @@ backtap_flow_free_(backtap_flow_t *flow)
 void
 backtap_flow_close(backtap_flow_t *flow)
 {
+  /* What the circuit layer held will never be forwarded: count it as
+   * gone, and tell the peer now (with any feedback still pending), so its
+   * window does not wait for cells that will never leave. */
+  if (flow->rcv_synced && flow->rcv_fwd != flow->rcv_nxt) {
+    flow->link->rx_held -= (uint32_t)(flow->rcv_nxt - flow->rcv_fwd);
+    flow->rcv_fwd = flow->rcv_nxt;
+    flow->fb_pending |= BACKTAP_FB_FWD;
+  }
+  if (flow->fb_pending && !flow->link->dead) {
+    flow->fb_pending = 0;
+    if (dlist_node_is_linked(&flow->fb_node))
+      dlist_remove(&flow->fb_node);
+    flow_send_feedback(flow, 0);
+  }
   if (flow->snd_una == flow->snd_nxt) {
     backtap_flow_free_(flow);
     return;
@@ -347,14 +362,7 @@ backtap_flow_close(backtap_flow_t *flow)
   flow->want_write = 0;
   if (dlist_node_is_linked(&flow->wait_node))
     dlist_remove(&flow->wait_node);
-  /* What the circuit layer held will never be forwarded: count it as
-   * gone, so the peer's window does not wait for it. */
-  if (flow->rcv_synced && flow->rcv_fwd != flow->rcv_nxt) {
-    flow->link->rx_held -= (uint32_t)(flow->rcv_nxt - flow->rcv_fwd);
-    flow->rcv_fwd = flow->rcv_nxt;
-    flow_want_feedback(flow, BACKTAP_FB_FWD);
-    link_rearm(flow->link);
-  }
+  link_rearm(flow->link);
 }
 
 /* ---- sending ---- */
