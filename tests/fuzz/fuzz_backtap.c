@@ -86,7 +86,9 @@ fz_deliver(void *arg, backtap_flow_t *flow, uint32_t seq, const uint8_t *cell)
   fz_t *z = arg;
   (void)cell;
   if (z->held_len == HELD) {
-    backtap_flow_forwarded(z->held_flow[z->held_head], z->held_seq[z->held_head]);
+    if (z->held_flow[z->held_head])
+      backtap_flow_forwarded(z->held_flow[z->held_head],
+                             z->held_seq[z->held_head]);
     z->held_head = (z->held_head + 1) % HELD;
     z->held_len--;
   }
@@ -111,8 +113,21 @@ fz_failed(void *arg, backtap_link_t *link, const char *why)
 }
 
 static const backtap_lower_ops_t lower = {fz_now, fz_send, fz_timer};
+static void
+fz_flow_failed(void *arg, backtap_flow_t *flow, const char *why)
+{
+  fz_t *z = arg;
+  (void)why;
+  /* forget what we held for it */
+  for (size_t i = 0; i < z->held_len; i++) {
+    size_t j = (z->held_head + i) % HELD;
+    if (z->held_flow[j] == flow)
+      z->held_flow[j] = NULL;
+  }
+}
+
 static const backtap_upper_ops_t upper = {fz_open, fz_deliver, fz_writable,
-                                          fz_failed};
+                                          fz_failed, fz_flow_failed};
 
 static void
 run(const uint8_t *data, size_t len)
@@ -159,8 +174,9 @@ run(const uint8_t *data, size_t len)
       break;
     case 3:
       if (z.held_len) {
-        backtap_flow_forwarded(z.held_flow[z.held_head],
-                               z.held_seq[z.held_head]);
+        if (z.held_flow[z.held_head])
+          backtap_flow_forwarded(z.held_flow[z.held_head],
+                                 z.held_seq[z.held_head]);
         z.held_head = (z.held_head + 1) % HELD;
         z.held_len--;
       }

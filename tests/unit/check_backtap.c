@@ -170,7 +170,7 @@ typedef struct tpeer_t {
   trec_t out[MAXREC];
   size_t n_out;
   /* upper side */
-  int refuse_open, opened, writable, failed;
+  int refuse_open, opened, writable, failed, flow_failed;
   backtap_flow_t *last_flow;
   uint32_t delivered_seq[MAXREC];
   backtap_flow_t *delivered_flow[MAXREC];
@@ -240,8 +240,16 @@ t_failed(void *arg, backtap_link_t *link, const char *why)
 }
 
 static const backtap_lower_ops_t t_lower = {t_now, t_send, t_timer};
+static void
+t_flow_failed(void *arg, backtap_flow_t *flow, const char *why)
+{
+  (void)flow;
+  (void)why;
+  ((tpeer_t *)arg)->flow_failed++;
+}
+
 static const backtap_upper_ops_t t_upper = {t_open, t_deliver, t_writable,
-                                            t_failed};
+                                            t_failed, t_flow_failed};
 
 static void
 tpeer_init(tpeer_t *p, uint64_t *now, const backtap_params_t *params)
@@ -694,6 +702,52 @@ START_TEST(test_base_rtt_shared)
 }
 END_TEST
 
+START_TEST(test_forgotten_circuit_fails_alone)
+{
+  /* B forgot circuit 8 (say it restarted its side) but still talks about
+   * circuit 9: after the backoffs only circuit 8 is closed at A. */
+  uint64_t now = 1;
+  tpeer_t *a = pc_zalloc(sizeof(*a)), *b = pc_zalloc(sizeof(*b));
+  tpeer_init(a, &now, NULL);
+  tpeer_init(b, &now, NULL);
+  backtap_flow_t *f8 = backtap_flow_new(a->bt, 8, a);
+  backtap_flow_t *f9 = backtap_flow_new(a->bt, 9, a);
+  uint8_t cell[BACKTAP_LINK_CELL_LEN];
+  test_cell(cell, 8, 8);
+  backtap_flow_send(f8, cell);
+  a->n_out = 0; /* lost, and B never hears of circuit 8 */
+  backtap_flow_send(f9, cell);
+  carry(a, b);
+  int fires = 0;
+  while (!a->flow_failed && fires < 20) {
+    now = a->timer;
+    tick(a);
+    fires++;
+    /* circuit 9 keeps talking: B re-ACKs each retransmission it sees */
+    a->n_out = 0;
+    backtap_flow_send(f9, cell);
+    carry(a, b);
+    tick(b);
+    carry(b, a);
+    for (size_t i = 0; i < b->n_delivered; i++)
+      backtap_flow_forwarded(b->delivered_flow[i], b->delivered_seq[i]);
+    b->n_delivered = 0;
+    tick(b);
+    carry(b, a);
+  }
+  ck_assert_int_eq(a->flow_failed, 1);
+  ck_assert_int_eq(a->failed, 0);
+  ck_assert(!backtap_link_is_dead(a->bt));
+  ck_assert_uint_eq(backtap_link_n_flows(a->bt), 1);
+  ck_assert_uint_eq(backtap_link_stats(a->bt)->flows_failed, 1);
+  ck_assert(backtap_flow_can_send(f9));
+  backtap_link_free(a->bt);
+  backtap_link_free(b->bt);
+  free(a);
+  free(b);
+}
+END_TEST
+
 START_TEST(test_peer_stops_acknowledging)
 {
   uint64_t now = 1;
@@ -993,6 +1047,7 @@ suite_backtap(void)
   tcase_add_test(tc, test_close_while_peer_sends);
   tcase_add_test(tc, test_probe_after_lost_fwd);
   tcase_add_test(tc, test_base_rtt_shared);
+  tcase_add_test(tc, test_forgotten_circuit_fails_alone);
   tcase_add_test(tc, test_peer_stops_acknowledging);
   suite_add_tcase(s, tc);
   tc = tcase_create("sim");

@@ -40,7 +40,9 @@
  * dropped before it changes any state. Flows wait in a min-heap by their
  * next deadline (RTO or window probe), so the link asks the layer below for
  * one timer. A flow that retransmits or probes max_backoffs times in a row
- * without an answer fails the whole link: the peer stopped acknowledging.
+ * without an answer fails the whole link if nothing at all came from the
+ * peer meanwhile (it stopped acknowledging), otherwise only that circuit
+ * (the peer is alive but does not know it any more).
  */
 #include "feature/backtap/backtap.h"
 
@@ -94,6 +96,7 @@ struct backtap_flow_t {
   unsigned epoch_swnd;     /* swnd when the round trip began */
   uint64_t srtt, rttvar, rto;
   unsigned backoffs, dupacks;
+  uint64_t unanswered_since; /* first timeout of the current series */
   unsigned calm_epochs; /* window-limited round trips without a queue */
   uint32_t recover;
 
@@ -118,6 +121,7 @@ struct backtap_link_t {
   size_t tx_held; /* cells kept for retransmission */
   size_t rx_held; /* cells delivered and not forwarded, and out of order */
   size_t ooo_held; /* of which out of order (copies kept here) */
+  uint64_t last_heard; /* when a record from the peer was last used */
   size_t ring_bytes;
   int dead;
   backtap_stats_t st;
@@ -983,6 +987,8 @@ backtap_link_input(backtap_link_t *link, backtap_rec_type_t type,
     r = -1;
     break;
   }
+  if (r == 0)
+    link->last_heard = link_now(link);
   link_rearm(link);
   return r;
 }
@@ -994,10 +1000,24 @@ flow_expire(backtap_flow_t *f, uint64_t now)
 {
   backtap_link_t *link = f->link;
   const backtap_params_t *p = &link->p;
+  if (f->backoffs == 0)
+    f->unanswered_since = now;
   if (++f->backoffs > p->max_backoffs) {
+    const char *why = f->probing
+                          ? "no feedback to window probes"
+                          : "cells unacknowledged after retransmissions";
+    if (link->last_heard > f->unanswered_since) {
+      /* The peer talks, just not about this circuit: close the circuit,
+       * not the link. */
+      link->st.flows_failed++;
+      flow_unlink(f);
+      if (link->upper.flow_failed)
+        link->upper.flow_failed(link->upper_arg, f, why);
+      flow_destroy(f);
+      return;
+    }
     flow_set_deadline(f, NO_DEADLINE);
-    link_fail(link, f->probing ? "no feedback to window probes"
-                               : "cells unacknowledged after retransmissions");
+    link_fail(link, why);
     return;
   }
   /* RFC 6298 5.5: back off */

@@ -70,14 +70,19 @@ typedef struct backtap_upper_ops_t {
                   const uint8_t *link_cell);
   /* backtap_flow_can_send() became true after it had been false. */
   void (*writable)(void *arg, backtap_flow_t *flow);
-  /* The peer stopped acknowledging (max_backoffs timeouts in a row): the
-   * link refuses everything from now on; free it (and its circuits). */
+  /* The peer stopped acknowledging (max_backoffs timeouts in a row with
+   * nothing at all from it meanwhile): the link refuses everything from
+   * now on; free it (and its circuits). */
   void (*link_failed)(void *arg, backtap_link_t *link, const char *why);
+  /* One circuit got no answer max_backoffs times in a row while the peer
+   * answered for others: close the circuit. The engine forgets the flow
+   * when this returns (do not use or free it). May be NULL. */
+  void (*flow_failed)(void *arg, backtap_flow_t *flow, const char *why);
 } backtap_upper_ops_t;
 
 typedef struct backtap_stats_t {
   uint64_t cells_sent, cells_retransmitted, fast_retransmits, timeouts;
-  uint64_t probes_sent;
+  uint64_t probes_sent, flows_failed;
   uint64_t cells_received, cells_delivered, cells_out_of_order;
   uint64_t feedback_sent, feedback_received;
   /* dropped without state: */

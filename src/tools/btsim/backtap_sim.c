@@ -356,9 +356,24 @@ up_link_failed(void *arg, backtap_link_t *link, const char *why)
   }
 }
 
+static void
+up_flow_failed(void *arg, backtap_flow_t *flow, const char *why)
+{
+  node_t *n = arg;
+  sim_t *s = n->sim;
+  /* the engine forgets the flow: so do we (the run stops here) */
+  for (unsigned h = 0; h < s->cfg->n_hops; h++)
+    for (int side = 0; side < 2; side++)
+      for (unsigned k = 0; k < BTSIM_MAX_CIRCS; k++)
+        if (s->link[h][side].flow[k] == flow)
+          s->link[h][side].flow[k] = NULL;
+  up_link_failed(arg, NULL, why);
+}
+
 static const backtap_upper_ops_t upper_ops = {
   .flow_open = up_flow_open, .deliver = up_deliver,
   .writable = up_writable, .link_failed = up_link_failed,
+  .flow_failed = up_flow_failed,
 };
 
 /* ---- measurement ---- */
@@ -547,7 +562,8 @@ btsim_run(const btsim_cfg_t *c, btsim_result_t *res)
     btsim_hop_result_t *hr = &res->hop[h];
     hr->snd = *backtap_link_stats(s->link[h][0].bt);
     hr->rcv = *backtap_link_stats(s->link[h][1].bt);
-    hr->swnd_final = backtap_flow_swnd(s->link[h][0].flow[0]);
+    if (s->link[h][0].flow[0])
+      hr->swnd_final = backtap_flow_swnd(s->link[h][0].flow[0]);
     hr->base_rtt_us = backtap_link_base_rtt_us(s->link[h][0].bt);
     if (s->samples) {
       hr->swnd_mean = s->swnd_sum[h] / (double)s->samples;
