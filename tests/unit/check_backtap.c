@@ -171,6 +171,7 @@ typedef struct tpeer_t {
   size_t n_out;
   /* upper side */
   int refuse_open, opened, writable, failed, flow_failed;
+  int close_on_deliver; /* 1: close, 2: free the flow from deliver() */
   backtap_flow_t *last_flow;
   uint32_t delivered_seq[MAXREC];
   backtap_flow_t *delivered_flow[MAXREC];
@@ -222,6 +223,10 @@ t_deliver(void *arg, backtap_flow_t *flow, uint32_t seq, const uint8_t *cell)
   ck_assert_uint_lt(p->n_delivered, MAXREC);
   p->delivered_flow[p->n_delivered] = flow;
   p->delivered_seq[p->n_delivered++] = seq;
+  if (p->close_on_deliver == 1)
+    backtap_flow_close(flow);
+  else if (p->close_on_deliver == 2)
+    backtap_flow_free(flow);
 }
 
 static void
@@ -622,6 +627,49 @@ START_TEST(test_close_while_peer_sends)
   backtap_link_free(b->bt);
   free(a);
   free(b);
+}
+END_TEST
+
+START_TEST(test_close_from_deliver)
+{
+  for (int how = 1; how <= 2; how++) {
+    uint64_t now = 1;
+    tpeer_t *a = pc_zalloc(sizeof(*a)), *b = pc_zalloc(sizeof(*b));
+    backtap_params_t prm;
+    backtap_params_default(&prm);
+    prm.swnd_init = 4;
+    tpeer_init(a, &now, &prm);
+    tpeer_init(b, &now, &prm);
+    backtap_flow_t *fa = backtap_flow_new(a->bt, 5, a);
+    uint8_t cell[BACKTAP_LINK_CELL_LEN];
+    test_cell(cell, 5, 9);
+    for (int i = 0; i < 4; i++)
+      backtap_flow_send(fa, cell);
+    /* the third arrives before the second, so the second would deliver
+     * both at once; the circuit layer closes the circuit on the second
+     * (a DESTROY) */
+    backtap_link_input(b->bt, a->out[0].type, a->out[0].rec, a->out[0].len);
+    backtap_link_input(b->bt, a->out[2].type, a->out[2].rec, a->out[2].len);
+    b->close_on_deliver = how;
+    b->n_out = 0;
+    backtap_link_input(b->bt, a->out[1].type, a->out[1].rec, a->out[1].len);
+    ck_assert_uint_eq(b->n_delivered, 2);
+    ck_assert_uint_eq(backtap_link_n_flows(b->bt), 0);
+    /* the rest find no circuit */
+    backtap_link_input(b->bt, a->out[3].type, a->out[3].rec, a->out[3].len);
+    ck_assert_uint_eq(backtap_link_stats(b->bt)->unknown_flow, 1);
+    if (how == 1) {
+      /* closing said where it stands: both cells ACKed and FWDed */
+      ck_assert_uint_ge(b->n_out, 1);
+      trec_t *last = &b->out[b->n_out - 1];
+      ck_assert_uint_eq(get_u32(last->rec + 5), b->delivered_seq[1] + 1);
+      ck_assert_uint_eq(get_u32(last->rec + 9), b->delivered_seq[1] + 1);
+    }
+    backtap_link_free(a->bt);
+    backtap_link_free(b->bt);
+    free(a);
+    free(b);
+  }
 }
 END_TEST
 
@@ -1045,6 +1093,7 @@ suite_backtap(void)
   tcase_add_test(tc, test_excess_dropped_before_ack);
   tcase_add_test(tc, test_spurious_timeout);
   tcase_add_test(tc, test_close_while_peer_sends);
+  tcase_add_test(tc, test_close_from_deliver);
   tcase_add_test(tc, test_probe_after_lost_fwd);
   tcase_add_test(tc, test_base_rtt_shared);
   tcase_add_test(tc, test_forgotten_circuit_fails_alone);

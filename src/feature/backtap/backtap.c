@@ -82,6 +82,9 @@ struct backtap_flow_t {
   unsigned slow_start : 1;
   unsigned in_recovery : 1;
   unsigned probing : 1;
+  unsigned delivering : 1;   /* inside deliver(): closing waits */
+  unsigned close_after : 1;  /* backtap_flow_close() during deliver() */
+  unsigned free_after : 1;   /* backtap_flow_free() during deliver() */
   unsigned epoch_limited : 1;
   unsigned epoch_loss : 1;
   unsigned ss_hold : 1; /* slow start: this round trip keeps the window */
@@ -335,6 +338,10 @@ backtap_flow_free_(backtap_flow_t *flow)
 {
   if (!flow)
     return;
+  if (flow->delivering) {
+    flow->free_after = 1; /* cell_input() frees it when deliver() is done */
+    return;
+  }
   backtap_link_t *link = flow->link;
   flow_unlink(flow);
   flow_destroy(flow);
@@ -344,6 +351,10 @@ backtap_flow_free_(backtap_flow_t *flow)
 void
 backtap_flow_close(backtap_flow_t *flow)
 {
+  if (flow->delivering) {
+    flow->close_after = 1; /* a DESTROY delivered: close when it returns */
+    return;
+  }
   /* What the circuit layer held will never be forwarded: count it as
    * gone, and tell the peer now (with any feedback still pending), so its
    * window does not wait for cells that will never leave. */
@@ -692,8 +703,12 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
   }
   int filled_hole = f->ooo_count > 0;
   uint32_t seq = f->rcv_nxt++;
+  /* The circuit layer may close or free the flow from deliver() (a
+   * DESTROY arrived): that waits until the cells are handed over. */
+  f->delivering = 1;
   flow_deliver(f, seq, body);
-  while (f->ooo_count && f->ooo[f->rcv_nxt & (f->ooo_cap - 1)]) {
+  while (!f->free_after && !f->close_after && f->ooo_count &&
+         f->ooo[f->rcv_nxt & (f->ooo_cap - 1)]) {
     uint32_t idx = f->rcv_nxt & (f->ooo_cap - 1);
     uint8_t *b = f->ooo[idx];
     f->ooo[idx] = NULL;
@@ -703,10 +718,15 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
     flow_deliver(f, seq, b);
     free(b);
   }
+  f->delivering = 0;
   if (filled_hole)
     flow_send_feedback(f, BACKTAP_FB_ACK);
   else
     flow_want_feedback(f, BACKTAP_FB_ACK);
+  if (f->free_after)
+    backtap_flow_free_(f);
+  else if (f->close_after)
+    backtap_flow_close(f);
   return 0;
 }
 

@@ -15,8 +15,10 @@
  * (backtap_lower_ops_t): send a record, the time, one timer per link. Above
  * it (backtap_upper_ops_t): a new circuit opened by the peer, a cell
  * delivered in order, a flow whose window opened, a peer that stopped
- * acknowledging. Callbacks must not free the link or a flow; free them
- * after the callback returns. Wire formats: backtap_wire.h, doc/backtap.md.
+ * acknowledging. Callbacks must not free the link; deliver() may close or
+ * free its own flow (done when the cells it is handing over are through),
+ * other callbacks must not free flows. Wire formats: backtap_wire.h,
+ * doc/backtap.md.
  */
 #ifndef PCTOR_FEATURE_BACKTAP_BACKTAP_H
 #define PCTOR_FEATURE_BACKTAP_BACKTAP_H
