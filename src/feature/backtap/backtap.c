@@ -35,6 +35,12 @@
  * at "now"); a cell out of order is ACKed at once, so the sender sees
  * duplicate ACKs.
  *
+ * Closing a circuit reports what the circuit layer held as forwarded and
+ * says so at once; the flow then lingers only until the peer has ACKed what
+ * we sent, ACKing (without keeping) what the peer still sends. A circuit
+ * closed from inside deliver() is closed when the cells being handed over
+ * are through.
+ *
  * Anything that does not fit -- malformed, unknown circuit, duplicate,
  * outside the window, feedback for cells never sent -- is counted and
  * dropped before it changes any state. Flows wait in a min-heap by their
