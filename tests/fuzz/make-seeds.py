@@ -200,3 +200,27 @@ put("policy", "default-exit", "\x03accept *:80\nreject 10.0.0.0/8:*\naccept6 [::
     "accept *:1024-65535\nreject *:*")
 put("policy", "plain", "\x00reject private:*\naccept 192.168.0.0/16:22,accept *4:*")
 put("policy", "summary", "\x02accept 80,443,1000-2000")
+# ---- BackTap records (doc/backtap.md), as operations on one link
+def bt_op(op, body=b""):
+    return bytes([op]) + (struct.pack(">H", len(body)) + body if op in (0, 1) else b"")
+
+
+def bt_cell(circ, seq, flags, cmd=3):
+    return struct.pack(">IIBB", circ, seq, flags, cmd) + b"\0" * 509
+
+
+def bt_fb(circ, flags, ack, fwd):
+    return struct.pack(">IBII", circ, flags, ack, fwd)
+
+
+put("backtap", "open-and-deliver",
+    bt_op(0, bt_cell(0x200, 1000, 1)) + bt_op(0, bt_cell(0x200, 1001, 0)) +
+    bt_op(4) + bt_op(3) + bt_op(3) + bt_op(4))
+put("backtap", "out-of-order",
+    bt_op(0, bt_cell(0x200, 7, 1)) + bt_op(0, bt_cell(0x200, 9, 0)) +
+    bt_op(0, bt_cell(0x200, 10, 0)) + bt_op(0, bt_cell(0x200, 8, 0)) +
+    bt_op(0, bt_cell(0x200, 9, 0)) + bt_op(4))
+put("backtap", "feedback-and-timers",
+    bt_op(1, bt_fb(0x100, 0x1b, 5, 3)) + bt_op(1, bt_fb(0x100, 4, 0, 0)) +
+    bytes([2, 250, 2, 250, 2, 250, 2, 250]) + bt_op(1, bt_fb(0x100, 3, 0, 0)))
+
