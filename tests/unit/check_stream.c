@@ -42,6 +42,7 @@
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/conn.h"
 
 Suite *suite_stream(void);
@@ -187,6 +188,28 @@ build_circuit(void)
   for (int k = 0; k < 100 && !T.open && !T.closed; k++)
     run_loop_for(100000);
   ck_assert_msg(T.open == 1 && !T.closed, "the circuit did not open");
+}
+
+/* The same with ntor v3 and congestion control: no stream windows, only
+ * XON/XOFF, which a client may ignore. */
+static void
+build_circuit_cc(void)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.orport;
+  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
+  t.handshake = HTYPE_NTOR_V3;
+  t.cc_request = 1;
+  T.c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(T.c);
+  for (int k = 0; k < 100 && !T.open && !T.closed; k++)
+    run_loop_for(100000);
+  ck_assert_msg(T.open == 1 && !T.closed, "the circuit did not open");
+  ck_assert_ptr_nonnull(origin_circuit_cc(T.c, 0));
 }
 
 static void
@@ -704,6 +727,77 @@ START_TEST(test_exit_buffered_bytes_counted)
 }
 END_TEST
 
+/* The issue's exit figure, as an in-process driver: a client that ignores
+ * XOFF sends 38 MB of DATA on one stream to an exit whose destination
+ * does not read. Before the single memory budget, all of it past the
+ * kernel's socket buffers sat in the exit's output buffer under a 1 MiB
+ * MaxMemInQueues and the handler never ran (only queued cells triggered
+ * it). Now: _i == 0, MaxMemInQueues 1 MiB: the handler fires on the
+ * budget, closes the circuit (whose buffered data is the oldest), and
+ * the buffers are given back at once; _i == 1, no limit: the stream is
+ * ended with RESOURCELIMIT once it holds EDGE_STREAM_MAX_PENDING bytes.
+ * Either way the exit never held more than about 2 MiB. */
+START_TEST(test_exit_xoff_ignored_flood_bounded)
+{
+  const int with_limit = _i == 0;
+  build_circuit_cc();
+  open_exit_stream(5);
+  conn_set_reading(T.dst, 0);
+  if (with_limit)
+    circuits_set_max_mem_in_queues(1 << 20);
+  circuits_oom_stats_t os0;
+  circuits_get_oom_stats(&os0);
+  uint64_t ended0 = edge_streams_ended_over_pending();
+  const size_t flood = 38u << 20;
+  uint8_t body[RELAY_BODY_MAX];
+  memset(body, 0x77, sizeof(body));
+  size_t sent = 0;
+  uint64_t peak = 0;
+  int ends0 = T.n_end;
+  while (sent < flood && !T.closed && T.n_end == ends0) {
+    for (int k = 0; k < 64 && sent < flood; k++) {
+      if (origin_circuit_send_relay(T.c, 0, RELAY_COMMAND_DATA, 5, body,
+                                    sizeof(body)) < 0)
+        break;
+      sent += sizeof(body);
+    }
+    /* Let the cells cross (and the exit's XOFF come back, ignored). */
+    for (int k = 0; k < 20 && T.c->base.n_queue.cells.n; k++)
+      run_loop_for(2000);
+    run_loop_for(1000);
+    uint64_t unsigned_n = 0;
+    unsigned n_exit;
+    exit_get_buffered(&n_exit, &unsigned_n);
+    if (unsigned_n > peak)
+      peak = unsigned_n;
+    if (memacct_get(MEMACCT_EXIT_BUF) > peak)
+      peak = memacct_get(MEMACCT_EXIT_BUF);
+  }
+  wait_int(with_limit ? &T.closed : &T.n_end, with_limit ? 1 : ends0 + 1);
+  fprintf(stderr, "xoff-ignored flood (%s): sent %zu bytes, exit held at "
+          "most %llu bytes\n", with_limit ? "MaxMemInQueues 1 MiB" :
+          "no limit", sent, (unsigned long long)peak);
+  ck_assert_uint_lt(sent, flood);
+  ck_assert_uint_le(peak, EDGE_STREAM_MAX_PENDING + 64 * 1024);
+  circuits_oom_stats_t os;
+  circuits_get_oom_stats(&os);
+  if (with_limit) {
+    ck_assert_int_eq(T.closed, 1); /* DESTROY came back */
+    ck_assert_uint_ge(os.n_oom_events, os0.n_oom_events + 1);
+    ck_assert_uint_le(peak, (1 << 20) + 64 * 1024);
+  } else {
+    ck_assert_int_eq(T.closed, 0);
+    ck_assert_uint_eq(T.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+    ck_assert_uint_eq(edge_streams_ended_over_pending(), ended0 + 1);
+    ck_assert_uint_eq(os.n_oom_events, os0.n_oom_events);
+  }
+  /* What the exit held is given back at once, not flushed later. */
+  run_loop_for(50000);
+  ck_assert_uint_eq(memacct_get(MEMACCT_EXIT_BUF), 0);
+  circuits_set_max_mem_in_queues(0);
+}
+END_TEST
+
 Suite *
 suite_stream(void)
 {
@@ -724,6 +818,7 @@ suite_stream(void)
   tcase_add_test(te, test_exit_end_delivers_pending_data);
   tcase_add_test(te, test_exit_buffered_bytes_counted);
   tcase_add_test(te, test_exit_refuse_unknown);
+  tcase_add_loop_test(te, test_exit_xoff_ignored_flood_bounded, 0, 2);
   suite_add_tcase(s, te);
   return s;
 }

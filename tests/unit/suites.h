@@ -6,6 +6,7 @@
  */
 SUITE(log)
 SUITE(buf)
+SUITE(memacct)
 SUITE(container)
 SUITE(strbuf)
 SUITE(evloop)

@@ -16,6 +16,7 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/edge.h"
 #include "core/or/relay.h"
 #include "core/or/congestion_control.h"
 #include "core/or/pctcp.h"
@@ -46,6 +47,7 @@
 #include "lib/net/ratelimit.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -1368,6 +1370,21 @@ app_log_statistics(void)
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
              (unsigned long long)cell_queues_total_bytes());
+  char holders[256];
+  memacct_describe(holders, sizeof(holders));
+  circuits_oom_stats_t oom;
+  circuits_get_oom_stats(&oom);
+  log_notice("Statistics: memory budget %llu KB of MaxMemInQueues %llu KB "
+             "(%s); the OOM handler ran %llu times, closed %llu circuits "
+             "and freed %llu KB; %llu runs found nothing to free; %llu "
+             "streams ended over their buffer limit",
+             (unsigned long long)(memacct_total() >> 10),
+             (unsigned long long)(circuits_max_mem_in_queues() >> 10),
+             holders, (unsigned long long)oom.n_oom_events,
+             (unsigned long long)oom.n_circuits_killed,
+             (unsigned long long)(oom.bytes_freed >> 10),
+             (unsigned long long)oom.n_futile,
+             (unsigned long long)edge_streams_ended_over_pending());
 }
 
 void

@@ -44,6 +44,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/sockstat.h"
 
 #include <stdio.h>
@@ -425,6 +426,7 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
   channel_update_desc(chan);
   chan->conn = conn_new_accepted(G.loop, G.keys->tls, fd, peer,
                                  channel_conn_cb, chan);
+  conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
   apply_buckets(chan);
   log_debug("Accepted link connection %s", chan->desc);
 }
@@ -552,6 +554,8 @@ channel_connect_impl(const pc_addr_t *addr, const uint8_t *rsa_id,
     const char *err = NULL;
     tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
     chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
+    if (chan->conn)
+      conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
     if (!chan->conn) {
       log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
       scheduler_channel_free(chan);

@@ -22,6 +22,7 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/edge.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/client/client.h"
@@ -31,6 +32,7 @@
 #include "feature/measureme/measureme.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/string/strbuf.h"
 #include "lib/net/conn.h"
 
@@ -349,6 +351,17 @@ metrics_render(void)
   one(&b, "pctor_oom_circuits_killed_total", "counter",
       "Circuits closed by the out-of-memory handler",
       (unsigned long long)oom.n_circuits_killed);
+  one(&b, "pctor_oom_events_total", "counter",
+      "Runs of the out-of-memory handler that closed circuits",
+      (unsigned long long)oom.n_oom_events);
+  head(&b, "pctor_memory_budget_bytes", "gauge",
+       "Bytes counted against MaxMemInQueues, by holder");
+  for (int k = 0; k < MEMACCT_N_KINDS; k++)
+    strbuf_addf(&b, "pctor_memory_budget_bytes{holder=\"%s\"} %llu\n",
+                memacct_kind_name(k), (unsigned long long)memacct_get(k));
+  one(&b, "pctor_streams_over_buffer_limit_total", "counter",
+      "Streams ended because they held too much data they could not pass "
+      "on", (unsigned long long)edge_streams_ended_over_pending());
 
   channel_stats_t cs;
   channels_get_stats(&cs);
