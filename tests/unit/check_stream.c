@@ -20,7 +20,10 @@
  *    closes; bytes an exit stream holds are reported to MaxMemInQueues
  *    through exit_circuit_buffered_bytes() and go back to 0 when it ends.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/dos.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/create.h"
@@ -81,6 +85,8 @@ static struct {
   int exit_on;
   conn_t *more_dst[16]; /* later connections to the destination */
   int n_more_dst;
+  dns_resolver_t *dns;  /* a resolver whose nameserver never answers */
+  int silent_fd;
 } T;
 
 static int
@@ -303,6 +309,10 @@ teardown(void)
 {
   if (T.exit_on)
     exit_shutdown();
+  dos_shutdown();
+  dns_resolver_free(T.dns);
+  if (T.silent_fd > 0)
+    close(T.silent_fd);
   conn_free(T.dst);
   for (int i = 0; i < T.n_more_dst; i++)
     conn_free(T.more_dst[i]);
@@ -798,6 +808,100 @@ START_TEST(test_exit_xoff_ignored_flood_bounded)
 }
 END_TEST
 
+/* An exit with a resolver whose nameserver (a UDP socket of ours) never
+ * answers, so that name lookups stay pending. */
+static void
+exit_with_silent_dns(void)
+{
+  T.silent_fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ck_assert_int_ge(T.silent_fd, 0);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(bind(T.silent_fd, (struct sockaddr *)&sin, sizeof(sin)),
+                   0);
+  socklen_t sl = sizeof(sin);
+  ck_assert_int_eq(getsockname(T.silent_fd, (struct sockaddr *)&sin, &sl),
+                   0);
+  char path[128], line[64];
+  snprintf(path, sizeof(path), "%s/resolv.conf", T.dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  snprintf(line, sizeof(line), "nameserver 127.0.0.1:%u\n",
+           (unsigned)ntohs(sin.sin_port));
+  fputs(line, f);
+  fclose(f);
+  char *err = NULL;
+  T.dns = dns_resolver_new(T.loop, path, &err);
+  ck_assert_msg(T.dns != NULL, "resolver: %s", err ? err : "?");
+  ck_assert_int_eq(dns_resolver_set_timeout(T.dns, 30000, 1), 0);
+  start_exit(0);
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.policy = T.policy;
+  cfg.dns = T.dns;
+  exit_configure(&cfg);
+}
+
+/* Issue 14's stream limits at an exit: names waiting for the resolver
+ * per circuit (EXIT_MAX_DNS_PER_CIRCUIT), then DoSStreamCreation* (refuse
+ * the stream, then close the circuit). */
+START_TEST(test_exit_stream_limits)
+{
+  build_circuit();
+  exit_with_silent_dns();
+  exit_stats_t st0, st;
+  exit_get_stats(&st0);
+  const int extra = 8;
+  int e0 = T.n_end;
+  for (int i = 0; i < EXIT_MAX_DNS_PER_CIRCUIT + extra; i++) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "host%d.example", i);
+    client_send(RELAY_COMMAND_RESOLVE, (uint16_t)(100 + i),
+                (const uint8_t *)name, (uint16_t)(n + 1));
+  }
+  for (int k = 0; k < 50 && T.n_end < e0 + extra; k++)
+    run_loop_for(20000);
+  run_loop_for(50000);
+  ck_assert_int_eq(T.n_end - e0, extra);
+  ck_assert_uint_eq(T.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_dns_cap - st0.n_refused_dns_cap,
+                    (uint64_t)extra);
+  ck_assert_uint_eq(dns_resolver_n_pending(T.dns), EXIT_MAX_DNS_PER_CIRCUIT);
+  /* BEGIN to an address needs no resolver: not limited by it. */
+  ck_assert_int_eq(begin_exit_stream(7), 0);
+
+  /* DoSStreamCreation: burst 2, then refused; defense 3 closes. */
+  dos_init(T.loop);
+  dos_params_t p;
+  dos_params_default(&p);
+  p.stream_enabled = 1;
+  p.stream_burst = 2;
+  p.stream_rate = 1;
+  dos_set_params(&p);
+  ck_assert_int_eq(begin_exit_stream(8), 0);
+  ck_assert_int_eq(begin_exit_stream(9), 0);
+  ck_assert_int_eq(begin_exit_stream(10), END_STREAM_REASON_RESOURCELIMIT);
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_dos - st0.n_refused_dos, 1);
+  p.stream_defense = DOS_STREAM_DEFENSE_CLOSE_CIRCUIT;
+  dos_set_params(&p);
+  char target[64];
+  int n = snprintf(target, sizeof(target), "127.0.0.1:%u",
+                   (unsigned)listener_addr(T.listener)->port);
+  client_send(RELAY_COMMAND_BEGIN, 11, (const uint8_t *)target,
+              (uint16_t)(n + 1));
+  wait_int(&T.closed, 1);
+  ck_assert_int_eq(T.closed, 1);
+  dos_stats_t ds;
+  dos_get_stats(&ds);
+  ck_assert_uint_eq(ds.stream_rejected, 2);
+  ck_assert_uint_eq(ds.stream_circuits_closed, 1);
+}
+END_TEST
+
 Suite *
 suite_stream(void)
 {
@@ -819,6 +923,7 @@ suite_stream(void)
   tcase_add_test(te, test_exit_buffered_bytes_counted);
   tcase_add_test(te, test_exit_refuse_unknown);
   tcase_add_loop_test(te, test_exit_xoff_ignored_flood_bounded, 0, 2);
+  tcase_add_test(te, test_exit_stream_limits);
   suite_add_tcase(s, te);
   return s;
 }

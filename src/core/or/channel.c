@@ -35,6 +35,7 @@
  * What still walks every channel is periodic (idle checks, statistics).
  */
 #include "core/or/channel.h"
+#include "core/or/dos.h"
 #include "core/or/channel_internal.h"
 #include "core/or/circuit.h"
 #include "core/or/scheduler.h"
@@ -420,7 +421,17 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
     close(fd);
     return;
   }
+  /* DoSConnection*: one client address's connections (core/or/dos). */
+  int counted = dos_conn_accepted(peer);
+  if (counted < 0) {
+    char a[PC_ADDR_STR_LEN];
+    log_debug("Refusing a link connection from %s: DoS defence",
+              pc_addr_fmt(peer, a, sizeof(a), 1));
+    close(fd);
+    return;
+  }
   channel_t *chan = channel_new();
+  chan->dos_counted = counted > 0;
   chan->addr = *peer;
   chan->state = CHAN_STATE_HANDSHAKING;
   channel_update_desc(chan);
@@ -1212,6 +1223,10 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
                why ? why : "no reason");
   chan->close_pending = 1;
   chan->state = CHAN_STATE_CLOSED;
+  if (chan->dos_counted) {
+    chan->dos_counted = 0;
+    dos_conn_closed(&chan->addr);
+  }
   if (chan->per_circuit) {
     chan->per_circuit = 0;
     G.n_per_circuit--;

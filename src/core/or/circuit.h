@@ -18,6 +18,7 @@
 #include <time.h>
 #include "core/crypto/relay_crypto.h"
 #include "core/or/channel.h"
+#include "core/or/dos.h"
 #include "core/proto/create.h"
 #include "lib/net/address.h"
 
@@ -74,6 +75,8 @@ typedef struct or_circuit_t {
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
+  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit. */
+  dos_stream_state_t stream_dos;
   /* Streams ending here and their flow control (edge.h, bound to the
    * circuit by stream.h); NULL until the first stream. */
   struct edge_t *edge;

@@ -390,6 +390,12 @@ edge_is_windowless(const edge_t *e)
   return edge_cc(e) != NULL || is_mux(e);
 }
 
+unsigned
+edge_n_streams(const edge_t *e)
+{
+  return (unsigned)hmap_size(e->by_id);
+}
+
 void
 edge_get_stats(const edge_t *e, edge_stats_t *out)
 {

@@ -197,6 +197,8 @@ typedef struct edge_stats_t {
   uint64_t n_cells_invalid;          /* unknown stream / beyond allowance */
 } edge_stats_t;
 void edge_get_stats(const edge_t *e, edge_stats_t *out);
+/* Open streams (O(1)). */
+unsigned edge_n_streams(const edge_t *e);
 /* One stream as an observer (logs, the control port) sees it. */
 typedef struct edge_stream_info_t {
   uint16_t id;

@@ -459,6 +459,54 @@ prev_hop_unknown(or_circuit_t *circ)
   return !known;
 }
 
+static size_t
+ec_resolving(void *arg)
+{
+  const exit_conn_t *ec = arg;
+  return ec->dns_req != NULL;
+}
+
+/* The limits every BEGIN and RESOLVE passes first: DoSStreamCreation*
+ * (core/or/dos), streams per circuit, and (resolves only) names waiting
+ * for the resolver per circuit. 0 to go on; 1 when refused (END sent or
+ * the circuit closed). */
+static int
+stream_limits(or_circuit_t *circ, uint16_t stream_id, int resolves)
+{
+  switch (dos_stream_allowed(&circ->stream_dos)) {
+  case DOS_STREAM_REFUSE:
+    X.stats.n_refused_dos++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "the circuit opens streams too fast (DoSStreamCreation*)");
+    return 1;
+  case DOS_STREAM_CLOSE_CIRC:
+    X.stats.n_refused_dos++;
+    log_info("Closing circuit %llu: it opens streams too fast "
+             "(DoSStreamCreation*)",
+             (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_RESOURCELIMIT);
+    return 1;
+  default:
+    break;
+  }
+  if (circ->edge &&
+      edge_n_streams(circ->edge) >= EXIT_MAX_STREAMS_PER_CIRCUIT) {
+    X.stats.n_refused_streams_cap++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "too many streams open on the circuit");
+    return 1;
+  }
+  if (resolves && circ->edge &&
+      edge_sum_streams(circ->edge, &exit_ops, ec_resolving) >=
+          EXIT_MAX_DNS_PER_CIRCUIT) {
+    X.stats.n_refused_dns_cap++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "too many names waiting for the resolver on the circuit");
+    return 1;
+  }
+  return 0;
+}
+
 static int
 handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
              int early)
@@ -495,6 +543,12 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
     free(ec);
     refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
            "malformed BEGIN address");
+    return 0;
+  }
+  pc_addr_t literal;
+  if (stream_limits(circ, h->stream_id,
+                    dns_parse_ip_literal(ec->host, &literal) != 0)) {
+    free(ec);
     return 0;
   }
   ec->circ = circ;
@@ -576,6 +630,8 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
            "will not resolve .onion/.exit names");
     return 0;
   }
+  if (stream_limits(circ, h->stream_id, 1))
+    return 0;
   exit_conn_t *ec = pc_zalloc(sizeof(*ec));
   dlist_node_init(&ec->node);
   memcpy(ec->host, body, (size_t)(nul - body) + 1);
