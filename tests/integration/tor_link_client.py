@@ -846,6 +846,7 @@ def c_dos_create_flood(ctx):
     say("%d CREATE_FAST in %.1f s: %d created, %d refused (RESOURCELIMIT), "
         "the first refusal at #%s" % (n, elapsed, created, refused,
                                       first_refused))
+    print("created %d refused %d" % (created, refused), flush=True)
     if not refused:
         raise Failed("no CREATE was refused")
     allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
@@ -856,7 +857,6 @@ def c_dos_create_flood(ctx):
     lk.send_cell(0x80000001, CREATE_FAST, os.urandom(HASH_LEN))
     lk.expect_destroy(0x80000001, 5)
     say("a new connection from the same address is refused too")
-    print("created %d refused %d" % (created, refused))
 
 
 @case("dos-conn-flood")
@@ -879,6 +879,7 @@ def c_dos_conn_flood(ctx):
     elapsed = time.monotonic() - start
     say("%d connections in %.1f s: %d completed the handshake, %d closed "
         "by the relay" % (n, elapsed, ok, refused))
+    print("accepted %d refused %d" % (ok, refused), flush=True)
     if not refused:
         raise Failed("no connection was refused")
     allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
@@ -887,7 +888,6 @@ def c_dos_conn_flood(ctx):
     if ok > allowed:
         raise Failed("%d connections accepted; at most %.0f expected"
                      % (ok, allowed))
-    print("accepted %d refused %d" % (ok, refused))
 
 
 def main(argv=None):

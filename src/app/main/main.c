@@ -543,6 +543,7 @@ main(int argc, char **argv)
                "unprivileged user.");
   }
   apply_dumpable(opts); /* switching user may have reset it */
+  (void)privdrop_no_new_privs(); /* logged; a guard, not a requirement */
   daemon_finish();
 
   int r = evloop_run(daemon_state.loop);
