@@ -848,6 +848,7 @@ x_teardown(void)
 {
   conflux_exit_shutdown();
   channels_shutdown();
+  ck_assert_uint_eq(memacct_underflows(), 0);
   circuits_shutdown();
   relay_clear_handlers();
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);

@@ -298,6 +298,8 @@ edge_teardown(void)
 {
   edge_free(E.e); /* ends every stream: their records and references go */
   dircache_shutdown();
+  /* Every holder gave back exactly what it counted. */
+  ck_assert_uint_eq(memacct_underflows(), 0);
   free(E.got);
   evloop_free(E.loop);
   provider_done();

@@ -145,6 +145,7 @@ teardown(void)
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
   ck_assert_uint_eq(packed_cells_allocated(), 0);
+  ck_assert_uint_eq(memacct_underflows(), 0);
   packed_cell_freelist_clear();
   evloop_timer_free(T.queue_timer);
   evloop_timer_free(T.timeout);

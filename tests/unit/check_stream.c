@@ -324,6 +324,7 @@ teardown(void)
   channels_shutdown();
   circuits_shutdown();
   relay_clear_handlers();
+  ck_assert_uint_eq(memacct_underflows(), 0);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
   packed_cell_freelist_clear();

@@ -853,6 +853,13 @@ heartbeat_cb(void *arg)
              circuits_count(CIRC_KIND_OR) + circuits_count(CIRC_KIND_ORIGIN),
              (double)cs.cells_out * 514 / 1e6,
              (double)cs.cells_in * 514 / 1e6, cs.n_open);
+  /* As tor's heartbeat, when any DoS defence is on. */
+  const dos_params_t *dp = dos_get_params();
+  if (dp->cc_enabled || dp->conn_enabled || dp->stream_enabled) {
+    char line[512];
+    dos_heartbeat_line(line, sizeof(line));
+    log_notice("%s", line);
+  }
 }
 
 static void

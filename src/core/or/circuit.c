@@ -91,6 +91,7 @@ static struct {
 } M;
 
 static void circuits_handle_oom(void);
+static void oom_over_cb(void *arg);
 static void oom_deferred_cb(void *arg);
 
 static void circuit_free(circuit_t *circ);
@@ -128,7 +129,7 @@ circuits_init(void)
   M.in_handler = 0;
   M.oom_pending = 0;
   if (M.max_bytes)
-    memacct_rearm(M.max_bytes);
+    memacct_set_trigger(M.max_bytes, oom_over_cb, NULL);
   if (channels_set_upcalls(&circuit_upcalls) < 0)
     log_warn("Circuits are not connected to channels: another layer "
              "registered channel upcalls");
@@ -144,6 +145,9 @@ circuits_shutdown(void)
   }
   reap(NULL);
   channels_set_upcalls(NULL);
+  /* The limit stays configured (M) but nothing may schedule the handler
+   * until circuits_init() arms it again. */
+  memacct_set_trigger(UINT64_MAX, NULL, NULL);
   evloop_deferred_free(C.reaper);
   evloop_deferred_free(C.oom_check);
   ptrvec_free(C.to_free, NULL);
