@@ -16,6 +16,11 @@
 #     second of flooding, and no more than 100, complete their handshake
 #     (which limit bites first depends on how fast the machine is), the
 #     rest are closed at once;
+#   - 127.0.0.5 sends 100 RESOLVE cells on one circuit; P is an exit whose
+#     resolver (127.0.0.1, a UDP socket of ours) never answers, with
+#     DoSStreamCreationBurst 50: 32 names wait for the resolver (the
+#     per-circuit limit), the next ones are refused by that limit, and the
+#     last 50 by DoSStreamCreation* (END RESOURCELIMIT for each);
 # while clients at other addresses (127.0.0.3, and pctor-circtest from
 # 127.0.0.1) still build circuits. P stays up, logs each marked address
 # once, adds less than DOS_RSS_MAX_KB (default 30 MB) of RSS over the
@@ -35,13 +40,31 @@ RSS_MAX=${DOS_RSS_MAX_KB:-30000}
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
     --base-port auto || it_fail "pctor-privnet start failed"
+# A nameserver that never answers: name lookups stay pending.
+"$PY" -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+while True:
+    s.recv(4096)' > "$net/silent.port" &
+it_register_pid $!
+it_wait_until 10 test -s "$net/silent.port" || it_fail "no silent nameserver"
+echo "nameserver 127.0.0.1:$(cat "$net/silent.port")" > "$net/resolv.conf"
 it_start_pctor "$net" P relay "DoSCircuitCreationEnabled 1
-DoSConnectionEnabled 1"
+DoSConnectionEnabled 1
+DoSStreamCreationEnabled 1
+DoSStreamCreationBurst 50
+DoSStreamCreationRate 1
+ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
 d=$(cat "$net/P.dir")
 port=$(cat "$net/P.port")
 pid=$(cat "$d/pid")
 log=$d/info.log
-it_wait_until 20 grep -q "DoS defences: circuit creation on, connections on" \
+it_wait_until 20 grep -q "DoS defences: circuit creation on, connections on, stream creation on" \
     "$log" || it_fail "P did not turn its DoS defences on"
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
@@ -77,7 +100,16 @@ out=$(client dos-conn-flood 127.0.0.4 --count 150 --burst 40 --rate 20 \
 it_log "connection flood: $(grep -E '^ +[0-9]+ connections' <<< "$out" | sed 's/^ *//')"
 legit "after the connection flood"
 
-# 3. Memory, counters, health.
+# 3. RESOLVE flood on one circuit from 127.0.0.5.
+out=$(client resolve-flood 127.0.0.5 --count 100) || it_fail "RESOLVE flood: $out"
+answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' <<< "$out")
+it_log "RESOLVE flood: 100 on one circuit, $answered refused at once"
+# 32 wait for the resolver, every other one is refused at once.
+[ "$answered" = 68 ] ||
+    it_fail "RESOLVE flood: $answered answered at once, expected 68 (100 - 32 waiting)"
+legit "after the RESOLVE flood"
+
+# 4. Memory, counters, health.
 r1=$(rss)
 it_log "P's RSS: $r0 kB before the floods, $r1 kB after"
 [ $((r1 - r0)) -le "$RSS_MAX" ] ||
@@ -89,6 +121,9 @@ line=$(grep "DoS mitigation since startup:" "$log" | tail -1)
 it_log "${line#*] }"
 grep -qE "since startup: [1-9][0-9]* circuits rejected, [1-9][0-9]* marked addresses" \
     <<< "$line" || it_fail "the DoS line does not count the refused circuits"
+st=$(sed -n 's/.* \([0-9]*\) stream requests rejected.*/\1/p' <<< "$line")
+[ -n "$st" ] && [ "$st" -ge 45 ] ||
+    it_fail "the DoS line counts ${st:-no} refused stream requests, expected 45 or more"
 conc=$(sed -n 's/.* \([0-9]*\) same address concurrent connections rejected.*/\1/p' <<< "$line")
 rate=$(sed -n 's/.*rejected, \([0-9]*\) connections rejected.*/\1/p' <<< "$line")
 [ -n "$conc" ] && [ -n "$rate" ] && [ $((conc + rate)) -gt 0 ] ||

@@ -859,6 +859,61 @@ def c_dos_create_flood(ctx):
     say("a new connection from the same address is refused too")
 
 
+class FastCircuit:
+    """A one-hop CREATE_FAST circuit that sends RELAY cells (tor-spec 5.1.5
+    keys, 6.1 digest, AES-128-CTR), for floods of relay commands. Needs
+    python3-cryptography (Skip without it). Nothing that comes back is
+    decrypted: the cases read answers' cell types only."""
+
+    def __init__(self, lk, circ_id):
+        try:
+            from cryptography.hazmat.primitives.ciphers import (
+                Cipher, algorithms, modes)
+        except ImportError:
+            raise Skip("needs python3-cryptography")
+        x = os.urandom(HASH_LEN)
+        lk.send_cell(circ_id, CREATE_FAST, x)
+        y = lk.expect_cell(CREATED_FAST, circ_id)[:HASH_LEN]
+        k = kdf_tor(x + y, 92)
+        self.lk, self.circ_id = lk, circ_id
+        self.digest = hashlib.sha1(k[20:40])
+        self.enc = Cipher(algorithms.AES(k[60:76]),
+                          modes.CTR(b"\0" * 16)).encryptor()
+
+    def send(self, command, stream_id, data=b""):
+        body = struct.pack(">BHHIH", command, 0, stream_id, 0, len(data)) \
+            + data
+        body = body.ljust(PAYLOAD_LEN, b"\0")
+        self.digest.update(body)
+        body = body[:5] + self.digest.digest()[:4] + body[9:]
+        self.lk.send_cell(self.circ_id, RELAY, self.enc.update(body))
+
+
+@case("resolve-flood")
+def c_resolve_flood(ctx):
+    """--count RESOLVE cells on one circuit, for names the exit's resolver
+    never answers: the relay must answer some of them at once (END: the
+    per-circuit limits refuse them) and stay usable. The caller checks
+    which limit refused what in the relay's counters."""
+    lk = ctx.open_link()
+    fc = FastCircuit(lk, 0x80000001)
+    n = ctx.args.count or 100
+    for i in range(n):
+        fc.send(11, 1 + i, b"host%d.example\0" % i)   # RELAY_RESOLVE
+    answered = 0
+    try:
+        while True:
+            lk.recv_cell(timeout=3)
+            answered += 1
+    except socket.timeout:
+        pass
+    say("%d RESOLVE cells on one circuit: %d answered at once" % (n, answered))
+    print("answered %d" % answered, flush=True)
+    if not answered:
+        raise Failed("no RESOLVE was refused")
+    check_usable(lk, 0x80000002, "after the flood")
+
+
 @case("dos-conn-flood")
 def c_dos_conn_flood(ctx):
     """--count connections from one address, kept open: with tor's
