@@ -232,6 +232,12 @@ def metrics():
     fams = {f.name: f for f in text_string_to_metric_families(body)}
     v = {s.labels["direction"]: s.value for s in fams["tor_relay_traffic_bytes"].samples}
     assert "tor_relay_connections" in fams and "pctor_pctcp_connections_opened" in fams, sorted(fams)
+    # The memory budget by holder (the download's buffers and cells count)
+    # and tor's DoS counters (issue 14).
+    held = {s.labels["holder"]: s.value for s in fams["pctor_memory_budget_bytes"].samples}
+    assert {"cells", "chan_buf", "exit_buf", "dircache"} <= set(held), held
+    dos = {s.labels["type"] for s in fams["tor_relay_dos"].samples}
+    assert {"circuit_rejected", "conn_rejected", "stream_rejected"} <= dos, dos
     return v
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate(password="correct horse")

@@ -108,6 +108,9 @@ if [ -n "$user_line" ]; then
         it_fail "daemon is dumpable (DisableDebuggerAttachment)"
     it_log "daemon switched to nobody and holds no capabilities"
 fi
+# PR_SET_NO_NEW_PRIVS after the privilege drop (with or without User).
+[ "$(awk '/^NoNewPrivs:/ {print $2}' "/proc/$pid/status")" = 1 ] ||
+    it_fail "daemon runs without NoNewPrivs"
 
 # It still works as a relay. (pctor-circtest reads the relay's keys, which
 # now belong to the relay's user.)

@@ -220,13 +220,17 @@ def kdf_tor(k0, n):
 class Link:
     """One TLS connection to a relay's ORPort."""
 
-    def __init__(self, host, port, timeout=5.0, rcvbuf=None):
+    def __init__(self, host, port, timeout=5.0, rcvbuf=None, bind=None):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         family, _, _, _, addr = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM)[0]
         raw = socket.socket(family, socket.SOCK_STREAM)
+        if bind:
+            # Another source address (127.0.0.0/8 is all ours): the relay
+            # sees another client.
+            raw.bind((bind, 0))
         if rcvbuf:
             # Fixed before connecting, so the kernel does not grow it.
             raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -402,7 +406,8 @@ class Ctx:
         self.links = []
 
     def link(self, rcvbuf=None):
-        lk = Link(self.args.host, self.args.port, self.args.timeout, rcvbuf)
+        lk = Link(self.args.host, self.args.port, self.args.timeout, rcvbuf,
+                  self.args.bind)
         self.links.append(lk)
         return lk
 
@@ -801,6 +806,145 @@ def c_flood(ctx):
                  "the connection open" % (sent >> 20))
 
 
+# -- denial-of-service defences (dos-flood.sh) --
+
+@case("create-one")
+def c_create_one(ctx):
+    lk = ctx.open_link()
+    check_usable(lk, 0x80000001, "a well-behaved client")
+
+
+@case("dos-create-flood")
+def c_dos_create_flood(ctx):
+    """Three connections from one address, then --count CREATE_FASTs as
+    fast as the answers come: with tor's defaults (burst 90, 3 per second,
+    3 connections) the relay answers CREATED_FAST about 90 times, then
+    DESTROY (RESOURCELIMIT), also on a connection opened afterwards."""
+    links = [ctx.open_link() for _ in range(3)]
+    n = ctx.args.count or 200
+    created = refused = 0
+    first_refused = None
+    cid = 0x80000001
+    start = time.monotonic()
+    for i in range(n):
+        lk = links[i % 3]
+        lk.send_cell(cid, CREATE_FAST, os.urandom(HASH_LEN))
+        got, cmd, payload = lk.recv_cell()
+        if got != cid:
+            raise Failed("answer on circuit %#x, expected %#x" % (got, cid))
+        if cmd == CREATED_FAST:
+            created += 1
+        elif cmd == DESTROY and payload[0] == 5:
+            refused += 1
+            if first_refused is None:
+                first_refused = i + 1
+        else:
+            raise Failed("CREATE_FAST %d answered with %s" % (i + 1,
+                                                             cmd_name(cmd)))
+        cid += 1
+    elapsed = time.monotonic() - start
+    say("%d CREATE_FAST in %.1f s: %d created, %d refused (RESOURCELIMIT), "
+        "the first refusal at #%s" % (n, elapsed, created, refused,
+                                      first_refused))
+    print("created %d refused %d" % (created, refused), flush=True)
+    if not refused:
+        raise Failed("no CREATE was refused")
+    allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
+    if created > allowed:
+        raise Failed("%d circuits created; at most %.0f expected"
+                     % (created, allowed))
+    lk = ctx.open_link()
+    lk.send_cell(0x80000001, CREATE_FAST, os.urandom(HASH_LEN))
+    lk.expect_destroy(0x80000001, 5)
+    say("a new connection from the same address is refused too")
+
+
+class FastCircuit:
+    """A one-hop CREATE_FAST circuit that sends RELAY cells (tor-spec 5.1.5
+    keys, 6.1 digest, AES-128-CTR), for floods of relay commands. Needs
+    python3-cryptography (Skip without it). Nothing that comes back is
+    decrypted: the cases read answers' cell types only."""
+
+    def __init__(self, lk, circ_id):
+        try:
+            from cryptography.hazmat.primitives.ciphers import (
+                Cipher, algorithms, modes)
+        except ImportError:
+            raise Skip("needs python3-cryptography")
+        x = os.urandom(HASH_LEN)
+        lk.send_cell(circ_id, CREATE_FAST, x)
+        y = lk.expect_cell(CREATED_FAST, circ_id)[:HASH_LEN]
+        k = kdf_tor(x + y, 92)
+        self.lk, self.circ_id = lk, circ_id
+        self.digest = hashlib.sha1(k[20:40])
+        self.enc = Cipher(algorithms.AES(k[60:76]),
+                          modes.CTR(b"\0" * 16)).encryptor()
+
+    def send(self, command, stream_id, data=b""):
+        body = struct.pack(">BHHIH", command, 0, stream_id, 0, len(data)) \
+            + data
+        body = body.ljust(PAYLOAD_LEN, b"\0")
+        self.digest.update(body)
+        body = body[:5] + self.digest.digest()[:4] + body[9:]
+        self.lk.send_cell(self.circ_id, RELAY, self.enc.update(body))
+
+
+@case("resolve-flood")
+def c_resolve_flood(ctx):
+    """--count RESOLVE cells on one circuit, for names the exit's resolver
+    never answers: the relay must answer some of them at once (END: the
+    per-circuit limits refuse them) and stay usable. The caller checks
+    which limit refused what in the relay's counters."""
+    lk = ctx.open_link()
+    fc = FastCircuit(lk, 0x80000001)
+    n = ctx.args.count or 100
+    for i in range(n):
+        fc.send(11, 1 + i, b"host%d.example\0" % i)   # RELAY_RESOLVE
+    answered = 0
+    try:
+        while True:
+            lk.recv_cell(timeout=3)
+            answered += 1
+    except socket.timeout:
+        pass
+    say("%d RESOLVE cells on one circuit: %d answered at once" % (n, answered))
+    print("answered %d" % answered, flush=True)
+    if not answered:
+        raise Failed("no RESOLVE was refused")
+    check_usable(lk, 0x80000002, "after the flood")
+
+
+@case("dos-conn-flood")
+def c_dos_conn_flood(ctx):
+    """--count connections from one address, kept open: with tor's
+    defaults (40 at once, 20 per second, marked for a day past that; 100
+    open at most) the relay completes at most 40 + 20 per second of
+    flooding, and no more than 100, handshakes and closes the rest at
+    once."""
+    n = ctx.args.count or 120
+    ok = refused = 0
+    start = time.monotonic()
+    for _ in range(n):
+        try:
+            lk = ctx.link()
+            lk.client_handshake()
+            ok += 1
+        except (Closed, Failed, OSError, ssl.SSLError, socket.timeout):
+            refused += 1
+    elapsed = time.monotonic() - start
+    say("%d connections in %.1f s: %d completed the handshake, %d closed "
+        "by the relay" % (n, elapsed, ok, refused))
+    print("accepted %d refused %d" % (ok, refused), flush=True)
+    if not refused:
+        raise Failed("no connection was refused")
+    allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
+    if ctx.args.max_open and allowed > ctx.args.max_open:
+        allowed = ctx.args.max_open
+    if ok > allowed:
+        raise Failed("%d connections accepted; at most %.0f expected"
+                     % (ok, allowed))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -809,6 +953,15 @@ def main(argv=None):
                     "that sign certificates with its signing key)")
     ap.add_argument("--case", dest="case_name")
     ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--bind", help="source address of the connections")
+    ap.add_argument("--count", type=int, default=0,
+                    help="flood cases: how many")
+    ap.add_argument("--burst", type=float, default=90,
+                    help="flood cases: the burst the relay should allow")
+    ap.add_argument("--rate", type=float, default=3,
+                    help="flood cases: the rate per second it should allow")
+    ap.add_argument("--max-open", type=int, default=0,
+                    help="dos-conn-flood: connections it may hold at once")
     ap.add_argument("--list", action="store_true", help="list the cases")
     args = ap.parse_args(argv)
     if args.list:

@@ -54,6 +54,7 @@
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_conflux(void);
 
@@ -348,6 +349,7 @@ END_TEST
 START_TEST(test_queue_bound)
 {
   tleg_t *a = tleg(100, 0, 1000), *b = tleg(100, 0, 1000);
+  uint64_t budget0 = memacct_get(MEMACCT_CONFLUX);
   cfx_set_t *set = cfx_set_new(nonce0, CFX_ALG_LOWRTT, 4, tstate);
   cfx_set_add_leg(set, a, 0, 0);
   cfx_leg_t *lb = cfx_set_add_leg(set, b, 0, 0);
@@ -362,7 +364,11 @@ START_TEST(test_queue_bound)
       cfx_set_on_msg(set, lb, RELAY_COMMAND_DATA, 1, body, sizeof(body)),
       CFX_RECV_FULL);
   ck_assert_uint_eq(set->n_queued, 4);
+  /* The queue counts in the memory budget, and is given back. */
+  ck_assert_uint_eq(memacct_get(MEMACCT_CONFLUX) - budget0,
+                    cfx_set_ooo_bytes(set));
   cfx_set_free(set); /* frees what is queued (ASan checks) */
+  ck_assert_uint_eq(memacct_get(MEMACCT_CONFLUX), budget0);
   free(a);
   free(b);
 }
@@ -842,6 +848,7 @@ x_teardown(void)
 {
   conflux_exit_shutdown();
   channels_shutdown();
+  ck_assert_uint_eq(memacct_underflows(), 0);
   circuits_shutdown();
   relay_clear_handlers();
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
@@ -1242,18 +1249,24 @@ START_TEST(test_exit_ooo_memory_limit)
   ck_assert_uint_eq(conflux_exit_circuit_mem(&rc->base), 0);
 
   /* Choose k and m: c smaller than b only thanks to the queue, and b
-   * alone enough to get down to the low-water mark (90% of the limit). */
-  for (Q.k = 1; Q.k < 50; Q.k++) {
+   * alone enough to get down to the low-water mark (90% of the limit).
+   * The budget already holds the queue and the streams (base): the last
+   * of the k + m cells crosses the limit. */
+  memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 1);
+  const uint64_t base = memacct_total();
+  ck_assert_uint_ge(base, q);
+  uint64_t limit = 0;
+  for (Q.k = 1; Q.k < 200; Q.k++) {
     Q.m = (int)((Q.k * cell + q - 1) / cell);
-    uint64_t limit = (uint64_t)(Q.k + Q.m - 1) * cell;
+    limit = base + (uint64_t)(Q.k + Q.m - 1) * cell;
     uint64_t target = limit / 100 * CIRCUITS_OOM_RETAIN_PCT +
                       limit % 100 * CIRCUITS_OOM_RETAIN_PCT / 100;
-    if (Q.m > Q.k && Q.m * cell <= target)
+    if (Q.m > Q.k && base - q + Q.m * cell <= target)
       break;
   }
-  ck_assert_int_lt(Q.k, 50);
+  ck_assert_int_lt(Q.k, 200);
   ck_assert_uint_gt(Q.k * cell + q, Q.m * cell);
-  circuits_set_max_mem_in_queues((uint64_t)(Q.k + Q.m - 1) * cell);
+  circuits_set_max_mem_in_queues(limit);
   channels_block_flush_for_testing(0, 1);
   evloop_timer_t *qt = evloop_timer_new(X.loop, q_cb, NULL);
   evloop_timer_schedule(qt, 1000);
@@ -1268,6 +1281,7 @@ START_TEST(test_exit_ooo_memory_limit)
   ck_assert_uint_eq(os.bytes_freed, Q.k * cell + q);
   channels_block_flush_for_testing(0, 0);
   circuits_set_max_mem_in_queues(0);
+  memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
   ck_assert(run_until(ab_closed));
   ck_assert_int_eq(c->closed, 0);
   conflux_exit_stats_t st;

@@ -28,6 +28,7 @@
 #include "lib/compress/compress.h"
 #include "lib/evloop/evloop.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_dircache(void);
 
@@ -297,6 +298,8 @@ edge_teardown(void)
 {
   edge_free(E.e); /* ends every stream: their records and references go */
   dircache_shutdown();
+  /* Every holder gave back exactly what it counted. */
+  ck_assert_uint_eq(memacct_underflows(), 0);
   free(E.got);
   evloop_free(E.loop);
   provider_done();
@@ -373,6 +376,7 @@ END_TEST
 START_TEST(test_begin_dir_flood)
 {
   edge_setup();
+  uint64_t budget0 = memacct_get(MEMACCT_DIRCACHE);
   size_t heap0 = heap_used();
   unsigned n_open = 0, n_refused = 0;
   for (uint16_t id = 1; id <= 10000; id++) {
@@ -402,12 +406,15 @@ START_TEST(test_begin_dir_flood)
                                  (size_t)(DIR_REQUEST_MAX + 1 + 256));
   size_t grown = heap_used() - heap0;
   ck_assert_msg(grown < 1024 * 1024, "heap grew by %zu bytes", grown);
+  /* The memory budget holds the same bytes. */
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCACHE) - budget0, counted);
   /* One byte more makes each request too long: 400, and the request
    * buffers are freed. */
   for (uint16_t id = 1; id <= DIRCACHE_MAX_STREAMS_PER_CIRCUIT; id++)
     client_data(id, "aa");
   ck_assert_uint_eq(dircache_edge_streams(E.e), 0);
   ck_assert_uint_eq(dircache_edge_mem(E.e), 0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCACHE), budget0);
   dircache_stats_t st;
   dircache_get_stats(&st);
   ck_assert_uint_ge(st.n_streams_refused,
@@ -464,7 +471,9 @@ START_TEST(test_reader_without_sendmes)
   dircache_docs_alive(&n_docs, &doc_bytes);
   ck_assert_uint_eq(n_docs, 2);
   ck_assert_uint_eq(dircache_doc_refcount(d), 50);
-  /* The readers now keep the old copy alone: it is charged to them. */
+  /* The readers now keep the old copy alone: it is charged to them, and
+   * counts in the memory budget. */
+  ck_assert_uint_ge(memacct_get(MEMACCT_DIRCACHE), dircache_doc_mem(d));
   size_t charged = dircache_edge_mem(E.e);
   ck_assert_uint_ge(charged, counted + dircache_doc_mem(d));
   ck_assert_uint_le(charged, counted + dircache_doc_mem(d) + 50);
@@ -475,6 +484,7 @@ START_TEST(test_reader_without_sendmes)
   ck_assert_uint_eq(E.end_reason[50], END_STREAM_REASON_TIMEOUT);
   dircache_docs_alive(&n_docs, &doc_bytes);
   ck_assert_uint_eq(n_docs, 1); /* only the new copy */
+  ck_assert_uint_lt(memacct_get(MEMACCT_DIRCACHE), dircache_doc_mem(d));
   edge_teardown();
 }
 END_TEST

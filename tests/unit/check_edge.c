@@ -28,6 +28,7 @@
 #include "lib/bytes/bytes.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_edge(void);
 
@@ -536,6 +537,36 @@ START_TEST(test_xon_xoff)
 }
 END_TEST
 
+/* A peer that goes on sending to an owner holding EDGE_STREAM_MAX_PENDING
+ * bytes it cannot pass on (a destination that does not read, a client
+ * ignoring XOFF) gets the stream ended with RESOURCELIMIT; the owner hears
+ * it first so that it drops what it holds. */
+START_TEST(test_pending_cap)
+{
+  fake_end(_i, 1);
+  uint64_t ended0 = edge_streams_ended_over_pending();
+  edge_stream_t *s = edge_stream_new(F.e, 9, &owner_ops, NULL);
+  ck_assert_ptr_nonnull(s);
+  F.pending = EDGE_STREAM_MAX_PENDING - 100;
+  ck_assert_int_eq(msg(RELAY_COMMAND_DATA, 9, zeros, 100), 0);
+  ck_assert_uint_eq(F.bytes_in, 100);
+  ck_assert_uint_eq(F.n_end, 0);
+  F.pending = EDGE_STREAM_MAX_PENDING;
+  ck_assert_int_eq(msg(RELAY_COMMAND_DATA, 9, zeros, 1), 0);
+  ck_assert_uint_eq(F.bytes_in, 100); /* not delivered */
+  ck_assert_uint_eq(F.n_end, 1);
+  ck_assert_uint_eq(F.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+  ck_assert_uint_eq(F.last_cmd, RELAY_COMMAND_END);
+  ck_assert_uint_eq(F.last_body[0], END_STREAM_REASON_RESOURCELIMIT);
+  ck_assert_ptr_null(edge_stream_find(F.e, 9));
+  ck_assert_uint_eq(edge_streams_ended_over_pending(), ended0 + 1);
+  /* What the peer still sends on it is dropped as half-closed. */
+  ck_assert_int_eq(msg(RELAY_COMMAND_DATA, 9, zeros, 10), 0);
+  ck_assert_uint_eq(F.bytes_in, 100);
+  fake_end_free();
+}
+END_TEST
+
 START_TEST(test_xon_without_cc_ignored)
 {
   fake_end(_i, 0);
@@ -569,6 +600,7 @@ count_stream(const edge_stream_t *s, void *arg)
 START_TEST(test_many_streams)
 {
   fake_end(_i, 0);
+  uint64_t counted0 = memacct_get(MEMACCT_STREAMS);
   for (unsigned id = 1; id <= MAX_IDS; id++)
     ck_assert_ptr_nonnull(edge_stream_new(F.e, (uint16_t)id, &owner_ops,
                                           NULL));
@@ -579,6 +611,9 @@ START_TEST(test_many_streams)
     ck_assert_ptr_eq(edge_stream_edge(s), F.e);
   }
   ck_assert_ptr_null(edge_stream_find(F.e, MAX_IDS + 1));
+  /* Each stream record counts in the memory budget. */
+  ck_assert_uint_ge(memacct_get(MEMACCT_STREAMS) - counted0,
+                    MAX_IDS * (uint64_t)64);
   /* Observers see every stream, oldest first. */
   struct {
     unsigned n;
@@ -766,6 +801,7 @@ suite_edge(void)
   tcase_add_loop_test(tc, test_receive_windows, 0, 2);
   tcase_add_loop_test(tc, test_half_closed, 0, 2);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);
+  tcase_add_loop_test(tc, test_pending_cap, 0, 2);
   tcase_add_loop_test(tc, test_xon_without_cc_ignored, 0, 2);
   tcase_add_loop_test(tc, test_many_streams, 0, 2);
   tcase_add_loop_test(tc, test_wake_survives_ends, 0, 2);

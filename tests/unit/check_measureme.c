@@ -18,6 +18,7 @@
 #include "feature/measureme/measureme.h"
 #include "lib/evloop/evloop.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_measureme(void);
 
@@ -200,14 +201,19 @@ START_TEST(test_circuit_limits)
    * and goes with it. */
   ck_assert_uint_gt(measureme_circuit_mem(&X.circ[0].base), 0);
   ck_assert_uint_eq(measureme_circuit_mem(&X.circ[2].base), 0);
+  /* The memory budget holds the two circuits' and the client's records. */
+  uint64_t budget = memacct_get(MEMACCT_MEASUREME);
+  ck_assert_uint_ge(budget, 2 * measureme_circuit_mem(&X.circ[0].base));
   closing(0);
   ck_assert_uint_eq(measureme_circuit_mem(&X.circ[0].base), 0);
+  ck_assert_uint_lt(memacct_get(MEMACCT_MEASUREME), budget);
   measureme_stats_t st;
   measureme_get_stats(&st);
   ck_assert_uint_eq(st.n_circuits_known, 1);
   ck_assert_uint_eq(st.n_by_result[MEASUREME_REFUSED_BUSY], 1);
   ck_assert_uint_eq(st.n_by_result[MEASUREME_REFUSED_CIRCUIT_RATE], 1);
   mm_teardown();
+  ck_assert_uint_eq(memacct_get(MEMACCT_MEASUREME), 0);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/or/dos_options.h"
 #include "app/config/options.h"
 #include "app/config/tor_option_names.h"
 #include "feature/conflux/conflux_cell.h"
@@ -1118,9 +1119,21 @@ START_TEST(test_tor_option_names)
                         "its ORPort (BEGIN_DIR) only; remove the line. "
                         "Failing.");
   free(err);
-  err = parse_bad("DoSCircuitCreationEnabled 1\n", 0, NULL);
-  assert_has(err, "tor's option DoSCircuitCreationEnabled; pctor has no "
-                  "denial-of-service");
+  /* The DoS* options are implemented (core/or/dos_options). */
+  options_t *od = parse_ok("DoSCircuitCreationEnabled 1\n"
+                           "DoSCircuitCreationBurst 20\n"
+                           "DoSConnectionConnectDefenseTimePeriod 2 hours\n"
+                           "DoSRefuseSingleHopClientRendezvous auto\n",
+                           0, NULL);
+  const dos_options_t *dopt = options_module(od, &dos_conf_module);
+  ck_assert_int_eq(dopt->cc_enabled, 1);
+  ck_assert_int_eq(dopt->cc_burst, 20);
+  ck_assert_int_eq(dopt->cc_rate, 0);
+  ck_assert_int_eq(dopt->conn_enabled, -1);
+  ck_assert_int_eq(dopt->conn_connect_defense_period, 7200);
+  options_free(od);
+  err = parse_bad("DoSStreamCreationDefenseType 4\n", 0, NULL);
+  assert_has(err, "DoSStreamCreationDefenseType");
   free(err);
   /* A tor option set to what pctor does anyway is accepted. */
   options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n",

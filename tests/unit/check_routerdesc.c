@@ -525,6 +525,16 @@ START_TEST(test_items_and_signatures)
   ck_assert_int_eq(routerdesc_check(d2, strlen(d2), now, NULL, &err), 0);
   free(d2);
 
+  /* overload-general (proposal 328): version 1 and the hour. */
+  rc.overload_general = 1764176400; /* 2025-11-26 17:00:00 */
+  d2 = routerdesc_build(k, &rc, &err);
+  ck_assert_ptr_nonnull(d2);
+  l = line_of(d2, "overload-general");
+  ck_assert_str_eq(l, "overload-general 1 2025-11-26 17:00:00");
+  free(l);
+  ck_assert_int_eq(routerdesc_check(d2, strlen(d2), now, NULL, &err), 0);
+  free(d2);
+
   free(d);
   router_keys_free(k);
   tmpdir_free(dir);

@@ -20,7 +20,10 @@
  *    closes; bytes an exit stream holds are reported to MaxMemInQueues
  *    through exit_circuit_buffered_bytes() and go back to 0 when it ends.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/dos.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/create.h"
@@ -42,6 +46,7 @@
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/conn.h"
 
 Suite *suite_stream(void);
@@ -80,6 +85,8 @@ static struct {
   int exit_on;
   conn_t *more_dst[16]; /* later connections to the destination */
   int n_more_dst;
+  dns_resolver_t *dns;  /* a resolver whose nameserver never answers */
+  int silent_fd;
 } T;
 
 static int
@@ -189,6 +196,28 @@ build_circuit(void)
   ck_assert_msg(T.open == 1 && !T.closed, "the circuit did not open");
 }
 
+/* The same with ntor v3 and congestion control: no stream windows, only
+ * XON/XOFF, which a client may ignore. */
+static void
+build_circuit_cc(void)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.orport;
+  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
+  t.handshake = HTYPE_NTOR_V3;
+  t.cc_request = 1;
+  T.c = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(T.c);
+  for (int k = 0; k < 100 && !T.open && !T.closed; k++)
+    run_loop_for(100000);
+  ck_assert_msg(T.open == 1 && !T.closed, "the circuit did not open");
+  ck_assert_ptr_nonnull(origin_circuit_cc(T.c, 0));
+}
+
 static void
 client_send(uint8_t cmd, uint16_t id, const uint8_t *body, uint16_t len)
 {
@@ -280,6 +309,10 @@ teardown(void)
 {
   if (T.exit_on)
     exit_shutdown();
+  dos_shutdown();
+  dns_resolver_free(T.dns);
+  if (T.silent_fd > 0)
+    close(T.silent_fd);
   conn_free(T.dst);
   for (int i = 0; i < T.n_more_dst; i++)
     conn_free(T.more_dst[i]);
@@ -291,6 +324,7 @@ teardown(void)
   channels_shutdown();
   circuits_shutdown();
   relay_clear_handlers();
+  ck_assert_uint_eq(memacct_underflows(), 0);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
   ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
   packed_cell_freelist_clear();
@@ -704,6 +738,171 @@ START_TEST(test_exit_buffered_bytes_counted)
 }
 END_TEST
 
+/* The issue's exit figure, as an in-process driver: a client that ignores
+ * XOFF sends 38 MB of DATA on one stream to an exit whose destination
+ * does not read. Before the single memory budget, all of it past the
+ * kernel's socket buffers sat in the exit's output buffer under a 1 MiB
+ * MaxMemInQueues and the handler never ran (only queued cells triggered
+ * it). Now: _i == 0, MaxMemInQueues 1 MiB: the handler fires on the
+ * budget, closes the circuit (whose buffered data is the oldest), and
+ * the buffers are given back at once; _i == 1, no limit: the stream is
+ * ended with RESOURCELIMIT once it holds EDGE_STREAM_MAX_PENDING bytes.
+ * Either way the exit never held more than about 2 MiB. */
+START_TEST(test_exit_xoff_ignored_flood_bounded)
+{
+  const int with_limit = _i == 0;
+  build_circuit_cc();
+  open_exit_stream(5);
+  conn_set_reading(T.dst, 0);
+  if (with_limit)
+    circuits_set_max_mem_in_queues(1 << 20);
+  circuits_oom_stats_t os0;
+  circuits_get_oom_stats(&os0);
+  uint64_t ended0 = edge_streams_ended_over_pending();
+  const size_t flood = 38u << 20;
+  uint8_t body[RELAY_BODY_MAX];
+  memset(body, 0x77, sizeof(body));
+  size_t sent = 0;
+  uint64_t peak = 0;
+  int ends0 = T.n_end;
+  while (sent < flood && !T.closed && T.n_end == ends0) {
+    for (int k = 0; k < 64 && sent < flood; k++) {
+      if (origin_circuit_send_relay(T.c, 0, RELAY_COMMAND_DATA, 5, body,
+                                    sizeof(body)) < 0)
+        break;
+      sent += sizeof(body);
+    }
+    /* Let the cells cross (and the exit's XOFF come back, ignored). */
+    for (int k = 0; k < 20 && T.c->base.n_queue.cells.n; k++)
+      run_loop_for(2000);
+    run_loop_for(1000);
+    uint64_t unsigned_n = 0;
+    unsigned n_exit;
+    exit_get_buffered(&n_exit, &unsigned_n);
+    if (unsigned_n > peak)
+      peak = unsigned_n;
+    if (memacct_get(MEMACCT_EXIT_BUF) > peak)
+      peak = memacct_get(MEMACCT_EXIT_BUF);
+  }
+  wait_int(with_limit ? &T.closed : &T.n_end, with_limit ? 1 : ends0 + 1);
+  fprintf(stderr, "xoff-ignored flood (%s): sent %zu bytes, exit held at "
+          "most %llu bytes\n", with_limit ? "MaxMemInQueues 1 MiB" :
+          "no limit", sent, (unsigned long long)peak);
+  ck_assert_uint_lt(sent, flood);
+  ck_assert_uint_le(peak, EDGE_STREAM_MAX_PENDING + 64 * 1024);
+  circuits_oom_stats_t os;
+  circuits_get_oom_stats(&os);
+  if (with_limit) {
+    ck_assert_int_eq(T.closed, 1); /* DESTROY came back */
+    ck_assert_uint_ge(os.n_oom_events, os0.n_oom_events + 1);
+    ck_assert_uint_le(peak, (1 << 20) + 64 * 1024);
+  } else {
+    ck_assert_int_eq(T.closed, 0);
+    ck_assert_uint_eq(T.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+    ck_assert_uint_eq(edge_streams_ended_over_pending(), ended0 + 1);
+    ck_assert_uint_eq(os.n_oom_events, os0.n_oom_events);
+  }
+  /* What the exit held is given back at once, not flushed later. */
+  run_loop_for(50000);
+  ck_assert_uint_eq(memacct_get(MEMACCT_EXIT_BUF), 0);
+  circuits_set_max_mem_in_queues(0);
+}
+END_TEST
+
+/* An exit with a resolver whose nameserver (a UDP socket of ours) never
+ * answers, so that name lookups stay pending. */
+static void
+exit_with_silent_dns(void)
+{
+  T.silent_fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ck_assert_int_ge(T.silent_fd, 0);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(bind(T.silent_fd, (struct sockaddr *)&sin, sizeof(sin)),
+                   0);
+  socklen_t sl = sizeof(sin);
+  ck_assert_int_eq(getsockname(T.silent_fd, (struct sockaddr *)&sin, &sl),
+                   0);
+  char path[128], line[64];
+  snprintf(path, sizeof(path), "%s/resolv.conf", T.dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  snprintf(line, sizeof(line), "nameserver 127.0.0.1:%u\n",
+           (unsigned)ntohs(sin.sin_port));
+  fputs(line, f);
+  fclose(f);
+  char *err = NULL;
+  T.dns = dns_resolver_new(T.loop, path, &err);
+  ck_assert_msg(T.dns != NULL, "resolver: %s", err ? err : "?");
+  ck_assert_int_eq(dns_resolver_set_timeout(T.dns, 30000, 1), 0);
+  start_exit(0);
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.policy = T.policy;
+  cfg.dns = T.dns;
+  exit_configure(&cfg);
+}
+
+/* Issue 14's stream limits at an exit: names waiting for the resolver
+ * per circuit (EXIT_MAX_DNS_PER_CIRCUIT), then DoSStreamCreation* (refuse
+ * the stream, then close the circuit). */
+START_TEST(test_exit_stream_limits)
+{
+  build_circuit();
+  exit_with_silent_dns();
+  exit_stats_t st0, st;
+  exit_get_stats(&st0);
+  const int extra = 8;
+  int e0 = T.n_end;
+  for (int i = 0; i < EXIT_MAX_DNS_PER_CIRCUIT + extra; i++) {
+    char name[64];
+    int n = snprintf(name, sizeof(name), "host%d.example", i);
+    client_send(RELAY_COMMAND_RESOLVE, (uint16_t)(100 + i),
+                (const uint8_t *)name, (uint16_t)(n + 1));
+  }
+  for (int k = 0; k < 50 && T.n_end < e0 + extra; k++)
+    run_loop_for(20000);
+  run_loop_for(50000);
+  ck_assert_int_eq(T.n_end - e0, extra);
+  ck_assert_uint_eq(T.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_dns_cap - st0.n_refused_dns_cap,
+                    (uint64_t)extra);
+  ck_assert_uint_eq(dns_resolver_n_pending(T.dns), EXIT_MAX_DNS_PER_CIRCUIT);
+  /* BEGIN to an address needs no resolver: not limited by it. */
+  ck_assert_int_eq(begin_exit_stream(7), 0);
+
+  /* DoSStreamCreation: burst 2, then refused; defense 3 closes. */
+  dos_init(T.loop);
+  dos_params_t p;
+  dos_params_default(&p);
+  p.stream_enabled = 1;
+  p.stream_burst = 2;
+  p.stream_rate = 1;
+  dos_set_params(&p);
+  ck_assert_int_eq(begin_exit_stream(8), 0);
+  ck_assert_int_eq(begin_exit_stream(9), 0);
+  ck_assert_int_eq(begin_exit_stream(10), END_STREAM_REASON_RESOURCELIMIT);
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_dos - st0.n_refused_dos, 1);
+  p.stream_defense = DOS_STREAM_DEFENSE_CLOSE_CIRCUIT;
+  dos_set_params(&p);
+  char target[64];
+  int n = snprintf(target, sizeof(target), "127.0.0.1:%u",
+                   (unsigned)listener_addr(T.listener)->port);
+  client_send(RELAY_COMMAND_BEGIN, 11, (const uint8_t *)target,
+              (uint16_t)(n + 1));
+  wait_int(&T.closed, 1);
+  ck_assert_int_eq(T.closed, 1);
+  dos_stats_t ds;
+  dos_get_stats(&ds);
+  ck_assert_uint_eq(ds.stream_rejected, 2);
+  ck_assert_uint_eq(ds.stream_circuits_closed, 1);
+}
+END_TEST
+
 Suite *
 suite_stream(void)
 {
@@ -724,6 +923,8 @@ suite_stream(void)
   tcase_add_test(te, test_exit_end_delivers_pending_data);
   tcase_add_test(te, test_exit_buffered_bytes_counted);
   tcase_add_test(te, test_exit_refuse_unknown);
+  tcase_add_loop_test(te, test_exit_xoff_ignored_flood_bounded, 0, 2);
+  tcase_add_test(te, test_exit_stream_limits);
   suite_add_tcase(s, te);
   return s;
 }

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/or/dos_options.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/dgram/dgram_options.h"
 #include "feature/control/control.h" /* ControlPort, MetricsPort */
@@ -999,6 +1000,7 @@ static const conf_module_t *const modules[] = {
   &app_module,
   &conflux_conf_module,
   &dgram_conf_module,
+  &dos_conf_module,
   &ipsec_conf_module,
   &measureme_conf_module,
 };
@@ -1201,7 +1203,6 @@ static const struct {
   {"ClientTransportPlugin", "pctor has no pluggable transports"},
   {"UseBridges", "pctor's client cannot use bridges"},
   {"Bridge", "pctor's client cannot use bridges"},
-  {"DoS*", "pctor has no denial-of-service mitigation options yet"},
   {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
   {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
    "after start-up (User)"},

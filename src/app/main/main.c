@@ -567,6 +567,7 @@ main(int argc, char **argv)
                "unprivileged user.");
   }
   apply_dumpable(opts); /* switching user may have reset it */
+  (void)privdrop_no_new_privs(); /* logged; a guard, not a requirement */
   daemon_finish();
 
   /* Type=notify: ready now that ports are bound and privileges dropped.

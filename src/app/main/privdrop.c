@@ -25,6 +25,9 @@
  *     uid switch; we clear them (and the inheritable set) explicitly too.
  *  4. Verify: setuid(0)/setgid(0) must fail, all of real/effective/saved
  *     ids must be the user's, and no capability may remain.
+ *  5. PR_SET_NO_NEW_PRIVS (privdrop_no_new_privs(), called by main after
+ *     the switch, and without User too): no exec can raise privileges
+ *     again.
  */
 #include "app/main/privdrop.h"
 
@@ -253,6 +256,21 @@ privdrop_has_no_capabilities(void)
         return 0;
   }
   return r;
+}
+
+int
+privdrop_no_new_privs(void)
+{
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+    log_warn("prctl(PR_SET_NO_NEW_PRIVS) failed: %s", strerror(errno));
+    return -1;
+  }
+  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    log_warn("PR_SET_NO_NEW_PRIVS did not take effect");
+    return -1;
+  }
+  log_info("No new privileges: set (PR_SET_NO_NEW_PRIVS)");
+  return 0;
 }
 
 int

@@ -21,6 +21,14 @@ int privdrop_check(const char *user, char **err_out);
  * already run as user, only logs. Returns 0, or -1 after logging why. */
 int privdrop_switch_user(const char *user, const char *data_dir);
 
+/* After the switch (or instead of it): PR_SET_NO_NEW_PRIVS, so that
+ * nothing this process (or a child) executes can gain privileges through
+ * set-user-ID bits or file capabilities. pctor executes nothing, so this
+ * costs nothing; it is a guard, and the precondition of a seccomp filter
+ * without CAP_SYS_ADMIN. Checked with PR_GET_NO_NEW_PRIVS. Returns 0, or
+ * -1 after logging why (an old kernel). */
+int privdrop_no_new_privs(void);
+
 /* Clear the capability sets (permitted, effective, inheritable, ambient).
  * Returns 0 or -1. */
 int privdrop_clear_capabilities(void);

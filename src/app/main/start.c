@@ -16,6 +16,9 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/dos.h"
+#include "core/or/dos_options.h"
+#include "core/or/edge.h"
 #include "core/or/relay.h"
 #include "core/or/congestion_control.h"
 #include "core/or/pctcp.h"
@@ -48,6 +51,7 @@
 #include "lib/net/ratelimit.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -90,6 +94,7 @@ static struct {
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
+  dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
   time_t start_time;
   int started;
@@ -403,6 +408,60 @@ apply_consensus_cc(const consensus_t *c)
   cc_params_set_current(&p);
 }
 
+/* DoS* (core/or/dos): the options, where 0 or auto take the consensus
+ * parameter of the same name, else tor's default; and the relays'
+ * addresses, whose connections are not counted. */
+static int32_t
+dos_param(void *arg, const char *name, int32_t dflt, int32_t min,
+          int32_t max)
+{
+  return consensus_get_param(arg, name, dflt, min, max);
+}
+
+static const consensus_t *
+current_consensus(void)
+{
+  const consensus_t *c = A.dirc ? dir_client_consensus(A.dirc) : NULL;
+  if (!c && A.dirc_other)
+    c = dir_client_consensus(A.dirc_other);
+  return c;
+}
+
+static void
+apply_dos(void)
+{
+  const consensus_t *c = current_consensus();
+  dos_params_t p;
+  dos_params_resolve(&p, &A.dos_opts, c ? dos_param : NULL, (void *)c);
+  const dos_params_t *old = dos_get_params();
+  if (old->cc_enabled != p.cc_enabled ||
+      old->conn_enabled != p.conn_enabled ||
+      old->stream_enabled != p.stream_enabled)
+    log_notice("DoS defences: circuit creation %s, connections %s, stream "
+               "creation %s%s", p.cc_enabled ? "on" : "off",
+               p.conn_enabled ? "on" : "off",
+               p.stream_enabled ? "on" : "off",
+               c ? "" : " (no consensus yet)");
+  dos_set_params(&p);
+}
+
+static void
+apply_dos_relay_addrs(const consensus_t *c)
+{
+  if (!c)
+    return;
+  pc_addr_t *v = pc_calloc((size_t)c->n_rs * 2 + 1, sizeof(*v));
+  size_t n = 0;
+  for (int i = 0; i < c->n_rs; i++) {
+    const consensus_rs_t *rs = &c->rs[i];
+    pc_addr_from_ipv4(&v[n++], rs->ipv4, rs->or_port);
+    if (rs->has_ipv6)
+      v[n++] = rs->ipv6_or;
+  }
+  dos_set_relay_addrs(v, n);
+  free(v);
+}
+
 /* Conflux at the exit: the consensus' emergency switch cfx_enabled
  * (tor's default 1). */
 static void
@@ -427,6 +486,10 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     apply_consensus_halflife(dir_client_consensus(dc));
     apply_consensus_cc(dir_client_consensus(dc));
     apply_consensus_conflux(dir_client_consensus(dc));
+    if (A.started && dc == A.dirc) {
+      apply_dos_relay_addrs(dir_client_consensus(dc));
+      apply_dos();
+    }
   }
 }
 
@@ -834,6 +897,13 @@ heartbeat_cb(void *arg)
              circuits_count(CIRC_KIND_OR) + circuits_count(CIRC_KIND_ORIGIN),
              (double)cs.cells_out * 514 / 1e6,
              (double)cs.cells_in * 514 / 1e6, cs.n_open);
+  /* As tor's heartbeat, when any DoS defence is on. */
+  const dos_params_t *dp = dos_get_params();
+  if (dp->cc_enabled || dp->conn_enabled || dp->stream_enabled) {
+    char line[512];
+    dos_heartbeat_line(line, sizeof(line));
+    log_notice("%s", line);
+  }
 }
 
 static void
@@ -1219,6 +1289,9 @@ app_start(evloop_t *loop, const options_t *opts)
   free(fp);
   free(ed);
 
+  dos_init(loop);
+  A.dos_opts = *(const dos_options_t *)options_module(opts, &dos_conf_module);
+  apply_dos();
   channels_init(loop, A.keys);
   circuits_init();
   /* Observers outlive circuits_init(); app_shutdown() removes it. */
@@ -1306,6 +1379,9 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_conflux_options(new_opts);
   const dgram_options_t *odg = options_module(old_opts, &dgram_conf_module);
   const dgram_options_t *ndg = options_module(new_opts, &dgram_conf_module);
+  A.dos_opts =
+      *(const dos_options_t *)options_module(new_opts, &dos_conf_module);
+  apply_dos();
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       odg->transport != ndg->transport ||
       new_opts->per_circuit_tcp_max_connections !=
@@ -1446,6 +1522,24 @@ app_log_statistics(void)
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
              (unsigned long long)cell_queues_total_bytes());
+  char dos_line[512];
+  dos_heartbeat_line(dos_line, sizeof(dos_line));
+  log_notice("%s", dos_line);
+  char holders[256];
+  memacct_describe(holders, sizeof(holders));
+  circuits_oom_stats_t oom;
+  circuits_get_oom_stats(&oom);
+  log_notice("Statistics: memory budget %llu KB of MaxMemInQueues %llu KB "
+             "(%s); the OOM handler ran %llu times, closed %llu circuits "
+             "and freed %llu KB; %llu runs found nothing to free; %llu "
+             "streams ended over their buffer limit",
+             (unsigned long long)(memacct_total() >> 10),
+             (unsigned long long)(circuits_max_mem_in_queues() >> 10),
+             holders, (unsigned long long)oom.n_oom_events,
+             (unsigned long long)oom.n_circuits_killed,
+             (unsigned long long)(oom.bytes_freed >> 10),
+             (unsigned long long)oom.n_futile,
+             (unsigned long long)edge_streams_ended_over_pending());
 }
 
 void
@@ -1468,6 +1562,7 @@ app_shutdown(void)
     dgram_free(A.dgram); /* before channels: it observes them */
     channels_shutdown();
     circuits_shutdown();
+    dos_shutdown();
     circuits_remove_close_observer(log_circuit_close, NULL);
     relay_clear_handlers();
     A.started = 0;

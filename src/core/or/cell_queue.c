@@ -6,6 +6,7 @@
  */
 #include "core/or/cell_queue.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdlib.h>
 
@@ -30,6 +31,7 @@ packed_cell_new(void)
   pc->len = 0;
   pc->queued_us = 0;
   n_allocated++;
+  memacct_add(MEMACCT_CELLS, sizeof(*pc));
   return pc;
 }
 
@@ -39,6 +41,7 @@ packed_cell_free(packed_cell_t *pc)
   if (!pc)
     return;
   n_allocated--;
+  memacct_sub(MEMACCT_CELLS, sizeof(*pc));
   if (n_free < FREELIST_MAX) {
     pc->next = freelist;
     freelist = pc;

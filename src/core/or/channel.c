@@ -35,6 +35,7 @@
  * What still walks every channel is periodic (idle checks, statistics).
  */
 #include "core/or/channel.h"
+#include "core/or/dos.h"
 #include "core/or/channel_internal.h"
 #include "core/or/circuit.h"
 #include "core/or/scheduler.h"
@@ -44,6 +45,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/sockstat.h"
 
 #include <stdio.h>
@@ -419,12 +421,23 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
     close(fd);
     return;
   }
+  /* DoSConnection*: one client address's connections (core/or/dos). */
+  int counted = dos_conn_accepted(peer);
+  if (counted < 0) {
+    char a[PC_ADDR_STR_LEN];
+    log_debug("Refusing a link connection from %s: DoS defence",
+              pc_addr_fmt(peer, a, sizeof(a), 1));
+    close(fd);
+    return;
+  }
   channel_t *chan = channel_new();
+  chan->dos_counted = counted > 0;
   chan->addr = *peer;
   chan->state = CHAN_STATE_HANDSHAKING;
   channel_update_desc(chan);
   chan->conn = conn_new_accepted(G.loop, G.keys->tls, fd, peer,
                                  channel_conn_cb, chan);
+  conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
   apply_buckets(chan);
   log_debug("Accepted link connection %s", chan->desc);
 }
@@ -552,6 +565,8 @@ channel_connect_impl(const pc_addr_t *addr, const uint8_t *rsa_id,
     const char *err = NULL;
     tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
     chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
+    if (chan->conn)
+      conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
     if (!chan->conn) {
       log_info("Can't connect to %s: %s", chan->desc, err ? err : "?");
       scheduler_channel_free(chan);
@@ -1208,6 +1223,10 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
                why ? why : "no reason");
   chan->close_pending = 1;
   chan->state = CHAN_STATE_CLOSED;
+  if (chan->dos_counted) {
+    chan->dos_counted = 0;
+    dos_conn_closed(&chan->addr);
+  }
   if (chan->per_circuit) {
     chan->per_circuit = 0;
     G.n_per_circuit--;

@@ -44,6 +44,7 @@ struct channel_t {
   unsigned per_circuit : 1;       /* PerCircuitTCP: one circuit's alone */
   unsigned had_circuit : 1;       /* a circuit was ever set on it */
   unsigned spare : 1;             /* per-circuit, opened ahead of need */
+  unsigned dos_counted : 1;       /* counted by core/or/dos at accept */
   int link_proto;                 /* 0 until VERSIONS is negotiated */
   pc_addr_t addr;                 /* where we connected / who connected */
   int have_peer_rsa, have_peer_ed;

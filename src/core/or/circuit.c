@@ -16,16 +16,23 @@
  * many channels as circuits, so neither an open nor a close of a channel
  * walks every circuit.
  *
- * Memory limit (MaxMemInQueues, see circuit.h): queue_with_limit() stamps
- * each cell with the (cached) loop time and compares the global count of
- * packed cells with the limit, counted in cells so that the hot path is a
- * single comparison. Over the limit, circuits_handle_oom() snapshots the
- * live circuits with what they hold and when their oldest queued cell was
- * queued (the head of each FIFO), sorts them oldest first and closes them
- * until enough is freed. Closing clears the queues at once, so the memory
- * is back before the handler returns; the circuit objects themselves are
- * still freed later by the reaper, which keeps the snapshot's pointers
- * valid even if an on_closed callback closes further circuits.
+ * Memory limit (MaxMemInQueues, see circuit.h): the limit is the trigger
+ * of the process-wide budget (lib/malloc/memacct), to which every holder
+ * a peer can grow adds its bytes as it allocates them: queued cells,
+ * connection buffers, exit stream buffers, stream records, conflux
+ * reordering queues, directory answers in flight, MeasureMe state. When
+ * the total crosses the limit the budget calls oom_over_cb(), which only
+ * notes it and schedules the handler; queue_with_limit() (which stamps
+ * each cell with the cached loop time) runs it at once for relayed cells.
+ * circuits_handle_oom() snapshots the live circuits with what they hold
+ * (queued cells plus what the features report through
+ * circuits_add_extra_mem_fn) and when their oldest queued cell was queued
+ * (the head of each FIFO), sorts them oldest first and closes them until
+ * enough is freed. Closing clears the queues at once and marks the
+ * circuit oom_closed, so that stream owners drop their buffers instead of
+ * flushing them; the circuit objects themselves are still freed later by
+ * the reaper, which keeps the snapshot's pointers valid even if an
+ * on_closed callback closes further circuits.
  *
  * Congestion control on origin hops (see circuit.h): the per-hop state
  * (controller + deliver counter) is allocated when the hop's handshake
@@ -49,6 +56,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,19 +76,22 @@ static struct {
  * circuits_init() (only the counters are reset there). */
 static struct {
   uint64_t max_bytes;          /* 0: no limit */
-  uint64_t max_cells;          /* the limit in packed cells */
-  /* Queueing a cell checks packed_cells_allocated() > trigger_cells:
-   * max_cells, or a little more after a run that found nothing to close
-   * (cells held outside circuit queues), so that such a state does not
-   * cost a scan of every circuit per cell. UINT64_MAX: no limit. */
-  uint64_t trigger_cells;
+  /* The budget crossed the limit (set by oom_over_cb, cleared by the
+   * handler): queueing a relayed cell then runs the handler at once. The
+   * budget itself re-arms a little above the usage after a run that could
+   * not free enough, so that such a state does not cost a scan of every
+   * circuit per allocation. */
+  int oom_pending;
   circuit_extra_mem_fn extra_fns[CIRCUITS_MAX_EXTRA_MEM_FNS];
   int n_extra_fns;
+  circuit_extra_age_fn age_fns[CIRCUITS_MAX_EXTRA_MEM_FNS];
+  int n_age_fns;
   int in_handler;
   circuits_oom_stats_t stats;
-} M = {0, UINT64_MAX, UINT64_MAX, {NULL, NULL, NULL, NULL}, 0, 0, {0, 0, 0}};
+} M;
 
 static void circuits_handle_oom(void);
+static void oom_over_cb(void *arg);
 static void oom_deferred_cb(void *arg);
 
 static void circuit_free(circuit_t *circ);
@@ -116,7 +127,9 @@ circuits_init(void)
   C.next_gid = 1;
   memset(&M.stats, 0, sizeof(M.stats));
   M.in_handler = 0;
-  M.trigger_cells = M.max_cells;
+  M.oom_pending = 0;
+  if (M.max_bytes)
+    memacct_set_trigger(M.max_bytes, oom_over_cb, NULL);
   if (channels_set_upcalls(&circuit_upcalls) < 0)
     log_warn("Circuits are not connected to channels: another layer "
              "registered channel upcalls");
@@ -132,6 +145,9 @@ circuits_shutdown(void)
   }
   reap(NULL);
   channels_set_upcalls(NULL);
+  /* The limit stays configured (M) but nothing may schedule the handler
+   * until circuits_init() arms it again. */
+  memacct_set_trigger(UINT64_MAX, NULL, NULL);
   evloop_deferred_free(C.reaper);
   evloop_deferred_free(C.oom_check);
   ptrvec_free(C.to_free, NULL);
@@ -480,7 +496,7 @@ queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
    * handler; the loop caches its time, so this costs no system call. */
   pc->queued_us = evloop_now_us(channels_loop());
   circ_queue_push(cq, pc);
-  if (packed_cells_allocated() > M.trigger_cells)
+  if (M.oom_pending)
     return oom_triggered(circ, enforce);
   return 0;
 }
@@ -919,16 +935,27 @@ origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc)
 #define ONE_MB (UINT64_C(1) << 20)
 #define ONE_GB (UINT64_C(1) << 30)
 
+/* The budget crossed the limit: from inside some allocation, so only
+ * note it and schedule the handler. */
+static void
+oom_over_cb(void *arg)
+{
+  (void)arg;
+  M.oom_pending = 1;
+  if (C.oom_check)
+    evloop_deferred_schedule(C.oom_check);
+}
+
 void
 circuits_set_max_mem_in_queues(uint64_t bytes)
 {
   M.max_bytes = bytes;
-  M.max_cells = bytes ? bytes / sizeof(packed_cell_t) : UINT64_MAX;
-  M.trigger_cells = M.max_cells;
-  /* A lower limit applies at the next queued cell; check now too, so that
-   * lowering it on reload takes effect without waiting for traffic. */
-  if (bytes && packed_cells_allocated() > M.max_cells && C.oom_check)
-    evloop_deferred_schedule(C.oom_check);
+  /* Arming checks the current total too, so that lowering the limit on
+   * reload takes effect without waiting for traffic. */
+  if (bytes)
+    memacct_set_trigger(bytes, oom_over_cb, NULL);
+  else
+    memacct_set_trigger(UINT64_MAX, NULL, NULL);
 }
 
 uint64_t
@@ -986,6 +1013,41 @@ circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn)
       return;
     }
   }
+}
+
+int
+circuits_add_extra_age_fn(circuit_extra_age_fn fn)
+{
+  for (int i = 0; i < M.n_age_fns; i++)
+    if (M.age_fns[i] == fn)
+      return 0;
+  if (M.n_age_fns >= CIRCUITS_MAX_EXTRA_MEM_FNS)
+    return -1;
+  M.age_fns[M.n_age_fns++] = fn;
+  return 0;
+}
+
+void
+circuits_remove_extra_age_fn(circuit_extra_age_fn fn)
+{
+  for (int i = 0; i < M.n_age_fns; i++) {
+    if (M.age_fns[i] == fn) {
+      M.age_fns[i] = M.age_fns[--M.n_age_fns];
+      return;
+    }
+  }
+}
+
+static uint64_t
+circuit_extra_oldest(circuit_t *c)
+{
+  uint64_t oldest = UINT64_MAX;
+  for (int i = 0; i < M.n_age_fns; i++) {
+    uint64_t t = M.age_fns[i](c);
+    if (t < oldest)
+      oldest = t;
+  }
+  return oldest;
 }
 
 static uint64_t
@@ -1046,19 +1108,22 @@ queue_oldest_us(const circ_queue_t *cq)
 static void
 circuits_handle_oom(void)
 {
-  uint64_t cell_bytes = cell_queues_total_bytes();
+  uint64_t usage = memacct_total();
   if (M.in_handler)
     return;
-  if (!M.max_bytes || cell_bytes <= M.max_bytes) {
-    M.trigger_cells = M.max_cells;
+  M.oom_pending = 0;
+  if (!M.max_bytes || usage <= M.max_bytes) {
+    if (M.max_bytes)
+      memacct_rearm(M.max_bytes);
     return;
   }
   M.in_handler = 1;
+  char holders[256];
+  memacct_describe(holders, sizeof(holders));
   size_t cap = (size_t)C.n_or + C.n_origin + 1; /* > circuits in C.all */
   oom_entry_t *v = pc_malloc(cap * sizeof(*v));
   size_t n = 0;
   unsigned live = 0;
-  uint64_t extra_total = 0;
   for (dlist_node_t *nd = dlist_first(&C.all); nd && n < cap;
        nd = dlist_next(&C.all, nd)) {
     circuit_t *c = DLIST_ENTRY(nd, circuit_t, all_node);
@@ -1073,7 +1138,11 @@ circuits_handle_oom(void)
         oldest = p;
     }
     uint64_t extra = circuit_extra_mem(c);
-    extra_total += extra;
+    if (extra) {
+      uint64_t t = circuit_extra_oldest(c);
+      if (t < oldest)
+        oldest = t;
+    }
     uint64_t bytes = cells * sizeof(packed_cell_t) + extra;
     if (!bytes)
       continue; /* closing it would free nothing */
@@ -1084,7 +1153,6 @@ circuits_handle_oom(void)
   }
   qsort(v, n, sizeof(*v), oom_entry_cmp);
 
-  uint64_t usage = cell_bytes + extra_total;
   uint64_t target = M.max_bytes / 100 * CIRCUITS_OOM_RETAIN_PCT +
                     M.max_bytes % 100 * CIRCUITS_OOM_RETAIN_PCT / 100;
   uint64_t need = usage - target; /* usage > max_bytes >= target */
@@ -1098,36 +1166,44 @@ circuits_handle_oom(void)
       continue;
     if (!killed && v[i].oldest_us != UINT64_MAX && now > v[i].oldest_us)
       waited_us = now - v[i].oldest_us;
+    c->oom_closed = 1;
     circuit_mark_for_close(c, DESTROY_REASON_RESOURCELIMIT);
     freed += v[i].bytes;
     killed++;
   }
   free(v);
   M.in_handler = 0;
+  /* What could not be freed at once (or at all: memory no circuit holds,
+   * such as connection buffers) must grow by 1/16 of the limit before the
+   * next scan; the budget lowers the trigger again once usage is back. */
+  uint64_t after = memacct_total();
+  memacct_rearm(after > M.max_bytes ? after + M.max_bytes / 16 + 1
+                                    : M.max_bytes);
   if (!killed) {
-    /* Nothing to close: the cells are held outside circuit queues. */
-    M.trigger_cells = packed_cells_allocated() + M.max_cells / 16 + 1;
+    M.stats.n_futile++;
     unsigned suppressed = 0;
     if (log_ratelim_allow(&oom_futile_ratelim, time(NULL), &suppressed))
-      log_warn("Queued cells hold %llu bytes, above MaxMemInQueues (%llu "
-               "bytes), but no circuit has cells to free%s",
-               (unsigned long long)cell_bytes,
+      log_warn("Queues and buffers hold %llu bytes (%s), above "
+               "MaxMemInQueues (%llu bytes), but no circuit holds any of "
+               "it%s",
+               (unsigned long long)usage, holders,
                (unsigned long long)M.max_bytes,
                suppressed ? " (repeated)" : "");
     return;
   }
-  M.trigger_cells = M.max_cells;
   M.stats.n_oom_events++;
   M.stats.n_circuits_killed += killed;
   M.stats.bytes_freed += freed;
-  log_notice("Out of memory for queued cells: %llu bytes held, above "
-             "MaxMemInQueues (%llu bytes). Closed %u circuit%s (the oldest "
-             "queued cell first; it had waited %llu ms), freeing %llu "
-             "bytes; %u circuits remain.",
-             (unsigned long long)usage, (unsigned long long)M.max_bytes,
-             killed, killed == 1 ? "" : "s",
+  M.stats.last_oom_time = time(NULL);
+  log_notice("Out of memory for queues and buffers: %llu bytes held (%s), "
+             "above MaxMemInQueues (%llu bytes). Closed %u circuit%s (the "
+             "oldest queued data first; it had waited %llu ms), freeing "
+             "%llu bytes; %u circuits remain; %llu bytes held now.",
+             (unsigned long long)usage, holders,
+             (unsigned long long)M.max_bytes, killed, killed == 1 ? "" : "s",
              (unsigned long long)(waited_us / 1000),
-             (unsigned long long)freed, live - killed);
+             (unsigned long long)freed, live - killed,
+             (unsigned long long)after);
 }
 
 static void

@@ -15,8 +15,10 @@
 #ifndef PCTOR_CORE_OR_CIRCUIT_H
 #define PCTOR_CORE_OR_CIRCUIT_H
 #include <stdint.h>
+#include <time.h>
 #include "core/crypto/relay_crypto.h"
 #include "core/or/channel.h"
+#include "core/or/dos.h"
 #include "core/proto/create.h"
 #include "lib/net/address.h"
 
@@ -55,6 +57,9 @@ typedef struct circuit_t {
   cell_t *n_pending_create;
   dlist_node_t pending_node;
   int marked_for_close;
+  /* Closed by the MaxMemInQueues handler: stream owners drop what they
+   * buffer instead of flushing it. */
+  unsigned oom_closed : 1;
   uint64_t created_us;
   uint64_t cells_forward, cells_backward;
   dlist_node_t all_node;
@@ -70,6 +75,8 @@ typedef struct or_circuit_t {
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
+  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit. */
+  dos_stream_state_t stream_dos;
   /* Streams ending here and their flow control (edge.h, bound to the
    * circuit by stream.h); NULL until the first stream. */
   struct edge_t *edge;
@@ -170,9 +177,12 @@ int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
 
 /* ---- memory limit (tor's MaxMemInQueues) ----
  *
- * The memory held by queued cells is cell_queues_total_bytes()
- * (cell_queue.h). Whenever a cell is queued on a circuit and that total is
- * above the limit, we are "out of memory": circuits are closed with
+ * The memory counted is the process-wide budget (lib/malloc/memacct):
+ * queued cells (cell_queues_total_bytes(), cell_queue.h), connection
+ * buffers, exit stream buffers, stream records, conflux reordering queues,
+ * directory answers in flight and MeasureMe state, each added by its
+ * holder as it allocates. Whenever that total goes above the limit, we
+ * are "out of memory": circuits are closed with
  * reason RESOURCELIMIT (the DESTROY towards the client carries it; the one
  * away from it carries NONE, as for every close, tor-spec 5.4), the one
  * whose oldest queued cell has waited longest first (equal ages: the one
@@ -183,7 +193,7 @@ int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
  * holds anything (cells kept outside circuit queues), a rate-limited
  * warning is logged and the next scan waits for 1/16 of the limit more.
  *
- * The check is one comparison per queued cell. For cells relayed from a
+ * The check is one comparison per allocation. For cells relayed from a
  * peer the circuits are closed at once (the caller only queues and
  * returns); for cells we originate (stream data, SENDMEs, EXTENDED2...)
  * closing is deferred to an event-loop callback in the same iteration,
@@ -203,8 +213,9 @@ uint64_t circuits_default_max_mem(void);
 uint64_t circuits_max_mem_for_ram(uint64_t ram_bytes);
 /* Optional: bytes a circuit holds outside its cell queues (data buffered
  * for its streams, a multiplexer's reordering queue). They are added to
- * what closing it frees, and to the usage the OOM handler brings below the
- * low-water mark; they do not trigger the handler (only queued cells do).
+ * what closing it frees, which orders nothing but says when enough has
+ * been closed; the trigger and the usage are the budget's total (the
+ * holders also count these bytes in lib/malloc/memacct).
  * Up to CIRCUITS_MAX_EXTRA_MEM_FNS features may register one each; the
  * circuit's extra bytes are the sum. Adding a function already present,
  * or removing one that is not, does nothing; adding past the maximum
@@ -213,10 +224,20 @@ uint64_t circuits_max_mem_for_ram(uint64_t ram_bytes);
 typedef size_t (*circuit_extra_mem_fn)(circuit_t *circ);
 int circuits_add_extra_mem_fn(circuit_extra_mem_fn fn);
 void circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn);
+/* Optional, beside an extra-memory function: since when (evloop_now_us
+ * time) the circuit's oldest byte held outside its queues has waited, or
+ * UINT64_MAX if unknown. The handler orders circuits by the older of that
+ * and their oldest queued cell, so a circuit holding only buffered stream
+ * data is not taken for the youngest. Same rules as above. */
+typedef uint64_t (*circuit_extra_age_fn)(circuit_t *circ);
+int circuits_add_extra_age_fn(circuit_extra_age_fn fn);
+void circuits_remove_extra_age_fn(circuit_extra_age_fn fn);
 typedef struct circuits_oom_stats_t {
   uint64_t n_oom_events;       /* handler runs that closed circuits */
   uint64_t n_circuits_killed;
   uint64_t bytes_freed;        /* estimated: queued cells + extra bytes */
+  uint64_t n_futile;           /* runs over the limit that closed nothing */
+  time_t last_oom_time;        /* of the last run that closed circuits */
 } circuits_oom_stats_t;
 /* Counters since circuits_init(). */
 void circuits_get_oom_stats(circuits_oom_stats_t *out);

@@ -12,6 +12,7 @@
  * Cells for circuits that don't exist are dropped (tor-spec 5.5.1).
  */
 #include "core/or/command.h"
+#include "core/or/dos.h"
 #include "core/or/circuit.h"
 #include "core/or/onion.h"
 #include "core/or/relay.h"
@@ -73,6 +74,15 @@ handle_create(channel_t *chan, const cell_t *cell)
   if (((id & 0x80000000u) != 0) != peer_initiated) {
     refuse_create(chan, id, DESTROY_REASON_PROTOCOL,
                   "circuit ID has the wrong high bit for this side");
+    return;
+  }
+  /* DoSCircuitCreation*: clients only (a peer that proved a relay
+   * identity is exempt; relay addresses are not counted in core/or/dos). */
+  if (!channel_is_authenticated_relay(chan) &&
+      dos_create_allowed(channel_peer_addr(chan)) < 0) {
+    refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
+                  "DoS defence: the client address creates circuits too "
+                  "fast (DoSCircuitCreation*)");
     return;
   }
   if (channel_n_circuits(chan) >= CHAN_MAX_CIRCUITS) {

@@ -30,6 +30,7 @@
 #include "lib/crypt/rand.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,16 @@ struct edge_t {
   uint64_t n_cells_half_closed;
   uint64_t n_cells_invalid;
 };
+
+/* Streams ended because their owner held more than EDGE_STREAM_MAX_PENDING
+ * bytes of the peer's data (process-wide counter). */
+static uint64_t n_streams_over_pending;
+
+uint64_t
+edge_streams_ended_over_pending(void)
+{
+  return n_streams_over_pending;
+}
 
 static uint64_t
 now_of(const edge_t *e)
@@ -172,8 +183,10 @@ edge_half_add(edge_half_set_t *hs, uint16_t id, int data_left,
               int sendmes_left, int connected_pending, int cc,
               uint64_t now_us)
 {
-  if (!hs->v)
+  if (!hs->v) {
     hs->v = pc_calloc(EDGE_HALF_MAX, sizeof(edge_half_t));
+    memacct_add(MEMACCT_STREAMS, EDGE_HALF_MAX * sizeof(edge_half_t));
+  }
   edge_half_remove(hs, id);
   half_prune(hs, now_us);
   if (hs->n == EDGE_HALF_MAX) {
@@ -250,6 +263,8 @@ edge_half_accept(edge_half_set_t *hs, uint8_t cmd, uint16_t id,
 void
 edge_half_clear(edge_half_set_t *hs)
 {
+  if (hs->v)
+    memacct_sub(MEMACCT_STREAMS, EDGE_HALF_MAX * sizeof(edge_half_t));
   free(hs->v);
   hs->v = NULL;
   hs->n = 0;
@@ -287,6 +302,7 @@ stream_free(edge_stream_t *s)
   hmap_remove(s->edge->by_id, key);
   dlist_remove(&s->node);
   s->edge->n_freed++;
+  memacct_sub(MEMACCT_STREAMS, sizeof(*s));
   free(s);
 }
 
@@ -374,6 +390,12 @@ edge_is_windowless(const edge_t *e)
   return edge_cc(e) != NULL || is_mux(e);
 }
 
+unsigned
+edge_n_streams(const edge_t *e)
+{
+  return (unsigned)hmap_size(e->by_id);
+}
+
 void
 edge_get_stats(const edge_t *e, edge_stats_t *out)
 {
@@ -447,6 +469,7 @@ edge_stream_new(edge_t *e, uint16_t id, const edge_stream_ops_t *ops,
   /* The peer reuses an ID after it saw our END. */
   edge_half_remove(&e->half, id);
   edge_stream_t *s = pc_zalloc(sizeof(*s));
+  memacct_add(MEMACCT_STREAMS, sizeof(*s));
   s->edge = e;
   s->id = id;
   s->package_window = STREAMWINDOW_START;
@@ -819,9 +842,25 @@ stream_data(edge_t *e, edge_stream_t *s, const uint8_t *body, uint16_t len)
   int windowless = cc != NULL || is_mux(e);
   if (!windowless && --s->deliver_window < 0)
     return violation(e, "the peer exceeded a stream deliver window");
+  uint16_t id = s->id;
+  if (pending_of(s) + len > EDGE_STREAM_MAX_PENDING) {
+    /* The peer goes on sending to an owner that cannot pass the bytes on
+     * (a destination that does not read, a client ignoring our XOFF):
+     * end the stream rather than buffer without bound. The owner hears
+     * RESOURCELIMIT and drops what it holds. */
+    n_streams_over_pending++;
+    log_info("Stream %u holds %zu bytes the peer sent and cannot pass them "
+             "on (limit %d); ending it", id, pending_of(s),
+             EDGE_STREAM_MAX_PENDING);
+    edge_hold(e);
+    if (s->ops && s->ops->on_end)
+      s->ops->on_end(s, END_STREAM_REASON_RESOURCELIMIT, s->arg);
+    if (!edge_unhold(e) && (s = edge_stream_find(e, id)))
+      edge_stream_end(s, END_STREAM_REASON_RESOURCELIMIT);
+    return 0;
+  }
   if (cc)
     s->delivered += len;
-  uint16_t id = s->id;
   edge_hold(e);
   if (s->ops && s->ops->on_data)
     s->ops->on_data(s, body, len, s->arg);

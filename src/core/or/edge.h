@@ -197,6 +197,8 @@ typedef struct edge_stats_t {
   uint64_t n_cells_invalid;          /* unknown stream / beyond allowance */
 } edge_stats_t;
 void edge_get_stats(const edge_t *e, edge_stats_t *out);
+/* Open streams (O(1)). */
+unsigned edge_n_streams(const edge_t *e);
 /* One stream as an observer (logs, the control port) sees it. */
 typedef struct edge_stream_info_t {
   uint16_t id;
@@ -244,6 +246,16 @@ void edge_stream_flushed(edge_stream_t *s);
 /* Free the stream leaving a half-closed record, sending nothing (after a
  * reply that ends it by itself, such as RESOLVED). */
 void edge_stream_detach(edge_stream_t *s);
+/* A stream whose owner holds more than this many bytes of the peer's data
+ * that it cannot pass on (edge_stream_ops_t pending_bytes) when more DATA
+ * arrives is ended with reason RESOURCELIMIT: on_end(RESOURCELIMIT) tells
+ * the owner to drop what it holds, then END goes to the peer. Windows
+ * bound a well-behaved peer to 500 cells (~250 KB) per stream; with
+ * congestion control, XOFF is sent at cc_xoff_* (~250 KB) and a peer that
+ * honours it stops within a round trip. */
+#define EDGE_STREAM_MAX_PENDING (2 * 1024 * 1024)
+/* Streams ended so far for that limit, process-wide. */
+uint64_t edge_streams_ended_over_pending(void);
 /* Send END with reason, leave a half-closed record, free the stream. */
 void edge_stream_end(edge_stream_t *s, uint8_t reason);
 /* Free the stream without a record or callback (it never opened). */

@@ -16,6 +16,7 @@
 #include "core/proto/relay_msg.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,4 +352,5 @@ client_socks_accept(int fd, const pc_addr_t *peer, void *arg)
   cs->conn =
       conn_new_accepted(client_g.loop, NULL, fd, peer, socks_conn_cb, cs);
   conn_set_lowat(cs->conn, 4 * RELAY_BODY_MAX);
+  conn_set_memacct(cs->conn, MEMACCT_EDGE_BUF);
 }

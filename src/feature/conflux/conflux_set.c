@@ -19,6 +19,7 @@
 #include "core/proto/relay_msg.h"
 #include "lib/crypt/rand.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,6 +94,9 @@ cfx_set_free_(cfx_set_t *set)
   for (uint32_t i = 0; i < set->n_queued; i++)
     free(set->heap[i]);
   free(set->heap);
+  memacct_sub(MEMACCT_CONFLUX,
+              (size_t)(set->n_queued + set->n_free) * sizeof(cfx_msg_t) +
+                  (size_t)set->heap_cap * sizeof(*set->heap));
   while (set->free_list) {
     cfx_msg_t *m = set->free_list;
     set->free_list = m->next_free;
@@ -373,6 +377,8 @@ heap_push(cfx_set_t *set, cfx_msg_t *m)
   if (set->n_queued == set->heap_cap) {
     uint32_t cap = set->heap_cap ? 2 * set->heap_cap : 64;
     set->heap = pc_realloc(set->heap, (size_t)cap * sizeof(*set->heap));
+    memacct_add(MEMACCT_CONFLUX,
+                (size_t)(cap - set->heap_cap) * sizeof(*set->heap));
     set->heap_cap = cap;
   }
   uint32_t i = set->n_queued++;
@@ -428,6 +434,7 @@ cfx_set_on_msg(cfx_set_t *set, cfx_leg_t *leg, uint8_t command,
     set->n_free--;
   } else {
     m = pc_malloc(sizeof(*m));
+    memacct_add(MEMACCT_CONFLUX, sizeof(*m));
   }
   m->seq = seq;
   m->command = command;
@@ -466,6 +473,7 @@ cfx_set_msg_release(cfx_set_t *set, cfx_msg_t *msg)
   /* Keep what the queue needed at most, so a set in its steady state
    * does not allocate; a burst beyond that is returned. */
   if (set->n_free + set->n_queued >= set->max_queued_seen) {
+    memacct_sub(MEMACCT_CONFLUX, sizeof(*msg));
     free(msg);
     return;
   }

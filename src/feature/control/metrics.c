@@ -22,6 +22,8 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/dos.h"
+#include "core/or/edge.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/client/client.h"
@@ -31,6 +33,7 @@
 #include "feature/measureme/measureme.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/string/strbuf.h"
 #include "lib/net/conn.h"
 
@@ -349,6 +352,32 @@ metrics_render(void)
   one(&b, "pctor_oom_circuits_killed_total", "counter",
       "Circuits closed by the out-of-memory handler",
       (unsigned long long)oom.n_circuits_killed);
+  one(&b, "pctor_oom_events_total", "counter",
+      "Runs of the out-of-memory handler that closed circuits",
+      (unsigned long long)oom.n_oom_events);
+  head(&b, "pctor_memory_budget_bytes", "gauge",
+       "Bytes counted against MaxMemInQueues, by holder");
+  for (int k = 0; k < MEMACCT_N_KINDS; k++)
+    strbuf_addf(&b, "pctor_memory_budget_bytes{holder=\"%s\"} %llu\n",
+                memacct_kind_name(k), (unsigned long long)memacct_get(k));
+  dos_stats_t ds;
+  dos_get_stats(&ds);
+  head(&b, "tor_relay_dos_total", "counter",
+       "Denial of Service defenses related counters");
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"circuit_rejected\"} %llu\n",
+              (unsigned long long)ds.cc_circuits_rejected);
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"marked_address\"} %llu\n",
+              (unsigned long long)ds.cc_marked_addrs);
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"conn_rejected\"} %llu\n",
+              (unsigned long long)ds.conn_rate_rejected);
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"concurrent_conn_rejected\"} "
+              "%llu\n", (unsigned long long)ds.conn_concurrent_rejected);
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"stream_rejected\"} %llu\n",
+              (unsigned long long)ds.stream_rejected);
+  strbuf_addf(&b, "tor_relay_dos_total{type=\"single_hop_refused\"} 0\n");
+  one(&b, "pctor_streams_over_buffer_limit_total", "counter",
+      "Streams ended because they held too much data they could not pass "
+      "on", (unsigned long long)edge_streams_ended_over_pending());
 
   channel_stats_t cs;
   channels_get_stats(&cs);

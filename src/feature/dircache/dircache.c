@@ -37,6 +37,7 @@
 #include "lib/container/dlist.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,16 @@ static struct {
   size_t private_bytes; /* of documents made for one request */
 } docs_alive;
 
+/* The budget (lib/malloc/memacct, MEMACCT_DIRCACHE) holds what requests
+ * keep alive: streams and their request buffers and headers, documents
+ * made for one request, and retired documents still being sent. The
+ * current shared documents are the cache itself and are not counted. */
+static int
+doc_counted(const dircache_doc_t *d)
+{
+  return !d->shared || d->retired;
+}
+
 dircache_doc_t *
 dircache_doc_new(uint8_t *body, size_t len, int shared)
 {
@@ -80,6 +91,8 @@ dircache_doc_new(uint8_t *body, size_t len, int shared)
   docs_alive.bytes += sizeof(*d) + len;
   if (!shared)
     docs_alive.private_bytes += sizeof(*d) + len;
+  if (doc_counted(d))
+    memacct_add(MEMACCT_DIRCACHE, sizeof(*d) + len);
   return d;
 }
 
@@ -108,6 +121,8 @@ dircache_doc_unref(dircache_doc_t *d)
   docs_alive.bytes -= dircache_doc_mem(d);
   if (!d->shared)
     docs_alive.private_bytes -= dircache_doc_mem(d);
+  if (doc_counted(d))
+    memacct_sub(MEMACCT_DIRCACHE, dircache_doc_mem(d));
   free(d->body);
   for (int m = 0; m < COMPRESS_N_METHODS; m++)
     free(d->z[m]);
@@ -119,6 +134,8 @@ dircache_doc_retire(dircache_doc_t *d)
 {
   if (!d)
     return;
+  if (!doc_counted(d))
+    memacct_add(MEMACCT_DIRCACHE, dircache_doc_mem(d));
   d->retired = 1;
   dircache_doc_unref(d);
 }
@@ -167,6 +184,8 @@ doc_encoded(dircache_doc_t *d, compress_method_t m, const uint8_t **p,
     docs_alive.bytes += d->zlen[m];
     if (!d->shared)
       docs_alive.private_bytes += d->zlen[m];
+    if (doc_counted(d))
+      memacct_add(MEMACCT_DIRCACHE, d->zlen[m]);
   }
   *p = d->z[m];
   *len = d->zlen[m];
@@ -255,6 +274,7 @@ static void
 answer_clear(answer_t *a)
 {
   free(a->hdr);
+  memacct_sub(MEMACCT_DIRCACHE, a->hdr_len);
   dircache_doc_unref(a->doc);
   memset(a, 0, sizeof(*a));
 }
@@ -267,6 +287,7 @@ answer_status(answer_t *a, const char *status, const char *encoding,
                        "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
                        status, encoding, blen);
   a->hdr_len = strlen(a->hdr);
+  memacct_add(MEMACCT_DIRCACHE, a->hdr_len);
 }
 
 /* The value of header name in the request (case-insensitive name), or
@@ -352,6 +373,7 @@ answer_request(const char *req, answer_t *a)
     /* Made for this request alone: only the encoded form is sent. */
     docs_alive.bytes -= doc->len;
     docs_alive.private_bytes -= doc->len;
+    memacct_sub(MEMACCT_DIRCACHE, doc->len);
     PC_FREE(doc->body);
   }
   stats.n_by_method[m]++;
@@ -423,9 +445,11 @@ dirstream_free(dirstream_t *ds)
   dlist_remove(&ds->node);
   if (ds->req) {
     free(ds->req->buf);
+    memacct_sub(MEMACCT_DIRCACHE, ds->req->cap + sizeof(*ds->req));
     answer_clear(&ds->req->ans);
     free(ds->req);
   }
+  memacct_sub(MEMACCT_DIRCACHE, sizeof(*ds));
   free(ds);
   stats.n_streams--;
   if (dlist_is_empty(&S.streams) && S.sweep)
@@ -520,6 +544,7 @@ start_answer(dirstream_t *ds, const char *bad_status)
     answer_request(r->buf, &r->ans);
   }
   PC_FREE(r->buf);
+  memacct_sub(MEMACCT_DIRCACHE, r->cap);
   r->len = r->cap = 0;
   r->answering = 1;
   r->sent = 0;
@@ -532,8 +557,10 @@ on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
   dirstream_t *ds = arg;
   (void)s;
   touch(ds);
-  if (!ds->req)
+  if (!ds->req) {
     ds->req = pc_zalloc(sizeof(*ds->req));
+    memacct_add(MEMACCT_DIRCACHE, sizeof(*ds->req));
+  }
   dirreq_t *r = ds->req;
   if (r->answering)
     return; /* request already complete: ignore trailing bytes */
@@ -548,6 +575,7 @@ on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
     if (cap > DIR_REQUEST_MAX + 1)
       cap = DIR_REQUEST_MAX + 1;
     r->buf = pc_realloc(r->buf, cap);
+    memacct_add(MEMACCT_DIRCACHE, cap - r->cap);
     r->cap = cap;
   }
   memcpy(r->buf + r->len, data, len);
@@ -655,6 +683,7 @@ dircache_stream_open(edge_t *e, uint16_t id, int *refused)
     free(ds);
     return NULL;
   }
+  memacct_add(MEMACCT_DIRCACHE, sizeof(*ds));
   ds->stream = s;
   stats.n_streams++;
   touch(ds);

@@ -28,9 +28,14 @@
  *
  * Memory: what an exit stream holds in its connection's buffers (bytes
  * from the destination waiting for the windows, bytes from the client
- * waiting for the destination) counts in MaxMemInQueues through
- * circuits_add_extra_mem_fn(), summed over the circuit's streams only when
- * the OOM handler asks.
+ * waiting for the destination) counts in the memory budget as it grows
+ * (the connection's buffers are MEMACCT_EXIT_BUF), and is attributed to
+ * the circuit for the OOM handler through circuits_add_extra_mem_fn()
+ * (with the age of the oldest byte waiting for the destination,
+ * circuits_add_extra_age_fn()), summed over the circuit's streams only
+ * when the handler asks. A stream ended for memory (the circuit closed by
+ * the handler, or END RESOURCELIMIT when it holds EDGE_STREAM_MAX_PENDING
+ * bytes) drops its buffers instead of flushing them.
  */
 #include "feature/exit/exit_conn.h"
 #include "core/or/relay.h"
@@ -38,6 +43,7 @@
 #include "lib/bytes/bytes.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/conn.h"
 
 #include <stdio.h>
@@ -60,6 +66,9 @@ typedef struct exit_conn_t {
   pc_addr_t addr;
   unsigned connected : 1;
   unsigned eof_pending : 1;   /* destination closed; END after flushing */
+  /* When the output buffer last went from empty to holding bytes: the
+   * age of its oldest byte at most (MaxMemInQueues orders by it). */
+  uint64_t out_since_us;
   dlist_node_t node;
 } exit_conn_t;
 
@@ -218,6 +227,7 @@ start_connect(exit_conn_t *ec)
     exit_conn_end(ec, END_STREAM_REASON_RESOURCELIMIT);
     return;
   }
+  conn_set_memacct(ec->conn, MEMACCT_EXIT_BUF);
   ec->connect_timer = evloop_timer_new(X.loop, connect_timeout_cb, ec);
   evloop_timer_schedule(ec->connect_timer,
                         (uint64_t)X.cfg.connect_timeout * 1000000ULL);
@@ -266,6 +276,8 @@ s_on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
              ec->stream_id);
     return;
   }
+  if (!buf_datalen(conn_outbuf(ec->conn)))
+    ec->out_since_us = evloop_now_us(X.loop);
   buf_add(conn_outbuf(ec->conn), data, len);
   conn_flush_soon(ec->conn);
 }
@@ -275,13 +287,16 @@ s_on_end(edge_stream_t *s, uint8_t reason, void *arg)
 {
   exit_conn_t *ec = arg;
   (void)s;
-  (void)reason;
   ec->stream = NULL; /* core frees the stream itself */
   if (ec->conn && ec->connected) {
-    /* Write what the client sent before its END, then close. */
+    /* Write what the client sent before its END, then close; but a
+     * circuit closed for memory gives its buffers back at once. */
     conn_t *c = ec->conn;
+    int drop = reason == END_STREAM_REASON_RESOURCELIMIT ||
+               (reason == END_STREAM_REASON_DESTROY && ec->circ &&
+                ec->circ->base.oom_closed);
     ec->conn = NULL;
-    conn_close(c, 1);
+    conn_close(c, !drop);
   }
   exit_conn_free(ec);
 }
@@ -315,6 +330,28 @@ ec_buffered(void *arg)
     return 0;
   return buf_datalen(conn_inbuf(ec->conn)) +
          buf_datalen(conn_outbuf(ec->conn));
+}
+
+/* Since when one exit stream's oldest byte for the destination waits. */
+static uint64_t ec_oldest_min;
+static size_t
+ec_note_oldest(void *arg)
+{
+  exit_conn_t *ec = arg;
+  if (ec->conn && buf_datalen(conn_outbuf(ec->conn)) &&
+      ec->out_since_us < ec_oldest_min)
+    ec_oldest_min = ec->out_since_us;
+  return 0;
+}
+
+static uint64_t
+exit_circuit_oldest(circuit_t *circ)
+{
+  or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+  ec_oldest_min = UINT64_MAX;
+  if (oc && oc->edge)
+    (void)edge_sum_streams(oc->edge, &exit_ops, ec_note_oldest);
+  return ec_oldest_min;
 }
 
 size_t
@@ -422,6 +459,54 @@ prev_hop_unknown(or_circuit_t *circ)
   return !known;
 }
 
+static size_t
+ec_resolving(void *arg)
+{
+  const exit_conn_t *ec = arg;
+  return ec->dns_req != NULL;
+}
+
+/* The limits every BEGIN and RESOLVE passes first: DoSStreamCreation*
+ * (core/or/dos), streams per circuit, and (resolves only) names waiting
+ * for the resolver per circuit. 0 to go on; 1 when refused (END sent or
+ * the circuit closed). */
+static int
+stream_limits(or_circuit_t *circ, uint16_t stream_id, int resolves)
+{
+  switch (dos_stream_allowed(&circ->stream_dos)) {
+  case DOS_STREAM_REFUSE:
+    X.stats.n_refused_dos++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "the circuit opens streams too fast (DoSStreamCreation*)");
+    return 1;
+  case DOS_STREAM_CLOSE_CIRC:
+    X.stats.n_refused_dos++;
+    log_info("Closing circuit %llu: it opens streams too fast "
+             "(DoSStreamCreation*)",
+             (unsigned long long)circ->base.gid);
+    circuit_mark_for_close(&circ->base, DESTROY_REASON_RESOURCELIMIT);
+    return 1;
+  default:
+    break;
+  }
+  if (circ->edge &&
+      edge_n_streams(circ->edge) >= EXIT_MAX_STREAMS_PER_CIRCUIT) {
+    X.stats.n_refused_streams_cap++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "too many streams open on the circuit");
+    return 1;
+  }
+  if (resolves && circ->edge &&
+      edge_sum_streams(circ->edge, &exit_ops, ec_resolving) >=
+          EXIT_MAX_DNS_PER_CIRCUIT) {
+    X.stats.n_refused_dns_cap++;
+    refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,
+           "too many names waiting for the resolver on the circuit");
+    return 1;
+  }
+  return 0;
+}
+
 static int
 handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
              int early)
@@ -458,6 +543,12 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
     free(ec);
     refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
            "malformed BEGIN address");
+    return 0;
+  }
+  pc_addr_t literal;
+  if (stream_limits(circ, h->stream_id,
+                    dns_parse_ip_literal(ec->host, &literal) != 0)) {
+    free(ec);
     return 0;
   }
   ec->circ = circ;
@@ -539,6 +630,8 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
            "will not resolve .onion/.exit names");
     return 0;
   }
+  if (stream_limits(circ, h->stream_id, 1))
+    return 0;
   exit_conn_t *ec = pc_zalloc(sizeof(*ec));
   dlist_node_init(&ec->node);
   memcpy(ec->host, body, (size_t)(nul - body) + 1);
@@ -573,7 +666,8 @@ exit_init(evloop_t *loop, const exit_config_t *cfg)
   relay_register_handler(RELAY_COMMAND_BEGIN, handle_begin);
   relay_register_handler(RELAY_COMMAND_RESOLVE, handle_resolve);
   /* Our streams' buffers count in MaxMemInQueues. */
-  if (circuits_add_extra_mem_fn(exit_circuit_buffered_bytes) < 0)
+  if (circuits_add_extra_mem_fn(exit_circuit_buffered_bytes) < 0 ||
+      circuits_add_extra_age_fn(exit_circuit_oldest) < 0)
     log_warn("Exit stream buffers cannot be counted in MaxMemInQueues: too "
              "many features count memory");
 }
@@ -587,4 +681,5 @@ exit_shutdown(void)
     exit_conn_end(ec, END_STREAM_REASON_HIBERNATING);
   }
   circuits_remove_extra_mem_fn(exit_circuit_buffered_bytes);
+  circuits_remove_extra_age_fn(exit_circuit_oldest);
 }

@@ -10,6 +10,16 @@
 #include "lib/evloop/dns.h"
 #include "lib/evloop/evloop.h"
 
+/* Streams one circuit may have open at once (exit, resolve and directory
+ * streams together); more BEGINs and RESOLVEs are refused with END
+ * RESOURCELIMIT. */
+#define EXIT_MAX_STREAMS_PER_CIRCUIT 512
+/* Name resolutions (BEGIN to a name, RESOLVE) one circuit may have waiting
+ * for the resolver at once, so that one circuit cannot take every
+ * resolver slot (DNS_DEFAULT_MAX_PENDING in all); more are refused with
+ * END RESOURCELIMIT. */
+#define EXIT_MAX_DNS_PER_CIRCUIT 32
+
 typedef struct exit_config_t {
   /* NULL: not an exit (every BEGIN is refused with EXITPOLICY). */
   const exit_policy_t *policy;
@@ -42,6 +52,9 @@ void exit_shutdown(void);
 typedef struct exit_stats_t {
   uint64_t n_begin, n_connected, n_refused_policy, n_resolve_failed,
       n_connect_failed, n_refused_unknown;
+  uint64_t n_refused_dos;          /* DoSStreamCreation* */
+  uint64_t n_refused_streams_cap;  /* EXIT_MAX_STREAMS_PER_CIRCUIT */
+  uint64_t n_refused_dns_cap;      /* EXIT_MAX_DNS_PER_CIRCUIT */
   unsigned n_open;
 } exit_stats_t;
 void exit_get_stats(exit_stats_t *out);

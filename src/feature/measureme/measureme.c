@@ -40,6 +40,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/sockstat.h"
 
 #define TOKEN 1000ULL /* one request, in bucket units */
@@ -312,6 +313,7 @@ forget_circ(mm_circ_t *r, const char *why)
   uint8_t key[8];
   circ_key(r->gid, key);
   hmap_remove(M.circs, key);
+  memacct_sub(MEMACCT_MEASUREME, sizeof(*r));
   free(r);
 }
 
@@ -334,6 +336,7 @@ sweep_clients(uint64_t now)
     bucket_take(&b, burst, client_refill_us(), now); /* refill only */
     if (!c->n_active && b.tokens + TOKEN >= burst * TOKEN) {
       hmap_iter_remove_current(&it);
+      memacct_sub(MEMACCT_MEASUREME, sizeof(*c));
       free(c);
     }
   }
@@ -413,6 +416,7 @@ get_client(const pc_addr_t *addr, uint64_t now)
       return NULL;
   }
   c = pc_zalloc(sizeof(*c));
+  memacct_add(MEMACCT_MEASUREME, sizeof(*c));
   memcpy(c->key, key, sizeof(key));
   c->bucket.tokens = (uint64_t)M.cfg.client_burst * TOKEN;
   c->bucket.last_us = now;
@@ -469,6 +473,7 @@ measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
                   "its client asked too often");
   if (!r) {
     r = pc_zalloc(sizeof(*r));
+    memacct_add(MEMACCT_MEASUREME, sizeof(*r));
     r->gid = gid;
     r->circ = circ;
     dlist_node_init(&r->active_node);
@@ -579,6 +584,7 @@ measureme_shutdown(void)
     deactivate(DLIST_ENTRY(n, mm_circ_t, active_node), "shutting down");
   hmap_free(M.circs, free);
   hmap_free(M.clients, free);
+  memacct_set(MEMACCT_MEASUREME, 0);
   evloop_timer_free(M.timer);
   if (M.f)
     fclose(M.f);

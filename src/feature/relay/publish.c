@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/or/circuit.h"
 #include "lib/buf/buf.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -82,6 +83,7 @@ struct publish_t {
   uint64_t gen;
   time_t published;         /* of desc */
   uint64_t bw_in_desc;
+  time_t overload_in_desc;  /* its overload-general hour, or 0 */
   const char *dirty_reason; /* set while a rebuild is scheduled */
 
   evloop_timer_t *soon, *check, *bw_timer;
@@ -245,6 +247,20 @@ mark_dirty(publish_t *p, const char *reason)
   evloop_timer_schedule(p->soon, 0);
 }
 
+/* The hour of the last overload within 72 hours (proposal 328: the line
+ * stays 72 hours after the last one), or 0. An overload is a run of the
+ * MaxMemInQueues handler that closed circuits. */
+#define OVERLOAD_KEEP_SECS (72 * 3600)
+static time_t
+overload_hour(time_t now)
+{
+  circuits_oom_stats_t os;
+  circuits_get_oom_stats(&os);
+  if (!os.last_oom_time || now - os.last_oom_time >= OVERLOAD_KEEP_SECS)
+    return 0;
+  return os.last_oom_time - os.last_oom_time % 3600;
+}
+
 static int
 rebuild(publish_t *p)
 {
@@ -254,6 +270,7 @@ rebuild(publish_t *p)
   rc.published = now > p->published ? now : p->published + 1;
   rc.uptime = now > p->started ? (uint64_t)(now - p->started) : 0;
   rc.bw_observed = bw_observed(p, now);
+  rc.overload_general = overload_hour(now);
   char *d = routerdesc_build(p->keys, &rc, &err);
   if (!d) {
     log_warn("Could not build our server descriptor: %s", err ? err : "?");
@@ -265,6 +282,7 @@ rebuild(publish_t *p)
   p->gen++;
   p->published = rc.published;
   p->bw_in_desc = rc.bw_observed;
+  p->overload_in_desc = rc.overload_general;
   p->stats.n_built++;
   return 0;
 }
@@ -300,6 +318,11 @@ check_cb(void *arg)
                        : PUBLISH_REPUBLISH_SECS;
   if (now - p->published >= age) {
     mark_dirty(p, "time for a new descriptor");
+    return;
+  }
+  /* An overload (or its end, after 72 hours) is worth telling at once. */
+  if (overload_hour(now) != p->overload_in_desc) {
+    mark_dirty(p, "overload-general changed");
     return;
   }
   /* Large bandwidth changes during the first day (as tor does). */

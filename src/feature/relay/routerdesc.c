@@ -542,6 +542,10 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
   }
   if (cfg->tunnelled_dir_server)
     sb_add(&b, "tunnelled-dir-server\n");
+  if (cfg->overload_general > 0) {
+    time_format_iso(when, cfg->overload_general);
+    sb_addf(&b, "overload-general 1 %s\n", when);
+  }
 
   {
     uint8_t d[DIGEST_SHA256_LEN], sig[ED25519_SIG_LEN];
@@ -780,6 +784,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     "platform", "fingerprint", "uptime", "contact", "family",
     "tunnelled-dir-server", "hibernating", "ipv6-policy",
     "extra-info-digest", "hidden-service-dir", "caches-extra-info",
+    "overload-general",
   };
   doc_t *d = pc_zalloc(sizeof(*d));
   routerdesc_info_t inf;

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #ifndef BUF_CHUNK_CAP /* overridable for benchmarks only */
 #define BUF_CHUNK_CAP 16384
@@ -59,6 +60,7 @@ struct buf_t {
   chunk_t *tail;
   size_t datalen;
   size_t alloc; /* bytes of chunk memory held */
+  int acct;     /* memacct kind its chunk memory counts under, or NONE */
 };
 
 static chunk_t *freelist;
@@ -68,6 +70,24 @@ static inline size_t
 chunk_alloc_size(const chunk_t *ch)
 {
   return sizeof(chunk_t) + ch->cap;
+}
+
+/* Every change of b->alloc goes through these two, so the budget
+ * (lib/malloc/memacct) sees the same bytes as buf_allocation(). */
+static inline void
+alloc_grew(buf_t *b, size_t n)
+{
+  b->alloc += n;
+  if (b->acct != MEMACCT_NONE)
+    memacct_add(b->acct, n);
+}
+
+static inline void
+alloc_shrank(buf_t *b, size_t n)
+{
+  b->alloc -= n;
+  if (b->acct != MEMACCT_NONE)
+    memacct_sub(b->acct, n);
 }
 
 static inline size_t
@@ -118,7 +138,7 @@ buf_append_chunk(buf_t *b, size_t cap)
   else
     b->head = ch;
   b->tail = ch;
-  b->alloc += chunk_alloc_size(ch);
+  alloc_grew(b, chunk_alloc_size(ch));
   return ch;
 }
 
@@ -130,14 +150,28 @@ buf_pop_head(buf_t *b)
   b->head = ch->next;
   if (!b->head)
     b->tail = NULL;
-  b->alloc -= chunk_alloc_size(ch);
+  alloc_shrank(b, chunk_alloc_size(ch));
   chunk_release(ch);
 }
 
 buf_t *
 buf_new(void)
 {
-  return pc_zalloc(sizeof(buf_t));
+  buf_t *b = pc_zalloc(sizeof(buf_t));
+  b->acct = MEMACCT_NONE;
+  return b;
+}
+
+void
+buf_set_memacct(buf_t *b, int kind)
+{
+  if (b->acct == kind)
+    return;
+  if (b->acct != MEMACCT_NONE)
+    memacct_sub(b->acct, b->alloc);
+  b->acct = kind;
+  if (kind != MEMACCT_NONE)
+    memacct_add(kind, b->alloc);
 }
 
 void
@@ -256,8 +290,8 @@ buf_pullup(buf_t *b, size_t n)
     memcpy(nh->data, h->data, h->len);
     nh->len = h->len;
     nh->next = h->next;
-    b->alloc += chunk_alloc_size(nh);
-    b->alloc -= chunk_alloc_size(h);
+    alloc_grew(b, chunk_alloc_size(nh));
+    alloc_shrank(b, chunk_alloc_size(h));
     if (b->tail == h)
       b->tail = nh;
     b->head = nh;
@@ -278,7 +312,7 @@ buf_pullup(buf_t *b, size_t n)
       h->next = nx->next;
       if (b->tail == nx)
         b->tail = h;
-      b->alloc -= chunk_alloc_size(nx);
+      alloc_shrank(b, chunk_alloc_size(nx));
       chunk_release(nx);
     }
   }
@@ -351,7 +385,7 @@ buf_move_all(buf_t *dst, buf_t *src)
       chunk_t *p = dst->head;
       while (p->next != dst->tail)
         p = p->next;
-      dst->alloc -= chunk_alloc_size(dst->tail);
+      alloc_shrank(dst, chunk_alloc_size(dst->tail));
       chunk_release(dst->tail);
       p->next = NULL;
       dst->tail = p;
@@ -363,10 +397,11 @@ buf_move_all(buf_t *dst, buf_t *src)
     dst->head = src->head;
   dst->tail = src->tail;
   dst->datalen += src->datalen;
-  dst->alloc += src->alloc;
+  size_t moved = src->alloc;
+  alloc_shrank(src, moved);
+  alloc_grew(dst, moved);
   src->head = src->tail = NULL;
   src->datalen = 0;
-  src->alloc = 0;
 }
 
 /* Does s[0..slen) occur at offset off of chunk ch (continuing into the

@@ -47,4 +47,7 @@ void buf_move_all(buf_t *dst, buf_t *src);
 long buf_find(const buf_t *b, const void *s, size_t slen);
 /* Bytes of memory held (chunks), for memory accounting. */
 size_t buf_allocation(const buf_t *b);
+/* Count b's chunk memory under a lib/malloc/memacct kind from now on
+ * (MEMACCT_NONE: stop counting); what it holds already is moved over. */
+void buf_set_memacct(buf_t *b, int kind);
 #endif

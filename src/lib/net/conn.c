@@ -946,6 +946,13 @@ conn_outbuf(conn_t *c)
 }
 
 void
+conn_set_memacct(conn_t *c, int kind)
+{
+  buf_set_memacct(c->in, kind);
+  buf_set_memacct(c->out, kind);
+}
+
+void
 conn_flush_soon(conn_t *c)
 {
   if (c->state == ST_OPEN && buf_datalen(c->out) &&

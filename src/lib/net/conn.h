@@ -61,6 +61,8 @@ buf_t *conn_outbuf(conn_t *c);
  * append to the outbuf (never drain or pull it up): a TLS write that
  * could not finish is retried from the same bytes. */
 void conn_flush_soon(conn_t *c);
+/* Count both buffers' memory under a lib/malloc/memacct kind. */
+void conn_set_memacct(conn_t *c, int kind);
 /* Stop or resume reading (back-pressure). */
 void conn_set_reading(conn_t *c, int enabled);
 /* CONN_EV_DRAINED fires when the outbuf drops to <= lowat bytes

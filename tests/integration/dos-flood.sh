@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# dos-flood.sh -- pctor's DoS defences (DoSCircuitCreation*, DoSConnection*)
+# against floods from one address, with tor's default limits.
+#
+# A private network (1 tor authority) and a pctor relay P with
+# DoSCircuitCreationEnabled 1 and DoSConnectionEnabled 1 (every number at
+# tor's default: burst 90 and 3 circuits per second with 3 connections;
+# 100 connections at once, 40 new at once and 20 per second). The flooders
+# are tests/integration/tor_link_client.py bound to their own loopback
+# source addresses:
+#   - 127.0.0.2 opens 3 connections and sends 300 CREATE_FASTs as fast as
+#     they are answered: about 90 are created, the rest get DESTROY
+#     (RESOURCELIMIT), and so does a connection it opens afterwards;
+#   - 127.0.0.4 opens 150 connections and holds them: at most 40 + 20 per
+#     second of flooding, and no more than 100, complete their handshake
+#     (which limit bites first depends on how fast the machine is), the
+#     rest are closed at once;
+#   - 127.0.0.5 sends 100 RESOLVE cells on one circuit; P is an exit whose
+#     resolver (127.0.0.1, a UDP socket of ours) never answers, with
+#     DoSStreamCreationBurst 50: 32 names wait for the resolver (the
+#     per-circuit limit), the next ones are refused by that limit, and the
+#     last 50 by DoSStreamCreation* (END RESOURCELIMIT for each);
+# while clients at other addresses (127.0.0.3, and pctor-circtest from
+# 127.0.0.1) still build circuits. P stays up, logs each marked address
+# once, adds less than DOS_RSS_MAX_KB (default 30 MB) of RSS over the
+# floods, logs tor's "DoS mitigation since startup" line with the counts
+# on SIGUSR1, and logs no warning.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PY=$(it_python3) || it_skip "python3 is not installed"
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+CLIENT=$IT_LIBDIR/tor_link_client.py
+RSS_MAX=${DOS_RSS_MAX_KB:-30000}
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+# A nameserver that never answers: name lookups stay pending.
+"$PY" -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+while True:
+    s.recv(4096)' > "$net/silent.port" &
+it_register_pid $!
+it_wait_until 10 test -s "$net/silent.port" || it_fail "no silent nameserver"
+echo "nameserver 127.0.0.1:$(cat "$net/silent.port")" > "$net/resolv.conf"
+it_start_pctor "$net" P relay "DoSCircuitCreationEnabled 1
+DoSConnectionEnabled 1
+DoSStreamCreationEnabled 1
+DoSStreamCreationBurst 50
+DoSStreamCreationRate 1
+ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+d=$(cat "$net/P.dir")
+port=$(cat "$net/P.port")
+pid=$(cat "$d/pid")
+log=$d/info.log
+it_wait_until 20 grep -q "DoS defences: circuit creation on, connections on, stream creation on" \
+    "$log" || it_fail "P did not turn its DoS defences on"
+
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+client() { # CASE BIND ARGS...
+    local name=$1 bind=$2
+    shift 2
+    "$PY" "$CLIENT" --port "$port" --case "$name" --bind "$bind" "$@" 2>&1
+}
+legit() { # WHEN
+    local out
+    out=$(client create-one 127.0.0.3) ||
+        it_fail "a client at another address was refused $1: $out"
+    "$CIRCTEST" --timeout 20 --handshake ntor "pctor:$d/data@127.0.0.1:$port" \
+        > "$net/circtest.out" 2>&1 ||
+        it_fail "pctor-circtest failed $1: $(tail -3 "$net/circtest.out")"
+    it_log "clients at 127.0.0.3 and 127.0.0.1 still build circuits $1"
+}
+
+r0=$(rss)
+legit "before the floods"
+
+# 1. CREATE flood from 127.0.0.2.
+out=$(client dos-create-flood 127.0.0.2 --count 300 --burst 90 --rate 3) ||
+    it_fail "CREATE flood: $out"
+it_log "CREATE flood: $(grep -E '^ +[0-9]+ CREATE_FAST' <<< "$out" | sed 's/^ *//')"
+it_wait_until 5 grep -q "DoS: the client address 127.0.0.2 created circuits" \
+    "$log" || it_fail "P did not log the marked address 127.0.0.2"
+legit "after the CREATE flood"
+
+# 2. Connection flood from 127.0.0.4.
+out=$(client dos-conn-flood 127.0.0.4 --count 150 --burst 40 --rate 20 \
+    --max-open 100 --timeout 3) || it_fail "connection flood: $out"
+it_log "connection flood: $(grep -E '^ +[0-9]+ connections' <<< "$out" | sed 's/^ *//')"
+legit "after the connection flood"
+
+# 3. RESOLVE flood on one circuit from 127.0.0.5.
+out=$(client resolve-flood 127.0.0.5 --count 100) || it_fail "RESOLVE flood: $out"
+answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' <<< "$out")
+it_log "RESOLVE flood: 100 on one circuit, $answered refused at once"
+# 32 wait for the resolver, every other one is refused at once.
+[ "$answered" = 68 ] ||
+    it_fail "RESOLVE flood: $answered answered at once, expected 68 (100 - 32 waiting)"
+legit "after the RESOLVE flood"
+
+# 4. Memory, counters, health.
+r1=$(rss)
+it_log "P's RSS: $r0 kB before the floods, $r1 kB after"
+[ $((r1 - r0)) -le "$RSS_MAX" ] ||
+    it_fail "P's RSS grew by $((r1 - r0)) kB over the floods (limit $RSS_MAX)"
+kill -USR1 "$pid"
+it_wait_until 10 grep -q "DoS mitigation since startup:" "$log" ||
+    it_fail "no DoS line in P's statistics"
+line=$(grep "DoS mitigation since startup:" "$log" | tail -1)
+it_log "${line#*] }"
+grep -qE "since startup: [1-9][0-9]* circuits rejected, [1-9][0-9]* marked addresses" \
+    <<< "$line" || it_fail "the DoS line does not count the refused circuits"
+st=$(sed -n 's/.* \([0-9]*\) stream requests rejected.*/\1/p' <<< "$line")
+[ -n "$st" ] && [ "$st" -ge 45 ] ||
+    it_fail "the DoS line counts ${st:-no} refused stream requests, expected 45 or more"
+conc=$(sed -n 's/.* \([0-9]*\) same address concurrent connections rejected.*/\1/p' <<< "$line")
+rate=$(sed -n 's/.*rejected, \([0-9]*\) connections rejected.*/\1/p' <<< "$line")
+[ -n "$conc" ] && [ -n "$rate" ] && [ $((conc + rate)) -gt 0 ] ||
+    it_fail "the DoS line does not count the refused connections"
+it_pctor_alive_quiet "$net" P
+echo "dos-flood: ok"
