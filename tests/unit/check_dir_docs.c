@@ -366,6 +366,54 @@ START_TEST(test_consensus_ns)
 }
 END_TEST
 
+/* The configured authorities' keys are what counts: a consensus whose
+ * signatures are all by keys we were not told about is refused and the
+ * message says so, even with the signers' certificates at hand. */
+START_TEST(test_consensus_unknown_signers)
+{
+  size_t len;
+  char *t = dirtest_load_fixture("consensus-microdesc", &len);
+  consensus_t *c = NULL;
+  char *err = NULL;
+  ck_assert_int_eq(consensus_parse(t, len, &c, &err), 0);
+  free(t);
+  dir_authority_t auths[8];
+  int na = load_auths(auths);
+  for (int a = 0; a < na; a++)
+    auths[a].v3ident[0] ^= 0x01; /* other keys */
+  int nc;
+  dir_keycert_t **certs = load_certs(&nc);
+  consensus_verify_info_t info;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_BAD);
+  ck_assert_int_eq(info.n_good, 0);
+  ck_assert_int_eq(info.n_unknown, 3);
+  ck_assert_int_eq(info.n_missing_cert, 0);
+  ck_assert_ptr_nonnull(strstr(err, "0 good signatures"));
+  ck_assert_ptr_nonnull(strstr(err, "3 signatures by authorities not "
+                                    "configured"));
+  free(err);
+  /* Two of three known: still a majority of ours. One known: refused. */
+  auths[0].v3ident[0] ^= 0x01;
+  auths[1].v3ident[0] ^= 0x01;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_OK);
+  ck_assert_int_eq(info.n_unknown, 1);
+  free(err);
+  auths[1].v3ident[0] ^= 0x01;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_BAD);
+  ck_assert_int_eq(info.n_good, 1);
+  ck_assert_int_eq(info.n_needed, 2);
+  free(err);
+  free_certs(certs, nc);
+  consensus_free(c);
+}
+END_TEST
+
 /* Parse the fixture after replacing from with to (same length); returns
  * the verify result (or 99 if parsing failed, with *err). */
 static int
@@ -902,6 +950,7 @@ suite_dir_docs(void)
   tcase_add_test(tc, test_consensus_microdesc);
   tcase_add_test(tc, test_consensus_ns);
   tcase_add_test(tc, test_consensus_tampered);
+  tcase_add_test(tc, test_consensus_unknown_signers);
   tcase_add_test(tc, test_consensus_wrong_keys);
   tcase_add_test(tc, test_consensus_truncated);
   tcase_add_test(tc, test_consensus_malformed);

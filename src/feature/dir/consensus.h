@@ -159,6 +159,7 @@ typedef struct consensus_verify_info_t {
   int n_needed;      /* n_authorities / 2 + 1 */
   int n_good;        /* distinct authorities with a good signature */
   int n_bad;         /* signatures that failed to verify */
+  int n_unknown;     /* signatures by authorities not configured */
   int n_missing_cert;
   uint8_t missing_cert[CONSENSUS_MAX_SIGS][20]; /* v3idents */
 } consensus_verify_info_t;
