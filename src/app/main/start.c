@@ -684,6 +684,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->socks_addr = o->socks_addr;
   cc->dir = A.dirc;
   cc->path = &A.pathcfg;
+  cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);

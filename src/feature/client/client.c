@@ -94,6 +94,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 client_globals_t client_g;
 
@@ -101,6 +102,23 @@ const dir_nodelist_t *
 client_nodelist(void)
 {
   return client_g.cfg.dir ? dir_client_nodelist(client_g.cfg.dir) : NULL;
+}
+
+const dir_node_t *
+client_choose_guard(const dir_nodelist_t *nl, const dir_node_t *const *avoid,
+                    int n_avoid)
+{
+  if (!client_g.guards || !nl || !client_g.cfg.path)
+    return NULL;
+  path_rng_t rng = path_rng_crypto();
+  int primary = 0;
+  const dir_node_t *g =
+      guards_choose(client_g.guards, nl, client_g.cfg.path, avoid, n_avoid,
+                    time(NULL), &rng, &primary);
+  if (g && !primary)
+    log_info("Using non-primary guard %s (no primary guard is usable)",
+             g->nickname);
+  return g;
 }
 
 int
@@ -363,6 +381,8 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  if (client_g.guards)
+    guards_note_success(client_g.guards, leg->guard_id, time(NULL));
   log_info("Client circuit %llu built in %.0f ms",
            (unsigned long long)circ->base.gid,
            circbuild_build_time_us(cb) / 1000.0);
@@ -381,7 +401,10 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
 {
   cleg_t *leg = arg;
   ccirc_t *cc = leg->owner;
-  (void)cb;
+  /* Failing before the first hop opened says the guard is unreachable
+   * (guard-spec 4.7); later failures say nothing about it. */
+  if (!leg->built && circbuild_hops_open(cb) == 0 && client_g.guards)
+    guards_note_failure(client_g.guards, leg->guard_id, time(NULL));
   if (!cc->cfx) {
     log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
              reason);
@@ -535,12 +558,15 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   memset(&client_g, 0, sizeof(client_g));
   client_g.loop = loop;
   client_g.cfg = *cfg;
+  client_g.guards = guards_new(cfg->state, guards_instance_for(cfg->path));
   dlist_init(&client_g.circs);
   dlist_init(&client_g.unattached);
   client_g.listener = listener_new(loop, &cfg->socks_addr,
                                    client_socks_accept, NULL, err);
-  if (!client_g.listener)
+  if (!client_g.listener) {
+    guards_free(client_g.guards);
     return -1;
+  }
   client_g.timer = evloop_timer_new(loop, client_timer_cb, NULL);
   evloop_timer_schedule_periodic(client_g.timer, CLIENT_TIMER_US);
   client_g.preempt_ev = evloop_deferred_new(loop, client_preempt_cb, NULL);
@@ -557,6 +583,15 @@ client_reconfigure(const client_config_t *cfg)
   pc_addr_t keep = client_g.cfg.socks_addr;
   client_g.cfg = *cfg;
   client_g.cfg.socks_addr = keep; /* the listener stays where it is */
+  /* EntryNodes set or cleared: the other guard instance (tor's
+   * "restricted" and "default"); the filter is applied at each choice. */
+  const char *inst = guards_instance_for(cfg->path);
+  if (!client_g.guards || strcmp(guards_instance(client_g.guards), inst)) {
+    if (client_g.guards)
+      guards_save(client_g.guards, time(NULL));
+    guards_free(client_g.guards);
+    client_g.guards = guards_new(cfg->state, inst);
+  }
 }
 
 void
@@ -590,4 +625,7 @@ client_shutdown(void)
   evloop_deferred_free(client_g.preempt_ev);
   listener_free(client_g.listener);
   evloop_timer_free(client_g.timer);
+  if (client_g.guards)
+    guards_save(client_g.guards, time(NULL));
+  guards_free(client_g.guards);
 }

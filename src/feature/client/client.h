@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
+#include "lib/fs/statefile.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
 
@@ -28,6 +29,8 @@ typedef struct client_config_t {
   const dir_client_t *dir;       /* the consensus and descriptors */
   /* Path restrictions (owned by the caller, must outlive the client). */
   const path_config_t *path;
+  /* The state file the guards are kept in (guards.h), or NULL. */
+  statefile_t *state;
   unsigned max_circuit_dirtiness; /* seconds (MaxCircuitDirtiness) */
   /* With ExitNodes pinned and no exit whose policy summary accepts the
    * port (as in private networks whose exits only accept 127.0.0.0/8),

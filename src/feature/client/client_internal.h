@@ -23,6 +23,7 @@
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
 #include "feature/client/circbuild.h"
+#include "feature/client/guards.h"
 #include "feature/client/socks_proto.h"
 #include "feature/conflux/conflux_set.h"
 #include "lib/container/dlist.h"
@@ -138,12 +139,18 @@ typedef struct client_globals_t {
   } predicted[PREDICTED_PORTS_MAX];
   evloop_deferred_t *preempt_ev;
   uint64_t preempt_not_before_us;
+  guards_t *guards;        /* entry guards (guard-spec) */
 } client_globals_t;
 extern client_globals_t client_g;
 
 /* ---- client.c: circuits as stream carriers ---- */
 /* The current consensus' nodes, or NULL (none yet, or no directory). */
 const dir_nodelist_t *client_nodelist(void);
+/* A guard for a new circuit from the entry guards (guards.h), fitting
+ * the n_avoid relays given; NULL if none can be used now. */
+const dir_node_t *client_choose_guard(const dir_nodelist_t *nl,
+                                      const dir_node_t *const *avoid,
+                                      int n_avoid);
 /* The index of a circuit's last open hop (its exit once built). */
 int client_last_hop(const origin_circuit_t *circ);
 /* The exit hop's controller of a leg, or NULL. */

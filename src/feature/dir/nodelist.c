@@ -211,3 +211,87 @@ dir_node_flags_str(const dir_node_t *n, char *buf, size_t len)
   }
   return buf;
 }
+
+/* ---- protocol lists ----
+ * A small bounded parser: entries are separated by spaces, "Name="
+ * followed by comma-separated versions or ranges "a-b" of decimal numbers
+ * below 64 (as tor limits them); an entry that does not parse does not
+ * count. */
+
+#define PROTO_VERSION_MAX 63
+
+/* Parse a decimal below PROTO_VERSION_MAX + 1 at *p; -1 if none. */
+static int
+parse_version(const char **p, const char *end)
+{
+  const char *q = *p;
+  unsigned v = 0;
+  int digits = 0;
+  while (q < end && *q >= '0' && *q <= '9') {
+    v = v * 10 + (unsigned)(*q - '0');
+    if (++digits > 2 || v > PROTO_VERSION_MAX)
+      return -1;
+    q++;
+  }
+  if (!digits)
+    return -1;
+  *p = q;
+  return (int)v;
+}
+
+/* Does the version list [p, end) ("1-2,5") include version? */
+static int
+versions_include(const char *p, const char *end, unsigned version)
+{
+  int found = 0;
+  while (p < end) {
+    int lo = parse_version(&p, end), hi = lo;
+    if (lo < 0)
+      return 0;
+    if (p < end && *p == '-') {
+      p++;
+      hi = parse_version(&p, end);
+      if (hi < lo)
+        return 0;
+    }
+    if ((unsigned)lo <= version && version <= (unsigned)hi)
+      found = 1;
+    if (p < end && *p != ',')
+      return 0;
+    if (p < end)
+      p++;
+  }
+  return found;
+}
+
+int
+dir_protocols_support(const char *protocols, const char *name,
+                            unsigned version)
+{
+  if (!protocols || !name)
+    return 0;
+  size_t nlen = strlen(name);
+  const char *p = protocols;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    const char *end = p;
+    while (*end && *end != ' ')
+      end++;
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    if (eq && (size_t)(eq - p) == nlen && !memcmp(p, name, nlen) &&
+        versions_include(eq + 1, end, version))
+      return 1;
+    p = end;
+  }
+  return 0;
+}
+
+int
+dir_node_has_client_protocols(const dir_node_t *n)
+{
+  if (!n->protocols)
+    return 1;
+  return dir_protocols_support(n->protocols, "Relay", 2) &&
+         dir_protocols_support(n->protocols, "Link", 4);
+}

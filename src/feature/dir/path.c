@@ -262,7 +262,7 @@ int
 path_node_is_candidate(const dir_node_t *n, path_position_t pos,
                        const path_config_t *cfg, int exit_port)
 {
-  if (!dir_node_is_usable(n))
+  if (!dir_node_is_usable(n) || !dir_node_has_client_protocols(n))
     return 0;
   if (routerset_contains(cfg->exclude_nodes, n))
     return 0;

@@ -13,7 +13,10 @@
  *
  * Constraints, always: distinct relays; no two in the same family; no two
  * in the same /16 (IPv4) or /32 (IPv6) unless enforce_distinct_subnets is
- * 0; only usable relays (Running, Valid, descriptor with an ntor key);
+ * 0; only usable relays (Running, Valid, descriptor with an ntor key)
+ * whose consensus "pr" line, if any, lists Relay=2 and Link=4 (what the
+ * client speaks to every hop: CREATE2/EXTEND2 with ntor, 4-byte circuit
+ * IDs);
  * ExcludeNodes never; Fast required when need_fast, Stable when
  * need_stable. Per position:
  *   guard  Guard flag, not MiddleOnly; with EntryNodes, any EntryNodes

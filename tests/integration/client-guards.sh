@@ -1,0 +1,164 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# client-guards.sh -- pctor's SocksPort client keeps entry guards as
+# guard-spec says and checks the consensus against its authorities' keys
+# (issue 21).
+#
+# A private network of 1 tor authority and 5 tor relays (one a
+# loopback-only exit; the authority votes every relay Guard), and a pctor
+# client c1 with ExitNodes the exit, no EntryNodes, conflux off. Checks:
+#   1. c1 samples guards into DataDirectory/state (tor's "Guard
+#      in=default rsa_id=..." lines), confirms the guard its first circuit
+#      used (confirmed_idx=0) and carries a download through it;
+#   2. after a restart c1 reads the state and uses the same primary guard
+#      (its state keeps the same sample; a line of tor's it does not use
+#      survives the rewrite);
+#   3. the primary guard's tor process is killed: c1 says the guard is
+#      unreachable, builds through the next primary guard (confirmed as
+#      #1) and downloads again;
+#   4. a client c2 whose DirAuthority line has another v3ident (an
+#      authority key it does not know) refuses every consensus with a
+#      warning that names the signatures, caches none and builds nothing;
+#   5. a state file with garbage: c3 warns once, moves it to state.bad and
+#      starts with a fresh state.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 5 --exit-relays 1 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid,Guard ||
+    it_fail "the consensus does not list every relay as a guard"
+
+www=$(it_tmpdir)
+head -c $((256 * 1024)) /dev/urandom > "$www/file"
+want=$(sha256sum < "$www/file" | cut -d' ' -f1)
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+exitnick=$(awk '$7 == "exit" { print $1; exit }' "$net/nodes.txt")
+[ -n "$exitnick" ] || it_fail "no exit in nodes.txt"
+
+# Plain circuits (a conflux set's second leg takes the next primary guard,
+# which would blur "the guard c1 uses").
+it_start_pctor "$net" c1 client "ExitNodes $exitnick
+ConfluxEnabled 0"
+d=$(cat "$net/c1.dir") socks=$(cat "$net/c1.port")
+log=$d/info.log state=$d/data/state
+
+get() { # USER
+    curl -sf --max-time 60 --socks5-hostname "127.0.0.1:$socks" \
+        --proxy-user "$1:x" "http://127.0.0.1:$hport/file" -o "$net/out" &&
+        [ "$(sha256sum < "$net/out" | cut -d' ' -f1)" = "$want" ]
+}
+# The confirmed guard with index N in the state file (its rsa_id).
+confirmed() { # N
+    sed -n "s/^Guard in=default rsa_id=\([0-9A-F]*\) .*confirmed_idx=$1\( .*\)\?\$/\1/p" "$state"
+}
+nick_of() { awk -v fp="$1" '$4 == fp { print $1 }' "$net/nodes.txt"; }
+
+# --- 1. sampled and confirmed guards in the state file -------------------------
+n=0
+it_wait_until 120 get u$((n += 1)) || it_fail "c1 never carried a download: $(grep -E 'Guard|guard|path' "$log" | tail -5)"
+it_wait_until 20 test -n "$(confirmed 0)" || it_fail "no confirmed guard in $state: $(cat "$state" 2>/dev/null)"
+g0=$(confirmed 0)
+n_sampled=$(grep -c '^Guard in=default ' "$state")
+[ "$n_sampled" -ge 5 ] || it_fail "only $n_sampled sampled guards in the state file"
+grep -q "^Guard in=default rsa_id=$g0 nickname=[A-Za-z0-9]* sampled_on=20[0-9-]*T[0-9:]* sampled_idx=[0-9]* sampled_by=pctor-[^ ]* listed=1 confirmed_on=20[0-9-]*T[0-9:]* confirmed_idx=0\$" "$state" ||
+    it_fail "the confirmed guard's line is not in tor's format: $(grep "$g0" "$state")"
+grep -q "^LastWritten 20" "$state" || it_fail "no LastWritten in the state file"
+it_log "c1 sampled $n_sampled guards, confirmed $(nick_of "$g0") (\$$g0)"
+grep -q "Building a circuit $(nick_of "$g0") -> " "$log" ||
+    it_fail "no circuit through the confirmed guard $(nick_of "$g0")"
+
+# --- 2. restart: the same primary guard ------------------------------------------
+sample_before=$(grep '^Guard in=default ' "$state" | sed 's/.* rsa_id=\([0-9A-F]*\) .*/\1/')
+kill "$(cat "$d/pid")"
+it_wait_until 20 bash -c "! kill -0 $(cat "$d/pid") 2>/dev/null" || it_fail "c1 did not stop"
+echo "CircuitBuildTimeBin 475 2" >> "$state" # a line of tor's we do not use
+mv "$log" "$log.1"
+"$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
+echo $! > "$d/pid"
+it_register_pid "$(cat "$d/pid")"
+it_wait_port 127.0.0.1 "$socks" 30 || it_fail "c1 did not restart"
+grep -q 'sampled guards read from the state file' "$log" ||
+    it_fail "c1 did not read its guards: $(head -20 "$log")"
+it_wait_until 120 get u$((n += 1)) || it_fail "c1 carried nothing after the restart"
+grep -q "Building a circuit $(nick_of "$g0") -> " "$log" ||
+    it_fail "after the restart c1 did not use its primary guard $(nick_of "$g0"): $(grep 'Building a circuit' "$log" | head -3)"
+if grep 'Building a circuit' "$log" | grep -v "Building a circuit $(nick_of "$g0") -> " | grep -q .; then
+    it_fail "after the restart c1 used another guard: $(grep 'Building a circuit' "$log" | head -5)"
+fi
+[ "$(confirmed 0)" = "$g0" ] || it_fail "the confirmed guard changed across the restart"
+sample_after=$(grep '^Guard in=default ' "$state" | sed 's/.* rsa_id=\([0-9A-F]*\) .*/\1/')
+[ "$sample_before" = "$sample_after" ] || it_fail "the sample changed across the restart"
+it_log "after a restart c1 kept its sample and primary guard $(nick_of "$g0")"
+
+# --- 3. the primary guard goes down --------------------------------------------
+gnick=$(nick_of "$g0")
+gdir=$(dirname "$(grep -l "^Nickname $gnick\$" "$net"/node*/torrc)")
+kill "$(cat "$gdir/pid")" || it_fail "cannot stop $gnick"
+it_log "stopped guard $gnick"
+# New circuits (new SOCKS credentials): the first through the dead guard
+# fails at its first hop; the stream is retried through the next guard.
+it_wait_until 120 get down$((n += 1)) || it_fail "no download after the guard went down: $(grep -E 'uarantee|guard|Guard' "$log" | tail -5)"
+grep -q "primary guard $gnick is unreachable" "$log" ||
+    it_fail "c1 did not notice that $gnick is down: $(grep -i guard "$log" | tail -5)"
+it_wait_until 20 test -n "$(confirmed 1)" || it_fail "no second confirmed guard"
+g1=$(confirmed 1)
+[ "$g1" != "$g0" ] || it_fail "the second confirmed guard is the dead one"
+grep -q "Building a circuit $(nick_of "$g1") -> " "$log" || it_fail "no circuit through $(nick_of "$g1")"
+it_log "c1 replaced $gnick with $(nick_of "$g1") (confirmed #1)"
+grep -q '^CircuitBuildTimeBin 475 2$' "$state" || it_fail "tor's line was not kept in the state file"
+it_pctor_alive_quiet "$net" c1
+
+# --- 4. a consensus signed by keys we do not know ------------------------------
+read -r kw anick orp no2 v3 addr fp < "$net/dirauth.torrc"
+case ${v3#v3ident=} in F*) w=E ;; *) w=F ;; esac
+wrong="$kw $anick $orp $no2 v3ident=$w${v3#v3ident=?} $addr $fp"
+read -r node2 port2 _ _ < <(it_privnet reserve "$net" --role pctor --nickname c2)
+d2=$net/$node2
+cat > "$d2/torrc" <<EOT
+DataDirectory $d2/data
+SocksPort 127.0.0.1:$port2
+Log info file $d2/info.log
+TestingTorNetwork 1
+$wrong
+EOT
+"$PCTOR" -f "$d2/torrc" > "$d2/stderr" 2>&1 &
+echo $! > "$d2/pid"
+it_register_pid "$(cat "$d2/pid")"
+it_wait_until 60 grep -q 'Refusing a consensus' "$d2/info.log" ||
+    it_fail "c2 did not refuse the consensus: $(grep -i consensus "$d2/info.log" | tail -5)"
+line=$(grep -m1 'Refusing a consensus' "$d2/info.log")
+echo "$line" | grep -q '\[warn\]' || it_fail "the refusal is not a warning: $line"
+echo "$line" | grep -q "0 good signatures" && echo "$line" | grep -q "not configured" ||
+    it_fail "the refusal does not say why: $line"
+[ -e "$d2/data/cached-microdesc-consensus" ] && it_fail "c2 cached an unverified consensus"
+curl -sf --max-time 20 --socks5-hostname "127.0.0.1:$port2" \
+    "http://127.0.0.1:$hport/file" -o /dev/null && it_fail "c2 carried a stream"
+grep -q 'Building a circuit' "$d2/info.log" && it_fail "c2 built a circuit"
+kill -0 "$(cat "$d2/pid")" || it_fail "c2 died"
+it_log "c2: ${line#*] }"
+
+# --- 5. a broken state file ----------------------------------------------------
+read -r node3 port3 _ _ < <(it_privnet reserve "$net" --role pctor --nickname c3)
+d3=$net/$node3
+mkdir -p -m 700 "$d3/data"
+printf 'Guard in=default rsa_id=00\n=this is not a state line\n' > "$d3/data/state"
+sed -e "s|$d2|$d3|g" -e "s|:$port2|:$port3|" "$d2/torrc" | grep -v '^DirAuthority' > "$d3/torrc"
+cat "$net/dirauth.torrc" >> "$d3/torrc"
+"$PCTOR" -f "$d3/torrc" > "$d3/stderr" 2>&1 &
+echo $! > "$d3/pid"
+it_register_pid "$(cat "$d3/pid")"
+it_wait_port 127.0.0.1 "$port3" 30 || it_fail "c3 did not start: $(tail -3 "$d3/stderr")"
+grep -q "\[warn\] State file $d3/data/state line 2 does not start with a key.*moved it to $d3/data/state.bad" "$d3/info.log" ||
+    it_fail "no clear warning for the broken state file: $(grep -i state "$d3/info.log" | head -3)"
+[ -e "$d3/data/state.bad" ] || it_fail "the broken state file was not kept as state.bad"
+kill -0 "$(cat "$d3/pid")" || it_fail "c3 died"
+it_log "a broken state file is moved aside with a warning"
+it_log "guard and consensus checks passed"
