@@ -10,9 +10,13 @@
 #   1. c1 samples guards into DataDirectory/state (tor's "Guard
 #      in=default rsa_id=..." lines), confirms the guard its first circuit
 #      used (confirmed_idx=0) and carries a download through it;
+#   1b. with cbtmincircs=10 in the consensus, c1 learns its circuit build
+#      timeout from the build times (path-spec 2.4) and keeps them in the
+#      state file (tor's CircuitBuildTimeBin lines);
 #   2. after a restart c1 reads the state and uses the same primary guard
-#      (its state keeps the same sample; a line of tor's it does not use
-#      survives the rewrite);
+#      (its state keeps the same sample), reads its build times back (the
+#      timeout stays learned); a line of tor's it does not use survives
+#      the rewrite;
 #   3. the primary guard's tor process is killed: c1 says the guard is
 #      unreachable, builds through the next primary guard (confirmed as
 #      #1) and downloads again;
@@ -29,7 +33,12 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 
 net=$(it_tmpdir)/net
+# Learn the build timeout from 10 circuits instead of 100 (and allow a
+# lower floor), through the consensus parameters as tor would.
+cbtparams=$(it_tmpdir)/cbt.torrc
+echo "ConsensusParams cbtmincircs=10 cbtmintimeout=500" > "$cbtparams"
 it_privnet_start "$net" --authorities 1 --relays 5 --exit-relays 1 \
+    --torrc-extra "authority=$cbtparams" \
     --base-port auto || it_fail "pctor-privnet start failed"
 it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid,Guard ||
     it_fail "the consensus does not list every relay as a guard"
@@ -75,11 +84,21 @@ it_log "c1 sampled $n_sampled guards, confirmed $(nick_of "$g0") (\$$g0)"
 grep -q "Building a circuit $(nick_of "$g0") -> " "$log" ||
     it_fail "no circuit through the confirmed guard $(nick_of "$g0")"
 
+# --- 1b. the build timeout is learned (cbtmincircs=10 here) -------------------
+for i in $(seq 12); do get cbt$i || it_fail "download cbt$i failed"; done
+it_wait_until 20 grep -q 'Learned a circuit build timeout of [0-9]* ms from [0-9]* circuits' "$log" ||
+    it_fail "no build timeout learned: $(grep -E 'built in|timeout' "$log" | tail -5)"
+it_log "$(grep -h -m1 'Learned a circuit build timeout' "$log" | sed 's/.*\] //')"
+
 # --- 2. restart: the same primary guard ------------------------------------------
 sample_before=$(grep '^Guard in=default ' "$state" | sed 's/.* rsa_id=\([0-9A-F]*\) .*/\1/')
 kill "$(cat "$d/pid")"
 it_wait_until 20 bash -c "! kill -0 $(cat "$d/pid") 2>/dev/null" || it_fail "c1 did not stop"
-echo "CircuitBuildTimeBin 475 2" >> "$state" # a line of tor's we do not use
+grep -q '^CircuitBuildTimeBin [0-9]*[27]5 [0-9]*$' "$state" ||
+    it_fail "no build times in the state file: $(grep -v '^Guard' "$state")"
+total=$(sed -n 's/^TotalBuildTimes //p' "$state")
+[ "${total:-0}" -ge 10 ] || it_fail "only ${total:-0} build times in the state file"
+echo "BWHistoryReadInterval 900" >> "$state" # a line of tor's we do not use
 mv "$log" "$log.1"
 "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
 echo $! > "$d/pid"
@@ -87,6 +106,8 @@ it_register_pid "$(cat "$d/pid")"
 it_wait_port 127.0.0.1 "$socks" 30 || it_fail "c1 did not restart"
 grep -q 'sampled guards read from the state file' "$log" ||
     it_fail "c1 did not read its guards: $(head -20 "$log")"
+grep -q "Read $total circuit build times from the state file; build timeout [0-9]* ms (learned)" "$log" ||
+    it_fail "c1 did not read its build times: $(grep -i 'build time' "$log" | head -3)"
 it_wait_until 120 get u$((n += 1)) || it_fail "c1 carried nothing after the restart"
 grep -q "Building a circuit $(nick_of "$g0") -> " "$log" ||
     it_fail "after the restart c1 did not use its primary guard $(nick_of "$g0"): $(grep 'Building a circuit' "$log" | head -3)"
@@ -113,7 +134,7 @@ g1=$(confirmed 1)
 [ "$g1" != "$g0" ] || it_fail "the second confirmed guard is the dead one"
 grep -q "Building a circuit $(nick_of "$g1") -> " "$log" || it_fail "no circuit through $(nick_of "$g1")"
 it_log "c1 replaced $gnick with $(nick_of "$g1") (confirmed #1)"
-grep -q '^CircuitBuildTimeBin 475 2$' "$state" || it_fail "tor's line was not kept in the state file"
+grep -q '^BWHistoryReadInterval 900$' "$state" || it_fail "tor's line was not kept in the state file"
 it_pctor_alive_quiet "$net" c1
 
 # --- 4. a consensus signed by keys we do not know ------------------------------

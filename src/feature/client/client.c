@@ -75,6 +75,13 @@
  * preemptive build holds further ones back for PREEMPTIVE_RETRY_US. With
  * conflux a preemptive circuit is a set, as tor only builds sets ahead.
  *
+ * First hops come from the entry guards (guards.h): a circuit built tells
+ * them its guard works, one that fails before its first hop opens that
+ * the guard is down. Build times feed the learned timeout (cbt.h); the
+ * client's timer moves the waiting streams of a circuit past the timeout
+ * to another circuit and abandons it at the close timeout. Both keep their
+ * history in the state file.
+ *
  * Memory: the bytes of a set's out-of-order queue count in MaxMemInQueues,
  * charged to one leg (client_circuit_mem); closing that leg while messages
  * wait closes the set.
@@ -374,6 +381,22 @@ ccirc_ready(ccirc_t *cc)
   }
 }
 
+/* Put the learned timeout's history into the state file and save it. */
+static void
+cbt_save(void)
+{
+  if (!client_g.cfg.state || !client_g.cbt)
+    return;
+  cbt_write_state(client_g.cbt, client_g.cfg.state);
+  client_g.cbt_unsaved = 0;
+  char *err = NULL;
+  if (statefile_is_dirty(client_g.cfg.state) &&
+      statefile_save(client_g.cfg.state, time(NULL), &err) < 0) {
+    log_warn("%s", err);
+    free(err);
+  }
+}
+
 static void
 cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -383,6 +406,20 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   leg->built = 1;
   if (client_g.guards)
     guards_note_success(client_g.guards, leg->guard_id, time(NULL));
+  cbt_note_built(client_g.cbt,
+                 (uint32_t)(circbuild_build_time_us(cb) / 1000));
+  if (++client_g.cbt_unsaved >= CBT_SAVE_EVERY)
+    cbt_save();
+  if (cc->timed_out) {
+    /* Built after the timeout: it was kept for its time only. */
+    log_info("Client circuit %llu built in %.0f ms, after the %u ms "
+             "timeout; closing it (measured only)",
+             (unsigned long long)circ->base.gid,
+             circbuild_build_time_us(cb) / 1000.0,
+             (unsigned)cbt_timeout_ms(client_g.cbt));
+    ccirc_close(cc, -1, "built after the build timeout");
+    return;
+  }
   log_info("Client circuit %llu built in %.0f ms",
            (unsigned long long)circ->base.gid,
            circbuild_build_time_us(cb) / 1000.0);
@@ -500,12 +537,35 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
 
 const circbuild_cbs_t client_circ_cbs = {cb_built, cb_closed, cb_relay};
 
+/* cc passed the build timeout (path-spec 2.4.3): its waiting streams go
+ * to another circuit; it goes on building until the close timeout so its
+ * time can be recorded, but takes no streams. */
+static void
+ccirc_timed_out(ccirc_t *cc, uint64_t age_ms)
+{
+  cc->timed_out = 1;
+  log_info("Client circuit not built within the %u ms build timeout "
+           "(%llu ms); moving its streams to another circuit",
+           (unsigned)cbt_timeout_ms(client_g.cbt),
+           (unsigned long long)age_ms);
+  dlist_node_t *n;
+  while ((n = dlist_first(&cc->streams))) {
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    dlist_remove(n);
+    dlist_node_init(&cs->node);
+    cs->circ = NULL;
+    client_stream_attach(cs);
+  }
+}
+
 /* Close circuits that have been idle too long or never got built. */
 static void
 client_timer_cb(void *arg)
 {
   (void)arg;
   uint64_t now = evloop_now_us(client_g.loop);
+  const dir_nodelist_t *nl = client_nodelist();
+  cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
   uint64_t max_dirty =
       (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
   dlist_node_t *n, *next;
@@ -513,8 +573,13 @@ client_timer_cb(void *arg)
     next = dlist_next(&client_g.circs, n);
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
     if (!cc->built) {
-      if (now - cc->created_us > CIRC_BUILD_TIMEOUT_US) {
-        log_info("Client circuit took too long to build; giving up on it");
+      uint64_t age_ms = (now - cc->created_us) / 1000;
+      if (!cc->timed_out && age_ms > cbt_timeout_ms(client_g.cbt))
+        ccirc_timed_out(cc, age_ms);
+      if (age_ms > cbt_close_ms(client_g.cbt)) {
+        log_info("Client circuit not built after %llu ms; abandoning it",
+                 (unsigned long long)age_ms);
+        cbt_note_abandoned(client_g.cbt);
         ccirc_close(cc, END_STREAM_REASON_TIMEOUT, "circuit build timed out");
       }
       continue;
@@ -559,12 +624,29 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   client_g.loop = loop;
   client_g.cfg = *cfg;
   client_g.guards = guards_new(cfg->state, guards_instance_for(cfg->path));
+  client_g.cbt = cbt_new();
+  const dir_nodelist_t *nl = cfg->dir ? dir_client_nodelist(cfg->dir) : NULL;
+  cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
+  if (cfg->state) {
+    path_rng_t rng = path_rng_crypto();
+    int bad = 0;
+    int n = cbt_load_state(client_g.cbt, cfg->state, &rng, &bad);
+    if (bad)
+      log_warn("State file: skipped %d malformed circuit build time "
+               "line%s", bad, bad == 1 ? "" : "s");
+    if (n)
+      log_info("Read %d circuit build times from the state file; build "
+               "timeout %u ms%s",
+               n, (unsigned)cbt_timeout_ms(client_g.cbt),
+               cbt_is_learned(client_g.cbt) ? " (learned)" : "");
+  }
   dlist_init(&client_g.circs);
   dlist_init(&client_g.unattached);
   client_g.listener = listener_new(loop, &cfg->socks_addr,
                                    client_socks_accept, NULL, err);
   if (!client_g.listener) {
     guards_free(client_g.guards);
+    cbt_free(client_g.cbt);
     return -1;
   }
   client_g.timer = evloop_timer_new(loop, client_timer_cb, NULL);
@@ -628,4 +710,7 @@ client_shutdown(void)
   if (client_g.guards)
     guards_save(client_g.guards, time(NULL));
   guards_free(client_g.guards);
+  if (client_g.cbt_unsaved)
+    cbt_save();
+  cbt_free(client_g.cbt);
 }

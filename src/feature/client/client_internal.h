@@ -23,6 +23,7 @@
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
 #include "feature/client/circbuild.h"
+#include "feature/client/cbt.h"
 #include "feature/client/guards.h"
 #include "feature/client/socks_proto.h"
 #include "feature/conflux/conflux_set.h"
@@ -30,7 +31,9 @@
 #include "lib/net/conn.h"
 
 #define CLIENT_HOPS 3
-#define CIRC_BUILD_TIMEOUT_US (60ULL * 1000000)
+/* Circuit build timeouts are learned (cbt.h); the state is saved after
+ * this many new build times. */
+#define CBT_SAVE_EVERY 10
 #define CLIENT_TIMER_US (2ULL * 1000000)
 #define CLEAN_IDLE_US (300ULL * 1000000)
 /* Conflux: legs relaunched per set after failing to link when the
@@ -106,6 +109,8 @@ struct ccirc_t {
   int built;               /* streams may use it */
   int busy;                /* > 0 while delivering (free deferred) */
   int dead;                /* closed; freed when busy drops to 0 */
+  int timed_out;           /* past the build timeout: building for its
+                            * time only, takes no streams (cbt.h) */
   uint8_t exit_id[20];
   uint16_t exit_port_ok;   /* the port the exit was chosen for (0: any) */
   int pinned_exit;         /* chosen from ExitNodes whatever the port */
@@ -140,6 +145,8 @@ typedef struct client_globals_t {
   evloop_deferred_t *preempt_ev;
   uint64_t preempt_not_before_us;
   guards_t *guards;        /* entry guards (guard-spec) */
+  cbt_t *cbt;              /* learned circuit build timeout */
+  int cbt_unsaved;         /* build times not yet in the state file */
 } client_globals_t;
 extern client_globals_t client_g;
 

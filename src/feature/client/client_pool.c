@@ -261,7 +261,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 static int
 ccirc_usable(const ccirc_t *cc)
 {
-  if (cc->dead)
+  if (cc->dead || cc->timed_out)
     return 0;
   if (!cc->built)
     return 1;
