@@ -190,6 +190,47 @@ static const char *WEIGHTS =
   "Wed=2000 Wee=10000 Weg=1000 Wem=3000 Wgb=10000 Wgd=5000 Wgg=6000 "
   "Wgm=4000 Wmb=10000 Wmd=3000 Wme=1500 Wmg=4000 Wmm=10000";
 
+/* A relay whose "pr" line lacks what the client speaks to every hop
+ * (Relay=2: CREATE2/EXTEND2/ntor; Link=4) is never a candidate. */
+START_TEST(test_required_protocols)
+{
+  microdesc_t md;
+  memset(&md, 0, sizeof(md));
+  dir_node_t n;
+  memset(&n, 0, sizeof(n));
+  strcpy(n.nickname, "p");
+  n.flags = RS_FLAG_RUNNING | RS_FLAG_VALID | RS_FLAG_FAST | RS_FLAG_GUARD;
+  n.desc = &md;
+  n.has_ntor = 1;
+  path_config_t cfg;
+  path_config_init(&cfg);
+  /* no pr line: accepted */
+  ck_assert_int_eq(dir_node_has_client_protocols(&n), 1);
+  ck_assert_int_eq(path_node_is_candidate(&n, PATH_POS_GUARD, &cfg, 0), 1);
+  static const char *const ok[] = {
+      "Cons=2 Desc=2 Link=4-5 LinkAuth=3 Relay=2-4",
+      "Link=1-5 Relay=1-4", /* tor 0.4.9 */
+      "Relay=2 Link=4",
+  };
+  static const char *const bad[] = {
+      "Link=4-5 Relay=1", "Link=1-3 Relay=2-4", "Link=4-5", "Relay=2-4",
+      "Link=4-5 Relay=x", "",
+  };
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    n.protocols = ok[i];
+    ck_assert_msg(dir_node_has_client_protocols(&n), "%s", ok[i]);
+    ck_assert(path_node_is_candidate(&n, PATH_POS_MIDDLE, &cfg, 0));
+  }
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    n.protocols = bad[i];
+    ck_assert_msg(!dir_node_has_client_protocols(&n), "%s", bad[i]);
+    for (int pos = 0; pos < 3; pos++)
+      ck_assert(!path_node_is_candidate(&n, (path_position_t)pos, &cfg, 0));
+  }
+  path_config_clear(&cfg);
+}
+END_TEST
+
 START_TEST(test_nodelist)
 {
   net_t net;
@@ -614,6 +655,7 @@ suite_path(void)
   tcase_add_test(tc, test_uniform_when_zero);
   tcase_add_test(tc, test_constraints);
   tcase_add_test(tc, test_real_network);
+  tcase_add_test(tc, test_required_protocols);
   suite_add_tcase(s, tc);
   return s;
 }
