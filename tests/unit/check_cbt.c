@@ -15,28 +15,16 @@
 #include "feature/client/cbt.h"
 #include "lib/fs/statefile.h"
 
+#include "test_rng.h"
+
 Suite *suite_cbt(void);
 
-static uint64_t
-sm64(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t
-test_below(void *arg, uint64_t bound)
-{
-  return sm64(arg) % bound;
-}
 
 /* A Pareto(xm, alpha) variate by inversion. */
 static uint32_t
 pareto(uint64_t *s, double xm, double alpha)
 {
-  double u = ((double)(sm64(s) >> 11) + 1.0) / 9007199254740993.0;
+  double u = ((double)(test_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
   return (uint32_t)(xm / pow(u, 1.0 / alpha));
 }
 
@@ -76,7 +64,7 @@ START_TEST(test_floor_and_censoring)
   uint64_t s = 7;
   /* Loopback: every circuit in a few ms: the floor of cbtmintimeout. */
   for (int i = 0; i < 200; i++)
-    cbt_note_built(cbt, 5 + (uint32_t)(sm64(&s) % 20));
+    cbt_note_built(cbt, 5 + (uint32_t)(test_rng_next(&s) % 20));
   ck_assert_uint_eq(cbt_timeout_ms(cbt), 2000);
   cbt_free(cbt);
   /* Abandoned circuits make the tail heavier: a longer timeout. */
@@ -160,7 +148,7 @@ START_TEST(test_state_roundtrip)
   uint32_t t = cbt_timeout_ms(cbt);
   cbt_t *back = cbt_new();
   uint64_t rs = 1;
-  path_rng_t rng = {test_below, &rs};
+  path_rng_t rng = {test_rng_below, &rs};
   int bad = 0;
   ck_assert_int_eq(cbt_load_state(back, st, &rng, &bad), 405);
   ck_assert_int_eq(bad, 0);

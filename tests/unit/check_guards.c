@@ -18,22 +18,10 @@
 #include "lib/fs/statefile.h"
 #include "lib/malloc/alloc.h"
 
+#include "test_rng.h"
+
 Suite *suite_guards(void);
 
-static uint64_t
-sm64(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t
-test_below(void *arg, uint64_t bound)
-{
-  return sm64(arg) % bound;
-}
 
 #define N_NODES 40
 #define N_GUARDS 30
@@ -95,15 +83,63 @@ node_index(const net_t *n, const uint8_t *id)
   return -1;
 }
 
+/* What every test starts from: the network, a default configuration, a
+ * seeded RNG and an empty default guard set. */
+typedef struct {
+  net_t *n;
+  path_config_t cfg;
+  uint64_t seed;
+  path_rng_t rng;
+  guards_t *g;
+} fx_t;
+
+static void
+fx_init(fx_t *f, uint64_t seed)
+{
+  f->n = net_new(T0);
+  path_config_init(&f->cfg);
+  f->seed = seed;
+  f->rng.below = test_rng_below;
+  f->rng.arg = &f->seed;
+  f->g = guards_new(NULL, "default");
+}
+
+static void
+fx_clear(fx_t *f)
+{
+  guards_free(f->g);
+  path_config_clear(&f->cfg);
+  free(f->n);
+}
+
+/* 1 if id is in g's sample. */
+static int
+in_sample(const guards_t *g, const uint8_t *id)
+{
+  for (int i = 0; i < guards_n_sampled(g); i++) {
+    guard_info_t gi;
+    guards_get(g, i, &gi);
+    if (!memcmp(gi.rsa_id, id, 20))
+      return 1;
+  }
+  return 0;
+}
+
+/* guards_choose at now with no relay to avoid. */
+static const dir_node_t *
+fx_choose(fx_t *f, time_t now, int *primary)
+{
+  return guards_choose(f->g, &f->n->nl, &f->cfg, NULL, 0, now, &f->rng,
+                       primary);
+}
+
 START_TEST(test_sample_and_primary)
 {
-  net_t *n = net_new(T0);
-  path_config_t cfg;
-  path_config_init(&cfg);
-  uint64_t seed = 1;
-  path_rng_t rng = {test_below, &seed};
-  guards_t *g = guards_new(NULL, "default");
-  guards_update(g, &n->nl, &cfg, T0, &rng);
+  fx_t f;
+  fx_init(&f, 1);
+  net_t *n = f.n;
+  guards_t *g = f.g;
+  guards_update(g, &n->nl, &f.cfg, T0, &f.rng);
   /* max(20% of 30, MIN_FILTERED_SAMPLE 20) = 20 */
   ck_assert_int_eq(guards_n_sampled(g), 20);
   for (int i = 0; i < guards_n_sampled(g); i++) {
@@ -117,18 +153,24 @@ START_TEST(test_sample_and_primary)
   }
   ck_assert_int_eq(guards_n_primary(g), 3);
   int primary = 0;
-  const dir_node_t *d = guards_choose(g, &n->nl, &cfg, NULL, 0, T0, &rng,
-                                      &primary);
+  const dir_node_t *d = fx_choose(&f, T0, &primary);
   ck_assert_ptr_nonnull(d);
   ck_assert_int_eq(primary, 1);
   ck_assert_mem_eq(d->rsa_id, guards_primary_id(g, 0), 20);
   /* Always the first primary guard while it is reachable. */
   for (int i = 0; i < 20; i++)
-    ck_assert_ptr_eq(guards_choose(g, &n->nl, &cfg, NULL, 0, T0, &rng,
-                                   &primary), d);
-  guards_free(g);
-  path_config_clear(&cfg);
-  free(n);
+    ck_assert_ptr_eq(fx_choose(&f, T0, &primary), d);
+  /* Its descriptor is missing (a new consensus, descriptors not fetched
+   * yet): no circuit rather than another guard (guard-spec 4.12); it
+   * stays primary. */
+  dir_node_t *dn = &n->nodes[node_index(n, d->rsa_id)];
+  const microdesc_t *md = dn->desc;
+  dn->desc = NULL;
+  ck_assert_ptr_null(fx_choose(&f, T0, &primary));
+  ck_assert_mem_eq(guards_primary_id(g, 0), d->rsa_id, 20);
+  dn->desc = md;
+  ck_assert_ptr_eq(fx_choose(&f, T0, &primary), d);
+  fx_clear(&f);
 }
 END_TEST
 
@@ -143,7 +185,7 @@ START_TEST(test_weighted_sampling)
     path_config_t cfg;
     path_config_init(&cfg);
     uint64_t seed = s;
-    path_rng_t rng = {test_below, &seed};
+    path_rng_t rng = {test_rng_below, &seed};
     guards_t *g = guards_new(NULL, "default");
     guards_update(g, &n->nl, &cfg, T0, &rng);
     guard_info_t gi;
@@ -174,7 +216,7 @@ START_TEST(test_persist_across_restart)
   path_config_t cfg;
   path_config_init(&cfg);
   uint64_t seed = 7;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   char *warn = NULL;
   statefile_t *st = statefile_load(path, &warn);
   ck_assert_ptr_null(warn);
@@ -248,41 +290,32 @@ END_TEST
 
 START_TEST(test_failed_guard_replaced)
 {
-  net_t *n = net_new(T0);
-  path_config_t cfg;
-  path_config_init(&cfg);
-  uint64_t seed = 3;
-  path_rng_t rng = {test_below, &seed};
-  guards_t *g = guards_new(NULL, "default");
+  fx_t f;
+  fx_init(&f, 3);
+  guards_t *g = f.g;
   int primary;
-  const dir_node_t *a = guards_choose(g, &n->nl, &cfg, NULL, 0, T0, &rng,
-                                      &primary);
+  const dir_node_t *a = fx_choose(&f, T0, &primary);
   guards_note_success(g, a->rsa_id, T0);
   guards_note_failure(g, a->rsa_id, T0 + 10);
-  const dir_node_t *b = guards_choose(g, &n->nl, &cfg, NULL, 0, T0 + 11,
-                                      &rng, &primary);
+  const dir_node_t *b = fx_choose(&f, T0 + 11, &primary);
   ck_assert_ptr_ne(a, b);
   ck_assert_int_eq(primary, 1);
   ck_assert_mem_eq(b->rsa_id, guards_primary_id(g, 1), 20);
   /* a stays the first primary (confirmed) and is retried after 30 min. */
   ck_assert_mem_eq(a->rsa_id, guards_primary_id(g, 0), 20);
-  ck_assert_ptr_eq(guards_choose(g, &n->nl, &cfg, NULL, 0, T0 + 29 * 60,
-                                 &rng, &primary), b);
-  ck_assert_ptr_eq(guards_choose(g, &n->nl, &cfg, NULL, 0, T0 + 31 * 60,
-                                 &rng, &primary), a);
+  ck_assert_ptr_eq(fx_choose(&f, T0 + 29 * 60, &primary), b);
+  ck_assert_ptr_eq(fx_choose(&f, T0 + 31 * 60, &primary), a);
   /* All three primaries down: a confirmed or sampled non-primary guard. */
   for (int i = 0; i < 3; i++)
     guards_note_failure(g, guards_primary_id(g, i), T0 + 32 * 60);
-  const dir_node_t *c = guards_choose(g, &n->nl, &cfg, NULL, 0,
-                                      T0 + 32 * 60, &rng, &primary);
+  const dir_node_t *c = fx_choose(&f, T0 + 32 * 60, &primary);
   ck_assert_ptr_nonnull(c);
   ck_assert_int_eq(primary, 0);
   guard_info_t gi;
   guards_get(g, 3, &gi); /* the 4th in sample order */
   ck_assert_mem_eq(c->rsa_id, gi.rsa_id, 20);
   /* It is pending: the next circuit tries the 5th. */
-  const dir_node_t *e = guards_choose(g, &n->nl, &cfg, NULL, 0,
-                                      T0 + 32 * 60, &rng, &primary);
+  const dir_node_t *e = fx_choose(&f, T0 + 32 * 60, &primary);
   guards_get(g, 4, &gi);
   ck_assert_mem_eq(e->rsa_id, gi.rsa_id, 20);
   /* It works: confirmed, and primary since fewer than 3 are confirmed. */
@@ -290,31 +323,25 @@ START_TEST(test_failed_guard_replaced)
   guards_get(g, 3, &gi);
   ck_assert_int_eq(gi.confirmed_idx, 1);
   ck_assert_int_eq(gi.is_primary, 1);
-  guards_free(g);
-  path_config_clear(&cfg);
-  free(n);
+  fx_clear(&f);
 }
 END_TEST
 
 START_TEST(test_unlisted_guard)
 {
-  net_t *n = net_new(T0);
-  path_config_t cfg;
-  path_config_init(&cfg);
-  uint64_t seed = 5;
-  path_rng_t rng = {test_below, &seed};
-  guards_t *g = guards_new(NULL, "default");
+  fx_t f;
+  fx_init(&f, 5);
+  net_t *n = f.n;
+  guards_t *g = f.g;
   int primary;
-  const dir_node_t *a = guards_choose(g, &n->nl, &cfg, NULL, 0, T0, &rng,
-                                      &primary);
+  const dir_node_t *a = fx_choose(&f, T0, &primary);
   guards_note_success(g, a->rsa_id, T0);
   int ia = node_index(n, a->rsa_id);
   uint8_t id[20];
   memcpy(id, a->rsa_id, 20);
   /* It loses its Guard flag: no longer primary, the next one is used. */
   n->nodes[ia].flags &= ~RS_FLAG_GUARD;
-  const dir_node_t *b = guards_choose(g, &n->nl, &cfg, NULL, 0, T0 + 60,
-                                      &rng, &primary);
+  const dir_node_t *b = fx_choose(&f, T0 + 60, &primary);
   ck_assert_ptr_nonnull(b);
   ck_assert_int_ne(node_index(n, b->rsa_id), ia);
   ck_assert_int_eq(primary, 1);
@@ -323,33 +350,22 @@ START_TEST(test_unlisted_guard)
   ck_assert_int_eq(guards_n_primary(g), 3);
   /* It comes back within 20 days: primary again (it is confirmed). */
   n->nodes[ia].flags |= RS_FLAG_GUARD;
-  const dir_node_t *c = guards_choose(g, &n->nl, &cfg, NULL, 0, T0 + 120,
-                                      &rng, &primary);
+  const dir_node_t *c = fx_choose(&f, T0 + 120, &primary);
   ck_assert_int_eq(node_index(n, c->rsa_id), ia);
   /* Gone for more than 20 days (with a live consensus): removed. */
   n->nodes[ia].flags &= ~RS_FLAG_RUNNING;
-  guards_update(g, &n->nl, &cfg, T0 + 200, &rng);
-  int found = 0;
-  for (int i = 0; i < guards_n_sampled(g); i++) {
-    guard_info_t gi;
-    guards_get(g, i, &gi);
-    found += !memcmp(gi.rsa_id, id, 20);
-  }
-  ck_assert_int_eq(found, 1);
+  guards_update(g, &n->nl, &f.cfg, T0 + 200, &f.rng);
+  ck_assert_int_eq(in_sample(g, id), 1);
   time_t later = T0 + 200 + 21 * 86400;
   set_time(n, later);
-  guards_update(g, &n->nl, &cfg, later, &rng);
-  found = 0;
+  guards_update(g, &n->nl, &f.cfg, later, &f.rng);
+  ck_assert_int_eq(in_sample(g, id), 0);
   for (int i = 0; i < guards_n_sampled(g); i++) {
     guard_info_t gi;
     guards_get(g, i, &gi);
-    found += !memcmp(gi.rsa_id, id, 20);
     ck_assert_int_eq(gi.sampled_idx, i);
   }
-  ck_assert_int_eq(found, 0);
-  guards_free(g);
-  path_config_clear(&cfg);
-  free(n);
+  fx_clear(&f);
 }
 END_TEST
 
@@ -359,7 +375,7 @@ START_TEST(test_avoid_and_entry_nodes)
   path_config_t cfg;
   path_config_init(&cfg);
   uint64_t seed = 11;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   guards_t *g = guards_new(NULL, "default");
   int primary;
   const dir_node_t *a = guards_choose(g, &n->nl, &cfg, NULL, 0, T0, &rng,

@@ -18,30 +18,11 @@
 #include "feature/dir/serverdesc.h"
 #include "lib/encoding/base64.h"
 
+#include "test_rng.h"
+
 Suite *suite_path(void);
 char *dirtest_load_fixture(const char *name, size_t *len);
 
-/* splitmix64: a fixed-seed RNG for reproducible draws. */
-static uint64_t
-sm64(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t
-test_below(void *arg, uint64_t bound)
-{
-  uint64_t *s = arg;
-  uint64_t lim = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t x;
-  do {
-    x = sm64(s);
-  } while (x >= lim);
-  return x % bound;
-}
 
 /* ---- a synthetic network ---- */
 
@@ -370,7 +351,7 @@ START_TEST(test_distribution)
   path_config_init(&cfg);
   cfg.need_fast = 0;
   uint64_t seed = 12345;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   const int draws = 60000;
   /* 99.9th percentiles of chi-square for k degrees of freedom. */
   static const double crit[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46,
@@ -431,7 +412,7 @@ START_TEST(test_uniform_when_zero)
   path_config_init(&cfg);
   cfg.need_fast = 0;
   uint64_t seed = 7;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   int obs[N_SPECS] = {0};
   double w[N_SPECS];
   for (int i = 0; i < N_SPECS; i++)
@@ -463,7 +444,7 @@ START_TEST(test_constraints)
   char *err = NULL;
   ck_assert_int_eq(routerset_parse(&cfg.exclude_nodes, "r1", &err), 0);
   uint64_t seed = 99;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   int seen[N_SPECS] = {0};
   for (int d = 0; d < 5000; d++) {
     const dir_node_t *p[4];
@@ -587,7 +568,7 @@ START_TEST(test_real_network)
   path_config_t cfg;
   path_config_init(&cfg);
   uint64_t seed = 1;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   const dir_node_t *p[3];
   /* Everything is on 127.0.0.1: /16 distinctness makes paths
    * impossible, as in tor (TestingTorNetwork turns it off). */

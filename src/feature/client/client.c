@@ -266,6 +266,21 @@ ccirc_free(ccirc_t *cc)
   free(cc);
 }
 
+/* Take the first stream off cc's list (NULL if none): it belongs to no
+ * circuit any more. */
+static cstream_t *
+ccirc_pop_stream(ccirc_t *cc)
+{
+  dlist_node_t *n = dlist_first(&cc->streams);
+  if (!n)
+    return NULL;
+  cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+  dlist_remove(n);
+  dlist_node_init(&cs->node);
+  cs->circ = NULL;
+  return cs;
+}
+
 /* The ccirc_t is gone (every leg closed, or we give up on it): close what
  * is left of its circuits, end its open streams, retry the others once on
  * another circuit -- or, when fail_reason >= 0, fail them with that END
@@ -295,12 +310,8 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
     circbuild_free(cc->legs[i]->cb);
     cc->legs[i]->circ = NULL;
   }
-  dlist_node_t *n;
-  while ((n = dlist_first(&cc->streams))) {
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    dlist_remove(n);
-    dlist_node_init(&cs->node);
-    cs->circ = NULL;
+  cstream_t *cs;
+  while ((cs = ccirc_pop_stream(cc)) != NULL) {
     edge_stream_forget(cs->es); /* the edge goes with the circuit */
     cs->es = NULL;
     if (cs->state == CS_OPEN) {
@@ -548,14 +559,9 @@ ccirc_timed_out(ccirc_t *cc, uint64_t age_ms)
            "(%llu ms); moving its streams to another circuit",
            (unsigned)cbt_timeout_ms(client_g.cbt),
            (unsigned long long)age_ms);
-  dlist_node_t *n;
-  while ((n = dlist_first(&cc->streams))) {
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    dlist_remove(n);
-    dlist_node_init(&cs->node);
-    cs->circ = NULL;
+  cstream_t *cs;
+  while ((cs = ccirc_pop_stream(cc)) != NULL)
     client_stream_attach(cs);
-  }
 }
 
 /* Close circuits that have been idle too long or never got built. */
@@ -692,14 +698,9 @@ client_shutdown(void)
   }
   while ((n = dlist_first(&client_g.circs))) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    dlist_node_t *s;
-    while ((s = dlist_first(&cc->streams))) {
-      cstream_t *cs = DLIST_ENTRY(s, cstream_t, node);
-      dlist_remove(s);
-      dlist_node_init(&cs->node);
-      cs->circ = NULL;
+    cstream_t *cs;
+    while ((cs = ccirc_pop_stream(cc)) != NULL)
       socks_stream_free(cs);
-    }
     dlist_remove(&cc->node);
     ccirc_free(cc);
   }

@@ -429,15 +429,16 @@ rand_past(time_t now, time_t interval, path_rng_t *rng)
   return now - (time_t)rng->below(rng->arg, (uint64_t)interval);
 }
 
-/* May node n be sampled (guard-spec's GUARDS set)? With EntryNodes (the
- * restricted instance) the listed relays need no Guard flag, as in
- * path.c; otherwise a guard needs Guard, Fast, V2Dir and a descriptor. */
+/* Is node n listed as a guard (guard-spec's GUARDS set, what is sampled
+ * from)? By the consensus alone: Running, Valid, not MiddleOnly, the
+ * protocols the client needs, and Guard, Fast and V2Dir -- or, in the
+ * restricted instance, being an EntryNodes relay (Guard flag or not, as
+ * path.c). A missing descriptor does not make a guard unlisted. */
 static int
 is_guard_candidate(const dir_node_t *n, const path_config_t *cfg)
 {
-  if (!dir_node_is_usable(n))
-    return 0;
-  if (n->flags & RS_FLAG_MIDDLEONLY)
+  if (!(n->flags & RS_FLAG_RUNNING) || !(n->flags & RS_FLAG_VALID) ||
+      (n->flags & RS_FLAG_MIDDLEONLY) || !dir_node_has_client_protocols(n))
     return 0;
   if (!routerset_is_empty(cfg->entry_nodes))
     return routerset_contains(cfg->entry_nodes, n);
@@ -445,11 +446,22 @@ is_guard_candidate(const dir_node_t *n, const path_config_t *cfg)
          (n->flags & RS_FLAG_V2DIR);
 }
 
-/* Filtered: listed, allowed by the configuration, usable now. */
+/* Filtered (guard-spec 4.2): listed and not excluded by the
+ * configuration. */
 static int
 passes_filter(const dir_node_t *n, const path_config_t *cfg)
 {
-  return n && path_node_is_candidate(n, PATH_POS_GUARD, cfg, 0);
+  return n && is_guard_candidate(n, cfg) &&
+         !routerset_contains(cfg->exclude_nodes, n);
+}
+
+/* Can a circuit start at n now: filtered, with a descriptor (ntor key),
+ * and whatever path.c asks of a first hop (Fast, ...). */
+static int
+usable_now(const dir_node_t *n, const path_config_t *cfg)
+{
+  return passes_filter(n, cfg) &&
+         path_node_is_candidate(n, PATH_POS_GUARD, cfg, 0);
 }
 
 static int
@@ -562,6 +574,7 @@ sample_one(guards_t *gs, const dir_nodelist_t *nl, const path_config_t *cfg,
   return 0;
 }
 
+/* USABLE_FILTERED_GUARDS: filtered and not known to be down. */
 static int
 n_usable_filtered(const guards_t *gs)
 {
@@ -571,7 +584,9 @@ n_usable_filtered(const guards_t *gs)
   return k;
 }
 
-/* The guard with confirmed_idx k that is filtered, in order: index. */
+/* PRIMARY_GUARDS (guard-spec 4.4): confirmed and filtered guards in
+ * confirmed order, then the earlier primaries still filtered, then
+ * filtered guards in sample order. */
 static void
 compute_primary(guards_t *gs)
 {
@@ -689,22 +704,6 @@ guards_update(guards_t *gs, const dir_nodelist_t *nl,
     guards_save(gs, now);
 }
 
-/* Does n fit a circuit with the avoided relays? */
-static int
-fits(const dir_node_t *n, const path_config_t *cfg,
-     const dir_node_t *const *avoid, int n_avoid)
-{
-  for (int i = 0; i < n_avoid; i++) {
-    if (!avoid[i])
-      continue;
-    if (dir_nodes_same_family(n, avoid[i]))
-      return 0;
-    if (cfg->enforce_distinct_subnets && dir_nodes_same_subnet(n, avoid[i]))
-      return 0;
-  }
-  return 1;
-}
-
 const dir_node_t *
 guards_choose(guards_t *gs, const dir_nodelist_t *nl,
               const path_config_t *cfg, const dir_node_t *const *avoid,
@@ -719,15 +718,31 @@ guards_choose(guards_t *gs, const dir_nodelist_t *nl,
     const dir_node_t *cand[N_PRIMARY_MAX];
     guard_t *cg[N_PRIMARY_MAX];
     int nc = 0;
+    const dir_node_t *no_desc = NULL;
     for (int k = 0; k < gs->n_primary && nc < gs->p.n_usable_primary; k++) {
       guard_t *g = find(gs, gs->primary[k]);
       if (!g || g->reach == GUARD_REACH_NO)
         continue;
       const dir_node_t *n = dir_nodelist_find_id(nl, g->rsa_id);
-      if (!n || !passes_filter(n, cfg) || !fits(n, cfg, avoid, n_avoid))
+      if (!n || path_node_conflicts(cfg, n, avoid, n_avoid))
         continue;
+      if (!usable_now(n, cfg)) {
+        /* guard-spec 4.12: no circuits while a primary guard we would
+         * use lacks its descriptor. */
+        if (passes_filter(n, cfg) && (!n->desc || !n->has_ntor)) {
+          no_desc = n;
+          break;
+        }
+        continue;
+      }
       cand[nc] = n;
       cg[nc++] = g;
+    }
+    if (!nc && no_desc) {
+      log_info("Guards (%s): waiting for the descriptor of primary guard "
+               "%s",
+               gs->instance, no_desc->nickname);
+      return NULL;
     }
     if (nc) {
       int k = nc > 1 ? (int)rng->below(rng->arg, (uint64_t)nc) : 0;
@@ -752,7 +767,8 @@ guards_choose(guards_t *gs, const dir_nodelist_t *nl,
         if (best && !confirmed)
           continue; /* sample order: the first one wins */
         const dir_node_t *n = dir_nodelist_find_id(nl, g->rsa_id);
-        if (!n || !fits(n, cfg, avoid, n_avoid))
+        if (!n || !usable_now(n, cfg) ||
+            path_node_conflicts(cfg, n, avoid, n_avoid))
           continue;
         best = g;
         bn = n;

@@ -11,11 +11,12 @@
  *              leaves it when unlisted for REMOVE_UNLISTED_GUARDS_AFTER
  *              or when older than GUARD_LIFETIME (and not confirmed
  *              within GUARD_CONFIRMED_MIN_LIFETIME).
- *   FILTERED   sampled guards listed in the current consensus that the
- *              configuration allows (ExcludeNodes, EntryNodes, usable
- *              with a descriptor); USABLE_FILTERED: those not known to
- *              be unreachable. Grown (by sampling) when fewer than
- *              MIN_FILTERED_SAMPLE are usable.
+ *   FILTERED   sampled guards listed in the current consensus (Running,
+ *              Valid, Guard, Fast, V2Dir, Relay=2 and Link=4) that the
+ *              configuration allows (ExcludeNodes, EntryNodes);
+ *              USABLE_FILTERED: those not known to be unreachable.
+ *              Grown (by sampling) when fewer than MIN_FILTERED_SAMPLE
+ *              are usable.
  *   CONFIRMED  sampled guards a circuit was built through, in the order
  *              that happened; persistent (confirmed_on, confirmed_idx).
  *   PRIMARY    the first N_PRIMARY_GUARDS of CONFIRMED x FILTERED, then
@@ -25,7 +26,9 @@
  * guard (among the first NUM_USABLE_PRIMARY_GUARDS, at random); if all
  * primaries are down, the first confirmed usable guard not already being
  * tried, else the next usable filtered guard in sample order; if none is
- * left, every guard becomes "maybe" reachable again. A guard that failed
+ * left, every guard becomes "maybe" reachable again. While the primary
+ * guard that would be used has no descriptor yet, no guard is chosen
+ * (section 4.12). A guard that failed
  * is retried after the spec's schedules (30 min / 2 h / 4 h / 9 h for
  * primary guards, 1 h / 4 h / 18 h / 36 h for the others).
  *
