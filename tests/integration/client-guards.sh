@@ -6,7 +6,8 @@
 #
 # A private network of 1 tor authority and 5 tor relays (one a
 # loopback-only exit; the authority votes every relay Guard), and a pctor
-# client c1 with ExitNodes the exit, no EntryNodes, conflux off. Checks:
+# client c1 with ExitNodes the exit, ExcludeNodes the authority, no
+# EntryNodes, conflux off. Checks:
 #   1. c1 samples guards into DataDirectory/state (tor's "Guard
 #      in=default rsa_id=..." lines), confirms the guard its first circuit
 #      used (confirmed_idx=0) and carries a download through it;
@@ -24,7 +25,10 @@
 #      authority key it does not know) refuses every consensus with a
 #      warning that names the signatures, caches none and builds nothing;
 #   5. a state file with garbage: c3 warns once, moves it to state.bad and
-#      starts with a fresh state.
+#      starts with a fresh state;
+#   6. a tor 0.4.9 client's state file: a pctor client c4 started on it
+#      uses tor's confirmed guard; tor started again on what c4 wrote
+#      keeps that guard and does not complain.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -52,9 +56,13 @@ it_http_server "$www" "$hport"
 exitnick=$(awk '$7 == "exit" { print $1; exit }' "$net/nodes.txt")
 [ -n "$exitnick" ] || it_fail "no exit in nodes.txt"
 
+authnick=$(awk '$7 == "authority" { print $1; exit }' "$net/nodes.txt")
 # Plain circuits (a conflux set's second leg takes the next primary guard,
-# which would blur "the guard c1 uses").
+# which would blur "the guard c1 uses"); the authority is no guard of c1's
+# (step 3 stops the guard, and stopping the only authority would stop the
+# consensus too: another test).
 it_start_pctor "$net" c1 client "ExitNodes $exitnick
+ExcludeNodes $authnick
 ConfluxEnabled 0"
 d=$(cat "$net/c1.dir") socks=$(cat "$net/c1.port")
 log=$d/info.log state=$d/data/state
@@ -182,4 +190,60 @@ grep -q "\[warn\] State file $d3/data/state line 2 does not start with a key.*mo
 [ -e "$d3/data/state.bad" ] || it_fail "the broken state file was not kept as state.bad"
 kill -0 "$(cat "$d3/pid")" || it_fail "c3 died"
 it_log "a broken state file is moved aside with a warning"
+
+# --- 6. the guards move between tor and pctor with the state file --------------
+read -r tnode tsocks _ < <(it_privnet add-client "$net" --owner-pid $$) ||
+    it_fail "cannot start a tor client"
+tdir=$net/$tnode
+it_register_pid "$(cat "$tdir/pid")"
+it_privnet wait-client "$net" "$tnode" --timeout 120 || it_fail "the tor client did not bootstrap"
+it_wait_until 60 curl -sf --max-time 30 --socks5-hostname "127.0.0.1:$tsocks" \
+    "http://127.0.0.1:$hport/file" -o /dev/null || it_fail "no download through the tor client"
+stop_tor() {
+    local pid
+    pid=$(cat "$tdir/pid")
+    kill -TERM "$pid"
+    it_wait_until 30 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "the tor client did not stop"
+}
+stop_tor
+tconf() { sed -n "s/^Guard in=default rsa_id=\([0-9A-F]*\) .*confirmed_idx=0\( .*\)\?\$/\1/p" "$1"; }
+tg=$(tconf "$tdir/state")
+[ -n "$tg" ] || it_fail "tor wrote no confirmed guard: $(grep '^Guard' "$tdir/state")"
+read -r node4 port4 _ _ < <(it_privnet reserve "$net" --role pctor --nickname c4)
+d4=$net/$node4
+mkdir -p -m 700 "$d4/data"
+cp "$tdir/state" "$d4/data/state"
+sed -e "s|$d|$d4|g" -e "s|:$socks\$|:$port4|" -e '/^ExcludeNodes/d' "$d/torrc" > "$d4/torrc"
+"$PCTOR" -f "$d4/torrc" > "$d4/stderr" 2>&1 &
+echo $! > "$d4/pid"
+it_register_pid "$(cat "$d4/pid")"
+it_wait_port 127.0.0.1 "$port4" 30 || it_fail "c4 did not start: $(tail -3 "$d4/stderr")"
+socks=$port4 log=$d4/info.log
+it_wait_until 120 get tor2pctor || it_fail "c4 carried nothing"
+grep -q 'sampled guards read from the state file' "$log" || it_fail "c4 did not read tor's guards"
+grep -q "primary guards now $(nick_of "$tg")," "$log" ||
+    it_fail "tor's guard $(nick_of "$tg") is not c4's first primary guard: $(grep 'primary guards now' "$log" | head -3)"
+# (tor's guard may be the exit c4 is pinned to: then c4 uses the next one)
+if [ "$(nick_of "$tg")" != "$exitnick" ]; then
+    grep -q "Building a circuit $(nick_of "$tg") -> " "$log" ||
+        it_fail "c4 did not use tor's guard $(nick_of "$tg"): $(grep 'Building a circuit' "$log" | head -3)"
+fi
+[ "$(tconf "$d4/data/state")" = "$tg" ] || it_fail "c4 changed the confirmed guard"
+it_log "pctor took over tor's state file and its guard $(nick_of "$tg")"
+kill "$(cat "$d4/pid")"
+it_wait_until 20 bash -c "! kill -0 $(cat "$d4/pid") 2>/dev/null" || it_fail "c4 did not stop"
+# And back: tor reads what pctor wrote and keeps it.
+cp "$d4/data/state" "$tdir/state"
+"$TOR" -f "$tdir/torrc" --defaults-torrc "$net/torrc-defaults" < /dev/null \
+    > "$tdir/tor.out" 2>&1 &
+echo $! > "$tdir/pid"
+it_register_pid "$(cat "$tdir/pid")"
+it_wait_until 120 bash -c "[ \$(grep -c 'Bootstrapped 100%' '$tdir/notice.log') -ge 2 ]" ||
+    it_fail "the tor client did not bootstrap on pctor's state"
+stop_tor
+[ "$(tconf "$tdir/state")" = "$tg" ] || it_fail "tor changed the confirmed guard: $(grep '^Guard' "$tdir/state")"
+if grep -iE 'state|guard' "$tdir/notice.log" | grep -E '\[(warn|err)\]'; then
+    it_fail "tor complained about pctor's state file"
+fi
+it_log "tor read pctor's state file back and kept its guard"
 it_log "guard and consensus checks passed"
