@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feature/client/client.h" /* CLIENT_PROTOCOLS */
 #include "feature/dir/consensus.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/dir_keycert.h"
 #include "feature/dir/microdesc.h"
+#include "feature/dir/nodelist.h"
 #include "lib/compress/compress.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
@@ -372,6 +374,22 @@ END_TEST
 START_TEST(test_consensus_unknown_signers)
 {
   consensus_t *c = load_consensus("consensus-microdesc");
+  /* The client-protocol lines of tor 0.4.9's authorities, as listed;
+   * pctor's client speaks all the required ones, not the onion-service
+   * ones recommended. */
+  ck_assert_str_eq(c->required_client_protocols,
+                   "Cons=2 Desc=2 FlowCtrl=1 Link=4 Microdesc=2 Relay=2");
+  ck_assert_ptr_nonnull(strstr(c->recommended_client_protocols, "HSDir=2"));
+  char miss[128];
+  ck_assert_int_eq(dir_protocols_missing(c->required_client_protocols,
+                                         CLIENT_PROTOCOLS, miss,
+                                         sizeof(miss)),
+                   0);
+  ck_assert_int_eq(dir_protocols_missing(c->recommended_client_protocols,
+                                         CLIENT_PROTOCOLS, miss,
+                                         sizeof(miss)),
+                   4);
+  ck_assert_str_eq(miss, "DirCache=2 HSDir=2 HSIntro=4 HSRend=2");
   char *err = NULL;
   dir_authority_t auths[8];
   int na = load_auths(auths);

@@ -212,6 +212,36 @@ START_TEST(test_required_protocols)
 }
 END_TEST
 
+/* What a consensus requires of clients against what a client speaks. */
+START_TEST(test_protocols_missing)
+{
+  char out[128];
+  const char *have = "Cons=2 Desc=2 Link=4-5 Microdesc=2 Relay=2-4";
+  /* tor 0.4.9's required-client-protocols */
+  ck_assert_int_eq(dir_protocols_missing("Cons=2 Desc=2 Link=4 Microdesc=2 "
+                                         "Relay=2",
+                                         have, out, sizeof(out)),
+                   0);
+  ck_assert_str_eq(out, "");
+  ck_assert_int_eq(dir_protocols_missing(NULL, have, out, sizeof(out)), 0);
+  ck_assert_int_eq(dir_protocols_missing("HSDir=2 Link=3-5 Relay=2",
+                                         have, out, sizeof(out)),
+                   2);
+  ck_assert_str_eq(out, "HSDir=2 Link=3");
+  ck_assert_int_eq(dir_protocols_missing("Relay=1-2,5", have, out,
+                                         sizeof(out)),
+                   2);
+  ck_assert_str_eq(out, "Relay=1 Relay=5");
+  /* an entry without '=' counts; truncation keeps a NUL */
+  ck_assert_int_eq(dir_protocols_missing("Bogus", have, out, sizeof(out)), 1);
+  char tiny[8];
+  ck_assert_int_eq(dir_protocols_missing("HSDir=1-9", have, tiny,
+                                         sizeof(tiny)),
+                   9);
+  ck_assert_uint_lt(strlen(tiny), sizeof(tiny));
+}
+END_TEST
+
 START_TEST(test_nodelist)
 {
   net_t net;
@@ -637,6 +667,7 @@ suite_path(void)
   tcase_add_test(tc, test_constraints);
   tcase_add_test(tc, test_real_network);
   tcase_add_test(tc, test_required_protocols);
+  tcase_add_test(tc, test_protocols_missing);
   suite_add_tcase(s, tc);
   return s;
 }

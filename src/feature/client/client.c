@@ -564,6 +564,29 @@ ccirc_timed_out(ccirc_t *cc, uint64_t age_ms)
     client_stream_attach(cs);
 }
 
+/* Once per consensus: what it requires or recommends of clients that
+ * pctor's client lacks. tor exits when a required protocol is missing;
+ * pctor says so loudly and goes on (pctor(1), THE CLIENT). */
+static void
+check_client_protocols(const consensus_t *c)
+{
+  if (!c || c->valid_after == client_g.protocols_checked)
+    return;
+  client_g.protocols_checked = c->valid_after;
+  char miss[256];
+  if (dir_protocols_missing(c->required_client_protocols, CLIENT_PROTOCOLS,
+                            miss, sizeof(miss)))
+    log_warn("The consensus requires client protocols pctor does not "
+             "speak: %s (pctor speaks %s). tor would refuse to start; "
+             "circuits may fail.",
+             miss, CLIENT_PROTOCOLS);
+  else if (dir_protocols_missing(c->recommended_client_protocols,
+                                 CLIENT_PROTOCOLS, miss, sizeof(miss)))
+    log_info("The consensus recommends client protocols pctor does not "
+             "speak: %s",
+             miss);
+}
+
 /* Close circuits that have been idle too long or never got built. */
 static void
 client_timer_cb(void *arg)
@@ -572,6 +595,7 @@ client_timer_cb(void *arg)
   uint64_t now = evloop_now_us(client_g.loop);
   const dir_nodelist_t *nl = client_nodelist();
   cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
+  check_client_protocols(nl ? nl->consensus : NULL);
   uint64_t max_dirty =
       (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
   dlist_node_t *n, *next;

@@ -24,6 +24,12 @@
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
 
+/* The subprotocols pctor's client speaks (tor's names and versions):
+ * compared with the consensus' required- and recommended-client-
+ * protocols. No onion services (HSDir, HSIntro, HSRend), no padding. */
+#define CLIENT_PROTOCOLS                                                      \
+  "Conflux=1 Cons=2 Desc=2 FlowCtrl=1-2 Link=4-5 Microdesc=2 Relay=2-4"
+
 typedef struct client_config_t {
   pc_addr_t socks_addr;          /* SocksPort */
   const dir_client_t *dir;       /* the consensus and descriptors */

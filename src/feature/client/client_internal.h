@@ -146,6 +146,7 @@ typedef struct client_globals_t {
   uint64_t preempt_not_before_us;
   guards_t *guards;        /* entry guards (guard-spec) */
   cbt_t *cbt;              /* learned circuit build timeout */
+  time_t protocols_checked; /* valid-after of the consensus checked */
   int cbt_unsaved;         /* build times not yet in the state file */
 } client_globals_t;
 extern client_globals_t client_g;

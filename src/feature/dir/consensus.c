@@ -78,6 +78,8 @@ consensus_free_(consensus_t *c)
   free(c->rs);
   free(c->params);
   free(c->bw_weights);
+  free(c->required_client_protocols);
+  free(c->recommended_client_protocols);
   free(c->voters);
   free(c->sigs);
   free(c);
@@ -299,6 +301,14 @@ consensus_parse(const char *doc, size_t len, consensus_t **out, char **err)
         netdoc_arg_t a;
         while (netdoc_arg_iter(&it, &cur, &a))
           c->known_flags |= consensus_flag_from_name(a.s, a.len);
+      } else if (KW("required-client-protocols") ||
+                 KW("recommended-client-protocols")) {
+        char **slot = KW("required-client-protocols")
+                          ? &c->required_client_protocols
+                          : &c->recommended_client_protocols;
+        if (*slot)
+          BAD("duplicate %.*s", (int)it.kw_len, it.kw);
+        *slot = pc_strndup(it.args, it.args_len > 1024 ? 1024 : it.args_len);
       } else if (KW("params")) {
         if (seen_params++)
           BAD("duplicate params");

@@ -125,6 +125,10 @@ typedef struct consensus_t {
   int has_bw_weights;
   int n_bw_weights;
   consensus_param_t *bw_weights;
+  /* "required-client-protocols" / "recommended-client-protocols" (dir-spec
+   * 3.4.1), as listed (at most 1024 bytes), or NULL. */
+  char *required_client_protocols;
+  char *recommended_client_protocols;
   int n_voters;
   consensus_voter_t *voters;
   int n_rs;

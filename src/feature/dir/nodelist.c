@@ -264,6 +264,23 @@ versions_include(const char *p, const char *end, unsigned version)
   return found;
 }
 
+/* The next space-separated entry of a protocol list at *p: [*start,
+ * *end), *p moved past it. 0 when none is left. */
+static int
+next_entry(const char **p, const char **start, const char **end)
+{
+  const char *q = *p;
+  while (*q == ' ')
+    q++;
+  const char *e = q;
+  while (*e && *e != ' ')
+    e++;
+  *start = q;
+  *end = e;
+  *p = e;
+  return e > q;
+}
+
 int
 dir_protocols_support(const char *protocols, const char *name,
                             unsigned version)
@@ -271,18 +288,12 @@ dir_protocols_support(const char *protocols, const char *name,
   if (!protocols || !name)
     return 0;
   size_t nlen = strlen(name);
-  const char *p = protocols;
-  while (*p) {
-    while (*p == ' ')
-      p++;
-    const char *end = p;
-    while (*end && *end != ' ')
-      end++;
-    const char *eq = memchr(p, '=', (size_t)(end - p));
-    if (eq && (size_t)(eq - p) == nlen && !memcmp(p, name, nlen) &&
+  const char *p = protocols, *s, *end;
+  while (next_entry(&p, &s, &end)) {
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    if (eq && (size_t)(eq - s) == nlen && !memcmp(s, name, nlen) &&
         versions_include(eq + 1, end, version))
       return 1;
-    p = end;
   }
   return 0;
 }
@@ -295,3 +306,42 @@ dir_node_has_client_protocols(const dir_node_t *n)
   return dir_protocols_support(n->protocols, "Relay", 2) &&
          dir_protocols_support(n->protocols, "Link", 4);
 }
+
+int
+dir_protocols_missing(const char *wanted, const char *have, char *out,
+                      size_t outlen)
+{
+  size_t used = 0;
+  int missing = 0;
+  if (outlen)
+    out[0] = 0;
+  const char *p = wanted ? wanted : "", *s, *end;
+  while (next_entry(&p, &s, &end)) {
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    char name[32];
+    size_t nlen = eq ? (size_t)(eq - s) : 0;
+    if (!eq || nlen == 0 || nlen >= sizeof(name)) {
+      missing++;
+      continue;
+    }
+    memcpy(name, s, nlen);
+    name[nlen] = 0;
+    /* Every version the entry lists, by trying each possible one. */
+    for (unsigned v = 0; v <= PROTO_VERSION_MAX; v++) {
+      if (!versions_include(eq + 1, end, v) ||
+          dir_protocols_support(have, name, v))
+        continue;
+      missing++;
+      if (used < outlen) {
+        int w = snprintf(out + used, outlen - used, "%s%s=%u",
+                         used ? " " : "", name, v);
+        if (w > 0)
+          used += (size_t)w;
+        if (used >= outlen)
+          used = outlen - 1;
+      }
+    }
+  }
+  return missing;
+}
+
