@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feature/client/client.h" /* CLIENT_PROTOCOLS */
 #include "feature/dir/consensus.h"
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/dir_keycert.h"
 #include "feature/dir/microdesc.h"
+#include "feature/dir/nodelist.h"
 #include "lib/compress/compress.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
@@ -361,6 +363,66 @@ START_TEST(test_consensus_ns)
                                     iso(FIXTURE_NOW), &info, &err),
                    CONSENSUS_VERIFY_OK);
   ck_assert_int_eq(info.n_good, 3);
+  free_certs(certs, nc);
+  consensus_free(c);
+}
+END_TEST
+
+/* The configured authorities' keys are what counts: a consensus whose
+ * signatures are all by keys we were not told about is refused and the
+ * message says so, even with the signers' certificates at hand. */
+START_TEST(test_consensus_unknown_signers)
+{
+  consensus_t *c = load_consensus("consensus-microdesc");
+  /* The client-protocol lines of tor 0.4.9's authorities, as listed;
+   * pctor's client speaks all the required ones, not the onion-service
+   * ones recommended. */
+  ck_assert_str_eq(c->required_client_protocols,
+                   "Cons=2 Desc=2 FlowCtrl=1 Link=4 Microdesc=2 Relay=2");
+  ck_assert_ptr_nonnull(strstr(c->recommended_client_protocols, "HSDir=2"));
+  char miss[128];
+  ck_assert_int_eq(dir_protocols_missing(c->required_client_protocols,
+                                         CLIENT_PROTOCOLS, miss,
+                                         sizeof(miss)),
+                   0);
+  ck_assert_int_eq(dir_protocols_missing(c->recommended_client_protocols,
+                                         CLIENT_PROTOCOLS, miss,
+                                         sizeof(miss)),
+                   4);
+  ck_assert_str_eq(miss, "DirCache=2 HSDir=2 HSIntro=4 HSRend=2");
+  char *err = NULL;
+  dir_authority_t auths[8];
+  int na = load_auths(auths);
+  for (int a = 0; a < na; a++)
+    auths[a].v3ident[0] ^= 0x01; /* other keys */
+  int nc;
+  dir_keycert_t **certs = load_certs(&nc);
+  consensus_verify_info_t info;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_BAD);
+  ck_assert_int_eq(info.n_good, 0);
+  ck_assert_int_eq(info.n_unknown, 3);
+  ck_assert_int_eq(info.n_missing_cert, 0);
+  ck_assert_ptr_nonnull(strstr(err, "0 good signatures"));
+  ck_assert_ptr_nonnull(strstr(err, "3 signatures by authorities not "
+                                    "configured"));
+  free(err);
+  /* Two of three known: still a majority of ours. One known: refused. */
+  auths[0].v3ident[0] ^= 0x01;
+  auths[1].v3ident[0] ^= 0x01;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_OK);
+  ck_assert_int_eq(info.n_unknown, 1);
+  free(err);
+  auths[1].v3ident[0] ^= 0x01;
+  ck_assert_int_eq(consensus_verify(c, auths, na, certs, nc,
+                                    iso(FIXTURE_NOW), &info, &err),
+                   CONSENSUS_VERIFY_BAD);
+  ck_assert_int_eq(info.n_good, 1);
+  ck_assert_int_eq(info.n_needed, 2);
+  free(err);
   free_certs(certs, nc);
   consensus_free(c);
 }
@@ -902,6 +964,7 @@ suite_dir_docs(void)
   tcase_add_test(tc, test_consensus_microdesc);
   tcase_add_test(tc, test_consensus_ns);
   tcase_add_test(tc, test_consensus_tampered);
+  tcase_add_test(tc, test_consensus_unknown_signers);
   tcase_add_test(tc, test_consensus_wrong_keys);
   tcase_add_test(tc, test_consensus_truncated);
   tcase_add_test(tc, test_consensus_malformed);

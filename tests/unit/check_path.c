@@ -18,30 +18,11 @@
 #include "feature/dir/serverdesc.h"
 #include "lib/encoding/base64.h"
 
+#include "test_rng.h"
+
 Suite *suite_path(void);
 char *dirtest_load_fixture(const char *name, size_t *len);
 
-/* splitmix64: a fixed-seed RNG for reproducible draws. */
-static uint64_t
-sm64(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t
-test_below(void *arg, uint64_t bound)
-{
-  uint64_t *s = arg;
-  uint64_t lim = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t x;
-  do {
-    x = sm64(s);
-  } while (x >= lim);
-  return x % bound;
-}
 
 /* ---- a synthetic network ---- */
 
@@ -190,6 +171,77 @@ static const char *WEIGHTS =
   "Wed=2000 Wee=10000 Weg=1000 Wem=3000 Wgb=10000 Wgd=5000 Wgg=6000 "
   "Wgm=4000 Wmb=10000 Wmd=3000 Wme=1500 Wmg=4000 Wmm=10000";
 
+/* A relay whose "pr" line lacks what the client speaks to every hop
+ * (Relay=2: CREATE2/EXTEND2/ntor; Link=4) is never a candidate. */
+START_TEST(test_required_protocols)
+{
+  microdesc_t md;
+  memset(&md, 0, sizeof(md));
+  dir_node_t n;
+  memset(&n, 0, sizeof(n));
+  strcpy(n.nickname, "p");
+  n.flags = RS_FLAG_RUNNING | RS_FLAG_VALID | RS_FLAG_FAST | RS_FLAG_GUARD;
+  n.desc = &md;
+  n.has_ntor = 1;
+  path_config_t cfg;
+  path_config_init(&cfg);
+  /* no pr line: accepted */
+  ck_assert_int_eq(dir_node_has_client_protocols(&n), 1);
+  ck_assert_int_eq(path_node_is_candidate(&n, PATH_POS_GUARD, &cfg, 0), 1);
+  static const char *const ok[] = {
+      "Cons=2 Desc=2 Link=4-5 LinkAuth=3 Relay=2-4",
+      "Link=1-5 Relay=1-4", /* tor 0.4.9 */
+      "Relay=2 Link=4",
+  };
+  static const char *const bad[] = {
+      "Link=4-5 Relay=1", "Link=1-3 Relay=2-4", "Link=4-5", "Relay=2-4",
+      "Link=4-5 Relay=x", "",
+  };
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    n.protocols = ok[i];
+    ck_assert_msg(dir_node_has_client_protocols(&n), "%s", ok[i]);
+    ck_assert(path_node_is_candidate(&n, PATH_POS_MIDDLE, &cfg, 0));
+  }
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    n.protocols = bad[i];
+    ck_assert_msg(!dir_node_has_client_protocols(&n), "%s", bad[i]);
+    for (int pos = 0; pos < 3; pos++)
+      ck_assert(!path_node_is_candidate(&n, (path_position_t)pos, &cfg, 0));
+  }
+  path_config_clear(&cfg);
+}
+END_TEST
+
+/* What a consensus requires of clients against what a client speaks. */
+START_TEST(test_protocols_missing)
+{
+  char out[128];
+  const char *have = "Cons=2 Desc=2 Link=4-5 Microdesc=2 Relay=2-4";
+  /* tor 0.4.9's required-client-protocols */
+  ck_assert_int_eq(dir_protocols_missing("Cons=2 Desc=2 Link=4 Microdesc=2 "
+                                         "Relay=2",
+                                         have, out, sizeof(out)),
+                   0);
+  ck_assert_str_eq(out, "");
+  ck_assert_int_eq(dir_protocols_missing(NULL, have, out, sizeof(out)), 0);
+  ck_assert_int_eq(dir_protocols_missing("HSDir=2 Link=3-5 Relay=2",
+                                         have, out, sizeof(out)),
+                   2);
+  ck_assert_str_eq(out, "HSDir=2 Link=3");
+  ck_assert_int_eq(dir_protocols_missing("Relay=1-2,5", have, out,
+                                         sizeof(out)),
+                   2);
+  ck_assert_str_eq(out, "Relay=1 Relay=5");
+  /* an entry without '=' counts; truncation keeps a NUL */
+  ck_assert_int_eq(dir_protocols_missing("Bogus", have, out, sizeof(out)), 1);
+  char tiny[8];
+  ck_assert_int_eq(dir_protocols_missing("HSDir=1-9", have, tiny,
+                                         sizeof(tiny)),
+                   9);
+  ck_assert_uint_lt(strlen(tiny), sizeof(tiny));
+}
+END_TEST
+
 START_TEST(test_nodelist)
 {
   net_t net;
@@ -329,7 +381,7 @@ START_TEST(test_distribution)
   path_config_init(&cfg);
   cfg.need_fast = 0;
   uint64_t seed = 12345;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   const int draws = 60000;
   /* 99.9th percentiles of chi-square for k degrees of freedom. */
   static const double crit[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46,
@@ -390,7 +442,7 @@ START_TEST(test_uniform_when_zero)
   path_config_init(&cfg);
   cfg.need_fast = 0;
   uint64_t seed = 7;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   int obs[N_SPECS] = {0};
   double w[N_SPECS];
   for (int i = 0; i < N_SPECS; i++)
@@ -422,7 +474,7 @@ START_TEST(test_constraints)
   char *err = NULL;
   ck_assert_int_eq(routerset_parse(&cfg.exclude_nodes, "r1", &err), 0);
   uint64_t seed = 99;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   int seen[N_SPECS] = {0};
   for (int d = 0; d < 5000; d++) {
     const dir_node_t *p[4];
@@ -546,7 +598,7 @@ START_TEST(test_real_network)
   path_config_t cfg;
   path_config_init(&cfg);
   uint64_t seed = 1;
-  path_rng_t rng = {test_below, &seed};
+  path_rng_t rng = {test_rng_below, &seed};
   const dir_node_t *p[3];
   /* Everything is on 127.0.0.1: /16 distinctness makes paths
    * impossible, as in tor (TestingTorNetwork turns it off). */
@@ -614,6 +666,8 @@ suite_path(void)
   tcase_add_test(tc, test_uniform_when_zero);
   tcase_add_test(tc, test_constraints);
   tcase_add_test(tc, test_real_network);
+  tcase_add_test(tc, test_required_protocols);
+  tcase_add_test(tc, test_protocols_missing);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -47,6 +47,7 @@
 #include "feature/relay/routerdesc.h"
 #include "lib/encoding/base16.h"
 #include "lib/fs/files.h"
+#include "lib/fs/statefile.h"
 #include "lib/net/conn.h"
 #include "lib/net/ratelimit.h"
 #include "lib/log/log.h"
@@ -75,6 +76,7 @@ static struct {
   int lock_fd;         /* DataDirectory/lock, held while running */
   char *data_directory;
   char *nickname;
+  statefile_t *state;           /* DataDirectory/state (tor's format) */
   evloop_timer_t *key_timer;
   publish_t *pub;
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
@@ -789,6 +791,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->socks_addr = o->socks_addr;
   cc->dir = A.dirc;
   cc->path = &A.pathcfg;
+  cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
@@ -1267,6 +1270,15 @@ app_start(evloop_t *loop, const options_t *opts)
   }
   A.nickname = pc_strdup(opts->nickname);
   A.data_directory = pc_strdup(opts->data_directory);
+  /* tor's state file: read once; modules replace their own lines and
+   * every other line (tor's) is written back as it was. */
+  char *state_path = fs_path_join(opts->data_directory, "state");
+  A.state = statefile_load(state_path, &err);
+  free(state_path);
+  if (err) {
+    log_warn("%s", err);
+    PC_FREE(err);
+  }
   app_keys_config(opts, &A.keycfg);
   /* Owned copies: opts is freed after a reload. */
   A.key_directory = opts->key_directory ? pc_strdup(opts->key_directory)
@@ -1582,6 +1594,13 @@ app_shutdown(void)
   ratelimit_free(A.bw_relay);
   path_config_clear(&A.pathcfg);
   router_keys_free(A.keys);
+  if (A.state && statefile_is_dirty(A.state)) {
+    char *serr = NULL;
+    if (statefile_save(A.state, time(NULL), &serr) < 0)
+      log_warn("%s", serr);
+    free(serr);
+  }
+  statefile_free(A.state);
   packed_cell_freelist_clear();
   free(A.nickname);
   free(A.data_directory);

@@ -2,14 +2,11 @@
 /* circbuild.c -- one-hop-at-a-time client circuit construction (see
  * circbuild.h). The builder owns the hop list and forwards the circuit's
  * events to its caller; once the circuit closes the builder forgets it.
- *
- * The protocol-list check is a small bounded parser: entries are
- * separated by spaces, "Name=" followed by comma-separated versions or
- * ranges "a-b" of decimal numbers below 64 (as tor limits them); an entry
- * that does not parse does not count. */
+ * The protocol-list check is feature/dir's (nodelist.h). */
 #include "feature/client/circbuild.h"
 #include "core/or/congestion_control.h"
 #include "core/proto/create.h"
+#include "feature/dir/nodelist.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
@@ -24,12 +21,14 @@ struct circbuild_t {
   void *arg;
   uint64_t started_us, built_us;
   int built;
+  int n_open;
 };
 
 static void
 on_extended(origin_circuit_t *circ, int n_open, void *arg)
 {
   circbuild_t *cb = arg;
+  cb->n_open = n_open;
   log_info("Circuit %llu: hop %d of %d open",
            (unsigned long long)circ->base.gid, n_open, cb->n_hops);
   if (n_open < cb->n_hops) {
@@ -67,73 +66,11 @@ on_closed(origin_circuit_t *circ, int reason, const char *why, void *arg)
 
 static const origin_circuit_ops_t ops = {on_extended, on_relay, on_closed};
 
-#define PROTO_VERSION_MAX 63
-
-/* Parse a decimal below PROTO_VERSION_MAX + 1 at *p; -1 if none. */
-static int
-parse_version(const char **p, const char *end)
-{
-  const char *q = *p;
-  unsigned v = 0;
-  int digits = 0;
-  while (q < end && *q >= '0' && *q <= '9') {
-    v = v * 10 + (unsigned)(*q - '0');
-    if (++digits > 2 || v > PROTO_VERSION_MAX)
-      return -1;
-    q++;
-  }
-  if (!digits)
-    return -1;
-  *p = q;
-  return (int)v;
-}
-
-/* Does the version list [p, end) ("1-2,5") include version? */
-static int
-versions_include(const char *p, const char *end, unsigned version)
-{
-  int found = 0;
-  while (p < end) {
-    int lo = parse_version(&p, end), hi = lo;
-    if (lo < 0)
-      return 0;
-    if (p < end && *p == '-') {
-      p++;
-      hi = parse_version(&p, end);
-      if (hi < lo)
-        return 0;
-    }
-    if ((unsigned)lo <= version && version <= (unsigned)hi)
-      found = 1;
-    if (p < end && *p != ',')
-      return 0;
-    if (p < end)
-      p++;
-  }
-  return found;
-}
-
 int
 circbuild_protocols_support(const char *protocols, const char *name,
                             unsigned version)
 {
-  if (!protocols || !name)
-    return 0;
-  size_t nlen = strlen(name);
-  const char *p = protocols;
-  while (*p) {
-    while (*p == ' ')
-      p++;
-    const char *end = p;
-    while (*end && *end != ' ')
-      end++;
-    const char *eq = memchr(p, '=', (size_t)(end - p));
-    if (eq && (size_t)(eq - p) == nlen && !memcmp(p, name, nlen) &&
-        versions_include(eq + 1, end, version))
-      return 1;
-    p = end;
-  }
-  return 0;
+  return dir_protocols_support(protocols, name, version);
 }
 
 int
@@ -173,6 +110,12 @@ origin_circuit_t *
 circbuild_circuit(circbuild_t *cb)
 {
   return cb->circ;
+}
+
+int
+circbuild_hops_open(const circbuild_t *cb)
+{
+  return cb->n_open;
 }
 
 uint64_t

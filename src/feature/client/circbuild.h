@@ -49,6 +49,9 @@ int circbuild_exit_request_cc(extend_target_t *exit, int32_t cc_alg,
 circbuild_t *circbuild_start(const extend_target_t *hops, int n_hops,
                              const circbuild_cbs_t *cbs, void *arg);
 origin_circuit_t *circbuild_circuit(circbuild_t *cb);
+/* How many hops have opened so far (0: the first hop's handshake has
+ * not completed). */
+int circbuild_hops_open(const circbuild_t *cb);
 /* Microseconds from start to the last hop opening (0 if not built). */
 uint64_t circbuild_build_time_us(const circbuild_t *cb);
 /* Close the circuit (if still open) and free the builder. */

@@ -75,6 +75,13 @@
  * preemptive build holds further ones back for PREEMPTIVE_RETRY_US. With
  * conflux a preemptive circuit is a set, as tor only builds sets ahead.
  *
+ * First hops come from the entry guards (guards.h): a circuit built tells
+ * them its guard works, one that fails before its first hop opens that
+ * the guard is down. Build times feed the learned timeout (cbt.h); the
+ * client's timer moves the waiting streams of a circuit past the timeout
+ * to another circuit and abandons it at the close timeout. Both keep their
+ * history in the state file.
+ *
  * Memory: the bytes of a set's out-of-order queue count in MaxMemInQueues,
  * charged to one leg (client_circuit_mem); closing that leg while messages
  * wait closes the set.
@@ -94,6 +101,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 client_globals_t client_g;
 
@@ -101,6 +109,23 @@ const dir_nodelist_t *
 client_nodelist(void)
 {
   return client_g.cfg.dir ? dir_client_nodelist(client_g.cfg.dir) : NULL;
+}
+
+const dir_node_t *
+client_choose_guard(const dir_nodelist_t *nl, const dir_node_t *const *avoid,
+                    int n_avoid)
+{
+  if (!client_g.guards || !nl || !client_g.cfg.path)
+    return NULL;
+  path_rng_t rng = path_rng_crypto();
+  int primary = 0;
+  const dir_node_t *g =
+      guards_choose(client_g.guards, nl, client_g.cfg.path, avoid, n_avoid,
+                    time(NULL), &rng, &primary);
+  if (g && !primary)
+    log_info("Using non-primary guard %s (no primary guard is usable)",
+             g->nickname);
+  return g;
 }
 
 int
@@ -241,6 +266,21 @@ ccirc_free(ccirc_t *cc)
   free(cc);
 }
 
+/* Take the first stream off cc's list (NULL if none): it belongs to no
+ * circuit any more. */
+static cstream_t *
+ccirc_pop_stream(ccirc_t *cc)
+{
+  dlist_node_t *n = dlist_first(&cc->streams);
+  if (!n)
+    return NULL;
+  cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+  dlist_remove(n);
+  dlist_node_init(&cs->node);
+  cs->circ = NULL;
+  return cs;
+}
+
 /* The ccirc_t is gone (every leg closed, or we give up on it): close what
  * is left of its circuits, end its open streams, retry the others once on
  * another circuit -- or, when fail_reason >= 0, fail them with that END
@@ -270,12 +310,8 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
     circbuild_free(cc->legs[i]->cb);
     cc->legs[i]->circ = NULL;
   }
-  dlist_node_t *n;
-  while ((n = dlist_first(&cc->streams))) {
-    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    dlist_remove(n);
-    dlist_node_init(&cs->node);
-    cs->circ = NULL;
+  cstream_t *cs;
+  while ((cs = ccirc_pop_stream(cc)) != NULL) {
     edge_stream_forget(cs->es); /* the edge goes with the circuit */
     cs->es = NULL;
     if (cs->state == CS_OPEN) {
@@ -356,6 +392,22 @@ ccirc_ready(ccirc_t *cc)
   }
 }
 
+/* Put the learned timeout's history into the state file and save it. */
+static void
+cbt_save(void)
+{
+  if (!client_g.cfg.state || !client_g.cbt)
+    return;
+  cbt_write_state(client_g.cbt, client_g.cfg.state);
+  client_g.cbt_unsaved = 0;
+  char *err = NULL;
+  if (statefile_is_dirty(client_g.cfg.state) &&
+      statefile_save(client_g.cfg.state, time(NULL), &err) < 0) {
+    log_warn("%s", err);
+    free(err);
+  }
+}
+
 static void
 cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -363,6 +415,22 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  if (client_g.guards)
+    guards_note_success(client_g.guards, leg->guard_id, time(NULL));
+  cbt_note_built(client_g.cbt,
+                 (uint32_t)(circbuild_build_time_us(cb) / 1000));
+  if (++client_g.cbt_unsaved >= CBT_SAVE_EVERY)
+    cbt_save();
+  if (cc->timed_out) {
+    /* Built after the timeout: it was kept for its time only. */
+    log_info("Client circuit %llu built in %.0f ms, after the %u ms "
+             "timeout; closing it (measured only)",
+             (unsigned long long)circ->base.gid,
+             circbuild_build_time_us(cb) / 1000.0,
+             (unsigned)cbt_timeout_ms(client_g.cbt));
+    ccirc_close(cc, -1, "built after the build timeout");
+    return;
+  }
   log_info("Client circuit %llu built in %.0f ms",
            (unsigned long long)circ->base.gid,
            circbuild_build_time_us(cb) / 1000.0);
@@ -381,7 +449,10 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
 {
   cleg_t *leg = arg;
   ccirc_t *cc = leg->owner;
-  (void)cb;
+  /* Failing before the first hop opened says the guard is unreachable
+   * (guard-spec 4.7); later failures say nothing about it. */
+  if (!leg->built && circbuild_hops_open(cb) == 0 && client_g.guards)
+    guards_note_failure(client_g.guards, leg->guard_id, time(NULL));
   if (!cc->cfx) {
     log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
              reason);
@@ -477,12 +548,54 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
 
 const circbuild_cbs_t client_circ_cbs = {cb_built, cb_closed, cb_relay};
 
+/* cc passed the build timeout (path-spec 2.4.3): its waiting streams go
+ * to another circuit; it goes on building until the close timeout so its
+ * time can be recorded, but takes no streams. */
+static void
+ccirc_timed_out(ccirc_t *cc, uint64_t age_ms)
+{
+  cc->timed_out = 1;
+  log_info("Client circuit not built within the %u ms build timeout "
+           "(%llu ms); moving its streams to another circuit",
+           (unsigned)cbt_timeout_ms(client_g.cbt),
+           (unsigned long long)age_ms);
+  cstream_t *cs;
+  while ((cs = ccirc_pop_stream(cc)) != NULL)
+    client_stream_attach(cs);
+}
+
+/* Once per consensus: what it requires or recommends of clients that
+ * pctor's client lacks. tor exits when a required protocol is missing;
+ * pctor says so loudly and goes on (pctor(1), THE CLIENT). */
+static void
+check_client_protocols(const consensus_t *c)
+{
+  if (!c || c->valid_after == client_g.protocols_checked)
+    return;
+  client_g.protocols_checked = c->valid_after;
+  char miss[256];
+  if (dir_protocols_missing(c->required_client_protocols, CLIENT_PROTOCOLS,
+                            miss, sizeof(miss)))
+    log_warn("The consensus requires client protocols pctor does not "
+             "speak: %s (pctor speaks %s). tor would refuse to start; "
+             "circuits may fail.",
+             miss, CLIENT_PROTOCOLS);
+  else if (dir_protocols_missing(c->recommended_client_protocols,
+                                 CLIENT_PROTOCOLS, miss, sizeof(miss)))
+    log_info("The consensus recommends client protocols pctor does not "
+             "speak: %s",
+             miss);
+}
+
 /* Close circuits that have been idle too long or never got built. */
 static void
 client_timer_cb(void *arg)
 {
   (void)arg;
   uint64_t now = evloop_now_us(client_g.loop);
+  const dir_nodelist_t *nl = client_nodelist();
+  cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
+  check_client_protocols(nl ? nl->consensus : NULL);
   uint64_t max_dirty =
       (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
   dlist_node_t *n, *next;
@@ -490,8 +603,13 @@ client_timer_cb(void *arg)
     next = dlist_next(&client_g.circs, n);
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
     if (!cc->built) {
-      if (now - cc->created_us > CIRC_BUILD_TIMEOUT_US) {
-        log_info("Client circuit took too long to build; giving up on it");
+      uint64_t age_ms = (now - cc->created_us) / 1000;
+      if (!cc->timed_out && age_ms > cbt_timeout_ms(client_g.cbt))
+        ccirc_timed_out(cc, age_ms);
+      if (age_ms > cbt_close_ms(client_g.cbt)) {
+        log_info("Client circuit not built after %llu ms; abandoning it",
+                 (unsigned long long)age_ms);
+        cbt_note_abandoned(client_g.cbt);
         ccirc_close(cc, END_STREAM_REASON_TIMEOUT, "circuit build timed out");
       }
       continue;
@@ -535,12 +653,32 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   memset(&client_g, 0, sizeof(client_g));
   client_g.loop = loop;
   client_g.cfg = *cfg;
+  client_g.guards = guards_new(cfg->state, guards_instance_for(cfg->path));
+  client_g.cbt = cbt_new();
+  const dir_nodelist_t *nl = cfg->dir ? dir_client_nodelist(cfg->dir) : NULL;
+  cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
+  if (cfg->state) {
+    path_rng_t rng = path_rng_crypto();
+    int bad = 0;
+    int n = cbt_load_state(client_g.cbt, cfg->state, &rng, &bad);
+    if (bad)
+      log_warn("State file: skipped %d malformed circuit build time "
+               "line%s", bad, bad == 1 ? "" : "s");
+    if (n)
+      log_info("Read %d circuit build times from the state file; build "
+               "timeout %u ms%s",
+               n, (unsigned)cbt_timeout_ms(client_g.cbt),
+               cbt_is_learned(client_g.cbt) ? " (learned)" : "");
+  }
   dlist_init(&client_g.circs);
   dlist_init(&client_g.unattached);
   client_g.listener = listener_new(loop, &cfg->socks_addr,
                                    client_socks_accept, NULL, err);
-  if (!client_g.listener)
+  if (!client_g.listener) {
+    guards_free(client_g.guards);
+    cbt_free(client_g.cbt);
     return -1;
+  }
   client_g.timer = evloop_timer_new(loop, client_timer_cb, NULL);
   evloop_timer_schedule_periodic(client_g.timer, CLIENT_TIMER_US);
   client_g.preempt_ev = evloop_deferred_new(loop, client_preempt_cb, NULL);
@@ -557,6 +695,15 @@ client_reconfigure(const client_config_t *cfg)
   pc_addr_t keep = client_g.cfg.socks_addr;
   client_g.cfg = *cfg;
   client_g.cfg.socks_addr = keep; /* the listener stays where it is */
+  /* EntryNodes set or cleared: the other guard instance (tor's
+   * "restricted" and "default"); the filter is applied at each choice. */
+  const char *inst = guards_instance_for(cfg->path);
+  if (!client_g.guards || strcmp(guards_instance(client_g.guards), inst)) {
+    if (client_g.guards)
+      guards_save(client_g.guards, time(NULL));
+    guards_free(client_g.guards);
+    client_g.guards = guards_new(cfg->state, inst);
+  }
 }
 
 void
@@ -575,14 +722,9 @@ client_shutdown(void)
   }
   while ((n = dlist_first(&client_g.circs))) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    dlist_node_t *s;
-    while ((s = dlist_first(&cc->streams))) {
-      cstream_t *cs = DLIST_ENTRY(s, cstream_t, node);
-      dlist_remove(s);
-      dlist_node_init(&cs->node);
-      cs->circ = NULL;
+    cstream_t *cs;
+    while ((cs = ccirc_pop_stream(cc)) != NULL)
       socks_stream_free(cs);
-    }
     dlist_remove(&cc->node);
     ccirc_free(cc);
   }
@@ -590,4 +732,10 @@ client_shutdown(void)
   evloop_deferred_free(client_g.preempt_ev);
   listener_free(client_g.listener);
   evloop_timer_free(client_g.timer);
+  if (client_g.guards)
+    guards_save(client_g.guards, time(NULL));
+  guards_free(client_g.guards);
+  if (client_g.cbt_unsaved)
+    cbt_save();
+  cbt_free(client_g.cbt);
 }

@@ -20,14 +20,23 @@
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
 #include "feature/dir/path.h"
+#include "lib/fs/statefile.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
+
+/* The subprotocols pctor's client speaks (tor's names and versions):
+ * compared with the consensus' required- and recommended-client-
+ * protocols. No onion services (HSDir, HSIntro, HSRend), no padding. */
+#define CLIENT_PROTOCOLS                                                      \
+  "Conflux=1 Cons=2 Desc=2 FlowCtrl=1-2 Link=4-5 Microdesc=2 Relay=2-4"
 
 typedef struct client_config_t {
   pc_addr_t socks_addr;          /* SocksPort */
   const dir_client_t *dir;       /* the consensus and descriptors */
   /* Path restrictions (owned by the caller, must outlive the client). */
   const path_config_t *path;
+  /* The state file the guards are kept in (guards.h), or NULL. */
+  statefile_t *state;
   unsigned max_circuit_dirtiness; /* seconds (MaxCircuitDirtiness) */
   /* With ExitNodes pinned and no exit whose policy summary accepts the
    * port (as in private networks whose exits only accept 127.0.0.0/8),

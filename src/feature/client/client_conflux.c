@@ -171,8 +171,7 @@ cfx_relaunch_leg(ccirc_t *cc, int replacing_linked, const char *why)
   }
   path_rng_t rng = path_rng_crypto();
   const dir_node_t *path[CLIENT_HOPS];
-  path[0] = path_choose_node(nl, PATH_POS_GUARD, client_g.cfg.path,
-                             cc->exit_port_ok, avoid, n, &rng);
+  path[0] = client_choose_guard(nl, avoid, n);
   if (path[0])
     avoid[n++] = path[0];
   path[1] = path[0] ? path_choose_node(nl, PATH_POS_MIDDLE, client_g.cfg.path,

@@ -23,13 +23,17 @@
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
 #include "feature/client/circbuild.h"
+#include "feature/client/cbt.h"
+#include "feature/client/guards.h"
 #include "feature/client/socks_proto.h"
 #include "feature/conflux/conflux_set.h"
 #include "lib/container/dlist.h"
 #include "lib/net/conn.h"
 
 #define CLIENT_HOPS 3
-#define CIRC_BUILD_TIMEOUT_US (60ULL * 1000000)
+/* Circuit build timeouts are learned (cbt.h); the state is saved after
+ * this many new build times. */
+#define CBT_SAVE_EVERY 10
 #define CLIENT_TIMER_US (2ULL * 1000000)
 #define CLEAN_IDLE_US (300ULL * 1000000)
 /* Conflux: legs relaunched per set after failing to link when the
@@ -105,6 +109,8 @@ struct ccirc_t {
   int built;               /* streams may use it */
   int busy;                /* > 0 while delivering (free deferred) */
   int dead;                /* closed; freed when busy drops to 0 */
+  int timed_out;           /* past the build timeout: building for its
+                            * time only, takes no streams (cbt.h) */
   uint8_t exit_id[20];
   uint16_t exit_port_ok;   /* the port the exit was chosen for (0: any) */
   int pinned_exit;         /* chosen from ExitNodes whatever the port */
@@ -138,12 +144,21 @@ typedef struct client_globals_t {
   } predicted[PREDICTED_PORTS_MAX];
   evloop_deferred_t *preempt_ev;
   uint64_t preempt_not_before_us;
+  guards_t *guards;        /* entry guards (guard-spec) */
+  cbt_t *cbt;              /* learned circuit build timeout */
+  time_t protocols_checked; /* valid-after of the consensus checked */
+  int cbt_unsaved;         /* build times not yet in the state file */
 } client_globals_t;
 extern client_globals_t client_g;
 
 /* ---- client.c: circuits as stream carriers ---- */
 /* The current consensus' nodes, or NULL (none yet, or no directory). */
 const dir_nodelist_t *client_nodelist(void);
+/* A guard for a new circuit from the entry guards (guards.h), fitting
+ * the n_avoid relays given; NULL if none can be used now. */
+const dir_node_t *client_choose_guard(const dir_nodelist_t *nl,
+                                      const dir_node_t *const *avoid,
+                                      int n_avoid);
 /* The index of a circuit's last open hop (its exit once built). */
 int client_last_hop(const origin_circuit_t *circ);
 /* The exit hop's controller of a leg, or NULL. */

@@ -97,8 +97,8 @@ choose_leg_paths(const dir_nodelist_t *nl, int port, int want,
   used[n_used++] = paths[0][1];
   int n = 1;
   for (; n < want; n++) {
-    const dir_node_t *g = path_choose_node(
-        nl, PATH_POS_GUARD, client_g.cfg.path, port, used, n_used, &rng);
+    (void)port;
+    const dir_node_t *g = client_choose_guard(nl, used, n_used);
     if (!g)
       break;
     used[n_used++] = g;
@@ -157,19 +157,42 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   path_rng_t rng = path_rng_crypto();
   char *err = NULL;
   int pinned = 0, port = req->port;
-  if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, port, NULL, &rng,
-                  paths[0], &err) < 0) {
-    PC_FREE(err);
-    port = 0;
-    if (!client_g.cfg.exit_nodes_pinned ||
-        path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 0, NULL, &rng,
-                    paths[0], &err) < 0) {
-      log_notice("No path for a stream to port %u: %s", req->port,
-                 err ? err : "?");
+  /* The guard first, from the entry guards (guards.h); the exit and
+   * middle are drawn to fit it. A guard that fits no exit for the port
+   * is avoided (with its family) for a next try, a few times. */
+  const dir_node_t *tried[4];
+  int n_tried = 0, ok = 0;
+  while (!ok && n_tried < 4) {
+    const dir_node_t *guard = client_choose_guard(nl, tried, n_tried);
+    if (!guard) {
       free(err);
-      return NULL;
+      err = pc_strdup(n_tried ? "no other usable guard fits"
+                              : "no usable entry guard");
+      break;
     }
-    pinned = 1;
+    tried[n_tried++] = guard;
+    port = req->port;
+    PC_FREE(err);
+    if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, port, guard, &rng,
+                    paths[0], &err) == 0) {
+      ok = 1;
+      break;
+    }
+    if (client_g.cfg.exit_nodes_pinned) {
+      PC_FREE(err);
+      port = 0;
+      if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 0, guard, &rng,
+                      paths[0], &err) == 0) {
+        ok = pinned = 1;
+        break;
+      }
+    }
+  }
+  if (!ok) {
+    log_notice("No path for a stream to port %u: %s", req->port,
+               err ? err : "?");
+    free(err);
+    return NULL;
   }
   const dir_node_t *exit = paths[0][CLIENT_HOPS - 1];
   /* Would the exit take congestion control (needed for conflux)? */
@@ -238,7 +261,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 static int
 ccirc_usable(const ccirc_t *cc)
 {
-  if (cc->dead)
+  if (cc->dead || cc->timed_out)
     return 0;
   if (!cc->built)
     return 1;

@@ -78,6 +78,8 @@ consensus_free_(consensus_t *c)
   free(c->rs);
   free(c->params);
   free(c->bw_weights);
+  free(c->required_client_protocols);
+  free(c->recommended_client_protocols);
   free(c->voters);
   free(c->sigs);
   free(c);
@@ -299,6 +301,14 @@ consensus_parse(const char *doc, size_t len, consensus_t **out, char **err)
         netdoc_arg_t a;
         while (netdoc_arg_iter(&it, &cur, &a))
           c->known_flags |= consensus_flag_from_name(a.s, a.len);
+      } else if (KW("required-client-protocols") ||
+                 KW("recommended-client-protocols")) {
+        char **slot = KW("required-client-protocols")
+                          ? &c->required_client_protocols
+                          : &c->recommended_client_protocols;
+        if (*slot)
+          BAD("duplicate %.*s", (int)it.kw_len, it.kw);
+        *slot = pc_strndup(it.args, it.args_len > 1024 ? 1024 : it.args_len);
       } else if (KW("params")) {
         if (seen_params++)
           BAD("duplicate params");
@@ -606,8 +616,12 @@ consensus_verify(const consensus_t *c, const dir_authority_t *auths,
       if (auths[a].has_v3ident && !auths[a].is_bridge_auth &&
           !memcmp(auths[a].v3ident, s->identity, 20))
         break;
-    if (a == n_auths || good[a])
-      continue; /* not one of ours, or already counted */
+    if (a == n_auths) {
+      info->n_unknown++; /* signed by a key we were not told to trust */
+      continue;
+    }
+    if (good[a])
+      continue; /* already counted */
     const dir_keycert_t *cert = NULL;
     for (int k = 0; k < n_certs; k++) {
       if (!memcmp(certs[k]->id_digest, s->identity, 20) &&
@@ -652,11 +666,17 @@ consensus_verify(const consensus_t *c, const dir_authority_t *auths,
   }
   if (info->n_good >= info->n_needed)
     return CONSENSUS_VERIFY_OK;
+  char unknown[96] = "";
+  if (info->n_unknown)
+    snprintf(unknown, sizeof(unknown),
+             "; %d signature%s by authorities not configured (no "
+             "DirAuthority with that v3ident)",
+             info->n_unknown, info->n_unknown == 1 ? "" : "s");
   *err = pc_asprintf("consensus has %d good signature%s from %d "
-                     "authorit%s, need %d%s",
+                     "authorit%s, need %d%s%s",
                      info->n_good, info->n_good == 1 ? "" : "s",
                      n_v3, n_v3 == 1 ? "y" : "ies", info->n_needed,
-                     problems);
+                     problems, unknown);
   if (info->n_good + info->n_missing_cert >= info->n_needed)
     return CONSENSUS_VERIFY_NEED_CERTS;
   return CONSENSUS_VERIFY_BAD;

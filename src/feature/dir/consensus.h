@@ -125,6 +125,10 @@ typedef struct consensus_t {
   int has_bw_weights;
   int n_bw_weights;
   consensus_param_t *bw_weights;
+  /* "required-client-protocols" / "recommended-client-protocols" (dir-spec
+   * 3.4.1), as listed (at most 1024 bytes), or NULL. */
+  char *required_client_protocols;
+  char *recommended_client_protocols;
   int n_voters;
   consensus_voter_t *voters;
   int n_rs;
@@ -159,6 +163,7 @@ typedef struct consensus_verify_info_t {
   int n_needed;      /* n_authorities / 2 + 1 */
   int n_good;        /* distinct authorities with a good signature */
   int n_bad;         /* signatures that failed to verify */
+  int n_unknown;     /* signatures by authorities not configured */
   int n_missing_cert;
   uint8_t missing_cert[CONSENSUS_MAX_SIGS][20]; /* v3idents */
 } consensus_verify_info_t;

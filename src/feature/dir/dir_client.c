@@ -281,6 +281,10 @@ consider_consensus(dir_client_t *dc, consensus_t *c, const char *text,
     dc->pending_len = len;
     return 0;
   }
+  /* Signed by too few of our authorities: say so loudly (a client
+   * pointed at the wrong network or an attacker's consensus). */
+  if (!from_cache)
+    log_warn("Refusing a consensus from %s: %s", source, err);
   set_err(dc, "%s: %s", source, err);
   free(err);
   consensus_free(c);
@@ -667,6 +671,8 @@ handle_body(dir_client_t *dc, const char *body, size_t len, const char *src)
       if (v == CONSENSUS_VERIFY_OK) {
         accept_consensus(dc, c, text, tl, "an authority", 0);
       } else {
+        log_warn("Refusing a consensus after fetching the authorities' "
+                 "certificates: %s", err);
         set_err(dc, "consensus refused after fetching certificates: %s",
                 err);
         dc->stats.n_consensus_rejected++;

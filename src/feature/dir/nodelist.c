@@ -211,3 +211,137 @@ dir_node_flags_str(const dir_node_t *n, char *buf, size_t len)
   }
   return buf;
 }
+
+/* ---- protocol lists ----
+ * A small bounded parser: entries are separated by spaces, "Name="
+ * followed by comma-separated versions or ranges "a-b" of decimal numbers
+ * below 64 (as tor limits them); an entry that does not parse does not
+ * count. */
+
+#define PROTO_VERSION_MAX 63
+
+/* Parse a decimal below PROTO_VERSION_MAX + 1 at *p; -1 if none. */
+static int
+parse_version(const char **p, const char *end)
+{
+  const char *q = *p;
+  unsigned v = 0;
+  int digits = 0;
+  while (q < end && *q >= '0' && *q <= '9') {
+    v = v * 10 + (unsigned)(*q - '0');
+    if (++digits > 2 || v > PROTO_VERSION_MAX)
+      return -1;
+    q++;
+  }
+  if (!digits)
+    return -1;
+  *p = q;
+  return (int)v;
+}
+
+/* Does the version list [p, end) ("1-2,5") include version? */
+static int
+versions_include(const char *p, const char *end, unsigned version)
+{
+  int found = 0;
+  while (p < end) {
+    int lo = parse_version(&p, end), hi = lo;
+    if (lo < 0)
+      return 0;
+    if (p < end && *p == '-') {
+      p++;
+      hi = parse_version(&p, end);
+      if (hi < lo)
+        return 0;
+    }
+    if ((unsigned)lo <= version && version <= (unsigned)hi)
+      found = 1;
+    if (p < end && *p != ',')
+      return 0;
+    if (p < end)
+      p++;
+  }
+  return found;
+}
+
+/* The next space-separated entry of a protocol list at *p: [*start,
+ * *end), *p moved past it. 0 when none is left. */
+static int
+next_entry(const char **p, const char **start, const char **end)
+{
+  const char *q = *p;
+  while (*q == ' ')
+    q++;
+  const char *e = q;
+  while (*e && *e != ' ')
+    e++;
+  *start = q;
+  *end = e;
+  *p = e;
+  return e > q;
+}
+
+int
+dir_protocols_support(const char *protocols, const char *name,
+                            unsigned version)
+{
+  if (!protocols || !name)
+    return 0;
+  size_t nlen = strlen(name);
+  const char *p = protocols, *s, *end;
+  while (next_entry(&p, &s, &end)) {
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    if (eq && (size_t)(eq - s) == nlen && !memcmp(s, name, nlen) &&
+        versions_include(eq + 1, end, version))
+      return 1;
+  }
+  return 0;
+}
+
+int
+dir_node_has_client_protocols(const dir_node_t *n)
+{
+  if (!n->protocols)
+    return 1;
+  return dir_protocols_support(n->protocols, "Relay", 2) &&
+         dir_protocols_support(n->protocols, "Link", 4);
+}
+
+int
+dir_protocols_missing(const char *wanted, const char *have, char *out,
+                      size_t outlen)
+{
+  size_t used = 0;
+  int missing = 0;
+  if (outlen)
+    out[0] = 0;
+  const char *p = wanted ? wanted : "", *s, *end;
+  while (next_entry(&p, &s, &end)) {
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    char name[32];
+    size_t nlen = eq ? (size_t)(eq - s) : 0;
+    if (!eq || nlen == 0 || nlen >= sizeof(name)) {
+      missing++;
+      continue;
+    }
+    memcpy(name, s, nlen);
+    name[nlen] = 0;
+    /* Every version the entry lists, by trying each possible one. */
+    for (unsigned v = 0; v <= PROTO_VERSION_MAX; v++) {
+      if (!versions_include(eq + 1, end, v) ||
+          dir_protocols_support(have, name, v))
+        continue;
+      missing++;
+      if (used < outlen) {
+        int w = snprintf(out + used, outlen - used, "%s%s=%u",
+                         used ? " " : "", name, v);
+        if (w > 0)
+          used += (size_t)w;
+        if (used >= outlen)
+          used = outlen - 1;
+      }
+    }
+  }
+  return missing;
+}
+

@@ -73,6 +73,23 @@ int dir_nodes_same_family(const dir_node_t *a, const dir_node_t *b);
 /* 1 if both have IPv4 addresses in the same /16 (or IPv6 in the same
  * /32). */
 int dir_nodes_same_subnet(const dir_node_t *a, const dir_node_t *b);
+/* Does a protocol list ("Link=1-5 FlowCtrl=1-2 ...", a consensus "pr" or
+ * descriptor "proto" line) include version `version` of protocol `name`?
+ * Malformed entries count as absent. */
+int dir_protocols_support(const char *protocols, const char *name,
+                          unsigned version);
+/* The entries of the protocol list `wanted` ("Name=1-2,4 ...") whose
+ * versions `have` does not all include, written into out as "Name=v"
+ * items separated by spaces (truncated to outlen). Returns how many
+ * versions are missing (0: have covers wanted; an entry without "="
+ * counts as one missing; an entry whose versions do not parse lists
+ * none). */
+int dir_protocols_missing(const char *wanted, const char *have, char *out,
+                          size_t outlen);
+/* 1 if n's listed protocols (when the consensus lists them) include what
+ * a pctor client needs of every hop: Relay=2 (CREATE2, EXTEND2 and ntor)
+ * and Link=4 (4-byte circuit IDs). A relay without a "pr" line passes. */
+int dir_node_has_client_protocols(const dir_node_t *n);
 /* "Guard,Exit,..." into buf (the flags in the consensus' order). */
 char *dir_node_flags_str(const dir_node_t *n, char *buf, size_t len);
 #endif

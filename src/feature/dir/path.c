@@ -262,7 +262,7 @@ int
 path_node_is_candidate(const dir_node_t *n, path_position_t pos,
                        const path_config_t *cfg, int exit_port)
 {
-  if (!dir_node_is_usable(n))
+  if (!dir_node_is_usable(n) || !dir_node_has_client_protocols(n))
     return 0;
   if (routerset_contains(cfg->exclude_nodes, n))
     return 0;
@@ -294,9 +294,9 @@ path_node_is_candidate(const dir_node_t *n, path_position_t pos,
   return 0;
 }
 
-static int
-conflicts(const path_config_t *cfg, const dir_node_t *n,
-          const dir_node_t *const *avoid, int n_avoid)
+int
+path_node_conflicts(const path_config_t *cfg, const dir_node_t *n,
+                    const dir_node_t *const *avoid, int n_avoid)
 {
   for (int i = 0; i < n_avoid; i++) {
     if (!avoid[i])
@@ -325,7 +325,7 @@ path_choose_node(const dir_nodelist_t *nl, path_position_t pos,
   for (int i = 0; i < nl->n_nodes; i++) {
     const dir_node_t *n = &nl->nodes[i];
     if (!path_node_is_candidate(n, pos, cfg, exit_port) ||
-        conflicts(cfg, n, avoid, n_avoid))
+        path_node_conflicts(cfg, n, avoid, n_avoid))
       continue;
     n_cand++;
     total += int_weight_with(n, w);
@@ -338,7 +338,7 @@ path_choose_node(const dir_nodelist_t *nl, path_position_t pos,
   for (int i = 0; i < nl->n_nodes; i++) {
     const dir_node_t *n = &nl->nodes[i];
     if (!path_node_is_candidate(n, pos, cfg, exit_port) ||
-        conflicts(cfg, n, avoid, n_avoid))
+        path_node_conflicts(cfg, n, avoid, n_avoid))
       continue;
     acc += uniform ? 1 : int_weight_with(n, w);
     if (r < acc)

@@ -13,7 +13,10 @@
  *
  * Constraints, always: distinct relays; no two in the same family; no two
  * in the same /16 (IPv4) or /32 (IPv6) unless enforce_distinct_subnets is
- * 0; only usable relays (Running, Valid, descriptor with an ntor key);
+ * 0; only usable relays (Running, Valid, descriptor with an ntor key)
+ * whose consensus "pr" line, if any, lists Relay=2 and Link=4 (what the
+ * client speaks to every hop: CREATE2/EXTEND2 with ntor, 4-byte circuit
+ * IDs);
  * ExcludeNodes never; Fast required when need_fast, Stable when
  * need_stable. Per position:
  *   guard  Guard flag, not MiddleOnly; with EntryNodes, any EntryNodes
@@ -94,6 +97,11 @@ double path_node_weight(const dir_nodelist_t *nl, const dir_node_t *n,
  * the other hops. */
 int path_node_is_candidate(const dir_node_t *n, path_position_t pos,
                            const path_config_t *cfg, int exit_port);
+/* 1 if n may not share a circuit with the n_avoid relays given (NULLs
+ * are skipped): one of them, its family, or (enforce_distinct_subnets)
+ * its /16 or IPv6 /32. */
+int path_node_conflicts(const path_config_t *cfg, const dir_node_t *n,
+                        const dir_node_t *const *avoid, int n_avoid);
 /* Draw one relay for pos, avoiding conflicts with the n_avoid relays
  * already chosen. NULL if no candidate is left. */
 const dir_node_t *path_choose_node(const dir_nodelist_t *nl,
