@@ -142,6 +142,13 @@ tr = [json.loads(l) for l in open(f"{out}/transfers.jsonl")]
 mm = [json.loads(l) for l in open(f"{out}/measureme.jsonl")]
 good = [t for t in tr if t["ok"]]
 assert meta["restarts"] == 1, f"restarts {meta['restarts']}"
+warm = [json.loads(l) for l in open(f"{out}/warmup.jsonl")]
+assert {w["epoch"] for w in warm if w["ok"]} == {0, 1}, "no complete warm-up in each epoch"
+# after the warm-up, every transfer from the server that listens completes
+# (one cut by the kill may fail, with the client recorded as dead)
+goodname = meta["servers"][0]["name"]
+lost = [t for t in tr if t["server"] == goodname and not t["ok"]]
+assert len(lost) <= 1 and all(t.get("client_died") for t in lost), lost
 assert "exited" in meta["epochs"][0]["why"], meta["epochs"][0]
 assert any(t["epoch"] == 1 for t in good), "nothing complete after the restart"
 deadname = [s["name"] for s in meta["servers"]][1]
