@@ -33,6 +33,8 @@
 #     stays valid;
 #   - refusals before anything starts: a server off 127.0.0.0/8 in a
 #     private run, a loopback server in a live run;
+#   - pctor-measure stopped by SIGTERM mid-run exits 130 within 30 s, its
+#     client with it, and leaves a valid OnionPerf file;
 #   - p1's heartbeat counts the MeasureMe requests it served.
 
 . "$(dirname "$0")/lib.sh"
@@ -208,7 +210,30 @@ res=$(check_run 1) || it_fail "after join: see above"
 "$PY" "$READER" "$out/onionperf.analysis.json" > /dev/null || it_fail "after join: bad OnionPerf file"
 it_log "join with a garbage line: skipped and reported; output valid"
 
-# 8. the relay's heartbeat
+# 8. pctor-measure itself stopped with SIGTERM mid-run: it stops its client,
+# says why, and leaves valid output.
+out2=$(it_tmpdir)/run2
+"$MEASURE" run --privnet "$net" --out "$out2" --pctor "$PCTOR" \
+    --server "http://127.0.0.1:$hport/" --interval 5 --duration 600 \
+    --torrc-extra "$IT_ROOT/client.torrc" > /dev/null 2> "$IT_ROOT/measure2.err" &
+mpid=$!
+it_register_pid "$mpid"
+one_transfer() { [ -s "$out2/transfers.jsonl" ]; }
+it_wait_until 120 one_transfer || it_fail "second run: no transfer: $(tail -3 "$IT_ROOT/measure2.err")"
+cpid=$(cat "$out2/client/pid")
+t=$SECONDS
+kill -TERM "$mpid"
+rc=0
+wait "$mpid" || rc=$?
+[ "$rc" = 130 ] || it_fail "pctor-measure ended with $rc after SIGTERM (want 130)"
+[ $((SECONDS - t)) -le 30 ] || it_fail "pctor-measure took $((SECONDS - t)) s to stop"
+! kill -0 "$cpid" 2> /dev/null || it_fail "the client $cpid outlived pctor-measure"
+grep -q '"stopped": "signal 15"' "$out2/meta.json" || it_fail "meta.json does not say why it stopped"
+"$PY" "$READER" "$out2/onionperf.analysis.json" > /dev/null ||
+    it_fail "bad OnionPerf file after SIGTERM"
+it_log "SIGTERM mid-run: stopped in $((SECONDS - t)) s, client gone, output valid"
+
+# 9. the relay's heartbeat
 n=$(sed -n 's/.*Heartbeat: MeasureMe served \([0-9]*\) measurement requests.*/\1/p' \
     "$d1/info.log" | tail -1)
 [ -n "$n" ] && [ "$n" -ge 1 ] || it_fail "p1's heartbeat does not count MeasureMe requests"
