@@ -156,19 +156,28 @@ START_TEST(test_off_by_default)
   measureme_config_default(&cfg);
   ck_assert_int_eq(cfg.enabled, 0);
   mm_setup(&cfg);
+  ck_assert_int_eq(measureme_is_enabled(), 0);
   ck_assert_int_eq(ask(0, 0, 0, 0), MEASUREME_REFUSED_DISABLED);
   ck_assert_uint_eq(measureme_n_active(), 0);
   ck_assert_int_eq(file_size("measureme.jsonl"), -1);
   /* Turned on by SIGHUP: accepted; off again: stopped. */
   cfg.enabled = 1;
   measureme_configure(&cfg);
+  ck_assert_int_eq(measureme_is_enabled(), 1);
   ck_assert_int_eq(ask(0, 0, 1, 0), MEASUREME_ACCEPTED);
   ck_assert_uint_eq(measureme_n_active(), 1);
   ck_assert_int_gt(file_size("measureme.jsonl"), 0); /* the first record */
   cfg.enabled = 0;
   measureme_configure(&cfg);
   ck_assert_uint_eq(measureme_n_active(), 0);
+  ck_assert_int_eq(measureme_is_enabled(), 0);
+  /* What the heartbeat counts: one accepted, one refused. */
+  measureme_stats_t st;
+  measureme_get_stats(&st);
+  ck_assert_uint_eq(st.n_by_result[MEASUREME_ACCEPTED], 1);
+  ck_assert_uint_eq(st.n_by_result[MEASUREME_REFUSED_DISABLED], 1);
   mm_teardown();
+  ck_assert_int_eq(measureme_is_enabled(), 0);
 }
 END_TEST
 

@@ -907,6 +907,22 @@ heartbeat_cb(void *arg)
     dos_heartbeat_line(line, sizeof(line));
     log_notice("%s", line);
   }
+  /* MeasureMe: what this relay did for clients that asked (a relay that
+   * never enabled it and was never asked says nothing). */
+  measureme_stats_t ms;
+  measureme_get_stats(&ms);
+  uint64_t asked = 0;
+  for (int i = 0; i < MEASUREME_N_RESULTS; i++)
+    asked += ms.n_by_result[i];
+  if (measureme_is_enabled() || asked)
+    log_notice("Heartbeat: MeasureMe served %llu measurement requests and "
+               "refused %llu since start; %u circuits are measured now, "
+               "%llu records written.",
+               (unsigned long long)ms.n_by_result[MEASUREME_ACCEPTED],
+               (unsigned long long)(asked -
+                                    ms.n_by_result[MEASUREME_ACCEPTED]),
+               measureme_n_active(),
+               (unsigned long long)measureme_n_records());
 }
 
 static void

@@ -599,6 +599,12 @@ measureme_n_active(void)
   return M.n_active;
 }
 
+int
+measureme_is_enabled(void)
+{
+  return M.initialised && M.cfg.enabled;
+}
+
 uint64_t
 measureme_n_records(void)
 {

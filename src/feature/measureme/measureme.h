@@ -83,6 +83,8 @@ void measureme_configure(const measureme_config_t *cfg);
 void measureme_shutdown(void);
 /* Circuits being measured now; records written so far. */
 unsigned measureme_n_active(void);
+/* Whether requests are accepted (MeasureMeEnabled as last configured). */
+int measureme_is_enabled(void);
 uint64_t measureme_n_records(void);
 
 /* What became of a request. */

@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""check-measure.py -- scripts/pctor-measure's parts that need no daemon:
+the control-event parser (CIRC, STREAM, CIRC_BW, malformed lines), the
+OnionPerf "tor" section built from it (streams of other programs left out,
+circuit IDs by epoch), the refusal of servers a network may not use, and the
+MeasureMe join of relay records with a garbage line. The end-to-end runs are
+tests/integration/measure.sh and measure-testbed.sh; pctor's ControlPort
+does not produce CIRC_BW events yet, so this is where their parsing is
+checked."""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "scripts", "pctor-measure")
+loader = importlib.machinery.SourceFileLoader("pctor_measure", SCRIPT)
+spec = importlib.util.spec_from_loader("pctor_measure", loader)
+pm = importlib.util.module_from_spec(spec)
+loader.exec_module(pm)
+
+FA, FB, FC = "A" * 40, "B" * 40, "C" * 40
+
+
+def events(st):
+    ev = [
+        (1.0, "CIRC 5 LAUNCHED PURPOSE=GENERAL TIME_CREATED=2026-11-26T17:00:00.000000"),
+        (1.1, f"CIRC 5 EXTENDED ${FA}~a PURPOSE=GENERAL"),
+        (1.3, f"CIRC 5 BUILT ${FA}~a,${FB}~b,${FC} PURPOSE=GENERAL"),
+        (1.4, "CIRC_BW ID=5 READ=100 WRITTEN=50 TIME=2026-11-26T17:00:01.000000 "
+              "DELIVERED_READ=90 OVERHEAD_READ=10 SS=1 CWND=124 RTT=30 MIN_RTT=20"),
+        (1.5, "CIRC_BW ID=5 READ=300 WRITTEN=0 TIME=x CWND=130 SS=0"),
+        (1.5, "CIRC_BW ID=99 READ=1"),                       # not a known circuit
+        (1.6, "STREAM 7 NEW 0 127.0.0.1:80 SOURCE_ADDR=127.0.0.1:4444 PURPOSE=USER"),
+        (1.6, "STREAM 8 NEW 0 192.0.2.1:443 SOURCE_ADDR=127.0.0.1:4445 PURPOSE=USER"),
+        (1.7, "STREAM 7 SUCCEEDED 5 127.0.0.1:80"),
+        (1.8, "STREAM 7 CLOSED 5 127.0.0.1:80 REASON=DONE"),
+        (1.9, "CIRC 5 CLOSED " + f"${FA}~a,${FB}~b,${FC} REASON=FINISHED"),
+        (2.0, "CIRC garbage"), (2.0, "STREAM x y z w"), (2.0, ""), (2.0, "CIRC_BW ID=zz"),
+    ]
+    for t, e in ev:
+        st.on_event(e, t)
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="check-measure.")
+    try:
+        st = pm.State(d)
+        st.our_targets = {"127.0.0.1:80"}
+        events(st)
+        c = st.circuit(0, 5)
+        assert [p[0] for p in c["path"]] == [FA, FB, FC], c["path"]
+        assert abs((c["built"] - c["launched"]) - 0.3) < 1e-9
+        assert c["circ_bw"] == {"read": 400, "written": 50, "delivered_read": 90,
+                                "overhead_read": 10, "ss": 0, "cwnd": 130, "rtt": 30,
+                                "min_rtt": 20, "events": 2}, c["circ_bw"]
+        assert c.get("reason") == "FINISHED"
+        s = st.stream_of(0, 4444, 1.0)
+        assert s and s["circuit"] == 5 and s["reason"] == "DONE", s
+        assert st.foreign_streams == 1
+        # a later epoch (a restarted client) reuses IDs: kept apart
+        st.epoch = 1
+        st.on_event("CIRC 5 LAUNCHED PURPOSE=GENERAL", 3.0)
+        tor = pm.op_tor(st)
+        assert sorted(tor["circuits"]) == ["1000005", "5"], sorted(tor["circuits"])
+        assert list(tor["streams"]) == ["7"], "the other program's stream was kept"
+        assert tor["streams"]["7"]["circuit_id"] == 5
+        path = tor["circuits"]["5"]["path"]
+        assert path[2][0] == f"${FC}~unknown" and path[0][1] == 0.1, path
+        with open(os.path.join(d, "events.log")) as f:
+            assert sum(1 for _ in f) == 16   # every event, malformed ones too
+        # servers
+        for url, net, ok in (("http://127.0.0.1:8080/x", "private", True),
+                             ("http://10.0.0.1/", "private", False),
+                             ("http://example.org/", "private", False),
+                             ("https://127.0.0.1/", "private", False),
+                             ("http://127.0.0.1/", "live", False),
+                             ("http://192.168.1.1/", "live", False),
+                             ("http://localhost/", "live", False),
+                             ("http://abc.onion/", "live", False),
+                             ("http://93.184.216.34:8000/files", "live", True),
+                             ("http://measure.example.org/", "live", True)):
+            try:
+                srv = pm.parse_server(url, net)
+                assert ok, f"{url} accepted on a {net} network"
+            except pm.MeasureError:
+                assert not ok, f"{url} refused on a {net} network"
+        assert pm.parse_server("http://127.0.0.1:8080/x/", "private")["prefix"] == "/x"
+        # the join: one good record, one garbage line, one of another label
+        rec = os.path.join(d, "relay.jsonl")
+        with open(rec, "w") as f:
+            f.write(json.dumps({"label": "00112233aabbccdd", "seq": 0, "cells_bwd": 3}) + "\n")
+            f.write('{"label": garbage\n')
+            f.write(json.dumps({"label": "ffffffffffffffff", "seq": 0}) + "\n")
+        os.makedirs(os.path.join(d, "client"))
+        with open(os.path.join(d, "client", "notice.log"), "w") as f:
+            for h in (1, 2):
+                f.write(f"[notice] MeasureMe: asked hop {h} of circuit 5 to measure it every "
+                        f"1000 ms (label 00112233aabbccdd)\n")
+        tr = [{"seq": 1, "server": "s", "size": 1, "epoch": 0, "circuit_id": 5,
+               "path": [{"fingerprint": FA, "relay": f"${FA}~a"},
+                        {"fingerprint": FB, "relay": f"${FB}~b"},
+                        {"fingerprint": FC, "relay": f"${FC}~c"}]}]
+        meta = {"epochs": [{"epoch": 0, "log_offset": 0}]}
+        kinds = {FA: "pctor", FB: "tor"}
+        res = pm.join_measureme(d, meta, tr, {FA: [rec]}, pm.relay_kind_fn(kinds))
+        got = {h["hop"]: (h["status"], h.get("records")) for h in tr[0]["measureme"]}
+        assert got == {1: ("recorded", 1), 2: ("ignored", 0), 3: ("not-asked", None)}, got
+        assert res["bad_record_lines"] == {FA: 1}, res
+        with open(os.path.join(d, "measureme.jsonl")) as f:
+            lines = [json.loads(l) for l in f]
+        assert [(l["hop"], len(l["records"])) for l in lines] == [(1, 1), (2, 0)], lines
+    finally:
+        shutil.rmtree(d)
+    print("check-measure: event parser, OnionPerf tor section, server checks, join: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
