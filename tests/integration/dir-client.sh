@@ -61,13 +61,20 @@ chmod 700 "$dd"
 # `privnet wait` saw every relay in one authority's consensus; the one this
 # fetch asks may still serve the previous consensus for a voting interval,
 # so start again from an empty directory until all six are listed (30 s).
+# For the same reason an authority may not have published its consensus
+# yet and answer 404 for what the others serve: the fetch fails, and is
+# tried again the same way.
 tries=0
 while :; do
-    dirtest fetch1 "$dd" --verbose fetch || { show_err fetch1; it_fail "the first fetch failed"; }
-    grep -q '^fetch ok=1 .* relays=6 with_desc=6$' "$out/fetch1.out" && break
+    if dirtest fetch1 "$dd" --verbose fetch; then
+        grep -q '^fetch ok=1 .* relays=6 with_desc=6$' "$out/fetch1.out" && break
+        why="got an older consensus ($(grep -o 'relays=[0-9]*' "$out/fetch1.out"))"
+    else
+        why="failed ($(tail -n 1 "$out/fetch1.err"))"
+    fi
     tries=$((tries + 1))
-    [ $tries -lt 6 ] || it_fail "first fetch: $(cat "$out/fetch1.out")"
-    it_log "first fetch got an older consensus ($(grep -o 'relays=[0-9]*' "$out/fetch1.out")); again"
+    [ $tries -lt 6 ] || { show_err fetch1; it_fail "first fetch $why, 6 times"; }
+    it_log "first fetch $why; again"
     rm -rf "$dd" && mkdir -m 700 "$dd"
     sleep 5
 done
