@@ -841,6 +841,15 @@ static const conf_var_t app_vars[] = {
    "scheduling). 0 or a negative value turns this off: circuits are then "
    "served round robin. Changes take effect on SIGHUP without dropping "
    "circuits.", NULL},
+  {"CircuitPriorityReads", CONF_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
+   OFF(circuit_priority_reads),
+   "Under a bandwidth limit (BandwidthRate, RelayBandwidthRate), let the "
+   "connections whose circuits have the lowest moving averages (see "
+   "CircuitPriorityHalflife) read first, each taking what it has before "
+   "the louder ones share the rest. With PerCircuitTCP, where every "
+   "circuit reads from its own connection, this keeps bulk circuits from "
+   "taking the read budget of quiet ones. 0: connections blocked on the "
+   "limit read in turn, in equal shares.", NULL},
   {"Schedulers", CONF_TYPE_CUSTOM, "KIST|KISTLite[,...]", "KIST,KISTLite",
    "KIST,KISTLite", 1, 0, 0, OFF(schedulers),
    "How much the scheduler writes to a connection: KIST asks the kernel "

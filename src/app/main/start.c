@@ -759,7 +759,8 @@ apply_bandwidth(const options_t *o)
     ratelimit_configure(A.bw_relay, o->relay_bandwidth_rate,
                         o->relay_bandwidth_burst, iv);
   }
-  channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network);
+  channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network,
+                       o->circuit_priority_reads);
   /* Exit, SOCKS and directory connections: the global bucket only. */
   conn_set_default_buckets(A.bw_global, o->testing_tor_network);
   if (o->bandwidth_rate < (1ULL << 30) || o->relay_bandwidth_rate)

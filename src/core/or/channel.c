@@ -87,6 +87,7 @@ static struct {
   unsigned n_per_circuit;
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
+  int read_by_priority;      /* CircuitPriorityReads */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
   int socketless;                      /* tests and benchmarks only */
@@ -336,11 +337,41 @@ channels_get_stats(channel_stats_t *out)
 
 /* ---- bandwidth buckets -------------------------------------------- */
 
+/* Sum of the averages of chan's circuits' queues that what chan reads goes
+ * into (the queues away from chan): a connection's read priority, lowest
+ * first, when the read bucket is short (conn_set_read_priority()). Under
+ * PerCircuitTCP each circuit has its own connection, so without this the
+ * bucket's tokens would be shared between connections regardless of the
+ * circuits' EWMA averages, and a bulk circuit's connection would read as
+ * much as a quiet one's; with one shared connection the sending relay's
+ * scheduler had already put the quiet circuits' cells first. */
+static double
+channel_read_load(void *arg)
+{
+  channel_t *chan = arg;
+  double load = 0;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    circuit_t *c = v;
+    if (c->kind != CIRC_KIND_OR)
+      load += circ_queue_ewma(&c->n_queue);
+    else if (c->n_chan == chan)
+      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
+    else
+      load += circ_queue_ewma(&c->n_queue);
+  }
+  return load;
+}
+
 static void
 apply_buckets(channel_t *chan)
 {
   if (!chan->conn)
     return;
+  conn_set_read_priority(chan->conn,
+                         G.read_by_priority ? channel_read_load : NULL, chan);
   chan->bw_global = chan->bw_relay = NULL;
   if (!G.bw_count_private && pc_addr_is_private(&chan->addr)) {
     conn_set_buckets(chan->conn, NULL, NULL);
@@ -356,11 +387,12 @@ apply_buckets(channel_t *chan)
 
 void
 channels_set_buckets(ratelimit_t *global, ratelimit_t *relay,
-                     int count_private)
+                     int count_private, int read_by_priority)
 {
   G.bw_global = global;
   G.bw_relay = relay;
   G.bw_count_private = count_private;
+  G.read_by_priority = read_by_priority;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n))
     apply_buckets(DLIST_ENTRY(n, channel_t, all_node));
 }

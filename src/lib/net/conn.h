@@ -79,6 +79,12 @@ void conn_set_read_budget(conn_t *c, size_t bytes);
  * those moved between the buffers and the socket (TLS: plaintext; TLS
  * framing and handshakes are not counted). */
 void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
+/* Read priority under a bandwidth limit: when c blocks on an empty read
+ * bucket it queues with priority fn(arg) (lower first; see
+ * ratelimit_wait_prio()), so the owner can let its quietest connections
+ * read first. NULL (the default): priority 0, FIFO. */
+typedef double (*conn_prio_fn)(void *arg);
+void conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg);
 /* The bucket group every plain (non-TLS) connection made from now on
  * draws on, as tor's global BandwidthRate/Burst applies to exit, SOCKS and
  * directory connections too: conn_connect() and conn_new_accepted()
