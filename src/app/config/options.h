@@ -118,6 +118,7 @@ typedef struct options_t {
   int kist_sched_run_interval;          /* milliseconds */
   double kist_sock_buf_size_factor;
   int circuit_priority_reads;
+  char *relay_tcp_congestion_control; /* NULL: the host's default */
   /* PCTCP. */
   int per_circuit_tcp;
   int per_circuit_tcp_max_connections; /* 0: automatic */

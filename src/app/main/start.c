@@ -761,6 +761,7 @@ apply_bandwidth(const options_t *o)
   }
   channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network,
                        o->circuit_priority_reads);
+  channels_set_relay_congestion_control(o->relay_tcp_congestion_control);
   /* Exit, SOCKS and directory connections: the global bucket only. */
   conn_set_default_buckets(A.bw_global, o->testing_tor_network);
   if (o->bandwidth_rate < (1ULL << 30) || o->relay_bandwidth_rate)

@@ -48,6 +48,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -88,6 +89,8 @@ static struct {
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
   int read_by_priority;      /* CircuitPriorityReads */
+  char relay_cc[16];         /* RelayTCPCongestionControl, "" = default */
+  int relay_cc_warned;       /* warned since it was last configured */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
   int socketless;                      /* tests and benchmarks only */
@@ -365,11 +368,31 @@ channel_read_load(void *arg)
   return load;
 }
 
+/* RelayTCPCongestionControl on a connection with a relay (outgoing
+ * ones are always with relays; incoming ones once the link handshake
+ * said so). */
+static void
+apply_congestion_control(channel_t *chan)
+{
+  if (!G.relay_cc[0] || !(chan->peer_is_relay || chan->is_outgoing))
+    return;
+  if (conn_set_congestion_control(chan->conn, G.relay_cc) == 0 ||
+      G.relay_cc_warned)
+    return;
+  G.relay_cc_warned = 1;
+  log_warn("RelayTCPCongestionControl %s: cannot use it on the connection "
+           "with %s: %s (is the kernel module loaded and the algorithm in "
+           "net.ipv4.tcp_allowed_congestion_control?); such connections "
+           "keep the host's default",
+           G.relay_cc, chan->desc, strerror(errno));
+}
+
 static void
 apply_buckets(channel_t *chan)
 {
   if (!chan->conn)
     return;
+  apply_congestion_control(chan);
   conn_set_read_priority(chan->conn,
                          G.read_by_priority ? channel_read_load : NULL, chan);
   chan->bw_global = chan->bw_relay = NULL;
@@ -395,6 +418,21 @@ channels_set_buckets(ratelimit_t *global, ratelimit_t *relay,
   G.read_by_priority = read_by_priority;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n))
     apply_buckets(DLIST_ENTRY(n, channel_t, all_node));
+}
+
+void
+channels_set_relay_congestion_control(const char *name)
+{
+  const char *n = name ? name : "";
+  if (strcmp(n, G.relay_cc) == 0)
+    return;
+  snprintf(G.relay_cc, sizeof(G.relay_cc), "%s", n);
+  G.relay_cc_warned = 0;
+  for (dlist_node_t *d = dlist_first(&G.all); d; d = dlist_next(&G.all, d)) {
+    channel_t *chan = DLIST_ENTRY(d, channel_t, all_node);
+    if (chan->conn)
+      apply_congestion_control(chan);
+  }
 }
 
 /* ---- creation ----------------------------------------------------- */

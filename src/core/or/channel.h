@@ -232,6 +232,12 @@ void channels_set_buckets(struct ratelimit_t *global,
                           struct ratelimit_t *relay, int count_private,
                           int read_by_priority);
 
+/* RelayTCPCongestionControl: the TCP congestion control (TCP_CONGESTION,
+ * at most 15 characters) of connections with relays, existing and new;
+ * NULL or "" leaves them at the host's default (new ones; existing ones
+ * keep what they have). A failure is logged once per configuration. */
+void channels_set_relay_congestion_control(const char *name);
+
 /* Extensions (for features such as IPsec brokering, which core knows
  * nothing about): a handler for a variable-length cell command that
  * arrives on an open channel (tor ignores unknown ones; so does pctor

@@ -466,6 +466,22 @@ conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg)
   c->rprio_arg = arg;
 }
 
+int
+conn_set_congestion_control(conn_t *c, const char *name)
+{
+#ifdef TCP_CONGESTION
+  if (setsockopt(c->fd, IPPROTO_TCP, TCP_CONGESTION, name,
+                 (socklen_t)strlen(name)) < 0)
+    return -1;
+  return 0;
+#else
+  (void)c;
+  (void)name;
+  errno = ENOTSUP;
+  return -1;
+#endif
+}
+
 static int
 conn_rl_account(conn_t *c, ratelimit_dir_t d, size_t n, int more_to_do)
 {

@@ -85,6 +85,11 @@ void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
  * read first. NULL (the default): priority 0, FIFO. */
 typedef double (*conn_prio_fn)(void *arg);
 void conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg);
+/* TCP congestion control of c's socket (Linux TCP_CONGESTION, e.g.
+ * "bbr"): 0, or -1 with errno set (ENOENT: not available; EPERM: not in
+ * net.ipv4.tcp_allowed_congestion_control; ENOTSUP elsewhere). Setting
+ * the algorithm the socket already uses changes nothing. */
+int conn_set_congestion_control(conn_t *c, const char *name);
 /* The bucket group every plain (non-TLS) connection made from now on
  * draws on, as tor's global BandwidthRate/Burst applies to exit, SOCKS and
  * directory connections too: conn_connect() and conn_new_accepted()
