@@ -452,6 +452,30 @@ raise_fd_limit(void)
              rl.rlim_cur != before ? " (raised to the hard limit)" : "");
 }
 
+/* The host setting PerCircuitTCP wants (doc/pctcp.md, "Host settings"):
+ * say so once per start when it is missing. Linux only; elsewhere, or
+ * when /proc cannot be read, nothing is said. */
+static void
+check_pctcp_host(void)
+{
+  static int said;
+  FILE *f = fopen("/proc/sys/net/ipv4/tcp_slow_start_after_idle", "r");
+  if (!f)
+    return;
+  int v = -1;
+  if (fscanf(f, "%d", &v) != 1)
+    v = -1;
+  fclose(f);
+  if (v == 1 && !said) {
+    said = 1;
+    log_notice("PerCircuitTCP: net.ipv4.tcp_slow_start_after_idle is 1 on "
+               "this host, so a per-circuit connection starts again from "
+               "the initial congestion window after each idle period; "
+               "set it to 0 (the 60-pctor-pctcp.conf sysctl drop-in "
+               "shipped with pctor, see pctor(1), HOST SETTINGS)");
+  }
+}
+
 /* PerCircuitTCP and PerCircuitTCPMaxConnections. */
 static void
 apply_pctcp(const options_t *o)
@@ -462,10 +486,12 @@ apply_pctcp(const options_t *o)
   cfg.spares = (unsigned)o->per_circuit_tcp_spares;
   cfg.fd_limit = A.fd_limit;
   pctcp_configure(&cfg);
-  if (cfg.enabled)
+  if (cfg.enabled) {
     log_notice("PerCircuitTCP: each circuit to another relay gets its own "
                "connection, %u spare(s) per relay, up to %u", cfg.spares,
                pctcp_connection_limit());
+    check_pctcp_host();
+  }
 }
 
 /* The IPsec broker's view of the directory (ipsec_broker_dir_fn): the
