@@ -37,9 +37,11 @@
  *    loop at once; the memory goes when the last user lets go. Users must
  *    still be freed before the event loop. A reconfiguration that gives
  *    waiters tokens also wakes them at once.
- *  - Waiters (ratelimit_waiter_t) are embedded in their owner, so blocking
- *    and waking never allocate. A wake callback runs from the group's
- *    timer (an event-loop entry point); it may consume, queue itself
+ *  - Waiters (ratelimit_waiter_t) are embedded in their owner; the group
+ *    keeps only pointers to them, in a heap that grows to the largest
+ *    number of waiters it has had and is not shrunk, so blocking and
+ *    waking allocate only when that grows. A wake callback runs from the
+ *    group's timer (an event-loop entry point); it may consume, queue itself
  *    again, cancel or free other waiters and users of the group.
  *
  * No knowledge of Tor here: which connections share which group is the
