@@ -807,6 +807,8 @@ conn_close(conn_t *c, int flush_first)
     return;
   c->cb = NULL;
   c->arg = NULL;
+  c->rprio_fn = NULL; /* its argument belongs to the owner, who let go */
+  c->rprio_arg = NULL;
   if (!flush_first || c->state != ST_OPEN || c->destroy_pending) {
     conn_destroy_soon(c);
     return;

@@ -82,7 +82,8 @@ void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
 /* Read priority under a bandwidth limit: when c blocks on an empty read
  * bucket it queues with priority fn(arg) (lower first; see
  * ratelimit_wait_prio()), so the owner can let its quietest connections
- * read first. NULL (the default): priority 0, FIFO. */
+ * read first. NULL (the default): priority 0, FIFO. conn_close() forgets
+ * fn and arg, as it forgets the callback. */
 typedef double (*conn_prio_fn)(void *arg);
 void conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg);
 /* TCP congestion control of c's socket (Linux TCP_CONGESTION, e.g.
