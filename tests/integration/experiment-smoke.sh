@@ -16,6 +16,9 @@
 #     that "asker" logged ("MeasureMe: asked hop H of circuit N ...
 #     (label L)"); "quiet" logged none; the report finds no unexpected label;
 #     the generated torrcs say who asked;
+#   - every run records the load average; --ss-interval wrote ss snapshots
+#     of relay-to-relay connections (cwnd, RTT, MSS) for both
+#     configurations and the report summarises them;
 #   - after the run, and after a second run interrupted with SIGINT during
 #     its workload (exit 130, a report of what was done), no namespace,
 #     process or `pctor-testbed list` entry of any run is left.
@@ -156,7 +159,7 @@ it_log "check: definition accepted, 4 malformed ones refused"
 
 t0=$SECONDS
 it_run "$EXP" run "$work/smoke.toml" --out "$out" --pctor "$PCTOR" --tor "$TOR" \
-    --delayd "$DELAYD" > "$work/run.out" 2> "$work/run.err" ||
+    --delayd "$DELAYD" --ss-interval 500 > "$work/run.out" 2> "$work/run.err" ||
     it_fail "pctor-experiment run failed: $(tail -15 "$work/run.err")"
 it_log "experiment done in $((SECONDS - t0)) s"
 
@@ -173,6 +176,23 @@ for f in ("README.md", "results.jsonl", "percentiles.csv", "summary.json", "runs
 runs = json.load(open(os.path.join(out, "runs.json")))["runs"]
 if [r["status"] for r in runs] != ["ok", "ok"]:
     fail(f"runs: {runs}")
+# the load average of each run, and (--ss-interval) ss snapshots of the
+# relays' relay-to-relay connections with their TCP figures, summarised
+for r in runs:
+    if not (isinstance(r.get("load_start"), list) and isinstance(r.get("load_end"), list)):
+        fail(f"run {r['run']} has no load average")
+ss = [json.loads(l) for l in open(os.path.join(out, "ss.jsonl"))]
+if not ss or not all(x.get("cwnd", 0) > 0 and x.get("rtt_ms", 0) > 0 and x.get("mss", 0) > 0
+                     and (x["peer"].endswith(":9001") or x["local"].endswith(":9001"))
+                     for x in ss):
+    fail(f"ss.jsonl: {len(ss)} records, e.g. {ss[:1]}")
+if {x["config"] for x in ss} != {r["config"] for r in runs}:
+    fail("ss.jsonl lacks a configuration")
+ssum = list(csv.DictReader(open(os.path.join(out, "ss-summary.csv"))))
+if not ssum or any(float(x["cwnd_p50"]) <= 0 for x in ssum if x["cwnd_p50"]):
+    fail(f"ss-summary.csv: {ssum[:2]}")
+if "TCP of the relay-to-relay connections" not in open(os.path.join(out, "README.md")).read():
+    fail("README lacks the ss table")
 recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 for cfg in ("rr", "ewma"):
     for cls, least in (("web", 4), ("bulk", 1)):

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -325,6 +326,21 @@ START_TEST(test_plain_echo)
   ck_assert_ptr_nonnull(cl.c);
   ck_assert_ptr_null(conn_tls(cl.c));
   conn_set_read_budget(cl.c, 8192); /* many small reads */
+#if defined(__linux__) && defined(TCP_CONGESTION)
+  /* RelayTCPCongestionControl's setter: reno is always built in; an
+   * unknown name fails with ENOENT and changes nothing. */
+  {
+    char cc[16] = "";
+    socklen_t cclen = sizeof(cc);
+    ck_assert_int_eq(conn_set_congestion_control(cl.c, "reno"), 0);
+    ck_assert_int_eq(getsockopt(conn_fd(cl.c), IPPROTO_TCP, TCP_CONGESTION,
+                                cc, &cclen), 0);
+    ck_assert_str_eq(cc, "reno");
+    errno = 0;
+    ck_assert_int_eq(conn_set_congestion_control(cl.c, "no_such_cc"), -1);
+    ck_assert_int_eq(errno, ENOENT);
+  }
+#endif
   evloop_timer_t *wd = watchdog("echo");
   ck_assert_int_eq(evloop_run(L), 0);
   ck_assert_uint_eq(cl.recvd, ECHO_TOTAL);

@@ -315,6 +315,26 @@ START_TEST(test_scheduler_options)
   err = parse_bad("KISTSchedRunInterval 0\n", 0, NULL);
   ck_assert(strstr(err, "out of range (1 to 100 milliseconds)") != NULL);
   free(err);
+  /* Issue 22: reads by priority (default on), relay TCP congestion
+   * control (default unset). */
+  o = parse_ok("Nickname a\n", 0, NULL);
+  ck_assert_int_eq(o->circuit_priority_reads, 1);
+  ck_assert_ptr_null(o->relay_tcp_congestion_control);
+  options_free(o);
+  o = parse_ok("CircuitPriorityReads 0\nRelayTCPCongestionControl bbr\n", 0,
+               NULL);
+  ck_assert_int_eq(o->circuit_priority_reads, 0);
+  ck_assert_str_eq(o->relay_tcp_congestion_control, "bbr");
+  options_free(o);
+  const char *bad_cc[] = {"RelayTCPCongestionControl BBR\n",
+                          "RelayTCPCongestionControl a/b\n",
+                          "RelayTCPCongestionControl abcdefghijklmnop\n"};
+  for (size_t i = 0; i < sizeof(bad_cc) / sizeof(bad_cc[0]); i++) {
+    err = parse_bad(bad_cc[i], 0, NULL);
+    ck_assert_msg(strstr(err, "is not a TCP congestion control name") != NULL,
+                  "%s", err);
+    free(err);
+  }
 }
 END_TEST
 

@@ -296,6 +296,69 @@ START_TEST(test_waiters_fifo)
 }
 END_TEST
 
+/* Priorities: woken lowest first, FIFO among equals; a waiter that
+ * outranks all the others still queued gets every token, tied ones a fair
+ * share. */
+static size_t share_log[64];
+
+static void
+prio_wake_cb(void *arg)
+{
+  waiter_test_t *t = arg;
+  ck_assert_int_lt(n_wake, 64);
+  share_log[n_wake] = ratelimit_share(t->rl, RATELIMIT_WRITE, 1);
+  wake_log[n_wake++] = t->id;
+  ratelimit_consume(t->rl, RATELIMIT_WRITE, 1);
+}
+
+START_TEST(test_waiters_prio)
+{
+  L = evloop_new();
+  /* 10 MB/s: the first tick (aligned to a multiple of 5 ms, so after 0
+   * to 5 ms) brings far more than the 4 bytes the waiters take, so all
+   * four are woken in the same tick. */
+  ratelimit_t *rl = ratelimit_new(L, 10000000, 100000, 5);
+  ratelimit_consume(rl, RATELIMIT_WRITE, 100000);
+  waiter_test_t t[4];
+  const double prio[4] = {5.0, 1.0, 3.0, 3.0};
+  for (int i = 0; i < 4; i++) {
+    memset(&t[i], 0, sizeof(t[i]));
+    t[i].rl = rl;
+    t[i].id = i + 1;
+    ratelimit_waiter_init(&t[i].w, prio_wake_cb, &t[i]);
+    ratelimit_wait_prio(rl, RATELIMIT_WRITE, &t[i].w, prio[i]);
+  }
+  /* Already queued: keeps its place and its priority. */
+  ratelimit_wait_prio(rl, RATELIMIT_WRITE, &t[0].w, 0.0);
+  ck_assert_uint_eq(ratelimit_n_waiting(rl, RATELIMIT_WRITE), 4);
+  /* Cancelling from the middle of the heap keeps the order of the rest. */
+  waiter_test_t extra;
+  memset(&extra, 0, sizeof(extra));
+  extra.rl = rl;
+  extra.id = 9;
+  ratelimit_waiter_init(&extra.w, prio_wake_cb, &extra);
+  ratelimit_wait_prio(rl, RATELIMIT_WRITE, &extra.w, 2.0);
+  ratelimit_waiter_cancel(&extra.w);
+  n_wake = 0;
+  ck_assert_int_eq(evloop_run(L), 0);
+  ck_assert_int_eq(n_wake, 4);
+  ck_assert_int_eq(wake_log[0], 2); /* prio 1 */
+  ck_assert_int_eq(wake_log[1], 3); /* prio 3, queued before id 4 */
+  ck_assert_int_eq(wake_log[2], 4);
+  ck_assert_int_eq(wake_log[3], 1); /* prio 5 */
+  /* One refill: the first waiter alone gets all of it; id 3 ties with
+   * id 4: the fair share of what is left (over the three still queued);
+   * id 4 then outranks id 1 and gets all that is left, and so does the
+   * last one. */
+  ck_assert_uint_ge(share_log[0], 4);
+  ck_assert_uint_eq(share_log[1], (share_log[0] - 1) / 3);
+  ck_assert_uint_eq(share_log[2], share_log[0] - 2);
+  ck_assert_uint_eq(share_log[3], share_log[0] - 3);
+  ratelimit_free(rl);
+  evloop_free(L);
+}
+END_TEST
+
 START_TEST(test_owner_free)
 {
   L = evloop_new();
@@ -998,6 +1061,7 @@ suite_ratelimit(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("group");
   tcase_add_test(tc, test_waiters_fifo);
+  tcase_add_test(tc, test_waiters_prio);
   tcase_add_test(tc, test_owner_free);
   suite_add_tcase(s, tc);
   tc = tcase_create("conn");

@@ -93,6 +93,25 @@ check_nickname(const char *v, char **err_out)
   return 0;
 }
 
+/* RelayTCPCongestionControl: a kernel algorithm name (TCP_CA_NAME_MAX is
+ * 16 with the NUL). Whether this kernel has it is found out per socket. */
+static int
+check_tcp_cc(const char *v, char **err_out)
+{
+  size_t n = strlen(v);
+  int ok = n >= 1 && n <= 15;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') ||
+         v[i] == '_' || v[i] == '-';
+  if (!ok) {
+    *err_out = pc_asprintf("'%s' is not a TCP congestion control name: 1 "
+                           "to 15 of a-z, 0-9, '_' and '-' (e.g. cubic, "
+                           "bbr)", v);
+    return -1;
+  }
+  return 0;
+}
+
 /* An IP literal (bracketed IPv6 too) or a DNS name (RFC 1123 labels). */
 static int
 check_host(const char *v, pc_addr_t *ip_out, char **err_out)
@@ -530,6 +549,8 @@ static const conf_custom_t hashed_password_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, hashed_password_check};
 static const conf_custom_t pid_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, pid_check};
+static const conf_custom_t tcp_cc_type = {
+  CONF_STORE_STRING, 0, 0, NULL, NULL, check_tcp_cc};
 static const conf_custom_t nickname_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, check_nickname};
 static const conf_custom_t host_type = {
@@ -843,6 +864,15 @@ static const conf_var_t app_vars[] = {
    "scheduling). 0 or a negative value turns this off: circuits are then "
    "served round robin. Changes take effect on SIGHUP without dropping "
    "circuits.", NULL},
+  {"CircuitPriorityReads", CONF_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
+   OFF(circuit_priority_reads),
+   "Under a bandwidth limit (BandwidthRate, RelayBandwidthRate), let the "
+   "connections whose circuits have the lowest moving averages (see "
+   "CircuitPriorityHalflife) read first, each taking what it has before "
+   "the louder ones share the rest. With PerCircuitTCP, where every "
+   "circuit reads from its own connection, this keeps bulk circuits from "
+   "taking the read budget of quiet ones. 0: connections blocked on the "
+   "limit read in turn, in equal shares.", NULL},
   {"Schedulers", CONF_TYPE_CUSTOM, "KIST|KISTLite[,...]", "KIST,KISTLite",
    "KIST,KISTLite", 1, 0, 0, OFF(schedulers),
    "How much the scheduler writes to a connection: KIST asks the kernel "
@@ -886,6 +916,14 @@ static const conf_var_t app_vars[] = {
    "SA (so that an observer cannot count circuits); circuits to other "
    "relays share a connection. Needs IPsec auto or 1 (with IPsec 1 it "
    "is implied).", NULL},
+  {"RelayTCPCongestionControl", CONF_TYPE_CUSTOM, "NAME", NULL,
+   "unset (the host's default)", 1, 0, 0, OFF(relay_tcp_congestion_control),
+   "TCP congestion control (Linux TCP_CONGESTION, e.g. bbr or cubic) of "
+   "this relay's connections with other relays, shared or per circuit, "
+   "instead of the host's net.ipv4.tcp_congestion_control. The algorithm "
+   "must be available and, as pctor runs unprivileged, listed in "
+   "net.ipv4.tcp_allowed_congestion_control; otherwise a warning says so "
+   "and the connections keep the default.", &tcp_cc_type},
   {"ConnLimit", CONF_TYPE_INT, "NUM", "1000", "1000", 0, 1, INT32_MAX,
    OFF(conn_limit),
    "As tor: the fewest file descriptors pctor must be able to have (its "

@@ -117,6 +117,8 @@ typedef struct options_t {
   int scheduler_socket_aware;          /* derived: KIST (1) or KISTLite */
   int kist_sched_run_interval;          /* milliseconds */
   double kist_sock_buf_size_factor;
+  int circuit_priority_reads;
+  char *relay_tcp_congestion_control; /* NULL: the host's default */
   /* PCTCP. */
   int per_circuit_tcp;
   int per_circuit_tcp_max_connections; /* 0: automatic */

@@ -520,6 +520,30 @@ raise_fd_limit(void)
              rl.rlim_cur != before ? " (raised to the hard limit)" : "");
 }
 
+/* The host setting PerCircuitTCP wants (doc/pctcp.md, "Host settings"):
+ * say so once per start when it is missing. Linux only; elsewhere, or
+ * when /proc cannot be read, nothing is said. */
+static void
+check_pctcp_host(void)
+{
+  static int said;
+  FILE *f = fopen("/proc/sys/net/ipv4/tcp_slow_start_after_idle", "r");
+  if (!f)
+    return;
+  int v = -1;
+  if (fscanf(f, "%d", &v) != 1)
+    v = -1;
+  fclose(f);
+  if (v == 1 && !said) {
+    said = 1;
+    log_notice("PerCircuitTCP: net.ipv4.tcp_slow_start_after_idle is 1 on "
+               "this host, so a per-circuit connection starts again from "
+               "the initial congestion window after each idle period; "
+               "set it to 0 (the 60-pctor-pctcp.conf sysctl drop-in "
+               "shipped with pctor, see pctor(1), HOST SETTINGS)");
+  }
+}
+
 /* PerCircuitTCP and PerCircuitTCPMaxConnections. */
 static void
 apply_pctcp(const options_t *o)
@@ -532,10 +556,12 @@ apply_pctcp(const options_t *o)
   cfg.spares = (unsigned)o->per_circuit_tcp_spares;
   cfg.fd_limit = A.fd_limit;
   pctcp_configure(&cfg);
-  if (cfg.enabled)
+  if (cfg.enabled) {
     log_notice("PerCircuitTCP: each circuit to another relay gets its own "
                "connection, %u spare(s) per relay, up to %u", cfg.spares,
                pctcp_connection_limit());
+    check_pctcp_host();
+  }
 }
 
 /* DatagramPort and its limits. Started once (the port is not
@@ -869,7 +895,9 @@ apply_bandwidth(const options_t *o)
     ratelimit_configure(A.bw_relay, o->relay_bandwidth_rate,
                         o->relay_bandwidth_burst, iv);
   }
-  channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network);
+  channels_set_buckets(A.bw_global, A.bw_relay, o->testing_tor_network,
+                       o->circuit_priority_reads);
+  channels_set_relay_congestion_control(o->relay_tcp_congestion_control);
   /* Exit, SOCKS and directory connections: the global bucket only. */
   conn_set_default_buckets(A.bw_global, o->testing_tor_network);
   if (o->bandwidth_rate < (1ULL << 30) || o->relay_bandwidth_rate)

@@ -50,6 +50,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -89,6 +90,9 @@ static struct {
   unsigned n_per_circuit;
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
+  int read_by_priority;      /* CircuitPriorityReads */
+  char relay_cc[16];         /* RelayTCPCongestionControl, "" = default */
+  int relay_cc_warned;       /* warned since it was last configured */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
   int socketless;                      /* tests and benchmarks only */
@@ -338,11 +342,61 @@ channels_get_stats(channel_stats_t *out)
 
 /* ---- bandwidth buckets -------------------------------------------- */
 
+/* Sum of the averages of chan's circuits' queues that what chan reads goes
+ * into (the queues away from chan): a connection's read priority, lowest
+ * first, when the read bucket is short (conn_set_read_priority()). Under
+ * PerCircuitTCP each circuit has its own connection, so without this the
+ * bucket's tokens would be shared between connections regardless of the
+ * circuits' EWMA averages, and a bulk circuit's connection would read as
+ * much as a quiet one's; with one shared connection the sending relay's
+ * scheduler had already put the quiet circuits' cells first. */
+static double
+channel_read_load(void *arg)
+{
+  channel_t *chan = arg;
+  double load = 0;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    circuit_t *c = v;
+    if (c->kind != CIRC_KIND_OR)
+      load += circ_queue_ewma(&c->n_queue);
+    else if (c->n_chan == chan)
+      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
+    else
+      load += circ_queue_ewma(&c->n_queue);
+  }
+  return load;
+}
+
+/* RelayTCPCongestionControl on a connection with a relay (outgoing
+ * ones are always with relays; incoming ones once the link handshake
+ * said so). */
+static void
+apply_congestion_control(channel_t *chan)
+{
+  if (!G.relay_cc[0] || !(chan->peer_is_relay || chan->is_outgoing))
+    return;
+  if (conn_set_congestion_control(chan->conn, G.relay_cc) == 0 ||
+      G.relay_cc_warned)
+    return;
+  G.relay_cc_warned = 1;
+  log_warn("RelayTCPCongestionControl %s: cannot use it on the connection "
+           "with %s: %s (is the kernel module loaded and the algorithm in "
+           "net.ipv4.tcp_allowed_congestion_control?); such connections "
+           "keep the host's default",
+           G.relay_cc, chan->desc, strerror(errno));
+}
+
 static void
 apply_buckets(channel_t *chan)
 {
   if (!chan->conn)
     return;
+  apply_congestion_control(chan);
+  conn_set_read_priority(chan->conn,
+                         G.read_by_priority ? channel_read_load : NULL, chan);
   chan->bw_global = chan->bw_relay = NULL;
   if (!G.bw_count_private && pc_addr_is_private(&chan->addr)) {
     conn_set_buckets(chan->conn, NULL, NULL);
@@ -358,13 +412,29 @@ apply_buckets(channel_t *chan)
 
 void
 channels_set_buckets(ratelimit_t *global, ratelimit_t *relay,
-                     int count_private)
+                     int count_private, int read_by_priority)
 {
   G.bw_global = global;
   G.bw_relay = relay;
   G.bw_count_private = count_private;
+  G.read_by_priority = read_by_priority;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n))
     apply_buckets(DLIST_ENTRY(n, channel_t, all_node));
+}
+
+void
+channels_set_relay_congestion_control(const char *name)
+{
+  const char *n = name ? name : "";
+  if (strcmp(n, G.relay_cc) == 0)
+    return;
+  snprintf(G.relay_cc, sizeof(G.relay_cc), "%s", n);
+  G.relay_cc_warned = 0;
+  for (dlist_node_t *d = dlist_first(&G.all); d; d = dlist_next(&G.all, d)) {
+    channel_t *chan = DLIST_ENTRY(d, channel_t, all_node);
+    if (chan->conn)
+      apply_congestion_control(chan);
+  }
 }
 
 /* ---- creation ----------------------------------------------------- */

@@ -221,11 +221,22 @@ void channels_set_handshake_timeout(unsigned sec);
 /* Bandwidth buckets (BandwidthRate, RelayBandwidthRate): every channel
  * uses global (if not NULL); channels with relays also use relay.
  * Channels to private addresses are exempt unless count_private (tor's
- * CountPrivateBandwidth, on with TestingTorNetwork). Applies to existing
- * channels too. */
+ * CountPrivateBandwidth, on with TestingTorNetwork). With
+ * read_by_priority (CircuitPriorityReads), a channel blocked on an empty
+ * read bucket queues with the sum of the EWMA averages of the circuit
+ * queues it feeds, so the quietest circuits' connections read first and
+ * alone (ratelimit_wait_prio()); else FIFO with fair shares. Applies to
+ * existing channels too. */
 struct ratelimit_t;
 void channels_set_buckets(struct ratelimit_t *global,
-                          struct ratelimit_t *relay, int count_private);
+                          struct ratelimit_t *relay, int count_private,
+                          int read_by_priority);
+
+/* RelayTCPCongestionControl: the TCP congestion control (TCP_CONGESTION,
+ * at most 15 characters) of connections with relays, existing and new;
+ * NULL or "" leaves them at the host's default (new ones; existing ones
+ * keep what they have). A failure is logged once per configuration. */
+void channels_set_relay_congestion_control(const char *name);
 
 /* Extensions (for features such as IPsec brokering, which core knows
  * nothing about): a handler for a variable-length cell command that

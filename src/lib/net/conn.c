@@ -113,6 +113,8 @@ struct conn_t {
   ratelimit_waiter_t rl_wwait;   /* queued: blocked on write tokens */
   size_t tls_retry_len;          /* TLS write to retry at >= this length */
   size_t rl_share;               /* while woken: at most this much I/O */
+  conn_prio_fn rprio_fn;         /* read priority when blocked on tokens */
+  void *rprio_arg;
   int hs_want; /* TLS_WANT_READ/WRITE while handshaking */
   unsigned busy; /* entry points on the stack */
   unsigned reading : 1;          /* owner wants input */
@@ -445,6 +447,41 @@ conn_rl_allowance(const conn_t *c, ratelimit_dir_t d, ratelimit_t **empty)
 /* Record n bytes moved; then wait on an empty bucket (only if more_to_do:
  * otherwise nothing needs waking) or stop waiting. Returns 1 if the conn
  * now waits for tokens. */
+/* Queue c on the empty bucket for direction d (reads with the owner's
+ * priority). */
+static void
+conn_rl_wait(conn_t *c, ratelimit_t *empty, ratelimit_dir_t d)
+{
+  if (d == RATELIMIT_READ)
+    ratelimit_wait_prio(empty, d, &c->rl_rwait,
+                        c->rprio_fn ? c->rprio_fn(c->rprio_arg) : 0);
+  else
+    ratelimit_wait(empty, d, &c->rl_wwait);
+}
+
+void
+conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg)
+{
+  c->rprio_fn = fn;
+  c->rprio_arg = arg;
+}
+
+int
+conn_set_congestion_control(conn_t *c, const char *name)
+{
+#ifdef TCP_CONGESTION
+  if (setsockopt(c->fd, IPPROTO_TCP, TCP_CONGESTION, name,
+                 (socklen_t)strlen(name)) < 0)
+    return -1;
+  return 0;
+#else
+  (void)c;
+  (void)name;
+  errno = ENOTSUP;
+  return -1;
+#endif
+}
+
 static int
 conn_rl_account(conn_t *c, ratelimit_dir_t d, size_t n, int more_to_do)
 {
@@ -454,7 +491,7 @@ conn_rl_account(conn_t *c, ratelimit_dir_t d, size_t n, int more_to_do)
     if (c->rl[i] && n)
       ratelimit_consume(c->rl[i], d, n);
   if (more_to_do && conn_rl_allowance(c, d, &empty) == 0) {
-    ratelimit_wait(empty, d, w);
+    conn_rl_wait(c, empty, d);
     return 1;
   }
   ratelimit_waiter_cancel(w);
@@ -579,7 +616,7 @@ conn_read_some(conn_t *c)
     ratelimit_t *empty;
     size_t allow = conn_rl_allowance(c, RATELIMIT_READ, &empty);
     if (allow == 0) {
-      ratelimit_wait(empty, RATELIMIT_READ, &c->rl_rwait);
+      conn_rl_wait(c, empty, RATELIMIT_READ);
       return;
     }
     if (allow > c->rl_share)
@@ -770,6 +807,8 @@ conn_close(conn_t *c, int flush_first)
     return;
   c->cb = NULL;
   c->arg = NULL;
+  c->rprio_fn = NULL; /* its argument belongs to the owner, who let go */
+  c->rprio_arg = NULL;
   if (!flush_first || c->state != ST_OPEN || c->destroy_pending) {
     conn_destroy_soon(c);
     return;

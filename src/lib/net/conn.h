@@ -81,6 +81,18 @@ void conn_set_read_budget(conn_t *c, size_t bytes);
  * those moved between the buffers and the socket (TLS: plaintext; TLS
  * framing and handshakes are not counted). */
 void conn_set_buckets(conn_t *c, ratelimit_t *global, ratelimit_t *relay);
+/* Read priority under a bandwidth limit: when c blocks on an empty read
+ * bucket it queues with priority fn(arg) (lower first; see
+ * ratelimit_wait_prio()), so the owner can let its quietest connections
+ * read first. NULL (the default): priority 0, FIFO. conn_close() forgets
+ * fn and arg, as it forgets the callback. */
+typedef double (*conn_prio_fn)(void *arg);
+void conn_set_read_priority(conn_t *c, conn_prio_fn fn, void *arg);
+/* TCP congestion control of c's socket (Linux TCP_CONGESTION, e.g.
+ * "bbr"): 0, or -1 with errno set (ENOENT: not available; EPERM: not in
+ * net.ipv4.tcp_allowed_congestion_control; ENOTSUP elsewhere). Setting
+ * the algorithm the socket already uses changes nothing. */
+int conn_set_congestion_control(conn_t *c, const char *name);
 /* The bucket group every plain (non-TLS) connection made from now on
  * draws on, as tor's global BandwidthRate/Burst applies to exit, SOCKS and
  * directory connections too: conn_connect() and conn_new_accepted()

@@ -7,16 +7,21 @@
  *    burst are at most 2^40, so rate * (microseconds below one second) <
  *    2^60; whole seconds are added only while they do not exceed the
  *    deficit, and tokens are clamped at -2^62 so the deficit fits.
- *  - The waking loop takes a snapshot of the queue length and wakes at
- *    most that many waiters per direction per tick, always from the head
- *    (never holding a pointer to the next node), so a wake callback may
- *    queue itself again, cancel or free anything without breaking the
- *    loop and without waking forever.
+ *  - The waiters of a direction are an indexed min-heap ordered by
+ *    (prio, sequence number at queueing), so FIFO among equal priorities
+ *    and O(log n) to queue, cancel or wake. The waking loop takes a
+ *    snapshot of the queue length and wakes at most that many waiters per
+ *    direction per tick, always the heap's top (never holding a pointer to
+ *    the next one), so a wake callback may queue itself again, cancel or
+ *    free anything without breaking the loop and without waking forever.
+ *    Before each wake it notes whether the woken waiter's prio is strictly
+ *    below the next one's (`alone`), which ratelimit_share() reads.
  *  - `busy` counts ticks on the stack; the last reference dropped during
  *    a tick defers the destruction to the end of the tick.
  */
 #include "lib/net/ratelimit.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "lib/log/log.h"
@@ -113,8 +118,10 @@ struct ratelimit_t {
   evloop_t *loop;
   evloop_timer_t *timer;
   ratelimit_bucket_t b[2];
-  dlist_t waiters[2];
+  minheap_t *waiters[2];
   size_t n_waiters[2];
+  uint64_t seq;   /* queueing order, for FIFO among equal priorities */
+  int alone[2];   /* while waking: the woken waiter outranks the rest */
   uint64_t total[2];
   uint64_t last_us; /* time of the last refill */
   unsigned interval_ms;
@@ -126,6 +133,15 @@ struct ratelimit_t {
 };
 
 static void ratelimit_tick(void *arg);
+
+static int
+waiter_cmp(const void *a_, const void *b_)
+{
+  const ratelimit_waiter_t *a = a_, *b = b_;
+  if (a->prio != b->prio)
+    return a->prio < b->prio ? -1 : 1;
+  return a->seq < b->seq ? -1 : (a->seq > b->seq ? 1 : 0);
+}
 
 int
 ratelimit_params_check(uint64_t rate, uint64_t burst, unsigned interval_ms,
@@ -179,7 +195,8 @@ ratelimit_new(evloop_t *loop, uint64_t rate, uint64_t burst,
   rl->refs = 1;
   for (int d = 0; d < 2; d++) {
     ratelimit_bucket_init(&rl->b[d], rate, burst);
-    dlist_init(&rl->waiters[d]);
+    rl->waiters[d] = minheap_new(waiter_cmp,
+                                 offsetof(ratelimit_waiter_t, heap_idx));
   }
   return rl;
 }
@@ -188,12 +205,10 @@ static void
 ratelimit_destroy(ratelimit_t *rl)
 {
   for (int d = 0; d < 2; d++) {
-    dlist_node_t *n;
-    while ((n = dlist_first(&rl->waiters[d]))) {
-      ratelimit_waiter_t *w = DLIST_ENTRY(n, ratelimit_waiter_t, node);
-      dlist_remove(n);
+    ratelimit_waiter_t *w;
+    while ((w = minheap_pop(rl->waiters[d])))
       w->rl = NULL;
-    }
+    minheap_free(rl->waiters[d], NULL);
   }
   evloop_timer_free(rl->timer);
   free(rl);
@@ -256,14 +271,15 @@ ratelimit_tick(void *arg)
     ratelimit_bucket_refill(&rl->b[d], elapsed);
     size_t n = rl->n_waiters[d];
     while (n-- > 0 && ratelimit_bucket_avail(&rl->b[d]) > 0) {
-      dlist_node_t *node = dlist_first(&rl->waiters[d]);
-      if (!node)
+      ratelimit_waiter_t *w = minheap_pop(rl->waiters[d]);
+      if (!w)
         break;
-      ratelimit_waiter_t *w = DLIST_ENTRY(node, ratelimit_waiter_t, node);
-      dlist_remove(node);
       w->rl = NULL;
       rl->n_waiters[d]--;
+      const ratelimit_waiter_t *next = minheap_peek(rl->waiters[d]);
+      rl->alone[d] = !next || next->prio > w->prio;
       w->fn(w->arg);
+      rl->alone[d] = 0;
     }
   }
   rl->busy--;
@@ -427,7 +443,9 @@ void
 ratelimit_waiter_init(ratelimit_waiter_t *w, ratelimit_wake_fn fn,
                       void *arg)
 {
-  dlist_node_init(&w->node);
+  w->heap_idx = MINHEAP_IDX_NONE;
+  w->prio = 0;
+  w->seq = 0;
   w->rl = NULL;
   w->dir = RATELIMIT_READ;
   w->fn = fn;
@@ -439,22 +457,31 @@ ratelimit_waiter_cancel(ratelimit_waiter_t *w)
 {
   if (!w->rl)
     return;
-  dlist_remove(&w->node);
+  minheap_remove(w->rl->waiters[w->dir], w);
   w->rl->n_waiters[w->dir]--;
   w->rl = NULL;
 }
 
 void
-ratelimit_wait(ratelimit_t *rl, ratelimit_dir_t d, ratelimit_waiter_t *w)
+ratelimit_wait_prio(ratelimit_t *rl, ratelimit_dir_t d,
+                    ratelimit_waiter_t *w, double prio)
 {
   if (w->rl == rl && w->dir == d)
     return;
   ratelimit_waiter_cancel(w);
   w->rl = rl;
   w->dir = d;
-  dlist_insert_tail(&rl->waiters[d], &w->node);
+  w->prio = prio == prio ? prio : 0; /* NaN would break the order */
+  w->seq = ++rl->seq;
+  minheap_add(rl->waiters[d], w);
   rl->n_waiters[d]++;
   ratelimit_schedule(rl);
+}
+
+void
+ratelimit_wait(ratelimit_t *rl, ratelimit_dir_t d, ratelimit_waiter_t *w)
+{
+  ratelimit_wait_prio(rl, d, w, 0);
 }
 
 size_t
@@ -469,6 +496,8 @@ ratelimit_share(const ratelimit_t *rl, ratelimit_dir_t d, size_t min_share)
   size_t avail = ratelimit_bucket_avail(&rl->b[d]);
   if (avail == SIZE_MAX)
     return SIZE_MAX;
+  if (rl->alone[d])
+    return avail;
   size_t share = avail / (rl->n_waiters[d] + 1);
   if (share < min_share)
     share = min_share;

@@ -12,9 +12,10 @@
  * could not be cut to size (a TLS write retried at its first length), and
  * the deficit is repaid from later refills. A connection that finds a
  * bucket empty stops reading (writing) and queues a waiter on it; at each
- * refill the waiters are woken in FIFO order for as long as the bucket has
+ * refill the waiters are woken in FIFO order (or by priority, lowest
+ * first, for waiters queued with one) for as long as the bucket has
  * tokens, and those not reached keep their place at the head for the next
- * refill, so a busy connection cannot starve the others.
+ * refill, so a busy connection cannot starve the others of its priority.
  *
  * Design choices:
  *  - Refill by elapsed monotonic time, not by a fixed rate * interval per
@@ -36,9 +37,11 @@
  *    loop at once; the memory goes when the last user lets go. Users must
  *    still be freed before the event loop. A reconfiguration that gives
  *    waiters tokens also wakes them at once.
- *  - Waiters (ratelimit_waiter_t) are embedded in their owner, so blocking
- *    and waking never allocate. A wake callback runs from the group's
- *    timer (an event-loop entry point); it may consume, queue itself
+ *  - Waiters (ratelimit_waiter_t) are embedded in their owner; the group
+ *    keeps only pointers to them, in a heap that grows to the largest
+ *    number of waiters it has had and is not shrunk, so blocking and
+ *    waking allocate only when that grows. A wake callback runs from the
+ *    group's timer (an event-loop entry point); it may consume, queue itself
  *    again, cancel or free other waiters and users of the group.
  *
  * No knowledge of Tor here: which connections share which group is the
@@ -49,7 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/container/dlist.h"
+#include "lib/container/minheap.h"
 #include "lib/evloop/evloop.h"
 
 typedef enum {
@@ -134,7 +137,9 @@ uint64_t ratelimit_total(const ratelimit_t *rl, ratelimit_dir_t d);
 /* ---- waiting for tokens ---- */
 typedef void (*ratelimit_wake_fn)(void *arg);
 typedef struct ratelimit_waiter_t {
-  dlist_node_t node;
+  int heap_idx;    /* position in the group's queue (MINHEAP_IDX_NONE) */
+  double prio;     /* lower is woken first; ties in the order queued */
+  uint64_t seq;
   ratelimit_t *rl; /* group it is queued on, or NULL */
   ratelimit_dir_t dir;
   ratelimit_wake_fn fn;
@@ -148,6 +153,14 @@ void ratelimit_waiter_init(ratelimit_waiter_t *w, ratelimit_wake_fn fn,
  * place; queued elsewhere: moved. The waiter is dequeued before fn runs. */
 void ratelimit_wait(ratelimit_t *rl, ratelimit_dir_t d,
                     ratelimit_waiter_t *w);
+/* The same with a priority: waiters are woken in increasing prio (plain
+ * ratelimit_wait() is prio 0), those of equal prio in FIFO order. A waiter
+ * whose prio is strictly below that of every waiter still queued is woken
+ * alone: ratelimit_share() gives it every available token, so a quiet
+ * connection takes what it needs before the louder ones share the rest.
+ * Already queued there: keeps its place (and its prio). */
+void ratelimit_wait_prio(ratelimit_t *rl, ratelimit_dir_t d,
+                         ratelimit_waiter_t *w, double prio);
 void ratelimit_waiter_cancel(ratelimit_waiter_t *w);
 static inline int
 ratelimit_waiter_is_waiting(const ratelimit_waiter_t *w)
@@ -159,7 +172,9 @@ size_t ratelimit_n_waiting(const ratelimit_t *rl, ratelimit_dir_t d);
 /* For a wake callback: a fair part of the tokens for direction d, i.e.
  * avail / (waiters still queued + 1), but at least min_share (and never
  * more than avail); SIZE_MAX when unlimited. Each waiter woken at a
- * refill thus gets a slice, instead of the first ones taking it all. */
+ * refill thus gets a slice, instead of the first ones taking it all --
+ * except a waiter of strictly lower priority than all the others (see
+ * ratelimit_wait_prio()), which gets all of avail. */
 size_t ratelimit_share(const ratelimit_t *rl, ratelimit_dir_t d,
                        size_t min_share);
 #endif
