@@ -684,6 +684,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->path = &A.pathcfg;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
+  cc->leave_streams_unattached = o->leave_streams_unattached;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   cc->measureme_hops = (unsigned)mo->hops;
@@ -842,6 +843,7 @@ static struct {
   char *config_file;       /* the torrc, for GETINFO config-file */
   char *address;           /* the descriptor's address, or NULL */
   int control_started, metrics_started;
+  const app_conf_ops_t *conf_ops; /* main.c's SETCONF and friends */
 } CTL;
 
 void
@@ -896,6 +898,85 @@ ctl_signal(control_signal_t sig, void *arg)
   return -1;
 }
 
+void
+app_set_conf_ops(const app_conf_ops_t *ops)
+{
+  CTL.conf_ops = ops;
+}
+
+static int
+ctl_setconf(const control_kv_t *kvs, int n, int reset, char **err_out,
+            void *arg)
+{
+  (void)arg;
+  (void)reset; /* pctor has no "0 or NULL" apart from the default */
+  conf_line_t *changes = NULL, **tail = &changes;
+  for (int i = 0; i < n; i++) {
+    const option_def_t *def = options_find(kvs[i].key);
+    if (!def) {
+      char *why = options_tor_refusal(kvs[i].key);
+      *err_out = why ? pc_asprintf("Unrecognized option: %s", why)
+                     : pc_asprintf("Unrecognized option: Unknown option "
+                                   "'%s'.  Failing.", kvs[i].key);
+      free(why);
+      conf_lines_free(changes);
+      return 552;
+    }
+    *tail = conf_line_new(def->name, kvs[i].value ? kvs[i].value : "",
+                          "the controller", i + 1);
+    if (!kvs[i].value)
+      (*tail)->cmd = CONF_LINE_CLEAR;
+    tail = &(*tail)->next;
+  }
+  int r = CTL.conf_ops ? CTL.conf_ops->setconf(changes, err_out)
+                       : (*err_out = pc_strdup("not available"), 553);
+  conf_lines_free(changes);
+  return r;
+}
+
+static int
+ctl_loadconf(const char *text, char **err_out, void *arg)
+{
+  (void)arg;
+  return CTL.conf_ops ? CTL.conf_ops->loadconf(text, err_out)
+                      : (*err_out = pc_strdup("not available"), 553);
+}
+
+static int
+ctl_saveconf(int force, char **err_out, void *arg)
+{
+  (void)arg;
+  return CTL.conf_ops ? CTL.conf_ops->saveconf(force, err_out)
+                      : (*err_out = pc_strdup("not available"), 551);
+}
+
+/* CONF_CHANGED for every option whose value differs. */
+static void
+ctl_conf_changed(const options_t *old_opts, const options_t *new_opts)
+{
+  conf_strlist_t lines = {0, NULL};
+  for (size_t i = 0; i < options_count(); i++) {
+    const option_def_t *def = options_var(i);
+    if (options_equal(old_opts, new_opts, def))
+      continue;
+    char *canon = NULL, **vals = NULL;
+    int n = 0;
+    options_get_values(new_opts, def->name, &canon, &vals, &n);
+    if (n == 0)
+      conf_strlist_add(&lines, canon);
+    for (int k = 0; k < n; k++) {
+      char *l = pc_asprintf("%s=%s", canon, vals[k]);
+      conf_strlist_add(&lines, l);
+      free(l);
+      free(vals[k]);
+    }
+    free(vals);
+    free(canon);
+  }
+  control_event_conf_changed((const char *const *)lines.v, lines.n);
+  conf_strlist_clear(&lines);
+}
+
 static int
 ctl_getconf(const char *key, char **canonical, char ***values, int *n,
             void *arg)
@@ -917,6 +998,64 @@ ctl_quoted_addrs(const pc_addr_t *addrs, int n)
     s = t;
   }
   return s;
+}
+
+/* The directory client of a flavor (ns: server descriptors, microdesc:
+ * microdescriptors), or NULL. */
+static const dir_client_t *
+ctl_dir_of(consensus_flavor_t flavor)
+{
+  const dir_client_t *dcs[2] = {A.dirc, A.dirc_other};
+  for (int i = 0; i < 2; i++) {
+    const consensus_t *c = dcs[i] ? dir_client_consensus(dcs[i]) : NULL;
+    if (c && c->flavor == flavor)
+      return dcs[i];
+  }
+  return NULL;
+}
+
+/* GETINFO desc/id/FP, desc/name/NICK, md/id/FP, md/name/NICK: the
+ * descriptor as pctor holds it (our own server descriptor as published).
+ * Returns as ctl_getinfo. */
+static int
+ctl_getinfo_desc(const char *key, char **value)
+{
+  int md = key[0] == 'm';
+  const char *rest = key + (md ? 3 : 5);
+  int by_id = !strncmp(rest, "id/", 3);
+  if (!by_id && strncmp(rest, "name/", 5))
+    return 0;
+  const char *name = rest + (by_id ? 3 : 5);
+  uint8_t id[20];
+  if (by_id) {
+    if (*name == '$')
+      name++;
+    if (strlen(name) != 40 || base16_decode(id, sizeof(id), name, 40) != 20) {
+      *value = pc_asprintf("\"%s\" is not a relay fingerprint", name);
+      return -1;
+    }
+    if (!md && A.keys && A.pub && !memcmp(id, A.keys->rsa_id_digest, 20) &&
+        publish_descriptor(A.pub)) {
+      *value = pc_strdup(publish_descriptor(A.pub));
+      return 1;
+    }
+  }
+  const dir_client_t *dc = ctl_dir_of(md ? CONSENSUS_FLAVOR_MICRODESC
+                                         : CONSENSUS_FLAVOR_NS);
+  const dir_nodelist_t *nl = dc ? dir_client_nodelist(dc) : NULL;
+  if (!nl) {
+    *value = pc_asprintf("no %s consensus (UseMicrodescriptors, DirCache)",
+                         md ? "microdescriptor" : "ns-flavor");
+    return -1;
+  }
+  const dir_node_t *n = by_id ? dir_nodelist_find_id(nl, id)
+                              : dir_nodelist_find_nickname(nl, name);
+  if (!n || !n->desc) {
+    *value = pc_strdup(n ? "descriptor not downloaded" : "Unknown relay");
+    return -1;
+  }
+  *value = pc_strndup(n->desc->text, n->desc->text_len);
+  return 1;
 }
 
 static int
@@ -964,6 +1103,16 @@ ctl_getinfo(const char *key, char **value, void *arg)
     *value = ctl_quoted_addrs(&o->socks_addr,
                               o->socks_addr.family != AF_UNSPEC);
     return 1;
+  }
+  if (!strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {
+    int r = ctl_getinfo_desc(key, value);
+    if (r)
+      return r;
+  }
+  if (!strncmp(key, "accounting/", 11) && strcmp(key, "accounting/enabled")) {
+    *value = pc_strdup("Accounting is not enabled (pctor has no "
+                       "AccountingMax)");
+    return -1;
   }
   if (!strcmp(key, "exit-policy/default")) {
     *value = pc_strdup(EXIT_POLICY_DEFAULT);
@@ -1070,8 +1219,9 @@ static int
 start_control(const options_t *o)
 {
   control_config_t cfg;
-  control_host_t host = {ctl_signal, ctl_getconf, ctl_getinfo, ctl_consensus,
-                         NULL};
+  control_host_t host = {ctl_signal,   ctl_getconf,  ctl_getinfo,
+                         ctl_consensus, ctl_setconf, ctl_loadconf,
+                         ctl_saveconf, NULL};
   control_listen_t mp;
   char *err = NULL;
   CTL.opts = o;
@@ -1109,6 +1259,7 @@ reconfigure_control(const options_t *o)
 static void
 shutdown_control(void)
 {
+  const app_conf_ops_t *ops = CTL.conf_ops;
   if (CTL.control_started)
     control_shutdown();
   if (CTL.metrics_started)
@@ -1116,6 +1267,7 @@ shutdown_control(void)
   free(CTL.address);
   free(CTL.config_file);
   memset(&CTL, 0, sizeof(CTL));
+  CTL.conf_ops = ops; /* set once by main.c */
 }
 /* ---- end of ControlPort and MetricsPort ---- */
 
@@ -1292,6 +1444,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
     client_reconfigure(&cc);
   }
   reconfigure_control(new_opts); /* ControlPort, MetricsPort */
+  ctl_conf_changed(old_opts, new_opts);
   return 0;
 }
 

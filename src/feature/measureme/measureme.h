@@ -83,6 +83,9 @@ void measureme_configure(const measureme_config_t *cfg);
 void measureme_shutdown(void);
 /* Circuits being measured now; records written so far. */
 unsigned measureme_n_active(void);
+/* Whether the circuit with this gid is being measured now (the
+ * ControlPort adds MeasureMe's figures to its CIRC_BW events). */
+int measureme_is_active(uint64_t gid);
 uint64_t measureme_n_records(void);
 
 /* What became of a request. */
