@@ -15,7 +15,9 @@
 #     version stem parses; p2's socket takes NULL authentication;
 #   - GETINFO keys have the right values (pid, fingerprint, address,
 #     listeners, config-file, ns/all and ns/id once p1 has a consensus...),
-#     unknown keys give 552, GETCONF reads options;
+#     unknown keys give 552, GETCONF reads options; desc/id (p1's own and
+#     another relay's server descriptor), md/id; a NEWCONSENSUS event
+#     listing p1 arrives with the next consensus;
 #   - SETCONF of Log starts a new log file (CONF_CHANGED says so), ORPort,
 #     ControlPort and DataDirectory are refused with 553, bad values with 513, unknown
 #     options with 552, RESETCONF restores a default; SAVECONF writes the
@@ -42,6 +44,9 @@
 #     it on one, and p1's and p2's traffic/read show which path carried
 #     the 2 MiB; CLOSESTREAM fails a held stream, CLOSECIRCUIT ends both
 #     circuits (CIRC CLOSED), unknown IDs and relays are refused;
+#     MeasureMe switched on by SETCONF (p1 MeasureMeEnabled, c1
+#     MeasureMeHops) makes p1 send CIRC_BW PCTOR_RELAYED=1 events for the
+#     measured circuit that count the 2 MiB in and out;
 #   - p2 exits when its owning process ends; p1 exits when the controller
 #     that sent TAKEOWNERSHIP closes its connection.
 . "$(dirname "$0")/lib.sh"
@@ -220,7 +225,38 @@ try:
     raise SystemExit("unknown option accepted")
 except stem.InvalidArguments:
     pass
-print("GETINFO and GETCONF answered")
+# descriptors: p1's own server descriptor, and the others p1 caches
+sd = c.get_server_descriptor(os.environ["FP1"])
+assert sd.nickname == "p1" and sd.or_port == int(os.environ["OR1"]), sd
+others = [r for r in c.get_network_statuses() if r.fingerprint != os.environ["FP1"]]
+deadline = time.time() + 60
+while True:
+    try:
+        od = c.get_server_descriptor(others[0].fingerprint)
+        md = c.get_microdescriptor(os.environ["FP1"])
+        break
+    except stem.OperationFailed as e:  # not downloaded yet
+        assert time.time() < deadline, str(e)
+        time.sleep(2)
+assert od.fingerprint == others[0].fingerprint and od.nickname == others[0].nickname, od
+assert md.onion_key is None or md.ntor_onion_key, md
+assert c.get_info("accounting/enabled") == "0"
+try:
+    c.get_info("accounting/bytes")
+    raise SystemExit("accounting/bytes answered without accounting")
+except stem.OperationFailed:
+    pass
+# NEWCONSENSUS (every entry) arrives with the next consensus (every 10 s)
+nc = []
+c.add_event_listener(lambda e: nc.append(e), stem.control.EventType.NEWCONSENSUS)
+c.add_event_listener(lambda e: nc.append(e), stem.control.EventType.NS)
+deadline = time.time() + 90
+while not any(e.type == "NEWCONSENSUS" for e in nc):
+    assert time.time() < deadline, "no NEWCONSENSUS in 90 s"
+    time.sleep(0.5)
+new_cons = [e for e in nc if e.type == "NEWCONSENSUS"][0]
+assert os.environ["FP1"] in [r.fingerprint for r in new_cons.desc], str(new_cons)[:500]
+print("GETINFO and GETCONF answered; desc/id, md/id, NEWCONSENSUS with %d relays" % len(new_cons.desc))
 # SETCONF of a runtime option, proved by what it does: a new Log line
 # starts a file with p1's info-level lines; CONF_CHANGED reports it.
 changed = []
@@ -273,7 +309,8 @@ assert open(torrc + ".orig.1").read() == before
 assert "\nContactInfo saved by SETCONF <op@example>\n" in saved, saved
 assert "\nLog info file %s\n" % extra in saved, saved
 c.load_conf(saved.replace("saved by SETCONF", "loaded by LOADCONF"))
-assert c.get_conf("ContactInfo") == "loaded by LOADCONF <op@example>"
+c.clear_cache()  # (stem's GETCONF cache would only follow CONF_CHANGED later)
+assert c.get_conf("ContactInfo") == "loaded by LOADCONF <op@example>", c.get_conf("ContactInfo")
 try:
     c.load_conf(re.sub(r"\nORPort [^\n]*", "\nORPort 1", saved))
     raise SystemExit("LOADCONF changed ORPort")
@@ -281,6 +318,7 @@ except stem.InvalidRequest as e:
     assert e.code == "553", str(e)
 c.signal(stem.Signal.RELOAD)
 time.sleep(1)
+c.clear_cache()
 assert c.get_conf("ContactInfo") == "saved by SETCONF <op@example>"
 assert c.get_conf("Log", multiple=True) == logs + ["info file " + extra]
 c.save_conf()
@@ -476,6 +514,12 @@ p1.authenticate(password="correct horse")
 p2 = Controller.from_socket_file(os.environ["SOCK"])
 p2.authenticate()
 c.set_conf("__LeaveStreamsUnattached", "1")
+# MeasureMe switched on at run time: p1 measures what c1's new circuits
+# ask of their second hop, and reports it in CIRC_BW with PCTOR_RELAYED=1.
+p1.set_conf("MeasureMeEnabled", "1")
+c.set_conf("MeasureMeHops", "2")
+relayed = []
+p1.add_event_listener(lambda e: relayed.append(e), EventType.CIRC_BW)
 fp1, fp2, fp3 = os.environ["FP1"], os.environ["FP2"], os.environ["FP3"]
 via_p1 = c.new_circuit(["$" + fp2, fp1, "$%s~p3" % fp3], await_build=True, timeout=60)
 via_relay1 = c.new_circuit([fp2, "relay1", fp3], await_build=True, timeout=60)
@@ -513,6 +557,18 @@ d1, d2 = read(p1) - r1, read(p2) - r2
 assert d1 >= 2 * 1024 * 1024 and d2 >= 2 * 1024 * 1024, (d1, d2)
 ok = [e for e in streams if e.id == sid and e.status == "SUCCEEDED"]
 assert ok and ok[0].circ_id == via_p1, [str(e) for e in streams if e.id == sid]
+time.sleep(1.5)
+mm = [e for e in relayed if e.keyword_args.get("PCTOR_RELAYED") == "1"]
+cells = sum(e.read for e in mm)
+# (READ counts the cells p1 received from either side: the 2 MiB, once)
+assert cells >= 2 * 1024 * 1024, (cells, [str(e) for e in relayed][:5])
+assert abs(sum(e.written for e in mm) - cells) < 20 * 509, [str(e) for e in mm]
+assert all("PCTOR_QUEUE_BWD" in e.keyword_args and "PCTOR_TCP_RTT_US_BWD" in e.keyword_args
+           for e in mm if e.read > 100000), [str(e) for e in mm]
+print("p1 (MeasureMe via SETCONF): %d CIRC_BW events for the measured circuit, %d bytes of cells; %s" %
+      (len(mm), cells, str(mm[0])[:200]))
+p1.set_conf("MeasureMeEnabled", "0")
+c.set_conf("MeasureMeHops", "")
 r1, r2 = read(p1), read(p2)
 fetch(via_relay1)
 d1b, d2b = read(p1) - r1, read(p2) - r2

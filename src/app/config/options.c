@@ -1678,15 +1678,9 @@ options_overlay_update(conf_line_t **overlay, const conf_line_t *changes)
 conf_line_t *
 options_overlay_cmdline(const conf_line_t *cmdline, const conf_line_t *overlay)
 {
-  conf_line_t *all = conf_lines_dup(cmdline);
-  /* The controller's keys replace what the command line said for them. */
-  for (const conf_line_t *o = overlay; o; o = o->next)
-    remove_key(&all, o->key);
-  conf_line_t **tail = &all;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = conf_lines_dup(overlay);
-  return all;
+  /* The controller's keys replace what the command line said for them, as
+   * a torrc's keys replace its defaults file's. */
+  return merge_defaults(cmdline, overlay);
 }
 
 /* Whether path can be written by us: the file itself if it exists, else

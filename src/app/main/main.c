@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,16 +388,23 @@ ctl_build(const conf_line_t *file, const conf_line_t *overlay, int code,
   return 0;
 }
 
+/* ctl_build, then run with the result (refusing restart-only changes). */
+static int
+ctl_apply(const conf_line_t *file, const conf_line_t *overlay, int code,
+          const char *prefix, char **err_out)
+{
+  options_t *new_opts = NULL;
+  int r = ctl_build(file, overlay, code, prefix, &new_opts, err_out);
+  return r ? r : reconfigure_to(new_opts, 1, err_out);
+}
+
 static int
 ctl_setconf(const conf_line_t *changes, char **err_out)
 {
   conf_line_t *overlay = conf_lines_dup(daemon_state.overlay);
   options_overlay_update(&overlay, changes);
-  options_t *new_opts = NULL;
-  int r = ctl_build(daemon_state.file_lines, overlay, 513,
-                    "Unacceptable option value", &new_opts, err_out);
-  if (r == 0)
-    r = reconfigure_to(new_opts, 1, err_out);
+  int r = ctl_apply(daemon_state.file_lines, overlay, 513,
+                    "Unacceptable option value", err_out);
   if (r != 0) {
     conf_lines_free(overlay);
     return r;
@@ -420,11 +428,7 @@ ctl_loadconf(const char *text, char **err_out)
     free(err);
     return 552;
   }
-  options_t *new_opts = NULL;
-  int r = ctl_build(lines, NULL, 552, "Invalid config file", &new_opts,
-                    err_out);
-  if (r == 0)
-    r = reconfigure_to(new_opts, 1, err_out);
+  int r = ctl_apply(lines, NULL, 552, "Invalid config file", err_out);
   if (r != 0) {
     conf_lines_free(lines);
     return r;
@@ -515,7 +519,12 @@ ctl_saveconf(int force, char **err_out)
   fclose(f);
   options_free(base);
   free(old);
-  r = fs_write_file_atomic(path, text, len, 0644);
+  /* The old file's permissions, else private (it may hold a
+   * HashedControlPassword). */
+  struct stat st;
+  mode_t mode = stat(orig ? orig : path, &st) == 0 ? st.st_mode & 0777
+                                                   : 0600;
+  r = fs_write_file_atomic(path, text, len, mode);
   if (r < 0) {
     *err_out = pc_asprintf("Unable to write configuration to disk: %s: %s",
                            path, strerror(-r));

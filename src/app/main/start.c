@@ -88,6 +88,7 @@ static struct {
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
+  time_t consensus_reported;    /* valid-after of the last NEWCONSENSUS */
   time_t start_time;
   int started;
 } A;
@@ -291,6 +292,26 @@ relay_authorities(const options_t *o, dir_authority_t **out)
   return n;
 }
 
+/* Controllers: STATUS_SERVER ACCEPTED_SERVER_DESCRIPTOR or
+ * BAD_SERVER_DESCRIPTOR for each authority's answer, as tor. */
+static void
+upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
+{
+  (void)arg;
+  char *text;
+  if (accepted) {
+    text = pc_asprintf("ACCEPTED_SERVER_DESCRIPTOR DIRAUTH=%s", dir_addr);
+  } else {
+    char *q = control_proto_quote(reason ? reason : "refused");
+    text = pc_asprintf("BAD_SERVER_DESCRIPTOR DIRAUTH=%s REASON=%s",
+                       dir_addr, q);
+    free(q);
+  }
+  control_event_status(CONTROL_STATUS_SERVER, accepted ? "NOTICE" : "WARN",
+                       text);
+  free(text);
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -349,6 +370,7 @@ configure_publishing(const options_t *o)
   pp.enabled = o->publish_server_descriptor;
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
+  pp.on_upload = upload_cb;
   if (!A.pub)
     A.pub = publish_new(A.loop, A.keys);
   r = publish_configure(A.pub, &rc, &pp);
@@ -411,6 +433,29 @@ apply_consensus_conflux(const consensus_t *c)
   conflux_exit_configure(&A.cfx);
 }
 
+static const consensus_t *ctl_consensus(void *arg);
+
+/* Controllers: NEWCONSENSUS and NS once per new consensus (the ns flavor
+ * when the relay has it, as GETINFO ns/). */
+static void
+report_consensus(void)
+{
+  const consensus_t *c = ctl_consensus(NULL);
+  if (c && c->valid_after != A.consensus_reported) {
+    A.consensus_reported = c->valid_after;
+    control_event_new_consensus(c);
+  }
+}
+
+static void
+other_flavor_fetched_cb(dir_client_t *dc, int ok, void *arg)
+{
+  (void)dc;
+  (void)arg;
+  if (ok)
+    report_consensus();
+}
+
 static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
@@ -421,9 +466,11 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
   else {
-    apply_consensus_halflife(dir_client_consensus(dc));
-    apply_consensus_cc(dir_client_consensus(dc));
-    apply_consensus_conflux(dir_client_consensus(dc));
+    const consensus_t *c = dir_client_consensus(dc);
+    apply_consensus_halflife(c);
+    apply_consensus_cc(c);
+    apply_consensus_conflux(c);
+    report_consensus();
   }
 }
 
@@ -644,7 +691,7 @@ start_cache_of_other_flavor(const options_t *o)
   cfg.use_microdescriptors = !o->use_microdescriptors;
   A.dirc_other = dir_client_new(A.loop, &cfg);
   dir_client_load_cache(A.dirc_other, time(NULL));
-  dir_client_start_auto(A.dirc_other, NULL, NULL);
+  dir_client_start_auto(A.dirc_other, other_flavor_fetched_cb, NULL);
   const dir_client_t *md = o->use_microdescriptors ? A.dirc : A.dirc_other;
   const dir_client_t *ns = o->use_microdescriptors ? A.dirc_other : A.dirc;
   dirdocs_register(md, ns, o->data_directory);

@@ -104,6 +104,23 @@ not_running(char **err_out)
   return 551;
 }
 
+/* The client's circuit (is_stream 0) or stream (1) with this ID into
+ * *out, or a reply code with *err_out: 551 without a client, 552
+ * unknown. */
+static int
+lookup(int is_stream, uint64_t id, void **out, char **err_out)
+{
+  if (!client_g.loop)
+    return not_running(err_out);
+  *out = is_stream ? (void *)find_stream(id) : (void *)find_circ(id);
+  if (*out)
+    return 0;
+  *err_out = pc_asprintf("Unknown %s \"%llu\"",
+                         is_stream ? "stream" : "circuit",
+                         (unsigned long long)id);
+  return 552;
+}
+
 /* A relay of the consensus by "$HEX[~=]NICK", "$HEX", "HEX" or "NICK". */
 static const dir_node_t *
 find_node(const dir_nodelist_t *nl, const char *name)
@@ -185,14 +202,11 @@ client_ctl_has_circuit(uint64_t gid)
 int
 client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out)
 {
-  if (!client_g.loop)
-    return not_running(err_out);
-  ccirc_t *cc = find_circ(gid);
-  if (!cc) {
-    *err_out = pc_asprintf("Unknown circuit \"%llu\"",
-                           (unsigned long long)gid);
-    return 552;
-  }
+  void *found = NULL;
+  int code = lookup(0, gid, &found, err_out);
+  if (code)
+    return code;
+  ccirc_t *cc = found;
   if (if_unused && !dlist_is_empty(&cc->streams))
     return 0;
   ccirc_close(cc, -1, "closed by a controller");
@@ -203,26 +217,20 @@ int
 client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
                          char **err_out)
 {
-  if (!client_g.loop)
-    return not_running(err_out);
-  cstream_t *cs = find_stream(stream_id);
-  if (!cs) {
-    *err_out = pc_asprintf("Unknown stream \"%llu\"",
-                           (unsigned long long)stream_id);
-    return 552;
-  }
+  void *found = NULL;
+  int code = lookup(1, stream_id, &found, err_out);
+  if (code)
+    return code;
+  cstream_t *cs = found;
   if (cs->state != CS_HELD) {
     *err_out = pc_strdup("Connection is not managed by controller.");
     return 555;
   }
   ccirc_t *cc = NULL;
   if (circ_gid) {
-    cc = find_circ(circ_gid);
-    if (!cc) {
-      *err_out = pc_asprintf("Unknown circuit \"%llu\"",
-                             (unsigned long long)circ_gid);
-      return 552;
-    }
+    if ((code = lookup(0, circ_gid, &found, err_out)) != 0)
+      return code;
+    cc = found;
     if (!cc->built || !ccirc_usable(cc)) {
       *err_out = pc_strdup("Can't attach stream to non-open origin "
                            "circuit");
@@ -248,14 +256,11 @@ client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
 int
 client_ctl_close_stream(uint64_t stream_id, uint8_t reason, char **err_out)
 {
-  if (!client_g.loop)
-    return not_running(err_out);
-  cstream_t *cs = find_stream(stream_id);
-  if (!cs) {
-    *err_out = pc_asprintf("Unknown stream \"%llu\"",
-                           (unsigned long long)stream_id);
-    return 552;
-  }
+  void *found = NULL;
+  int code = lookup(1, stream_id, &found, err_out);
+  if (code)
+    return code;
+  cstream_t *cs = found;
   if (cs->es) {
     edge_stream_end(cs->es, reason);
     cs->es = NULL;

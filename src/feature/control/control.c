@@ -80,6 +80,8 @@ static const char *const event_names[] = {
 enum {
   EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
   EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_SIGNAL = 21,
+  EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
+  EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
   EV_CONF_CHANGED = 22, EV_CIRC_BW = 26,
 };
 #define EVBIT(e) (1ull << (e))
@@ -132,6 +134,11 @@ static struct {
   hmap_t *circbw;
   uint64_t circbw_tick_us;    /* the previous tick */
   uint64_t circbw_tick;       /* ticks, to find circuits gone unseen */
+  /* NS: a digest of each relay's entry in the last consensus announced
+   * (identity -> what an NS event reports a change of), and whether
+   * STATUS_CLIENT BOOTSTRAP 100 was sent. */
+  hmap_t *ns_seen;
+  int bootstrapped;
   char version[96];
 } S;
 
@@ -446,10 +453,12 @@ circbw_visit(circuit_t *circ, void *arg)
   circbw_entry_t *e = hmap_get(S.circbw, key);
   if (!e) {
     e = pc_zalloc(sizeof(*e));
-    /* A circuit born since the last tick reports everything it did; an
-     * older one (a controller just subscribed, MeasureMe just started)
-     * starts from now. */
-    if (circ->created_us < S.circbw_tick_us || relayed)
+    /* A circuit born since the last tick reports everything it did, and
+     * so does a relayed one MeasureMe started to measure (clients ask
+     * when the circuit is built: its whole life is what they want); an
+     * older circuit of ours (a controller just subscribed) starts from
+     * now. */
+    if (circ->created_us < S.circbw_tick_us && !relayed)
       control_circbw_start(&e->prev, circ);
     hmap_set(S.circbw, key, e);
   }
@@ -774,10 +783,15 @@ format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
   time_format_iso(when, c->valid_after);
   uint32_t ip = rs->ipv4;
   strbuf_addf(b, "r %s %s", rs->nickname, id);
-  if (rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS) {
-    base64_encode(dg, sizeof(dg), rs->digest, 20, BASE64_NOPAD);
-    strbuf_addf(b, " %s", dg);
-  }
+  /* A microdescriptor consensus has no descriptor digests: zeros, as tor
+   * writes them (stem parses the "r" line by its field count). */
+  static const uint8_t zero[20];
+  base64_encode(dg, sizeof(dg),
+                rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS
+                    ? rs->digest
+                    : zero,
+                20, BASE64_NOPAD);
+  strbuf_addf(b, " %s", dg);
   strbuf_addf(b, " %s %u.%u.%u.%u %u %u\n", when, ip >> 24, (ip >> 16) & 255,
          (ip >> 8) & 255, ip & 255, rs->or_port, rs->dir_port);
   if (rs->has_ipv6) {
@@ -796,6 +810,80 @@ format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
   if (rs->has_bandwidth)
     strbuf_addf(b, "w Bandwidth=%u%s\n", rs->bandwidth,
            rs->bw_unmeasured ? " Unmeasured=1" : "");
+}
+
+/* ---- NEWCONSENSUS, NS, STATUS_CLIENT ---- */
+
+void
+control_event_status(control_status_t which, const char *severity,
+                     const char *text)
+{
+  static const char *const names[] = {"STATUS_GENERAL", "STATUS_CLIENT",
+                                      "STATUS_SERVER"};
+  static const int evs[] = {EV_STATUS_GENERAL, EV_STATUS_CLIENT,
+                            EV_STATUS_SERVER};
+  if (!S.started || !(all_events() & EVBIT(evs[which])))
+    return;
+  char *line = pc_asprintf("%s %s %s", names[which], severity, text);
+  send_event(evs[which], line);
+  free(line);
+}
+
+/* What an NS event reports a change of: flags, descriptor, address,
+ * weight (not the publication time, which every consensus changes). */
+static uint64_t
+rs_fingerprint(const consensus_rs_t *rs)
+{
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  uint8_t b[32 + 4 + 2 + 2 + 4 + 4];
+  memcpy(b, rs->digest, 32);
+  set_u32(b + 32, rs->ipv4);
+  set_u16(b + 36, rs->or_port);
+  set_u16(b + 38, rs->dir_port);
+  set_u32(b + 40, rs->flags);
+  set_u32(b + 44, rs->has_bandwidth ? rs->bandwidth : 0);
+  for (size_t i = 0; i < sizeof(b); i++)
+    h = (h ^ b[i]) * 1099511628211ULL;
+  return h ? h : 1; /* a map value is never 0 */
+}
+
+void
+control_event_new_consensus(const consensus_t *c)
+{
+  if (!S.started || !c)
+    return;
+  uint64_t want = all_events();
+  if (!S.bootstrapped) {
+    S.bootstrapped = 1;
+    control_event_status(CONTROL_STATUS_CLIENT, "NOTICE",
+                         "BOOTSTRAP PROGRESS=100 TAG=done SUMMARY=\"Done\"");
+  }
+  strbuf_t all = {0}, changed = {0};
+  strbuf_addf(&all, "NEWCONSENSUS\n");
+  strbuf_addf(&changed, "NS\n");
+  size_t base = changed.len;
+  hmap_t *seen = hmap_new(20);
+  for (int i = 0; i < c->n_rs; i++) {
+    const consensus_rs_t *rs = &c->rs[i];
+    uint64_t fp = rs_fingerprint(rs);
+    hmap_set(seen, rs->rsa_id, (void *)(uintptr_t)fp);
+    if (want & EVBIT(EV_NEWCONSENSUS))
+      format_rs(&all, c, rs);
+    /* The first consensus is all new; later ones, what changed. */
+    if ((want & EVBIT(EV_NS)) &&
+        (!S.ns_seen ||
+         (uintptr_t)hmap_get(S.ns_seen, rs->rsa_id) != (uintptr_t)fp))
+      format_rs(&changed, c, rs);
+  }
+  if (want & EVBIT(EV_NEWCONSENSUS))
+    send_event(EV_NEWCONSENSUS, all.s);
+  if (changed.len > base)
+    send_event(EV_NS, changed.s);
+  free(all.s);
+  free(changed.s);
+  if (S.ns_seen)
+    hmap_free(S.ns_seen, NULL);
+  S.ns_seen = seen;
 }
 
 /* The value of one GETINFO key: 1 with *value, 0 unknown key, -1 with
@@ -1301,6 +1389,16 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
   free(path);
 }
 
+/* 552 "Unknown WHAT "S"" unless s is a decimal ID (then 0, *out set). */
+static int
+need_id(const char *s, const char *what, uint64_t *out, char **err_out)
+{
+  if (parse_id(s, out))
+    return 0;
+  *err_out = pc_asprintf("Unknown %s \"%s\"", what, s ? s : "");
+  return 552;
+}
+
 static void
 cmd_setcircuitpurpose(ctl_conn_t *cc, const char *args)
 {
@@ -1308,18 +1406,20 @@ cmd_setcircuitpurpose(ctl_conn_t *cc, const char *args)
   char *id = control_proto_next_arg(&p);
   char *purpose = control_proto_next_arg(&p);
   uint64_t circ = 0;
-  if (!parse_id(id, &circ) || !client_ctl_has_circuit(circ)) {
-    char *q = control_proto_quote(id ? id : "");
-    replyf(cc, 552, "Unknown circuit %s", q);
-    free(q);
-  } else if (!purpose || strncasecmp(purpose, "purpose=", 8)) {
-    reply(cc, 552, "Invalid purpose: SETCIRCUITPURPOSE ID purpose=P");
-  } else if (strcasecmp(purpose + 8, "general")) {
-    replyf(cc, 552, "pctor's circuits have purpose general only, not %s",
-           purpose + 8);
-  } else {
-    reply(cc, 250, "OK");
+  char *err = NULL;
+  int code = need_id(id, "circuit", &circ, &err);
+  if (!code && !client_ctl_has_circuit(circ)) {
+    err = pc_asprintf("Unknown circuit \"%s\"", id);
+    code = 552;
+  } else if (!code && (!purpose || strncasecmp(purpose, "purpose=", 8))) {
+    err = pc_strdup("Invalid purpose: SETCIRCUITPURPOSE ID purpose=P");
+    code = 552;
+  } else if (!code && strcasecmp(purpose + 8, "general")) {
+    err = pc_asprintf("pctor's circuits have purpose general only, not %s",
+                      purpose + 8);
+    code = 552;
   }
+  reply_result(cc, code, err);
   free(id);
   free(purpose);
 }
@@ -1333,25 +1433,17 @@ cmd_attachstream(ctl_conn_t *cc, const char *args)
   char *hop = control_proto_next_arg(&p);
   uint64_t stream = 0, circ = 0;
   char *err = NULL;
-  if (!parse_id(sid, &stream)) {
-    char *q = control_proto_quote(sid ? sid : "");
-    replyf(cc, 552, "Unknown stream %s", q);
-    free(q);
-  } else if (!parse_id(cid, &circ)) {
-    char *q = control_proto_quote(cid ? cid : "");
-    replyf(cc, 552, "Unknown circuit %s", q);
-    free(q);
-  } else if (hop) {
-    reply(cc, 552, "HOP= is not supported yet by pctor: streams leave "
-                   "from the circuit's last hop");
-  } else {
-    int code = client_ctl_attach_stream(stream, circ, &err);
-    if (code)
-      reply(cc, code, err);
-    else
-      reply(cc, 250, "OK");
+  int code = need_id(sid, "stream", &stream, &err);
+  if (!code)
+    code = need_id(cid, "circuit", &circ, &err);
+  if (!code && hop) {
+    err = pc_strdup("HOP= is not supported yet by pctor: streams leave "
+                    "from the circuit's last hop");
+    code = 552;
   }
-  free(err);
+  if (!code)
+    code = client_ctl_attach_stream(stream, circ, &err);
+  reply_result(cc, code, err);
   free(sid);
   free(cid);
   free(hop);
@@ -1370,18 +1462,10 @@ cmd_closecircuit(ctl_conn_t *cc, const char *args)
     free(f);
   }
   char *err = NULL;
-  int code;
-  if (!parse_id(id, &circ)) {
-    err = pc_asprintf("Unknown circuit \"%s\"", id ? id : "");
-    code = 552;
-  } else {
+  int code = need_id(id, "circuit", &circ, &err);
+  if (!code)
     code = client_ctl_close_circuit(circ, if_unused, &err);
-  }
-  if (code)
-    reply(cc, code, err);
-  else
-    reply(cc, 250, "OK");
-  free(err);
+  reply_result(cc, code, err);
   free(id);
 }
 
@@ -1393,21 +1477,14 @@ cmd_closestream(ctl_conn_t *cc, const char *args)
   char *why = control_proto_next_arg(&p);
   uint64_t stream = 0, reason = 0;
   char *err = NULL;
-  int code = 0;
-  if (!parse_id(sid, &stream)) {
-    err = pc_asprintf("Unknown stream \"%s\"", sid ? sid : "");
-    code = 552;
-  } else if (!parse_id(why, &reason) || reason > 255) {
+  int code = need_id(sid, "stream", &stream, &err);
+  if (!code && (!parse_id(why, &reason) || reason > 255)) {
     err = pc_asprintf("Unrecognized reason \"%s\"", why ? why : "");
     code = 552;
-  } else {
-    code = client_ctl_close_stream(stream, (uint8_t)reason, &err);
   }
-  if (code)
-    reply(cc, code, err);
-  else
-    reply(cc, 250, "OK");
-  free(err);
+  if (!code)
+    code = client_ctl_close_stream(stream, (uint8_t)reason, &err);
+  reply_result(cc, code, err);
   free(sid);
   free(why);
 }
@@ -2034,6 +2111,8 @@ control_shutdown(void)
   evloop_timer_free(S.owner_timer);
   if (S.circbw)
     hmap_free(S.circbw, free);
+  if (S.ns_seen)
+    hmap_free(S.ns_seen, NULL);
   free(S.hashed_password);
   free(S.cookie_file);
   pc_memwipe(S.cookie, sizeof(S.cookie));

@@ -19,7 +19,9 @@
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
  *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
  *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
- *     circuits and for relayed ones MeasureMe measures.
+ *     circuits and for relayed ones MeasureMe measures, NEWCONSENSUS, NS
+ *     and STATUS_CLIENT BOOTSTRAP when the daemon reports a consensus,
+ *     other STATUS_* events the daemon reports (control_event_status).
  *
  * The module knows nothing of the option table or of start-up: the daemon
  * hands it a control_config_t (parsed with control_parse_listen()) and a
@@ -146,6 +148,20 @@ const char *control_listen_address(void);
 /* CONF_CHANGED: the options whose values changed, one "Key=Value" (or
  * "Key" for an option without a value) per line. */
 void control_event_conf_changed(const char *const *lines, int n);
+/* STATUS_GENERAL, STATUS_CLIENT, STATUS_SERVER (control-spec 4.1.10):
+ * "650 STATUS_x SEVERITY ACTION ARGS" with text as ACTION ARGS. */
+typedef enum {
+  CONTROL_STATUS_GENERAL,
+  CONTROL_STATUS_CLIENT,
+  CONTROL_STATUS_SERVER,
+} control_status_t;
+void control_event_status(control_status_t which, const char *severity,
+                          const char *text);
+/* A new consensus is in use: NEWCONSENSUS (every entry), NS (the entries
+ * whose flags, descriptor, address or weight changed since the previous
+ * one; all of them the first time) and, the first time, STATUS_CLIENT
+ * BOOTSTRAP PROGRESS=100. */
+void control_event_new_consensus(const consensus_t *c);
 /* "0.4.9.11 (pctor-VERSION)". */
 const char *control_version_string(void);
 #endif
