@@ -1742,6 +1742,32 @@ cmd_signal(ctl_conn_t *cc, const char *args)
   }
 }
 
+/* Commands whose handler needs only the arguments. */
+typedef void (*arg_cmd_fn)(ctl_conn_t *cc, const char *args);
+static const struct {
+  const char *name;
+  arg_cmd_fn fn;
+} arg_commands[] = {
+    {"GETCONF", cmd_getconf},
+    {"SAVECONF", cmd_saveconf},
+    {"EXTENDCIRCUIT", cmd_extendcircuit},
+    {"SETCIRCUITPURPOSE", cmd_setcircuitpurpose},
+    {"ATTACHSTREAM", cmd_attachstream},
+    {"CLOSECIRCUIT", cmd_closecircuit},
+    {"CLOSESTREAM", cmd_closestream},
+    {"SETEVENTS", cmd_setevents},
+    {"SIGNAL", cmd_signal},
+};
+
+static arg_cmd_fn
+arg_command(const char *keyword)
+{
+  for (size_t i = 0; i < sizeof(arg_commands) / sizeof(arg_commands[0]); i++)
+    if (!strcmp(keyword, arg_commands[i].name))
+      return arg_commands[i].fn;
+  return NULL;
+}
+
 /* One command; returns -1 when cc was closed. */
 static int
 handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
@@ -1781,28 +1807,12 @@ handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
     reply(cc, 513, "AUTHCHALLENGE only before authentication");
   else if (!strcmp(k, "GETINFO"))
     cmd_getinfo(cc, cmd->args);
-  else if (!strcmp(k, "GETCONF"))
-    cmd_getconf(cc, cmd->args);
   else if (!strcmp(k, "SETCONF") || !strcmp(k, "RESETCONF"))
     cmd_setconf(cc, cmd->args, k[0] == 'R');
   else if (!strcmp(k, "LOADCONF"))
     cmd_loadconf(cc, cmd);
-  else if (!strcmp(k, "SAVECONF"))
-    cmd_saveconf(cc, cmd->args);
-  else if (!strcmp(k, "EXTENDCIRCUIT"))
-    cmd_extendcircuit(cc, cmd->args);
-  else if (!strcmp(k, "SETCIRCUITPURPOSE"))
-    cmd_setcircuitpurpose(cc, cmd->args);
-  else if (!strcmp(k, "ATTACHSTREAM"))
-    cmd_attachstream(cc, cmd->args);
-  else if (!strcmp(k, "CLOSECIRCUIT"))
-    cmd_closecircuit(cc, cmd->args);
-  else if (!strcmp(k, "CLOSESTREAM"))
-    cmd_closestream(cc, cmd->args);
-  else if (!strcmp(k, "SETEVENTS"))
-    cmd_setevents(cc, cmd->args);
-  else if (!strcmp(k, "SIGNAL"))
-    cmd_signal(cc, cmd->args);
+  else if (arg_command(k))
+    arg_command(k)(cc, cmd->args);
   else if (!strcmp(k, "TAKEOWNERSHIP")) {
     cc->owning = 1;
     /* As tor: ownership by connection replaces polling for the owner. */
