@@ -24,7 +24,8 @@
 #     ControlPort and DataDirectory are refused with 553, bad values with 513, unknown
 #     options with 552, RESETCONF restores a default; SAVECONF writes the
 #     torrc (keeping the original as torrc.orig.1), LOADCONF and SIGNAL
-#     RELOAD read it back;
+#     RELOAD read it back; NEWDESC names p1 when its new descriptor comes
+#     back through the directory;
 #   - BW events arrive every second and their byte counts move while a
 #     2 MiB download crosses p1; traffic/read grows by at least that much;
 #     the MetricsPort's tor_relay_traffic_bytes moves too, parses with
@@ -303,8 +304,9 @@ assert {"MaxCircuitDirtiness": ["600"]} in changed, changed
 # kept as torrc.orig.1); LOADCONF of that text and SIGNAL RELOAD read it back.
 torrc = os.environ["D1"] + "/torrc"
 before = open(torrc).read()
-status = []
+status, newdesc = [], []
 c.add_event_listener(lambda e: status.append(e), stem.control.EventType.STATUS_SERVER)
+c.add_event_listener(lambda e: newdesc.append(e), stem.control.EventType.NEWDESC)
 c.set_conf("ContactInfo", "saved by SETCONF <op@example>")
 # a new descriptor goes to the authority: STATUS_SERVER says it took it
 deadline = time.time() + 30
@@ -334,6 +336,12 @@ assert c.get_conf("ContactInfo") == "saved by SETCONF <op@example>"
 assert c.get_conf("Log", multiple=True) == logs + ["info file " + extra]
 c.save_conf()
 assert not os.path.exists(torrc + ".orig.2"), "SAVECONF renamed its own file"
+# p1's new descriptor (new ContactInfo) comes back through the consensus:
+# NEWDESC names p1 once p1's directory cache fetched it
+deadline = time.time() + 90
+while not any(os.environ["FP1"] in [fp for fp, nick in e.relays] for e in newdesc):
+    assert time.time() < deadline, [str(e) for e in newdesc]
+    time.sleep(0.5)
 print("SETCONF/RESETCONF/LOADCONF/SAVECONF: runtime options applied, restart-only refused (553), torrc round trip")
 EOF
 it_log "GETINFO and GETCONF: expected values, 552 for unknown keys; SETCONF, RESETCONF, LOADCONF, SAVECONF work"

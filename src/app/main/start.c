@@ -450,8 +450,8 @@ report_consensus(void)
 static void
 other_flavor_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
-  (void)dc;
   (void)arg;
+  control_event_descriptors(dir_client_nodelist(dc));
   if (ok)
     report_consensus();
 }
@@ -463,6 +463,7 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
   /* The IPsec broker trusts relays by the consensus: re-check. */
   if (A.ipsec && dc == A.dirc)
     ipsec_broker_directory_changed(A.ipsec);
+  control_event_descriptors(dir_client_nodelist(dc)); /* NEWDESC */
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
   else {

@@ -79,7 +79,8 @@ static const char *const event_names[] = {
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
 enum {
   EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
-  EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_SIGNAL = 21,
+  EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_NEWDESC = 9,
+  EV_SIGNAL = 21,
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
   EV_CONF_CHANGED = 22, EV_CIRC_BW = 26,
@@ -139,6 +140,9 @@ static struct {
    * STATUS_CLIENT BOOTSTRAP 100 was sent. */
   hmap_t *ns_seen;
   int bootstrapped;
+  /* NEWDESC: per consensus flavor, each relay's descriptor digest (its
+   * first 8 bytes) when the last fetch round ended. */
+  hmap_t *desc_seen[2];
   char version[96];
 } S;
 
@@ -829,6 +833,42 @@ control_event_status(control_status_t which, const char *severity,
   free(line);
 }
 
+/* Is there a ControlPort or ControlSocket (then the one-second timer
+ * runs)? Without one, no state is kept for events. */
+static int
+control_listening(void)
+{
+  return S.started && S.bw_timer;
+}
+
+void
+control_event_descriptors(const dir_nodelist_t *nl)
+{
+  if (!control_listening() || !nl || !nl->consensus)
+    return;
+  int f = nl->consensus->flavor == CONSENSUS_FLAVOR_NS ? 0 : 1;
+  hmap_t *seen = hmap_new(20);
+  strbuf_t b = {0};
+  strbuf_addf(&b, "NEWDESC");
+  size_t base = b.len;
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!n->desc)
+      continue;
+    uintptr_t v = (uintptr_t)(get_u64(n->desc->digest) | 1);
+    hmap_set(seen, n->rsa_id, (void *)v);
+    /* The first round only learns what we have. */
+    if (S.desc_seen[f] && (uintptr_t)hmap_get(S.desc_seen[f], n->rsa_id) != v)
+      strbuf_addf(&b, " $%s~%s", n->hex_id, n->nickname);
+  }
+  if (b.len > base && (all_events() & EVBIT(EV_NEWDESC)))
+    send_event(EV_NEWDESC, b.s);
+  free(b.s);
+  if (S.desc_seen[f])
+    hmap_free(S.desc_seen[f], NULL);
+  S.desc_seen[f] = seen;
+}
+
 /* What an NS event reports a change of: flags, descriptor, address,
  * weight (not the publication time, which every consensus changes). */
 static uint64_t
@@ -850,7 +890,7 @@ rs_fingerprint(const consensus_rs_t *rs)
 void
 control_event_new_consensus(const consensus_t *c)
 {
-  if (!S.started || !c)
+  if (!control_listening() || !c)
     return;
   uint64_t want = all_events();
   if (!S.bootstrapped) {
@@ -2123,6 +2163,9 @@ control_shutdown(void)
     hmap_free(S.circbw, free);
   if (S.ns_seen)
     hmap_free(S.ns_seen, NULL);
+  for (int f = 0; f < 2; f++)
+    if (S.desc_seen[f])
+      hmap_free(S.desc_seen[f], NULL);
   free(S.hashed_password);
   free(S.cookie_file);
   pc_memwipe(S.cookie, sizeof(S.cookie));

@@ -21,7 +21,8 @@
  *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
  *     circuits and for relayed ones MeasureMe measures, NEWCONSENSUS, NS
  *     and STATUS_CLIENT BOOTSTRAP when the daemon reports a consensus,
- *     other STATUS_* events the daemon reports (control_event_status).
+ *     other STATUS_* events the daemon reports (control_event_status),
+ *     NEWDESC after each directory fetch round that brought descriptors.
  *
  * The module knows nothing of the option table or of start-up: the daemon
  * hands it a control_config_t (parsed with control_parse_listen()) and a
@@ -40,6 +41,7 @@
 
 #include "feature/control/control_proto.h"
 #include "feature/dir/consensus.h"
+#include "feature/dir/nodelist.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
 
@@ -162,6 +164,10 @@ void control_event_status(control_status_t which, const char *severity,
  * one; all of them the first time) and, the first time, STATUS_CLIENT
  * BOOTSTRAP PROGRESS=100. */
 void control_event_new_consensus(const consensus_t *c);
+/* A directory fetch round ended: NEWDESC naming the relays whose
+ * descriptor in nl (either flavor) is new since the previous round of
+ * that flavor (nothing after the first). */
+void control_event_descriptors(const dir_nodelist_t *nl);
 /* "0.4.9.11 (pctor-VERSION)". */
 const char *control_version_string(void);
 #endif
