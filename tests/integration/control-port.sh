@@ -15,8 +15,17 @@
 #     version stem parses; p2's socket takes NULL authentication;
 #   - GETINFO keys have the right values (pid, fingerprint, address,
 #     listeners, config-file, ns/all and ns/id once p1 has a consensus...),
-#     unknown keys give 552, GETCONF reads options, SETCONF says
-#     "not supported yet";
+#     unknown keys give 552, GETCONF reads options; desc/id (p1's own and
+#     another relay's server descriptor), md/id; a NEWCONSENSUS event
+#     listing p1 arrives with the next consensus;
+#   - SETCONF of Log starts a new log file (CONF_CHANGED says so), a new
+#     ContactInfo is uploaded (STATUS_SERVER ACCEPTED_SERVER_DESCRIPTOR),
+#     SETCONF BandwidthRate slows a download through p1 at once, ORPort,
+#     ControlPort and DataDirectory are refused with 553, bad values with 513, unknown
+#     options with 552, RESETCONF restores a default; SAVECONF writes the
+#     torrc (keeping the original as torrc.orig.1), LOADCONF and SIGNAL
+#     RELOAD read it back; NEWDESC names p1 when its new descriptor comes
+#     back through the directory;
 #   - BW events arrive every second and their byte counts move while a
 #     2 MiB download crosses p1; traffic/read grows by at least that much;
 #     the MetricsPort's tor_relay_traffic_bytes moves too, parses with
@@ -30,7 +39,17 @@
 #     graph holding the download, the log panel;
 #   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
 #     NEW/SENTCONNECT/SUCCEEDED/CLOSED and ORCONN events and lists its
-#     circuits in circuit-status;
+#     circuits in circuit-status; its CIRC_BW events count the 2 MiB
+#     download as DELIVERED_READ with tor's accounting and carry pctor's
+#     PCTOR_ fields (queue, TCP_INFO);
+#   - EXTENDCIRCUIT builds circuits over p2,p1,p3 and p2,relay1,p3; with
+#     __LeaveStreamsUnattached a SOCKS stream waits until ATTACHSTREAM puts
+#     it on one, and p1's and p2's traffic/read show which path carried
+#     the 2 MiB; CLOSESTREAM fails a held stream, CLOSECIRCUIT ends both
+#     circuits (CIRC CLOSED), unknown IDs and relays are refused;
+#     MeasureMe switched on by SETCONF (p1 MeasureMeEnabled, c1
+#     MeasureMeHops) makes p1 send CIRC_BW PCTOR_RELAYED=1 events for the
+#     measured circuit that count the 2 MiB in and out;
 #   - p2 exits when its owning process ends; p1 exits when the controller
 #     that sent TAKEOWNERSHIP closes its connection.
 . "$(dirname "$0")/lib.sh"
@@ -151,7 +170,7 @@ it_log "authentication: COOKIE, SAFECOOKIE, HASHEDPASSWORD, NULL accepted; wrong
 it_privnet wait "$net" --timeout 180 --flags Running,Valid ||
     it_fail "the consensus does not list the pctor relays"
 "$PY" - <<'EOF' || it_fail "GETINFO/GETCONF checks failed"
-import os, time, stem
+import os, re, time, stem
 from stem.control import Controller
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate(password="correct horse")
@@ -209,16 +228,123 @@ try:
     raise SystemExit("unknown option accepted")
 except stem.InvalidArguments:
     pass
-for fn in (lambda: c.set_conf("Nickname", "x"), lambda: c.reset_conf("Nickname"),
-           lambda: c.save_conf()):
+# descriptors: p1's own server descriptor, and the others p1 caches
+sd = c.get_server_descriptor(os.environ["FP1"])
+assert sd.nickname == "p1" and sd.or_port == int(os.environ["OR1"]), sd
+others = [r for r in c.get_network_statuses() if r.fingerprint != os.environ["FP1"]]
+deadline = time.time() + 60
+while True:
     try:
-        fn()
-        raise SystemExit("SETCONF-like command accepted")
-    except stem.OperationFailed as e:
-        assert "not supported yet" in str(e), str(e)
-print("GETINFO and GETCONF answered")
+        od = c.get_server_descriptor(others[0].fingerprint)
+        md = c.get_microdescriptor(os.environ["FP1"])
+        break
+    except stem.OperationFailed as e:  # not downloaded yet
+        assert time.time() < deadline, str(e)
+        time.sleep(2)
+assert od.fingerprint == others[0].fingerprint and od.nickname == others[0].nickname, od
+assert md.onion_key is None or md.ntor_onion_key, md
+assert c.get_info("accounting/enabled") == "0"
+try:
+    c.get_info("accounting/bytes")
+    raise SystemExit("accounting/bytes answered without accounting")
+except stem.OperationFailed:
+    pass
+# NEWCONSENSUS (every entry) arrives with the next consensus (every 10 s)
+nc = []
+c.add_event_listener(lambda e: nc.append(e), stem.control.EventType.NEWCONSENSUS)
+c.add_event_listener(lambda e: nc.append(e), stem.control.EventType.NS)
+deadline = time.time() + 90
+while not any(e.type == "NEWCONSENSUS" for e in nc):
+    assert time.time() < deadline, "no NEWCONSENSUS in 90 s"
+    time.sleep(0.5)
+new_cons = [e for e in nc if e.type == "NEWCONSENSUS"][0]
+assert os.environ["FP1"] in [r.fingerprint for r in new_cons.desc], str(new_cons)[:500]
+print("GETINFO and GETCONF answered; desc/id, md/id, NEWCONSENSUS with %d relays" % len(new_cons.desc))
+# SETCONF of a runtime option, proved by what it does: a new Log line
+# starts a file with p1's info-level lines; CONF_CHANGED reports it.
+changed = []
+c.add_event_listener(lambda e: changed.append(e.changed), stem.control.EventType.CONF_CHANGED)
+logs = c.get_conf("Log", multiple=True)
+extra = os.environ["D1"] + "/setconf-info.log"
+c.set_conf("Log", logs + ["info file " + extra])
+assert c.get_conf("Log", multiple=True) == logs + ["info file " + extra]
+c.get_info("version")
+deadline = time.time() + 10
+while not (os.path.exists(extra) and "[info]" in open(extra).read()):
+    if time.time() > deadline:
+        raise SystemExit("SETCONF Log did not start the new log file")
+    time.sleep(0.2)
+# restart-only options are refused, nothing changes
+r = c.msg("SETCONF DataDirectory=/tmp/elsewhere")  # (stem refuses it itself)
+assert str(r).startswith("Transition not allowed") and r.content()[0][0] == "553", str(r)
+for k, v in (("ORPort", "1"), ("ControlPort", "1")):
+    try:
+        c.set_options([(k, v), ("ContactInfo", "not applied")])
+        raise SystemExit("SETCONF %s accepted" % k)
+    except stem.InvalidRequest as e:
+        assert e.code == "553" and "Transition not allowed" in str(e) and k in str(e), str(e)
+assert c.get_conf("ContactInfo", None) is None
+# bad values and unknown options
+for kv, exc, code in ((("BandwidthRate", "lots"), stem.InvalidRequest, "513"),
+                      (("NoSuchOption", "1"), stem.InvalidArguments, "552")):
+    try:
+        c.set_options([kv])
+        raise SystemExit("SETCONF %s=%s accepted" % kv)
+    except exc as e:
+        assert e.code == code, (e.code, str(e))
+# RESETCONF puts the default back
+c.set_conf("MaxCircuitDirtiness", "1 hour")
+assert c.get_conf("MaxCircuitDirtiness") == "3600"
+c.reset_conf("MaxCircuitDirtiness")
+assert c.get_conf("MaxCircuitDirtiness") == "600"
+time.sleep(0.5)
+assert {"Log": logs + ["info file " + extra]} in changed, changed
+assert {"MaxCircuitDirtiness": ["600"]} in changed, changed
+# SAVECONF: the running configuration goes to the torrc (the original is
+# kept as torrc.orig.1); LOADCONF of that text and SIGNAL RELOAD read it back.
+torrc = os.environ["D1"] + "/torrc"
+before = open(torrc).read()
+status, newdesc = [], []
+c.add_event_listener(lambda e: status.append(e), stem.control.EventType.STATUS_SERVER)
+c.add_event_listener(lambda e: newdesc.append(e), stem.control.EventType.NEWDESC)
+c.set_conf("ContactInfo", "saved by SETCONF <op@example>")
+# a new descriptor goes to the authority: STATUS_SERVER says it took it
+deadline = time.time() + 30
+while not any(e.action == "ACCEPTED_SERVER_DESCRIPTOR" for e in status):
+    assert time.time() < deadline, [str(e) for e in status]
+    time.sleep(0.2)
+acc = [e for e in status if e.action == "ACCEPTED_SERVER_DESCRIPTOR"][0]
+assert acc.arguments["DIRAUTH"].startswith("127.0.0.1:"), str(acc)
+c.save_conf()
+saved = open(torrc).read()
+assert saved.startswith("# This file was generated by pctor"), saved[:200]
+assert open(torrc + ".orig.1").read() == before
+assert "\nContactInfo saved by SETCONF <op@example>\n" in saved, saved
+assert "\nLog info file %s\n" % extra in saved, saved
+c.load_conf(saved.replace("saved by SETCONF", "loaded by LOADCONF"))
+c.clear_cache()  # (stem's GETCONF cache would only follow CONF_CHANGED later)
+assert c.get_conf("ContactInfo") == "loaded by LOADCONF <op@example>", c.get_conf("ContactInfo")
+try:
+    c.load_conf(re.sub(r"\nORPort [^\n]*", "\nORPort 1", saved))
+    raise SystemExit("LOADCONF changed ORPort")
+except stem.InvalidRequest as e:
+    assert e.code == "553", str(e)
+c.signal(stem.Signal.RELOAD)
+time.sleep(1)
+c.clear_cache()
+assert c.get_conf("ContactInfo") == "saved by SETCONF <op@example>"
+assert c.get_conf("Log", multiple=True) == logs + ["info file " + extra]
+c.save_conf()
+assert not os.path.exists(torrc + ".orig.2"), "SAVECONF renamed its own file"
+# p1's new descriptor (new ContactInfo) comes back through the consensus:
+# NEWDESC names p1 once p1's directory cache fetched it
+deadline = time.time() + 90
+while not any(os.environ["FP1"] in [fp for fp, nick in e.relays] for e in newdesc):
+    assert time.time() < deadline, [str(e) for e in newdesc]
+    time.sleep(0.5)
+print("SETCONF/RESETCONF/LOADCONF/SAVECONF: runtime options applied, restart-only refused (553), torrc round trip")
 EOF
-it_log "GETINFO and GETCONF: expected values, 552 for unknown keys, SETCONF not supported yet"
+it_log "GETINFO and GETCONF: expected values, 552 for unknown keys; SETCONF, RESETCONF, LOADCONF, SAVECONF work"
 
 # 3. BW events and metrics during a download through p1.
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
@@ -265,6 +391,36 @@ print("%d BW events, %d bytes read in them; traffic/read +%d; metrics read +%d" 
       (len(ev), moved, r1 - r0, m1["read"] - m0["read"]))
 EOF
 cmp -s "$net/dl.out" "$www/file" || it_fail "the download through p1 is corrupted"
+# SETCONF BandwidthRate takes effect at once: the same download through p1
+# now runs at most at 256 KBytes/s (BW events), then RESETCONF lifts it.
+"$PY" - <<'EOF' || it_fail "SETCONF BandwidthRate checks failed"
+import os, subprocess, time
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate(password="correct horse")
+ev = []
+c.add_event_listener(lambda e: ev.append(e.read), EventType.BW)
+c.set_options({"BandwidthRate": "256 KBytes", "BandwidthBurst": "256 KBytes"})
+t0 = time.time()
+p = subprocess.run(os.environ["FETCH"].split(), capture_output=True, timeout=150)
+took = time.time() - t0
+assert p.returncode == 0, p.stderr.decode()[-500:]
+slow = list(ev)
+c.reset_conf("BandwidthRate", "BandwidthBurst")
+assert c.get_conf("BandwidthRate") == str(1 << 30), c.get_conf("BandwidthRate")
+assert took >= 6, took
+busy = sorted(x for x in slow if x > 10000)
+assert busy and busy[len(busy) // 2] <= 1.25 * 256 * 1024, slow  # (the first second may spend the burst)
+del ev[:]
+t0 = time.time()
+p = subprocess.run(os.environ["FETCH"].split(), capture_output=True, timeout=150)
+fast = time.time() - t0
+assert p.returncode == 0 and fast < took / 2, (fast, took)
+print("BandwidthRate 256 KBytes by SETCONF: 2 MiB in %.1f s (BW median %d B/s); after RESETCONF %.1f s" %
+      (took, busy[len(busy) // 2], fast))
+EOF
+cmp -s "$net/dl.out" "$www/file" || it_fail "the download through p1 is corrupted"
+it_log "SETCONF BandwidthRate slows p1 at once, RESETCONF lifts it"
 code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "http://127.0.0.1:$mport/metrics")
 [ "$code" = 000 ] || it_fail "MetricsPortPolicy let 127.0.0.2 in (HTTP $code)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
@@ -323,8 +479,8 @@ it_start_pctor "$net" c1 client "ControlPort $ccport
 CookieAuthentication 1
 ExitNodes p3"
 export CCPORT=$ccport SOCKS=$(cat "$net/c1.port") HPORT=$hport
-"$PY" - <<'EOF2' || it_fail "CIRC/ORCONN event checks failed"
-import os, subprocess, time, stem
+"$PY" - <<'EOF2' || it_fail "CIRC/ORCONN/CIRC_BW event checks failed"
+import datetime, os, subprocess, time, stem
 from stem.control import Controller, EventType
 c = Controller.from_port(port=int(os.environ["CCPORT"]))
 c.authenticate()
@@ -332,6 +488,8 @@ circ, orconn, streams = [], [], []
 c.add_event_listener(lambda e: circ.append(e), EventType.CIRC)
 c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
 c.add_event_listener(lambda e: orconn.append(e), EventType.ORCONN)
+cbw = []
+c.add_event_listener(lambda e: cbw.append((time.time(), e)), EventType.CIRC_BW)
 url = "http://127.0.0.1:%s/file" % os.environ["HPORT"]
 deadline = time.time() + 120
 while True:
@@ -365,11 +523,153 @@ assert seq == ["NEW", "SENTCONNECT", "SUCCEEDED", "CLOSED"], seq
 assert ok[-1].circ_id in listed or ok[-1].circ_id in {e.id for e in circ}, ok[-1]
 assert any(e.source_address for e in streams if e.status == "NEW"), [str(e) for e in streams]
 c.get_streams()  # stream-status parses
+# CIRC_BW on the stream's circuit: the 2 MiB arrived as DELIVERED_READ,
+# tor's accounting holds (509 per cell, 498 of body), once a second, and
+# pctor's fields carry the circuit's queue and its connection's TCP_INFO.
+# (With conflux the data may come over several legs: count them all.)
+time.sleep(2.5)
+mine = [(t, e) for t, e in cbw if e.id == ok[-1].circ_id]
+assert len(mine) >= 1, [str(e) for t, e in cbw]
+got = sum(e.delivered_read for t, e in cbw)
+assert got >= 2 * 1024 * 1024, (got, [str(e) for t, e in cbw])
+for t, e in cbw:
+    assert e.read % 509 == 0 and e.written % 509 == 0, str(e)
+    assert e.delivered_read + e.overhead_read == e.read // 509 * 498, str(e)
+    assert e.delivered_written + e.overhead_written == e.written // 509 * 498, str(e)
+    assert abs((e.time - datetime.datetime.utcfromtimestamp(t)).total_seconds()) < 2, (e.time, t)
+    kw = e.keyword_args
+    assert "PCTOR_QUEUE_FWD" in kw and "PCTOR_DELAY_US_FWD" in kw, str(e)
+    if "PCTOR_TCP_RTT_US_FWD" in kw:  # (not in a closing circuit's last one)
+        assert int(kw["PCTOR_TCP_RTT_US_FWD"]) > 0 and int(kw["PCTOR_TCP_CWND_FWD"]) > 0, str(e)
+    if "CWND" in kw:
+        assert int(kw["CWND"]) > 0 and int(kw["RTT"]) >= int(kw["MIN_RTT"]) >= 0, str(e)
+assert any("PCTOR_TCP_RTT_US_FWD" in e.keyword_args for t, e in mine), [str(e) for t, e in mine]
+times = [t for t, e in cbw]
+assert all(b - a > 0.5 for a, b in zip(times, times[1:]) if b - a > 0.01), times
+print("CIRC_BW: %d events (%d on circuit %s), %d bytes delivered; e.g. %s" %
+      (len(cbw), len(mine), ok[-1].circ_id, got, str(mine[0][1])[:300]))
 print("CIRC events:", " ".join("%s:%s" % (e.id, e.status) for e in circ[:8]), "...;",
       len(orconn), "ORCONN events; circuit-status lists", len(listed),
       "; stream %s: %s on circuit %s" % (sid, " ".join(seq), ok[-1].circ_id))
 EOF2
-it_log "a pctor client reports CIRC, STREAM and ORCONN events and lists its circuits"
+it_log "a pctor client reports CIRC, STREAM, ORCONN and CIRC_BW events and lists its circuits"
+
+# 3c. Circuits pinned by the controller: EXTENDCIRCUIT over p2,p1,p3 and
+# over p2,relay1,p3; with __LeaveStreamsUnattached each SOCKS stream is
+# attached to one of them by ATTACHSTREAM. p1's own byte counters prove
+# which path the 2 MiB took; CLOSESTREAM and CLOSECIRCUIT end them.
+export FP2=$(awk '{print $2}' "$d2/data/fingerprint") FP3=$(awk '{print $2}' "$(cat "$net/p3.dir")/data/fingerprint")
+"$PY" - <<'EOF2' || it_fail "EXTENDCIRCUIT/ATTACHSTREAM checks failed"
+import os, subprocess, threading, time, stem
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CCPORT"]))
+c.authenticate()
+p1 = Controller.from_port(port=int(os.environ["CPORT"]))
+p1.authenticate(password="correct horse")
+p2 = Controller.from_socket_file(os.environ["SOCK"])
+p2.authenticate()
+c.set_conf("__LeaveStreamsUnattached", "1")
+# MeasureMe switched on at run time: p1 measures what c1's new circuits
+# ask of their second hop, and reports it in CIRC_BW with PCTOR_RELAYED=1.
+p1.set_conf("MeasureMeEnabled", "1")
+c.set_conf("MeasureMeHops", "2")
+relayed = []
+p1.add_event_listener(lambda e: relayed.append(e), EventType.CIRC_BW)
+fp1, fp2, fp3 = os.environ["FP1"], os.environ["FP2"], os.environ["FP3"]
+via_p1 = c.new_circuit(["$" + fp2, fp1, "$%s~p3" % fp3], await_build=True, timeout=60)
+via_relay1 = c.new_circuit([fp2, "relay1", fp3], await_build=True, timeout=60)
+circs = {x.id: x for x in c.get_circuits()}
+assert [fp for fp, nick in circs[via_p1].path] == [fp2, fp1, fp3], circs[via_p1].path
+assert circs[via_relay1].path[1][1] == "relay1", circs[via_relay1].path
+new = []
+def on_stream(e):
+    if e.status == "NEW":
+        new.append(e)
+c.add_event_listener(on_stream, EventType.STREAM)
+streams = []
+c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
+url = "http://127.0.0.1:%s/file" % os.environ["HPORT"]
+def start_held():
+    """curl through c1; returns it and its held stream's NEW event."""
+    n0 = len(new)
+    p = subprocess.Popen(["curl", "-sf", "--max-time", "60", "-x",
+                          "socks5h://127.0.0.1:" + os.environ["SOCKS"], url, "-o", "/dev/null"])
+    deadline = time.time() + 20
+    while len(new) == n0:
+        assert time.time() < deadline, "no STREAM NEW for the held stream"
+        time.sleep(0.05)
+    return p, new[-1]
+def fetch(circ_id):
+    p, e = start_held()
+    assert e.circ_id is None, str(e)  # held: not on a circuit
+    time.sleep(0.5)
+    assert p.poll() is None, "the held stream did not wait for ATTACHSTREAM"
+    c.attach_stream(e.id, circ_id)
+    assert p.wait(timeout=90) == 0, "the download on circuit %s failed" % circ_id
+    return e.id
+def read(ctl):
+    return int(ctl.get_info("traffic/read"))
+r1, r2 = read(p1), read(p2)
+sid = fetch(via_p1)
+d1, d2 = read(p1) - r1, read(p2) - r2
+assert d1 >= 2 * 1024 * 1024 and d2 >= 2 * 1024 * 1024, (d1, d2)
+ok = [e for e in streams if e.id == sid and e.status == "SUCCEEDED"]
+assert ok and ok[0].circ_id == via_p1, [str(e) for e in streams if e.id == sid]
+time.sleep(1.5)
+mm = [e for e in relayed if e.keyword_args.get("PCTOR_RELAYED") == "1"]
+cells = sum(e.read for e in mm)
+# (READ counts the cells p1 received from either side: the 2 MiB, once)
+assert cells >= 2 * 1024 * 1024, (cells, [str(e) for e in relayed][:5])
+assert abs(sum(e.written for e in mm) - cells) < 20 * 509, [str(e) for e in mm]
+assert all("PCTOR_QUEUE_BWD" in e.keyword_args and "PCTOR_TCP_RTT_US_BWD" in e.keyword_args
+           for e in mm if e.read > 100000), [str(e) for e in mm]
+print("p1 (MeasureMe via SETCONF): %d CIRC_BW events for the measured circuit, %d bytes of cells; %s" %
+      (len(mm), cells, str(mm[0])[:200]))
+p1.set_conf("MeasureMeEnabled", "0")
+c.set_conf("MeasureMeHops", "")
+r1, r2 = read(p1), read(p2)
+fetch(via_relay1)
+d1b, d2b = read(p1) - r1, read(p2) - r2
+assert d2b >= 2 * 1024 * 1024 and d1b < 512 * 1024, (d1b, d2b)
+print("pinned paths: via p1 p1 read +%d, p2 +%d; via relay1 p1 read +%d, p2 +%d" % (d1, d2, d1b, d2b))
+# errors: unknown stream and circuit, a stream that is not held
+for args, exc in (((9999, via_p1), stem.InvalidRequest), ((sid, 9999), stem.InvalidRequest)):
+    try:
+        c.attach_stream(*args)
+        raise SystemExit("ATTACHSTREAM %s %s accepted" % args)
+    except exc:
+        pass
+try:
+    c.extend_circuit("0", ["$" + "0" * 40])
+    raise SystemExit("EXTENDCIRCUIT through an unknown relay accepted")
+except stem.InvalidRequest as e:
+    assert "No such router" in str(e), str(e)
+# CLOSESTREAM: a held stream's curl fails
+p, e = start_held()
+c.close_stream(e.id)
+assert p.wait(timeout=10) != 0, "curl succeeded on a closed stream"
+time.sleep(0.3)
+assert [x.status for x in streams if x.id == e.id][-1] == "FAILED", [str(x) for x in streams if x.id == e.id]
+# CLOSECIRCUIT
+closed = []
+c.add_event_listener(lambda e: closed.append(e.id) if e.status == "CLOSED" else None, EventType.CIRC)
+c.close_circuit(via_p1)
+c.close_circuit(via_relay1)
+time.sleep(0.5)
+assert via_p1 in closed and via_relay1 in closed, closed
+assert via_p1 not in {x.id for x in c.get_circuits()}
+try:
+    c.close_circuit(via_p1)
+    raise SystemExit("CLOSECIRCUIT of a closed circuit accepted")
+except stem.InvalidArguments:
+    pass
+c.set_conf("__LeaveStreamsUnattached", "0")
+p = subprocess.run(["curl", "-sf", "--max-time", "60", "-x",
+                    "socks5h://127.0.0.1:" + os.environ["SOCKS"], url, "-o", "/dev/null"])
+assert p.returncode == 0, "streams are still held after __LeaveStreamsUnattached 0"
+print("ATTACHSTREAM/CLOSESTREAM/CLOSECIRCUIT: errors refused, streams and circuits ended")
+EOF2
+it_log "EXTENDCIRCUIT pins paths (p1's own counters show which one carried 2 MiB); ATTACHSTREAM, CLOSESTREAM, CLOSECIRCUIT"
 
 # 4. SIGNAL RELOAD with a new password in the torrc.
 new_hash=$(tor --hash-password "battery staple" | tail -1)

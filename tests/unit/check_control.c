@@ -13,6 +13,7 @@
 #include "core/or/scheduler.h"
 #include "feature/control/control.h"
 #include "feature/control/control_auth.h"
+#include "feature/control/control_circbw.h"
 #include "feature/control/control_proto.h"
 #include "feature/control/metrics.h"
 #include "lib/encoding/base16.h"
@@ -144,6 +145,99 @@ START_TEST(test_args)
   free(k);
   ck_assert(control_proto_eq("getInfo", "GETINFO"));
   ck_assert(!control_proto_eq("GETINF", "GETINFO"));
+}
+END_TEST
+
+START_TEST(test_parse_kvs)
+{
+  control_kv_t *kv = NULL;
+  int n = -1;
+  char *err = NULL;
+  ck_assert_int_eq(control_proto_parse_kvs(
+                       " Log=\"info file /tmp/a b\" ContactInfo "
+                       "BandwidthRate=2\\ MB  x= ", &kv, &n, &err), 0);
+  ck_assert_int_eq(n, 5);
+  ck_assert_str_eq(kv[0].key, "Log");
+  ck_assert_str_eq(kv[0].value, "info file /tmp/a b");
+  ck_assert_str_eq(kv[1].key, "ContactInfo");
+  ck_assert_ptr_null(kv[1].value);
+  ck_assert_str_eq(kv[2].key, "BandwidthRate");
+  ck_assert_str_eq(kv[2].value, "2\\");   /* unquoted: up to the space */
+  ck_assert_str_eq(kv[3].key, "MB");
+  ck_assert_str_eq(kv[4].key, "x");
+  ck_assert_str_eq(kv[4].value, "");
+  control_kvs_free(kv, n);
+  ck_assert_int_eq(control_proto_parse_kvs("", &kv, &n, &err), 0);
+  ck_assert_int_eq(n, 0);
+  free(kv);
+  ck_assert_int_eq(control_proto_parse_kvs("a=1 b=\"open", &kv, &n, &err),
+                   -1);
+  ck_assert_ptr_nonnull(strstr(err, "bad quoted value"));
+  ck_assert_ptr_null(kv);
+  free(err);
+  ck_assert_int_eq(control_proto_parse_kvs("=1", &kv, &n, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "without a key"));
+  free(err);
+}
+END_TEST
+
+/* CIRC_BW: differences since the last event, tor's byte accounting (509
+ * per cell, relay bodies as DELIVERED, the rest of 498 as OVERHEAD), no
+ * event when nothing moved, pctor's fields at the end. */
+START_TEST(test_circbw_event)
+{
+  origin_circuit_t oc;
+  memset(&oc, 0, sizeof(oc));
+  oc.base.kind = CIRC_KIND_ORIGIN;
+  oc.base.gid = 42;
+  oc.base.cells_forward = 3;
+  oc.base.cells_backward = 5;
+  oc.delivered_written = 300;
+  oc.delivered_read = 4 * 498 + 10;
+  control_circbw_prev_t prev;
+  control_circbw_start(&prev, &oc.base);
+  ck_assert_ptr_null(control_circbw_event(&oc.base, &prev, "T", 0));
+  oc.base.cells_forward += 2;
+  oc.delivered_written += 2 * 20;
+  oc.base.cells_backward += 10;
+  oc.delivered_read += 10 * 498 - 7;
+  oc.base.n_queue.cells.n = 4;
+  oc.base.n_queue.stats.cells_sent = 2;
+  oc.base.n_queue.stats.queued_us_total = 3000;
+  char *e = control_circbw_event(&oc.base, &prev,
+                                 "2026-11-26T10:00:00.000001", 1);
+  ck_assert_ptr_nonnull(e);
+  ck_assert_str_eq(e, "CIRC_BW ID=42 READ=5090 WRITTEN=1018 "
+                      "TIME=2026-11-26T10:00:00.000001 DELIVERED_READ=4973 "
+                      "OVERHEAD_READ=7 DELIVERED_WRITTEN=40 "
+                      "OVERHEAD_WRITTEN=956 PCTOR_QUEUE_FWD=4 "
+                      "PCTOR_DELAY_US_FWD=1500 PCTOR_EWMA_FWD=0.000");
+  free(e);
+  /* Nothing new: no event; then only one cell each way. */
+  ck_assert_ptr_null(control_circbw_event(&oc.base, &prev, "T", 1));
+  oc.base.cells_backward++;
+  e = control_circbw_event(&oc.base, &prev, "T", 0);
+  ck_assert_str_eq(e, "CIRC_BW ID=42 READ=509 WRITTEN=0 TIME=T "
+                      "DELIVERED_READ=0 OVERHEAD_READ=498 "
+                      "DELIVERED_WRITTEN=0 OVERHEAD_WRITTEN=0");
+  free(e);
+  /* A relayed circuit: cells both ways, sent cells from the queues. */
+  or_circuit_t rc;
+  memset(&rc, 0, sizeof(rc));
+  rc.base.kind = CIRC_KIND_OR;
+  rc.base.gid = 9;
+  control_circbw_start(&prev, &rc.base);
+  rc.base.cells_forward = 1;
+  rc.base.cells_backward = 2;
+  rc.base.n_queue.stats.cells_sent = 1;
+  rc.p_queue.stats.cells_sent = 1;
+  e = control_circbw_event(&rc.base, &prev, "T", 1);
+  ck_assert_str_eq(e, "CIRC_BW ID=9 READ=1527 WRITTEN=1018 TIME=T "
+                      "PCTOR_RELAYED=1 PCTOR_QUEUE_FWD=0 "
+                      "PCTOR_DELAY_US_FWD=0 PCTOR_EWMA_FWD=0.000 "
+                      "PCTOR_QUEUE_BWD=0 PCTOR_DELAY_US_BWD=0 "
+                      "PCTOR_EWMA_BWD=0.000");
+  free(e);
 }
 END_TEST
 
@@ -359,6 +453,8 @@ suite_control(void)
   tcase_add_test(tc, test_take_data);
   tcase_add_test(tc, test_quote);
   tcase_add_test(tc, test_args);
+  tcase_add_test(tc, test_parse_kvs);
+  tcase_add_test(tc, test_circbw_event);
   tcase_add_test(tc, test_replies);
   tcase_add_test(tc, test_password_vectors);
   tcase_add_test(tc, test_safecookie_vector);

@@ -1170,6 +1170,75 @@ START_TEST(test_tor_option_names)
 }
 END_TEST
 
+/* SETCONF's overlay: the controller's keys replace the torrc's and the
+ * command line's lines; a key without value resets; other keys stay. */
+START_TEST(test_controller_overlay)
+{
+  conf_line_t *file = NULL, *cmd = NULL, *ov = NULL, *ch = NULL;
+  char *err = NULL;
+  const char *torrc = "Nickname FromFile\nContactInfo me\n"
+                      "ExitPolicy accept *:80\nExitPolicy reject *:*\n"
+                      "BandwidthRate 2 MB\n";
+  ck_assert_int_eq(conf_lex_text(torrc, strlen(torrc), "torrc", &file,
+                                 &err), 0);
+  cmd = conf_line_new("Nickname", "FromArgv", "argv", 1);
+  cmd->from_cmdline = 1;
+  /* SETCONF Nickname=Ctl ExitPolicy="accept *:443" ExitPolicy="reject *:*"
+   * ContactInfo */
+  ch = conf_line_new("Nickname", "Ctl", "c", 1);
+  ch->next = conf_line_new("ExitPolicy", "accept *:443", "c", 2);
+  ch->next->next = conf_line_new("ExitPolicy", "reject *:*", "c", 3);
+  ch->next->next->next = conf_line_new("ContactInfo", "", "c", 4);
+  ch->next->next->next->cmd = CONF_LINE_CLEAR;
+  options_overlay_update(&ov, ch);
+  conf_line_t *all = options_overlay_cmdline(cmd, ov);
+  options_t *o = NULL;
+  ck_assert_int_eq(options_from_sources(NULL, file, all, "/", &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "Ctl");
+  ck_assert_ptr_null(o->contact_info);
+  ck_assert_int_eq(o->exit_policy.n, 2);
+  ck_assert_str_eq(o->exit_policy.v[0], "accept *:443");
+  ck_assert_uint_eq(o->bandwidth_rate, 2 * 1024 * 1024);
+  options_free(o);
+  conf_lines_free(all);
+  conf_lines_free(ch);
+  /* A second SETCONF of one key leaves the others; a bad value names the
+   * controller. */
+  ch = conf_line_new("BandwidthRate", "many", "c", 1);
+  options_overlay_update(&ov, ch);
+  all = options_overlay_cmdline(cmd, ov);
+  ck_assert_int_eq(options_from_sources(NULL, file, all, "/", &o, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "controller's SETCONF"));
+  free(err);
+  conf_lines_free(all);
+  conf_lines_free(ch);
+  ch = conf_line_new("BandwidthRate", "", "c", 1);
+  options_overlay_update(&ov, ch);
+  all = options_overlay_cmdline(cmd, ov);
+  ck_assert_int_eq(options_from_sources(NULL, file, all, "/", &o, &err), 0);
+  ck_assert_str_eq(o->nickname, "Ctl");
+  ck_assert_int_eq(o->exit_policy.n, 2);
+  ck_assert_uint_eq(o->bandwidth_rate, 1024ull * 1024 * 1024); /* default */
+  /* Which changes need a restart. */
+  options_t *o2 = NULL;
+  conf_line_t *orp = conf_line_new("ORPort", "9001", "c", 1);
+  orp->next = conf_line_new("Nickname", "Other", "c", 2);
+  ck_assert_int_eq(options_from_sources(NULL, file, orp, "/", &o2, &err), 0);
+  char *names = options_non_reloadable_changes(o, o2);
+  ck_assert_str_eq(names, "ORPort");
+  free(names);
+  ck_assert_ptr_null(options_non_reloadable_changes(o, o));
+  options_free(o2);
+  options_free(o);
+  conf_lines_free(orp);
+  conf_lines_free(all);
+  conf_lines_free(ch);
+  conf_lines_free(ov);
+  conf_lines_free(cmd);
+  conf_lines_free(file);
+}
+END_TEST
+
 START_TEST(test_relay_options)
 {
   /* ExitRelay auto (tor's default): an exit exactly with ExitPolicy. */
@@ -1412,6 +1481,7 @@ suite_options(void)
   tcase_add_test(tc, test_dump_config);
   tcase_add_test(tc, test_tor_option_names);
   tcase_add_test(tc, test_relay_options);
+  tcase_add_test(tc, test_controller_overlay);
   tcase_add_test(tc, test_check_startable);
   tcase_add_test(tc, test_list_and_usage);
   suite_add_tcase(s, tc);

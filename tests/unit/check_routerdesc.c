@@ -1041,6 +1041,17 @@ auth_at(const char *nick, const pc_addr_t *a)
   return da;
 }
 
+/* publish's on_upload: count refusals [0] and acceptances [1]. */
+static void
+upload_seen(const char *dir_addr, int accepted, const char *reason,
+            void *arg)
+{
+  int *answers = arg;
+  ck_assert_ptr_nonnull(strchr(dir_addr, ':'));
+  ck_assert(accepted || reason);
+  answers[accepted ? 1 : 0]++;
+}
+
 START_TEST(test_publish)
 {
   char *dir;
@@ -1072,7 +1083,9 @@ START_TEST(test_publish)
   routerdesc_config_t rc;
   min_config(&rc, now);
   ck_assert_int_eq(pc_addr_parse(&rc.address, "127.0.0.1"), 0);
-  publish_params_t pp = { auths, 3, 1, 1, fake_traffic };
+  int answers[2] = {0, 0}; /* refused, accepted, as on_upload saw them */
+  publish_params_t pp = { auths, 3, 1, 1, fake_traffic, upload_seen,
+                          answers };
 
   P.pub = publish_new(P.loop, k);
   P.poll = evloop_timer_new(P.loop, poll_cb, NULL);
@@ -1087,6 +1100,8 @@ START_TEST(test_publish)
   ck_assert_int_eq((int)st.n_ok, 2);
   ck_assert_int_eq((int)st.n_built, 1);
   ck_assert_int_eq((int)st.n_refused, 1);
+  ck_assert_int_eq(answers[1], 2); /* on_upload: both acceptances ... */
+  ck_assert_int_eq(answers[0], 1); /* ... and the refusal, not the drops */
   ck_assert_int_ge((int)st.n_failed, 2); /* picky's drop + the dead one */
   ck_assert_int_eq(good.n_uploads, 1);
   ck_assert_int_eq(picky.n_uploads, 3);
@@ -1178,7 +1193,7 @@ START_TEST(test_publish_private_address)
   routerdesc_config_t rc;
   min_config(&rc, now);
   ck_assert_int_eq(pc_addr_parse(&rc.address, "10.1.2.3"), 0);
-  publish_params_t pp = { auths, 1, 1, 0, NULL };
+  publish_params_t pp = { auths, 1, 1, 0, NULL, NULL, NULL };
   P.pub = publish_new(P.loop, k);
   P.poll = evloop_timer_new(P.loop, poll_cb, NULL);
   evloop_timer_schedule_periodic(P.poll, 20000);

@@ -997,6 +997,10 @@ static const conf_var_t app_vars[] = {
    1, 0, 0, OFF(owning_controller_process),
    "Exit when the process PID ends (set by controllers that start pctor).",
    &pid_type},
+  {"__LeaveStreamsUnattached", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(leave_streams_unattached),
+   "SOCKS streams wait for a controller's ATTACHSTREAM instead of taking "
+   "a circuit.", NULL},
   {"MetricsPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [prometheus] | 0", "0",
    "0 (none)", 0, 0, 0, OFF(metrics_port),
    "Serve Prometheus metrics over HTTP at /metrics. A port alone listens "
@@ -1628,12 +1632,13 @@ options_from_sources(const conf_line_t *defaults_lines,
 }
 
 int
-options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
+options_read_files(const options_cmdline_t *cl, conf_line_t **defaults_out,
+                   conf_line_t **file_out, char **err_out)
 {
   conf_line_t *file_lines = NULL, *defaults_lines = NULL;
   char *err = NULL;
   int have_defaults = 0;
-  *out = NULL;
+  *defaults_out = *file_out = NULL;
   *err_out = NULL;
   if (cl->defaults_torrc) {
     int r = conf_read_file(cl->defaults_torrc, cl->cwd, &defaults_lines,
@@ -1661,11 +1666,62 @@ options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
     conf_lines_free(defaults_lines);
     return -1;
   }
-  r = options_from_sources(defaults_lines, file_lines, cl->options, cl->cwd,
-                           out, err_out);
+  *defaults_out = defaults_lines;
+  *file_out = file_lines;
+  return 0;
+}
+
+int
+options_load(const options_cmdline_t *cl, options_t **out, char **err_out)
+{
+  conf_line_t *file_lines = NULL, *defaults_lines = NULL;
+  *out = NULL;
+  if (options_read_files(cl, &defaults_lines, &file_lines, err_out) < 0)
+    return -1;
+  int r = options_from_sources(defaults_lines, file_lines, cl->options,
+                               cl->cwd, out, err_out);
   conf_lines_free(file_lines);
   conf_lines_free(defaults_lines);
   return r;
+}
+
+/* ---- the controller's changes (SETCONF, RESETCONF) ---- */
+
+void
+options_overlay_update(conf_line_t **overlay, const conf_line_t *changes)
+{
+  for (const conf_line_t *c = changes; c; c = c->next)
+    remove_key(overlay, c->key);
+  conf_line_t **tail = overlay;
+  while (*tail)
+    tail = &(*tail)->next;
+  for (const conf_line_t *c = changes; c; c = c->next) {
+    /* A key's CLEAR line goes before its values, and only once. */
+    int seen = 0;
+    for (const conf_line_t *p = changes; p != c; p = p->next)
+      if (conf_key_eq(p->key, c->key))
+        seen = 1;
+    if (!seen) {
+      *tail = conf_line_new(c->key, "", "the controller's SETCONF", 0);
+      (*tail)->cmd = CONF_LINE_CLEAR;
+      (*tail)->from_cmdline = 1;
+      tail = &(*tail)->next;
+    }
+    if (c->cmd == CONF_LINE_CLEAR || !*c->value)
+      continue;
+    *tail = conf_line_new(c->key, c->value, "the controller's SETCONF", 0);
+    (*tail)->cmd = CONF_LINE_APPEND;
+    (*tail)->from_cmdline = 1;
+    tail = &(*tail)->next;
+  }
+}
+
+conf_line_t *
+options_overlay_cmdline(const conf_line_t *cmdline, const conf_line_t *overlay)
+{
+  /* The controller's keys replace what the command line said for them, as
+   * a torrc's keys replace its defaults file's. */
+  return merge_defaults(cmdline, overlay);
 }
 
 /* Whether path can be written by us: the file itself if it exists, else
@@ -1873,6 +1929,22 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   if (!options_is_set(new_opts, "ExtendAllowPrivateAddresses"))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
   return kept;
+}
+
+char *
+options_non_reloadable_changes(const options_t *old, const options_t *new_opts)
+{
+  char *names = NULL;
+  var_ref_t r;
+  for (size_t i = 0; ref_at(i, &r) == 0; i++) {
+    if (r.var->reloadable || options_equal(old, new_opts, r.var))
+      continue;
+    char *t = pc_asprintf("%s%s%s", names ? names : "", names ? ", " : "",
+                          r.var->name);
+    free(names);
+    names = t;
+  }
+  return names;
 }
 
 /* ---- --dump-config ---- */

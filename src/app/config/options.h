@@ -136,6 +136,7 @@ typedef struct options_t {
   int cookie_auth_file_group_readable; /* CookieAuthFileGroupReadable */
   char *hashed_control_password;  /* HashedControlPassword: NULL none */
   char *owning_controller_process; /* __OwningControllerProcess: a pid */
+  int leave_streams_unattached;   /* __LeaveStreamsUnattached */
   char *metrics_port;             /* MetricsPort: "0" off */
   char *metrics_port_policy;      /* MetricsPortPolicy: NULL reject all */
   /* ---- end of ControlPort and MetricsPort ---- */
@@ -224,6 +225,27 @@ void options_cmdline_free_(options_cmdline_t *cl);
  * with *out set, or -1 with *err_out set. */
 int options_load(const options_cmdline_t *cl, options_t **out,
                  char **err_out);
+/* The first half of options_load(): the defaults torrc's and the torrc's
+ * lines (%include expanded; NULL for a missing or empty file), which the
+ * daemon keeps so that the controller's changes apply to the
+ * configuration it runs with, not to a torrc edited since. Returns 0, or
+ * -1 with *err_out. */
+int options_read_files(const options_cmdline_t *cl, conf_line_t **defaults_out,
+                       conf_line_t **file_out, char **err_out);
+
+/* The controller's changes (SETCONF, RESETCONF) are an overlay: lines
+ * applied after the command line, so they win over the torrc and the
+ * command line alike, and SIGHUP (which re-reads the torrc) forgets them,
+ * as tor does. options_overlay_update() merges changes (one line per
+ * value; a key with the empty value, or a CONF_LINE_CLEAR line, resets it
+ * to its default) into *overlay: every key in changes replaces the
+ * overlay's lines for it. options_overlay_cmdline() is the command line
+ * to pass to options_from_sources(): cmdline without the overlay's keys,
+ * then the overlay (newly allocated). */
+void options_overlay_update(conf_line_t **overlay, const conf_line_t *changes);
+conf_line_t *options_overlay_cmdline(const conf_line_t *cmdline,
+                                     const conf_line_t *overlay);
+
 /* The same from lines already lexed (file_lines may be NULL); cwd is the
  * base for relative paths (NULL: the current directory). */
 int options_from_lines(const conf_line_t *file_lines,
@@ -249,6 +271,13 @@ char *options_default_data_directory(int is_root, const char *home);
  * value differs between old and new_opts, log a warning naming it and put
  * the old value back into new_opts. Returns how many were kept. */
 int options_keep_non_reloadable(const options_t *old, options_t *new_opts);
+
+/* For the controller, which refuses instead of keeping old values: the
+ * names of the options that may not change while running and differ
+ * between old and new_opts, separated by ", " (newly allocated), or NULL
+ * when there are none. */
+char *options_non_reloadable_changes(const options_t *old,
+                                     const options_t *new_opts);
 
 /* GETCONF for the ControlPort: the canonical name and the values of the
  * option named name (case-insensitive), each as a torrc would write it

@@ -18,13 +18,20 @@
  *  10. tell a service manager (Type=notify, $NOTIFY_SOCKET) we are ready;
  *  11. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
  * SIGHUP re-reads the same torrc and command line; a bad new configuration
- * is logged and the old one kept. SIGUSR1 logs statistics. Options that cannot change while running
- * keep their old values, with a warning.
+ * is logged and the old one kept. SIGUSR1 logs statistics. Options that
+ * cannot change while running keep their old values, with a warning.
+ * The ControlPort's SETCONF/RESETCONF (an overlay on the torrc's lines as
+ * last read, forgotten on SIGHUP as in tor), LOADCONF (new torrc lines)
+ * and SAVECONF (the running configuration written to the torrc) are
+ * here too, since main.c owns the running configuration; unlike SIGHUP
+ * they refuse (553) a change that needs a restart.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +65,11 @@ static struct {
   evloop_timer_t *shutdown_timer; /* SIGINT: ShutdownWaitLength */
   evloop_timer_t *watchdog_timer; /* WATCHDOG=1 to the service manager */
   int debug_logging;              /* SIGUSR2 switched logs to debug */
+  /* The configuration's sources as last read (start-up, SIGHUP) or set
+   * (LOADCONF, SAVECONF), and the controller's SETCONF overlay: SETCONF
+   * changes the configuration pctor runs with, not a torrc edited
+   * since. */
+  conf_line_t *defaults_lines, *file_lines, *overlay;
 } daemon_state;
 
 static void
@@ -249,57 +261,109 @@ apply_logs(const options_t *opts, char **err_out)
   return 0;
 }
 
-static void
-reload_config(void)
+/* Make new_opts the running configuration (it is taken over: freed on
+ * failure). strict (the controller): refuse a change to an option that
+ * cannot change while running, instead of keeping its old value with a
+ * warning (SIGHUP). Logs are applied first, since they can be put back if
+ * something later fails. Returns 0, or a control reply code (553) with
+ * *err_out. */
+static int
+reconfigure_to(options_t *new_opts, int strict, char **err_out)
 {
-  options_t *new_opts = NULL;
   char *err = NULL;
-  log_notice("Received reload signal (hup). Reloading config.");
-  if (options_load(daemon_state.cmdline, &new_opts, &err) < 0) {
-    /* The message ends in "Failing." for start-up; not so here. */
-    size_t len = strlen(err);
-    if (len > 9 && !strcmp(err + len - 9, " Failing."))
-      err[len - 9] = '\0';
-    log_warn("%s", err);
-    log_warn("Reloading the configuration failed; keeping the old one.");
-    free(err);
-    return;
+  if (strict) {
+    char *names = options_non_reloadable_changes(daemon_state.opts,
+                                                 new_opts);
+    if (names) {
+      *err_out = pc_asprintf("Transition not allowed: %s cannot be changed "
+                             "while pctor is running (set it in the torrc, "
+                             "or SAVECONF, and restart pctor)", names);
+      free(names);
+      options_free(new_opts);
+      return 553;
+    }
+  } else {
+    options_keep_non_reloadable(daemon_state.opts, new_opts);
   }
-  options_keep_non_reloadable(daemon_state.opts, new_opts);
 
-  /* Logs first: they can be put back if something fails. */
   const option_def_t *log_def = options_find("Log");
   /* After SIGUSR2 (debug everywhere), SIGHUP applies the Log lines again
    * even when they did not change, as tor does. */
   int logs_changed = !options_equal(daemon_state.opts, new_opts, log_def) ||
-                     daemon_state.debug_logging ||
+                     (!strict && daemon_state.debug_logging) ||
                      daemon_state.opts->safe_logging !=
-                         new_opts->safe_logging;
-  daemon_state.debug_logging = 0;
+                         new_opts->safe_logging ||
+                     !options_equal(daemon_state.opts, new_opts,
+                                    options_find("SyslogIdentityTag"));
   if (logs_changed) {
     if (apply_logs(new_opts, &err) < 0) {
       char *err2 = NULL;
       if (apply_logs(daemon_state.opts, &err2) < 0)
         free(err2);
-      log_warn("Could not apply the new Log lines (%s); keeping the old "
-               "configuration.", err);
+      *err_out = pc_asprintf("Could not apply the new Log lines (%s)", err);
       free(err);
       options_free(new_opts);
-      return;
+      return 553;
     }
-  } else {
+    daemon_state.debug_logging = 0;
+  } else if (!strict) {
     log_reopen_files();
   }
 
   if (app_reconfigure(daemon_state.opts, new_opts) < 0) {
-    log_warn("Could not apply the new configuration; keeping the old one.");
     if (logs_changed && apply_logs(daemon_state.opts, &err) < 0)
       free(err);
+    *err_out = pc_strdup("Could not apply the new configuration");
     options_free(new_opts);
-    return;
+    return 553;
   }
   options_free(daemon_state.opts);
   daemon_state.opts = new_opts;
+  apply_dumpable(new_opts);
+  return 0;
+}
+
+/* An options error without start-up's trailing " Failing.". */
+static void
+strip_failing(char *err)
+{
+  size_t len = strlen(err);
+  if (len > 9 && !strcmp(err + len - 9, " Failing."))
+    err[len - 9] = '\0';
+}
+
+static void
+reload_config(void)
+{
+  options_t *new_opts = NULL;
+  conf_line_t *defaults = NULL, *file = NULL;
+  char *err = NULL;
+  const options_cmdline_t *cl = daemon_state.cmdline;
+  log_notice("Received reload signal (hup). Reloading config.");
+  if (options_read_files(cl, &defaults, &file, &err) < 0 ||
+      options_from_sources(defaults, file, cl->options, cl->cwd, &new_opts,
+                           &err) < 0) {
+    strip_failing(err);
+    log_warn("%s", err);
+    log_warn("Reloading the configuration failed; keeping the old one.");
+    free(err);
+    conf_lines_free(defaults);
+    conf_lines_free(file);
+    return;
+  }
+  if (reconfigure_to(new_opts, 0, &err) != 0) {
+    log_warn("%s; keeping the old configuration.", err);
+    free(err);
+    conf_lines_free(defaults);
+    conf_lines_free(file);
+    return;
+  }
+  /* As tor: the torrc on disk replaces what controllers changed. */
+  conf_lines_free(daemon_state.defaults_lines);
+  conf_lines_free(daemon_state.file_lines);
+  conf_lines_free(daemon_state.overlay);
+  daemon_state.defaults_lines = defaults;
+  daemon_state.file_lines = file;
   log_notice("Configuration reloaded.");
 }
 
@@ -320,6 +384,197 @@ on_watchdog(void *arg)
   (void)arg;
   sdnotify_send("WATCHDOG=1");
 }
+
+/* ---- the ControlPort's SETCONF, RESETCONF, LOADCONF, SAVECONF ---- */
+
+/* Options from the kept files' lines (file: instead of the torrc's), the
+ * command line and overlay. Returns 0 or code with *err_out. */
+static int
+ctl_build(const conf_line_t *file, const conf_line_t *overlay, int code,
+          const char *prefix, options_t **out, char **err_out)
+{
+  const options_cmdline_t *cl = daemon_state.cmdline;
+  conf_line_t *cmd = options_overlay_cmdline(cl->options, overlay);
+  char *err = NULL;
+  int r = options_from_sources(daemon_state.defaults_lines, file, cmd,
+                               cl->cwd, out, &err);
+  conf_lines_free(cmd);
+  if (r < 0) {
+    strip_failing(err);
+    *err_out = pc_asprintf("%s: %s", prefix, err);
+    free(err);
+    return code;
+  }
+  return 0;
+}
+
+/* ctl_build, then run with the result (refusing restart-only changes). */
+static int
+ctl_apply(const conf_line_t *file, const conf_line_t *overlay, int code,
+          const char *prefix, char **err_out)
+{
+  options_t *new_opts = NULL;
+  int r = ctl_build(file, overlay, code, prefix, &new_opts, err_out);
+  return r ? r : reconfigure_to(new_opts, 1, err_out);
+}
+
+static int
+ctl_setconf(const conf_line_t *changes, char **err_out)
+{
+  conf_line_t *overlay = conf_lines_dup(daemon_state.overlay);
+  options_overlay_update(&overlay, changes);
+  int r = ctl_apply(daemon_state.file_lines, overlay, 513,
+                    "Unacceptable option value", err_out);
+  if (r != 0) {
+    conf_lines_free(overlay);
+    return r;
+  }
+  conf_lines_free(daemon_state.overlay);
+  daemon_state.overlay = overlay;
+  for (const conf_line_t *c = changes; c; c = c->next)
+    log_info("Controller set %s%s%s", c->key,
+             c->cmd == CONF_LINE_CLEAR ? " to its default" : " ",
+             c->cmd == CONF_LINE_CLEAR ? "" : c->value);
+  return 0;
+}
+
+static int
+ctl_loadconf(const char *text, char **err_out)
+{
+  conf_line_t *lines = NULL;
+  char *err = NULL;
+  if (conf_lex_text(text, strlen(text), "LOADCONF", &lines, &err) < 0) {
+    *err_out = pc_asprintf("Invalid config file: %s", err);
+    free(err);
+    return 552;
+  }
+  int r = ctl_apply(lines, NULL, 552, "Invalid config file", err_out);
+  if (r != 0) {
+    conf_lines_free(lines);
+    return r;
+  }
+  conf_lines_free(daemon_state.file_lines);
+  conf_lines_free(daemon_state.overlay);
+  daemon_state.file_lines = lines;
+  log_notice("Configuration loaded by a controller (LOADCONF).");
+  return 0;
+}
+
+#define SAVECONF_HEADER \
+  "# This file was generated by pctor (SAVECONF); if you edit it, " \
+  "comments will not be preserved\n"
+
+/* Whether a torrc's text has an %include line. */
+static int
+has_include(const char *text)
+{
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l) {
+    while (*l == ' ' || *l == '\t')
+      l++;
+    if (!strncmp(l, "%include", 8))
+      return 1;
+  }
+  return 0;
+}
+
+static int
+ctl_saveconf(int force, char **err_out)
+{
+  const options_cmdline_t *cl = daemon_state.cmdline;
+  const char *path = cl->torrc;
+  char *old = NULL, *err = NULL, *text = NULL, *orig = NULL;
+  size_t len = 0;
+  int r = fs_read_text(path, CONF_MAX_FILE_SIZE, &old);
+  if (r < 0 && r != -ENOENT) {
+    *err_out = pc_asprintf("Unable to write configuration to disk: "
+                           "reading %s: %s", path, strerror(-r));
+    return 551;
+  }
+  if (old && has_include(old) && !force) {
+    *err_out = pc_asprintf("Unable to write configuration to disk: %s has "
+                           "%%include lines, which SAVECONF would replace "
+                           "by their contents (SAVECONF FORCE does it)",
+                           path);
+    free(old);
+    return 551;
+  }
+  /* What differs from the defaults torrc and the built-in defaults. */
+  options_t *base = NULL;
+  if (options_from_sources(daemon_state.defaults_lines, NULL, NULL, cl->cwd,
+                           &base, &err) < 0) {
+    *err_out = pc_asprintf("Unable to write configuration to disk: %s", err);
+    free(err);
+    free(old);
+    return 551;
+  }
+  FILE *f = open_memstream(&text, &len);
+  if (!f)
+    abort();
+  fputs(SAVECONF_HEADER, f);
+  /* As tor: a torrc pctor did not write is kept under another name. */
+  if (old && strncmp(old, SAVECONF_HEADER, strlen(SAVECONF_HEADER))) {
+    for (int i = 1; i < 1000 && !orig; i++) {
+      orig = pc_asprintf("%s.orig.%d", path, i);
+      if (fs_file_exists(orig))
+        PC_FREE(orig);
+    }
+    if (!orig || rename(path, orig) < 0) {
+      *err_out = pc_asprintf("Unable to write configuration to disk: "
+                             "keeping the old %s as %s: %s", path,
+                             orig ? orig : "torrc.orig.N",
+                             orig ? strerror(errno) : "all names in use");
+      fclose(f);
+      free(text);
+      free(orig);
+      free(old);
+      options_free(base);
+      return 551;
+    }
+    const char *slash = strrchr(orig, '/');
+    fprintf(f, "# The old torrc file was renamed to %s, and pctor will "
+            "ignore it\n", slash ? slash + 1 : orig);
+  }
+  fputc('\n', f);
+  options_dump(f, daemon_state.opts, base);
+  fclose(f);
+  options_free(base);
+  free(old);
+  /* The old file's permissions, else private (it may hold a
+   * HashedControlPassword). */
+  struct stat st;
+  mode_t mode = stat(orig ? orig : path, &st) == 0 ? st.st_mode & 0777
+                                                   : 0600;
+  r = fs_write_file_atomic(path, text, len, mode);
+  if (r < 0) {
+    *err_out = pc_asprintf("Unable to write configuration to disk: %s: %s",
+                           path, strerror(-r));
+    if (orig && rename(orig, path) < 0)
+      log_warn("Could not put %s back as %s: %s", orig, path,
+               strerror(errno));
+    free(text);
+    free(orig);
+    return 551;
+  }
+  if (orig)
+    log_notice("SAVECONF: renamed the old %s to %s", path, orig);
+  log_notice("Saved the configuration to %s (SAVECONF).", path);
+  /* The file now holds the running configuration: it is what SETCONF
+   * changes from here on. */
+  conf_line_t *lines = NULL;
+  if (conf_lex_text(text, len, path, &lines, &err) == 0) {
+    conf_lines_free(daemon_state.file_lines);
+    conf_lines_free(daemon_state.overlay);
+    daemon_state.file_lines = lines;
+  } else {
+    free(err);
+  }
+  free(text);
+  free(orig);
+  return 0;
+}
+
+static const app_conf_ops_t conf_ops = {ctl_setconf, ctl_loadconf,
+                                        ctl_saveconf};
 
 static void
 on_term(void *arg)
@@ -395,6 +650,9 @@ cleanup(void)
   evloop_free(daemon_state.loop);
   options_free(daemon_state.opts);
   options_cmdline_free(daemon_state.cmdline);
+  conf_lines_free(daemon_state.defaults_lines);
+  conf_lines_free(daemon_state.file_lines);
+  conf_lines_free(daemon_state.overlay);
 }
 
 /* Log the failure, remove what we wrote, and return the exit status. */
@@ -475,7 +733,11 @@ main(int argc, char **argv)
     return 1;
   }
 
-  if (options_load(cl, &daemon_state.opts, &err) < 0) {
+  if (options_read_files(cl, &daemon_state.defaults_lines,
+                         &daemon_state.file_lines, &err) < 0 ||
+      options_from_sources(daemon_state.defaults_lines,
+                           daemon_state.file_lines, cl->options, cl->cwd,
+                           &daemon_state.opts, &err) < 0) {
     log_err("%s", err);
     free(err);
     cleanup();
@@ -551,6 +813,7 @@ main(int argc, char **argv)
                                             on_usr1, NULL);
 
   app_set_config_file(cl->torrc); /* ControlPort: GETINFO config-file */
+  app_set_conf_ops(&conf_ops);    /* ControlPort: SETCONF and friends */
   if (app_start(daemon_state.loop, opts) < 0)
     return fail_startup();
   if (opts->pid_file && daemon_write_pidfile(opts->pid_file) < 0) {

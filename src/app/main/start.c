@@ -98,6 +98,7 @@ static struct {
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
+  time_t consensus_reported;    /* valid-after of the last NEWCONSENSUS */
   time_t start_time;
   int started;
 } A;
@@ -301,6 +302,26 @@ relay_authorities(const options_t *o, dir_authority_t **out)
   return n;
 }
 
+/* Controllers: STATUS_SERVER ACCEPTED_SERVER_DESCRIPTOR or
+ * BAD_SERVER_DESCRIPTOR for each authority's answer, as tor. */
+static void
+upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
+{
+  (void)arg;
+  char *text;
+  if (accepted) {
+    text = pc_asprintf("ACCEPTED_SERVER_DESCRIPTOR DIRAUTH=%s", dir_addr);
+  } else {
+    char *q = control_proto_quote(reason ? reason : "refused");
+    text = pc_asprintf("BAD_SERVER_DESCRIPTOR DIRAUTH=%s REASON=%s",
+                       dir_addr, q);
+    free(q);
+  }
+  control_event_status(CONTROL_STATUS_SERVER, accepted ? "NOTICE" : "WARN",
+                       text);
+  free(text);
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -359,6 +380,7 @@ configure_publishing(const options_t *o)
   pp.enabled = o->publish_server_descriptor;
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
+  pp.on_upload = upload_cb;
   if (!A.pub)
     A.pub = publish_new(A.loop, A.keys);
   r = publish_configure(A.pub, &rc, &pp);
@@ -475,6 +497,29 @@ apply_consensus_conflux(const consensus_t *c)
   conflux_exit_configure(&A.cfx);
 }
 
+static const consensus_t *ctl_consensus(void *arg);
+
+/* Controllers: NEWCONSENSUS and NS once per new consensus (the ns flavor
+ * when the relay has it, as GETINFO ns/). */
+static void
+report_consensus(void)
+{
+  const consensus_t *c = ctl_consensus(NULL);
+  if (c && c->valid_after != A.consensus_reported) {
+    A.consensus_reported = c->valid_after;
+    control_event_new_consensus(c);
+  }
+}
+
+static void
+other_flavor_fetched_cb(dir_client_t *dc, int ok, void *arg)
+{
+  (void)arg;
+  control_event_descriptors(dir_client_nodelist(dc));
+  if (ok)
+    report_consensus();
+}
+
 static void
 dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
 {
@@ -482,16 +527,19 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
   /* The IPsec broker trusts relays by the consensus: re-check. */
   if (A.ipsec && dc == A.dirc)
     ipsec_broker_directory_changed(A.ipsec);
+  control_event_descriptors(dir_client_nodelist(dc)); /* NEWDESC */
   if (!ok)
     log_info("Directory fetch failed: %s", dir_client_last_error(dc));
   else {
-    apply_consensus_halflife(dir_client_consensus(dc));
-    apply_consensus_cc(dir_client_consensus(dc));
-    apply_consensus_conflux(dir_client_consensus(dc));
+    const consensus_t *c = dir_client_consensus(dc);
+    apply_consensus_halflife(c);
+    apply_consensus_cc(c);
+    apply_consensus_conflux(c);
     if (A.started && dc == A.dirc) {
-      apply_dos_relay_addrs(dir_client_consensus(dc));
+      apply_dos_relay_addrs(c);
       apply_dos();
     }
+    report_consensus();
   }
 }
 
@@ -779,7 +827,7 @@ start_cache_of_other_flavor(const options_t *o)
   cfg.use_microdescriptors = !o->use_microdescriptors;
   A.dirc_other = dir_client_new(A.loop, &cfg);
   dir_client_load_cache(A.dirc_other, time(NULL));
-  dir_client_start_auto(A.dirc_other, NULL, NULL);
+  dir_client_start_auto(A.dirc_other, other_flavor_fetched_cb, NULL);
   const dir_client_t *md = o->use_microdescriptors ? A.dirc : A.dirc_other;
   const dir_client_t *ns = o->use_microdescriptors ? A.dirc_other : A.dirc;
   dirdocs_register(md, ns, o->data_directory);
@@ -820,6 +868,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
+  cc->leave_streams_unattached = o->leave_streams_unattached;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   cc->measureme_hops = (unsigned)mo->hops;
@@ -1003,6 +1052,7 @@ static struct {
   char *config_file;       /* the torrc, for GETINFO config-file */
   char *address;           /* the descriptor's address, or NULL */
   int control_started, metrics_started;
+  const app_conf_ops_t *conf_ops; /* main.c's SETCONF and friends */
 } CTL;
 
 void
@@ -1057,6 +1107,85 @@ ctl_signal(control_signal_t sig, void *arg)
   return -1;
 }
 
+void
+app_set_conf_ops(const app_conf_ops_t *ops)
+{
+  CTL.conf_ops = ops;
+}
+
+static int
+ctl_setconf(const control_kv_t *kvs, int n, int reset, char **err_out,
+            void *arg)
+{
+  (void)arg;
+  (void)reset; /* pctor has no "0 or NULL" apart from the default */
+  conf_line_t *changes = NULL, **tail = &changes;
+  for (int i = 0; i < n; i++) {
+    const option_def_t *def = options_find(kvs[i].key);
+    if (!def) {
+      char *why = options_tor_refusal(kvs[i].key);
+      *err_out = why ? pc_asprintf("Unrecognized option: %s", why)
+                     : pc_asprintf("Unrecognized option: Unknown option "
+                                   "'%s'.  Failing.", kvs[i].key);
+      free(why);
+      conf_lines_free(changes);
+      return 552;
+    }
+    *tail = conf_line_new(def->name, kvs[i].value ? kvs[i].value : "",
+                          "the controller", i + 1);
+    if (!kvs[i].value)
+      (*tail)->cmd = CONF_LINE_CLEAR;
+    tail = &(*tail)->next;
+  }
+  int r = CTL.conf_ops ? CTL.conf_ops->setconf(changes, err_out)
+                       : (*err_out = pc_strdup("not available"), 553);
+  conf_lines_free(changes);
+  return r;
+}
+
+static int
+ctl_loadconf(const char *text, char **err_out, void *arg)
+{
+  (void)arg;
+  return CTL.conf_ops ? CTL.conf_ops->loadconf(text, err_out)
+                      : (*err_out = pc_strdup("not available"), 553);
+}
+
+static int
+ctl_saveconf(int force, char **err_out, void *arg)
+{
+  (void)arg;
+  return CTL.conf_ops ? CTL.conf_ops->saveconf(force, err_out)
+                      : (*err_out = pc_strdup("not available"), 551);
+}
+
+/* CONF_CHANGED for every option whose value differs. */
+static void
+ctl_conf_changed(const options_t *old_opts, const options_t *new_opts)
+{
+  conf_strlist_t lines = {0, NULL};
+  for (size_t i = 0; i < options_count(); i++) {
+    const option_def_t *def = options_var(i);
+    if (options_equal(old_opts, new_opts, def))
+      continue;
+    char *canon = NULL, **vals = NULL;
+    int n = 0;
+    options_get_values(new_opts, def->name, &canon, &vals, &n);
+    if (n == 0)
+      conf_strlist_add(&lines, canon);
+    for (int k = 0; k < n; k++) {
+      char *l = pc_asprintf("%s=%s", canon, vals[k]);
+      conf_strlist_add(&lines, l);
+      free(l);
+      free(vals[k]);
+    }
+    free(vals);
+    free(canon);
+  }
+  control_event_conf_changed((const char *const *)lines.v, lines.n);
+  conf_strlist_clear(&lines);
+}
+
 static int
 ctl_getconf(const char *key, char **canonical, char ***values, int *n,
             void *arg)
@@ -1078,6 +1207,64 @@ ctl_quoted_addrs(const pc_addr_t *addrs, int n)
     s = t;
   }
   return s;
+}
+
+/* The directory client of a flavor (ns: server descriptors, microdesc:
+ * microdescriptors), or NULL. */
+static const dir_client_t *
+ctl_dir_of(consensus_flavor_t flavor)
+{
+  const dir_client_t *dcs[2] = {A.dirc, A.dirc_other};
+  for (int i = 0; i < 2; i++) {
+    const consensus_t *c = dcs[i] ? dir_client_consensus(dcs[i]) : NULL;
+    if (c && c->flavor == flavor)
+      return dcs[i];
+  }
+  return NULL;
+}
+
+/* GETINFO desc/id/FP, desc/name/NICK, md/id/FP, md/name/NICK: the
+ * descriptor as pctor holds it (our own server descriptor as published).
+ * Returns as ctl_getinfo. */
+static int
+ctl_getinfo_desc(const char *key, char **value)
+{
+  int md = key[0] == 'm';
+  const char *rest = key + (md ? 3 : 5);
+  int by_id = !strncmp(rest, "id/", 3);
+  if (!by_id && strncmp(rest, "name/", 5))
+    return 0;
+  const char *name = rest + (by_id ? 3 : 5);
+  uint8_t id[20];
+  if (by_id) {
+    if (*name == '$')
+      name++;
+    if (strlen(name) != 40 || base16_decode(id, sizeof(id), name, 40) != 20) {
+      *value = pc_asprintf("\"%s\" is not a relay fingerprint", name);
+      return -1;
+    }
+    if (!md && A.keys && A.pub && !memcmp(id, A.keys->rsa_id_digest, 20) &&
+        publish_descriptor(A.pub)) {
+      *value = pc_strdup(publish_descriptor(A.pub));
+      return 1;
+    }
+  }
+  const dir_client_t *dc = ctl_dir_of(md ? CONSENSUS_FLAVOR_MICRODESC
+                                         : CONSENSUS_FLAVOR_NS);
+  const dir_nodelist_t *nl = dc ? dir_client_nodelist(dc) : NULL;
+  if (!nl) {
+    *value = pc_asprintf("no %s consensus (UseMicrodescriptors, DirCache)",
+                         md ? "microdescriptor" : "ns-flavor");
+    return -1;
+  }
+  const dir_node_t *n = by_id ? dir_nodelist_find_id(nl, id)
+                              : dir_nodelist_find_nickname(nl, name);
+  if (!n || !n->desc) {
+    *value = pc_strdup(n ? "descriptor not downloaded" : "Unknown relay");
+    return -1;
+  }
+  *value = pc_strndup(n->desc->text, n->desc->text_len);
+  return 1;
 }
 
 static int
@@ -1125,6 +1312,16 @@ ctl_getinfo(const char *key, char **value, void *arg)
     *value = ctl_quoted_addrs(&o->socks_addr,
                               o->socks_addr.family != AF_UNSPEC);
     return 1;
+  }
+  if (!strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {
+    int r = ctl_getinfo_desc(key, value);
+    if (r)
+      return r;
+  }
+  if (!strncmp(key, "accounting/", 11) && strcmp(key, "accounting/enabled")) {
+    *value = pc_strdup("Accounting is not enabled (pctor has no "
+                       "AccountingMax)");
+    return -1;
   }
   if (!strcmp(key, "exit-policy/default")) {
     *value = pc_strdup(EXIT_POLICY_DEFAULT);
@@ -1232,8 +1429,9 @@ static int
 start_control(const options_t *o)
 {
   control_config_t cfg;
-  control_host_t host = {ctl_signal, ctl_getconf, ctl_getinfo, ctl_consensus,
-                         NULL};
+  control_host_t host = {ctl_signal,   ctl_getconf,  ctl_getinfo,
+                         ctl_consensus, ctl_setconf, ctl_loadconf,
+                         ctl_saveconf, NULL};
   control_listen_t mp;
   char *err = NULL;
   CTL.opts = o;
@@ -1271,6 +1469,7 @@ reconfigure_control(const options_t *o)
 static void
 shutdown_control(void)
 {
+  const app_conf_ops_t *ops = CTL.conf_ops;
   if (CTL.control_started)
     control_shutdown();
   if (CTL.metrics_started)
@@ -1278,6 +1477,7 @@ shutdown_control(void)
   free(CTL.address);
   free(CTL.config_file);
   memset(&CTL, 0, sizeof(CTL));
+  CTL.conf_ops = ops; /* set once by main.c */
 }
 /* ---- end of ControlPort and MetricsPort ---- */
 
@@ -1475,6 +1675,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
     client_reconfigure(&cc);
   }
   reconfigure_control(new_opts); /* ControlPort, MetricsPort */
+  ctl_conf_changed(old_opts, new_opts);
   return 0;
 }
 

@@ -40,6 +40,20 @@ void app_stop_listening(void);
 /* The torrc's path, for the ControlPort's GETINFO config-file (main.c
  * calls it before app_start()). */
 void app_set_config_file(const char *path);
+/* What main.c, which owns the running configuration, does for the
+ * ControlPort's SETCONF, RESETCONF, LOADCONF and SAVECONF. Each returns 0,
+ * or a control-protocol reply code with *err_out its text (newly
+ * allocated): 513 a value refused, 553 a change that needs a restart or
+ * could not be applied, 551 SAVECONF could not write. */
+typedef struct app_conf_ops_t {
+  /* changes: one line per value in canonical option names, a
+   * CONF_LINE_CLEAR line for a key to reset (lib/conf/conf.h). */
+  int (*setconf)(const conf_line_t *changes, char **err_out);
+  int (*loadconf)(const char *text, char **err_out);
+  int (*saveconf)(int force, char **err_out);
+} app_conf_ops_t;
+/* Called by main.c before app_start(). */
+void app_set_conf_ops(const app_conf_ops_t *ops);
 /* Stop: close listeners and connections, free what app_start() made. */
 void app_shutdown(void);
 

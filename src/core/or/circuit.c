@@ -627,6 +627,7 @@ origin_circuit_send_relay(origin_circuit_t *circ, int hop, uint8_t command,
     return -1;
   }
   circ->base.cells_forward++;
+  circ->delivered_written += len;
   origin_hop_cc_t *hcc = circ->hops[hop].cc;
   if (hcc && command == RELAY_COMMAND_DATA) {
     uint8_t *slot =
@@ -893,6 +894,7 @@ origin_circuit_handle_relay(origin_circuit_t *circ, packed_cell_t *pc)
     return;
   }
   circ->base.cells_backward++;
+  circ->delivered_read += h.length;
   const uint8_t *body = payload + RELAY_HEADER_LEN;
   switch (h.command) {
   case RELAY_COMMAND_EXTENDED2: {

@@ -123,6 +123,10 @@ struct origin_circuit_t {
   int n_hops_open;
   origin_hop_t hops[CIRCUIT_MAX_HOPS];
   unsigned relay_early_sent;
+  /* Bytes of relay-cell bodies sent (written) and received (read) at this
+   * end: with cells_forward/backward, what the ControlPort's CIRC_BW
+   * events report as DELIVERED and OVERHEAD. */
+  uint64_t delivered_written, delivered_read;
   const origin_circuit_ops_t *ops;
   void *ops_arg;
 };

@@ -622,6 +622,7 @@ client_timer_cb(void *arg)
     if (too_dirty || idle)
       ccirc_close(cc, -1, too_dirty ? "dirty" : "idle");
   }
+  client_ctl_expire_held(now);
   evloop_deferred_schedule(client_g.preempt_ev);
 }
 
@@ -693,6 +694,7 @@ void
 client_reconfigure(const client_config_t *cfg)
 {
   pc_addr_t keep = client_g.cfg.socks_addr;
+  int held = client_g.cfg.leave_streams_unattached;
   client_g.cfg = *cfg;
   client_g.cfg.socks_addr = keep; /* the listener stays where it is */
   /* EntryNodes set or cleared: the other guard instance (tor's
@@ -703,6 +705,19 @@ client_reconfigure(const client_config_t *cfg)
       guards_save(client_g.guards, time(NULL));
     guards_free(client_g.guards);
     client_g.guards = guards_new(cfg->state, inst);
+  }
+  if (held && !cfg->leave_streams_unattached) {
+    /* As tor: streams held for a controller now take circuits. */
+    dlist_node_t *n, *next;
+    for (n = dlist_first(&client_g.unattached); n; n = next) {
+      next = dlist_next(&client_g.unattached, n);
+      cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+      if (cs->state != CS_HELD)
+        continue;
+      dlist_remove(&cs->node);
+      dlist_node_init(&cs->node);
+      client_stream_attach(cs);
+    }
   }
 }
 

@@ -54,6 +54,9 @@ typedef struct client_config_t {
    * ConfluxScheduler for what we send (0: follow the exit's wish, as tor
    * does; else a cfx_alg_t), and the out-of-order queue bound per set
    * (0: the default). */
+  /* __LeaveStreamsUnattached: SOCKS streams wait for a controller's
+   * ATTACHSTREAM instead of taking a circuit (client_ctl_*). */
+  int leave_streams_unattached;
   int conflux_enabled;
   uint8_t conflux_ux;
   int conflux_legs;
@@ -95,6 +98,7 @@ typedef enum {
   CLIENT_STREAM_SUCCEEDED,
   CLIENT_STREAM_FAILED,
   CLIENT_STREAM_CLOSED,
+  CLIENT_STREAM_DETACHED, /* its circuit closed; waits for a controller */
 } client_stream_status_t;
 typedef struct client_stream_info_t {
   uint64_t id;                /* process-wide, from 1 */
@@ -111,7 +115,33 @@ typedef struct client_stream_info_t {
 typedef void (*client_stream_observer_fn)(const client_stream_info_t *si,
                                           void *arg);
 int client_set_stream_observer(client_stream_observer_fn fn, void *arg);
-/* Every stream attached to a circuit, with its current status. */
+/* Every stream attached to a circuit or held for a controller, with its
+ * current status. */
 void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
                            void *arg);
+
+/* Controllers building circuits and placing streams (control-spec
+ * EXTENDCIRCUIT, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM). Errors return a
+ * control-protocol code (551, 552, 555) with *err_out its text (newly
+ * allocated). */
+/* Build a plain circuit through the relays named by path (n names, 1 to
+ * CIRCUIT_MAX_HOPS: "$FINGERPRINT", "$FINGERPRINT~NICK", "$FP=NICK" or a
+ * nickname, all in the consensus with an ntor key), asking the last for
+ * congestion control where it supports it. Such a circuit carries only
+ * the streams a controller attaches to it. Returns 0 and *gid_out. */
+int client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
+                      char **err_out);
+/* Is gid one of the client's circuits (a plain one or a conflux leg)? */
+int client_ctl_has_circuit(uint64_t gid);
+/* Close the client's circuit gid (with if_unused, only when no stream
+ * uses it). Not-yet-connected streams on it are detached (held for the
+ * controller with __LeaveStreamsUnattached) or retried elsewhere. */
+int client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out);
+/* Attach a held stream to circuit circ_gid, which must be built (0: let
+ * the client choose, as without __LeaveStreamsUnattached). */
+int client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
+                             char **err_out);
+/* End a stream (held or attached) with END reason `reason`. */
+int client_ctl_close_stream(uint64_t stream_id, uint8_t reason,
+                            char **err_out);
 #endif

@@ -196,7 +196,7 @@ cfx_relaunch_leg(ccirc_t *cc, int replacing_linked, const char *why)
            replacing_linked ? "replacing a linked leg with" : "relaunching",
            path[0]->nickname, path[1]->nickname, exit->nickname, what,
            *count, limit, why ? why : "?");
-  if (!client_leg_start(cc, path, 1)) {
+  if (!client_leg_start(cc, path, CLIENT_HOPS, 1)) {
     log_info("Conflux set #%llu: the new leg could not start",
              (unsigned long long)cc->serial);
     return -1;

@@ -12,7 +12,9 @@
  *                     each edge_stream_t);
  *   client_pool.c     choosing a circuit for a stream, launching circuits
  *                     and conflux sets, preemptive (clean) circuits;
- *   client_conflux.c  building, linking and relaunching conflux legs.
+ *   client_conflux.c  building, linking and relaunching conflux legs;
+ *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
+ *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM.
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
@@ -53,10 +55,13 @@
 
 typedef enum {
   CS_SOCKS,
+  CS_HELD,       /* __LeaveStreamsUnattached: waiting for ATTACHSTREAM */
   CS_WAIT_CIRC,
   CS_CONNECTING,
   CS_OPEN,
 } cstream_state_t;
+/* How long a held stream waits for its controller (tor's SocksTimeout). */
+#define CLIENT_HELD_TIMEOUT_US (120ULL * 1000000)
 
 typedef struct ccirc_t ccirc_t;
 
@@ -73,6 +78,8 @@ typedef struct cstream_t {
    * reported NEW, and whether it ends as FAILED. */
   uint64_t gid;
   unsigned failed : 1;
+  unsigned ctl_release : 1; /* ATTACHSTREAM ... 0: let the pool choose */
+  uint64_t held_since_us;   /* CS_HELD */
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -123,6 +130,9 @@ struct ccirc_t {
   int preemptive;
   uint16_t preempt_port;
   int iso_open;
+  /* Built by a controller (EXTENDCIRCUIT): carries only the streams a
+   * controller attaches to it, never the pool's. */
+  int controller;
   edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
   dlist_t streams;         /* attached: waiting, connecting, open */
 };
@@ -133,7 +143,7 @@ typedef struct client_globals_t {
   client_config_t cfg;
   listener_t *listener;
   dlist_t circs;
-  dlist_t unattached;      /* in the SOCKS handshake */
+  dlist_t unattached;      /* in the SOCKS handshake, or held (CS_HELD) */
   evloop_timer_t *timer;
   client_stats_t stats;
   uint64_t next_serial;
@@ -197,9 +207,12 @@ void socks_stream_report(cstream_t *cs, client_stream_status_t st);
 void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
 
 /* ---- client_pool.c: the circuit pool ---- */
-/* Start building one circuit (a plain one, or a leg of cc's set). */
+/* Start building one circuit (a plain one, or a leg of cc's set) through
+ * path[0..n_hops-1]. */
 cleg_t *client_leg_start(ccirc_t *cc, const dir_node_t *const *path,
-                         int want_cc);
+                         int n_hops, int want_cc);
+/* Can streams still be attached to cc? */
+int ccirc_usable(const ccirc_t *cc);
 /* A stream asked for port at now (predicted ports). */
 void client_predict_port(uint16_t port, uint64_t now);
 /* Build the preemptive circuits the predicted ports want. */
@@ -207,6 +220,12 @@ void client_preempt_cb(void *arg);
 /* Find or launch a circuit for cs (after its SOCKS handshake, or to retry
  * it when its circuit closed before CONNECTED). */
 void client_stream_attach(cstream_t *cs);
+
+/* ---- client_ctl.c: circuits and streams by a controller ---- */
+/* Keep cs (SOCKS done, reported NEW) for ATTACHSTREAM. */
+void client_ctl_hold_stream(cstream_t *cs);
+/* The timer: fail held streams nobody attached in time. */
+void client_ctl_expire_held(uint64_t now);
 
 /* ---- client_conflux.c: conflux legs ---- */
 /* A leg's congestion state for the conflux schedulers. */

@@ -117,10 +117,13 @@ choose_leg_paths(const dir_nodelist_t *nl, int port, int want,
 }
 
 cleg_t *
-client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int want_cc)
+client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int n_hops,
+                 int want_cc)
 {
-  extend_target_t hops[CLIENT_HOPS];
-  for (int i = 0; i < CLIENT_HOPS; i++) {
+  extend_target_t hops[CIRCUIT_MAX_HOPS];
+  if (n_hops < 1 || n_hops > CIRCUIT_MAX_HOPS)
+    return NULL;
+  for (int i = 0; i < n_hops; i++) {
     if (!path[i]->has_ntor)
       return NULL;
     fill_target(&hops[i], path[i]);
@@ -128,17 +131,17 @@ client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int want_cc)
   /* Congestion control with the exit where the consensus and the exit
    * allow it (proposal 324 section 10.1). */
   if (want_cc)
-    circbuild_exit_request_cc(&hops[CLIENT_HOPS - 1],
-                              cc_params_current()->alg,
-                              path[CLIENT_HOPS - 1]->protocols);
+    circbuild_exit_request_cc(&hops[n_hops - 1], cc_params_current()->alg,
+                              path[n_hops - 1]->protocols);
   cleg_t *leg = pc_zalloc(sizeof(*leg));
   leg->owner = cc;
   snprintf(leg->path, sizeof(leg->path), "%s -> %s", path[0]->nickname,
-           path[1]->nickname);
+           n_hops > 1 ? path[1]->nickname : "(none)");
   memcpy(leg->guard_id, path[0]->rsa_id, 20);
-  memcpy(leg->middle_id, path[1]->rsa_id, 20);
+  if (n_hops > 1)
+    memcpy(leg->middle_id, path[1]->rsa_id, 20);
   cc->legs[cc->n_legs++] = leg;
-  leg->cb = circbuild_start(hops, CLIENT_HOPS, &client_circ_cbs, leg);
+  leg->cb = circbuild_start(hops, n_hops, &client_circ_cbs, leg);
   if (!leg->cb) {
     cc->legs[--cc->n_legs] = NULL;
     free(leg);
@@ -244,7 +247,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
       log_info("Building a circuit %s -> %s -> %s for port %u%s",
                p[0]->nickname, p[1]->nickname, p[2]->nickname, req->port,
                want_cc ? " (asking the exit for congestion control)" : "");
-    client_leg_start(cc, p, want_cc);
+    client_leg_start(cc, p, CLIENT_HOPS, want_cc);
   }
   if (cc->n_legs == 0) {
     dlist_remove(&cc->node);
@@ -257,8 +260,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   return cc;
 }
 
-/* Can streams still be attached to cc? */
-static int
+int
 ccirc_usable(const ccirc_t *cc)
 {
   if (cc->dead || cc->timed_out)
@@ -395,8 +397,17 @@ take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
 void
 client_stream_attach(cstream_t *cs)
 {
+  int detached = cs->gid != 0; /* its circuit closed before CONNECTED */
   if (!cs->gid)
     socks_stream_report(cs, CLIENT_STREAM_NEW);
+  if (client_g.cfg.leave_streams_unattached && !cs->ctl_release) {
+    /* __LeaveStreamsUnattached: the controller attaches it. */
+    if (detached)
+      socks_stream_report(cs, CLIENT_STREAM_DETACHED);
+    client_ctl_hold_stream(cs);
+    return;
+  }
+  cs->ctl_release = 0;
   uint8_t iso[600];
   size_t iso_len;
   iso_key(&cs->req, iso, &iso_len);
@@ -407,7 +418,7 @@ client_stream_attach(cstream_t *cs)
   for (dlist_node_t *n = dlist_first(&client_g.circs); n;
        n = dlist_next(&client_g.circs, n)) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    if (!ccirc_usable(cc))
+    if (!ccirc_usable(cc) || cc->controller)
       continue;
     if (!exit_accepts(cc, cs->req.port))
       continue;

@@ -81,6 +81,15 @@ client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
 {
   if (!client_g.loop)
     return;
+  for (dlist_node_t *n = dlist_first(&client_g.unattached); n;
+       n = dlist_next(&client_g.unattached, n)) {
+    const cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    if (cs->state != CS_HELD)
+      continue;
+    client_stream_info_t si;
+    stream_info(cs, &si);
+    fn(&si, arg);
+  }
   for (dlist_node_t *n = dlist_first(&client_g.circs); n;
        n = dlist_next(&client_g.circs, n)) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);

@@ -50,9 +50,13 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "feature/client/client.h"
+#include "feature/measureme/measureme.h"
 #include "feature/control/control_auth.h"
+#include "feature/control/control_circbw.h"
 #include "feature/control/control_proto.h"
+#include "lib/bytes/bytes.h"
 #include "lib/container/dlist.h"
+#include "lib/container/hmap.h"
 #include "lib/crypt/rand.h"
 #include "lib/encoding/base16.h"
 #include "lib/encoding/base64.h"
@@ -75,7 +79,11 @@ static const char *const event_names[] = {
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
 enum {
   EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
-  EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_SIGNAL = 21,
+  EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_NEWDESC = 9,
+  EV_SIGNAL = 21,
+  EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
+  EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
+  EV_CONF_CHANGED = 22, EV_CIRC_BW = 26,
 };
 #define EVBIT(e) (1ull << (e))
 #define LOG_EVENTS \
@@ -122,6 +130,19 @@ static struct {
   time_t started_at;
   int in_log_hook;
   int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
+  /* CIRC_BW: the counters at each circuit's last event, by gid, while a
+   * controller wants the event (control_circbw_prev_t). */
+  hmap_t *circbw;
+  uint64_t circbw_tick_us;    /* the previous tick */
+  uint64_t circbw_tick;       /* ticks, to find circuits gone unseen */
+  /* NS: a digest of each relay's entry in the last consensus announced
+   * (identity -> what an NS event reports a change of), and whether
+   * STATUS_CLIENT BOOTSTRAP 100 was sent. */
+  hmap_t *ns_seen;
+  int bootstrapped;
+  /* NEWDESC: per consensus flavor, each relay's descriptor digest (its
+   * first 8 bytes) when the last fetch round ended. */
+  hmap_t *desc_seen[2];
   char version[96];
 } S;
 
@@ -322,6 +343,28 @@ send_event(int ev, const char *text)
   }
 }
 
+void
+control_event_conf_changed(const char *const *lines, int n)
+{
+  if (!S.started || n <= 0)
+    return;
+  /* "650-CONF_CHANGED" "650-Key=Value"... "650 OK" (control-spec 4.1.18):
+   * keyword lines, not a data block. */
+  dlist_node_t *nd, *next;
+  for (nd = dlist_first(&S.conns); nd; nd = next) {
+    next = dlist_next(&S.conns, nd);
+    ctl_conn_t *cc = DLIST_ENTRY(nd, ctl_conn_t, node);
+    if (!(cc->events & EVBIT(EV_CONF_CHANGED)) || cc->closing || cc->doomed)
+      continue;
+    buf_t *out = conn_outbuf(cc->conn);
+    control_proto_add_line(out, 650, '-', "CONF_CHANGED");
+    for (int i = 0; i < n; i++)
+      control_proto_add_line(out, 650, '-', lines[i]);
+    control_proto_add_line(out, 650, ' ', "OK");
+    ctl_flush(cc);
+  }
+}
+
 static void
 log_hook(log_severity_t sev, const char *msg, void *arg)
 {
@@ -358,6 +401,131 @@ update_log_hook(void)
     log_set_hook((log_severity_t)min, log_hook, NULL);
 }
 
+/* ---- CIRC_BW ---- */
+
+typedef struct circbw_entry_t {
+  control_circbw_prev_t prev;
+  uint64_t seen_tick;
+} circbw_entry_t;
+
+typedef struct circbw_walk_t {
+  char when[40];
+} circbw_walk_t;
+
+/* TIME: now, UTC, with microseconds (tor's format). */
+static void
+circbw_now(circbw_walk_t *w)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(w->when, sizeof(w->when), "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(w->when + n, sizeof(w->when) - n, ".%06ld", ts.tv_nsec / 1000);
+}
+
+/* A circuit is closing: what it did since its last event, then forget
+ * it (a short circuit, or the last second of one, is not lost). */
+static void
+circbw_closing(circuit_t *circ)
+{
+  uint8_t key[8];
+  set_u64(key, circ->gid);
+  circbw_entry_t *e = hmap_remove(S.circbw, key);
+  if (!e)
+    return;
+  circbw_walk_t w;
+  circbw_now(&w);
+  char *text = control_circbw_event(circ, &e->prev, w.when, 1);
+  if (text) {
+    send_event(EV_CIRC_BW, text);
+    free(text);
+  }
+  free(e);
+}
+
+static void
+circbw_visit(circuit_t *circ, void *arg)
+{
+  circbw_walk_t *w = arg;
+  int relayed = circ->kind == CIRC_KIND_OR;
+  /* Relayed circuits only while MeasureMe measures them. */
+  if (relayed && !measureme_is_active(circ->gid))
+    return;
+  uint8_t key[8];
+  set_u64(key, circ->gid);
+  circbw_entry_t *e = hmap_get(S.circbw, key);
+  if (!e) {
+    e = pc_zalloc(sizeof(*e));
+    /* A circuit born since the last tick reports everything it did, and
+     * so does a relayed one MeasureMe started to measure (clients ask
+     * when the circuit is built: its whole life is what they want); an
+     * older circuit of ours (a controller just subscribed) starts from
+     * now. */
+    if (circ->created_us < S.circbw_tick_us && !relayed)
+      control_circbw_start(&e->prev, circ);
+    hmap_set(S.circbw, key, e);
+  }
+  e->seen_tick = S.circbw_tick;
+  char *text = control_circbw_event(circ, &e->prev, w->when, 1);
+  if (text) {
+    send_event(EV_CIRC_BW, text);
+    free(text);
+  }
+}
+
+/* A controller subscribed: from now on, what every circuit does counts
+ * (counters taken now, so the first event says what moved since). */
+static void
+circbw_snap(circuit_t *circ, void *arg)
+{
+  (void)arg;
+  if (circ->kind == CIRC_KIND_OR && !measureme_is_active(circ->gid))
+    return;
+  uint8_t key[8];
+  set_u64(key, circ->gid);
+  circbw_entry_t *e = pc_zalloc(sizeof(*e));
+  control_circbw_start(&e->prev, circ);
+  e->seen_tick = S.circbw_tick;
+  free(hmap_set(S.circbw, key, e));
+}
+
+static void
+circbw_subscribed(void)
+{
+  if (S.circbw || !(all_events() & EVBIT(EV_CIRC_BW)))
+    return;
+  S.circbw = hmap_new(8);
+  S.circbw_tick_us = evloop_now_us(S.loop);
+  circuits_foreach(CIRC_KIND_ORIGIN, circbw_snap, NULL);
+  circuits_foreach(CIRC_KIND_OR, circbw_snap, NULL);
+}
+
+static void
+circbw_tick(void)
+{
+  if (!(all_events() & EVBIT(EV_CIRC_BW))) {
+    if (S.circbw)
+      hmap_free(S.circbw, free);
+    return;
+  }
+  circbw_subscribed();
+  S.circbw_tick++;
+  circbw_walk_t w;
+  circbw_now(&w);
+  circuits_foreach(CIRC_KIND_ORIGIN, circbw_visit, &w);
+  circuits_foreach(CIRC_KIND_OR, circbw_visit, &w);
+  /* Entries of circuits no longer walked (closed, or no longer measured):
+   * the close observer removes most; this catches the rest. */
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, S.circbw);
+  while (hmap_iter_next(&it, NULL, &v))
+    if (((circbw_entry_t *)v)->seen_tick != S.circbw_tick)
+      free(hmap_iter_remove_current(&it));
+  S.circbw_tick_us = evloop_now_us(S.loop);
+}
+
 static void
 bw_timer_cb(void *arg)
 {
@@ -372,6 +540,7 @@ bw_timer_cb(void *arg)
   S.bw_cache_next = (S.bw_cache_next + 1) % CONTROL_BW_CACHE_LEN;
   if (S.bw_cache_n < CONTROL_BW_CACHE_LEN)
     S.bw_cache_n++;
+  circbw_tick();
   if (all_events() & EVBIT(EV_BW)) {
     char text[64];
     snprintf(text, sizeof(text), "BW %llu %llu", (unsigned long long)dr,
@@ -493,6 +662,8 @@ static void
 circ_close_cb(circuit_t *circ, void *arg)
 {
   (void)arg;
+  if (S.circbw && (all_events() & EVBIT(EV_CIRC_BW)))
+    circbw_closing(circ);
   if (circ->kind != CIRC_KIND_ORIGIN || !(all_events() & EVBIT(EV_CIRC)))
     return;
   const origin_circuit_t *oc = (const origin_circuit_t *)circ;
@@ -504,7 +675,8 @@ circ_close_cb(circuit_t *circ, void *arg)
 static const char *const stream_status_names[] = {
     [CLIENT_STREAM_NEW] = "NEW", [CLIENT_STREAM_SENTCONNECT] = "SENTCONNECT",
     [CLIENT_STREAM_SUCCEEDED] = "SUCCEEDED",
-    [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED"};
+    [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED",
+    [CLIENT_STREAM_DETACHED] = "DETACHED"};
 
 /* "ID STATUS CIRCID TARGET" (control-spec 4.1.2), IPv6 in brackets. */
 static char *
@@ -615,10 +787,15 @@ format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
   time_format_iso(when, c->valid_after);
   uint32_t ip = rs->ipv4;
   strbuf_addf(b, "r %s %s", rs->nickname, id);
-  if (rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS) {
-    base64_encode(dg, sizeof(dg), rs->digest, 20, BASE64_NOPAD);
-    strbuf_addf(b, " %s", dg);
-  }
+  /* A microdescriptor consensus has no descriptor digests: zeros, as tor
+   * writes them (stem parses the "r" line by its field count). */
+  static const uint8_t zero[20];
+  base64_encode(dg, sizeof(dg),
+                rs->has_digest && c->flavor == CONSENSUS_FLAVOR_NS
+                    ? rs->digest
+                    : zero,
+                20, BASE64_NOPAD);
+  strbuf_addf(b, " %s", dg);
   strbuf_addf(b, " %s %u.%u.%u.%u %u %u\n", when, ip >> 24, (ip >> 16) & 255,
          (ip >> 8) & 255, ip & 255, rs->or_port, rs->dir_port);
   if (rs->has_ipv6) {
@@ -637,6 +814,116 @@ format_rs(strbuf_t *b, const consensus_t *c, const consensus_rs_t *rs)
   if (rs->has_bandwidth)
     strbuf_addf(b, "w Bandwidth=%u%s\n", rs->bandwidth,
            rs->bw_unmeasured ? " Unmeasured=1" : "");
+}
+
+/* ---- NEWCONSENSUS, NS, STATUS_CLIENT ---- */
+
+void
+control_event_status(control_status_t which, const char *severity,
+                     const char *text)
+{
+  static const char *const names[] = {"STATUS_GENERAL", "STATUS_CLIENT",
+                                      "STATUS_SERVER"};
+  static const int evs[] = {EV_STATUS_GENERAL, EV_STATUS_CLIENT,
+                            EV_STATUS_SERVER};
+  if (!S.started || !(all_events() & EVBIT(evs[which])))
+    return;
+  char *line = pc_asprintf("%s %s %s", names[which], severity, text);
+  send_event(evs[which], line);
+  free(line);
+}
+
+/* Is there a ControlPort or ControlSocket (then the one-second timer
+ * runs)? Without one, no state is kept for events. */
+static int
+control_listening(void)
+{
+  return S.started && S.bw_timer;
+}
+
+void
+control_event_descriptors(const dir_nodelist_t *nl)
+{
+  if (!control_listening() || !nl || !nl->consensus)
+    return;
+  int f = nl->consensus->flavor == CONSENSUS_FLAVOR_NS ? 0 : 1;
+  hmap_t *seen = hmap_new(20);
+  strbuf_t b = {0};
+  strbuf_addf(&b, "NEWDESC");
+  size_t base = b.len;
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!n->desc)
+      continue;
+    uintptr_t v = (uintptr_t)(get_u64(n->desc->digest) | 1);
+    hmap_set(seen, n->rsa_id, (void *)v);
+    /* The first round only learns what we have. */
+    if (S.desc_seen[f] && (uintptr_t)hmap_get(S.desc_seen[f], n->rsa_id) != v)
+      strbuf_addf(&b, " $%s~%s", n->hex_id, n->nickname);
+  }
+  if (b.len > base && (all_events() & EVBIT(EV_NEWDESC)))
+    send_event(EV_NEWDESC, b.s);
+  free(b.s);
+  if (S.desc_seen[f])
+    hmap_free(S.desc_seen[f], NULL);
+  S.desc_seen[f] = seen;
+}
+
+/* What an NS event reports a change of: flags, descriptor, address,
+ * weight (not the publication time, which every consensus changes). */
+static uint64_t
+rs_fingerprint(const consensus_rs_t *rs)
+{
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  uint8_t b[32 + 4 + 2 + 2 + 4 + 4];
+  memcpy(b, rs->digest, 32);
+  set_u32(b + 32, rs->ipv4);
+  set_u16(b + 36, rs->or_port);
+  set_u16(b + 38, rs->dir_port);
+  set_u32(b + 40, rs->flags);
+  set_u32(b + 44, rs->has_bandwidth ? rs->bandwidth : 0);
+  for (size_t i = 0; i < sizeof(b); i++)
+    h = (h ^ b[i]) * 1099511628211ULL;
+  return h ? h : 1; /* a map value is never 0 */
+}
+
+void
+control_event_new_consensus(const consensus_t *c)
+{
+  if (!control_listening() || !c)
+    return;
+  uint64_t want = all_events();
+  if (!S.bootstrapped) {
+    S.bootstrapped = 1;
+    control_event_status(CONTROL_STATUS_CLIENT, "NOTICE",
+                         "BOOTSTRAP PROGRESS=100 TAG=done SUMMARY=\"Done\"");
+  }
+  strbuf_t all = {0}, changed = {0};
+  strbuf_addf(&all, "NEWCONSENSUS\n");
+  strbuf_addf(&changed, "NS\n");
+  size_t base = changed.len;
+  hmap_t *seen = hmap_new(20);
+  for (int i = 0; i < c->n_rs; i++) {
+    const consensus_rs_t *rs = &c->rs[i];
+    uint64_t fp = rs_fingerprint(rs);
+    hmap_set(seen, rs->rsa_id, (void *)(uintptr_t)fp);
+    if (want & EVBIT(EV_NEWCONSENSUS))
+      format_rs(&all, c, rs);
+    /* The first consensus is all new; later ones, what changed. */
+    if ((want & EVBIT(EV_NS)) &&
+        (!S.ns_seen ||
+         (uintptr_t)hmap_get(S.ns_seen, rs->rsa_id) != (uintptr_t)fp))
+      format_rs(&changed, c, rs);
+  }
+  if (want & EVBIT(EV_NEWCONSENSUS))
+    send_event(EV_NEWCONSENSUS, all.s);
+  if (changed.len > base)
+    send_event(EV_NS, changed.s);
+  free(all.s);
+  free(changed.s);
+  if (S.ns_seen)
+    hmap_free(S.ns_seen, NULL);
+  S.ns_seen = seen;
 }
 
 /* The value of one GETINFO key: 1 with *value, 0 unknown key, -1 with
@@ -845,8 +1132,12 @@ static const char *const info_names[] = {
     "exit policy.",
     "exit-policy/full -- The entire exit policy of onion router.",
     "features/names -- What arguments can USEFEATURE take?",
+    "desc/id/* -- Server descriptor by hex ID.",
+    "desc/name/* -- Server descriptor by nickname.",
     "fingerprint -- Fingerprint of this relay.",
     "info/names -- List of GETINFO options, types, and documentation.",
+    "md/id/* -- Microdescriptor by ID",
+    "md/name/* -- Microdescriptor by name",
     "net/listeners/* -- Bound addresses by type (or, control, socks, "
     "metrics).",
     "network-liveness -- Current opinion on whether the network is live.",
@@ -897,7 +1188,8 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
       ok = 0;
     } else if (strchr(v, '\n') || !strcmp(key, "circuit-status") ||
                !strcmp(key, "orconn-status") ||
-               !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3)) {
+               !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3) ||
+               !strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {
       char *head = pc_asprintf("%s=", key);
       control_proto_add_line(tmp, 250, '+', head);
       control_proto_add_data(tmp, v);
@@ -980,6 +1272,261 @@ cmd_getconf(ctl_conn_t *cc, const char *args)
     }
   }
   buf_free(tmp);
+}
+
+/* ---- SETCONF, RESETCONF, LOADCONF, SAVECONF ---- */
+
+/* Answer a host's result: 0 is "250 OK", else the code and its text. */
+static void
+reply_result(ctl_conn_t *cc, int code, char *err)
+{
+  if (code == 0)
+    reply(cc, 250, "OK");
+  else
+    reply(cc, code, err ? err : "Failed");
+  free(err);
+}
+
+static void
+cmd_setconf(ctl_conn_t *cc, const char *args, int reset)
+{
+  control_kv_t *kvs = NULL;
+  int n = 0;
+  char *err = NULL;
+  if (control_proto_parse_kvs(args, &kvs, &n, &err) < 0) {
+    replyf(cc, 513, "syntax error in configuration values: %s", err);
+    free(err);
+    return;
+  }
+  if (n == 0) {
+    /* tor: nothing to set is a success (stem sends none at times). */
+    reply(cc, 250, "OK");
+    free(kvs);
+    return;
+  }
+  int code = S.host.setconf
+                 ? S.host.setconf(kvs, n, reset, &err, S.host.arg)
+                 : (err = pc_strdup("not supported by this daemon"), 553);
+  control_kvs_free(kvs, n);
+  reply_result(cc, code, err);
+}
+
+static void
+cmd_loadconf(ctl_conn_t *cc, const control_cmd_t *cmd)
+{
+  char *err = NULL;
+  if (!cmd->has_data) {
+    reply(cc, 513, "LOADCONF needs a data block: +LOADCONF, the torrc's "
+                   "lines, then a line with \".\"");
+    return;
+  }
+  int code = S.host.loadconf
+                 ? S.host.loadconf(cmd->data, &err, S.host.arg)
+                 : (err = pc_strdup("not supported by this daemon"), 553);
+  reply_result(cc, code, err);
+}
+
+static void
+cmd_saveconf(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  int force = 0;
+  while ((a = control_proto_next_arg(&p))) {
+    if (control_proto_eq(a, "FORCE")) {
+      force = 1;
+    } else {
+      char *q = control_proto_quote(a);
+      replyf(cc, 513, "Unrecognized SAVECONF argument %s", q);
+      free(q);
+      free(a);
+      return;
+    }
+    free(a);
+  }
+  char *err = NULL;
+  /* SAVECONF's failures are 551 in tor (stem expects that code). */
+  int code = S.host.saveconf
+                 ? S.host.saveconf(force, &err, S.host.arg)
+                 : (err = pc_strdup("not supported by this daemon"), 551);
+  reply_result(cc, code, err);
+}
+
+/* ---- circuits and streams by hand (the SocksPort client) ---- */
+
+/* A decimal ID (circuit or stream): 1 with *out, 0 when s is not one. */
+static int
+parse_id(const char *s, uint64_t *out)
+{
+  if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 19)
+    return 0;
+  *out = strtoull(s, NULL, 10);
+  return 1;
+}
+
+static void
+cmd_extendcircuit(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *id = control_proto_next_arg(&p), *a;
+  char *path = NULL, *err = NULL;
+  uint64_t circ = 0;
+  int bad = 0;
+  if (!parse_id(id, &circ)) {
+    char *q = control_proto_quote(id ? id : "");
+    replyf(cc, 552, "Unknown circuit %s", q);
+    free(q);
+    free(id);
+    return;
+  }
+  free(id);
+  while (!bad && (a = control_proto_next_arg(&p))) {
+    if (!strncasecmp(a, "purpose=", 8)) {
+      if (strcasecmp(a + 8, "general")) {
+        replyf(cc, 552, "pctor builds circuits of purpose general only, "
+               "not %s", a + 8);
+        bad = 1;
+      }
+    } else if (!path && !strchr(a, '=')) {
+      path = pc_strdup(a);
+    } else {
+      char *q = control_proto_quote(a);
+      replyf(cc, 512, "Unexpected argument %s", q);
+      free(q);
+      bad = 1;
+    }
+    free(a);
+  }
+  if (bad) {
+    free(path);
+    return;
+  }
+  if (circ != 0) {
+    reply(cc, 552, "Extending an existing circuit is not supported yet by "
+                   "pctor; build a new one with EXTENDCIRCUIT 0 PATH");
+    free(path);
+    return;
+  }
+  if (!path) {
+    reply(cc, 552, "pctor needs the path: EXTENDCIRCUIT 0 "
+                   "RELAY[,RELAY...]");
+    return;
+  }
+  const char *hops[CIRCUIT_MAX_HOPS + 1];
+  int n = 0;
+  char *save = NULL;
+  for (char *h = strtok_r(path, ",", &save); h;
+       h = strtok_r(NULL, ",", &save))
+    if (n <= CIRCUIT_MAX_HOPS)
+      hops[n++] = h;
+  uint64_t gid = 0;
+  int code = client_ctl_extend(hops, n, &gid, &err);
+  if (code)
+    replyf(cc, 552, "%s", err); /* stem expects 552 for every failure */
+  else
+    replyf(cc, 250, "EXTENDED %llu", (unsigned long long)gid);
+  free(err);
+  free(path);
+}
+
+/* 552 "Unknown WHAT "S"" unless s is a decimal ID (then 0, *out set). */
+static int
+need_id(const char *s, const char *what, uint64_t *out, char **err_out)
+{
+  if (parse_id(s, out))
+    return 0;
+  *err_out = pc_asprintf("Unknown %s \"%s\"", what, s ? s : "");
+  return 552;
+}
+
+static void
+cmd_setcircuitpurpose(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *id = control_proto_next_arg(&p);
+  char *purpose = control_proto_next_arg(&p);
+  uint64_t circ = 0;
+  char *err = NULL;
+  int code = need_id(id, "circuit", &circ, &err);
+  if (!code && !client_ctl_has_circuit(circ)) {
+    err = pc_asprintf("Unknown circuit \"%s\"", id);
+    code = 552;
+  } else if (!code && (!purpose || strncasecmp(purpose, "purpose=", 8))) {
+    err = pc_strdup("Invalid purpose: SETCIRCUITPURPOSE ID purpose=P");
+    code = 552;
+  } else if (!code && strcasecmp(purpose + 8, "general")) {
+    err = pc_asprintf("pctor's circuits have purpose general only, not %s",
+                      purpose + 8);
+    code = 552;
+  }
+  reply_result(cc, code, err);
+  free(id);
+  free(purpose);
+}
+
+static void
+cmd_attachstream(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *sid = control_proto_next_arg(&p);
+  char *cid = control_proto_next_arg(&p);
+  char *hop = control_proto_next_arg(&p);
+  uint64_t stream = 0, circ = 0;
+  char *err = NULL;
+  int code = need_id(sid, "stream", &stream, &err);
+  if (!code)
+    code = need_id(cid, "circuit", &circ, &err);
+  if (!code && hop) {
+    err = pc_strdup("HOP= is not supported yet by pctor: streams leave "
+                    "from the circuit's last hop");
+    code = 552;
+  }
+  if (!code)
+    code = client_ctl_attach_stream(stream, circ, &err);
+  reply_result(cc, code, err);
+  free(sid);
+  free(cid);
+  free(hop);
+}
+
+static void
+cmd_closecircuit(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *id = control_proto_next_arg(&p), *f;
+  uint64_t circ = 0;
+  int if_unused = 0;
+  while ((f = control_proto_next_arg(&p))) {
+    if (control_proto_eq(f, "IfUnused"))
+      if_unused = 1;
+    free(f);
+  }
+  char *err = NULL;
+  int code = need_id(id, "circuit", &circ, &err);
+  if (!code)
+    code = client_ctl_close_circuit(circ, if_unused, &err);
+  reply_result(cc, code, err);
+  free(id);
+}
+
+static void
+cmd_closestream(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *sid = control_proto_next_arg(&p);
+  char *why = control_proto_next_arg(&p);
+  uint64_t stream = 0, reason = 0;
+  char *err = NULL;
+  int code = need_id(sid, "stream", &stream, &err);
+  if (!code && (!parse_id(why, &reason) || reason > 255)) {
+    err = pc_asprintf("Unrecognized reason \"%s\"", why ? why : "");
+    code = 552;
+  }
+  if (!code)
+    code = client_ctl_close_stream(stream, (uint8_t)reason, &err);
+  reply_result(cc, code, err);
+  free(sid);
+  free(why);
 }
 
 /* ---- authentication ---- */
@@ -1183,6 +1730,7 @@ cmd_setevents(ctl_conn_t *cc, const char *args)
   }
   cc->events = mask;
   update_log_hook();
+  circbw_subscribed();
   reply(cc, 250, "OK");
 }
 
@@ -1234,6 +1782,32 @@ cmd_signal(ctl_conn_t *cc, const char *args)
   }
 }
 
+/* Commands whose handler needs only the arguments. */
+typedef void (*arg_cmd_fn)(ctl_conn_t *cc, const char *args);
+static const struct {
+  const char *name;
+  arg_cmd_fn fn;
+} arg_commands[] = {
+    {"GETCONF", cmd_getconf},
+    {"SAVECONF", cmd_saveconf},
+    {"EXTENDCIRCUIT", cmd_extendcircuit},
+    {"SETCIRCUITPURPOSE", cmd_setcircuitpurpose},
+    {"ATTACHSTREAM", cmd_attachstream},
+    {"CLOSECIRCUIT", cmd_closecircuit},
+    {"CLOSESTREAM", cmd_closestream},
+    {"SETEVENTS", cmd_setevents},
+    {"SIGNAL", cmd_signal},
+};
+
+static arg_cmd_fn
+arg_command(const char *keyword)
+{
+  for (size_t i = 0; i < sizeof(arg_commands) / sizeof(arg_commands[0]); i++)
+    if (!strcmp(keyword, arg_commands[i].name))
+      return arg_commands[i].fn;
+  return NULL;
+}
+
 /* One command; returns -1 when cc was closed. */
 static int
 handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
@@ -1273,18 +1847,12 @@ handle_cmd(ctl_conn_t *cc, control_cmd_t *cmd)
     reply(cc, 513, "AUTHCHALLENGE only before authentication");
   else if (!strcmp(k, "GETINFO"))
     cmd_getinfo(cc, cmd->args);
-  else if (!strcmp(k, "GETCONF"))
-    cmd_getconf(cc, cmd->args);
-  else if (!strcmp(k, "SETCONF") || !strcmp(k, "RESETCONF") ||
-           !strcmp(k, "SAVECONF") || !strcmp(k, "LOADCONF"))
-    /* SAVECONF's failures are 551 in tor (stem expects that code). */
-    replyf(cc, strcmp(k, "SAVECONF") ? 552 : 551,
-           "%s is not supported yet by pctor; edit the torrc and send "
-           "SIGNAL RELOAD", k);
-  else if (!strcmp(k, "SETEVENTS"))
-    cmd_setevents(cc, cmd->args);
-  else if (!strcmp(k, "SIGNAL"))
-    cmd_signal(cc, cmd->args);
+  else if (!strcmp(k, "SETCONF") || !strcmp(k, "RESETCONF"))
+    cmd_setconf(cc, cmd->args, k[0] == 'R');
+  else if (!strcmp(k, "LOADCONF"))
+    cmd_loadconf(cc, cmd);
+  else if (arg_command(k))
+    arg_command(k)(cc, cmd->args);
   else if (!strcmp(k, "TAKEOWNERSHIP")) {
     cc->owning = 1;
     /* As tor: ownership by connection replaces polling for the owner. */
@@ -1632,6 +2200,13 @@ control_shutdown(void)
   }
   evloop_timer_free(S.bw_timer);
   evloop_timer_free(S.owner_timer);
+  if (S.circbw)
+    hmap_free(S.circbw, free);
+  if (S.ns_seen)
+    hmap_free(S.ns_seen, NULL);
+  for (int f = 0; f < 2; f++)
+    if (S.desc_seen[f])
+      hmap_free(S.desc_seen[f], NULL);
   free(S.hashed_password);
   free(S.cookie_file);
   pc_memwipe(S.cookie, sizeof(S.cookie));

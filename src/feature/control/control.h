@@ -10,12 +10,19 @@
  *     nor HashedControlPassword is set, else COOKIE, SAFECOOKIE
  *     (AUTHCHALLENGE) and HASHEDPASSWORD (control_auth.h); PROTOCOLINFO 1;
  *   - commands: PROTOCOLINFO, AUTHCHALLENGE, AUTHENTICATE, GETINFO,
- *     GETCONF (read-only), SETEVENTS, SIGNAL, TAKEOWNERSHIP, USEFEATURE,
- *     QUIT; SETCONF, RESETCONF, SAVECONF and LOADCONF answer "552 ... not
- *     supported yet";
+ *     GETCONF, SETCONF, RESETCONF, LOADCONF, SAVECONF (the daemon does
+ *     the work through control_host_t), SETEVENTS, SIGNAL, TAKEOWNERSHIP,
+ *     USEFEATURE, QUIT; for the SocksPort client EXTENDCIRCUIT,
+ *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM
+ *     (feature/client's client_ctl_*);
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
- *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL.
+ *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
+ *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
+ *     circuits and for relayed ones MeasureMe measures, NEWCONSENSUS, NS
+ *     and STATUS_CLIENT BOOTSTRAP when the daemon reports a consensus,
+ *     other STATUS_* events the daemon reports (control_event_status),
+ *     NEWDESC after each directory fetch round that brought descriptors.
  *
  * The module knows nothing of the option table or of start-up: the daemon
  * hands it a control_config_t (parsed with control_parse_listen()) and a
@@ -32,7 +39,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "feature/control/control_proto.h"
 #include "feature/dir/consensus.h"
+#include "feature/dir/nodelist.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
 
@@ -99,6 +108,18 @@ typedef struct control_host_t {
   int (*getinfo)(const char *key, char **value, void *arg);
   /* The consensus to answer ns/ and node names from (NULL: none). */
   const consensus_t *(*consensus)(void *arg);
+  /* SETCONF (reset 0) and RESETCONF (reset 1): apply the n KEY[=VALUE]
+   * pairs as one change, all or nothing (a key without a value goes back
+   * to its default). Returns 0, or the reply code with *err_out its text
+   * (newly allocated): 552 an unknown option, 513 a value the option
+   * refuses, 553 a change pctor cannot make while running. */
+  int (*setconf)(const control_kv_t *kvs, int n, int reset, char **err_out,
+                 void *arg);
+  /* LOADCONF: text replaces the torrc's lines. Codes as setconf. */
+  int (*loadconf)(const char *text, char **err_out, void *arg);
+  /* SAVECONF [FORCE]: write the running configuration to the torrc.
+   * Returns 0, or 551 with *err_out. */
+  int (*saveconf)(int force, char **err_out, void *arg);
   void *arg;
 } control_host_t;
 
@@ -129,6 +150,27 @@ void control_shutdown(void);
 /* Is a listener open? The address of the TCP one ("127.0.0.1:9051"),
  * or NULL. */
 const char *control_listen_address(void);
+/* CONF_CHANGED: the options whose values changed, one "Key=Value" (or
+ * "Key" for an option without a value) per line. */
+void control_event_conf_changed(const char *const *lines, int n);
+/* STATUS_GENERAL, STATUS_CLIENT, STATUS_SERVER (control-spec 4.1.10):
+ * "650 STATUS_x SEVERITY ACTION ARGS" with text as ACTION ARGS. */
+typedef enum {
+  CONTROL_STATUS_GENERAL,
+  CONTROL_STATUS_CLIENT,
+  CONTROL_STATUS_SERVER,
+} control_status_t;
+void control_event_status(control_status_t which, const char *severity,
+                          const char *text);
+/* A new consensus is in use: NEWCONSENSUS (every entry), NS (the entries
+ * whose flags, descriptor, address or weight changed since the previous
+ * one; all of them the first time) and, the first time, STATUS_CLIENT
+ * BOOTSTRAP PROGRESS=100. */
+void control_event_new_consensus(const consensus_t *c);
+/* A directory fetch round ended: NEWDESC naming the relays whose
+ * descriptor in nl (either flavor) is new since the previous round of
+ * that flavor (nothing after the first). */
+void control_event_descriptors(const dir_nodelist_t *nl);
 /* "0.4.9.11 (pctor-VERSION)". */
 const char *control_version_string(void);
 #endif

@@ -285,3 +285,48 @@ control_proto_eq(const char *s, const char *k)
       return 0;
   return *s == '\0' && *k == '\0';
 }
+
+int
+control_proto_parse_kvs(const char *args, control_kv_t **out, int *n,
+                        char **err_out)
+{
+  const char *p = args;
+  char *a;
+  int cap = 0;
+  *out = NULL;
+  *n = 0;
+  while ((a = control_proto_next_arg(&p))) {
+    char *key = NULL, *value = NULL;
+    int bad = control_proto_kv(a, &key, &value) < 0;
+    if (bad || !*key) {
+      *err_out = bad ? pc_asprintf("bad quoted value in %s", a)
+                     : pc_asprintf("an argument without a key: %s", a);
+      free(key);
+      free(value);
+      free(a);
+      control_kvs_free(*out, *n);
+      *out = NULL;
+      *n = 0;
+      return -1;
+    }
+    free(a);
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 4;
+      *out = pc_realloc(*out, (size_t)cap * sizeof(**out));
+    }
+    (*out)[*n].key = key;
+    (*out)[*n].value = value;
+    (*n)++;
+  }
+  return 0;
+}
+
+void
+control_kvs_free(control_kv_t *kvs, int n)
+{
+  for (int i = 0; i < n; i++) {
+    free(kvs[i].key);
+    free(kvs[i].value);
+  }
+  free(kvs);
+}

@@ -62,6 +62,20 @@ char *control_proto_quote(const char *s);
  * Returns 0, or -1 for a bad quoted value. */
 int control_proto_kv(const char *arg, char **key, char **value);
 
+/* One KEY[=VALUE] argument, the value decoded (NULL without '='). */
+typedef struct control_kv_t {
+  char *key;
+  char *value;
+} control_kv_t;
+
+/* Split args into KEY[=VALUE] arguments (SETCONF, RESETCONF, the
+ * KEY=VALUE tail of other commands). Returns 0 with *out (newly
+ * allocated, *n entries; free with control_kvs_free), or -1 with *err_out
+ * for a bad quoted value or an empty key. */
+int control_proto_parse_kvs(const char *args, control_kv_t **out, int *n,
+                            char **err_out);
+void control_kvs_free(control_kv_t *kvs, int n);
+
 /* Append "CODE<sep>text\r\n" (sep is ' ', '-' or '+'). */
 void control_proto_add_line(buf_t *out, int code, char sep,
                             const char *text);

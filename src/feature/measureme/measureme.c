@@ -285,6 +285,13 @@ find_circ(uint64_t gid)
   return M.circs ? hmap_get(M.circs, key) : NULL;
 }
 
+int
+measureme_is_active(uint64_t gid)
+{
+  const mm_circ_t *r = find_circ(gid);
+  return r && r->active;
+}
+
 /* Stop measuring r (it stays known while its circuit lives). */
 static void
 deactivate(mm_circ_t *r, const char *why)

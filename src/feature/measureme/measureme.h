@@ -85,6 +85,9 @@ void measureme_shutdown(void);
 unsigned measureme_n_active(void);
 /* Whether requests are accepted (MeasureMeEnabled as last configured). */
 int measureme_is_enabled(void);
+/* Whether the circuit with this gid is being measured now (the
+ * ControlPort adds MeasureMe's figures to its CIRC_BW events). */
+int measureme_is_active(uint64_t gid);
 uint64_t measureme_n_records(void);
 
 /* What became of a request. */

@@ -75,6 +75,8 @@ struct publish_t {
   char **family, **policy;
   int enabled, testing, publishable;
   publish_traffic_fn traffic;
+  publish_upload_fn on_upload;
+  void *on_upload_arg;
 
   auth_state_t *auths;
   int n_auths;
@@ -349,6 +351,16 @@ auth_finish(auth_state_t *a)
 }
 
 static void
+tell_upload(const auth_state_t *a, int accepted, const char *why)
+{
+  if (!a->p->on_upload)
+    return;
+  char addr[PC_ADDR_STR_LEN];
+  pc_addr_fmt(&a->da.dir_addr, addr, sizeof(addr), 1);
+  a->p->on_upload(addr, accepted, why, a->p->on_upload_arg);
+}
+
+static void
 upload_failed(auth_state_t *a, int refused, const char *why)
 {
   publish_t *p = a->p;
@@ -363,6 +375,7 @@ upload_failed(auth_state_t *a, int refused, const char *why)
     a->backoff_secs = cap;
   if (refused) {
     p->stats.n_refused++;
+    tell_upload(a, 0, why);
     log_warn("Authority %s refused our descriptor: %s; trying again in "
              "%d s", a->name, why, a->backoff_secs);
   } else {
@@ -409,6 +422,7 @@ got_status_line(auth_state_t *a, const uint8_t *line, size_t n)
     a->n_failures = 0;
     p->stats.n_ok++;
     log_notice("Uploaded descriptor to %s: %s", a->name, shown);
+    tell_upload(a, 1, NULL);
     kick_uploads(p); /* a newer one may be waiting */
     return;
   }
@@ -636,6 +650,8 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   p->enabled = pp->enabled;
   p->testing = pp->testing;
   p->traffic = pp->traffic;
+  p->on_upload = pp->on_upload;
+  p->on_upload_arg = pp->on_upload_arg;
 
   /* (Each condition is logged when it starts, not on every SIGHUP.) */
   p->publishable = p->testing || !pc_addr_is_private(&p->rc.address);

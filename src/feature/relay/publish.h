@@ -52,6 +52,10 @@
 typedef void (*publish_traffic_fn)(uint64_t *bytes_read,
                                    uint64_t *bytes_written);
 
+/* An authority answered an upload: accepted (HTTP 200), or refused with
+ * reason (its status line). dir_addr is the authority's "ADDRESS:PORT". */
+typedef void (*publish_upload_fn)(const char *dir_addr, int accepted,
+                                  const char *reason, void *arg);
 typedef struct publish_params_t {
   const dir_authority_t *auths; /* copied */
   int n_auths;
@@ -59,6 +63,9 @@ typedef struct publish_params_t {
   int testing;             /* TestingTorNetwork: testing schedule, and
                             * private addresses may be published */
   publish_traffic_fn traffic; /* NULL: observed bandwidth stays 0 */
+  publish_upload_fn on_upload; /* may be NULL (the ControlPort's
+                                * STATUS_SERVER events) */
+  void *on_upload_arg;
 } publish_params_t;
 
 typedef struct publish_t publish_t;

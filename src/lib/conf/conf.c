@@ -87,6 +87,8 @@ conf_key_eq(const char *a, const char *b)
 char *
 conf_line_where(const conf_line_t *line)
 {
+  if (line->lineno == 0) /* not from a file or argv: "the controller" */
+    return pc_strdup(line->source);
   if (line->from_cmdline)
     return pc_asprintf("the command line (argument %d)", line->lineno);
   return pc_asprintf("line %d of %s", line->lineno, line->source);

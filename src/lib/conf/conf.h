@@ -91,8 +91,9 @@ size_t conf_lines_count(const conf_line_t *lines);
 /* Case-insensitive key comparison, as tor's; returns 1 if equal. */
 int conf_key_eq(const char *a, const char *b);
 
-/* Where a line came from, for messages: "line 12 of /etc/pctor/torrc" or
- * "the command line (argument 3)". Newly allocated. */
+/* Where a line came from, for messages: "line 12 of /etc/pctor/torrc",
+ * "the command line (argument 3)", or the source alone for a line
+ * numbered 0 ("the controller"). Newly allocated. */
 char *conf_line_where(const conf_line_t *line);
 
 /* Lex len bytes of torrc text. source names it in messages. On success

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* client_ctl.c -- what a controller does with the SocksPort client by hand
+ * (client.h: client_ctl_*): circuits over a path it names, streams it
+ * holds back and attaches itself.
+ *
+ * Design:
+ *  - A controller's circuit is an ordinary plain ccirc_t (one leg, no
+ *    conflux) marked `controller`, so the pool never gives it a SOCKS
+ *    stream: a measurement pins its streams to the path it asked for, and
+ *    no stream of another application lands on it by chance. It is built,
+ *    timed out, closed when idle and reported in CIRC events like any
+ *    other.
+ *  - With __LeaveStreamsUnattached a stream whose SOCKS handshake is done
+ *    is reported NEW and held (CS_HELD, on client_g.unattached) until
+ *    ATTACHSTREAM; one whose circuit closes before CONNECTED is reported
+ *    DETACHED and held again, as in tor. Held streams wait at most
+ *    CLIENT_HELD_TIMEOUT_US, then fail with reason TIMEOUT.
+ *  - Circuits and streams are found by the IDs controllers see: circuit
+ *    gids (any leg's) and the streams' process-wide IDs. The client has
+ *    few circuits and streams, so these are list walks.
+ */
+#include "feature/client/client_internal.h"
+#include "lib/encoding/base16.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+client_ctl_hold_stream(cstream_t *cs)
+{
+  cs->state = CS_HELD;
+  cs->circ = NULL;
+  cs->held_since_us = evloop_now_us(client_g.loop);
+  dlist_insert_tail(&client_g.unattached, &cs->node);
+  log_info("Stream %llu to port %u waits for a controller to attach it",
+           (unsigned long long)cs->gid, cs->req.port);
+}
+
+void
+client_ctl_expire_held(uint64_t now)
+{
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&client_g.unattached); n; n = next) {
+    next = dlist_next(&client_g.unattached, n);
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    if (cs->state == CS_HELD &&
+        now - cs->held_since_us > CLIENT_HELD_TIMEOUT_US)
+      socks_stream_fail(cs, END_STREAM_REASON_TIMEOUT,
+                        "no controller attached it in time");
+  }
+}
+
+/* The client's circuit with a leg of this gid. */
+static ccirc_t *
+find_circ(uint64_t gid)
+{
+  for (dlist_node_t *n = dlist_first(&client_g.circs); n;
+       n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (cc->dead)
+      continue;
+    for (int i = 0; i < cc->n_legs; i++) {
+      const origin_circuit_t *oc =
+          cc->legs[i]->circ ? cc->legs[i]->circ
+          : cc->legs[i]->cb  ? circbuild_circuit(cc->legs[i]->cb)
+                             : NULL;
+      if (oc && oc->base.gid == gid)
+        return cc;
+    }
+  }
+  return NULL;
+}
+
+static cstream_t *
+find_stream(uint64_t id)
+{
+  for (dlist_node_t *n = dlist_first(&client_g.unattached); n;
+       n = dlist_next(&client_g.unattached, n)) {
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    if (cs->gid == id && cs->state != CS_SOCKS)
+      return cs;
+  }
+  for (dlist_node_t *n = dlist_first(&client_g.circs); n;
+       n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    for (dlist_node_t *m = dlist_first(&cc->streams); m;
+         m = dlist_next(&cc->streams, m)) {
+      cstream_t *cs = DLIST_ENTRY(m, cstream_t, node);
+      if (cs->gid == id)
+        return cs;
+    }
+  }
+  return NULL;
+}
+
+static int
+not_running(char **err_out)
+{
+  *err_out = pc_strdup("pctor builds circuits and attaches streams for "
+                       "controllers only with a SocksPort");
+  return 551;
+}
+
+/* The client's circuit (is_stream 0) or stream (1) with this ID into
+ * *out, or a reply code with *err_out: 551 without a client, 552
+ * unknown. */
+static int
+lookup(int is_stream, uint64_t id, void **out, char **err_out)
+{
+  if (!client_g.loop)
+    return not_running(err_out);
+  *out = is_stream ? (void *)find_stream(id) : (void *)find_circ(id);
+  if (*out)
+    return 0;
+  *err_out = pc_asprintf("Unknown %s \"%llu\"",
+                         is_stream ? "stream" : "circuit",
+                         (unsigned long long)id);
+  return 552;
+}
+
+/* A relay of the consensus by "$HEX[~=]NICK", "$HEX", "HEX" or "NICK". */
+static const dir_node_t *
+find_node(const dir_nodelist_t *nl, const char *name)
+{
+  uint8_t id[20];
+  const char *hex = name[0] == '$' ? name + 1 : name;
+  size_t len = strcspn(hex, "~=");
+  if (len == 40 && base16_decode(id, sizeof(id), hex, 40) == 20)
+    return dir_nodelist_find_id(nl, id);
+  if (name[0] == '$')
+    return NULL;
+  return dir_nodelist_find_nickname(nl, name);
+}
+
+int
+client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
+                  char **err_out)
+{
+  if (!client_g.loop)
+    return not_running(err_out);
+  const dir_nodelist_t *nl = client_nodelist();
+  if (!nl) {
+    *err_out = pc_strdup("no consensus yet");
+    return 551;
+  }
+  if (n < 1 || n > CIRCUIT_MAX_HOPS) {
+    *err_out = pc_asprintf("a path has 1 to %d relays", CIRCUIT_MAX_HOPS);
+    return 552;
+  }
+  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
+  for (int i = 0; i < n; i++) {
+    nodes[i] = find_node(nl, path[i]);
+    if (!nodes[i]) {
+      *err_out = pc_asprintf("No such router \"%s\"", path[i]);
+      return 552;
+    }
+    if (!nodes[i]->has_ntor) {
+      *err_out = pc_asprintf("Router \"%s\" has no ntor onion key",
+                             path[i]);
+      return 551;
+    }
+  }
+  extend_target_t probe;
+  memset(&probe, 0, sizeof(probe));
+  probe.has_ed_id = nodes[n - 1]->has_ed25519;
+  int want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                          nodes[n - 1]->protocols);
+  ccirc_t *cc = pc_zalloc(sizeof(*cc));
+  dlist_init(&cc->streams);
+  memcpy(cc->exit_id, nodes[n - 1]->rsa_id, 20);
+  cc->pinned_exit = 1; /* the controller decides what it may carry */
+  cc->controller = 1;
+  cc->created_us = evloop_now_us(client_g.loop);
+  cc->edge = edge_new(&client_end_ops, cc, client_g.loop);
+  dlist_insert_tail(&client_g.circs, &cc->node);
+  client_g.stats.n_circuits++;
+  cleg_t *leg = client_leg_start(cc, nodes, n, want_cc);
+  if (!leg) {
+    dlist_remove(&cc->node);
+    client_g.stats.n_circuits--;
+    edge_free(cc->edge);
+    free(cc);
+    *err_out = pc_strdup("could not start building the circuit");
+    return 551;
+  }
+  *gid_out = circbuild_circuit(leg->cb)->base.gid;
+  log_info("Controller circuit %llu: %d hops, %s -> ... -> %s",
+           (unsigned long long)*gid_out, n, nodes[0]->nickname,
+           nodes[n - 1]->nickname);
+  return 0;
+}
+
+int
+client_ctl_has_circuit(uint64_t gid)
+{
+  return client_g.loop && find_circ(gid) != NULL;
+}
+
+int
+client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out)
+{
+  void *found = NULL;
+  int code = lookup(0, gid, &found, err_out);
+  if (code)
+    return code;
+  ccirc_t *cc = found;
+  if (if_unused && !dlist_is_empty(&cc->streams))
+    return 0;
+  ccirc_close(cc, -1, "closed by a controller");
+  return 0;
+}
+
+int
+client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
+                         char **err_out)
+{
+  void *found = NULL;
+  int code = lookup(1, stream_id, &found, err_out);
+  if (code)
+    return code;
+  cstream_t *cs = found;
+  if (cs->state != CS_HELD) {
+    *err_out = pc_strdup("Connection is not managed by controller.");
+    return 555;
+  }
+  ccirc_t *cc = NULL;
+  if (circ_gid) {
+    if ((code = lookup(0, circ_gid, &found, err_out)) != 0)
+      return code;
+    cc = found;
+    if (!cc->built || !ccirc_usable(cc)) {
+      *err_out = pc_strdup("Can't attach stream to non-open origin "
+                           "circuit");
+      return 551;
+    }
+  }
+  dlist_remove(&cs->node);
+  dlist_node_init(&cs->node);
+  if (!cc) {
+    cs->ctl_release = 1;
+    client_stream_attach(cs);
+    return 0;
+  }
+  cs->circ = cc;
+  cs->state = CS_WAIT_CIRC;
+  dlist_insert_tail(&cc->streams, &cs->node);
+  log_info("Controller attached stream %llu to circuit %llu",
+           (unsigned long long)stream_id, (unsigned long long)circ_gid);
+  socks_send_begin(cs);
+  return 0;
+}
+
+int
+client_ctl_close_stream(uint64_t stream_id, uint8_t reason, char **err_out)
+{
+  void *found = NULL;
+  int code = lookup(1, stream_id, &found, err_out);
+  if (code)
+    return code;
+  cstream_t *cs = found;
+  if (cs->es) {
+    edge_stream_end(cs->es, reason);
+    cs->es = NULL;
+  }
+  if (cs->state == CS_OPEN)
+    socks_stream_free(cs);
+  else
+    socks_stream_fail(cs, reason, "closed by a controller");
+  return 0;
+}
