@@ -18,7 +18,7 @@
 #     report (README.md, percentiles.csv) was written.
 #
 # Skipped (77) when Shadow is not installed (scripts/install-shadow), or
-# without tor. About 1-3 minutes of CPU.
+# without tor or faketime. About 1-3 minutes of CPU.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -30,6 +30,8 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 [ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
 PY=/usr/bin/python3
 $PY -c 'import tomllib' 2> /dev/null || it_skip "needs /usr/bin/python3 >= 3.11"
+command -v faketime > /dev/null ||
+    it_skip "needs faketime (apt-get install faketime; the authorities' certificates are dated 1999)"
 
 EXP=$IT_TOP_SRCDIR/scripts/pctor-experiment
 work=$(it_tmpdir)
