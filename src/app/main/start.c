@@ -95,6 +95,7 @@ static struct {
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
+  int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
@@ -690,8 +691,20 @@ static int
 apply_ipsec(const options_t *o)
 {
   const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
-  if (io->mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec &&
-      !A.ipsec)
+  /* Without kernel IPsec (Shadow, a kernel without XFRM) charon can never
+   * install an SA: say so once and leave IPsec off, rather than keep
+   * waiting for charon (PerCircuitTCPRequireIPsec then keeps circuits on
+   * shared connections, as while charon is away). */
+  ipsec_mode_t mode = (ipsec_mode_t)io->mode;
+  if (mode != IPSEC_MODE_OFF && !A.ipsec_kernel) {
+    const char *why = NULL;
+    A.ipsec_kernel = ipsec_kernel_available(&why) ? 1 : 2;
+    if (A.ipsec_kernel == 2)
+      log_notice("IPsec: switched off: %s.", why);
+  }
+  if (A.ipsec_kernel == 2)
+    mode = IPSEC_MODE_OFF;
+  if (mode == IPSEC_MODE_OFF && !o->per_circuit_tcp_require_ipsec && !A.ipsec)
     return 0;
   char *err = NULL;
   if (!A.ipsec) {
@@ -705,7 +718,7 @@ apply_ipsec(const options_t *o)
   }
   ipsec_broker_config_t cfg;
   ipsec_broker_config_init(&cfg);
-  cfg.mode = (ipsec_mode_t)io->mode;
+  cfg.mode = mode;
   cfg.require_for_pctcp = o->per_circuit_tcp_require_ipsec;
   cfg.vici_socket = io->vici_socket;
   if (io->updown && *io->updown)

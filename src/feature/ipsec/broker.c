@@ -55,10 +55,14 @@
  */
 #include "feature/ipsec/broker.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netlink.h>
 
 #include "feature/ipsec/ike_key.h"
 #include "feature/ipsec/ipsec_link.h"
@@ -1822,6 +1826,38 @@ ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg)
       peer_advance(b, p);
     }
   }
+  return 0;
+}
+
+/* ---- does the kernel do IPsec? ---- */
+
+/* 1 if a socket of this family/protocol can exist here: made, or refused
+ * only for want of privilege (PF_KEY needs CAP_NET_ADMIN). */
+static int
+socket_family_exists(int domain, int type, int protocol)
+{
+  int fd = socket(domain, type | SOCK_CLOEXEC, protocol);
+  if (fd >= 0) {
+    close(fd);
+    return 1;
+  }
+  return errno == EPERM || errno == EACCES;
+}
+
+#ifndef PF_KEY_V2
+#define PF_KEY_V2 2
+#endif
+
+int
+ipsec_kernel_available(const char **why)
+{
+  if (socket_family_exists(AF_NETLINK, SOCK_RAW, NETLINK_XFRM) ||
+      socket_family_exists(PF_KEY, SOCK_RAW, PF_KEY_V2))
+    return 1;
+  if (why)
+    *why = "neither an XFRM netlink nor a PF_KEY socket can be opened here "
+           "(a simulator such as Shadow, or a kernel without IPsec), so "
+           "charon could install no SA";
   return 0;
 }
 

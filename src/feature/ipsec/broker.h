@@ -108,6 +108,14 @@ ipsec_broker_t *ipsec_broker_new(evloop_t *loop, const char *datadir,
 int ipsec_broker_configure(ipsec_broker_t *b, const ipsec_broker_config_t *cfg);
 void ipsec_broker_free_(ipsec_broker_t *b);
 
+/* Can this system's kernel hold IPsec SAs at all? charon installs them
+ * through an XFRM netlink socket (or PF_KEY); a system without either
+ * (a simulator such as Shadow, a kernel built without them) never gets
+ * one, so IPsec there is switched off instead of waiting for charon.
+ * Opens and closes one socket of each kind; nothing is sent. Returns 1,
+ * or 0 with a static reason in *why. */
+int ipsec_kernel_available(const char **why);
+
 /* ---- trust: the directory ----
  * The broker acts (loads a peer's IKE key into charon, initiates, gives
  * per-circuit connections) only for relays listed in the current

@@ -50,7 +50,9 @@ static const conf_var_t ipsec_vars[] = {
    "while its SA is installed; meanwhile circuits share a TLS "
    "connection. With auto, relays that do not offer IPsec (tor relays) "
    "get per-circuit connections without it; with 1 they share. pctor "
-   "never closes circuits or connections because of IPsec.", ipsec_modes},
+   "never closes circuits or connections because of IPsec. Where the "
+   "kernel has neither XFRM nor PF_KEY (the Shadow simulator) it logs "
+   "one line and stays off.", ipsec_modes},
   {"IPsecVICISocket", CONF_TYPE_PATH, "PATH", IPSEC_DEFAULT_VICI_SOCKET,
    IPSEC_DEFAULT_VICI_SOCKET, 1, 0, 0, OFF(vici_socket),
    "The unix socket of charon's VICI plugin. pctor reconnects (with "

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# shadow-smoke.sh -- pctor in the Shadow simulator, end to end:
+# `pctor-experiment run --engine shadow` on tests/data/shadow/smoke.toml (one
+# tor 0.4.9 authority, four pctor relays of which two exits, one pctor
+# client, one web server; two configurations: shared connections and
+# PerCircuitTCP; 30 simulated seconds of web and bulk downloads). Checks:
+#   - both runs are ok: Shadow exited 0 (every process ended as expected:
+#     daemons still running at the end, the workload exited 0);
+#   - in each configuration, counted web and bulk downloads succeeded (size
+#     and sha256 of the file checked by the client) through circuits of pctor
+#     relays (the only relays there are), with connect <= TTFB <= total;
+#   - with PerCircuitTCP 1 the middles' onward connections are per-circuit
+#     ones (their MeasureMe records say so), with PerCircuitTCP 0 never;
+#   - the relay with ipsec = true (IPsec 1 in its torrc) logged exactly one
+#     "IPsec: switched off" line, as Shadow has no XFRM;
+#   - MeasureMe records of the relays join the client's labels, and the
+#     report (README.md, percentiles.csv) was written.
+#
+# Skipped (77) when Shadow is not installed (scripts/install-shadow), or
+# without tor or faketime. About 1-3 minutes of CPU.
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+SHADOW=${SHADOW:-$(command -v shadow || echo "$HOME/.local/bin/shadow")}
+[ -x "$SHADOW" ] || it_skip "Shadow is not installed (scripts/install-shadow SRC builds it; README)"
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+[ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
+PY=/usr/bin/python3
+$PY -c 'import tomllib' 2> /dev/null || it_skip "needs /usr/bin/python3 >= 3.11"
+command -v faketime > /dev/null ||
+    it_skip "needs faketime (apt-get install faketime; the authorities' certificates are dated 1999)"
+
+EXP=$IT_TOP_SRCDIR/scripts/pctor-experiment
+work=$(it_tmpdir)
+out=$work/report
+# the authority's keys are cached per run of this test, not in $HOME
+export PCTOR_SHADOW_CACHE=$work/cache
+
+t0=$SECONDS
+it_run nice -n 10 "$EXP" run "$IT_TOP_SRCDIR/tests/data/shadow/smoke.toml" --engine shadow \
+    --shadow "$SHADOW" --out "$out" --pctor "$PCTOR" --tor "$TOR" --keep-data \
+    > "$work/run.out" 2> "$work/run.err" ||
+    it_fail "pctor-experiment run --engine shadow failed: $(tail -15 "$work/run.err")"
+it_log "two simulations done in $((SECONDS - t0)) s"
+
+$PY - "$out" <<'PY' || it_fail "the Shadow runs are wrong (logs under $out/runs/*/shadow)"
+import csv, glob, json, os, sys
+out = sys.argv[1]
+def fail(msg):
+    print("shadow-smoke:", msg, file=sys.stderr)
+    sys.exit(1)
+meta = json.load(open(os.path.join(out, "runs.json")))
+if meta.get("engine") != "shadow":
+    fail(f"engine {meta.get('engine')}")
+runs = meta["runs"]
+if [r["status"] for r in runs] != ["ok", "ok"]:
+    fail(f"runs: {[(r['run'], r['status'], r.get('error')) for r in runs]}")
+recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+for cfg in ("shared", "pctcp"):
+    for cls, least in (("web", 4), ("bulk", 2)):
+        good = [r for r in recs if r["config"] == cfg and r["class"] == cls and r["ok"]
+                and r["counted"]]
+        if len(good) < least:
+            fail(f"{cfg}/{cls}: {len(good)} counted good downloads, want {least}")
+        for r in good:
+            if not 0 < r["connect"] <= r["ttfb"] <= r["total"]:
+                fail(f"bad times {r}")
+bad = [r for r in recs if not r["ok"] and not r.get("aborted")]
+if bad:
+    fail(f"failed requests: {bad[:3]}")
+
+def logs(run, host):
+    p = os.path.join(out, "runs", run, "shadow", "shadow.data", "hosts", host, "notice.log")
+    return open(p, errors="replace").read()
+
+relays = ("mid1", "mid2", "exit", "pexit")
+for r in runs:
+    off = logs(r["run"], "pexit").count("IPsec: switched off")
+    if off != 1:
+        fail(f"{r['run']}: pexit logged 'IPsec: switched off' {off} times")
+    for h in relays:
+        if "[err]" in logs(r["run"], h):
+            fail(f"{r['run']}: {h} logged an error")
+mm = [json.loads(l) for l in open(os.path.join(out, "measureme.jsonl"))]
+asks = [json.loads(l) for l in open(os.path.join(out, "measureme-asks.jsonl"))]
+if not mm or not asks:
+    fail(f"MeasureMe: {len(mm)} records, {len(asks)} asks")
+labels = {a["label"] for a in asks}
+if any(m.get("label") not in labels for m in mm):
+    fail("a MeasureMe record with a label the client did not log")
+# PerCircuitTCP: the middles' onward connections (MeasureMe's chan_fwd) are
+# per-circuit ones with PerCircuitTCP 1 and never with PerCircuitTCP 0.
+for cfg, want in (("shared", False), ("pctcp", True)):
+    own = any((m.get("chan_fwd") or {}).get("per_circuit") for m in mm
+              if m["config"] == cfg and m.get("role") == "middle")
+    if own != want:
+        fail(f"{cfg}: per-circuit onward connections at a middle: {own}, want {want}")
+rows = list(csv.DictReader(open(os.path.join(out, "percentiles.csv"))))
+if not any(r["config"] == "pctcp" and r["class"] == "web" and r["metric"] == "ttfb"
+           for r in rows):
+    fail("no percentile row for pctcp/web/ttfb")
+if "shadow" not in open(os.path.join(out, "README.md")).read().lower():
+    fail("the report does not say it ran in Shadow")
+print("shadow-smoke: runs ok; good downloads per config/class:",
+      {(c, k): sum(1 for r in recs if r["config"] == c and r["class"] == k and r["ok"])
+       for c in ("shared", "pctcp") for k in ("web", "bulk")}, file=sys.stderr)
+PY
+it_log "ok"
