@@ -315,7 +315,8 @@ guards_new(statefile_t *st, const char *instance)
     *append(gs) = g;
   }
   /* Sample order; then renumber densely (tor does the same). */
-  qsort(gs->g, (size_t)gs->n, sizeof(*gs->g), cmp_sampled);
+  if (gs->n > 0) /* (gs->g is NULL when no line was kept) */
+    qsort(gs->g, (size_t)gs->n, sizeof(*gs->g), cmp_sampled);
   for (int i = 0; i < gs->n; i++)
     gs->g[i].sampled_idx = i;
   gs->next_sampled_idx = gs->n;
