@@ -204,6 +204,13 @@ _it_dump_logs() {
             echo "----- last lines of $f" >&2
             tail -n 15 "$f" >&2
         done
+        # Relays a test started by hand in a node directory (pctor logs at
+        # info level there: only notices and worse, and descriptor uploads).
+        for f in "$net"/node*/pctor.log "$net"/node*/tor.log; do
+            [ -s "$f" ] || continue
+            echo "----- notices of $f" >&2
+            grep -E '\[(notice|warn|err)\]|descriptor' "$f" | tail -n 30 >&2
+        done
     done < "$IT_ROOT/privnets"
 }
 

@@ -163,7 +163,8 @@ grep -qF "identity key fingerprint is 'migrant $(echo "$fp" | sed 's/..../& /g; 
     it_fail "pctor does not report tor's RSA fingerprint: $(grep fingerprint "$d/pctor.log")"
 grep -qF "Ed25519 identity is 'migrant $ed'" "$d/pctor.log" ||
     it_fail "pctor does not report tor's ed25519 identity"
-pub_pctor=$(published_wait "pctor ") || it_fail "auth0 never served pctor's descriptor for $fp"
+pub_pctor=$(published_wait "pctor ") ||
+    it_fail "auth0 never served pctor's descriptor for $fp; it serves: $(descriptor | grep -E '^(platform|published) ' | tr '\n' ' ')"
 it_wait_until 90 listed_as "$pub_pctor" ||
     it_fail "no consensus lists pctor's descriptor ($pub_pctor) Running and Valid: $(entry_of migrant)"
 it_log "pctor on tor's keys is listed Running and Valid: $(entry_of migrant | tr '\n' ' ')"
