@@ -63,7 +63,7 @@ want exit.torrc accepted
 want family.torrc accepted
 want dual-stack.torrc accepted
 want debian.torrc accepted
-want exit-reduced.torrc "refused ReducedExitPolicy"
+want exit-reduced.torrc accepted
 want accounting.torrc "refused AccountingMax"
 want older-guide.torrc "refused DirPort"
 
@@ -83,7 +83,10 @@ has guard.torrc "RelayBandwidthRate 10485760" --defaults-torrc /nonexistent
 has guard.torrc "MaxAdvertisedBandwidth 8388608" --defaults-torrc /nonexistent
 has guard.torrc "HeartbeatPeriod 43200" --defaults-torrc /nonexistent
 has guard.torrc "ExitRelay 0" --defaults-torrc /nonexistent
+has guard.torrc "Log [handshake,channel]info [~net]notice-warn file $dir/links.log" --defaults-torrc /nonexistent
+has guard.torrc "LogMessageDomains 1" --defaults-torrc /nonexistent
 has exit.torrc "BandwidthRate 6553600" --defaults-torrc /nonexistent
+has exit-reduced.torrc "ReducedExitPolicy 1" --defaults-torrc /nonexistent
 has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
 has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
 # Debian's layout: the defaults file, the torrc.d file (not the dot file).

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/config/log_domains.h"
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 
@@ -185,6 +186,147 @@ START_TEST(test_give_created_files)
 }
 END_TEST
 
+/* Read the whole file at path into buf (NUL-terminated). */
+static void
+slurp(const char *path, char *buf, size_t cap)
+{
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* tor's domain syntax: names, *, ~exclusions, several ranges. */
+START_TEST(test_domain_syntax)
+{
+  char *err = NULL;
+  ck_assert_int_eq(log_domain_parse("net", 3), LOG_DOM_NET);
+  ck_assert_int_eq(log_domain_parse("HandShake", 9), LOG_DOM_HANDSHAKE);
+  ck_assert_int_eq(log_domain_parse("mesg", 4), LOG_DOM_MESG);
+  ck_assert_int_eq(log_domain_parse("nett", 4), -1);
+  ck_assert_str_eq(log_domain_name(LOG_DOM_DIRSERV), "DIRSERV");
+  ck_assert_int_eq(log_check_destination("[handshake]debug [~net,~mm]info "
+                                         "notice stdout", &err), 0);
+  ck_assert_int_eq(log_check_destination("[*]info file /tmp/x", &err), 0);
+  ck_assert_int_eq(log_check_destination("info-notice [dir]debug stderr",
+                                         &err), 0);
+  ck_assert_int_eq(log_check_destination("[bogus]info stderr", &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "unknown logging domain 'bogus'"));
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(log_check_destination("[net info stderr", &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "']'"));
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(log_check_destination("[]info stderr", &err), -1);
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(log_check_destination("[net]loud stderr", &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "unknown severity"));
+  free(err);
+  err = NULL;
+  /* Severities but no destination. */
+  ck_assert_int_eq(log_check_destination("notice warn", &err), -1);
+  free(err);
+}
+END_TEST
+
+/* The source-file classifier, as the daemon installs it. */
+START_TEST(test_domain_of_source)
+{
+  ck_assert_int_eq(log_domain_of_source("../src/core/or/channel_hs.c", "f"),
+                   LOG_DOM_HANDSHAKE);
+  ck_assert_int_eq(log_domain_of_source("/b/src/core/or/channel.c", "f"),
+                   LOG_DOM_CHANNEL);
+  ck_assert_int_eq(log_domain_of_source("src/feature/dircache/dircache.c",
+                                        "f"), LOG_DOM_DIRSERV);
+  ck_assert_int_eq(log_domain_of_source("src/feature/dir/dir_http.c", "f"),
+                   LOG_DOM_HTTP);
+  ck_assert_int_eq(log_domain_of_source("src/feature/dir/consensus.c", "f"),
+                   LOG_DOM_DIR);
+  ck_assert_int_eq(log_domain_of_source("src/lib/crypt/rsa.c", "f"),
+                   LOG_DOM_CRYPTO);
+  ck_assert_int_eq(log_domain_of_source("src/app/main/start.c",
+                                        "heartbeat_cb"), LOG_DOM_HEARTBEAT);
+  ck_assert_int_eq(log_domain_of_source("src/app/main/start.c", "app_start"),
+                   LOG_DOM_GENERAL);
+  ck_assert_int_eq(log_domain_of_source("elsewhere.c", "f"),
+                   LOG_DOM_GENERAL);
+}
+END_TEST
+
+/* This file is in the "general" domain for the classifier below unless
+ * the function says otherwise. */
+static log_domain_t
+test_classifier(const char *file, const char *func)
+{
+  (void)file;
+  if (strstr(func, "net"))
+    return LOG_DOM_NET;
+  if (strstr(func, "circ"))
+    return LOG_DOM_CIRC;
+  return LOG_DOM_GENERAL;
+}
+
+static void log_from_net(void) { log_info("net info"); }
+static void log_from_circ(void) { log_info("circ info"); }
+static void log_from_circ_debug(void) { log_debug("circ debug"); }
+static void log_from_net_notice(void) { log_notice("net notice"); }
+
+/* Destinations take only their domains at each severity, and
+ * LogMessageDomains prints the domain. */
+START_TEST(test_domain_filtering)
+{
+  char dir[] = "/tmp/check_log_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char a[128], b[128], spec[200];
+  snprintf(a, sizeof(a), "%s/a.log", dir);
+  snprintf(b, sizeof(b), "%s/b.log", dir);
+  char *err = NULL;
+  log_set_domain_classifier(test_classifier);
+  log_reset_destinations();
+  snprintf(spec, sizeof(spec), "[circ]debug [~net]info notice file %s", a);
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  snprintf(spec, sizeof(spec), "[net]info-notice file %s", b);
+  ck_assert_int_eq(log_parse_destination(spec, &err), 0);
+  log_from_net();
+  log_from_circ();
+  log_from_circ_debug();
+  log_from_net_notice();
+  log_info("general info");
+  log_debug("general debug");
+  log_set_message_domains(1);
+  log_from_circ();
+  log_set_message_domains(0);
+  char buf[4096];
+  slurp(a, buf, sizeof(buf));
+  ck_assert(strstr(buf, "net info") == NULL);
+  ck_assert(strstr(buf, "circ info") != NULL);
+  ck_assert(strstr(buf, "circ debug") != NULL);
+  ck_assert(strstr(buf, "net notice") != NULL);
+  ck_assert(strstr(buf, "general info") != NULL);
+  ck_assert(strstr(buf, "general debug") == NULL);
+  ck_assert(strstr(buf, "[info] {CIRC} log_from_circ(): circ info") != NULL);
+  slurp(b, buf, sizeof(buf));
+  ck_assert(strstr(buf, "net info") != NULL);
+  ck_assert(strstr(buf, "net notice") != NULL);
+  ck_assert(strstr(buf, "circ") == NULL);
+  ck_assert(strstr(buf, "general") == NULL);
+  /* SIGUSR2: everything, every domain. */
+  log_set_all_debug();
+  log_debug("general debug after");
+  slurp(b, buf, sizeof(buf));
+  ck_assert(strstr(buf, "general debug after") != NULL);
+  log_reset_destinations();
+  log_set_domain_classifier(NULL);
+  log_set_default_min(LOG_SEV_NOTICE);
+  unlink(a);
+  unlink(b);
+  rmdir(dir);
+}
+END_TEST
+
 Suite *
 suite_log(void)
 {
@@ -197,6 +339,9 @@ suite_log(void)
   tcase_add_test(tc, test_scrub);
   tcase_add_test(tc, test_debug_switch_and_reopen);
   tcase_add_test(tc, test_give_created_files);
+  tcase_add_test(tc, test_domain_syntax);
+  tcase_add_test(tc, test_domain_of_source);
+  tcase_add_test(tc, test_domain_filtering);
   suite_add_tcase(s, tc);
   return s;
 }

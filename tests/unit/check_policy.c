@@ -460,6 +460,108 @@ START_TEST(test_build_exit)
 }
 END_TEST
 
+/* ReducedExitPolicy: the descriptor policy tor 0.4.9 publishes with
+ * "ExitRelay 1, ReducedExitPolicy 1, ExitPolicyRejectPrivate 0" (read
+ * from a tor relay's GETINFO exit-policy/full), after a configured rule. */
+START_TEST(test_build_reduced)
+{
+  exit_policy_options_t o;
+  exit_policy_options_init(&o);
+  o.is_exit = 1;
+  o.reject_private = 0;
+  o.reduced = 1;
+  exit_policy_t *p = build(NULL, &o);
+  char *d = exit_policy_format_descriptor(p);
+  ck_assert_str_eq(d,
+                      "accept *:20-23\n"
+                      "accept *:43\n"
+                      "accept *:53\n"
+                      "accept *:79-81\n"
+                      "accept *:88\n"
+                      "accept *:110\n"
+                      "accept *:143\n"
+                      "accept *:194\n"
+                      "accept *:220\n"
+                      "accept *:389\n"
+                      "accept *:443\n"
+                      "accept *:464\n"
+                      "accept *:465\n"
+                      "accept *:531\n"
+                      "accept *:543-544\n"
+                      "accept *:554\n"
+                      "accept *:563\n"
+                      "accept *:587\n"
+                      "accept *:636\n"
+                      "accept *:706\n"
+                      "accept *:749\n"
+                      "accept *:873\n"
+                      "accept *:902-904\n"
+                      "accept *:981\n"
+                      "accept *:989-995\n"
+                      "accept *:1194\n"
+                      "accept *:1220\n"
+                      "accept *:1293\n"
+                      "accept *:1500\n"
+                      "accept *:1533\n"
+                      "accept *:1677\n"
+                      "accept *:1723\n"
+                      "accept *:1755\n"
+                      "accept *:1863\n"
+                      "accept *:2082-2083\n"
+                      "accept *:2086-2087\n"
+                      "accept *:2095-2096\n"
+                      "accept *:2102-2104\n"
+                      "accept *:3128\n"
+                      "accept *:3389\n"
+                      "accept *:3690\n"
+                      "accept *:4321\n"
+                      "accept *:4643\n"
+                      "accept *:5050\n"
+                      "accept *:5190\n"
+                      "accept *:5222-5223\n"
+                      "accept *:5228\n"
+                      "accept *:5900\n"
+                      "accept *:6660-6669\n"
+                      "accept *:6679\n"
+                      "accept *:6697\n"
+                      "accept *:8000\n"
+                      "accept *:8008\n"
+                      "accept *:8074\n"
+                      "accept *:8080\n"
+                      "accept *:8082\n"
+                      "accept *:8087-8088\n"
+                      "accept *:8232-8233\n"
+                      "accept *:8332-8333\n"
+                      "accept *:8443\n"
+                      "accept *:8888\n"
+                      "accept *:9418\n"
+                      "accept *:9999\n"
+                      "accept *:10000\n"
+                      "accept *:11371\n"
+                      "accept *:18080-18081\n"
+                      "accept *:18089\n"
+                      "accept *:19294\n"
+                      "accept *:19638\n"
+                      "accept *:50002\n"
+                      "accept *:64738\n"
+                      "reject *:*\n");
+  free(d);
+  ck_assert(allows(p, "8.8.8.8", 443));
+  ck_assert(allows(p, "8.8.8.8", 18089));
+  ck_assert(!allows(p, "8.8.8.8", 25));
+  ck_assert(!allows(p, "8.8.8.8", 8081));
+  ck_assert(!allows(p, "2001:db8::1", 443)); /* no IPv6Exit */
+  exit_policy_free(p);
+  /* Configured rules still come first. */
+  p = build("accept *:25", &o);
+  ck_assert(allows(p, "8.8.8.8", 25));
+  ck_assert(!allows(p, "8.8.8.8", 26));
+  exit_policy_free(p);
+  /* ExitRelay auto: ReducedExitPolicy alone makes an exit (as tor). */
+  ck_assert_int_eq(exit_policy_want_exit(-1, 0 + 1, 0), 1);
+}
+END_TEST
+
 START_TEST(test_build_nonexit)
 {
   exit_policy_options_t o;
@@ -1038,6 +1140,7 @@ suite_policy(void)
   tcase_add_test(tc, test_first_match);
   tcase_add_test(tc, test_build_exit);
   tcase_add_test(tc, test_build_nonexit);
+  tcase_add_test(tc, test_build_reduced);
   tcase_add_test(tc, test_unknown_address);
   tcase_add_test(tc, test_redundancy);
   tcase_add_test(tc, test_tor_vectors);

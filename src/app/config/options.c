@@ -627,17 +627,43 @@ static const conf_var_t app_vars[] = {
    "How to reach the relay's operator, published in its descriptor "
    "(for example an e-mail address written so that harvesters do not "
    "recognise it). Printable text without control characters.", NULL},
-  {"Log", CONF_TYPE_CUSTOM, "SEVERITY[-SEVERITY] stderr|stdout|syslog|file PATH",
+  {"Log", CONF_TYPE_CUSTOM,
+   "[DOMAIN,...]SEVERITY[-SEVERITY] ... stderr|stdout|syslog|file PATH",
    NULL, "notice stderr",
    1, 0, 0, OFF(logs),
    "Send messages with a severity from the first SEVERITY up to the "
    "second (err if omitted; severities are debug, info, notice, warn "
    "and err) to standard error, standard output, syslog (facility "
    "daemon) or the file PATH (appended to, created with mode 0640). "
+   "Several ranges may be given, each limited to a set of tor's logging "
+   "domains in brackets, as in tor: \"Log [handshake]debug [~net,~mm]info "
+   "notice stderr\" sends debug messages of the handshake domain, info "
+   "messages of all domains but net and mm, and notice and above of "
+   "all. Domains are general, crypto, net, config, fs, protocol, mm, "
+   "http, app, control, circ, rend, bug, dir, dirserv, or, edge, acct, "
+   "hist, handshake, heartbeat, channel, sched, guard, consdiff, dos, "
+   "process, pt, btrack and mesg (case-insensitive; * is all, ~ "
+   "excludes, and a list of exclusions only means all but those). pctor "
+   "puts a message in a domain by the module that logs it: crypto (lib/"
+   "crypt, core/crypto), net (TLS, sockets, the event loop, IPsec, "
+   "datagram links, BackTap), fs, config, mm (memory), handshake (link "
+   "handshakes), channel (channels, PerCircuitTCP), sched (cell queues "
+   "and the scheduler), circ (circuits, congestion control, conflux, "
+   "circuit building), edge (streams, SENDMEs, exits), dos, or (other "
+   "relay code), protocol (cell and document codecs), dir (directory "
+   "client and descriptor publishing), http, dirserv (the directory "
+   "cache), app (the SOCKS client), guard, control, hist (MeasureMe), "
+   "heartbeat (the heartbeat lines) and general (the rest); pctor has no "
+   "rend, bug, acct, consdiff, process, pt, btrack or mesg messages. "
    "Repeat the option for several destinations. Without any Log line, "
    "notice and above go to standard error, which RunAsDaemon sends to "
    "/dev/null. SIGHUP applies changed Log lines and reopens log files; "
    "with User, log files must be writable by that user to be reopened.", &log_type},
+  {"LogMessageDomains", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(log_message_domains),
+   "If 1, every log message carries its logging domain in braces after "
+   "the severity (\"[notice] {DIR} ...\"), as in tor; see Log for the "
+   "domains.", NULL},
   {"RunAsDaemon", CONF_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(run_as_daemon),
    "If 1, run in the background: pctor forks, starts a new session, "
@@ -776,6 +802,19 @@ static const conf_var_t app_vars[] = {
    "1214, 4661-4666, 6346-6429, 6699 and 6881-6999, accepting the rest) "
    "follows the configured rules; end them with \"reject *:*\" to avoid "
    "that. Only used with ExitRelay 1.", &policy_type},
+  {"ReducedExitPolicy", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(reduced_exit_policy),
+   "If 1, tor's reduced exit policy follows the configured ExitPolicy "
+   "rules instead of the default one: it accepts only the ports tor "
+   "0.4.9 lists for it (20-23, 43, 53, 79-81, 88, 110, 143, 194, 220, "
+   "389, 443, 464, 465, 531, 543-544, 554, 563, 587, 636, 706, 749, 873, "
+   "902-904, 981, 989-995, 1194, 1220, 1293, 1500, 1533, 1677, 1723, 1755, "
+   "1863, 2082-2083, 2086-2087, 2095-2096, 2102-2104, 3128, 3389, 3690, "
+   "4321, 4643, 5050, 5190, 5222-5223, 5228, 5900, 6660-6669, 6679, 6697, "
+   "8000, 8008, 8074, 8080, 8082, 8087-8088, 8232-8233, 8332-8333, 8443, "
+   "8888, 9418, 9999, 10000, 11371, 18080-18081, 18089, 19294, 19638, "
+   "50002 and 64738) and rejects the rest. As in tor, with ExitRelay auto "
+   "it makes the relay an exit.", NULL},
   {"ExitPolicyRejectPrivate", CONF_TYPE_BOOL, "0|1", "1", "1",
    1, 0, 0, OFF(exit_policy_reject_private),
    "If 1, the exit policy starts with rules rejecting private and local "
@@ -1235,8 +1274,6 @@ static const struct {
    "and HashedControlPassword only"},
   {"FamilyId", "pctor does not support family keys yet; list the family "
    "with MyFamily"},
-  {"ReducedExitPolicy", "write the ports you want as ExitPolicy accept "
-   "lines"},
   {"IPv6Exit", "pctor exits connect over IPv4 only"},
   {"HiddenService*", "pctor has no onion services"},
   {"HSLayer*", "pctor has no onion services"},
@@ -1263,7 +1300,7 @@ static const struct {
   const char *name, *value;
 } tor_same_behaviour[] = {
   {"DirPort", "0"},           {"IPv6Exit", "0"},
-  {"ReducedExitPolicy", "0"}, {"Sandbox", "0"},
+  {"Sandbox", "0"},
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},        {"AccountingMax", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
@@ -1453,11 +1490,14 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   if (!options_is_set(o, "ExtendAllowPrivateAddresses"))
     o->extend_allow_private_addresses = o->testing_tor_network;
 
-  /* ExitRelay auto (tor): an exit exactly when ExitPolicy is set. */
-  o->is_exit = exit_policy_want_exit(o->exit_relay, o->exit_policy.n, 0);
+  /* ExitRelay auto (tor): an exit exactly when ExitPolicy or
+   * ReducedExitPolicy is set. */
+  o->is_exit = exit_policy_want_exit(
+      o->exit_relay, o->exit_policy.n + (o->reduced_exit_policy != 0), 0);
   if (o->exit_relay < 0) {
     if (o->is_exit && o->or_ports.n > 0)
-      log_notice("ExitRelay is auto and an ExitPolicy is set, so this "
+      log_notice("ExitRelay is auto and an ExitPolicy (or "
+                 "ReducedExitPolicy) is set, so this "
                  "relay is an exit (as in tor). Set ExitRelay 0 if you did "
                  "not want that.");
   }

@@ -88,6 +88,7 @@ typedef struct options_t {
   int heartbeat_period;          /* HeartbeatPeriod, seconds; 0: none */
   int shutdown_wait_length;      /* ShutdownWaitLength, seconds */
   int safe_logging;              /* SafeLogging: 0, 1, 2 (relay) */
+  int log_message_domains;       /* LogMessageDomains: 0 or 1 */
   char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
   int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
@@ -99,6 +100,7 @@ typedef struct options_t {
   options_strlist_t exit_policy; /* ExitPolicy: one "accept/reject
                                   * ADDR:PORTS" line each */
   int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */
+  int reduced_exit_policy;                 /* ReducedExitPolicy */
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/config/log_domains.h"
 #include "app/config/options.h"
 #include "app/main/daemon.h"
 #include "app/main/privdrop.h"
@@ -252,6 +253,7 @@ apply_logs(const options_t *opts, char **err_out)
 {
   const options_strlist_t *logs = &opts->logs;
   log_set_scrub(opts->safe_logging != 0);
+  log_set_message_domains(opts->log_message_domains);
   log_set_syslog_ident(opts->syslog_identity_tag);
   restore_console_level();
   log_reset_destinations();
@@ -677,6 +679,7 @@ main(int argc, char **argv)
     return 1;
   }
   daemon_state.cmdline = cl;
+  log_set_domain_classifier(log_domain_of_source);
   /* --hush / --quiet: the console log until Log lines say otherwise. */
   log_set_default_min(cl->quiet == 2   ? LOG_SEV_NONE
                       : cl->quiet == 1 ? LOG_SEV_WARN

@@ -189,6 +189,7 @@ configure_exit(const options_t *o)
     exit_policy_options_init(&po);
     po.is_exit = 1;
     po.reject_private = o->exit_policy_reject_private;
+    po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     po.our_addrs = o->or_ports.addrs;
     po.n_our_addrs = o->or_ports.n;

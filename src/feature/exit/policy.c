@@ -24,7 +24,7 @@
  *        our local addresses (RejectLocalInterfaces), public ones only,
  *        IPv6 ones only with IPv6Exit; then redundant rules are dropped;
  *     4. the configured entries;
- *     5. EXIT_POLICY_DEFAULT;
+ *     5. EXIT_POLICY_DEFAULT (EXIT_POLICY_REDUCED with ReducedExitPolicy);
  *     6. redundant rules are dropped (remove_redundancies(): rules of a
  *        family after a catch-all of that family; rules covered by an
  *        earlier rule; rules covered by a later rule of the same verb with
@@ -726,7 +726,8 @@ exit_policy_parse(const char *const *lines, int n,
   free(user.v);
   user.v = NULL;
   warn_unreachable(&rv, first_user);
-  if (append_string(&rv, EXIT_POLICY_DEFAULT, err) < 0)
+  if (append_string(&rv, opts->reduced ? EXIT_POLICY_REDUCED
+                                       : EXIT_POLICY_DEFAULT, err) < 0)
     goto fail;
   remove_redundancies(&rv);
   return policy_from_vec(&rv);

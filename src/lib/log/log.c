@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* log.c -- tor-style log destinations and formatting (see log.h).
  *
- * Destinations are a small fixed table; a message is formatted once and
+ * Destinations are a small fixed table. Each holds, per severity, the set
+ * of domains it takes (a bit per domain), so "[~net]info notice stderr"
+ * is masks[info] = all but net, masks[notice..err] = all. A message is
+ * classified into its domain only when that matters (some destination
+ * takes part of the domains at its severity, or LogMessageDomains is on);
+ * it is formatted once and
  * written with a single write() per destination so lines from different
  * events never interleave. Scrubbing (SafeLogging) rewrites the formatted
  * message once, before any destination sees it. A file destination
@@ -12,6 +17,8 @@
 #include "lib/malloc/alloc.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +34,11 @@
 
 typedef enum { DEST_FD, DEST_FILE, DEST_SYSLOG } dest_kind_t;
 
+#define DOMAINS_ALL ((1u << LOG_N_DOMAINS) - 1)
+
 typedef struct {
   dest_kind_t kind;
-  log_severity_t min, max;
+  uint32_t masks[LOG_SEV_ERR + 1]; /* per severity: domains taken */
   int fd;
   char *path;
   int created; /* this process created the file (see log_give_created_files) */
@@ -43,6 +52,44 @@ static log_severity_t hook_min = LOG_SEV_ERR;
 static int default_min = LOG_SEV_NOTICE;
 static int scrub_addresses;
 static char syslog_ident[64] = "pctor";
+static log_domain_fn domain_fn;
+static int message_domains;
+
+static const char *const domain_names[LOG_N_DOMAINS] = {
+  "GENERAL", "CRYPTO", "NET", "CONFIG", "FS", "PROTOCOL", "MM", "HTTP",
+  "APP", "CONTROL", "CIRC", "REND", "BUG", "DIR", "DIRSERV", "OR", "EDGE",
+  "ACCT", "HIST", "HANDSHAKE", "HEARTBEAT", "CHANNEL", "SCHED", "GUARD",
+  "CONSDIFF", "DOS", "PROCESS", "PT", "BTRACK", "MESG"};
+
+int
+log_domain_parse(const char *name, size_t len)
+{
+  for (int i = 0; i < LOG_N_DOMAINS; i++)
+    if (strlen(domain_names[i]) == len &&
+        !strncasecmp(domain_names[i], name, len))
+      return i;
+  return -1;
+}
+
+const char *
+log_domain_name(log_domain_t d)
+{
+  if ((int)d < 0 || d >= LOG_N_DOMAINS)
+    return "GENERAL";
+  return domain_names[d];
+}
+
+void
+log_set_domain_classifier(log_domain_fn fn)
+{
+  domain_fn = fn;
+}
+
+void
+log_set_message_domains(int on)
+{
+  message_domains = on;
+}
 
 static const char *const sev_names[] = {"debug", "info", "notice", "warn",
                                         "err"};
@@ -97,25 +144,121 @@ parse_range(const char *s, size_t len, log_severity_t *min,
   return 0;
 }
 
-/* Split spec into range, kind and optional path; does not open anything. */
+/* Parse the domain list of "[net,~mm]" (without brackets, len bytes) into
+ * a mask: named domains, all but the ~named ones, or * for all. */
+static int
+parse_domains(const char *s, size_t len, uint32_t *mask, char **err_out,
+              const char *spec)
+{
+  uint32_t yes = 0, no = 0;
+  int any_yes = 0, any_no = 0;
+  size_t i = 0;
+  while (i <= len) {
+    size_t j = i;
+    while (j < len && s[j] != ',')
+      j++;
+    const char *name = s + i;
+    size_t n = j - i;
+    int neg = n > 0 && name[0] == '~';
+    if (neg) {
+      name++;
+      n--;
+    }
+    if (n == 1 && name[0] == '*') {
+      if (neg)
+        no = DOMAINS_ALL;
+      else
+        yes = DOMAINS_ALL;
+    } else {
+      int d = log_domain_parse(name, n);
+      if (d < 0) {
+        *err_out = pc_asprintf("Log \"%s\": unknown logging domain '%.*s' "
+                               "(tor's domains: general, crypto, net, "
+                               "config, fs, protocol, mm, http, app, "
+                               "control, circ, rend, bug, dir, dirserv, or, "
+                               "edge, acct, hist, handshake, heartbeat, "
+                               "channel, sched, guard, consdiff, dos, "
+                               "process, pt, btrack, mesg; * for all, ~ to "
+                               "exclude)", spec, (int)n, name);
+        return -1;
+      }
+      if (neg)
+        no |= 1u << d;
+      else
+        yes |= 1u << d;
+    }
+    if (neg)
+      any_no = 1;
+    else
+      any_yes = 1;
+    i = j + 1;
+  }
+  /* As tor: only exclusions ("[~net]") mean all but those. */
+  if (!any_yes && any_no)
+    yes = DOMAINS_ALL;
+  *mask = yes & ~no & DOMAINS_ALL;
+  return 0;
+}
+
+static int
+is_destination_word(const char *w, size_t n)
+{
+  return (n == 6 && (!strncmp(w, "stderr", 6) || !strncmp(w, "stdout", 6) ||
+                     !strncmp(w, "syslog", 6))) ||
+         (n == 4 && !strncmp(w, "file", 4));
+}
+
+/* Split spec into its severity ranges (each optionally limited to domains),
+ * kind and optional path; does not open anything. */
 static int
 parse_spec(const char *spec, log_dest_t *out, char **err_out)
 {
   while (*spec == ' ' || *spec == '\t')
     spec++;
-  const char *sp = strpbrk(spec, " \t");
-  if (!sp) {
-    *err_out = pc_asprintf("Log \"%s\": expected SEVERITY DESTINATION", spec);
-    return -1;
+  memset(out->masks, 0, sizeof(out->masks));
+  const char *sp = spec;
+  int n_ranges = 0;
+  for (;;) {
+    while (*sp == ' ' || *sp == '\t')
+      sp++;
+    size_t n = strcspn(sp, " \t");
+    if (n == 0 || is_destination_word(sp, n))
+      break;
+    uint32_t mask = DOMAINS_ALL;
+    const char *range = sp;
+    size_t rlen = n;
+    if (*sp == '[') {
+      const char *close = memchr(sp, ']', n);
+      if (!close) {
+        *err_out = pc_asprintf("Log \"%s\": a domain list needs its ']' "
+                               "right before the severity, without spaces "
+                               "(\"[net,circ]info\")", spec);
+        return -1;
+      }
+      if (parse_domains(sp + 1, (size_t)(close - sp - 1), &mask, err_out,
+                        spec) < 0)
+        return -1;
+      range = close + 1;
+      rlen = n - (size_t)(range - sp);
+    }
+    log_severity_t lo, hi;
+    if (parse_range(range, rlen, &lo, &hi) < 0) {
+      *err_out = pc_asprintf("Log \"%s\": unknown severity '%.*s' (use "
+                             "debug, info, notice, warn or err, or a range "
+                             "like info-warn, optionally after logging "
+                             "domains like [net,~mm])", spec, (int)n, sp);
+      return -1;
+    }
+    for (int v = lo; v <= (int)hi; v++)
+      out->masks[v] |= mask;
+    n_ranges++;
+    sp += n;
   }
-  if (parse_range(spec, (size_t)(sp - spec), &out->min, &out->max) < 0) {
-    *err_out = pc_asprintf("Log \"%s\": unknown severity (use debug, info, "
-                           "notice, warn or err, or a range like info-warn)",
+  if (!n_ranges || !*sp) {
+    *err_out = pc_asprintf("Log \"%s\": expected SEVERITY... DESTINATION",
                            spec);
     return -1;
   }
-  while (*sp == ' ' || *sp == '\t')
-    sp++;
   out->path = NULL;
   out->fd = -1;
   if (!strcmp(sp, "stderr")) {
@@ -251,7 +394,8 @@ void
 log_set_all_debug(void)
 {
   for (int i = 0; i < n_dests; i++)
-    dests[i].min = LOG_SEV_DEBUG;
+    for (int v = 0; v <= LOG_SEV_ERR; v++)
+      dests[i].masks[v] = DOMAINS_ALL;
   default_min = LOG_SEV_DEBUG;
 }
 
@@ -365,7 +509,20 @@ log_is_enabled(log_severity_t sev)
   if (n_dests == 0)
     return (int)sev >= default_min;
   for (int i = 0; i < n_dests; i++)
-    if (sev >= dests[i].min && sev <= dests[i].max)
+    if (dests[i].masks[sev])
+      return 1;
+  return 0;
+}
+
+/* Whether messages at sev must be classified: some destination takes only
+ * part of the domains at that severity, or domains are printed. */
+static int
+need_domain(log_severity_t sev)
+{
+  if (message_domains)
+    return 1;
+  for (int i = 0; i < n_dests; i++)
+    if (dests[i].masks[sev] && dests[i].masks[sev] != DOMAINS_ALL)
       return 1;
   return 0;
 }
@@ -397,9 +554,26 @@ static const int syslog_prio[] = {LOG_DEBUG, LOG_INFO, LOG_NOTICE,
                                   LOG_WARNING, LOG_ERR};
 
 void
-log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
+log_vmsg_at(log_severity_t sev, const char *file, const char *func,
+            const char *fmt, va_list ap)
 {
+  if ((int)sev < 0 || sev > LOG_SEV_ERR)
+    sev = LOG_SEV_ERR;
   if (!log_is_enabled(sev))
+    return;
+  log_domain_t dom = LOG_DOM_GENERAL;
+  if (domain_fn && need_domain(sev)) {
+    dom = domain_fn(file ? file : "", func ? func : "");
+    if ((int)dom < 0 || dom >= LOG_N_DOMAINS)
+      dom = LOG_DOM_GENERAL;
+  }
+  uint32_t dbit = 1u << dom;
+  int wanted = hook_fn && sev >= hook_min;
+  for (int i = 0; i < n_dests && !wanted; i++)
+    wanted = (dests[i].masks[sev] & dbit) != 0;
+  if (n_dests == 0 && (int)sev >= default_min)
+    wanted = 1;
+  if (!wanted)
     return;
   char line[LOG_LINE_MAX];
   struct timeval tv;
@@ -411,6 +585,9 @@ log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
                    (int)(tv.tv_usec / 1000), log_severity_name(sev));
   size_t body_off = hdr + (size_t)n;
   size_t off = body_off;
+  if (message_domains)
+    off += (size_t)snprintf(line + off, sizeof(line) - off, "{%s} ",
+                            log_domain_name(dom));
   /* tor prefixes debug/info messages with the function that logged them. */
   if (sev <= LOG_SEV_INFO && func)
     off += (size_t)snprintf(line + off, sizeof(line) - off, "%s(): ", func);
@@ -446,7 +623,7 @@ log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
     return;
   }
   for (int i = 0; i < n_dests; i++) {
-    if (sev < dests[i].min || sev > dests[i].max)
+    if (!(dests[i].masks[sev] & dbit))
       continue;
     if (dests[i].kind == DEST_SYSLOG)
       syslog(syslog_prio[sev], "%s", line + body_off);
@@ -456,10 +633,11 @@ log_vmsg(log_severity_t sev, const char *func, const char *fmt, va_list ap)
 }
 
 void
-log_msg(log_severity_t sev, const char *func, const char *fmt, ...)
+log_msg_at(log_severity_t sev, const char *file, const char *func,
+           const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  log_vmsg(sev, func, fmt, ap);
+  log_vmsg_at(sev, file, func, fmt, ap);
   va_end(ap);
 }

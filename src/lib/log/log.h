@@ -8,6 +8,16 @@
  * stderr. Lines look like tor's: "Nov 22 03:04:40.123 [notice] text".
  *
  * Tests may install a hook that sees every message (log_set_hook()).
+ *
+ * Domains, as tor's: every message belongs to one of tor's logging domains
+ * (general, crypto, net, ..., see log_domain_t), and a destination may
+ * take several severity ranges, each limited to a set of domains:
+ * "[handshake]debug [~net,~mm]info notice stderr". lib/log does not know
+ * the program's modules: the program installs a classifier
+ * (log_set_domain_classifier()) that names the domain of a message from
+ * the source file and function that logged it; without one, every
+ * message is "general". The classifier runs only when some destination
+ * filters by domain or LogMessageDomains prints them ("{NET} ...").
  */
 #ifndef PCTOR_LIB_LOG_LOG_H
 #define PCTOR_LIB_LOG_LOG_H
@@ -23,16 +33,65 @@ typedef enum {
   LOG_SEV_ERR = 4,
 } log_severity_t;
 
-void log_msg(log_severity_t sev, const char *func, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-void log_vmsg(log_severity_t sev, const char *func, const char *fmt,
-              va_list ap);
+/* tor's logging domains, in tor's order (names: log_domain_name()). */
+typedef enum {
+  LOG_DOM_GENERAL = 0,
+  LOG_DOM_CRYPTO,
+  LOG_DOM_NET,
+  LOG_DOM_CONFIG,
+  LOG_DOM_FS,
+  LOG_DOM_PROTOCOL,
+  LOG_DOM_MM,
+  LOG_DOM_HTTP,
+  LOG_DOM_APP,
+  LOG_DOM_CONTROL,
+  LOG_DOM_CIRC,
+  LOG_DOM_REND,
+  LOG_DOM_BUG,
+  LOG_DOM_DIR,
+  LOG_DOM_DIRSERV,
+  LOG_DOM_OR,
+  LOG_DOM_EDGE,
+  LOG_DOM_ACCT,
+  LOG_DOM_HIST,
+  LOG_DOM_HANDSHAKE,
+  LOG_DOM_HEARTBEAT,
+  LOG_DOM_CHANNEL,
+  LOG_DOM_SCHED,
+  LOG_DOM_GUARD,
+  LOG_DOM_CONSDIFF,
+  LOG_DOM_DOS,
+  LOG_DOM_PROCESS,
+  LOG_DOM_PT,
+  LOG_DOM_BTRACK,
+  LOG_DOM_MESG,
+  LOG_N_DOMAINS
+} log_domain_t;
 
-#define log_debug(...) log_msg(LOG_SEV_DEBUG, __func__, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_SEV_INFO, __func__, __VA_ARGS__)
-#define log_notice(...) log_msg(LOG_SEV_NOTICE, __func__, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_SEV_WARN, __func__, __VA_ARGS__)
-#define log_err(...) log_msg(LOG_SEV_ERR, __func__, __VA_ARGS__)
+/* The domain called name (case-insensitive, len bytes), or -1. */
+int log_domain_parse(const char *name, size_t len);
+/* The domain's name as tor prints it ("NET"). */
+const char *log_domain_name(log_domain_t d);
+/* Which domain a message logged in source file `file` (as __FILE__ gave
+ * it) by function `func` belongs to. */
+typedef log_domain_t (*log_domain_fn)(const char *file, const char *func);
+void log_set_domain_classifier(log_domain_fn fn);
+/* LogMessageDomains: put "{DOMAIN} " before every message. */
+void log_set_message_domains(int on);
+
+void log_msg_at(log_severity_t sev, const char *file, const char *func,
+                const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+void log_vmsg_at(log_severity_t sev, const char *file, const char *func,
+                 const char *fmt, va_list ap);
+
+#define log_msg(sev, func, ...) log_msg_at(sev, __FILE__, func, __VA_ARGS__)
+#define log_debug(...) log_msg_at(LOG_SEV_DEBUG, __FILE__, __func__, __VA_ARGS__)
+#define log_info(...) log_msg_at(LOG_SEV_INFO, __FILE__, __func__, __VA_ARGS__)
+#define log_notice(...) \
+  log_msg_at(LOG_SEV_NOTICE, __FILE__, __func__, __VA_ARGS__)
+#define log_warn(...) log_msg_at(LOG_SEV_WARN, __FILE__, __func__, __VA_ARGS__)
+#define log_err(...) log_msg_at(LOG_SEV_ERR, __FILE__, __func__, __VA_ARGS__)
 
 /* Parse a severity name ("debug", "info", "notice", "warn", "err");
  * returns -1 if unknown. */
