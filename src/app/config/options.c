@@ -458,6 +458,43 @@ host_check(const char *value, char **err_out)
   return check_host(value, &ip, err_out);
 }
 
+/* OutboundBindAddress*: an IPv4 or IPv6 address without a port ("[::1]"
+ * too, as tor). */
+static int
+parse_outbound(const char *value, pc_addr_t *out)
+{
+  const char *v = value;
+  char buf[64];
+  size_t n = strlen(v);
+  if (n >= 2 && v[0] == '[' && v[n - 1] == ']' && n - 2 < sizeof(buf)) {
+    memcpy(buf, v + 1, n - 2);
+    buf[n - 2] = '\0';
+    v = buf;
+  }
+  return pc_addr_parse_ip(out, v, 0);
+}
+
+static int
+outbound_check(const char *value, char **err_out)
+{
+  pc_addr_t a;
+  if (parse_outbound(value, &a) < 0) {
+    *err_out = pc_asprintf("'%s' is not an IPv4 or IPv6 address (an "
+                           "outbound bind address has no port and no "
+                           "host name)", value);
+    return -1;
+  }
+  return 0;
+}
+
+int
+options_outbound_addr(const options_t *o, int kind, int i, pc_addr_t *out)
+{
+  if (kind < 0 || kind >= 3 || i < 0 || i >= o->outbound_bind[kind].n)
+    return -1;
+  return parse_outbound(o->outbound_bind[kind].v[i], out);
+}
+
 /* EntryNodes and the like: a relay list that routerset_parse() takes. */
 static int
 routerset_check(const char *value, char **err_out)
@@ -566,6 +603,8 @@ static const conf_custom_t log_type = {
   CONF_STORE_STRLIST, 0, 1, NULL, NULL, log_check_destination};
 static const conf_custom_t dirauth_type = {
   CONF_STORE_STRLIST, 0, 1, NULL, NULL, dirauth_check};
+static const conf_custom_t outbound_type = {
+  CONF_STORE_STRLIST, 0, 1, NULL, NULL, outbound_check};
 static const conf_custom_t family_type = {
   CONF_STORE_STRLIST, 0, 1, family_assign, NULL, NULL};
 static const conf_custom_t policy_type = {
@@ -815,6 +854,23 @@ static const conf_var_t app_vars[] = {
    "8888, 9418, 9999, 10000, 11371, 18080-18081, 18089, 19294, 19638, "
    "50002 and 64738) and rejects the rest. As in tor, with ExitRelay auto "
    "it makes the relay an exit.", NULL},
+  {"OutboundBindAddress", CONF_TYPE_CUSTOM, "IP", NULL, "unset",
+   1, 0, 0, OFF(outbound_bind[0]),
+   "Outgoing connections (to relays, to exit destinations, to directory "
+   "servers) originate from this local address. Give it once for IPv4 "
+   "and once for IPv6. As in tor, connections to loopback addresses are "
+   "never bound, and DNS queries are not either. A connection that "
+   "cannot bind (the address is not on this host) fails, with a "
+   "warning.", &outbound_type},
+  {"OutboundBindAddressOR", CONF_TYPE_CUSTOM, "IP", NULL, "unset",
+   1, 0, 0, OFF(outbound_bind[1]),
+   "As OutboundBindAddress, for connections to other relays only; it "
+   "takes precedence over OutboundBindAddress for them.", &outbound_type},
+  {"OutboundBindAddressExit", CONF_TYPE_CUSTOM, "IP", NULL, "unset",
+   1, 0, 0, OFF(outbound_bind[2]),
+   "As OutboundBindAddress, for an exit's connections to destinations "
+   "only; it takes precedence over OutboundBindAddress for them.",
+   &outbound_type},
   {"ExitPolicyRejectPrivate", CONF_TYPE_BOOL, "0|1", "1", "1",
    1, 0, 0, OFF(exit_policy_reject_private),
    "If 1, the exit policy starts with rules rejecting private and local "
@@ -1285,7 +1341,7 @@ static const struct {
   {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
   {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
    "after start-up (User)"},
-  {"OutboundBindAddress*", "pctor does not bind outgoing connections yet"},
+  {"OutboundBindAddressPT", "pctor has no pluggable transports"},
   {"GeoIP*", "pctor has no GeoIP database"},
   {"ExitPortStatistics", "pctor keeps no statistics files"},
   {"*Statistics", "pctor keeps no statistics files"},
@@ -1489,6 +1545,26 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
 
   if (!options_is_set(o, "ExtendAllowPrivateAddresses"))
     o->extend_allow_private_addresses = o->testing_tor_network;
+
+  /* OutboundBindAddress*: one address per family each, as tor. */
+  static const char *const outbound_names[3] = {
+      "OutboundBindAddress", "OutboundBindAddressOR",
+      "OutboundBindAddressExit"};
+  for (int k = 0; k < 3; k++) {
+    int seen[2] = {0, 0};
+    for (int i = 0; i < o->outbound_bind[k].n; i++) {
+      pc_addr_t a;
+      if (options_outbound_addr(o, k, i, &a) < 0)
+        continue; /* checked when assigned */
+      int f = a.family == AF_INET6;
+      if (seen[f]++) {
+        *err_out = pc_asprintf("%s: more than one %s address; give at most "
+                               "one IPv4 and one IPv6 address. Failing.",
+                               outbound_names[k], f ? "IPv6" : "IPv4");
+        return -1;
+      }
+    }
+  }
 
   /* ExitRelay auto (tor): an exit exactly when ExitPolicy or
    * ReducedExitPolicy is set. */

@@ -101,6 +101,9 @@ typedef struct options_t {
                                   * ADDR:PORTS" line each */
   int exit_policy_reject_private;          /* ExitPolicyRejectPrivate */
   int reduced_exit_policy;                 /* ReducedExitPolicy */
+  /* OutboundBindAddress, ...OR, ...Exit (the conn_out_kind_t order):
+   * address values, at most one per family (checked in validate()). */
+  options_strlist_t outbound_bind[3];
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */
@@ -187,6 +190,11 @@ typedef enum {
   OPTIONS_CMD_KEYGEN,
   OPTIONS_CMD_KEY_EXPIRATION,
 } options_command_t;
+
+/* The i-th address of OutboundBindAddress (kind 0), ...OR (1) or ...Exit
+ * (2), parsed: 0, or -1 if there is none. */
+int options_outbound_addr(const options_t *o, int kind, int i,
+                          pc_addr_t *out);
 
 typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */

@@ -176,6 +176,26 @@ exit_relay_known(const uint8_t *rsa_id, int *refuse_param, void *arg)
 /* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
  * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
  * line when the policy or the resolver cannot be made. */
+/* OutboundBindAddress, ...OR and ...Exit to lib/net (the option order is
+ * the conn_out_kind_t order). */
+static void
+configure_outbound_binds(const options_t *o)
+{
+  static const conn_out_kind_t kinds[3] = {CONN_OUT_ANY, CONN_OUT_OR,
+                                           CONN_OUT_EXIT};
+  conn_clear_outbound_addrs();
+  for (int k = 0; k < 3; k++) {
+    pc_addr_t a;
+    for (int i = 0; options_outbound_addr(o, k, i, &a) == 0; i++) {
+      char shown[PC_ADDR_STR_LEN];
+      conn_set_outbound_addr(kinds[k], a.family, &a);
+      log_info("%s connections originate from %s",
+               k == 0 ? "Outgoing" : k == 1 ? "Relay" : "Exit",
+               pc_addr_fmt(&a, shown, sizeof(shown), 0));
+    }
+  }
+}
+
 static int
 configure_exit(const options_t *o)
 {
@@ -193,11 +213,22 @@ configure_exit(const options_t *o)
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     po.our_addrs = o->or_ports.addrs;
     po.n_our_addrs = o->or_ports.n;
-    po.local_addrs = o->or_ports.addrs;
-    po.n_local_addrs = o->or_ports.n;
+    /* Local interfaces: our ports' and the outbound bind addresses. */
+    pc_addr_t *local = pc_calloc((size_t)o->or_ports.n + 6, sizeof(*local));
+    int n_local = 0;
+    for (int i = 0; i < o->or_ports.n; i++)
+      local[n_local++] = o->or_ports.addrs[i];
+    for (int k = 0; k < 3; k++)
+      for (int i = 0; n_local < o->or_ports.n + 6 &&
+                      options_outbound_addr(o, k, i, &local[n_local]) == 0;
+           i++)
+        n_local++;
+    po.local_addrs = local;
+    po.n_local_addrs = n_local;
     char *err = NULL;
     policy = exit_policy_parse((const char *const *)o->exit_policy.v,
                                o->exit_policy.n, &po, &err);
+    free(local);
     if (!policy) {
       log_err("ExitPolicy: %s", err ? err : "invalid");
       free(err);
@@ -1512,6 +1543,7 @@ app_start(evloop_t *loop, const options_t *opts)
 {
   char *err = NULL;
   A.loop = loop;
+  configure_outbound_binds(opts);
   if (fs_check_private_dir(opts->data_directory, &err) < 0) {
     log_err("DataDirectory %s: %s", opts->data_directory,
             err ? err : "unusable");
@@ -1678,6 +1710,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   }
   /* Rotation settings may make a rotation due now. */
   key_timer_cb(NULL);
+  configure_outbound_binds(new_opts);
   if (configure_exit(new_opts) < 0)
     log_warn("Keeping the previous exit configuration.");
   if (new_opts->or_ports.n > 0)

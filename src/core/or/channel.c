@@ -634,7 +634,8 @@ channel_connect_impl(const pc_addr_t *addr, const uint8_t *rsa_id,
   if (!G.socketless) {
     const char *err = NULL;
     tls_context_t *tls = G.keys ? G.keys->tls : client_tls_context();
-    chan->conn = conn_connect(G.loop, tls, addr, channel_conn_cb, chan, &err);
+    chan->conn = conn_connect_kind(G.loop, tls, addr, CONN_OUT_OR,
+                                   channel_conn_cb, chan, &err);
     if (chan->conn)
       conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
     if (!chan->conn) {

@@ -219,7 +219,8 @@ start_connect(exit_conn_t *ec)
     return;
   }
   const char *err = NULL;
-  ec->conn = conn_connect(X.loop, NULL, &ec->addr, conn_cb, ec, &err);
+  ec->conn = conn_connect_kind(X.loop, NULL, &ec->addr, CONN_OUT_EXIT,
+                               conn_cb, ec, &err);
   if (!ec->conn) {
     X.stats.n_connect_failed++;
     log_info("Cannot connect to %s:%u: %s", ec->host, ec->port,

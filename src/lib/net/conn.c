@@ -300,9 +300,67 @@ set_nodelay(int fd)
     log_info("cannot set TCP_NODELAY on fd %d: %s", fd, strerror(errno));
 }
 
+/* Local addresses for outgoing connections, per kind and family
+ * (0: IPv4, 1: IPv6); family AF_UNSPEC when unset. */
+static pc_addr_t outbound[CONN_OUT_N_KINDS][2];
+
+static int
+family_slot(int family)
+{
+  return family == AF_INET6 ? 1 : family == AF_INET ? 0 : -1;
+}
+
+void
+conn_set_outbound_addr(conn_out_kind_t kind, int family, const pc_addr_t *a)
+{
+  if ((int)kind < 0 || kind >= CONN_OUT_N_KINDS)
+    return;
+  int f = family_slot(a && a->family != AF_UNSPEC ? a->family : family);
+  if (f < 0)
+    return;
+  memset(&outbound[kind][f], 0, sizeof(pc_addr_t));
+  outbound[kind][f].family = AF_UNSPEC;
+  if (a && a->family != AF_UNSPEC) {
+    outbound[kind][f] = *a;
+    outbound[kind][f].port = 0;
+  }
+}
+
+void
+conn_clear_outbound_addrs(void)
+{
+  for (int k = 0; k < CONN_OUT_N_KINDS; k++)
+    for (int f = 0; f < 2; f++) {
+      memset(&outbound[k][f], 0, sizeof(pc_addr_t));
+      outbound[k][f].family = AF_UNSPEC;
+    }
+}
+
+/* The address to bind to for kind and family, or NULL. */
+static const pc_addr_t *
+outbound_for(conn_out_kind_t kind, int family)
+{
+  int f = family_slot(family);
+  if (f < 0 || (int)kind < 0 || kind >= CONN_OUT_N_KINDS)
+    return NULL;
+  if (outbound[kind][f].family == family)
+    return &outbound[kind][f];
+  if (outbound[CONN_OUT_ANY][f].family == family)
+    return &outbound[CONN_OUT_ANY][f];
+  return NULL;
+}
+
 conn_t *
 conn_connect(evloop_t *loop, tls_context_t *tls_ctx, const pc_addr_t *addr,
              conn_cb_fn cb, void *arg, const char **err)
+{
+  return conn_connect_kind(loop, tls_ctx, addr, CONN_OUT_ANY, cb, arg, err);
+}
+
+conn_t *
+conn_connect_kind(evloop_t *loop, tls_context_t *tls_ctx,
+                  const pc_addr_t *addr, conn_out_kind_t kind, conn_cb_fn cb,
+                  void *arg, const char **err)
 {
   struct sockaddr_storage ss;
   socklen_t sslen;
@@ -335,6 +393,22 @@ conn_connect(evloop_t *loop, tls_context_t *tls_ctx, const pc_addr_t *addr,
   c->state = ST_CONNECTING;
   if (!tls)
     conn_apply_default_buckets(c);
+  /* As tor: never for loopback destinations. */
+  const pc_addr_t *local =
+      pc_addr_is_loopback(addr) ? NULL : outbound_for(kind, addr->family);
+  if (local) {
+    struct sockaddr_storage ls;
+    socklen_t lslen;
+    if (pc_addr_to_sockaddr(local, &ls, &lslen) < 0 ||
+        bind(fd, (struct sockaddr *)&ls, lslen) < 0) {
+      char shown[PC_ADDR_STR_LEN];
+      pc_addr_fmt(local, shown, sizeof(shown), 0);
+      log_warn("Could not bind an outgoing connection to %s "
+               "(OutboundBindAddress*): %s", shown, strerror(errno));
+      conn_fail_later(c, "bind", strerror(errno));
+      return c;
+    }
+  }
   int r;
   do {
     r = connect(fd, (struct sockaddr *)&ss, sslen);

@@ -45,10 +45,36 @@ typedef void (*conn_cb_fn)(conn_t *c, conn_event_t ev, void *arg);
 
 /* Start a non-blocking connect to addr; tls_ctx NULL means plain TCP.
  * Returns NULL (with *err set to a static string) only if the socket
- * cannot even be created; later failures arrive as CONN_EV_ERROR. */
+ * cannot even be created; later failures arrive as CONN_EV_ERROR.
+ * The socket is bound first to the outbound address of kind CONN_OUT_ANY
+ * (conn_set_outbound_addr()) if one is set for addr's family. */
 conn_t *conn_connect(evloop_t *loop, tls_context_t *tls_ctx,
                      const pc_addr_t *addr, conn_cb_fn cb, void *arg,
                      const char **err);
+
+/* What an outgoing connection is for, to pick its local address (tor's
+ * OutboundBindAddressOR, OutboundBindAddressExit and OutboundBindAddress,
+ * which applies to all kinds without an address of their own). */
+typedef enum {
+  CONN_OUT_ANY = 0,
+  CONN_OUT_OR,
+  CONN_OUT_EXIT,
+  CONN_OUT_N_KINDS
+} conn_out_kind_t;
+/* The local address (port ignored) that outgoing connections of kind
+ * and a's family bind to; a with family AF_UNSPEC (or NULL with family
+ * given) clears it. conn_clear_outbound_addrs() clears all. */
+void conn_set_outbound_addr(conn_out_kind_t kind, int family,
+                            const pc_addr_t *a);
+void conn_clear_outbound_addrs(void);
+/* conn_connect() for a connection of kind: bound to that kind's address
+ * for addr's family, else CONN_OUT_ANY's, else not bound; never bound
+ * for a loopback destination (as tor). A bind that
+ * fails (the address is not on this host) fails the connection with
+ * CONN_EV_ERROR and a warning naming the address. */
+conn_t *conn_connect_kind(evloop_t *loop, tls_context_t *tls_ctx,
+                          const pc_addr_t *addr, conn_out_kind_t kind,
+                          conn_cb_fn cb, void *arg, const char **err);
 /* Wrap an accepted socket (takes ownership of fd); TLS server side when
  * tls_ctx is non-NULL. */
 conn_t *conn_new_accepted(evloop_t *loop, tls_context_t *tls_ctx, int fd,
