@@ -30,7 +30,11 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
     --base-port auto || it_fail "pctor-privnet start failed"
-it_start_pctor "$net" p1 relay ""
+# p1 keeps its cache apart (CacheDirectory) and lets its group read its
+# DataDirectory, as tor's options say.
+cache1=$net/p1-cache
+it_start_pctor "$net" p1 relay "CacheDirectory $cache1
+DataDirectoryGroupReadable 1"
 # p2 is a (loopback-only) exit, so the tor client finds an exit path.
 it_start_pctor "$net" p2 relay "ExitRelay 1
 ExitPolicyRejectPrivate 0
@@ -44,15 +48,21 @@ d2=$(cat "$net/p2.dir")
 
 # Both caches hold a descriptor of every relay (authority, p1, p2).
 have_descs() {
-    local d
-    for d in "$d1" "$d2"; do
-        [ "$(cat "$d/data/cached-microdescs" 2>/dev/null | grep -c '^ntor-onion-key')" -ge 3 ] ||
+    local c
+    for c in "$cache1" "$d2/data"; do
+        [ "$(cat "$c/cached-microdescs" 2>/dev/null | grep -c '^ntor-onion-key')" -ge 3 ] ||
             return 1
-        [ "$(cat "$d/data/cached-descriptors" 2>/dev/null | grep -c '^router ')" -ge 3 ] ||
+        [ "$(cat "$c/cached-descriptors" 2>/dev/null | grep -c '^router ')" -ge 3 ] ||
             return 1
     done
 }
 it_wait_until 90 have_descs || it_fail "p1/p2 did not cache every descriptor"
+[ "$(stat -c %a "$d1/data")" = 750 ] ||
+    it_fail "DataDirectoryGroupReadable 1: p1's DataDirectory has mode $(stat -c %a "$d1/data")"
+[ "$(stat -c %a "$cache1")" = 700 ] || it_fail "p1's CacheDirectory is not private"
+[ "$(stat -c %a "$d1/data/keys")" = 700 ] || it_fail "p1's keys directory is not private"
+ls "$d1/data" | grep -q '^cached-' &&
+    it_fail "p1 cached documents in DataDirectory, not CacheDirectory: $(ls "$d1/data")"
 it_log "p1 and p2 are listed and cache every descriptor"
 
 # --- 1. a pctor client -------------------------------------------------------------

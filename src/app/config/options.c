@@ -487,6 +487,23 @@ outbound_check(const char *value, char **err_out)
   return 0;
 }
 
+const char *
+options_cache_directory(const options_t *o)
+{
+  return o->cache_directory ? o->cache_directory : o->data_directory;
+}
+
+int
+options_cache_directory_group_readable(const options_t *o)
+{
+  if (o->cache_directory_group_readable >= 0)
+    return o->cache_directory_group_readable;
+  if (!o->cache_directory || !o->data_directory ||
+      !strcmp(o->cache_directory, o->data_directory))
+    return o->data_directory_group_readable;
+  return 0;
+}
+
 int
 options_outbound_addr(const options_t *o, int kind, int i, pc_addr_t *out)
 {
@@ -746,6 +763,23 @@ static const conf_var_t app_vars[] = {
    1, 1, 90, OFF(onion_key_grace_period_days),
    "After a rotation, keep accepting the previous onion key for N "
    "days, 1 to OnionKeyRotationDays.", NULL},
+  {"DataDirectoryGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(data_directory_group_readable),
+   "If 1, DataDirectory gets mode 0750 instead of 0700, so that members "
+   "of its group can read it (as tor). The keys directory stays private "
+   "unless it is DataDirectory itself.", NULL},
+  {"CacheDirectory", CONF_TYPE_PATH, "PATH", NULL, "DataDirectory",
+   0, 0, 0, OFF(cache_directory),
+   "Where the cached directory documents go (cached-consensus, "
+   "cached-microdesc-consensus, cached-microdescs, cached-descriptors, "
+   "cached-certs), as tor's CacheDirectory. Created (mode 0700, or 0750 "
+   "with CacheDirectoryGroupReadable) if missing, and handed to User "
+   "like DataDirectory.", NULL},
+  {"CacheDirectoryGroupReadable", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto",
+   "auto", 0, 0, 0, OFF(cache_directory_group_readable),
+   "If 1, CacheDirectory gets mode 0750 (group readable). auto (as tor): "
+   "DataDirectoryGroupReadable's value when CacheDirectory is "
+   "DataDirectory, else 0.", NULL},
   {"KeyDirectory", CONF_TYPE_PATH, "PATH", NULL, "DataDirectory/keys",
    0, 0, 0, OFF(key_directory),
    "Where the relay's keys are, in tor's files and formats (as tor's "
@@ -1338,7 +1372,6 @@ static const struct {
   {"ClientTransportPlugin", "pctor has no pluggable transports"},
   {"UseBridges", "pctor's client cannot use bridges"},
   {"Bridge", "pctor's client cannot use bridges"},
-  {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
   {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
    "after start-up (User)"},
   {"OutboundBindAddressPT", "pctor has no pluggable transports"},

@@ -74,6 +74,9 @@ typedef struct options_t {
   int onion_key_rotation_days;   /* OnionKeyRotationDays: 1-90 */
   int onion_key_grace_period_days; /* OnionKeyGracePeriodDays */
   char *key_directory;            /* KeyDirectory: NULL = DataDirectory/keys */
+  int data_directory_group_readable; /* DataDirectoryGroupReadable */
+  char *cache_directory;          /* CacheDirectory: NULL = DataDirectory */
+  int cache_directory_group_readable; /* CacheDirectoryGroupReadable: -1 auto */
   int offline_master_key;         /* OfflineMasterKey */
   int signing_key_lifetime;       /* SigningKeyLifetime, seconds */
   options_strlist_t dir_authorities; /* DirAuthority: the lines' values,
@@ -195,6 +198,12 @@ typedef enum {
  * (2), parsed: 0, or -1 if there is none. */
 int options_outbound_addr(const options_t *o, int kind, int i,
                           pc_addr_t *out);
+
+/* CacheDirectory, or DataDirectory when it is unset. */
+const char *options_cache_directory(const options_t *o);
+/* Whether CacheDirectory is group readable (CacheDirectoryGroupReadable,
+ * auto resolved as tor does). */
+int options_cache_directory_group_readable(const options_t *o);
 
 typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */

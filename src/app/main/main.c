@@ -140,7 +140,8 @@ keys_dir_usable(const options_t *opts, char **err)
   }
   if (opts->user && privdrop_check(opts->user, err) < 0)
     return -1;
-  return fs_check_private_dir(opts->data_directory, err);
+  return fs_check_private_dir_mode(opts->data_directory,
+                                   opts->data_directory_group_readable, err);
 }
 
 /* --list-fingerprint [rsa|ed25519], as tor: load (or make) the keys in
@@ -824,7 +825,8 @@ main(int argc, char **argv)
     return fail_startup();
   }
   if (opts->user) {
-    if (privdrop_switch_user(opts->user, opts->data_directory) < 0) {
+    if (privdrop_switch_user(opts->user, opts->data_directory,
+                             opts->cache_directory) < 0) {
       app_shutdown();
       return fail_startup();
     }

@@ -274,7 +274,8 @@ privdrop_no_new_privs(void)
 }
 
 int
-privdrop_switch_user(const char *user, const char *data_dir)
+privdrop_switch_user(const char *user, const char *data_dir,
+                     const char *cache_dir)
 {
   struct passwd *pw = getpwnam(user);
   if (!pw) {
@@ -298,6 +299,9 @@ privdrop_switch_user(const char *user, const char *data_dir)
     goto out;
   }
   if (data_dir && chown_data_dir(data_dir, uid, gid, name) < 0)
+    goto out;
+  if (cache_dir && (!data_dir || strcmp(cache_dir, data_dir)) &&
+      chown_data_dir(cache_dir, uid, gid, name) < 0)
     goto out;
   /* Log files this run created as root: the user reopens them on SIGHUP. */
   if (log_give_created_files(uid, gid) < 0)

@@ -17,9 +17,11 @@
 int privdrop_check(const char *user, char **err_out);
 
 /* Switch to user, after giving it data_dir (created with mode 0700 if
- * missing) and the files in it that belong to the current user. If we
+ * missing) and the files in it that belong to the current user, and the
+ * same for cache_dir (CacheDirectory; NULL or data_dir: nothing more). If we
  * already run as user, only logs. Returns 0, or -1 after logging why. */
-int privdrop_switch_user(const char *user, const char *data_dir);
+int privdrop_switch_user(const char *user, const char *data_dir,
+                         const char *cache_dir);
 
 /* After the switch (or instead of it): PR_SET_NO_NEW_PRIVS, so that
  * nothing this process (or a child) executes can gain privileges through

@@ -843,7 +843,7 @@ start_directory_client(const options_t *o)
     return -1;
   }
   A.n_dirc_auths = n;
-  cfg.data_dir = o->data_directory;
+  cfg.data_dir = options_cache_directory(o);
   cfg.auths = A.dirc_auths;
   cfg.n_auths = n;
   cfg.use_microdescriptors = o->use_microdescriptors;
@@ -866,7 +866,7 @@ start_cache_of_other_flavor(const options_t *o)
 {
   dir_client_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  cfg.data_dir = o->data_directory;
+  cfg.data_dir = options_cache_directory(o);
   cfg.auths = A.dirc_auths;
   cfg.n_auths = A.n_dirc_auths;
   cfg.use_microdescriptors = !o->use_microdescriptors;
@@ -875,7 +875,7 @@ start_cache_of_other_flavor(const options_t *o)
   dir_client_start_auto(A.dirc_other, other_flavor_fetched_cb, NULL);
   const dir_client_t *md = o->use_microdescriptors ? A.dirc : A.dirc_other;
   const dir_client_t *ns = o->use_microdescriptors ? A.dirc_other : A.dirc;
-  dirdocs_register(md, ns, o->data_directory);
+  dirdocs_register(md, ns, options_cache_directory(o));
 }
 
 /* Path restrictions for client circuits from the options (checked by
@@ -1544,8 +1544,19 @@ app_start(evloop_t *loop, const options_t *opts)
   char *err = NULL;
   A.loop = loop;
   configure_outbound_binds(opts);
-  if (fs_check_private_dir(opts->data_directory, &err) < 0) {
+  if (fs_check_private_dir_mode(opts->data_directory,
+                                opts->data_directory_group_readable,
+                                &err) < 0) {
     log_err("DataDirectory %s: %s", opts->data_directory,
+            err ? err : "unusable");
+    free(err);
+    return -1;
+  }
+  if (opts->cache_directory &&
+      fs_check_private_dir_mode(options_cache_directory(opts),
+                                options_cache_directory_group_readable(opts),
+                                &err) < 0) {
+    log_err("CacheDirectory %s: %s", options_cache_directory(opts),
             err ? err : "unusable");
     free(err);
     return -1;

@@ -1236,15 +1236,32 @@ router_keys_write_fingerprints(const relay_keys_t *k, const char *datadir,
 /* Loading */
 
 static int
-private_dir(const char *path, char **err)
+private_dir_mode(const char *path, int group_readable, char **err)
 {
   char *msg = NULL;
-  if (fs_check_private_dir(path, &msg) < 0) {
+  if (fs_check_private_dir_mode(path, group_readable, &msg) < 0) {
     rk_seterr(err, "%s", msg ? msg : path);
     free(msg);
     return -1;
   }
   return 0;
+}
+
+static int
+private_dir(const char *path, char **err)
+{
+  return private_dir_mode(path, 0, err);
+}
+
+/* DataDirectory: private, but a group-readable one (mode 0750) stays so:
+ * the daemon set that mode from DataDirectoryGroupReadable before the
+ * keys are touched. */
+static int
+datadir_ok(const char *datadir, char **err)
+{
+  struct stat st;
+  int group = stat(datadir, &st) == 0 && (st.st_mode & 077) == 050;
+  return private_dir_mode(datadir, group, err);
 }
 
 static rk_state_t *
@@ -1721,7 +1738,7 @@ convert_old(const loaded_t *l, const rk_paths_t *p, char **err)
 static int
 prepare_dirs(const char *datadir, const rk_paths_t *p, char **err)
 {
-  if (private_dir(datadir, err) < 0 || private_dir(p->keydir, err) < 0)
+  if (datadir_ok(datadir, err) < 0 || private_dir(p->keydir, err) < 0)
     return -1;
   return 0;
 }
@@ -1891,7 +1908,7 @@ router_keys_lock_datadir(const char *datadir, char **err)
 {
   if (err)
     *err = NULL;
-  if (private_dir(datadir, err) < 0)
+  if (datadir_ok(datadir, err) < 0)
     return -1;
   char *path = pc_asprintf("%s/lock", datadir);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

@@ -197,8 +197,16 @@ fs_set_private_dir_owner(uid_t uid)
 int
 fs_check_private_dir(const char *path, char **err_out)
 {
+  return fs_check_private_dir_mode(path, 0, err_out);
+}
+
+int
+fs_check_private_dir_mode(const char *path, int group_readable,
+                          char **err_out)
+{
+  const mode_t want = group_readable ? 0750 : 0700;
   *err_out = NULL;
-  if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+  if (mkdir(path, want) < 0 && errno != EEXIST) {
     *err_out = pc_asprintf("cannot create directory \"%s\": %s", path,
                            strerror(errno));
     return -1;
@@ -234,17 +242,18 @@ fs_check_private_dir(const char *path, char **err_out)
     close(fd);
     return -1;
   }
-  if ((st.st_mode & 07777) != 0700) {
-    if (fchmod(fd, 0700) < 0) {
+  if ((st.st_mode & 07777) != want) {
+    if (fchmod(fd, want) < 0) {
       *err_out = pc_asprintf("cannot make directory \"%s\" private "
-                             "(mode 0700): %s", path, strerror(errno));
+                             "(mode %04o): %s", path, (unsigned)want,
+                             strerror(errno));
       close(fd);
       return -1;
     }
-    if (st.st_mode & 077)
+    if (st.st_mode & ~want & 077)
       log_notice("Directory \"%s\" was accessible to other users (mode "
-                 "%04o); changed its mode to 0700.", path,
-                 (unsigned)(st.st_mode & 07777));
+                 "%04o); changed its mode to %04o.", path,
+                 (unsigned)(st.st_mode & 07777), (unsigned)want);
   }
   close(fd);
   return 0;

@@ -52,6 +52,10 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len,
  * root, a directory owned by the uid given to fs_set_private_dir_owner()
  * is accepted too. */
 int fs_check_private_dir(const char *path, char **err_out);
+/* The same, but with group_readable the mode is 0750 (the owner's group
+ * may read and enter it: tor's DataDirectoryGroupReadable). */
+int fs_check_private_dir_mode(const char *path, int group_readable,
+                              char **err_out);
 
 /* Set once at start-up, before the directories are checked, by a process
  * that starts as root and will switch to the user uid ("User"): its
