@@ -763,6 +763,18 @@ static const conf_var_t app_vars[] = {
    1, 1, 90, OFF(onion_key_grace_period_days),
    "After a rotation, keep accepting the previous onion key for N "
    "days, 1 to OnionKeyRotationDays.", NULL},
+  {"GeoIPFile", CONF_TYPE_PATH, "PATH", NULL, "unset",
+   1, 0, 0, OFF(geoip_file),
+   "A file of IPv4 address ranges and their countries in tor's format "
+   "(Debian's tor-geoipdb package installs /usr/share/tor/geoip). pctor "
+   "uses it to answer the controller's GETINFO ip-to-country/ (nyx shows "
+   "relays' countries with it). Unlike tor, pctor loads no file unless "
+   "told to (the two files cost about 13 MB of memory). A file that "
+   "cannot be read or parsed is refused at start-up, and on SIGHUP the "
+   "previous data is kept, with the reason and the line.", NULL},
+  {"GeoIPv6File", CONF_TYPE_PATH, "PATH", NULL, "unset",
+   1, 0, 0, OFF(geoip_v6_file),
+   "As GeoIPFile, for IPv6 ranges (/usr/share/tor/geoip6).", NULL},
   {"DataDirectoryGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(data_directory_group_readable),
    "If 1, DataDirectory gets mode 0750 instead of 0700, so that members "
@@ -1375,7 +1387,7 @@ static const struct {
   {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
    "after start-up (User)"},
   {"OutboundBindAddressPT", "pctor has no pluggable transports"},
-  {"GeoIP*", "pctor has no GeoIP database"},
+  {"GeoIPExcludeUnknown", "pctor has no country-based node selection"},
   {"ExitPortStatistics", "pctor keeps no statistics files"},
   {"*Statistics", "pctor keeps no statistics files"},
   {"SocksPolicy", "bind SocksPort to a local address instead"},

@@ -76,6 +76,8 @@ typedef struct options_t {
   char *key_directory;            /* KeyDirectory: NULL = DataDirectory/keys */
   int data_directory_group_readable; /* DataDirectoryGroupReadable */
   char *cache_directory;          /* CacheDirectory: NULL = DataDirectory */
+  char *geoip_file;               /* GeoIPFile: NULL = none */
+  char *geoip_v6_file;            /* GeoIPv6File: NULL = none */
   int cache_directory_group_readable; /* CacheDirectoryGroupReadable: -1 auto */
   int offline_master_key;         /* OfflineMasterKey */
   int signing_key_lifetime;       /* SigningKeyLifetime, seconds */

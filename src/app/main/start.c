@@ -35,6 +35,7 @@
 #include "feature/dircache/dirdocs.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
+#include "feature/geoip/geoip.h"
 #include "feature/ipsec/broker.h"
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_options.h"
@@ -102,6 +103,7 @@ static struct {
   time_t consensus_reported;    /* valid-after of the last NEWCONSENSUS */
   time_t start_time;
   int started;
+  geoip_db_t *geoip; /* GeoIPFile, GeoIPv6File; NULL: none loaded */
 } A;
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
@@ -176,6 +178,54 @@ exit_relay_known(const uint8_t *rsa_id, int *refuse_param, void *arg)
 /* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
  * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
  * line when the policy or the resolver cannot be made. */
+/* Both unset, or the same path. */
+static int
+same_path(const char *a, const char *b)
+{
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* GeoIPFile and GeoIPv6File: a new database with both (when set), which
+ * replaces the running one only if every named file loads. strict: a
+ * file that does not load fails (start-up); otherwise the old data stays
+ * (SIGHUP). Unchanged paths are not read again. Returns 0 or -1. */
+static int
+configure_geoip(const options_t *o, const options_t *old, int strict)
+{
+  if (old && same_path(o->geoip_file, old->geoip_file) &&
+      same_path(o->geoip_v6_file, old->geoip_v6_file))
+    return 0;
+  if (!o->geoip_file && !o->geoip_v6_file) {
+    geoip_db_free(A.geoip);
+    return 0;
+  }
+  geoip_db_t *db = geoip_db_new();
+  const char *files[2] = {o->geoip_file, o->geoip_v6_file};
+  const int fams[2] = {AF_INET, AF_INET6};
+  long n[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    if (!files[i])
+      continue;
+    char *err = NULL;
+    n[i] = geoip_db_load(db, fams[i], files[i], &err);
+    if (n[i] < 0) {
+      if (strict)
+        log_err("%s: %s", i ? "GeoIPv6File" : "GeoIPFile", err);
+      else
+        log_warn("%s: %s; keeping the GeoIP data loaded before.",
+                 i ? "GeoIPv6File" : "GeoIPFile", err);
+      free(err);
+      geoip_db_free(db);
+      return -1;
+    }
+  }
+  log_notice("GeoIP data: %ld IPv4 and %ld IPv6 ranges loaded.", n[0],
+             n[1]);
+  geoip_db_free(A.geoip);
+  A.geoip = db;
+  return 0;
+}
+
 /* OutboundBindAddress, ...OR and ...Exit to lib/net (the option order is
  * the conn_out_kind_t order). */
 static void
@@ -1317,6 +1367,25 @@ ctl_getinfo(const char *key, char **value, void *arg)
 {
   (void)arg;
   const options_t *o = CTL.opts;
+  if (!strncmp(key, "ip-to-country/", 14)) {
+    const char *q = key + 14;
+    if (!strcmp(q, "ipv4-available") || !strcmp(q, "ipv6-available")) {
+      int fam = q[3] == '4' ? AF_INET : AF_INET6;
+      *value = pc_strdup(geoip_db_has(A.geoip, fam) ? "1" : "0");
+      return 1;
+    }
+    pc_addr_t a;
+    if (pc_addr_parse_ip(&a, q, 0) < 0) {
+      *value = pc_strdup("Not a valid IP address");
+      return -1;
+    }
+    if (!geoip_db_has(A.geoip, a.family)) {
+      *value = pc_strdup("GeoIP data not loaded");
+      return -1;
+    }
+    *value = pc_strdup(geoip_db_country(A.geoip, &a));
+    return 1;
+  }
   if (!strcmp(key, "config-file")) {
     if (!CTL.config_file) {
       *value = pc_strdup("no configuration file");
@@ -1544,6 +1613,8 @@ app_start(evloop_t *loop, const options_t *opts)
   char *err = NULL;
   A.loop = loop;
   configure_outbound_binds(opts);
+  if (configure_geoip(opts, NULL, 1) < 0)
+    return -1;
   if (fs_check_private_dir_mode(opts->data_directory,
                                 opts->data_directory_group_readable,
                                 &err) < 0) {
@@ -1722,6 +1793,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   /* Rotation settings may make a rotation due now. */
   key_timer_cb(NULL);
   configure_outbound_binds(new_opts);
+  (void)configure_geoip(new_opts, old_opts, 0);
   if (configure_exit(new_opts) < 0)
     log_warn("Keeping the previous exit configuration.");
   if (new_opts->or_ports.n > 0)
@@ -1907,6 +1979,7 @@ app_shutdown(void)
   packed_cell_freelist_clear();
   free(A.nickname);
   free(A.data_directory);
+  geoip_db_free(A.geoip);
   free(A.key_directory);
   if (A.lock_fd > 0)
     close(A.lock_fd); /* releases tor's DataDirectory lock */

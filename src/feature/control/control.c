@@ -1023,10 +1023,6 @@ getinfo_one(const char *key, char **value)
     *value = pc_strdup("VERBOSE_NAMES EXTENDED_EVENTS");
     return 1;
   }
-  if (!strncmp(key, "ip-to-country/", 14)) {
-    *value = pc_strdup("GeoIP data not loaded");
-    return -1;
-  }
   if (!strcmp(key, "status/clients-seen")) {
     *value = pc_strdup("Not a bridge");
     return -1;
