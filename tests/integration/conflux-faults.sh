@@ -195,8 +195,10 @@ for try in 1 2 3 4 5 6 7 8; do
         ok=1
         break
     fi
+    # (The set may close a moment after curl saw its stream end.)
+    it_wait_until 10 grep -q "Conflux set #$set closed (" "$d1/info.log" ||
+        it_fail "c1's download failed without its conflux set closing: $(grep -E "Conflux set #$set|stream" "$d1/info.log" | tail -8)"
     why=$(grep "Conflux set #$set closed (" "$d1/info.log" | tail -1)
-    [ -n "$why" ] || it_fail "c1's download failed without its conflux set closing"
     it_log "(b) try $try: the set closed (data was in flight on the dead leg): ${why#*\] }"
     restart "$victim"
 done
