@@ -1156,9 +1156,17 @@ START_TEST(test_tor_option_names)
   assert_has(err, "DoSStreamCreationDefenseType");
   free(err);
   /* A tor option set to what pctor does anyway is accepted. */
-  options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n",
+  options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n"
+                          "HardwareAccel 1\nKeyDirectoryGroupReadable auto\n"
+                          "ServerDNSAllowBrokenConfig 0\n",
                           0, NULL);
   options_free(o);
+  err = parse_bad("KeyDirectoryGroupReadable 1\n", 0, NULL);
+  assert_has(err, "keeps the keys directory private");
+  free(err);
+  err = parse_bad("ServerDNSAllowBrokenConfig 1\n", 0, NULL);
+  assert_has(err, "ServerDNSAllowBrokenConfig 0");
+  free(err);
   err = parse_bad("DirReqStatistics 1\n", 0, NULL);
   assert_has(err, "tor's option DirReqStatistics; pctor keeps no "
                   "statistics files");

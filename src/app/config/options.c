@@ -1388,6 +1388,13 @@ static const struct {
    "after start-up (User)"},
   {"OutboundBindAddressPT", "pctor has no pluggable transports"},
   {"GeoIPExcludeUnknown", "pctor has no country-based node selection"},
+  {"Accel*", "OpenSSL 3 uses the CPU's crypto instructions without an "
+   "engine; remove the line"},
+  {"KeyDirectoryGroupReadable", "pctor keeps the keys directory private "
+   "(mode 0700)"},
+  {"ServerDNSAllowBrokenConfig", "pctor's exit stops at start-up when it "
+   "cannot use its resolv.conf (as ServerDNSAllowBrokenConfig 0); fix the "
+   "file or remove the line"},
   {"ExitPortStatistics", "pctor keeps no statistics files"},
   {"*Statistics", "pctor keeps no statistics files"},
   {"SocksPolicy", "bind SocksPort to a local address instead"},
@@ -1408,6 +1415,14 @@ static const struct {
   {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
   {"ExitPortStatistics", "0"},      {"ConnDirectionStatistics", "0"},
   {"CellStatistics", "0"},    {"HardwareAccel", "0"},
+  /* OpenSSL 3 uses the CPU's AES and SHA instructions by itself, with or
+   * without tor's engine option. */
+  {"HardwareAccel", "1"},
+  /* pctor's keys directory is always private (tor's auto when KeyDirectory
+   * is not DataDirectory). */
+  {"KeyDirectoryGroupReadable", "0"}, {"KeyDirectoryGroupReadable", "auto"},
+  /* A resolv.conf pctor cannot use stops an exit at start-up. */
+  {"ServerDNSAllowBrokenConfig", "0"},
   {"UseBridges", "0"},
 };
 
