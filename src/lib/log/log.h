@@ -83,7 +83,8 @@ void log_msg_at(log_severity_t sev, const char *file, const char *func,
                 const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 void log_vmsg_at(log_severity_t sev, const char *file, const char *func,
-                 const char *fmt, va_list ap);
+                 const char *fmt, va_list ap)
+  __attribute__((format(printf, 4, 0)));
 
 #define log_msg(sev, func, ...) log_msg_at(sev, __FILE__, func, __VA_ARGS__)
 #define log_debug(...) log_msg_at(LOG_SEV_DEBUG, __FILE__, __func__, __VA_ARGS__)
