@@ -112,9 +112,13 @@ dgram_validate(void *obj, const unsigned char *set, char **err_out,
                            "layer (DatagramPort) exists, the %s transport "
                            "on top of it does not (issue 18). Use tls or "
                            "pctcp",
-                           circuit_transport_name(t),
-                           t == CIRCUIT_TRANSPORT_BACKTAP ? "BackTap"
-                                                          : "TCP-over-DTLS");
+                           circuit_transport_name(t), "TCP-over-DTLS");
+    return -1;
+  }
+  if (t == CIRCUIT_TRANSPORT_BACKTAP && o->port.family == AF_UNSPEC) {
+    *bad_var = &dgram_vars[1];
+    *err_out = pc_strdup("CircuitTransport backtap needs a DatagramPort: "
+                         "BackTap hops run over the datagram links");
     return -1;
   }
   return 0;
