@@ -21,6 +21,12 @@
  * down closes its channels (and so their circuits) and frees everything.
  * Engine callbacks never free the link: a failed link is closed from a
  * deferred callback.
+ *
+ * Memory: what the engines hold (cells kept for retransmission, out of
+ * order cells) is set in the memory budget (MEMACCT_BACKTAP) after every
+ * event that changes it, so MaxMemInQueues sees it; the engine's own
+ * bounds cap it (doc/backtap.md). Cells delivered upward are ordinary
+ * packed cells in circuit queues, counted as before.
  */
 #include "feature/btcirc/btcirc.h"
 
@@ -33,6 +39,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/address.h"
 #include "lib/time/clock.h"
 
@@ -68,6 +75,7 @@ struct btcirc_link_t {
   evloop_deferred_t *fail;        /* link_failed: close from the loop */
   dlist_t flows;
   dlist_node_t node;              /* in bc->links */
+  size_t accounted;               /* engine bytes in bc->mem_total */
 };
 
 struct btcirc_t {
@@ -79,12 +87,26 @@ struct btcirc_t {
   hmap_t *flows;                  /* tag (u64) -> btcirc_flow_t */
   dlist_t links;
   btcirc_stats_t st;              /* glue counters */
+  uint64_t mem_total;             /* what the engines hold (memacct) */
   backtap_stats_t gone;           /* engines of links already freed */
 };
 
 /* The one instance, for the release hook and the carrier provider (both
  * single-slot hooks without an argument or with one we do pass). */
 static btcirc_t *the_bc;
+
+/* ---- memory ---- */
+
+/* Bring the memory budget (MaxMemInQueues) up to date with what lk's
+ * engine holds: after every event that can change it. O(1). */
+static void
+mem_sync(btcirc_link_t *lk)
+{
+  size_t now = lk->bl ? backtap_link_mem_bytes(lk->bl) : 0;
+  lk->bc->mem_total = lk->bc->mem_total - lk->accounted + now;
+  lk->accounted = now;
+  memacct_set(MEMACCT_BACKTAP, lk->bc->mem_total);
+}
 
 /* ---- flows ---- */
 
@@ -176,8 +198,11 @@ carrier_send(void *arg, const uint8_t *cell, size_t len)
       return -1;
     }
   }
-  if (bf->n_direct == 0 && backtap_flow_can_send(bf->flow))
-    return backtap_flow_send(bf->flow, cell);
+  if (bf->n_direct == 0 && backtap_flow_can_send(bf->flow)) {
+    int r = backtap_flow_send(bf->flow, cell);
+    mem_sync(bf->lk);
+    return r;
+  }
   /* A direct cell (CREATE2, DESTROY) while the window is full: it waits
    * for the window, a few at most. */
   if (bf->n_direct >= BTCIRC_DIRECT_MAX) {
@@ -195,9 +220,11 @@ carrier_closed(void *arg)
   btcirc_flow_t *bf = flow_by_arg(the_bc, arg);
   if (!bf)
     return;
+  btcirc_link_t *lk = bf->lk;
   bf->chan = NULL;
   bf->linger_until_us = time_mono_us() + BTCIRC_LINGER_MAX_US;
   flow_finish_if_done(bf);
+  mem_sync(lk);
 }
 
 static const channel_carrier_ops_t carrier_ops = {
@@ -371,6 +398,7 @@ link_timer_cb(void *arg)
 {
   btcirc_link_t *lk = arg;
   backtap_link_timer(lk->bl);
+  mem_sync(lk);
   /* Channels gone with direct cells still waiting: give up in time. */
   dlist_node_t *n, *next;
   for (n = dlist_first(&lk->flows); n; n = next) {
@@ -411,6 +439,7 @@ link_free(btcirc_link_t *lk)
   dlist_remove(&lk->node);
   dgram_link_set_user(lk->dl, NULL);
   backtap_link_free(lk->bl);
+  mem_sync(lk);
   evloop_timer_free(lk->timer);
   evloop_deferred_free(lk->fail);
   free(lk);
@@ -441,6 +470,7 @@ link_observer(dgram_link_t *dl, int up, const char *why, void *arg)
     lk->bl = backtap_link_new(&bc->params, &lower_ops, lk, &upper_ops, lk);
     dlist_insert_tail(&bc->links, &lk->node);
     dgram_link_set_user(dl, lk);
+    mem_sync(lk);
   } else if (!up && lk) {
     link_free(lk);
   }
@@ -457,6 +487,7 @@ record_cb(dgram_link_t *dl, uint8_t type, const uint8_t *body, size_t len,
   backtap_rec_type_t t = type == DGRAM_REC_BACKTAP_CELL ? BACKTAP_REC_CELL
                                                         : BACKTAP_REC_FEEDBACK;
   (void)backtap_link_input(lk->bl, t, body, len);
+  mem_sync(lk);
 }
 
 /* ---- the extension choice ---- */
@@ -553,6 +584,7 @@ btcirc_free_(btcirc_t *bc)
   dgram_register_handler(bc->d, DGRAM_REC_BACKTAP_CELL, NULL, NULL);
   dgram_register_handler(bc->d, DGRAM_REC_BACKTAP_FEEDBACK, NULL, NULL);
   hmap_free(bc->flows, NULL);
+  memacct_set(MEMACCT_BACKTAP, 0);
   if (the_bc == bc)
     the_bc = NULL;
   free(bc);
