@@ -596,6 +596,12 @@ btcirc_set_outgoing(btcirc_t *bc, int on)
   bc->outgoing = on ? 1 : 0;
 }
 
+const btcirc_t *
+btcirc_instance(void)
+{
+  return the_bc;
+}
+
 void
 btcirc_get_stats(const btcirc_t *bc, btcirc_stats_t *out)
 {

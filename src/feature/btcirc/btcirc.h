@@ -62,4 +62,6 @@ typedef struct btcirc_stats_t {
   backtap_stats_t bt;             /* engines' totals, live and gone */
 } btcirc_stats_t;
 void btcirc_get_stats(const btcirc_t *bc, btcirc_stats_t *out);
+/* The process's instance, or NULL (for MetricsPort). */
+const btcirc_t *btcirc_instance(void);
 #endif
