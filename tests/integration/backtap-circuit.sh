@@ -15,6 +15,8 @@
 #     per 498 bytes of the file and p1 received and delivered them, ACK/FWD
 #     feedback flowed both ways, nothing was dropped as malformed; p2's
 #     MetricsPort shows the same (pctor_backtap_cells_sent_total);
+#   - a third pctor relay p3 (backtap): the download p1 -> p3 -> p2 crosses
+#     two BackTap hops, p3 relaying every cell from one flow to the other;
 #   - a hop p1 -> relay1 (tor, no DatagramPort) uses TLS and says so, and
 #     the circuit works;
 #   - garbage BackTap records (pctor-dgramtest with its own relay keys
@@ -45,6 +47,7 @@ it_http_server "$www" "$hport"
 udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
 u1=$(udp_port)
 u2=$(udp_port)
+u3=$(udp_port)
 read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
 CircuitTransport backtap
@@ -60,9 +63,13 @@ RefuseUnknownExits 0
 ServerDNSResolvConfFile $net/resolv.conf
 MetricsPort 127.0.0.1:$mport
 MetricsPortPolicy accept 127.0.0.1"
+it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
+CircuitTransport backtap
+DatagramPort 127.0.0.1:$u3"
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
+d3=$(cat "$net/p3.dir")
 ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
 grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackTap" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
@@ -128,14 +135,39 @@ echo "$m" | grep -q '^pctor_backtap_dropped_total{reason="malformed"} 0$' ||
     it_fail "MetricsPort: $(echo "$m" | grep pctor_backtap_dropped)"
 it_log "MetricsPort: pctor_backtap_cells_sent_total $msent"
 
-# 3. A hop to a tor relay falls back to TLS.
+# 3. Two BackTap hops in a row: p1 -> p3 -> p2, p3 forwards from one flow
+# into the other (FWD towards p2 when the cell left on p1's flow).
+for pair in "p1 p3" "p3 p2"; do
+    set -- $pair
+    "$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop "$1")" "$(hop "$2")" > "$net/circ-$1$2.out" 2>&1 ||
+        it_fail "circuit $1 -> $2 failed: $(tail -3 "$net/circ-$1$2.out")"
+done
+it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u3 (we opened.*is up" "$d1/info.log" ||
+    it_fail "no datagram link p1 -> p3"
+it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d3/info.log" ||
+    it_fail "no datagram link p3 -> p2"
+t0=$SECONDS
+"$CIRCTEST" --timeout 180 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /file --out "$net/body3" "$(hop p1)" "$(hop p3)" "$(hop p2)" 2> "$net/get3.err" ||
+    it_fail "download p1 -> p3 -> p2 failed: $(tail -5 "$net/get3.err")"
+got=$(sha256sum < "$net/body3" | cut -d' ' -f1)
+[ "$got" = "$want" ] || it_fail "download over two BackTap hops: sha256 mismatch"
+s3=$(stats p3)
+it_log "p3: $s3"
+[ "$(num_before "$s3" "over BackTap")" -ge 1 ] && [ "$(num_before "$s3" "circuits from peers")" -ge 1 ] ||
+    it_fail "p3 did not carry the circuit over BackTap on both sides: $s3"
+[ "$(num_before "$s3" "delivered;")" -ge "$cells" ] && [ "$(num_before "$s3" "sent,")" -ge "$cells" ] ||
+    it_fail "p3 did not relay $cells cells between its BackTap hops: $s3"
+it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops), sha256 ok ($((SECONDS - t0)) s)"
+
+# 4. A hop to a tor relay falls back to TLS.
 "$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" relay1 > "$net/circ1r.out" 2>&1 ||
     it_fail "circuit p1 -> relay1 (tor) failed: $(tail -3 "$net/circ1r.out")"
 it_wait_until 10 grep -q "CircuitTransport: the hop to 127.0.0.1:[0-9]* uses TLS (the relay announced no DatagramPort)" "$d1/info.log" ||
     it_fail "p1 did not log the TLS fallback: $(grep 'CircuitTransport' "$d1/info.log" | tail -3)"
 it_log "hop p1 -> relay1 (tor) over TLS"
 
-# 4. Garbage BackTap records on an authenticated link.
+# 5. Garbage BackTap records on an authenticated link.
 if "$DGRAMTEST" --help 2>&1 | grep -q -- "--record-type"; then
     before=$(stats p1)
     "$DGRAMTEST" --datadir "$net/dgt" --target "127.0.0.1:$u1" --expect-ed "$ed1" \
@@ -153,6 +185,6 @@ else
     it_log "pctor-dgramtest has no --record-type: garbage records not tested here"
 fi
 
-it_pctor_alive_quiet "$net" p1 p2
+it_pctor_alive_quiet "$net" p1 p2 p3
 it_log "ok"
 exit 0
