@@ -21,7 +21,7 @@
 #     (statistics: links, cookies sent, datagrams dropped), its link to p2
 #     stays up;
 #   - SIGHUP with a new DatagramLinkIdleTimeout keeps the link; SIGHUP with
-#     CircuitTransport backtap is refused ("not supported yet") and the
+#     CircuitTransport dtls-tcp is refused ("not supported yet") and the
 #     relay keeps running; no other warning in either log.
 
 . "$(dirname "$0")/lib.sh"
@@ -169,17 +169,17 @@ it_log "flood: $((hv1 - hv0)) cookies, $((dr1 - dr0 + os1 - os0)) dropped, no li
 # a transport that does not exist yet is refused and p2 keeps running.
 echo "DatagramLinkIdleTimeout 5 minutes" >> "$d1/torrc"
 kill -HUP "$(cat "$d1/pid")"
-echo "CircuitTransport backtap" >> "$d2/torrc"
+echo "CircuitTransport dtls-tcp" >> "$d2/torrc"
 kill -HUP "$(cat "$d2/pid")"
-it_wait_until 10 grep -q "'backtap' is not supported yet" "$d2/info.log" ||
-    it_fail "p2 did not refuse CircuitTransport backtap on SIGHUP"
+it_wait_until 10 grep -q "'dtls-tcp' is not supported yet" "$d2/info.log" ||
+    it_fail "p2 did not refuse CircuitTransport dtls-tcp on SIGHUP"
 sleep 1
 kill -0 "$(cat "$d2/pid")" || it_fail "p2 exited after a refused SIGHUP"
 stats_has p1 'links: 1 \(1 up\)' || it_fail "p1's link did not survive SIGHUP: $(stats p1)"
 if grep -E '\[(warn|err)\]' "$d2/info.log" | grep -v -e "not supported yet" -e "Reloading the configuration failed; keeping the old one"; then
     it_fail "p2 logged other warnings"
 fi
-it_log "SIGHUP: link kept; CircuitTransport backtap refused: $(grep -o "'backtap' is not supported yet[^.]*" "$d2/info.log" | head -1)"
+it_log "SIGHUP: link kept; CircuitTransport dtls-tcp refused: $(grep -o "'dtls-tcp' is not supported yet[^.]*" "$d2/info.log" | head -1)"
 
 it_pctor_alive_quiet "$net" p1
 echo "PASS: $IT_NAME"

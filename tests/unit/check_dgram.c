@@ -158,13 +158,19 @@ START_TEST(test_transport_policy)
 {
   ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_TLS));
   ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_PCTCP));
-  ck_assert(!circuit_transport_is_supported(CIRCUIT_TRANSPORT_BACKTAP));
+  ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_BACKTAP));
   ck_assert(!circuit_transport_is_supported(CIRCUIT_TRANSPORT_DTLS_TCP));
   ck_assert_int_eq(circuit_transport_for_peer(CIRCUIT_TRANSPORT_PCTCP, 1, 1),
                    CIRCUIT_TRANSPORT_PCTCP);
-  /* unsupported or peer without a link: TLS */
   ck_assert_int_eq(
       circuit_transport_for_peer(CIRCUIT_TRANSPORT_BACKTAP, 1, 1),
+      CIRCUIT_TRANSPORT_BACKTAP);
+  /* unsupported or peer without a link: TLS */
+  ck_assert_int_eq(
+      circuit_transport_for_peer(CIRCUIT_TRANSPORT_BACKTAP, 1, 0),
+      CIRCUIT_TRANSPORT_TLS);
+  ck_assert_int_eq(
+      circuit_transport_for_peer(CIRCUIT_TRANSPORT_BACKTAP, 0, 0),
       CIRCUIT_TRANSPORT_TLS);
   ck_assert_int_eq(
       circuit_transport_for_peer(CIRCUIT_TRANSPORT_DTLS_TCP, 0, 0),

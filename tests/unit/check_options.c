@@ -306,6 +306,17 @@ START_TEST(test_scheduler_options)
   err = parse_bad("Schedulers Vanilla\n", 0, NULL);
   ck_assert(strstr(err, "Vanilla is not supported yet") != NULL);
   free(err);
+  /* CircuitTransport: backtap runs on a DatagramPort, dtls-tcp not yet. */
+  o = parse_ok("DatagramPort 127.0.0.1:9050\nCircuitTransport backtap\n", 0,
+               NULL);
+  options_free(o);
+  err = parse_bad("CircuitTransport backtap\n", 0, NULL);
+  ck_assert(strstr(err, "CircuitTransport backtap needs a DatagramPort") !=
+            NULL);
+  free(err);
+  err = parse_bad("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0, NULL);
+  ck_assert(strstr(err, "'dtls-tcp' is not supported yet") != NULL);
+  free(err);
   err = parse_bad("Schedulers KIST,Magic\n", 0, NULL);
   ck_assert(strstr(err, "must list KIST and/or KISTLite") != NULL);
   free(err);

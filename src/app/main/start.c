@@ -39,6 +39,7 @@
 #include "feature/ipsec/broker.h"
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_options.h"
+#include "feature/btcirc/btcirc.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
@@ -96,6 +97,7 @@ static struct {
   uint64_t fd_limit;            /* RLIMIT_NOFILE after raising it */
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
+  btcirc_t *btcirc;             /* BackTap circuits on them; NULL when off */
   int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
@@ -713,8 +715,12 @@ apply_dgram(const options_t *o)
 {
   dgram_config_t cfg;
   dgram_config(o, &cfg);
+  const dgram_options_t *dgo = options_module(o, &dgram_conf_module);
   if (A.dgram) {
     dgram_reconfigure(A.dgram, &cfg);
+    if (A.btcirc)
+      btcirc_set_outgoing(A.btcirc,
+                          dgo->transport == CIRCUIT_TRANSPORT_BACKTAP);
     return 0;
   }
   if (cfg.bind.family == AF_UNSPEC)
@@ -728,6 +734,15 @@ apply_dgram(const options_t *o)
   }
   if (dgram_attach_channels(A.dgram) < 0)
     log_warn("DatagramPort: cannot announce the port on TLS links");
+  /* BackTap circuits from peers are accepted whenever the port is open;
+   * our own extensions use BackTap with CircuitTransport backtap. */
+  A.btcirc = btcirc_new(A.loop, A.dgram, NULL);
+  if (A.btcirc) {
+    btcirc_set_outgoing(A.btcirc, dgo->transport == CIRCUIT_TRANSPORT_BACKTAP);
+    if (dgo->transport == CIRCUIT_TRANSPORT_BACKTAP)
+      log_notice("CircuitTransport backtap: hops to relays with a datagram "
+                 "link use BackTap, others TLS");
+  }
   char a[PC_ADDR_STR_LEN];
   log_notice("Opened DatagramPort on UDP %s (DTLS links with relays)",
              pc_addr_fmt(dgram_bound_addr(A.dgram), a, sizeof(a), 1));
@@ -1905,6 +1920,35 @@ app_log_statistics(void)
                (unsigned long long)ds.dropped_type,
                (unsigned long long)ds.dropped_early);
   }
+  if (A.btcirc) {
+    btcirc_stats_t bs;
+    btcirc_get_stats(A.btcirc, &bs);
+    log_notice("Statistics: BackTap: %u links, %u circuit hops; extensions "
+               "%llu over BackTap, %llu over TLS; %llu circuits from peers; "
+               "cells %llu sent, %llu retransmitted, %llu received, %llu "
+               "delivered; feedback %llu sent, %llu received; dropped "
+               "%llu malformed, %llu unknown circuit, %llu duplicate, %llu "
+               "out of window, %llu excess, %llu forged feedback; %llu "
+               "timeouts, %llu failed circuits; %llu bytes held",
+               bs.links, bs.flows, (unsigned long long)bs.ext_backtap,
+               (unsigned long long)bs.ext_tls,
+               (unsigned long long)bs.circ_in,
+               (unsigned long long)bs.bt.cells_sent,
+               (unsigned long long)bs.bt.cells_retransmitted,
+               (unsigned long long)bs.bt.cells_received,
+               (unsigned long long)bs.bt.cells_delivered,
+               (unsigned long long)bs.bt.feedback_sent,
+               (unsigned long long)bs.bt.feedback_received,
+               (unsigned long long)bs.bt.malformed,
+               (unsigned long long)bs.bt.unknown_flow,
+               (unsigned long long)bs.bt.duplicate,
+               (unsigned long long)bs.bt.out_of_window,
+               (unsigned long long)bs.bt.excess_dropped,
+               (unsigned long long)bs.bt.forged_feedback,
+               (unsigned long long)bs.bt.timeouts,
+               (unsigned long long)bs.bt.flows_failed,
+               (unsigned long long)bs.mem_bytes);
+  }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
@@ -1946,6 +1990,7 @@ app_shutdown(void)
      * cache): end them while circuits and channels still exist. */
     dir_client_free(A.dirc);
     dir_client_free(A.dirc_other);
+    btcirc_free(A.btcirc); /* closes its carried channels */
     dgram_free(A.dgram); /* before channels: it observes them */
     channels_shutdown();
     circuits_shutdown();

@@ -6,6 +6,7 @@
  */
 #include "core/or/cell_queue.h"
 #include "lib/malloc/alloc.h"
+#include "lib/log/log.h"
 #include "lib/malloc/memacct.h"
 
 #include <stdlib.h>
@@ -15,6 +16,19 @@
 static packed_cell_t *freelist;
 static unsigned n_free;
 static uint64_t n_allocated;
+
+static packed_cell_release_fn release_hook;
+
+int
+packed_cell_set_release_hook(packed_cell_release_fn fn)
+{
+  if (fn && release_hook && release_hook != fn) {
+    log_warn("A second packed-cell release hook was refused");
+    return -1;
+  }
+  release_hook = fn;
+  return 0;
+}
 
 packed_cell_t *
 packed_cell_new(void)
@@ -30,6 +44,8 @@ packed_cell_new(void)
   pc->next = NULL;
   pc->len = 0;
   pc->queued_us = 0;
+  pc->rel_tag = 0;
+  pc->rel_seq = 0;
   n_allocated++;
   memacct_add(MEMACCT_CELLS, sizeof(*pc));
   return pc;
@@ -40,6 +56,12 @@ packed_cell_free(packed_cell_t *pc)
 {
   if (!pc)
     return;
+  if (pc->rel_tag) {
+    uint64_t tag = pc->rel_tag;
+    pc->rel_tag = 0;
+    if (release_hook)
+      release_hook(tag, pc->rel_seq);
+  }
   n_allocated--;
   memacct_sub(MEMACCT_CELLS, sizeof(*pc));
   if (n_free < FREELIST_MAX) {

@@ -17,6 +17,13 @@ typedef struct packed_cell_t {
   struct packed_cell_t *next;
   uint64_t queued_us;     /* monotonic time it was queued */
   uint16_t len;           /* bytes used in body */
+  /* Release tag (0: none): set by a hop-by-hop transport (BackTap) on a
+   * cell it delivered, so that it learns when the cell has left this relay
+   * (written towards the next hop, consumed here, or dropped): the hook
+   * registered with packed_cell_set_release_hook() is called with the tag
+   * and seq when the cell is freed. */
+  uint64_t rel_tag;
+  uint32_t rel_seq;
   uint8_t body[CELL_MAX_NETWORK_LEN];
 } packed_cell_t;
 
@@ -38,6 +45,11 @@ void cell_queue_clear(cell_queue_t *q);
 
 packed_cell_t *packed_cell_new(void);
 void packed_cell_free(packed_cell_t *pc);
+/* One hook (a second, different one is refused with -1; NULL removes):
+ * called from packed_cell_free() for cells with a non-zero rel_tag. It must
+ * not free packed cells. */
+typedef void (*packed_cell_release_fn)(uint64_t tag, uint32_t seq);
+int packed_cell_set_release_hook(packed_cell_release_fn fn);
 /* Total packed cells currently allocated (queued anywhere), for memory
  * accounting and tests. */
 uint64_t packed_cells_allocated(void);

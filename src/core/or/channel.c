@@ -88,6 +88,7 @@ static struct {
   dlist_t emptied;           /* per-circuit channels that lost all circuits */
   hmap_t *peers;             /* RSA identity (20 bytes) -> chan_peer_t */
   unsigned n_per_circuit;
+  unsigned n_carried;
   ratelimit_t *bw_global, *bw_relay;
   int bw_count_private;
   int read_by_priority;      /* CircuitPriorityReads */
@@ -184,7 +185,7 @@ close_idle_channels(void *arg)
       continue;
     uint64_t limit = chan->peer_is_relay ? G.idle_relay_us
                                          : G.idle_client_us;
-    if (chan->per_circuit)
+    if (chan->per_circuit || chan->carried)
       limit = chan->spare ? CHANNEL_SPARE_IDLE_SEC * 1000000ULL
                           : CHAN_PER_CIRCUIT_IDLE_USEC; /* died pending */
     if (now - chan->idle_since_us >= limit)
@@ -214,9 +215,12 @@ close_emptied_per_circuit(void *arg)
   while ((n = dlist_first(&G.emptied))) {
     dlist_remove(n);
     channel_t *chan = DLIST_ENTRY(n, channel_t, emptied_node);
-    if (chan->per_circuit && chan->had_circuit &&
+    if ((chan->per_circuit || chan->carried) && chan->had_circuit &&
         !hmap_size(chan->circuits) && !chan->close_pending)
-      channel_close_after_flush(chan, "its circuit closed (PerCircuitTCP)");
+      channel_close_after_flush(chan, chan->carried
+                                          ? "its circuit closed"
+                                          : "its circuit closed "
+                                            "(PerCircuitTCP)");
   }
 }
 
@@ -331,6 +335,7 @@ channels_get_stats(channel_stats_t *out)
   *out = G.stats;
   out->n_open = out->n_handshaking = 0;
   out->n_per_circuit = G.n_per_circuit;
+  out->n_carried = G.n_carried;
   for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
     channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
     if (chan->state == CHAN_STATE_OPEN)
@@ -1009,7 +1014,7 @@ channel_remove_circuit(channel_t *chan, uint32_t circ_id)
   hmap_remove_u32(chan->circuits, circ_id);
   if (hmap_size(chan->circuits) == 0) {
     chan->idle_since_us = evloop_now_us(G.loop);
-    if (chan->per_circuit) {
+    if (chan->per_circuit || chan->carried) {
       if (!dlist_node_is_linked(&chan->emptied_node))
         dlist_insert_tail(&G.emptied, &chan->emptied_node);
       evloop_deferred_schedule(G.per_circuit_reaper);
@@ -1044,6 +1049,11 @@ channel_n_circuits(const channel_t *chan)
 void
 channel_write_raw(channel_t *chan, const uint8_t *data, size_t len)
 {
+  if (chan->carrier && !chan->close_pending) {
+    if (len == CELL_MAX_NETWORK_LEN && !cell_command_is_var(data[4]))
+      (void)chan->carrier->send(chan->carrier_arg, data, len);
+    return;
+  }
   if (!chan->conn || chan->close_pending)
     return;
   buf_t *out = conn_outbuf(chan->conn);
@@ -1110,7 +1120,8 @@ circ_queue_clear(circ_queue_t *cq)
 int
 channel_accepts_circuit_cells(const channel_t *chan)
 {
-  if (chan->state != CHAN_STATE_OPEN || !chan->conn || chan->close_pending)
+  if (chan->state != CHAN_STATE_OPEN || (!chan->conn && !chan->carrier) ||
+      chan->close_pending)
     return 0;
   return !(chan->is_outgoing ? G.block_flush_out : G.block_flush_in);
 }
@@ -1280,6 +1291,73 @@ channel_became_open(channel_t *chan)
       open_observers[i].fn(chan, open_observers[i].arg);
 }
 
+/* ---- carried channels --------------------------------------------- */
+
+channel_t *
+channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
+                    const pc_addr_t *addr, const uint8_t *rsa_id,
+                    const uint8_t *ed_id, int outgoing, const char *kind)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *addr;
+  chan->is_outgoing = outgoing ? 1 : 0;
+  chan->we_authenticate = outgoing && G.keys != NULL;
+  chan->carried = 1;
+  chan->carrier = ops;
+  chan->carrier_arg = arg;
+  G.n_carried++;
+  if (rsa_id) {
+    memcpy(chan->peer_rsa_id, rsa_id, 20);
+    chan->have_peer_rsa = 1;
+    chan->peer_is_relay = 1;
+  }
+  if (ed_id) {
+    memcpy(chan->peer_ed_id, ed_id, 32);
+    chan->have_peer_ed = 1;
+  }
+  chan->link_proto = 5;
+  chan->state = CHAN_STATE_OPEN;
+  chan->idle_since_us = evloop_now_us(G.loop);
+  evloop_timer_free(chan->hs_timer);
+  channel_update_desc(chan);
+  size_t dl = strlen(chan->desc);
+  if (kind && dl + 3 < sizeof(chan->desc))
+    snprintf(chan->desc + dl, sizeof(chan->desc) - dl, " %s", kind);
+  log_info("Channel %s is open (%s, carried)", chan->desc,
+           outgoing ? "outgoing" : "incoming");
+  up_opened(chan, 1);
+  return chan;
+}
+
+void
+channel_carried_input(channel_t *chan, packed_cell_t *pc)
+{
+  if (!chan->carried || chan->close_pending ||
+      pc->len != CELL_MAX_NETWORK_LEN) {
+    packed_cell_free(pc);
+    return;
+  }
+  chan->cells_in++;
+  G.stats.cells_in++;
+  if (upcalls && upcalls->cell)
+    upcalls->cell(chan, pc);
+  else
+    packed_cell_free(pc);
+}
+
+void
+channel_carried_writable(channel_t *chan)
+{
+  if (chan->carrier && !chan->close_pending)
+    scheduler_channel_wakeup(chan);
+}
+
+int
+channel_is_carried(const channel_t *chan)
+{
+  return chan->carried;
+}
+
 /* ---- closing ------------------------------------------------------ */
 
 static void
@@ -1302,6 +1380,8 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
     chan->per_circuit = 0;
     G.n_per_circuit--;
   }
+  if (chan->carried)
+    G.n_carried--;
   dlist_remove(&chan->all_node);
   index_remove(chan);
   dlist_remove(&chan->emptied_node);
@@ -1317,6 +1397,12 @@ channel_close_impl(channel_t *chan, const char *why, int flush)
     up_opened(chan, 0);
   if (upcalls && upcalls->closed)
     upcalls->closed(chan);
+  if (chan->carrier) {
+    const channel_carrier_ops_t *ops = chan->carrier;
+    chan->carrier = NULL;
+    ops->closed(chan->carrier_arg);
+    chan->carrier_arg = NULL;
+  }
   if (chan->conn) {
     if (flush)
       conn_close(chan->conn, 1);

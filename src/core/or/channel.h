@@ -202,6 +202,33 @@ channel_t *channel_accept_socketless_for_testing(const pc_addr_t *peer,
                                                  const uint8_t *ed_id);
 void channel_open_socketless_for_testing(channel_t *chan);
 
+/* Carried channels: a channel for one circuit whose cells travel over a
+ * transport that a feature provides (BackTap over a datagram link,
+ * feature/btcirc) instead of a TLS connection. The feature authenticated
+ * the peer (rsa_id and ed_id are its proved identities) and carries only
+ * fixed-length cells, link protocol 5 (variable-length cells written to a
+ * carried channel are dropped). The channel is OPEN at once, is never
+ * offered to other extensions, and closes when its circuit has gone (then
+ * closed() tells the carrier, which must not use chan any more). The
+ * scheduler writes a cell only while can_send() says yes; the carrier
+ * calls channel_carried_writable() when it may again. Cells written
+ * directly (CREATE2, DESTROY) go to send() whatever can_send() says. */
+typedef struct channel_carrier_ops_t {
+  int (*can_send)(void *arg);
+  /* One packed 514-byte cell: 0, or -1 (the cell is lost). */
+  int (*send)(void *arg, const uint8_t *cell, size_t len);
+  void (*closed)(void *arg);
+} channel_carrier_ops_t;
+channel_t *channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
+                               const pc_addr_t *addr, const uint8_t *rsa_id,
+                               const uint8_t *ed_id, int outgoing,
+                               const char *kind);
+/* A cell that arrived over the carrier (takes ownership of pc). */
+void channel_carried_input(channel_t *chan, packed_cell_t *pc);
+/* can_send() became true again. */
+void channel_carried_writable(channel_t *chan);
+int channel_is_carried(const channel_t *chan);
+
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */
 void channel_close(channel_t *chan, const char *why);
@@ -275,6 +302,7 @@ typedef struct channel_stats_t {
   uint64_t cells_in, cells_out;
   unsigned n_open, n_handshaking;
   unsigned n_per_circuit;
+  unsigned n_carried;       /* carried channels not closed yet */
   /* Outgoing channels: time from connect() to OPEN (TCP, TLS and the link
    * handshake), what an extension over a new connection waits for. */
   uint64_t setups, setup_us_total, setup_us_max;

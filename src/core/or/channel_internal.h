@@ -35,6 +35,9 @@ typedef struct chan_hs_t {
 struct channel_t {
   uint64_t id;
   conn_t *conn;
+  /* Carried channels (no conn): the feature's transport for its circuit. */
+  const channel_carrier_ops_t *carrier;
+  void *carrier_arg;
   channel_state_t state;
   unsigned is_outgoing : 1;
   unsigned we_authenticate : 1;   /* outgoing, and we are a relay */
@@ -45,6 +48,7 @@ struct channel_t {
   unsigned had_circuit : 1;       /* a circuit was ever set on it */
   unsigned spare : 1;             /* per-circuit, opened ahead of need */
   unsigned dos_counted : 1;       /* counted by core/or/dos at accept */
+  unsigned carried : 1;           /* one circuit over a feature's carrier */
   int link_proto;                 /* 0 until VERSIONS is negotiated */
   pc_addr_t addr;                 /* where we connected / who connected */
   int have_peer_rsa, have_peer_ed;

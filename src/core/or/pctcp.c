@@ -13,6 +13,8 @@ static struct {
   pctcp_stats_t stats;
   pctcp_peer_policy_fn policy;
   void *policy_arg;
+  pctcp_carrier_fn carrier;
+  void *carrier_arg;
 } P;
 
 void
@@ -55,11 +57,28 @@ open_spares(const pc_addr_t *addr, const uint8_t *rsa_id,
   }
 }
 
+int
+pctcp_set_carrier_provider(pctcp_carrier_fn fn, void *arg)
+{
+  if (fn && P.carrier && (P.carrier != fn || P.carrier_arg != arg)) {
+    log_warn("A second circuit carrier provider was refused");
+    return -1;
+  }
+  P.carrier = fn;
+  P.carrier_arg = fn ? arg : NULL;
+  return 0;
+}
+
 channel_t *
 pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
                          const uint8_t *rsa_id, const uint8_t *ed_id)
 {
   channel_t *chan = NULL;
+  if (P.carrier && circ->kind == CIRC_KIND_OR) {
+    chan = P.carrier(addr, rsa_id, ed_id, P.carrier_arg);
+    if (chan)
+      return chan;
+  }
   int per_circuit = P.cfg.enabled && circ->kind == CIRC_KIND_OR;
   if (per_circuit && P.policy &&
       P.policy(addr, rsa_id, ed_id, P.policy_arg) == PCTCP_PEER_SHARED) {

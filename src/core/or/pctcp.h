@@ -63,6 +63,16 @@ typedef pctcp_peer_verdict_t (*pctcp_peer_policy_fn)(const pc_addr_t *addr,
                                                      void *arg);
 void pctcp_set_peer_policy(pctcp_peer_policy_fn fn, void *arg);
 
+/* A feature may carry relay-to-relay extensions itself (BackTap over a
+ * datagram link, feature/btcirc): asked first for every extension of an
+ * or_circuit, it returns a carried channel (channel.h) that is open, or
+ * NULL to let the circuit take a TLS channel as usual. One provider; a
+ * second, different one is refused (-1); NULL removes it. */
+typedef channel_t *(*pctcp_carrier_fn)(const pc_addr_t *addr,
+                                       const uint8_t *rsa_id,
+                                       const uint8_t *ed_id, void *arg);
+int pctcp_set_carrier_provider(pctcp_carrier_fn fn, void *arg);
+
 typedef struct pctcp_stats_t {
   uint64_t per_circuit_opened; /* per-circuit connections opened */
   uint64_t shared_over_limit;  /* extensions that shared over the limit */

@@ -346,6 +346,16 @@ bucket_release(sched_bucket_t *b)
 static int64_t
 chan_budget(channel_t *chan)
 {
+  if (chan->carrier) {
+    /* A carried channel (BackTap) has no output buffer: its transport's
+     * window says, cell by cell, whether it takes one more. */
+    chan->sched_run = G.run_id;
+    chan->sched_budget = channel_accepts_circuit_cells(chan) &&
+                                 chan->carrier->can_send(chan->carrier_arg)
+                             ? CELL_MAX_NETWORK_LEN
+                             : 0;
+    return chan->sched_budget;
+  }
   if (chan->sched_run == G.run_id)
     return chan->sched_budget;
   chan->sched_run = G.run_id;
@@ -374,7 +384,7 @@ chan_budget(channel_t *chan)
 static void
 chan_park(channel_t *chan)
 {
-  if (!channel_accepts_circuit_cells(chan) ||
+  if (!channel_accepts_circuit_cells(chan) || chan->carrier ||
       buf_datalen(conn_outbuf(chan->conn)) > CHAN_OUTBUF_LOW)
     chan_set_state(chan, SCHED_CHAN_WAIT_ROOM);
   else
@@ -433,7 +443,10 @@ scheduler_run(void *arg)
     bucket_charge(chan->bw_global, len);
     bucket_charge(chan->bw_relay, len);
     packed_cell_t *pc = cell_queue_pop(&cq->cells);
-    buf_add(conn_outbuf(chan->conn), pc->body, pc->len);
+    if (chan->carrier)
+      (void)chan->carrier->send(chan->carrier_arg, pc->body, pc->len);
+    else
+      buf_add(conn_outbuf(chan->conn), pc->body, pc->len);
     chan->sched_budget -= pc->len;
     uint64_t waited = now > pc->queued_us ? now - pc->queued_us : 0;
     cq->stats.cells_sent++;

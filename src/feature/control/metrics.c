@@ -26,6 +26,7 @@
 #include "core/or/edge.h"
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
+#include "feature/btcirc/btcirc.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
 #include "feature/control/control_proto.h"
@@ -413,6 +414,50 @@ metrics_render(void)
       (unsigned long long)ps.shared_over_limit);
   strbuf_addf(&b, "pctor_pctcp_fallbacks_total{reason=\"peer_policy\"} %llu\n",
       (unsigned long long)ps.shared_by_policy);
+
+  const btcirc_t *bt = btcirc_instance();
+  if (bt) {
+    btcirc_stats_t bs;
+    btcirc_get_stats(bt, &bs);
+    one(&b, "pctor_backtap_links", "gauge",
+        "BackTap: datagram links with a BackTap engine", bs.links);
+    one(&b, "pctor_backtap_circuit_hops", "gauge",
+        "BackTap: circuit hops carried now", bs.flows);
+    head(&b, "pctor_backtap_extensions_total", "counter",
+         "CircuitTransport backtap: extensions by the transport they used");
+    strbuf_addf(&b, "pctor_backtap_extensions_total{transport=\"backtap\"} "
+                "%llu\n", (unsigned long long)bs.ext_backtap);
+    strbuf_addf(&b, "pctor_backtap_extensions_total{transport=\"tls\"} "
+                "%llu\n", (unsigned long long)bs.ext_tls);
+    one(&b, "pctor_backtap_cells_sent_total", "counter",
+        "BackTap: cells sent (first transmissions)",
+        (unsigned long long)bs.bt.cells_sent);
+    one(&b, "pctor_backtap_cells_retransmitted_total", "counter",
+        "BackTap: cells retransmitted",
+        (unsigned long long)bs.bt.cells_retransmitted);
+    one(&b, "pctor_backtap_cells_received_total", "counter",
+        "BackTap: cells received", (unsigned long long)bs.bt.cells_received);
+    one(&b, "pctor_backtap_feedback_received_total", "counter",
+        "BackTap: ACK/FWD records received",
+        (unsigned long long)bs.bt.feedback_received);
+    head(&b, "pctor_backtap_dropped_total", "counter",
+         "BackTap: records dropped without state, by reason");
+    const struct {
+      const char *reason;
+      uint64_t v;
+    } drops[] = {
+        {"malformed", bs.bt.malformed},
+        {"unknown_circuit", bs.bt.unknown_flow},
+        {"duplicate", bs.bt.duplicate},
+        {"out_of_window", bs.bt.out_of_window},
+        {"excess", bs.bt.excess_dropped},
+        {"forged_feedback", bs.bt.forged_feedback},
+        {"stale_feedback", bs.bt.stale_feedback},
+    };
+    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+      strbuf_addf(&b, "pctor_backtap_dropped_total{reason=\"%s\"} %llu\n",
+                  drops[i].reason, (unsigned long long)drops[i].v);
+  }
 
   scheduler_stats_t ss;
   scheduler_get_stats(&ss);

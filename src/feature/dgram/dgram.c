@@ -1057,6 +1057,12 @@ dgram_link_peer_ed_id(const dgram_link_t *l)
   return l->have_peer ? l->peer_ed : NULL;
 }
 
+const uint8_t *
+dgram_link_peer_rsa_id(const dgram_link_t *l)
+{
+  return l->have_peer ? l->peer_rsa : NULL;
+}
+
 const pc_addr_t *
 dgram_link_peer_addr(const dgram_link_t *l)
 {
@@ -1255,7 +1261,8 @@ circuit_transport_name(circuit_transport_t t)
 int
 circuit_transport_is_supported(circuit_transport_t t)
 {
-  return t == CIRCUIT_TRANSPORT_TLS || t == CIRCUIT_TRANSPORT_PCTCP;
+  return t == CIRCUIT_TRANSPORT_TLS || t == CIRCUIT_TRANSPORT_PCTCP ||
+         t == CIRCUIT_TRANSPORT_BACKTAP;
 }
 
 circuit_transport_t

@@ -105,6 +105,7 @@ dgram_link_t *dgram_link_find(const dgram_t *d, const uint8_t ed_id[32]);
 int dgram_link_is_up(const dgram_link_t *l);
 const uint8_t *dgram_link_peer_ed_id(const dgram_link_t *l); /* NULL until
                                                                 known */
+const uint8_t *dgram_link_peer_rsa_id(const dgram_link_t *l); /* same */
 const pc_addr_t *dgram_link_peer_addr(const dgram_link_t *l);
 void dgram_link_set_user(dgram_link_t *l, void *user);
 void *dgram_link_get_user(const dgram_link_t *l);

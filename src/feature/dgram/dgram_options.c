@@ -74,18 +74,22 @@ static const conf_var_t dgram_vars[] = {
    "spoofed sources, both sides authenticated with their Tor identity "
    "keys. The port is announced to relays on their TLS links (tor relays "
    "ignore the announcement), and a link is opened to every relay that "
-   "announced one on a TLS link this relay opened. The datagram "
-   "transports that will carry circuits over these links (see "
-   "CircuitTransport) do not exist yet.", &port_type},
+   "announced one on a TLS link this relay opened. A relay with a "
+   "DatagramPort accepts circuit hops over BackTap from its peers; it "
+   "extends its own over BackTap with CircuitTransport backtap.",
+   &port_type},
   {"CircuitTransport", CONF_TYPE_ENUM, "tls|pctcp|dtls-tcp|backtap", "tls",
    "tls", 1, 0, 0, OFF(transport),
    "Relay: how circuits this relay extends to other relays travel. tls: "
    "over the shared TLS connection to the next relay (as tor). pctcp: a "
-   "TLS connection per circuit, as PerCircuitTCP 1. dtls-tcp "
-   "(TCP-over-DTLS, Reardon and Goldberg 2009) and backtap (Tschorsch and "
-   "Scheuermann 2016) would carry circuits over DatagramPort links, "
-   "falling back to TLS per extension for peers without one; they are "
-   "not supported yet, and selecting them is refused.", transport_names},
+   "TLS connection per circuit, as PerCircuitTCP 1. backtap (Tschorsch "
+   "and Scheuermann 2016; needs a DatagramPort): a hop to a relay with an "
+   "authenticated datagram link carries the circuit's cells as BackTap "
+   "records over it (hop-by-hop reliability, a Vegas window per hop); "
+   "hops to other relays, and to relays whose link is not up yet, use "
+   "TLS; a notice says which. dtls-tcp (TCP-over-DTLS, Reardon and "
+   "Goldberg 2009) is not supported yet, and selecting it is refused.",
+   transport_names},
   {"DatagramLinkIdleTimeout", CONF_TYPE_INTERVAL, "NUM", "10 minutes",
    "10 minutes", 1, 30, 86400, OFF(idle_timeout),
    "Relay: a datagram link that carried no record of a transport in "
@@ -112,9 +116,13 @@ dgram_validate(void *obj, const unsigned char *set, char **err_out,
                            "layer (DatagramPort) exists, the %s transport "
                            "on top of it does not (issue 18). Use tls or "
                            "pctcp",
-                           circuit_transport_name(t),
-                           t == CIRCUIT_TRANSPORT_BACKTAP ? "BackTap"
-                                                          : "TCP-over-DTLS");
+                           circuit_transport_name(t), "TCP-over-DTLS");
+    return -1;
+  }
+  if (t == CIRCUIT_TRANSPORT_BACKTAP && o->port.family == AF_UNSPEC) {
+    *bad_var = &dgram_vars[1];
+    *err_out = pc_strdup("CircuitTransport backtap needs a DatagramPort: "
+                         "BackTap hops run over the datagram links");
     return -1;
   }
   return 0;

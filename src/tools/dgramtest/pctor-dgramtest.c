@@ -4,7 +4,7 @@
  * garbage and cookie-less ClientHellos.
  *
  *   pctor-dgramtest --datadir DIR --target ADDR:PORT --expect-ed ID
- *                   [--records N] [--timeout SEC]
+ *                   [--records N] [--record-type T] [--timeout SEC]
  *   pctor-dgramtest --flood N --target ADDR:PORT [--sources K]
  *
  * Link mode: uses (or makes) the relay keys in DIR, opens a link to the
@@ -12,7 +12,11 @@
  * fingerprint-ed25519, or 64 hex digits), and waits until it is up (the
  * first PING/PONG round trip done) or refused. Up: sends N records of
  * type 0x7e (which a relay counts as "unknown types"), waits until they
- * are flushed, prints "up rtt_ms=X sent=N" and exits 0. Refused or timed
+ * are flushed, prints "up rtt_ms=X sent=N" and exits 0. With
+ * --record-type 0x21 or 0x22 (BackTap CELL / FEEDBACK) the records are
+ * garbage of that type instead: every third one of a wrong length, the
+ * others of the right length with reserved flags set, or (feedback) for a
+ * circuit the relay does not know. Refused or timed
  * out: prints "refused: REASON" and exits 1.
  *
  * Flood mode: from K UDP sockets (K source ports, default 32), sends N
@@ -44,6 +48,7 @@ static struct {
   dgram_link_t *link;
   int done, ok;
   unsigned records;
+  unsigned record_type;
   char why[200];
 } T;
 
@@ -52,7 +57,7 @@ usage(void)
 {
   fprintf(stderr,
           "usage: pctor-dgramtest --datadir DIR --target ADDR:PORT "
-          "--expect-ed ID [--records N] [--timeout SEC]\n"
+          "--expect-ed ID [--records N] [--record-type T] [--timeout SEC]\n"
           "       pctor-dgramtest --flood N --target ADDR:PORT "
           "[--sources K]\n");
   exit(2);
@@ -101,15 +106,28 @@ poll_cb(void *arg)
   dgram_link_get_stats(T.link, &st);
   if (!st.up || !st.rtt_us)
     return;
-  uint8_t body[16];
+  uint8_t body[600];
   memset(body, 0x7e, sizeof(body));
-  for (unsigned i = 0; i < T.records; i++)
-    if (dgram_link_send(T.link, 0x7e, body, sizeof(body)) < 0) {
+  uint8_t type = T.record_type ? (uint8_t)T.record_type : 0x7e;
+  for (unsigned i = 0; i < T.records; i++) {
+    size_t len = 16;
+    if (type == 0x21 || type == 0x22) {
+      for (size_t k = 0; k < sizeof(body); k++)
+        body[k] = (uint8_t)(i * 131u + k * 7u + 1u);
+      if (i % 3 != 0)
+        len = type == 0x21 ? 519 : 13;
+      if (type == 0x21)
+        body[8] = 0xfe; /* reserved cell flags */
+      else
+        body[4] = (i % 2) ? 0x01 : 0xe0; /* unknown circuit / reserved */
+    }
+    if (dgram_link_send(T.link, type, body, len) < 0) {
       snprintf(T.why, sizeof(T.why), "sending failed");
       T.done = 1;
       evloop_exit(T.loop);
       return;
     }
+  }
   dgram_link_flush(T.link);
   printf("up rtt_ms=%.3f sent=%u\n", (double)st.rtt_us / 1000.0, T.records);
   T.done = T.ok = 1;
@@ -223,6 +241,8 @@ main(int argc, char **argv)
       expect = argv[++i];
     else if (!strcmp(a, "--records"))
       T.records = (unsigned)atoi(argv[++i]);
+    else if (!strcmp(a, "--record-type"))
+      T.record_type = (unsigned)strtoul(argv[++i], NULL, 0);
     else if (!strcmp(a, "--timeout"))
       timeout = (unsigned)atoi(argv[++i]);
     else if (!strcmp(a, "--flood"))
@@ -234,7 +254,8 @@ main(int argc, char **argv)
   }
   pc_addr_t to;
   if (!target || pc_addr_parse(&to, target) < 0 || !to.port || !datadir ||
-      sources == 0 || T.records > 1000)
+      sources == 0 || T.records > 1000 ||
+      (T.record_type && (T.record_type < 0x20 || T.record_type > 0xff)))
     usage();
   if (crypt_global_init() < 0)
     return 1;

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* check_btcirc.c -- what core offers the BackTap circuit integration
+ * (feature/btcirc): the packed-cell release hook that turns "the cell left
+ * this relay" into a FWD, carried channels (channel.h) and the carrier
+ * provider that pctcp.c asks for every or_circuit extension.
+ *
+ * The carrier here is a mock with a window the test opens by hand, so the
+ * tests check exactly what the circuit layer does with it: CREATE2 and
+ * DESTROY go straight to send(), queued cells only while can_send() says
+ * yes and again after channel_carried_writable(), variable-length cells are
+ * never handed over, cells arriving through the carrier reach command.c,
+ * and the channel closes (telling the carrier once) when its circuit has
+ * gone. The engine itself is tested in check_backtap.c; the whole path
+ * over DTLS in tests/integration/backtap-circuit.sh.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/or/pctcp.h"
+#include "core/proto/cell.h"
+#include "lib/bytes/bytes.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/evloop/evloop.h"
+
+Suite *suite_btcirc(void);
+
+#define MAX_SENT 64
+
+static struct {
+  evloop_t *loop;
+  evloop_timer_t *tick;
+  pc_addr_t addr[2];
+  uint8_t rsa[2][20], ed[2][32];
+  /* the mock carrier */
+  unsigned window;   /* cells can_send() still allows */
+  unsigned n_sent;
+  uint8_t sent_cmd[MAX_SENT];
+  uint32_t sent_circid[MAX_SENT];
+  unsigned n_closed;
+  channel_t *carried;
+  int provide;
+  /* release hook */
+  unsigned n_released;
+  uint64_t rel_tag[MAX_SENT];
+  uint32_t rel_seq[MAX_SENT];
+} T;
+
+static void
+tick_cb(void *arg)
+{
+  evloop_exit(arg);
+}
+
+static void
+run_once(void)
+{
+  evloop_timer_schedule(T.tick, 0);
+  evloop_run(T.loop);
+}
+
+static int
+mock_can_send(void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  return T.window > 0;
+}
+
+static int
+mock_send(void *arg, const uint8_t *cell, size_t len)
+{
+  ck_assert_ptr_eq(arg, &T);
+  ck_assert_uint_eq(len, CELL_MAX_NETWORK_LEN);
+  ck_assert_uint_lt(T.n_sent, MAX_SENT);
+  T.sent_circid[T.n_sent] = get_u32(cell);
+  T.sent_cmd[T.n_sent++] = cell[4];
+  if (cell[4] == CELL_RELAY) {
+    ck_assert_uint_gt(T.window, 0); /* the scheduler asked first */
+    T.window--;
+  }
+  return 0;
+}
+
+static void
+mock_closed(void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  T.n_closed++;
+}
+
+static const channel_carrier_ops_t mock_ops = {mock_can_send, mock_send,
+                                               mock_closed};
+
+static channel_t *
+provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
+         void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  if (!T.provide)
+    return NULL;
+  T.carried = channel_new_carried(&mock_ops, &T, addr, rsa_id, ed_id, 1,
+                                  "(test)");
+  return T.carried;
+}
+
+static void
+release_cb(uint64_t tag, uint32_t seq)
+{
+  ck_assert_uint_lt(T.n_released, MAX_SENT);
+  T.rel_tag[T.n_released] = tag;
+  T.rel_seq[T.n_released++] = seq;
+}
+
+static void
+setup(void)
+{
+  memset(&T, 0, sizeof(T));
+  ck_assert_int_eq(crypt_global_init(), 0);
+  T.loop = evloop_new();
+  T.tick = evloop_timer_new(T.loop, tick_cb, T.loop);
+  channels_init(T.loop, NULL);
+  channels_set_socketless_for_testing(1);
+  circuits_init();
+  for (int i = 0; i < 2; i++) {
+    pc_addr_parse_ip(&T.addr[i], "127.0.0.2", (uint16_t)(9001 + i));
+    memset(T.rsa[i], 0x31 * (i + 1), 20);
+    memset(T.ed[i], 0x41 * (i + 1), 32);
+  }
+  ck_assert_int_eq(pctcp_set_carrier_provider(provider, &T), 0);
+  ck_assert_int_eq(packed_cell_set_release_hook(release_cb), 0);
+}
+
+static void
+teardown(void)
+{
+  channels_shutdown();
+  circuits_shutdown();
+  pctcp_set_carrier_provider(NULL, NULL);
+  packed_cell_set_release_hook(NULL);
+  evloop_timer_free(T.tick);
+  evloop_free(T.loop);
+}
+
+static packed_cell_t *
+relay_cell(uint32_t circid, uint64_t tag, uint32_t seq)
+{
+  packed_cell_t *pc = packed_cell_new();
+  memset(pc->body, 0, sizeof(pc->body));
+  set_u32(pc->body, circid);
+  pc->body[4] = CELL_RELAY;
+  pc->len = CELL_MAX_NETWORK_LEN;
+  pc->rel_tag = tag;
+  pc->rel_seq = seq;
+  return pc;
+}
+
+START_TEST(test_release_hook)
+{
+  packed_cell_t *pc = relay_cell(1, 7, 42);
+  packed_cell_free(pc);
+  ck_assert_uint_eq(T.n_released, 1);
+  ck_assert_uint_eq(T.rel_tag[0], 7);
+  ck_assert_uint_eq(T.rel_seq[0], 42);
+  /* A cell from the free list starts without a tag. */
+  pc = packed_cell_new();
+  ck_assert_uint_eq(pc->rel_tag, 0);
+  packed_cell_free(pc);
+  ck_assert_uint_eq(T.n_released, 1);
+  /* One hook: a different second one is refused, the same one is fine. */
+  ck_assert_int_eq(packed_cell_set_release_hook(release_cb), 0);
+  ck_assert_int_eq(packed_cell_set_release_hook(
+                       (packed_cell_release_fn)(void (*)(void))tick_cb),
+                   -1);
+  /* And one carrier provider. */
+  ck_assert_int_eq(pctcp_set_carrier_provider(provider, NULL), -1);
+}
+END_TEST
+
+START_TEST(test_extension_over_carrier)
+{
+  channel_t *in =
+      channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
+  channel_open_socketless_for_testing(in);
+  or_circuit_t *oc = or_circuit_new(in, 0x80000001u);
+  cell_t create;
+  memset(&create, 0, sizeof(create));
+  create.command = CELL_CREATE2;
+  /* Without the provider's consent: an ordinary (TLS) channel. */
+  ck_assert_int_eq(circuit_extend_to(&oc->base, &T.addr[1], T.rsa[1],
+                                     T.ed[1], &create), 0);
+  ck_assert(!channel_is_carried(oc->base.n_chan));
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  run_once();
+
+  T.provide = 1;
+  oc = or_circuit_new(in, 0x80000003u);
+  ck_assert_int_eq(circuit_extend_to(&oc->base, &T.addr[1], T.rsa[1],
+                                     T.ed[1], &create), 0);
+  channel_t *n = oc->base.n_chan;
+  ck_assert_ptr_eq(n, T.carried);
+  ck_assert(channel_is_carried(n) && channel_is_open(n));
+  ck_assert(channel_is_authenticated_relay(n) && channel_is_outgoing(n));
+  ck_assert_mem_eq(channel_peer_ed_id(n), T.ed[1], 32);
+  /* Never offered to another extension (the TLS channel above is). */
+  ck_assert_ptr_ne(channel_find_for_extend(&T.addr[1], T.rsa[1], T.ed[1]),
+                   n);
+  /* CREATE2 went out at once, window or not, with an initiator's ID. */
+  ck_assert_uint_eq(T.n_sent, 1);
+  ck_assert_uint_eq(T.sent_cmd[0], CELL_CREATE2);
+  ck_assert(T.sent_circid[0] & 0x80000000u);
+  /* Variable-length cells are not carried. */
+  var_cell_t *vc = var_cell_new(4);
+  vc->command = 241;
+  channel_send_var_cell(n, vc);
+  var_cell_free(vc);
+  ck_assert_uint_eq(T.n_sent, 1);
+  channel_stats_t st;
+  channels_get_stats(&st);
+  ck_assert_uint_eq(st.n_carried, 1);
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  run_once();
+  /* DESTROY handed to the carrier, then the channel closed, once. */
+  ck_assert_uint_eq(T.sent_cmd[T.n_sent - 1], CELL_DESTROY);
+  ck_assert_uint_eq(T.n_closed, 1);
+  channels_get_stats(&st);
+  ck_assert_uint_eq(st.n_carried, 0);
+}
+END_TEST
+
+START_TEST(test_window_gates_scheduler)
+{
+  /* A circuit a peer opened over the carrier: its backward cells go to
+   * the carried channel as the window allows. */
+  channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
+                                     T.ed[1], 0, "(test)");
+  ck_assert(!channel_is_outgoing(c));
+  or_circuit_t *oc = or_circuit_new(c, 0x80000005u);
+  for (uint32_t i = 0; i < 5; i++)
+    ck_assert_int_eq(
+        or_circuit_queue_backward(oc, relay_cell(0x80000005u, 9, i)), 0);
+  T.window = 2;
+  run_once();
+  ck_assert_uint_eq(T.n_sent, 2);
+  run_once();
+  ck_assert_uint_eq(T.n_sent, 2); /* window full: nothing more */
+  /* The cells that left released their tags, in order. */
+  ck_assert_uint_eq(T.n_released, 2);
+  ck_assert_uint_eq(T.rel_seq[0], 0);
+  ck_assert_uint_eq(T.rel_seq[1], 1);
+  T.window = 10;
+  channel_carried_writable(c);
+  run_once();
+  ck_assert_uint_eq(T.n_sent, 5);
+  ck_assert_uint_eq(T.n_released, 5);
+  for (unsigned i = 0; i < 5; i++) {
+    ck_assert_uint_eq(T.sent_circid[i], 0x80000005u);
+    ck_assert_uint_eq(T.rel_tag[i], 9);
+    ck_assert_uint_eq(T.rel_seq[i], i);
+  }
+  /* Queued cells dropped with the circuit release their tags too. */
+  T.window = 0;
+  for (uint32_t i = 5; i < 8; i++)
+    ck_assert_int_eq(or_circuit_queue_backward(oc, relay_cell(0, 9, i)), 0);
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  run_once();
+  ck_assert_uint_eq(T.n_released, 8);
+  ck_assert_uint_eq(T.n_closed, 1);
+}
+END_TEST
+
+START_TEST(test_input_reaches_command)
+{
+  /* A CREATE2 arriving through the carrier is handled like one from a
+   * TLS channel: we are no relay here (no keys), so it is refused with a
+   * DESTROY that goes back over the carrier; the cell itself is freed
+   * (its tag released). A cell of the wrong length is dropped. */
+  channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
+                                     T.ed[1], 0, "(test)");
+  packed_cell_t *pc = relay_cell(0x80000007u, 3, 1);
+  pc->body[4] = CELL_CREATE2;
+  channel_carried_input(c, pc);
+  ck_assert_uint_eq(T.n_released, 1);
+  ck_assert_uint_eq(T.n_sent, 1);
+  ck_assert_uint_eq(T.sent_cmd[0], CELL_DESTROY);
+  ck_assert_uint_eq(T.sent_circid[0], 0x80000007u);
+  pc = relay_cell(0x80000007u, 3, 2);
+  pc->len = 100;
+  channel_carried_input(c, pc);
+  ck_assert_uint_eq(T.n_released, 2);
+  ck_assert_uint_eq(T.n_sent, 1);
+  channel_close(c, "test");
+  run_once();
+  ck_assert_uint_eq(T.n_closed, 1);
+}
+END_TEST
+
+Suite *
+suite_btcirc(void)
+{
+  Suite *s = suite_create("btcirc");
+  TCase *tc = tcase_create("carried");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_release_hook);
+  tcase_add_test(tc, test_extension_over_carrier);
+  tcase_add_test(tc, test_window_gates_scheduler);
+  tcase_add_test(tc, test_input_reaches_command);
+  suite_add_tcase(s, tc);
+  return s;
+}
