@@ -11,6 +11,7 @@
 #   <event2/...>           only in src/lib/evloop
 #   <openssl/...>          only in src/lib/crypt and src/lib/tls
 #   <zlib.h>, <zstd.h>, <lzma.h> only in src/lib/compress
+#   <jemalloc/...>, <mimalloc.h> only in src/lib/malloc
 #   <sys/capability.h>     only in src/app
 # Prints every violation and exits 1 if there is any.
 set -u
@@ -39,6 +40,7 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
       \<event2/*) [ "$dir" = lib/evloop ] || bad "$f:$n: $inc outside src/lib/evloop" ;;
       \<openssl/*) case "$dir" in lib/crypt|lib/tls) ;; *) bad "$f:$n: $inc outside src/lib/crypt, src/lib/tls" ;; esac ;;
       \<zlib.h\>|\<zstd.h\>|\<lzma.h\>|\<lzma/*) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
+      \<jemalloc/*|\<mimalloc.h\>|\<mimalloc-*) [ "$dir" = lib/malloc ] || bad "$f:$n: $inc outside src/lib/malloc" ;;
       \<sys/capability.h\>) case "$dir" in app/*) ;; *) bad "$f:$n: $inc outside src/app" ;; esac ;;
       \"*)
         case "$name" in

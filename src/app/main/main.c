@@ -51,6 +51,7 @@
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/allocator.h"
 
 #ifndef PCTOR_SYSCONFDIR
 #define PCTOR_SYSCONFDIR "/etc"
@@ -77,8 +78,8 @@ static void
 print_version(void)
 {
   printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-  printf("Libraries: Libevent %s, %s\n", evloop_library_version(),
-         crypt_library_version());
+  printf("Libraries: Libevent %s, %s, malloc %s\n", evloop_library_version(),
+         crypt_library_version(), allocator_version());
   printf("License: BSD-3-Clause (see the file LICENSE)\n");
 }
 
@@ -106,6 +107,8 @@ print_library_versions(void)
   printf("Library versions\tRuntime\n");
   printf("Libevent\t\t%s\n", evloop_library_version());
   printf("OpenSSL \t\t%s\n", crypt_library_version());
+  printf("malloc  \t\t%s%s\n", allocator_version(),
+         allocator_check() < 0 ? " (linked, but not serving malloc)" : "");
 }
 
 /* The console level while no Log line is configured (--hush, --quiet). */
@@ -788,9 +791,12 @@ main(int argc, char **argv)
     cleanup();
     return 1;
   }
-  log_notice("%s %s starting with Libevent %s and %s.", PACKAGE_NAME,
-             PACKAGE_VERSION, evloop_library_version(),
-             crypt_library_version());
+  log_notice("%s %s starting with Libevent %s, %s and malloc %s.",
+             PACKAGE_NAME, PACKAGE_VERSION, evloop_library_version(),
+             crypt_library_version(), allocator_version());
+  if (allocator_check() < 0)
+    log_warn("This pctor was built for %s, but malloc() does not return "
+             "its memory: the build is broken.", allocator_name());
   if (access(cl->torrc, F_OK) == 0)
     log_notice("Read configuration file \"%s\".", cl->torrc);
 
