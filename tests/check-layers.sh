@@ -12,6 +12,7 @@
 #   <openssl/...>          only in src/lib/crypt and src/lib/tls
 #   <zlib.h>, <zstd.h>, <lzma.h> only in src/lib/compress
 #   <sys/capability.h>     only in src/app
+#   <seccomp.h>            only in src/lib/sandbox
 # Prints every violation and exits 1 if there is any.
 set -u
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -39,6 +40,7 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
       \<event2/*) [ "$dir" = lib/evloop ] || bad "$f:$n: $inc outside src/lib/evloop" ;;
       \<openssl/*) case "$dir" in lib/crypt|lib/tls) ;; *) bad "$f:$n: $inc outside src/lib/crypt, src/lib/tls" ;; esac ;;
       \<zlib.h\>|\<zstd.h\>|\<lzma.h\>|\<lzma/*) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
+      \<seccomp.h\>) [ "$dir" = lib/sandbox ] || bad "$f:$n: $inc outside src/lib/sandbox" ;;
       \<sys/capability.h\>) case "$dir" in app/*) ;; *) bad "$f:$n: $inc outside src/app" ;; esac ;;
       \"*)
         case "$name" in

@@ -52,6 +52,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/sockstat.h"
+#include "lib/sandbox/sandbox.h"
 
 
 /* ---- value checks ---- */
@@ -958,6 +959,24 @@ static const conf_var_t app_vars[] = {
    "(prctl PR_SET_DUMPABLE 0): other processes of the same user cannot "
    "attach a debugger to it or read its memory, and it leaves no core "
    "dump.", NULL},
+  {"Sandbox", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(sandbox),
+   "If 1 (tor's option), once pctor has started (keys read, ports "
+   "bound, User switched) it installs a seccomp-bpf filter that allows "
+   "only the system calls it makes while running: any other (execve, "
+   "ptrace, fork, mount, setuid, ...) stops pctor with a log line naming "
+   "it; sockets are limited to unix, IPv4, IPv6 and netlink, and memory "
+   "is never writable and executable at once. Where the kernel has "
+   "Landlock, files can then be written only beneath DataDirectory, "
+   "KeyDirectory and the directories of the log files and PidFile, and "
+   "read only beneath those, the torrc's and defaults torrc's "
+   "directories, /etc, /usr, /lib and /dev/null and /dev/urandom. So, "
+   "while it runs: Log lines naming new files, ServerDNSResolvConfFile "
+   "and CookieAuthFile keep their values on SIGHUP (and SETCONF refuses "
+   "them), SAVECONF is refused, and %include files outside the torrc's "
+   "directory cannot be read again. Needs a build with libseccomp "
+   "(otherwise pctor refuses to start: not supported in this build); "
+   "Linux only.", NULL},
   {"AvoidDiskWrites", CONF_TYPE_BOOL, "0|1", "0", "0",
    1, 0, 0, OFF(avoid_disk_writes),
    "Accepted for tor's torrc. pctor writes to disk only when it must: "
@@ -1246,8 +1265,6 @@ static const struct {
   {"UseBridges", "pctor's client cannot use bridges"},
   {"Bridge", "pctor's client cannot use bridges"},
   {"CacheDirectory", "pctor keeps its cached directory in DataDirectory"},
-  {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
-   "after start-up (User)"},
   {"OutboundBindAddress*", "pctor does not bind outgoing connections yet"},
   {"GeoIP*", "pctor has no GeoIP database"},
   {"ExitPortStatistics", "pctor keeps no statistics files"},
@@ -1263,7 +1280,7 @@ static const struct {
   const char *name, *value;
 } tor_same_behaviour[] = {
   {"DirPort", "0"},           {"IPv6Exit", "0"},
-  {"ReducedExitPolicy", "0"}, {"Sandbox", "0"},
+  {"ReducedExitPolicy", "0"},
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},        {"AccountingMax", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
@@ -1774,6 +1791,13 @@ options_check_startable(const options_t *opts, char **err_out)
       free(why);
       return -1;
     }
+  }
+  if (opts->sandbox && !sandbox_is_supported()) {
+    *err_out = pc_strdup("Sandbox 1 is not supported in this build (pctor "
+                         "was built without libseccomp; on Debian: "
+                         "apt-get install libseccomp-dev, then configure "
+                         "and build again)");
+    return -1;
   }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;

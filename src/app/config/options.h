@@ -90,6 +90,7 @@ typedef struct options_t {
   int safe_logging;              /* SafeLogging: 0, 1, 2 (relay) */
   char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
+  int sandbox;                   /* Sandbox: 0 or 1 (lib/sandbox) */
   int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
   int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
