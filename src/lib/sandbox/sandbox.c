@@ -42,6 +42,7 @@
 
 #ifdef HAVE_SECCOMP
 #include <linux/netlink.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
