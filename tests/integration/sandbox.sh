@@ -17,7 +17,8 @@
 #  4. paths are restricted (kernel with Landlock): a SIGHUP with a Log
 #     file in a directory that was not allowed at start-up is refused with
 #     the sandbox's explanation, the old logs are kept and p1 lives on;
-#  5. SETCONF Sandbox 0 is refused (needs a restart), SAVECONF is refused;
+#  5. SETCONF Sandbox 0 is refused (needs a restart); SAVECONF writes the
+#     torrc (its directory is allowed);
 #  6. nothing but the expected lines reached the warn level, and no
 #     forbidden-system-call line was logged.
 # That a forbidden call (execve, fork, ptrace, ...) stops the process is
@@ -63,7 +64,7 @@ start_pctor() { # NICK EXTRA-TORRC-LINES
     # Logs in a directory of their own that the relay's user may write
     # (a rotated log is created again after the switch to User).
     mkdir -p "$d/logs"
-    [ -n "$user_line" ] && chown nobody "$d/logs" && chmod 755 "$d"
+    [ -n "$user_line" ] && chown nobody "$d/logs" "$d" && chmod 755 "$d"
     cat > "$d/torrc" <<EOF
 DataDirectory $d/data
 ORPort 127.0.0.1:$port
@@ -166,7 +167,7 @@ if [ "$landlock" = 1 ]; then
     it_log "a Log file outside the sandbox's directories was refused"
 fi
 
-# 5. The control port: Sandbox cannot be switched off, SAVECONF refused.
+# 5. The control port: Sandbox cannot be switched off; SAVECONF works.
 ctl() { # NICK COMMAND: reply lines
     python3 - "$(cat "$net/$1.cport")" "$2" <<'EOF'
 import socket, sys
@@ -178,9 +179,11 @@ print(f.read().decode(errors="replace"))
 EOF
 }
 ctl p2 'SETCONF Sandbox=0' | grep -q '^553 ' || it_fail "SETCONF Sandbox=0 was not refused"
-ctl p2 'SAVECONF' | grep -q '^551 .*Sandbox 1' || it_fail "SAVECONF was not refused: $(ctl p2 SAVECONF)"
+ctl p2 'SAVECONF' | grep -q '^250' || it_fail "SAVECONF failed: $(ctl p2 SAVECONF)"
+grep -q '^Sandbox 1$' "$d2/torrc" || it_fail "SAVECONF wrote no Sandbox line"
+ls "$d2"/torrc.orig.1 > /dev/null || it_fail "SAVECONF kept no torrc.orig.1"
 ctl p2 'GETINFO version' | grep -q '^250' || it_fail "p2's control port stopped answering"
-it_log "SETCONF Sandbox=0 and SAVECONF refused"
+it_log "SETCONF Sandbox=0 refused, SAVECONF wrote the torrc"
 fetch last
 
 # 6. Alive, with no forbidden call and only the expected warnings.

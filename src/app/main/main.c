@@ -167,8 +167,9 @@ start_sandbox(const options_cmdline_t *cl, const options_t *opts)
     allow_parent(cfg, sock, NULL, 1);
     free(sock);
   }
-  /* SIGHUP reads the torrcs again; an exit reads its resolv.conf. */
-  allow_parent(cfg, cl->torrc, cl->cwd, 0);
+  /* SIGHUP reads the torrcs again, SAVECONF writes the torrc (beside
+   * its old copy); an exit reads its resolv.conf. */
+  allow_parent(cfg, cl->torrc, cl->cwd, 1);
   allow_parent(cfg, cl->defaults_torrc, cl->cwd, 0);
   sandbox_cfg_allow_read(cfg, opts->server_dns_resolv_conf_file);
   static const char *const system_read[] = {
@@ -553,11 +554,7 @@ ctl_saveconf(int force, char **err_out)
   const options_cmdline_t *cl = daemon_state.cmdline;
   const char *path = cl->torrc;
   char *old = NULL, *err = NULL, *text = NULL, *orig = NULL;
-  if (sandbox_is_active()) {
-    *err_out = pc_strdup("Unable to write configuration to disk: Sandbox 1 "
-                         "allows no writes to the torrc's directory");
-    return 551;
-  }
+
   size_t len = 0;
   int r = fs_read_text(path, CONF_MAX_FILE_SIZE, &old);
   if (r < 0 && r != -ENOENT) {
