@@ -47,6 +47,7 @@
 #include "core/or/circuit.h"
 #include "core/or/command.h"
 #include "core/or/congestion_control.h"
+#include "core/or/dos.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
 #include "core/or/relay.h"
@@ -1154,6 +1155,13 @@ circuits_handle_oom(void)
   if (!M.max_bytes || usage <= M.max_bytes) {
     if (M.max_bytes)
       memacct_rearm(M.max_bytes);
+    return;
+  }
+  /* Caches first: per-address DoS records that hold nothing. */
+  dos_sweep_at(evloop_now_us(channels_loop()));
+  usage = memacct_total();
+  if (usage <= M.max_bytes) {
+    memacct_rearm(M.max_bytes);
     return;
   }
   M.in_handler = 1;

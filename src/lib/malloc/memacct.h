@@ -31,6 +31,7 @@ typedef enum memacct_kind_t {
   MEMACCT_CONFLUX,     /* conflux out-of-order queues */
   MEMACCT_DIRCACHE,    /* directory requests and answers in flight */
   MEMACCT_MEASUREME,   /* MeasureMe per-circuit state */
+  MEMACCT_DOS,         /* per-address DoS records (core/or/dos) */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 
