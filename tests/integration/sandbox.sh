@@ -15,8 +15,9 @@
 #  3. log rotation: info.log is moved away, SIGHUP makes p1 and p2 reload
 #     and write a new info.log, and traffic passes again;
 #  4. paths are restricted (kernel with Landlock): a SIGHUP with a Log
-#     file in a directory that was not allowed at start-up is refused with
-#     the sandbox's explanation, the old logs are kept and p1 lives on;
+#     file, or an %include, in a directory that was not allowed at start-up
+#     is refused with the sandbox's explanation, the old configuration is
+#     kept and p1 lives on;
 #  5. SETCONF Sandbox 0 is refused (needs a restart); SAVECONF writes the
 #     torrc (its directory is allowed);
 #  6. nothing but the expected lines reached the warn level, and no
@@ -160,11 +161,19 @@ if [ "$landlock" = 1 ]; then
     it_wait_until 20 grep -q 'with Sandbox 1, log files can only be opened in the directories they had at start-up' "$d1/logs/info.log" ||
         it_fail "p1 did not refuse the new Log file: $(tail -3 "$d1/logs/info.log")"
     [ ! -e "$elsewhere/new.log" ] || it_fail "p1 created a log file outside its sandbox"
+    # An %include of a file in that directory cannot be read again.
+    echo "ContactInfo included" > "$elsewhere/inc.conf"
+    chmod 644 "$elsewhere/inc.conf"
+    cp "$d1/torrc.orig" "$d1/torrc"
+    echo "%include $elsewhere/inc.conf" >> "$d1/torrc"
+    kill -HUP "$pid1"
+    it_wait_until 20 grep -q 'With Sandbox 1, pctor can only read files in the directories allowed at start-up' "$d1/logs/info.log" ||
+        it_fail "p1 did not explain the unreadable %include: $(tail -3 "$d1/logs/info.log")"
     cp "$d1/torrc.orig" "$d1/torrc"
     kill -HUP "$pid1"
     it_wait_until 20 bash -c "[ \$(grep -c 'Configuration reloaded' '$d1/logs/info.log') -ge 2 ]" ||
         it_fail "p1 did not reload its old torrc"
-    it_log "a Log file outside the sandbox's directories was refused"
+    it_log "a Log file and an %include outside the sandbox's directories were refused"
 fi
 
 # 5. The control port: Sandbox cannot be switched off; SAVECONF works.
@@ -194,7 +203,8 @@ for n in p1 p2; do
         it_fail "$n made a forbidden system call"
     fi
     if cat "$d/logs"/info.log* | grep -E '\[(warn|err)\]' |
-            grep -v -e 'Could not apply the new Log lines' -e 'keeping the old configuration'; then
+            grep -v -e 'Could not apply the new Log lines' -e 'keeping the old configuration' \
+                -e 'inc.conf' -e 'With Sandbox 1' -e 'keeping the old one'; then
         it_fail "$n logged warnings"
     fi
 done

@@ -416,6 +416,9 @@ reload_config(void)
                            &err) < 0) {
     strip_failing(err);
     log_warn("%s", err);
+    if (sandbox_is_active() && strstr(err, "Permission denied"))
+      log_warn("With Sandbox 1, pctor can only read files in the "
+               "directories allowed at start-up (see Sandbox in pctor(1)).");
     log_warn("Reloading the configuration failed; keeping the old one.");
     free(err);
     conf_lines_free(defaults);
