@@ -3,7 +3,8 @@
  * runs in a child process of its own (the filter cannot be removed): the
  * child installs the sandbox with a scratch directory as its only writable
  * path, then makes calls pctor makes (which must work) or forbidden ones
- * (execve, fork, ptrace, a packet socket, writable+executable memory),
+ * (execve, fork, ptrace, a packet or raw socket, setuid, writable and
+ * executable memory),
  * which must stop it with status 1 and a log line naming the call; and
  * files outside the allowed paths cannot be opened (Landlock, where the
  * kernel has it). Without libseccomp the build refuses the sandbox. */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -215,6 +217,13 @@ do_packet_socket(void)
 }
 
 static int
+do_raw_socket(void)
+{
+  socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+  return 36;
+}
+
+static int
 do_wx_memory(void)
 {
   mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -234,9 +243,9 @@ START_TEST(test_forbidden)
 {
   static int (*const fns[])(void) = {do_execve, do_fork, do_ptrace,
                                      do_packet_socket, do_wx_memory,
-                                     do_setuid};
+                                     do_setuid, do_raw_socket};
   static const long nrs[] = {SYS_execve, SYS_fork, SYS_ptrace, SYS_socket,
-                             SYS_mmap, SYS_setuid};
+                             SYS_mmap, SYS_setuid, SYS_socket};
   int i = _i;
   char out[512], want[64];
   int st = run_sandboxed(fns[i], out, sizeof(out));
@@ -295,7 +304,7 @@ suite_sandbox(void)
 #ifdef HAVE_SECCOMP
   tcase_add_test(tc, test_allowed);
   tcase_add_test(tc, test_paths);
-  tcase_add_loop_test(tc, test_forbidden, 0, 6);
+  tcase_add_loop_test(tc, test_forbidden, 0, 7);
   tcase_add_test(tc, test_twice);
 #else
   tcase_add_test(tc, test_unsupported);

@@ -351,13 +351,19 @@ add_rules(scmp_filter_ctx ctx, char **err_out)
     if (rule1(ctx, "prctl", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allowed_prctls[i]),
               err_out) < 0)
       return -1;
-  /* Sockets of the families pctor uses; netlink only to list addresses
+  /* Sockets of the families and types pctor uses (no raw IP sockets,
+   * whatever the capabilities); netlink only to list addresses
    * (getifaddrs) and to see whether the kernel does IPsec. */
   static const int families[] = {AF_UNIX, AF_INET, AF_INET6};
+  static const int types[] = {SOCK_STREAM, SOCK_DGRAM};
   for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-    if (rule1(ctx, "socket", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]),
-              err_out) < 0)
-      return -1;
+    for (size_t j = 0; j < sizeof(types) / sizeof(types[0]); j++) {
+      struct scmp_arg_cmp a[2] = {
+          SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]),
+          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)types[j])};
+      if (rule(ctx, SCMP_ACT_ALLOW, "socket", 2, a, err_out) < 0)
+        return -1;
+    }
   static const int netlinks[] = {NETLINK_ROUTE, NETLINK_XFRM};
   for (size_t i = 0; i < sizeof(netlinks) / sizeof(netlinks[0]); i++) {
     struct scmp_arg_cmp a[2] = {

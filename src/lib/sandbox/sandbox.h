@@ -10,8 +10,8 @@
  *    setuid, ...) raises SIGSYS; the handler writes one line naming the
  *    call to the log files (signal-safe) and the process exits with
  *    status 1;
- *  - sockets may only be AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK
- *    (route and XFRM); memory may never be writable and executable at
+ *  - sockets may only be AF_UNIX, AF_INET, AF_INET6 (stream and
+ *    datagram) and AF_NETLINK (route and XFRM); memory may never be writable and executable at
  *    once; ioctl, prctl, clone and kill are limited to what pctor uses;
  *  - files (kernel with Landlock) may be read only beneath the paths given
  *    with sandbox_cfg_allow_read() and written, created, renamed and
