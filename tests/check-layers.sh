@@ -13,6 +13,7 @@
 #   <zlib.h>, <zstd.h>, <lzma.h> only in src/lib/compress
 #   <jemalloc/...>, <mimalloc.h> only in src/lib/malloc
 #   <sys/capability.h>     only in src/app
+#   <seccomp.h>            only in src/lib/sandbox
 # Prints every violation and exits 1 if there is any.
 set -u
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -41,6 +42,7 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
       \<openssl/*) case "$dir" in lib/crypt|lib/tls) ;; *) bad "$f:$n: $inc outside src/lib/crypt, src/lib/tls" ;; esac ;;
       \<zlib.h\>|\<zstd.h\>|\<lzma.h\>|\<lzma/*) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
       \<jemalloc/*|\<mimalloc.h\>|\<mimalloc-*) [ "$dir" = lib/malloc ] || bad "$f:$n: $inc outside src/lib/malloc" ;;
+      \<seccomp.h\>) [ "$dir" = lib/sandbox ] || bad "$f:$n: $inc outside src/lib/sandbox" ;;
       \<sys/capability.h\>) case "$dir" in app/*) ;; *) bad "$f:$n: $inc outside src/app" ;; esac ;;
       \"*)
         case "$name" in

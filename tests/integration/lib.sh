@@ -37,6 +37,16 @@ IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&
 : > "$IT_ROOT/privnets"
 : > "$IT_ROOT/children"
 
+# PCTOR_IT_SANDBOX=1: every pctor the test starts runs with Sandbox 1 (the
+# tests take PCTOR from the environment; a wrapper in IT_ROOT appends the
+# option to the command line and execs pctor, so PIDs stay pctor's).
+if [ "${PCTOR_IT_SANDBOX:-0}" = 1 ] && [ -z "${PCTOR:-}" ] && [ -n "${top_builddir:-}" ]; then
+    printf '#!/bin/sh\nexec "%s" "$@" --Sandbox 1\n' \
+        "$(cd "$top_builddir" && pwd)/src/app/pctor" > "$IT_ROOT/pctor-sandboxed"
+    chmod 755 "$IT_ROOT/pctor-sandboxed"
+    export PCTOR=$IT_ROOT/pctor-sandboxed
+fi
+
 # it_log MSG...: a progress line on stderr, with the seconds since the start.
 it_log() { echo "[$IT_NAME +$((SECONDS - IT_START))s] $*" >&2; }
 

@@ -303,6 +303,44 @@ START_TEST(test_random_vs_reference)
 }
 END_TEST
 
+static uint64_t fake_us;
+
+static uint64_t
+fake_clock(void)
+{
+  return fake_us;
+}
+
+/* The age of the oldest byte (for the OOM handler): the time stamp of the
+ * head chunk, kept by pullup and move, gone when the buffer is empty. */
+START_TEST(test_oldest_us)
+{
+  static uint8_t junk[20000];
+  buf_t *b = buf_new(), *c = buf_new();
+  ck_assert_uint_eq(buf_oldest_us(b), UINT64_MAX);
+  buf_set_clock_for_testing(fake_clock);
+  fake_us = 100;
+  buf_add(b, junk, 16384); /* exactly one chunk */
+  fake_us = 200;
+  buf_add(b, junk, 1000); /* a second chunk, stamped later */
+  ck_assert_uint_eq(buf_oldest_us(b), 100);
+  buf_drain(b, 16384);
+  ck_assert_uint_eq(buf_oldest_us(b), 200);
+  fake_us = 300;
+  buf_add(c, junk, sizeof(junk));
+  buf_pullup(c, 18000); /* a bigger head chunk replaces the first */
+  ck_assert_uint_eq(buf_oldest_us(c), 300);
+  buf_move_all(b, c);
+  ck_assert_uint_eq(buf_oldest_us(b), 200);
+  ck_assert_uint_eq(buf_oldest_us(c), UINT64_MAX);
+  buf_drain(b, buf_datalen(b));
+  ck_assert_uint_eq(buf_oldest_us(b), UINT64_MAX);
+  buf_set_clock_for_testing(NULL);
+  buf_free(b);
+  buf_free(c);
+}
+END_TEST
+
 Suite *
 suite_buf(void)
 {
@@ -314,6 +352,7 @@ suite_buf(void)
   tcase_add_test(tc, test_tail_space);
   tcase_add_test(tc, test_move_all);
   tcase_add_test(tc, test_find);
+  tcase_add_test(tc, test_oldest_us);
   tcase_add_loop_test(tc, test_random_vs_reference, 0, 8);
   suite_add_tcase(s, tc);
   return s;

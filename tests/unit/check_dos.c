@@ -12,6 +12,7 @@
 
 #include "core/or/dos.h"
 #include "core/or/dos_options.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/address.h"
 #include "lib/time/tbucket.h"
 
@@ -312,6 +313,81 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+START_TEST(test_records_counted_and_capped)
+{
+  /* Every record is in the memory budget, and their number is capped:
+   * at the cap, idle records go first, then the ones without a
+   * connection (a marked flood of addresses), never the ones holding
+   * connections; with only those left, a new address is not counted. */
+  P.conn_enabled = 1;
+  P.conn_connect_burst = 1; /* the second connection marks the address */
+  dos_set_params(&P);
+  dos_set_max_clients_for_testing(64);
+  uint64_t base = memacct_get(MEMACCT_DOS);
+  ck_assert_uint_ge(dos_record_bytes(), 64);
+  char s[64];
+  /* 16 addresses holding a connection each. */
+  for (int i = 0; i < 16; i++) {
+    snprintf(s, sizeof(s), "10.1.0.%d:1", i + 1);
+    pc_addr_t a = addr(s);
+    ck_assert_int_eq(dos_conn_accepted(&a), 1);
+  }
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base + 16 * dos_record_bytes());
+  /* 48 marked addresses without connections fill the table. */
+  for (int i = 0; i < 48; i++) {
+    snprintf(s, sizeof(s), "10.2.0.%d:1", i + 1);
+    pc_addr_t a = addr(s);
+    ck_assert_int_eq(dos_conn_accepted(&a), 1);
+    dos_conn_closed(&a);
+    ck_assert_int_eq(dos_conn_accepted(&a), 1);
+    dos_conn_closed(&a);
+  }
+  dos_stats_t st;
+  dos_get_stats(&st);
+  ck_assert_uint_eq(st.n_clients, 64);
+  ck_assert_uint_eq(st.conn_marked_addrs, 48);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base + 64 * dos_record_bytes());
+  /* One more: marked records are dropped down to 7/8 of the cap. */
+  pc_addr_t n = addr("10.3.0.1:1");
+  ck_assert_int_eq(dos_conn_accepted(&n), 1);
+  dos_get_stats(&st);
+  ck_assert_uint_eq(st.n_clients, 57);
+  ck_assert_uint_eq(st.records_dropped, 8);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base + 57 * dos_record_bytes());
+  /* The addresses holding connections kept their records. */
+  for (int i = 0; i < 16; i++) {
+    snprintf(s, sizeof(s), "10.1.0.%d:1", i + 1);
+    pc_addr_t a = addr(s);
+    dos_conn_closed(&a); /* would underflow-clamp if the record had gone */
+  }
+  /* A table full of addresses holding connections: a new address is not
+   * counted (and its connection not limited). */
+  dos_shutdown();
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base);
+  dos_init(NULL);
+  dos_set_now_for_testing(1000 * SEC);
+  P.conn_connect_burst = 40;
+  dos_set_params(&P);
+  dos_set_max_clients_for_testing(64);
+  for (int i = 0; i < 64; i++) {
+    snprintf(s, sizeof(s), "10.4.0.%d:1", i + 1);
+    pc_addr_t a = addr(s);
+    ck_assert_int_eq(dos_conn_accepted(&a), 1);
+  }
+  pc_addr_t late = addr("10.6.0.1:1");
+  ck_assert_int_eq(dos_conn_accepted(&late), 0);
+  dos_get_stats(&st);
+  ck_assert_uint_eq(st.n_clients, 64);
+  ck_assert_uint_eq(st.addrs_untracked, 1);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base + 64 * dos_record_bytes());
+  /* Everything is given back at shutdown. */
+  dos_shutdown();
+  ck_assert_uint_eq(memacct_get(MEMACCT_DOS), base);
+  dos_init(NULL);
+  dos_set_now_for_testing(1000 * SEC);
+}
+END_TEST
+
 Suite *
 suite_dos(void)
 {
@@ -328,6 +404,7 @@ suite_dos(void)
   tcase_add_test(tc, test_circuit_creation);
   tcase_add_test(tc, test_stream_creation);
   tcase_add_test(tc, test_sweep);
+  tcase_add_test(tc, test_records_counted_and_capped);
   suite_add_tcase(s, tc);
   return s;
 }

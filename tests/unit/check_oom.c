@@ -14,13 +14,18 @@
  * the memory held is at most 90% of the limit. The loopback link's own
  * buffers count in the budget too (check_memacct.c proves it), but would
  * make these exact sums depend on TLS record timing: they are kept out of
- * the total here.
+ * the total here, except in the tests of connection buffers, which fill
+ * the output buffers of channels over socketpairs nobody reads (with the
+ * chunks' time stamps from a fake clock) and check that the handler closes
+ * the connections holding the oldest data, mixed in age order with
+ * circuits, until the budget is back under the limit.
  */
 #include <check.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +37,7 @@
 #include "core/proto/create.h"
 #include "feature/dircache/dircache.h"
 #include "feature/relay/router_keys.h"
+#include "lib/buf/buf.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
@@ -88,7 +94,7 @@ log_hook(log_severity_t sev, const char *msg, void *arg)
     T.n_oom_notices++;
     snprintf(T.oom_notice, sizeof(T.oom_notice), "%s", msg);
   }
-  if (sev == LOG_SEV_WARN && strstr(msg, "no circuit holds any of it"))
+  if (sev == LOG_SEV_WARN && strstr(msg, "no circuit or connection holds any of it"))
     T.n_futile_warnings++;
   if (strstr(msg, "DESTROY (RESOURCELIMIT)"))
     T.n_destroy_resourcelimit++;
@@ -637,6 +643,120 @@ START_TEST(test_stream_sender_closed_later)
 }
 END_TEST
 
+/* ---- connection buffers ------------------------------------------- */
+
+static uint64_t fake_now;
+
+static uint64_t
+fake_clock(void)
+{
+  return fake_now;
+}
+
+/* A listed channel over a socketpair whose other end (*peer) is never
+ * read, with `bytes` in its output buffer that arrived at `when`. */
+static channel_t *
+stuffed_channel(int *peer, size_t bytes, uint64_t when)
+{
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                   0);
+  static uint8_t junk[65536];
+  /* The socket is full: nothing leaves the output buffer. */
+  while (write(sv[0], junk, sizeof(junk)) > 0)
+    ;
+  channel_t *ch = channel_new_listed_plain_for_testing(sv[0]);
+  buf_set_clock_for_testing(fake_clock);
+  fake_now = when;
+  buf_t *out = channel_outbuf_for_testing(ch);
+  for (size_t k = 0; k < bytes; k += sizeof(junk))
+    buf_add(out, junk, sizeof(junk));
+  buf_set_clock_for_testing(NULL);
+  ck_assert_uint_eq(channel_oldest_data_us(ch), when);
+  ck_assert_uint_ge(channel_buffered_alloc(ch), bytes);
+  *peer = sv[1];
+  return ch;
+}
+
+static void
+check_conn_stats(uint64_t circs, uint64_t conns)
+{
+  circuits_oom_stats_t st;
+  circuits_get_oom_stats(&st);
+  ck_assert_uint_eq(st.n_circuits_killed, circs);
+  ck_assert_uint_eq(st.n_conns_killed, conns);
+}
+
+START_TEST(test_connection_buffers_oldest_first)
+{
+  /* No circuit holds anything: three connections hold 1, 3 and 1 MiB,
+   * oldest first. Over a limit of 4.5 MiB, the oldest one (1 MiB) is
+   * enough to return under 90% of it; the bigger, younger one stays. */
+  const uint64_t MB = UINT64_C(1) << 20;
+  memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
+  uint64_t now = evloop_now_us(T.loop);
+  int pa, pb, pc;
+  channel_t *a = stuffed_channel(&pa, 1 * MB, now - 3000000);
+  channel_t *b = stuffed_channel(&pb, 3 * MB, now - 2000000);
+  channel_t *c = stuffed_channel(&pc, 1 * MB, now - 1000000);
+  uint64_t limit = 9 * MB / 2;
+  ck_assert_uint_gt(memacct_total(), limit);
+  circuits_set_max_mem_in_queues(limit);
+  run_loop_for(20000);
+  ck_assert_int_eq(channel_is_closing(a), 1);
+  ck_assert_int_eq(channel_is_closing(b), 0);
+  ck_assert_int_eq(channel_is_closing(c), 0);
+  ck_assert_uint_le(memacct_total(), low_water(limit));
+  check_conn_stats(0, 1);
+  ck_assert_int_eq(T.n_oom_notices, 1);
+  ck_assert_msg(strstr(T.oom_notice, "Closed 0 circuits and 1 connection ")
+                    != NULL, "%s", T.oom_notice);
+  ck_assert_int_eq(T.n_futile_warnings, 0);
+  channel_close(b, "test over");
+  channel_close(c, "test over");
+  run_loop_for(20000);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CHAN_BUF), 0);
+  close(pa);
+  close(pb);
+  close(pc);
+}
+END_TEST
+
+START_TEST(test_circuits_and_connections_by_age)
+{
+  /* A circuit whose cells are older than any connection's data goes
+   * first, then the older connection; the younger one stays. */
+  const uint64_t MB = UINT64_C(1) << 20;
+  build_circuits(1);
+  channels_block_flush_for_testing(1, 0);
+  queue_drops(0, 100);
+  run_loop_for(20000);
+  ck_assert_uint_eq(cell_queues_total_bytes(), 100 * CELL);
+  memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
+  uint64_t now = evloop_now_us(T.loop);
+  int px, py;
+  channel_t *x = stuffed_channel(&px, 2 * MB, now + 1000000);
+  channel_t *y = stuffed_channel(&py, 2 * MB, now + 2000000);
+  /* Closing the circuit alone is not enough, the circuit and x are. */
+  uint64_t limit = 3 * MB;
+  ck_assert_uint_gt(memacct_total(), limit);
+  circuits_set_max_mem_in_queues(limit);
+  run_loop_for(20000);
+  ck_assert_int_eq(T.r[0].closed, 1);
+  ck_assert_int_eq(channel_is_closing(x), 1);
+  ck_assert_int_eq(channel_is_closing(y), 0);
+  ck_assert_uint_le(memacct_total(), low_water(limit));
+  check_conn_stats(1, 1);
+  ck_assert_msg(strstr(T.oom_notice, "Closed 1 circuit and 1 connection ")
+                    != NULL, "%s", T.oom_notice);
+  channel_close(y, "test over");
+  channels_block_flush_for_testing(0, 0);
+  wait_or_circuits(0);
+  close(px);
+  close(py);
+}
+END_TEST
+
 /* ---- the default limit ------------------------------------------------ */
 
 START_TEST(test_default_max_mem)
@@ -685,6 +805,8 @@ suite_oom(void)
   tcase_add_test(tc, test_relayed_cells_close_at_once);
   tcase_add_test(tc, test_stream_data_oldest_first);
   tcase_add_test(tc, test_stream_sender_closed_later);
+  tcase_add_test(tc, test_connection_buffers_oldest_first);
+  tcase_add_test(tc, test_circuits_and_connections_by_age);
   suite_add_tcase(s, tc);
   TCase *td = tcase_create("default");
   tcase_add_test(td, test_default_max_mem);

@@ -52,6 +52,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/sockstat.h"
+#include "lib/sandbox/sandbox.h"
 
 
 /* ---- value checks ---- */
@@ -1099,6 +1100,23 @@ static const conf_var_t app_vars[] = {
    "(prctl PR_SET_DUMPABLE 0): other processes of the same user cannot "
    "attach a debugger to it or read its memory, and it leaves no core "
    "dump.", NULL},
+  {"Sandbox", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(sandbox),
+   "If 1 (tor's option), once pctor has started (keys read, ports "
+   "bound, User switched) it installs a seccomp-bpf filter that allows "
+   "only the system calls it makes while running: any other (execve, "
+   "ptrace, fork, mount, setuid, ...) stops pctor with a log line naming "
+   "it; sockets are limited to unix, IPv4, IPv6 and netlink, and memory "
+   "is never writable and executable at once. Where the kernel has "
+   "Landlock, files can then be written only beneath DataDirectory, "
+   "KeyDirectory, the torrc's directory (SAVECONF) and the directories "
+   "of the log files and PidFile, and read only beneath those, the "
+   "defaults torrc's directory, /etc, /usr, /lib and /dev/urandom. So, "
+   "while it runs, Log lines naming files in other directories are "
+   "refused on SIGHUP and %include files elsewhere cannot be read "
+   "again. Needs a build with libseccomp "
+   "(otherwise pctor refuses to start: not supported in this build); "
+   "Linux only.", NULL},
   {"AvoidDiskWrites", CONF_TYPE_BOOL, "0|1", "0", "0",
    1, 0, 0, OFF(avoid_disk_writes),
    "Accepted for tor's torrc. pctor writes to disk only when it must: "
@@ -1384,8 +1402,6 @@ static const struct {
   {"ClientTransportPlugin", "pctor has no pluggable transports"},
   {"UseBridges", "pctor's client cannot use bridges"},
   {"Bridge", "pctor's client cannot use bridges"},
-  {"Sandbox", "pctor has no seccomp sandbox; it drops every capability "
-   "after start-up (User)"},
   {"OutboundBindAddressPT", "pctor has no pluggable transports"},
   {"GeoIPExcludeUnknown", "pctor has no country-based node selection"},
   {"Accel*", "OpenSSL 3 uses the CPU's crypto instructions without an "
@@ -1408,7 +1424,6 @@ static const struct {
   const char *name, *value;
 } tor_same_behaviour[] = {
   {"DirPort", "0"},           {"IPv6Exit", "0"},
-  {"Sandbox", "0"},
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},        {"AccountingMax", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
@@ -1950,6 +1965,13 @@ options_check_startable(const options_t *opts, char **err_out)
       free(why);
       return -1;
     }
+  }
+  if (opts->sandbox && !sandbox_is_supported()) {
+    *err_out = pc_strdup("Sandbox 1 is not supported in this build (pctor "
+                         "was built without libseccomp; on Debian: "
+                         "apt-get install libseccomp-dev, then configure "
+                         "and build again)");
+    return -1;
   }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;

@@ -96,6 +96,7 @@ typedef struct options_t {
   int log_message_domains;       /* LogMessageDomains: 0 or 1 */
   char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
+  int sandbox;                   /* Sandbox: 0 or 1 (lib/sandbox) */
   int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
   int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */

@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -52,6 +53,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/allocator.h"
+#include "lib/sandbox/sandbox.h"
 
 #ifndef PCTOR_SYSCONFDIR
 #define PCTOR_SYSCONFDIR "/etc"
@@ -131,6 +133,77 @@ apply_dumpable(const options_t *opts)
 }
 
 static void cleanup(void);
+
+/* Allow the directory that holds path (made absolute against cwd). */
+static void
+allow_parent(sandbox_cfg_t *cfg, const char *path, const char *cwd,
+             int write)
+{
+  if (!path || !*path)
+    return;
+  char *abs = path[0] == '/' || !cwd ? pc_strdup(path)
+                                     : pc_asprintf("%s/%s", cwd, path);
+  char *dir = dirname(abs);
+  if (write)
+    sandbox_cfg_allow_write(cfg, dir);
+  else
+    sandbox_cfg_allow_read(cfg, dir);
+  free(abs);
+}
+
+/* Sandbox 1 (lib/sandbox): the paths pctor may still use, then the
+ * filter. Called once everything privileged is done. 0, or -1 (logged). */
+static int
+start_sandbox(const options_cmdline_t *cl, const options_t *opts)
+{
+  sandbox_cfg_t *cfg = sandbox_cfg_new();
+  sandbox_cfg_allow_write(cfg, opts->data_directory);
+  sandbox_cfg_allow_write(cfg, opts->key_directory);
+  if (opts->cache_directory)
+    sandbox_cfg_allow_write(cfg, opts->cache_directory);
+  /* GeoIP files are read again on SIGHUP when their paths change. */
+  if (opts->geoip_file)
+    sandbox_cfg_allow_read(cfg, opts->geoip_file);
+  if (opts->geoip_v6_file)
+    sandbox_cfg_allow_read(cfg, opts->geoip_v6_file);
+  const char *logs[16];
+  int n = log_file_paths(logs, 16);
+  for (int i = 0; i < n; i++) /* reopened after rotation: the directory */
+    allow_parent(cfg, logs[i], NULL, 1);
+  allow_parent(cfg, opts->pid_file, NULL, 1);
+  allow_parent(cfg, opts->cookie_auth_file, NULL, 1);
+  if (opts->control_socket && strcmp(opts->control_socket, "0")) {
+    char *sock = pc_strdup(opts->control_socket);
+    sock[strcspn(sock, " \t")] = '\0';
+    allow_parent(cfg, sock, NULL, 1);
+    free(sock);
+  }
+  /* SIGHUP reads the torrcs again, SAVECONF writes the torrc (beside
+   * its old copy); an exit reads its resolv.conf. */
+  allow_parent(cfg, cl->torrc, cl->cwd, 1);
+  allow_parent(cfg, cl->defaults_torrc, cl->cwd, 0);
+  sandbox_cfg_allow_read(cfg, opts->server_dns_resolv_conf_file);
+  static const char *const system_read[] = {
+      "/etc", "/usr", "/lib", "/lib64", "/dev/urandom", "/dev/random",
+      "/proc/self", "/proc/sys/net"};
+  for (size_t i = 0; i < sizeof(system_read) / sizeof(system_read[0]); i++)
+    sandbox_cfg_allow_read(cfg, system_read[i]);
+  sandbox_cfg_allow_write(cfg, "/dev/null");
+  char *note = NULL, *err = NULL;
+  int r = sandbox_install(cfg, &note, &err);
+  sandbox_cfg_free(cfg);
+  if (r < 0) {
+    log_err("Sandbox: %s", err);
+    free(err);
+    return -1;
+  }
+  if (note) {
+    log_notice("Sandbox: %s.", note);
+    free(note);
+  }
+  log_notice("Sandbox: the system-call filter is active.");
+  return 0;
+}
 
 /* For the key commands: crypto ready and DataDirectory usable (owned by
  * us, or by User after a relay handed it over). 0, or -1 with *err. */
@@ -306,7 +379,12 @@ reconfigure_to(options_t *new_opts, int strict, char **err_out)
       char *err2 = NULL;
       if (apply_logs(daemon_state.opts, &err2) < 0)
         free(err2);
-      *err_out = pc_asprintf("Could not apply the new Log lines (%s)", err);
+      *err_out = pc_asprintf("Could not apply the new Log lines (%s)%s",
+                             err, sandbox_is_active()
+                                      ? "; with Sandbox 1, log files can "
+                                        "only be opened in the directories "
+                                        "they had at start-up"
+                                      : "");
       free(err);
       options_free(new_opts);
       return 553;
@@ -351,6 +429,9 @@ reload_config(void)
                            &err) < 0) {
     strip_failing(err);
     log_warn("%s", err);
+    if (sandbox_is_active() && strstr(err, "Permission denied"))
+      log_warn("With Sandbox 1, pctor can only read files in the "
+               "directories allowed at start-up (see Sandbox in pctor(1)).");
     log_warn("Reloading the configuration failed; keeping the old one.");
     free(err);
     conf_lines_free(defaults);
@@ -489,6 +570,7 @@ ctl_saveconf(int force, char **err_out)
   const options_cmdline_t *cl = daemon_state.cmdline;
   const char *path = cl->torrc;
   char *old = NULL, *err = NULL, *text = NULL, *orig = NULL;
+
   size_t len = 0;
   int r = fs_read_text(path, CONF_MAX_FILE_SIZE, &old);
   if (r < 0 && r != -ENOENT) {
@@ -843,6 +925,10 @@ main(int argc, char **argv)
   apply_dumpable(opts); /* switching user may have reset it */
   (void)privdrop_no_new_privs(); /* logged; a guard, not a requirement */
   daemon_finish();
+  if (opts->sandbox && start_sandbox(cl, opts) < 0) {
+    app_shutdown();
+    return fail_startup();
+  }
 
   /* Type=notify: ready now that ports are bound and privileges dropped.
    * After RunAsDaemon the daemon is not the process the service manager

@@ -1962,12 +1962,13 @@ app_log_statistics(void)
   circuits_get_oom_stats(&oom);
   log_notice("Statistics: memory budget %llu KB of MaxMemInQueues %llu KB "
              "(%s); the OOM handler ran %llu times, closed %llu circuits "
-             "and freed %llu KB; %llu runs found nothing to free; %llu "
-             "streams ended over their buffer limit",
+             "and %llu connections and freed %llu KB; %llu runs found "
+             "nothing to free; %llu streams ended over their buffer limit",
              (unsigned long long)(memacct_total() >> 10),
              (unsigned long long)(circuits_max_mem_in_queues() >> 10),
              holders, (unsigned long long)oom.n_oom_events,
              (unsigned long long)oom.n_circuits_killed,
+             (unsigned long long)oom.n_conns_killed,
              (unsigned long long)(oom.bytes_freed >> 10),
              (unsigned long long)oom.n_futile,
              (unsigned long long)edge_streams_ended_over_pending());

@@ -193,6 +193,24 @@ close_idle_channels(void *arg)
   }
 }
 
+int
+channel_is_closing(const channel_t *chan)
+{
+  return chan->close_pending;
+}
+
+size_t
+channel_buffered_alloc(const channel_t *chan)
+{
+  return chan->conn ? conn_buffered_alloc(chan->conn) : 0;
+}
+
+uint64_t
+channel_oldest_data_us(const channel_t *chan)
+{
+  return chan->conn ? conn_oldest_data_us(chan->conn) : UINT64_MAX;
+}
+
 void
 channels_foreach(channel_visit_fn fn, void *arg)
 {
@@ -895,6 +913,19 @@ channel_new_plain_for_testing(evloop_t *loop, int fd)
   dlist_init(&chan->pending_circuits);
   chan->conn = conn_new_accepted(loop, NULL, fd, &a, plain_noop_cb, NULL);
   scheduler_channel_init(chan);
+  return chan;
+}
+
+channel_t *
+channel_new_listed_plain_for_testing(int fd)
+{
+  channel_t *chan = channel_new();
+  evloop_timer_cancel(chan->hs_timer);
+  chan->state = CHAN_STATE_OPEN;
+  chan->conn = conn_new_accepted(G.loop, NULL, fd, &chan->addr,
+                                 plain_noop_cb, NULL);
+  conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
+  channel_update_desc(chan);
   return chan;
 }
 

@@ -184,6 +184,9 @@ void channels_block_flush_for_testing(int outgoing, int incoming);
  * loop runs. Free with channel_free_plain_for_testing() (closes fd). */
 channel_t *channel_new_plain_for_testing(evloop_t *loop, int fd);
 void channel_free_plain_for_testing(channel_t *chan);
+/* An open channel over a plain socket fd, listed with the others (the OOM
+ * handler sees it) and counted as MEMACCT_CHAN_BUF; channel_close() it. */
+channel_t *channel_new_listed_plain_for_testing(int fd);
 struct buf_t;
 struct buf_t *channel_outbuf_for_testing(channel_t *chan);
 
@@ -310,6 +313,13 @@ typedef struct channel_stats_t {
 void channels_get_stats(channel_stats_t *out);
 /* Read-only walk over the channels not being closed (for controllers);
  * fn must not open or close channels. */
+/* For the OOM handler (circuit.c): whether the channel is closing, the
+ * memory its connection's buffers hold and when their oldest byte
+ * arrived (UINT64_MAX: they are empty). */
+int channel_is_closing(const channel_t *chan);
+size_t channel_buffered_alloc(const channel_t *chan);
+uint64_t channel_oldest_data_us(const channel_t *chan);
+
 typedef void (*channel_visit_fn)(channel_t *chan, void *arg);
 void channels_foreach(channel_visit_fn fn, void *arg);
 #endif

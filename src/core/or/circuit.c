@@ -27,8 +27,10 @@
  * circuits_handle_oom() snapshots the live circuits with what they hold
  * (queued cells plus what the features report through
  * circuits_add_extra_mem_fn) and when their oldest queued cell was queued
- * (the head of each FIFO), sorts them oldest first and closes them until
- * enough is freed. Closing clears the queues at once and marks the
+ * (the head of each FIFO), and the channels with what their connection
+ * buffers hold and since when (lib/buf stamps each chunk), sorts them all
+ * oldest first and closes them until enough is freed (as tor does with
+ * circuits and connections). Closing clears the queues at once and marks the
  * circuit oom_closed, so that stream owners drop their buffers instead of
  * flushing them; the circuit objects themselves are still freed later by
  * the reaper, which keeps the snapshot's pointers valid even if an
@@ -45,6 +47,7 @@
 #include "core/or/circuit.h"
 #include "core/or/command.h"
 #include "core/or/congestion_control.h"
+#include "core/or/dos.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
 #include "core/or/relay.h"
@@ -1080,13 +1083,17 @@ or_circuit_find_by_p_id_for_testing(uint32_t p_circ_id)
 
 static log_ratelim_t oom_futile_ratelim = LOG_RATELIM_INIT(600, 1);
 
+/* A circuit (circ set) or a channel (chan set) the handler may close. */
 typedef struct oom_entry_t {
   circuit_t *circ;
-  uint64_t oldest_us;  /* when its oldest queued cell was queued */
+  channel_t *chan;
+  uint64_t id;         /* circuit gid or channel global id: stable order */
+  uint64_t oldest_us;  /* when its oldest held byte arrived */
   uint64_t bytes;      /* what closing it frees */
 } oom_entry_t;
 
-/* Oldest first; equal ages: bigger first; then by creation (stable). */
+/* Oldest first; equal ages: bigger first; then circuits before channels,
+ * and by creation (stable). */
 static int
 oom_entry_cmp(const void *a_, const void *b_)
 {
@@ -1095,7 +1102,35 @@ oom_entry_cmp(const void *a_, const void *b_)
     return a->oldest_us < b->oldest_us ? -1 : 1;
   if (a->bytes != b->bytes)
     return a->bytes > b->bytes ? -1 : 1;
-  return a->circ->gid < b->circ->gid ? -1 : a->circ->gid > b->circ->gid;
+  if (!a->circ != !b->circ)
+    return a->circ ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The channels whose connection buffers hold memory, as OOM entries
+ * (channels_foreach visits only the ones not closing). */
+typedef struct oom_chan_list_t {
+  oom_entry_t *v;
+  size_t n, cap;
+} oom_chan_list_t;
+
+static void
+oom_collect_channel(channel_t *chan, void *arg)
+{
+  oom_chan_list_t *l = arg;
+  size_t bytes = channel_buffered_alloc(chan);
+  if (!bytes)
+    return;
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 16;
+    l->v = pc_realloc(l->v, l->cap * sizeof(*l->v));
+  }
+  oom_entry_t *e = &l->v[l->n++];
+  e->circ = NULL;
+  e->chan = chan;
+  e->id = channel_global_id(chan);
+  e->oldest_us = channel_oldest_data_us(chan);
+  e->bytes = bytes;
 }
 
 static uint64_t
@@ -1104,9 +1139,12 @@ queue_oldest_us(const circ_queue_t *cq)
   return cq->cells.head ? cq->cells.head->queued_us : UINT64_MAX;
 }
 
-/* Close circuits, oldest queued cell first, until the memory held is at
- * most CIRCUITS_OOM_RETAIN_PCT % of the limit. Allocates only here, when
- * the limit was crossed. */
+/* Close circuits and channels, the ones holding the oldest data first
+ * (as tor closes circuits and connections), until the memory held is at
+ * most CIRCUITS_OOM_RETAIN_PCT % of the limit. A channel's entry is what
+ * its connection's buffers hold (memory no circuit is charged with);
+ * closing it also closes its circuits. Allocates only here, when the
+ * limit was crossed. */
 static void
 circuits_handle_oom(void)
 {
@@ -1119,12 +1157,24 @@ circuits_handle_oom(void)
       memacct_rearm(M.max_bytes);
     return;
   }
+  /* Caches first: per-address DoS records that hold nothing. */
+  dos_sweep_at(evloop_now_us(channels_loop()));
+  usage = memacct_total();
+  if (usage <= M.max_bytes) {
+    memacct_rearm(M.max_bytes);
+    return;
+  }
   M.in_handler = 1;
   char holders[256];
   memacct_describe(holders, sizeof(holders));
-  size_t cap = (size_t)C.n_or + C.n_origin + 1; /* > circuits in C.all */
+  oom_chan_list_t chans = {NULL, 0, 0};
+  channels_foreach(oom_collect_channel, &chans);
+  size_t cap = (size_t)C.n_or + C.n_origin + 1 + chans.n;
   oom_entry_t *v = pc_malloc(cap * sizeof(*v));
-  size_t n = 0;
+  if (chans.n)
+    memcpy(v, chans.v, chans.n * sizeof(*v));
+  size_t n = chans.n;
+  free(chans.v);
   unsigned live = 0;
   for (dlist_node_t *nd = dlist_first(&C.all); nd && n < cap;
        nd = dlist_next(&C.all, nd)) {
@@ -1149,6 +1199,8 @@ circuits_handle_oom(void)
     if (!bytes)
       continue; /* closing it would free nothing */
     v[n].circ = c;
+    v[n].chan = NULL;
+    v[n].id = c->gid;
     v[n].oldest_us = oldest;
     v[n].bytes = bytes;
     n++;
@@ -1160,18 +1212,26 @@ circuits_handle_oom(void)
   uint64_t need = usage - target; /* usage > max_bytes >= target */
   uint64_t now = evloop_now_us(channels_loop());
   uint64_t freed = 0, waited_us = 0;
-  unsigned killed = 0;
+  unsigned killed = 0, conns_killed = 0;
   for (size_t i = 0; i < n && freed < need; i++) {
     circuit_t *c = v[i].circ;
-    /* An on_closed callback of an earlier close may have closed it. */
-    if (c->marked_for_close)
+    /* An earlier close (of a channel, or an on_closed callback) may have
+     * closed it; channels stay allocated until the reaper runs. */
+    if (c ? c->marked_for_close : channel_is_closing(v[i].chan))
       continue;
-    if (!killed && v[i].oldest_us != UINT64_MAX && now > v[i].oldest_us)
+    if (!killed && !conns_killed && v[i].oldest_us != UINT64_MAX &&
+        now > v[i].oldest_us)
       waited_us = now - v[i].oldest_us;
-    c->oom_closed = 1;
-    circuit_mark_for_close(c, DESTROY_REASON_RESOURCELIMIT);
+    if (c) {
+      c->oom_closed = 1;
+      circuit_mark_for_close(c, DESTROY_REASON_RESOURCELIMIT);
+      killed++;
+    } else {
+      channel_close(v[i].chan, "out of memory for queues and buffers "
+                               "(MaxMemInQueues)");
+      conns_killed++;
+    }
     freed += v[i].bytes;
-    killed++;
   }
   free(v);
   M.in_handler = 0;
@@ -1181,13 +1241,13 @@ circuits_handle_oom(void)
   uint64_t after = memacct_total();
   memacct_rearm(after > M.max_bytes ? after + M.max_bytes / 16 + 1
                                     : M.max_bytes);
-  if (!killed) {
+  if (!killed && !conns_killed) {
     M.stats.n_futile++;
     unsigned suppressed = 0;
     if (log_ratelim_allow(&oom_futile_ratelim, time(NULL), &suppressed))
       log_warn("Queues and buffers hold %llu bytes (%s), above "
-               "MaxMemInQueues (%llu bytes), but no circuit holds any of "
-               "it%s",
+               "MaxMemInQueues (%llu bytes), but no circuit or connection "
+               "holds any of it%s",
                (unsigned long long)usage, holders,
                (unsigned long long)M.max_bytes,
                suppressed ? " (repeated)" : "");
@@ -1195,14 +1255,17 @@ circuits_handle_oom(void)
   }
   M.stats.n_oom_events++;
   M.stats.n_circuits_killed += killed;
+  M.stats.n_conns_killed += conns_killed;
   M.stats.bytes_freed += freed;
   M.stats.last_oom_time = time(NULL);
   log_notice("Out of memory for queues and buffers: %llu bytes held (%s), "
-             "above MaxMemInQueues (%llu bytes). Closed %u circuit%s (the "
-             "oldest queued data first; it had waited %llu ms), freeing "
-             "%llu bytes; %u circuits remain; %llu bytes held now.",
+             "above MaxMemInQueues (%llu bytes). Closed %u circuit%s and %u "
+             "connection%s (the oldest queued data first; it had waited "
+             "%llu ms), freeing %llu bytes; %u circuits remain; %llu bytes "
+             "held now.",
              (unsigned long long)usage, holders,
              (unsigned long long)M.max_bytes, killed, killed == 1 ? "" : "s",
+             conns_killed, conns_killed == 1 ? "" : "s",
              (unsigned long long)(waited_us / 1000),
              (unsigned long long)freed, live - killed,
              (unsigned long long)after);

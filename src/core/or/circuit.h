@@ -237,8 +237,9 @@ typedef uint64_t (*circuit_extra_age_fn)(circuit_t *circ);
 int circuits_add_extra_age_fn(circuit_extra_age_fn fn);
 void circuits_remove_extra_age_fn(circuit_extra_age_fn fn);
 typedef struct circuits_oom_stats_t {
-  uint64_t n_oom_events;       /* handler runs that closed circuits */
+  uint64_t n_oom_events;       /* handler runs that closed something */
   uint64_t n_circuits_killed;
+  uint64_t n_conns_killed;     /* channels closed for their buffers */
   uint64_t bytes_freed;        /* estimated: queued cells + extra bytes */
   uint64_t n_futile;           /* runs over the limit that closed nothing */
   time_t last_oom_time;        /* of the last run that closed circuits */

@@ -18,7 +18,19 @@
  *    connection, no running mark, buckets full again. The number of
  *    records is thus bounded by the addresses that connected within about
  *    a burst's refill time (30 s with tor's defaults) plus those holding
- *    connections or marks.
+ *    connections or marks; the MaxMemInQueues handler sweeps too, before
+ *    it closes anything (tor frees its caches first).
+ *  - Each record is counted in the memory budget (MEMACCT_DOS: the record,
+ *    its allocation overhead and two hash slots, the table being at most
+ *    half full). Their number is capped (DOS_MAX_CLIENTS): a new address
+ *    arriving at the cap first sweeps; if that frees less than 1/16 of
+ *    the cap, records without a connection (marked ones: many addresses,
+ *    e.g. from one IPv6 prefix, each marked for hours) are dropped in
+ *    table order down to 7/8 of it, losing their marks. Records holding
+ *    connections are never dropped (their count must stay exact); they
+ *    are bounded by the descriptors. If the cap is still reached, the new
+ *    address is not counted at all (dos_conn_accepted() returns 0), with
+ *    a rate-limited warning.
  */
 #include "core/or/dos.h"
 #include "core/or/dos_options.h"
@@ -27,6 +39,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +48,8 @@
 
 #define DOS_KEY_LEN 17
 #define DOS_SWEEP_USEC (60 * UINT64_C(1000000))
+/* At about 150 bytes each, 36 MiB. */
+#define DOS_MAX_CLIENTS (1u << 18)
 
 typedef struct dos_client_t {
   uint32_t n_conns;
@@ -52,8 +67,16 @@ static struct {
   evloop_timer_t *sweep;
   dos_stats_t stats;
   uint64_t fake_now_us;
+  size_t max_clients;
   int initialised;
 } D;
+
+/* What one address record costs: the record with malloc's overhead, and
+ * two slots of a hash table kept at most half full. */
+#define DOS_SLOT_BYTES ((16 + DOS_KEY_LEN + 7) & ~(size_t)7)
+#define DOS_RECORD_BYTES (sizeof(dos_client_t) + 16 + 2 * DOS_SLOT_BYTES)
+
+static log_ratelim_t full_ratelim = LOG_RATELIM_INIT(300, 1);
 
 /* One notice per kind of mark every 5 minutes. */
 static log_ratelim_t cc_mark_ratelim = LOG_RATELIM_INIT(300, 1);
@@ -174,6 +197,7 @@ dos_init(evloop_t *loop)
   dos_params_default(&D.p);
   D.clients = hmap_new(DOS_KEY_LEN);
   D.relays = hmap_new(DOS_KEY_LEN);
+  D.max_clients = DOS_MAX_CLIENTS;
   if (loop) {
     D.sweep = evloop_timer_new(loop, sweep_cb, NULL);
     evloop_timer_schedule_periodic(D.sweep, DOS_SWEEP_USEC);
@@ -187,6 +211,7 @@ dos_shutdown(void)
   if (!D.initialised)
     return;
   evloop_timer_free(D.sweep);
+  memacct_sub(MEMACCT_DOS, hmap_size(D.clients) * DOS_RECORD_BYTES);
   hmap_free(D.clients, free);
   hmap_free(D.relays, NULL);
   memset(&D, 0, sizeof(D));
@@ -252,6 +277,47 @@ dos_addr_is_relay(const pc_addr_t *a)
   return hmap_get(D.relays, key) != NULL;
 }
 
+static void
+client_free(dos_client_t *c)
+{
+  memacct_sub(MEMACCT_DOS, DOS_RECORD_BYTES);
+  free(c);
+}
+
+/* At the cap: make room (see the design note). 1 if a record fits now. */
+static int
+make_room(uint64_t now)
+{
+  size_t cap = D.max_clients;
+  dos_sweep_at(now);
+  if (hmap_size(D.clients) + cap / 16 > cap) {
+    size_t dropped = 0;
+    hmap_iter_t it;
+    const uint8_t *k;
+    void *v;
+    hmap_iter_init(&it, D.clients);
+    while (hmap_size(D.clients) > cap / 8 * 7 && hmap_iter_next(&it, &k, &v)) {
+      dos_client_t *c = v;
+      if (c->n_conns)
+        continue;
+      hmap_iter_remove_current(&it);
+      client_free(c);
+      dropped++;
+    }
+    D.stats.records_dropped += dropped;
+  }
+  if (hmap_size(D.clients) < cap)
+    return 1;
+  D.stats.addrs_untracked++;
+  unsigned suppressed = 0;
+  if (log_ratelim_allow(&full_ratelim, time(NULL), &suppressed))
+    log_warn("DoS: %zu client addresses hold connections, the most pctor "
+             "keeps records for; new addresses are not limited until some "
+             "close%s", hmap_size(D.clients),
+             suppressed ? " (repeated)" : "");
+  return 0;
+}
+
 static dos_client_t *
 client_get(const pc_addr_t *a, int create)
 {
@@ -260,6 +326,9 @@ client_get(const pc_addr_t *a, int create)
   dos_client_t *c = hmap_get(D.clients, key);
   if (!c && create) {
     uint64_t now = now_us();
+    if (hmap_size(D.clients) >= D.max_clients && !make_room(now))
+      return NULL;
+    memacct_add(MEMACCT_DOS, DOS_RECORD_BYTES);
     c = pc_zalloc(sizeof(*c));
     tbucket_init(&c->circ_bucket, D.p.cc_rate, D.p.cc_burst, now);
     tbucket_init(&c->conn_bucket, D.p.conn_connect_rate,
@@ -314,6 +383,8 @@ dos_conn_accepted(const pc_addr_t *peer)
     return 0;
   uint64_t now = now_us();
   dos_client_t *c = client_get(peer, 1);
+  if (!c)
+    return 0; /* the table is full of addresses holding connections */
   if (D.p.conn_enabled && D.p.conn_defense == DOS_CONN_DEFENSE_CLOSE) {
     if (c->conn_marked_until_us > now) {
       D.stats.conn_rate_rejected++;
@@ -429,8 +500,20 @@ dos_sweep_at(uint64_t now)
         !tbucket_is_full(&c->conn_bucket, now))
       continue;
     hmap_iter_remove_current(&it);
-    free(c);
+    client_free(c);
   }
+}
+
+void
+dos_set_max_clients_for_testing(size_t n)
+{
+  D.max_clients = n ? n : DOS_MAX_CLIENTS;
+}
+
+size_t
+dos_record_bytes(void)
+{
+  return DOS_RECORD_BYTES;
 }
 
 static void

@@ -122,12 +122,18 @@ typedef struct dos_stats_t {
   uint64_t stream_rejected;        /* refused, or circuits closed for it */
   uint64_t stream_circuits_closed;
   unsigned n_clients;              /* address records held now */
+  uint64_t records_dropped;        /* dropped at the cap (marks lost) */
+  uint64_t addrs_untracked;        /* new addresses not counted: full */
 } dos_stats_t;
 void dos_get_stats(dos_stats_t *out);
 /* tor's heartbeat line ("DoS mitigation since startup: ...") into out. */
 void dos_heartbeat_line(char *out, size_t outlen);
 /* Drop address records idle enough to be recreated (tests, sweep). */
 void dos_sweep_at(uint64_t now_us);
+/* The memory one address record is counted for (MEMACCT_DOS). */
+size_t dos_record_bytes(void);
+/* Tests: the cap on address records (0: the default, 2^18). */
+void dos_set_max_clients_for_testing(size_t n);
 /* Tests: use this time (evloop_now_us scale) instead of the loop's; 0
  * goes back to the loop's. */
 void dos_set_now_for_testing(uint64_t us);

@@ -353,8 +353,12 @@ metrics_render(void)
   one(&b, "pctor_oom_circuits_killed_total", "counter",
       "Circuits closed by the out-of-memory handler",
       (unsigned long long)oom.n_circuits_killed);
+  one(&b, "pctor_oom_connections_killed_total", "counter",
+      "Connections closed by the out-of-memory handler for their buffers",
+      (unsigned long long)oom.n_conns_killed);
   one(&b, "pctor_oom_events_total", "counter",
-      "Runs of the out-of-memory handler that closed circuits",
+      "Runs of the out-of-memory handler that closed circuits or "
+      "connections",
       (unsigned long long)oom.n_oom_events);
   head(&b, "pctor_memory_budget_bytes", "gauge",
        "Bytes counted against MaxMemInQueues, by holder");

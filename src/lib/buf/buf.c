@@ -38,6 +38,7 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
@@ -52,6 +53,7 @@ typedef struct chunk_t {
   uint8_t *data; /* first byte of data, inside mem */
   size_t len;    /* bytes of data */
   size_t cap;    /* bytes of storage in mem */
+  uint64_t added_us; /* when the chunk was taken (CLOCK_MONOTONIC, us) */
   uint8_t mem[];
 } chunk_t;
 
@@ -96,6 +98,26 @@ chunk_space(const chunk_t *ch)
   return (size_t)(ch->mem + ch->cap - (ch->data + ch->len));
 }
 
+static uint64_t (*clock_fn)(void);
+
+/* The chunk's time stamp: one coarse monotonic clock read per chunk (the
+ * clock evloop uses, so ages compare with queued cells'). */
+static uint64_t
+buf_now_us(void)
+{
+  if (clock_fn)
+    return clock_fn();
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void
+buf_set_clock_for_testing(uint64_t (*fn)(void))
+{
+  clock_fn = fn;
+}
+
 static chunk_t *
 chunk_new(size_t cap)
 {
@@ -113,6 +135,7 @@ chunk_new(size_t cap)
   ch->next = NULL;
   ch->data = ch->mem;
   ch->len = 0;
+  ch->added_us = buf_now_us();
   return ch;
 }
 
@@ -290,6 +313,7 @@ buf_pullup(buf_t *b, size_t n)
     memcpy(nh->data, h->data, h->len);
     nh->len = h->len;
     nh->next = h->next;
+    nh->added_us = h->added_us;
     alloc_grew(b, chunk_alloc_size(nh));
     alloc_shrank(b, chunk_alloc_size(h));
     if (b->tail == h)
@@ -450,4 +474,10 @@ buf_find(const buf_t *b, const void *s, size_t slen)
     base += ch->len;
   }
   return -1;
+}
+
+uint64_t
+buf_oldest_us(const buf_t *b)
+{
+  return b->datalen && b->head ? b->head->added_us : UINT64_MAX;
 }

@@ -47,6 +47,13 @@ void buf_move_all(buf_t *dst, buf_t *src);
 long buf_find(const buf_t *b, const void *s, size_t slen);
 /* Bytes of memory held (chunks), for memory accounting. */
 size_t buf_allocation(const buf_t *b);
+/* When the oldest byte in b arrived, approximately (the time its chunk
+ * was taken; CLOCK_MONOTONIC microseconds, as evloop_now_us), or
+ * UINT64_MAX when b is empty. The OOM handler closes the connections
+ * holding the oldest data first. */
+uint64_t buf_oldest_us(const buf_t *b);
+/* Tests: the clock chunks are stamped with (NULL: the real one). */
+void buf_set_clock_for_testing(uint64_t (*fn)(void));
 /* Count b's chunk memory under a lib/malloc/memacct kind from now on
  * (MEMACCT_NONE: stop counting); what it holds already is moved over. */
 void buf_set_memacct(buf_t *b, int kind);

@@ -550,6 +550,30 @@ write_all(int fd, const char *buf, size_t len)
   }
 }
 
+void
+log_write_sigsafe(const char *msg, size_t len)
+{
+  int wrote = 0;
+  for (int i = 0; i < n_dests; i++)
+    if (dests[i].kind != DEST_SYSLOG && dests[i].fd >= 0 &&
+        dests[i].max >= LOG_SEV_ERR) {
+      write_all(dests[i].fd, msg, len);
+      wrote = 1;
+    }
+  if (!wrote)
+    write_all(2, msg, len);
+}
+
+int
+log_file_paths(const char **out, int max)
+{
+  int n = 0;
+  for (int i = 0; i < n_dests && n < max; i++)
+    if (dests[i].kind == DEST_FILE && dests[i].path)
+      out[n++] = dests[i].path;
+  return n;
+}
+
 static const int syslog_prio[] = {LOG_DEBUG, LOG_INFO, LOG_NOTICE,
                                   LOG_WARNING, LOG_ERR};
 

@@ -138,6 +138,17 @@ void log_set_scrub(int on);
  * effect when a syslog destination is (re)configured. */
 void log_set_syslog_ident(const char *tag);
 
+/* Write msg (a whole line with its newline, no header added) to every
+ * file and stream destination, or to stderr when there is none, using
+ * only write(2): callable from a signal handler (the sandbox's SIGSYS
+ * handler). */
+void log_write_sigsafe(const char *msg, size_t len);
+
+/* The paths of the file destinations now configured, at most max of them
+ * into out (pointers valid until the destinations change); returns how
+ * many were stored. */
+int log_file_paths(const char **out, int max);
+
 typedef void (*log_hook_fn)(log_severity_t sev, const char *msg, void *arg);
 /* Install (or with fn == NULL remove) a hook that receives every message at
  * or above min_sev in addition to the destinations. */

@@ -32,6 +32,7 @@ typedef enum memacct_kind_t {
   MEMACCT_DIRCACHE,    /* directory requests and answers in flight */
   MEMACCT_MEASUREME,   /* MeasureMe per-circuit state */
   MEMACCT_BACKTAP,     /* BackTap engines: cells kept for retransmission */
+  MEMACCT_DOS,         /* per-address DoS records (core/or/dos) */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 

@@ -1065,6 +1065,19 @@ conn_set_memacct(conn_t *c, int kind)
   buf_set_memacct(c->out, kind);
 }
 
+size_t
+conn_buffered_alloc(const conn_t *c)
+{
+  return buf_allocation(c->in) + buf_allocation(c->out);
+}
+
+uint64_t
+conn_oldest_data_us(const conn_t *c)
+{
+  uint64_t i = buf_oldest_us(c->in), o = buf_oldest_us(c->out);
+  return i < o ? i : o;
+}
+
 void
 conn_flush_soon(conn_t *c)
 {

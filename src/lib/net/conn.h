@@ -89,6 +89,10 @@ buf_t *conn_outbuf(conn_t *c);
 void conn_flush_soon(conn_t *c);
 /* Count both buffers' memory under a lib/malloc/memacct kind. */
 void conn_set_memacct(conn_t *c, int kind);
+/* Memory both buffers hold, and when their oldest byte arrived
+ * (buf_oldest_us; UINT64_MAX when both are empty): for the OOM handler. */
+size_t conn_buffered_alloc(const conn_t *c);
+uint64_t conn_oldest_data_us(const conn_t *c);
 /* Stop or resume reading (back-pressure). */
 void conn_set_reading(conn_t *c, int enabled);
 /* CONN_EV_DRAINED fires when the outbuf drops to <= lowat bytes
