@@ -816,6 +816,10 @@ START_TEST(test_peer_stops_acknowledging)
   ck_assert_int_eq(sent, 64);
   size_t mem = backtap_link_mem_bytes(a->bt);
   ck_assert_uint_le(mem, 64 * 600 + 4096);
+  /* the circuit's share: the 64 kept cells, and no more than the link */
+  size_t fmem = backtap_flow_mem_bytes(fa);
+  ck_assert_uint_ge(fmem, 64 * BACKTAP_CELL_REC_LEN);
+  ck_assert_uint_le(fmem, mem);
   int fires = 0;
   while (!a->failed && fires < 100) {
     ck_assert_uint_ne(a->timer, UINT64_MAX);

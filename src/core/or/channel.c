@@ -1389,6 +1389,12 @@ channel_is_carried(const channel_t *chan)
   return chan->carried;
 }
 
+void *
+channel_carrier_arg(const channel_t *chan, const channel_carrier_ops_t *ops)
+{
+  return chan && chan->carrier == ops ? chan->carrier_arg : NULL;
+}
+
 /* ---- closing ------------------------------------------------------ */
 
 static void

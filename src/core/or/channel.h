@@ -231,6 +231,9 @@ void channel_carried_input(channel_t *chan, packed_cell_t *pc);
 /* can_send() became true again. */
 void channel_carried_writable(channel_t *chan);
 int channel_is_carried(const channel_t *chan);
+/* The carrier's arg if chan is carried by ops, else NULL. */
+void *channel_carrier_arg(const channel_t *chan,
+                          const channel_carrier_ops_t *ops);
 
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */

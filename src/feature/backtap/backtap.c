@@ -1103,6 +1103,16 @@ backtap_link_mem_bytes(const backtap_link_t *link)
          hmap_size(link->flows) * (sizeof(backtap_flow_t) + 32);
 }
 
+size_t
+backtap_flow_mem_bytes(const backtap_flow_t *f)
+{
+  return sizeof(*f) + 32 +
+         (size_t)(f->snd_nxt - f->snd_una) * (BACKTAP_CELL_REC_LEN + 16) +
+         (size_t)f->ooo_count * (BACKTAP_CELL_BODY_LEN + 16) +
+         (size_t)f->tx_cap * sizeof(txslot_t) +
+         (size_t)f->ooo_cap * sizeof(uint8_t *);
+}
+
 int
 backtap_link_is_dead(const backtap_link_t *link)
 {

@@ -151,6 +151,9 @@ backtap_link_t *backtap_flow_link(const backtap_flow_t *flow);
 unsigned backtap_flow_swnd(const backtap_flow_t *flow);
 /* Cells sent and not yet FWDed (what the window limits). */
 unsigned backtap_flow_inflight(const backtap_flow_t *flow);
+/* Bytes the engine holds for this circuit (its share of
+ * backtap_link_mem_bytes()), for the memory handler. */
+size_t backtap_flow_mem_bytes(const backtap_flow_t *flow);
 /* Cells received in order and not yet forwarded (the fused queue). */
 unsigned backtap_flow_queued(const backtap_flow_t *flow);
 uint64_t backtap_flow_srtt_us(const backtap_flow_t *flow);

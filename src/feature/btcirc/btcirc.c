@@ -32,6 +32,7 @@
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
+#include "core/or/circuit.h"
 #include "core/or/pctcp.h"
 #include "lib/bytes/bytes.h"
 #include "lib/container/dlist.h"
@@ -534,6 +535,27 @@ carrier_provider(const pc_addr_t *addr, const uint8_t *rsa_id,
   return bf->chan;
 }
 
+/* ---- the memory handler's view of a circuit ---- */
+
+static size_t
+chan_flow_mem(const channel_t *chan)
+{
+  void *arg = channel_carrier_arg(chan, &carrier_ops);
+  btcirc_flow_t *bf = arg && the_bc ? flow_by_arg(the_bc, arg) : NULL;
+  return bf && bf->flow ? backtap_flow_mem_bytes(bf->flow) : 0;
+}
+
+/* What the BackTap flows of circ's hops hold (circuit_extra_mem_fn), so
+ * that MaxMemInQueues' handler weighs it when it picks circuits. */
+static size_t
+circ_mem(circuit_t *circ)
+{
+  size_t n = chan_flow_mem(circ->n_chan);
+  if (circ->kind == CIRC_KIND_OR)
+    n += chan_flow_mem(((or_circuit_t *)circ)->p_chan);
+  return n;
+}
+
 /* ---- the instance ---- */
 
 btcirc_t *
@@ -552,16 +574,31 @@ btcirc_new(evloop_t *loop, dgram_t *d, const backtap_params_t *params)
     backtap_params_default(&bc->params);
   bc->flows = hmap_new(8);
   dlist_init(&bc->links);
-  if (dgram_register_handler(d, DGRAM_REC_BACKTAP_CELL, record_cb, bc) < 0 ||
-      dgram_register_handler(d, DGRAM_REC_BACKTAP_FEEDBACK, record_cb, bc) <
-          0 ||
-      dgram_add_link_observer(d, link_observer, bc) < 0 ||
-      packed_cell_set_release_hook(release_hook) < 0 ||
-      pctcp_set_carrier_provider(carrier_provider, bc) < 0) {
-    log_warn("BackTap: cannot attach to the datagram links");
-    dgram_register_handler(d, DGRAM_REC_BACKTAP_CELL, NULL, NULL);
-    dgram_register_handler(d, DGRAM_REC_BACKTAP_FEEDBACK, NULL, NULL);
-    dgram_remove_link_observer(d, link_observer, bc);
+  /* Attach step by step; on failure undo exactly the steps that were
+   * taken (a refused hook belongs to someone else). */
+  int step = 0;
+  if (dgram_register_handler(d, DGRAM_REC_BACKTAP_CELL, record_cb, bc) == 0 &&
+      ++step &&
+      dgram_register_handler(d, DGRAM_REC_BACKTAP_FEEDBACK, record_cb, bc) ==
+          0 &&
+      ++step && dgram_add_link_observer(d, link_observer, bc) == 0 &&
+      ++step && packed_cell_set_release_hook(release_hook) == 0 && ++step &&
+      pctcp_set_carrier_provider(carrier_provider, bc) == 0 && ++step &&
+      circuits_add_extra_mem_fn(circ_mem) == 0)
+    step = -1;
+  if (step >= 0) {
+    log_warn("BackTap: cannot attach to the datagram links and circuits "
+             "(a hook is taken)");
+    if (step >= 5)
+      pctcp_set_carrier_provider(NULL, NULL);
+    if (step >= 4)
+      packed_cell_set_release_hook(NULL);
+    if (step >= 3)
+      dgram_remove_link_observer(d, link_observer, bc);
+    if (step >= 2)
+      dgram_register_handler(d, DGRAM_REC_BACKTAP_FEEDBACK, NULL, NULL);
+    if (step >= 1)
+      dgram_register_handler(d, DGRAM_REC_BACKTAP_CELL, NULL, NULL);
     hmap_free(bc->flows, NULL);
     free(bc);
     return NULL;
@@ -580,6 +617,7 @@ btcirc_free_(btcirc_t *bc)
     link_free(DLIST_ENTRY(n, btcirc_link_t, node));
   pctcp_set_carrier_provider(NULL, NULL);
   packed_cell_set_release_hook(NULL);
+  circuits_remove_extra_mem_fn(circ_mem);
   dgram_remove_link_observer(bc->d, link_observer, bc);
   dgram_register_handler(bc->d, DGRAM_REC_BACKTAP_CELL, NULL, NULL);
   dgram_register_handler(bc->d, DGRAM_REC_BACKTAP_FEEDBACK, NULL, NULL);
