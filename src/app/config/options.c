@@ -431,14 +431,7 @@ socks_assign(void *field, const char *value, void *arg,
 static void
 socks_format(const void *field, conf_strlist_t *out)
 {
-  const pc_addr_t *a = field;
-  char buf[PC_ADDR_STR_LEN];
-  if (a->family == AF_UNSPEC) {
-    conf_strlist_add(out, "0");
-    return;
-  }
-  pc_addr_fmt(a, buf, sizeof(buf), 1);
-  conf_strlist_add(out, buf);
+  conf_format_listen_port(field, out);
 }
 
 static int
