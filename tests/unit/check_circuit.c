@@ -160,15 +160,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static extend_target_t
 self_target(uint16_t handshake)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.r.orport;
-  memcpy(t.rsa_id, T.r.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.r.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.r.keys->ntor_current.pub, 32);
-  t.handshake = handshake;
-  return t;
+  return fixture_relay_target(&T.r, handshake);
 }
 
 /* Build a one-hop circuit to ourselves with the given handshake. */

@@ -825,14 +825,7 @@ static tcirc_t *
 x_build(int cc)
 {
   ck_assert_int_lt(X.n, MAX_CIRCS);
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = X.r.orport;
-  memcpy(t.rsa_id, X.r.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, X.r.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, X.r.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&X.r, HTYPE_NTOR_V3);
   t.cc_request = (uint8_t)cc;
   tcirc_t *tc = &X.t[X.n];
   cond_idx = X.n++;

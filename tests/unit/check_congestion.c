@@ -3075,14 +3075,7 @@ l_teardown(void)
 static origin_circuit_t *
 build(int cc_request)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = L.r.orport;
-  memcpy(t.rsa_id, L.r.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, L.r.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, L.r.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&L.r, HTYPE_NTOR_V3);
   t.cc_request = (uint8_t)cc_request;
   origin_circuit_t *c = origin_circuit_launch(&t, &l_ops, NULL);
   ck_assert_ptr_nonnull(c);

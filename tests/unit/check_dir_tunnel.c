@@ -201,7 +201,8 @@ START_TEST(test_errors)
   t.addr.port = 1; /* tcpmux: closed on any test machine */
   T.done = 0;
   T.inside_get = 1;
-  dir_tunnel_get(T.r.loop, &t, "/tor/micro/d/AAAA", 1000, 10000, done_cb, NULL);
+  dir_tunnel_get(T.r.loop, &t, "/tor/micro/d/AAAA", 1000, 10000, done_cb,
+                 NULL);
   T.inside_get = 0;
   for (int k = 0; k < 150 && !T.done; k++)
     run_loop_for(100000);

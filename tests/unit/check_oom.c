@@ -154,14 +154,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static void
 build_circuits(int n)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.relay.orport;
-  memcpy(t.rsa_id, T.relay.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.relay.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.relay.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR;
+  extend_target_t t = fixture_relay_target(&T.relay, HTYPE_NTOR);
   for (int i = 0; i < n; i++) {
     T.r[i].c = origin_circuit_launch(&t, &ops, &T.r[i]);
     ck_assert_ptr_nonnull(T.r[i].c);

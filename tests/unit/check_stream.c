@@ -157,14 +157,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static void
 build_circuit(void)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.r.orport;
-  memcpy(t.rsa_id, T.r.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.r.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.r.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR;
+  extend_target_t t = fixture_relay_target(&T.r, HTYPE_NTOR);
   T.c = origin_circuit_launch(&t, &ops, NULL);
   ck_assert_ptr_nonnull(T.c);
   for (int k = 0; k < 100 && !T.open && !T.closed; k++)
@@ -177,14 +170,7 @@ build_circuit(void)
 static void
 build_circuit_cc(void)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.r.orport;
-  memcpy(t.rsa_id, T.r.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.r.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.r.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&T.r, HTYPE_NTOR_V3);
   t.cc_request = 1;
   T.c = origin_circuit_launch(&t, &ops, NULL);
   ck_assert_ptr_nonnull(T.c);

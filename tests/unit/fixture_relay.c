@@ -117,3 +117,17 @@ fixture_relay_run_for(fixture_relay_t *f, uint64_t usec)
   evloop_timer_cancel(f->timeout);
   return f->timed_out;
 }
+
+extend_target_t
+fixture_relay_target(const fixture_relay_t *f, uint16_t handshake)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = f->orport;
+  memcpy(t.rsa_id, f->keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, f->keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, f->keys->ntor_current.pub, 32);
+  t.handshake = handshake;
+  return t;
+}

@@ -11,6 +11,7 @@
  * the relay handlers; fixture_relay_free() frees the cell freelist, the
  * loop and the keys and removes the directory.
  *
+ * fixture_relay_target() names the relay as the first hop of a circuit.
  * The smaller helpers (fixture_keys_new, fixture_rmtree) serve tests that
  * only want keys on disk, or that clean up directories of their own. */
 #ifndef PCTOR_TESTS_UNIT_FIXTURE_RELAY_H
@@ -18,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "core/or/circuit.h"
 #include "feature/relay/router_keys.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
@@ -26,7 +28,7 @@ typedef struct fixture_relay_t {
   char dir[64];             /* the key directory, removed by _free() */
   relay_keys_t *keys;       /* the relay's identity */
   evloop_t *loop;           /* the loop channels_init() was given */
-  evloop_timer_t *timeout;  /* ends the loop; fixture_relay_run_for() arms it */
+  evloop_timer_t *timeout;  /* ends the loop (fixture_relay_run_for) */
   int timed_out;            /* set when .timeout fired */
   pc_addr_t orport;         /* where the ORPort listens */
 } fixture_relay_t;
@@ -46,6 +48,12 @@ void fixture_relay_free(fixture_relay_t *f);
 /* Run the loop for at most usec (callbacks may end it earlier); returns
  * whether the time ran out. */
 int fixture_relay_run_for(fixture_relay_t *f, uint64_t usec);
+
+/* A one-hop extend target naming the fixture's relay: its ORPort, RSA
+ * and ed25519 identities and current ntor key, with the given handshake
+ * type (HTYPE_*). */
+extend_target_t fixture_relay_target(const fixture_relay_t *f,
+                                     uint16_t handshake);
 
 /* Fresh relay keys in a new directory dir (at least 64 bytes), named
  * /tmp/pctor-check-<tag>.XXXXXX; fails the test if they cannot be made. */

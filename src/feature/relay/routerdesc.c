@@ -320,7 +320,8 @@ static int
 check_config(const relay_keys_t *k, const routerdesc_config_t *cfg,
              char **err)
 {
-  if (!cfg->nickname || !pc_nickname_ok(cfg->nickname, strlen(cfg->nickname))) {
+  if (!cfg->nickname ||
+      !pc_nickname_ok(cfg->nickname, strlen(cfg->nickname))) {
     set_err(err, errf("invalid nickname"));
     return -1;
   }
@@ -823,7 +824,8 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     }
     unsigned long port, x;
     uint8_t ip[4];
-    if (nf < 5 || !pc_nickname_ok(f[0], fl[0]) || parse_ipv4(f[1], fl[1], ip) ||
+    if (nf < 5 || !pc_nickname_ok(f[0], fl[0]) ||
+        parse_ipv4(f[1], fl[1], ip) ||
         parse_uint(f[2], fl[2], 1, 65535, &port) ||
         parse_uint(f[3], fl[3], 0, 65535, &x) ||
         parse_uint(f[4], fl[4], 0, 65535, &x)) {
