@@ -4,24 +4,12 @@
  * /tor/micro/d/ answer). Bound: 64 KiB + 16 bytes per input byte.
  */
 #include "fuzz.h"
-
-#include "feature/dir/microdesc.h"
-
-#include <stdlib.h>
+#include "fuzz_mdlist.h"
 
 static void
 run(const uint8_t *data, size_t len)
 {
-  char *doc = fuzz_strndup(data, len);
-  microdesc_t **mds = NULL;
-  int n = 0;
-  char *err = NULL;
-  (void)microdesc_parse_many(doc, len, &mds, &n, &err);
-  for (int i = 0; i < n; i++)
-    microdesc_free(mds[i]);
-  free(mds);
-  free(err);
-  free(doc);
+  fuzz_mdlist_run(microdesc_parse_many, data, len);
 }
 
 const fuzz_target_t fuzz_target = {

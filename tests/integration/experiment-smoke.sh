@@ -193,19 +193,8 @@ if not ssum or any(float(x["cwnd_p50"]) <= 0 for x in ssum if x["cwnd_p50"]):
     fail(f"ss-summary.csv: {ssum[:2]}")
 if "TCP of the relay-to-relay connections" not in open(os.path.join(out, "README.md")).read():
     fail("README lacks the ss table")
+# results.jsonl: it_check_results, below
 recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
-for cfg in ("rr", "ewma"):
-    for cls, least in (("web", 4), ("bulk", 1)):
-        good = [r for r in recs if r["config"] == cfg and r["class"] == cls and r["ok"]
-                and r["counted"]]
-        if len(good) < least:
-            fail(f"{cfg}/{cls}: {len(good)} counted requests")
-        for r in good:
-            if not 0 < r["connect"] <= r["ttfb"] <= r["total"]:
-                fail(f"bad times {r}")
-bad = [r for r in recs if not r["ok"] and not r.get("aborted")]
-if bad:
-    fail(f"failed requests: {bad[:3]}")
 # plots
 for cls in ("web", "bulk"):
     for m in ("ttfb", "total"):
@@ -285,6 +274,7 @@ if "Every record carries a label that a client logged" not in readme:
 print(f"report ok: {len(recs)} requests, {len(mm)} MeasureMe records of "
       f"{len({(r['run'], r['label']) for r in mm})} circuits, all asked by asker", file=sys.stderr)
 PY
+it_check_results "$PY" "$out" "rr ewma" "web:4 bulk:1" || it_fail "the report is wrong"
 
 # Nothing of either run is left.
 check_gone() { # REPORT-DIR

@@ -149,6 +149,36 @@ it_python3() {
     "$py" -c 'import sys; print(sys.executable)' 2>/dev/null
 }
 
+# it_check_results PY OUT CONFIGS WANT: the workload results of an
+# experiment report OUT (OUT/results.jsonl) are sound: for each configuration
+# in CONFIGS and each CLASS:LEAST in WANT (e.g. "web:4 bulk:1") at least LEAST
+# requests succeeded and were counted, each with 0 < connect <= ttfb <= total,
+# and no request failed that was not aborted. PY is the python3 to use.
+# Prints what is wrong and returns 1 otherwise.
+it_check_results() {
+    "$1" - "$2" "$3" "$4" <<'PY'
+import json, os, sys
+out, cfgs = sys.argv[1], sys.argv[2].split()
+want = [(c, int(n)) for c, n in (w.split(":") for w in sys.argv[3].split())]
+def fail(msg):
+    print("results.jsonl:", msg, file=sys.stderr)
+    sys.exit(1)
+recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+for cfg in cfgs:
+    for cls, least in want:
+        good = [r for r in recs if r["config"] == cfg and r["class"] == cls and r["ok"]
+                and r["counted"]]
+        if len(good) < least:
+            fail(f"{cfg}/{cls}: {len(good)} counted good requests, want {least}")
+        for r in good:
+            if not 0 < r["connect"] <= r["ttfb"] <= r["total"]:
+                fail(f"bad times {r}")
+bad = [r for r in recs if not r["ok"] and not r.get("aborted")]
+if bad:
+    fail(f"failed requests: {bad[:3]}")
+PY
+}
+
 # it_http_server DIR PORT: serve the files in DIR on 127.0.0.1:PORT (python3
 # http.server) until the test exits.
 it_http_server() {

@@ -28,6 +28,17 @@ pareto(uint64_t *s, double xm, double alpha)
   return (uint32_t)(xm / pow(u, 1.0 / alpha));
 }
 
+/* A new estimator that has seen n build times from Pareto(2000 ms, 2),
+ * drawn with the generator seeded with seed. */
+static cbt_t *
+cbt_with_history(uint64_t seed, int n)
+{
+  cbt_t *cbt = cbt_new();
+  for (int i = 0; i < n; i++)
+    cbt_note_built(cbt, pareto(&seed, 2000, 2));
+  return cbt;
+}
+
 START_TEST(test_initial_then_learned)
 {
   cbt_t *cbt = cbt_new();
@@ -85,10 +96,7 @@ END_TEST
 
 START_TEST(test_reset_after_timeouts)
 {
-  cbt_t *cbt = cbt_new();
-  uint64_t s = 3;
-  for (int i = 0; i < 300; i++)
-    cbt_note_built(cbt, pareto(&s, 2000, 2));
+  cbt_t *cbt = cbt_with_history(3, 300);
   ck_assert_int_eq(cbt_is_learned(cbt), 1);
   /* 17 of 20 time out: kept. */
   for (int i = 0; i < 17; i++)
@@ -109,10 +117,7 @@ END_TEST
 
 START_TEST(test_disabled_by_consensus)
 {
-  cbt_t *cbt = cbt_new();
-  uint64_t s = 5;
-  for (int i = 0; i < 150; i++)
-    cbt_note_built(cbt, pareto(&s, 2000, 2));
+  cbt_t *cbt = cbt_with_history(5, 150);
   ck_assert_int_eq(cbt_is_learned(cbt), 1);
   consensus_t c;
   memset(&c, 0, sizeof(c));
@@ -131,10 +136,7 @@ END_TEST
 
 START_TEST(test_state_roundtrip)
 {
-  cbt_t *cbt = cbt_new();
-  uint64_t s = 11;
-  for (int i = 0; i < 400; i++)
-    cbt_note_built(cbt, pareto(&s, 2000, 2));
+  cbt_t *cbt = cbt_with_history(11, 400);
   for (int i = 0; i < 5; i++)
     cbt_note_abandoned(cbt);
   statefile_t *st = statefile_new("/nonexistent/state");

@@ -10,7 +10,6 @@
  * that circuits and queued cells are freed afterwards.
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,8 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+#include "fixture_relay.h"
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -38,12 +39,7 @@
 Suite *suite_circuit(void);
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
-  int timed_out;
+  fixture_relay_t r; /* dir, keys, loop, timeout, orport */
   /* what the callbacks saw */
   int n_open;
   int closed;
@@ -62,64 +58,21 @@ static struct {
   int dl_send_sendmes;
 } T;
 
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-static void
-on_timeout(void *arg)
-{
-  (void)arg;
-  T.timed_out = 1;
-  evloop_exit(T.loop);
-}
-
 static void
 setup(void)
 {
   memset(&T, 0, sizeof(T));
-  ck_assert_int_eq(crypt_global_init(), 0);
-  strcpy(T.dir, "/tmp/pctor-check-circuit.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(T.dir));
-  char *err = NULL;
-  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
-  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
-  T.loop = evloop_new();
-  channels_init(T.loop, T.keys);
-  circuits_init();
+  fixture_relay_start(&T.r, "circuit", "CHECK_CIRCUIT_VERBOSE", "info");
   extend_init(1);
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
-  ck_assert_int_ne(T.orport.port, 0);
-  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
-  if (getenv("CHECK_CIRCUIT_VERBOSE")) {
-    char *e = NULL;
-    log_parse_destination("info stderr", &e);
-    free(e);
-  }
 }
 
 static void
 teardown(void)
 {
-  channels_shutdown();
-  circuits_shutdown();
-  relay_clear_handlers();
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+  fixture_relay_shutdown();
+  fixture_assert_no_circuits();
   ck_assert_uint_eq(packed_cells_allocated(), 0);
-  packed_cell_freelist_clear();
-  evloop_timer_free(T.timeout);
-  evloop_free(T.loop);
-  router_keys_free(T.keys);
-  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_relay_free(&T.r);
 }
 
 /* Run the loop until a callback calls evloop_exit() or usec pass; returns
@@ -127,11 +80,7 @@ teardown(void)
 static int
 run_loop_for(uint64_t usec)
 {
-  T.timed_out = 0;
-  evloop_timer_schedule(T.timeout, usec);
-  evloop_run(T.loop);
-  evloop_timer_cancel(T.timeout);
-  return T.timed_out;
+  return fixture_relay_run_for(&T.r, usec);
 }
 
 static void
@@ -147,7 +96,7 @@ cb_extended(origin_circuit_t *c, int n, void *arg)
   (void)c;
   (void)arg;
   T.n_open = n;
-  evloop_exit(T.loop);
+  evloop_exit(T.r.loop);
 }
 
 static void
@@ -183,7 +132,7 @@ cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
     } else if (cmd == RELAY_COMMAND_END) {
       T.dl_ended = 1;
       T.dl_end_reason = len ? body[0] : 0;
-      evloop_exit(T.loop);
+      evloop_exit(T.r.loop);
     }
     return;
   }
@@ -192,7 +141,7 @@ cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
   T.relay_seen++;
   T.relay_cmd = cmd;
   T.relay_body0 = len ? body[0] : 0xff;
-  evloop_exit(T.loop);
+  evloop_exit(T.r.loop);
 }
 
 static void
@@ -203,7 +152,7 @@ cb_closed(origin_circuit_t *c, int reason, const char *why, void *arg)
   (void)arg;
   T.closed = 1;
   T.close_reason = reason;
-  evloop_exit(T.loop);
+  evloop_exit(T.r.loop);
 }
 
 static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
@@ -211,15 +160,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static extend_target_t
 self_target(uint16_t handshake)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.orport;
-  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
-  t.handshake = handshake;
-  return t;
+  return fixture_relay_target(&T.r, handshake);
 }
 
 /* Build a one-hop circuit to ourselves with the given handshake. */
@@ -262,8 +203,8 @@ handshake_test(uint16_t handshake)
   circuit_mark_for_close(&c->base, DESTROY_REASON_NONE);
   T.closed = 0;
   for (int i = 0; i < 50 && circuits_count(CIRC_KIND_OR); i++) {
-    evloop_timer_schedule(T.timeout, 20000);
-    evloop_run(T.loop);
+    evloop_timer_schedule(T.r.timeout, 20000);
+    evloop_run(T.r.loop);
   }
   ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
 }
@@ -472,7 +413,7 @@ START_TEST(test_silent_peer_times_out)
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_storage ss;
   socklen_t sl;
-  ck_assert_int_eq(pc_addr_to_sockaddr(&T.orport, &ss, &sl), 0);
+  ck_assert_int_eq(pc_addr_to_sockaddr(&T.r.orport, &ss, &sl), 0);
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&ss, sl), 0);
   channel_stats_t st;
   for (int i = 0; i < 5; i++) {
@@ -516,7 +457,7 @@ static void
 echo_accept(int fd, const pc_addr_t *peer, void *arg)
 {
   (void)arg;
-  echo_conn = conn_new_accepted(T.loop, NULL, fd, peer, echo_cb, NULL);
+  echo_conn = conn_new_accepted(T.r.loop, NULL, fd, peer, echo_cb, NULL);
 }
 
 #define ECHO_LEN (120 * 1000)
@@ -562,11 +503,11 @@ exit_relay_cb(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t sid,
       origin_circuit_send_relay(c, 0, RELAY_COMMAND_SENDME, 0, sm, 23);
     }
     if (E.got == ECHO_LEN)
-      evloop_exit(T.loop);
+      evloop_exit(T.r.loop);
   } else if (cmd == RELAY_COMMAND_END) {
     E.ended = 1;
     E.end_reason = len ? body[0] : -1;
-    evloop_exit(T.loop);
+    evloop_exit(T.r.loop);
   }
 }
 
@@ -584,7 +525,7 @@ exit_setup(void)
   pc_addr_t a;
   pc_addr_parse(&a, "127.0.0.1:0");
   const char *err = NULL;
-  echo_listener = listener_new(T.loop, &a, echo_accept, NULL, &err);
+  echo_listener = listener_new(T.r.loop, &a, echo_accept, NULL, &err);
   ck_assert_ptr_nonnull(echo_listener);
   char line[64];
   snprintf(line, sizeof(line), "accept 127.0.0.1:%u",
@@ -594,7 +535,7 @@ exit_setup(void)
   test_policy = exit_policy_parse_plain(lines, 2, &perr);
   ck_assert_msg(test_policy != NULL, "policy: %s", perr ? perr : "?");
   exit_config_t cfg = {test_policy, NULL, 1, 5};
-  exit_init(T.loop, &cfg);
+  exit_init(T.r.loop, &cfg);
 }
 
 static void

@@ -768,6 +768,41 @@ static const conf_module_t test_module = {
   sizeof(test_opts_t), NULL,
 };
 
+/* conf_parse_listen_port / conf_format_listen_port: off, a port alone,
+ * an address with a port, and the refusals. */
+START_TEST(test_listen_port)
+{
+  pc_addr_t a;
+  char *err = NULL;
+  conf_strlist_t l = {0};
+  ck_assert_int_eq(conf_parse_listen_port("0", "XPort", &a, &err), 0);
+  ck_assert_int_eq(a.family, AF_UNSPEC);
+  conf_format_listen_port(&a, &l);
+  ck_assert_int_eq(conf_parse_listen_port("9100", "XPort", &a, &err), 0);
+  ck_assert_int_eq(a.family, AF_INET);
+  ck_assert_uint_eq(a.port, 9100);
+  conf_format_listen_port(&a, &l);
+  ck_assert_int_eq(conf_parse_listen_port("[::1]:9101", "XPort", &a, &err),
+                   0);
+  conf_format_listen_port(&a, &l);
+  ck_assert_int_eq(l.n, 3);
+  ck_assert_str_eq(l.v[0], "0");
+  ck_assert_str_eq(l.v[1], "0.0.0.0:9100");
+  ck_assert_str_eq(l.v[2], "[::1]:9101");
+  conf_strlist_clear(&l);
+  a.port = 7;
+  ck_assert_int_eq(conf_parse_listen_port("127.0.0.1:0", "XPort", &a, &err),
+                   -1);
+  ck_assert_ptr_nonnull(strstr(err, "is not a port number"));
+  ck_assert_uint_eq(a.port, 7); /* untouched on error */
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(conf_parse_listen_port("nonsense", "XPort", &a, &err), -1);
+  ck_assert_ptr_nonnull(err);
+  free(err);
+}
+END_TEST
+
 START_TEST(test_confdecl)
 {
   char *err = NULL;
@@ -857,6 +892,7 @@ suite_conf(void)
   tcase_add_test(tc, test_port);
   tcase_add_test(tc, test_addrport);
   tcase_add_test(tc, test_confdecl);
+  tcase_add_test(tc, test_listen_port);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -31,11 +31,12 @@
  * first (and the set with it).
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "fixture_relay.h"
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -666,12 +667,7 @@ typedef struct {
 } tcirc_t;
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
-  int timed_out;
+  fixture_relay_t r; /* dir, keys, loop, timeout, orport */
   tcirc_t t[MAX_CIRCS];
   int n;
   /* the relay's test stream (BEGIN handler) */
@@ -681,23 +677,12 @@ static struct {
   int rs_begins;
 } X;
 
-static void
-x_timeout(void *arg)
-{
-  (void)arg;
-  X.timed_out = 1;
-  evloop_exit(X.loop);
-}
-
 /* Run the loop until cond() holds (checked every 5 ms) or 10 s pass. */
 static int
 run_until(int (*cond)(void))
 {
   for (int i = 0; i < 2000 && !cond(); i++) {
-    X.timed_out = 0;
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
-    evloop_timer_cancel(X.timeout);
+    fixture_relay_run_for(&X.r, 5000);
   }
   return cond();
 }
@@ -793,48 +778,21 @@ x_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
   return 0;
 }
 
-static int
-x_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
 static void
 x_setup_bound(uint32_t max_ooo)
 {
   memset(&X, 0, sizeof(X));
-  ck_assert_int_eq(crypt_global_init(), 0);
   cc_params_t d;
   cc_params_default(&d);
   cc_params_set_current(&d);
-  strcpy(X.dir, "/tmp/pctor-check-cfx.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(X.dir));
-  char *err = NULL;
-  X.keys = router_keys_load_or_create(X.dir, NULL, time(NULL), &err);
-  ck_assert_msg(X.keys != NULL, "keys: %s", err ? err : "?");
-  X.loop = evloop_new();
-  channels_init(X.loop, X.keys);
-  circuits_init();
+  fixture_relay_start(&X.r, "cfx", "CHECK_CFX_VERBOSE", "info");
   extend_init(1);
   relay_register_handler(RELAY_COMMAND_BEGIN, x_begin);
   conflux_exit_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
   cfg.enabled = 1;
   cfg.max_ooo = max_ooo;
-  conflux_exit_init(X.loop, &cfg);
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &X.orport, &why), 0);
-  X.timeout = evloop_timer_new(X.loop, x_timeout, NULL);
-  if (getenv("CHECK_CFX_VERBOSE")) {
-    char *e = NULL;
-    log_parse_destination("info stderr", &e);
-    free(e);
-  }
+  conflux_exit_init(X.r.loop, &cfg);
 }
 
 static void
@@ -851,13 +809,8 @@ x_teardown(void)
   ck_assert_uint_eq(memacct_underflows(), 0);
   circuits_shutdown();
   relay_clear_handlers();
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
-  packed_cell_freelist_clear();
-  evloop_timer_free(X.timeout);
-  evloop_free(X.loop);
-  router_keys_free(X.keys);
-  nftw(X.dir, x_rm, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_assert_no_circuits();
+  fixture_relay_free(&X.r);
 }
 
 static int cond_idx;
@@ -872,14 +825,7 @@ static tcirc_t *
 x_build(int cc)
 {
   ck_assert_int_lt(X.n, MAX_CIRCS);
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = X.orport;
-  memcpy(t.rsa_id, X.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, X.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, X.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&X.r, HTYPE_NTOR_V3);
   t.cc_request = (uint8_t)cc;
   tcirc_t *tc = &X.t[X.n];
   cond_idx = X.n++;
@@ -991,8 +937,8 @@ START_TEST(test_exit_link_and_order)
   x_send(b, RELAY_COMMAND_DATA, 5, "three", 5);
   w_len = 0;
   for (int i = 0; i < 20; i++) {
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
+    evloop_timer_schedule(X.r.timeout, 5000);
+    evloop_run(X.r.loop);
   }
   ck_assert_int_eq(X.rs_begins, 0); /* still waiting for number 1 */
   x_send(a, RELAY_COMMAND_BEGIN, 5, "127.0.0.1:80", 13);
@@ -1010,8 +956,8 @@ START_TEST(test_exit_link_and_order)
   ck_assert_uint_eq(sent, sizeof(buf)); /* cwnd 124 per leg: it fits */
   w_tc = a;
   for (int i = 0; i < 2000 && a->data_bytes + b->data_bytes < sent; i++) {
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
+    evloop_timer_schedule(X.r.timeout, 5000);
+    evloop_run(X.r.loop);
   }
   ck_assert_uint_eq(a->data_bytes + b->data_bytes, sent);
   /* Both legs carried data (LowRTT fills one window, then the other),
@@ -1111,8 +1057,8 @@ START_TEST(test_exit_ooo_bound)
   for (int i = 0; i < 8; i++)
     x_send(b, RELAY_COMMAND_DATA, 5, "x", 1);
   for (int i = 0; i < 20; i++) {
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
+    evloop_timer_schedule(X.r.timeout, 5000);
+    evloop_run(X.r.loop);
   }
   ck_assert_int_eq(a->closed + b->closed, 0);
   x_send(b, RELAY_COMMAND_DATA, 5, "x", 1); /* the ninth */
@@ -1141,8 +1087,8 @@ START_TEST(test_exit_home_moves)
   /* a closes: the set goes on, the stream moves to b. */
   circuit_mark_for_close(&a->c->base, DESTROY_REASON_NONE);
   for (int i = 0; i < 40 && relay_stream_circuit(X.rs) != rb; i++) {
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
+    evloop_timer_schedule(X.r.timeout, 5000);
+    evloop_run(X.r.loop);
   }
   ck_assert_ptr_nonnull(X.rs);
   ck_assert_ptr_eq(relay_stream_circuit(X.rs), rb);
@@ -1154,8 +1100,8 @@ START_TEST(test_exit_home_moves)
   w_len = 3;
   ck_assert(run_until(w_rs_len));
   for (int i = 0; i < 200 && b->data_bytes < 4; i++) {
-    evloop_timer_schedule(X.timeout, 5000);
-    evloop_run(X.loop);
+    evloop_timer_schedule(X.r.timeout, 5000);
+    evloop_run(X.r.loop);
   }
   ck_assert_uint_eq(b->data_bytes, 4);
 }
@@ -1268,7 +1214,7 @@ START_TEST(test_exit_ooo_memory_limit)
   ck_assert_uint_gt(Q.k * cell + q, Q.m * cell);
   circuits_set_max_mem_in_queues(limit);
   channels_block_flush_for_testing(0, 1);
-  evloop_timer_t *qt = evloop_timer_new(X.loop, q_cb, NULL);
+  evloop_timer_t *qt = evloop_timer_new(X.r.loop, q_cb, NULL);
   evloop_timer_schedule(qt, 1000);
   ck_assert(run_until(q_done));
   evloop_timer_free(qt);

@@ -16,12 +16,13 @@
  * cause.
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/crypto/onion_ntor_v3.h"
 #include "core/or/cell_queue.h"
@@ -2575,25 +2576,6 @@ START_TEST(test_ext_through_ntor3_vector)
 END_TEST
 
 /* The circuit layer's entry points (onion.h) with real relay keys. */
-static relay_keys_t *
-temp_keys(char *dir)
-{
-  strcpy(dir, "/tmp/pctor-check-cc.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char *err = NULL;
-  relay_keys_t *k = router_keys_load_or_create(dir, NULL, time(NULL), &err);
-  ck_assert_msg(k != NULL, "keys: %s", err ? err : "?");
-  return k;
-}
-
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
 
 /* One handshake through onion.c; returns the client's outcome (-1 if the
  * client refused the reply) and the relay's in *srv. */
@@ -2631,7 +2613,7 @@ onion_round(const relay_keys_t *k, int request, onion_circ_params_t *srv,
 START_TEST(test_onion_negotiation)
 {
   char dir[64];
-  relay_keys_t *k = temp_keys(dir);
+  relay_keys_t *k = fixture_keys_new(dir, "cc");
   onion_circ_params_t srv, cli;
   /* Asked and enabled: both ends agree on the relay's increment. */
   ck_assert_int_eq(onion_round(k, 1, &srv, &cli), 0);
@@ -2697,7 +2679,7 @@ START_TEST(test_onion_negotiation)
   ck_assert_int_eq(cli.cc_enabled, 0);
   onion_client_free(HTYPE_NTOR, st);
   router_keys_free(k);
-  nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_rmtree(dir);
 }
 END_TEST
 
@@ -2854,12 +2836,7 @@ END_TEST
 /* ---- a loopback circuit -------------------------------------------- */
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
-  int timed_out;
+  fixture_relay_t r; /* dir, keys, loop, timeout, orport */
   int n_open, closed, close_reason;
   /* download over BEGIN_DIR (stream 9) */
   size_t dl_len;
@@ -2882,22 +2859,10 @@ static struct {
 
 #define DOC_LEN (2 * 1000 * 1000)
 
-static void
-l_timeout(void *arg)
-{
-  (void)arg;
-  L.timed_out = 1;
-  evloop_exit(L.loop);
-}
-
 static int
 run_loop_for(uint64_t usec)
 {
-  L.timed_out = 0;
-  evloop_timer_schedule(L.timeout, usec);
-  evloop_run(L.loop);
-  evloop_timer_cancel(L.timeout);
-  return L.timed_out;
+  return fixture_relay_run_for(&L.r, usec);
 }
 
 static void
@@ -2944,7 +2909,7 @@ l_extended(origin_circuit_t *c, int n, void *arg)
   (void)c;
   (void)arg;
   L.n_open = n;
-  evloop_exit(L.loop);
+  evloop_exit(L.r.loop);
 }
 
 /* The HTTP body starts after the header; check it as it arrives. */
@@ -2966,19 +2931,19 @@ l_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t sid,
   }
   if (cmd == RELAY_COMMAND_XOFF) {
     L.xoff_seen++;
-    evloop_exit(L.loop);
+    evloop_exit(L.r.loop);
     return;
   }
   if (cmd == RELAY_COMMAND_XON) {
     L.xon_seen++;
     L.xon_len = len < CC_XON_LEN ? len : CC_XON_LEN;
     memcpy(L.xon_body, body, L.xon_len);
-    evloop_exit(L.loop);
+    evloop_exit(L.r.loop);
     return;
   }
   if (sid == 5 && cmd == RELAY_COMMAND_CONNECTED) {
     L.connected5 = 1;
-    evloop_exit(L.loop);
+    evloop_exit(L.r.loop);
     return;
   }
   if (sid != 9)
@@ -3011,7 +2976,7 @@ l_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t sid,
   } else if (cmd == RELAY_COMMAND_END) {
     L.dl_ended = 1;
     L.dl_end_reason = len ? body[0] : 0;
-    evloop_exit(L.loop);
+    evloop_exit(L.r.loop);
   }
 }
 
@@ -3025,7 +2990,7 @@ l_closed(origin_circuit_t *c, int reason, const char *why, void *arg)
   L.close_reason = reason;
   if (L.up == c)
     L.up = NULL;
-  evloop_exit(L.loop);
+  evloop_exit(L.r.loop);
 }
 
 static const origin_circuit_ops_t l_ops = {l_extended, l_relay, l_closed};
@@ -3056,7 +3021,7 @@ rs_writable(edge_stream_t *s, void *arg)
   (void)s;
   (void)arg;
   L.rs_writable++;
-  evloop_exit(L.loop);
+  evloop_exit(L.r.loop);
 }
 
 static size_t
@@ -3087,46 +3052,21 @@ l_setup(void)
 {
   memset(&L, 0, sizeof(L));
   hdr_left = 0;
-  ck_assert_int_eq(crypt_global_init(), 0);
   cc_params_t d;
   cc_params_default(&d);
   cc_params_set_current(&d);
-  strcpy(L.dir, "/tmp/pctor-check-cc.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(L.dir));
-  char *err = NULL;
-  L.keys = router_keys_load_or_create(L.dir, NULL, time(NULL), &err);
-  ck_assert_msg(L.keys != NULL, "keys: %s", err ? err : "?");
-  L.loop = evloop_new();
-  channels_init(L.loop, L.keys);
-  circuits_init();
+  fixture_relay_start(&L.r, "cc", "CHECK_CC_VERBOSE", "info");
   extend_init(1);
   relay_register_handler(RELAY_COMMAND_BEGIN, test_begin);
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &L.orport, &why), 0);
-  L.timeout = evloop_timer_new(L.loop, l_timeout, NULL);
-  if (getenv("CHECK_CC_VERBOSE")) {
-    char *e = NULL;
-    log_parse_destination("info stderr", &e);
-    free(e);
-  }
 }
 
 static void
 l_teardown(void)
 {
-  channels_shutdown();
-  circuits_shutdown();
-  relay_clear_handlers();
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+  fixture_relay_shutdown();
+  fixture_assert_no_circuits();
   ck_assert_uint_eq(packed_cells_allocated(), 0);
-  packed_cell_freelist_clear();
-  evloop_timer_free(L.timeout);
-  evloop_free(L.loop);
-  router_keys_free(L.keys);
-  nftw(L.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_relay_free(&L.r);
   cc_params_t d;
   cc_params_default(&d);
   cc_params_set_current(&d);
@@ -3135,14 +3075,7 @@ l_teardown(void)
 static origin_circuit_t *
 build(int cc_request)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = L.orport;
-  memcpy(t.rsa_id, L.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, L.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, L.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&L.r, HTYPE_NTOR_V3);
   t.cc_request = (uint8_t)cc_request;
   origin_circuit_t *c = origin_circuit_launch(&t, &l_ops, NULL);
   ck_assert_ptr_nonnull(c);

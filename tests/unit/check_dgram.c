@@ -5,7 +5,6 @@
  * authenticated links, records both ways, a wrong expected identity
  * refused, and garbage or cookie-less ClientHellos leaving no state. */
 #include <check.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_frame.h"
@@ -194,15 +195,6 @@ static struct {
   size_t last_len[2];
 } T;
 
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
 static void
 on_timeout(void *arg)
 {
@@ -253,10 +245,7 @@ link_setup(void)
   T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
   for (int i = 0; i < 2; i++) {
     char *err = NULL;
-    strcpy(T.dir[i], "/tmp/pctor-check-dgram.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(T.dir[i]));
-    T.keys[i] = router_keys_load_or_create(T.dir[i], NULL, time(NULL), &err);
-    ck_assert_msg(T.keys[i] != NULL, "keys: %s", err ? err : "?");
+    T.keys[i] = fixture_keys_new(T.dir[i], "dgram");
     dgram_config_t cfg;
     dgram_config_init(&cfg);
     ck_assert_int_eq(pc_addr_parse(&cfg.bind, "127.0.0.1:0"), 0);
@@ -282,7 +271,7 @@ link_teardown(void)
   for (int i = 0; i < 2; i++) {
     dgram_free(T.d[i]);
     router_keys_free(T.keys[i]);
-    nftw(T.dir[i], rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    fixture_rmtree(T.dir[i]);
   }
   evloop_timer_free(T.timeout);
   evloop_free(T.loop);
@@ -394,11 +383,7 @@ START_TEST(test_link_forged_peers)
    * CERTS do not certify, and a responder whose DTLS certificate is not
    * the one its CERTS certify. Both are refused; neither link comes up. */
   char dir[64], *err = NULL;
-  strcpy(dir, "/tmp/pctor-check-dgram.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  relay_keys_t *other = router_keys_load_or_create(dir, NULL, time(NULL),
-                                                   &err);
-  ck_assert_ptr_nonnull(other);
+  relay_keys_t *other = fixture_keys_new(dir, "dgram");
   relay_keys_t bad_auth = *T.keys[0], bad_cert = *T.keys[0];
   bad_auth.ed_link_auth = other->ed_link_auth;
   bad_cert.tls = other->tls;
@@ -431,7 +416,7 @@ START_TEST(test_link_forged_peers)
   dgram_free(fa);
   dgram_free(fc);
   router_keys_free(other);
-  nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_rmtree(dir);
 }
 END_TEST
 

@@ -20,12 +20,13 @@
  *    inside dir_tunnel_get().
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -43,11 +44,7 @@ Suite *suite_dir_tunnel(void);
 #define DOC_LEN (1000 * 1000)
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
+  fixture_relay_t r; /* dir, keys, loop, timeout, orport */
   char *doc;
   /* the callback */
   int done, status;
@@ -58,28 +55,10 @@ static struct {
   int cb_inside_get;
 } T;
 
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-static void
-on_timeout(void *arg)
-{
-  (void)arg;
-  evloop_exit(T.loop);
-}
-
 static void
 run_loop_for(uint64_t usec)
 {
-  evloop_timer_schedule(T.timeout, usec);
-  evloop_run(T.loop);
-  evloop_timer_cancel(T.timeout);
+  fixture_relay_run_for(&T.r, usec);
 }
 
 static dircache_doc_t *
@@ -106,7 +85,7 @@ done_cb(int status, const uint8_t *body, size_t len, const char *err,
     T.len = len;
   }
   snprintf(T.err, sizeof(T.err), "%s", err ? err : "");
-  evloop_exit(T.loop);
+  evloop_exit(T.r.loop);
 }
 
 static extend_target_t
@@ -114,9 +93,9 @@ target(void)
 {
   extend_target_t t;
   memset(&t, 0, sizeof(t));
-  t.addr = T.orport;
-  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
+  t.addr = T.r.orport;
+  memcpy(t.rsa_id, T.r.keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, T.r.keys->ed_identity.pub, 32);
   t.has_ed_id = 1;
   return t;
 }
@@ -128,7 +107,7 @@ get(const char *path, size_t max_body)
   extend_target_t t = target();
   T.done = 0;
   T.inside_get = 1;
-  dir_tunnel_get(T.loop, &t, path, max_body, 30000, done_cb, NULL);
+  dir_tunnel_get(T.r.loop, &t, path, max_body, 30000, done_cb, NULL);
   T.inside_get = 0;
   for (int k = 0; k < 300 && !T.done; k++)
     run_loop_for(100000);
@@ -140,20 +119,7 @@ static void
 setup(void)
 {
   memset(&T, 0, sizeof(T));
-  ck_assert_int_eq(crypt_global_init(), 0);
-  strcpy(T.dir, "/tmp/pctor-check-dir-tunnel.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(T.dir));
-  char *err = NULL;
-  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
-  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
-  T.loop = evloop_new();
-  channels_init(T.loop, T.keys);
-  circuits_init();
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
-  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
+  fixture_relay_start(&T.r, "dir-tunnel", NULL, NULL);
   /* Pseudo-random base64-like text lines: compresses to about 3/4. */
   static const char alphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -176,17 +142,11 @@ teardown(void)
   dircache_shutdown();
   /* Let closing circuits and channels finish. */
   run_loop_for(200000);
-  channels_shutdown();
-  circuits_shutdown();
-  relay_clear_handlers();
+  fixture_relay_shutdown();
   ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
-  packed_cell_freelist_clear();
   free(T.body);
   free(T.doc);
-  evloop_timer_free(T.timeout);
-  evloop_free(T.loop);
-  router_keys_free(T.keys);
-  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_relay_free(&T.r);
 }
 
 START_TEST(test_big_answer)
@@ -231,7 +191,7 @@ START_TEST(test_errors)
   extend_target_t t = target();
   T.done = 0;
   dir_tunnel_req_t *r =
-      dir_tunnel_get(T.loop, &t, "/tor/micro/d/AAAA", 4 * DOC_LEN, 30000,
+      dir_tunnel_get(T.r.loop, &t, "/tor/micro/d/AAAA", 4 * DOC_LEN, 30000,
                      done_cb, NULL);
   dir_tunnel_cancel(r);
   run_loop_for(300000);
@@ -241,7 +201,8 @@ START_TEST(test_errors)
   t.addr.port = 1; /* tcpmux: closed on any test machine */
   T.done = 0;
   T.inside_get = 1;
-  dir_tunnel_get(T.loop, &t, "/tor/micro/d/AAAA", 1000, 10000, done_cb, NULL);
+  dir_tunnel_get(T.r.loop, &t, "/tor/micro/d/AAAA", 1000, 10000, done_cb,
+                 NULL);
   T.inside_get = 0;
   for (int k = 0; k < 150 && !T.done; k++)
     run_loop_for(100000);

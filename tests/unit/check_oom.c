@@ -21,13 +21,14 @@
  * circuits, until the budget is back under the limit.
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -57,12 +58,7 @@ typedef struct rec_t {
 } rec_t;
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
-  int timed_out;
+  fixture_relay_t relay; /* dir, keys, loop, timeout, orport */
   rec_t r[MAX_CIRCS];
   /* log lines seen */
   int n_oom_notices;
@@ -76,15 +72,6 @@ static struct {
   int extra_for;
   uint64_t extra_bytes;
 } T;
-
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
 
 static void
 log_hook(log_severity_t sev, const char *msg, void *arg)
@@ -101,39 +88,13 @@ log_hook(log_severity_t sev, const char *msg, void *arg)
 }
 
 static void
-on_timeout(void *arg)
-{
-  (void)arg;
-  T.timed_out = 1;
-  evloop_exit(T.loop);
-}
-
-static void
 setup(void)
 {
   memset(&T, 0, sizeof(T));
   T.extra_for = -1;
   memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 1);
-  ck_assert_int_eq(crypt_global_init(), 0);
-  strcpy(T.dir, "/tmp/pctor-check-oom.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(T.dir));
-  char *err = NULL;
-  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
-  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
-  T.loop = evloop_new();
-  channels_init(T.loop, T.keys);
-  circuits_init();
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
-  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
+  fixture_relay_start(&T.relay, "oom", "CHECK_OOM_VERBOSE", "info");
   log_set_hook(LOG_SEV_DEBUG, log_hook, NULL);
-  if (getenv("CHECK_OOM_VERBOSE")) {
-    char *e = NULL;
-    log_parse_destination("info stderr", &e);
-    free(e);
-  }
 }
 
 static size_t extra_mem(circuit_t *circ);
@@ -144,20 +105,13 @@ teardown(void)
   circuits_set_max_mem_in_queues(0);
   circuits_remove_extra_mem_fn(extra_mem);
   channels_block_flush_for_testing(0, 0);
-  channels_shutdown();
-  circuits_shutdown();
-  relay_clear_handlers();
+  fixture_relay_shutdown();
   log_set_hook(LOG_SEV_ERR, NULL, NULL);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+  fixture_assert_no_circuits();
   ck_assert_uint_eq(packed_cells_allocated(), 0);
   ck_assert_uint_eq(memacct_underflows(), 0);
-  packed_cell_freelist_clear();
   evloop_timer_free(T.queue_timer);
-  evloop_timer_free(T.timeout);
-  evloop_free(T.loop);
-  router_keys_free(T.keys);
-  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_relay_free(&T.relay);
   memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
 }
 
@@ -165,10 +119,7 @@ teardown(void)
 static void
 run_loop_for(uint64_t usec)
 {
-  T.timed_out = 0;
-  evloop_timer_schedule(T.timeout, usec);
-  evloop_run(T.loop);
-  evloop_timer_cancel(T.timeout);
+  fixture_relay_run_for(&T.relay, usec);
 }
 
 static void
@@ -177,7 +128,7 @@ cb_extended(origin_circuit_t *c, int n, void *arg)
   (void)c;
   rec_t *r = arg;
   r->open = n;
-  evloop_exit(T.loop);
+  evloop_exit(T.relay.loop);
 }
 
 static void
@@ -209,14 +160,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static void
 build_circuits(int n)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.orport;
-  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR;
+  extend_target_t t = fixture_relay_target(&T.relay, HTYPE_NTOR);
   for (int i = 0; i < n; i++) {
     T.r[i].c = origin_circuit_launch(&t, &ops, &T.r[i]);
     ck_assert_ptr_nonnull(T.r[i].c);
@@ -374,7 +318,7 @@ START_TEST(test_equal_age_biggest_first)
   T.plan[0] = 60;
   T.plan[1] = 120;
   T.plan[2] = 60;
-  T.queue_timer = evloop_timer_new(T.loop, queue_plan_cb, NULL);
+  T.queue_timer = evloop_timer_new(T.relay.loop, queue_plan_cb, NULL);
   evloop_timer_schedule(T.queue_timer, 1000);
   run_loop_for(50000);
   /* 240 cells, low-water mark 180: closing the 120-cell circuit is enough;
@@ -694,7 +638,7 @@ START_TEST(test_connection_buffers_oldest_first)
    * enough to return under 90% of it; the bigger, younger one stays. */
   const uint64_t MB = UINT64_C(1) << 20;
   memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
-  uint64_t now = evloop_now_us(T.loop);
+  uint64_t now = evloop_now_us(T.relay.loop);
   int pa, pb, pc;
   channel_t *a = stuffed_channel(&pa, 1 * MB, now - 3000000);
   channel_t *b = stuffed_channel(&pb, 3 * MB, now - 2000000);
@@ -733,7 +677,7 @@ START_TEST(test_circuits_and_connections_by_age)
   run_loop_for(20000);
   ck_assert_uint_eq(cell_queues_total_bytes(), 100 * CELL);
   memacct_exclude_for_testing(MEMACCT_CHAN_BUF, 0);
-  uint64_t now = evloop_now_us(T.loop);
+  uint64_t now = evloop_now_us(T.relay.loop);
   int px, py;
   channel_t *x = stuffed_channel(&px, 2 * MB, now + 1000000);
   channel_t *y = stuffed_channel(&py, 2 * MB, now + 2000000);

@@ -46,18 +46,30 @@ cmdline(int argc, char **argv)
   return opts;
 }
 
+/* Parse torrc text and optional argv as options_from_lines() would with
+ * the data directory /srv/pctor; returns its result. */
+static int
+parse_text(const char *text, int argc, char **argv, options_t **o,
+           char **err)
+{
+  conf_line_t *f = lex(text), *c = argc ? cmdline(argc, argv) : NULL;
+  *o = NULL;
+  *err = NULL;
+  int r = options_from_lines(f, c, "/srv/pctor", o, err);
+  conf_lines_free(f);
+  conf_lines_free(c);
+  return r;
+}
+
 /* Parse torrc text and optional argv; must succeed. */
 static options_t *
 parse_ok(const char *text, int argc, char **argv)
 {
-  conf_line_t *f = lex(text), *c = argc ? cmdline(argc, argv) : NULL;
-  options_t *o = NULL;
-  char *err = NULL;
-  int r = options_from_lines(f, c, "/srv/pctor", &o, &err);
+  options_t *o;
+  char *err;
+  int r = parse_text(text, argc, argv, &o, &err);
   ck_assert_msg(r == 0, "options: %s", err ? err : "(null)");
   ck_assert_ptr_nonnull(o);
-  conf_lines_free(f);
-  conf_lines_free(c);
   return o;
 }
 
@@ -65,14 +77,11 @@ parse_ok(const char *text, int argc, char **argv)
 static char *
 parse_bad(const char *text, int argc, char **argv)
 {
-  conf_line_t *f = lex(text), *c = argc ? cmdline(argc, argv) : NULL;
-  options_t *o = NULL;
-  char *err = NULL;
-  ck_assert_int_eq(options_from_lines(f, c, "/srv/pctor", &o, &err), -1);
+  options_t *o;
+  char *err;
+  ck_assert_int_eq(parse_text(text, argc, argv, &o, &err), -1);
   ck_assert_ptr_null(o);
   ck_assert_ptr_nonnull(err);
-  conf_lines_free(f);
-  conf_lines_free(c);
   return err;
 }
 

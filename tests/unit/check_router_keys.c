@@ -15,12 +15,13 @@
  */
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/proto/torcert.h"
 #include "feature/relay/router_keys.h"
@@ -85,21 +86,12 @@ tmpdir_new(void)
   return dd;
 }
 
-static int
-rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 static void
 tmpdir_free(char *dd)
 {
   char *top = pc_strdup(dd);
   *strrchr(top, '/') = '\0';
-  nftw(top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  fixture_rmtree(top);
   free(top);
   free(dd);
 }

@@ -13,12 +13,13 @@
  * HTTP authorities on 127.0.0.1 inside the test's event loop.
  */
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/proto/torcert.h"
 #include "feature/relay/publish.h"
@@ -222,19 +223,10 @@ tmpdir_new(void)
   return t;
 }
 
-static int
-rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 static void
 tmpdir_free(char *d)
 {
-  nftw(d, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  fixture_rmtree(d);
   free(d);
 }
 

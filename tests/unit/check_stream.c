@@ -24,12 +24,13 @@
 #include <check.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fixture_relay.h"
 
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
@@ -54,12 +55,7 @@ Suite *suite_stream(void);
 #define MAX_SENDMES 16
 
 static struct {
-  char dir[64];
-  evloop_t *loop;
-  relay_keys_t *keys;
-  pc_addr_t orport;
-  evloop_timer_t *timeout;
-  int timed_out;
+  fixture_relay_t r; /* dir, keys, loop, timeout, orport */
   origin_circuit_t *c;
   int open, closed, close_reason;
   /* relay side (test BEGIN handler) */
@@ -89,30 +85,10 @@ static struct {
   int silent_fd;
 } T;
 
-static int
-rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-static void
-on_timeout(void *arg)
-{
-  (void)arg;
-  T.timed_out = 1;
-  evloop_exit(T.loop);
-}
-
 static void
 run_loop_for(uint64_t usec)
 {
-  T.timed_out = 0;
-  evloop_timer_schedule(T.timeout, usec);
-  evloop_run(T.loop);
-  evloop_timer_cancel(T.timeout);
+  fixture_relay_run_for(&T.r, usec);
 }
 
 /* Run the loop until *flag >= want (or 10 s). */
@@ -131,7 +107,7 @@ cb_extended(origin_circuit_t *c, int n, void *arg)
   (void)c;
   (void)arg;
   T.open = n;
-  evloop_exit(T.loop);
+  evloop_exit(T.r.loop);
 }
 
 static void
@@ -181,14 +157,7 @@ static const origin_circuit_ops_t ops = {cb_extended, cb_relay, cb_closed};
 static void
 build_circuit(void)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.orport;
-  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR;
+  extend_target_t t = fixture_relay_target(&T.r, HTYPE_NTOR);
   T.c = origin_circuit_launch(&t, &ops, NULL);
   ck_assert_ptr_nonnull(T.c);
   for (int k = 0; k < 100 && !T.open && !T.closed; k++)
@@ -201,14 +170,7 @@ build_circuit(void)
 static void
 build_circuit_cc(void)
 {
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.orport;
-  memcpy(t.rsa_id, T.keys->rsa_id_digest, 20);
-  memcpy(t.ed_id, T.keys->ed_identity.pub, 32);
-  t.has_ed_id = 1;
-  memcpy(t.ntor_key, T.keys->ntor_current.pub, 32);
-  t.handshake = HTYPE_NTOR_V3;
+  extend_target_t t = fixture_relay_target(&T.r, HTYPE_NTOR_V3);
   t.cc_request = 1;
   T.c = origin_circuit_launch(&t, &ops, NULL);
   ck_assert_ptr_nonnull(T.c);
@@ -283,25 +245,7 @@ static void
 setup(void)
 {
   memset(&T, 0, sizeof(T));
-  ck_assert_int_eq(crypt_global_init(), 0);
-  strcpy(T.dir, "/tmp/pctor-check-stream.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(T.dir));
-  char *err = NULL;
-  T.keys = router_keys_load_or_create(T.dir, NULL, time(NULL), &err);
-  ck_assert_msg(T.keys != NULL, "keys: %s", err ? err : "?");
-  T.loop = evloop_new();
-  channels_init(T.loop, T.keys);
-  circuits_init();
-  pc_addr_t any;
-  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  const char *why = NULL;
-  ck_assert_int_eq(channel_listen(&any, &T.orport, &why), 0);
-  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
-  if (getenv("CHECK_STREAM_VERBOSE")) {
-    char *e = NULL;
-    log_parse_destination("debug stderr", &e);
-    free(e);
-  }
+  fixture_relay_start(&T.r, "stream", "CHECK_STREAM_VERBOSE", "debug");
 }
 
 static void
@@ -321,19 +265,12 @@ teardown(void)
    * freed) closes: let them see it and go. */
   if (T.exit_on)
     run_loop_for(300000);
-  channels_shutdown();
-  circuits_shutdown();
-  relay_clear_handlers();
+  fixture_relay_shutdown();
   ck_assert_uint_eq(memacct_underflows(), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
-  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
-  packed_cell_freelist_clear();
+  fixture_assert_no_circuits();
   exit_policy_free(T.policy);
   free(T.dst_data);
-  evloop_timer_free(T.timeout);
-  evloop_free(T.loop);
-  router_keys_free(T.keys);
-  nftw(T.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+  fixture_relay_free(&T.r);
 }
 
 /* Open stream `id` through the test BEGIN handler. */
@@ -567,10 +504,10 @@ dst_accept(int fd, const pc_addr_t *peer, void *arg)
   if (T.dst) {
     ck_assert_int_lt(T.n_more_dst, 16);
     T.more_dst[T.n_more_dst++] =
-        conn_new_accepted(T.loop, NULL, fd, peer, noop_cb, NULL);
+        conn_new_accepted(T.r.loop, NULL, fd, peer, noop_cb, NULL);
     return;
   }
-  T.dst = conn_new_accepted(T.loop, NULL, fd, peer, dst_cb, NULL);
+  T.dst = conn_new_accepted(T.r.loop, NULL, fd, peer, dst_cb, NULL);
 }
 
 /* Start the exit role (accept 127.0.0.1:*) and a destination listener. */
@@ -585,11 +522,11 @@ start_exit(int refuse_unknown)
   memset(&cfg, 0, sizeof(cfg));
   cfg.policy = T.policy;
   cfg.refuse_unknown = refuse_unknown;
-  exit_init(T.loop, &cfg);
+  exit_init(T.r.loop, &cfg);
   T.exit_on = 1;
   pc_addr_t any;
   ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
-  T.listener = listener_new(T.loop, &any, dst_accept, NULL, NULL);
+  T.listener = listener_new(T.r.loop, &any, dst_accept, NULL, NULL);
   ck_assert_ptr_nonnull(T.listener);
 }
 
@@ -650,7 +587,7 @@ START_TEST(test_exit_refuse_unknown)
   ck_assert_int_eq(begin_exit_stream(id++), 0);
   ck_assert_int_eq(lookup_calls, 1);
   /* The lookup is asked about the previous hop: here, ourselves. */
-  ck_assert(!memcmp(lookup_id, T.keys->rsa_id_digest, 20));
+  ck_assert(!memcmp(lookup_id, T.r.keys->rsa_id_digest, 20));
   /* Listed: served. */
   lookup_answer = 1;
   lookup_param = 1;
@@ -827,7 +764,7 @@ exit_with_silent_dns(void)
   ck_assert_int_eq(getsockname(T.silent_fd, (struct sockaddr *)&sin, &sl),
                    0);
   char path[128], line[64];
-  snprintf(path, sizeof(path), "%s/resolv.conf", T.dir);
+  snprintf(path, sizeof(path), "%s/resolv.conf", T.r.dir);
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
   snprintf(line, sizeof(line), "nameserver 127.0.0.1:%u\n",
@@ -835,7 +772,7 @@ exit_with_silent_dns(void)
   fputs(line, f);
   fclose(f);
   char *err = NULL;
-  T.dns = dns_resolver_new(T.loop, path, &err);
+  T.dns = dns_resolver_new(T.r.loop, path, &err);
   ck_assert_msg(T.dns != NULL, "resolver: %s", err ? err : "?");
   ck_assert_int_eq(dns_resolver_set_timeout(T.dns, 30000, 1), 0);
   start_exit(0);
@@ -876,7 +813,7 @@ START_TEST(test_exit_stream_limits)
   ck_assert_int_eq(begin_exit_stream(7), 0);
 
   /* DoSStreamCreation: burst 2, then refused; defense 3 closes. */
-  dos_init(T.loop);
+  dos_init(T.r.loop);
   dos_params_t p;
   dos_params_default(&p);
   p.stream_enabled = 1;

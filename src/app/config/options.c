@@ -53,6 +53,7 @@
 #include "lib/malloc/alloc.h"
 #include "lib/net/sockstat.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/string/relay_names.h"
 
 
 /* ---- value checks ---- */
@@ -77,19 +78,15 @@ static int
 check_nickname(const char *v, char **err_out)
 {
   size_t n = strlen(v);
-  if (n < 1 || n > 19) {
+  if (n < 1 || n > PC_NICKNAME_MAX_LEN) {
     *err_out = pc_asprintf("'%s' is not a valid nickname: it must have "
                            "1 to 19 characters", v);
     return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    char c = v[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9'))) {
-      *err_out = pc_asprintf("'%s' is not a valid nickname: only ASCII "
-                             "letters and digits are allowed", v);
-      return -1;
-    }
+  if (!pc_nickname_ok(v, n)) {
+    *err_out = pc_asprintf("'%s' is not a valid nickname: only ASCII "
+                           "letters and digits are allowed", v);
+    return -1;
   }
   return 0;
 }
@@ -435,14 +432,7 @@ socks_assign(void *field, const char *value, void *arg,
 static void
 socks_format(const void *field, conf_strlist_t *out)
 {
-  const pc_addr_t *a = field;
-  char buf[PC_ADDR_STR_LEN];
-  if (a->family == AF_UNSPEC) {
-    conf_strlist_add(out, "0");
-    return;
-  }
-  pc_addr_fmt(a, buf, sizeof(buf), 1);
-  conf_strlist_add(out, buf);
+  conf_format_listen_port(field, out);
 }
 
 static int

@@ -31,34 +31,13 @@ port_assign(void *field, const char *value, void *arg,
 {
   (void)arg;
   (void)line;
-  pc_addr_t a;
-  memset(&a, 0, sizeof(a));
-  a.family = AF_UNSPEC;
-  if (strcmp(value, "0")) {
-    if (conf_parse_addrport(value, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
-      return -1;
-    if (a.port == 0) {
-      free(*err_out);
-      *err_out = pc_strdup("DatagramPort needs a port other than 0");
-      return -1;
-    }
-    if (a.family == AF_UNSPEC && pc_addr_parse_ip(&a, "0.0.0.0", a.port) < 0)
-      return -1;
-  }
-  *(pc_addr_t *)field = a;
-  return 0;
+  return conf_parse_listen_port(value, "DatagramPort", field, err_out);
 }
 
 static void
 port_format(const void *field, conf_strlist_t *out)
 {
-  const pc_addr_t *a = field;
-  char buf[PC_ADDR_STR_LEN];
-  if (a->family == AF_UNSPEC)
-    snprintf(buf, sizeof(buf), "0");
-  else
-    pc_addr_fmt(a, buf, sizeof(buf), 1);
-  conf_strlist_add(out, buf);
+  conf_format_listen_port(field, out);
 }
 
 static const conf_custom_t port_type = {

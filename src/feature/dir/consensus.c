@@ -24,6 +24,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/relay_names.h"
 #include "lib/time/timefmt.h"
 
 static const struct {
@@ -94,20 +95,6 @@ time_from_args(const netdoc_item_t *it, int i, time_t *out)
   const char *s = it->argv[i].s;
   size_t len = (size_t)(it->argv[i + 1].s + it->argv[i + 1].len - s);
   return time_parse_iso(s, len, out);
-}
-
-static int
-legal_nickname(const char *s, size_t len)
-{
-  if (len < 1 || len > 19)
-    return 0;
-  for (size_t i = 0; i < len; i++) {
-    char ch = s[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-          (ch >= '0' && ch <= '9')))
-      return 0;
-  }
-  return 1;
 }
 
 /* Parse "key=int32" lists (params, bandwidth-weights). */
@@ -378,7 +365,7 @@ consensus_parse(const char *doc, size_t len, consensus_t **out, char **err)
         consensus_rs_t *rs = &c->rs[c->n_rs];
         memset(rs, 0, sizeof(*rs));
         c->n_rs++; /* owned from now on (freed on error) */
-        if (!legal_nickname(it.argv[0].s, it.argv[0].len))
+        if (!pc_nickname_ok(it.argv[0].s, it.argv[0].len))
           BAD("bad nickname in \"r\" line");
         memcpy(rs->nickname, it.argv[0].s, it.argv[0].len);
         if (netdoc_parse_b64_exact(it.argv[1].s, it.argv[1].len, rs->rsa_id,

@@ -27,21 +27,10 @@
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/relay_names.h"
 
 #define MAX_WORDS 64
 #define MAX_VALUE_LEN 1024
-
-static int
-is_legal_nickname(const char *s)
-{
-  size_t n = strlen(s);
-  if (n < 1 || n > 19)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!isalnum((unsigned char)s[i]) || (unsigned char)s[i] > 127)
-      return 0;
-  return 1;
-}
 
 /* Parse a decimal port 1..65535 (no sign, no trailing garbage). */
 static int
@@ -111,7 +100,7 @@ dir_authority_parse(dir_authority_t *out, const char *value, char **err)
     msg = pc_strdup("DirAuthority: empty value");
     goto bad;
   }
-  if (is_legal_nickname(words[0])) {
+  if (pc_nickname_ok(words[0], strlen(words[0]))) {
     memcpy(out->nickname, words[0], strlen(words[0]) + 1);
     i++;
   }

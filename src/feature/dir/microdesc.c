@@ -11,7 +11,6 @@
  * ("$HEX" upper case, nicknames lower case) so that family checks are
  * plain string comparisons.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +19,7 @@
 #include "lib/crypt/digest.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/relay_names.h"
 
 void
 microdesc_free_(microdesc_t *md)
@@ -39,36 +39,6 @@ microdesc_free_(microdesc_t *md)
 }
 
 static int
-all_hex(const char *s, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (!isxdigit((unsigned char)s[i]))
-      return 0;
-  return 1;
-}
-
-static char *
-normalise_family_entry(const char *s, size_t len)
-{
-  if (len >= 41 && s[0] == '$' && all_hex(s + 1, 40) &&
-      (len == 41 || s[41] == '=' || s[41] == '~')) {
-    char *out = pc_strndup(s, 41);
-    for (int i = 1; i < 41; i++)
-      out[i] = (char)toupper((unsigned char)out[i]);
-    return out;
-  }
-  int is_nick = len >= 1 && len <= 19;
-  for (size_t i = 0; is_nick && i < len; i++)
-    if (!isalnum((unsigned char)s[i]))
-      is_nick = 0;
-  char *out = pc_strndup(s, len);
-  if (is_nick)
-    for (size_t i = 0; i < len; i++)
-      out[i] = (char)tolower((unsigned char)out[i]);
-  return out;
-}
-
-static int
 add_args_as_strings(const netdoc_item_t *it, char ***arr, int *n, int norm)
 {
   size_t cur = 0;
@@ -77,7 +47,7 @@ add_args_as_strings(const netdoc_item_t *it, char ***arr, int *n, int norm)
     if (*n >= MICRODESC_MAX_FAMILY)
       return -1;
     *arr = pc_realloc(*arr, (size_t)(*n + 1) * sizeof(**arr));
-    (*arr)[(*n)++] = norm ? normalise_family_entry(a.s, a.len)
+    (*arr)[(*n)++] = norm ? pc_family_normalise(a.s, a.len)
                           : pc_strndup(a.s, a.len);
   }
   return 0;

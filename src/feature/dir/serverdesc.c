@@ -16,35 +16,7 @@
 #include "lib/crypt/digest.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
-
-/* From microdesc.c's conventions: family entries normalised. */
-static char *
-norm_family(const char *s, size_t len)
-{
-  char *out = pc_strndup(s, len);
-  int hex = len >= 41 && s[0] == '$';
-  for (size_t i = 1; hex && i < 41; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-          (s[i] >= 'A' && s[i] <= 'F')))
-      hex = 0;
-  if (hex && (len == 41 || s[41] == '=' || s[41] == '~')) {
-    out[41] = 0;
-    for (int i = 1; i < 41; i++)
-      if (out[i] >= 'a' && out[i] <= 'f')
-        out[i] = (char)(out[i] - 'a' + 'A');
-    return out;
-  }
-  int nick = len >= 1 && len <= 19;
-  for (size_t i = 0; nick && i < len; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
-          (s[i] >= 'A' && s[i] <= 'Z')))
-      nick = 0;
-  if (nick)
-    for (size_t i = 0; i < len; i++)
-      if (out[i] >= 'A' && out[i] <= 'Z')
-        out[i] = (char)(out[i] - 'A' + 'a');
-  return out;
-}
+#include "lib/string/relay_names.h"
 
 int
 serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
@@ -114,7 +86,7 @@ serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
         }
         md->family = pc_realloc(md->family,
                                 (size_t)(md->n_family + 1) * sizeof(char *));
-        md->family[md->n_family++] = norm_family(a.s, a.len);
+        md->family[md->n_family++] = pc_family_normalise(a.s, a.len);
       }
     } else if (netdoc_kw_is(&it, "router-signature")) {
       seen_sig = 1;

@@ -51,6 +51,7 @@
 #include "lib/encoding/base16.h"
 #include "lib/encoding/base64.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/relay_names.h"
 #include "lib/time/timefmt.h"
 
 #define ED_SIG_PREFIX "Tor router descriptor signature v1"
@@ -169,29 +170,6 @@ sb_add_object(sb_t *b, const char *type, const uint8_t *src, size_t n,
 /* ---------------------------------------------------------------- */
 /* Input checks */
 
-static int
-is_nickname(const char *s, size_t n)
-{
-  if (n < 1 || n > 19)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9')))
-      return 0;
-  }
-  return 1;
-}
-
-static int
-is_hex(const char *s, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (!strchr("0123456789abcdefABCDEF", s[i]) || !s[i])
-      return 0;
-  return 1;
-}
-
 /* Printable ASCII and spaces only (a contact line, a policy line). */
 static int
 is_printable_line(const char *s)
@@ -207,20 +185,18 @@ routerdesc_family_normalize(const char *entry, char **err)
 {
   size_t n = strlen(entry);
   if (n > 0 && entry[0] == '$') {
-    if (n < 41 || !is_hex(entry + 1, 40) ||
+    if (n < 41 || !pc_hex_ok(entry + 1, 40) ||
         (n > 41 && ((entry[41] != '~' && entry[41] != '=') ||
-                    !is_nickname(entry + 42, n - 42)))) {
+                    !pc_nickname_ok(entry + 42, n - 42)))) {
       set_err(err, errf("'%s' is not a relay fingerprint ($ and 40 hex "
                         "digits, optionally followed by ~NICKNAME)", entry));
       return NULL;
     }
     char *out = pc_strndup(entry, 41);
-    for (size_t i = 1; i < 41; i++)
-      if (out[i] >= 'a' && out[i] <= 'f')
-        out[i] = (char)(out[i] - 'a' + 'A');
+    pc_hex_upper(out + 1, 40);
     return out;
   }
-  if (!is_nickname(entry, n)) {
+  if (!pc_nickname_ok(entry, n)) {
     set_err(err, errf("'%s' is neither a relay fingerprint ($ and 40 hex "
                       "digits) nor a nickname", entry));
     return NULL;
@@ -344,7 +320,8 @@ static int
 check_config(const relay_keys_t *k, const routerdesc_config_t *cfg,
              char **err)
 {
-  if (!cfg->nickname || !is_nickname(cfg->nickname, strlen(cfg->nickname))) {
+  if (!cfg->nickname ||
+      !pc_nickname_ok(cfg->nickname, strlen(cfg->nickname))) {
     set_err(err, errf("invalid nickname"));
     return -1;
   }
@@ -847,7 +824,8 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     }
     unsigned long port, x;
     uint8_t ip[4];
-    if (nf < 5 || !is_nickname(f[0], fl[0]) || parse_ipv4(f[1], fl[1], ip) ||
+    if (nf < 5 || !pc_nickname_ok(f[0], fl[0]) ||
+        parse_ipv4(f[1], fl[1], ip) ||
         parse_uint(f[2], fl[2], 1, 65535, &port) ||
         parse_uint(f[3], fl[3], 0, 65535, &x) ||
         parse_uint(f[4], fl[4], 0, 65535, &x)) {

@@ -13,6 +13,8 @@
 #include "lib/malloc/alloc.h"
 
 #include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -348,4 +350,37 @@ conf_parse_addrport(const char *s, unsigned flags, pc_addr_t *out,
 bad_syntax:
   *err_out = pc_asprintf("'%s' is not ADDRESS:PORT", s);
   return -1;
+}
+
+int
+conf_parse_listen_port(const char *s, const char *what, pc_addr_t *out,
+                       char **err_out)
+{
+  pc_addr_t a;
+  memset(&a, 0, sizeof(a));
+  a.family = AF_UNSPEC;
+  if (strcmp(s, "0")) {
+    if (conf_parse_addrport(s, CONF_ADDR_OPTIONAL, &a, err_out) < 0)
+      return -1;
+    if (a.port == 0) {
+      free(*err_out);
+      *err_out = pc_asprintf("%s needs a port other than 0", what);
+      return -1;
+    }
+    if (a.family == AF_UNSPEC && pc_addr_parse_ip(&a, "0.0.0.0", a.port) < 0)
+      return -1;
+  }
+  *out = a;
+  return 0;
+}
+
+void
+conf_format_listen_port(const pc_addr_t *a, conf_strlist_t *out)
+{
+  char buf[PC_ADDR_STR_LEN];
+  if (a->family == AF_UNSPEC)
+    snprintf(buf, sizeof(buf), "0");
+  else
+    pc_addr_fmt(a, buf, sizeof(buf), 1);
+  conf_strlist_add(out, buf);
 }

@@ -27,6 +27,7 @@
 
 #include <stdint.h>
 
+#include "lib/conf/confdecl.h"
 #include "lib/net/address.h"
 
 /* Flags for intervals and memory sizes: accept a fractional number
@@ -59,5 +60,13 @@ int conf_parse_port(const char *s, int allow_zero, uint16_t *out,
  * out->addr zero. */
 int conf_parse_addrport(const char *s, unsigned flags, pc_addr_t *out,
                         char **err_out);
+/* A listening port option: "0" (off: out->family AF_UNSPEC), "PORT"
+ * (0.0.0.0:PORT) or "ADDRESS:PORT" as conf_parse_addrport() reads it, with
+ * a port other than 0; what names the option in that error. */
+int conf_parse_listen_port(const char *s, const char *what, pc_addr_t *out,
+                           char **err_out);
+/* The value of such an option as a torrc line would give it: "0" when off
+ * (family AF_UNSPEC), else ADDRESS:PORT. */
+void conf_format_listen_port(const pc_addr_t *a, conf_strlist_t *out);
 
 #endif

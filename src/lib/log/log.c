@@ -556,7 +556,7 @@ log_write_sigsafe(const char *msg, size_t len)
   int wrote = 0;
   for (int i = 0; i < n_dests; i++)
     if (dests[i].kind != DEST_SYSLOG && dests[i].fd >= 0 &&
-        dests[i].max >= LOG_SEV_ERR) {
+        dests[i].masks[LOG_SEV_ERR]) {
       write_all(dests[i].fd, msg, len);
       wrote = 1;
     }

@@ -215,14 +215,9 @@ dtls_context_new(const tls_context_t *link)
                                     "ECDHE-RSA-AES256-GCM-SHA384:"
                                     "ECDHE-RSA-CHACHA20-POLY1305"))
     goto err;
-  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-  SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_cookie_generate_cb(ctx, cookie_generate_cb);
   SSL_CTX_set_cookie_verify_cb(ctx, cookie_verify_cb);
-  if (SSL_CTX_use_certificate(ctx, cert) != 1 ||
-      SSL_CTX_use_PrivateKey(ctx, pkey) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1)
+  if (tls_ctx_set_identity_(ctx, cert, pkey) < 0)
     goto err;
   dtls_context_t *dc = pc_zalloc(sizeof(*dc));
   dc->ctx = ctx;

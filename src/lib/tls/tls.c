@@ -138,13 +138,8 @@ tls_context_new(int lifetime_days)
                                SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx, 0);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-  SSL_CTX_set_read_ahead(ctx, 1);
-  if (SSL_CTX_use_certificate(ctx, cert) != 1 ||
-      SSL_CTX_use_PrivateKey(ctx, pkey) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
+  if (tls_ctx_set_identity_(ctx, cert, pkey) < 0) {
     log_ssl_error("installing the link certificate");
     goto err;
   }

@@ -116,6 +116,19 @@ tls_ssl_peer_cert_der_(const SSL *ssl, uint8_t **der, size_t *len)
 }
 
 int
+tls_ctx_set_identity_(SSL_CTX *ctx, X509 *cert, EVP_PKEY *pkey)
+{
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+  SSL_CTX_set_read_ahead(ctx, 1);
+  if (SSL_CTX_use_certificate(ctx, cert) != 1 ||
+      SSL_CTX_use_PrivateKey(ctx, pkey) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1)
+    return -1;
+  return 0;
+}
+
+int
 tls_ssl_own_cert_der_(const SSL *ssl, uint8_t **der, size_t *len)
 {
   X509 *x = SSL_get_certificate(ssl); /* borrowed */

@@ -27,6 +27,12 @@ X509 *tls_cert_from_der_(const uint8_t *der, size_t len);
 /* The certificate and key of a context made by tls_context_new(), for a
  * DTLS context that must present the same link certificate. */
 SSL_CTX *tls_context_ssl_ctx_(const tls_context_t *ctx);
+/* What every pctor SSL_CTX (TLS and DTLS) shares: no session cache, no
+ * X.509 verification by OpenSSL (peers prove who they are with the link
+ * protocol's CERTS and AUTHENTICATE, not with certificate chains),
+ * read-ahead, and cert with its key installed and checked against each
+ * other. 0, or -1 with the reason on OpenSSL's error queue. */
+int tls_ctx_set_identity_(SSL_CTX *ctx, X509 *cert, EVP_PKEY *pkey);
 /* DER of the peer's / our certificate into a new buffer; -1 if none. */
 int tls_ssl_peer_cert_der_(const SSL *ssl, uint8_t **der, size_t *len);
 int tls_ssl_own_cert_der_(const SSL *ssl, uint8_t **der, size_t *len);
