@@ -703,7 +703,12 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
     snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
              pc_addr_fmt(si->source, a, sizeof(a), 1));
   }
-  char *text = pc_asprintf("STREAM %s%s PURPOSE=USER", line, src);
+  char why[64] = "";
+  if (si->status == CLIENT_STREAM_FAILED ||
+      si->status == CLIENT_STREAM_CLOSED)
+    control_proto_stream_reason(why, sizeof(why), si->reason,
+                                si->reason_remote);
+  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=USER", line, why, src);
   send_event(EV_STREAM, text);
   free(text);
   free(line);
