@@ -262,6 +262,22 @@ START_TEST(test_stream_reason)
 }
 END_TEST
 
+/* STATUS_GENERAL CLOCK_JUMPED: 20 s or more either way between two
+ * one-second ticks, nothing before the first tick. */
+START_TEST(test_clock_jump)
+{
+  ck_assert_int_eq(control_clock_jump_seconds(0, 1700000000), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000001), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000019), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000020), 20);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700003600),
+                   3600);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1699999990), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1699999900),
+                   -100);
+}
+END_TEST
+
 START_TEST(test_replies)
 {
   buf_t *b = buf_new();
@@ -478,6 +494,7 @@ suite_control(void)
   tcase_add_test(tc, test_circbw_event);
   tcase_add_test(tc, test_replies);
   tcase_add_test(tc, test_stream_reason);
+  tcase_add_test(tc, test_clock_jump);
   tcase_add_test(tc, test_password_vectors);
   tcase_add_test(tc, test_safecookie_vector);
   tcase_add_test(tc, test_parse_listen);

@@ -128,6 +128,7 @@ static struct {
   uint64_t bw_cache[CONTROL_BW_CACHE_LEN][2];
   unsigned bw_cache_n, bw_cache_next;
   time_t started_at;
+  time_t last_tick_wall; /* the wall clock at the previous BW tick */
   int in_log_hook;
   int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
   /* CIRC_BW: the counters at each circuit's last event, by gid, while a
@@ -541,12 +542,34 @@ bw_timer_cb(void *arg)
   if (S.bw_cache_n < CONTROL_BW_CACHE_LEN)
     S.bw_cache_n++;
   circbw_tick();
+  time_t now = time(NULL);
+  int64_t jump = control_clock_jump_seconds(S.last_tick_wall, now);
+  S.last_tick_wall = now;
+  if (jump) {
+    char text[64];
+    log_notice("The system clock jumped %lld seconds %s between two "
+               "one-second ticks", (long long)(jump < 0 ? -jump : jump),
+               jump < 0 ? "backward" : "forward");
+    snprintf(text, sizeof(text), "CLOCK_JUMPED TIME=%lld", (long long)jump);
+    control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+  }
   if (all_events() & EVBIT(EV_BW)) {
     char text[64];
     snprintf(text, sizeof(text), "BW %llu %llu", (unsigned long long)dr,
              (unsigned long long)dw);
     send_event(EV_BW, text);
   }
+}
+
+int64_t
+control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall)
+{
+  if (prev_wall <= 0)
+    return 0;
+  int64_t d = now_wall - prev_wall;
+  return d >= CONTROL_CLOCK_JUMP_SECONDS || d <= -CONTROL_CLOCK_JUMP_SECONDS
+             ? d
+             : 0;
 }
 
 /* "$HEX~nick" for a relay identity, nickname from the consensus. */
@@ -2138,6 +2161,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   S.host = *host;
   dlist_init(&S.conns);
   S.started_at = time(NULL);
+  S.last_tick_wall = S.started_at;
   S.started = 1;
   if (cfg->port.kind == CONTROL_LISTEN_NONE &&
       cfg->socket.kind == CONTROL_LISTEN_NONE)
