@@ -572,6 +572,20 @@ control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall)
              : 0;
 }
 
+/* A listener ran out of descriptors: STATUS_GENERAL WARN
+ * TOO_MANY_CONNECTIONS CURRENT=<descriptors open> (control-spec 4.1.10),
+ * once per episode (lib/net pauses accepting and reports the next one). */
+static void
+fds_exhausted_cb(int err, void *arg)
+{
+  (void)err;
+  (void)arg;
+  char text[64];
+  snprintf(text, sizeof(text), "TOO_MANY_CONNECTIONS CURRENT=%u",
+           conn_count_open_fds());
+  control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+}
+
 /* "$HEX~nick" for a relay identity, nickname from the consensus. */
 static void
 format_relay(char *out, size_t outlen, const uint8_t *rsa_id)
@@ -2177,6 +2191,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
+  listener_set_exhausted_hook(fds_exhausted_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -2222,6 +2237,7 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
+  listener_set_exhausted_hook(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);
