@@ -580,6 +580,8 @@ fds_exhausted_cb(int err, void *arg)
 {
   (void)err;
   (void)arg;
+  if (!(all_events() & EVBIT(EV_STATUS_GENERAL)))
+    return; /* counting probes every descriptor: only for a listener */
   char text[64];
   snprintf(text, sizeof(text), "TOO_MANY_CONNECTIONS CURRENT=%u",
            conn_count_open_fds());
