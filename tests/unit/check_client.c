@@ -187,6 +187,32 @@ START_TEST(test_stream_observer_refuse_second)
 }
 END_TEST
 
+/* The FAILED stream event says why, locally: NOROUTE without a
+ * consensus (REASON= in control-spec's STREAM event). */
+static int last_status = -1, last_reason = -2, last_remote = -1;
+static void
+note_stream_event(const client_stream_info_t *si, void *arg)
+{
+  (void)arg;
+  last_status = (int)si->status;
+  last_reason = si->reason;
+  last_remote = si->reason_remote;
+}
+
+START_TEST(test_stream_failed_reason)
+{
+  ck_assert_int_eq(client_set_stream_observer(note_stream_event, NULL), 0);
+  socks5_hello();
+  static const uint8_t req[] = {5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90};
+  exchange(req, sizeof(req), 2 + 10);
+  check_one_failure(SOCKS5_HOST_UNREACHABLE);
+  ck_assert_int_eq(last_status, CLIENT_STREAM_FAILED);
+  ck_assert_int_eq(last_reason, END_STREAM_REASON_NOROUTE);
+  ck_assert_int_eq(last_remote, 0);
+  ck_assert_int_eq(client_set_stream_observer(NULL, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_resolve_refused)
 {
   socks5_hello();
@@ -242,6 +268,7 @@ suite_client(void)
   tcase_add_test(tc, test_predicted_ports);
   tcase_add_test(tc, test_leg_without_circuit_blocked);
   tcase_add_test(tc, test_stream_observer_refuse_second);
+  tcase_add_test(tc, test_stream_failed_reason);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -241,6 +241,43 @@ START_TEST(test_circbw_event)
 }
 END_TEST
 
+/* STREAM events' REASON / REMOTE_REASON fields, with tor's names. */
+START_TEST(test_stream_reason)
+{
+  char b[64];
+  control_proto_stream_reason(b, sizeof(b), -1, 0);
+  ck_assert_str_eq(b, "");
+  control_proto_stream_reason(b, sizeof(b), 3, 1);
+  ck_assert_str_eq(b, " REASON=END REMOTE_REASON=CONNECTREFUSED");
+  control_proto_stream_reason(b, sizeof(b), 8, 0);
+  ck_assert_str_eq(b, " REASON=NOROUTE");
+  control_proto_stream_reason(b, sizeof(b), 14, 0);
+  ck_assert_str_eq(b, " REASON=NOTDIRECTORY");
+  control_proto_stream_reason(b, sizeof(b), 0, 0);
+  ck_assert_str_eq(b, " REASON=UNKNOWN_0");
+  control_proto_stream_reason(b, sizeof(b), 200, 1);
+  ck_assert_str_eq(b, " REASON=END REMOTE_REASON=UNKNOWN_200");
+  control_proto_stream_reason(b, 8, 3, 1); /* truncated, terminated */
+  ck_assert_uint_eq(strlen(b), 7);
+}
+END_TEST
+
+/* STATUS_GENERAL CLOCK_JUMPED: 20 s or more either way between two
+ * one-second ticks, nothing before the first tick. */
+START_TEST(test_clock_jump)
+{
+  ck_assert_int_eq(control_clock_jump_seconds(0, 1700000000), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000001), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000019), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700000020), 20);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1700003600),
+                   3600);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1699999990), 0);
+  ck_assert_int_eq(control_clock_jump_seconds(1700000000, 1699999900),
+                   -100);
+}
+END_TEST
+
 START_TEST(test_replies)
 {
   buf_t *b = buf_new();
@@ -456,6 +493,8 @@ suite_control(void)
   tcase_add_test(tc, test_parse_kvs);
   tcase_add_test(tc, test_circbw_event);
   tcase_add_test(tc, test_replies);
+  tcase_add_test(tc, test_stream_reason);
+  tcase_add_test(tc, test_clock_jump);
   tcase_add_test(tc, test_password_vectors);
   tcase_add_test(tc, test_safecookie_vector);
   tcase_add_test(tc, test_parse_listen);

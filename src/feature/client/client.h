@@ -107,6 +107,11 @@ typedef struct client_stream_info_t {
   const char *address;        /* the SOCKS target, without port */
   uint16_t port;
   const pc_addr_t *source;    /* the SOCKS client, or NULL */
+  /* FAILED and CLOSED: the RELAY_END reason (tor-spec 6.3) the stream
+   * ended with, -1 when unknown; reason_remote when the exit sent it in
+   * an END cell (control-spec's REASON=END REMOTE_REASON=...). */
+  int reason;
+  int reason_remote;
 } client_stream_info_t;
 /* One observer, told of every status change (the info is valid during
  * the call only); NULL removes it. Registering another while one is

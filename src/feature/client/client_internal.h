@@ -78,6 +78,10 @@ typedef struct cstream_t {
    * reported NEW, and whether it ends as FAILED. */
   uint64_t gid;
   unsigned failed : 1;
+  /* Why it ended, for STREAM events: the RELAY_END reason plus one (0:
+   * not ended yet), and whether the far side sent it (an END cell). */
+  uint16_t end_reason1;
+  unsigned end_remote : 1;
   unsigned ctl_release : 1; /* ATTACHSTREAM ... 0: let the pool choose */
   uint64_t held_since_us;   /* CS_HELD */
 } cstream_t;

@@ -60,6 +60,8 @@ stream_info(const cstream_t *cs, client_stream_info_t *si)
         si->circ_gid = cs->circ->legs[i]->circ->base.gid;
   if (cs->conn)
     si->source = conn_peer(cs->conn);
+  si->reason = cs->end_reason1 ? cs->end_reason1 - 1 : -1;
+  si->reason_remote = cs->end_remote;
 }
 
 void
@@ -149,6 +151,8 @@ socks_stream_fail(cstream_t *cs, int end_reason, const char *why)
 {
   client_g.stats.n_streams_failed++;
   cs->failed = 1;
+  if (!cs->end_reason1 && end_reason >= 0)
+    cs->end_reason1 = (uint16_t)(end_reason + 1);
   log_info("SOCKS request for port %u failed: %s", cs->req.port, why);
   if (cs->state != CS_OPEN)
     socks_reply(cs, end_reason);
@@ -228,6 +232,10 @@ socks_on_end(edge_stream_t *s, uint8_t reason, void *arg)
   cstream_t *cs = arg;
   (void)s;
   cs->es = NULL; /* the edge frees it */
+  cs->end_reason1 = (uint16_t)(reason + 1);
+  /* The edge itself ends streams with DESTROY when their circuit goes
+   * (edge_free); every other reason here came in the exit's END cell. */
+  cs->end_remote = reason != END_STREAM_REASON_DESTROY;
   if (cs->state == CS_OPEN)
     socks_stream_free(cs);
   else
@@ -339,6 +347,8 @@ socks_conn_cb(conn_t *c, conn_event_t ev, void *arg)
     break;
   case CONN_EV_EOF:
   case CONN_EV_ERROR:
+    if (!cs->end_reason1)
+      cs->end_reason1 = END_STREAM_REASON_DONE + 1;
     if (cs->es) {
       edge_stream_end(cs->es, END_STREAM_REASON_DONE);
       cs->es = NULL;

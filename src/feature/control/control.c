@@ -128,6 +128,7 @@ static struct {
   uint64_t bw_cache[CONTROL_BW_CACHE_LEN][2];
   unsigned bw_cache_n, bw_cache_next;
   time_t started_at;
+  time_t last_tick_wall; /* the wall clock at the previous BW tick */
   int in_log_hook;
   int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
   /* CIRC_BW: the counters at each circuit's last event, by gid, while a
@@ -541,12 +542,50 @@ bw_timer_cb(void *arg)
   if (S.bw_cache_n < CONTROL_BW_CACHE_LEN)
     S.bw_cache_n++;
   circbw_tick();
+  time_t now = time(NULL);
+  int64_t jump = control_clock_jump_seconds(S.last_tick_wall, now);
+  S.last_tick_wall = now;
+  if (jump) {
+    char text[64];
+    log_notice("The system clock jumped %lld seconds %s between two "
+               "one-second ticks", (long long)(jump < 0 ? -jump : jump),
+               jump < 0 ? "backward" : "forward");
+    snprintf(text, sizeof(text), "CLOCK_JUMPED TIME=%lld", (long long)jump);
+    control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+  }
   if (all_events() & EVBIT(EV_BW)) {
     char text[64];
     snprintf(text, sizeof(text), "BW %llu %llu", (unsigned long long)dr,
              (unsigned long long)dw);
     send_event(EV_BW, text);
   }
+}
+
+int64_t
+control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall)
+{
+  if (prev_wall <= 0)
+    return 0;
+  int64_t d = now_wall - prev_wall;
+  return d >= CONTROL_CLOCK_JUMP_SECONDS || d <= -CONTROL_CLOCK_JUMP_SECONDS
+             ? d
+             : 0;
+}
+
+/* A listener ran out of descriptors: STATUS_GENERAL WARN
+ * TOO_MANY_CONNECTIONS CURRENT=<descriptors open> (control-spec 4.1.10),
+ * once per episode (lib/net pauses accepting and reports the next one). */
+static void
+fds_exhausted_cb(int err, void *arg)
+{
+  (void)err;
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_STATUS_GENERAL)))
+    return; /* counting probes every descriptor: only for a listener */
+  char text[64];
+  snprintf(text, sizeof(text), "TOO_MANY_CONNECTIONS CURRENT=%u",
+           conn_count_open_fds());
+  control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
 }
 
 /* "$HEX~nick" for a relay identity, nickname from the consensus. */
@@ -703,7 +742,12 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
     snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
              pc_addr_fmt(si->source, a, sizeof(a), 1));
   }
-  char *text = pc_asprintf("STREAM %s%s PURPOSE=USER", line, src);
+  char why[64] = "";
+  if (si->status == CLIENT_STREAM_FAILED ||
+      si->status == CLIENT_STREAM_CLOSED)
+    control_proto_stream_reason(why, sizeof(why), si->reason,
+                                si->reason_remote);
+  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=USER", line, why, src);
   send_event(EV_STREAM, text);
   free(text);
   free(line);
@@ -2129,6 +2173,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   S.host = *host;
   dlist_init(&S.conns);
   S.started_at = time(NULL);
+  S.last_tick_wall = S.started_at;
   S.started = 1;
   if (cfg->port.kind == CONTROL_LISTEN_NONE &&
       cfg->socket.kind == CONTROL_LISTEN_NONE)
@@ -2144,6 +2189,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
+  listener_set_exhausted_hook(fds_exhausted_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -2189,6 +2235,7 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
+  listener_set_exhausted_hook(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);

@@ -160,6 +160,14 @@ typedef enum {
   CONTROL_STATUS_CLIENT,
   CONTROL_STATUS_SERVER,
 } control_status_t;
+/* STATUS_GENERAL CLOCK_JUMPED TIME=<seconds> (control-spec 4.1.10): the
+ * one-second BW tick compares the wall clock with its previous reading;
+ * a difference of CONTROL_CLOCK_JUMP_SECONDS or more either way (as tor:
+ * a suspended machine, a stalled process or a clock set by hand) is
+ * reported. Returns the jump in seconds, or 0 (also when prev_wall is
+ * not set yet, <= 0). */
+#define CONTROL_CLOCK_JUMP_SECONDS 20
+int64_t control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall);
 void control_event_status(control_status_t which, const char *severity,
                           const char *text);
 /* A new consensus is in use: NEWCONSENSUS (every entry), NS (the entries

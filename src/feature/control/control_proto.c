@@ -330,3 +330,31 @@ control_kvs_free(control_kv_t *kvs, int n)
   }
   free(kvs);
 }
+
+/* control-spec's stream reason names, indexed by RELAY_END reason. */
+static const char *const stream_reason_names[] = {
+    NULL,          "MISC",       "RESOLVEFAILED", "CONNECTREFUSED",
+    "EXITPOLICY",  "DESTROY",    "DONE",          "TIMEOUT",
+    "NOROUTE",     "HIBERNATING", "INTERNAL",     "RESOURCELIMIT",
+    "CONNRESET",   "TORPROTOCOL", "NOTDIRECTORY"};
+
+void
+control_proto_stream_reason(char *out, size_t outlen, int reason,
+                            int remote)
+{
+  char name[24];
+  if (!outlen)
+    return;
+  out[0] = '\0';
+  if (reason < 0)
+    return;
+  if (reason > 0 && (size_t)reason < sizeof(stream_reason_names) /
+                                          sizeof(stream_reason_names[0]))
+    snprintf(name, sizeof(name), "%s", stream_reason_names[reason]);
+  else
+    snprintf(name, sizeof(name), "UNKNOWN_%d", reason);
+  if (remote)
+    snprintf(out, outlen, " REASON=END REMOTE_REASON=%s", name);
+  else
+    snprintf(out, outlen, " REASON=%s", name);
+}

@@ -85,5 +85,12 @@ void control_proto_add_line(buf_t *out, int code, char sep,
 void control_proto_add_data(buf_t *out, const char *data);
 
 /* Case-insensitive: is s the ASCII keyword k? */
+/* A stream's REASON (and REMOTE_REASON) fields for a STREAM event
+ * (control-spec 4.1.2), with their leading space, from a RELAY_END reason
+ * (-1: none, ""); remote: the far side's END cell said it, which tor
+ * reports as "REASON=END REMOTE_REASON=<name>". Unknown codes are
+ * "UNKNOWN_<n>", as tor writes them. */
+void control_proto_stream_reason(char *out, size_t outlen, int reason,
+                                 int remote);
 int control_proto_eq(const char *s, const char *k);
 #endif

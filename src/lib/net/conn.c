@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1197,6 +1198,33 @@ conn_get_totals(uint64_t *bytes_read, uint64_t *bytes_written)
 
 /* ---- listeners ---- */
 
+/* listener_set_exhausted_hook(): a registry filled at start-up. */
+static struct {
+  void (*fn)(int err, void *arg);
+  void *arg;
+} exhausted_hook;
+
+void
+listener_set_exhausted_hook(void (*fn)(int err, void *arg), void *arg)
+{
+  exhausted_hook.fn = fn;
+  exhausted_hook.arg = fn ? arg : NULL;
+}
+
+unsigned
+conn_count_open_fds(void)
+{
+  struct rlimit rl;
+  rlim_t max = 1u << 20;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
+    max = rl.rlim_cur;
+  unsigned n = 0;
+  for (rlim_t fd = 0; fd < max; fd++)
+    if (fcntl((int)fd, F_GETFD) >= 0)
+      n++;
+  return n;
+}
+
 struct listener_t {
   evloop_t *loop;
   int fd;
@@ -1256,6 +1284,8 @@ listener_accept_cb(int lfd, int what, void *arg)
           log_warn("cannot accept on %s: %s; pausing accepts",
                    pc_addr_fmt(&l->addr, a, sizeof(a), 1), strerror(e));
           l->warned_exhausted = 1;
+          if (exhausted_hook.fn)
+            exhausted_hook.fn(e, exhausted_hook.arg);
         }
         evloop_io_set(l->io, 0);
         evloop_timer_schedule(l->pause_timer, LISTENER_PAUSE_USEC);

@@ -171,5 +171,14 @@ listener_t *listener_new_unix(evloop_t *loop, const char *path,
 /* The address actually bound (port filled in when 0 was asked). */
 const pc_addr_t *listener_addr(const listener_t *l);
 void listener_free_(listener_t *l);
+/* Told once per episode when a listener cannot accept because the process
+ * (EMFILE) or the system (ENFILE) or the kernel's memory (ENOBUFS, ENOMEM)
+ * is out of descriptors, with that errno; accepting pauses for a while.
+ * One subscriber (a controller's STATUS_GENERAL TOO_MANY_CONNECTIONS);
+ * NULL removes it. */
+void listener_set_exhausted_hook(void (*fn)(int err, void *arg), void *arg);
+/* How many file descriptors the process has open (probed below the soft
+ * RLIMIT_NOFILE, at most 1 << 20; for rare reports, not per packet). */
+unsigned conn_count_open_fds(void);
 #define listener_free(x) do { listener_free_(x); (x) = NULL; } while (0)
 #endif
