@@ -42,6 +42,10 @@
 #define CHECK_INTERVAL_SECS 60
 #define BW_SAMPLE_SECS 10
 #define BW_HOURS 120
+/* Extra-info bandwidth history: 15-minute intervals (dir-spec 2.1.2
+ * write-history), one day of them. */
+#define HIST_INTERVAL 900
+#define HIST_N 96
 #define BW_CHANGE_FACTOR 2
 #define BW_CHANGE_MIN_SECS (3 * 3600)
 #define BW_CHANGE_MAX_UPTIME (24 * 3600)
@@ -82,6 +86,7 @@ struct publish_t {
   int n_auths;
 
   char *desc;
+  char *extra;              /* its extra-info document (dir-spec 2.1.2) */
   uint64_t gen;
   time_t published;         /* of desc */
   uint64_t bw_in_desc;
@@ -96,6 +101,10 @@ struct publish_t {
   uint64_t hour_max[BW_HOURS];
   int64_t hour_of[BW_HOURS];
   time_t bw_changed_at;
+  /* Bandwidth history for the extra-info: bytes read/written in each
+   * HIST_INTERVAL-second interval, by interval number mod HIST_N. */
+  uint64_t hist_rd[HIST_N], hist_wr[HIST_N];
+  int64_t hist_of[HIST_N];
 
   publish_stats_t stats;
 };
@@ -232,6 +241,16 @@ bw_sample_cb(void *arg)
     if (rate > p->hour_max[slot])
       p->hour_max[slot] = rate;
   }
+  if (p->have_sample && rd >= p->last_rd && wr >= p->last_wr) {
+    int64_t iv = (int64_t)time(NULL) / HIST_INTERVAL;
+    int slot = (int)(iv % HIST_N);
+    if (p->hist_of[slot] != iv) {
+      p->hist_of[slot] = iv;
+      p->hist_rd[slot] = p->hist_wr[slot] = 0;
+    }
+    p->hist_rd[slot] += rd - p->last_rd;
+    p->hist_wr[slot] += wr - p->last_wr;
+  }
   p->last_rd = rd;
   p->last_wr = wr;
   p->last_sample_us = now_us;
@@ -263,6 +282,44 @@ overload_hour(time_t now)
   return os.last_oom_time - os.last_oom_time % 3600;
 }
 
+/* Build the extra-info document for rc and put its digests in rc. The
+ * history covers the completed intervals of the last HIST_N, oldest
+ * first (tor reports only completed intervals). */
+static char *
+build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
+{
+  uint64_t rd[HIST_N], wr[HIST_N];
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  int n = 0;
+  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+    int slot = (int)(iv % HIST_N);
+    if (n == 0 && p->hist_of[slot] != iv)
+      continue; /* no history yet: start at the first interval we saw */
+    rd[n] = p->hist_of[slot] == iv ? p->hist_rd[slot] : 0;
+    wr[n] = p->hist_of[slot] == iv ? p->hist_wr[slot] : 0;
+    n++;
+  }
+  routerdesc_extrainfo_t e = {
+    .nickname = rc->nickname,
+    .published = rc->published,
+    .hist_end = (time_t)(cur * HIST_INTERVAL),
+    .hist_interval = HIST_INTERVAL,
+    .read_hist = rd,
+    .write_hist = wr,
+    .n_hist = n,
+  };
+  char *err = NULL;
+  char *x = routerdesc_build_extrainfo(p->keys, &e, rc->extra_info_sha1,
+                                       rc->extra_info_sha256, &err);
+  if (!x) {
+    log_warn("Could not build our extra-info document: %s", err ? err : "?");
+    free(err);
+    return NULL;
+  }
+  rc->has_extra_info = 1;
+  return x;
+}
+
 static int
 rebuild(publish_t *p)
 {
@@ -273,14 +330,20 @@ rebuild(publish_t *p)
   rc.uptime = now > p->started ? (uint64_t)(now - p->started) : 0;
   rc.bw_observed = bw_observed(p, now);
   rc.overload_general = overload_hour(now);
+  char *x = build_extra(p, &rc, rc.published);
+  if (!x)
+    return -1;
   char *d = routerdesc_build(p->keys, &rc, &err);
   if (!d) {
     log_warn("Could not build our server descriptor: %s", err ? err : "?");
     free(err);
+    free(x);
     return -1;
   }
   free(p->desc);
+  free(p->extra);
   p->desc = d;
+  p->extra = x;
   p->gen++;
   p->published = rc.published;
   p->bw_in_desc = rc.bw_observed;
@@ -447,15 +510,19 @@ upload_conn_cb(conn_t *c, conn_event_t ev, void *arg)
     a->inflight_gen = p->gen; /* what is sent now is the newest */
     char a_str[PC_ADDR_STR_LEN];
     pc_addr_fmt(&a->da.dir_addr, a_str, sizeof(a_str), 1);
-    size_t len = strlen(p->desc);
+    /* dir-spec 3.2: the extra-info document goes in the same POST,
+     * after the server descriptor. */
+    size_t len = strlen(p->desc), xlen = p->extra ? strlen(p->extra) : 0;
     char *hdr = pc_asprintf("POST /tor/ HTTP/1.0\r\n"
                             "Host: %s\r\n"
                             "Content-Type: text/plain\r\n"
                             "Content-Length: %zu\r\n"
                             "\r\n",
-                            a_str, len);
+                            a_str, len + xlen);
     buf_add(out, hdr, strlen(hdr));
     buf_add(out, p->desc, len);
+    if (xlen)
+      buf_add(out, p->extra, xlen);
     free(hdr);
     conn_flush_soon(a->conn);
     return;
@@ -705,5 +772,6 @@ publish_free_(publish_t *p)
   evloop_timer_free(p->bw_timer);
   config_clear(p);
   free(p->desc);
+  free(p->extra);
   free(p);
 }
