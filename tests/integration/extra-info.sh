@@ -12,7 +12,10 @@
 # base64 SHA-256 of the whole document (so the authority took exactly
 # what pctor signed); the document has pctor's nickname and fingerprint,
 # its identity-ed25519 certificate equals the descriptor's, and it carries
-# write-history/read-history lines with 900-second intervals.
+# write-history/read-history lines with 900-second intervals. The state
+# file is seeded (tor's BWHistory* keys) with two past intervals of read
+# history, which the extra-info's read-history must carry; after SIGTERM
+# the state file holds the history again in tor's keys.
 # Not in TESTS by default (about a minute).
 
 . "$(dirname "$0")/lib.sh"
@@ -43,8 +46,13 @@ pdir=$net/$node
     echo "AssumeReachable 1"
     cat "$net/dirauth.torrc"
 } > "$pdir/torrc"
+mkdir -p "$pdir/data" && chmod 700 "$pdir/data"
+ends=$(date -u -d "@$(( $(date +%s) / 900 * 900 ))" '+%Y-%m-%d %H:%M:%S')
+printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\n' \
+    "$ends" > "$pdir/data/state"
 "$PCTOR" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
-it_register_pid $! || it_fail "pctor did not start: $(cat "$pdir/stderr")"
+ppid=$!
+it_register_pid $ppid || it_fail "pctor did not start: $(cat "$pdir/stderr")"
 it_wait_port 127.0.0.1 "$port" 30 || it_fail "pctor did not open its ORPort"
 fp=$(awk '{ print $2 }' "$pdir/data/fingerprint")
 echo "pctorx $port 0 $fp $(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
@@ -86,6 +94,19 @@ if cert(desc) != cert(extra):
 for kw in ("write-history", "read-history"):
     if not re.search(r"^%s \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(900 s\) [0-9,]*$" % kw, extra, re.M):
         fail("no %s line with 900-second intervals" % kw)
+if not re.search(r"^read-history .* 4242000,4343000(,\d+)*$", extra, re.M):
+    fail("read-history does not carry the seeded state: " +
+         [l for l in extra.splitlines() if l.startswith("read-history")][0])
 print("extra-info ok: sha1 %s" % sha1)
 PYEOF
 it_log "the authority serves pctor's extra-info and its digests match"
+
+kill -TERM "$ppid"
+for _ in $(seq 1 100); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$ppid" 2>/dev/null && it_fail "pctor did not exit on SIGTERM"
+grep -q '^BWHistoryReadInterval 900$' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryReadValues 4242000,4343000' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryWriteValues [0-9]' "$pdir/data/state" &&
+    grep -q '^BWHistoryWriteEnds ' "$pdir/data/state" ||
+    it_fail "the state file lacks the bandwidth history: $(grep BWHistory "$pdir/data/state")"
+it_log "the state file keeps the bandwidth history in tor's keys"

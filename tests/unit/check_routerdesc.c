@@ -945,6 +945,57 @@ START_TEST(test_extrainfo)
 }
 END_TEST
 
+/* The bandwidth history goes through tor's state-file keys: what is read
+ * (the last day, any interval length) comes back out in 900-second
+ * intervals; older and future values and bad lines are dropped. */
+START_TEST(test_publish_history_state)
+{
+  evloop_t *loop = evloop_new();
+  char *dir;
+  time_t now = 1789999300; /* 100 s after 14:00:00 */
+  relay_keys_t *k = fresh_keys(&dir, now);
+  publish_t *p = publish_new(loop, k);
+  statefile_t *st = statefile_new("/nonexistent/state");
+  static const char text[] =
+      "BWHistoryReadEnds 2026-09-21 14:00:00\n"
+      "BWHistoryReadInterval 900\n"
+      "BWHistoryReadValues 5,6,7\n"
+      "BWHistoryWriteEnds 2026-09-21 14:00:00\n"
+      "BWHistoryWriteInterval 86400\n"
+      "BWHistoryWriteValues 99,1800\n";
+  char *err = NULL;
+  ck_assert_int_eq(statefile_parse(st, text, strlen(text), &err), 0);
+  publish_load_history(p, st, now);
+  statefile_t *out = statefile_new("/nonexistent/state2");
+  publish_save_history(p, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadEnds"),
+                   "2026-09-21 14:00:00");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadInterval"), "900");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "5,6,7");
+  /* A day-long value goes in the interval its day starts in: 99 is two
+   * days old (dropped), 1800 starts a day ago, outside the 96 intervals
+   * that end now -- nothing is kept; the intervals read gave are 0. */
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteValues"), "0,0,0");
+
+  /* A bad value stops the line there. */
+  static const char bad[] = "BWHistoryReadEnds 2026-09-21 14:00:00\n"
+                            "BWHistoryReadInterval 900\n"
+                            "BWHistoryReadValues 1,x,3\n";
+  publish_t *p2 = publish_new(loop, k);
+  ck_assert_int_eq(statefile_parse(st, bad, strlen(bad), &err), 0);
+  publish_load_history(p2, st, now);
+  publish_save_history(p2, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "1,0,0");
+  publish_free(p2);
+  statefile_free(out);
+  statefile_free(st);
+  publish_free(p);
+  router_keys_free(k);
+  tmpdir_free(dir);
+  evloop_free(loop);
+}
+END_TEST
+
 START_TEST(test_pick_address)
 {
   pc_addr_t a, ports[2];
@@ -1315,6 +1366,7 @@ suite_routerdesc(void)
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_pick_address);
   tcase_add_test(tc, test_extrainfo);
+  tcase_add_test(tc, test_publish_history_state);
   suite_add_tcase(s, tc);
   TCase *tp = tcase_create("publish");
   tcase_add_unchecked_fixture(tp, setup, NULL);

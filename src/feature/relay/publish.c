@@ -37,6 +37,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
+#include "lib/time/timefmt.h"
 
 #define USEC 1000000ULL
 #define CHECK_INTERVAL_SECS 60
@@ -255,6 +256,104 @@ bw_sample_cb(void *arg)
   p->last_wr = wr;
   p->last_sample_us = now_us;
   p->have_sample = 1;
+}
+
+/* ---------------------------------------------------------------- */
+/* Bandwidth history in the state file (tor's BWHistory* keys) */
+
+static void
+save_one(statefile_t *st, const char *dir, const uint64_t *v,
+         const publish_t *p, int64_t cur)
+{
+  char key[40], when[TIME_ISO_LEN + 1];
+  size_t cap = HIST_N * 21 + 1, len = 0;
+  char *vals = pc_malloc(cap);
+  vals[0] = '\0';
+  int64_t first = 0;
+  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+    int slot = (int)(iv % HIST_N);
+    if (!first && p->hist_of[slot] != iv)
+      continue;
+    if (!first)
+      first = iv;
+    len += (size_t)snprintf(vals + len, cap - len, "%s%llu", len ? "," : "",
+                            (unsigned long long)(p->hist_of[slot] == iv
+                                                     ? v[slot] : 0));
+  }
+  time_format_iso(when, (time_t)(cur * HIST_INTERVAL));
+  snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
+  statefile_set(st, key, when);
+  snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
+  char ivbuf[16];
+  snprintf(ivbuf, sizeof(ivbuf), "%d", HIST_INTERVAL);
+  statefile_set(st, key, ivbuf);
+  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
+  statefile_set(st, key, vals);
+  free(vals);
+}
+
+void
+publish_save_history(const publish_t *p, statefile_t *st, time_t now)
+{
+  if (!p || !st)
+    return;
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  save_one(st, "Read", p->hist_rd, p, cur);
+  save_one(st, "Write", p->hist_wr, p, cur);
+}
+
+/* Read one direction; values of intervals other than ours are put in the
+ * interval that holds their start (as tor spreads its own). */
+static void
+load_one(publish_t *p, const statefile_t *st, const char *dir, uint64_t *v,
+         time_t now)
+{
+  char key[40];
+  snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
+  const char *ends = statefile_get(st, key);
+  snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
+  const char *ivs = statefile_get(st, key);
+  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
+  const char *vals = statefile_get(st, key);
+  time_t end;
+  if (!ends || !ivs || !vals || time_parse_iso(ends, strlen(ends), &end) < 0)
+    return;
+  char *e;
+  long interval = strtol(ivs, &e, 10);
+  if (*e || interval <= 0 || interval > 7 * 86400)
+    return;
+  size_t n = 1;
+  for (const char *c = vals; *c; c++)
+    n += *c == ',';
+  if (!*vals)
+    return;
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  const char *c = vals;
+  for (size_t i = 0; i < n; i++) {
+    unsigned long long x = strtoull(c, &e, 10);
+    if (e == c || (*e && *e != ','))
+      return; /* bad value: keep what was read before it */
+    c = *e ? e + 1 : e;
+    int64_t start = (int64_t)end - (int64_t)(n - i) * interval;
+    int64_t iv = start / HIST_INTERVAL;
+    if (start < 0 || iv <= cur - HIST_N || iv >= cur)
+      continue;
+    int slot = (int)(iv % HIST_N);
+    if (p->hist_of[slot] != iv) {
+      p->hist_of[slot] = iv;
+      p->hist_rd[slot] = p->hist_wr[slot] = 0;
+    }
+    v[slot] += x;
+  }
+}
+
+void
+publish_load_history(publish_t *p, const statefile_t *st, time_t now)
+{
+  if (!p || !st)
+    return;
+  load_one(p, st, "Read", p->hist_rd, now);
+  load_one(p, st, "Write", p->hist_wr, now);
 }
 
 /* ---------------------------------------------------------------- */
