@@ -1037,7 +1037,7 @@ typedef struct fake_auth_t {
   int n_answers;
   int n_uploads;      /* complete requests received */
   char *last_body;    /* the server descriptor of the last upload */
-  int last_had_extra; /* an extra-info document followed it */
+  char *last_extra;   /* the extra-info document that followed it */
   conn_t *conns[8];
   int n_conns;
 } fake_auth_t;
@@ -1077,7 +1077,8 @@ fake_conn_cb(conn_t *c, conn_event_t ev, void *arg)
   fa->last_body[blen] = '\0';
   /* The extra-info document follows the descriptor in the same body. */
   char *x = strstr(fa->last_body, "\nextra-info ");
-  fa->last_had_extra = x != NULL;
+  free(fa->last_extra);
+  fa->last_extra = x ? pc_strdup(x + 1) : NULL;
   if (x)
     x[1] = '\0';
   int code = fa->n_uploads < fa->n_answers ? fa->answers[fa->n_uploads] : 200;
@@ -1125,6 +1126,7 @@ fake_auth_stop(fake_auth_t *fa)
     conn_free(fa->conns[i]);
   listener_free(fa->l);
   free(fa->last_body);
+  free(fa->last_extra);
 }
 
 static void
@@ -1241,7 +1243,9 @@ START_TEST(test_publish)
   ck_assert_ptr_nonnull(d);
   ck_assert_str_eq(good.last_body, d);
   ck_assert_str_eq(picky.last_body, d);
-  ck_assert(good.last_had_extra && picky.last_had_extra);
+  ck_assert(good.last_extra && picky.last_extra);
+  ck_assert_str_eq(good.last_extra, picky.last_extra);
+  ck_assert_ptr_null(strstr(good.last_extra, "overload-fd-exhausted"));
   ck_assert_ptr_nonnull(strstr(d, "\nextra-info-digest "));
   char *err = NULL;
   routerdesc_info_t info;
@@ -1258,8 +1262,17 @@ START_TEST(test_publish)
   /* A changed field: a new descriptor, published later than the first,
    * goes to both. */
   rc.contact = "new contact";
+  conn_note_fd_exhausted(); /* goes in the next extra-info, to the hour */
   ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
   run_until_ok(4, 10);
+  {
+    char when[TIME_ISO_LEN + 1];
+    time_t t = conn_last_fd_exhausted();
+    time_format_iso(when, t - t % 3600);
+    char *want = pc_asprintf("\noverload-fd-exhausted 1 %s\n", when);
+    ck_assert_ptr_nonnull(strstr(good.last_extra, want));
+    free(want);
+  }
   publish_get_stats(P.pub, &st);
   ck_assert_int_eq((int)st.n_built, 2);
   ck_assert_int_eq(good.n_uploads, 2);

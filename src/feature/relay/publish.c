@@ -372,13 +372,19 @@ mark_dirty(publish_t *p, const char *reason)
  * MaxMemInQueues handler that closed circuits. */
 #define OVERLOAD_KEEP_SECS (72 * 3600)
 static time_t
+recent_hour(time_t when, time_t now)
+{
+  if (!when || now - when >= OVERLOAD_KEEP_SECS)
+    return 0;
+  return when - when % 3600;
+}
+
+static time_t
 overload_hour(time_t now)
 {
   circuits_oom_stats_t os;
   circuits_get_oom_stats(&os);
-  if (!os.last_oom_time || now - os.last_oom_time >= OVERLOAD_KEEP_SECS)
-    return 0;
-  return os.last_oom_time - os.last_oom_time % 3600;
+  return recent_hour(os.last_oom_time, now);
 }
 
 /* Build the extra-info document for rc and put its digests in rc. The
@@ -406,6 +412,7 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
     .read_hist = rd,
     .write_hist = wr,
     .n_hist = n,
+    .overload_fd_exhausted = recent_hour(conn_last_fd_exhausted(), now),
   };
   char *err = NULL;
   char *x = routerdesc_build_extrainfo(p->keys, &e, rc->extra_info_sha1,
