@@ -15,7 +15,9 @@
 # write-history/read-history lines with 900-second intervals. The state
 # file is seeded (tor's BWHistory* keys) with two past intervals of read
 # history, which the extra-info's read-history must carry; after SIGTERM
-# the state file holds the history again in tor's keys.
+# the state file holds the history again in tor's keys, and a tor 0.4.9
+# started on a copy of that state file reads it back (its own saved
+# read history holds the seeded bytes).
 # Not in TESTS by default (about a minute).
 
 . "$(dirname "$0")/lib.sh"
@@ -110,3 +112,37 @@ grep -q '^BWHistoryReadInterval 900$' "$pdir/data/state" &&
     grep -q '^BWHistoryWriteEnds ' "$pdir/data/state" ||
     it_fail "the state file lacks the bandwidth history: $(grep BWHistory "$pdir/data/state")"
 it_log "the state file keeps the bandwidth history in tor's keys"
+
+# tor reads the history back from pctor's state file.
+tdir=$(it_tmpdir)
+mkdir -m 700 "$tdir/data"
+cp "$pdir/data/state" "$tdir/data/state"
+{
+    echo "DataDirectory $tdir/data"
+    echo "TestingTorNetwork 1"
+    echo "SocksPort 0"
+    echo "ORPort 127.0.0.1:auto"
+    echo "Address 127.0.0.1"
+    echo "AssumeReachable 1"
+    echo "PublishServerDescriptor 0"
+    echo "Nickname torback"
+    echo "Log notice file $tdir/notice.log"
+    cat "$net/dirauth.torrc"
+} > "$tdir/torrc"
+tor -f "$tdir/torrc" > "$tdir/stdout" 2>&1 &
+tpid=$!
+it_register_pid $tpid || it_fail "tor did not start"
+it_wait_until 30 grep -qs "identity key fingerprint" "$tdir/notice.log" ||
+    it_fail "tor did not start on pctor's state file: $(tail -n 5 "$tdir/stdout")"
+sleep 2
+kill -TERM "$tpid"; sleep 1; kill -TERM "$tpid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$tpid" 2>/dev/null && it_fail "tor did not exit"
+grep -Ei 'parse state|state file' "$tdir/notice.log" | grep -Ei 'unable|bad|fail' &&
+    it_fail "tor complained about pctor's state file"
+v=$(awk '$1 == "BWHistoryReadValues" { print $2 }' "$tdir/data/state" | tr ',' '\n' |
+    awk '{ s += $1 } END { print s + 0 }')
+# (tor keeps whole kilobytes: 4242000 + 4343000 = 8585000 bytes.)
+[ "$v" -ge 8580000 ] ||
+    it_fail "tor's state after reading pctor's has read history $v, not the seeded 8585000 bytes"
+it_log "tor read pctor's bandwidth history back from the state file ($v bytes)"
