@@ -25,6 +25,11 @@
  * - The observed bandwidth keeps one maximum per hour for 120 hours (5
  *   days) in a ring; the estimate is the largest of them. Samples are
  *   10-second windows of min(bytes read, bytes written).
+ * - Each descriptor has an extra-info document (routerdesc.h), built
+ *   first so that the descriptor's extra-info-digest names it, and sent
+ *   after it in the same POST. Its history is a ring of 96 15-minute
+ *   totals fed by the same samples, saved in and loaded from the state
+ *   file under tor's BWHistory* keys (tor reads them back).
  */
 #include "feature/relay/publish.h"
 

@@ -2,6 +2,8 @@
 /* routerdesc.h -- the relay's server descriptor (dir-spec 2.1.1): build
  * and sign it from the relay's keys and a small configuration, and check
  * one (for tests, and to refuse to upload a descriptor we got wrong).
+ * Also its extra-info document (dir-spec 2.1.2), signed the same way:
+ * routerdesc_build_extrainfo().
  *
  * The descriptor tells the truth about pctor: its platform line names
  * pctor (never "Tor ..."), its proto line lists only the subprotocol
