@@ -862,6 +862,132 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
+/* The extra-info document: its items in order, the history lines, and
+ * digests that match what the descriptor's extra-info-digest line says
+ * (SHA-1 through "router-signature\n", SHA-256 over everything). */
+START_TEST(test_extrainfo)
+{
+  char *dir;
+  time_t now = 1790000000;
+  relay_keys_t *k = fresh_keys(&dir, now);
+  static const uint64_t rd[3] = { 10, 0, 123456789012ULL };
+  static const uint64_t wr[3] = { 7, 1, 2 };
+  routerdesc_extrainfo_t e = {
+    .nickname = "pctortest", .published = now, .hist_end = 1789999200,
+    .hist_interval = 900, .read_hist = rd, .write_hist = wr, .n_hist = 3,
+    .overload_fd_exhausted = 1789996400,
+  };
+  uint8_t s1[20], s256[32], want1[20], want256[32];
+  char *err = NULL;
+  char *x = routerdesc_build_extrainfo(k, &e, s1, s256, &err);
+  ck_assert_msg(x != NULL, "%s", err ? err : "?");
+  char *kws = keywords(x);
+  ck_assert_str_eq(kws, "extra-info identity-ed25519 published write-history "
+                        "read-history overload-fd-exhausted "
+                        "router-sig-ed25519 router-signature");
+  free(kws);
+  char hex[41], *l;
+  base16_encode(hex, sizeof(hex), k->rsa_id_digest, 20, BASE16_UPPER);
+  char *first = pc_asprintf("extra-info pctortest %s\n", hex);
+  ck_assert(!strncmp(x, first, strlen(first)));
+  free(first);
+  l = line_of(x, "write-history");
+  ck_assert_str_eq(l, "write-history 2026-09-21 14:00:00 (900 s) 7,1,2");
+  free(l);
+  l = line_of(x, "read-history");
+  ck_assert_str_eq(l,
+                   "read-history 2026-09-21 14:00:00 (900 s) 10,0,123456789012");
+  free(l);
+  const char *end = strstr(x, "\nrouter-signature\n");
+  ck_assert_ptr_nonnull(end);
+  crypt_sha1(want1, x, (size_t)(end - x) + 18);
+  crypt_sha256(want256, x, strlen(x));
+  ck_assert_mem_eq(s1, want1, 20);
+  ck_assert_mem_eq(s256, want256, 32);
+
+  /* The descriptor names it, and still passes the authority's checks. */
+  routerdesc_config_t rc;
+  min_config(&rc, now);
+  rc.has_extra_info = 1;
+  memcpy(rc.extra_info_sha1, s1, 20);
+  memcpy(rc.extra_info_sha256, s256, 32);
+  char *d = routerdesc_build(k, &rc, &err);
+  ck_assert_msg(d != NULL, "%s", err ? err : "?");
+  ck_assert_int_eq(routerdesc_check(d, strlen(d), now, NULL, &err), 0);
+  l = line_of(d, "extra-info-digest");
+  base16_encode(hex, sizeof(hex), s1, 20, BASE16_UPPER);
+  ck_assert_ptr_nonnull(l);
+  ck_assert(!strncmp(l + 18, hex, 40));
+  ck_assert_uint_eq(strlen(l), 18 + 40 + 1 + 43);
+  free(l);
+  free(d);
+  free(x);
+
+  /* Bad input: a bad nickname, too many intervals. */
+  e.nickname = "not a nick";
+  ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
+  ck_assert_ptr_nonnull(err);
+  free(err);
+  e.nickname = "pctortest";
+  e.n_hist = ROUTERDESC_MAX_HIST + 1;
+  ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
+  free(err);
+  router_keys_free(k);
+  tmpdir_free(dir);
+}
+END_TEST
+
+/* The bandwidth history goes through tor's state-file keys: what is read
+ * (the last day, any interval length) comes back out in 900-second
+ * intervals; older and future values and bad lines are dropped. */
+START_TEST(test_publish_history_state)
+{
+  evloop_t *loop = evloop_new();
+  char *dir;
+  time_t now = 1789999300; /* 100 s after 14:00:00 */
+  relay_keys_t *k = fresh_keys(&dir, now);
+  publish_t *p = publish_new(loop, k);
+  statefile_t *st = statefile_new("/nonexistent/state");
+  static const char text[] =
+      "BWHistoryReadEnds 2026-09-21 14:00:00\n"
+      "BWHistoryReadInterval 900\n"
+      "BWHistoryReadValues 5,6,7\n"
+      "BWHistoryWriteEnds 2026-09-21 14:00:00\n"
+      "BWHistoryWriteInterval 86400\n"
+      "BWHistoryWriteValues 99,1800\n";
+  char *err = NULL;
+  ck_assert_int_eq(statefile_parse(st, text, strlen(text), &err), 0);
+  publish_load_history(p, st, now);
+  statefile_t *out = statefile_new("/nonexistent/state2");
+  publish_save_history(p, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadEnds"),
+                   "2026-09-21 14:00:00");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadInterval"), "900");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "5,6,7");
+  /* A day-long value goes in the interval its day starts in: 99 is two
+   * days old (dropped), 1800 starts a day ago, outside the 96 intervals
+   * that end now -- nothing is kept; the intervals read gave are 0. */
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteValues"), "0,0,0");
+
+  /* A bad value stops the line there. */
+  static const char bad[] = "BWHistoryReadEnds 2026-09-21 14:00:00\n"
+                            "BWHistoryReadInterval 900\n"
+                            "BWHistoryReadValues 1,x,3\n";
+  publish_t *p2 = publish_new(loop, k);
+  ck_assert_int_eq(statefile_parse(st, bad, strlen(bad), &err), 0);
+  publish_load_history(p2, st, now);
+  publish_save_history(p2, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "1,0,0");
+  publish_free(p2);
+  statefile_free(out);
+  statefile_free(st);
+  publish_free(p);
+  router_keys_free(k);
+  tmpdir_free(dir);
+  evloop_free(loop);
+}
+END_TEST
+
 START_TEST(test_pick_address)
 {
   pc_addr_t a, ports[2];
@@ -902,7 +1028,8 @@ typedef struct fake_auth_t {
   int answers[8];     /* status code for the n-th upload; 0: close */
   int n_answers;
   int n_uploads;      /* complete requests received */
-  char *last_body;
+  char *last_body;    /* the server descriptor of the last upload */
+  char *last_extra;   /* the extra-info document that followed it */
   conn_t *conns[8];
   int n_conns;
 } fake_auth_t;
@@ -940,6 +1067,12 @@ fake_conn_cb(conn_t *c, conn_event_t ev, void *arg)
   fa->last_body = pc_malloc(blen + 1);
   buf_get(in, fa->last_body, blen);
   fa->last_body[blen] = '\0';
+  /* The extra-info document follows the descriptor in the same body. */
+  char *x = strstr(fa->last_body, "\nextra-info ");
+  free(fa->last_extra);
+  fa->last_extra = x ? pc_strdup(x + 1) : NULL;
+  if (x)
+    x[1] = '\0';
   int code = fa->n_uploads < fa->n_answers ? fa->answers[fa->n_uploads] : 200;
   fa->n_uploads++;
   if (code == 0) {
@@ -985,6 +1118,7 @@ fake_auth_stop(fake_auth_t *fa)
     conn_free(fa->conns[i]);
   listener_free(fa->l);
   free(fa->last_body);
+  free(fa->last_extra);
 }
 
 static void
@@ -1101,6 +1235,10 @@ START_TEST(test_publish)
   ck_assert_ptr_nonnull(d);
   ck_assert_str_eq(good.last_body, d);
   ck_assert_str_eq(picky.last_body, d);
+  ck_assert(good.last_extra && picky.last_extra);
+  ck_assert_str_eq(good.last_extra, picky.last_extra);
+  ck_assert_ptr_null(strstr(good.last_extra, "overload-fd-exhausted"));
+  ck_assert_ptr_nonnull(strstr(d, "\nextra-info-digest "));
   char *err = NULL;
   routerdesc_info_t info;
   ck_assert_int_eq(routerdesc_check(d, strlen(d), now, &info, &err), 0);
@@ -1116,8 +1254,17 @@ START_TEST(test_publish)
   /* A changed field: a new descriptor, published later than the first,
    * goes to both. */
   rc.contact = "new contact";
+  conn_note_fd_exhausted(); /* goes in the next extra-info, to the hour */
   ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
   run_until_ok(4, 10);
+  {
+    char when[TIME_ISO_LEN + 1];
+    time_t t = conn_last_fd_exhausted();
+    time_format_iso(when, t - t % 3600);
+    char *want = pc_asprintf("\noverload-fd-exhausted 1 %s\n", when);
+    ck_assert_ptr_nonnull(strstr(good.last_extra, want));
+    free(want);
+  }
   publish_get_stats(P.pub, &st);
   ck_assert_int_eq((int)st.n_built, 2);
   ck_assert_int_eq(good.n_uploads, 2);
@@ -1223,6 +1370,8 @@ suite_routerdesc(void)
   tcase_add_test(tc, test_policy_and_family);
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_pick_address);
+  tcase_add_test(tc, test_extrainfo);
+  tcase_add_test(tc, test_publish_history_state);
   suite_add_tcase(s, tc);
   TCase *tp = tcase_create("publish");
   tcase_add_unchecked_fixture(tp, setup, NULL);

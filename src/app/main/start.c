@@ -466,8 +466,10 @@ configure_publishing(const options_t *o)
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
-  if (!A.pub)
+  if (!A.pub) {
     A.pub = publish_new(A.loop, A.keys);
+    publish_load_history(A.pub, A.state, time(NULL));
+  }
   r = publish_configure(A.pub, &rc, &pp);
   free(auths);
   return r;
@@ -2003,6 +2005,7 @@ app_shutdown(void)
   ipsec_broker_free(A.ipsec);
   evloop_timer_free(A.heartbeat);
   evloop_timer_free(A.key_timer);
+  publish_save_history(A.pub, A.state, time(NULL));
   publish_free(A.pub);
   exit_policy_free(A.exit_policy);
   free_exit_desc_lines();

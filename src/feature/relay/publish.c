@@ -25,6 +25,11 @@
  * - The observed bandwidth keeps one maximum per hour for 120 hours (5
  *   days) in a ring; the estimate is the largest of them. Samples are
  *   10-second windows of min(bytes read, bytes written).
+ * - Each descriptor has an extra-info document (routerdesc.h), built
+ *   first so that the descriptor's extra-info-digest names it, and sent
+ *   after it in the same POST. Its history is a ring of 96 15-minute
+ *   totals fed by the same samples, saved in and loaded from the state
+ *   file under tor's BWHistory* keys (tor reads them back).
  */
 #include "feature/relay/publish.h"
 
@@ -37,11 +42,16 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
+#include "lib/time/timefmt.h"
 
 #define USEC 1000000ULL
 #define CHECK_INTERVAL_SECS 60
 #define BW_SAMPLE_SECS 10
 #define BW_HOURS 120
+/* Extra-info bandwidth history: 15-minute intervals (dir-spec 2.1.2
+ * write-history), one day of them. */
+#define HIST_INTERVAL 900
+#define HIST_N 96
 #define BW_CHANGE_FACTOR 2
 #define BW_CHANGE_MIN_SECS (3 * 3600)
 #define BW_CHANGE_MAX_UPTIME (24 * 3600)
@@ -82,6 +92,7 @@ struct publish_t {
   int n_auths;
 
   char *desc;
+  char *extra;              /* its extra-info document (dir-spec 2.1.2) */
   uint64_t gen;
   time_t published;         /* of desc */
   uint64_t bw_in_desc;
@@ -96,6 +107,10 @@ struct publish_t {
   uint64_t hour_max[BW_HOURS];
   int64_t hour_of[BW_HOURS];
   time_t bw_changed_at;
+  /* Bandwidth history for the extra-info: bytes read/written in each
+   * HIST_INTERVAL-second interval, by interval number mod HIST_N. */
+  uint64_t hist_rd[HIST_N], hist_wr[HIST_N];
+  int64_t hist_of[HIST_N];
 
   publish_stats_t stats;
 };
@@ -232,10 +247,118 @@ bw_sample_cb(void *arg)
     if (rate > p->hour_max[slot])
       p->hour_max[slot] = rate;
   }
+  if (p->have_sample && rd >= p->last_rd && wr >= p->last_wr) {
+    int64_t iv = (int64_t)time(NULL) / HIST_INTERVAL;
+    int slot = (int)(iv % HIST_N);
+    if (p->hist_of[slot] != iv) {
+      p->hist_of[slot] = iv;
+      p->hist_rd[slot] = p->hist_wr[slot] = 0;
+    }
+    p->hist_rd[slot] += rd - p->last_rd;
+    p->hist_wr[slot] += wr - p->last_wr;
+  }
   p->last_rd = rd;
   p->last_wr = wr;
   p->last_sample_us = now_us;
   p->have_sample = 1;
+}
+
+/* ---------------------------------------------------------------- */
+/* Bandwidth history in the state file (tor's BWHistory* keys) */
+
+static void
+save_one(statefile_t *st, const char *dir, const uint64_t *v,
+         const publish_t *p, int64_t cur)
+{
+  char key[40], when[TIME_ISO_LEN + 1];
+  size_t cap = HIST_N * 21 + 1, len = 0;
+  char *vals = pc_malloc(cap);
+  vals[0] = '\0';
+  int64_t first = 0;
+  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+    int slot = (int)(iv % HIST_N);
+    if (!first && p->hist_of[slot] != iv)
+      continue;
+    if (!first)
+      first = iv;
+    len += (size_t)snprintf(vals + len, cap - len, "%s%llu", len ? "," : "",
+                            (unsigned long long)(p->hist_of[slot] == iv
+                                                     ? v[slot] : 0));
+  }
+  time_format_iso(when, (time_t)(cur * HIST_INTERVAL));
+  snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
+  statefile_set(st, key, when);
+  snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
+  char ivbuf[16];
+  snprintf(ivbuf, sizeof(ivbuf), "%d", HIST_INTERVAL);
+  statefile_set(st, key, ivbuf);
+  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
+  statefile_set(st, key, vals);
+  free(vals);
+}
+
+void
+publish_save_history(const publish_t *p, statefile_t *st, time_t now)
+{
+  if (!p || !st)
+    return;
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  save_one(st, "Read", p->hist_rd, p, cur);
+  save_one(st, "Write", p->hist_wr, p, cur);
+}
+
+/* Read one direction; values of intervals other than ours are put in the
+ * interval that holds their start (as tor spreads its own). */
+static void
+load_one(publish_t *p, const statefile_t *st, const char *dir, uint64_t *v,
+         time_t now)
+{
+  char key[40];
+  snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
+  const char *ends = statefile_get(st, key);
+  snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
+  const char *ivs = statefile_get(st, key);
+  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
+  const char *vals = statefile_get(st, key);
+  time_t end;
+  if (!ends || !ivs || !vals || time_parse_iso(ends, strlen(ends), &end) < 0)
+    return;
+  char *e;
+  long interval = strtol(ivs, &e, 10);
+  if (*e || interval <= 0 || interval > 7 * 86400)
+    return;
+  size_t n = 1;
+  for (const char *c = vals; *c; c++)
+    n += *c == ',';
+  if (!*vals)
+    return;
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  const char *c = vals;
+  for (size_t i = 0; i < n; i++) {
+    unsigned long long x = strtoull(c, &e, 10);
+    if (e == c || (*e && *e != ','))
+      return; /* bad value: keep what was read before it */
+    c = *e ? e + 1 : e;
+    int64_t start = (int64_t)end - (int64_t)(n - i) * interval;
+    int64_t iv = start / HIST_INTERVAL;
+    if (start < 0 || iv <= cur - HIST_N || iv >= cur)
+      continue;
+    int slot = (int)(iv % HIST_N);
+    if (p->hist_of[slot] != iv) {
+      p->hist_of[slot] = iv;
+      p->hist_rd[slot] = p->hist_wr[slot] = 0;
+    }
+    v[slot] += x;
+  }
+}
+
+void
+publish_load_history(publish_t *p, const statefile_t *st, time_t now)
+{
+  if (!p || !st)
+    return;
+  load_one(p, st, "Read", p->hist_rd, now);
+  load_one(p, st, "Write", p->hist_wr, now);
 }
 
 /* ---------------------------------------------------------------- */
@@ -254,13 +377,58 @@ mark_dirty(publish_t *p, const char *reason)
  * MaxMemInQueues handler that closed circuits. */
 #define OVERLOAD_KEEP_SECS (72 * 3600)
 static time_t
+recent_hour(time_t when, time_t now)
+{
+  if (!when || now - when >= OVERLOAD_KEEP_SECS)
+    return 0;
+  return when - when % 3600;
+}
+
+static time_t
 overload_hour(time_t now)
 {
   circuits_oom_stats_t os;
   circuits_get_oom_stats(&os);
-  if (!os.last_oom_time || now - os.last_oom_time >= OVERLOAD_KEEP_SECS)
-    return 0;
-  return os.last_oom_time - os.last_oom_time % 3600;
+  return recent_hour(os.last_oom_time, now);
+}
+
+/* Build the extra-info document for rc and put its digests in rc. The
+ * history covers the completed intervals of the last HIST_N, oldest
+ * first (tor reports only completed intervals). */
+static char *
+build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
+{
+  uint64_t rd[HIST_N], wr[HIST_N];
+  int64_t cur = (int64_t)now / HIST_INTERVAL;
+  int n = 0;
+  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+    int slot = (int)(iv % HIST_N);
+    if (n == 0 && p->hist_of[slot] != iv)
+      continue; /* no history yet: start at the first interval we saw */
+    rd[n] = p->hist_of[slot] == iv ? p->hist_rd[slot] : 0;
+    wr[n] = p->hist_of[slot] == iv ? p->hist_wr[slot] : 0;
+    n++;
+  }
+  routerdesc_extrainfo_t e = {
+    .nickname = rc->nickname,
+    .published = rc->published,
+    .hist_end = (time_t)(cur * HIST_INTERVAL),
+    .hist_interval = HIST_INTERVAL,
+    .read_hist = rd,
+    .write_hist = wr,
+    .n_hist = n,
+    .overload_fd_exhausted = recent_hour(conn_last_fd_exhausted(), now),
+  };
+  char *err = NULL;
+  char *x = routerdesc_build_extrainfo(p->keys, &e, rc->extra_info_sha1,
+                                       rc->extra_info_sha256, &err);
+  if (!x) {
+    log_warn("Could not build our extra-info document: %s", err ? err : "?");
+    free(err);
+    return NULL;
+  }
+  rc->has_extra_info = 1;
+  return x;
 }
 
 static int
@@ -273,14 +441,20 @@ rebuild(publish_t *p)
   rc.uptime = now > p->started ? (uint64_t)(now - p->started) : 0;
   rc.bw_observed = bw_observed(p, now);
   rc.overload_general = overload_hour(now);
+  char *x = build_extra(p, &rc, rc.published);
+  if (!x)
+    return -1;
   char *d = routerdesc_build(p->keys, &rc, &err);
   if (!d) {
     log_warn("Could not build our server descriptor: %s", err ? err : "?");
     free(err);
+    free(x);
     return -1;
   }
   free(p->desc);
+  free(p->extra);
   p->desc = d;
+  p->extra = x;
   p->gen++;
   p->published = rc.published;
   p->bw_in_desc = rc.bw_observed;
@@ -447,15 +621,19 @@ upload_conn_cb(conn_t *c, conn_event_t ev, void *arg)
     a->inflight_gen = p->gen; /* what is sent now is the newest */
     char a_str[PC_ADDR_STR_LEN];
     pc_addr_fmt(&a->da.dir_addr, a_str, sizeof(a_str), 1);
-    size_t len = strlen(p->desc);
+    /* dir-spec 3.2: the extra-info document goes in the same POST,
+     * after the server descriptor. */
+    size_t len = strlen(p->desc), xlen = p->extra ? strlen(p->extra) : 0;
     char *hdr = pc_asprintf("POST /tor/ HTTP/1.0\r\n"
                             "Host: %s\r\n"
                             "Content-Type: text/plain\r\n"
                             "Content-Length: %zu\r\n"
                             "\r\n",
-                            a_str, len);
+                            a_str, len + xlen);
     buf_add(out, hdr, strlen(hdr));
     buf_add(out, p->desc, len);
+    if (xlen)
+      buf_add(out, p->extra, xlen);
     free(hdr);
     conn_flush_soon(a->conn);
     return;
@@ -705,5 +883,6 @@ publish_free_(publish_t *p)
   evloop_timer_free(p->bw_timer);
   config_clear(p);
   free(p->desc);
+  free(p->extra);
   free(p);
 }

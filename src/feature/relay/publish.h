@@ -37,6 +37,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/evloop/evloop.h"
+#include "lib/fs/statefile.h"
 
 #define PUBLISH_REPUBLISH_SECS (18 * 3600)
 #define PUBLISH_TESTING_REPUBLISH_SECS (5 * 60)
@@ -99,6 +100,12 @@ typedef struct publish_stats_t {
   uint64_t bw_observed;  /* current observed bandwidth estimate */
 } publish_stats_t;
 void publish_get_stats(const publish_t *p, publish_stats_t *out);
+
+/* The extra-info bandwidth history in tor's state-file keys
+ * (BWHistory{Read,Write}{Ends,Interval,Values}, 900-second intervals):
+ * save it into st, or add what st holds of the last day to p's. */
+void publish_save_history(const publish_t *p, statefile_t *st, time_t now);
+void publish_load_history(publish_t *p, const statefile_t *st, time_t now);
 
 /* Stop uploads in progress and free everything. NULL is fine. */
 void publish_free_(publish_t *p);

@@ -419,6 +419,33 @@ add_fingerprint_hex(sb_t *b, const uint8_t digest[20], int spaced)
     sb_addf(b, "%s%.4s", (spaced && i) ? " " : "", hex + i);
 }
 
+/* Append router-sig-ed25519 and router-signature, the two signatures that
+ * end both the server descriptor and the extra-info document (dir-spec
+ * 2.1.1, 2.1.2): the ed25519 one over everything before its value, the
+ * RSA one over everything through "router-signature\n". */
+static int
+sign_tail(sb_t *b, const relay_keys_t *k)
+{
+  uint8_t d[DIGEST_SHA256_LEN], sig[ED25519_SIG_LEN];
+  uint8_t d1[DIGEST_SHA1_LEN], rsig[RSA1024_SIG_LEN];
+  size_t siglen = sizeof(rsig);
+  sb_add(b, "router-sig-ed25519 ");
+  crypt_digest_t *dg = crypt_digest_new(DIGEST_ALG_SHA256);
+  crypt_digest_add(dg, ED_SIG_PREFIX, strlen(ED_SIG_PREFIX));
+  crypt_digest_add(dg, b->s, b->len);
+  crypt_digest_peek(dg, d, sizeof(d));
+  crypt_digest_free(dg);
+  if (ed25519_sign(sig, d, sizeof(d), &k->ed_signing) < 0)
+    return -1;
+  sb_add_b64(b, sig, sizeof(sig), BASE64_NOPAD);
+  sb_add(b, "\nrouter-signature\n");
+  crypt_sha1(d1, b->s, b->len);
+  if (crypt_rsa_sign_raw(k->rsa_identity, d1, sizeof(d1), rsig, &siglen) < 0)
+    return -1;
+  sb_add_object(b, "SIGNATURE", rsig, siglen, 0);
+  return 0;
+}
+
 char *
 routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
                  char **err)
@@ -459,6 +486,13 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
   sb_addf(&b, "bandwidth %llu %llu %llu\n",
           (unsigned long long)cfg->bw_rate, (unsigned long long)cfg->bw_burst,
           (unsigned long long)cfg->bw_observed);
+  if (cfg->has_extra_info) {
+    char hex[41];
+    base16_encode(hex, sizeof(hex), cfg->extra_info_sha1, 20, BASE16_UPPER);
+    sb_addf(&b, "extra-info-digest %s ", hex);
+    sb_add_b64(&b, cfg->extra_info_sha256, 32, BASE64_NOPAD);
+    sb_add(&b, "\n");
+  }
 
   sb_add(&b, "onion-key\n");
   if (!(pem = crypt_rsa_public_pem(k->tap_onion_key)))
@@ -524,28 +558,8 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     sb_addf(&b, "overload-general 1 %s\n", when);
   }
 
-  {
-    uint8_t d[DIGEST_SHA256_LEN], sig[ED25519_SIG_LEN];
-    sb_add(&b, "router-sig-ed25519 ");
-    crypt_digest_t *dg = crypt_digest_new(DIGEST_ALG_SHA256);
-    crypt_digest_add(dg, ED_SIG_PREFIX, strlen(ED_SIG_PREFIX));
-    crypt_digest_add(dg, b.s, b.len);
-    crypt_digest_peek(dg, d, sizeof(d));
-    crypt_digest_free(dg);
-    if (ed25519_sign(sig, d, sizeof(d), &k->ed_signing) < 0)
-      goto fail_sign;
-    sb_add_b64(&b, sig, sizeof(sig), BASE64_NOPAD);
-    sb_add(&b, "\n");
-  }
-  {
-    uint8_t d[DIGEST_SHA1_LEN], sig[RSA1024_SIG_LEN];
-    size_t siglen = sizeof(sig);
-    sb_add(&b, "router-signature\n");
-    crypt_sha1(d, b.s, b.len);
-    if (crypt_rsa_sign_raw(k->rsa_identity, d, sizeof(d), sig, &siglen) < 0)
-      goto fail_sign;
-    sb_add_object(&b, "SIGNATURE", sig, siglen, 0);
-  }
+  if (sign_tail(&b, k) < 0)
+    goto fail_sign;
   if (b.len > ROUTERDESC_MAX_LEN) {
     set_err(err, errf("the descriptor has %zu bytes; authorities accept at "
                       "most %d", b.len, ROUTERDESC_MAX_LEN));
@@ -559,6 +573,74 @@ fail_sign:
   free(pem);
   free(b.s);
   return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Extra-info (dir-spec 2.1.2) */
+
+static void
+add_history(sb_t *b, const char *kw, const routerdesc_extrainfo_t *e,
+            const uint64_t *v)
+{
+  char when[TIME_ISO_LEN + 1];
+  time_format_iso(when, e->hist_end);
+  sb_addf(b, "%s %s (%d s) ", kw, when, e->hist_interval);
+  for (int i = 0; i < e->n_hist; i++)
+    sb_addf(b, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+  sb_add(b, "\n");
+}
+
+char *
+routerdesc_build_extrainfo(const relay_keys_t *k,
+                           const routerdesc_extrainfo_t *e,
+                           uint8_t sha1_out[20], uint8_t sha256_out[32],
+                           char **err)
+{
+  sb_t b = { NULL, 0, 0 };
+  char when[TIME_ISO_LEN + 1];
+  if (err)
+    *err = NULL;
+  if (!e->nickname || !pc_nickname_ok(e->nickname, strlen(e->nickname)) ||
+      e->n_hist < 0 || e->n_hist > ROUTERDESC_MAX_HIST ||
+      (e->n_hist > 0 && e->hist_interval <= 0)) {
+    set_err(err, errf("bad extra-info configuration"));
+    return NULL;
+  }
+  sb_addf(&b, "extra-info %s ", e->nickname);
+  add_fingerprint_hex(&b, k->rsa_id_digest, 0);
+  sb_add(&b, "\nidentity-ed25519\n");
+  sb_add_object(&b, "ED25519 CERT", k->ed_signing_cert,
+                k->ed_signing_cert_len, 1);
+  time_format_iso(when, e->published);
+  sb_addf(&b, "published %s\n", when);
+  if (e->hist_interval > 0) {
+    /* As tor, the lines are there (possibly with no values) from the
+     * start. */
+    add_history(&b, "write-history", e, e->write_hist);
+    add_history(&b, "read-history", e, e->read_hist);
+  }
+  if (e->overload_ratelimits > 0) {
+    time_format_iso(when, e->overload_ratelimits);
+    sb_addf(&b, "overload-ratelimits 1 %s %llu %llu %llu %llu\n", when,
+            (unsigned long long)e->rate, (unsigned long long)e->burst,
+            (unsigned long long)e->n_read_limited,
+            (unsigned long long)e->n_write_limited);
+  }
+  if (e->overload_fd_exhausted > 0) {
+    time_format_iso(when, e->overload_fd_exhausted);
+    sb_addf(&b, "overload-fd-exhausted 1 %s\n", when);
+  }
+  if (sign_tail(&b, k) < 0) {
+    set_err(err, errf("could not sign the extra-info document"));
+    free(b.s);
+    return NULL;
+  }
+  /* dir-spec 2.1.1 extra-info-digest: SHA-1 over the signed part (through
+   * "router-signature\n"), SHA-256 over the whole document. */
+  const char *end = strstr(b.s, "\nrouter-signature\n");
+  crypt_sha1(sha1_out, b.s, (size_t)(end - b.s) + strlen("\nrouter-signature\n"));
+  crypt_sha256(sha256_out, b.s, b.len);
+  return b.s;
 }
 
 /* ---------------------------------------------------------------- */

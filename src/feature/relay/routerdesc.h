@@ -2,6 +2,8 @@
 /* routerdesc.h -- the relay's server descriptor (dir-spec 2.1.1): build
  * and sign it from the relay's keys and a small configuration, and check
  * one (for tests, and to refuse to upload a descriptor we got wrong).
+ * Also its extra-info document (dir-spec 2.1.2), signed the same way:
+ * routerdesc_build_extrainfo().
  *
  * The descriptor tells the truth about pctor: its platform line names
  * pctor (never "Tor ..."), its proto line lists only the subprotocol
@@ -98,7 +100,42 @@ typedef struct routerdesc_config_t {
    * last overload (MaxMemInQueues closed circuits) within 72 hours;
    * 0: none. */
   time_t overload_general;
+  /* An extra-info-digest line for the extra-info document whose digests
+   * routerdesc_build_extrainfo() gave; 0: none. */
+  int has_extra_info;
+  uint8_t extra_info_sha1[20];
+  uint8_t extra_info_sha256[32];
 } routerdesc_config_t;
+
+/* At most this many history intervals per history line. */
+#define ROUTERDESC_MAX_HIST 96
+
+/* What goes into the extra-info document (dir-spec 2.1.2). */
+typedef struct routerdesc_extrainfo_t {
+  const char *nickname;
+  time_t published;
+  /* write-history/read-history: n_hist totals in bytes, oldest first, of
+   * the hist_interval-second intervals ending at hist_end; n_hist 0: no
+   * history lines. */
+  time_t hist_end;
+  int hist_interval;
+  const uint64_t *read_hist, *write_hist;
+  int n_hist;
+  /* overload-ratelimits (proposal 328): time of the last hit of the
+   * bandwidth limit (0: no line), the limits and the hit counts. */
+  time_t overload_ratelimits;
+  uint64_t rate, burst, n_read_limited, n_write_limited;
+  /* overload-fd-exhausted: time the file descriptors last ran out, or 0. */
+  time_t overload_fd_exhausted;
+} routerdesc_extrainfo_t;
+
+/* Build and sign the extra-info document; sha1_out and sha256_out get
+ * the digests the server descriptor's extra-info-digest line names.
+ * Returns a newly allocated string or NULL with *err. */
+char *routerdesc_build_extrainfo(const relay_keys_t *keys,
+                                 const routerdesc_extrainfo_t *e,
+                                 uint8_t sha1_out[20], uint8_t sha256_out[32],
+                                 char **err);
 
 /* "pctor VERSION on Linux" (static). */
 const char *routerdesc_platform(void);

@@ -148,6 +148,23 @@ static struct {
   int count_private;
 } conn_defaults;
 
+/* When the process last ran out of file descriptors (accept or socket
+ * failing with EMFILE/ENFILE), for the extra-info's
+ * overload-fd-exhausted line. */
+static time_t last_fd_exhausted;
+
+void
+conn_note_fd_exhausted(void)
+{
+  last_fd_exhausted = time(NULL);
+}
+
+time_t
+conn_last_fd_exhausted(void)
+{
+  return last_fd_exhausted;
+}
+
 void
 conn_set_default_buckets(ratelimit_t *global, int count_private)
 {
@@ -373,6 +390,8 @@ conn_connect_kind(evloop_t *loop, tls_context_t *tls_ctx,
   int fd = socket(addr->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   IPPROTO_TCP);
   if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE)
+      conn_note_fd_exhausted();
     if (err)
       *err = strerror(errno);
     log_warn("cannot create a socket: %s", strerror(errno));
@@ -1276,6 +1295,8 @@ listener_accept_cb(int lfd, int what, void *arg)
           e == EHOSTUNREACH || e == ENETUNREACH || e == EOPNOTSUPP)
         continue; /* that one connection failed; others may be waiting */
       if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        if (e == EMFILE || e == ENFILE)
+          conn_note_fd_exhausted();
         /* Out of descriptors or memory: the pending connection stays in
          * the backlog and the socket stays readable, so stop watching it
          * for a while instead of spinning. */

@@ -27,6 +27,7 @@
 #define PCTOR_LIB_NET_CONN_H
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "lib/buf/buf.h"
 #include "lib/evloop/evloop.h"
 #include "lib/net/address.h"
@@ -134,6 +135,11 @@ int conn_set_congestion_control(conn_t *c, const char *name);
  * theirs (reconfigure the group in place to change their rate). Set at
  * start-up and on reload by the daemon; tests set it back to NULL. */
 void conn_set_default_buckets(ratelimit_t *global, int count_private);
+
+/* The last time accept() or socket() failed for want of file descriptors
+ * (0: never); conn_note_fd_exhausted() records one now. */
+void conn_note_fd_exhausted(void);
+time_t conn_last_fd_exhausted(void);
 /* Hand the connection over to be closed: with flush_first, what is in
  * the outbuf is written first (bounded by a timeout), then the socket is
  * closed. No more callbacks are delivered and the conn frees itself; the

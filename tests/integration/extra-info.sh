@@ -1,0 +1,148 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# extra-info.sh -- a pctor relay publishes an extra-info document (dir-spec
+# 2.1.2) beside its server descriptor, and tor 0.4.9 authorities accept it.
+#
+# A private network of 3 tor authorities and 2 tor relays plus one pctor
+# relay publishing to them. Once the consensus lists pctor as Running and
+# Valid, the test fetches from an authority's DirPort the server descriptor
+# (/tor/server/fp/FP) and the extra-info (/tor/extra/fp/FP), and checks:
+# the descriptor has an extra-info-digest line; its SHA-1 is the hex SHA-1
+# of the extra-info through "router-signature\n" and its SHA-256 the
+# base64 SHA-256 of the whole document (so the authority took exactly
+# what pctor signed); the document has pctor's nickname and fingerprint,
+# its identity-ed25519 certificate equals the descriptor's, and it carries
+# write-history/read-history lines with 900-second intervals. The state
+# file is seeded (tor's BWHistory* keys) with two past intervals of read
+# history, which the extra-info's read-history must carry; after SIGTERM
+# the state file holds the history again in tor's keys, and a tor 0.4.9
+# started on a copy of that state file reads it back (its own saved
+# read history holds the seeded bytes).
+# Not in TESTS by default (about a minute).
+
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+[ -x "$PCTOR" ] || it_fail "pctor is not built ($PCTOR)"
+PY=$(it_python3) || it_skip "python3 is not installed"
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 3 --relays 2 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
+
+read -r node port _ _ < <(it_privnet reserve "$net" --role pctor \
+    --nickname pctorx) || it_fail "reserve failed"
+pdir=$net/$node
+{
+    echo "DataDirectory $pdir/data"
+    echo "ORPort 127.0.0.1:$port"
+    echo "Address 127.0.0.1"
+    echo "Nickname pctorx"
+    echo "ContactInfo pctor test relay"
+    echo "Log info file $pdir/info.log"
+    echo "TestingTorNetwork 1"
+    echo "AssumeReachable 1"
+    cat "$net/dirauth.torrc"
+} > "$pdir/torrc"
+mkdir -p "$pdir/data" && chmod 700 "$pdir/data"
+ends=$(date -u -d "@$(( $(date +%s) / 900 * 900 ))" '+%Y-%m-%d %H:%M:%S')
+printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\n' \
+    "$ends" > "$pdir/data/state"
+"$PCTOR" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
+ppid=$!
+it_register_pid $ppid || it_fail "pctor did not start: $(cat "$pdir/stderr")"
+it_wait_port 127.0.0.1 "$port" 30 || it_fail "pctor did not open its ORPort"
+fp=$(awk '{ print $2 }' "$pdir/data/fingerprint")
+echo "pctorx $port 0 $fp $(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
+     "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor" \
+     >> "$nodes"
+
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
+    it_fail "the consensus does not list every relay (pctor included) as Running and Valid"
+
+get() { curl -sf --max-time 5 "http://127.0.0.1:$auth_dirport$1"; }
+have_extra() { get "/tor/extra/fp/$fp" > "$pdir/extra" && [ -s "$pdir/extra" ]; }
+it_wait_until 30 have_extra ||
+    it_fail "the authority does not serve pctor's extra-info (/tor/extra/fp/$fp)"
+get "/tor/server/fp/$fp" > "$pdir/desc" ||
+    it_fail "the authority does not serve pctor's server descriptor"
+
+"$PY" - "$pdir/desc" "$pdir/extra" "$fp" <<'PYEOF' || it_fail "extra-info check failed"
+import base64, hashlib, re, sys
+desc = open(sys.argv[1]).read()
+extra = open(sys.argv[2]).read()
+fp = sys.argv[3]
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+m = re.search(r"^extra-info-digest ([0-9A-F]{40}) ([A-Za-z0-9+/]{43})$", desc, re.M)
+if not m:
+    fail("no extra-info-digest line with both digests in the descriptor")
+end = extra.index("\nrouter-signature\n") + len("\nrouter-signature\n")
+sha1 = hashlib.sha1(extra[:end].encode()).hexdigest().upper()
+sha256 = base64.b64encode(hashlib.sha256(extra.encode()).digest()).decode().rstrip("=")
+if sha1 != m.group(1):
+    fail("sha1 %s of the served extra-info != %s" % (sha1, m.group(1)))
+if sha256 != m.group(2):
+    fail("sha256 %s of the served extra-info != %s" % (sha256, m.group(2)))
+if not extra.startswith("extra-info pctorx %s\n" % fp):
+    fail("first line: " + extra.splitlines()[0])
+cert = lambda d: re.search(r"identity-ed25519\n(-----BEGIN ED25519 CERT-----\n.*?-----END ED25519 CERT-----)", d, re.S).group(1)
+if cert(desc) != cert(extra):
+    fail("identity-ed25519 differs between descriptor and extra-info")
+for kw in ("write-history", "read-history"):
+    if not re.search(r"^%s \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(900 s\) [0-9,]*$" % kw, extra, re.M):
+        fail("no %s line with 900-second intervals" % kw)
+if not re.search(r"^read-history .* 4242000,4343000(,\d+)*$", extra, re.M):
+    fail("read-history does not carry the seeded state: " +
+         [l for l in extra.splitlines() if l.startswith("read-history")][0])
+print("extra-info ok: sha1 %s" % sha1)
+PYEOF
+it_log "the authority serves pctor's extra-info and its digests match"
+
+kill -TERM "$ppid"
+for _ in $(seq 1 100); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$ppid" 2>/dev/null && it_fail "pctor did not exit on SIGTERM"
+grep -q '^BWHistoryReadInterval 900$' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryReadValues 4242000,4343000' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryWriteValues [0-9]' "$pdir/data/state" &&
+    grep -q '^BWHistoryWriteEnds ' "$pdir/data/state" ||
+    it_fail "the state file lacks the bandwidth history: $(grep BWHistory "$pdir/data/state")"
+it_log "the state file keeps the bandwidth history in tor's keys"
+
+# tor reads the history back from pctor's state file.
+tdir=$(it_tmpdir)
+mkdir -m 700 "$tdir/data"
+cp "$pdir/data/state" "$tdir/data/state"
+{
+    echo "DataDirectory $tdir/data"
+    echo "TestingTorNetwork 1"
+    echo "SocksPort 0"
+    echo "ORPort 127.0.0.1:auto"
+    echo "Address 127.0.0.1"
+    echo "AssumeReachable 1"
+    echo "PublishServerDescriptor 0"
+    echo "Nickname torback"
+    echo "Log notice file $tdir/notice.log"
+    cat "$net/dirauth.torrc"
+} > "$tdir/torrc"
+tor -f "$tdir/torrc" > "$tdir/stdout" 2>&1 &
+tpid=$!
+it_register_pid $tpid || it_fail "tor did not start"
+it_wait_until 30 grep -qs "identity key fingerprint" "$tdir/notice.log" ||
+    it_fail "tor did not start on pctor's state file: $(tail -n 5 "$tdir/stdout")"
+sleep 2
+kill -TERM "$tpid"; sleep 1; kill -TERM "$tpid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$tpid" 2>/dev/null && it_fail "tor did not exit"
+grep -Ei 'parse state|state file' "$tdir/notice.log" | grep -Ei 'unable|bad|fail' &&
+    it_fail "tor complained about pctor's state file"
+v=$(awk '$1 == "BWHistoryReadValues" { print $2 }' "$tdir/data/state" | tr ',' '\n' |
+    awk '{ s += $1 } END { print s + 0 }')
+# (tor keeps whole kilobytes: 4242000 + 4343000 = 8585000 bytes.)
+[ "$v" -ge 8580000 ] ||
+    it_fail "tor's state after reading pctor's has read history $v, not the seeded 8585000 bytes"
+it_log "tor read pctor's bandwidth history back from the state file ($v bytes)"
