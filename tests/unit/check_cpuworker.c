@@ -3,7 +3,8 @@
  * (core/or/cpuworker.c) with socketless channels: results come back to
  * the channel they were for, a full queue refuses (counted as dropped),
  * a request that waited longer than MaxOnionQueueDelay is expired, and a
- * channel closed while its handshake was computed gets no callback. The
+ * channel closed while its handshake was computed gets no callback, nor
+ * does a circuit whose DESTROY came first. The
  * handshakes are real CREATE_FAST ones; a gate hook holds the one worker
  * so the queue's state is known. */
 #include <check.h>
@@ -261,6 +262,49 @@ START_TEST(test_channel_closed_meanwhile)
 }
 END_TEST
 
+/* Run the loop for one tick (about 2 ms). */
+static void
+run_tick(void)
+{
+  T.want = 0;
+  evloop_timer_schedule_periodic(T.tick, 2000);
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.tick);
+}
+
+START_TEST(test_destroy_while_pending)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000003u), 0);
+  /* Queued: cancelled at once; running: its answer will be dropped. */
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000002u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 0);
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000001u), 1);
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000003u), 0);
+  submit(a, 0x80000004u, 1);
+  set_gate(0);
+  run_until(1);
+  cpuworker_stats_t st;
+  for (int i = 0; i < 1000; i++) {
+    cpuworker_get_stats(&st);
+    if (st.n_processed == 2)
+      break;
+    run_tick();
+  }
+  ck_assert_uint_eq(st.n_processed, 2); /* 1 (thrown away) and 4 */
+  ck_assert_uint_eq(st.n_orphaned, 2);
+  ck_assert_int_eq(T.n_finish, 1);
+  ck_assert_uint_eq(T.finish_ids[0], 0x80000004u);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 0);
+}
+END_TEST
+
 Suite *suite_cpuworker(void);
 Suite *
 suite_cpuworker(void)
@@ -272,6 +316,7 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_queue_full_drops);
   tcase_add_test(tc, test_expired_refused);
   tcase_add_test(tc, test_channel_closed_meanwhile);
+  tcase_add_test(tc, test_destroy_while_pending);
   suite_add_tcase(s, tc);
   return s;
 }

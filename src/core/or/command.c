@@ -91,7 +91,7 @@ handle_create(channel_t *chan, const cell_t *cell)
                   "too many circuits on this channel");
     return;
   }
-  if (channel_get_circuit(chan, id)) {
+  if (channel_get_circuit(chan, id) || cpuworker_is_pending(chan, id)) {
     stats.n_create_refused++;
     log_info("Dropping CREATE for existing circuit %u on %s", (unsigned)id,
              channel_describe(chan));
@@ -317,6 +317,11 @@ static void
 handle_destroy(channel_t *chan, const cell_t *cell)
 {
   circuit_t *circ = channel_get_circuit(chan, cell->circ_id);
+  if (!circ && cpuworker_abandon(chan, cell->circ_id)) {
+    log_debug("DESTROY for circuit %u on %s while its handshake was "
+              "pending", (unsigned)cell->circ_id, channel_describe(chan));
+    return;
+  }
   if (!circ) {
     stats.n_unknown_circ++;
     log_info("DESTROY for unknown circuit %u on %s; ignoring",

@@ -9,8 +9,15 @@
  * over recent handshakes), never fewer than MIN_QUEUE nor more than
  * MAX_QUEUE. A request a worker takes after more than MaxOnionQueueDelay
  * is not computed and is answered RESOURCELIMIT.
+ *
+ * Every job not yet answered is also in a map keyed by (channel ID,
+ * circuit ID): a second CREATE for the same ID is refused, and a DESTROY
+ * for it cancels the job (or, once a worker has it, marks it abandoned so
+ * that its answer is thrown away). The map holds at most the queue bound
+ * plus one job per worker.
  */
 #include "core/or/cpuworker.h"
+#include "lib/container/hmap.h"
 #include "lib/evloop/workqueue.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -47,6 +54,9 @@ const conf_module_t cpuworker_conf_module = {
 };
 
 typedef struct onion_job_t {
+  uint8_t key[12]; /* chan_id, circ_id: the pending map's key */
+  workqueue_job_t *wjob;
+  int abandoned;
   uint64_t chan_id;
   const relay_keys_t *keys;
   uint8_t hdata[CELL_PAYLOAD_LEN];
@@ -57,6 +67,7 @@ typedef struct onion_job_t {
 
 static struct {
   workqueue_t *wq;
+  hmap_t *pending; /* key -> onion_job_t, until answered */
   cpuworker_finish_fn finish;
   cpuworker_expired_fn expired;
   uint64_t max_delay_us;
@@ -121,10 +132,19 @@ job_free(void *arg)
 }
 
 static void
+make_key(uint8_t key[12], uint64_t chan_id, uint32_t circ_id)
+{
+  memcpy(key, &chan_id, 8);
+  memcpy(key + 8, &circ_id, 4);
+}
+
+static void
 job_reply(void *arg, int status)
 {
   onion_job_t *j = arg;
-  channel_t *chan = channel_find_by_global_id(j->chan_id);
+  hmap_remove(W.pending, j->key);
+  channel_t *chan =
+      j->abandoned ? NULL : channel_find_by_global_id(j->chan_id);
   if (status == WORKQUEUE_EXPIRED) {
     W.n_dropped++;
     if (chan)
@@ -136,7 +156,7 @@ job_reply(void *arg, int status)
     update_bound();
     if (chan)
       W.finish(chan, &j->res);
-    else
+    else if (!j->abandoned)
       W.n_orphaned++;
   }
   job_free(j);
@@ -155,6 +175,7 @@ cpuworker_init(evloop_t *loop, const cpuworker_options_t *o,
   W.wq = workqueue_new(loop, n, MIN_QUEUE, W.max_delay_us);
   if (!W.wq)
     return -1;
+  W.pending = hmap_new(12);
   update_bound();
   log_info("Started %u worker thread%s for circuit handshakes",
            workqueue_n_threads(W.wq), n == 1 ? "" : "s");
@@ -175,6 +196,7 @@ void
 cpuworker_shutdown(void)
 {
   workqueue_free(W.wq, job_free);
+  hmap_free(W.pending, NULL); /* the jobs were freed just above */
 }
 
 int
@@ -196,12 +218,45 @@ cpuworker_submit(channel_t *chan, const relay_keys_t *keys, uint32_t circ_id,
   j->hlen = hlen;
   j->res.circ_id = circ_id;
   j->res.htype = htype;
-  if (!workqueue_add(W.wq, job_work, job_reply, j)) {
+  make_key(j->key, j->chan_id, circ_id);
+  j->wjob = workqueue_add(W.wq, job_work, job_reply, j);
+  if (!j->wjob) {
     W.n_dropped++;
     job_free(j);
     return -1;
   }
+  hmap_set(W.pending, j->key, j);
   return 0;
+}
+
+int
+cpuworker_is_pending(const channel_t *chan, uint32_t circ_id)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  return hmap_get(W.pending, key) != NULL;
+}
+
+int
+cpuworker_abandon(const channel_t *chan, uint32_t circ_id)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  onion_job_t *j = hmap_get(W.pending, key);
+  if (!j)
+    return 0;
+  W.n_orphaned++;
+  if (workqueue_cancel(W.wq, j->wjob) == 0) {
+    hmap_remove(W.pending, key);
+    job_free(j);
+  } else {
+    j->abandoned = 1; /* a worker has it: its answer is thrown away */
+  }
+  return 1;
 }
 
 void

@@ -61,10 +61,16 @@ int cpuworker_submit(channel_t *chan, const relay_keys_t *keys,
                      uint32_t circ_id,
                      uint16_t htype, const uint8_t *hdata, size_t hlen);
 
+/* Is a handshake for this circuit ID on chan queued or being computed? */
+int cpuworker_is_pending(const channel_t *chan, uint32_t circ_id);
+/* A DESTROY for a circuit whose handshake is pending: cancel it (or throw
+ * its answer away). 1 if there was one, else 0. */
+int cpuworker_abandon(const channel_t *chan, uint32_t circ_id);
+
 typedef struct cpuworker_stats_t {
   uint64_t n_processed;  /* handshakes computed by workers */
   uint64_t n_dropped;    /* refused: queue full or waited too long */
-  uint64_t n_orphaned;   /* computed, but the channel had closed */
+  uint64_t n_orphaned;   /* channel closed or DESTROY before the answer */
   unsigned n_threads;
   unsigned n_pending;
   unsigned max_pending;  /* current queue bound */
