@@ -16,6 +16,7 @@
 
 #include "core/or/channel_internal.h"
 #include "core/or/circuit.h"
+#include "core/or/command.h"
 #include "core/or/cpuworker.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
@@ -305,6 +306,40 @@ START_TEST(test_destroy_while_pending)
 }
 END_TEST
 
+/* command.c's halves: the answer makes the circuit; an expired request
+ * makes none and is counted as a refused CREATE (DESTROY RESOURCELIMIT). */
+START_TEST(test_command_finish_and_expired)
+{
+  cpuworker_shutdown();
+  cpuworker_options_t o = {1, 20};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, command_create_finish,
+                                  command_create_expired), 0);
+  channel_t *a = client_channel("127.0.0.5");
+  command_stats_t cs0, cs1;
+  command_get_stats(&cs0);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  usleep(60000); /* 0x80000002 waits past MaxOnionQueueDelay */
+  set_gate(0);
+  cpuworker_stats_t st;
+  for (int i = 0; i < 1000; i++) {
+    cpuworker_get_stats(&st);
+    if (st.n_processed + st.n_dropped == 2)
+      break;
+    run_tick();
+  }
+  ck_assert_uint_eq(st.n_processed, 1);
+  ck_assert_uint_eq(st.n_dropped, 1);
+  ck_assert_ptr_nonnull(channel_get_circuit(a, 0x80000001u));
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000002u));
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_create_refused, cs0.n_create_refused + 1);
+  channel_close(a, "test");
+}
+END_TEST
+
 Suite *suite_cpuworker(void);
 Suite *
 suite_cpuworker(void)
@@ -317,6 +352,7 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_expired_refused);
   tcase_add_test(tc, test_channel_closed_meanwhile);
   tcase_add_test(tc, test_destroy_while_pending);
+  tcase_add_test(tc, test_command_finish_and_expired);
   suite_add_tcase(s, tc);
   return s;
 }
