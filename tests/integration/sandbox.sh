@@ -109,6 +109,13 @@ for n in p1 p2; do
         it_fail "$n did not log the sandbox: $(tail -3 "$d/logs/info.log")"
     grep -q '^Seccomp:[[:space:]]*2$' "/proc/$pid/status" ||
         it_fail "$n: $(grep Seccomp "/proc/$pid/status")"
+    # Every thread, the onion-skin workers started before the filter too.
+    nthreads=0
+    for t in /proc/"$pid"/task/*; do
+        nthreads=$((nthreads + 1))
+        grep -q '^Seccomp:[[:space:]]*2$' "$t/status" ||
+            it_fail "$n: thread ${t##*/} runs without the filter: $(grep Seccomp "$t/status")"
+    done
     grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$pid/status" ||
         it_fail "$n: $(grep NoNewPrivs "/proc/$pid/status")"
     if [ -n "$user_line" ]; then
@@ -118,7 +125,7 @@ for n in p1 p2; do
 done
 landlock=1
 grep -q 'kernel has no Landlock' "$d1/logs/info.log" && landlock=0
-it_log "p1 and p2 run with Seccomp: 2, NoNewPrivs: 1 (Landlock: $landlock)"
+it_log "p1 and p2 run with Seccomp: 2 in all their threads ($nthreads in p2), NoNewPrivs: 1 (Landlock: $landlock)"
 
 # 2. Work under the filter: a consensus fetched and cached, a descriptor
 # published, a download through tor -> p1 -> p2.

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/dgram/dgram_options.h"
@@ -1191,6 +1192,7 @@ static const conf_module_t *const modules[] = {
   &app_module,
   &conflux_conf_module,
   &dgram_conf_module,
+  &cpuworker_conf_module,
   &dos_conf_module,
   &ipsec_conf_module,
   &measureme_conf_module,

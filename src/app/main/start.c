@@ -17,6 +17,8 @@
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/dos.h"
+#include "core/or/command.h"
+#include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
 #include "core/or/edge.h"
 #include "core/or/relay.h"
@@ -1096,6 +1098,11 @@ heartbeat_cb(void *arg)
     dos_heartbeat_line(line, sizeof(line));
     log_notice("%s", line);
   }
+  if (cpuworker_enabled()) {
+    char cw[256];
+    cpuworker_heartbeat_line(cw, sizeof(cw));
+    log_notice("%s", cw);
+  }
   /* MeasureMe: what this relay did for clients that asked (a relay that
    * never enabled it and was never asked says nothing). */
   measureme_stats_t ms;
@@ -1695,6 +1702,11 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_dos();
   channels_init(loop, A.keys);
   circuits_init();
+  if (A.keys &&
+      cpuworker_init(loop, options_module(opts, &cpuworker_conf_module),
+                     command_create_finish, command_create_expired) < 0)
+    log_warn("Cannot start the circuit handshake workers; handshakes are "
+             "computed in the main thread");
   /* Observers outlive circuits_init(); app_shutdown() removes it. */
   circuits_add_close_observer(log_circuit_close, NULL);
   apply_max_mem(opts);
@@ -1783,6 +1795,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   A.dos_opts =
       *(const dos_options_t *)options_module(new_opts, &dos_conf_module);
   apply_dos();
+  cpuworker_set_options(options_module(new_opts, &cpuworker_conf_module));
   if (new_opts->per_circuit_tcp != old_opts->per_circuit_tcp ||
       odg->transport != ndg->transport ||
       new_opts->per_circuit_tcp_max_connections !=
@@ -1958,6 +1971,10 @@ app_log_statistics(void)
   char dos_line[512];
   dos_heartbeat_line(dos_line, sizeof(dos_line));
   log_notice("%s", dos_line);
+  if (cpuworker_enabled()) {
+    cpuworker_heartbeat_line(dos_line, sizeof(dos_line));
+    log_notice("%s", dos_line);
+  }
   char holders[256];
   memacct_describe(holders, sizeof(holders));
   circuits_oom_stats_t oom;
@@ -1995,6 +2012,7 @@ app_shutdown(void)
     dir_client_free(A.dirc_other);
     btcirc_free(A.btcirc); /* closes its carried channels */
     dgram_free(A.dgram); /* before channels: it observes them */
+    cpuworker_shutdown(); /* joins the workers: before keys and channels */
     channels_shutdown();
     circuits_shutdown();
     dos_shutdown();

@@ -1462,3 +1462,16 @@ channel_close_after_flush(channel_t *chan, const char *why)
 {
   channel_close_impl(chan, why, 1);
 }
+
+channel_t *
+channel_find_by_global_id(uint64_t id)
+{
+  if (!G.all.head.next)
+    return NULL;
+  for (dlist_node_t *n = dlist_first(&G.all); n; n = dlist_next(&G.all, n)) {
+    channel_t *chan = DLIST_ENTRY(n, channel_t, all_node);
+    if (chan->id == id)
+      return chan->close_pending ? NULL : chan;
+  }
+  return NULL;
+}

@@ -114,6 +114,10 @@ const uint8_t *channel_peer_rsa_id(const channel_t *chan); /* NULL if none */
 const uint8_t *channel_peer_ed_id(const channel_t *chan);  /* NULL if none */
 const pc_addr_t *channel_peer_addr(const channel_t *chan);
 uint64_t channel_global_id(const channel_t *chan);
+/* The open channel with this global ID, or NULL (closed or freed since):
+ * for work that outlives a callback (cpuworker.c) and must not keep a
+ * channel pointer. */
+channel_t *channel_find_by_global_id(uint64_t id);
 /* "[12] 127.0.0.1:5001 ($HEXFP)" style description for logs. */
 const char *channel_describe(const channel_t *chan);
 

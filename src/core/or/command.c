@@ -14,6 +14,7 @@
 #include "core/or/command.h"
 #include "core/or/dos.h"
 #include "core/or/circuit.h"
+#include "core/or/cpuworker.h"
 #include "core/or/onion.h"
 #include "core/or/relay.h"
 #include "core/proto/create.h"
@@ -90,7 +91,7 @@ handle_create(channel_t *chan, const cell_t *cell)
                   "too many circuits on this channel");
     return;
   }
-  if (channel_get_circuit(chan, id)) {
+  if (channel_get_circuit(chan, id) || cpuworker_is_pending(chan, id)) {
     stats.n_create_refused++;
     log_info("Dropping CREATE for existing circuit %u on %s", (unsigned)id,
              channel_describe(chan));
@@ -117,33 +118,71 @@ handle_create(channel_t *chan, const cell_t *cell)
                   "TAP (CREATE) handshakes are not supported");
     return;
   }
-  uint8_t reply[CREATED2_HDATA_MAX];
-  size_t rlen = 0;
-  uint8_t km[RELAY_CRYPTO_KEY_MATERIAL_LEN];
-  const char *why = NULL;
-  onion_circ_params_t params;
-  if (onion_server_handshake(keys, htype, hdata, hlen, reply, sizeof(reply),
-                             &rlen, km, sizeof(km), &params, &why) < 0) {
-    refuse_create(chan, id, DESTROY_REASON_PROTOCOL, why);
+  if (htype != CIRC_HTYPE_FAST && cpuworker_enabled()) {
+    /* ntor / ntor v3: on a worker thread; the circuit is made when the
+     * answer comes back (command_create_finish). */
+    if (cpuworker_submit(chan, keys, id, htype, hdata, hlen) < 0)
+      refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
+                    "the circuit handshake queue is full");
     return;
   }
+  cpuworker_result_t res;
+  memset(&res, 0, sizeof(res));
+  res.circ_id = id;
+  res.htype = htype;
+  res.ok = onion_server_handshake(keys, htype, hdata, hlen, res.reply,
+                                  sizeof(res.reply), &res.rlen, res.km,
+                                  sizeof(res.km), &res.params, &res.why) == 0;
+  command_create_finish(chan, &res);
+  pc_memwipe(res.km, sizeof(res.km));
+}
+
+void
+command_create_expired(channel_t *chan, uint32_t circ_id)
+{
+  refuse_create(chan, circ_id, DESTROY_REASON_RESOURCELIMIT,
+                "the circuit handshake waited longer than "
+                "MaxOnionQueueDelay");
+}
+
+void
+command_create_finish(channel_t *chan, const cpuworker_result_t *res)
+{
+  uint32_t id = res->circ_id;
+  if (!res->ok) {
+    refuse_create(chan, id, DESTROY_REASON_PROTOCOL, res->why);
+    return;
+  }
+  /* While a worker computed, the peer may have sent another CREATE for
+   * this ID (it was not taken yet) or filled the channel. */
+  if (channel_get_circuit(chan, id)) {
+    stats.n_create_refused++;
+    log_info("Dropping CREATE for existing circuit %u on %s", (unsigned)id,
+             channel_describe(chan));
+    return;
+  }
+  if (channel_n_circuits(chan) >= CHAN_MAX_CIRCUITS) {
+    refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
+                  "too many circuits on this channel");
+    return;
+  }
+  uint16_t htype = res->htype;
   or_circuit_t *oc = or_circuit_new(chan, id);
-  oc->crypto = relay_crypto_new(km);
-  pc_memwipe(km, sizeof(km));
-  if (params.cc_enabled)
-    or_circuit_set_cc(oc, params.sendme_inc);
+  oc->crypto = relay_crypto_new(res->km);
+  if (res->params.cc_enabled)
+    or_circuit_set_cc(oc, res->params.sendme_inc);
   cell_t out;
   memset(&out, 0, sizeof(out));
   if (htype == CIRC_HTYPE_FAST) {
     oc->created_fast = 1;
     out.circ_id = id;
     out.command = CELL_CREATED_FAST;
-    memcpy(out.payload, reply, rlen);
+    memcpy(out.payload, res->reply, res->rlen);
   } else {
     created2_t r;
     memset(&r, 0, sizeof(r));
-    r.hlen = (uint16_t)rlen;
-    memcpy(r.hdata, reply, rlen);
+    r.hlen = (uint16_t)res->rlen;
+    memcpy(r.hdata, res->reply, res->rlen);
     created2_cell_make(&out, id, &r);
   }
   channel_send_cell(chan, &out);
@@ -278,6 +317,11 @@ static void
 handle_destroy(channel_t *chan, const cell_t *cell)
 {
   circuit_t *circ = channel_get_circuit(chan, cell->circ_id);
+  if (!circ && cpuworker_abandon(chan, cell->circ_id)) {
+    log_debug("DESTROY for circuit %u on %s while its handshake was "
+              "pending", (unsigned)cell->circ_id, channel_describe(chan));
+    return;
+  }
   if (!circ) {
     stats.n_unknown_circ++;
     log_info("DESTROY for unknown circuit %u on %s; ignoring",

@@ -17,4 +17,11 @@ typedef struct command_stats_t {
   uint64_t n_protocol_closes;
 } command_stats_t;
 void command_get_stats(command_stats_t *out);
+/* The event-loop half of a CREATE/CREATE2 (cpuworker.h's finish and
+ * expired functions): make the circuit and answer CREATED2/CREATED_FAST,
+ * or DESTROY. chan must be open. */
+struct cpuworker_result_t;
+void command_create_finish(channel_t *chan,
+                           const struct cpuworker_result_t *res);
+void command_create_expired(channel_t *chan, uint32_t circ_id);
 #endif

@@ -22,6 +22,7 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/cpuworker.h"
 #include "core/or/dos.h"
 #include "core/or/edge.h"
 #include "core/or/pctcp.h"
@@ -380,6 +381,15 @@ metrics_render(void)
   strbuf_addf(&b, "tor_relay_dos_total{type=\"stream_rejected\"} %llu\n",
               (unsigned long long)ds.stream_rejected);
   strbuf_addf(&b, "tor_relay_dos_total{type=\"single_hop_refused\"} 0\n");
+  cpuworker_stats_t cw;
+  cpuworker_get_stats(&cw);
+  head(&b, "tor_relay_onionskins_total", "counter",
+       "Circuit handshakes (ntor and ntor v3) computed by the workers or "
+       "dropped for overload");
+  strbuf_addf(&b, "tor_relay_onionskins_total{action=\"processed\"} %llu\n",
+              (unsigned long long)cw.n_processed);
+  strbuf_addf(&b, "tor_relay_onionskins_total{action=\"dropped\"} %llu\n",
+              (unsigned long long)cw.n_dropped);
   one(&b, "pctor_streams_over_buffer_limit_total", "counter",
       "Streams ended because they held too much data they could not pass "
       "on", (unsigned long long)edge_streams_ended_over_pending());

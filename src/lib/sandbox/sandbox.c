@@ -449,7 +449,16 @@ sandbox_install(const sandbox_cfg_t *cfg, char **note_out, char **err_out)
     seccomp_release(ctx);
     return -1;
   }
-  int r = seccomp_load(ctx);
+  /* Every thread (the onion-skin workers started before us), not only
+   * the calling one. */
+  int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  if (r < 0) {
+    seccomp_release(ctx);
+    *err_out = pc_asprintf("cannot apply the seccomp filter to every "
+                           "thread (TSYNC): %s", strerror(-r));
+    return -1;
+  }
+  r = seccomp_load(ctx);
   seccomp_release(ctx);
   if (r < 0) {
     *err_out = pc_asprintf("loading the seccomp filter failed: %s",

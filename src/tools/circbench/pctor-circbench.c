@@ -17,7 +17,9 @@
  *
  * "pctor-circbench --churn [--shared] [N ...]" is a different benchmark,
  * in-process and without relays: the relay-side cost of opening and
- * closing N circuits (circbench_churn.c).
+ * closing N circuits (circbench_churn.c). "pctor-circbench --onionskins
+ * [--ntor3] [-n N] [WORKERS ...]" measures the CREATE2 handshake rate with
+ * 0 (inline), 1, 2 ... worker threads (circbench_onion.c).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "tools/circbench/circbench_churn.h"
+#include "tools/circbench/circbench_onion.h"
 #include "tools/common/hopspec.h"
 
 static struct {
@@ -189,6 +192,7 @@ usage(void)
           " [--nodes FILE]\n"
           "                       HOP [HOP ...]\n"
           "       pctor-circbench --churn [--shared] [N ...]\n"
+          "       pctor-circbench --onionskins [--ntor3] [-n N] [WORKERS ...]\n"
           "HOP as for pctor-circtest (ADDR:PORT,RSAFP,ED,NTOR | "
           "pctor:DATADIR@ADDR:PORT | nickname)\n");
 }
@@ -205,6 +209,8 @@ main(int argc, char **argv)
   B.hold_s = 2;
   if (argc > 1 && !strcmp(argv[1], "--churn"))
     return circbench_churn_main(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "--onionskins"))
+    return circbench_onion_main(argc - 1, argv + 1);
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cpuworker.c -- CREATE2 handshakes on worker threads (cpuworker.h).
+ *
+ * Each request is a heap job holding a copy of the handshake data, the
+ * channel's global ID and the circuit ID (never pointers into the event
+ * loop's objects) and, after the worker ran, the result. The queue bound
+ * follows tor's idea: as many requests as the workers can answer within
+ * MaxOnionQueueDelay at the measured cost of one handshake (an average
+ * over recent handshakes), never fewer than MIN_QUEUE nor more than
+ * MAX_QUEUE. A request a worker takes after more than MaxOnionQueueDelay
+ * is not computed and is answered RESOURCELIMIT.
+ *
+ * Every job not yet answered is also in a map keyed by (channel ID,
+ * circuit ID): a second CREATE for the same ID is refused, and a DESTROY
+ * for it cancels the job (or, once a worker has it, marks it abandoned so
+ * that its answer is thrown away). The map holds at most the queue bound
+ * plus one job per worker.
+ */
+#include "core/or/cpuworker.h"
+#include "lib/container/hmap.h"
+#include "lib/evloop/workqueue.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIN_QUEUE 16
+#define MAX_QUEUE 10000
+/* Assumed cost of one handshake until we measured some. */
+#define INITIAL_AVG_USEC 1000
+
+#define OFF(f) offsetof(cpuworker_options_t, f)
+/* clang-format off */
+static const conf_var_t cpuworker_vars[] = {
+  {"NumCPUs", CONF_TYPE_INT, "NUM", "0", "0", 0, 0, 128, OFF(num_cpus),
+   "Relay: how many worker threads compute circuit handshakes (ntor and "
+   "ntor v3 CREATE2 cells) beside the main thread. 0: one per online CPU "
+   "core.", NULL},
+  {"MaxOnionQueueDelay", CONF_TYPE_MSEC_INTERVAL, "NUM [msec|second]",
+   "1750 msec", "1750 msec", 1, 0, 10000000, OFF(max_queue_delay),
+   "Relay: CREATE2 requests that would wait longer than this for a "
+   "worker are refused with DESTROY (RESOURCELIMIT), as the queue bound "
+   "follows the measured cost of one handshake.", NULL},
+};
+/* clang-format on */
+
+const conf_module_t cpuworker_conf_module = {
+  "cpuworker", cpuworker_vars,
+  sizeof(cpuworker_vars) / sizeof(cpuworker_vars[0]),
+  sizeof(cpuworker_options_t), NULL,
+};
+
+typedef struct onion_job_t {
+  uint8_t key[12]; /* chan_id, circ_id: the pending map's key */
+  workqueue_job_t *wjob;
+  int abandoned;
+  uint64_t chan_id;
+  const relay_keys_t *keys;
+  uint8_t hdata[CELL_PAYLOAD_LEN];
+  size_t hlen;
+  uint64_t usec; /* the worker's time for the handshake */
+  cpuworker_result_t res;
+} onion_job_t;
+
+static struct {
+  workqueue_t *wq;
+  hmap_t *pending; /* key -> onion_job_t, until answered */
+  cpuworker_finish_fn finish;
+  cpuworker_expired_fn expired;
+  uint64_t max_delay_us;
+  uint64_t avg_usec;
+  unsigned max_pending;
+  uint64_t n_processed, n_dropped, n_orphaned;
+} W;
+/* Unit tests: runs on the worker before each handshake (a gate). */
+static void (*work_hook)(void);
+
+void
+cpuworker_set_work_hook_for_testing(void (*fn)(void))
+{
+  work_hook = fn;
+}
+
+static uint64_t
+thread_usec(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void
+update_bound(void)
+{
+  unsigned n = workqueue_n_threads(W.wq);
+  uint64_t avg = W.avg_usec ? W.avg_usec : 1;
+  uint64_t bound = W.max_delay_us * n / avg;
+  if (bound < MIN_QUEUE)
+    bound = MIN_QUEUE;
+  if (bound > MAX_QUEUE)
+    bound = MAX_QUEUE;
+  if (bound != W.max_pending) {
+    W.max_pending = (unsigned)bound;
+    workqueue_set_max_pending(W.wq, W.max_pending);
+  }
+}
+
+/* Worker thread: only the job is touched; keys are immutable. */
+static void
+job_work(void *arg)
+{
+  onion_job_t *j = arg;
+  if (work_hook)
+    work_hook();
+  uint64_t t0 = thread_usec();
+  cpuworker_result_t *r = &j->res;
+  r->ok = onion_server_handshake(j->keys, r->htype, j->hdata, j->hlen,
+                                 r->reply, sizeof(r->reply), &r->rlen, r->km,
+                                 sizeof(r->km), &r->params, &r->why) == 0;
+  j->usec = thread_usec() - t0;
+}
+
+static void
+job_free(void *arg)
+{
+  onion_job_t *j = arg;
+  pc_memwipe(j, sizeof(*j));
+  free(j);
+}
+
+static void
+make_key(uint8_t key[12], uint64_t chan_id, uint32_t circ_id)
+{
+  memcpy(key, &chan_id, 8);
+  memcpy(key + 8, &circ_id, 4);
+}
+
+static void
+job_reply(void *arg, int status)
+{
+  onion_job_t *j = arg;
+  hmap_remove(W.pending, j->key);
+  channel_t *chan =
+      j->abandoned ? NULL : channel_find_by_global_id(j->chan_id);
+  if (status == WORKQUEUE_EXPIRED) {
+    W.n_dropped++;
+    if (chan)
+      W.expired(chan, j->res.circ_id);
+  } else {
+    W.n_processed++;
+    /* Moving average over about 32 handshakes. */
+    W.avg_usec = (W.avg_usec * 31 + j->usec + 31) / 32;
+    update_bound();
+    if (chan)
+      W.finish(chan, &j->res);
+    else if (!j->abandoned)
+      W.n_orphaned++;
+  }
+  job_free(j);
+}
+
+int
+cpuworker_init(evloop_t *loop, const cpuworker_options_t *o,
+               cpuworker_finish_fn finish, cpuworker_expired_fn expired)
+{
+  unsigned n = o->num_cpus > 0 ? (unsigned)o->num_cpus : workqueue_num_cpus();
+  memset(&W, 0, sizeof(W));
+  W.finish = finish;
+  W.expired = expired;
+  W.max_delay_us = (uint64_t)o->max_queue_delay * 1000;
+  W.avg_usec = INITIAL_AVG_USEC;
+  W.wq = workqueue_new(loop, n, MIN_QUEUE, W.max_delay_us);
+  if (!W.wq)
+    return -1;
+  W.pending = hmap_new(12);
+  update_bound();
+  log_info("Started %u worker thread%s for circuit handshakes",
+           workqueue_n_threads(W.wq), n == 1 ? "" : "s");
+  return 0;
+}
+
+void
+cpuworker_set_options(const cpuworker_options_t *o)
+{
+  if (!W.wq)
+    return;
+  W.max_delay_us = (uint64_t)o->max_queue_delay * 1000;
+  workqueue_set_max_wait(W.wq, W.max_delay_us);
+  update_bound();
+}
+
+void
+cpuworker_shutdown(void)
+{
+  workqueue_free(W.wq, job_free);
+  hmap_free(W.pending, NULL); /* the jobs were freed just above */
+}
+
+int
+cpuworker_enabled(void)
+{
+  return W.wq != NULL;
+}
+
+int
+cpuworker_submit(channel_t *chan, const relay_keys_t *keys, uint32_t circ_id,
+                 uint16_t htype, const uint8_t *hdata, size_t hlen)
+{
+  if (hlen > CELL_PAYLOAD_LEN)
+    return -1;
+  onion_job_t *j = pc_calloc(1, sizeof(*j));
+  j->chan_id = channel_global_id(chan);
+  j->keys = keys;
+  memcpy(j->hdata, hdata, hlen);
+  j->hlen = hlen;
+  j->res.circ_id = circ_id;
+  j->res.htype = htype;
+  make_key(j->key, j->chan_id, circ_id);
+  j->wjob = workqueue_add(W.wq, job_work, job_reply, j);
+  if (!j->wjob) {
+    W.n_dropped++;
+    job_free(j);
+    return -1;
+  }
+  hmap_set(W.pending, j->key, j);
+  return 0;
+}
+
+int
+cpuworker_is_pending(const channel_t *chan, uint32_t circ_id)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  return hmap_get(W.pending, key) != NULL;
+}
+
+int
+cpuworker_abandon(const channel_t *chan, uint32_t circ_id)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  onion_job_t *j = hmap_get(W.pending, key);
+  if (!j)
+    return 0;
+  W.n_orphaned++;
+  if (workqueue_cancel(W.wq, j->wjob) == 0) {
+    hmap_remove(W.pending, key);
+    job_free(j);
+  } else {
+    j->abandoned = 1; /* a worker has it: its answer is thrown away */
+  }
+  return 1;
+}
+
+void
+cpuworker_get_stats(cpuworker_stats_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->n_processed = W.n_processed;
+  out->n_dropped = W.n_dropped;
+  out->n_orphaned = W.n_orphaned;
+  out->avg_usec = W.avg_usec;
+  out->max_pending = W.max_pending;
+  if (W.wq) {
+    out->n_threads = workqueue_n_threads(W.wq);
+    out->n_pending = workqueue_n_pending(W.wq);
+  }
+}
+
+void
+cpuworker_heartbeat_line(char *buf, size_t len)
+{
+  if (!W.wq) {
+    if (len)
+      buf[0] = '\0';
+    return;
+  }
+  snprintf(buf, len,
+           "Circuit handshake housekeeping: %llu onionskins processed by %u "
+           "worker thread%s (about %llu usec each); %llu dropped for "
+           "overload (queue bound %u).",
+           (unsigned long long)W.n_processed, workqueue_n_threads(W.wq),
+           workqueue_n_threads(W.wq) == 1 ? "" : "s",
+           (unsigned long long)W.avg_usec, (unsigned long long)W.n_dropped,
+           W.max_pending);
+}

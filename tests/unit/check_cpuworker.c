@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* check_cpuworker.c -- CREATE handshakes on the worker pool
+ * (core/or/cpuworker.c) with socketless channels: results come back to
+ * the channel they were for, a full queue refuses (counted as dropped),
+ * a request that waited longer than MaxOnionQueueDelay is expired, and a
+ * channel closed while its handshake was computed gets no callback, nor
+ * does a circuit whose DESTROY came first. The
+ * handshakes are real CREATE_FAST ones; a gate hook holds the one worker
+ * so the queue's state is known. */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/or/channel_internal.h"
+#include "core/or/circuit.h"
+#include "core/or/command.h"
+#include "core/or/cpuworker.h"
+#include "lib/crypt/crypt_init.h"
+#include "lib/evloop/evloop.h"
+
+static struct {
+  evloop_t *loop;
+  evloop_timer_t *tick;
+  int n_finish, n_expired, want;
+  uint32_t finish_ids[64];
+  channel_t *finish_chan[64];
+  uint32_t expired_ids[64];
+  relay_keys_t keys; /* CREATE_FAST uses none of them */
+} T;
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_closed, gate_waiting;
+
+static void
+gate_hook(void)
+{
+  pthread_mutex_lock(&gate_lock);
+  gate_waiting++;
+  while (gate_closed)
+    pthread_cond_wait(&gate_cond, &gate_lock);
+  gate_waiting--;
+  pthread_mutex_unlock(&gate_lock);
+}
+
+static void
+set_gate(int closed)
+{
+  pthread_mutex_lock(&gate_lock);
+  gate_closed = closed;
+  pthread_cond_broadcast(&gate_cond);
+  pthread_mutex_unlock(&gate_lock);
+}
+
+static void
+wait_worker_at_gate(void)
+{
+  for (int i = 0; i < 2000; i++) {
+    pthread_mutex_lock(&gate_lock);
+    int w = gate_waiting;
+    pthread_mutex_unlock(&gate_lock);
+    if (w)
+      return;
+    usleep(1000);
+  }
+  ck_abort_msg("the worker never reached the gate");
+}
+
+static void
+finish(channel_t *chan, const cpuworker_result_t *res)
+{
+  ck_assert_int_eq(res->ok, 1);
+  ck_assert_uint_eq(res->rlen, 20 + 20); /* CREATE_FAST: Y | KH */
+  if (T.n_finish < 64) {
+    T.finish_chan[T.n_finish] = chan;
+    T.finish_ids[T.n_finish] = res->circ_id;
+  }
+  T.n_finish++;
+}
+
+static void
+expired(channel_t *chan, uint32_t circ_id)
+{
+  (void)chan;
+  if (T.n_expired < 64)
+    T.expired_ids[T.n_expired] = circ_id;
+  T.n_expired++;
+}
+
+static void
+tick_cb(void *arg)
+{
+  (void)arg;
+  if (T.n_finish + T.n_expired >= T.want)
+    evloop_exit(T.loop);
+}
+
+/* Run the loop until want callbacks happened (or 5 s). */
+static void
+run_until(int want)
+{
+  T.want = want;
+  evloop_timer_schedule_periodic(T.tick, 2000);
+  for (int i = 0; i < 2500 && T.n_finish + T.n_expired < want; i++)
+    evloop_run(T.loop);
+  evloop_timer_cancel(T.tick);
+}
+
+static void
+submit(channel_t *chan, uint32_t id, int want_ok)
+{
+  uint8_t x[20];
+  memset(x, (int)id, sizeof(x));
+  ck_assert_int_eq(cpuworker_submit(chan, &T.keys, id, CIRC_HTYPE_FAST, x,
+                                    sizeof(x)),
+                   want_ok ? 0 : -1);
+}
+
+static void
+setup(void)
+{
+  memset(&T, 0, sizeof(T));
+  ck_assert_int_eq(crypt_global_init(), 0);
+  T.loop = evloop_new();
+  T.tick = evloop_timer_new(T.loop, tick_cb, NULL);
+  channels_init(T.loop, NULL);
+  channels_set_socketless_for_testing(1);
+  circuits_init();
+  cpuworker_options_t o = {1, 100000};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, finish, expired), 0);
+  cpuworker_set_work_hook_for_testing(gate_hook);
+  set_gate(0);
+}
+
+static void
+teardown(void)
+{
+  set_gate(0);
+  cpuworker_shutdown();
+  cpuworker_set_work_hook_for_testing(NULL);
+  ck_assert_int_eq(cpuworker_enabled(), 0);
+  channels_shutdown();
+  circuits_shutdown();
+  evloop_timer_free(T.tick);
+  evloop_free(T.loop);
+}
+
+static channel_t *
+client_channel(const char *ip)
+{
+  pc_addr_t a;
+  pc_addr_parse_ip(&a, ip, 5000);
+  channel_t *c = channel_accept_socketless_for_testing(&a, NULL, NULL);
+  channel_open_socketless_for_testing(c);
+  return c;
+}
+
+START_TEST(test_results_in_order)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  for (uint32_t i = 1; i <= 10; i++)
+    submit(a, 0x80000000u | i, 1);
+  run_until(10);
+  ck_assert_int_eq(T.n_finish, 10);
+  for (int i = 0; i < 10; i++) {
+    ck_assert_uint_eq(T.finish_ids[i], 0x80000000u | (uint32_t)(i + 1));
+    ck_assert_ptr_eq(T.finish_chan[i], a);
+  }
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_processed, 10);
+  ck_assert_uint_eq(st.n_dropped, 0);
+  ck_assert_uint_eq(st.n_threads, 1);
+  char line[256];
+  cpuworker_heartbeat_line(line, sizeof(line));
+  ck_assert_ptr_nonnull(strstr(line, "10 onionskins processed"));
+}
+END_TEST
+
+START_TEST(test_queue_full_drops)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_ge(st.max_pending, 16);
+  unsigned bound = st.max_pending;
+  for (unsigned i = 0; i < bound; i++)
+    submit(a, 0x80000100u + i, 1);
+  submit(a, 0x80000fffu, 0); /* full: refused, counted */
+  submit(a, 0x80000ffeu, 0);
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_dropped, 2);
+  ck_assert_uint_eq(st.n_pending, bound);
+  set_gate(0);
+  run_until((int)bound + 1);
+  ck_assert_int_eq(T.n_finish, (int)bound + 1);
+  ck_assert_int_eq(T.n_expired, 0);
+}
+END_TEST
+
+START_TEST(test_expired_refused)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  cpuworker_options_t o = {1, 20}; /* MaxOnionQueueDelay 20 msec */
+  cpuworker_set_options(&o);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  usleep(60000);
+  set_gate(0);
+  run_until(2);
+  ck_assert_int_eq(T.n_finish, 1);
+  ck_assert_uint_eq(T.finish_ids[0], 0x80000001u);
+  ck_assert_int_eq(T.n_expired, 1);
+  ck_assert_uint_eq(T.expired_ids[0], 0x80000002u);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_dropped, 1);
+}
+END_TEST
+
+START_TEST(test_channel_closed_meanwhile)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  channel_t *b = client_channel("127.0.0.6");
+  uint64_t b_id = channel_global_id(b);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(b, 0x80000002u, 1);
+  submit(a, 0x80000003u, 1);
+  channel_close(b, "test");
+  /* Let the reaper free b before the answers come back. */
+  evloop_timer_schedule_periodic(T.tick, 2000);
+  T.want = 0;
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.tick);
+  ck_assert_ptr_null(channel_find_by_global_id(b_id));
+  set_gate(0);
+  /* Two answers for a; b's is computed and thrown away. */
+  for (int i = 0; i < 2500; i++) {
+    cpuworker_stats_t st;
+    cpuworker_get_stats(&st);
+    if (st.n_orphaned == 1 && T.n_finish == 2)
+      break;
+    run_until(T.n_finish + 1);
+  }
+  ck_assert_int_eq(T.n_finish, 2);
+  ck_assert_ptr_eq(T.finish_chan[0], a);
+  ck_assert_ptr_eq(T.finish_chan[1], a);
+  ck_assert_uint_eq(T.finish_ids[1], 0x80000003u);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_orphaned, 1);
+  ck_assert_uint_eq(st.n_processed, 3);
+}
+END_TEST
+
+/* Run the loop for one tick (about 2 ms). */
+static void
+run_tick(void)
+{
+  T.want = 0;
+  evloop_timer_schedule_periodic(T.tick, 2000);
+  evloop_run(T.loop);
+  evloop_timer_cancel(T.tick);
+}
+
+START_TEST(test_destroy_while_pending)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000003u), 0);
+  /* Queued: cancelled at once; running: its answer will be dropped. */
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000002u), 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 0);
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000001u), 1);
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000003u), 0);
+  submit(a, 0x80000004u, 1);
+  set_gate(0);
+  run_until(1);
+  cpuworker_stats_t st;
+  for (int i = 0; i < 1000; i++) {
+    cpuworker_get_stats(&st);
+    if (st.n_processed == 2)
+      break;
+    run_tick();
+  }
+  ck_assert_uint_eq(st.n_processed, 2); /* 1 (thrown away) and 4 */
+  ck_assert_uint_eq(st.n_orphaned, 2);
+  ck_assert_int_eq(T.n_finish, 1);
+  ck_assert_uint_eq(T.finish_ids[0], 0x80000004u);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 0);
+}
+END_TEST
+
+/* command.c's halves: the answer makes the circuit; an expired request
+ * makes none and is counted as a refused CREATE (DESTROY RESOURCELIMIT). */
+START_TEST(test_command_finish_and_expired)
+{
+  cpuworker_shutdown();
+  cpuworker_options_t o = {1, 20};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, command_create_finish,
+                                  command_create_expired), 0);
+  channel_t *a = client_channel("127.0.0.5");
+  command_stats_t cs0, cs1;
+  command_get_stats(&cs0);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  usleep(60000); /* 0x80000002 waits past MaxOnionQueueDelay */
+  set_gate(0);
+  cpuworker_stats_t st;
+  for (int i = 0; i < 1000; i++) {
+    cpuworker_get_stats(&st);
+    if (st.n_processed + st.n_dropped == 2)
+      break;
+    run_tick();
+  }
+  ck_assert_uint_eq(st.n_processed, 1);
+  ck_assert_uint_eq(st.n_dropped, 1);
+  ck_assert_ptr_nonnull(channel_get_circuit(a, 0x80000001u));
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000002u));
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_create_refused, cs0.n_create_refused + 1);
+  channel_close(a, "test");
+}
+END_TEST
+
+Suite *suite_cpuworker(void);
+Suite *
+suite_cpuworker(void)
+{
+  Suite *s = suite_create("cpuworker");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_results_in_order);
+  tcase_add_test(tc, test_queue_full_drops);
+  tcase_add_test(tc, test_expired_refused);
+  tcase_add_test(tc, test_channel_closed_meanwhile);
+  tcase_add_test(tc, test_destroy_while_pending);
+  tcase_add_test(tc, test_command_finish_and_expired);
+  suite_add_tcase(s, tc);
+  return s;
+}
