@@ -463,7 +463,9 @@ checks = {"nickname": re.search(r"\bp1 - 127\.0\.0\.1", text),
           "fingerprint": fp in text.replace(" ", ""),
           # the 2 MiB download, from bw-event-cache: "Download (... total: 2.2 MB)"
           "bandwidth": any(float(m) >= 2.0 for m in re.findall(r"total: ([0-9.]+) MB", text)),
-          "log panel": "Opened Control listener" in text}
+          # the log panel lists pctor's events ("21:43:08 [NOTICE] ..."); which
+          # ones depends on how many came since start-up
+          "log panel": re.search(r"\d\d:\d\d:\d\d \[(NOTICE|INFO|WARN)\] \w", text)}
 missing = [k for k, v in checks.items() if not v]
 if missing:
     print(text[-3000:])
