@@ -161,8 +161,16 @@ summary() { # EXIT: the summary of the set that sent the most
                  if (v >= best) { best = v; line = $0 } } }
              END { if (line) print line; else exit 1 }'
 }
+# busy EXIT: the summary of the set that carried the downloads is there
+# (sets close one by one: an idle set's summary may come first).
+busy() {
+    local l
+    l=$(summary "$1") || return 1
+    [ "$(echo "$l" | sed -n 's/.* sent \([0-9]*\),.*/\1/p')" -ge 1000 ] 2> /dev/null
+}
 for e in p3 p4 p5; do
-    it_wait_until 60 summary "$e" > /dev/null || it_fail "$e logged no set summary"
+    it_wait_until 60 busy "$e" ||
+        it_fail "$e logged no summary of a set that carried the downloads: $(summary "$e")"
     line=$(summary "$e")
     it_log "$e: ${line#*closed: }"
     case $e in
