@@ -347,11 +347,7 @@ conn_set_outbound_addr(conn_out_kind_t kind, int family, const pc_addr_t *a)
 void
 conn_clear_outbound_addrs(void)
 {
-  for (int k = 0; k < CONN_OUT_N_KINDS; k++)
-    for (int f = 0; f < 2; f++) {
-      memset(&outbound[k][f], 0, sizeof(pc_addr_t));
-      outbound[k][f].family = AF_UNSPEC;
-    }
+  memset(outbound, 0, sizeof(outbound)); /* family 0 is AF_UNSPEC */
 }
 
 /* The address to bind to for kind and family, or NULL. */
