@@ -115,6 +115,14 @@ put() { # CLIENT
     curl -sf --max-time 300 --socks5-hostname "127.0.0.1:$(cat "$net/$1.port")" \
         -T "$www/up" "http://127.0.0.1:$uport/up"
 }
+# A client that holds only some descriptors may find no guard and middle
+# for a second leg and take a plain circuit, which later requests reuse:
+# first let each client learn every relay.
+all_descs() { grep -q 'We have the descriptors of all' "$(cat "$net/$1.dir")/info.log"; }
+for c in c1 c2 c3 c4; do
+    it_wait_until 90 all_descs "$c" ||
+        it_fail "$c never had every relay's descriptor: $(grep -E 'served|enough' "$(cat "$net/$c.dir")/info.log" | tail -3)"
+done
 for c in c1 c2 c3 c4; do
     it_wait_until 90 get "$c" small "$net/$c.small" ||
         it_fail "$c never carried a request: $(tail -5 "$(cat "$net/$c.dir")/info.log")"

@@ -949,6 +949,17 @@ static const conf_var_t app_vars[] = {
   {"ExcludeNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
    1, 0, 0, OFF(exclude_nodes),
    "Client circuits never use these relays.", &routerset_type},
+  {"PathsNeededToBuildCircuits", CONF_TYPE_DOUBLE, "NUM", "-1",
+   "-1 (the consensus parameter min_paths_for_circs_pct, else 0.6)",
+   1, -2147483, 2147483, OFF(paths_needed_to_build_circuits),
+   "A client builds no circuit for streams until it holds the descriptors "
+   "of enough relays to build this fraction of the paths it could choose "
+   "(the fraction of guard, middle and exit bandwidth it has descriptors "
+   "for, multiplied), as tor. Between 0.25 and 0.95 (other values are "
+   "raised or lowered to these, with a warning); negative: the "
+   "directory authorities' choice. Until then SOCKS requests fail with "
+   "\"not enough directory information\" and a notice gives the "
+   "fractions.", NULL},
   {"MaxCircuitDirtiness", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
    "10 minutes",
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
@@ -1688,6 +1699,16 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   if (o->per_circuit_tcp_require_ipsec && io->mode == IPSEC_MODE_OFF)
     return option_error(err_out, options_find("PerCircuitTCPRequireIPsec"),
                         ctx, "needs IPsec auto or 1");
+
+  /* tor clamps PathsNeededToBuildCircuits to 0.25..0.95 with a warning. */
+  if (o->paths_needed_to_build_circuits >= 0 &&
+      (o->paths_needed_to_build_circuits < 0.25 ||
+       o->paths_needed_to_build_circuits > 0.95)) {
+    double v = o->paths_needed_to_build_circuits < 0.25 ? 0.25 : 0.95;
+    log_warn("PathsNeededToBuildCircuits %g is out of range; using %.2f",
+             o->paths_needed_to_build_circuits, v);
+    o->paths_needed_to_build_circuits = v;
+  }
 
   /* The circuit scheduler: unset half-life follows the consensus (-1). */
   if (!options_is_set(o, "CircuitPriorityHalflife"))

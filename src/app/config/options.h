@@ -121,6 +121,8 @@ typedef struct options_t {
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */
   int token_bucket_refill_interval;            /* milliseconds */
   uint64_t max_mem_in_queues;    /* bytes; 0 = automatic */
+  /* PathsNeededToBuildCircuits: 0.25..0.95, or negative: consensus. */
+  double paths_needed_to_build_circuits;
   /* Circuit scheduler. */
   double circuit_priority_halflife;    /* seconds; 0: off; -1: unset,
                                         * from the consensus */

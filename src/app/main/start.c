@@ -982,6 +982,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
+  cc->paths_needed = o->paths_needed_to_build_circuits;
   cc->leave_streams_unattached = o->leave_streams_unattached;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   const conflux_options_t *co = options_module(o, &conflux_conf_module);

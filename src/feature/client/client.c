@@ -111,6 +111,35 @@ client_nodelist(void)
   return client_g.cfg.dir ? dir_client_nodelist(client_g.cfg.dir) : NULL;
 }
 
+int
+client_enough_dir_info(const dir_nodelist_t *nl)
+{
+  if (!nl || !client_g.cfg.path)
+    return 0;
+  if (nl == client_g.dirinfo_nl && nl->n_with_desc == client_g.dirinfo_n_desc)
+    return client_g.dirinfo_enough;
+  path_dir_info_t di;
+  path_dir_info(nl, client_g.cfg.path, &di);
+  double need = path_min_fraction(nl, client_g.cfg.paths_needed);
+  int enough = di.f_paths >= need;
+  if (!enough)
+    log_notice("Not enough directory information to build circuits yet: "
+               "descriptors for %d of %d relays, so %.0f%% of likely "
+               "paths (%.0f%% of guard, %.0f%% of middle and %.0f%% of "
+               "exit bandwidth); %.0f%% needed",
+               di.n_with_desc, di.n_usable, 100 * di.f_paths,
+               100 * di.f_guard, 100 * di.f_mid, 100 * di.f_exit,
+               100 * need);
+  else if (client_g.dirinfo_enough != 1)
+    log_notice("We now have enough directory information to build "
+               "circuits (%.0f%% of likely paths)",
+               100 * di.f_paths);
+  client_g.dirinfo_nl = nl;
+  client_g.dirinfo_n_desc = nl->n_with_desc;
+  client_g.dirinfo_enough = enough;
+  return enough;
+}
+
 const dir_node_t *
 client_choose_guard(const dir_nodelist_t *nl, const dir_node_t *const *avoid,
                     int n_avoid)
@@ -249,8 +278,16 @@ end_mux_can_send(void *end)
   return !cc->dead && cfx_set_can_send_data(cc->cfx);
 }
 
+static size_t
+end_mux_burst_bytes(void *end)
+{
+  const ccirc_t *cc = end;
+  return cfx_set_ooo_bound_bytes(cc->cfx);
+}
+
 const edge_end_ops_t client_end_ops = {
-    end_send, end_last_digest, end_cc, end_multiplexed, end_mux_can_send, 1,
+    end_send,         end_last_digest, end_cc, end_multiplexed,
+    end_mux_can_send, 1,               end_mux_burst_bytes,
 };
 
 static void
@@ -697,6 +734,7 @@ client_reconfigure(const client_config_t *cfg)
   int held = client_g.cfg.leave_streams_unattached;
   client_g.cfg = *cfg;
   client_g.cfg.socks_addr = keep; /* the listener stays where it is */
+  client_g.dirinfo_nl = NULL; /* decide "enough directory info" afresh */
   /* EntryNodes set or cleared: the other guard instance (tor's
    * "restricted" and "default"); the filter is applied at each choice. */
   const char *inst = guards_instance_for(cfg->path);

@@ -42,6 +42,8 @@ typedef struct client_config_t {
    * port (as in private networks whose exits only accept 127.0.0.0/8),
    * use the pinned exits anyway and let them decide. */
   int exit_nodes_pinned;
+  /* PathsNeededToBuildCircuits (path_min_fraction); <= 0: the consensus'. */
+  double paths_needed;
   /* MeasureMe: ask these hops (bit h-1 for hop h) of every new circuit to
    * record its statistics every measureme_interval_ms (MeasureMeHops,
    * MeasureMeInterval); 0: none. */

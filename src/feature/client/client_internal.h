@@ -162,12 +162,21 @@ typedef struct client_globals_t {
   cbt_t *cbt;              /* learned circuit build timeout */
   time_t protocols_checked; /* valid-after of the consensus checked */
   int cbt_unsaved;         /* build times not yet in the state file */
+  /* Enough directory information (client_enough_dir_info), cached for
+   * one nodelist: which, and its descriptor count at the time. */
+  const dir_nodelist_t *dirinfo_nl;
+  int dirinfo_n_desc;
+  int dirinfo_enough;      /* 0 until the first decision */
 } client_globals_t;
 extern client_globals_t client_g;
 
 /* ---- client.c: circuits as stream carriers ---- */
 /* The current consensus' nodes, or NULL (none yet, or no directory). */
 const dir_nodelist_t *client_nodelist(void);
+/* 1 if nl holds the descriptors of enough relays to build circuits for
+ * streams (PathsNeededToBuildCircuits, path_dir_info); a notice says
+ * when this changes, with the fractions, as tor. */
+int client_enough_dir_info(const dir_nodelist_t *nl);
 /* A guard for a new circuit from the entry guards (guards.h), fitting
  * the n_avoid relays given; NULL if none can be used now. */
 const dir_node_t *client_choose_guard(const dir_nodelist_t *nl,

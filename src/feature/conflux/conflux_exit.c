@@ -221,8 +221,15 @@ mux_home(or_circuit_t *circ)
   return x->set->home;
 }
 
-static const circuit_mux_ops_t exit_mux_ops = {mux_pick, mux_sent,
-                                               mux_can_send, mux_home};
+static size_t
+mux_burst_bytes(or_circuit_t *circ)
+{
+  xleg_t *x = circ->mux;
+  return cfx_set_ooo_bound_bytes(x->set->cfx);
+}
+
+static const circuit_mux_ops_t exit_mux_ops = {
+    mux_pick, mux_sent, mux_can_send, mux_home, mux_burst_bytes};
 
 /* Deliver one in-order message; 0, or -1 after starting the teardown. */
 static int

@@ -294,6 +294,84 @@ path_node_is_candidate(const dir_node_t *n, path_position_t pos,
   return 0;
 }
 
+/* A candidate for pos if we had its descriptor (see path_dir_info). */
+static int
+dir_info_candidate(const dir_node_t *n, path_position_t pos,
+                   const path_config_t *cfg)
+{
+  if (!(n->flags & RS_FLAG_RUNNING) || !(n->flags & RS_FLAG_VALID))
+    return 0;
+  if (routerset_contains(cfg->exclude_nodes, n))
+    return 0;
+  switch (pos) {
+  case PATH_POS_GUARD:
+    if (n->flags & RS_FLAG_MIDDLEONLY)
+      return 0;
+    if (!routerset_is_empty(cfg->entry_nodes))
+      return routerset_contains(cfg->entry_nodes, n);
+    return (n->flags & RS_FLAG_GUARD) != 0;
+  case PATH_POS_MIDDLE:
+    if (!routerset_is_empty(cfg->middle_nodes))
+      return routerset_contains(cfg->middle_nodes, n);
+    return 1;
+  case PATH_POS_EXIT:
+    if (n->flags & (RS_FLAG_BADEXIT | RS_FLAG_MIDDLEONLY))
+      return 0;
+    if (!routerset_is_empty(cfg->exit_nodes))
+      return routerset_contains(cfg->exit_nodes, n);
+    return (n->flags & RS_FLAG_EXIT) != 0;
+  }
+  return 0;
+}
+
+static double
+dir_info_fraction(const dir_nodelist_t *nl, path_position_t pos,
+                  const path_config_t *cfg)
+{
+  /* Weights as path choice uses them, plus one so that relays without a
+   * bandwidth still count. */
+  uint64_t all = 0, have = 0;
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!dir_info_candidate(n, pos, cfg))
+      continue;
+    uint64_t w = int_weight(nl, n, pos) + 1;
+    all += w;
+    if (n->desc && n->has_ntor)
+      have += w;
+  }
+  return all ? (double)have / (double)all : 1.0;
+}
+
+void
+path_dir_info(const dir_nodelist_t *nl, const path_config_t *cfg,
+              path_dir_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!(n->flags & RS_FLAG_RUNNING) || !(n->flags & RS_FLAG_VALID))
+      continue;
+    out->n_usable++;
+    if (n->desc)
+      out->n_with_desc++;
+  }
+  out->f_guard = dir_info_fraction(nl, PATH_POS_GUARD, cfg);
+  out->f_mid = dir_info_fraction(nl, PATH_POS_MIDDLE, cfg);
+  out->f_exit = dir_info_fraction(nl, PATH_POS_EXIT, cfg);
+  out->f_paths = out->f_guard * out->f_mid * out->f_exit;
+}
+
+double
+path_min_fraction(const dir_nodelist_t *nl, double configured)
+{
+  if (configured > 0)
+    return configured;
+  return consensus_get_param(nl->consensus, "min_paths_for_circs_pct", 60,
+                             25, 95) /
+         100.0;
+}
+
 int
 path_node_conflicts(const path_config_t *cfg, const dir_node_t *n,
                     const dir_node_t *const *avoid, int n_avoid)
