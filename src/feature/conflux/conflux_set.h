@@ -61,7 +61,7 @@
 /* Default bound of the out-of-order queue, in messages (about 5 MB of
  * relay bodies): enough for a whole slow-start window of one leg arriving
  * ahead of the other. */
-#define CFX_DEFAULT_MAX_OOO 10000
+#define CFX_DEFAULT_MAX_OOO 32768
 #define CFX_BODY_MAX 498
 
 typedef enum {
