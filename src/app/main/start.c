@@ -1882,6 +1882,7 @@ app_log_statistics(void)
   unsigned n_exit;
   uint64_t exit_bytes;
   exit_get_buffered(&n_exit, &exit_bytes);
+  conflux_exit_log_sets();
   if (A.ipsec) {
     ipsec_broker_stats_t is;
     ipsec_broker_get_stats(A.ipsec, &is);

@@ -112,6 +112,24 @@ set_describe(const xset_t *s, char *buf, size_t len)
   cfx_set_describe(s->cfx, buf, len);
 }
 
+void
+conflux_exit_log_sets(void)
+{
+  if (!X.initialized || !X.sets)
+    return;
+  hmap_iter_t it;
+  const uint8_t *key;
+  void *val;
+  hmap_iter_init(&it, X.sets);
+  while (hmap_iter_next(&it, &key, &val)) {
+    const xset_t *s = val;
+    char d[512];
+    set_describe(s, d, sizeof(d));
+    log_notice("Conflux set #%llu open: %s", (unsigned long long)s->serial,
+               d);
+  }
+}
+
 static void
 set_free(xset_t *s)
 {
