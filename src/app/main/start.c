@@ -1702,11 +1702,7 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_dos();
   channels_init(loop, A.keys);
   circuits_init();
-  if (A.keys &&
-      cpuworker_init(loop, options_module(opts, &cpuworker_conf_module),
-                     command_create_finish, command_create_expired) < 0)
-    log_warn("Cannot start the circuit handshake workers; handshakes are "
-             "computed in the main thread");
+  /* The handshake workers start later: app_start_workers(). */
   /* Observers outlive circuits_init(); app_shutdown() removes it. */
   circuits_add_close_observer(log_circuit_close, NULL);
   apply_max_mem(opts);
@@ -1777,6 +1773,16 @@ app_start(evloop_t *loop, const options_t *opts)
   if (start_control(opts) < 0) /* ControlPort, MetricsPort */
     return -1;
   return 0;
+}
+
+void
+app_start_workers(const options_t *opts)
+{
+  if (A.keys &&
+      cpuworker_init(A.loop, options_module(opts, &cpuworker_conf_module),
+                     command_create_finish, command_create_expired) < 0)
+    log_warn("Cannot start the circuit handshake workers; handshakes are "
+             "computed in the main thread");
 }
 
 int
