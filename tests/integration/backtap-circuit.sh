@@ -33,16 +33,9 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 DGRAMTEST=${top_builddir:?}/src/tools/dgramtest/pctor-dgramtest
 MB=${BACKTAP_TEST_MB:-8}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 
-www=$(it_tmpdir)
-head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
-want=$(sha256sum < "$www/file" | cut -d' ' -f1)
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
+it_web_file "$MB"
 
 udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
 u1=$(udp_port)
@@ -66,7 +59,7 @@ MetricsPortPolicy accept 127.0.0.1"
 it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
 CircuitTransport backtap
 DatagramPort 127.0.0.1:$u3"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+hop() { it_pctor_hop "$net" "$1"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 d3=$(cat "$net/p3.dir")

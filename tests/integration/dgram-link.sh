@@ -33,10 +33,7 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 DGRAMTEST=${top_builddir:?}/src/tools/dgramtest/pctor-dgramtest
 FLOOD=${DGRAM_TEST_FLOOD:-2000}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 # A UDP port per relay: a reserved node's port number (free for TCP on
 # 127.0.0.1 and not used for UDP by anything the network starts).
@@ -48,7 +45,7 @@ CircuitTransport pctcp
 DatagramPort 127.0.0.1:$u1"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
 DatagramPort 127.0.0.1:$u2"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+hop() { it_pctor_hop "$net" "$1"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
