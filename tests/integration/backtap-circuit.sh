@@ -68,18 +68,7 @@ grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackT
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
 
 # stats NICK: the BackTap statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: BackTap:" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no BackTap statistics"
-    grep "Statistics: BackTap:" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: BackTap:" "BackTap statistics"; }
 # num_before LINE WORDS: the number just before WORDS.
 num_before() { echo "$1" | grep -o "[0-9]* $2" | head -1 | cut -d' ' -f1; }
 

@@ -60,18 +60,7 @@ for n in 1 2; do
 done
 
 # stats NICK: the datagram statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: datagram links" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no datagram statistics"
-    grep "Statistics: datagram links" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: datagram links" "datagram statistics"; }
 # stats_has NICK REGEX: a fresh statistics line of NICK matches REGEX.
 stats_has() { stats "$1" | grep -Eq "$2"; }
 # field LINE WORDS...: the number before WORDS in a statistics line.

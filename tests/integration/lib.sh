@@ -295,6 +295,21 @@ it_pctor_node_line() {
          "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor"
 }
 
+# it_usr1_line NET NICK TEXT WHAT: send the pctor NICK (it_start_pctor) a
+# SIGUSR1 and print the newest line of its info.log that contains TEXT (a
+# fixed string), once one more such line came in answer; fails naming WHAT
+# when none comes within 30 s.
+_it_more_lines() { [ "$(grep -cF "$3" "$1")" -gt "$2" ]; }
+it_usr1_line() {
+    local d before
+    d=$(cat "$1/$2.dir")
+    before=$(grep -cF "$3" "$d/info.log")
+    kill -USR1 "$(cat "$d/pid")"
+    it_wait_until 30 _it_more_lines "$d/info.log" "$before" "$3" ||
+        it_fail "$2 printed no $4"
+    grep -F "$3" "$d/info.log" | tail -1
+}
+
 # it_pctor_alive_quiet NET NICK...: each pctor is running and logged no
 # warning or error.
 it_pctor_alive_quiet() {
