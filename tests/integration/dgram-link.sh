@@ -33,10 +33,7 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 DGRAMTEST=${top_builddir:?}/src/tools/dgramtest/pctor-dgramtest
 FLOOD=${DGRAM_TEST_FLOOD:-2000}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 # A UDP port per relay: a reserved node's port number (free for TCP on
 # 127.0.0.1 and not used for UDP by anything the network starts).
@@ -48,7 +45,7 @@ CircuitTransport pctcp
 DatagramPort 127.0.0.1:$u1"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
 DatagramPort 127.0.0.1:$u2"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+hop() { it_pctor_hop "$net" "$1"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
@@ -63,18 +60,7 @@ for n in 1 2; do
 done
 
 # stats NICK: the datagram statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: datagram links" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no datagram statistics"
-    grep "Statistics: datagram links" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: datagram links" "datagram statistics"; }
 # stats_has NICK REGEX: a fresh statistics line of NICK matches REGEX.
 stats_has() { stats "$1" | grep -Eq "$2"; }
 # field LINE WORDS...: the number before WORDS in a statistics line.

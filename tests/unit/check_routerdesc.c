@@ -13,6 +13,7 @@
  * HTTP authorities on 127.0.0.1 inside the test's event loop.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1254,7 +1255,7 @@ START_TEST(test_publish)
   /* A changed field: a new descriptor, published later than the first,
    * goes to both. */
   rc.contact = "new contact";
-  conn_note_fd_exhausted(); /* goes in the next extra-info, to the hour */
+  conn_note_fd_exhausted(EMFILE); /* goes in the next extra-info, to the hour */
   ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
   run_until_ok(4, 10);
   {

@@ -57,6 +57,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
+#include "lib/string/str.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -179,16 +180,6 @@ exit_relay_known(const uint8_t *rsa_id, int *refuse_param, void *arg)
   return consensus_find(c, rsa_id) || (c2 && consensus_find(c2, rsa_id));
 }
 
-/* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
- * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
- * line when the policy or the resolver cannot be made. */
-/* Both unset, or the same path. */
-static int
-same_path(const char *a, const char *b)
-{
-  return a == b || (a && b && !strcmp(a, b));
-}
-
 /* GeoIPFile and GeoIPv6File: a new database with both (when set), which
  * replaces the running one only if every named file loads. strict: a
  * file that does not load fails (start-up); otherwise the old data stays
@@ -196,8 +187,8 @@ same_path(const char *a, const char *b)
 static int
 configure_geoip(const options_t *o, const options_t *old, int strict)
 {
-  if (old && same_path(o->geoip_file, old->geoip_file) &&
-      same_path(o->geoip_v6_file, old->geoip_v6_file))
+  if (old && str_eq_nullable(o->geoip_file, old->geoip_file) &&
+      str_eq_nullable(o->geoip_v6_file, old->geoip_v6_file))
     return 0;
   if (!o->geoip_file && !o->geoip_v6_file) {
     geoip_db_free(A.geoip);
@@ -250,6 +241,9 @@ configure_outbound_binds(const options_t *o)
   }
 }
 
+/* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
+ * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
+ * line when the policy or the resolver cannot be made. */
 static int
 configure_exit(const options_t *o)
 {
@@ -1703,11 +1697,7 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_dos();
   channels_init(loop, A.keys);
   circuits_init();
-  if (A.keys &&
-      cpuworker_init(loop, options_module(opts, &cpuworker_conf_module),
-                     command_create_finish, command_create_expired) < 0)
-    log_warn("Cannot start the circuit handshake workers; handshakes are "
-             "computed in the main thread");
+  /* The handshake workers start later: app_start_workers(). */
   /* Observers outlive circuits_init(); app_shutdown() removes it. */
   circuits_add_close_observer(log_circuit_close, NULL);
   apply_max_mem(opts);
@@ -1778,6 +1768,16 @@ app_start(evloop_t *loop, const options_t *opts)
   if (start_control(opts) < 0) /* ControlPort, MetricsPort */
     return -1;
   return 0;
+}
+
+void
+app_start_workers(const options_t *opts)
+{
+  if (A.keys &&
+      cpuworker_init(A.loop, options_module(opts, &cpuworker_conf_module),
+                     command_create_finish, command_create_expired) < 0)
+    log_warn("Cannot start the circuit handshake workers; handshakes are "
+             "computed in the main thread");
 }
 
 int

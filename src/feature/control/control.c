@@ -572,16 +572,17 @@ control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall)
              : 0;
 }
 
-/* A listener ran out of descriptors: STATUS_GENERAL WARN
- * TOO_MANY_CONNECTIONS CURRENT=<descriptors open> (control-spec 4.1.10),
- * once per episode (lib/net pauses accepting and reports the next one). */
+/* Out of descriptors (a listener's accept() or a new socket failed):
+ * STATUS_GENERAL WARN TOO_MANY_CONNECTIONS CURRENT=<descriptors open>
+ * (control-spec 4.1.10), once per episode (lib/net reports the next one
+ * after a descriptor was obtained again). */
 static void
 fds_exhausted_cb(int err, void *arg)
 {
   (void)err;
   (void)arg;
   if (!(all_events() & EVBIT(EV_STATUS_GENERAL)))
-    return; /* counting probes every descriptor: only for a listener */
+    return; /* counting probes every descriptor: only when asked for */
   char text[64];
   snprintf(text, sizeof(text), "TOO_MANY_CONNECTIONS CURRENT=%u",
            conn_count_open_fds());
@@ -2189,7 +2190,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
-  listener_set_exhausted_hook(fds_exhausted_cb, NULL);
+  conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -2235,7 +2236,7 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
-  listener_set_exhausted_hook(NULL, NULL);
+  conn_set_fd_exhausted_hook(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);

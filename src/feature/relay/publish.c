@@ -42,6 +42,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
+#include "lib/string/str.h"
 #include "lib/time/timefmt.h"
 
 #define USEC 1000000ULL
@@ -140,14 +141,6 @@ strv_free(char **v, int n)
 }
 
 static int
-str_eq(const char *a, const char *b)
-{
-  if (!a || !b)
-    return a == b;
-  return !strcmp(a, b);
-}
-
-static int
 strv_eq(const char *const *a, int na, const char *const *b, int nb)
 {
   if (na != nb)
@@ -163,18 +156,18 @@ strv_eq(const char *const *a, int na, const char *const *b, int nb)
 static int
 rc_same_content(const routerdesc_config_t *a, const routerdesc_config_t *b)
 {
-  return str_eq(a->nickname, b->nickname) &&
+  return str_eq_nullable(a->nickname, b->nickname) &&
          pc_addr_eq(&a->address, &b->address, 0) &&
          a->or_port == b->or_port &&
          a->ipv6_or.family == b->ipv6_or.family &&
          (a->ipv6_or.family != AF_INET6 ||
           pc_addr_eq(&a->ipv6_or, &b->ipv6_or, 1)) &&
-         str_eq(a->contact, b->contact) &&
+         str_eq_nullable(a->contact, b->contact) &&
          strv_eq(a->family, a->n_family, b->family, b->n_family) &&
          strv_eq(a->exit_policy, a->n_exit_policy, b->exit_policy,
                  b->n_exit_policy) &&
          a->bw_rate == b->bw_rate && a->bw_burst == b->bw_burst &&
-         str_eq(a->platform, b->platform) &&
+         str_eq_nullable(a->platform, b->platform) &&
          a->crosscert_lifetime_days == b->crosscert_lifetime_days &&
          a->tunnelled_dir_server == b->tunnelled_dir_server;
 }
