@@ -1151,13 +1151,47 @@ START_TEST(test_tor_option_names)
   ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
 
   /* In a torrc: one line naming the file and line, with advice. */
-  char *err = parse_bad("Nickname a\nORPort 9001\n\ndirport 9030\n", 0,
-                        NULL);
-  ck_assert_str_eq(err, "Option 'dirport' on line 4 of test.torrc: pctor "
-                        "does not support tor's option DirPort; pctor "
-                        "serves directory documents to clients through "
-                        "its ORPort (BEGIN_DIR) only; remove the line. "
+  char *err = parse_bad("Nickname a\nORPort 9001\n\ndirportfrontpage /x\n",
+                        0, NULL);
+  ck_assert_str_eq(err, "Option 'dirportfrontpage' on line 4 of test.torrc: "
+                        "pctor does not support tor's option "
+                        "DirPortFrontPage; pctor's DirPort serves directory "
+                        "documents only, no front page; remove the line. "
                         "Failing.");
+  free(err);
+  /* DirPort: tor's syntax and flags, the ORPort's rules. */
+  options_t *odp = parse_ok("ORPort 9001\nDirPort 9030\n"
+                            "DirPort [::1]:9031 NoAdvertise\n", 0, NULL);
+  ck_assert_int_eq(odp->dir_ports.n, 2);
+  ck_assert_int_eq(odp->dir_ports.addrs[0].family, AF_INET);
+  ck_assert_int_eq(odp->dir_ports.addrs[0].port, 9030);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 9030);
+  options_free(odp);
+  odp = parse_ok("ORPort 9001\nDirPort 127.0.0.1:9030 NoAdvertise\n"
+                 "DirPort 192.0.2.1:80 NoListen\n", 0, NULL);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 80);
+  options_free(odp);
+  odp = parse_ok("ORPort 9001\nDirPort 9030 NoAdvertise\n", 0, NULL);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 0);
+  options_free(odp);
+  err = parse_bad("ORPort 9001\nDirPort 9030 Bogus\n", 0, NULL);
+  assert_has(err, "'Bogus' is not a DirPort flag");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 9030\nDirPort 9031\n", 0, NULL);
+  assert_has(err, "there is already a listening IPv4 DirPort (on line 2");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 0\nDirPort 9031\n", 0, NULL);
+  assert_has(err, "'DirPort 0' (no DirPort) cannot be combined");
+  free(err);
+  err = parse_bad("DirPort 9030\n", 0, NULL);
+  assert_has(err, "DirPort");
+  assert_has(err, "needs an ORPort");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirCache 0\nDirPort 9030\n", 0, NULL);
+  assert_has(err, "needs DirCache 1");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 70000\n", 0, NULL);
+  assert_has(err, "DirPort");
   free(err);
   /* The DoS* options are implemented (core/or/dos_options). */
   options_t *od = parse_ok("DoSCircuitCreationEnabled 1\n"

@@ -35,6 +35,7 @@
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
 #include "feature/dircache/dirdocs.h"
+#include "feature/dircache/dirport.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/geoip/geoip.h"
@@ -457,6 +458,7 @@ configure_publishing(const options_t *o)
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
+  rc.dir_port = options_dirport_advertised(o);
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
@@ -1756,6 +1758,19 @@ app_start(evloop_t *loop, const options_t *opts)
     }
     log_notice("Opened ORPort on %s", a);
   }
+  for (int i = 0; i < opts->dir_ports.n; i++) {
+    char a[PC_ADDR_STR_LEN], *why = NULL;
+    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
+      log_notice("Advertising DirPort %s without listening on it "
+                 "(NoListen)", a);
+    else if (dirport_listen(loop, &opts->dir_ports.addrs[i], NULL,
+                            &why) < 0) {
+      log_err("%s", why);
+      free(why);
+      return -1;
+    }
+  }
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)
@@ -2004,6 +2019,7 @@ app_shutdown(void)
     conflux_exit_shutdown();
     exit_shutdown();
     measureme_shutdown();
+    dirport_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
     /* Directory fetches in flight may use circuits (BEGIN_DIR to a
