@@ -123,6 +123,7 @@ START_TEST(test_defaults)
   ck_assert_ptr_null(o->user);
   ck_assert_int_eq(o->testing_tor_network, 0);
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  ck_assert_int_eq(o->assume_reachable, 0); /* tor's default */
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
   /* MeasureMe is off unless the operator turns it on. */
@@ -547,6 +548,8 @@ START_TEST(test_testing_network)
   options_t *o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->testing_tor_network, 1);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  /* Test networks publish at once unless AssumeReachable 0 is set. */
+  ck_assert_int_eq(o->assume_reachable, 1);
   /* Nothing else changes. */
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
@@ -554,6 +557,10 @@ START_TEST(test_testing_network)
   o = parse_ok("TestingTorNetwork 1\nExtendAllowPrivateAddresses 0\n"
                AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\nAssumeReachable 0\n" AUTH_LINE, 0,
+               NULL);
+  ck_assert_int_eq(o->assume_reachable, 0);
   options_free(o);
   o = parse_ok("ExtendAllowPrivateAddresses 1\n", 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
@@ -710,6 +717,7 @@ START_TEST(test_reload_keeps_non_reloadable)
   ck_assert_int_eq(new_opts->testing_tor_network, 0);
   /* ...and the default that depends on it follows. */
   ck_assert_int_eq(new_opts->extend_allow_private_addresses, 0);
+  ck_assert_int_eq(new_opts->assume_reachable, 0);
   /* Reloadable options take their new values. */
   ck_assert_str_eq(new_opts->nickname, "New");
   ck_assert_int_eq(new_opts->onion_key_rotation_days, 21);

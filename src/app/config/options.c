@@ -894,14 +894,23 @@ static const conf_var_t app_vars[] = {
    "RelayBandwidthRate (when set) and MaxAdvertisedBandwidth; its burst "
    "the smaller of BandwidthBurst and RelayBandwidthBurst (when set).",
    NULL},
-  {"AssumeReachable", CONF_TYPE_BOOL, "0|1", "0", "0",
+  {"AssumeReachable", CONF_TYPE_BOOL, "0|1", NULL,
+   "0 (1 with TestingTorNetwork 1)",
    1, 0, 0, OFF(assume_reachable),
-   "Accepted for compatibility with tor's torrc. pctor does not test "
-   "whether its ORPort is reachable from outside before publishing, so "
-   "it always behaves as tor does with AssumeReachable 1: it publishes "
-   "right after start-up and leaves the reachability test to the "
-   "authorities, which list the relay as Running only once they reached "
-   "it.", NULL},
+   "If 0, as in tor, a relay first tests that its advertised IPv4 "
+   "ORPort is reachable from outside -- a circuit through a relay of "
+   "the consensus back to itself at that address and port -- and "
+   "uploads its descriptor only once that worked (\"Self-testing "
+   "indicates your ORPort ... is reachable from the outside. "
+   "Excellent.\"); attempts are made every minute (5 seconds with "
+   "TestingTorNetwork) and a warning is logged after 20 minutes "
+   "(30 seconds with TestingTorNetwork) without success, and as often "
+   "again while it lasts. If 1, the descriptor is uploaded at once. "
+   "Unlike tor 0.4.4 and later, TestingTorNetwork 1 makes 1 the "
+   "default, so private test networks publish at once; set "
+   "AssumeReachable 0 explicitly to test there. The DirPort and IPv6 "
+   "ORPorts are not tested (tor 0.4.9 does not test a DirPort either).",
+   NULL},
   {"ExitRelay", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
    1, 0, 0, OFF(exit_relay),
    "auto (tor's default) is 1 when there is an ExitPolicy line and 0 "
@@ -1664,6 +1673,8 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
 
   if (!options_is_set(o, "ExtendAllowPrivateAddresses"))
     o->extend_allow_private_addresses = o->testing_tor_network;
+  if (!options_is_set(o, "AssumeReachable"))
+    o->assume_reachable = o->testing_tor_network;
 
   /* OutboundBindAddress*: one address per family each, as tor. */
   static const char *const outbound_names[3] = {
@@ -2178,6 +2189,8 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   /* A default that depends on a kept option follows the kept value. */
   if (!options_is_set(new_opts, "ExtendAllowPrivateAddresses"))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
+  if (!options_is_set(new_opts, "AssumeReachable"))
+    new_opts->assume_reachable = new_opts->testing_tor_network;
   return kept;
 }
 

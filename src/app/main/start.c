@@ -48,6 +48,7 @@
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
+#include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/encoding/base16.h"
@@ -84,6 +85,8 @@ static struct {
   statefile_t *state;           /* DataDirectory/state (tor's format) */
   evloop_timer_t *key_timer;
   publish_t *pub;
+  selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
+  const options_t *pub_opts;    /* what configure_publishing last used */
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
@@ -410,6 +413,46 @@ upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
   free(text);
 }
 
+static int configure_publishing(const options_t *o);
+
+static const dir_nodelist_t *
+selftest_nodelist(void *arg)
+{
+  (void)arg;
+  return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
+}
+
+/* The self-test confirmed the ORPort: upload the descriptor now. */
+static void
+selftest_reachable(void *arg)
+{
+  (void)arg;
+  if (A.pub_opts)
+    configure_publishing(A.pub_opts);
+}
+
+/* AssumeReachable 0: test the advertised ORPort (self, IPv4) before
+ * uploading. Returns 1 while the upload must wait for the test. */
+static int
+reachability_hold(const options_t *o, const pc_addr_t *self)
+{
+  if (o->assume_reachable) {
+    selftest_free(A.selftest);
+    return 0;
+  }
+  if (!A.selftest) {
+    selftest_config_t sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.keys = A.keys;
+    sc.testing = o->testing_tor_network;
+    sc.nodelist = selftest_nodelist;
+    sc.reachable = selftest_reachable;
+    A.selftest = selftest_new(A.loop, &sc);
+  }
+  selftest_set_address(A.selftest, self);
+  return !selftest_is_reachable(A.selftest);
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -422,6 +465,7 @@ configure_publishing(const options_t *o)
   char *err = NULL;
   int n = 0, r = -1;
 
+  A.pub_opts = o;
   memset(&rc, 0, sizeof(rc));
   memset(&pp, 0, sizeof(pp));
   rc.ipv6_or.family = AF_UNSPEC;
@@ -467,6 +511,9 @@ configure_publishing(const options_t *o)
   pp.auths = auths;
   pp.n_auths = n;
   pp.enabled = o->publish_server_descriptor;
+  pc_addr_t self = rc.address;
+  self.port = rc.or_port;
+  pp.hold = reachability_hold(o, &self);
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
@@ -2013,6 +2060,8 @@ app_shutdown(void)
 {
   shutdown_control(); /* ControlPort, MetricsPort: first, while the
                        * circuits they observe still exist */
+  selftest_free(A.selftest); /* its test circuit, while circuits exist */
+  A.pub_opts = NULL;
   if (A.started) {
     if (A.client_started)
       client_shutdown();
