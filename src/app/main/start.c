@@ -422,11 +422,17 @@ selftest_nodelist(void *arg)
   return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
 }
 
-/* The self-test confirmed the ORPort: upload the descriptor now. */
+/* The self-test confirmed the ORPort: upload the descriptor now, and
+ * tell controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
 static void
 selftest_reachable(void *arg)
 {
   (void)arg;
+  char a[PC_ADDR_STR_LEN], *text;
+  pc_addr_fmt(selftest_address(A.selftest), a, sizeof(a), 1);
+  text = pc_asprintf("REACHABILITY_SUCCEEDED ORADDRESS=%s", a);
+  control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
+  free(text);
   if (A.pub_opts)
     configure_publishing(A.pub_opts);
 }

@@ -254,6 +254,12 @@ selftest_is_reachable(const selftest_t *st)
   return st && st->reachable;
 }
 
+const pc_addr_t *
+selftest_address(const selftest_t *st)
+{
+  return &st->addr;
+}
+
 void
 selftest_get_stats(const selftest_t *st, selftest_stats_t *out)
 {

@@ -57,6 +57,9 @@ selftest_t *selftest_new(evloop_t *loop, const selftest_config_t *cfg);
  * starts the test again (it was not confirmed for this one). */
 void selftest_set_address(selftest_t *st, const pc_addr_t *orport);
 int selftest_is_reachable(const selftest_t *st);
+/* The address being tested (family AF_UNSPEC before the first
+ * selftest_set_address()). */
+const pc_addr_t *selftest_address(const selftest_t *st);
 /* Counters, for tests. */
 typedef struct selftest_stats_t {
   unsigned n_attempts, n_failed, n_complaints;
