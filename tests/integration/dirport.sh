@@ -4,7 +4,8 @@
 # descriptor's router line, a tor 0.4.9 authority lists it in the
 # consensus, and plain HTTP clients (curl) fetch the directory from it.
 #
-# One tor authority and one pctor relay p1 with "DirPort 127.0.0.1:PORT".
+# One tor authority and one pctor relay p1 with "DirPort 127.0.0.1:PORT"
+# and a DirPortFrontPage.
 # Once the consensus lists p1 as Running and Valid:
 #   1. the authority's ns consensus has p1's "r" line with PORT as its
 #      DirPort field, and p1's own descriptor (/tor/server/authority, from
@@ -12,7 +13,8 @@
 #   2. curl fetches /tor/status-vote/current/consensus (and the microdesc
 #      flavour) from the DirPort: a consensus that lists p1, the same
 #      document p1 cached; ".z" gives the deflate-encoded form, which
-#      decodes to the same bytes; a missing document is 404;
+#      decodes to the same bytes; a missing document is 404; "/" is the
+#      DirPortFrontPage file, as text/html;
 #   3. bad requests are answered as the man page says: a non-GET 400; a
 #      request that never ends is answered 408 and closed within the
 #      request timeout (10 s), not kept open.
@@ -36,10 +38,12 @@ auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 read -r node port dport _ < <(it_privnet reserve "$net" --role pctor \
     --nickname p1) || it_fail "reserve failed"
 d=$net/$node
+printf '<html><body>This is a pctor test relay.</body></html>\n' > "$d/front.html"
 cat > "$d/torrc" <<EOT
 DataDirectory $d/data
 ORPort 127.0.0.1:$port
 DirPort 127.0.0.1:$dport
+DirPortFrontPage $d/front.html
 Address 127.0.0.1
 Nickname p1
 Log info file $d/info.log
@@ -112,6 +116,10 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$dp
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST -d x \
     "http://127.0.0.1:$dport/tor/")
 [ "$code" = 400 ] || it_fail "a POST gave $code, not 400"
+hdr=$(curl -s -D - -o "$d/front.got" --max-time 5 "http://127.0.0.1:$dport/")
+echo "$hdr" | grep -qi '^Content-Type: text/html' ||
+    it_fail "the front page is not text/html: $hdr"
+cmp -s "$d/front.got" "$d/front.html" || it_fail "/ is not the DirPortFrontPage file"
 it_log "curl: consensus $(wc -c < "$d/cons") bytes, .z $(wc -c < "$d/cons.z") bytes, microdesc consensus $(wc -c < "$d/cons-md") bytes"
 
 # --- 3. a request that never ends -----------------------------------------

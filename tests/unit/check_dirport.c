@@ -10,7 +10,8 @@
  * and the connection closed; a slowloris client (partial request, then a
  * byte now and then) answered 408 and closed at the request deadline, not
  * later; a reader that stops reading closed after the idle timeout; the
- * per-address connection limit; and that the memory counted under
+ * per-address connection limit; the DirPortFrontPage at "/" as text/html;
+ * and that the memory counted under
  * MEMACCT_DIRCACHE goes back to where it was. */
 #include <check.h>
 #include <errno.h>
@@ -351,6 +352,36 @@ START_TEST(test_per_address_limit)
 }
 END_TEST
 
+START_TEST(test_front_page)
+{
+  char path[] = "/tmp/pctor-check-dirport.XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  static const char html[] = "<html><body>This is a Tor relay.</body>"
+                             "</html>\n";
+  ck_assert_int_eq(write(fd, html, sizeof(html) - 1),
+                   (ssize_t)(sizeof(html) - 1));
+  close(fd);
+  char *err = NULL;
+  ck_assert_int_eq(dirport_set_front_page(path, &err), 0);
+  static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  size_t n;
+  uint8_t *a = fetch(req, sizeof(req) - 1, &n);
+  ck_assert_msg(!strncmp((char *)a, "HTTP/1.0 200 OK\r\n"
+                                    "Content-Type: text/html\r\n", 41),
+                "%s", a);
+  ck_assert_str_eq((char *)a + n - (sizeof(html) - 1), html);
+  free(a);
+  /* Other paths keep their documents and types. */
+  static const char other[] = "GET /index.html HTTP/1.0\r\n\r\n";
+  assert_status(other, sizeof(other) - 1, "HTTP/1.0 404");
+  unlink(path);
+  ck_assert_int_eq(dirport_set_front_page(path, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "cannot be read: No such file"));
+  free(err);
+}
+END_TEST
+
 START_TEST(test_bind_error)
 {
   char *err = NULL;
@@ -373,6 +404,7 @@ suite_dirport(void)
   tcase_add_test(tc, test_slowloris);
   tcase_add_test(tc, test_reader_stalls);
   tcase_add_test(tc, test_per_address_limit);
+  tcase_add_test(tc, test_front_page);
   tcase_add_test(tc, test_bind_error);
   suite_add_tcase(s, tc);
   return s;

@@ -1159,12 +1159,11 @@ START_TEST(test_tor_option_names)
   ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
 
   /* In a torrc: one line naming the file and line, with advice. */
-  char *err = parse_bad("Nickname a\nORPort 9001\n\ndirportfrontpage /x\n",
+  char *err = parse_bad("Nickname a\nORPort 9001\n\nhiddenservicedir /x\n",
                         0, NULL);
-  ck_assert_str_eq(err, "Option 'dirportfrontpage' on line 4 of test.torrc: "
+  ck_assert_str_eq(err, "Option 'hiddenservicedir' on line 4 of test.torrc: "
                         "pctor does not support tor's option "
-                        "DirPortFrontPage; pctor's DirPort serves directory "
-                        "documents only, no front page; remove the line. "
+                        "HiddenServiceDir; pctor has no onion services. "
                         "Failing.");
   free(err);
   /* DirPort: tor's syntax and flags, the ORPort's rules. */

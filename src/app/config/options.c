@@ -713,6 +713,14 @@ static const conf_var_t app_vars[] = {
    "whole within 10 seconds (else 408) and be at most 8192 bytes (else "
    "400); a client that reads nothing for 60 seconds is disconnected. "
    "Needs an ORPort and DirCache 1.", &dirport_type},
+  {"DirPortFrontPage", CONF_TYPE_PATH, "FILE", NULL, "unset",
+   0, 0, 0, OFF(dir_port_front_page),
+   "Serve FILE (HTML, at most 1 MiB, read at start-up) at \"/\" on the "
+   "DirPort, as tor does, so that people who wonder what this address "
+   "is can read about it (tor's contrib/operator-tools/"
+   "tor-exit-notice.html is an example). Without a DirPort it has no "
+   "effect (a warning says so); a file that cannot be read is a warning "
+   "too, and the DirPort then serves no front page.", NULL},
   {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
    "unset (pctor guesses its address)",
    1, 0, 0, OFF(address),
@@ -1439,8 +1447,6 @@ static const struct {
   const char *name;
   const char *advice;
 } tor_advice[] = {
-  {"DirPortFrontPage", "pctor's DirPort serves directory documents only, "
-   "no front page; remove the line"},
   {"Accounting*", "pctor has no accounting or hibernation yet; limit the "
    "relay with BandwidthRate and RelayBandwidthRate"},
   {"Control*", "pctor's control port is set up with ControlPort, "

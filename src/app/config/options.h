@@ -61,6 +61,7 @@ typedef struct options_t {
   char *data_directory;          /* DataDirectory: absolute path */
   options_ports_t or_ports;      /* ORPort */
   options_ports_t dir_ports;     /* DirPort (same rules as ORPort) */
+  char *dir_port_front_page;     /* DirPortFrontPage: NULL if unset */
   char *address;                 /* Address: NULL if unset */
   pc_addr_t address_ip;          /* Address if it is an IP literal, else
                                   * family AF_UNSPEC */

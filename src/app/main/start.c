@@ -1824,6 +1824,16 @@ app_start(evloop_t *loop, const options_t *opts)
       return -1;
     }
   }
+  if (opts->dir_port_front_page) {
+    char *why = NULL;
+    if (opts->dir_ports.n == 0)
+      log_warn("DirPortFrontPage is set but there is no DirPort: serving "
+               "no front page");
+    else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
+      log_warn("%s; serving no front page", why);
+      free(why);
+    }
+  }
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)

@@ -61,6 +61,7 @@ struct dircache_doc_t {
   uint8_t *z[COMPRESS_N_METHODS]; /* compressed forms, made on first use */
   size_t zlen[COMPRESS_N_METHODS];
   int zfailed[COMPRESS_N_METHODS];
+  const char *ctype;    /* Content-Type (a static string) */
 };
 
 static struct {
@@ -87,6 +88,7 @@ dircache_doc_new(uint8_t *body, size_t len, int shared)
   d->shared = shared;
   d->body = body;
   d->len = len;
+  d->ctype = "text/plain";
   docs_alive.n++;
   docs_alive.bytes += sizeof(*d) + len;
   if (!shared)
@@ -138,6 +140,12 @@ dircache_doc_retire(dircache_doc_t *d)
     memacct_add(MEMACCT_DIRCACHE, dircache_doc_mem(d));
   d->retired = 1;
   dircache_doc_unref(d);
+}
+
+void
+dircache_doc_set_content_type(dircache_doc_t *d, const char *ctype)
+{
+  d->ctype = ctype;
 }
 
 size_t
@@ -280,14 +288,21 @@ answer_clear(answer_t *a)
 }
 
 static void
+answer_status_type(answer_t *a, const char *status, const char *ctype,
+                   const char *encoding, size_t blen)
+{
+  a->hdr = pc_asprintf("HTTP/1.0 %s\r\nContent-Type: %s\r\n"
+                       "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+                       status, ctype, encoding, blen);
+  a->hdr_len = strlen(a->hdr);
+  memacct_add(MEMACCT_DIRCACHE, a->hdr_len);
+}
+
+static void
 answer_status(answer_t *a, const char *status, const char *encoding,
               size_t blen)
 {
-  a->hdr = pc_asprintf("HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
-                       "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
-                       status, encoding, blen);
-  a->hdr_len = strlen(a->hdr);
-  memacct_add(MEMACCT_DIRCACHE, a->hdr_len);
+  answer_status_type(a, status, "text/plain", encoding, blen);
 }
 
 /* The value of header name in the request (case-insensitive name), or
@@ -390,7 +405,8 @@ answer_request(const char *req, answer_t *a)
   log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
            doc->len, compress_method_name(m), a->body_len);
   a->doc = doc;
-  answer_status(a, "200 OK", compress_method_name(m), a->body_len);
+  answer_status_type(a, "200 OK", doc->ctype, compress_method_name(m),
+                     a->body_len);
 }
 
 uint8_t *

@@ -62,6 +62,9 @@ void dircache_doc_unref(dircache_doc_t *d);
  * it: from now on the streams holding d are charged for it. Drops the
  * reference. Accepts NULL. */
 void dircache_doc_retire(dircache_doc_t *d);
+/* Answer d with this Content-Type (a static string) instead of
+ * text/plain. */
+void dircache_doc_set_content_type(dircache_doc_t *d, const char *ctype);
 size_t dircache_doc_len(const dircache_doc_t *d);
 /* Body plus every compressed form made so far. */
 size_t dircache_doc_mem(const dircache_doc_t *d);

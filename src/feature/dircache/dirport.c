@@ -18,11 +18,13 @@
  */
 #include "feature/dircache/dirport.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "feature/dircache/dircache.h"
+#include "lib/fs/files.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
@@ -43,6 +45,7 @@ static struct {
   dpconn_t *conns;
   uint64_t request_usec, idle_usec;
   dirport_stats_t st;
+  dircache_doc_t *front_page;
 } D;
 
 static uint64_t
@@ -243,9 +246,40 @@ dirport_listen(evloop_t *loop, const pc_addr_t *addr, pc_addr_t *bound,
   return 0;
 }
 
+static dircache_doc_t *
+front_page(const char *path, void *arg)
+{
+  (void)path;
+  (void)arg;
+  return D.front_page ? dircache_doc_ref(D.front_page) : NULL;
+}
+
+int
+dirport_set_front_page(const char *path, char **err_out)
+{
+  uint8_t *data = NULL;
+  size_t len = 0;
+  int r = fs_read_file(path, DIRPORT_FRONT_PAGE_MAX, &data, &len);
+  if (r < 0) {
+    *err_out = pc_asprintf("DirPortFrontPage file '%s' cannot be read: %s",
+                           path, r == -EFBIG ? "larger than 1 MiB"
+                                             : strerror(-r));
+    return -1;
+  }
+  dircache_doc_retire(D.front_page);
+  D.front_page = dircache_doc_new(data, len, 1);
+  dircache_doc_set_content_type(D.front_page, "text/html");
+  dircache_register("/", front_page, NULL);
+  log_notice("Serving %s (%zu bytes) as the DirPort's front page", path,
+             len);
+  return 0;
+}
+
 void
 dirport_shutdown(void)
 {
+  dircache_doc_retire(D.front_page);
+  D.front_page = NULL;
   while (D.conns)
     dpconn_free(D.conns, 0);
   for (int i = 0; i < D.n_l; i++)

@@ -39,7 +39,12 @@
  * allocated). bound (may be NULL) gets the address bound. */
 int dirport_listen(evloop_t *loop, const pc_addr_t *addr, pc_addr_t *bound,
                    char **err_out);
-/* Close every listener and connection. */
+/* DirPortFrontPage: serve the file at path (at most
+ * DIRPORT_FRONT_PAGE_MAX bytes, read now) as text/html at "/". 0, or -1
+ * with *err_out set (newly allocated). */
+#define DIRPORT_FRONT_PAGE_MAX (1024 * 1024)
+int dirport_set_front_page(const char *path, char **err_out);
+/* Close every listener and connection; forget the front page. */
 void dirport_shutdown(void);
 /* Tests: other timeouts (0 keeps the default). */
 void dirport_set_timeouts_for_testing(uint64_t request_usec,
