@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* dircache.h -- answering directory requests tunnelled over BEGIN_DIR.
+/* dircache.h -- answering directory requests tunnelled over BEGIN_DIR
+ * (and, through the same dircache_request_t, on the DirPort: dirport.h).
  *
  * A relay that advertises `tunnelled-dir-server` accepts BEGIN_DIR streams
  * and answers HTTP/1.0 GET requests on them. Documents come from providers

@@ -205,7 +205,7 @@ tick_cb(void *arg)
              pc_addr_fmt(&st->addr, a, sizeof(a), 1));
   }
   attempt(st);
-  if (!evloop_timer_is_pending(st->tick))
+  if (!st->reachable && !evloop_timer_is_pending(st->tick))
     evloop_timer_schedule_periodic(st->tick,
                                    (uint64_t)interval_secs(st) * 1000000);
 }
