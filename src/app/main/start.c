@@ -35,6 +35,7 @@
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
 #include "feature/dircache/dirdocs.h"
+#include "feature/dircache/dirport.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/geoip/geoip.h"
@@ -47,6 +48,7 @@
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
+#include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/encoding/base16.h"
@@ -84,6 +86,8 @@ static struct {
   statefile_t *state;           /* DataDirectory/state (tor's format) */
   evloop_timer_t *key_timer;
   publish_t *pub;
+  selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
+  const options_t *pub_opts;    /* what configure_publishing last used */
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
@@ -403,6 +407,52 @@ upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
   free(text);
 }
 
+static int configure_publishing(const options_t *o);
+
+static const dir_nodelist_t *
+selftest_nodelist(void *arg)
+{
+  (void)arg;
+  return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
+}
+
+/* The self-test confirmed the ORPort: upload the descriptor now, and
+ * tell controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
+static void
+selftest_reachable(void *arg)
+{
+  (void)arg;
+  char a[PC_ADDR_STR_LEN], *text;
+  pc_addr_fmt(selftest_address(A.selftest), a, sizeof(a), 1);
+  text = pc_asprintf("REACHABILITY_SUCCEEDED ORADDRESS=%s", a);
+  control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
+  free(text);
+  if (A.pub_opts)
+    configure_publishing(A.pub_opts);
+}
+
+/* AssumeReachable 0: test the advertised ORPort (self, IPv4) before
+ * uploading. Returns 1 while the upload must wait for the test. */
+static int
+reachability_hold(const options_t *o, const pc_addr_t *self)
+{
+  if (o->assume_reachable) {
+    selftest_free(A.selftest);
+    return 0;
+  }
+  if (!A.selftest) {
+    selftest_config_t sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.keys = A.keys;
+    sc.testing = o->testing_tor_network;
+    sc.nodelist = selftest_nodelist;
+    sc.reachable = selftest_reachable;
+    A.selftest = selftest_new(A.loop, &sc);
+  }
+  selftest_set_address(A.selftest, self);
+  return !selftest_is_reachable(A.selftest);
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -415,6 +465,7 @@ configure_publishing(const options_t *o)
   char *err = NULL;
   int n = 0, r = -1;
 
+  A.pub_opts = o;
   memset(&rc, 0, sizeof(rc));
   memset(&pp, 0, sizeof(pp));
   rc.ipv6_or.family = AF_UNSPEC;
@@ -451,6 +502,7 @@ configure_publishing(const options_t *o)
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
+  rc.dir_port = options_dirport_advertised(o);
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
@@ -459,6 +511,9 @@ configure_publishing(const options_t *o)
   pp.auths = auths;
   pp.n_auths = n;
   pp.enabled = o->publish_server_descriptor;
+  pc_addr_t self = rc.address;
+  self.port = rc.or_port;
+  pp.hold = reachability_hold(o, &self);
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
@@ -1747,6 +1802,29 @@ app_start(evloop_t *loop, const options_t *opts)
     }
     log_notice("Opened ORPort on %s", a);
   }
+  for (int i = 0; i < opts->dir_ports.n; i++) {
+    char a[PC_ADDR_STR_LEN], *why = NULL;
+    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
+      log_notice("Advertising DirPort %s without listening on it "
+                 "(NoListen)", a);
+    else if (dirport_listen(loop, &opts->dir_ports.addrs[i], NULL,
+                            &why) < 0) {
+      log_err("%s", why);
+      free(why);
+      return -1;
+    }
+  }
+  if (opts->dir_port_front_page) {
+    char *why = NULL;
+    if (opts->dir_ports.n == 0)
+      log_warn("DirPortFrontPage is set but there is no DirPort: serving "
+               "no front page");
+    else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
+      log_warn("%s; serving no front page", why);
+      free(why);
+    }
+  }
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)
@@ -2000,12 +2078,15 @@ app_shutdown(void)
 {
   shutdown_control(); /* ControlPort, MetricsPort: first, while the
                        * circuits they observe still exist */
+  selftest_free(A.selftest); /* its test circuit, while circuits exist */
+  A.pub_opts = NULL;
   if (A.started) {
     if (A.client_started)
       client_shutdown();
     conflux_exit_shutdown();
     exit_shutdown();
     measureme_shutdown();
+    dirport_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
     /* Directory fetches in flight may use circuits (BEGIN_DIR to a

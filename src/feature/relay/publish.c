@@ -85,6 +85,7 @@ struct publish_t {
   char *nickname, *contact, *platform;
   char **family, **policy;
   int enabled, testing, publishable;
+  int hold; /* waiting for the reachability self-test */
   publish_traffic_fn traffic;
   publish_upload_fn on_upload;
   void *on_upload_arg;
@@ -709,7 +710,7 @@ retry_cb(void *arg)
 static void
 kick_uploads(publish_t *p)
 {
-  if (!p->enabled || !p->publishable || !p->desc)
+  if (!p->enabled || p->hold || !p->publishable || !p->desc)
     return;
   for (int i = 0; i < p->n_auths; i++) {
     auth_state_t *a = &p->auths[i];
@@ -811,7 +812,7 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   int first = !p->have_config;
   int content_changed = first || !rc_same_content(&p->rc, rc);
   int auths_changed = !auths_same(p, pp->auths, pp->n_auths);
-  int was_enabled = p->enabled && p->publishable;
+  int was_enabled = p->enabled && !p->hold && p->publishable;
   int was_publishable = p->publishable, had_enabled = p->enabled;
   if (content_changed)
     config_set(p, rc);
@@ -819,6 +820,7 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
     auths_set(p, pp->auths, pp->n_auths);
   p->have_config = 1;
   p->enabled = pp->enabled;
+  p->hold = pp->hold;
   p->testing = pp->testing;
   p->traffic = pp->traffic;
   p->on_upload = pp->on_upload;
