@@ -997,7 +997,7 @@ START_TEST(test_typed_values)
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   ck_assert_int_eq(co->enabled, -1);
   ck_assert_int_eq(co->client_ux, CFX_UX_HIGH_THROUGHPUT);
-  ck_assert_int_eq(co->max_ooo, 10000);
+  ck_assert_int_eq(co->max_ooo, 32768);
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   ck_assert_int_eq(mo->enabled, 0); /* off unless the operator enables it */
   ck_assert_int_eq(mo->hops, 0);
