@@ -1441,15 +1441,11 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
     free(path);
     return;
   }
-  if (circ != 0) {
-    reply(cc, 552, "Extending an existing circuit is not supported yet by "
-                   "pctor; build a new one with EXTENDCIRCUIT 0 PATH");
-    free(path);
-    return;
-  }
   if (!path) {
-    reply(cc, 552, "pctor needs the path: EXTENDCIRCUIT 0 "
-                   "RELAY[,RELAY...]");
+    reply(cc, 552, circ ? "EXTENDCIRCUIT needs the relays to add: "
+                          "EXTENDCIRCUIT ID RELAY[,RELAY...]"
+                        : "pctor needs the path: EXTENDCIRCUIT 0 "
+                          "RELAY[,RELAY...]");
     return;
   }
   const char *hops[CIRCUIT_MAX_HOPS + 1];
@@ -1459,8 +1455,9 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
        h = strtok_r(NULL, ",", &save))
     if (n <= CIRCUIT_MAX_HOPS)
       hops[n++] = h;
-  uint64_t gid = 0;
-  int code = client_ctl_extend(hops, n, &gid, &err);
+  uint64_t gid = circ;
+  int code = circ ? client_ctl_extend_existing(circ, hops, n, &err)
+                  : client_ctl_extend(hops, n, &gid, &err);
   if (code)
     replyf(cc, 552, "%s", err); /* stem expects 552 for every failure */
   else
@@ -1511,18 +1508,20 @@ cmd_attachstream(ctl_conn_t *cc, const char *args)
   char *sid = control_proto_next_arg(&p);
   char *cid = control_proto_next_arg(&p);
   char *hop = control_proto_next_arg(&p);
-  uint64_t stream = 0, circ = 0;
+  uint64_t stream = 0, circ = 0, hopnum = 0;
   char *err = NULL;
   int code = need_id(sid, "stream", &stream, &err);
   if (!code)
     code = need_id(cid, "circuit", &circ, &err);
-  if (!code && hop) {
-    err = pc_strdup("HOP= is not supported yet by pctor: streams leave "
-                    "from the circuit's last hop");
+  /* [SP "HOP=" HopNum] (control-spec 3.13), 1-based. */
+  if (!code && hop &&
+      (strncasecmp(hop, "HOP=", 4) || !parse_id(hop + 4, &hopnum) ||
+       hopnum < 1 || hopnum > CIRCUIT_MAX_HOPS)) {
+    err = pc_asprintf("Bad value \"%s\"", hop);
     code = 552;
   }
   if (!code)
-    code = client_ctl_attach_stream(stream, circ, &err);
+    code = client_ctl_attach_stream(stream, circ, (int)hopnum, &err);
   reply_result(cc, code, err);
   free(sid);
   free(cid);
