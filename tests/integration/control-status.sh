@@ -133,7 +133,11 @@ while not ("CONSENSUS" in seen and "OR" in seen):
     # A circuit through a pctor relay c3 has no link to yet opens one.
     if "OR" not in seen:
         linked = set(re.findall(r"\$([0-9A-F]{40})", c.get_info("orconn-status")))
-        for r in c.get_network_statuses():
+        try:
+            relays = list(c.get_network_statuses())
+        except stem.DescriptorUnavailable:
+            relays = []  # no consensus yet
+        for r in relays:
             if r.nickname in ("g1", "g2") and r.fingerprint not in linked | tried:
                 tried.add(r.fingerprint)
                 try:
