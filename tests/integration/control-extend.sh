@@ -19,6 +19,8 @@
 #     left at hop 2;
 #   - a second circuit, EXTENDCIRCUIT 0 g1,x2 then EXTENDCIRCUIT <id> x3,
 #     carries a stream attached without HOP= out of x3 (x3's counter grows);
+#   - EXTENDCIRCUIT on a circuit right after EXTENDCIRCUIT 0 (still being
+#     built, most likely) ends with the three hops;
 #   - refused: HOP=1, a hop beyond the circuit, a malformed HOP=, a
 #     stream leaving at another hop of a circuit that already carried
 #     streams, extending a circuit that carried streams, an unknown circuit.
@@ -163,6 +165,20 @@ time.sleep(0.5)
 d3, dl3 = read(x3) - r3, exit_lines(os.environ["LOG3"]) - l3
 assert d3 >= 2 * 1024 * 1024 and dl3 == 1, (d3, dl3)
 print("circuit %s extended to 3 hops, stream without HOP=: x3 read +%d, %d exit stream" % (cid2, d3, dl3))
+# 5. Extended at once, most likely while its first hop is still being
+# built: the same three hops in the end.
+# (Not stem's await_build here: the one-hop BUILT may arrive after the
+# second command and would end its wait.)
+cid3 = c.extend_circuit("0", [fpg])
+c.extend_circuit(cid3, [fp2, fp3])
+deadline = time.time() + 60
+while not any(e.id == cid3 and e.status == "BUILT" and len(e.path) == 3 for e in circ):
+    assert time.time() < deadline, [str(e) for e in circ if e.id == cid3]
+    time.sleep(0.1)
+assert path(c.get_circuit(cid3)) == [fpg, fp2, fp3], c.get_circuit(cid3)
+built = [path(e) for e in circ if e.id == cid3 and e.status == "BUILT"]
+print("circuit %s extended right after EXTENDCIRCUIT 0: BUILT events with %s hops"
+      % (cid3, [len(p) for p in built]))
 c.set_conf("__LeaveStreamsUnattached", "0")
 EOF
 it_pctor_alive_quiet "$net" g1 x2 x3 c
