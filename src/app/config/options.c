@@ -1824,8 +1824,10 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   o->address_ip.family = AF_UNSPEC;
   if (o->address) {
     char *e = NULL;
-    if (check_host(o->address, &o->address_ip, &e) < 0)
-      free(e); /* cannot happen: checked when assigned */
+    if (check_host(o->address, &o->address_ip, &e) < 0) {
+      log_bug("Address refused after it was checked: %s", e);
+      free(e);
+    }
   }
 
   /* The modules' own rules. */

@@ -374,7 +374,9 @@ relay_authorities(const options_t *o, dir_authority_t **out)
   for (int i = 0; i < o->dir_authorities.n; i++) {
     char *err = NULL;
     if (dir_authority_parse(&a[n], o->dir_authorities.v[i], &err) < 0) {
-      free(err); /* cannot happen: the options checked every line */
+      /* the options checked every line */
+      log_bug("DirAuthority line refused after it was checked: %s", err);
+      free(err);
       continue;
     }
     if (!a[n].is_bridge_auth)
@@ -1584,12 +1586,18 @@ ctl_config(const options_t *o, control_config_t *cfg)
 {
   char *err = NULL;
   memset(cfg, 0, sizeof(*cfg));
+  /* Neither can fail: the options were checked. */
   if (o->control_port &&
-      control_parse_listen(o->control_port, 0, &cfg->port, &err) < 0)
-    free(err); /* cannot happen: the options were checked */
-  if (o->control_socket &&
-      control_parse_listen(o->control_socket, 1, &cfg->socket, &err) < 0)
+      control_parse_listen(o->control_port, 0, &cfg->port, &err) < 0) {
+    log_bug("ControlPort refused after it was checked: %s", err);
     free(err);
+    err = NULL;
+  }
+  if (o->control_socket &&
+      control_parse_listen(o->control_socket, 1, &cfg->socket, &err) < 0) {
+    log_bug("ControlSocket refused after it was checked: %s", err);
+    free(err);
+  }
   cfg->cookie_auth = o->cookie_authentication;
   cfg->cookie_file = o->cookie_auth_file;
   cfg->cookie_group_readable = o->cookie_auth_file_group_readable;
@@ -1631,8 +1639,12 @@ start_control(const options_t *o)
     return -1;
   }
   memset(&mp, 0, sizeof(mp));
-  if (o->metrics_port && metrics_parse_port(o->metrics_port, &mp, &err) < 0)
-    free(err); /* cannot happen: the options were checked */
+  if (o->metrics_port && metrics_parse_port(o->metrics_port, &mp, &err) < 0) {
+    /* the options were checked */
+    log_bug("MetricsPort refused after it was checked: %s", err);
+    free(err);
+    err = NULL;
+  }
   CTL.metrics_started = 1;
   if (metrics_start(A.loop, &mp, o->metrics_port_policy, &err) < 0) {
     log_err("%s", err);

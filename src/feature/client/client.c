@@ -163,6 +163,14 @@ client_last_hop(const origin_circuit_t *circ)
   return circ->n_hops_open - 1;
 }
 
+int
+ccirc_stream_hop(const ccirc_t *cc, const origin_circuit_t *circ)
+{
+  if (cc->exit_hop > 0 && cc->exit_hop <= circ->n_hops_open)
+    return cc->exit_hop - 1;
+  return client_last_hop(circ);
+}
+
 /* The circuit of a plain ccirc_t (NULL before it is built). */
 static origin_circuit_t *
 plain_circ(const ccirc_t *cc)
@@ -173,7 +181,7 @@ plain_circ(const ccirc_t *cc)
 static int
 last_hop(const ccirc_t *cc)
 {
-  return client_last_hop(plain_circ(cc));
+  return ccirc_stream_hop(cc, plain_circ(cc));
 }
 
 static relay_crypto_t *
@@ -186,7 +194,8 @@ last_crypto(const ccirc_t *cc)
 const cc_t *
 cleg_cc(const cleg_t *leg)
 {
-  return leg->circ ? origin_circuit_cc(leg->circ, client_last_hop(leg->circ))
+  return leg->circ ? origin_circuit_cc(leg->circ,
+                                      ccirc_stream_hop(leg->owner, leg->circ))
                    : NULL;
 }
 
@@ -213,8 +222,8 @@ ccirc_send(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
     return -1;
   if (!cc->cfx) {
     origin_circuit_t *c = plain_circ(cc);
-    return c ? origin_circuit_send_relay(c, client_last_hop(c), cmd, id, body,
-                                         len)
+    return c ? origin_circuit_send_relay(c, ccirc_stream_hop(cc, c), cmd, id,
+                                         body, len)
              : -1;
   }
   int sw;
@@ -452,6 +461,14 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  if (cc->extending) {
+    /* A controller's EXTENDCIRCUIT: its new hops are open (not a build
+     * time to learn from, nor a new circuit to count). */
+    cc->extending = 0;
+    log_info("Controller circuit %llu now has %d hops",
+             (unsigned long long)circ->base.gid, circ->n_hops_open);
+    return;
+  }
   if (client_g.guards)
     guards_note_success(client_g.guards, leg->guard_id, time(NULL));
   cbt_note_built(client_g.cbt,
@@ -561,7 +578,7 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
   cleg_t *leg = arg;
   ccirc_t *cc = leg->owner;
   origin_circuit_t *circ = circbuild_circuit(cb);
-  if (!circ || hop != client_last_hop(circ) || cc->dead)
+  if (!circ || hop != ccirc_stream_hop(cc, circ) || cc->dead)
     return;
   cc->busy++;
   if (!cc->cfx) {

@@ -150,6 +150,24 @@ client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int n_hops,
   return leg;
 }
 
+int
+client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
+                  int want_cc)
+{
+  extend_target_t hops[CIRCUIT_MAX_HOPS];
+  if (n < 1 || n > CIRCUIT_MAX_HOPS || !leg->cb)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    if (!path[i]->has_ntor)
+      return -1;
+    fill_target(&hops[i], path[i]);
+  }
+  if (want_cc)
+    circbuild_exit_request_cc(&hops[n - 1], cc_params_current()->alg,
+                              path[n - 1]->protocols);
+  return circbuild_extend(leg->cb, hops, n);
+}
+
 static ccirc_t *
 launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 {
