@@ -25,8 +25,9 @@
  * our own map (link pointer -> dtcp_link_t).
  *
  * Memory per circuit hop (doc/architecture.md has the comparison with
- * PerCircuitTCP's kernel sockets): our hop record (~2.7 KB with its direct
- * cells), lwIP's control block (utcp_stats_t.pcb_bytes, 288 bytes here),
+ * PerCircuitTCP's kernel sockets): our hop record (~600 bytes; 2 KB more
+ * while direct cells wait), lwIP's control block and utcp's record (456
+ * heap bytes per connection end, measured by check_utcp),
  * and what is in flight: at most 64 KiB queued to send and 64 KiB out of
  * order, both counted in MEMACCT_UTCP by utcp; cells delivered upward
  * are ordinary packed cells in circuit queues, counted as before.
@@ -64,7 +65,7 @@ typedef struct dtcp_hop_t {
   size_t rx_have;
   uint8_t rx[CELL_LEN];
   unsigned n_direct;
-  uint8_t direct[DTCP_DIRECT_MAX][CELL_LEN];
+  uint8_t (*direct)[CELL_LEN];    /* DTCP_DIRECT_MAX cells, on first use */
 } dtcp_hop_t;
 
 struct dtcp_link_t {
@@ -113,6 +114,7 @@ hop_forget(dtcp_hop_t *h)
 {
   hmap_remove_u64(h->lk->t->hops, h->tag);
   dlist_remove(&h->node);
+  free(h->direct);
   free(h);
 }
 
@@ -240,6 +242,8 @@ carrier_send(void *arg, const uint8_t *cell, size_t len)
     t->st.direct_dropped++;
     return -1;
   }
+  if (!h->direct)
+    h->direct = pc_malloc(DTCP_DIRECT_MAX * CELL_LEN);
   memcpy(h->direct[h->n_direct++], cell, CELL_LEN);
   t->st.direct_queued++;
   return 0;

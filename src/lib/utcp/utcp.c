@@ -29,9 +29,9 @@
  *
  * Before the stack sees a segment: length within [20, seg_max], a sane
  * data offset, and SYNs (without ACK) limited per peer by a token bucket
- * (UTCP_SYN_BURST, UTCP_SYN_RATE per second), which bounds the half-open
- * connections a peer can make us hold; established connections per peer
- * are the accept callback's business. lwIP is built with IPv4 forwarding
+ * (UTCP_SYN_BURST, UTCP_SYN_RATE per second, utcp.h), which bounds the
+ * half-open connections a peer can make us hold; established connections
+ * per peer are the accept callback's business. lwIP is built with IPv4 forwarding
  * and IPv6: we only ever hand it IPv4 TCP packets addressed to the netif,
  * so it never forwards anything.
  *
@@ -96,6 +96,8 @@ void utcp_peer_free_(utcp_peer_t *p) { (void)p; }
 int utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len)
 { (void)p; (void)seg; (void)len; return -1; }
 unsigned utcp_peer_n_conns(const utcp_peer_t *p) { (void)p; return 0; }
+void utcp_peer_set_syn_limit(utcp_peer_t *p, unsigned rate, unsigned burst)
+{ (void)p; (void)rate; (void)burst; }
 utcp_conn_t *utcp_connect(utcp_peer_t *p, const utcp_conn_ops_t *ops,
                           void *arg)
 { (void)p; (void)ops; (void)arg; return NULL; }
@@ -127,8 +129,6 @@ void utcp_get_stats(const utcp_t *u, utcp_stats_t *out)
 #define UTCP_PORT_MIN 1024
 #define UTCP_NET 0x64400000u    /* 100.64.0.0/10, host order */
 #define UTCP_NET_HOSTS 0x400000u
-#define UTCP_SYN_BURST 64
-#define UTCP_SYN_RATE 64        /* per second */
 #define UTCP_CLOSE_LINGER_MAX 4096
 
 typedef enum { CONN_OPEN, CONN_CLOSING, CONN_ABORTING } conn_state_t;
@@ -158,6 +158,7 @@ struct utcp_peer_t {
   uint16_t next_port;
   double syn_tokens;
   uint32_t syn_last_ms;
+  unsigned syn_rate, syn_burst;
 };
 
 struct utcp_t {
@@ -652,6 +653,8 @@ utcp_peer_new(utcp_t *u, utcp_output_fn out, utcp_accept_fn accept,
   p->conns = hmap_new(4);
   dlist_init(&p->list);
   p->next_port = UTCP_PORT_MIN;
+  p->syn_rate = UTCP_SYN_RATE;
+  p->syn_burst = UTCP_SYN_BURST;
   p->syn_tokens = UTCP_SYN_BURST;
   p->syn_last_ms = sys_now();
   hmap_set_u32(u->peers, p->addr, p);
@@ -715,6 +718,14 @@ utcp_peer_free_(utcp_peer_t *p)
   free(p);
 }
 
+void
+utcp_peer_set_syn_limit(utcp_peer_t *p, unsigned rate, unsigned burst)
+{
+  p->syn_rate = rate;
+  p->syn_burst = burst;
+  p->syn_tokens = burst;
+}
+
 unsigned
 utcp_peer_n_conns(const utcp_peer_t *p)
 {
@@ -734,10 +745,10 @@ utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len)
   uint8_t flags = seg[13];
   if ((flags & TCP_SYN) && !(flags & TCP_ACK)) {
     u32_t now = sys_now();
-    p->syn_tokens += (double)(u32_t)(now - p->syn_last_ms) * UTCP_SYN_RATE /
+    p->syn_tokens += (double)(u32_t)(now - p->syn_last_ms) * p->syn_rate /
                      1000.0;
-    if (p->syn_tokens > UTCP_SYN_BURST)
-      p->syn_tokens = UTCP_SYN_BURST;
+    if (p->syn_tokens > p->syn_burst)
+      p->syn_tokens = p->syn_burst;
     p->syn_last_ms = now;
     if (p->syn_tokens < 1) {
       u->st.dropped_syn_rate++;

@@ -93,6 +93,11 @@ void utcp_peer_free_(utcp_peer_t *p);
  * saw it (too short or long, bad header, SYN over the rate limit). */
 int utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len);
 unsigned utcp_peer_n_conns(const utcp_peer_t *p);
+/* New connections the peer may open: per second and in a burst (defaults
+ * UTCP_SYN_RATE and UTCP_SYN_BURST; tests raise them). */
+#define UTCP_SYN_RATE 256
+#define UTCP_SYN_BURST 256
+void utcp_peer_set_syn_limit(utcp_peer_t *p, unsigned rate, unsigned burst);
 
 /* Open a connection to the peer (SYN sent at once). Data may be written
  * before it is established. NULL if the stack refuses (no port left). */
