@@ -6,7 +6,8 @@
  * UDP socket per relay: that needs a TCP in user space whose segments we
  * carry. We use lwIP (lib/utcp) rather than writing a TCP: it is a
  * complete, long-maintained implementation (RFC 5681 congestion control,
- * fast retransmit/recovery, RTO per RFC 6298 with Karn, window scaling,
+ * fast retransmit/recovery, an RTO from the smoothed RTT that takes no
+ * samples from retransmissions, window scaling,
  * zero-window probes, keepalive) packaged by Debian, with a raw callback
  * API that needs no threads; a TCP of our own would be thousands of lines
  * of subtle code to test. Its limits, which the design accepts: one stack
