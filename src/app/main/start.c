@@ -730,6 +730,9 @@ apply_dgram(const options_t *o)
                           dgo->transport == CIRCUIT_TRANSPORT_BACKTAP);
     if (A.dtcp)
       dtcp_set_outgoing(A.dtcp, dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP);
+    else if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP)
+      log_warn("CircuitTransport dtls-tcp: TCP-over-DTLS did not start with "
+               "the DatagramPort; hops keep using TLS");
     return 0;
   }
   if (cfg.bind.family == AF_UNSPEC)

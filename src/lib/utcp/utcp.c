@@ -171,6 +171,7 @@ struct utcp_t {
   hmap_t *peers;                  /* pseudo address (u32) -> peer */
   uint32_t next_host;
   int in_lwip;
+  uint32_t due_ms;                /* when the timer fires (sys_now) */
   dlist_t pending;                /* conns to close after lwIP returns */
   dlist_t dirty;                  /* conns with data to push out */
   uint64_t mem_total;
@@ -258,13 +259,33 @@ mem_sync(utcp_conn_t *c)
 
 /* ---- timers and deferred work ---- */
 
+/* lwIP's next timeout, or UTCP_IDLE_TICK_MS while no TCP connection
+ * exists: the cyclic timers that keep running then (IGMP and MLD every
+ * 100 ms, reassembly, ARP, ND) do nothing for us, and lwIP restarts a
+ * cyclic timer that is overdue instead of running it repeatedly. */
+#define UTCP_IDLE_TICK_MS 1000
 static void
 timer_schedule(utcp_t *u)
 {
   u32_t ms = sys_timeouts_sleeptime();
-  if (ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE)
-    ms = 1000;
-  evloop_timer_schedule(u->timer, (uint64_t)(ms ? ms : 1) * 1000);
+  if (!tcp_active_pcbs && !tcp_tw_pcbs)
+    ms = UTCP_IDLE_TICK_MS;
+  else if (ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE)
+    ms = UTCP_IDLE_TICK_MS;
+  if (!ms)
+    ms = 1;
+  u->due_ms = sys_now() + ms;
+  evloop_timer_schedule(u->timer, (uint64_t)ms * 1000);
+}
+
+/* A connection may have started lwIP's TCP timer: wake up in time. */
+static void
+timer_kick(utcp_t *u)
+{
+  u32_t ms = sys_timeouts_sleeptime();
+  if (ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
+      (int32_t)(u->due_ms - (sys_now() + ms)) > 0)
+    timer_schedule(u);
 }
 
 static void run_pending(utcp_t *u);
@@ -787,6 +808,7 @@ utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len)
   if (c && c->state == CONN_OPEN)
     mem_sync(c);
   run_pending(u);
+  timer_kick(u);
   return 0;
 }
 
@@ -858,6 +880,7 @@ utcp_connect(utcp_peer_t *p, const utcp_conn_ops_t *ops, void *arg)
     conn_register(c);
     u->st.conns_opened++;
     run_pending(u);
+    timer_kick(u);
     return c;
   }
   if (pcb)
