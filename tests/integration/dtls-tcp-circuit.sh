@@ -14,7 +14,8 @@
 #     and the relays' TCP-over-DTLS counters (SIGUSR1 statistics) show that
 #     the cells crossed it: p2 sent at least one cell per 498 bytes of the
 #     file and p1 received as many, TCP segments flowed both ways (data one
-#     way, ACKs the other), nothing malformed, no connection failed;
+#     way, ACKs the other), nothing malformed, no connection failed; p2's
+#     MetricsPort shows the same (pctor_dtcp_cells_sent_total);
 #   - p1 -> p3 -> p2: two TCP-over-DTLS hops, p3 relaying every cell from
 #     one connection into the other (its receive windows reopen only as
 #     cells leave it);
@@ -52,6 +53,7 @@ udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role
 u1=$(udp_port)
 u2=$(udp_port)
 u3=$(udp_port)
+read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
 CircuitTransport dtls-tcp
 DatagramPort 127.0.0.1:$u1"
@@ -63,7 +65,9 @@ ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 RefuseUnknownExits 0
-ServerDNSResolvConfFile $net/resolv.conf"
+ServerDNSResolvConfFile $net/resolv.conf
+MetricsPort 127.0.0.1:$mport
+MetricsPortPolicy accept 127.0.0.1"
 it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
 CircuitTransport dtls-tcp
 DatagramPort 127.0.0.1:$u3"
@@ -130,6 +134,14 @@ for s in "$s1" "$s2"; do
     [ "$(num_before "$s" "malformed")" = 0 ] || it_fail "malformed TCP segments between the relays: $s"
     [ "$(num_before "$s" "connections failed")" = 0 ] || it_fail "a TCP-over-DTLS connection failed: $s"
 done
+# The same counters on p2's MetricsPort.
+m=$(curl -sf -m 5 "http://127.0.0.1:$mport/metrics") || it_fail "p2's MetricsPort did not answer"
+msent=$(echo "$m" | awk '$1 == "pctor_dtcp_cells_sent_total" {print $2}')
+[ -n "$msent" ] && [ "$msent" -ge "$cells" ] ||
+    it_fail "MetricsPort: pctor_dtcp_cells_sent_total '$msent' < $cells"
+echo "$m" | grep -q '^pctor_dtcp_dropped_total{reason="malformed"} 0$' ||
+    it_fail "MetricsPort: $(echo "$m" | grep pctor_dtcp_dropped)"
+it_log "MetricsPort: pctor_dtcp_cells_sent_total $msent"
 
 # 3. Two TCP-over-DTLS hops in a row: p1 -> p3 -> p2.
 for pair in "p1 p3" "p3 p2"; do
