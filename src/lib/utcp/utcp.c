@@ -683,20 +683,18 @@ utcp_peer_new(utcp_t *u, utcp_output_fn out, utcp_accept_fn accept,
   return p;
 }
 
-/* Drop every pcb in list whose remote address is addr (network order). */
+/* Drop every pcb in list whose remote address is addr (network order).
+ * Aborting one unlinks and frees only that pcb (its RST goes to a peer
+ * that is no longer listed, i.e. nowhere), so the next one stays valid. */
 static void
 abort_stale(struct tcp_pcb **list, uint32_t addr_n)
 {
-  int again = 1;
-  while (again) {
-    again = 0;
-    for (struct tcp_pcb *pcb = *list; pcb; pcb = pcb->next) {
-      if (ip_2_ip4(&pcb->remote_ip)->addr == addr_n) {
-        pcb_detach(pcb);
-        tcp_abort(pcb);
-        again = 1;
-        break;
-      }
+  struct tcp_pcb *pcb, *next;
+  for (pcb = *list; pcb; pcb = next) {
+    next = pcb->next;
+    if (ip_2_ip4(&pcb->remote_ip)->addr == addr_n) {
+      pcb_detach(pcb);
+      tcp_abort(pcb);
     }
   }
 }
