@@ -16,6 +16,9 @@
 #     file and p1 received as many, TCP segments flowed both ways (data one
 #     way, ACKs the other), nothing malformed, no connection failed; p2's
 #     MetricsPort shows the same (pctor_dtcp_cells_sent_total);
+#   - a download stopped after 2 MB (the circuit is torn down while p2's
+#     connection still has cells queued): both relays drop the hop (0 hops
+#     afterwards), keep their link, and log no warning;
 #   - p1 -> p3 -> p2: two TCP-over-DTLS hops, p3 relaying every cell from
 #     one connection into the other (its receive windows reopen only as
 #     cells leave it);
@@ -142,6 +145,18 @@ msent=$(echo "$m" | awk '$1 == "pctor_dtcp_cells_sent_total" {print $2}')
 echo "$m" | grep -q '^pctor_dtcp_dropped_total{reason="malformed"} 0$' ||
     it_fail "MetricsPort: $(echo "$m" | grep pctor_dtcp_dropped)"
 it_log "MetricsPort: pctor_dtcp_cells_sent_total $msent"
+
+# 2b. A circuit torn down in the middle of a download.
+"$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" --max-bytes 2000000 \
+    --get /file --out "$net/body-cut" "$(hop p1)" "$(hop p2)" 2> "$net/get-cut.err" &&
+    it_fail "the download was not cut"
+grep -q "response too large" "$net/get-cut.err" ||
+    it_fail "the download did not stop at 2 MB: $(tail -3 "$net/get-cut.err")"
+no_hops() { stats "$1" | grep -q " 0 circuit hops;"; }
+it_wait_until 20 no_hops p1 || it_fail "p1 kept a TCP-over-DTLS hop after the cut: $(stats p1)"
+it_wait_until 20 no_hops p2 || it_fail "p2 kept a TCP-over-DTLS hop after the cut: $(stats p2)"
+stats p1 | grep -q "TCP-over-DTLS: 1 links" || it_fail "p1 lost its link after the cut: $(stats p1)"
+it_log "download cut after 2 MB: no hop left on p1 or p2, link kept"
 
 # 3. Two TCP-over-DTLS hops in a row: p1 -> p3 -> p2.
 for pair in "p1 p3" "p3 p2"; do
