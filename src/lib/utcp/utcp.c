@@ -30,8 +30,11 @@
  * Before the stack sees a segment: length within [20, seg_max], a sane
  * data offset, and SYNs (without ACK) limited per peer by a token bucket
  * (UTCP_SYN_BURST, UTCP_SYN_RATE per second, utcp.h), which bounds the
- * half-open connections a peer can make us hold; established connections
- * per peer are the accept callback's business. lwIP is built with IPv4 forwarding
+ * half-open connections a peer can make us hold: lwIP keeps one for up to
+ * 20 s (its SYN_RCVD timeout) and tells nobody when it gives up, so a
+ * peer that never completes handshakes holds at most 64 * 20 + 128 of
+ * them, about 600 KB (not in the memory budget: we cannot see them);
+ * established connections per peer are the accept callback's business. lwIP is built with IPv4 forwarding
  * and IPv6: we only ever hand it IPv4 TCP packets addressed to the netif,
  * so it never forwards anything.
  *

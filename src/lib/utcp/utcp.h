@@ -95,8 +95,8 @@ int utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len);
 unsigned utcp_peer_n_conns(const utcp_peer_t *p);
 /* New connections the peer may open: per second and in a burst (defaults
  * UTCP_SYN_RATE and UTCP_SYN_BURST; tests raise them). */
-#define UTCP_SYN_RATE 256
-#define UTCP_SYN_BURST 256
+#define UTCP_SYN_RATE 64
+#define UTCP_SYN_BURST 128
 void utcp_peer_set_syn_limit(utcp_peer_t *p, unsigned rate, unsigned burst);
 
 /* Open a connection to the peer (SYN sent at once). Data may be written
