@@ -328,26 +328,61 @@ START_TEST(test_bad_input_refusal_peer_free)
 }
 END_TEST
 
-/* SYNs beyond the per-peer rate are dropped before the stack. */
-START_TEST(test_syn_rate)
+/* SYNs beyond the per-peer rate, or beyond the half-open limit, are
+ * dropped before the stack; half-open connections are in the memory
+ * budget, and a peer's RST for one frees its slot. */
+START_TEST(test_syn_limits)
 {
   if (!utcp_available())
     return;
   side_t *b = &T.s[1];
   uint8_t syn[20];
   memset(syn, 0, sizeof(syn));
-  syn[1] = 50;
-  syn[3] = 1;
+  syn[3] = 1; /* to the listening port */
   syn[12] = 0x50;
   syn[13] = 0x02;
+  uint64_t mem0 = memacct_get(MEMACCT_UTCP);
   unsigned refused = 0;
-  for (int i = 0; i < 1000; i++)
+  utcp_peer_set_syn_limit(b->peer, 1000000, 1000000); /* rate: below */
+  for (int i = 0; i < 1500; i++) {
+    syn[0] = (uint8_t)((2000 + i) >> 8);
+    syn[1] = (uint8_t)(2000 + i);
     if (utcp_peer_input(b->peer, syn, sizeof(syn)) < 0)
       refused++;
-  ck_assert_uint_ge(refused, 1000 - UTCP_SYN_BURST - 50);
+  }
+  /* 1024 half-open at most */
+  ck_assert_uint_eq(refused, 1500 - 1024);
+  ck_assert_uint_eq(memacct_get(MEMACCT_UTCP) - mem0, 1024 * 512);
+  /* a repeated SYN for a known one passes (it refreshes the entry) */
+  syn[0] = (uint8_t)(2000 >> 8);
+  syn[1] = (uint8_t)2000;
+  ck_assert_int_eq(utcp_peer_input(b->peer, syn, sizeof(syn)), 0);
+  /* the peer's RST frees the slot: one new SYN passes again */
+  syn[13] = 0x04;
+  ck_assert_int_eq(utcp_peer_input(b->peer, syn, sizeof(syn)), 0);
+  syn[13] = 0x02;
+  syn[0] = (uint8_t)(9000 >> 8);
+  syn[1] = (uint8_t)9000;
+  ck_assert_int_eq(utcp_peer_input(b->peer, syn, sizeof(syn)), 0);
+  syn[1]++;
+  ck_assert_int_eq(utcp_peer_input(b->peer, syn, sizeof(syn)), -1);
   utcp_stats_t st;
   utcp_get_stats(T.u, &st);
-  ck_assert_uint_eq(st.dropped_syn_rate, refused);
+  ck_assert_uint_eq(st.dropped_syn_rate, refused + 1);
+  /* the rate: with a small burst, new SYNs stop at once */
+  utcp_peer_set_syn_limit(T.s[0].peer, 1, 5);
+  refused = 0;
+  for (int i = 0; i < 20; i++) {
+    syn[0] = (uint8_t)((3000 + i) >> 8);
+    syn[1] = (uint8_t)(3000 + i);
+    if (utcp_peer_input(T.s[0].peer, syn, sizeof(syn)) < 0)
+      refused++;
+  }
+  ck_assert_uint_ge(refused, 14);
+  /* freeing the peers gives the budget back (teardown checks 0) */
+  utcp_peer_free(T.s[0].peer);
+  utcp_peer_free(T.s[1].peer);
+  ck_assert_uint_eq(memacct_get(MEMACCT_UTCP), 0);
 }
 END_TEST
 
@@ -361,13 +396,13 @@ START_TEST(test_scale_memory)
     return;
   side_t *a = &T.s[0], *b = &T.s[1];
   enum { N = 5000 };
-  utcp_peer_set_syn_limit(b->peer, 1000000, 1000000);
+  utcp_peer_set_syn_limit(b->peer, 1000000, 1000000); /* rate: not here */
   utcp_conn_t **cs = calloc(N, sizeof(*cs));
   struct mallinfo2 m0 = mallinfo2();
   for (int i = 0; i < N; i++) {
     cs[i] = utcp_connect(a->peer, &ops, a);
     ck_assert_ptr_nonnull(cs[i]);
-    if (i % 500 == 499)
+    if (i % 250 == 249)
       pump();
   }
   PUMP_UNTIL(utcp_peer_n_conns(b->peer) == N, 100);
@@ -405,7 +440,7 @@ suite_utcp(void)
   tcase_add_test(tc, test_connect_data_close);
   tcase_add_test(tc, test_loss_recovered);
   tcase_add_test(tc, test_bad_input_refusal_peer_free);
-  tcase_add_test(tc, test_syn_rate);
+  tcase_add_test(tc, test_syn_limits);
   tcase_add_test(tc, test_scale_memory);
   suite_add_tcase(s, tc);
   return s;

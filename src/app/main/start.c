@@ -1993,8 +1993,8 @@ app_log_statistics(void)
                "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
                "hops from peers, %llu refused; cells %llu sent, %llu "
                "received; %llu connections failed; segments %llu in, %llu "
-               "out, dropped %llu malformed, %llu SYNs over the rate; %llu "
-               "bytes held (%zu per connection's control block)",
+               "out, dropped %llu malformed, %llu SYNs over the limits; "
+               "%llu bytes held (%zu per connection's control block)",
                ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
                (unsigned long long)ts.ext_tls,
                (unsigned long long)ts.circ_in,

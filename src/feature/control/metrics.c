@@ -507,7 +507,7 @@ metrics_render(void)
          "TCP-over-DTLS: segments and hops refused, by reason");
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"malformed\"} %llu\n",
                 (unsigned long long)ts.tcp.dropped_bad);
-    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"syn_rate\"} %llu\n",
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"syn_limit\"} %llu\n",
                 (unsigned long long)ts.tcp.dropped_syn_rate);
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"hop_refused\"} "
                 "%llu\n", (unsigned long long)ts.circ_refused);

@@ -29,12 +29,16 @@
  *
  * Before the stack sees a segment: length within [20, seg_max], a sane
  * data offset, and SYNs (without ACK) limited per peer by a token bucket
- * (UTCP_SYN_BURST, UTCP_SYN_RATE per second, utcp.h), which bounds the
- * half-open connections a peer can make us hold: lwIP keeps one for up to
- * 20 s (its SYN_RCVD timeout) and tells nobody when it gives up, so a
- * peer that never completes handshakes holds at most 64 * 20 + 128 of
- * them, about 600 KB (not in the memory budget: we cannot see them);
- * established connections per peer are the accept callback's business. lwIP is built with IPv4 forwarding
+ * (UTCP_SYN_BURST, UTCP_SYN_RATE per second, utcp.h: CPU) and by the
+ * number of half-open connections (UTCP_HALFOPEN_MAX: memory). lwIP keeps
+ * a half-open connection until it is accepted, reset, or silent for 20 s
+ * (its SYN_RCVD timeout), and tells nobody when it gives up; so we keep
+ * our own table per peer (port pair -> last segment seen), entered by a
+ * SYN, refreshed by the peer's segments for it, left on accept, on the
+ * peer's RST, or 21 s after its last segment. Each entry is counted in the
+ * memory budget at UTCP_HALFOPEN_COST (lwIP's control block and its
+ * SYN-ACK); established connections per peer are the accept callback's
+ * business. lwIP is built with IPv4 forwarding
  * and IPv6: we only ever hand it IPv4 TCP packets addressed to the netif,
  * so it never forwards anything.
  *
@@ -133,6 +137,9 @@ void utcp_get_stats(const utcp_t *u, utcp_stats_t *out)
 #define UTCP_NET 0x64400000u    /* 100.64.0.0/10, host order */
 #define UTCP_NET_HOSTS 0x400000u
 #define UTCP_CLOSE_LINGER_MAX 4096
+#define UTCP_HALFOPEN_MAX 1024
+#define UTCP_HALFOPEN_TTL_MS 21000
+#define UTCP_HALFOPEN_COST 512
 
 typedef enum { CONN_OPEN, CONN_CLOSING, CONN_ABORTING } conn_state_t;
 
@@ -162,6 +169,7 @@ struct utcp_peer_t {
   double syn_tokens;
   uint32_t syn_last_ms;
   unsigned syn_rate, syn_burst;
+  hmap_t *halfopen;               /* key -> last segment (sys_now + 1) */
 };
 
 struct utcp_t {
@@ -484,6 +492,75 @@ conn_register(utcp_conn_t *c)
   mem_sync(c);
 }
 
+/* ---- half-open connections (see the top comment) ---- */
+
+static void
+halfopen_forget(utcp_peer_t *p, uint32_t key)
+{
+  if (hmap_remove_u32(p->halfopen, key)) {
+    the_u->mem_total -= UTCP_HALFOPEN_COST;
+    memacct_set(MEMACCT_UTCP, the_u->mem_total);
+  }
+}
+
+/* Drop the entries whose connection lwIP has given up by now. */
+static void
+halfopen_expire(utcp_peer_t *p, u32_t now)
+{
+  hmap_iter_t it;
+  const uint8_t *k;
+  void *v;
+  hmap_iter_init(&it, p->halfopen);
+  while (hmap_iter_next(&it, &k, &v)) {
+    u32_t seen = (u32_t)((uintptr_t)v - 1);
+    if ((u32_t)(now - seen) > UTCP_HALFOPEN_TTL_MS) {
+      hmap_iter_remove_current(&it);
+      the_u->mem_total -= UTCP_HALFOPEN_COST;
+    }
+  }
+  memacct_set(MEMACCT_UTCP, the_u->mem_total);
+}
+
+/* The pre-check's view of a segment for a connection not established
+ * yet: 0 to pass it on, -1 to drop it. */
+static int
+halfopen_check(utcp_peer_t *p, uint32_t key, uint8_t flags)
+{
+  utcp_t *u = p->u;
+  u32_t now = sys_now();
+  int known = hmap_get_u32(p->halfopen, key) != NULL;
+  if ((flags & TCP_SYN) && !(flags & TCP_ACK) && !known &&
+      !hmap_get_u32(p->conns, key)) {
+    p->syn_tokens += (double)(u32_t)(now - p->syn_last_ms) * p->syn_rate /
+                     1000.0;
+    if (p->syn_tokens > p->syn_burst)
+      p->syn_tokens = p->syn_burst;
+    p->syn_last_ms = now;
+    if (p->syn_tokens < 1) {
+      u->st.dropped_syn_rate++;
+      return -1;
+    }
+    if (hmap_size(p->halfopen) >= UTCP_HALFOPEN_MAX)
+      halfopen_expire(p, now);
+    if (hmap_size(p->halfopen) >= UTCP_HALFOPEN_MAX) {
+      u->st.dropped_syn_rate++;
+      return -1;
+    }
+    p->syn_tokens -= 1;
+    hmap_set_u32(p->halfopen, key, (void *)(uintptr_t)((uintptr_t)now + 1));
+    u->mem_total += UTCP_HALFOPEN_COST;
+    memacct_set(MEMACCT_UTCP, u->mem_total);
+    return 0;
+  }
+  if (known) {
+    if (flags & TCP_RST)
+      halfopen_forget(p, key);
+    else
+      hmap_set_u32(p->halfopen, key, (void *)(uintptr_t)((uintptr_t)now + 1));
+  }
+  return 0;
+}
+
 static err_t
 cb_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 {
@@ -498,6 +575,7 @@ cb_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
     u->st.conns_refused++;
     return ERR_ABRT;
   }
+  halfopen_forget(p, key);
   utcp_conn_t *c = conn_new(p, newpcb);
   c->key = key;
   void *carg = NULL;
@@ -681,6 +759,7 @@ utcp_peer_new(utcp_t *u, utcp_output_fn out, utcp_accept_fn accept,
   p->syn_burst = UTCP_SYN_BURST;
   p->syn_tokens = UTCP_SYN_BURST;
   p->syn_last_ms = sys_now();
+  p->halfopen = hmap_new(4);
   hmap_set_u32(u->peers, p->addr, p);
   u->st.peers++;
   return p;
@@ -737,6 +816,9 @@ utcp_peer_free_(utcp_peer_t *p)
     abort_stale(&tcp_tw_pcbs, a);
   }
   hmap_free(p->conns, NULL);
+  u->mem_total -= (uint64_t)hmap_size(p->halfopen) * UTCP_HALFOPEN_COST;
+  memacct_set(MEMACCT_UTCP, u->mem_total);
+  hmap_free(p->halfopen, NULL);
   free(p);
 }
 
@@ -764,20 +846,9 @@ utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len)
     u->st.dropped_bad++;
     return -1;
   }
-  uint8_t flags = seg[13];
-  if ((flags & TCP_SYN) && !(flags & TCP_ACK)) {
-    u32_t now = sys_now();
-    p->syn_tokens += (double)(u32_t)(now - p->syn_last_ms) * p->syn_rate /
-                     1000.0;
-    if (p->syn_tokens > p->syn_burst)
-      p->syn_tokens = p->syn_burst;
-    p->syn_last_ms = now;
-    if (p->syn_tokens < 1) {
-      u->st.dropped_syn_rate++;
-      return -1;
-    }
-    p->syn_tokens -= 1;
-  }
+  uint32_t key = (uint32_t)rd16(seg + 2) << 16 | rd16(seg);
+  if (halfopen_check(p, key, seg[13]) < 0)
+    return -1;
   struct pbuf *pb = pbuf_alloc(PBUF_RAW, (u16_t)(IP_HLEN + len), PBUF_RAM);
   if (!pb) {
     u->st.dropped_bad++;
@@ -801,7 +872,6 @@ utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len)
   wr16(t + 16, csum_update(rd16(t + 16), NULL, b + 12, 8));
   u->st.segs_in++;
   u->st.bytes_in += len;
-  uint32_t key = (uint32_t)rd16(seg + 2) << 16 | rd16(seg);
   u->in_lwip++;
   (void)ip4_input(pb, &u->netif); /* takes pb */
   u->in_lwip--;

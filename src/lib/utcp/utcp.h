@@ -23,11 +23,11 @@
  * lwIP. Timers (retransmission, delayed ACKs) run from one event loop
  * timer.
  *
- * Bounds: a connection holds at most UTCP_SNDBUF bytes queued for sending
- * and at most the receive window (UTCP_WND) out of order; what they hold
- * is set in the memory budget (MEMACCT_UTCP) as it changes. Connections
- * per peer are capped by the caller's accept callback and by a SYN rate
- * limit per peer (utcp.c).
+ * Bounds: a connection holds at most 64 KiB queued for sending and at
+ * most the receive window (64 KiB) out of order; what they hold is set in
+ * the memory budget (MEMACCT_UTCP) as it changes. Connections per peer
+ * are capped by the caller's accept callback, half-open ones and the SYN
+ * rate per peer here (utcp.c).
  *
  * Built without lwIP (no HAVE_LWIP), utcp_available() is 0 and utcp_new()
  * fails; nothing else may be called.
@@ -94,9 +94,10 @@ void utcp_peer_free_(utcp_peer_t *p);
 int utcp_peer_input(utcp_peer_t *p, const uint8_t *seg, size_t len);
 unsigned utcp_peer_n_conns(const utcp_peer_t *p);
 /* New connections the peer may open: per second and in a burst (defaults
- * UTCP_SYN_RATE and UTCP_SYN_BURST; tests raise them). */
-#define UTCP_SYN_RATE 64
-#define UTCP_SYN_BURST 128
+ * UTCP_SYN_RATE and UTCP_SYN_BURST, a CPU guard; tests change them). Half-
+ * open connections are capped apart from this (utcp.c). */
+#define UTCP_SYN_RATE 1024
+#define UTCP_SYN_BURST 1024
 void utcp_peer_set_syn_limit(utcp_peer_t *p, unsigned rate, unsigned burst);
 
 /* Open a connection to the peer (SYN sent at once). Data may be written
@@ -127,7 +128,8 @@ typedef struct utcp_stats_t {
   unsigned peers, conns;           /* now */
   uint64_t segs_in, segs_out, bytes_in, bytes_out;
   uint64_t dropped_bad;            /* malformed before the stack */
-  uint64_t dropped_syn_rate;       /* SYNs over a peer's rate */
+  uint64_t dropped_syn_rate;       /* SYNs over a peer's rate or its
+                                    * half-open limit */
   uint64_t dropped_no_peer;        /* output for a peer that is gone */
   uint64_t conns_opened, conns_accepted, conns_refused;
   uint64_t mem_bytes;              /* what connections hold now */
