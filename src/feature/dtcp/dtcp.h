@@ -44,8 +44,8 @@
 typedef struct dtcp_t dtcp_t;
 
 /* Hops one peer may hold open over one link (connections beyond are
- * refused: reset). */
-#define DTCP_MAX_HOPS_PER_LINK 8192
+ * refused: reset); as many as circuits on one TLS channel. */
+#define DTCP_MAX_HOPS_PER_LINK 16384
 
 /* Attach to d (the TCP segment record handler, a link observer, the class
  * 1 release hook, a circuit carrier provider) and start the process's
