@@ -62,6 +62,7 @@ typedef struct dtcp_hop_t {
   dtcp_link_t *lk;
   utcp_conn_t *conn;              /* NULL once the connection is over */
   channel_t *chan;                /* NULL once the channel closed */
+  int chan_pending;               /* accepted: channel made by 1st cell */
   dlist_node_t node;              /* in lk->hops */
   size_t rx_have;
   uint8_t rx[CELL_LEN];
@@ -90,6 +91,7 @@ struct dtcp_t {
 };
 
 static dtcp_t *the_t;
+static const channel_carrier_ops_t carrier_ops;
 
 /* ---- hops ---- */
 
@@ -151,6 +153,22 @@ hop_finish_if_done(dtcp_hop_t *h)
 
 /* ---- the TCP connection's callbacks ---- */
 
+/* A hop the peer opened gets its channel with its first cell (the
+ * CREATE2), not when the connection is accepted: a carried channel
+ * without a circuit is closed within a second, sooner than TCP recovers a
+ * lost first segment (lwIP's first retransmission waits 3 s). */
+static void
+hop_open_channel(dtcp_hop_t *h)
+{
+  dgram_link_t *dl = h->lk->dl;
+  h->chan_pending = 0;
+  h->chan = channel_new_carried(&carrier_ops, (void *)(uintptr_t)h->tag,
+                                dgram_link_peer_addr(dl),
+                                dgram_link_peer_rsa_id(dl),
+                                dgram_link_peer_ed_id(dl), 0,
+                                "(TCP-over-DTLS)");
+}
+
 static void
 conn_recv(void *arg, const uint8_t *data, size_t len)
 {
@@ -169,6 +187,8 @@ conn_recv(void *arg, const uint8_t *data, size_t len)
       break;
     h->rx_have = 0;
     t->st.cells_received++;
+    if (h->chan_pending)
+      hop_open_channel(h);
     if (!h->chan) {
       utcp_conn_consumed(h->conn, CELL_LEN);
       continue;
@@ -189,6 +209,8 @@ static void
 conn_sent(void *arg)
 {
   dtcp_hop_t *h = arg;
+  if (h->chan_pending)
+    return;
   hop_push_direct(h);
   if (h->chan) {
     if (h->n_direct == 0 && utcp_conn_room(h->conn) >= CELL_LEN)
@@ -305,10 +327,8 @@ seg_accept(void *arg, utcp_conn_t *c, void **conn_arg)
   }
   dtcp_hop_t *h = hop_new(lk);
   h->conn = c;
+  h->chan_pending = 1;
   *conn_arg = h;
-  h->chan = channel_new_carried(&carrier_ops, (void *)(uintptr_t)h->tag,
-                                dgram_link_peer_addr(lk->dl), rsa, ed, 0,
-                                "(TCP-over-DTLS)");
   t->st.circ_in++;
   return &conn_ops;
 }

@@ -25,6 +25,11 @@
  * notice saying which. A relay with a DatagramPort in a build with lwIP
  * accepts TCP-over-DTLS hops from its peers. End-to-end SENDMEs stay.
  *
+ * A hop the peer opens gets its channel with its first cell (CREATE2):
+ * core closes a carried channel that has no circuit within a second,
+ * sooner than TCP recovers a lost first segment. Until then the hop is a
+ * connection only (at most DTCP_MAX_HOPS_PER_LINK per link).
+ *
  * Hops are found through a tag (hmap), never through a pointer a cell or
  * a callback keeps, so that a closed circuit's late releases find nothing.
  * Closing: the channel closes when its circuit has gone (after its DESTROY
