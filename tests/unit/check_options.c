@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/or/dos_options.h"
+#include "lib/utcp/utcp.h"
 #include "app/config/options.h"
 #include "app/config/tor_option_names.h"
 #include "feature/conflux/conflux_cell.h"
@@ -316,7 +317,8 @@ START_TEST(test_scheduler_options)
   err = parse_bad("Schedulers Vanilla\n", 0, NULL);
   ck_assert(strstr(err, "Vanilla is not supported yet") != NULL);
   free(err);
-  /* CircuitTransport: backtap runs on a DatagramPort, dtls-tcp not yet. */
+  /* CircuitTransport: backtap and dtls-tcp run on a DatagramPort;
+   * dtls-tcp needs a build with lwIP. */
   o = parse_ok("DatagramPort 127.0.0.1:9050\nCircuitTransport backtap\n", 0,
                NULL);
   options_free(o);
@@ -324,8 +326,18 @@ START_TEST(test_scheduler_options)
   ck_assert(strstr(err, "CircuitTransport backtap needs a DatagramPort") !=
             NULL);
   free(err);
-  err = parse_bad("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0, NULL);
-  ck_assert(strstr(err, "'dtls-tcp' is not supported yet") != NULL);
+  if (utcp_available()) {
+    o = parse_ok("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0, NULL);
+    options_free(o);
+    err = parse_bad("CircuitTransport dtls-tcp\n", 0, NULL);
+    ck_assert(strstr(err, "CircuitTransport dtls-tcp needs a DatagramPort") !=
+              NULL);
+  } else {
+    err = parse_bad("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0,
+                    NULL);
+    ck_assert(strstr(err, "'dtls-tcp' is not supported in this build") !=
+              NULL);
+  }
   free(err);
   err = parse_bad("Schedulers KIST,Magic\n", 0, NULL);
   ck_assert(strstr(err, "must list KIST and/or KISTLite") != NULL);

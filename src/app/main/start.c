@@ -43,6 +43,7 @@
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_options.h"
 #include "feature/btcirc/btcirc.h"
+#include "feature/dtcp/dtcp.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
@@ -60,6 +61,7 @@
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
 #include "lib/string/str.h"
+#include "lib/utcp/utcp.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -105,6 +107,7 @@ static struct {
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
   btcirc_t *btcirc;             /* BackTap circuits on them; NULL when off */
+  dtcp_t *dtcp;                 /* TCP-over-DTLS circuits; NULL when off */
   int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
@@ -776,6 +779,11 @@ apply_dgram(const options_t *o)
     if (A.btcirc)
       btcirc_set_outgoing(A.btcirc,
                           dgo->transport == CIRCUIT_TRANSPORT_BACKTAP);
+    if (A.dtcp)
+      dtcp_set_outgoing(A.dtcp, dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP);
+    else if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP)
+      log_warn("CircuitTransport dtls-tcp: TCP-over-DTLS did not start with "
+               "the DatagramPort; hops keep using TLS");
     return 0;
   }
   if (cfg.bind.family == AF_UNSPEC)
@@ -797,6 +805,20 @@ apply_dgram(const options_t *o)
     if (dgo->transport == CIRCUIT_TRANSPORT_BACKTAP)
       log_notice("CircuitTransport backtap: hops to relays with a datagram "
                  "link use BackTap, others TLS");
+  }
+  /* TCP-over-DTLS likewise, in a build with lwIP. */
+  if (utcp_available()) {
+    A.dtcp = dtcp_new(A.loop, A.dgram);
+    if (A.dtcp) {
+      dtcp_set_outgoing(A.dtcp, dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP);
+      if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP)
+        log_notice("CircuitTransport dtls-tcp: hops to relays with a "
+                   "datagram link use TCP-over-DTLS (%s), others TLS",
+                   utcp_stack_name());
+    } else if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP) {
+      log_err("CircuitTransport dtls-tcp: cannot start TCP-over-DTLS");
+      return -1;
+    }
   }
   char a[PC_ADDR_STR_LEN];
   log_notice("Opened DatagramPort on UDP %s (DTLS links with relays)",
@@ -2056,6 +2078,28 @@ app_log_statistics(void)
                (unsigned long long)bs.bt.flows_failed,
                (unsigned long long)bs.mem_bytes);
   }
+  if (A.dtcp) {
+    dtcp_stats_t ts;
+    dtcp_get_stats(A.dtcp, &ts);
+    log_notice("Statistics: TCP-over-DTLS: %u links, %u circuit hops; "
+               "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
+               "hops from peers, %llu refused; cells %llu sent, %llu "
+               "received; %llu connections failed; segments %llu in, %llu "
+               "out, dropped %llu malformed, %llu SYNs over the limits; "
+               "%llu bytes held (%zu per connection's control block)",
+               ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
+               (unsigned long long)ts.ext_tls,
+               (unsigned long long)ts.circ_in,
+               (unsigned long long)ts.circ_refused,
+               (unsigned long long)ts.cells_sent,
+               (unsigned long long)ts.cells_received,
+               (unsigned long long)ts.conn_failed,
+               (unsigned long long)ts.tcp.segs_in,
+               (unsigned long long)ts.tcp.segs_out,
+               (unsigned long long)ts.tcp.dropped_bad,
+               (unsigned long long)ts.tcp.dropped_syn_rate,
+               (unsigned long long)ts.tcp.mem_bytes, ts.tcp.pcb_bytes);
+  }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
@@ -2106,6 +2150,7 @@ app_shutdown(void)
     dir_client_free(A.dirc);
     dir_client_free(A.dirc_other);
     btcirc_free(A.btcirc); /* closes its carried channels */
+    dtcp_free(A.dtcp);     /* the same */
     dgram_free(A.dgram); /* before channels: it observes them */
     cpuworker_shutdown(); /* joins the workers: before keys and channels */
     channels_shutdown();
