@@ -258,6 +258,33 @@ path_node_weight(const dir_nodelist_t *nl, const dir_node_t *n,
   return (double)int_weight(nl, n, pos) / (double)scale;
 }
 
+/* The position's own rules (flags, node lists); an exit without ExitNodes
+ * needs the Exit flag only when exit_flag is set. */
+static int
+position_allows(const dir_node_t *n, path_position_t pos,
+                const path_config_t *cfg, int exit_flag)
+{
+  switch (pos) {
+  case PATH_POS_GUARD:
+    if (n->flags & RS_FLAG_MIDDLEONLY)
+      return 0;
+    if (!routerset_is_empty(cfg->entry_nodes))
+      return routerset_contains(cfg->entry_nodes, n);
+    return (n->flags & RS_FLAG_GUARD) != 0;
+  case PATH_POS_MIDDLE:
+    if (!routerset_is_empty(cfg->middle_nodes))
+      return routerset_contains(cfg->middle_nodes, n);
+    return 1;
+  case PATH_POS_EXIT:
+    if (n->flags & (RS_FLAG_BADEXIT | RS_FLAG_MIDDLEONLY))
+      return 0;
+    if (!routerset_is_empty(cfg->exit_nodes))
+      return routerset_contains(cfg->exit_nodes, n);
+    return !exit_flag || (n->flags & RS_FLAG_EXIT) != 0;
+  }
+  return 0;
+}
+
 int
 path_node_is_candidate(const dir_node_t *n, path_position_t pos,
                        const path_config_t *cfg, int exit_port)
@@ -270,28 +297,10 @@ path_node_is_candidate(const dir_node_t *n, path_position_t pos,
     return 0;
   if (cfg->need_stable && !(n->flags & RS_FLAG_STABLE))
     return 0;
-  switch (pos) {
-  case PATH_POS_GUARD:
-    if (n->flags & RS_FLAG_MIDDLEONLY)
-      return 0;
-    if (!routerset_is_empty(cfg->entry_nodes))
-      return routerset_contains(cfg->entry_nodes, n);
-    return (n->flags & RS_FLAG_GUARD) != 0;
-  case PATH_POS_MIDDLE:
-    if (!routerset_is_empty(cfg->middle_nodes))
-      return routerset_contains(cfg->middle_nodes, n);
-    return 1;
-  case PATH_POS_EXIT:
-    if (n->flags & (RS_FLAG_BADEXIT | RS_FLAG_MIDDLEONLY))
-      return 0;
-    if (exit_port > 0 &&
-        !policy_summary_allows_port(n->policy, (uint16_t)exit_port))
-      return 0;
-    if (!routerset_is_empty(cfg->exit_nodes))
-      return routerset_contains(cfg->exit_nodes, n);
-    return 1;
-  }
-  return 0;
+  if (pos == PATH_POS_EXIT && exit_port > 0 &&
+      !policy_summary_allows_port(n->policy, (uint16_t)exit_port))
+    return 0;
+  return position_allows(n, pos, cfg, 0);
 }
 
 /* A candidate for pos if we had its descriptor (see path_dir_info). */
@@ -303,25 +312,7 @@ dir_info_candidate(const dir_node_t *n, path_position_t pos,
     return 0;
   if (routerset_contains(cfg->exclude_nodes, n))
     return 0;
-  switch (pos) {
-  case PATH_POS_GUARD:
-    if (n->flags & RS_FLAG_MIDDLEONLY)
-      return 0;
-    if (!routerset_is_empty(cfg->entry_nodes))
-      return routerset_contains(cfg->entry_nodes, n);
-    return (n->flags & RS_FLAG_GUARD) != 0;
-  case PATH_POS_MIDDLE:
-    if (!routerset_is_empty(cfg->middle_nodes))
-      return routerset_contains(cfg->middle_nodes, n);
-    return 1;
-  case PATH_POS_EXIT:
-    if (n->flags & (RS_FLAG_BADEXIT | RS_FLAG_MIDDLEONLY))
-      return 0;
-    if (!routerset_is_empty(cfg->exit_nodes))
-      return routerset_contains(cfg->exit_nodes, n);
-    return (n->flags & RS_FLAG_EXIT) != 0;
-  }
-  return 0;
+  return position_allows(n, pos, cfg, 1);
 }
 
 static double
