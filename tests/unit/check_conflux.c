@@ -301,6 +301,65 @@ START_TEST(test_receive_interleaved)
 }
 END_TEST
 
+/* The sender's reordering window: a fast leg that acknowledges at once
+ * runs CFX_SEND_WINDOW messages ahead of one still unacknowledged on a
+ * slow leg, then DATA goes on the slow leg, or waits for its SENDME. */
+START_TEST(test_send_window)
+{
+  uint64_t mem0 = memacct_get(MEMACCT_CONFLUX);
+  tleg_t *fast = tleg(100000, 0, 1000), *slow = tleg(100000, 0, 50000);
+  cfx_set_t *set = cfx_set_new(nonce0, CFX_ALG_LOWRTT, 0, tstate);
+  cfx_leg_t *lf = cfx_set_add_leg(set, fast, 0, 0);
+  cfx_leg_t *ls = cfx_set_add_leg(set, slow, 0, 0);
+  int sw;
+  uint32_t rel;
+  /* One DATA on the slow leg (the fast one is full); it stays in flight. */
+  fast->st.inflight = 100000;
+  cfx_leg_t *leg = cfx_set_pick(set, RELAY_COMMAND_DATA, &sw, &rel);
+  ck_assert_ptr_eq(leg, ls);
+  cfx_set_note_sent(set, leg, RELAY_COMMAND_DATA);
+  slow->st.inflight = 1;
+  /* The fast leg's cells are acknowledged at once: it carries the next
+   * CFX_SEND_WINDOW - 1. */
+  fast->st.inflight = 0;
+  for (int k = 0; k < CFX_SEND_WINDOW - 1; k++) {
+    leg = cfx_set_pick(set, RELAY_COMMAND_DATA, &sw, &rel);
+    ck_assert_ptr_eq(leg, lf);
+    cfx_set_note_sent(set, leg, RELAY_COMMAND_DATA);
+  }
+  ck_assert_uint_eq(set->n_window_waits, 0);
+  /* The window is reached: DATA goes on the laggard, after a SWITCH. */
+  ck_assert_int_eq(cfx_set_can_send_data(set), 1);
+  leg = cfx_set_pick(set, RELAY_COMMAND_DATA, &sw, &rel);
+  ck_assert_ptr_eq(leg, ls);
+  ck_assert_int_eq(sw, 1);
+  cfx_set_note_sent(set, leg, RELAY_COMMAND_DATA);
+  ck_assert_uint_eq(set->n_window_waits, 1);
+  /* With the laggard's congestion window full, DATA waits... */
+  slow->st.inflight = 2;
+  slow->st.cwnd = 2;
+  ck_assert_int_eq(cfx_set_can_send_data(set), 0);
+  ck_assert_ptr_null(cfx_set_pick(set, RELAY_COMMAND_DATA, &sw, &rel));
+  /* ... but other stream messages are not held back. */
+  leg = cfx_set_pick(set, RELAY_COMMAND_END, &sw, &rel);
+  ck_assert_ptr_eq(leg, lf);
+  cfx_set_note_sent(set, leg, RELAY_COMMAND_END);
+  /* The laggard's SENDME: the window opens, the fast leg takes DATA. */
+  slow->st.inflight = 0;
+  ck_assert_int_eq(cfx_set_can_send_data(set), 1);
+  leg = cfx_set_pick(set, RELAY_COMMAND_DATA, &sw, &rel);
+  ck_assert_ptr_eq(leg, lf);
+  ck_assert_uint_gt(memacct_get(MEMACCT_CONFLUX), mem0);
+  char d[512];
+  cfx_set_describe(set, d, sizeof(d));
+  ck_assert_ptr_nonnull(strstr(d, "2 window waits"));
+  cfx_set_free(set);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CONFLUX), mem0);
+  free(fast);
+  free(slow);
+}
+END_TEST
+
 START_TEST(test_send_switches)
 {
   /* Only the leg the plan names has room, so LowRTT follows the plan;
@@ -1251,6 +1310,7 @@ suite_conflux(void)
   tcase_add_test(tc, test_receive_reorders);
   tcase_add_test(tc, test_receive_interleaved);
   tcase_add_test(tc, test_send_switches);
+  tcase_add_test(tc, test_send_window);
   tcase_add_test(tc, test_queue_bound);
   tcase_add_test(tc, test_old_and_duplicate);
   tcase_add_test(tc, test_minrtt_lowrtt);

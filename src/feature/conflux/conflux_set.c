@@ -84,13 +84,78 @@ cfx_set_new(const uint8_t nonce[CFX_NONCE_LEN], cfx_alg_t alg,
   return set;
 }
 
+/* ---- the sender's reordering window ------------------------------- */
+
+#define UA_MAX_CAP 65536u /* more in flight than this: forget the oldest */
+
+static void
+leg_free(cfx_leg_t *leg)
+{
+  memacct_sub(MEMACCT_CONFLUX, (size_t)leg->ua_cap * sizeof(uint64_t));
+  free(leg->unacked);
+  free(leg);
+}
+
+static void
+ua_push(cfx_leg_t *leg, uint64_t seq)
+{
+  if (leg->ua_len == leg->ua_cap) {
+    if (leg->ua_cap >= UA_MAX_CAP) {
+      leg->ua_head = (leg->ua_head + 1) % leg->ua_cap;
+      leg->ua_len--;
+    } else {
+      uint32_t cap = leg->ua_cap ? leg->ua_cap * 2 : 64;
+      uint64_t *n = pc_malloc((size_t)cap * sizeof(*n));
+      for (uint32_t i = 0; i < leg->ua_len; i++)
+        n[i] = leg->unacked[(leg->ua_head + i) % leg->ua_cap];
+      free(leg->unacked);
+      memacct_add(MEMACCT_CONFLUX,
+                  (size_t)(cap - leg->ua_cap) * sizeof(uint64_t));
+      leg->unacked = n;
+      leg->ua_cap = cap;
+      leg->ua_head = 0;
+    }
+  }
+  leg->unacked[(leg->ua_head + leg->ua_len) % leg->ua_cap] = seq;
+  leg->ua_len++;
+}
+
+/* Forget what the leg's controller no longer counts in flight. */
+static void
+ua_sync(cfx_leg_t *leg, uint64_t inflight)
+{
+  while (leg->ua_len > inflight) {
+    leg->ua_head = (leg->ua_head + 1) % leg->ua_cap;
+    leg->ua_len--;
+  }
+}
+
+/* The leg holding the oldest unacknowledged DATA message, if the newest
+ * number is CFX_SEND_WINDOW or more past it; else -1. */
+static int
+window_laggard(const cfx_set_t *set)
+{
+  int lag = -1;
+  uint64_t oldest = UINT64_MAX;
+  for (int i = 0; i < set->n_legs; i++) {
+    const cfx_leg_t *l = set->legs[i];
+    if (l->ua_len && l->unacked[l->ua_head] < oldest) {
+      oldest = l->unacked[l->ua_head];
+      lag = i;
+    }
+  }
+  if (lag < 0 || cfx_set_max_sent(set) + 1 - oldest < CFX_SEND_WINDOW)
+    return -1;
+  return lag;
+}
+
 void
 cfx_set_free_(cfx_set_t *set)
 {
   if (!set)
     return;
   for (int i = 0; i < set->n_legs; i++)
-    free(set->legs[i]);
+    leg_free(set->legs[i]);
   for (uint32_t i = 0; i < set->n_queued; i++)
     free(set->heap[i]);
   free(set->heap);
@@ -188,7 +253,7 @@ cfx_set_remove_leg(cfx_set_t *set, cfx_leg_t *leg,
   }
   if (set->prev == leg)
     set->prev = NULL;
-  free(leg);
+  leg_free(leg);
   return teardown;
 }
 
@@ -218,6 +283,7 @@ view_legs(cfx_set_t *set, leg_view_t *v)
     uint64_t rtt = v[i].st.rtt_us ? v[i].st.rtt_us : set->legs[i]->link_rtt_us;
     v[i].rtt = rtt ? rtt : UINT64_MAX;
     v[i].ready = v[i].st.cwnd > v[i].st.inflight && !v[i].st.blocked;
+    ua_sync(set->legs[i], v[i].st.inflight);
   }
 }
 
@@ -304,6 +370,13 @@ cfx_set_pick(cfx_set_t *set, uint8_t command, int *send_switch,
   if (!set->curr)
     set->curr = first_leg(set, v);
   int i = decide(set, v);
+  if (command == RELAY_COMMAND_DATA) {
+    int lag = window_laggard(set);
+    if (lag >= 0 && i != lag) {
+      set->n_window_waits++;
+      i = v[lag].ready ? lag : -1;
+    }
+  }
   if (i < 0)
     return command == RELAY_COMMAND_DATA ? NULL : set->curr;
   cfx_leg_t *leg = set->legs[i];
@@ -337,6 +410,9 @@ cfx_set_can_send_data(cfx_set_t *set)
     return 0;
   leg_view_t v[CFX_MAX_LEGS];
   view_legs(set, v);
+  int lag = window_laggard(set);
+  if (lag >= 0)
+    return v[lag].ready;
   switch (set->alg) {
   case CFX_ALG_MINRTT:
     return decide(set, v) >= 0;
@@ -351,8 +427,9 @@ cfx_set_can_send_data(cfx_set_t *set)
 void
 cfx_set_note_sent(cfx_set_t *set, cfx_leg_t *leg, uint8_t command)
 {
-  (void)command;
   leg->last_seq_sent++;
+  if (command == RELAY_COMMAND_DATA)
+    ua_push(leg, leg->last_seq_sent);
   leg->n_sent++;
   set->n_sent++;
 }
@@ -516,11 +593,12 @@ cfx_set_describe(const cfx_set_t *set, char *buf, size_t len)
   int n = snprintf(buf, len,
                    "%d leg%s, %s, delivered %" PRIu64
                    ", sent %" PRIu64 ", queued %u (max %u, bound %u), "
-                   "%" PRIu64 " switches",
+                   "%" PRIu64 " switches, %" PRIu64 " window waits",
                    set->n_legs, set->n_legs == 1 ? "" : "s",
                    cfx_alg_name(set->alg), set->last_seq_delivered,
                    set->n_sent, set->n_queued,
-                   set->max_queued_seen, set->max_ooo, set->n_switches);
+                   set->max_queued_seen, set->max_ooo, set->n_switches,
+                   set->n_window_waits);
   for (int i = 0; i < set->n_legs && n > 0 && (size_t)n < len; i++) {
     const cfx_leg_t *l = set->legs[i];
     n += snprintf(buf + n, len - (size_t)n,

@@ -25,6 +25,18 @@
  * so a set in its steady state allocates nothing per message; messages
  * that arrive in order are never copied.
  *
+ * The sender's reordering window (not in the proposal; like MPTCP's
+ * shared receive window): a leg's SENDMEs acknowledge cells when they
+ * arrive, so a fast leg may run far ahead of one cell still on its way on
+ * a slower leg, and the receiver holds everything in between. The set
+ * remembers, per leg, the numbers of the DATA messages its congestion
+ * controller still counts in flight (acknowledged ones leave as the
+ * leg's inflight count drops). When the newest number is CFX_SEND_WINDOW
+ * or more past the oldest unacknowledged one on another leg, DATA goes
+ * only on that laggard leg (which also draws the SENDME that frees the
+ * window) or waits for its SENDME. The receiver's queue then stays near
+ * the window, whatever the rate and the legs' delays.
+ *
  * Schedulers (section 3): which leg carries the next message.
  *   MINRTT        the leg with the lowest RTT, and only it: if its
  *                 congestion window is full, nothing is sent
@@ -63,6 +75,9 @@
  * ahead of the other. */
 #define CFX_DEFAULT_MAX_OOO 32768
 #define CFX_BODY_MAX 498
+/* The sender's reordering window, in messages (about 4 MB), below the
+ * receivers' bound (tor has none; older pctor 10000). */
+#define CFX_SEND_WINDOW 8192
 
 typedef enum {
   CFX_ALG_MINRTT = 1,
@@ -90,6 +105,10 @@ typedef struct cfx_leg_t {
   uint64_t last_seq_sent, last_seq_recv;
   uint64_t link_rtt_us;    /* from the link handshake; 0 until measured */
   uint64_t n_sent, n_recv; /* multiplexed messages, for logs */
+  /* Numbers of the DATA messages sent on this leg that its controller
+   * still counts in flight, oldest first (a ring; see the window above). */
+  uint64_t *unacked;
+  uint32_t ua_cap, ua_head, ua_len;
 } cfx_leg_t;
 
 typedef struct cfx_msg_t {
@@ -118,6 +137,7 @@ typedef struct cfx_set_t {
   uint64_t rng;            /* xorshift64* state (PROPORTIONAL) */
   uint64_t n_switches;
   uint64_t n_sent;         /* multiplexed messages sent on any leg */
+  uint64_t n_window_waits; /* DATA held back or moved by the window */
 } cfx_set_t;
 
 /* The most message bytes the out-of-order queue may hold. */
