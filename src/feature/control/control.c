@@ -1054,10 +1054,6 @@ getinfo_one(const char *key, char **value)
     *value = pc_strdup("unknown");
     return 1;
   }
-  if (!strcmp(key, "accounting/enabled")) {
-    *value = pc_strdup("0"); /* pctor has no AccountingMax */
-    return 1;
-  }
   if (!strcmp(key, "signal/names")) {
     *value = pc_strdup("RELOAD SHUTDOWN DUMP DEBUG HALT HUP INT USR1 USR2 "
                        "TERM NEWNYM CLEARDNSCACHE HEARTBEAT ACTIVE DORMANT");

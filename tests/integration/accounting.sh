@@ -1,0 +1,180 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# accounting.sh -- AccountingMax: a pctor relay hibernates when its quota is
+# used up, tells stem so, refuses new circuits, and keeps the count across
+# a restart (tor's state-file keys).
+#
+# Private network: 1 tor authority, 1 tor relay (for the DirAuthority
+# lines), a pctor exit p2 to a local web server, and a pctor relay p1 with
+# AccountingMax 1 MBytes (AccountingStart day 00:00) and a ControlPort.
+# Checks:
+#   - before traffic, stem reads accounting/enabled 1, hibernating awake,
+#     bytes-left near 1 MiB each way, interval-start/-end one day apart in
+#     tor's time format, interval-wake == interval-start (no estimate yet);
+#   - 3 MiB downloaded through p1 -> p2 (pctor-circtest) push p1 past its
+#     quota: stem sees accounting/hibernating become "hard", bytes-left
+#     reach 0 in a direction, STATUS_SERVER HIBERNATION_STATUS events SOFT
+#     then HARD, p1's own descriptor says "hibernating 1"; p1 logs the soft
+#     and hard limits;
+#   - a new circuit through p1 fails (its ORPort is closed), while a
+#     circuit through p2 alone still works;
+#   - after SIGTERM the state file holds AccountingIntervalStart and
+#     AccountingBytes*InInterval (at least the quota); a restarted p1
+#     reads them back and comes up hibernating ("hard", same bytes).
+. "$(dirname "$0")/lib.sh"
+set -u
+
+it_require_tor
+PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+[ -x "$CIRCTEST" ] || it_fail "pctor-circtest is not built ($CIRCTEST)"
+PY=
+for p in /usr/bin/python3 "$(it_python3)"; do
+    [ -x "$p" ] && "$p" -c 'import stem' 2> /dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || it_skip "python3-stem is not installed (scripts/install-deps)"
+
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
+    --base-port auto || it_fail "pctor-privnet start failed"
+nodes=$net/nodes.txt
+
+www=$(it_tmpdir)
+head -c $((3 * 1024 * 1024)) /dev/urandom > "$www/file"
+read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+it_http_server "$www" "$hport"
+
+read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname p1ctl)
+it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
+ControlPort $cport
+AccountingMax 1 MBytes
+AccountingStart day 00:00"
+it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
+ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+RefuseUnknownExits 0
+ServerDNSResolvConfFile $net/resolv.conf"
+d1=$(cat "$net/p1.dir")
+it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its ControlPort"
+hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+export CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
+
+# 1. Awake, with tor's formats.
+"$PY" - <<'EOF' || it_fail "accounting GETINFO before traffic"
+import os, re
+from datetime import datetime
+from stem.control import Controller
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate()
+g = c.get_info
+assert g("accounting/enabled") == "1", g("accounting/enabled")
+assert g("accounting/hibernating") == "awake", g("accounting/hibernating")
+left = [int(x) for x in g("accounting/bytes-left").split()]
+assert len(left) == 2 and all(900000 < x <= 1048576 for x in left), left
+used = [int(x) for x in g("accounting/bytes").split()]
+assert len(used) == 2 and all(0 <= x < 148576 for x in used), used
+fmt = "%Y-%m-%d %H:%M:%S"
+t = {k: datetime.strptime(g("accounting/interval-" + k), fmt)
+     for k in ("start", "wake", "end")}
+assert (t["end"] - t["start"]).total_seconds() in (82800, 86400, 90000), t
+assert t["wake"] == t["start"], t
+# stem's own view of the same keys
+a = c.get_accounting_stats()
+assert a.status == "awake" and a.read_limit == 1048576, a
+print("awake:", left, used, t["start"], t["end"])
+EOF
+it_log "p1 reports accounting awake with a 1 MiB quota"
+
+# 2. Use the quota; watch it hibernate.
+cat > "$net/watch.py" <<'EOF'
+import os, sys, time
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate()
+seen = []
+def on_status(ev):
+    if ev.action == "HIBERNATION_STATUS":
+        seen.append(ev.arguments.get("STATUS"))
+c.add_event_listener(on_status, EventType.STATUS_SERVER)
+open(sys.argv[1], "w").write("ready\n")
+deadline = time.time() + 120
+while time.time() < deadline:
+    if c.get_info("accounting/hibernating") == "hard" and "HARD" in seen:
+        break
+    time.sleep(0.5)
+state = c.get_info("accounting/hibernating")
+left = [int(x) for x in c.get_info("accounting/bytes-left").split()]
+used = [int(x) for x in c.get_info("accounting/bytes").split()]
+desc = ""
+for _ in range(20):  # the descriptor is rebuilt on the next loop turn
+    desc = c.get_info("desc/id/" + os.environ["FP1"])
+    if "\nhibernating 1\n" in desc:
+        break
+    time.sleep(0.5)
+print("state", state, "left", left, "used", used, "events", seen)
+assert state == "hard", state
+assert 0 in left, left
+assert max(used) >= 1048576, used
+assert seen[:2] == ["SOFT", "HARD"], seen
+assert "\nhibernating 1\n" in desc, "the descriptor does not say hibernating 1"
+print("ok")
+EOF
+"$PY" "$net/watch.py" "$net/watch.ready" > "$net/watch.out" 2>&1 &
+wpid=$!
+it_register_pid "$wpid"
+it_wait_until 20 test -s "$net/watch.ready" || it_fail "the stem watcher did not start: $(cat "$net/watch.out")"
+"$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /file --out "$net/body" "$(hop p1)" "$(hop p2)" > "$net/get.out" 2>&1 ||
+    it_log "the download through p1 ended early (p1 hibernated): $(tail -1 "$net/get.out")"
+it_log "downloaded $(stat -c %s "$net/body" 2>/dev/null || echo 0) bytes through p1 -> p2"
+wait "$wpid" || it_fail "stem did not see p1 hibernate: $(cat "$net/watch.out")"
+it_log "stem: $(head -1 "$net/watch.out")"
+grep -q "Bandwidth soft limit reached; commencing hibernation" "$d1/info.log" ||
+    it_fail "p1 did not log the soft limit"
+grep -q "Bandwidth hard limit reached" "$d1/info.log" ||
+    it_fail "p1 did not log the hard limit"
+
+# 3. New circuits through p1 are refused; p2 still works.
+if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ1.out" 2>&1; then
+    it_fail "a circuit through the hibernating p1 was built"
+fi
+"$CIRCTEST" --timeout 30 --nodes "$nodes" "$(hop p2)" > "$net/circ2.out" 2>&1 ||
+    it_fail "a circuit through p2 failed: $(tail -3 "$net/circ2.out")"
+it_log "a new circuit through p1 fails; through p2 it works"
+
+# 4. The count survives a restart.
+pid1=$(cat "$d1/pid")
+kill -TERM "$pid1"
+for _ in $(seq 1 100); do kill -0 "$pid1" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid1" 2>/dev/null && it_fail "p1 did not exit on SIGTERM"
+st=$d1/data/state
+grep -q '^AccountingIntervalStart [0-9-]* [0-9:]*$' "$st" ||
+    it_fail "no AccountingIntervalStart in the state file: $(grep Accounting "$st")"
+w=$(awk '$1 == "AccountingBytesWrittenInInterval" { print $2 }' "$st")
+r=$(awk '$1 == "AccountingBytesReadInInterval" { print $2 }' "$st")
+[ "${w:-0}" -ge 1048576 ] || [ "${r:-0}" -ge 1048576 ] ||
+    it_fail "the state file does not hold the used quota: $(grep Accounting "$st")"
+[ $(( ${w:-0} % 1024 )) = 0 ] || it_fail "written bytes not in whole KiB (tor's rounding): $w"
+it_log "state file: read $r, written $w"
+"$PCTOR" -f "$d1/torrc" > "$d1/stderr.2" 2>&1 &
+echo $! > "$d1/pid"
+it_register_pid "$(cat "$d1/pid")"
+it_wait_port 127.0.0.1 "$cport" 30 || it_fail "p1 did not restart: $(tail -3 "$d1/stderr.2")"
+export R=$r W=$w
+"$PY" - <<'EOF' || it_fail "p1 after the restart"
+import os
+from stem.control import Controller
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate()
+state = c.get_info("accounting/hibernating")
+used = [int(x) for x in c.get_info("accounting/bytes").split()]
+print("restarted:", state, used)
+assert state == "hard", state
+assert used[0] >= int(os.environ["R"] or 0) and used[1] >= int(os.environ["W"] or 0), used
+EOF
+if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p1)" > "$net/circ3.out" 2>&1; then
+    it_fail "a circuit through p1 was built after its restart with a used-up quota"
+fi
+it_log "restarted p1 reads its counters back and stays hibernating"
