@@ -6,7 +6,8 @@
 #
 # Private network: 1 tor authority, 1 tor relay (for the DirAuthority
 # lines), a pctor exit p2 to a local web server, and a pctor relay p1 with
-# AccountingMax 1 MBytes (AccountingStart day 00:00) and a ControlPort.
+# AccountingMax 1 MBytes, AccountingStart day HH:MM (HH:MM one to two
+# minutes after the start of the test) and a ControlPort.
 # Checks:
 #   - before traffic, stem reads accounting/enabled 1, hibernating awake,
 #     bytes-left near 1 MiB each way, interval-start/-end one day apart in
@@ -20,7 +21,14 @@
 #     circuit through p2 alone still works;
 #   - after SIGTERM the state file holds AccountingIntervalStart and
 #     AccountingBytes*InInterval (at least the quota); a restarted p1
-#     reads them back and comes up hibernating ("hard", same bytes).
+#     reads them back and comes up hibernating ("hard", same bytes);
+#   - at HH:MM the next interval begins: p1 wakes at the time tor's rule
+#     gives (computed here in Python from the state file: the usage
+#     estimate from the soft-limit record, SHA-1 of the interval start and
+#     the identity), which is the interval's start: stem sees AWAKE (event
+#     and GETINFO), bytes back near 0, interval-start == HH:MM, the
+#     descriptor without "hibernating 1", and circuits through p1 work
+#     again.
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -45,10 +53,15 @@ read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
 read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname p1ctl)
+# The interval boundary 1-2 minutes from now (local time, as tor's), so
+# that the test sees the next interval begin.
+boundary=$(date -d "+120 sec" +%H:%M)
+boundary_epoch=$(date -d "$boundary" +%s)
+[ "$boundary_epoch" -gt "$(date +%s)" ] || boundary_epoch=$((boundary_epoch + 86400))
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
 ControlPort $cport
 AccountingMax 1 MBytes
-AccountingStart day 00:00"
+AccountingStart day $boundary"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
 ExitRelay 1
 ExitPolicyRejectPrivate 0
@@ -59,7 +72,7 @@ ServerDNSResolvConfFile $net/resolv.conf"
 d1=$(cat "$net/p1.dir")
 it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its ControlPort"
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
-export CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
+export D1=$d1 CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
 
 # 1. Awake, with tor's formats.
 "$PY" - <<'EOF' || it_fail "accounting GETINFO before traffic"
@@ -158,6 +171,7 @@ r=$(awk '$1 == "AccountingBytesReadInInterval" { print $2 }' "$st")
     it_fail "the state file does not hold the used quota: $(grep Accounting "$st")"
 [ $(( ${w:-0} % 1024 )) = 0 ] || it_fail "written bytes not in whole KiB (tor's rounding): $w"
 it_log "state file: read $r, written $w"
+cp "$st" "$net/state.before"
 "$PCTOR" -f "$d1/torrc" > "$d1/stderr.2" 2>&1 &
 echo $! > "$d1/pid"
 it_register_pid "$(cat "$d1/pid")"
@@ -178,3 +192,85 @@ if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p1)" > "$net/circ3.out" 2>&1
     it_fail "a circuit through p1 was built after its restart with a used-up quota"
 fi
 it_log "restarted p1 reads its counters back and stays hibernating"
+
+# 5. The next interval: p1 wakes when tor's rule says.
+now=$(date +%s)
+[ "$boundary_epoch" -gt "$now" ] ||
+    it_fail "the test was too slow: the interval boundary $boundary passed before step 5"
+it_log "waiting $((boundary_epoch - now)) s for the next interval ($boundary local time)"
+export BOUNDARY=$boundary_epoch STATE_BEFORE=$net/state.before
+"$PY" - <<'EOF' || it_fail "p1 did not wake in the next interval as tor's rule says"
+import calendar, hashlib, os, time
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate()
+seen = []
+def on_status(ev):
+    if ev.action == "HIBERNATION_STATUS":
+        seen.append(ev.arguments.get("STATUS"))
+c.add_event_listener(on_status, EventType.STATUS_SERVER)
+fmt = "%Y-%m-%d %H:%M:%S"
+utc = lambda s: calendar.timegm(time.strptime(s, fmt))
+boundary = int(os.environ["BOUNDARY"])
+assert c.get_info("accounting/hibernating") == "hard"
+deadline = boundary + 30
+while time.time() < deadline:
+    if utc(c.get_info("accounting/interval-start")) == boundary:
+        break
+    time.sleep(0.5)
+start = utc(c.get_info("accounting/interval-start"))
+end = utc(c.get_info("accounting/interval-end"))
+wake = utc(c.get_info("accounting/interval-wake"))
+assert start == boundary, (start, boundary)
+# tor's rule, from the last interval's record in the state file
+st = dict(l.rstrip("\n").split(" ", 1) for l in open(os.environ["STATE_BEFORE"])
+          if l[:1].isalpha())
+prev = utc(st["AccountingIntervalStart"])
+soft_at = utc(st["AccountingSoftLimitHitAt"]) if "AccountingSoftLimitHitAt" in st else 0
+at_soft = int(st.get("AccountingBytesAtSoftLimit", 0))
+active = int(st.get("AccountingSecondsActive", 0))
+used = max(int(st.get("AccountingBytesReadInInterval", 0)),
+           int(st.get("AccountingBytesWrittenInInterval", 0)))
+if soft_at > prev and at_soft and soft_at - prev > 1800:
+    expected = at_soft // (soft_at - prev) // 60
+elif active >= 1800:
+    expected = used // (active // 60)
+else:
+    expected = 0
+if expected == 0:
+    want = start
+else:
+    exhaust = 1048576 // expected * 60
+    span = (end - start) - exhaust
+    fp = open(os.environ["D1"] + "/data/fingerprint").read().split()[1]
+    h = hashlib.sha1(time.strftime(fmt, time.gmtime(start)).encode() +
+                     bytes.fromhex(fp)).digest()
+    want = start if span <= 0 else start + int.from_bytes(h[:4], "little") % span
+print("interval", start, "wake", wake, "tor's rule", want, "expected/min", expected)
+assert wake == want, (wake, want)
+assert want <= boundary + 5, "tor's rule would not wake p1 now; the test cannot check waking"
+while time.time() < deadline and c.get_info("accounting/hibernating") != "awake":
+    time.sleep(0.5)
+assert c.get_info("accounting/hibernating") == "awake", c.get_info("accounting/hibernating")
+for _ in range(20):
+    if "AWAKE" in seen:
+        break
+    time.sleep(0.5)
+assert "AWAKE" in seen, seen
+b = [int(x) for x in c.get_info("accounting/bytes").split()]
+assert max(b) < 200000, b
+desc = ""
+for _ in range(20):
+    desc = c.get_info("desc/id/" + os.environ["FP1"])
+    if "\nhibernating 1\n" not in desc:
+        break
+    time.sleep(0.5)
+assert "\nhibernating 1\n" not in desc, "the descriptor still says hibernating 1"
+print("awake again; bytes", b, "events", seen)
+EOF
+it_wait_port 127.0.0.1 "$(cat "$net/p1.port")" 10 || it_fail "p1 did not reopen its ORPort"
+"$CIRCTEST" --timeout 30 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ4.out" 2>&1 ||
+    it_fail "no circuit through p1 after it woke: $(tail -3 "$net/circ4.out")"
+grep -q "Hibernation period ended. Resuming normal activity." "$d1/info.log" ||
+    it_fail "p1 did not log its wake-up"
+it_log "the next interval began; p1 woke at the interval start (tor's rule) and relays again"

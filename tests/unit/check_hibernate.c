@@ -215,43 +215,31 @@ START_TEST(test_transitions)
   check_info(h, "accounting/interval-end", "2026-11-27 00:00:00");
   /* No estimate yet: awake from the start. */
   check_info(h, "accounting/interval-wake", "2026-11-26 00:00:00");
-  /* Below the soft limit (95%): awake. */
+  /* 50 active minutes, 900000 bytes written: below the soft limit. */
   for (int i = 0; i < 3000; i++) {
     hibernate_add_bytes(h, 100, 300, 1);
     hibernate_tick(h, ++t);
   }
   ck_assert_int_eq(hibernate_state(h), HIBERNATE_AWAKE);
-  hibernate_add_bytes(h, 0, MIB * 95 / 100 - 900000 + 1, 1);
-  hibernate_tick(h, ++t);
-  ck_assert_int_eq(hibernate_state(h), HIBERNATE_SOFT);
-  ck_assert_int_eq(n_changes, 1);
-  ck_assert_int_eq(changes[0], HIBERNATE_SOFT);
-  ck_assert_int_ge(n_saves, 1);
-  check_info(h, "accounting/hibernating", "soft");
-  time_t soft_at = t;
-  /* The quota used up: hard until the next interval. */
-  hibernate_add_bytes(h, 0, MIB, 1);
-  hibernate_tick(h, ++t);
-  ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
-  ck_assert_int_eq(changes[1], HIBERNATE_HARD);
-  check_info(h, "accounting/hibernating", "hard");
-  check_info(h, "accounting/bytes-left", "748576 0");
-  hibernate_tick(h, day + 86399);
-  ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
-  ck_assert_int_eq(n_changes, 2);
+  ck_assert_int_eq(n_changes, 0);
 
-  /* The next interval. Usage before the soft limit: 900000 + the rest,
-   * over soft_at - start seconds; tor's estimate is per minute. */
-  uint64_t per_min = (MIB * 95 / 100 + 1) / (uint64_t)((soft_at - day) / 60);
-  uint64_t exhaust = MIB / per_min * 60;
-  hibernate_tick(h, day + 86400);
+  /* Day 2: the estimate is 900000 / 50 = 18000 bytes a minute, so the
+   * quota lasts 1048576 / 18000 = 58 minutes; the wake-up time lies in
+   * the first 86400 - 3480 seconds. */
+  time_t day2 = day + 86400;
+  hibernate_tick(h, day2);
   check_info(h, "accounting/interval-start", "2026-11-27 00:00:00");
   check_info(h, "accounting/bytes", "0 0");
   time_t wake = hibernate_wake_time(h);
-  ck_assert_int_ge(wake, day + 86400);
-  ck_assert_int_lt(wake, day + 86400 + 86400 - (time_t)exhaust);
-  if (wake > day + 86400) {
+  ck_assert_int_ge(wake, day2);
+  ck_assert_int_lt(wake, day2 + 86400 - 3480);
+  /* Computed with Python: int.from_bytes(sha1(b"2026-11-27 00:00:00" +
+   * b"\x42" * 20).digest()[:4], "little") % (86400 - 3480) */
+  ck_assert_int_eq(wake, day2 + 4933);
+  if (wake > day2) {
     ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
+    ck_assert_int_eq(changes[0], HIBERNATE_HARD);
+    check_info(h, "accounting/hibernating", "hard");
     hibernate_tick(h, wake - 1);
     ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
   }
@@ -260,19 +248,20 @@ START_TEST(test_transitions)
   ck_assert_int_eq(changes[n_changes - 1], HIBERNATE_AWAKE);
 
   /* The wake-up time is a function of identity and interval. */
-  hibernate_t *h2 = hibernate_new(&o, id, 1000, NULL);
   statefile_t *st = statefile_new("/nonexistent/state");
-  hibernate_tick(h, wake + 1);
   hibernate_save_state(h, st);
+  hibernate_t *h2 = hibernate_new(&o, id, 1000, NULL);
   hibernate_load_state(h2, st);
   hibernate_tick(h2, wake + 2);
   ck_assert_int_eq(hibernate_wake_time(h2), wake);
   hibernate_free(h2);
-  id[0] ^= 1;
+  uint8_t other[20];
+  memcpy(other, id, 20);
+  other[0] ^= 1;
   int differs = 0;
   for (int k = 0; k < 4 && !differs; k++) {
-    id[1] = (uint8_t)k;
-    h2 = hibernate_new(&o, id, 1000, NULL);
+    other[1] = (uint8_t)k;
+    h2 = hibernate_new(&o, other, 1000, NULL);
     hibernate_load_state(h2, st);
     hibernate_tick(h2, wake + 2);
     differs = hibernate_wake_time(h2) != wake;
@@ -280,6 +269,34 @@ START_TEST(test_transitions)
   }
   ck_assert_msg(differs, "four other identities all wake at the same time");
   statefile_free(st);
+
+  /* Soft at 95% (996147 bytes), then hard at the quota. */
+  n_changes = 0;
+  t = (wake > day2 + 2000 ? wake : day2 + 2000) + 10;
+  hibernate_add_bytes(h, 0, 996146, 1);
+  hibernate_tick(h, t);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_AWAKE);
+  hibernate_add_bytes(h, 0, 1, 1);
+  hibernate_tick(h, ++t);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_SOFT);
+  ck_assert_int_eq(changes[0], HIBERNATE_SOFT);
+  ck_assert_int_ge(n_saves, 1);
+  check_info(h, "accounting/hibernating", "soft");
+  check_info(h, "accounting/bytes-left", "1048576 52429");
+  hibernate_add_bytes(h, 0, MIB, 1);
+  hibernate_tick(h, ++t);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
+  ck_assert_int_eq(changes[1], HIBERNATE_HARD);
+  check_info(h, "accounting/bytes-left", "1048576 0");
+  hibernate_tick(h, day2 + 86399);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
+  ck_assert_int_eq(n_changes, 2);
+  /* Day 3: tor's estimate from the soft limit (bytes / seconds / 60)
+   * is tiny, so the quota "lasts" longer than the day: awake at once. */
+  hibernate_tick(h, day2 + 86400);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_AWAKE);
+  check_info(h, "accounting/interval-wake", "2026-11-28 00:00:00");
+  ck_assert_int_eq(changes[2], HIBERNATE_AWAKE);
   hibernate_free(h);
 
   /* Turning accounting off wakes the relay. */

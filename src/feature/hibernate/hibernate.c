@@ -10,8 +10,9 @@
  * - Wake-up time. At the start of an interval the relay estimates its
  *   usage per minute from the interval before: the bytes it had used when
  *   it reached the soft limit over the time that took (when that was more
- *   than 30 minutes), else the bytes of the interval over its active
- *   seconds (when it was active for 30 minutes), else nothing -- capped
+ *   than 30 minutes; with tor's arithmetic, see estimate_usage()), else
+ *   the bytes of the interval over its active seconds (when it was active
+ *   for 30 minutes), else nothing -- capped
  *   by the configured rate (twice it for AccountingRule sum). Without an
  *   estimate it wakes at the interval's start. With one, it expects to
  *   use the quota in T = max / usage minutes, and wakes at a point in the
@@ -288,7 +289,11 @@ estimate_usage(const hibernate_t *h)
   uint64_t e = 0;
   if (h->soft_at > h->start && h->bytes_at_soft &&
       h->soft_at - h->start > MIN_MEASURE_SECS)
-    e = h->bytes_at_soft / (uint64_t)((h->soft_at - h->start) / 60);
+    /* tor's arithmetic, kept so that a relay wakes when tor's would: the
+     * rate per second divided by 60 (not multiplied), so a relay that
+     * reached its soft limit late in an interval wakes at the start of
+     * the next. */
+    e = h->bytes_at_soft / (uint64_t)(h->soft_at - h->start) / 60;
   else if (h->secs_active >= MIN_MEASURE_SECS)
     e = hibernate_used(h) / (h->secs_active / 60);
   if (cap && e > cap)
@@ -462,9 +467,13 @@ step(hibernate_t *h, time_t now)
     return 0;
   default:
     if (soft_reached(h)) {
-      h->soft_at = now;
-      h->bytes_at_soft = hibernate_used(h);
-      h->secs_to_soft = h->secs_active;
+      /* The first time in this interval only (a restart with a used-up
+       * quota keeps the stored record, as tor does). */
+      if (h->soft_at <= h->start) {
+        h->soft_at = now;
+        h->bytes_at_soft = hibernate_used(h);
+        h->secs_to_soft = h->secs_active;
+      }
       h->until = h->end;
       log_notice("Bandwidth soft limit reached; commencing hibernation. "
                  "No new connections or circuits will be accepted.");
