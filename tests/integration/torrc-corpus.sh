@@ -90,7 +90,7 @@ has exit-reduced.torrc "ReducedExitPolicy 1" --defaults-torrc /nonexistent
 has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
 has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
-has accounting.torrc "AccountingStart month 1 00:00" --defaults-torrc /nonexistent
+has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
 # Debian's layout: the defaults file, the torrc.d file (not the dot file).
 has debian.torrc "Nickname DebRelay" --defaults-torrc "$dir/debian-defaults"
 "$PCTOR" --dump-config non-builtin -f "$dir/debian.torrc" "${test_net[@]}" --hush \

@@ -178,6 +178,14 @@ START_TEST(test_rules)
     ck_assert_uint_eq(hibernate_used(h), r[i].used);
     check_info(h, "accounting/bytes", "100 300");
     check_info(h, "accounting/bytes-left", r[i].left);
+    char hb[512];
+    hibernate_heartbeat_line(h, 1795735320, hb, sizeof(hb));
+    ck_assert_msg(strstr(hb, "Heartbeat: Accounting enabled. Sent: 0.00 MB, "
+                             "Received: 0.00 MB") &&
+                      strstr(hb, "The current accounting interval ends on "
+                                 "2026-11-27 00:00:00, in 0 days 0:38 "
+                                 "hours."),
+                  "%s", hb);
     hibernate_free(h);
   }
   /* Used up: nothing left, never negative. */
@@ -190,6 +198,18 @@ START_TEST(test_rules)
   /* No accounting: enabled 0, awake. */
   check_info(NULL, "accounting/enabled", "0");
   check_info(NULL, "accounting/hibernating", "awake");
+  /* tor 0.4.9's answers without AccountingMax */
+  check_info(NULL, "accounting/bytes", "0 0");
+  check_info(NULL, "accounting/bytes-left", "0 0");
+  check_info(NULL, "accounting/interval-start", "1970-01-01 00:00:00");
+  check_info(NULL, "accounting/interval-end", "1970-01-01 00:00:00");
+  hibernate_options_t none = opts(0, ACCT_RULE_MAX, "month 1 0:00");
+  hibernate_t *h0 = hibernate_new(&none, NULL, 0, NULL);
+  hibernate_tick(h0, 1795735320);
+  hibernate_add_bytes(h0, 5000, 5000, 1);
+  check_info(h0, "accounting/bytes", "0 0");
+  check_info(h0, "accounting/enabled", "0");
+  hibernate_free(h0);
   char *v = NULL;
   ck_assert_int_eq(hibernate_getinfo(NULL, "accounting/nonsense", &v), 0);
   ck_assert_int_eq(hibernate_getinfo(NULL, "version", &v), 0);

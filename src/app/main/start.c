@@ -1102,6 +1102,10 @@ heartbeat_cb(void *arg)
     dos_heartbeat_line(line, sizeof(line));
     log_notice("%s", line);
   }
+  char acct[512];
+  hibernate_heartbeat_line(A.hib, time(NULL), acct, sizeof(acct));
+  if (acct[0])
+    log_notice("%s", acct);
   if (cpuworker_enabled()) {
     char cw[256];
     cpuworker_heartbeat_line(cw, sizeof(cw));

@@ -262,6 +262,8 @@ soft_reached(const hibernate_t *h)
 void
 hibernate_add_bytes(hibernate_t *h, uint64_t rd, uint64_t wr, int seconds)
 {
+  if (!h->opt.max)
+    return; /* as tor: nothing is counted while accounting is off */
   h->rd += rd;
   h->wr += wr;
   if (h->state != HIBERNATE_HARD && seconds > 0 && seconds < MAX_TICK_SECS)
@@ -692,6 +694,27 @@ hibernate_state_name(hibernate_state_t s)
   default:
     return "awake";
   }
+}
+
+void
+hibernate_heartbeat_line(const hibernate_t *h, time_t now, char *buf,
+                         size_t len)
+{
+  static const char *const rules[] = {"max", "sum", "in", "out"};
+  buf[0] = '\0';
+  if (!h || !h->opt.max || !h->end)
+    return;
+  char end[32];
+  fmt_local(end, sizeof(end), h->end);
+  long left = h->end > now ? (long)(h->end - now) : 0;
+  snprintf(buf, len,
+           "Heartbeat: Accounting enabled. Sent: %.2f MB, Received: %.2f "
+           "MB, Used: %.2f MB / %.2f MB, Rule: %s. The current accounting "
+           "interval ends on %s, in %ld days %ld:%02ld hours.",
+           (double)h->wr / 1e6, (double)h->rd / 1e6,
+           (double)hibernate_used(h) / 1e6, (double)h->opt.max / 1e6,
+           rules[h->opt.rule & 3], end, left / 86400, (left % 86400) / 3600,
+           (left % 3600) / 60);
 }
 
 int

@@ -29,6 +29,7 @@
 #ifndef PCTOR_FEATURE_HIBERNATE_HIBERNATE_H
 #define PCTOR_FEATURE_HIBERNATE_HIBERNATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -119,6 +120,11 @@ const char *hibernate_state_name(hibernate_state_t s);
 /* The figure AccountingRule holds against AccountingMax. */
 uint64_t hibernate_used(const hibernate_t *h);
 time_t hibernate_wake_time(const hibernate_t *h);
+
+/* tor's heartbeat line about accounting ("Heartbeat: Accounting
+ * enabled. Sent: ..."), for a relay with AccountingMax; "" otherwise. */
+void hibernate_heartbeat_line(const hibernate_t *h, time_t now, char *buf,
+                              size_t len);
 
 /* GETINFO accounting/... (control-spec): 1 with *value, 0 when key is
  * not an accounting key. h may be NULL (accounting off). */
