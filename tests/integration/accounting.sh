@@ -28,7 +28,11 @@
 #     the identity), which is the interval's start: stem sees AWAKE (event
 #     and GETINFO), bytes back near 0, interval-start == HH:MM, the
 #     descriptor without "hibernating 1", and circuits through p1 work
-#     again.
+#     again;
+#   - soft hibernation alone (SETCONF AccountingMax to put the count between
+#     the soft and hard limits): state "soft" with bytes left, a SOFT event,
+#     and a CREATE on p2's already open connection to p1 answered with
+#     DESTROY (p1 logs the refusal as hibernating).
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -274,3 +278,53 @@ it_wait_port 127.0.0.1 "$(cat "$net/p1.port")" 10 || it_fail "p1 did not reopen 
 grep -q "Hibernation period ended. Resuming normal activity." "$d1/info.log" ||
     it_fail "p1 did not log its wake-up"
 it_log "the next interval began; p1 woke at the interval start (tor's rule) and relays again"
+
+# 6. Soft hibernation alone: a lower AccountingMax (SETCONF) puts p1 between
+# its soft and hard limits; a CREATE on a connection that is already open
+# gets DESTROY (HIBERNATING) while open circuits go on.
+"$CIRCTEST" --timeout 30 --nodes "$nodes" "$(hop p2)" "$(hop p1)" > "$net/circ5.out" 2>&1 ||
+    it_fail "circuit p2 -> p1 failed: $(tail -3 "$net/circ5.out")"
+head -c $((512 * 1024)) /dev/urandom > "$www/small"
+"$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" \
+    --get /small --out "$net/small" "$(hop p1)" "$(hop p2)" > "$net/get2.out" 2>&1 ||
+    it_fail "download through the woken p1 failed: $(tail -3 "$net/get2.out")"
+cmp -s "$net/small" "$www/small" || it_fail "the download through p1 is corrupt"
+"$PY" - <<'EOF' || it_fail "soft hibernation"
+import os, time
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CPORT"]))
+c.authenticate()
+seen = []
+def on_status(ev):
+    if ev.action == "HIBERNATION_STATUS":
+        seen.append(ev.arguments.get("STATUS"))
+c.add_event_listener(on_status, EventType.STATUS_SERVER)
+used = 0
+for _ in range(20):  # counted once a second
+    used = max(int(x) for x in c.get_info("accounting/bytes").split())
+    if used > 500000:
+        break
+    time.sleep(0.5)
+assert used > 500000, used
+limit = used * 100 // 96   # used is 96%: past the soft limit (95%), not the hard
+c.set_conf("AccountingMax", "%d bytes" % limit)
+deadline = time.time() + 20
+while time.time() < deadline and c.get_info("accounting/hibernating") != "soft":
+    time.sleep(0.3)
+state = c.get_info("accounting/hibernating")
+left = [int(x) for x in c.get_info("accounting/bytes-left").split()]
+print("AccountingMax", limit, "used", used, "state", state, "left", left)
+assert state == "soft", state
+assert min(left) > 0, left
+for _ in range(20):
+    if "SOFT" in seen:
+        break
+    time.sleep(0.3)
+assert seen == ["SOFT"], seen
+EOF
+if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p2)" "$(hop p1)" > "$net/circ6.out" 2>&1; then
+    it_fail "p1 in soft hibernation accepted a new circuit"
+fi
+it_wait_until 10 grep -q "Refusing CREATE .*hibernating" "$d1/info.log" ||
+    it_fail "p1 did not refuse the CREATE as hibernating: $(tail -3 "$net/circ6.out")"
+it_log "soft: p1 answers a CREATE on an open connection with DESTROY HIBERNATING ($(grep -o 'Refusing CREATE .*' "$d1/info.log" | tail -1))"
