@@ -11,7 +11,8 @@
 # Checks:
 #   - before traffic, stem reads accounting/enabled 1, hibernating awake,
 #     bytes-left near 1 MiB each way, interval-start/-end one day apart in
-#     tor's time format, interval-wake == interval-start (no estimate yet);
+#     tor's time format, interval-wake == interval-start (no estimate yet),
+#     and (as tor) no tunnelled-dir-server line in p1's descriptor;
 #   - 3 MiB downloaded through p1 -> p2 (pctor-circtest) push p1 past its
 #     quota: stem sees accounting/hibernating become "hard", bytes-left
 #     reach 0 in a direction, STATUS_SERVER HIBERNATION_STATUS events SOFT
@@ -100,6 +101,10 @@ assert t["wake"] == t["start"], t
 # stem's own view of the same keys
 a = c.get_accounting_stats()
 assert a.status == "awake" and a.read_limit == 1048576, a
+# As tor: 1 MiB a day could go at the advertised rate, so no directory
+# service is advertised.
+desc = c.get_info("desc/id/" + os.environ["FP1"])
+assert "router p1 " in desc and "tunnelled-dir-server" not in desc, desc
 print("awake:", left, used, t["start"], t["end"])
 EOF
 it_log "p1 reports accounting awake with a 1 MiB quota"

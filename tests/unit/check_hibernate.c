@@ -445,6 +445,37 @@ START_TEST(test_state_roundtrip)
 }
 END_TEST
 
+START_TEST(test_dircache)
+{
+  set_tz("UTC");
+  time_t now = 1795735320;
+  ck_assert_int_eq(hibernate_dircache_allowed(NULL, 1 << 30, now), 1);
+  /* 1 TByte a day allows less than 12725829 bytes/s; sum halves it; in never
+   * limits (tor's rule). */
+  hibernate_options_t o = opts(1ULL << 40, ACCT_RULE_MAX, "day 00:00");
+  hibernate_t *h = hibernate_new(&o, NULL, 0, NULL);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 12725828, now), 1);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 12725829, now), 0);
+  hibernate_free(h);
+  o.rule = ACCT_RULE_SUM;
+  h = hibernate_new(&o, NULL, 0, NULL);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 6362913, now), 1);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 6362914, now), 0);
+  hibernate_free(h);
+  o.rule = ACCT_RULE_IN;
+  o.max = 1000;
+  h = hibernate_new(&o, NULL, 0, NULL);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 1 << 30, now), 1);
+  hibernate_free(h);
+  /* a monthly interval of November: 30 days */
+  o = opts(1ULL << 40, ACCT_RULE_OUT, "month 1 0:00");
+  h = hibernate_new(&o, NULL, 0, NULL);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 424193, now), 1);
+  ck_assert_int_eq(hibernate_dircache_allowed(h, 424194, now), 0);
+  hibernate_free(h);
+}
+END_TEST
+
 START_TEST(test_options_table)
 {
   char *err = NULL;
@@ -464,6 +495,7 @@ suite_hibernate(void)
   tcase_add_test(tc, test_rules);
   tcase_add_test(tc, test_transitions);
   tcase_add_test(tc, test_state_roundtrip);
+  tcase_add_test(tc, test_dircache);
   tcase_add_test(tc, test_options_table);
   suite_add_tcase(s, tc);
   return s;

@@ -463,6 +463,12 @@ configure_publishing(const options_t *o)
   rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
+  if (rc.tunnelled_dir_server &&
+      !hibernate_dircache_allowed(A.hib, rc.bw_rate, time(NULL))) {
+    rc.tunnelled_dir_server = 0; /* as tor: no directory bytes to spend */
+    log_info("Not advertising directory service: AccountingMax could be "
+             "used up at the advertised rate.");
+  }
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
 
   n = relay_authorities(o, &auths);
@@ -1851,8 +1857,8 @@ app_start(evloop_t *loop, const options_t *opts)
                "consider setting it, so the directory authorities and "
                "relay operators can contact you if your relay is "
                "misconfigured or something else goes wrong.");
+    start_hibernation(opts); /* first: the descriptor depends on it */
     configure_publishing(opts);
-    start_hibernation(opts);
   }
   if (start_client(opts) < 0)
     return -1;

@@ -696,6 +696,25 @@ hibernate_state_name(hibernate_state_t s)
   }
 }
 
+int
+hibernate_dircache_allowed(const hibernate_t *h, uint64_t rate, time_t now)
+{
+  if (!h || !h->opt.max || h->opt.rule == ACCT_RULE_IN)
+    return 1;
+  int64_t len = h->start && h->end > h->start
+                    ? (int64_t)(h->end - h->start)
+                    : (int64_t)(hibernate_period_end(&h->opt.start, now) -
+                                hibernate_period_start(&h->opt.start, now));
+  if (len < 1)
+    len = 1;
+  uint64_t quota = h->opt.max;
+  if (h->opt.rule == ACCT_RULE_SUM)
+    quota /= 2;
+  if (rate > UINT32_MAX)
+    rate = UINT32_MAX;
+  return rate < quota / (uint64_t)len;
+}
+
 void
 hibernate_heartbeat_line(const hibernate_t *h, time_t now, char *buf,
                          size_t len)

@@ -121,6 +121,14 @@ const char *hibernate_state_name(hibernate_state_t s);
 uint64_t hibernate_used(const hibernate_t *h);
 time_t hibernate_wake_time(const hibernate_t *h);
 
+/* Whether to advertise directory service (tunnelled-dir-server), as tor
+ * decides with accounting on: not when the relay could use its quota
+ * (AccountingRule in excepted), that is when its advertised rate
+ * (bytes/s) is at least the quota (half of it under sum) over the
+ * interval's length. 1 when h is NULL or accounting is off. */
+int hibernate_dircache_allowed(const hibernate_t *h, uint64_t rate,
+                               time_t now);
+
 /* tor's heartbeat line about accounting ("Heartbeat: Accounting
  * enabled. Sent: ..."), for a relay with AccountingMax; "" otherwise. */
 void hibernate_heartbeat_line(const hibernate_t *h, time_t now, char *buf,
