@@ -1154,7 +1154,15 @@ getinfo_one(const char *key, char **value)
 
 /* Keys for info/names ("key -- description"). */
 static const char *const info_names[] = {
+    "accounting/bytes -- Number of bytes read/written so far in the "
+    "accounting interval.",
+    "accounting/bytes-left -- Number of bytes left to write/read so far in "
+    "the accounting interval.",
     "accounting/enabled -- Is accounting currently enabled?",
+    "accounting/hibernating -- Are we hibernating or awake?",
+    "accounting/interval-end -- Time when the accounting period ends.",
+    "accounting/interval-start -- Time when the accounting period starts.",
+    "accounting/interval-wake -- Time to wake up in this accounting period.",
     "address -- IP address of this relay.",
     "bw-event-cache -- Cached BW events for a short interval.",
     "circuit-status -- List of current circuits originating here.",
