@@ -1172,7 +1172,8 @@ open_orports(const options_t *opts)
 
 /* ---- Accounting and hibernation (feature/hibernate): one block ----
  * Soft hibernation closes the ORPort listeners and refuses CREATEs
- * (DESTROY HIBERNATING); hard hibernation also closes every channel;
+ * (DESTROY HIBERNATING) and BEGIN/BEGIN_DIR (END HIBERNATING), as tor;
+ * hard hibernation also closes every channel;
  * waking reopens the listeners. Each change republishes the descriptor
  * ("hibernating 1" while not awake), is sent to controllers as tor's
  * STATUS_SERVER HIBERNATION_STATUS event, and saves the state file. */
@@ -1181,6 +1182,13 @@ hib_create_gate(void)
 {
   return hibernate_state(A.hib) != HIBERNATE_AWAKE
              ? DESTROY_REASON_HIBERNATING : 0;
+}
+
+static int
+hib_begin_gate(void)
+{
+  return hibernate_state(A.hib) != HIBERNATE_AWAKE ? END_REASON_HIBERNATING
+                                                   : 0;
 }
 
 static void
@@ -1232,6 +1240,7 @@ start_hibernation(const options_t *o)
                         A.keys->rsa_id_digest, hib_rate(o), &host);
   hibernate_load_state(A.hib, A.state);
   command_set_create_gate(hib_create_gate);
+  relay_set_begin_gate(hib_begin_gate);
   hibernate_start(A.hib, A.loop);
 }
 
@@ -2119,6 +2128,7 @@ app_shutdown(void)
   publish_save_history(A.pub, A.state, time(NULL));
   publish_free(A.pub);
   command_set_create_gate(NULL);
+  relay_set_begin_gate(NULL);
   hibernate_save_state(A.hib, A.state);
   hibernate_free(A.hib);
   exit_policy_free(A.exit_policy);
