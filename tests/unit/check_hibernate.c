@@ -59,6 +59,8 @@ START_TEST(test_parse_start)
       "day 1 03:00", "month 29 0:00", "month 0 0:00", "week 0 1:00",
       "week 8 1:00", "day 24:00",    "day 12:60",   "day 12:5",
       "day 12",      "week x 1:00",  "day 1:00 x",  "day -1:00",
+      "monthmonthmonthmonthmonthmonthmonthmonth 1 0:00",
+      "month 1 0:00000000000000000000000000000000000000000",
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char *err = NULL;

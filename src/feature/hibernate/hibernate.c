@@ -102,7 +102,7 @@ parse_hhmm(const char *s, int *h, int *m)
 int
 hibernate_parse_start(const char *s, acct_start_t *out, char **err)
 {
-  char w[3][32];
+  char w[3][32] = {{0}}; /* a word too long leaves the rest empty */
   int n = 0;
   const char *p = s;
   while (*p && n <= 3) {
