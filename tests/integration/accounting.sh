@@ -6,7 +6,7 @@
 #
 # Private network: 1 tor authority, 1 tor relay (for the DirAuthority
 # lines), a pctor exit p2 to a local web server, and a pctor relay p1 with
-# AccountingMax 1 MBytes, AccountingStart day HH:MM (HH:MM one to two
+# AccountingMax 1 MBytes, AccountingStart day HH:MM (HH:MM 1.5 to 2.5
 # minutes after the start of the test) and a ControlPort.
 # Checks:
 #   - before traffic, stem reads accounting/enabled 1, hibernating awake,
@@ -21,8 +21,9 @@
 #   - a new circuit through p1 fails (its ORPort is closed), while a
 #     circuit through p2 alone still works;
 #   - after SIGTERM the state file holds AccountingIntervalStart and
-#     AccountingBytes*InInterval (at least the quota); a restarted p1
-#     reads them back and comes up hibernating ("hard", same bytes);
+#     AccountingBytes*InInterval (at least the quota); tor 0.4.9 started
+#     on a copy of it with the same quota hibernates at once; a restarted
+#     p1 reads them back and comes up hibernating ("hard", same bytes);
 #   - at HH:MM the next interval begins: p1 wakes at the time tor's rule
 #     gives (computed here in Python from the state file: the usage
 #     estimate from the soft-limit record, SHA-1 of the interval start and
@@ -58,9 +59,9 @@ read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
 read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname p1ctl)
-# The interval boundary 1-2 minutes from now (local time, as tor's), so
+# The interval boundary 1.5-2.5 minutes from now (local time, as tor's), so
 # that the test sees the next interval begin.
-boundary=$(date -d "+120 sec" +%H:%M)
+boundary=$(date -d "+150 sec" +%H:%M)
 boundary_epoch=$(date -d "$boundary" +%s)
 [ "$boundary_epoch" -gt "$(date +%s)" ] || boundary_epoch=$((boundary_epoch + 86400))
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
@@ -181,6 +182,33 @@ r=$(awk '$1 == "AccountingBytesReadInInterval" { print $2 }' "$st")
 [ $(( ${w:-0} % 1024 )) = 0 ] || it_fail "written bytes not in whole KiB (tor's rounding): $w"
 it_log "state file: read $r, written $w"
 cp "$st" "$net/state.before"
+# tor 0.4.9 on a copy of the state file reads the count: it hibernates at
+# once (same quota and interval).
+tdir=$(it_tmpdir)
+mkdir -m 700 "$tdir/data"
+cp "$st" "$tdir/data/state"
+{
+    echo "DataDirectory $tdir/data"
+    echo "TestingTorNetwork 1"
+    echo "SocksPort 0"
+    echo "ORPort 127.0.0.1:auto"
+    echo "Address 127.0.0.1"
+    echo "AssumeReachable 1"
+    echo "PublishServerDescriptor 0"
+    echo "Nickname torback"
+    echo "AccountingMax 1 MBytes"
+    echo "AccountingStart day $boundary"
+    echo "Log notice file $tdir/notice.log"
+    cat "$net/dirauth.torrc"
+} > "$tdir/torrc"
+tor -f "$tdir/torrc" > "$tdir/stdout" 2>&1 &
+tpid=$!
+it_register_pid $tpid || it_fail "tor did not start"
+it_wait_until 30 grep -qs "Bandwidth soft limit reached" "$tdir/notice.log" ||
+    it_fail "tor did not take pctor's accounting state: $(grep -i -e account -e hibernat "$tdir/notice.log" | tail -3)"
+kill -TERM "$tpid"; sleep 0.5; kill -TERM "$tpid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+it_log "tor 0.4.9 on pctor's state file hibernates at once: $(grep -o 'Bandwidth soft limit reached.*' "$tdir/notice.log" | head -1)"
 "$PCTOR" -f "$d1/torrc" > "$d1/stderr.2" 2>&1 &
 echo $! > "$d1/pid"
 it_register_pid "$(cat "$d1/pid")"
