@@ -426,6 +426,27 @@ START_TEST(test_state_roundtrip)
   hibernate_free(h);
   statefile_free(st);
 
+  /* Extreme values from a file: no overflow into "quota left". */
+  static const char extreme[] =
+      "AccountingIntervalStart 2026-11-26 03:00:00\n"
+      "AccountingBytesReadInInterval 18446744073709551615\n"
+      "AccountingBytesWrittenInInterval 18446744073709551615\n"
+      "AccountingExpectedUsage 1\n"
+      "AccountingSecondsActive 99999999999\n";
+  st = statefile_new(path);
+  ck_assert_int_eq(statefile_parse(st, extreme, strlen(extreme), &err), 0);
+  hibernate_options_t big = opts(UINT64_MAX, ACCT_RULE_SUM, "day 03:00");
+  h = hibernate_new(&big, NULL, 0, NULL);
+  hibernate_load_state(h, st);
+  hibernate_tick(h, t);
+  ck_assert_uint_eq(hibernate_used(h), UINT64_MAX);
+  ck_assert_int_eq(hibernate_state(h), HIBERNATE_HARD);
+  check_info(h, "accounting/bytes-left", "0 0");
+  hibernate_tick(h, t + 86400); /* next interval, estimate from the file */
+  ck_assert_int_ne(hibernate_wake_time(h), 0);
+  hibernate_free(h);
+  statefile_free(st);
+
   /* A restart with the quota used up goes awake -> soft -> hard. */
   static const char used_up[] =
       "AccountingIntervalStart 2026-11-26 03:00:00\n"

@@ -219,8 +219,8 @@ uint64_t
 hibernate_used(const hibernate_t *h)
 {
   switch (h->opt.rule) {
-  case ACCT_RULE_SUM:
-    return h->rd + h->wr;
+  case ACCT_RULE_SUM: /* saturating: the counts may come from a file */
+    return h->rd + h->wr < h->rd ? UINT64_MAX : h->rd + h->wr;
   case ACCT_RULE_IN:
     return h->rd;
   case ACCT_RULE_OUT:
@@ -325,15 +325,16 @@ set_wake_time(hibernate_t *h)
   crypt_sha1(d, in, h->have_id ? sizeof(in) : TIME_ISO_LEN);
   uint32_t r = (uint32_t)d[0] | (uint32_t)d[1] << 8 |
                (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
-  uint64_t exhaust = h->opt.max / h->expected * 60; /* seconds */
+  uint64_t minutes = h->opt.max / h->expected;
+  uint64_t exhaust = minutes > UINT64_MAX / 60 ? UINT64_MAX : minutes * 60;
   int64_t len = (int64_t)(h->end - h->start);
   if (exhaust >= (uint64_t)len)
     h->wake = h->start;
   else
     h->wake = h->start + (time_t)(r % (uint64_t)(len - (int64_t)exhaust));
-  time_t down = h->wake + (time_t)exhaust;
-  if (down > h->end)
-    down = h->end;
+  time_t down = exhaust >= (uint64_t)(h->end - h->wake)
+                    ? h->end
+                    : h->wake + (time_t)exhaust;
   fmt_local(b2, sizeof(b2), h->wake);
   fmt_local(b3, sizeof(b3), down);
   log_notice("Accounting: this interval began at %s; we wake up at %s, "
