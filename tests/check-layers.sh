@@ -14,6 +14,7 @@
 #   <jemalloc/...>, <mimalloc.h> only in src/lib/malloc
 #   <sys/capability.h>     only in src/app
 #   <seccomp.h>            only in src/lib/sandbox
+#   <lwip/...>             only in src/lib/utcp
 # Prints every violation and exits 1 if there is any.
 set -u
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -43,6 +44,7 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
       \<zlib.h\>|\<zstd.h\>|\<lzma.h\>|\<lzma/*) [ "$dir" = lib/compress ] || bad "$f:$n: $inc outside src/lib/compress" ;;
       \<jemalloc/*|\<mimalloc.h\>|\<mimalloc-*) [ "$dir" = lib/malloc ] || bad "$f:$n: $inc outside src/lib/malloc" ;;
       \<seccomp.h\>) [ "$dir" = lib/sandbox ] || bad "$f:$n: $inc outside src/lib/sandbox" ;;
+      \<lwip/*) [ "$dir" = lib/utcp ] || bad "$f:$n: $inc outside src/lib/utcp" ;;
       \<sys/capability.h\>) case "$dir" in app/*) ;; *) bad "$f:$n: $inc outside src/app" ;; esac ;;
       \"*)
         case "$name" in

@@ -45,6 +45,7 @@ setup(void)
   fixed_bytes(keys.rsa_id_digest, sizeof(keys.rsa_id_digest), 0x22);
   fixed_bytes(seed, sizeof(seed), 0x33);
   ed25519_keypair_from_seed(&keys.ed_identity, seed);
+  relay_keys_update_onion(&keys); /* kept for the process's life */
   fixed_bytes(client_eph.secret, CURVE25519_KEY_LEN, 0x44);
   curve25519_public_from_secret(client_eph.pub, client_eph.secret);
 }
@@ -56,7 +57,8 @@ server(uint16_t htype, const uint8_t *hdata, size_t hlen)
   size_t reply_len = 0;
   onion_circ_params_t params;
   const char *why = NULL;
-  int r = onion_server_handshake(&keys, htype, hdata, hlen, reply,
+  int r = onion_server_handshake(keys.onion, cc_params_current(), htype,
+                                 hdata, hlen, reply,
                                  CREATED2_HDATA_MAX, &reply_len, keys_out,
                                  sizeof(keys_out), &params, &why);
   fuzz_verbose("create2: htype %u: %s", htype, r == 0 ? "answered" : why);

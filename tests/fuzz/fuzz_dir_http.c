@@ -9,7 +9,9 @@
  *   odd   the rest is a request a client sent on a BEGIN_DIR stream,
  *         answered by dircache_answer() (feature/dircache) with one
  *         registered document, so the Accept-Encoding negotiation and the
- *         compress-once cache run too.
+ *         compress-once cache run too; then the same bytes fed in pieces
+ *         to a dircache_request_t, as the DirPort and BEGIN_DIR streams
+ *         receive them, and its answer drained.
  * Bound: a response body is decompressed (ratio capped at 25 by
  * lib/compress), and the decoder's state is what the body's header asks
  * for within lib/compress's limits: a zstd frame of a few bytes may declare
@@ -58,6 +60,19 @@ run(const uint8_t *data, size_t len)
     size_t alen = 0;
     free(dircache_answer(req, &alen));
     free(req);
+    /* The same bytes as they arrive on a DirPort connection or a stream:
+     * fed in pieces of (data[0] >> 1) + 1 bytes, the answer drained. */
+    size_t piece = (size_t)(data[0] >> 1) + 1;
+    dircache_request_t *r = dircache_request_new();
+    for (size_t off = 1; off < len; off += piece)
+      if (dircache_request_feed(r, data + off,
+                                len - off < piece ? len - off : piece))
+        break;
+    const uint8_t *p;
+    size_t n;
+    while ((n = dircache_request_next(r, &p)) > 0)
+      dircache_request_sent(r, n > 1000 ? 1000 : n);
+    dircache_request_free(r);
     return;
   }
   uint8_t *body = NULL;

@@ -33,16 +33,9 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 DGRAMTEST=${top_builddir:?}/src/tools/dgramtest/pctor-dgramtest
 MB=${BACKTAP_TEST_MB:-8}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 
-www=$(it_tmpdir)
-head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
-want=$(sha256sum < "$www/file" | cut -d' ' -f1)
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
+it_web_file "$MB"
 
 udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
 u1=$(udp_port)
@@ -66,7 +59,7 @@ MetricsPortPolicy accept 127.0.0.1"
 it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
 CircuitTransport backtap
 DatagramPort 127.0.0.1:$u3"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+hop() { it_pctor_hop "$net" "$1"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 d3=$(cat "$net/p3.dir")
@@ -75,18 +68,7 @@ grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackT
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
 
 # stats NICK: the BackTap statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: BackTap:" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no BackTap statistics"
-    grep "Statistics: BackTap:" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: BackTap:" "BackTap statistics"; }
 # num_before LINE WORDS: the number just before WORDS.
 num_before() { echo "$1" | grep -o "[0-9]* $2" | head -1 | cut -d' ' -f1; }
 

@@ -29,7 +29,9 @@
 #   - BW events arrive every second and their byte counts move while a
 #     2 MiB download crosses p1; traffic/read grows by at least that much;
 #     the MetricsPort's tor_relay_traffic_bytes moves too, parses with
-#     prometheus_client, and 127.0.0.2 is refused by the policy;
+#     prometheus_client, passes `promtool check metrics` (Prometheus' own
+#     linter: no parse error, and no lint complaint except the two names
+#     kept as tor has them), and 127.0.0.2 is refused by the policy;
 #   - SIGNAL RELOAD applies a new HashedControlPassword from the torrc;
 #     HEARTBEAT and RELOAD are seen as NOTICE log events;
 #   - bad input: an endless line and a controller flooding commands without
@@ -64,6 +66,8 @@ for p in /usr/bin/python3 "$(it_python3)"; do
     [ -x "$p" ] && "$p" -c 'import stem, prometheus_client' 2> /dev/null && { PY=$p; break; }
 done
 [ -n "$PY" ] || it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
+command -v promtool > /dev/null 2>&1 ||
+    it_fail "promtool is not installed (Debian package prometheus; scripts/install-deps installs it): the MetricsPort output cannot be checked"
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
@@ -353,8 +357,23 @@ export FETCH="$CIRCTEST --timeout 120 --nodes $nodes --begin 127.0.0.1:$hport --
 import os, subprocess, time, urllib.request, stem
 from stem.control import Controller, EventType
 from prometheus_client.parser import text_string_to_metric_families
+# promtool's lint complaints about names pctor keeps exactly as tor has
+# them (dashboards made for tor relays query these names).
+TOR_NAMES = {'tor_relay_circuits_total non-counter metrics should not have "_total" suffix',
+             'tor_relay_traffic_bytes counter metrics should have "_total" suffix'}
+LINT = []
+def promtool(body):
+    p = subprocess.run(["promtool", "check", "metrics"], input=body.encode(),
+                       capture_output=True, timeout=30)
+    out = (p.stdout + p.stderr).decode().strip()
+    # 0: clean; 3: lint problems only; anything else (1): not parseable
+    assert p.returncode in (0, 3), "promtool check metrics failed (%d): %s" % (p.returncode, out)
+    lint = {l.strip() for l in out.splitlines() if l.strip()}
+    assert lint <= TOR_NAMES, "promtool check metrics: %s" % "; ".join(sorted(lint - TOR_NAMES))
+    return len(lint)
 def metrics():
     body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % os.environ["MPORT"], timeout=10).read().decode()
+    LINT.append(promtool(body))
     fams = {f.name: f for f in text_string_to_metric_families(body)}
     v = {s.labels["direction"]: s.value for s in fams["tor_relay_traffic_bytes"].samples}
     assert "tor_relay_connections" in fams and "pctor_pctcp_connections_opened" in fams, sorted(fams)
@@ -387,8 +406,9 @@ assert moved >= 2 * 1024 * 1024, (moved, ev)
 assert max(e[1] for e in ev) > 100000 and max(e[2] for e in ev) > 100000, ev
 assert r1 - r0 >= 2 * 1024 * 1024, (r0, r1)
 assert m1["read"] - m0["read"] >= 2 * 1024 * 1024 and m1["written"] > m0["written"], (m0, m1)
-print("%d BW events, %d bytes read in them; traffic/read +%d; metrics read +%d" %
-      (len(ev), moved, r1 - r0, m1["read"] - m0["read"]))
+print("%d BW events, %d bytes read in them; traffic/read +%d; metrics read +%d; "
+      "promtool check metrics: parsed, %s lint lines (tor's names only)" %
+      (len(ev), moved, r1 - r0, m1["read"] - m0["read"], LINT))
 EOF
 cmp -s "$net/dl.out" "$www/file" || it_fail "the download through p1 is corrupted"
 # SETCONF BandwidthRate takes effect at once: the same download through p1

@@ -12,6 +12,15 @@
 # idle connections to its SocksPort exhaust them, and its controller gets
 # "STATUS_GENERAL WARN TOO_MANY_CONNECTIONS CURRENT=N" with N near 64;
 # once they close, c2 accepts connections again.
+# Clocks set back with libfaketime (control-spec 4.1.10, CLOCK_SKEW):
+# client c3 runs two hours behind, so a link it opens to a relay (pctor
+# relays g1 and g2; a circuit through one it has no connection to yet)
+# brings the relay's NETINFO time and its controller gets "STATUS_GENERAL
+# WARN CLOCK_SKEW SKEW=-N SOURCE=OR:127.0.0.1:PORT", N about 7200 and PORT
+# that relay's ORPort. Client c4 runs 90 s behind: each consensus it takes
+# is from its future (it would not fetch a new one for two hours if it ran
+# as far behind as c3), and its controller gets "CLOCK_SKEW MIN_SKEW=-N
+# SOURCE=CONSENSUS" with N above 60.
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -29,6 +38,24 @@ it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
 read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)
 it_start_pctor "$net" c1 client "ControlPort $cport"
 it_wait_port 127.0.0.1 "$cport" 10 || it_fail "c1 does not listen on its ControlPort"
+# The relays and the client with the slow clock start now, so that they
+# are in the consensus, and bootstrapped, when their part comes.
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[ -r "$faketime_lib" ] ||
+    it_fail "libfaketime is not installed (Debian package faketime; scripts/install-deps)"
+it_start_pctor "$net" g1 relay ""
+it_start_pctor "$net" g2 relay ""
+read -r _ cport3 _ _ < <(it_privnet reserve "$net" --role aux --nickname c3ports)
+read -r _ cport4 _ _ < <(it_privnet reserve "$net" --role aux --nickname c4ports)
+for behind in 2h 90s; do
+    printf '#!/bin/sh\nLD_PRELOAD=%s FAKETIME=-%s FAKETIME_DONT_FAKE_MONOTONIC=1 exec %s "$@"\n' \
+        "$faketime_lib" "$behind" "$PCTOR" > "$net/pctor-$behind"
+    chmod +x "$net/pctor-$behind"
+done
+PCTOR=$net/pctor-2h it_start_pctor "$net" c3 client "ControlPort $cport3"
+PCTOR=$net/pctor-90s it_start_pctor "$net" c4 client "ControlPort $cport4"
+it_wait_port 127.0.0.1 "$cport3" 10 || it_fail "c3 does not listen on its ControlPort"
+it_wait_port 127.0.0.1 "$cport4" 10 || it_fail "c4 does not listen on its ControlPort"
 export CPORT=$cport PID1=$(cat "$(cat "$net/c1.dir")/pid")
 
 "$PY" - <<'EOF' || it_fail "CLOCK_JUMPED checks failed"
@@ -86,5 +113,63 @@ assert s.recv(2) == b"\x05\x00"
 s.close()
 c.close()
 print("STATUS_GENERAL TOO_MANY_CONNECTIONS CURRENT=%d with 64 descriptors" % n)
+EOF
+export CPORT3=$cport3 CPORT4=$cport4 G1PORT=$(cat "$net/g1.port") G2PORT=$(cat "$net/g2.port")
+"$PY" - <<'EOF' || it_fail "CLOCK_SKEW checks failed"
+import os, queue, re, time, stem
+from stem.control import Controller, EventType
+c = Controller.from_port(port=int(os.environ["CPORT3"]))
+c.authenticate()
+got = queue.Queue()
+c.add_event_listener(lambda e: got.put(("c3", e)), EventType.STATUS_GENERAL)
+c4 = Controller.from_port(port=int(os.environ["CPORT4"]))
+c4.authenticate()
+c4.add_event_listener(lambda e: got.put(("c4", e)), EventType.STATUS_GENERAL)
+ports = {os.environ["G1PORT"], os.environ["G2PORT"]}
+seen, tried = {}, set()
+deadline = time.time() + 240  # c4 takes a new consensus every ~100 s
+while not ("CONSENSUS" in seen and "OR" in seen):
+    assert time.time() < deadline, "CLOCK_SKEW events seen: %s" % seen
+    # A circuit through a pctor relay c3 has no link to yet opens one.
+    if "OR" not in seen:
+        linked = set(re.findall(r"\$([0-9A-F]{40})", c.get_info("orconn-status")))
+        try:
+            relays = list(c.get_network_statuses())
+        except stem.DescriptorUnavailable:
+            relays = []  # no consensus yet
+        for r in relays:
+            if r.nickname in ("g1", "g2") and r.fingerprint not in linked | tried:
+                tried.add(r.fingerprint)
+                try:
+                    c.extend_circuit("0", [r.fingerprint])
+                except stem.InvalidRequest:
+                    tried.discard(r.fingerprint)  # no microdescriptor yet
+                break
+    try:
+        who, ev = got.get(timeout=3)
+    except queue.Empty:
+        continue
+    if ev.action != "CLOCK_SKEW":
+        continue
+    assert ev.runlevel == "WARN", ev
+    src = ev.arguments["SOURCE"]
+    if src == "CONSENSUS":
+        skew = int(ev.arguments["MIN_SKEW"])
+        # (a consensus may be fetched just before its valid-after)
+        assert (-95 <= skew < -60) if who == "c4" else (-7300 <= skew < -7100), (who, ev)
+        if who == "c4":
+            seen["CONSENSUS"] = skew
+    else:
+        assert who == "c3", ev
+        m = re.fullmatch(r"OR:127\.0\.0\.1:(\d+)", src)
+        assert m, ev
+        skew = int(ev.arguments["SKEW"])
+        assert -7210 <= skew <= -7190, ev
+        if m.group(1) in ports:
+            seen["OR"] = (skew, src)
+c.close()
+c4.close()
+print("c3 (clock 2 h behind): CLOCK_SKEW SKEW=%d SOURCE=%s; c4 (90 s behind): MIN_SKEW=%d SOURCE=CONSENSUS" %
+      (seen["OR"][0], seen["OR"][1], seen["CONSENSUS"]))
 EOF
 it_log "control-status checks passed"

@@ -21,8 +21,9 @@
 #     (statistics: links, cookies sent, datagrams dropped), its link to p2
 #     stays up;
 #   - SIGHUP with a new DatagramLinkIdleTimeout keeps the link; SIGHUP with
-#     CircuitTransport dtls-tcp is refused ("not supported yet") and the
-#     relay keeps running; no other warning in either log.
+#     CircuitTransport dtls-tcp is taken in a build with lwIP, refused ("not
+#     supported in this build") without, and the relay keeps running; no
+#     other warning in either log.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -33,10 +34,7 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 DGRAMTEST=${top_builddir:?}/src/tools/dgramtest/pctor-dgramtest
 FLOOD=${DGRAM_TEST_FLOOD:-2000}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 # A UDP port per relay: a reserved node's port number (free for TCP on
 # 127.0.0.1 and not used for UDP by anything the network starts).
@@ -48,7 +46,7 @@ CircuitTransport pctcp
 DatagramPort 127.0.0.1:$u1"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
 DatagramPort 127.0.0.1:$u2"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
+hop() { it_pctor_hop "$net" "$1"; }
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
@@ -63,18 +61,7 @@ for n in 1 2; do
 done
 
 # stats NICK: the datagram statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: datagram links" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no datagram statistics"
-    grep "Statistics: datagram links" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: datagram links" "datagram statistics"; }
 # stats_has NICK REGEX: a fresh statistics line of NICK matches REGEX.
 stats_has() { stats "$1" | grep -Eq "$2"; }
 # field LINE WORDS...: the number before WORDS in a statistics line.
@@ -166,20 +153,30 @@ rss=$(awk '/VmRSS/ {print $2}' "/proc/$(cat "$d1/pid")/status")
 it_log "flood: $((hv1 - hv0)) cookies, $((dr1 - dr0 + os1 - os0)) dropped, no link; p1 RSS ${rss} kB"
 
 # 5. SIGHUP: a new idle timeout is taken and the link stays; asking p2 for
-# a transport that does not exist yet is refused and p2 keeps running.
+# TCP-over-DTLS is taken with lwIP, refused without, and p2 keeps running.
 echo "DatagramLinkIdleTimeout 5 minutes" >> "$d1/torrc"
 kill -HUP "$(cat "$d1/pid")"
 echo "CircuitTransport dtls-tcp" >> "$d2/torrc"
+n_hup=$(grep -c "Configuration reloaded" "$d2/info.log")
 kill -HUP "$(cat "$d2/pid")"
-it_wait_until 10 grep -q "'dtls-tcp' is not supported yet" "$d2/info.log" ||
-    it_fail "p2 did not refuse CircuitTransport dtls-tcp on SIGHUP"
+if grep -q "define HAVE_LWIP 1" "${top_builddir:?}/config.h"; then
+    hup_done() { [ "$(grep -c "Configuration reloaded" "$d2/info.log")" -gt "$n_hup" ]; }
+    it_wait_until 10 hup_done || it_fail "p2 did not reload"
+    sleep 1
+    grep -q "not supported" "$d2/info.log" && it_fail "p2 refused CircuitTransport dtls-tcp on SIGHUP"
+    hup_what="CircuitTransport dtls-tcp taken"
+else
+    it_wait_until 10 grep -q "'dtls-tcp' is not supported in this build" "$d2/info.log" ||
+        it_fail "p2 did not refuse CircuitTransport dtls-tcp on SIGHUP"
+    hup_what="CircuitTransport dtls-tcp refused: $(grep -o "'dtls-tcp' is not supported in this build[^.]*" "$d2/info.log" | head -1)"
+fi
 sleep 1
-kill -0 "$(cat "$d2/pid")" || it_fail "p2 exited after a refused SIGHUP"
+kill -0 "$(cat "$d2/pid")" || it_fail "p2 exited after SIGHUP"
 stats_has p1 'links: 1 \(1 up\)' || it_fail "p1's link did not survive SIGHUP: $(stats p1)"
-if grep -E '\[(warn|err)\]' "$d2/info.log" | grep -v -e "not supported yet" -e "Reloading the configuration failed; keeping the old one"; then
+if grep -E '\[(warn|err)\]' "$d2/info.log" | grep -v -e "not supported in this build" -e "Reloading the configuration failed; keeping the old one"; then
     it_fail "p2 logged other warnings"
 fi
-it_log "SIGHUP: link kept; CircuitTransport dtls-tcp refused: $(grep -o "'dtls-tcp' is not supported yet[^.]*" "$d2/info.log" | head -1)"
+it_log "SIGHUP: link kept; $hup_what"
 
 it_pctor_alive_quiet "$net" p1
 echo "PASS: $IT_NAME"

@@ -30,58 +30,19 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 [ -x "$PCTOR" ] || it_fail "pctor is not built ($PCTOR)"
 PY=$(it_python3) || it_skip "python3 is not installed"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 3 --relays 2 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 3 --relays 2 --exit-relays 0
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
-
-# b64 of the 32-byte public ntor key in tor's secret_onion_key_ntor
-# (32-byte header, secret[32], public[32]), which pctor keeps too.
-ntor_b64() { tail -c 32 "$1" | base64 -w0 | tr -d '='; }
-
-# start_pctor NICK [TORRC-LINES]: start a pctor relay as a node of the
-# network (reserve), with the given extra torrc lines; prints its node dir.
-start_pctor() {
-    local nick=$1 extra=${2-} node port pdir
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor \
-        --nickname "$nick") || it_fail "reserve failed"
-    pdir=$net/$node
-    {
-        echo "DataDirectory $pdir/data"
-        echo "ORPort 127.0.0.1:$port"
-        echo "Address 127.0.0.1"
-        echo "Nickname $nick"
-        echo "ContactInfo pctor test relay $nick"
-        echo "Log info file $pdir/info.log"
-        echo "TestingTorNetwork 1"
-        echo "AssumeReachable 1"
-        printf '%s\n' "$extra"
-    } > "$pdir/torrc"
-    "$PCTOR" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
-    echo $! > "$pdir/pid"
-    it_register_pid "$(cat "$pdir/pid")" || it_fail "$nick did not start: $(cat "$pdir/stderr")"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
-    echo "$port" > "$pdir/orport"
-    echo "$pdir"
-}
-
-# node_line PDIR NICK: the nodes.txt line of a pctor relay (no DirPort).
-node_line() {
-    local pdir=$1 nick=$2
-    echo "$nick $(cat "$pdir/orport") 0 $(awk '{ print $2 }' "$pdir/data/fingerprint")" \
-         "$(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
-         "$(ntor_b64 "$pdir/data/keys/secret_onion_key_ntor") pctor"
-}
 
 # --- pctor1 and pctor2, publishing to the real authorities ------------------
 dirauth=$(cat "$net/dirauth.torrc")
-p1=$(start_pctor pctor1 "$dirauth
-MyFamily pctor2")
-p2=$(start_pctor pctor2 "$dirauth
-MyFamily \$$(awk '{ print $2 }' "$p1/data/fingerprint")")
-node_line "$p1" pctor1 >> "$nodes"
-node_line "$p2" pctor2 >> "$nodes"
+it_start_published_pctor "$net" pctor1 "$dirauth
+MyFamily pctor2"
+p1=$pdir
+it_start_published_pctor "$net" pctor2 "$dirauth
+MyFamily \$$(awk '{ print $2 }' "$p1/data/fingerprint")"
+p2=$pdir
+it_pctor_node_line "$p1" pctor1 >> "$nodes"
+it_pctor_node_line "$p2" pctor2 >> "$nodes"
 fp1=$(awk '{ print $2 }' "$p1/data/fingerprint")
 fp2=$(awk '{ print $2 }' "$p2/data/fingerprint")
 
@@ -164,7 +125,8 @@ echo $! > "$fdir/pid"
 it_register_pid "$(cat "$fdir/pid")" || it_fail "the fake authority did not start"
 it_wait_port 127.0.0.1 "$fport" 20 || it_fail "the fake authority does not listen"
 zeros=0000000000000000000000000000000000000000
-p3=$(start_pctor pctor3 "DirAuthority fakeauth orport=1 no-v2 v3ident=$zeros 127.0.0.1:$fport $zeros")
+it_start_published_pctor "$net" pctor3 "DirAuthority fakeauth orport=1 no-v2 v3ident=$zeros 127.0.0.1:$fport $zeros"
+p3=$pdir
 fp3=$(awk '{ print $2 }' "$p3/data/fingerprint")
 it_wait_until 30 test -s "$fdir/desc" || it_fail "pctor3 did not upload to the fake authority"
 grep -qF "Authority fakeauth (127.0.0.1:$fport) refused our descriptor: HTTP/1.0 400 Fake authority says no (upload 1)" \
@@ -204,7 +166,7 @@ while read -r _ _ _ _ _ addr _; do
     codes="$codes $(post "$fdir/desc" "${addr##*:}")"
 done < "$net/dirauth.torrc"
 it_log "authorities answered the intact descriptor with HTTP$codes"
-node_line "$p3" pctor3 >> "$nodes"
+it_pctor_node_line "$p3" pctor3 >> "$nodes"
 it_privnet wait "$net" --timeout 60 --flags Running,Valid ||
     it_fail "pctor3's intact descriptor did not get it listed"
 it_log "with the intact copy pctor3 is listed: $(flags_of pctor3)"

@@ -30,60 +30,33 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 MB=${EXIT_TEST_MB:-50}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 3 --exit-relays 0
 
 # The web server and its file.
-www=$(it_tmpdir)
-head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
-want=$(sha256sum < "$www/file" | cut -d' ' -f1)
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
+it_web_file "$MB"
 
 # Three pctor relays; p3 is the exit.
-start_pctor() { # NICK EXTRA-TORRC-LINES
-    local nick=$1 extra=$2 node port
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
-    local d=$net/$node
-    cat > "$d/torrc" <<EOF
-DataDirectory $d/data
-ORPort 127.0.0.1:$port
-Nickname $nick
-Log info file $d/info.log
-TestingTorNetwork 1
-$(cat "$net/dirauth.torrc")
-$extra
-EOF
-    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
-    echo $! > "$d/pid"
-    it_register_pid "$(cat "$d/pid")"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
-    echo "pctor:$d/data@127.0.0.1:$port" > "$net/$nick.hop"
-    echo "$d" > "$net/$nick.dir"
-}
-start_pctor p1 ""
-start_pctor p2 ""
+it_start_pctor "$net" p1 relay ""
+it_start_pctor "$net" p2 relay ""
 EXIT_LINES="ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 ServerDNSResolvConfFile $net/resolv.conf"
-start_pctor p3 "$EXIT_LINES
+it_start_pctor "$net" p3 relay "$EXIT_LINES
 RefuseUnknownExits 0"
-start_pctor p4 "BandwidthRate 2 MBytes
+it_start_pctor "$net" p4 relay "BandwidthRate 2 MBytes
 BandwidthBurst 2 MBytes"
-start_pctor p5 "$EXIT_LINES
+it_start_pctor "$net" p5 relay "$EXIT_LINES
 RefuseUnknownExits 1"
-start_pctor p6 "PublishServerDescriptor 0"
-start_pctor p7 "$EXIT_LINES
+it_start_pctor "$net" p6 relay "PublishServerDescriptor 0"
+it_start_pctor "$net" p7 relay "$EXIT_LINES
 RefuseUnknownExits 0
 BandwidthRate 1 MBytes
 BandwidthBurst 1 MBytes"
-P1=$(cat "$net/p1.hop") P2=$(cat "$net/p2.hop") P3=$(cat "$net/p3.hop")
-P4=$(cat "$net/p4.hop") P5=$(cat "$net/p5.hop") P6=$(cat "$net/p6.hop")
-P7=$(cat "$net/p7.hop")
+P1=$(it_pctor_hop "$net" p1) P2=$(it_pctor_hop "$net" p2) P3=$(it_pctor_hop "$net" p3)
+P4=$(it_pctor_hop "$net" p4) P5=$(it_pctor_hop "$net" p5) P6=$(it_pctor_hop "$net" p6)
+P7=$(it_pctor_hop "$net" p7)
 
 has_own_desc() {
     local dirport

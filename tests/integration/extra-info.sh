@@ -28,38 +28,17 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 [ -x "$PCTOR" ] || it_fail "pctor is not built ($PCTOR)"
 PY=$(it_python3) || it_skip "python3 is not installed"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 3 --relays 2 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 3 --relays 2 --exit-relays 0
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 
-read -r node port _ _ < <(it_privnet reserve "$net" --role pctor \
-    --nickname pctorx) || it_fail "reserve failed"
-pdir=$net/$node
-{
-    echo "DataDirectory $pdir/data"
-    echo "ORPort 127.0.0.1:$port"
-    echo "Address 127.0.0.1"
-    echo "Nickname pctorx"
-    echo "ContactInfo pctor test relay"
-    echo "Log info file $pdir/info.log"
-    echo "TestingTorNetwork 1"
-    echo "AssumeReachable 1"
-    cat "$net/dirauth.torrc"
-} > "$pdir/torrc"
-mkdir -p "$pdir/data" && chmod 700 "$pdir/data"
+state=$(it_tmpdir)/state
 ends=$(date -u -d "@$(( $(date +%s) / 900 * 900 ))" '+%Y-%m-%d %H:%M:%S')
 printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\n' \
-    "$ends" > "$pdir/data/state"
-"$PCTOR" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
-ppid=$!
-it_register_pid $ppid || it_fail "pctor did not start: $(cat "$pdir/stderr")"
-it_wait_port 127.0.0.1 "$port" 30 || it_fail "pctor did not open its ORPort"
+    "$ends" > "$state"
+it_start_published_pctor "$net" pctorx "$(cat "$net/dirauth.torrc")" "$state"
+ppid=$(cat "$pdir/pid")
 fp=$(awk '{ print $2 }' "$pdir/data/fingerprint")
-echo "pctorx $port 0 $fp $(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
-     "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor" \
-     >> "$nodes"
+it_pctor_node_line "$pdir" pctorx >> "$nodes"
 
 it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (pctor included) as Running and Valid"

@@ -119,6 +119,27 @@ it_privnet_start() {
     it_run "$PRIVNET" start "$dir" --owner-pid $$ "$@"
 }
 
+# it_net_start ARGS...: a test's private network: pctor-privnet start in a
+# new directory with ARGS (e.g. --authorities 1 --relays 3 --exit-relays 0)
+# on ports chosen for it, or fail. Sets net (the network's directory) and
+# nodes (its nodes.txt).
+it_net_start() {
+    net=$(it_tmpdir)/net
+    it_privnet_start "$net" "$@" --base-port auto || it_fail "pctor-privnet start failed"
+    nodes=$net/nodes.txt
+}
+
+# it_web_file MB: a web server for the network $net (it_net_start) on a
+# port reserved in it, serving MB MiB of random bytes at /file. Sets www
+# (the served directory), want (the file's sha256) and hport (the port).
+it_web_file() {
+    www=$(it_tmpdir)
+    head -c $(($1 * 1024 * 1024)) /dev/urandom > "$www/file"
+    want=$(sha256sum < "$www/file" | cut -d' ' -f1)
+    read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
+    it_http_server "$www" "$hport"
+}
+
 # it_wait_port HOST PORT TIMEOUT: wait until HOST:PORT accepts TCP connections.
 it_wait_port() {
     local host=$1 port=$2 timeout=$3 deadline
@@ -221,6 +242,72 @@ EOF
         echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
 $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
     fi
+}
+
+# it_pctor_hop NET NICK: the pctor-circtest hop of a relay started by
+# it_start_pctor (its keys read from its DataDirectory).
+it_pctor_hop() { echo "pctor:$(cat "$1/$2.dir")/data@127.0.0.1:$(cat "$1/$2.port")"; }
+
+# it_start_published_pctor NET NICK TORRC-LINES [STATE-FILE]: start a pctor
+# relay in NET that builds and publishes its descriptors as a relay on the
+# real network does (Address 127.0.0.1, AssumeReachable 1, ContactInfo
+# "pctor test relay NICK"), with TORRC-LINES added: its DirAuthority lines
+# are among them ("$(cat "$NET/dirauth.torrc")" for the network's own), so a
+# test can also point it elsewhere. STATE-FILE, when given, becomes its
+# state file before it starts. Sets pdir to the relay's directory, which
+# holds its pid and orport files. it_pctor_node_line makes its nodes.txt
+# line.
+it_start_published_pctor() {
+    local net=$1 nick=$2 extra=$3 state=${4-} node port
+    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor \
+        --nickname "$nick") || it_fail "reserve failed"
+    pdir=$net/$node
+    {
+        echo "DataDirectory $pdir/data"
+        echo "ORPort 127.0.0.1:$port"
+        echo "Address 127.0.0.1"
+        echo "Nickname $nick"
+        echo "ContactInfo pctor test relay $nick"
+        echo "Log info file $pdir/info.log"
+        echo "TestingTorNetwork 1"
+        echo "AssumeReachable 1"
+        printf '%s\n' "$extra"
+    } > "$pdir/torrc"
+    if [ -n "$state" ]; then
+        mkdir -p "$pdir/data" && chmod 700 "$pdir/data"
+        cp "$state" "$pdir/data/state"
+    fi
+    "${PCTOR:?}" -f "$pdir/torrc" > "$pdir/stderr" 2>&1 &
+    echo $! > "$pdir/pid"
+    it_register_pid "$(cat "$pdir/pid")" || it_fail "$nick did not start: $(cat "$pdir/stderr")"
+    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
+    echo "$port" > "$pdir/orport"
+}
+
+# it_pctor_node_line PDIR NICK: the nodes.txt line of a relay started by
+# it_start_published_pctor (no DirPort), with the public ntor key that
+# tor's secret_onion_key_ntor ends with (pctor keeps that file too), so
+# that pctor-privnet and the tools can build circuits through it.
+it_pctor_node_line() {
+    local pdir=$1 nick=$2
+    echo "$nick $(cat "$pdir/orport") 0 $(awk '{ print $2 }' "$pdir/data/fingerprint")" \
+         "$(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
+         "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor"
+}
+
+# it_usr1_line NET NICK TEXT WHAT: send the pctor NICK (it_start_pctor) a
+# SIGUSR1 and print the newest line of its info.log that contains TEXT (a
+# fixed string), once one more such line came in answer; fails naming WHAT
+# when none comes within 30 s.
+_it_more_lines() { [ "$(grep -cF "$3" "$1")" -gt "$2" ]; }
+it_usr1_line() {
+    local d before
+    d=$(cat "$1/$2.dir")
+    before=$(grep -cF "$3" "$d/info.log")
+    kill -USR1 "$(cat "$d/pid")"
+    it_wait_until 30 _it_more_lines "$d/info.log" "$before" "$3" ||
+        it_fail "$2 printed no $4"
+    grep -F "$3" "$d/info.log" | tail -1
 }
 
 # it_pctor_alive_quiet NET NICK...: each pctor is running and logged no

@@ -7,7 +7,14 @@
 # relay, p2 an exit for 127.0.0.1. Checks:
 #  1. both run with the filter in place: /proc/PID/status says Seccomp: 2
 #     (filter mode) and NoNewPrivs: 1, and they logged that the filter is
-#     active;
+#     active; every thread has Seccomp: 2, and the circuit-handshake worker
+#     threads were started after the sandbox (their log line comes after
+#     the sandbox's, and they are all the other threads), so Landlock
+#     binds them too: it reaches only threads created after it is installed
+#     (the kernel shows no Landlock state in /proc, so the order is what
+#     can be seen here; tests/unit/check_sandbox.c shows that a thread
+#     started after the sandbox cannot write outside the allowed paths and
+#     one started before it can);
 #  2. they work under it: p2 fetches and caches a consensus and publishes
 #     its descriptor (files written in DataDirectory), and a file
 #     downloaded through tor -> p1 -> p2 (exit connections, DNS-less
@@ -109,13 +116,23 @@ for n in p1 p2; do
         it_fail "$n did not log the sandbox: $(tail -3 "$d/logs/info.log")"
     grep -q '^Seccomp:[[:space:]]*2$' "/proc/$pid/status" ||
         it_fail "$n: $(grep Seccomp "/proc/$pid/status")"
-    # Every thread, the onion-skin workers started before the filter too.
+    # Every thread, the onion-skin workers included.
     nthreads=0
     for t in /proc/"$pid"/task/*; do
         nthreads=$((nthreads + 1))
         grep -q '^Seccomp:[[:space:]]*2$' "$t/status" ||
             it_fail "$n: thread ${t##*/} runs without the filter: $(grep Seccomp "$t/status")"
     done
+    # The workers start after the sandbox (Landlock), and are the only
+    # threads besides the main one.
+    sline=$(grep -n -m1 'Sandbox: the system-call filter is active' "$d/logs/info.log" | cut -d: -f1)
+    wline=$(grep -n -m1 'Started [0-9]* worker threads\? for circuit handshakes' "$d/logs/info.log") ||
+        it_fail "$n did not log its handshake workers"
+    nworkers=$(echo "$wline" | sed 's/.*Started \([0-9]*\) worker.*/\1/')
+    [ "${wline%%:*}" -gt "$sline" ] ||
+        it_fail "$n started its handshake workers before the sandbox (log lines ${wline%%:*} and $sline)"
+    [ "$nthreads" -eq $((nworkers + 1)) ] ||
+        it_fail "$n has $nthreads threads, expected the main one and $nworkers workers"
     grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$pid/status" ||
         it_fail "$n: $(grep NoNewPrivs "/proc/$pid/status")"
     if [ -n "$user_line" ]; then
@@ -125,7 +142,7 @@ for n in p1 p2; do
 done
 landlock=1
 grep -q 'kernel has no Landlock' "$d1/logs/info.log" && landlock=0
-it_log "p1 and p2 run with Seccomp: 2 in all their threads ($nthreads in p2), NoNewPrivs: 1 (Landlock: $landlock)"
+it_log "p1 and p2 run with Seccomp: 2 in all their threads ($nthreads in p2, the $nworkers workers started after the sandbox), NoNewPrivs: 1 (Landlock: $landlock)"
 
 # 2. Work under the filter: a consensus fetched and cached, a descriptor
 # published, a download through tor -> p1 -> p2.

@@ -21,43 +21,12 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 MB=${TOR_CLIENT_TEST_MB:-50}
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 3 --exit-relays 0
 
-www=$(it_tmpdir)
-head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
-want=$(sha256sum < "$www/file" | cut -d' ' -f1)
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
+it_web_file "$MB"
 
-start_pctor() { # NICK EXTRA-TORRC-LINES
-    local nick=$1 extra=$2 node port
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
-    local d=$net/$node
-    cat > "$d/torrc" <<EOF
-DataDirectory $d/data
-ORPort 127.0.0.1:$port
-Nickname $nick
-Log info file $d/info.log
-TestingTorNetwork 1
-$(cat "$net/dirauth.torrc")
-$extra
-EOF
-    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
-    echo $! > "$d/pid"
-    it_register_pid "$(cat "$d/pid")"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort"
-    local fp ed
-    fp=$(awk '{print $2}' "$d/data/fingerprint")
-    ed=$(awk '{print $2}' "$d/data/fingerprint-ed25519")
-    # `pctor-privnet wait` then waits for this relay too.
-    echo "$nick $port 0 $fp $ed - pctor" >> "$nodes"
-    echo "$d" > "$net/$nick.dir"
-}
-start_pctor p1 ""
-start_pctor p2 "ExitRelay 1
+it_start_pctor "$net" p1 relay ""
+it_start_pctor "$net" p2 relay "ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
@@ -70,7 +39,7 @@ it_log "consensus lists p1 and p2 as Running, Valid"
 # p1 caches the directory like a tor relay and serves it over BEGIN_DIR.
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 d1=$(cat "$net/p1.dir")
-P1="pctor:$d1/data@127.0.0.1:$(awk '$1 == "p1" {print $2}' "$nodes")"
+P1=$(it_pctor_hop "$net" p1)
 cons=$(it_tmpdir)/cons
 fetch_cons() {
     "$CIRCTEST" --timeout 20 --get /tor/status-vote/current/consensus-microdesc \

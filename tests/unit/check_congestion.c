@@ -2598,7 +2598,8 @@ onion_round(const relay_keys_t *k, int request, onion_circ_params_t *srv,
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
   const char *why = NULL;
-  ck_assert_int_eq(onion_server_handshake(k, HTYPE_NTOR_V3, hdata, hlen,
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+                                          HTYPE_NTOR_V3, hdata, hlen,
                                           reply, sizeof(reply), &rlen, skeys,
                                           sizeof(skeys), srv, &why),
                    0);
@@ -2652,7 +2653,8 @@ START_TEST(test_onion_negotiation)
   const char *why = NULL;
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
-  ck_assert_int_eq(onion_server_handshake(k, HTYPE_NTOR_V3, hdata, hlen,
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+                                          HTYPE_NTOR_V3, hdata, hlen,
                                           reply, sizeof(reply), &rlen, km,
                                           sizeof(km), &srv, &why),
                    0);
@@ -2668,7 +2670,8 @@ START_TEST(test_onion_negotiation)
   st = NULL;
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
-  ck_assert_int_eq(onion_server_handshake(k, HTYPE_NTOR, hdata, hlen, reply,
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+                                          HTYPE_NTOR, hdata, hlen, reply,
                                           sizeof(reply), &rlen, km,
                                           sizeof(km), &srv, &why),
                    0);

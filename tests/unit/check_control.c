@@ -5,10 +5,17 @@
  * `tor --hash-password`, the SAFECOOKIE vector from Python's hmac module
  * (hmac.new(KEY, cookie + client_nonce + server_nonce, sha256)); the
  * protocol end to end is checked with stem in
- * tests/integration/control-port.sh. */
+ * tests/integration/control-port.sh, and here over a real ControlPort for
+ * the STATUS_GENERAL BUG and CLOCK_SKEW events. */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/or/scheduler.h"
 #include "feature/control/control.h"
@@ -17,6 +24,7 @@
 #include "feature/control/control_proto.h"
 #include "feature/control/metrics.h"
 #include "lib/encoding/base16.h"
+#include "lib/log/log.h"
 
 Suite *suite_control(void);
 
@@ -480,6 +488,84 @@ START_TEST(test_metrics_render_format)
 }
 END_TEST
 
+static void
+stop_loop(void *arg)
+{
+  evloop_exit(arg);
+}
+
+/* Run the loop for 100 ms, then read what the controller got. */
+static char *
+pump_and_read(evloop_t *loop, int fd)
+{
+  evloop_timer_t *t = evloop_timer_new(loop, stop_loop, loop);
+  evloop_timer_schedule(t, 100000);
+  evloop_run(loop);
+  evloop_timer_free(t);
+  static char got[4096];
+  ssize_t n = recv(fd, got, sizeof(got) - 1, MSG_DONTWAIT);
+  got[n > 0 ? n : 0] = '\0';
+  return got;
+}
+
+/* STATUS_GENERAL BUG and CLOCK_SKEW (SOURCE=CONSENSUS) reach a controller
+ * subscribed to STATUS_GENERAL over a real ControlPort: log_bug() fires
+ * the first, a consensus valid two hours from now the second. (CLOCK_SKEW
+ * SOURCE=OR, from a relay's NETINFO, is checked with a client whose clock
+ * is set back in tests/integration/control-status.sh.) */
+START_TEST(test_status_bug_and_clock_skew)
+{
+  evloop_t *loop = evloop_new();
+  control_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  char *err = NULL;
+  ck_assert_int_eq(control_parse_listen("auto", 0, &cfg.port, &err), 0);
+  control_host_t host;
+  memset(&host, 0, sizeof(host));
+  ck_assert_int_eq(control_start(loop, &cfg, &host, &err), 0);
+  const char *addr = control_listen_address();
+  ck_assert_ptr_nonnull(addr);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+  const char *cmds = "AUTHENTICATE\r\nSETEVENTS STATUS_GENERAL\r\n";
+  ck_assert_int_eq(write(fd, cmds, strlen(cmds)), (ssize_t)strlen(cmds));
+  ck_assert_str_eq(pump_and_read(loop, fd), "250 OK\r\n250 OK\r\n");
+
+  log_bug("a test of the %s event", "BUG");
+  ck_assert_str_eq(pump_and_read(loop, fd),
+                   "650 STATUS_GENERAL WARN BUG "
+                   "REASON=\"a test of the BUG event\"\r\n");
+
+  consensus_t c;
+  memset(&c, 0, sizeof(c));
+  time_t now = time(NULL);
+  c.valid_after = now + 7200;
+  c.fresh_until = now + 7300;
+  c.valid_until = now + 7400;
+  control_event_new_consensus(&c);
+  long long skew = 0;
+  ck_assert_int_eq(sscanf(pump_and_read(loop, fd),
+                          "650 STATUS_GENERAL WARN CLOCK_SKEW MIN_SKEW=%lld "
+                          "SOURCE=CONSENSUS\r\n", &skew), 1);
+  ck_assert(skew <= -7199 && skew >= -7201);
+  /* A consensus valid now: nothing. */
+  c.valid_after = now;
+  control_event_new_consensus(&c);
+  ck_assert_str_eq(pump_and_read(loop, fd), "");
+
+  control_shutdown();
+  /* No controller module: log_bug() only logs. */
+  log_bug("after shutdown");
+  close(fd);
+  evloop_free(loop);
+}
+END_TEST
+
 Suite *
 suite_control(void)
 {
@@ -501,6 +587,7 @@ suite_control(void)
   tcase_add_test(tc, test_version_string);
   tcase_add_test(tc, test_metrics_policy);
   tcase_add_test(tc, test_metrics_render_format);
+  tcase_add_test(tc, test_status_bug_and_clock_skew);
   suite_add_tcase(s, tc);
   return s;
 }

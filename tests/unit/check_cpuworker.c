@@ -6,7 +6,10 @@
  * channel closed while its handshake was computed gets no callback, nor
  * does a circuit whose DESTROY came first. The
  * handshakes are real CREATE_FAST ones; a gate hook holds the one worker
- * so the queue's state is known. */
+ * so the queue's state is known. The key-rotation tests run real ntor and
+ * ntor v3 handshakes that the client side verifies, while the keys are
+ * rotated the way feature/relay does it (relay_keys_update_onion() after
+ * changing the ntor fields) with the jobs queued or being computed. */
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -18,7 +21,10 @@
 #include "core/or/circuit.h"
 #include "core/or/command.h"
 #include "core/or/cpuworker.h"
+#include "core/or/onion.h"
 #include "lib/crypt/crypt_init.h"
+#include "lib/crypt/rand.h"
+#include "lib/malloc/alloc.h"
 #include "lib/evloop/evloop.h"
 
 static struct {
@@ -28,7 +34,12 @@ static struct {
   uint32_t finish_ids[64];
   channel_t *finish_chan[64];
   uint32_t expired_ids[64];
-  relay_keys_t keys; /* CREATE_FAST uses none of them */
+  relay_keys_t keys; /* the relay's view; keys.onion goes to the jobs */
+  /* Key-rotation tests: the client state of each circuit (by circuit ID
+   * & 255) to check the answer with, and how many answers checked out. */
+  void *cstate[256];
+  uint16_t chtype[256];
+  int n_verified;
 } T;
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -72,8 +83,25 @@ wait_worker_at_gate(void)
 static void
 finish(channel_t *chan, const cpuworker_result_t *res)
 {
-  ck_assert_int_eq(res->ok, 1);
-  ck_assert_uint_eq(res->rlen, 20 + 20); /* CREATE_FAST: Y | KH */
+  ck_assert_msg(res->ok, "handshake failed: %s", res->why);
+  if (res->htype == CIRC_HTYPE_FAST) {
+    ck_assert_uint_eq(res->rlen, 20 + 20); /* CREATE_FAST: Y | KH */
+  } else {
+    /* The client, holding the key it used, accepts the answer and
+     * derives the same keys. */
+    void **st = &T.cstate[res->circ_id & 255];
+    ck_assert_ptr_nonnull(*st);
+    uint8_t km[RELAY_CRYPTO_KEY_MATERIAL_LEN];
+    onion_circ_params_t p;
+    ck_assert_int_eq(onion_client_finish(res->htype, *st, res->reply,
+                                         res->rlen, km, sizeof(km), 0, &p),
+                     0);
+    ck_assert_mem_eq(km, res->km, sizeof(km));
+    ck_assert_uint_eq(T.chtype[res->circ_id & 255], res->htype);
+    onion_client_free(res->htype, *st);
+    *st = NULL;
+    T.n_verified++;
+  }
   if (T.n_finish < 64) {
     T.finish_chan[T.n_finish] = chan;
     T.finish_ids[T.n_finish] = res->circ_id;
@@ -114,7 +142,8 @@ submit(channel_t *chan, uint32_t id, int want_ok)
 {
   uint8_t x[20];
   memset(x, (int)id, sizeof(x));
-  ck_assert_int_eq(cpuworker_submit(chan, &T.keys, id, CIRC_HTYPE_FAST, x,
+  ck_assert_int_eq(cpuworker_submit(chan, T.keys.onion, id, CIRC_HTYPE_FAST,
+                                    x,
                                     sizeof(x)),
                    want_ok ? 0 : -1);
 }
@@ -124,6 +153,10 @@ setup(void)
 {
   memset(&T, 0, sizeof(T));
   ck_assert_int_eq(crypt_global_init(), 0);
+  crypt_rand(T.keys.rsa_id_digest, sizeof(T.keys.rsa_id_digest));
+  ed25519_keypair_generate(&T.keys.ed_identity);
+  curve25519_keypair_generate(&T.keys.ntor_current);
+  relay_keys_update_onion(&T.keys);
   T.loop = evloop_new();
   T.tick = evloop_timer_new(T.loop, tick_cb, NULL);
   channels_init(T.loop, NULL);
@@ -146,6 +179,11 @@ teardown(void)
   circuits_shutdown();
   evloop_timer_free(T.tick);
   evloop_free(T.loop);
+  for (int i = 0; i < 256; i++)
+    if (T.cstate[i])
+      onion_client_free(T.chtype[i], T.cstate[i]);
+  relay_keys_clear_onion(&T.keys);
+  pc_memwipe(&T.keys, sizeof(T.keys));
 }
 
 static channel_t *
@@ -340,6 +378,108 @@ START_TEST(test_command_finish_and_expired)
 }
 END_TEST
 
+/* The relay rotates its ntor onion key as feature/relay/router_keys.c
+ * does: the current key becomes the previous one, and the set the
+ * handshakes use is replaced. */
+static void
+rotate_keys(void)
+{
+  T.keys.ntor_previous = T.keys.ntor_current;
+  T.keys.has_ntor_previous = 1;
+  curve25519_keypair_generate(&T.keys.ntor_current);
+  relay_keys_update_onion(&T.keys);
+}
+
+/* The previous key's grace period is over. */
+static void
+drop_previous(void)
+{
+  curve25519_keypair_wipe(&T.keys.ntor_previous);
+  T.keys.has_ntor_previous = 0;
+  relay_keys_update_onion(&T.keys);
+}
+
+/* A client makes a CREATE2 (ntor or ntor v3) for the relay's current key
+ * (or its previous one) and the relay queues it. */
+static void
+submit_ntor(channel_t *chan, uint32_t id, uint16_t htype, int use_previous)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  memcpy(t.rsa_id, T.keys.rsa_id_digest, 20);
+  memcpy(t.ed_id, T.keys.ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key,
+         use_previous ? T.keys.ntor_previous.pub : T.keys.ntor_current.pub,
+         32);
+  t.handshake = htype;
+  uint8_t hdata[CREATE2_HDATA_MAX];
+  size_t hlen = 0;
+  ck_assert_ptr_null(T.cstate[id & 255]);
+  ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen,
+                                      &T.cstate[id & 255]),
+                   0);
+  T.chtype[id & 255] = htype;
+  ck_assert_int_eq(cpuworker_submit(chan, T.keys.onion, id, htype, hdata,
+                                    hlen),
+                   0);
+}
+
+/* Keys rotated twice and the grace period ended while the handshakes
+ * waited: each is answered with the keys of the moment it was queued
+ * (the relay no longer has the key the first ones used), and every
+ * client accepts its answer. */
+START_TEST(test_rotation_while_queued)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  set_gate(1);
+  submit_ntor(a, 0x80000001u, HTYPE_NTOR, 0);
+  wait_worker_at_gate(); /* taken by the worker, handshake not begun */
+  submit_ntor(a, 0x80000002u, HTYPE_NTOR_V3, 0);
+  rotate_keys();
+  submit_ntor(a, 0x80000003u, HTYPE_NTOR, 1); /* still on the old key */
+  submit_ntor(a, 0x80000004u, HTYPE_NTOR_V3, 0);
+  rotate_keys();
+  drop_previous();
+  submit_ntor(a, 0x80000005u, HTYPE_NTOR_V3, 0);
+  set_gate(0);
+  run_until(5);
+  ck_assert_int_eq(T.n_finish, 5);
+  ck_assert_int_eq(T.n_verified, 5);
+  ck_assert_int_eq(T.n_expired, 0);
+}
+END_TEST
+
+/* Two workers compute while the event loop keeps rotating and dropping
+ * keys and answers (with them the last references to old sets) come
+ * back: no handshake fails, and under ASan no set is read after it was
+ * freed. */
+START_TEST(test_rotation_stress)
+{
+  cpuworker_shutdown();
+  cpuworker_options_t o = {2, 100000};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, finish, expired), 0);
+  channel_t *a = client_channel("127.0.0.5");
+  const int n = 200;
+  for (int i = 1; i <= n; i++) {
+    submit_ntor(a, 0x80000000u | (uint32_t)i,
+                i % 2 ? HTYPE_NTOR : HTYPE_NTOR_V3, 0);
+    if (i % 5 == 0)
+      rotate_keys();
+    if (i % 15 == 0)
+      drop_previous();
+    if (i % 20 == 0)
+      run_tick();
+  }
+  run_until(n);
+  ck_assert_int_eq(T.n_finish, n);
+  ck_assert_int_eq(T.n_verified, n);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_processed, (uint64_t)n);
+}
+END_TEST
+
 Suite *suite_cpuworker(void);
 Suite *
 suite_cpuworker(void)
@@ -353,6 +493,8 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_channel_closed_meanwhile);
   tcase_add_test(tc, test_destroy_while_pending);
   tcase_add_test(tc, test_command_finish_and_expired);
+  tcase_add_test(tc, test_rotation_while_queued);
+  tcase_add_test(tc, test_rotation_stress);
   suite_add_tcase(s, tc);
   return s;
 }

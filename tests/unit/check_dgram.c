@@ -16,6 +16,7 @@
 #include "fixture_relay.h"
 
 #include "feature/dgram/dgram.h"
+#include "lib/utcp/utcp.h"
 #include "feature/dgram/dgram_frame.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
@@ -160,7 +161,15 @@ START_TEST(test_transport_policy)
   ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_TLS));
   ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_PCTCP));
   ck_assert(circuit_transport_is_supported(CIRCUIT_TRANSPORT_BACKTAP));
-  ck_assert(!circuit_transport_is_supported(CIRCUIT_TRANSPORT_DTLS_TCP));
+  /* dtls-tcp: in a build with lwIP (lib/utcp) */
+  ck_assert_int_eq(circuit_transport_is_supported(CIRCUIT_TRANSPORT_DTLS_TCP),
+                   utcp_available());
+  ck_assert_int_eq(
+      circuit_transport_for_peer(CIRCUIT_TRANSPORT_DTLS_TCP, 1, 1),
+      utcp_available() ? CIRCUIT_TRANSPORT_DTLS_TCP : CIRCUIT_TRANSPORT_TLS);
+  ck_assert_int_eq(
+      circuit_transport_for_peer(CIRCUIT_TRANSPORT_DTLS_TCP, 1, 0),
+      CIRCUIT_TRANSPORT_TLS);
   ck_assert_int_eq(circuit_transport_for_peer(CIRCUIT_TRANSPORT_PCTCP, 1, 1),
                    CIRCUIT_TRANSPORT_PCTCP);
   ck_assert_int_eq(

@@ -282,7 +282,8 @@ e_digest(void *end, int sent)
   return E.digest;
 }
 
-static const edge_end_ops_t e_ops = {e_send, e_digest, NULL, NULL, NULL, 0};
+static const edge_end_ops_t e_ops = {e_send, e_digest, NULL, NULL,
+                                       NULL,   0,        NULL};
 
 static void
 edge_setup(void)

@@ -210,10 +210,10 @@ f_cc(void *end)
 }
 
 static const edge_end_ops_t exit_side_ops = {
-    f_send, f_last_digest, NULL, NULL, NULL, 0,
+    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL,
 };
 static const edge_end_ops_t client_side_ops = {
-    f_send, f_last_digest, f_cc, NULL, NULL, 1,
+    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL,
 };
 
 static void
@@ -567,6 +567,45 @@ START_TEST(test_pending_cap)
 }
 END_TEST
 
+static int
+f_mux_yes(void *end)
+{
+  (void)end;
+  return 1;
+}
+
+static size_t
+f_mux_burst(void *end)
+{
+  (void)end;
+  return 100000;
+}
+
+/* A multiplexed (conflux) end may deliver its whole reordering queue at
+ * once: its burst bound adds to the cap, and the cap still holds. */
+START_TEST(test_pending_cap_mux)
+{
+  static const edge_end_ops_t mux_ops = {
+      f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst,
+  };
+  memset(&F, 0, sizeof(F));
+  F.loop = evloop_new();
+  F.e = edge_new(&mux_ops, &F, F.loop);
+  edge_stream_t *s = edge_stream_new(F.e, 9, &owner_ops, NULL);
+  ck_assert_ptr_nonnull(s);
+  F.pending = EDGE_STREAM_MAX_PENDING + 100000 - 100;
+  ck_assert_int_eq(msg(RELAY_COMMAND_DATA, 9, zeros, 100), 0);
+  ck_assert_uint_eq(F.bytes_in, 100);
+  ck_assert_uint_eq(F.n_end, 0);
+  F.pending = EDGE_STREAM_MAX_PENDING + 100000;
+  ck_assert_int_eq(msg(RELAY_COMMAND_DATA, 9, zeros, 1), 0);
+  ck_assert_uint_eq(F.bytes_in, 100);
+  ck_assert_uint_eq(F.n_end, 1);
+  ck_assert_uint_eq(F.end_reason, END_STREAM_REASON_RESOURCELIMIT);
+  fake_end_free();
+}
+END_TEST
+
 START_TEST(test_xon_without_cc_ignored)
 {
   fake_end(_i, 0);
@@ -713,8 +752,8 @@ h_in2(or_circuit_t *c, const relay_header_t *h, const uint8_t *b)
 
 START_TEST(test_mux_hooks_refuse_second)
 {
-  static const circuit_mux_ops_t a = {h_pick, h_sent, h_can, h_home};
-  static const circuit_mux_ops_t b = {h_pick, h_sent, h_can, h_home};
+  static const circuit_mux_ops_t a = {h_pick, h_sent, h_can, h_home, NULL};
+  static const circuit_mux_ops_t b = {h_pick, h_sent, h_can, h_home, NULL};
   const circuit_mux_ops_t *before = circuits_mux_ops();
   ck_assert_ptr_null(before); /* nothing registered in the unit tests */
   ck_assert_int_eq(circuits_set_mux_ops(&a), 0);
@@ -801,6 +840,7 @@ suite_edge(void)
   tcase_add_loop_test(tc, test_receive_windows, 0, 2);
   tcase_add_loop_test(tc, test_half_closed, 0, 2);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);
+  tcase_add_test(tc, test_pending_cap_mux);
   tcase_add_loop_test(tc, test_pending_cap, 0, 2);
   tcase_add_loop_test(tc, test_xon_without_cc_ignored, 0, 2);
   tcase_add_loop_test(tc, test_many_streams, 0, 2);

@@ -554,8 +554,18 @@ START_TEST(test_backpressure)
 END_TEST
 
 /* Descriptor exhaustion: with RLIMIT_NOFILE too low to accept, the
- * listener logs once, pauses, and accepts once descriptors are back. */
-static int n_accepted, n_warn;
+ * listener logs once, pauses, and accepts once descriptors are back. The
+ * one record of it feeds both consumers: the time (extra-info) and the
+ * subscriber (controller events), told once per episode, by accept() and
+ * by socket() alike. */
+static int n_accepted, n_warn, n_exhausted, last_exhausted_err;
+static void
+exhausted_cb(int err, void *arg)
+{
+  (void)arg;
+  n_exhausted++;
+  last_exhausted_err = err;
+}
 static conn_t *fd_conns[4];
 static void
 count_accept(int fd, const pc_addr_t *peer, void *arg)
@@ -590,7 +600,9 @@ spin_cb(void *arg)
 START_TEST(test_listener_emfile)
 {
   L = evloop_new();
-  n_accepted = n_warn = 0;
+  n_accepted = n_warn = n_exhausted = 0;
+  conn_set_fd_exhausted_hook(exhausted_cb, NULL);
+  time_t before = time(NULL);
   start_listener(count_accept);
   log_set_hook(LOG_SEV_WARN, warn_hook, NULL);
   const char *err = NULL;
@@ -620,6 +632,18 @@ START_TEST(test_listener_emfile)
   ck_assert_int_eq(n_warn, 1);
   ck_assert_uint_ge(dt, 900000); /* waited for the pause */
   ck_assert_int_le(spins, 40);   /* ~25 timer ticks, no busy loop */
+  ck_assert_int_eq(n_exhausted, 1);
+  ck_assert_int_eq(last_exhausted_err, EMFILE);
+  ck_assert_int_ge(conn_last_fd_exhausted(), before);
+  /* After the accept, a new episode: socket() failing reports it, once. */
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+  ck_assert_ptr_null(conn_connect(L, NULL, listener_addr(lst), eof_client_cb,
+                                  &(struct client){0}, &err));
+  ck_assert_ptr_null(conn_connect(L, NULL, listener_addr(lst), eof_client_cb,
+                                  &(struct client){0}, &err));
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &saved_lim), 0);
+  ck_assert_int_eq(n_exhausted, 2);
+  conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_hook(LOG_SEV_WARN, NULL, NULL);
   conn_free(fd_conns[0]);
   conn_free(c);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/or/dos_options.h"
+#include "lib/utcp/utcp.h"
 #include "app/config/options.h"
 #include "app/config/tor_option_names.h"
 #include "feature/conflux/conflux_cell.h"
@@ -123,6 +124,7 @@ START_TEST(test_defaults)
   ck_assert_ptr_null(o->user);
   ck_assert_int_eq(o->testing_tor_network, 0);
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  ck_assert_int_eq(o->assume_reachable, 0); /* tor's default */
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
   /* MeasureMe is off unless the operator turns it on. */
@@ -315,7 +317,8 @@ START_TEST(test_scheduler_options)
   err = parse_bad("Schedulers Vanilla\n", 0, NULL);
   ck_assert(strstr(err, "Vanilla is not supported yet") != NULL);
   free(err);
-  /* CircuitTransport: backtap runs on a DatagramPort, dtls-tcp not yet. */
+  /* CircuitTransport: backtap and dtls-tcp run on a DatagramPort;
+   * dtls-tcp needs a build with lwIP. */
   o = parse_ok("DatagramPort 127.0.0.1:9050\nCircuitTransport backtap\n", 0,
                NULL);
   options_free(o);
@@ -323,8 +326,18 @@ START_TEST(test_scheduler_options)
   ck_assert(strstr(err, "CircuitTransport backtap needs a DatagramPort") !=
             NULL);
   free(err);
-  err = parse_bad("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0, NULL);
-  ck_assert(strstr(err, "'dtls-tcp' is not supported yet") != NULL);
+  if (utcp_available()) {
+    o = parse_ok("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0, NULL);
+    options_free(o);
+    err = parse_bad("CircuitTransport dtls-tcp\n", 0, NULL);
+    ck_assert(strstr(err, "CircuitTransport dtls-tcp needs a DatagramPort") !=
+              NULL);
+  } else {
+    err = parse_bad("DatagramPort 9050\nCircuitTransport dtls-tcp\n", 0,
+                    NULL);
+    ck_assert(strstr(err, "'dtls-tcp' is not supported in this build") !=
+              NULL);
+  }
   free(err);
   err = parse_bad("Schedulers KIST,Magic\n", 0, NULL);
   ck_assert(strstr(err, "must list KIST and/or KISTLite") != NULL);
@@ -547,6 +560,8 @@ START_TEST(test_testing_network)
   options_t *o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->testing_tor_network, 1);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  /* Test networks publish at once unless AssumeReachable 0 is set. */
+  ck_assert_int_eq(o->assume_reachable, 1);
   /* Nothing else changes. */
   ck_assert_int_eq(o->onion_key_rotation_days, 28);
   ck_assert_int_eq(o->onion_key_grace_period_days, 7);
@@ -554,6 +569,10 @@ START_TEST(test_testing_network)
   o = parse_ok("TestingTorNetwork 1\nExtendAllowPrivateAddresses 0\n"
                AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 0);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\nAssumeReachable 0\n" AUTH_LINE, 0,
+               NULL);
+  ck_assert_int_eq(o->assume_reachable, 0);
   options_free(o);
   o = parse_ok("ExtendAllowPrivateAddresses 1\n", 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
@@ -710,6 +729,7 @@ START_TEST(test_reload_keeps_non_reloadable)
   ck_assert_int_eq(new_opts->testing_tor_network, 0);
   /* ...and the default that depends on it follows. */
   ck_assert_int_eq(new_opts->extend_allow_private_addresses, 0);
+  ck_assert_int_eq(new_opts->assume_reachable, 0);
   /* Reloadable options take their new values. */
   ck_assert_str_eq(new_opts->nickname, "New");
   ck_assert_int_eq(new_opts->onion_key_rotation_days, 21);
@@ -989,7 +1009,7 @@ START_TEST(test_typed_values)
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   ck_assert_int_eq(co->enabled, -1);
   ck_assert_int_eq(co->client_ux, CFX_UX_HIGH_THROUGHPUT);
-  ck_assert_int_eq(co->max_ooo, 10000);
+  ck_assert_int_eq(co->max_ooo, 32768);
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   ck_assert_int_eq(mo->enabled, 0); /* off unless the operator enables it */
   ck_assert_int_eq(mo->hops, 0);
@@ -1151,13 +1171,46 @@ START_TEST(test_tor_option_names)
   ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
 
   /* In a torrc: one line naming the file and line, with advice. */
-  char *err = parse_bad("Nickname a\nORPort 9001\n\ndirport 9030\n", 0,
-                        NULL);
-  ck_assert_str_eq(err, "Option 'dirport' on line 4 of test.torrc: pctor "
-                        "does not support tor's option DirPort; pctor "
-                        "serves directory documents to clients through "
-                        "its ORPort (BEGIN_DIR) only; remove the line. "
+  char *err = parse_bad("Nickname a\nORPort 9001\n\nhiddenservicedir /x\n",
+                        0, NULL);
+  ck_assert_str_eq(err, "Option 'hiddenservicedir' on line 4 of test.torrc: "
+                        "pctor does not support tor's option "
+                        "HiddenServiceDir; pctor has no onion services. "
                         "Failing.");
+  free(err);
+  /* DirPort: tor's syntax and flags, the ORPort's rules. */
+  options_t *odp = parse_ok("ORPort 9001\nDirPort 9030\n"
+                            "DirPort [::1]:9031 NoAdvertise\n", 0, NULL);
+  ck_assert_int_eq(odp->dir_ports.n, 2);
+  ck_assert_int_eq(odp->dir_ports.addrs[0].family, AF_INET);
+  ck_assert_int_eq(odp->dir_ports.addrs[0].port, 9030);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 9030);
+  options_free(odp);
+  odp = parse_ok("ORPort 9001\nDirPort 127.0.0.1:9030 NoAdvertise\n"
+                 "DirPort 192.0.2.1:80 NoListen\n", 0, NULL);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 80);
+  options_free(odp);
+  odp = parse_ok("ORPort 9001\nDirPort 9030 NoAdvertise\n", 0, NULL);
+  ck_assert_uint_eq(options_dirport_advertised(odp), 0);
+  options_free(odp);
+  err = parse_bad("ORPort 9001\nDirPort 9030 Bogus\n", 0, NULL);
+  assert_has(err, "'Bogus' is not a DirPort flag");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 9030\nDirPort 9031\n", 0, NULL);
+  assert_has(err, "there is already a listening IPv4 DirPort (on line 2");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 0\nDirPort 9031\n", 0, NULL);
+  assert_has(err, "'DirPort 0' (no DirPort) cannot be combined");
+  free(err);
+  err = parse_bad("DirPort 9030\n", 0, NULL);
+  assert_has(err, "DirPort");
+  assert_has(err, "needs an ORPort");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirCache 0\nDirPort 9030\n", 0, NULL);
+  assert_has(err, "needs DirCache 1");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort 70000\n", 0, NULL);
+  assert_has(err, "DirPort");
   free(err);
   /* The DoS* options are implemented (core/or/dos_options). */
   options_t *od = parse_ok("DoSCircuitCreationEnabled 1\n"

@@ -355,6 +355,48 @@ START_TEST(test_weights)
 }
 END_TEST
 
+/* The "enough directory information" fractions: only descriptors for
+ * r0..r5; every weight 10000, so relays weigh their bandwidth. */
+START_TEST(test_dir_info)
+{
+  net_t net;
+  net_build(&net, NULL);
+  dir_nodelist_t *part = dir_nodelist_build(net.c, net.mds, 6);
+  path_config_t cfg;
+  path_config_init(&cfg);
+  path_dir_info_t di;
+  path_dir_info(part, &cfg, &di);
+  ck_assert_int_eq(di.n_usable, 12);
+  ck_assert_int_eq(di.n_with_desc, 6);
+  /* Guards r0 r1 r3 r8; we hold r0 r1 r3. */
+  ck_assert_double_eq_tol(di.f_guard, 4500.0 / 5400.0, 1e-6);
+  /* Middles: everyone. */
+  ck_assert_double_eq_tol(di.f_mid, 8800.0 / 17600.0, 1e-6);
+  /* Exits r2 r3 r7 r9 (r6 is a BadExit); we hold r2 r3. */
+  ck_assert_double_eq_tol(di.f_exit, 4500.0 / 6400.0, 1e-6);
+  ck_assert_double_eq_tol(di.f_paths, di.f_guard * di.f_mid * di.f_exit,
+                          1e-12);
+  ck_assert(di.f_paths < 0.6);
+  ck_assert_double_eq(path_min_fraction(part, -1), 0.6);
+  ck_assert_double_eq(path_min_fraction(part, 0.3), 0.3);
+  /* ExitNodes r7, whose descriptor we lack: no exit at all. */
+  char *err = NULL;
+  ck_assert_int_eq(routerset_parse(&cfg.exit_nodes, "r7", &err), 0);
+  path_dir_info(part, &cfg, &di);
+  ck_assert_double_eq(di.f_exit, 0);
+  ck_assert_double_eq(di.f_paths, 0);
+  path_config_clear(&cfg);
+  /* Every descriptor: everything is there. */
+  path_config_init(&cfg);
+  path_dir_info(net.nl, &cfg, &di);
+  ck_assert_double_eq(di.f_paths, 1.0);
+  ck_assert_int_eq(di.n_with_desc, 12);
+  path_config_clear(&cfg);
+  dir_nodelist_free(part);
+  net_free(&net);
+}
+END_TEST
+
 /* Chi-square statistic of observed counts against expected weights. */
 static double
 chi2(const int *obs, const double *w, int n, int total)
@@ -668,6 +710,7 @@ suite_path(void)
   tcase_add_test(tc, test_real_network);
   tcase_add_test(tc, test_required_protocols);
   tcase_add_test(tc, test_protocols_missing);
+  tcase_add_test(tc, test_dir_info);
   suite_add_tcase(s, tc);
   return s;
 }

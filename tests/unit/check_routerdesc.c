@@ -13,6 +13,7 @@
  * HTTP authorities on 127.0.0.1 inside the test's event loop.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1211,12 +1212,25 @@ START_TEST(test_publish)
   ck_assert_int_eq(pc_addr_parse(&rc.address, "127.0.0.1"), 0);
   int answers[2] = {0, 0}; /* refused, accepted, as on_upload saw them */
   publish_params_t pp = { auths, 3, 1, 1, fake_traffic, upload_seen,
-                          answers };
+                          answers, 1 };
 
   P.pub = publish_new(P.loop, k);
   P.poll = evloop_timer_new(P.loop, poll_cb, NULL);
   evloop_timer_schedule_periodic(P.poll, 20000);
   ck_assert_ptr_null(publish_descriptor(P.pub));
+  /* Held (the reachability self-test has not confirmed the ORPort): the
+   * descriptor is built but goes nowhere. */
+  ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
+  run_until_ok(1, 1);
+  ck_assert_ptr_nonnull(publish_descriptor(P.pub));
+  {
+    publish_stats_t hs;
+    publish_get_stats(P.pub, &hs);
+    ck_assert_int_eq((int)hs.n_attempts, 0);
+    ck_assert_int_eq(good.n_uploads, 0);
+  }
+  /* Released: the same descriptor is uploaded now. */
+  pp.hold = 0;
   ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
 
   /* good takes it at once; picky after two retries (1 s, 2 s). */
@@ -1254,7 +1268,7 @@ START_TEST(test_publish)
   /* A changed field: a new descriptor, published later than the first,
    * goes to both. */
   rc.contact = "new contact";
-  conn_note_fd_exhausted(); /* goes in the next extra-info, to the hour */
+  conn_note_fd_exhausted(EMFILE); /* goes in the next extra-info, to the hour */
   ck_assert_int_eq(publish_configure(P.pub, &rc, &pp), 0);
   run_until_ok(4, 10);
   {
@@ -1332,7 +1346,7 @@ START_TEST(test_publish_private_address)
   routerdesc_config_t rc;
   min_config(&rc, now);
   ck_assert_int_eq(pc_addr_parse(&rc.address, "10.1.2.3"), 0);
-  publish_params_t pp = { auths, 1, 1, 0, NULL, NULL, NULL };
+  publish_params_t pp = { auths, 1, 1, 0, NULL, NULL, NULL, 0 };
   P.pub = publish_new(P.loop, k);
   P.poll = evloop_timer_new(P.loop, poll_cb, NULL);
   evloop_timer_schedule_periodic(P.poll, 20000);

@@ -56,6 +56,8 @@ static const struct {
   {"feature/ipsec/", LOG_DOM_NET},
   {"feature/dgram/", LOG_DOM_NET},
   {"feature/backtap/", LOG_DOM_NET},
+  {"feature/dtcp/", LOG_DOM_NET},
+  {"lib/utcp/", LOG_DOM_NET},
 };
 
 log_domain_t

@@ -263,14 +263,19 @@ policy_assign(void *field, const char *value, void *arg,
 
 /* ---- the daemon's own option types ---- */
 
+/* Where the lines of ORPort (or DirPort) seen so far were set. */
+typedef struct {
+  const conf_line_t *listen[2]; /* IPv4, IPv6 */
+  const conf_line_t *adv[2];
+  const conf_line_t *zero;
+} port_lines_t;
+
 /* What assignment needs besides the value: the base of relative paths and
  * where options were set, for messages and the ORPort rules. */
 typedef struct {
   conf_assign_ctx_t base;            /* first: lib/conf reads the cwd */
   const conf_line_t **where;         /* per option (global index) */
-  const conf_line_t *orport_listen[2]; /* IPv4, IPv6 */
-  const conf_line_t *orport_adv[2];
-  const conf_line_t *orport_zero;
+  port_lines_t orport, dirport;
 } parse_ctx_t;
 
 
@@ -288,23 +293,19 @@ static const struct {
   {"IPv6Only", OPTIONS_PORT_IPV6_ONLY},
 };
 
+/* One ORPort or DirPort line (name says which) into ports; seen holds
+ * the lines of that option so far. */
 static int
-orport_assign(void *field, const char *value, void *arg,
-              const conf_line_t *line, char **err_out)
+ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
+             const char *value, const conf_line_t *line, char **err_out)
 {
-  options_ports_t *ports = field;
-  parse_ctx_t *ctx = arg;
-  if (!line || !ctx) { /* the default, "0" */
-    memset(ports, 0, sizeof(*ports));
-    return 0;
-  }
-  if (!strcmp(value, "0") || ctx->orport_zero) {
-    if (ports->n > 0 || ctx->orport_zero) {
-      *err_out = pc_strdup("'ORPort 0' (no ORPort) cannot be combined "
-                           "with other ORPort lines");
+  if (!strcmp(value, "0") || seen->zero) {
+    if (ports->n > 0 || seen->zero) {
+      *err_out = pc_asprintf("'%s 0' (no %s) cannot be combined "
+                             "with other %s lines", name, name, name);
       return -1;
     }
-    ctx->orport_zero = line;
+    seen->zero = line;
     return 0;
   }
   size_t alen = strcspn(value, " \t");
@@ -324,9 +325,9 @@ orport_assign(void *field, const char *value, void *arg,
           !strncasecmp(orport_flags[i].name, p, n))
         break;
     if (i == sizeof(orport_flags) / sizeof(orport_flags[0])) {
-      *err_out = pc_asprintf("'%.*s' is not an ORPort flag pctor supports "
+      *err_out = pc_asprintf("'%.*s' is not a%s %s flag pctor supports "
                              "(NoListen, NoAdvertise, IPv4Only, IPv6Only)",
-                             (int)n, p);
+                             (int)n, p, name[0] == 'O' ? "n" : "", name);
       return -1;
     }
     flags |= orport_flags[i].flag;
@@ -355,16 +356,16 @@ orport_assign(void *field, const char *value, void *arg,
     const conf_line_t **seen;
     const char *what;
   } roles[] = {
-    {OPTIONS_PORT_NO_LISTEN, &ctx->orport_listen[fi], "a listening"},
-    {OPTIONS_PORT_NO_ADVERTISE, &ctx->orport_adv[fi], "an advertised"},
+    {OPTIONS_PORT_NO_LISTEN, &seen->listen[fi], "a listening"},
+    {OPTIONS_PORT_NO_ADVERTISE, &seen->adv[fi], "an advertised"},
   };
   for (int k = 0; k < 2; k++) {
     if ((flags & roles[k].skip) || !*roles[k].seen)
       continue;
     char *w = conf_line_where(*roles[k].seen);
-    *err_out = pc_asprintf("there is already %s %s ORPort (on %s); at "
+    *err_out = pc_asprintf("there is already %s %s %s (on %s); at "
                            "most one per address family is allowed",
-                           roles[k].what, fi ? "IPv6" : "IPv4", w);
+                           roles[k].what, fi ? "IPv6" : "IPv4", name, w);
     free(w);
     return -1;
   }
@@ -374,6 +375,31 @@ orport_assign(void *field, const char *value, void *arg,
   ports->addrs[ports->n] = a;
   ports->flags[ports->n++] = flags;
   return 0;
+}
+
+static int
+orport_assign(void *field, const char *value, void *arg,
+              const conf_line_t *line, char **err_out)
+{
+  parse_ctx_t *ctx = arg;
+  if (!line || !ctx) { /* the default, "0" */
+    memset(field, 0, sizeof(options_ports_t));
+    return 0;
+  }
+  return ports_assign(field, "ORPort", &ctx->orport, value, line, err_out);
+}
+
+static int
+dirport_assign(void *field, const char *value, void *arg,
+               const conf_line_t *line, char **err_out)
+{
+  parse_ctx_t *ctx = arg;
+  if (!line || !ctx) { /* the default, "0" */
+    memset(field, 0, sizeof(options_ports_t));
+    return 0;
+  }
+  return ports_assign(field, "DirPort", &ctx->dirport, value, line,
+                      err_out);
 }
 
 static void
@@ -391,6 +417,16 @@ orport_format(const void *field, conf_strlist_t *out)
       }
     conf_strlist_add(out, buf);
   }
+}
+
+uint16_t
+options_dirport_advertised(const options_t *o)
+{
+  for (int i = 0; i < o->dir_ports.n; i++)
+    if (o->dir_ports.addrs[i].family == AF_INET &&
+        !(o->dir_ports.flags[i] & OPTIONS_PORT_NO_ADVERTISE))
+      return o->dir_ports.addrs[i].port;
+  return 0;
 }
 
 int
@@ -607,6 +643,9 @@ static const conf_custom_t user_type = {
 static const conf_custom_t orport_type = {
   CONF_STORE_BLOB, sizeof(options_ports_t), 1, orport_assign, orport_format,
   NULL};
+static const conf_custom_t dirport_type = {
+  CONF_STORE_BLOB, sizeof(options_ports_t), 1, dirport_assign, orport_format,
+  NULL};
 static const conf_custom_t socks_type = {
   CONF_STORE_BLOB, sizeof(pc_addr_t), 0, socks_assign, socks_format, NULL};
 static const conf_custom_t log_type = {
@@ -660,6 +699,29 @@ static const conf_var_t app_vars[] = {
    "listens and one is advertised; 0 (no ORPort) cannot be combined with "
    "another line. Ports are bound while pctor still runs as root, so "
    "ports below 1024 work with User.", &orport_type},
+  {"DirPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [FLAGS] | 0", "0",
+   "0 (no DirPort)",
+   0, 0, 0, OFF(dir_ports),
+   "Answer HTTP/1.0 GET requests for directory documents on PORT, as "
+   "tor's DirPort: the same documents, encodings and limits as "
+   "directory requests over the ORPort (BEGIN_DIR): the consensus "
+   "flavours, key certificates, microdescriptors and server "
+   "descriptors this relay caches, and its own descriptor "
+   "(/tor/server/authority). ADDRESS and FLAGS (NoListen, NoAdvertise, "
+   "IPv4Only, IPv6Only) are as for ORPort; the first advertised IPv4 "
+   "port is published in the descriptor's router line. At most 256 "
+   "connections at once and 16 from one address; a request must arrive "
+   "whole within 10 seconds (else 408) and be at most 8192 bytes (else "
+   "400); a client that reads nothing for 60 seconds is disconnected. "
+   "Needs an ORPort and DirCache 1.", &dirport_type},
+  {"DirPortFrontPage", CONF_TYPE_PATH, "FILE", NULL, "unset",
+   0, 0, 0, OFF(dir_port_front_page),
+   "Serve FILE (HTML, at most 1 MiB, read at start-up) at \"/\" on the "
+   "DirPort, as tor does, so that people who wonder what this address "
+   "is can read about it (tor's contrib/operator-tools/"
+   "tor-exit-notice.html is an example). Without a DirPort it has no "
+   "effect (a warning says so); a file that cannot be read is a warning "
+   "too, and the DirPort then serves no front page.", NULL},
   {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
    "unset (pctor guesses its address)",
    1, 0, 0, OFF(address),
@@ -841,14 +903,23 @@ static const conf_var_t app_vars[] = {
    "RelayBandwidthRate (when set) and MaxAdvertisedBandwidth; its burst "
    "the smaller of BandwidthBurst and RelayBandwidthBurst (when set).",
    NULL},
-  {"AssumeReachable", CONF_TYPE_BOOL, "0|1", "0", "0",
+  {"AssumeReachable", CONF_TYPE_BOOL, "0|1", NULL,
+   "0 (1 with TestingTorNetwork 1)",
    1, 0, 0, OFF(assume_reachable),
-   "Accepted for compatibility with tor's torrc. pctor does not test "
-   "whether its ORPort is reachable from outside before publishing, so "
-   "it always behaves as tor does with AssumeReachable 1: it publishes "
-   "right after start-up and leaves the reachability test to the "
-   "authorities, which list the relay as Running only once they reached "
-   "it.", NULL},
+   "If 0, as in tor, a relay first tests that its advertised IPv4 "
+   "ORPort is reachable from outside -- a circuit through a relay of "
+   "the consensus back to itself at that address and port -- and "
+   "uploads its descriptor only once that worked (\"Self-testing "
+   "indicates your ORPort ... is reachable from the outside. "
+   "Excellent.\"); attempts are made every minute (5 seconds with "
+   "TestingTorNetwork) and a warning is logged after 20 minutes "
+   "(30 seconds with TestingTorNetwork) without success, and as often "
+   "again while it lasts. If 1, the descriptor is uploaded at once. "
+   "Unlike tor 0.4.4 and later, TestingTorNetwork 1 makes 1 the "
+   "default, so private test networks publish at once; set "
+   "AssumeReachable 0 explicitly to test there. The DirPort and IPv6 "
+   "ORPorts are not tested (tor 0.4.9 does not test a DirPort either).",
+   NULL},
   {"ExitRelay", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
    1, 0, 0, OFF(exit_relay),
    "auto (tor's default) is 1 when there is an ExitPolicy line and 0 "
@@ -950,6 +1021,17 @@ static const conf_var_t app_vars[] = {
   {"ExcludeNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
    1, 0, 0, OFF(exclude_nodes),
    "Client circuits never use these relays.", &routerset_type},
+  {"PathsNeededToBuildCircuits", CONF_TYPE_DOUBLE, "NUM", "-1",
+   "-1 (the consensus parameter min_paths_for_circs_pct, else 0.6)",
+   1, -2147483, 2147483, OFF(paths_needed_to_build_circuits),
+   "A client builds no circuit for streams until it holds the descriptors "
+   "of enough relays to build this fraction of the paths it could choose "
+   "(the fraction of guard, middle and exit bandwidth it has descriptors "
+   "for, multiplied), as tor. Between 0.25 and 0.95 (other values are "
+   "raised or lowered to these, with a warning); negative: the "
+   "directory authorities' choice. Until then SOCKS requests fail with "
+   "\"not enough directory information\" and a notice gives the "
+   "fractions.", NULL},
   {"MaxCircuitDirtiness", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
    "10 minutes",
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
@@ -1378,9 +1460,6 @@ static const struct {
   const char *name;
   const char *advice;
 } tor_advice[] = {
-  {"DirPort", "pctor serves directory documents to clients through its "
-   "ORPort (BEGIN_DIR) only; remove the line"},
-  {"DirPortFrontPage", "pctor has no DirPort; remove the line"},
   {"Control*", "pctor's control port is set up with ControlPort, "
    "ControlSocket (and its flags), CookieAuthentication, CookieAuthFile "
    "and HashedControlPassword only"},
@@ -1415,7 +1494,7 @@ static const struct {
 static const struct {
   const char *name, *value;
 } tor_same_behaviour[] = {
-  {"DirPort", "0"},           {"IPv6Exit", "0"},
+  {"IPv6Exit", "0"},
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
@@ -1519,11 +1598,10 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
       return 0;
     }
     /* As in tor: an empty value resets the option to its default. */
-    if (def->type_arg == &orport_type) {
-      ctx->orport_listen[0] = ctx->orport_listen[1] = NULL;
-      ctx->orport_adv[0] = ctx->orport_adv[1] = NULL;
-      ctx->orport_zero = NULL;
-    }
+    if (def->type_arg == &orport_type)
+      memset(&ctx->orport, 0, sizeof(ctx->orport));
+    if (def->type_arg == &dirport_type)
+      memset(&ctx->dirport, 0, sizeof(ctx->dirport));
     ctx->where[r.gi] = NULL;
     return assign_default(o, &r, ctx);
   }
@@ -1612,6 +1690,8 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
 
   if (!options_is_set(o, "ExtendAllowPrivateAddresses"))
     o->extend_allow_private_addresses = o->testing_tor_network;
+  if (!options_is_set(o, "AssumeReachable"))
+    o->assume_reachable = o->testing_tor_network;
 
   /* OutboundBindAddress*: one address per family each, as tor. */
   static const char *const outbound_names[3] = {
@@ -1681,6 +1761,14 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return option_error(err_out, options_find("RelayBandwidthBurst"), ctx,
                         "must be at least RelayBandwidthRate");
 
+  if (o->dir_ports.n > 0 && o->or_ports.n == 0)
+    return option_error(err_out, options_find("DirPort"), ctx,
+                        "needs an ORPort: only a relay serves the directory");
+  if (o->dir_ports.n > 0 && !o->dir_cache)
+    return option_error(err_out, options_find("DirPort"), ctx,
+                        "needs DirCache 1: without the cache there is "
+                        "nothing to serve");
+
   const ipsec_options_t *io = options_module(o, &ipsec_conf_module);
   if (io->mode != IPSEC_MODE_OFF && o->or_ports.n == 0)
     return option_error(err_out, options_find("IPsec"), ctx,
@@ -1688,6 +1776,16 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   if (o->per_circuit_tcp_require_ipsec && io->mode == IPSEC_MODE_OFF)
     return option_error(err_out, options_find("PerCircuitTCPRequireIPsec"),
                         ctx, "needs IPsec auto or 1");
+
+  /* tor clamps PathsNeededToBuildCircuits to 0.25..0.95 with a warning. */
+  if (o->paths_needed_to_build_circuits >= 0 &&
+      (o->paths_needed_to_build_circuits < 0.25 ||
+       o->paths_needed_to_build_circuits > 0.95)) {
+    double v = o->paths_needed_to_build_circuits < 0.25 ? 0.25 : 0.95;
+    log_warn("PathsNeededToBuildCircuits %g is out of range; using %.2f",
+             o->paths_needed_to_build_circuits, v);
+    o->paths_needed_to_build_circuits = v;
+  }
 
   /* The circuit scheduler: unset half-life follows the consensus (-1). */
   if (!options_is_set(o, "CircuitPriorityHalflife"))
@@ -1726,8 +1824,10 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   o->address_ip.family = AF_UNSPEC;
   if (o->address) {
     char *e = NULL;
-    if (check_host(o->address, &o->address_ip, &e) < 0)
-      free(e); /* cannot happen: checked when assigned */
+    if (check_host(o->address, &o->address_ip, &e) < 0) {
+      log_bug("Address refused after it was checked: %s", e);
+      free(e);
+    }
   }
 
   /* The modules' own rules. */
@@ -2118,6 +2218,8 @@ options_keep_non_reloadable(const options_t *old, options_t *new_opts)
   /* A default that depends on a kept option follows the kept value. */
   if (!options_is_set(new_opts, "ExtendAllowPrivateAddresses"))
     new_opts->extend_allow_private_addresses = new_opts->testing_tor_network;
+  if (!options_is_set(new_opts, "AssumeReachable"))
+    new_opts->assume_reachable = new_opts->testing_tor_network;
   return kept;
 }
 

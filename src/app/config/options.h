@@ -60,6 +60,8 @@ typedef conf_strlist_t options_strlist_t;
 typedef struct options_t {
   char *data_directory;          /* DataDirectory: absolute path */
   options_ports_t or_ports;      /* ORPort */
+  options_ports_t dir_ports;     /* DirPort (same rules as ORPort) */
+  char *dir_port_front_page;     /* DirPortFrontPage: NULL if unset */
   char *address;                 /* Address: NULL if unset */
   pc_addr_t address_ip;          /* Address if it is an IP literal, else
                                   * family AF_UNSPEC */
@@ -121,6 +123,8 @@ typedef struct options_t {
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */
   int token_bucket_refill_interval;            /* milliseconds */
   uint64_t max_mem_in_queues;    /* bytes; 0 = automatic */
+  /* PathsNeededToBuildCircuits: 0.25..0.95, or negative: consensus. */
+  double paths_needed_to_build_circuits;
   /* Circuit scheduler. */
   double circuit_priority_halflife;    /* seconds; 0: off; -1: unset,
                                         * from the consensus */
@@ -337,6 +341,9 @@ int options_check_startable(const options_t *opts, char **err_out);
 /* The ORPort addresses to advertise (without NoAdvertise) into out;
  * returns how many. */
 int options_orports_advertised(const options_t *o, pc_addr_t out[4]);
+/* The DirPort to publish in the descriptor's router line: the first IPv4
+ * DirPort without NoAdvertise, or 0. */
+uint16_t options_dirport_advertised(const options_t *o);
 
 /* The bandwidth the descriptor advertises, as tor computes it: rate is
  * the smallest of BandwidthRate, RelayBandwidthRate (if set) and

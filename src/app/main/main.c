@@ -15,8 +15,10 @@
  *   7. PidFile (our final pid, written before losing the right to);
  *   8. User: hand DataDirectory over, switch user, drop capabilities;
  *   9. RunAsDaemon: stdio to /dev/null, release the original process;
- *  10. tell a service manager (Type=notify, $NOTIFY_SOCKET) we are ready;
- *  11. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
+ *  10. Sandbox 1, then the handshake worker threads (app_start_workers():
+ *      a thread started before Landlock would escape its path rules);
+ *  11. tell a service manager (Type=notify, $NOTIFY_SOCKET) we are ready;
+ *  12. run the loop until SIGTERM/SIGINT, then clean up and exit 0.
  * SIGHUP re-reads the same torrc and command line; a bad new configuration
  * is logged and the old one kept. SIGUSR1 logs statistics. Options that
  * cannot change while running keep their old values, with a warning.
@@ -929,6 +931,7 @@ main(int argc, char **argv)
     app_shutdown();
     return fail_startup();
   }
+  app_start_workers(opts); /* after the sandbox: see start.h */
 
   /* Type=notify: ready now that ports are bound and privileges dropped.
    * After RunAsDaemon the daemon is not the process the service manager

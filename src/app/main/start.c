@@ -35,6 +35,7 @@
 #include "feature/dir/path.h"
 #include "feature/dircache/dircache.h"
 #include "feature/dircache/dirdocs.h"
+#include "feature/dircache/dirport.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/geoip/geoip.h"
@@ -43,11 +44,13 @@
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_options.h"
 #include "feature/btcirc/btcirc.h"
+#include "feature/dtcp/dtcp.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
 #include "feature/relay/publish.h"
+#include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/encoding/base16.h"
@@ -58,6 +61,8 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
+#include "lib/string/str.h"
+#include "lib/utcp/utcp.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -84,6 +89,8 @@ static struct {
   statefile_t *state;           /* DataDirectory/state (tor's format) */
   evloop_timer_t *key_timer;
   publish_t *pub;
+  selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
+  const options_t *pub_opts;    /* what configure_publishing last used */
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
@@ -101,6 +108,7 @@ static struct {
   ipsec_broker_t *ipsec;        /* IPsec between relays; NULL until used */
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
   btcirc_t *btcirc;             /* BackTap circuits on them; NULL when off */
+  dtcp_t *dtcp;                 /* TCP-over-DTLS circuits; NULL when off */
   int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
@@ -182,16 +190,6 @@ exit_relay_known(const uint8_t *rsa_id, int *refuse_param, void *arg)
   return consensus_find(c, rsa_id) || (c2 && consensus_find(c2, rsa_id));
 }
 
-/* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
- * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
- * line when the policy or the resolver cannot be made. */
-/* Both unset, or the same path. */
-static int
-same_path(const char *a, const char *b)
-{
-  return a == b || (a && b && !strcmp(a, b));
-}
-
 /* GeoIPFile and GeoIPv6File: a new database with both (when set), which
  * replaces the running one only if every named file loads. strict: a
  * file that does not load fails (start-up); otherwise the old data stays
@@ -199,8 +197,8 @@ same_path(const char *a, const char *b)
 static int
 configure_geoip(const options_t *o, const options_t *old, int strict)
 {
-  if (old && same_path(o->geoip_file, old->geoip_file) &&
-      same_path(o->geoip_v6_file, old->geoip_v6_file))
+  if (old && str_eq_nullable(o->geoip_file, old->geoip_file) &&
+      str_eq_nullable(o->geoip_v6_file, old->geoip_v6_file))
     return 0;
   if (!o->geoip_file && !o->geoip_v6_file) {
     geoip_db_free(A.geoip);
@@ -253,6 +251,9 @@ configure_outbound_binds(const options_t *o)
   }
 }
 
+/* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
+ * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
+ * line when the policy or the resolver cannot be made. */
 static int
 configure_exit(const options_t *o)
 {
@@ -379,7 +380,9 @@ relay_authorities(const options_t *o, dir_authority_t **out)
   for (int i = 0; i < o->dir_authorities.n; i++) {
     char *err = NULL;
     if (dir_authority_parse(&a[n], o->dir_authorities.v[i], &err) < 0) {
-      free(err); /* cannot happen: the options checked every line */
+      /* the options checked every line */
+      log_bug("DirAuthority line refused after it was checked: %s", err);
+      free(err);
       continue;
     }
     if (!a[n].is_bridge_auth)
@@ -412,6 +415,52 @@ upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
   free(text);
 }
 
+static int configure_publishing(const options_t *o);
+
+static const dir_nodelist_t *
+selftest_nodelist(void *arg)
+{
+  (void)arg;
+  return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
+}
+
+/* The self-test confirmed the ORPort: upload the descriptor now, and
+ * tell controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
+static void
+selftest_reachable(void *arg)
+{
+  (void)arg;
+  char a[PC_ADDR_STR_LEN], *text;
+  pc_addr_fmt(selftest_address(A.selftest), a, sizeof(a), 1);
+  text = pc_asprintf("REACHABILITY_SUCCEEDED ORADDRESS=%s", a);
+  control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
+  free(text);
+  if (A.pub_opts)
+    configure_publishing(A.pub_opts);
+}
+
+/* AssumeReachable 0: test the advertised ORPort (self, IPv4) before
+ * uploading. Returns 1 while the upload must wait for the test. */
+static int
+reachability_hold(const options_t *o, const pc_addr_t *self)
+{
+  if (o->assume_reachable) {
+    selftest_free(A.selftest);
+    return 0;
+  }
+  if (!A.selftest) {
+    selftest_config_t sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.keys = A.keys;
+    sc.testing = o->testing_tor_network;
+    sc.nodelist = selftest_nodelist;
+    sc.reachable = selftest_reachable;
+    A.selftest = selftest_new(A.loop, &sc);
+  }
+  selftest_set_address(A.selftest, self);
+  return !selftest_is_reachable(A.selftest);
+}
+
 /* Hand the publisher the descriptor fields and authorities the options
  * name. Returns 0, or -1 (logged) when there is nothing to publish or the
  * options cannot make a descriptor. */
@@ -424,6 +473,7 @@ configure_publishing(const options_t *o)
   char *err = NULL;
   int n = 0, r = -1;
 
+  A.pub_opts = o;
   memset(&rc, 0, sizeof(rc));
   memset(&pp, 0, sizeof(pp));
   rc.ipv6_or.family = AF_UNSPEC;
@@ -461,11 +511,13 @@ configure_publishing(const options_t *o)
   rc.n_exit_policy = A.n_exit_desc_lines;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
   rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
+  rc.dir_port = options_dirport_advertised(o);
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
-  if (rc.tunnelled_dir_server &&
+  if ((rc.tunnelled_dir_server || rc.dir_port) &&
       !hibernate_dircache_allowed(A.hib, rc.bw_rate, time(NULL))) {
     rc.tunnelled_dir_server = 0; /* as tor: no directory bytes to spend */
+    rc.dir_port = 0;
     log_info("Not advertising directory service: AccountingMax could be "
              "used up at the advertised rate.");
   }
@@ -475,6 +527,9 @@ configure_publishing(const options_t *o)
   pp.auths = auths;
   pp.n_auths = n;
   pp.enabled = o->publish_server_descriptor;
+  pc_addr_t self = rc.address;
+  self.port = rc.or_port;
+  pp.hold = reachability_hold(o, &self);
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
@@ -735,6 +790,11 @@ apply_dgram(const options_t *o)
     if (A.btcirc)
       btcirc_set_outgoing(A.btcirc,
                           dgo->transport == CIRCUIT_TRANSPORT_BACKTAP);
+    if (A.dtcp)
+      dtcp_set_outgoing(A.dtcp, dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP);
+    else if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP)
+      log_warn("CircuitTransport dtls-tcp: TCP-over-DTLS did not start with "
+               "the DatagramPort; hops keep using TLS");
     return 0;
   }
   if (cfg.bind.family == AF_UNSPEC)
@@ -756,6 +816,20 @@ apply_dgram(const options_t *o)
     if (dgo->transport == CIRCUIT_TRANSPORT_BACKTAP)
       log_notice("CircuitTransport backtap: hops to relays with a datagram "
                  "link use BackTap, others TLS");
+  }
+  /* TCP-over-DTLS likewise, in a build with lwIP. */
+  if (utcp_available()) {
+    A.dtcp = dtcp_new(A.loop, A.dgram);
+    if (A.dtcp) {
+      dtcp_set_outgoing(A.dtcp, dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP);
+      if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP)
+        log_notice("CircuitTransport dtls-tcp: hops to relays with a "
+                   "datagram link use TCP-over-DTLS (%s), others TLS",
+                   utcp_stack_name());
+    } else if (dgo->transport == CIRCUIT_TRANSPORT_DTLS_TCP) {
+      log_err("CircuitTransport dtls-tcp: cannot start TCP-over-DTLS");
+      return -1;
+    }
   }
   char a[PC_ADDR_STR_LEN];
   log_notice("Opened DatagramPort on UDP %s (DTLS links with relays)",
@@ -992,6 +1066,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
+  cc->paths_needed = o->paths_needed_to_build_circuits;
   cc->leave_streams_unattached = o->leave_streams_unattached;
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
@@ -1170,8 +1245,40 @@ open_orports(const options_t *opts)
   return 0;
 }
 
+/* Listen on the DirPorts (not NoListen ones) and load DirPortFrontPage.
+ * Returns 0, or -1 (logged) when a port cannot be bound. */
+static int
+open_dirports(const options_t *opts)
+{
+  for (int i = 0; i < opts->dir_ports.n; i++) {
+    char a[PC_ADDR_STR_LEN], *why = NULL;
+    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
+      log_notice("Advertising DirPort %s without listening on it "
+                 "(NoListen)", a);
+    else if (dirport_listen(A.loop, &opts->dir_ports.addrs[i], NULL,
+                            &why) < 0) {
+      log_err("%s", why);
+      free(why);
+      return -1;
+    }
+  }
+  if (opts->dir_port_front_page) {
+    char *why = NULL;
+    if (opts->dir_ports.n == 0)
+      log_warn("DirPortFrontPage is set but there is no DirPort: serving "
+               "no front page");
+    else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
+      log_warn("%s; serving no front page", why);
+      free(why);
+    }
+  }
+  return 0;
+}
+
 /* ---- Accounting and hibernation (feature/hibernate): one block ----
- * Soft hibernation closes the ORPort listeners and refuses CREATEs
+ * Soft hibernation closes the ORPort and DirPort listeners (the DirPort's
+ * connections too: dirport has no listener-only close) and refuses CREATEs
  * (DESTROY HIBERNATING) and BEGIN/BEGIN_DIR (END HIBERNATING), as tor;
  * hard hibernation also closes every channel;
  * waking reopens the listeners. Each change republishes the descriptor
@@ -1208,12 +1315,14 @@ hib_changed(hibernate_state_t from, hibernate_state_t to, void *arg)
 {
   (void)arg;
   if (to != HIBERNATE_AWAKE) {
+    if (from == HIBERNATE_AWAKE)
+      dirport_shutdown();
     channels_close_listeners();
     if (to == HIBERNATE_HARD)
       channels_close_all("hibernating (AccountingMax)");
   } else if (from != HIBERNATE_AWAKE && A.opts &&
-             open_orports(A.opts) < 0) {
-    log_warn("Could not reopen the ORPorts after hibernation.");
+             (open_orports(A.opts) < 0 || open_dirports(A.opts) < 0)) {
+    log_warn("Could not reopen the ORPorts or DirPorts after hibernation.");
   }
   char *text = pc_asprintf("HIBERNATION_STATUS STATUS=%s",
                            to == HIBERNATE_SOFT   ? "SOFT"
@@ -1643,12 +1752,18 @@ ctl_config(const options_t *o, control_config_t *cfg)
 {
   char *err = NULL;
   memset(cfg, 0, sizeof(*cfg));
+  /* Neither can fail: the options were checked. */
   if (o->control_port &&
-      control_parse_listen(o->control_port, 0, &cfg->port, &err) < 0)
-    free(err); /* cannot happen: the options were checked */
-  if (o->control_socket &&
-      control_parse_listen(o->control_socket, 1, &cfg->socket, &err) < 0)
+      control_parse_listen(o->control_port, 0, &cfg->port, &err) < 0) {
+    log_bug("ControlPort refused after it was checked: %s", err);
     free(err);
+    err = NULL;
+  }
+  if (o->control_socket &&
+      control_parse_listen(o->control_socket, 1, &cfg->socket, &err) < 0) {
+    log_bug("ControlSocket refused after it was checked: %s", err);
+    free(err);
+  }
   cfg->cookie_auth = o->cookie_authentication;
   cfg->cookie_file = o->cookie_auth_file;
   cfg->cookie_group_readable = o->cookie_auth_file_group_readable;
@@ -1690,8 +1805,12 @@ start_control(const options_t *o)
     return -1;
   }
   memset(&mp, 0, sizeof(mp));
-  if (o->metrics_port && metrics_parse_port(o->metrics_port, &mp, &err) < 0)
-    free(err); /* cannot happen: the options were checked */
+  if (o->metrics_port && metrics_parse_port(o->metrics_port, &mp, &err) < 0) {
+    /* the options were checked */
+    log_bug("MetricsPort refused after it was checked: %s", err);
+    free(err);
+    err = NULL;
+  }
   CTL.metrics_started = 1;
   if (metrics_start(A.loop, &mp, o->metrics_port_policy, &err) < 0) {
     log_err("%s", err);
@@ -1812,11 +1931,7 @@ app_start(evloop_t *loop, const options_t *opts)
   apply_dos();
   channels_init(loop, A.keys);
   circuits_init();
-  if (A.keys &&
-      cpuworker_init(loop, options_module(opts, &cpuworker_conf_module),
-                     command_create_finish, command_create_expired) < 0)
-    log_warn("Cannot start the circuit handshake workers; handshakes are "
-             "computed in the main thread");
+  /* The handshake workers start later: app_start_workers(). */
   /* Observers outlive circuits_init(); app_shutdown() removes it. */
   circuits_add_close_observer(log_circuit_close, NULL);
   apply_max_mem(opts);
@@ -1852,6 +1967,8 @@ app_start(evloop_t *loop, const options_t *opts)
     log_notice("No ORPort configured: nothing will connect to this relay");
   if (open_orports(opts) < 0)
     return -1;
+  if (open_dirports(opts) < 0)
+    return -1;
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)
@@ -1874,6 +1991,16 @@ app_start(evloop_t *loop, const options_t *opts)
   if (start_control(opts) < 0) /* ControlPort, MetricsPort */
     return -1;
   return 0;
+}
+
+void
+app_start_workers(const options_t *opts)
+{
+  if (A.keys &&
+      cpuworker_init(A.loop, options_module(opts, &cpuworker_conf_module),
+                     command_create_finish, command_create_expired) < 0)
+    log_warn("Cannot start the circuit handshake workers; handshakes are "
+             "computed in the main thread");
 }
 
 int
@@ -1983,6 +2110,7 @@ app_log_statistics(void)
   unsigned n_exit;
   uint64_t exit_bytes;
   exit_get_buffered(&n_exit, &exit_bytes);
+  conflux_exit_log_sets();
   if (A.ipsec) {
     ipsec_broker_stats_t is;
     ipsec_broker_get_stats(A.ipsec, &is);
@@ -2066,6 +2194,28 @@ app_log_statistics(void)
                (unsigned long long)bs.bt.flows_failed,
                (unsigned long long)bs.mem_bytes);
   }
+  if (A.dtcp) {
+    dtcp_stats_t ts;
+    dtcp_get_stats(A.dtcp, &ts);
+    log_notice("Statistics: TCP-over-DTLS: %u links, %u circuit hops; "
+               "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
+               "hops from peers, %llu refused; cells %llu sent, %llu "
+               "received; %llu connections failed; segments %llu in, %llu "
+               "out, dropped %llu malformed, %llu SYNs over the limits; "
+               "%llu bytes held (%zu per connection's control block)",
+               ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
+               (unsigned long long)ts.ext_tls,
+               (unsigned long long)ts.circ_in,
+               (unsigned long long)ts.circ_refused,
+               (unsigned long long)ts.cells_sent,
+               (unsigned long long)ts.cells_received,
+               (unsigned long long)ts.conn_failed,
+               (unsigned long long)ts.tcp.segs_in,
+               (unsigned long long)ts.tcp.segs_out,
+               (unsigned long long)ts.tcp.dropped_bad,
+               (unsigned long long)ts.tcp.dropped_syn_rate,
+               (unsigned long long)ts.tcp.mem_bytes, ts.tcp.pcb_bytes);
+  }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "
              "buffers; %llu bytes in cell queues",
              n_exit, (unsigned long long)exit_bytes,
@@ -2100,12 +2250,15 @@ app_shutdown(void)
 {
   shutdown_control(); /* ControlPort, MetricsPort: first, while the
                        * circuits they observe still exist */
+  selftest_free(A.selftest); /* its test circuit, while circuits exist */
+  A.pub_opts = NULL;
   if (A.started) {
     if (A.client_started)
       client_shutdown();
     conflux_exit_shutdown();
     exit_shutdown();
     measureme_shutdown();
+    dirport_shutdown();
     dirdocs_unregister();
     dircache_shutdown();
     /* Directory fetches in flight may use circuits (BEGIN_DIR to a
@@ -2113,6 +2266,7 @@ app_shutdown(void)
     dir_client_free(A.dirc);
     dir_client_free(A.dirc_other);
     btcirc_free(A.btcirc); /* closes its carried channels */
+    dtcp_free(A.dtcp);     /* the same */
     dgram_free(A.dgram); /* before channels: it observes them */
     cpuworker_shutdown(); /* joins the workers: before keys and channels */
     channels_shutdown();

@@ -6,7 +6,8 @@
  * Order of calls: app_start() runs once, as the user pctor was started as
  * (usually root) and before RunAsDaemon's parent is released: it binds the
  * ORPorts and reads or creates the keys. Then main.c writes the pid file,
- * switches to User and runs the loop. app_reconfigure() runs on SIGHUP
+ * switches to User, installs the sandbox, calls app_start_workers() and
+ * runs the loop. app_reconfigure() runs on SIGHUP
  * (unprivileged by then) and app_shutdown() on SIGTERM/SIGINT, from the
  * loop.
  *
@@ -28,6 +29,12 @@ void app_keys_config(const options_t *o, router_keys_config_t *cfg);
 /* Start the relay on loop. Returns 0, or -1 after logging why (pctor then
  * exits with status 1). */
 int app_start(evloop_t *loop, const options_t *opts);
+/* Start the CREATE2 handshake worker threads (a relay only). main.c
+ * calls it after the sandbox is installed: Landlock restricts only the
+ * thread that installs it and threads created afterwards, unlike the
+ * seccomp filter (synchronised to every thread). Until then, and if the
+ * threads cannot start, handshakes are computed in the main thread. */
+void app_start_workers(const options_t *opts);
 /* Apply new options (non-reloadable ones already hold their old values).
  * Returns 0, or -1 to keep running with old_opts. */
 int app_reconfigure(const options_t *old_opts, const options_t *new_opts);

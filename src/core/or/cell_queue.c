@@ -17,17 +17,25 @@ static packed_cell_t *freelist;
 static unsigned n_free;
 static uint64_t n_allocated;
 
-static packed_cell_release_fn release_hook;
+static packed_cell_release_fn release_hooks[4];
+
+int
+packed_cell_set_release_hook_class(unsigned cls, packed_cell_release_fn fn)
+{
+  if (cls > 3)
+    return -1;
+  if (fn && release_hooks[cls] && release_hooks[cls] != fn) {
+    log_warn("A second packed-cell release hook was refused");
+    return -1;
+  }
+  release_hooks[cls] = fn;
+  return 0;
+}
 
 int
 packed_cell_set_release_hook(packed_cell_release_fn fn)
 {
-  if (fn && release_hook && release_hook != fn) {
-    log_warn("A second packed-cell release hook was refused");
-    return -1;
-  }
-  release_hook = fn;
-  return 0;
+  return packed_cell_set_release_hook_class(0, fn);
 }
 
 packed_cell_t *
@@ -59,8 +67,10 @@ packed_cell_free(packed_cell_t *pc)
   if (pc->rel_tag) {
     uint64_t tag = pc->rel_tag;
     pc->rel_tag = 0;
-    if (release_hook)
-      release_hook(tag, pc->rel_seq);
+    packed_cell_release_fn fn =
+        release_hooks[tag >> PACKED_CELL_TAG_CLASS_SHIFT];
+    if (fn)
+      fn(tag, pc->rel_seq);
   }
   n_allocated--;
   memacct_sub(MEMACCT_CELLS, sizeof(*pc));

@@ -50,6 +50,13 @@ void packed_cell_free(packed_cell_t *pc);
  * not free packed cells. */
 typedef void (*packed_cell_release_fn)(uint64_t tag, uint32_t seq);
 int packed_cell_set_release_hook(packed_cell_release_fn fn);
+/* Tags carry a class in their top two bits: the hook above gets class 0
+ * (BackTap's tags are small counters), and a transport that needs its own
+ * hook (TCP-over-DTLS, feature/dtcp) sets its tags' class and registers
+ * for it here (cls 1-3; same refusal rule). One lookup per release. */
+#define PACKED_CELL_TAG_CLASS_SHIFT 62
+#define PACKED_CELL_TAG_CLASS(cls) ((uint64_t)(cls) << PACKED_CELL_TAG_CLASS_SHIFT)
+int packed_cell_set_release_hook_class(unsigned cls, packed_cell_release_fn fn);
 /* Total packed cells currently allocated (queued anywhere), for memory
  * accounting and tests. */
 uint64_t packed_cells_allocated(void);

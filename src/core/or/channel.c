@@ -872,6 +872,15 @@ channel_is_outgoing(const channel_t *chan)
 {
   return chan->is_outgoing;
 }
+int
+channel_netinfo_skew(const channel_t *chan, int64_t *skew_out)
+{
+  if (!chan->has_netinfo_skew)
+    return 0;
+  *skew_out = chan->netinfo_skew;
+  return 1;
+}
+
 const uint8_t *
 channel_peer_rsa_id(const channel_t *chan)
 {

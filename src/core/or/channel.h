@@ -115,6 +115,13 @@ int channel_is_outgoing(const channel_t *chan);
 const uint8_t *channel_peer_rsa_id(const channel_t *chan); /* NULL if none */
 const uint8_t *channel_peer_ed_id(const channel_t *chan);  /* NULL if none */
 const pc_addr_t *channel_peer_addr(const channel_t *chan);
+/* Our clock minus the time the peer put in its NETINFO cell, in seconds,
+ * as measured when it arrived: 1 with *skew_out, or 0 when the peer sent
+ * none (timestamp 0, as clients may) or the handshake has not got there.
+ * Handshakes log a warning when an authenticated relay's, or one we
+ * connected to, differs by more than CHANNEL_NETINFO_SKEW_WARN. */
+#define CHANNEL_NETINFO_SKEW_WARN 3600
+int channel_netinfo_skew(const channel_t *chan, int64_t *skew_out);
 uint64_t channel_global_id(const channel_t *chan);
 /* The open channel with this global ID, or NULL (closed or freed since):
  * for work that outlives a callback (cpuworker.c) and must not keep a

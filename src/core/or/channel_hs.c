@@ -453,9 +453,32 @@ channel_hs_handle_var(channel_t *chan, const var_cell_t *vc,
   }
 }
 
+/* The peer's clock (tor-spec 4.5: NETINFO's time; a client may send 0):
+ * kept for controllers (CLOCK_SKEW), and a warning when a relay's, or
+ * one we chose to connect to, is off by more than an hour, as tor does. */
+static void
+record_netinfo_time(channel_t *chan, uint32_t timestamp)
+{
+  if (!timestamp)
+    return;
+  chan->netinfo_skew = (int64_t)time(NULL) - (int64_t)timestamp;
+  chan->has_netinfo_skew = 1;
+  int64_t skew = chan->netinfo_skew;
+  if ((skew > CHANNEL_NETINFO_SKEW_WARN ||
+       skew < -CHANNEL_NETINFO_SKEW_WARN) &&
+      (chan->is_outgoing || chan->have_peer_rsa))
+    log_warn("Received a NETINFO cell with a skewed time from %s: our "
+             "clock is %lld seconds %s theirs. pctor needs an "
+             "accurate clock: please check the time and date settings.",
+             channel_describe(chan),
+             (long long)(skew < 0 ? -skew : skew),
+             skew < 0 ? "behind" : "ahead of");
+}
+
 static void
 record_netinfo(channel_t *chan, const netinfo_t *ni)
 {
+  record_netinfo_time(chan, ni->timestamp);
   chan->n_peer_my_addrs = 0;
   for (int i = 0; i < ni->n_my_addrs && chan->n_peer_my_addrs < 4; i++) {
     const netinfo_addr_t *a = &ni->my_addrs[i];

@@ -61,6 +61,10 @@ struct channel_t {
   int n_peer_my_addrs;
   pc_addr_t peer_my_addrs[4];
   int addr_is_canonical;
+  /* Our clock minus the time in the peer's NETINFO (seconds), when it
+   * sent one (clients may send 0). */
+  int64_t netinfo_skew;
+  unsigned has_netinfo_skew : 1;
   chan_hs_t *hs;
   /* Runs from creation (before TCP and TLS complete) until OPEN. */
   evloop_timer_t *hs_timer;

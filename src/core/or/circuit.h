@@ -333,6 +333,10 @@ typedef struct circuit_mux_ops_t {
   void (*sent)(or_circuit_t *leg, uint8_t command);
   int (*can_send)(or_circuit_t *circ);
   or_circuit_t *(*stream_home)(or_circuit_t *circ);
+  /* The most stream data the set may hold back for reordering and then
+   * deliver at once (its out-of-order bound in bytes); NULL: none. The
+   * streams' buffer limit grows by this much (edge_end_ops_t). */
+  size_t (*burst_bytes)(or_circuit_t *circ);
 } circuit_mux_ops_t;
 /* Register (NULL: unregister) the multiplexer. There is at most one:
  * registering another while one is registered is refused with a warning

@@ -69,7 +69,7 @@ handle_create(channel_t *chan, const cell_t *cell)
 {
   const relay_keys_t *keys = channels_keys();
   uint32_t id = cell->circ_id;
-  if (!keys) {
+  if (!keys || !keys->onion) {
     refuse_create(chan, id, DESTROY_REASON_PROTOCOL,
                   "we are not a relay");
     return;
@@ -135,7 +135,7 @@ handle_create(channel_t *chan, const cell_t *cell)
   if (htype != CIRC_HTYPE_FAST && cpuworker_enabled()) {
     /* ntor / ntor v3: on a worker thread; the circuit is made when the
      * answer comes back (command_create_finish). */
-    if (cpuworker_submit(chan, keys, id, htype, hdata, hlen) < 0)
+    if (cpuworker_submit(chan, keys->onion, id, htype, hdata, hlen) < 0)
       refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
                     "the circuit handshake queue is full");
     return;
@@ -144,7 +144,8 @@ handle_create(channel_t *chan, const cell_t *cell)
   memset(&res, 0, sizeof(res));
   res.circ_id = id;
   res.htype = htype;
-  res.ok = onion_server_handshake(keys, htype, hdata, hlen, res.reply,
+  res.ok = onion_server_handshake(keys->onion, cc_params_current(), htype,
+                                  hdata, hlen, res.reply,
                                   sizeof(res.reply), &res.rlen, res.km,
                                   sizeof(res.km), &res.params, &res.why) == 0;
   command_create_finish(chan, &res);

@@ -15,6 +15,22 @@
  * for it cancels the job (or, once a worker has it, marks it abandoned so
  * that its answer is thrown away). The map holds at most the queue bound
  * plus one job per worker.
+ *
+ * Keys and threads: the keys are not immutable. The relay rotates its
+ * ntor onion keys on the event loop (feature/relay/router_keys.c), and a
+ * rotation or the end of the previous key's grace period would change key
+ * material a worker is reading. So a job never points into relay_keys_t:
+ * it holds a reference to the onion_keys_t set that was current when the
+ * CREATE2 was queued (relay_keys.h), and a copy of the congestion-control
+ * parameters of that moment (the consensus may change them meanwhile).
+ * A rotation installs a new set; the old one stays alive, unchanged,
+ * until the last job holding it is answered or cancelled. So a handshake
+ * is answered with the keys the relay had when the cell arrived: a client
+ * that used the previous key during its grace period still succeeds even
+ * if the grace period ends while its request waits (at most
+ * MaxOnionQueueDelay), as it would have inline. Workers touch only their
+ * job and the set, which nobody writes after it is made, so no lock is
+ * needed; references are taken and dropped on the event loop.
  */
 #include "core/or/cpuworker.h"
 #include "lib/container/hmap.h"
@@ -58,7 +74,8 @@ typedef struct onion_job_t {
   workqueue_job_t *wjob;
   int abandoned;
   uint64_t chan_id;
-  const relay_keys_t *keys;
+  onion_keys_t *keys; /* our reference to the set of the queueing time */
+  cc_params_t cc;     /* the congestion-control parameters of that time */
   uint8_t hdata[CELL_PAYLOAD_LEN];
   size_t hlen;
   uint64_t usec; /* the worker's time for the handshake */
@@ -108,7 +125,7 @@ update_bound(void)
   }
 }
 
-/* Worker thread: only the job is touched; keys are immutable. */
+/* Worker thread: only the job and its (immutable) key set are read. */
 static void
 job_work(void *arg)
 {
@@ -117,7 +134,8 @@ job_work(void *arg)
     work_hook();
   uint64_t t0 = thread_usec();
   cpuworker_result_t *r = &j->res;
-  r->ok = onion_server_handshake(j->keys, r->htype, j->hdata, j->hlen,
+  r->ok = onion_server_handshake(j->keys, &j->cc, r->htype, j->hdata,
+                                 j->hlen,
                                  r->reply, sizeof(r->reply), &r->rlen, r->km,
                                  sizeof(r->km), &r->params, &r->why) == 0;
   j->usec = thread_usec() - t0;
@@ -127,6 +145,7 @@ static void
 job_free(void *arg)
 {
   onion_job_t *j = arg;
+  onion_keys_unref(j->keys);
   pc_memwipe(j, sizeof(*j));
   free(j);
 }
@@ -206,14 +225,15 @@ cpuworker_enabled(void)
 }
 
 int
-cpuworker_submit(channel_t *chan, const relay_keys_t *keys, uint32_t circ_id,
+cpuworker_submit(channel_t *chan, onion_keys_t *keys, uint32_t circ_id,
                  uint16_t htype, const uint8_t *hdata, size_t hlen)
 {
   if (hlen > CELL_PAYLOAD_LEN)
     return -1;
   onion_job_t *j = pc_calloc(1, sizeof(*j));
   j->chan_id = channel_global_id(chan);
-  j->keys = keys;
+  j->keys = onion_keys_ref(keys);
+  j->cc = *cc_params_current();
   memcpy(j->hdata, hdata, hlen);
   j->hlen = hlen;
   j->res.circ_id = circ_id;

@@ -55,9 +55,11 @@ void cpuworker_shutdown(void);
 /* 1 when the pool is running (else handshakes are done inline). */
 int cpuworker_enabled(void);
 
-/* Queue the handshake; keys must live until the pool is shut down.
- * 0: queued; -1: the queue is full (nothing queued; refuse the CREATE2). */
-int cpuworker_submit(channel_t *chan, const relay_keys_t *keys,
+/* Queue the handshake with the onion keys current now: the job takes its
+ * own reference to keys (the caller may rotate them at once), and a copy
+ * of cc_params_current(). 0: queued; -1: the queue is full (nothing
+ * queued; refuse the CREATE2). */
+int cpuworker_submit(channel_t *chan, onion_keys_t *keys,
                      uint32_t circ_id,
                      uint16_t htype, const uint8_t *hdata, size_t hlen);
 

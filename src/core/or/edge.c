@@ -754,6 +754,7 @@ xon_xoff(edge_t *e, edge_stream_t *s, uint8_t cmd, const uint8_t *body,
              s->id);
     return;
   }
+  log_debug("Received %s on stream %u", relay_command_name(cmd), s->id);
   if (r == 0)
     log_info("Unexpected %s on stream %u (repeated, or more than the data "
              "we sent warrants)",
@@ -843,15 +844,22 @@ stream_data(edge_t *e, edge_stream_t *s, const uint8_t *body, uint16_t len)
   if (!windowless && --s->deliver_window < 0)
     return violation(e, "the peer exceeded a stream deliver window");
   uint16_t id = s->id;
-  if (pending_of(s) + len > EDGE_STREAM_MAX_PENDING) {
+  size_t limit = EDGE_STREAM_MAX_PENDING;
+  if (is_mux(e) && e->ops->mux_burst_bytes)
+    limit += e->ops->mux_burst_bytes(e->end);
+  if (pending_of(s) + len > limit) {
     /* The peer goes on sending to an owner that cannot pass the bytes on
      * (a destination that does not read, a client ignoring our XOFF):
      * end the stream rather than buffer without bound. The owner hears
      * RESOURCELIMIT and drops what it holds. */
     n_streams_over_pending++;
-    log_info("Stream %u holds %zu bytes the peer sent and cannot pass them "
-             "on (limit %d); ending it", id, pending_of(s),
-             EDGE_STREAM_MAX_PENDING);
+    /* A relay hears this from any client, so info; a client's user
+     * should learn why a download stopped. */
+    log_msg_at(e->ops->is_client ? LOG_SEV_NOTICE : LOG_SEV_INFO, __FILE__,
+               __func__,
+               "Stream %u holds %zu bytes the peer sent and cannot pass "
+               "them on (limit %zu); ending it",
+               id, pending_of(s), limit);
     edge_hold(e);
     if (s->ops && s->ops->on_end)
       s->ops->on_end(s, END_STREAM_REASON_RESOURCELIMIT, s->arg);

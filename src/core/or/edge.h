@@ -152,6 +152,10 @@ typedef struct edge_end_ops_t {
   int (*mux_can_send)(void *end);
   /* Client side (XON/XOFF DropMark checks, proposal 324 4.1.4). */
   int is_client;
+  /* A multiplexed end: the most data it may hold back for reordering and
+   * then deliver at once, which adds to EDGE_STREAM_MAX_PENDING (a peer
+   * that honours XOFF cannot help sending that much). NULL: 0. */
+  size_t (*mux_burst_bytes)(void *end);
 } edge_end_ops_t;
 
 typedef struct edge_stream_ops_t {
@@ -252,7 +256,9 @@ void edge_stream_detach(edge_stream_t *s);
  * the owner to drop what it holds, then END goes to the peer. Windows
  * bound a well-behaved peer to 500 cells (~250 KB) per stream; with
  * congestion control, XOFF is sent at cc_xoff_* (~250 KB) and a peer that
- * honours it stops within a round trip. */
+ * honours it stops within a round trip. A multiplexed (conflux) end adds
+ * its reordering bound (mux_burst_bytes): cells the peer sent before our
+ * XOFF may wait for one on a slower leg, then arrive all at once. */
 #define EDGE_STREAM_MAX_PENDING (2 * 1024 * 1024)
 /* Streams ended so far for that limit, process-wide. */
 uint64_t edge_streams_ended_over_pending(void);

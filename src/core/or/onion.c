@@ -130,16 +130,16 @@ onion_client_free(uint16_t htype, void *state)
 }
 
 int
-onion_server_handshake(const relay_keys_t *k, uint16_t htype,
+onion_server_handshake(const onion_keys_t *k, const cc_params_t *ccp,
+                       uint16_t htype,
                        const uint8_t *hdata, size_t hlen, uint8_t *reply,
                        size_t reply_cap, size_t *reply_len, uint8_t *keys_out,
                        size_t keys_len, onion_circ_params_t *params,
                        const char **why)
 {
   memset(params, 0, sizeof(*params));
-  const curve25519_keypair_t *ntor_keys[2] = {&k->ntor_current,
-                                              &k->ntor_previous};
-  size_t n_keys = k->has_ntor_previous ? 2 : 1;
+  const curve25519_keypair_t *ntor_keys[2] = {&k->ntor[0], &k->ntor[1]};
+  size_t n_keys = k->n_ntor;
   switch (htype) {
   case CIRC_HTYPE_FAST:
     if (hlen < ONION_FAST_ONIONSKIN_LEN || reply_cap < ONION_FAST_REPLY_LEN)
@@ -163,7 +163,7 @@ onion_server_handshake(const relay_keys_t *k, uint16_t htype,
   case HTYPE_NTOR_V3: {
     onion_ntor3_server_t *st = NULL;
     if (onion_ntor3_server_begin(
-            hdata, hlen, k->ed_identity.pub, ntor_keys, n_keys,
+            hdata, hlen, k->ed_id, ntor_keys, n_keys,
             (const uint8_t *)ONION_NTOR3_CIRC_VERIFICATION,
             ONION_NTOR3_CIRC_VERIFICATION_LEN, &st) < 0) {
       *why = "ntor v3 handshake failed (unknown onion key or bad input)";
@@ -177,7 +177,6 @@ onion_server_handshake(const relay_keys_t *k, uint16_t htype,
       *why = "malformed ntor v3 client message";
       return -1;
     }
-    const cc_params_t *ccp = cc_params_current();
     params->cc_enabled = req && ccp->alg != CC_ALG_SENDME;
     params->sendme_inc = (uint8_t)ccp->sendme_inc;
     uint8_t sm[8];

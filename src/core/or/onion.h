@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
 #include "core/or/relay_keys.h"
 
 /* What a handshake settled besides the keys. */
@@ -37,11 +38,14 @@ int onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
 void onion_client_free(uint16_t htype, void *state);
 
 /* Relay: answer a CREATE2 (htype/hdata) or CREATE_FAST (htype
- * CIRC_HTYPE_FAST) with our keys. Writes the reply (CREATED2 HDATA or the
+ * CIRC_HTYPE_FAST) with our onion keys, agreeing to congestion control
+ * as ccp says (both are read only, so a worker thread may run this on a
+ * copy of the parameters and a referenced key set). Writes the reply (CREATED2 HDATA or the
  * CREATED_FAST body), the key material and what was negotiated (*params;
  * the caller applies it to the new circuit with or_circuit_set_cc()).
  * Returns 0, or -1 with *why. */
-int onion_server_handshake(const relay_keys_t *keys, uint16_t htype,
+int onion_server_handshake(const onion_keys_t *keys, const cc_params_t *ccp,
+                           uint16_t htype,
                            const uint8_t *hdata, size_t hlen, uint8_t *reply,
                            size_t reply_cap, size_t *reply_len,
                            uint8_t *keys_out, size_t keys_len,

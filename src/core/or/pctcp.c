@@ -15,6 +15,8 @@ static struct {
   void *policy_arg;
   pctcp_carrier_fn carrier;
   void *carrier_arg;
+  pctcp_carrier_fn extra[PCTCP_MAX_EXTRA_CARRIERS];
+  void *extra_arg[PCTCP_MAX_EXTRA_CARRIERS];
 } P;
 
 void
@@ -69,6 +71,33 @@ pctcp_set_carrier_provider(pctcp_carrier_fn fn, void *arg)
   return 0;
 }
 
+int
+pctcp_add_carrier_provider(pctcp_carrier_fn fn, void *arg)
+{
+  int free_slot = -1;
+  for (int i = 0; i < PCTCP_MAX_EXTRA_CARRIERS; i++) {
+    if (P.extra[i] == fn && P.extra_arg[i] == arg)
+      return -1;
+    if (!P.extra[i] && free_slot < 0)
+      free_slot = i;
+  }
+  if (!fn || free_slot < 0)
+    return -1;
+  P.extra[free_slot] = fn;
+  P.extra_arg[free_slot] = arg;
+  return 0;
+}
+
+void
+pctcp_remove_carrier_provider(pctcp_carrier_fn fn, void *arg)
+{
+  for (int i = 0; i < PCTCP_MAX_EXTRA_CARRIERS; i++)
+    if (P.extra[i] == fn && P.extra_arg[i] == arg) {
+      P.extra[i] = NULL;
+      P.extra_arg[i] = NULL;
+    }
+}
+
 channel_t *
 pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
                          const uint8_t *rsa_id, const uint8_t *ed_id)
@@ -76,6 +105,13 @@ pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
   channel_t *chan = NULL;
   if (P.carrier && circ->kind == CIRC_KIND_OR) {
     chan = P.carrier(addr, rsa_id, ed_id, P.carrier_arg);
+    if (chan)
+      return chan;
+  }
+  for (int i = 0; i < PCTCP_MAX_EXTRA_CARRIERS && circ->kind == CIRC_KIND_OR;
+       i++) {
+    chan = P.extra[i] ? P.extra[i](addr, rsa_id, ed_id, P.extra_arg[i])
+                      : NULL;
     if (chan)
       return chan;
   }

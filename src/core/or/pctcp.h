@@ -72,6 +72,13 @@ typedef channel_t *(*pctcp_carrier_fn)(const pc_addr_t *addr,
                                        const uint8_t *rsa_id,
                                        const uint8_t *ed_id, void *arg);
 int pctcp_set_carrier_provider(pctcp_carrier_fn fn, void *arg);
+/* Further providers (TCP-over-DTLS, feature/dtcp, next to BackTap's):
+ * asked after the one above, in the order added, until one returns a
+ * channel. At most PCTCP_MAX_EXTRA_CARRIERS; -1 when full or when (fn, arg)
+ * is already there. */
+#define PCTCP_MAX_EXTRA_CARRIERS 3
+int pctcp_add_carrier_provider(pctcp_carrier_fn fn, void *arg);
+void pctcp_remove_carrier_provider(pctcp_carrier_fn fn, void *arg);
 
 typedef struct pctcp_stats_t {
   uint64_t per_circuit_opened; /* per-circuit connections opened */

@@ -8,6 +8,20 @@
  * ntor keys. A process without relay keys (a pure client) passes NULL.
  *
  * All encoded certificates are exactly the bytes that go into a CERTS cell.
+ *
+ * Onion keys and threads. CREATE2 handshakes run on worker threads
+ * (cpuworker.c) while the event loop may rotate the onion keys, so the
+ * handshakes never read relay_keys_t. They read an onion_keys_t: an
+ * immutable, reference-counted copy of what the server side of ntor and
+ * ntor v3 needs (identities, current and previous ntor key). The owner of
+ * relay_keys_t calls relay_keys_update_onion() after every change of the
+ * ntor fields; that installs a new set and drops its reference to the old
+ * one. A queued handshake holds a reference to the set that was current
+ * when it was queued, so a rotation (or the end of the previous key's
+ * grace period) never changes or frees keys a worker is reading; the old
+ * set is wiped and freed when its last job is answered. The TAP key is not
+ * in the set: TAP handshakes are refused, and the key is used only on the
+ * event loop (descriptor signing).
  */
 #ifndef PCTOR_CORE_OR_RELAY_KEYS_H
 #define PCTOR_CORE_OR_RELAY_KEYS_H
@@ -18,6 +32,29 @@
 #include "lib/crypt/ed25519.h"
 #include "lib/crypt/rsa.h"
 #include "lib/tls/tls.h"
+
+/* Immutable once made; share it with onion_keys_ref(). */
+typedef struct onion_keys_t {
+  unsigned refs; /* atomic: use onion_keys_ref()/onion_keys_unref() */
+  uint8_t rsa_id_digest[20];
+  uint8_t ed_id[ED25519_PUBKEY_LEN];
+  /* ntor[0] is the current key, ntor[1] the previous one (n_ntor 2) during
+   * its grace period. */
+  curve25519_keypair_t ntor[2];
+  size_t n_ntor;
+} onion_keys_t;
+
+/* A new set (one reference) from the identities and ntor keys; previous
+ * may be NULL. */
+onion_keys_t *onion_keys_new(const uint8_t rsa_id_digest[20],
+                             const uint8_t ed_id[ED25519_PUBKEY_LEN],
+                             const curve25519_keypair_t *current,
+                             const curve25519_keypair_t *previous);
+/* Another reference to k (any thread); returns k. */
+onion_keys_t *onion_keys_ref(onion_keys_t *k);
+/* Drop a reference (any thread); the last one wipes and frees. NULL ok. */
+void onion_keys_unref_(onion_keys_t *k);
+#define onion_keys_unref(k) do { onion_keys_unref_(k); (k) = NULL; } while (0)
 
 typedef struct relay_keys_t {
   /* RSA-1024 identity (legacy, still required by tor 0.4.9). */
@@ -54,6 +91,16 @@ typedef struct relay_keys_t {
   curve25519_keypair_t ntor_current;
   curve25519_keypair_t ntor_previous;
   int has_ntor_previous;
+
+  /* The set CREATE2 handshakes use, made from the fields above by
+   * relay_keys_update_onion(); NULL until then. */
+  onion_keys_t *onion;
 } relay_keys_t;
+
+/* (Re)build k->onion from k's identities and ntor keys: call it whenever
+ * they change. The old set lives on while queued handshakes hold it. */
+void relay_keys_update_onion(relay_keys_t *k);
+/* Drop k->onion (when k is freed). */
+void relay_keys_clear_onion(relay_keys_t *k);
 
 #endif

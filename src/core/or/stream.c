@@ -37,8 +37,16 @@ end_mux_can_send(void *end)
   return mux && mux->can_send(end);
 }
 
+static size_t
+end_mux_burst_bytes(void *end)
+{
+  const circuit_mux_ops_t *mux = circuits_mux_ops();
+  return mux && mux->burst_bytes ? mux->burst_bytes(end) : 0;
+}
+
 static const edge_end_ops_t relay_end_ops = {
-    end_send, end_last_digest, NULL, end_multiplexed, end_mux_can_send, 0,
+    end_send,         end_last_digest, NULL, end_multiplexed,
+    end_mux_can_send, 0,               end_mux_burst_bytes,
 };
 
 edge_t *

@@ -106,6 +106,26 @@ circbuild_start(const extend_target_t *hops, int n_hops,
   return cb;
 }
 
+int
+circbuild_extend(circbuild_t *cb, const extend_target_t *hops, int n)
+{
+  if (!cb->circ || cb->circ->base.marked_for_close || n < 1 ||
+      n > CIRCUIT_MAX_HOPS - cb->n_hops)
+    return -1;
+  memcpy(cb->hops + cb->n_hops, hops, sizeof(*hops) * (size_t)n);
+  int first = cb->n_hops;
+  cb->n_hops += n;
+  if (!cb->built)
+    return 0; /* on_extended goes on to them */
+  cb->built = 0;
+  if (origin_circuit_extend(cb->circ, &cb->hops[first]) < 0) {
+    cb->n_hops = first;
+    cb->built = 1;
+    return -1;
+  }
+  return 0;
+}
+
 origin_circuit_t *
 circbuild_circuit(circbuild_t *cb)
 {

@@ -48,6 +48,12 @@ int circbuild_exit_request_cc(extend_target_t *exit, int32_t cc_alg,
  * step cannot even start (logged). */
 circbuild_t *circbuild_start(const extend_target_t *hops, int n_hops,
                              const circbuild_cbs_t *cbs, void *arg);
+/* Add hops[0..n-1] after the hops asked for so far (a controller's
+ * EXTENDCIRCUIT on an existing circuit). A circuit still being built goes
+ * on to the new hops; a built one sends EXTEND2 for the first of them at
+ * once and reports built again when the last opens. Returns 0, or -1 (no
+ * live circuit, more than CIRCUIT_MAX_HOPS hops, EXTEND2 not sent). */
+int circbuild_extend(circbuild_t *cb, const extend_target_t *hops, int n);
 origin_circuit_t *circbuild_circuit(circbuild_t *cb);
 /* How many hops have opened so far (0: the first hop's handshake has
  * not completed). */

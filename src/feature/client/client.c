@@ -111,6 +111,35 @@ client_nodelist(void)
   return client_g.cfg.dir ? dir_client_nodelist(client_g.cfg.dir) : NULL;
 }
 
+int
+client_enough_dir_info(const dir_nodelist_t *nl)
+{
+  if (!nl || !client_g.cfg.path)
+    return 0;
+  if (nl == client_g.dirinfo_nl && nl->n_with_desc == client_g.dirinfo_n_desc)
+    return client_g.dirinfo_enough;
+  path_dir_info_t di;
+  path_dir_info(nl, client_g.cfg.path, &di);
+  double need = path_min_fraction(nl, client_g.cfg.paths_needed);
+  int enough = di.f_paths >= need;
+  if (!enough)
+    log_notice("Not enough directory information to build circuits yet: "
+               "descriptors for %d of %d relays, so %.0f%% of likely "
+               "paths (%.0f%% of guard, %.0f%% of middle and %.0f%% of "
+               "exit bandwidth); %.0f%% needed",
+               di.n_with_desc, di.n_usable, 100 * di.f_paths,
+               100 * di.f_guard, 100 * di.f_mid, 100 * di.f_exit,
+               100 * need);
+  else if (client_g.dirinfo_enough != 1)
+    log_notice("We now have enough directory information to build "
+               "circuits (%.0f%% of likely paths)",
+               100 * di.f_paths);
+  client_g.dirinfo_nl = nl;
+  client_g.dirinfo_n_desc = nl->n_with_desc;
+  client_g.dirinfo_enough = enough;
+  return enough;
+}
+
 const dir_node_t *
 client_choose_guard(const dir_nodelist_t *nl, const dir_node_t *const *avoid,
                     int n_avoid)
@@ -134,6 +163,14 @@ client_last_hop(const origin_circuit_t *circ)
   return circ->n_hops_open - 1;
 }
 
+int
+ccirc_stream_hop(const ccirc_t *cc, const origin_circuit_t *circ)
+{
+  if (cc->exit_hop > 0 && cc->exit_hop <= circ->n_hops_open)
+    return cc->exit_hop - 1;
+  return client_last_hop(circ);
+}
+
 /* The circuit of a plain ccirc_t (NULL before it is built). */
 static origin_circuit_t *
 plain_circ(const ccirc_t *cc)
@@ -144,7 +181,7 @@ plain_circ(const ccirc_t *cc)
 static int
 last_hop(const ccirc_t *cc)
 {
-  return client_last_hop(plain_circ(cc));
+  return ccirc_stream_hop(cc, plain_circ(cc));
 }
 
 static relay_crypto_t *
@@ -157,7 +194,8 @@ last_crypto(const ccirc_t *cc)
 const cc_t *
 cleg_cc(const cleg_t *leg)
 {
-  return leg->circ ? origin_circuit_cc(leg->circ, client_last_hop(leg->circ))
+  return leg->circ ? origin_circuit_cc(leg->circ,
+                                      ccirc_stream_hop(leg->owner, leg->circ))
                    : NULL;
 }
 
@@ -184,8 +222,8 @@ ccirc_send(ccirc_t *cc, uint8_t cmd, uint16_t id, const uint8_t *body,
     return -1;
   if (!cc->cfx) {
     origin_circuit_t *c = plain_circ(cc);
-    return c ? origin_circuit_send_relay(c, client_last_hop(c), cmd, id, body,
-                                         len)
+    return c ? origin_circuit_send_relay(c, ccirc_stream_hop(cc, c), cmd, id,
+                                         body, len)
              : -1;
   }
   int sw;
@@ -249,8 +287,16 @@ end_mux_can_send(void *end)
   return !cc->dead && cfx_set_can_send_data(cc->cfx);
 }
 
+static size_t
+end_mux_burst_bytes(void *end)
+{
+  const ccirc_t *cc = end;
+  return cfx_set_ooo_bound_bytes(cc->cfx);
+}
+
 const edge_end_ops_t client_end_ops = {
-    end_send, end_last_digest, end_cc, end_multiplexed, end_mux_can_send, 1,
+    end_send,         end_last_digest, end_cc, end_multiplexed,
+    end_mux_can_send, 1,               end_mux_burst_bytes,
 };
 
 static void
@@ -415,6 +461,14 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  if (cc->extending) {
+    /* A controller's EXTENDCIRCUIT: its new hops are open (not a build
+     * time to learn from, nor a new circuit to count). */
+    cc->extending = 0;
+    log_info("Controller circuit %llu now has %d hops",
+             (unsigned long long)circ->base.gid, circ->n_hops_open);
+    return;
+  }
   if (client_g.guards)
     guards_note_success(client_g.guards, leg->guard_id, time(NULL));
   cbt_note_built(client_g.cbt,
@@ -524,7 +578,7 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
   cleg_t *leg = arg;
   ccirc_t *cc = leg->owner;
   origin_circuit_t *circ = circbuild_circuit(cb);
-  if (!circ || hop != client_last_hop(circ) || cc->dead)
+  if (!circ || hop != ccirc_stream_hop(cc, circ) || cc->dead)
     return;
   cc->busy++;
   if (!cc->cfx) {
@@ -697,6 +751,7 @@ client_reconfigure(const client_config_t *cfg)
   int held = client_g.cfg.leave_streams_unattached;
   client_g.cfg = *cfg;
   client_g.cfg.socks_addr = keep; /* the listener stays where it is */
+  client_g.dirinfo_nl = NULL; /* decide "enough directory info" afresh */
   /* EntryNodes set or cleared: the other guard instance (tor's
    * "restricted" and "default"); the filter is applied at each choice. */
   const char *inst = guards_instance_for(cfg->path);

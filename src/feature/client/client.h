@@ -42,6 +42,8 @@ typedef struct client_config_t {
    * port (as in private networks whose exits only accept 127.0.0.0/8),
    * use the pinned exits anyway and let them decide. */
   int exit_nodes_pinned;
+  /* PathsNeededToBuildCircuits (path_min_fraction); <= 0: the consensus'. */
+  double paths_needed;
   /* MeasureMe: ask these hops (bit h-1 for hop h) of every new circuit to
    * record its statistics every measureme_interval_ms (MeasureMeHops,
    * MeasureMeInterval); 0: none. */
@@ -136,6 +138,13 @@ void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
  * the streams a controller attaches to it. Returns 0 and *gid_out. */
 int client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
                       char **err_out);
+/* EXTENDCIRCUIT gid PATH: add the relays to a circuit a controller built
+ * (one that has carried no stream yet; while building, or built: the new
+ * hops are reported in CIRC events as EXTENDED, then BUILT). Returns 0, or
+ * a reply code with *err_out: 552 unknown circuit or relay, 551 a
+ * circuit pctor does not extend. */
+int client_ctl_extend_existing(uint64_t gid, const char *const *path, int n,
+                               char **err_out);
 /* Is gid one of the client's circuits (a plain one or a conflux leg)? */
 int client_ctl_has_circuit(uint64_t gid);
 /* Close the client's circuit gid (with if_unused, only when no stream
@@ -143,8 +152,11 @@ int client_ctl_has_circuit(uint64_t gid);
  * controller with __LeaveStreamsUnattached) or retried elsewhere. */
 int client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out);
 /* Attach a held stream to circuit circ_gid, which must be built (0: let
- * the client choose, as without __LeaveStreamsUnattached). */
-int client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
+ * the client choose, as without __LeaveStreamsUnattached). hop (1-based,
+ * ATTACHSTREAM HOP=; 0: the last) is where the stream leaves the circuit:
+ * hop 1 is refused, and all streams of a circuit leave at one hop (551
+ * when the circuit already carried streams leaving elsewhere). */
+int client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid, int hop,
                              char **err_out);
 /* End a stream (held or attached) with END reason `reason`. */
 int client_ctl_close_stream(uint64_t stream_id, uint8_t reason,

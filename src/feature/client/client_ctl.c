@@ -15,6 +15,12 @@
  *    ATTACHSTREAM; one whose circuit closes before CONNECTED is reported
  *    DETACHED and held again, as in tor. Held streams wait at most
  *    CLIENT_HELD_TIMEOUT_US, then fail with reason TIMEOUT.
+ *  - EXTENDCIRCUIT on an existing circuit appends hops to its builder
+ *    (circbuild_extend); ATTACHSTREAM HOP=N sets the hop its streams leave
+ *    at (ccirc_t.exit_hop), which client.c uses wherever it would use the
+ *    last hop. The circuit end (edge_t) keeps one set of circuit windows,
+ *    with that hop: so both are allowed only before the circuit carried a
+ *    stream, and all streams of a circuit leave at one hop.
  *  - Circuits and streams are found by the IDs controllers see: circuit
  *    gids (any leg's) and the streams' process-wide IDs. The client has
  *    few circuits and streams, so these are list walks.
@@ -135,9 +141,12 @@ find_node(const dir_nodelist_t *nl, const char *name)
   return dir_nodelist_find_nickname(nl, name);
 }
 
-int
-client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
-                  char **err_out)
+/* The relays a controller named (max hops at most), into nodes, and
+ * whether the last one takes congestion control; 0 or a reply code with
+ * *err_out. */
+static int
+resolve_path(const char *const *path, int n, int max, const dir_node_t **nodes,
+             int *want_cc, char **err_out)
 {
   if (!client_g.loop)
     return not_running(err_out);
@@ -146,11 +155,10 @@ client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
     *err_out = pc_strdup("no consensus yet");
     return 551;
   }
-  if (n < 1 || n > CIRCUIT_MAX_HOPS) {
-    *err_out = pc_asprintf("a path has 1 to %d relays", CIRCUIT_MAX_HOPS);
+  if (n < 1 || n > max) {
+    *err_out = pc_asprintf("a path has 1 to %d relays", max);
     return 552;
   }
-  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
   for (int i = 0; i < n; i++) {
     nodes[i] = find_node(nl, path[i]);
     if (!nodes[i]) {
@@ -166,8 +174,21 @@ client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
   extend_target_t probe;
   memset(&probe, 0, sizeof(probe));
   probe.has_ed_id = nodes[n - 1]->has_ed25519;
-  int want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
-                                          nodes[n - 1]->protocols);
+  *want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                       nodes[n - 1]->protocols);
+  return 0;
+}
+
+int
+client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
+                  char **err_out)
+{
+  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
+  int want_cc = 0;
+  int code = resolve_path(path, n, CIRCUIT_MAX_HOPS, nodes, &want_cc,
+                          err_out);
+  if (code)
+    return code;
   ccirc_t *cc = pc_zalloc(sizeof(*cc));
   dlist_init(&cc->streams);
   memcpy(cc->exit_id, nodes[n - 1]->rsa_id, 20);
@@ -194,6 +215,49 @@ client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
 }
 
 int
+client_ctl_extend_existing(uint64_t gid, const char *const *path, int n,
+                           char **err_out)
+{
+  void *found = NULL;
+  int code = lookup(0, gid, &found, err_out);
+  if (code)
+    return code;
+  ccirc_t *cc = found;
+  cleg_t *leg = cc->n_legs == 1 ? cc->legs[0] : NULL;
+  origin_circuit_t *oc = leg && leg->cb ? circbuild_circuit(leg->cb) : NULL;
+  const char *why =
+      !cc->controller || cc->cfx || !leg
+          ? "pctor extends only circuits a controller built with "
+            "EXTENDCIRCUIT 0"
+      : cc->extending || !oc || oc->base.marked_for_close
+          ? "the circuit is not open"
+      : cc->dirty_since_us || !dlist_is_empty(&cc->streams)
+          ? "pctor extends only circuits that have carried no stream (the "
+            "circuit's windows are with its exit)"
+          : NULL;
+  if (why) {
+    *err_out = pc_strdup(why);
+    return 551;
+  }
+  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
+  int want_cc = 0;
+  if ((code = resolve_path(path, n, CIRCUIT_MAX_HOPS - oc->n_hops, nodes,
+                           &want_cc, err_out)) != 0)
+    return code;
+  int was_built = cc->built;
+  if (client_leg_extend(leg, nodes, n, want_cc) < 0) {
+    *err_out = pc_strdup("could not extend the circuit");
+    return 551;
+  }
+  memcpy(cc->exit_id, nodes[n - 1]->rsa_id, 20);
+  cc->exit_hop = 0;
+  cc->extending = was_built;
+  log_info("Controller extends circuit %llu by %d hops to %s",
+           (unsigned long long)gid, n, nodes[n - 1]->nickname);
+  return 0;
+}
+
+int
 client_ctl_has_circuit(uint64_t gid)
 {
   return client_g.loop && find_circ(gid) != NULL;
@@ -213,8 +277,41 @@ client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out)
   return 0;
 }
 
+/* Can streams of cc leave at hop (1-based; 0: the last)? 0, or 551 with
+ * *err_out. Sets cc->exit_hop. */
+static int
+choose_exit_hop(ccirc_t *cc, int hop, char **err_out)
+{
+  const origin_circuit_t *oc = cc->legs[0]->circ;
+  if (hop > oc->n_hops_open) {
+    *err_out = pc_asprintf("Circuit has only %d hops", oc->n_hops_open);
+    return 551;
+  }
+  if (hop == 1) {
+    *err_out = pc_strdup("Can't attach a stream to hop 1: relays refuse "
+                         "exit streams from a circuit's first hop");
+    return 551;
+  }
+  int want = hop ? hop - 1 : oc->n_hops_open - 1;
+  if (want == ccirc_stream_hop(cc, oc))
+    return 0;
+  if (hop && !cc->controller) {
+    *err_out = pc_strdup("pctor attaches streams at another hop than the "
+                         "last only on circuits a controller built");
+    return 551;
+  }
+  if (cc->dirty_since_us || !dlist_is_empty(&cc->streams)) {
+    *err_out = pc_asprintf("Streams on a pctor circuit all leave at one "
+                           "hop: this one already carried streams leaving "
+                           "at hop %d", ccirc_stream_hop(cc, oc) + 1);
+    return 551;
+  }
+  cc->exit_hop = hop;
+  return 0;
+}
+
 int
-client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
+client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid, int hop,
                          char **err_out)
 {
   void *found = NULL;
@@ -231,9 +328,16 @@ client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
     if ((code = lookup(0, circ_gid, &found, err_out)) != 0)
       return code;
     cc = found;
-    if (!cc->built || !ccirc_usable(cc)) {
+    if (!cc->built || cc->extending || !ccirc_usable(cc)) {
       *err_out = pc_strdup("Can't attach stream to non-open origin "
                            "circuit");
+      return 551;
+    }
+    if (!cc->cfx && cc->n_legs == 1 && cc->legs[0]->circ &&
+        (code = choose_exit_hop(cc, hop, err_out)) != 0)
+      return code;
+    if (cc->cfx && hop) {
+      *err_out = pc_strdup("HOP= is not supported on conflux sets");
       return 551;
     }
   }
@@ -247,8 +351,10 @@ client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid,
   cs->circ = cc;
   cs->state = CS_WAIT_CIRC;
   dlist_insert_tail(&cc->streams, &cs->node);
-  log_info("Controller attached stream %llu to circuit %llu",
-           (unsigned long long)stream_id, (unsigned long long)circ_gid);
+  log_info("Controller attached stream %llu to circuit %llu (leaving at "
+           "hop %d)", (unsigned long long)stream_id,
+           (unsigned long long)circ_gid,
+           cc->cfx ? 0 : ccirc_stream_hop(cc, cc->legs[0]->circ) + 1);
   socks_send_begin(cs);
   return 0;
 }

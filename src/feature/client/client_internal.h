@@ -137,6 +137,13 @@ struct ccirc_t {
   /* Built by a controller (EXTENDCIRCUIT): carries only the streams a
    * controller attaches to it, never the pool's. */
   int controller;
+  /* A controller's EXTENDCIRCUIT on this built circuit is adding hops:
+   * no stream may be attached until they are open. */
+  int extending;
+  /* ATTACHSTREAM HOP=: the 1-based hop where this circuit's streams
+   * leave (0: the last hop). One hop per circuit: the circuit's windows
+   * and SENDMEs are with that hop. */
+  int exit_hop;
   edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
   dlist_t streams;         /* attached: waiting, connecting, open */
 };
@@ -162,12 +169,21 @@ typedef struct client_globals_t {
   cbt_t *cbt;              /* learned circuit build timeout */
   time_t protocols_checked; /* valid-after of the consensus checked */
   int cbt_unsaved;         /* build times not yet in the state file */
+  /* Enough directory information (client_enough_dir_info), cached for
+   * one nodelist: which, and its descriptor count at the time. */
+  const dir_nodelist_t *dirinfo_nl;
+  int dirinfo_n_desc;
+  int dirinfo_enough;      /* 0 until the first decision */
 } client_globals_t;
 extern client_globals_t client_g;
 
 /* ---- client.c: circuits as stream carriers ---- */
 /* The current consensus' nodes, or NULL (none yet, or no directory). */
 const dir_nodelist_t *client_nodelist(void);
+/* 1 if nl holds the descriptors of enough relays to build circuits for
+ * streams (PathsNeededToBuildCircuits, path_dir_info); a notice says
+ * when this changes, with the fractions, as tor. */
+int client_enough_dir_info(const dir_nodelist_t *nl);
 /* A guard for a new circuit from the entry guards (guards.h), fitting
  * the n_avoid relays given; NULL if none can be used now. */
 const dir_node_t *client_choose_guard(const dir_nodelist_t *nl,
@@ -175,6 +191,9 @@ const dir_node_t *client_choose_guard(const dir_nodelist_t *nl,
                                       int n_avoid);
 /* The index of a circuit's last open hop (its exit once built). */
 int client_last_hop(const origin_circuit_t *circ);
+/* The index of the hop where a plain circuit's streams leave: the last
+ * one, or the hop a controller chose (ccirc_t.exit_hop). */
+int ccirc_stream_hop(const ccirc_t *cc, const origin_circuit_t *circ);
 /* The exit hop's controller of a leg, or NULL. */
 const cc_t *cleg_cc(const cleg_t *leg);
 /* Close cc: end open streams, retry the others once elsewhere (or fail
@@ -215,6 +234,11 @@ void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
  * path[0..n_hops-1]. */
 cleg_t *client_leg_start(ccirc_t *cc, const dir_node_t *const *path,
                          int n_hops, int want_cc);
+/* Add path[0..n-1] to a plain circuit's leg (EXTENDCIRCUIT on an existing
+ * circuit), asking the new last hop for congestion control as
+ * client_leg_start() does. Returns 0 or -1. */
+int client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
+                      int want_cc);
 /* Can streams still be attached to cc? */
 int ccirc_usable(const ccirc_t *cc);
 /* A stream asked for port at now (predicted ports). */

@@ -150,11 +150,29 @@ client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int n_hops,
   return leg;
 }
 
+int
+client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
+                  int want_cc)
+{
+  extend_target_t hops[CIRCUIT_MAX_HOPS];
+  if (n < 1 || n > CIRCUIT_MAX_HOPS || !leg->cb)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    if (!path[i]->has_ntor)
+      return -1;
+    fill_target(&hops[i], path[i]);
+  }
+  if (want_cc)
+    circbuild_exit_request_cc(&hops[n - 1], cc_params_current()->alg,
+                              path[n - 1]->protocols);
+  return circbuild_extend(leg->cb, hops, n);
+}
+
 static ccirc_t *
 launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 {
   const dir_nodelist_t *nl = client_nodelist();
-  if (!nl)
+  if (!client_enough_dir_info(nl))
     return NULL;
   const dir_node_t *paths[CFX_MAX_LEGS][CLIENT_HOPS];
   path_rng_t rng = path_rng_crypto();
@@ -306,8 +324,8 @@ void
 client_preempt_cb(void *arg)
 {
   (void)arg;
-  if (!client_nodelist())
-    return; /* no consensus yet */
+  if (!client_enough_dir_info(client_nodelist()))
+    return; /* no consensus, or too few descriptors yet */
   uint64_t now = evloop_now_us(client_g.loop);
   if (now < client_g.preempt_not_before_us)
     return;
@@ -446,7 +464,9 @@ client_stream_attach(cstream_t *cs)
   if (!use) {
     socks_stream_fail(
         cs, END_STREAM_REASON_NOROUTE,
-        "no circuit (no usable consensus or no suitable exit)");
+        client_enough_dir_info(client_nodelist())
+            ? "no circuit (no suitable exit)"
+            : "no circuit (not enough directory information yet)");
     return;
   }
   cs->circ = use;

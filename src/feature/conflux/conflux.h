@@ -60,6 +60,9 @@ typedef struct conflux_exit_stats_t {
   unsigned n_open_sets;
 } conflux_exit_stats_t;
 void conflux_exit_get_stats(conflux_exit_stats_t *out);
+/* Log (notice) the summary of every open set, as set_free() does for a
+ * closing one ("Conflux set #N open: ..."); for SIGUSR1. */
+void conflux_exit_log_sets(void);
 
 /* MaxMemInQueues: the bytes circ holds in its conflux set's out-of-order
  * queue (0 unless circ is the leg they are charged to, see

@@ -112,6 +112,24 @@ set_describe(const xset_t *s, char *buf, size_t len)
   cfx_set_describe(s->cfx, buf, len);
 }
 
+void
+conflux_exit_log_sets(void)
+{
+  if (!X.initialized || !X.sets)
+    return;
+  hmap_iter_t it;
+  const uint8_t *key;
+  void *val;
+  hmap_iter_init(&it, X.sets);
+  while (hmap_iter_next(&it, &key, &val)) {
+    const xset_t *s = val;
+    char d[512];
+    set_describe(s, d, sizeof(d));
+    log_notice("Conflux set #%llu open: %s", (unsigned long long)s->serial,
+               d);
+  }
+}
+
 static void
 set_free(xset_t *s)
 {
@@ -221,8 +239,15 @@ mux_home(or_circuit_t *circ)
   return x->set->home;
 }
 
-static const circuit_mux_ops_t exit_mux_ops = {mux_pick, mux_sent,
-                                               mux_can_send, mux_home};
+static size_t
+mux_burst_bytes(or_circuit_t *circ)
+{
+  xleg_t *x = circ->mux;
+  return cfx_set_ooo_bound_bytes(x->set->cfx);
+}
+
+static const circuit_mux_ops_t exit_mux_ops = {
+    mux_pick, mux_sent, mux_can_send, mux_home, mux_burst_bytes};
 
 /* Deliver one in-order message; 0, or -1 after starting the teardown. */
 static int

@@ -60,7 +60,7 @@ static const conf_var_t conflux_vars[] = {
    "window. proportional: the splitter of AlSabah et al. (PETS 2013), each "
    "cell on a leg with room chosen at random in proportion to the leg's "
    "measured throughput (congestion window / RTT).", alg_names},
-  {"ConfluxMaxOutOfOrder", CONF_TYPE_INT, "NUM", "10000", "10000",
+  {"ConfluxMaxOutOfOrder", CONF_TYPE_INT, "NUM", "32768", "32768",
    1, 16, 1000000, OFF(max_ooo),
    "The most stream messages (cells) one conflux set may hold waiting for "
    "an earlier one; a set that would hold more is closed with a notice.",

@@ -324,6 +324,12 @@ cfx_set_pick(cfx_set_t *set, uint8_t command, int *send_switch,
   return leg;
 }
 
+size_t
+cfx_set_ooo_bound_bytes(const cfx_set_t *set)
+{
+  return set ? (size_t)set->max_ooo * CFX_BODY_MAX : 0;
+}
+
 int
 cfx_set_can_send_data(cfx_set_t *set)
 {

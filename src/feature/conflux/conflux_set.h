@@ -61,7 +61,7 @@
 /* Default bound of the out-of-order queue, in messages (about 5 MB of
  * relay bodies): enough for a whole slow-start window of one leg arriving
  * ahead of the other. */
-#define CFX_DEFAULT_MAX_OOO 10000
+#define CFX_DEFAULT_MAX_OOO 32768
 #define CFX_BODY_MAX 498
 
 typedef enum {
@@ -120,6 +120,8 @@ typedef struct cfx_set_t {
   uint64_t n_sent;         /* multiplexed messages sent on any leg */
 } cfx_set_t;
 
+/* The most message bytes the out-of-order queue may hold. */
+size_t cfx_set_ooo_bound_bytes(const cfx_set_t *set);
 /* A set for this nonce with scheduler alg, a bound of max_ooo queued
  * messages (0: CFX_DEFAULT_MAX_OOO), asking state_fn about legs. */
 cfx_set_t *cfx_set_new(const uint8_t nonce[CFX_NONCE_LEN], cfx_alg_t alg,

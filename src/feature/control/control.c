@@ -572,16 +572,17 @@ control_clock_jump_seconds(int64_t prev_wall, int64_t now_wall)
              : 0;
 }
 
-/* A listener ran out of descriptors: STATUS_GENERAL WARN
- * TOO_MANY_CONNECTIONS CURRENT=<descriptors open> (control-spec 4.1.10),
- * once per episode (lib/net pauses accepting and reports the next one). */
+/* Out of descriptors (a listener's accept() or a new socket failed):
+ * STATUS_GENERAL WARN TOO_MANY_CONNECTIONS CURRENT=<descriptors open>
+ * (control-spec 4.1.10), once per episode (lib/net reports the next one
+ * after a descriptor was obtained again). */
 static void
 fds_exhausted_cb(int err, void *arg)
 {
   (void)err;
   (void)arg;
   if (!(all_events() & EVBIT(EV_STATUS_GENERAL)))
-    return; /* counting probes every descriptor: only for a listener */
+    return; /* counting probes every descriptor: only when asked for */
   char text[64];
   snprintf(text, sizeof(text), "TOO_MANY_CONNECTIONS CURRENT=%u",
            conn_count_open_fds());
@@ -617,10 +618,45 @@ chan_target(const channel_t *chan, char *buf, size_t len)
   return buf;
 }
 
+/* STATUS_GENERAL WARN CLOCK_SKEW SKEW=... SOURCE=OR:ADDR:PORT
+ * (control-spec 4.1.10): the peer's NETINFO time is more than an hour
+ * from ours, and the peer is a relay (authenticated, or one we connected
+ * to), as tor reports it. SKEW is our clock minus theirs. */
+static void
+clock_skew_or(channel_t *chan)
+{
+  int64_t skew;
+  if (!(all_events() & EVBIT(EV_STATUS_GENERAL)) ||
+      !channel_netinfo_skew(chan, &skew) ||
+      (skew <= CHANNEL_NETINFO_SKEW_WARN &&
+       skew >= -CHANNEL_NETINFO_SKEW_WARN) ||
+      (!channel_is_outgoing(chan) && !channel_is_authenticated_relay(chan)))
+    return;
+  char a[PC_ADDR_STR_LEN], text[128];
+  snprintf(text, sizeof(text), "CLOCK_SKEW SKEW=%+lld SOURCE=OR:%s",
+           (long long)skew,
+           pc_addr_fmt(channel_peer_addr(chan), a, sizeof(a), 1));
+  control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+}
+
+/* STATUS_GENERAL WARN BUG REASON="..." (control-spec 4.1.10): pctor's
+ * log_bug() fired. */
+static void
+bug_cb(const char *msg, void *arg)
+{
+  (void)arg;
+  char *q = control_proto_quote(msg);
+  char *text = pc_asprintf("BUG REASON=%s", q);
+  control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+  free(text);
+  free(q);
+}
+
 static void
 orconn_open_cb(channel_t *chan, void *arg)
 {
   (void)arg;
+  clock_skew_or(chan);
   if (!(all_events() & EVBIT(EV_ORCONN)))
     return;
   char t[128], text[200];
@@ -937,6 +973,16 @@ control_event_new_consensus(const consensus_t *c)
   if (!control_listening() || !c)
     return;
   uint64_t want = all_events();
+  /* A consensus from the future: STATUS_GENERAL WARN CLOCK_SKEW
+   * MIN_SKEW=-SECONDS SOURCE=CONSENSUS (control-spec 4.1.10; our clock is
+   * at least that far behind). consensus.c logged the warning. */
+  time_t now = time(NULL);
+  if (c->valid_after > now + CONSENSUS_EARLY_WARN) {
+    char text[96];
+    snprintf(text, sizeof(text), "CLOCK_SKEW MIN_SKEW=%+lld SOURCE=CONSENSUS",
+             (long long)now - (long long)c->valid_after);
+    control_event_status(CONTROL_STATUS_GENERAL, "WARN", text);
+  }
   if (!S.bootstrapped) {
     S.bootstrapped = 1;
     control_event_status(CONTROL_STATUS_CLIENT, "NOTICE",
@@ -1445,15 +1491,11 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
     free(path);
     return;
   }
-  if (circ != 0) {
-    reply(cc, 552, "Extending an existing circuit is not supported yet by "
-                   "pctor; build a new one with EXTENDCIRCUIT 0 PATH");
-    free(path);
-    return;
-  }
   if (!path) {
-    reply(cc, 552, "pctor needs the path: EXTENDCIRCUIT 0 "
-                   "RELAY[,RELAY...]");
+    reply(cc, 552, circ ? "EXTENDCIRCUIT needs the relays to add: "
+                          "EXTENDCIRCUIT ID RELAY[,RELAY...]"
+                        : "pctor needs the path: EXTENDCIRCUIT 0 "
+                          "RELAY[,RELAY...]");
     return;
   }
   const char *hops[CIRCUIT_MAX_HOPS + 1];
@@ -1463,8 +1505,9 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
        h = strtok_r(NULL, ",", &save))
     if (n <= CIRCUIT_MAX_HOPS)
       hops[n++] = h;
-  uint64_t gid = 0;
-  int code = client_ctl_extend(hops, n, &gid, &err);
+  uint64_t gid = circ;
+  int code = circ ? client_ctl_extend_existing(circ, hops, n, &err)
+                  : client_ctl_extend(hops, n, &gid, &err);
   if (code)
     replyf(cc, 552, "%s", err); /* stem expects 552 for every failure */
   else
@@ -1515,18 +1558,20 @@ cmd_attachstream(ctl_conn_t *cc, const char *args)
   char *sid = control_proto_next_arg(&p);
   char *cid = control_proto_next_arg(&p);
   char *hop = control_proto_next_arg(&p);
-  uint64_t stream = 0, circ = 0;
+  uint64_t stream = 0, circ = 0, hopnum = 0;
   char *err = NULL;
   int code = need_id(sid, "stream", &stream, &err);
   if (!code)
     code = need_id(cid, "circuit", &circ, &err);
-  if (!code && hop) {
-    err = pc_strdup("HOP= is not supported yet by pctor: streams leave "
-                    "from the circuit's last hop");
+  /* [SP "HOP=" HopNum] (control-spec 3.13), 1-based. */
+  if (!code && hop &&
+      (strncasecmp(hop, "HOP=", 4) || !parse_id(hop + 4, &hopnum) ||
+       hopnum < 1 || hopnum > CIRCUIT_MAX_HOPS)) {
+    err = pc_asprintf("Bad value \"%s\"", hop);
     code = 552;
   }
   if (!code)
-    code = client_ctl_attach_stream(stream, circ, &err);
+    code = client_ctl_attach_stream(stream, circ, (int)hopnum, &err);
   reply_result(cc, code, err);
   free(sid);
   free(cid);
@@ -2193,7 +2238,8 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
-  listener_set_exhausted_hook(fds_exhausted_cb, NULL);
+  conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
+  log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
@@ -2239,7 +2285,8 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
-  listener_set_exhausted_hook(NULL, NULL);
+  conn_set_fd_exhausted_hook(NULL, NULL);
+  log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);
   if (S.unix_l) {
     listener_free(S.unix_l);

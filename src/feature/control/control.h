@@ -22,6 +22,8 @@
  *     circuits and for relayed ones MeasureMe measures, NEWCONSENSUS, NS
  *     and STATUS_CLIENT BOOTSTRAP when the daemon reports a consensus,
  *     other STATUS_* events the daemon reports (control_event_status),
+ *     STATUS_GENERAL CLOCK_SKEW (a relay's NETINFO time, when its link
+ *     opens; a consensus from the future) and BUG (lib/log's log_bug()),
  *     NEWDESC after each directory fetch round that brought descriptors.
  *
  * The module knows nothing of the option table or of start-up: the daemon

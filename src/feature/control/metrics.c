@@ -28,6 +28,7 @@
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/btcirc/btcirc.h"
+#include "feature/dtcp/dtcp.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
 #include "feature/control/control_proto.h"
@@ -471,6 +472,51 @@ metrics_render(void)
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
       strbuf_addf(&b, "pctor_backtap_dropped_total{reason=\"%s\"} %llu\n",
                   drops[i].reason, (unsigned long long)drops[i].v);
+  }
+
+  const dtcp_t *dt = dtcp_instance();
+  if (dt) {
+    dtcp_stats_t ts;
+    dtcp_get_stats(dt, &ts);
+    one(&b, "pctor_dtcp_links", "gauge",
+        "TCP-over-DTLS: datagram links with a user-level TCP peer", ts.links);
+    one(&b, "pctor_dtcp_circuit_hops", "gauge",
+        "TCP-over-DTLS: circuit hops carried now", ts.hops);
+    head(&b, "pctor_dtcp_extensions_total", "counter",
+         "CircuitTransport dtls-tcp: extensions by the transport they used");
+    strbuf_addf(&b, "pctor_dtcp_extensions_total{transport=\"dtls-tcp\"} "
+                "%llu\n", (unsigned long long)ts.ext_dtcp);
+    strbuf_addf(&b, "pctor_dtcp_extensions_total{transport=\"tls\"} "
+                "%llu\n", (unsigned long long)ts.ext_tls);
+    one(&b, "pctor_dtcp_hops_from_peers_total", "counter",
+        "TCP-over-DTLS: circuit hops peers opened",
+        (unsigned long long)ts.circ_in);
+    one(&b, "pctor_dtcp_cells_sent_total", "counter",
+        "TCP-over-DTLS: cells written into circuit hops' connections",
+        (unsigned long long)ts.cells_sent);
+    one(&b, "pctor_dtcp_cells_received_total", "counter",
+        "TCP-over-DTLS: cells received from circuit hops' connections",
+        (unsigned long long)ts.cells_received);
+    head(&b, "pctor_dtcp_segments_total", "counter",
+         "TCP-over-DTLS: TCP segments by direction");
+    strbuf_addf(&b, "pctor_dtcp_segments_total{direction=\"in\"} %llu\n",
+                (unsigned long long)ts.tcp.segs_in);
+    strbuf_addf(&b, "pctor_dtcp_segments_total{direction=\"out\"} %llu\n",
+                (unsigned long long)ts.tcp.segs_out);
+    head(&b, "pctor_dtcp_dropped_total", "counter",
+         "TCP-over-DTLS: segments and hops refused, by reason");
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"malformed\"} %llu\n",
+                (unsigned long long)ts.tcp.dropped_bad);
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"syn_limit\"} %llu\n",
+                (unsigned long long)ts.tcp.dropped_syn_rate);
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"hop_refused\"} "
+                "%llu\n", (unsigned long long)ts.circ_refused);
+    one(&b, "pctor_dtcp_connections_failed_total", "counter",
+        "TCP-over-DTLS: connections reset or timed out",
+        (unsigned long long)ts.conn_failed);
+    one(&b, "pctor_dtcp_held_bytes", "gauge",
+        "TCP-over-DTLS: bytes the connections hold (send and reorder queues)",
+        (unsigned long long)ts.tcp.mem_bytes);
   }
 
   scheduler_stats_t ss;

@@ -28,6 +28,7 @@
  *    silent and idle links.
  */
 #include "feature/dgram/dgram.h"
+#include "lib/utcp/utcp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1262,7 +1263,8 @@ int
 circuit_transport_is_supported(circuit_transport_t t)
 {
   return t == CIRCUIT_TRANSPORT_TLS || t == CIRCUIT_TRANSPORT_PCTCP ||
-         t == CIRCUIT_TRANSPORT_BACKTAP;
+         t == CIRCUIT_TRANSPORT_BACKTAP ||
+         (t == CIRCUIT_TRANSPORT_DTLS_TCP && utcp_available());
 }
 
 circuit_transport_t

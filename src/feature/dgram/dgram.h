@@ -172,8 +172,8 @@ typedef enum {
   CIRCUIT_TRANSPORT_BACKTAP = 3,
 } circuit_transport_t;
 const char *circuit_transport_name(circuit_transport_t t);
-/* Whether this build carries circuits over t (dtls-tcp and backtap: not
- * yet). */
+/* Whether this build carries circuits over t (dtls-tcp: only when built
+ * with lwIP, lib/utcp). */
 int circuit_transport_is_supported(circuit_transport_t t);
 /* The peer policy: the transport an extension to a peer uses when
  * `configured` is wanted. Datagram transports need a peer that announced

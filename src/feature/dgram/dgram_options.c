@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dgram_options.c -- declarations of the datagram link and circuit
- * transport options (see dgram_options.h): one table; the rule that the
- * datagram transports do not exist yet is enforced in validate, so that
- * selecting one fails at start-up (and on SIGHUP) with a clear message
- * instead of silently carrying circuits over TLS. */
+ * transport options (see dgram_options.h): one table; the rules that a
+ * datagram transport needs a DatagramPort, and dtls-tcp a build with lwIP,
+ * are enforced in validate, so that selecting one fails at start-up (and
+ * on SIGHUP) with a clear message instead of silently carrying circuits
+ * over TLS. */
 #include "feature/dgram/dgram_options.h"
 #include "feature/dgram/dgram.h"
 #include "lib/conf/confval.h"
@@ -54,8 +55,9 @@ static const conf_var_t dgram_vars[] = {
    "keys. The port is announced to relays on their TLS links (tor relays "
    "ignore the announcement), and a link is opened to every relay that "
    "announced one on a TLS link this relay opened. A relay with a "
-   "DatagramPort accepts circuit hops over BackTap from its peers; it "
-   "extends its own over BackTap with CircuitTransport backtap.",
+   "DatagramPort accepts circuit hops over BackTap (and, built with lwIP, "
+   "over TCP-over-DTLS) from its peers; it extends its own that way with "
+   "CircuitTransport backtap or dtls-tcp.",
    &port_type},
   {"CircuitTransport", CONF_TYPE_ENUM, "tls|pctcp|dtls-tcp|backtap", "tls",
    "tls", 1, 0, 0, OFF(transport),
@@ -67,7 +69,9 @@ static const conf_var_t dgram_vars[] = {
    "records over it (hop-by-hop reliability, a Vegas window per hop); "
    "hops to other relays, and to relays whose link is not up yet, use "
    "TLS; a notice says which. dtls-tcp (TCP-over-DTLS, Reardon and "
-   "Goldberg 2009) is not supported yet, and selecting it is refused.",
+   "Goldberg 2009; needs a DatagramPort and a build with lwIP): the same, "
+   "with each hop its own user-level TCP connection whose segments travel "
+   "in the datagram link; a build without lwIP refuses it.",
    transport_names},
   {"DatagramLinkIdleTimeout", CONF_TYPE_INTERVAL, "NUM", "10 minutes",
    "10 minutes", 1, 30, 86400, OFF(idle_timeout),
@@ -91,17 +95,24 @@ dgram_validate(void *obj, const unsigned char *set, char **err_out,
   circuit_transport_t t = (circuit_transport_t)o->transport;
   if (!circuit_transport_is_supported(t)) {
     *bad_var = &dgram_vars[1];
-    *err_out = pc_asprintf("'%s' is not supported yet: the datagram link "
-                           "layer (DatagramPort) exists, the %s transport "
-                           "on top of it does not (issue 18). Use tls or "
-                           "pctcp",
-                           circuit_transport_name(t), "TCP-over-DTLS");
+    *err_out = pc_asprintf("'%s' is not supported in this build: pctor was "
+                           "built without a user-level TCP stack (lwIP; on "
+                           "Debian: apt-get install liblwip-dev, then "
+                           "configure and build again). Use tls, pctcp or "
+                           "backtap",
+                           circuit_transport_name(t));
     return -1;
   }
   if (t == CIRCUIT_TRANSPORT_BACKTAP && o->port.family == AF_UNSPEC) {
     *bad_var = &dgram_vars[1];
     *err_out = pc_strdup("CircuitTransport backtap needs a DatagramPort: "
                          "BackTap hops run over the datagram links");
+    return -1;
+  }
+  if (t == CIRCUIT_TRANSPORT_DTLS_TCP && o->port.family == AF_UNSPEC) {
+    *bad_var = &dgram_vars[1];
+    *err_out = pc_strdup("CircuitTransport dtls-tcp needs a DatagramPort: "
+                         "TCP-over-DTLS hops run over the datagram links");
     return -1;
   }
   return 0;

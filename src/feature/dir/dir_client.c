@@ -142,9 +142,15 @@ write_cache(dir_client_t *dc, const char *name, const void *data, size_t len)
 static void
 rebuild_nodelist(dir_client_t *dc)
 {
+  int had_all = dc->nl && dc->nl->n_with_desc == dc->nl->n_nodes;
   dir_nodelist_free(dc->nl);
-  if (dc->cons)
-    dc->nl = dir_nodelist_build(dc->cons, dc->descs, dc->n_descs);
+  if (!dc->cons)
+    return;
+  dc->nl = dir_nodelist_build(dc->cons, dc->descs, dc->n_descs);
+  /* Once per gap filled: scripts wait for this line. */
+  if (!had_all && dc->nl->n_nodes && dc->nl->n_with_desc == dc->nl->n_nodes)
+    log_info("We have the descriptors of all %d relays in the consensus.",
+             dc->nl->n_nodes);
 }
 
 static void

@@ -258,18 +258,12 @@ path_node_weight(const dir_nodelist_t *nl, const dir_node_t *n,
   return (double)int_weight(nl, n, pos) / (double)scale;
 }
 
-int
-path_node_is_candidate(const dir_node_t *n, path_position_t pos,
-                       const path_config_t *cfg, int exit_port)
+/* The position's own rules (flags, node lists); an exit without ExitNodes
+ * needs the Exit flag only when exit_flag is set. */
+static int
+position_allows(const dir_node_t *n, path_position_t pos,
+                const path_config_t *cfg, int exit_flag)
 {
-  if (!dir_node_is_usable(n) || !dir_node_has_client_protocols(n))
-    return 0;
-  if (routerset_contains(cfg->exclude_nodes, n))
-    return 0;
-  if (cfg->need_fast && !(n->flags & RS_FLAG_FAST))
-    return 0;
-  if (cfg->need_stable && !(n->flags & RS_FLAG_STABLE))
-    return 0;
   switch (pos) {
   case PATH_POS_GUARD:
     if (n->flags & RS_FLAG_MIDDLEONLY)
@@ -284,14 +278,89 @@ path_node_is_candidate(const dir_node_t *n, path_position_t pos,
   case PATH_POS_EXIT:
     if (n->flags & (RS_FLAG_BADEXIT | RS_FLAG_MIDDLEONLY))
       return 0;
-    if (exit_port > 0 &&
-        !policy_summary_allows_port(n->policy, (uint16_t)exit_port))
-      return 0;
     if (!routerset_is_empty(cfg->exit_nodes))
       return routerset_contains(cfg->exit_nodes, n);
-    return 1;
+    return !exit_flag || (n->flags & RS_FLAG_EXIT) != 0;
   }
   return 0;
+}
+
+int
+path_node_is_candidate(const dir_node_t *n, path_position_t pos,
+                       const path_config_t *cfg, int exit_port)
+{
+  if (!dir_node_is_usable(n) || !dir_node_has_client_protocols(n))
+    return 0;
+  if (routerset_contains(cfg->exclude_nodes, n))
+    return 0;
+  if (cfg->need_fast && !(n->flags & RS_FLAG_FAST))
+    return 0;
+  if (cfg->need_stable && !(n->flags & RS_FLAG_STABLE))
+    return 0;
+  if (pos == PATH_POS_EXIT && exit_port > 0 &&
+      !policy_summary_allows_port(n->policy, (uint16_t)exit_port))
+    return 0;
+  return position_allows(n, pos, cfg, 0);
+}
+
+/* A candidate for pos if we had its descriptor (see path_dir_info). */
+static int
+dir_info_candidate(const dir_node_t *n, path_position_t pos,
+                   const path_config_t *cfg)
+{
+  if (!(n->flags & RS_FLAG_RUNNING) || !(n->flags & RS_FLAG_VALID))
+    return 0;
+  if (routerset_contains(cfg->exclude_nodes, n))
+    return 0;
+  return position_allows(n, pos, cfg, 1);
+}
+
+static double
+dir_info_fraction(const dir_nodelist_t *nl, path_position_t pos,
+                  const path_config_t *cfg)
+{
+  /* Weights as path choice uses them, plus one so that relays without a
+   * bandwidth still count. */
+  uint64_t all = 0, have = 0;
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!dir_info_candidate(n, pos, cfg))
+      continue;
+    uint64_t w = int_weight(nl, n, pos) + 1;
+    all += w;
+    if (n->desc && n->has_ntor)
+      have += w;
+  }
+  return all ? (double)have / (double)all : 1.0;
+}
+
+void
+path_dir_info(const dir_nodelist_t *nl, const path_config_t *cfg,
+              path_dir_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  for (int i = 0; i < nl->n_nodes; i++) {
+    const dir_node_t *n = &nl->nodes[i];
+    if (!(n->flags & RS_FLAG_RUNNING) || !(n->flags & RS_FLAG_VALID))
+      continue;
+    out->n_usable++;
+    if (n->desc)
+      out->n_with_desc++;
+  }
+  out->f_guard = dir_info_fraction(nl, PATH_POS_GUARD, cfg);
+  out->f_mid = dir_info_fraction(nl, PATH_POS_MIDDLE, cfg);
+  out->f_exit = dir_info_fraction(nl, PATH_POS_EXIT, cfg);
+  out->f_paths = out->f_guard * out->f_mid * out->f_exit;
+}
+
+double
+path_min_fraction(const dir_nodelist_t *nl, double configured)
+{
+  if (configured > 0)
+    return configured;
+  return consensus_get_param(nl->consensus, "min_paths_for_circs_pct", 60,
+                             25, 95) /
+         100.0;
 }
 
 int

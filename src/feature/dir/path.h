@@ -109,6 +109,26 @@ const dir_node_t *path_choose_node(const dir_nodelist_t *nl,
                                    const path_config_t *cfg, int exit_port,
                                    const dir_node_t *const *avoid,
                                    int n_avoid, path_rng_t *rng);
+/* How much of the network the client can build paths through (tor's
+ * PathsNeededToBuildCircuits rule, path-spec "enough directory
+ * information"): for each position, the weighted fraction of the relays
+ * that would be candidates (Running, Valid, the position's flags and
+ * node lists, ignoring exit policies) whose descriptor we hold. An exit
+ * candidate needs the Exit flag (without BadExit) unless ExitNodes names
+ * the exits. A position without any candidate counts as 1 (path choice
+ * then says what is missing). f_paths = f_guard x f_mid x f_exit. */
+typedef struct path_dir_info_t {
+  double f_guard, f_mid, f_exit, f_paths;
+  int n_usable;    /* Running and Valid relays in the consensus */
+  int n_with_desc; /* ... of which we hold the descriptor */
+} path_dir_info_t;
+void path_dir_info(const dir_nodelist_t *nl, const path_config_t *cfg,
+                   path_dir_info_t *out);
+/* The fraction of paths needed before building circuits:
+ * PathsNeededToBuildCircuits when it is set (> 0), else the consensus
+ * parameter min_paths_for_circs_pct (25..95, default 60), over 100. */
+double path_min_fraction(const dir_nodelist_t *nl, double configured);
+
 /* Choose an n_hops path (2..8) into out[0..n_hops-1], guard first, exit
  * last. guard: use this first hop (it must be a guard candidate; the
  * other hops are then chosen to fit it) or NULL to draw one. Returns 0, or -1 with *err naming the position that

@@ -3,7 +3,7 @@
  *
  * Streams. A BEGIN_DIR stream gets a small record (dirstream_t) at once:
  * what the idle sweep and the per-circuit limit need. The request object
- * (dirreq_t) is made when the first bytes arrive; the request text grows
+ * (dircache_request_t, shared with the DirPort: dirport.c) is made when the first bytes arrive; the request text grows
  * in a buffer doubled as needed up to DIR_REQUEST_MAX (else 400) and is
  * freed as soon as the blank line has come and the answer is chosen. The
  * answer is then a header of a few hundred bytes and a reference to a
@@ -61,6 +61,7 @@ struct dircache_doc_t {
   uint8_t *z[COMPRESS_N_METHODS]; /* compressed forms, made on first use */
   size_t zlen[COMPRESS_N_METHODS];
   int zfailed[COMPRESS_N_METHODS];
+  const char *ctype;    /* Content-Type (a static string) */
 };
 
 static struct {
@@ -87,6 +88,7 @@ dircache_doc_new(uint8_t *body, size_t len, int shared)
   d->shared = shared;
   d->body = body;
   d->len = len;
+  d->ctype = "text/plain";
   docs_alive.n++;
   docs_alive.bytes += sizeof(*d) + len;
   if (!shared)
@@ -138,6 +140,12 @@ dircache_doc_retire(dircache_doc_t *d)
     memacct_add(MEMACCT_DIRCACHE, dircache_doc_mem(d));
   d->retired = 1;
   dircache_doc_unref(d);
+}
+
+void
+dircache_doc_set_content_type(dircache_doc_t *d, const char *ctype)
+{
+  d->ctype = ctype;
 }
 
 size_t
@@ -280,14 +288,21 @@ answer_clear(answer_t *a)
 }
 
 static void
+answer_status_type(answer_t *a, const char *status, const char *ctype,
+                   const char *encoding, size_t blen)
+{
+  a->hdr = pc_asprintf("HTTP/1.0 %s\r\nContent-Type: %s\r\n"
+                       "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
+                       status, ctype, encoding, blen);
+  a->hdr_len = strlen(a->hdr);
+  memacct_add(MEMACCT_DIRCACHE, a->hdr_len);
+}
+
+static void
 answer_status(answer_t *a, const char *status, const char *encoding,
               size_t blen)
 {
-  a->hdr = pc_asprintf("HTTP/1.0 %s\r\nContent-Type: text/plain\r\n"
-                       "Content-Encoding: %s\r\nContent-Length: %zu\r\n\r\n",
-                       status, encoding, blen);
-  a->hdr_len = strlen(a->hdr);
-  memacct_add(MEMACCT_DIRCACHE, a->hdr_len);
+  answer_status_type(a, status, "text/plain", encoding, blen);
 }
 
 /* The value of header name in the request (case-insensitive name), or
@@ -336,6 +351,16 @@ answer_request(const char *req, answer_t *a)
     answer_status(a, "400 Bad request", "identity", 0);
     return;
   }
+  /* An absolute URL, as HTTP proxies are sent: its path. */
+  if (!strncasecmp(path, "http://", 7)) {
+    char *slash = strchr(path + 7, '/');
+    if (!slash) {
+      stats.n_bad_request++;
+      answer_status(a, "400 Bad request", "identity", 0);
+      return;
+    }
+    memmove(path, slash, strlen(slash) + 1);
+  }
   size_t plen = strlen(path);
   int want_z = plen > 2 && !strcmp(path + plen - 2, ".z");
   if (want_z)
@@ -380,7 +405,8 @@ answer_request(const char *req, answer_t *a)
   log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
            doc->len, compress_method_name(m), a->body_len);
   a->doc = doc;
-  answer_status(a, "200 OK", compress_method_name(m), a->body_len);
+  answer_status_type(a, "200 OK", doc->ctype, compress_method_name(m),
+                     a->body_len);
 }
 
 uint8_t *
@@ -397,23 +423,144 @@ dircache_answer(const char *req, size_t *len)
   return out;
 }
 
-/* ---- streams ------------------------------------------------------ */
+/* ---- requests (any transport) ------------------------------------ */
 
 /* Made when the first bytes arrive. */
-typedef struct dirreq_t {
+struct dircache_request_t {
   char *buf;        /* the request so far, NUL-terminated; NULL once parsed */
   size_t len, cap;
   answer_t ans;     /* valid once answering */
   int answering;
   size_t sent;      /* bytes of header + body sent */
-} dirreq_t;
+};
+
+dircache_request_t *
+dircache_request_new(void)
+{
+  dircache_request_t *r = pc_zalloc(sizeof(*r));
+  memacct_add(MEMACCT_DIRCACHE, sizeof(*r));
+  return r;
+}
+
+void
+dircache_request_free_(dircache_request_t *r)
+{
+  if (!r)
+    return;
+  free(r->buf);
+  memacct_sub(MEMACCT_DIRCACHE, r->cap + sizeof(*r));
+  answer_clear(&r->ans);
+  free(r);
+}
+
+static void
+request_answer(dircache_request_t *r, const char *bad_status)
+{
+  if (bad_status) {
+    stats.n_requests++;
+    stats.n_bad_request++;
+    memset(&r->ans, 0, sizeof(r->ans));
+    answer_status(&r->ans, bad_status, "identity", 0);
+  } else {
+    answer_request(r->buf, &r->ans);
+  }
+  PC_FREE(r->buf);
+  memacct_sub(MEMACCT_DIRCACHE, r->cap);
+  r->len = r->cap = 0;
+  r->answering = 1;
+  r->sent = 0;
+}
+
+int
+dircache_request_feed(dircache_request_t *r, const uint8_t *data, size_t len)
+{
+  if (r->answering)
+    return 1; /* request already complete: ignore trailing bytes */
+  if (r->len + len > DIR_REQUEST_MAX) {
+    request_answer(r, "400 Request too long");
+    return 1;
+  }
+  if (r->len + len + 1 > r->cap) {
+    size_t cap = r->cap ? r->cap : DIR_REQUEST_INITIAL;
+    while (cap < r->len + len + 1)
+      cap *= 2;
+    if (cap > DIR_REQUEST_MAX + 1)
+      cap = DIR_REQUEST_MAX + 1;
+    r->buf = pc_realloc(r->buf, cap);
+    memacct_add(MEMACCT_DIRCACHE, cap - r->cap);
+    r->cap = cap;
+  }
+  memcpy(r->buf + r->len, data, len);
+  r->len += len;
+  r->buf[r->len] = '\0';
+  /* Only the new bytes and the three before them can complete it. */
+  size_t from = r->len - len > 3 ? r->len - len - 3 : 0;
+  if (strlen(r->buf + from) != r->len - from) {
+    request_answer(r, "400 Bad request"); /* a NUL in the request */
+    return 1;
+  }
+  if (!strstr(r->buf + from, "\r\n\r\n"))
+    return 0;
+  request_answer(r, NULL);
+  return 1;
+}
+
+void
+dircache_request_refuse(dircache_request_t *r, const char *status)
+{
+  if (!r->answering)
+    request_answer(r, status);
+}
+
+int
+dircache_request_answering(const dircache_request_t *r)
+{
+  return r->answering;
+}
+
+size_t
+dircache_request_next(const dircache_request_t *r, const uint8_t **p)
+{
+  const answer_t *a = &r->ans;
+  if (!r->answering)
+    return 0;
+  if (r->sent < a->hdr_len) {
+    *p = (const uint8_t *)a->hdr + r->sent;
+    return a->hdr_len - r->sent;
+  }
+  if (r->sent - a->hdr_len < a->body_len) {
+    *p = a->body + (r->sent - a->hdr_len);
+    return a->body_len - (r->sent - a->hdr_len);
+  }
+  return 0;
+}
+
+void
+dircache_request_sent(dircache_request_t *r, size_t n)
+{
+  r->sent += n;
+}
+
+size_t
+dircache_request_mem(const dircache_request_t *r)
+{
+  if (!r)
+    return 0;
+  size_t n = sizeof(*r) + r->cap + r->ans.hdr_len;
+  const dircache_doc_t *d = r->ans.doc;
+  if (d && (d->retired || !d->shared))
+    n += (dircache_doc_mem(d) + d->refs - 1) / d->refs;
+  return n;
+}
+
+/* ---- streams ------------------------------------------------------ */
 
 /* Made at BEGIN_DIR: small. */
 typedef struct dirstream_t {
   edge_stream_t *stream;
   dlist_node_t node;       /* in S.streams, oldest activity first */
   uint64_t last_active_us;
-  dirreq_t *req;           /* NULL until bytes arrive */
+  dircache_request_t *req; /* NULL until bytes arrive */
 } dirstream_t;
 
 static struct {
@@ -443,12 +590,7 @@ static void
 dirstream_free(dirstream_t *ds)
 {
   dlist_remove(&ds->node);
-  if (ds->req) {
-    free(ds->req->buf);
-    memacct_sub(MEMACCT_DIRCACHE, ds->req->cap + sizeof(*ds->req));
-    answer_clear(&ds->req->ans);
-    free(ds->req);
-  }
+  dircache_request_free(ds->req);
   memacct_sub(MEMACCT_DIRCACHE, sizeof(*ds));
   free(ds);
   stats.n_streams--;
@@ -461,15 +603,7 @@ static size_t
 dirstream_mem(void *arg)
 {
   const dirstream_t *ds = arg;
-  size_t n = sizeof(*ds);
-  const dirreq_t *r = ds->req;
-  if (!r)
-    return n;
-  n += sizeof(*r) + r->cap + r->ans.hdr_len;
-  const dircache_doc_t *d = r->ans.doc;
-  if (d && (d->retired || !d->shared))
-    n += (dircache_doc_mem(d) + d->refs - 1) / d->refs;
-  return n;
+  return sizeof(*ds) + dircache_request_mem(ds->req);
 }
 
 static size_t
@@ -503,24 +637,14 @@ dircache_circuit_mem(circuit_t *c)
 static int
 pump(dirstream_t *ds)
 {
-  dirreq_t *r = ds->req;
-  answer_t *a = &r->ans;
-  for (;;) {
-    const uint8_t *p;
-    size_t n;
-    if (r->sent < a->hdr_len) {
-      p = (const uint8_t *)a->hdr + r->sent;
-      n = a->hdr_len - r->sent;
-    } else if (r->sent - a->hdr_len < a->body_len) {
-      p = a->body + (r->sent - a->hdr_len);
-      n = a->body_len - (r->sent - a->hdr_len);
-    } else {
-      break;
-    }
+  dircache_request_t *r = ds->req;
+  const uint8_t *p;
+  size_t n;
+  while ((n = dircache_request_next(r, &p)) > 0) {
     size_t w = edge_stream_send(ds->stream, p, n);
     if (w)
       touch(ds);
-    r->sent += w;
+    dircache_request_sent(r, w);
     if (w < n)
       return 0; /* the windows are closed: on_writable continues */
   }
@@ -531,65 +655,19 @@ pump(dirstream_t *ds)
 }
 
 static void
-start_answer(dirstream_t *ds, const char *bad_status)
-{
-  dirreq_t *r = ds->req;
-  if (bad_status) {
-    stats.n_requests++;
-    stats.n_bad_request++;
-    memset(&r->ans, 0, sizeof(r->ans));
-    answer_status(&r->ans, bad_status, "identity", 0);
-  } else {
-    log_debug("Directory request on stream %u", edge_stream_id(ds->stream));
-    answer_request(r->buf, &r->ans);
-  }
-  PC_FREE(r->buf);
-  memacct_sub(MEMACCT_DIRCACHE, r->cap);
-  r->len = r->cap = 0;
-  r->answering = 1;
-  r->sent = 0;
-  pump(ds);
-}
-
-static void
 on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
 {
   dirstream_t *ds = arg;
   (void)s;
   touch(ds);
-  if (!ds->req) {
-    ds->req = pc_zalloc(sizeof(*ds->req));
-    memacct_add(MEMACCT_DIRCACHE, sizeof(*ds->req));
-  }
-  dirreq_t *r = ds->req;
-  if (r->answering)
+  if (!ds->req)
+    ds->req = dircache_request_new();
+  if (dircache_request_answering(ds->req))
     return; /* request already complete: ignore trailing bytes */
-  if (r->len + len > DIR_REQUEST_MAX) {
-    start_answer(ds, "400 Request too long");
-    return;
+  if (dircache_request_feed(ds->req, data, len)) {
+    log_debug("Directory request on stream %u", edge_stream_id(ds->stream));
+    pump(ds);
   }
-  if (r->len + len + 1 > r->cap) {
-    size_t cap = r->cap ? r->cap : DIR_REQUEST_INITIAL;
-    while (cap < r->len + len + 1)
-      cap *= 2;
-    if (cap > DIR_REQUEST_MAX + 1)
-      cap = DIR_REQUEST_MAX + 1;
-    r->buf = pc_realloc(r->buf, cap);
-    memacct_add(MEMACCT_DIRCACHE, cap - r->cap);
-    r->cap = cap;
-  }
-  memcpy(r->buf + r->len, data, len);
-  r->len += len;
-  r->buf[r->len] = '\0';
-  /* Only the new bytes and the three before them can complete it. */
-  size_t from = r->len - len > 3 ? r->len - len - 3 : 0;
-  if (strlen(r->buf + from) != r->len - from) {
-    start_answer(ds, "400 Bad request"); /* a NUL in the request */
-    return;
-  }
-  if (!strstr(r->buf + from, "\r\n\r\n"))
-    return;
-  start_answer(ds, NULL);
 }
 
 static void
@@ -605,7 +683,7 @@ on_writable(edge_stream_t *s, void *arg)
 {
   (void)s;
   dirstream_t *ds = arg;
-  if (ds->req && ds->req->answering)
+  if (ds->req && dircache_request_answering(ds->req))
     pump(ds);
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* dircache.h -- answering directory requests tunnelled over BEGIN_DIR.
+/* dircache.h -- answering directory requests tunnelled over BEGIN_DIR
+ * (and, through the same dircache_request_t, on the DirPort: dirport.h).
  *
  * A relay that advertises `tunnelled-dir-server` accepts BEGIN_DIR streams
  * and answers HTTP/1.0 GET requests on them. Documents come from providers
@@ -62,6 +63,9 @@ void dircache_doc_unref(dircache_doc_t *d);
  * it: from now on the streams holding d are charged for it. Drops the
  * reference. Accepts NULL. */
 void dircache_doc_retire(dircache_doc_t *d);
+/* Answer d with this Content-Type (a static string) instead of
+ * text/plain. */
+void dircache_doc_set_content_type(dircache_doc_t *d, const char *ctype);
 size_t dircache_doc_len(const dircache_doc_t *d);
 /* Body plus every compressed form made so far. */
 size_t dircache_doc_mem(const dircache_doc_t *d);
@@ -87,6 +91,34 @@ void dircache_register_prefix(const char *prefix, dircache_provider_fn fn,
  * *len set. Tests only: streams send the header and then the shared
  * document in pieces, never a whole copy. */
 uint8_t *dircache_answer(const char *request, size_t *len);
+/* ---- one request on any transport (BEGIN_DIR streams, the DirPort) --
+ * Bytes are fed as they arrive; the request text is kept (at most
+ * DIR_REQUEST_MAX bytes, counted in MEMACCT_DIRCACHE) until the blank
+ * line, then the answer is chosen and the text freed. The answer is sent
+ * in pieces straight from the shared document: dircache_request_next()
+ * gives the next unsent bytes, dircache_request_sent() says how many of
+ * them went out. */
+typedef struct dircache_request_t dircache_request_t;
+dircache_request_t *dircache_request_new(void);
+void dircache_request_free_(dircache_request_t *r);
+#define dircache_request_free(r) \
+  do { dircache_request_free_(r); (r) = NULL; } while (0)
+/* Append bytes: 0 while the request is incomplete, 1 once the answer is
+ * chosen (complete request; or 400 for a request over DIR_REQUEST_MAX or
+ * with a NUL byte). Bytes after that are ignored. */
+int dircache_request_feed(dircache_request_t *r, const uint8_t *data,
+                          size_t len);
+/* Answer with status (e.g. "408 Request timeout") and no body, unless
+ * the answer is already chosen. */
+void dircache_request_refuse(dircache_request_t *r, const char *status);
+int dircache_request_answering(const dircache_request_t *r);
+/* The next unsent bytes of the answer (*p set), or 0 when all are sent. */
+size_t dircache_request_next(const dircache_request_t *r, const uint8_t **p);
+void dircache_request_sent(dircache_request_t *r, size_t n);
+/* What r holds privately plus its share of a document no provider holds
+ * any more (or made for it alone). Accepts NULL (0). */
+size_t dircache_request_mem(const dircache_request_t *r);
+
 /* Forget all providers (streams in progress keep their documents). */
 void dircache_shutdown(void);
 

@@ -907,6 +907,7 @@ read_input(vici_client_t *c)
   while (total < VICI_READ_BUDGET) {
     in_reserve(c, c->in_len + 1);
     if (c->in_len >= c->in_cap) { /* cannot happen: see process_input */
+      log_bug("VICI input buffer full (%zu bytes)", c->in_len);
       protocol_error(c, "input buffer full");
       return;
     }

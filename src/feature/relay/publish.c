@@ -42,6 +42,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/net/conn.h"
+#include "lib/string/str.h"
 #include "lib/time/timefmt.h"
 
 #define USEC 1000000ULL
@@ -84,6 +85,7 @@ struct publish_t {
   char *nickname, *contact, *platform;
   char **family, **policy;
   int enabled, testing, publishable;
+  int hold; /* waiting for the reachability self-test */
   publish_traffic_fn traffic;
   publish_upload_fn on_upload;
   void *on_upload_arg;
@@ -140,14 +142,6 @@ strv_free(char **v, int n)
 }
 
 static int
-str_eq(const char *a, const char *b)
-{
-  if (!a || !b)
-    return a == b;
-  return !strcmp(a, b);
-}
-
-static int
 strv_eq(const char *const *a, int na, const char *const *b, int nb)
 {
   if (na != nb)
@@ -163,18 +157,18 @@ strv_eq(const char *const *a, int na, const char *const *b, int nb)
 static int
 rc_same_content(const routerdesc_config_t *a, const routerdesc_config_t *b)
 {
-  return str_eq(a->nickname, b->nickname) &&
+  return str_eq_nullable(a->nickname, b->nickname) &&
          pc_addr_eq(&a->address, &b->address, 0) &&
          a->or_port == b->or_port &&
          a->ipv6_or.family == b->ipv6_or.family &&
          (a->ipv6_or.family != AF_INET6 ||
           pc_addr_eq(&a->ipv6_or, &b->ipv6_or, 1)) &&
-         str_eq(a->contact, b->contact) &&
+         str_eq_nullable(a->contact, b->contact) &&
          strv_eq(a->family, a->n_family, b->family, b->n_family) &&
          strv_eq(a->exit_policy, a->n_exit_policy, b->exit_policy,
                  b->n_exit_policy) &&
          a->bw_rate == b->bw_rate && a->bw_burst == b->bw_burst &&
-         str_eq(a->platform, b->platform) &&
+         str_eq_nullable(a->platform, b->platform) &&
          a->crosscert_lifetime_days == b->crosscert_lifetime_days &&
          a->tunnelled_dir_server == b->tunnelled_dir_server &&
          a->hibernating == b->hibernating;
@@ -717,7 +711,7 @@ retry_cb(void *arg)
 static void
 kick_uploads(publish_t *p)
 {
-  if (!p->enabled || !p->publishable || !p->desc)
+  if (!p->enabled || p->hold || !p->publishable || !p->desc)
     return;
   for (int i = 0; i < p->n_auths; i++) {
     auth_state_t *a = &p->auths[i];
@@ -819,7 +813,7 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   int first = !p->have_config;
   int content_changed = first || !rc_same_content(&p->rc, rc);
   int auths_changed = !auths_same(p, pp->auths, pp->n_auths);
-  int was_enabled = p->enabled && p->publishable;
+  int was_enabled = p->enabled && !p->hold && p->publishable;
   int was_publishable = p->publishable, had_enabled = p->enabled;
   if (content_changed)
     config_set(p, rc);
@@ -827,6 +821,7 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
     auths_set(p, pp->auths, pp->n_auths);
   p->have_config = 1;
   p->enabled = pp->enabled;
+  p->hold = pp->hold;
   p->testing = pp->testing;
   p->traffic = pp->traffic;
   p->on_upload = pp->on_upload;

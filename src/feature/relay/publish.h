@@ -67,6 +67,9 @@ typedef struct publish_params_t {
   publish_upload_fn on_upload; /* may be NULL (the ControlPort's
                                 * STATUS_SERVER events) */
   void *on_upload_arg;
+  int hold;                /* build the descriptor but do not upload it
+                            * yet (the reachability self-test has not
+                            * confirmed the ORPort) */
 } publish_params_t;
 
 typedef struct publish_t publish_t;

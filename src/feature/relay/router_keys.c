@@ -84,6 +84,12 @@
  * - Maintenance builds replacements first and changes the struct only once
  *   everything needed is made and stored, so a failed write leaves the
  *   keys in memory as they were.
+ * - The ntor fields of relay_keys_t are this file's (event-loop) copy;
+ *   handshakes on worker threads read the reference-counted onion_keys_t
+ *   set, which is replaced (never changed) whenever the ntor keys change
+ *   (relay_keys_update_onion()), so a rotation cannot pull keys from under
+ *   a worker. The TAP key is freed on rotation: only the event loop uses
+ *   it (descriptors); TAP handshakes are refused.
  */
 #include "feature/relay/router_keys.h"
 
@@ -1057,6 +1063,9 @@ maintain(rk_state_t *st, const rk_paths_t *paths,
   k->has_ntor_previous = nf.has_previous;
   if (!nf.has_previous)
     curve25519_keypair_wipe(&k->ntor_previous);
+  /* Handshakes queued on the workers keep the set they hold. */
+  if (nbits || !k->onion)
+    relay_keys_update_onion(k);
   st->ntor_created = nf.created;
   if (new_tap) {
     crypt_rsa_free(k->tap_onion_key);
@@ -1278,6 +1287,7 @@ router_keys_free_(relay_keys_t *k)
   if (!k)
     return;
   rk_state_t *st = rk_state(k);
+  relay_keys_clear_onion(k);
   crypt_rsa_free(k->rsa_identity);
   crypt_rsa_free(k->tap_onion_key);
   free(k->rsa_id_cert);
@@ -1789,6 +1799,8 @@ router_keys_load_or_create(const char *datadir,
                                        err) < 0)
       goto err;
   }
+  if (!st->k.onion)
+    relay_keys_update_onion(&st->k); /* read_only: maintain() did not run */
   loaded_clear(&l);
   rk_paths_clear(&paths);
   return &st->k;

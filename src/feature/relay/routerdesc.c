@@ -461,8 +461,8 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     return NULL;
 
   pc_addr_fmt(&cfg->address, a, sizeof(a), 0);
-  sb_addf(&b, "router %s %s %u 0 0\n", cfg->nickname, a,
-          (unsigned)cfg->or_port);
+  sb_addf(&b, "router %s %s %u 0 %u\n", cfg->nickname, a,
+          (unsigned)cfg->or_port, (unsigned)cfg->dir_port);
   sb_add(&b, "identity-ed25519\n");
   sb_add_object(&b, "ED25519 CERT", k->ed_signing_cert,
                 k->ed_signing_cert_len, 1);

@@ -81,6 +81,7 @@ typedef struct routerdesc_config_t {
   const char *nickname;        /* 1-19 [A-Za-z0-9] */
   pc_addr_t address;           /* IPv4 address for the router line */
   uint16_t or_port;            /* its ORPort (!= 0) */
+  uint16_t dir_port;           /* its DirPort; 0: none */
   pc_addr_t ipv6_or;           /* AF_INET6 with port: an or-address line;
                                 * AF_UNSPEC: none */
   const char *contact;         /* NULL: no contact line */

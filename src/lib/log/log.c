@@ -48,6 +48,9 @@ static log_dest_t dests[LOG_MAX_DESTS];
 static int n_dests;
 static log_hook_fn hook_fn;
 static void *hook_arg;
+static log_bug_fn bug_fn;
+static void *bug_arg;
+static int in_bug_hook;
 static log_severity_t hook_min = LOG_SEV_ERR;
 static int default_min = LOG_SEV_NOTICE;
 static int scrub_addresses;
@@ -664,4 +667,28 @@ log_msg_at(log_severity_t sev, const char *file, const char *func,
   va_start(ap, fmt);
   log_vmsg_at(sev, file, func, fmt, ap);
   va_end(ap);
+}
+
+void
+log_set_bug_hook(log_bug_fn fn, void *arg)
+{
+  bug_fn = fn;
+  bug_arg = arg;
+}
+
+void
+log_bug_at(const char *file, const char *func, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  log_msg_at(LOG_SEV_WARN, file, func, "Bug: %s (in %s)", msg,
+             func ? func : "?");
+  if (bug_fn && !in_bug_hook) {
+    in_bug_hook = 1;
+    bug_fn(msg, bug_arg);
+    in_bug_hook = 0;
+  }
 }

@@ -154,4 +154,15 @@ typedef void (*log_hook_fn)(log_severity_t sev, const char *msg, void *arg);
  * or above min_sev in addition to the destinations. */
 void log_set_hook(log_severity_t min_sev, log_hook_fn fn, void *arg);
 
+/* log_bug(): something pctor's own code never expects happened (a
+ * should-not-happen branch, not bad input from outside): a warning
+ * "Bug: MESSAGE (in FUNCTION)", as tor's, and the bug hook is called with
+ * MESSAGE (the ControlPort's STATUS_GENERAL BUG event). One hook; fn NULL
+ * removes it. A bug logged from inside the hook is not passed to it. */
+typedef void (*log_bug_fn)(const char *msg, void *arg);
+void log_set_bug_hook(log_bug_fn fn, void *arg);
+void log_bug_at(const char *file, const char *func, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+#define log_bug(...) log_bug_at(__FILE__, __func__, __VA_ARGS__)
+
 #endif

@@ -33,6 +33,7 @@ typedef enum memacct_kind_t {
   MEMACCT_MEASUREME,   /* MeasureMe per-circuit state */
   MEMACCT_BACKTAP,     /* BackTap engines: cells kept for retransmission */
   MEMACCT_DOS,         /* per-address DoS records (core/or/dos) */
+  MEMACCT_UTCP,        /* user-level TCP (lib/utcp): send and reorder queues */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 

@@ -148,21 +148,46 @@ static struct {
   int count_private;
 } conn_defaults;
 
-/* When the process last ran out of file descriptors (accept or socket
- * failing with EMFILE/ENFILE), for the extra-info's
- * overload-fd-exhausted line. */
-static time_t last_fd_exhausted;
+/* Running out of file descriptors (conn.h): when it last happened, the
+ * subscriber (a registry filled at start-up) and whether the current
+ * episode was reported to it. */
+static struct {
+  time_t last;
+  int reported;
+  void (*fn)(int err, void *arg);
+  void *arg;
+} fd_exhausted;
 
 void
-conn_note_fd_exhausted(void)
+conn_note_fd_exhausted(int err)
 {
-  last_fd_exhausted = time(NULL);
+  if (err == EMFILE || err == ENFILE)
+    fd_exhausted.last = time(NULL);
+  if (fd_exhausted.reported)
+    return;
+  fd_exhausted.reported = 1;
+  if (fd_exhausted.fn)
+    fd_exhausted.fn(err, fd_exhausted.arg);
+}
+
+/* A descriptor was obtained: the next failure starts a new episode. */
+static void
+fd_obtained(void)
+{
+  fd_exhausted.reported = 0;
 }
 
 time_t
 conn_last_fd_exhausted(void)
 {
-  return last_fd_exhausted;
+  return fd_exhausted.last;
+}
+
+void
+conn_set_fd_exhausted_hook(void (*fn)(int err, void *arg), void *arg)
+{
+  fd_exhausted.fn = fn;
+  fd_exhausted.arg = fn ? arg : NULL;
 }
 
 void
@@ -386,13 +411,15 @@ conn_connect_kind(evloop_t *loop, tls_context_t *tls_ctx,
   int fd = socket(addr->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   IPPROTO_TCP);
   if (fd < 0) {
-    if (errno == EMFILE || errno == ENFILE)
-      conn_note_fd_exhausted();
+    int e = errno;
+    if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+      conn_note_fd_exhausted(e);
     if (err)
-      *err = strerror(errno);
-    log_warn("cannot create a socket: %s", strerror(errno));
+      *err = strerror(e);
+    log_warn("cannot create a socket: %s", strerror(e));
     return NULL;
   }
+  fd_obtained();
   set_nodelay(fd);
   tls_conn_t *tls = NULL;
   if (tls_ctx) {
@@ -1213,19 +1240,6 @@ conn_get_totals(uint64_t *bytes_read, uint64_t *bytes_written)
 
 /* ---- listeners ---- */
 
-/* listener_set_exhausted_hook(): a registry filled at start-up. */
-static struct {
-  void (*fn)(int err, void *arg);
-  void *arg;
-} exhausted_hook;
-
-void
-listener_set_exhausted_hook(void (*fn)(int err, void *arg), void *arg)
-{
-  exhausted_hook.fn = fn;
-  exhausted_hook.arg = fn ? arg : NULL;
-}
-
 unsigned
 conn_count_open_fds(void)
 {
@@ -1291,8 +1305,7 @@ listener_accept_cb(int lfd, int what, void *arg)
           e == EHOSTUNREACH || e == ENETUNREACH || e == EOPNOTSUPP)
         continue; /* that one connection failed; others may be waiting */
       if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-        if (e == EMFILE || e == ENFILE)
-          conn_note_fd_exhausted();
+        conn_note_fd_exhausted(e);
         /* Out of descriptors or memory: the pending connection stays in
          * the backlog and the socket stays readable, so stop watching it
          * for a while instead of spinning. */
@@ -1301,8 +1314,6 @@ listener_accept_cb(int lfd, int what, void *arg)
           log_warn("cannot accept on %s: %s; pausing accepts",
                    pc_addr_fmt(&l->addr, a, sizeof(a), 1), strerror(e));
           l->warned_exhausted = 1;
-          if (exhausted_hook.fn)
-            exhausted_hook.fn(e, exhausted_hook.arg);
         }
         evloop_io_set(l->io, 0);
         evloop_timer_schedule(l->pause_timer, LISTENER_PAUSE_USEC);
@@ -1312,6 +1323,7 @@ listener_accept_cb(int lfd, int what, void *arg)
       break;
     }
     l->warned_exhausted = 0;
+    fd_obtained();
     pc_addr_t peer;
     if (pc_addr_from_sockaddr(&peer, (struct sockaddr *)&ss, sslen) < 0)
       memset(&peer, 0, sizeof(peer)); /* family AF_UNSPEC */

@@ -136,10 +136,17 @@ int conn_set_congestion_control(conn_t *c, const char *name);
  * start-up and on reload by the daemon; tests set it back to NULL. */
 void conn_set_default_buckets(ratelimit_t *global, int count_private);
 
-/* The last time accept() or socket() failed for want of file descriptors
- * (0: never); conn_note_fd_exhausted() records one now. */
-void conn_note_fd_exhausted(void);
+/* Running out of descriptors, one record for every consumer. accept() and
+ * socket() failing with err call conn_note_fd_exhausted(err): for EMFILE
+ * and ENFILE it stamps the time that conn_last_fd_exhausted() returns
+ * (0: never; the extra-info's overload-fd-exhausted line reads it), and
+ * for those and ENOBUFS/ENOMEM it tells the subscriber of
+ * conn_set_fd_exhausted_hook() once per episode (a controller's
+ * STATUS_GENERAL TOO_MANY_CONNECTIONS): the next report comes only after
+ * an accept() or socket() succeeded. One subscriber; NULL removes it. */
+void conn_note_fd_exhausted(int err);
 time_t conn_last_fd_exhausted(void);
+void conn_set_fd_exhausted_hook(void (*fn)(int err, void *arg), void *arg);
 /* Hand the connection over to be closed: with flush_first, what is in
  * the outbuf is written first (bounded by a timeout), then the socket is
  * closed. No more callbacks are delivered and the conn frees itself; the
@@ -177,12 +184,8 @@ listener_t *listener_new_unix(evloop_t *loop, const char *path,
 /* The address actually bound (port filled in when 0 was asked). */
 const pc_addr_t *listener_addr(const listener_t *l);
 void listener_free_(listener_t *l);
-/* Told once per episode when a listener cannot accept because the process
- * (EMFILE) or the system (ENFILE) or the kernel's memory (ENOBUFS, ENOMEM)
- * is out of descriptors, with that errno; accepting pauses for a while.
- * One subscriber (a controller's STATUS_GENERAL TOO_MANY_CONNECTIONS);
- * NULL removes it. */
-void listener_set_exhausted_hook(void (*fn)(int err, void *arg), void *arg);
+/* A listener that cannot accept for want of descriptors or memory
+ * pauses accepting for a while (and reports it: conn_note_fd_exhausted). */
 /* How many file descriptors the process has open (probed below the soft
  * RLIMIT_NOFILE, at most 1 << 20; for rare reports, not per packet). */
 unsigned conn_count_open_fds(void);

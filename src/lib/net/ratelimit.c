@@ -369,7 +369,7 @@ ratelimit_free_(ratelimit_t *rl)
   if (!rl)
     return;
   if (rl->orphaned) {
-    log_warn("bug: rate limit group freed twice");
+    log_bug("rate limit group freed twice");
     return;
   }
   /* Unlimited from now on; waiters are woken from the loop at once. */

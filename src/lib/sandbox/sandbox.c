@@ -449,8 +449,9 @@ sandbox_install(const sandbox_cfg_t *cfg, char **note_out, char **err_out)
     seccomp_release(ctx);
     return -1;
   }
-  /* Every thread (the onion-skin workers started before us), not only
-   * the calling one. */
+  /* Every thread that already exists, not only the calling one (pctor
+   * starts its workers afterwards, for Landlock's sake, see sandbox.h;
+   * this keeps the filter whole should a thread exist anyway). */
   int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
   if (r < 0) {
     seccomp_release(ctx);

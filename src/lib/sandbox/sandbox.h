@@ -18,7 +18,11 @@
  *    removed only beneath those given with sandbox_cfg_allow_write().
  *    Without Landlock in the kernel the seccomp part still applies and
  *    sandbox_install() says so through *note_out.
- * Nothing can remove the filter; it is inherited by every thread.
+ * Nothing can remove either part. The seccomp filter applies to every
+ * thread of the process, even those that exist already (TSYNC); the
+ * Landlock ruleset only to the calling thread and the threads it creates
+ * afterwards (the kernel has no way to impose it on running threads), so
+ * install the sandbox before starting worker threads.
  * Without libseccomp at build time sandbox_is_supported() is 0 and
  * sandbox_install() fails with "not supported in this build".
  */

@@ -119,7 +119,8 @@ run_one(const relay_keys_t *keys, unsigned workers)
       memset(&res, 0, sizeof(res));
       res.circ_id = i + 1;
       res.htype = O.htype;
-      res.ok = onion_server_handshake(keys, O.htype, O.hdata[i], O.hlen[i],
+      res.ok = onion_server_handshake(keys->onion, cc_params_current(),
+                                      O.htype, O.hdata[i], O.hlen[i],
                                       res.reply, sizeof(res.reply),
                                       &res.rlen, res.km, sizeof(res.km),
                                       &res.params, &res.why) == 0;
@@ -130,7 +131,7 @@ run_one(const relay_keys_t *keys, unsigned workers)
     if (cpuworker_init(O.loop, &o, finish, expired) < 0)
       return -1;
     for (unsigned i = 0; i < O.n; i++)
-      if (cpuworker_submit(chan, keys, i + 1, O.htype, O.hdata[i],
+      if (cpuworker_submit(chan, keys->onion, i + 1, O.htype, O.hdata[i],
                            O.hlen[i]) < 0) {
         fprintf(stderr, "pctor-circbench: queue full at %u (at most "
                 "10000 onionskins)\n", i);
@@ -188,6 +189,7 @@ circbench_onion_main(int argc, char **argv)
   relay_keys_t *keys = pc_calloc(1, sizeof(*keys));
   curve25519_keypair_generate(&keys->ntor_current);
   crypt_rand(keys->rsa_id_digest, 20);
+  relay_keys_update_onion(keys);
   O.hdata = pc_calloc(O.n, HDATA_MAX);
   O.hlen = pc_calloc(O.n, sizeof(size_t));
   int rc = 0;
@@ -204,6 +206,7 @@ circbench_onion_main(int argc, char **argv)
   evloop_free(O.loop);
   free(O.hdata);
   free(O.hlen);
+  relay_keys_clear_onion(keys);
   pc_memwipe(keys, sizeof(*keys));
   free(keys);
   return rc ? 1 : 0;

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* selftest.c -- the ORPort reachability self-test (see selftest.h).
+ *
+ * One periodic timer drives everything: each tick (the first one second
+ * after the address is set, then every interval) abandons an attempt
+ * still pending from the previous tick, logs the complaint when it is due
+ * and starts a new attempt. The circuit itself is built by
+ * feature/client's circbuild; its callbacks only record the outcome and
+ * ask a zero-delay timer to free the builder, since a builder must not be
+ * freed from inside its own callback.
+ */
+#include "feature/relay/selftest.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/proto/create.h"
+#include "feature/client/circbuild.h"
+#include "lib/crypt/rand.h"
+#include "lib/log/log.h"
+#include "lib/malloc/alloc.h"
+
+struct selftest_t {
+  evloop_t *loop;
+  selftest_config_t cfg;
+  pc_addr_t addr;           /* advertised ORPort; family AF_UNSPEC: none */
+  int reachable;
+  circbuild_t *cb;          /* the attempt in progress, or NULL */
+  circbuild_t *done_cb;     /* an attempt that ended, freed by reap */
+  evloop_timer_t *tick, *reap;
+  time_t started, last_complaint;
+  selftest_stats_t st;
+};
+
+static unsigned
+interval_secs(const selftest_t *st)
+{
+  return st->cfg.testing ? SELFTEST_TESTING_INTERVAL_SECS
+                         : SELFTEST_INTERVAL_SECS;
+}
+
+static unsigned
+complain_secs(const selftest_t *st)
+{
+  return st->cfg.testing ? SELFTEST_TESTING_COMPLAIN_SECS
+                         : SELFTEST_COMPLAIN_SECS;
+}
+
+static void
+reap_cb(void *arg)
+{
+  selftest_t *st = arg;
+  circbuild_free(st->done_cb);
+}
+
+/* The attempt cb ended: free it soon (not from inside its callback). */
+static void
+attempt_ended(selftest_t *st, circbuild_t *cb)
+{
+  if (st->cb == cb)
+    st->cb = NULL;
+  circbuild_free(st->done_cb); /* an older one, if the reaper has not run */
+  st->done_cb = cb;
+  evloop_timer_schedule(st->reap, 0);
+}
+
+static void
+built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
+{
+  selftest_t *st = arg;
+  char a[PC_ADDR_STR_LEN];
+  (void)circ;
+  attempt_ended(st, cb);
+  if (st->reachable)
+    return;
+  st->reachable = 1;
+  evloop_timer_cancel(st->tick);
+  log_notice("Self-testing indicates your ORPort %s is reachable from "
+             "the outside. Excellent. Publishing server descriptor.",
+             pc_addr_fmt(&st->addr, a, sizeof(a), 1));
+  if (st->cfg.reachable)
+    st->cfg.reachable(st->cfg.arg);
+}
+
+static void
+closed_cb(circbuild_t *cb, int reason, const char *why, void *arg)
+{
+  selftest_t *st = arg;
+  (void)reason;
+  if (cb != st->cb)
+    return; /* a built test circuit closing later: nothing to learn */
+  st->st.n_failed++;
+  log_info("Reachability test circuit failed: %s; trying again in %u s",
+           why ? why : "closed", interval_secs(st));
+  attempt_ended(st, cb);
+}
+
+static const circbuild_cbs_t cbs = {built_cb, closed_cb, NULL};
+
+static int
+is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not)
+{
+  return dir_node_is_usable(nd) && nd != not &&
+         memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0;
+}
+
+/* A usable relay from the consensus that is neither us nor not, chosen at
+ * random; NULL when there is none. */
+static const dir_node_t *
+pick_node(const selftest_t *st, const dir_nodelist_t *nl,
+          const dir_node_t *not)
+{
+  int n = 0;
+  for (int i = 0; i < nl->n_nodes; i++)
+    n += is_candidate(st, &nl->nodes[i], not);
+  if (!n)
+    return NULL;
+  uint32_t r;
+  crypt_rand((uint8_t *)&r, sizeof(r));
+  int k = (int)(r % (uint32_t)n);
+  for (int i = 0; i < nl->n_nodes; i++)
+    if (is_candidate(st, &nl->nodes[i], not) && !k--)
+      return &nl->nodes[i];
+  return NULL;
+}
+
+static void
+fill_target(extend_target_t *t, const dir_node_t *nd)
+{
+  memset(t, 0, sizeof(*t));
+  t->addr = nd->or_addr;
+  memcpy(t->rsa_id, nd->rsa_id, 20);
+  if (nd->has_ed25519) {
+    t->has_ed_id = 1;
+    memcpy(t->ed_id, nd->ed25519_id, 32);
+  }
+  memcpy(t->ntor_key, nd->ntor_key, 32);
+  t->handshake = HTYPE_NTOR;
+}
+
+/* Two relays, then us: a relay refuses to extend a circuit back to the
+ * relay it came from, so the hop before us must not be our first hop's
+ * peer (we are). */
+static void
+attempt(selftest_t *st)
+{
+  extend_target_t hops[3];
+  char a[PC_ADDR_STR_LEN], b[PC_ADDR_STR_LEN];
+  const dir_nodelist_t *nl = st->cfg.nodelist(st->cfg.arg);
+  const dir_node_t *n1 = nl ? pick_node(st, nl, NULL) : NULL;
+  const dir_node_t *n2 = n1 ? pick_node(st, nl, n1) : NULL;
+  if (!n2) {
+    log_info("Reachability test: the consensus does not have two other "
+             "usable relays to test through yet");
+    return;
+  }
+  fill_target(&hops[0], n1);
+  fill_target(&hops[1], n2);
+  extend_target_t *self = &hops[2];
+  const relay_keys_t *k = st->cfg.keys;
+  memset(self, 0, sizeof(*self));
+  self->addr = st->addr;
+  memcpy(self->rsa_id, k->rsa_id_digest, 20);
+  self->has_ed_id = 1;
+  memcpy(self->ed_id, k->ed_identity.pub, 32);
+  memcpy(self->ntor_key, k->ntor_current.pub, 32);
+  self->handshake = HTYPE_NTOR;
+  st->st.n_attempts++;
+  log_info("Testing the reachability of our ORPort %s through %s and %s",
+           pc_addr_fmt(&st->addr, a, sizeof(a), 1),
+           pc_addr_fmt(&hops[0].addr, b, sizeof(b), 1), n2->nickname);
+  st->cb = circbuild_start(hops, 3, &cbs, st);
+  if (!st->cb) {
+    st->st.n_failed++;
+    log_info("Reachability test: could not start a circuit");
+  }
+}
+
+static void
+tick_cb(void *arg)
+{
+  selftest_t *st = arg;
+  char a[PC_ADDR_STR_LEN];
+  if (st->reachable)
+    return;
+  if (st->cb) { /* still not built after a whole interval */
+    circbuild_t *cb = st->cb;
+    st->st.n_failed++;
+    log_info("Reachability test circuit not built after %u s; abandoning "
+             "it", interval_secs(st));
+    st->cb = NULL;
+    circbuild_free(cb);
+  }
+  time_t now = time(NULL);
+  if (now - st->started >= (time_t)complain_secs(st) &&
+      (!st->last_complaint ||
+       now - st->last_complaint >= (time_t)complain_secs(st))) {
+    st->last_complaint = now;
+    st->st.n_complaints++;
+    log_warn("Your server has not managed to confirm reachability for "
+             "its ORPort(s) at %s. Relays do not publish descriptors "
+             "until their ORPort is reachable. Please check your "
+             "firewalls, ports, address, /etc/hosts file, etc.",
+             pc_addr_fmt(&st->addr, a, sizeof(a), 1));
+  }
+  attempt(st);
+  if (!st->reachable && !evloop_timer_is_pending(st->tick))
+    evloop_timer_schedule_periodic(st->tick,
+                                   (uint64_t)interval_secs(st) * 1000000);
+}
+
+selftest_t *
+selftest_new(evloop_t *loop, const selftest_config_t *cfg)
+{
+  selftest_t *st = pc_zalloc(sizeof(*st));
+  st->loop = loop;
+  st->cfg = *cfg;
+  st->addr.family = AF_UNSPEC;
+  st->tick = evloop_timer_new(loop, tick_cb, st);
+  st->reap = evloop_timer_new(loop, reap_cb, st);
+  return st;
+}
+
+void
+selftest_set_address(selftest_t *st, const pc_addr_t *orport)
+{
+  if (st->addr.family != AF_UNSPEC && pc_addr_eq(&st->addr, orport, 1))
+    return;
+  char a[PC_ADDR_STR_LEN];
+  int again = st->addr.family != AF_UNSPEC;
+  st->addr = *orport;
+  st->reachable = 0;
+  if (st->cb) {
+    circbuild_t *cb = st->cb;
+    st->cb = NULL;
+    circbuild_free(cb);
+  }
+  st->started = time(NULL);
+  st->last_complaint = 0;
+  log_notice("Now checking whether IPv4 ORPort %s is reachable%s... (this "
+             "may take up to %u minutes -- look for log messages "
+             "indicating success)",
+             pc_addr_fmt(orport, a, sizeof(a), 1),
+             again ? " (the advertised address changed)" : "",
+             complain_secs(st) >= 60 ? complain_secs(st) / 60 : 1);
+  evloop_timer_cancel(st->tick);
+  evloop_timer_schedule(st->tick, 1000000);
+}
+
+int
+selftest_is_reachable(const selftest_t *st)
+{
+  return st && st->reachable;
+}
+
+const pc_addr_t *
+selftest_address(const selftest_t *st)
+{
+  return &st->addr;
+}
+
+void
+selftest_get_stats(const selftest_t *st, selftest_stats_t *out)
+{
+  *out = st->st;
+}
+
+void
+selftest_free_(selftest_t *st)
+{
+  if (!st)
+    return;
+  circbuild_free(st->cb);
+  circbuild_free(st->done_cb);
+  evloop_timer_free(st->tick);
+  evloop_timer_free(st->reap);
+  free(st);
+}
