@@ -18,8 +18,8 @@
 #     reach 0 in a direction, STATUS_SERVER HIBERNATION_STATUS events SOFT
 #     then HARD, p1's own descriptor says "hibernating 1"; p1 logs the soft
 #     and hard limits;
-#   - a new circuit through p1 fails (its ORPort is closed), while a
-#     circuit through p2 alone still works;
+#   - a new circuit through p1 fails (its ORPort is closed; its DirPort
+#     too), while a circuit through p2 alone still works;
 #   - after SIGTERM the state file holds AccountingIntervalStart and
 #     AccountingBytes*InInterval (at least the quota); tor 0.4.9 started
 #     on a copy of it with the same quota hibernates at once; a restarted
@@ -30,7 +30,7 @@
 #     the identity), which is the interval's start: stem sees AWAKE (event
 #     and GETINFO), bytes back near 0, interval-start == HH:MM, the
 #     descriptor without "hibernating 1", and circuits through p1 work
-#     again;
+#     again; its DirPort answers again;
 #   - soft hibernation alone (SETCONF AccountingMax to put the count between
 #     the soft and hard limits): state "soft" with bytes left, a SOFT event,
 #     and a CREATE on p2's already open connection to p1 answered with
@@ -58,7 +58,7 @@ head -c $((3 * 1024 * 1024)) /dev/urandom > "$www/file"
 read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
-read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname p1ctl)
+read -r _ cport dport _ < <(it_privnet reserve "$net" --role aux --nickname p1ctl)
 # The interval boundary 1.5-2.5 minutes from now (local time, as tor's), so
 # that the test sees the next interval begin.
 boundary=$(date -d "+150 sec" +%H:%M)
@@ -66,6 +66,7 @@ boundary_epoch=$(date -d "$boundary" +%s)
 [ "$boundary_epoch" -gt "$(date +%s)" ] || boundary_epoch=$((boundary_epoch + 86400))
 it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
 ControlPort $cport
+DirPort 127.0.0.1:$dport
 AccountingMax 1 MBytes
 AccountingStart day $boundary"
 it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
@@ -77,6 +78,7 @@ RefuseUnknownExits 0
 ServerDNSResolvConfFile $net/resolv.conf"
 d1=$(cat "$net/p1.dir")
 it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its ControlPort"
+it_wait_port 127.0.0.1 "$dport" 10 || it_fail "p1 does not listen on its DirPort"
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
 export D1=$d1 CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
 
@@ -103,9 +105,10 @@ assert t["wake"] == t["start"], t
 a = c.get_accounting_stats()
 assert a.status == "awake" and a.read_limit == 1048576, a
 # As tor: 1 MiB a day could go at the advertised rate, so no directory
-# service is advertised.
+# service is advertised (no tunnelled-dir-server, DirPort 0).
 desc = c.get_info("desc/id/" + os.environ["FP1"])
-assert "router p1 " in desc and "tunnelled-dir-server" not in desc, desc
+assert "tunnelled-dir-server" not in desc, desc
+assert re.search(r"^router p1 127\.0\.0\.1 \d+ 0 0$", desc, re.M), desc.splitlines()[0]
 print("awake:", left, used, t["start"], t["end"])
 EOF
 it_log "p1 reports accounting awake with a 1 MiB quota"
@@ -165,7 +168,9 @@ if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/cir
 fi
 "$CIRCTEST" --timeout 30 --nodes "$nodes" "$(hop p2)" > "$net/circ2.out" 2>&1 ||
     it_fail "a circuit through p2 failed: $(tail -3 "$net/circ2.out")"
-it_log "a new circuit through p1 fails; through p2 it works"
+curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$dport/tor/server/authority" &&
+    it_fail "p1's DirPort still answers while hibernating"
+it_log "a new circuit through p1 fails (its DirPort is closed too); through p2 it works"
 
 # 4. The count survives a restart.
 pid1=$(cat "$d1/pid")
@@ -306,6 +311,8 @@ assert "\nhibernating 1\n" not in desc, "the descriptor still says hibernating 1
 print("awake again; bytes", b, "events", seen)
 EOF
 it_wait_port 127.0.0.1 "$(cat "$net/p1.port")" 10 || it_fail "p1 did not reopen its ORPort"
+curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$dport/tor/server/authority" ||
+    it_fail "p1's DirPort does not answer after it woke"
 "$CIRCTEST" --timeout 30 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ4.out" 2>&1 ||
     it_fail "no circuit through p1 after it woke: $(tail -3 "$net/circ4.out")"
 grep -q "Hibernation period ended. Resuming normal activity." "$d1/info.log" ||
