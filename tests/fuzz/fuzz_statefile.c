@@ -3,7 +3,9 @@
  * start: lib/fs/statefile's line parser, then the two readers of its
  * values, feature/client/guards (tor's "Guard in=... rsa_id=..." lines)
  * and feature/client/cbt (CircuitBuildTimeBin, CircuitBuildAbandonedCount),
- * and a rewrite of the guard lines (what a save would write).
+ * and a rewrite of the guard lines (what a save would write); then
+ * feature/hibernate's Accounting* lines, one tick of accounting at a fixed
+ * time (UTC) and its GETINFO answers.
  *
  * Input: the file's bytes.
  * Bound: the store keeps every line (two strings and a 16-byte slot, at
@@ -14,6 +16,7 @@
 
 #include "feature/client/cbt.h"
 #include "feature/client/guards.h"
+#include "feature/hibernate/hibernate.h"
 #include "lib/fs/statefile.h"
 
 #include <stdlib.h>
@@ -55,6 +58,22 @@ run(const uint8_t *data, size_t len)
   cbt_write_state(cbt, st);
   (void)cbt_timeout_ms(cbt);
   cbt_free(cbt);
+  hibernate_options_t ho = {1 << 20, ACCT_RULE_SUM, {ACCT_UNIT_DAY, 0, 3, 0}};
+  hibernate_t *h = hibernate_new(&ho, (const uint8_t *)"01234567890123456789",
+                                 1 << 20, NULL);
+  hibernate_load_state(h, st);
+  hibernate_tick(h, 1795735320);
+  static const char *const keys[] = {
+      "accounting/bytes", "accounting/bytes-left", "accounting/hibernating",
+      "accounting/interval-start", "accounting/interval-wake",
+      "accounting/interval-end"};
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    char *v = NULL;
+    if (hibernate_getinfo(h, keys[i], &v) > 0)
+      free(v);
+  }
+  hibernate_save_state(h, st);
+  hibernate_free(h);
   statefile_free(st);
 }
 

@@ -64,7 +64,7 @@ want family.torrc accepted
 want dual-stack.torrc accepted
 want debian.torrc accepted
 want exit-reduced.torrc accepted
-want accounting.torrc "refused AccountingMax"
+want accounting.torrc accepted
 want older-guide.torrc accepted
 
 # The accepted values, as tor reads them (base units).
@@ -89,6 +89,8 @@ has exit.torrc "BandwidthRate 6553600" --defaults-torrc /nonexistent
 has exit-reduced.torrc "ReducedExitPolicy 1" --defaults-torrc /nonexistent
 has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
 has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
+has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
+has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
 has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
 # Debian's layout: the defaults file, the torrc.d file (not the dot file).
 has debian.torrc "Nickname DebRelay" --defaults-torrc "$dir/debian-defaults"

@@ -23,6 +23,7 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/command.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "feature/dircache/dircache.h"
@@ -182,7 +183,7 @@ build_one_hop(uint16_t handshake)
  * and answers RELAY_END NOTDIRECTORY, which proves that relay cells go
  * through the crypto layer in both directions. */
 static void
-check_round_trip(origin_circuit_t *c)
+check_begin_dir_end(origin_circuit_t *c, unsigned want_reason)
 {
   T.relay_seen = 0;
   ck_assert_int_eq(origin_circuit_send_relay(c, 0, RELAY_COMMAND_BEGIN_DIR,
@@ -191,7 +192,13 @@ check_round_trip(origin_circuit_t *c)
   run_loop();
   ck_assert_int_eq(T.relay_seen, 1);
   ck_assert_uint_eq(T.relay_cmd, RELAY_COMMAND_END);
-  ck_assert_uint_eq(T.relay_body0, END_REASON_NOTDIRECTORY);
+  ck_assert_uint_eq(T.relay_body0, want_reason);
+}
+
+static void
+check_round_trip(origin_circuit_t *c)
+{
+  check_begin_dir_end(c, END_REASON_NOTDIRECTORY);
 }
 
 static void
@@ -224,6 +231,39 @@ END_TEST
 START_TEST(test_one_hop_fast)
 {
   handshake_test(CIRC_HTYPE_FAST);
+}
+END_TEST
+
+/* The gates feature/hibernate closes while hibernating (as tor): BEGIN_DIR
+ * on an open circuit gets END HIBERNATING, a new CREATE is refused with a
+ * DESTROY; without the begin gate BEGIN_DIR reaches its handler again. */
+static int gate_begin(void) { return END_REASON_HIBERNATING; }
+static int gate_create(void) { return DESTROY_REASON_HIBERNATING; }
+
+START_TEST(test_hibernation_gates)
+{
+  origin_circuit_t *c = build_one_hop(HTYPE_NTOR);
+  relay_set_begin_gate(gate_begin);
+  check_begin_dir_end(c, END_REASON_HIBERNATING);
+  relay_set_begin_gate(NULL);
+  check_round_trip(c); /* NOTDIRECTORY again: the handler answers */
+
+  command_stats_t before, after;
+  command_get_stats(&before);
+  command_set_create_gate(gate_create);
+  extend_target_t t = self_target(HTYPE_NTOR);
+  T.closed = 0;
+  T.n_open = 0;
+  origin_circuit_t *c2 = origin_circuit_launch(&t, &ops, NULL);
+  ck_assert_ptr_nonnull(c2);
+  run_loop();
+  ck_assert_int_eq(T.closed, 1);
+  /* (an origin reports any DESTROY it receives as DESTROYED) */
+  ck_assert_int_eq(T.close_reason, DESTROY_REASON_DESTROYED);
+  command_get_stats(&after);
+  ck_assert_uint_eq(after.n_create_refused, before.n_create_refused + 1);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 1); /* only c's */
+  command_set_create_gate(NULL);
 }
 END_TEST
 
@@ -632,6 +672,7 @@ suite_circuit(void)
   tcase_add_test(tc, test_one_hop_ntor3);
   tcase_add_test(tc, test_one_hop_fast);
   tcase_add_test(tc, test_extend_to_self_refused);
+  tcase_add_test(tc, test_hibernation_gates);
   tcase_add_test(tc, test_wrong_ntor_key_refused);
   tcase_add_test(tc, test_wrong_identity_refused);
   tcase_add_test(tc, test_truncate);

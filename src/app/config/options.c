@@ -45,6 +45,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/path.h"
 #include "feature/exit/policy.h"
+#include "feature/hibernate/hibernate.h"
 #include "feature/ipsec/broker.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
@@ -1276,6 +1277,7 @@ static const conf_module_t *const modules[] = {
   &dgram_conf_module,
   &cpuworker_conf_module,
   &dos_conf_module,
+  &hibernate_conf_module,
   &ipsec_conf_module,
   &measureme_conf_module,
 };
@@ -1458,8 +1460,6 @@ static const struct {
   const char *name;
   const char *advice;
 } tor_advice[] = {
-  {"Accounting*", "pctor has no accounting or hibernation yet; limit the "
-   "relay with BandwidthRate and RelayBandwidthRate"},
   {"Control*", "pctor's control port is set up with ControlPort, "
    "ControlSocket (and its flags), CookieAuthentication, CookieAuthFile "
    "and HashedControlPassword only"},
@@ -1496,7 +1496,7 @@ static const struct {
 } tor_same_behaviour[] = {
   {"IPv6Exit", "0"},
   {"BridgeRelay", "0"},
-  {"ClientOnly", "0"},        {"AccountingMax", "0"},
+  {"ClientOnly", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
   {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
   {"ExitPortStatistics", "0"},      {"ConnDirectionStatistics", "0"},

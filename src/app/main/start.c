@@ -39,6 +39,7 @@
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/geoip/geoip.h"
+#include "feature/hibernate/hibernate.h"
 #include "feature/ipsec/broker.h"
 #include "feature/dgram/dgram.h"
 #include "feature/dgram/dgram_options.h"
@@ -116,6 +117,8 @@ static struct {
   time_t start_time;
   int started;
   geoip_db_t *geoip; /* GeoIPFile, GeoIPv6File; NULL: none loaded */
+  hibernate_t *hib;  /* AccountingMax; NULL when not a relay */
+  const options_t *opts; /* the current options */
 } A;
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
@@ -507,9 +510,17 @@ configure_publishing(const options_t *o)
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
+  rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
   rc.dir_port = options_dirport_advertised(o);
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
+  if ((rc.tunnelled_dir_server || rc.dir_port) &&
+      !hibernate_dircache_allowed(A.hib, rc.bw_rate, time(NULL))) {
+    rc.tunnelled_dir_server = 0; /* as tor: no directory bytes to spend */
+    rc.dir_port = 0;
+    log_info("Not advertising directory service: AccountingMax could be "
+             "used up at the advertised rate.");
+  }
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
 
   n = relay_authorities(o, &auths);
@@ -1172,6 +1183,10 @@ heartbeat_cb(void *arg)
     dos_heartbeat_line(line, sizeof(line));
     log_notice("%s", line);
   }
+  char acct[512];
+  hibernate_heartbeat_line(A.hib, time(NULL), acct, sizeof(acct));
+  if (acct[0])
+    log_notice("%s", acct);
   if (cpuworker_enabled()) {
     char cw[256];
     cpuworker_heartbeat_line(cw, sizeof(cw));
@@ -1204,6 +1219,138 @@ apply_heartbeat(const options_t *o)
   if (o->heartbeat_period > 0)
     evloop_timer_schedule_periodic(A.heartbeat,
                                    (uint64_t)o->heartbeat_period * 1000000);
+}
+
+/* Listen on the ORPorts (not NoListen ones). Returns 0, or -1 (logged)
+ * when one cannot be bound. */
+static int
+open_orports(const options_t *opts)
+{
+  for (int i = 0; i < opts->or_ports.n; i++) {
+    const char *why = NULL;
+    pc_addr_t bound;
+    char a[PC_ADDR_STR_LEN];
+    pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN) {
+      log_notice("Advertising ORPort %s without listening on it "
+                 "(NoListen)", a);
+      continue;
+    }
+    if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
+      log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
+      return -1;
+    }
+    log_notice("Opened ORPort on %s", a);
+  }
+  return 0;
+}
+
+/* Listen on the DirPorts (not NoListen ones) and load DirPortFrontPage.
+ * Returns 0, or -1 (logged) when a port cannot be bound. */
+static int
+open_dirports(const options_t *opts)
+{
+  for (int i = 0; i < opts->dir_ports.n; i++) {
+    char a[PC_ADDR_STR_LEN], *why = NULL;
+    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
+    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
+      log_notice("Advertising DirPort %s without listening on it "
+                 "(NoListen)", a);
+    else if (dirport_listen(A.loop, &opts->dir_ports.addrs[i], NULL,
+                            &why) < 0) {
+      log_err("%s", why);
+      free(why);
+      return -1;
+    }
+  }
+  if (opts->dir_port_front_page) {
+    char *why = NULL;
+    if (opts->dir_ports.n == 0)
+      log_warn("DirPortFrontPage is set but there is no DirPort: serving "
+               "no front page");
+    else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
+      log_warn("%s; serving no front page", why);
+      free(why);
+    }
+  }
+  return 0;
+}
+
+/* ---- Accounting and hibernation (feature/hibernate): one block ----
+ * Soft hibernation closes the ORPort and DirPort listeners (the DirPort's
+ * connections too: dirport has no listener-only close) and refuses CREATEs
+ * (DESTROY HIBERNATING) and BEGIN/BEGIN_DIR (END HIBERNATING), as tor;
+ * hard hibernation also closes every channel;
+ * waking reopens the listeners. Each change republishes the descriptor
+ * ("hibernating 1" while not awake), is sent to controllers as tor's
+ * STATUS_SERVER HIBERNATION_STATUS event, and saves the state file. */
+static int
+hib_create_gate(void)
+{
+  return hibernate_state(A.hib) != HIBERNATE_AWAKE
+             ? DESTROY_REASON_HIBERNATING : 0;
+}
+
+static int
+hib_begin_gate(void)
+{
+  return hibernate_state(A.hib) != HIBERNATE_AWAKE ? END_REASON_HIBERNATING
+                                                   : 0;
+}
+
+static void
+hib_save(void *arg)
+{
+  (void)arg;
+  char *err = NULL;
+  hibernate_save_state(A.hib, A.state);
+  if (A.state && statefile_is_dirty(A.state) &&
+      statefile_save(A.state, time(NULL), &err) < 0)
+    log_warn("Could not save the accounting counters: %s", err);
+  free(err);
+}
+
+static void
+hib_changed(hibernate_state_t from, hibernate_state_t to, void *arg)
+{
+  (void)arg;
+  if (to != HIBERNATE_AWAKE) {
+    if (from == HIBERNATE_AWAKE)
+      dirport_shutdown();
+    channels_close_listeners();
+    if (to == HIBERNATE_HARD)
+      channels_close_all("hibernating (AccountingMax)");
+  } else if (from != HIBERNATE_AWAKE && A.opts &&
+             (open_orports(A.opts) < 0 || open_dirports(A.opts) < 0)) {
+    log_warn("Could not reopen the ORPorts or DirPorts after hibernation.");
+  }
+  char *text = pc_asprintf("HIBERNATION_STATUS STATUS=%s",
+                           to == HIBERNATE_SOFT   ? "SOFT"
+                           : to == HIBERNATE_HARD ? "HARD"
+                                                  : "AWAKE");
+  control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
+  free(text);
+  if (A.opts && A.opts->or_ports.n > 0)
+    configure_publishing(A.opts);
+}
+
+static uint64_t
+hib_rate(const options_t *o)
+{
+  return o->relay_bandwidth_rate ? o->relay_bandwidth_rate
+                                 : o->bandwidth_rate;
+}
+
+static void
+start_hibernation(const options_t *o)
+{
+  const hibernate_host_t host = {hib_changed, hib_save, NULL};
+  A.hib = hibernate_new(options_module(o, &hibernate_conf_module),
+                        A.keys->rsa_id_digest, hib_rate(o), &host);
+  hibernate_load_state(A.hib, A.state);
+  command_set_create_gate(hib_create_gate);
+  relay_set_begin_gate(hib_begin_gate);
+  hibernate_start(A.hib, A.loop);
 }
 
 void
@@ -1530,11 +1677,8 @@ ctl_getinfo(const char *key, char **value, void *arg)
     if (r)
       return r;
   }
-  if (!strncmp(key, "accounting/", 11) && strcmp(key, "accounting/enabled")) {
-    *value = pc_strdup("Accounting is not enabled (pctor has no "
-                       "AccountingMax)");
-    return -1;
-  }
+  if (hibernate_getinfo(A.hib, key, value))
+    return 1;
   if (!strcmp(key, "exit-policy/default")) {
     *value = pc_strdup(EXIT_POLICY_DEFAULT);
     return 1;
@@ -1720,6 +1864,7 @@ app_start(evloop_t *loop, const options_t *opts)
 {
   char *err = NULL;
   A.loop = loop;
+  A.opts = opts;
   configure_outbound_binds(opts);
   if (configure_geoip(opts, NULL, 1) < 0)
     return -1;
@@ -1820,45 +1965,10 @@ app_start(evloop_t *loop, const options_t *opts)
 
   if (opts->or_ports.n == 0)
     log_notice("No ORPort configured: nothing will connect to this relay");
-  for (int i = 0; i < opts->or_ports.n; i++) {
-    const char *why = NULL;
-    pc_addr_t bound;
-    char a[PC_ADDR_STR_LEN];
-    pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
-    if (opts->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN) {
-      log_notice("Advertising ORPort %s without listening on it "
-                 "(NoListen)", a);
-      continue;
-    }
-    if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
-      log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
-      return -1;
-    }
-    log_notice("Opened ORPort on %s", a);
-  }
-  for (int i = 0; i < opts->dir_ports.n; i++) {
-    char a[PC_ADDR_STR_LEN], *why = NULL;
-    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
-    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
-      log_notice("Advertising DirPort %s without listening on it "
-                 "(NoListen)", a);
-    else if (dirport_listen(loop, &opts->dir_ports.addrs[i], NULL,
-                            &why) < 0) {
-      log_err("%s", why);
-      free(why);
-      return -1;
-    }
-  }
-  if (opts->dir_port_front_page) {
-    char *why = NULL;
-    if (opts->dir_ports.n == 0)
-      log_warn("DirPortFrontPage is set but there is no DirPort: serving "
-               "no front page");
-    else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
-      log_warn("%s; serving no front page", why);
-      free(why);
-    }
-  }
+  if (open_orports(opts) < 0)
+    return -1;
+  if (open_dirports(opts) < 0)
+    return -1;
   A.key_timer = evloop_timer_new(loop, key_timer_cb, NULL);
   evloop_timer_schedule_periodic(A.key_timer, KEY_CHECK_INTERVAL_USEC);
   if (configure_exit(opts) < 0)
@@ -1873,6 +1983,7 @@ app_start(evloop_t *loop, const options_t *opts)
                "consider setting it, so the directory authorities and "
                "relay operators can contact you if your relay is "
                "misconfigured or something else goes wrong.");
+    start_hibernation(opts); /* first: the descriptor depends on it */
     configure_publishing(opts);
   }
   if (start_client(opts) < 0)
@@ -1895,6 +2006,11 @@ app_start_workers(const options_t *opts)
 int
 app_reconfigure(const options_t *old_opts, const options_t *new_opts)
 {
+  A.opts = new_opts;
+  if (A.hib)
+    hibernate_configure(A.hib,
+                        options_module(new_opts, &hibernate_conf_module),
+                        hib_rate(new_opts), time(NULL));
   extend_set_allow_private(allow_private(new_opts));
   apply_max_mem(new_opts);
   apply_bandwidth(new_opts);
@@ -2165,6 +2281,10 @@ app_shutdown(void)
   evloop_timer_free(A.key_timer);
   publish_save_history(A.pub, A.state, time(NULL));
   publish_free(A.pub);
+  command_set_create_gate(NULL);
+  relay_set_begin_gate(NULL);
+  hibernate_save_state(A.hib, A.state);
+  hibernate_free(A.hib);
   exit_policy_free(A.exit_policy);
   free_exit_desc_lines();
   dns_resolver_free(A.dns);

@@ -329,6 +329,16 @@ channels_close_listeners(void)
 }
 
 void
+channels_close_all(const char *why)
+{
+  dlist_node_t *n;
+  if (!G.all.head.next)
+    return;
+  while ((n = dlist_first(&G.all)))
+    channel_close(DLIST_ENTRY(n, channel_t, all_node), why);
+}
+
+void
 channels_shutdown(void)
 {
   dlist_node_t *n;

@@ -48,6 +48,8 @@ void channels_shutdown(void);
 /* Stop accepting connections on the ORPorts; open channels stay (a
  * graceful shutdown, SIGINT with ShutdownWaitLength). */
 void channels_close_listeners(void);
+/* Close every channel (hard hibernation); listeners stay as they are. */
+void channels_close_all(const char *why);
 /* The event loop channels run on. */
 evloop_t *channels_loop(void);
 /* Our relay keys, or NULL when we are a pure client. */

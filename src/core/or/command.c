@@ -40,6 +40,15 @@ command_get_stats(command_stats_t *out)
   *out = stats;
 }
 
+/* Set at start-up (and when hibernation changes), read per CREATE. */
+static command_create_gate_fn create_gate;
+
+void
+command_set_create_gate(command_create_gate_fn fn)
+{
+  create_gate = fn;
+}
+
 static void
 refuse_create(channel_t *chan, uint32_t circ_id, uint8_t reason,
               const char *why)
@@ -75,6 +84,11 @@ handle_create(channel_t *chan, const cell_t *cell)
   if (((id & 0x80000000u) != 0) != peer_initiated) {
     refuse_create(chan, id, DESTROY_REASON_PROTOCOL,
                   "circuit ID has the wrong high bit for this side");
+    return;
+  }
+  int gate = create_gate ? create_gate() : 0;
+  if (gate) {
+    refuse_create(chan, id, (uint8_t)gate, "hibernating (AccountingMax)");
     return;
   }
   /* DoSCircuitCreation*: clients only (a peer that proved a relay

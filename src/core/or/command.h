@@ -17,6 +17,11 @@ typedef struct command_stats_t {
   uint64_t n_protocol_closes;
 } command_stats_t;
 void command_get_stats(command_stats_t *out);
+/* One gate for new circuits (feature/hibernate's soft and hard states):
+ * fn returns 0 to let a CREATE through, or the DESTROY reason to refuse
+ * it with. NULL removes the gate. */
+typedef int (*command_create_gate_fn)(void);
+void command_set_create_gate(command_create_gate_fn fn);
 /* The event-loop half of a CREATE/CREATE2 (cpuworker.h's finish and
  * expired functions): make the circuit and answer CREATED2/CREATED_FAST,
  * or DESTROY. chan must be open. */

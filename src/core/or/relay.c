@@ -61,6 +61,14 @@ handle_truncate(or_circuit_t *oc)
 }
 
 static relay_mux_inbound_fn mux_inbound;
+/* Set at start-up, read per BEGIN/BEGIN_DIR. */
+static relay_begin_gate_fn begin_gate;
+
+void
+relay_set_begin_gate(relay_begin_gate_fn fn)
+{
+  begin_gate = fn;
+}
 
 int
 relay_set_mux_inbound(relay_mux_inbound_fn fn)
@@ -82,6 +90,18 @@ dispatch(or_circuit_t *oc, const relay_header_t *hp, const uint8_t *body,
          int early, int ordered)
 {
   relay_header_t h = *hp;
+  if ((h.command == RELAY_COMMAND_BEGIN ||
+       h.command == RELAY_COMMAND_BEGIN_DIR) && begin_gate) {
+    int r = begin_gate();
+    if (r) {
+      uint8_t reason = (uint8_t)r;
+      log_info("Refusing %s on circuit %llu: hibernating",
+               relay_command_name(h.command),
+               (unsigned long long)oc->base.gid);
+      or_circuit_send_relay(oc, RELAY_COMMAND_END, h.stream_id, &reason, 1);
+      return 0;
+    }
+  }
   if (handlers[h.command])
     return handlers[h.command](oc, &h, body, early);
   switch (h.command) {

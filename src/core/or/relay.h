@@ -63,10 +63,17 @@ int relay_set_mux_inbound(relay_mux_inbound_fn fn);
 int relay_deliver_ordered(or_circuit_t *home, const relay_header_t *h,
                           const uint8_t *body);
 
+/* One gate for new streams (feature/hibernate's soft and hard states, as
+ * tor): fn returns 0 to let a BEGIN or BEGIN_DIR through to its handler,
+ * or the RELAY_END reason to refuse it with. NULL removes the gate. */
+typedef int (*relay_begin_gate_fn)(void);
+void relay_set_begin_gate(relay_begin_gate_fn fn);
+
 /* RELAY_END reasons (tor-spec 6.3) used by core. */
 enum {
   END_REASON_MISC = 1,
   END_REASON_EXITPOLICY = 4,
+  END_REASON_HIBERNATING = 9,
   END_REASON_NOTDIRECTORY = 14,
 };
 #endif

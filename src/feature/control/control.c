@@ -1100,10 +1100,6 @@ getinfo_one(const char *key, char **value)
     *value = pc_strdup("unknown");
     return 1;
   }
-  if (!strcmp(key, "accounting/enabled")) {
-    *value = pc_strdup("0"); /* pctor has no AccountingMax */
-    return 1;
-  }
   if (!strcmp(key, "signal/names")) {
     *value = pc_strdup("RELOAD SHUTDOWN DUMP DEBUG HALT HUP INT USR1 USR2 "
                        "TERM NEWNYM CLEARDNSCACHE HEARTBEAT ACTIVE DORMANT");
@@ -1204,7 +1200,15 @@ getinfo_one(const char *key, char **value)
 
 /* Keys for info/names ("key -- description"). */
 static const char *const info_names[] = {
+    "accounting/bytes -- Number of bytes read/written so far in the "
+    "accounting interval.",
+    "accounting/bytes-left -- Number of bytes left to write/read so far in "
+    "the accounting interval.",
     "accounting/enabled -- Is accounting currently enabled?",
+    "accounting/hibernating -- Are we hibernating or awake?",
+    "accounting/interval-end -- Time when the accounting period ends.",
+    "accounting/interval-start -- Time when the accounting period starts.",
+    "accounting/interval-wake -- Time to wake up in this accounting period.",
     "address -- IP address of this relay.",
     "bw-event-cache -- Cached BW events for a short interval.",
     "circuit-status -- List of current circuits originating here.",

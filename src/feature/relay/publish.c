@@ -170,7 +170,8 @@ rc_same_content(const routerdesc_config_t *a, const routerdesc_config_t *b)
          a->bw_rate == b->bw_rate && a->bw_burst == b->bw_burst &&
          str_eq_nullable(a->platform, b->platform) &&
          a->crosscert_lifetime_days == b->crosscert_lifetime_days &&
-         a->tunnelled_dir_server == b->tunnelled_dir_server;
+         a->tunnelled_dir_server == b->tunnelled_dir_server &&
+         a->hibernating == b->hibernating;
 }
 
 static void

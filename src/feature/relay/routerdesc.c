@@ -553,6 +553,8 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
   }
   if (cfg->tunnelled_dir_server)
     sb_add(&b, "tunnelled-dir-server\n");
+  if (cfg->hibernating)
+    sb_add(&b, "hibernating 1\n");
   if (cfg->overload_general > 0) {
     time_format_iso(when, cfg->overload_general);
     sb_addf(&b, "overload-general 1 %s\n", when);

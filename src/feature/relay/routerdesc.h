@@ -97,6 +97,7 @@ typedef struct routerdesc_config_t {
   uint64_t uptime;             /* seconds */
   int crosscert_lifetime_days; /* ntor crosscert validity; 0: default */
   int tunnelled_dir_server;    /* pctor answers BEGIN_DIR */
+  int hibernating;             /* "hibernating 1" (AccountingMax) */
   /* dir-spec "overload-general 1 TIME" (proposal 328): the hour of the
    * last overload (MaxMemInQueues closed circuits) within 72 hours;
    * 0: none. */
