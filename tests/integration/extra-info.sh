@@ -21,8 +21,9 @@
 # __StateSaveInterval 5 seconds, and while it still runs the state file on
 # disk must have been rewritten (LastWritten, an info line "Saved the state
 # file") with the traffic so far: read history above the seeded bytes and
-# some write history.
-# Not in TESTS by default (about a minute).
+# some write history. A directory put in the state file's place makes the
+# writes fail: one warning only, then a notice when it works again.
+# Not in TESTS by default (about 1.5 minutes).
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -101,6 +102,21 @@ kill -0 "$ppid" || it_fail "pctor is not running"
 grep -q 'Saved the state file' "$pdir/info.log" ||
     it_fail "no info line says the state file was saved"
 it_log "pctor wrote its traffic to the state file while running ($(bw_sum BWHistoryReadValues "$pdir/data/state") bytes read)"
+
+# A write that fails (a directory where the state file goes) is warned
+# about once however often it is retried, and said when it works again.
+rm "$pdir/data/state" && mkdir "$pdir/data/state"
+state_warns() { grep -c 'Cannot write state file' "$pdir/info.log"; }
+it_wait_until 60 grep -q 'Cannot write state file' "$pdir/info.log" ||
+    it_fail "no warning when the state file cannot be written"
+sleep 16 # three more checks, each failing again
+[ "$(state_warns)" -eq 1 ] ||
+    it_fail "the failing state file write was warned about $(state_warns) times, not once"
+rmdir "$pdir/data/state"
+it_wait_until 30 grep -q 'Wrote the state file .* again' "$pdir/info.log" ||
+    it_fail "no notice when the state file could be written again"
+[ -f "$pdir/data/state" ] || it_fail "the state file was not written again"
+it_log "a failing state file write is warned about once and retried until it works"
 
 kill -TERM "$ppid"
 for _ in $(seq 1 100); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.1; done
