@@ -17,8 +17,13 @@
 # history, which the extra-info's read-history must carry; after SIGTERM
 # the state file holds the history again in tor's keys, and a tor 0.4.9
 # started on a copy of that state file reads it back (its own saved
-# read history holds the seeded bytes).
-# Not in TESTS by default (about a minute).
+# read history holds the seeded bytes). pctor runs with the testing option
+# __StateSaveInterval 5 seconds, and while it still runs the state file on
+# disk must have been rewritten (LastWritten, an info line "Saved the state
+# file") with the traffic so far: read history above the seeded bytes and
+# some write history. A directory put in the state file's place makes the
+# writes fail: one warning only, then a notice when it works again.
+# Not in TESTS by default (about 1.5 minutes).
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -35,7 +40,8 @@ state=$(it_tmpdir)/state
 ends=$(date -u -d "@$(( $(date +%s) / 900 * 900 ))" '+%Y-%m-%d %H:%M:%S')
 printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\n' \
     "$ends" > "$state"
-it_start_published_pctor "$net" pctorx "$(cat "$net/dirauth.torrc")" "$state"
+it_start_published_pctor "$net" pctorx \
+    "$(cat "$net/dirauth.torrc"; echo "__StateSaveInterval 5 seconds")" "$state"
 ppid=$(cat "$pdir/pid")
 fp=$(awk '{ print $2 }' "$pdir/data/fingerprint")
 it_pctor_node_line "$pdir" pctorx >> "$nodes"
@@ -81,6 +87,36 @@ if not re.search(r"^read-history .* 4242000,4343000(,\d+)*$", extra, re.M):
 print("extra-info ok: sha1 %s" % sha1)
 PYEOF
 it_log "the authority serves pctor's extra-info and its digests match"
+
+# The state file is written while pctor runs (no exit needed).
+bw_sum() { awk -v k="$1" '$1 == k { print $2 }' "$2" | tr ',' '\n' |
+    awk '{ s += $1 } END { print s + 0 }'; }
+saved_while_running() {
+    grep -q '^LastWritten ' "$pdir/data/state" &&
+        [ "$(bw_sum BWHistoryReadValues "$pdir/data/state")" -gt 8585000 ] &&
+        [ "$(bw_sum BWHistoryWriteValues "$pdir/data/state")" -gt 0 ]
+}
+it_wait_until 30 saved_while_running ||
+    it_fail "pctor did not write its traffic to the state file while running: $(grep -E 'BWHistory|LastWritten' "$pdir/data/state")"
+kill -0 "$ppid" || it_fail "pctor is not running"
+grep -q 'Saved the state file' "$pdir/info.log" ||
+    it_fail "no info line says the state file was saved"
+it_log "pctor wrote its traffic to the state file while running ($(bw_sum BWHistoryReadValues "$pdir/data/state") bytes read)"
+
+# A write that fails (a directory where the state file goes) is warned
+# about once however often it is retried, and said when it works again.
+rm "$pdir/data/state" && mkdir "$pdir/data/state"
+state_warns() { grep -c 'Cannot write state file' "$pdir/info.log"; }
+it_wait_until 60 grep -q 'Cannot write state file' "$pdir/info.log" ||
+    it_fail "no warning when the state file cannot be written"
+sleep 16 # three more checks, each failing again
+[ "$(state_warns)" -eq 1 ] ||
+    it_fail "the failing state file write was warned about $(state_warns) times, not once"
+rmdir "$pdir/data/state"
+it_wait_until 30 grep -q 'Wrote the state file .* again' "$pdir/info.log" ||
+    it_fail "no notice when the state file could be written again"
+[ -f "$pdir/data/state" ] || it_fail "the state file was not written again"
+it_log "a failing state file write is warned about once and retried until it works"
 
 kill -TERM "$ppid"
 for _ in $(seq 1 100); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.1; done

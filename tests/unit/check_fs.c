@@ -459,6 +459,61 @@ START_TEST(test_bad_content)
 }
 END_TEST
 
+/* Periodic saving: nothing while clean; a change is saved once interval
+ * seconds have passed since the first check that saw it, at once when
+ * asked; a failed save stays due and is retried. */
+START_TEST(test_save_schedule)
+{
+  char *path = fs_path_join(tmpdir, "state");
+  char *err = NULL;
+  statefile_t *st = statefile_new(path);
+  ck_assert_int_eq(statefile_save_if_due(st, 1000, 600, &err), 0);
+  ck_assert(!fs_file_exists(path));
+  statefile_set(st, "BWHistoryReadValues", "1,2");
+  ck_assert_int_eq(statefile_save_if_due(st, 1000, 600, &err), 0);
+  ck_assert_int_eq(statefile_save_if_due(st, 1599, 600, &err), 0);
+  ck_assert(!fs_file_exists(path));
+  ck_assert_int_eq(statefile_save_if_due(st, 1600, 600, &err), 1);
+  ck_assert_ptr_null(err);
+  ck_assert(fs_file_exists(path));
+  ck_assert_int_eq(statefile_is_dirty(st), 0);
+  ck_assert_int_eq(statefile_save_if_due(st, 5000, 600, &err), 0);
+  /* The same value again is no change. */
+  statefile_set(st, "BWHistoryReadValues", "1,2");
+  ck_assert_int_eq(statefile_save_if_due(st, 9000, 600, &err), 0);
+  /* A new change starts its own interval. */
+  statefile_set(st, "BWHistoryReadValues", "1,2,3");
+  ck_assert_int_eq(statefile_save_if_due(st, 9000, 600, &err), 0);
+  ck_assert_int_eq(statefile_save_if_due(st, 9060, 600, &err), 0);
+  /* Something important: the next check saves. */
+  statefile_want_save_now(st);
+  ck_assert_int_eq(statefile_save_if_due(st, 9120, 600, &err), 1);
+  statefile_free(st);
+  char *warn = NULL;
+  st = statefile_load(path, &warn);
+  ck_assert_ptr_null(warn);
+  ck_assert_str_eq(statefile_get(st, "BWHistoryReadValues"), "1,2,3");
+  statefile_free(st);
+  /* A save that fails stays dirty and is tried again at the next check. */
+  char *bad = fs_path_join(tmpdir, "no-such-dir/state");
+  st = statefile_new(bad);
+  statefile_set(st, "Guard", "x");
+  statefile_want_save_now(st);
+  ck_assert_int_lt(statefile_save_if_due(st, 100, 600, &err), 0);
+  ck_assert_ptr_nonnull(err);
+  ck_assert(strstr(err, "Cannot write state file") != NULL);
+  free(err);
+  err = NULL;
+  ck_assert_int_eq(statefile_is_dirty(st), 1);
+  ck_assert_int_lt(statefile_save_if_due(st, 160, 600, &err), 0);
+  free(err);
+  err = NULL;
+  statefile_free(st);
+  free(bad);
+  free(path);
+}
+END_TEST
+
 Suite *
 suite_fs(void)
 {
@@ -482,6 +537,7 @@ suite_fs(void)
   tcase_add_test(st, test_save_load_roundtrip);
   tcase_add_test(st, test_missing_file);
   tcase_add_test(st, test_bad_content);
+  tcase_add_test(st, test_save_schedule);
   suite_add_tcase(s, st);
   return s;
 }

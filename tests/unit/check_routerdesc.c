@@ -961,14 +961,35 @@ START_TEST(test_publish_history_state)
   publish_load_history(p, st, now);
   statefile_t *out = statefile_new("/nonexistent/state2");
   publish_save_history(p, out, now);
+  /* As tor, the last value is the interval under way (none yet) and Ends
+   * is its end. */
   ck_assert_str_eq(statefile_get(out, "BWHistoryReadEnds"),
-                   "2026-09-21 14:00:00");
+                   "2026-09-21 14:15:00");
   ck_assert_str_eq(statefile_get(out, "BWHistoryReadInterval"), "900");
-  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "5,6,7");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "5,6,7,0");
   /* A day-long value goes in the interval its day starts in: 99 is two
    * days old (dropped), 1800 starts a day ago, outside the 96 intervals
    * that end now -- nothing is kept; the intervals read gave are 0. */
-  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteValues"), "0,0,0");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteValues"), "0,0,0,0");
+
+  /* A state written while running (tor's or pctor's) holds the interval
+   * under way: it is read back into that interval, and a value past it
+   * is dropped. */
+  static const char running[] = "BWHistoryReadEnds 2026-09-21 14:15:00\n"
+                                "BWHistoryReadInterval 900\n"
+                                "BWHistoryReadValues 3,4\n"
+                                "BWHistoryWriteEnds 2026-09-21 14:30:00\n"
+                                "BWHistoryWriteInterval 900\n"
+                                "BWHistoryWriteValues 3,4,5\n";
+  publish_t *p3 = publish_new(loop, k);
+  ck_assert_int_eq(statefile_parse(st, running, strlen(running), &err), 0);
+  publish_load_history(p3, st, now);
+  publish_save_history(p3, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "3,4");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteValues"), "3,4");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteEnds"),
+                   "2026-09-21 14:15:00");
+  publish_free(p3);
 
   /* A bad value stops the line there. */
   static const char bad[] = "BWHistoryReadEnds 2026-09-21 14:00:00\n"
@@ -978,7 +999,7 @@ START_TEST(test_publish_history_state)
   ck_assert_int_eq(statefile_parse(st, bad, strlen(bad), &err), 0);
   publish_load_history(p2, st, now);
   publish_save_history(p2, out, now);
-  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "1,0,0");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "1,0,0,0");
   publish_free(p2);
   statefile_free(out);
   statefile_free(st);

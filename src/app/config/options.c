@@ -805,6 +805,10 @@ static const conf_var_t app_vars[] = {
    "uploads are retried after 1 second (doubling up to 30 seconds) "
    "instead of after 1 minute (up to an hour). Key lifetimes stay as on "
    "the public network.", NULL},
+  {"__StateSaveInterval", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
+   "10 minutes", 1, 1, 86400, OFF(state_save_interval),
+   "For tests: how long after a change the state file is written while "
+   "running (checked every minute, or this often if shorter).", NULL},
   {"ExtendAllowPrivateAddresses", CONF_TYPE_BOOL, "0|1", NULL,
    "0 (1 with TestingTorNetwork 1)",
    1, 0, 0, OFF(extend_allow_private_addresses),

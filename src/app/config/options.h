@@ -152,6 +152,7 @@ typedef struct options_t {
   char *hashed_control_password;  /* HashedControlPassword: NULL none */
   char *owning_controller_process; /* __OwningControllerProcess: a pid */
   int leave_streams_unattached;   /* __LeaveStreamsUnattached */
+  int state_save_interval;        /* __StateSaveInterval, seconds */
   char *metrics_port;             /* MetricsPort: "0" off */
   char *metrics_port_policy;      /* MetricsPortPolicy: NULL reject all */
   /* ---- end of ControlPort and MetricsPort ---- */

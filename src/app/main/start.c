@@ -113,6 +113,9 @@ static struct {
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
   evloop_timer_t *heartbeat;    /* HeartbeatPeriod */
+  evloop_timer_t *state_timer;  /* writes the state file when due */
+  int state_save_interval;      /* __StateSaveInterval, seconds */
+  int state_save_failed;        /* a failed write was logged already */
   time_t consensus_reported;    /* valid-after of the last NEWCONSENSUS */
   time_t start_time;
   int started;
@@ -1310,6 +1313,38 @@ hib_save(void *arg)
   free(err);
 }
 
+/* The state file while running (tor writes its own some minutes after it
+ * changed, so a crash or a kill -9 loses little). Every check puts the
+ * bandwidth history into the store; statefile_save_if_due() writes the
+ * store __StateSaveInterval after a change (10 minutes), or at the next
+ * check after statefile_want_save_now(); modules that must not lose a
+ * change (sampled guards, learned timeouts) still save at once. */
+static void
+state_timer_cb(void *arg)
+{
+  (void)arg;
+  if (!A.state)
+    return;
+  time_t now = time(NULL);
+  publish_save_history(A.pub, A.state, now);
+  char *err = NULL;
+  int r = statefile_save_if_due(A.state, now, A.state_save_interval, &err);
+  if (r > 0) {
+    if (A.state_save_failed)
+      log_notice("Wrote the state file %s again", statefile_path(A.state));
+    else
+      log_info("Saved the state file %s", statefile_path(A.state));
+    A.state_save_failed = 0;
+  } else if (r < 0) {
+    if (!A.state_save_failed)
+      log_warn("%s; trying again every minute (no more warnings until it "
+               "works)",
+               err);
+    A.state_save_failed = 1;
+  }
+  free(err);
+}
+
 static void
 hib_changed(hibernate_state_t from, hibernate_state_t to, void *arg)
 {
@@ -1351,6 +1386,17 @@ start_hibernation(const options_t *o)
   command_set_create_gate(hib_create_gate);
   relay_set_begin_gate(hib_begin_gate);
   hibernate_start(A.hib, A.loop);
+}
+
+static void
+apply_state_saving(const options_t *o)
+{
+  if (!A.state_timer)
+    A.state_timer = evloop_timer_new(A.loop, state_timer_cb, NULL);
+  A.state_save_interval = o->state_save_interval;
+  int check = o->state_save_interval < 60 ? o->state_save_interval : 60;
+  evloop_timer_cancel(A.state_timer);
+  evloop_timer_schedule_periodic(A.state_timer, (uint64_t)check * 1000000);
 }
 
 void
@@ -1962,6 +2008,7 @@ app_start(evloop_t *loop, const options_t *opts)
   A.started = 1;
   A.start_time = time(NULL);
   apply_heartbeat(opts);
+  apply_state_saving(opts);
 
   if (opts->or_ports.n == 0)
     log_notice("No ORPort configured: nothing will connect to this relay");
@@ -2034,6 +2081,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
   apply_ipsec(new_opts);
   (void)apply_dgram(new_opts);
   apply_heartbeat(new_opts);
+  apply_state_saving(new_opts);
   set_my_addrs(new_opts);
   A.keycfg.onion_key_rotation_days = new_opts->onion_key_rotation_days;
   A.keycfg.onion_key_grace_days = new_opts->onion_key_grace_period_days;
@@ -2278,6 +2326,7 @@ app_shutdown(void)
   }
   ipsec_broker_free(A.ipsec);
   evloop_timer_free(A.heartbeat);
+  evloop_timer_free(A.state_timer);
   evloop_timer_free(A.key_timer);
   publish_save_history(A.pub, A.state, time(NULL));
   publish_free(A.pub);

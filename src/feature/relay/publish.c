@@ -270,7 +270,7 @@ save_one(statefile_t *st, const char *dir, const uint64_t *v,
   char *vals = pc_malloc(cap);
   vals[0] = '\0';
   int64_t first = 0;
-  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+  for (int64_t iv = cur - HIST_N + 1; iv <= cur; iv++) {
     int slot = (int)(iv % HIST_N);
     if (!first && p->hist_of[slot] != iv)
       continue;
@@ -280,7 +280,9 @@ save_one(statefile_t *st, const char *dir, const uint64_t *v,
                             (unsigned long long)(p->hist_of[slot] == iv
                                                      ? v[slot] : 0));
   }
-  time_format_iso(when, (time_t)(cur * HIST_INTERVAL));
+  /* As tor: the last value is the interval under way so far (so a state
+   * written while running keeps it), and Ends is that interval's end. */
+  time_format_iso(when, (time_t)((cur + 1) * HIST_INTERVAL));
   snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
   statefile_set(st, key, when);
   snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
@@ -336,8 +338,8 @@ load_one(publish_t *p, const statefile_t *st, const char *dir, uint64_t *v,
     c = *e ? e + 1 : e;
     int64_t start = (int64_t)end - (int64_t)(n - i) * interval;
     int64_t iv = start / HIST_INTERVAL;
-    if (start < 0 || iv <= cur - HIST_N || iv >= cur)
-      continue;
+    if (start < 0 || iv <= cur - HIST_N || iv > cur)
+      continue; /* (the interval under way adds to the live counts) */
     int slot = (int)(iv % HIST_N);
     if (p->hist_of[slot] != iv) {
       p->hist_of[slot] = iv;

@@ -29,6 +29,8 @@ struct statefile_t {
   sf_line_t *lines;
   size_t n, cap;
   int dirty;
+  int urgent;          /* statefile_want_save_now() since the last save */
+  time_t dirty_since;  /* first statefile_save_if_due() that saw it dirty */
 };
 
 statefile_t *
@@ -283,7 +285,32 @@ statefile_save(statefile_t *st, time_t now, char **err)
     return r;
   }
   st->dirty = 0;
+  st->urgent = 0;
+  st->dirty_since = 0;
   return 0;
+}
+
+void
+statefile_want_save_now(statefile_t *st)
+{
+  st->urgent = 1;
+}
+
+int
+statefile_save_if_due(statefile_t *st, time_t now, time_t interval,
+                      char **err)
+{
+  *err = NULL;
+  if (!st->dirty)
+    return 0;
+  /* The clock of the change is the first check that sees it: modules
+   * change lines without a time, and the checks come often enough. */
+  if (!st->dirty_since || st->dirty_since > now)
+    st->dirty_since = now;
+  if (!st->urgent && now - st->dirty_since < interval)
+    return 0;
+  int r = statefile_save(st, now, err);
+  return r < 0 ? r : 1;
 }
 
 const char *

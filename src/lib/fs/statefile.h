@@ -77,6 +77,18 @@ char *statefile_format(statefile_t *st, time_t now);
  * Returns 0, or a negative errno with *err (allocated). */
 int statefile_save(statefile_t *st, time_t now, char **err);
 
+/* Periodic saving (as tor's state file: written some time after it
+ * changed, not only at exit, so a crash loses little). A caller checks
+ * often (every minute, say) with statefile_save_if_due(): it saves when
+ * the store is dirty and either statefile_want_save_now() was called
+ * since the last save, or interval seconds have passed since the first
+ * check that found it dirty. Returns 1 if saved, 0 if nothing was due,
+ * or a negative errno with *err (allocated); a failed save stays dirty
+ * and due, so the next check tries again. now is the caller's clock. */
+void statefile_want_save_now(statefile_t *st);
+int statefile_save_if_due(statefile_t *st, time_t now, time_t interval,
+                          char **err);
+
 /* The path it saves to. */
 const char *statefile_path(const statefile_t *st);
 
