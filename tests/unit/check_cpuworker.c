@@ -52,6 +52,7 @@ static struct {
   /* Held-cell tests: stream IDs of the BEGIN_DIR cells the handler saw. */
   int n_handled;
   uint16_t handled_streams[64];
+  relay_crypto_t *client; /* the client's side of the held-cell circuit */
 } T;
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -197,6 +198,7 @@ teardown(void)
   relay_keys_clear_onion(&T.keys);
   pc_memwipe(&T.keys, sizeof(T.keys));
   relay_clear_handlers();
+  relay_crypto_free(T.client);
 }
 
 static channel_t *
@@ -419,10 +421,10 @@ static void
 finish_encrypting_held(channel_t *chan, const cpuworker_result_t *res)
 {
   ck_assert_ptr_nonnull(res->held);
-  relay_crypto_t *client = relay_crypto_new(res->km);
+  relay_crypto_free(T.client);
+  T.client = relay_crypto_new(res->km);
   for (packed_cell_t *pc = res->held->head; pc; pc = pc->next)
-    relay_crypto_origin_encrypt(&client, 0, pc->body + 5);
-  relay_crypto_free(client);
+    relay_crypto_origin_encrypt(&T.client, 0, pc->body + 5);
   T.n_finish++;
   command_create_finish(chan, res);
 }
@@ -437,9 +439,11 @@ restart_with(cpuworker_finish_fn fn, int max_delay_ms)
 }
 
 /* A RELAY (or RELAY_EARLY) BEGIN_DIR cell for circuit id, stream sid, in
- * clear (finish_encrypting_held() encrypts it), through command.c. */
+ * clear (finish_encrypting_held() encrypts it) or encrypted with
+ * T.client, through command.c. */
 static void
-feed_relay(channel_t *chan, uint32_t id, uint16_t sid, int early)
+feed_relay_(channel_t *chan, uint32_t id, uint16_t sid, int early,
+            int encrypt)
 {
   packed_cell_t *pc = packed_cell_new();
   memset(pc->body, 0, sizeof(pc->body));
@@ -453,8 +457,12 @@ feed_relay(channel_t *chan, uint32_t id, uint16_t sid, int early)
                                         0),
                    0);
   pc->len = CELL_MAX_NETWORK_LEN;
+  if (encrypt)
+    relay_crypto_origin_encrypt(&T.client, 0, pc->body + 5);
   command_process_cell(chan, pc);
 }
+
+#define feed_relay(chan, id, sid, early) feed_relay_(chan, id, sid, early, 0)
 
 static void
 wait_processed(uint64_t n)
@@ -504,7 +512,12 @@ START_TEST(test_held_cells_delivered_in_order)
   ck_assert(!c->marked_for_close);
   command_get_stats(&cs1);
   ck_assert_uint_eq(cs1.n_protocol_closes, cs0.n_protocol_closes);
-  /* Later cells go straight to the circuit, after the held ones. */
+  /* Later cells go straight to the circuit, after the held ones (their
+   * digests continue the chain). */
+  feed_relay_(a, 0x80000001u, 7, 0, 1);
+  ck_assert_int_eq(T.n_handled, 7);
+  ck_assert_uint_eq(T.handled_streams[6], 7);
+  ck_assert(!c->marked_for_close);
   cpuworker_get_stats(&st);
   ck_assert_uint_eq(st.n_held, 0);
   ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
