@@ -37,6 +37,8 @@ static command_stats_t stats;
 static void handle_relay(channel_t *chan, packed_cell_t *pc);
 /* Refused CREATEs are caused by remote peers: log at most 10 a minute. */
 static log_ratelim_t refuse_ratelim = LOG_RATELIM_INIT(60, 10);
+/* Circuits closed for too many cells during their handshake: the same. */
+static log_ratelim_t held_ratelim = LOG_RATELIM_INIT(60, 10);
 
 void
 command_get_stats(command_stats_t *out)
@@ -279,7 +281,7 @@ handle_relay(channel_t *chan, packed_cell_t *pc)
     if (held < 0) {
       unsigned suppressed = 0;
       stats.n_protocol_closes++;
-      if (log_ratelim_allow(&refuse_ratelim, time(NULL), &suppressed))
+      if (log_ratelim_allow(&held_ratelim, time(NULL), &suppressed))
         log_info("Closing circuit %u on %s with DESTROY(RESOURCELIMIT): "
                  "too many relay cells (more than %d for the circuit, or "
                  "the relay's total) came while its CREATE2 handshake was "
