@@ -9,7 +9,8 @@
 # signature bytes in each certificate of the chain), then, on an open
 # connection, unknown commands, cells for circuits that don't exist, bad
 # CREATE/CREATE2 cells, a garbage RELAY cell, a DESTROY for another
-# connection's circuit, truncated and oversized cells, and a peer that
+# connection's circuit, too many RELAY cells behind a CREATE2 whose
+# handshake is pending, truncated and oversized cells, and a peer that
 # floods requests without reading the answers.
 #
 # For every case the client checks what pctor did (closed the connection,
@@ -183,6 +184,8 @@ run_case destroy-other-connection \
     "DESTROY for unknown circuit 2147486396 on" \
     "Dropping CREATE for existing circuit 2147486396 on" \
     "unrecognized relay cell at the end of the circuit"
+run_case relay-while-create2-pending \
+    "too many relay cells (more than 16 for the circuit"
 
 # 3. Truncated and oversized input, and a peer that never reads.
 run_case truncated-prehandshake "close:connection closed by peer"

@@ -734,6 +734,24 @@ def c_destroy_other(ctx):
         "with DESTROY)" % x)
 
 
+@case("relay-while-create2-pending")
+def c_relay_while_pending(ctx):
+    """RELAY cells right behind a CREATE2 (in the same write, so they
+    arrive while the handshake is still on a worker thread) are held for
+    the circuit, at most 16: the 17th closes it with DESTROY
+    (RESOURCELIMIT) instead of the handshake's answer."""
+    lk = ctx.open_link()
+    cid = 0x80000c01
+    data = pack_cell(cid, CREATE2, struct.pack(">HH", 2, 84) +
+                     os.urandom(84))
+    for _ in range(17):
+        data += pack_cell(cid, RELAY, os.urandom(PAYLOAD_LEN))
+    lk.send(data)
+    lk.expect_destroy(cid, reason=5)
+    say("CREATE2 and 17 RELAY cells at once: DESTROY (RESOURCELIMIT) back")
+    check_usable(lk, 0x80000c02, "the circuit was closed")
+
+
 # -- truncated input: the relay must just survive these --
 
 @case("truncated-prehandshake")

@@ -9,7 +9,13 @@
  * so the queue's state is known. The key-rotation tests run real ntor and
  * ntor v3 handshakes that the client side verifies, while the keys are
  * rotated the way feature/relay does it (relay_keys_update_onion() after
- * changing the ntor fields) with the jobs queued or being computed. */
+ * changing the ntor fields) with the jobs queued or being computed.
+ * The held-cell tests feed RELAY cells through command_process_cell()
+ * while a circuit's handshake waits at the gate: they are held (counted
+ * in MEMACCT_CELLS), processed in arrival order once the circuit is made
+ * (their relay digests chain, so any other order fails), freed when the
+ * handshake is abandoned or expires, and one cell too many closes the
+ * circuit; one channel cannot take more than its share of the queue. */
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -22,7 +28,10 @@
 #include "core/or/command.h"
 #include "core/or/cpuworker.h"
 #include "core/or/onion.h"
+#include "core/or/relay.h"
+#include "core/crypto/relay_crypto.h"
 #include "lib/crypt/crypt_init.h"
+#include "lib/malloc/memacct.h"
 #include "lib/crypt/rand.h"
 #include "lib/malloc/alloc.h"
 #include "lib/evloop/evloop.h"
@@ -40,6 +49,10 @@ static struct {
   void *cstate[256];
   uint16_t chtype[256];
   int n_verified;
+  /* Held-cell tests: stream IDs of the BEGIN_DIR cells the handler saw. */
+  int n_handled;
+  uint16_t handled_streams[64];
+  relay_crypto_t *client; /* the client's side of the held-cell circuit */
 } T;
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -184,6 +197,8 @@ teardown(void)
       onion_client_free(T.chtype[i], T.cstate[i]);
   relay_keys_clear_onion(&T.keys);
   pc_memwipe(&T.keys, sizeof(T.keys));
+  relay_clear_handlers();
+  relay_crypto_free(T.client);
 }
 
 static channel_t *
@@ -221,6 +236,9 @@ END_TEST
 START_TEST(test_queue_full_drops)
 {
   channel_t *a = client_channel("127.0.0.5");
+  /* One channel may hold only half the queue: fill it from three. */
+  channel_t *fill[3] = {a, client_channel("127.0.0.6"),
+                        client_channel("127.0.0.7")};
   set_gate(1);
   submit(a, 0x80000001u, 1);
   wait_worker_at_gate();
@@ -229,7 +247,7 @@ START_TEST(test_queue_full_drops)
   ck_assert_uint_ge(st.max_pending, 16);
   unsigned bound = st.max_pending;
   for (unsigned i = 0; i < bound; i++)
-    submit(a, 0x80000100u + i, 1);
+    submit(fill[i % 3], 0x80000100u + i, 1);
   submit(a, 0x80000fffu, 0); /* full: refused, counted */
   submit(a, 0x80000ffeu, 0);
   cpuworker_get_stats(&st);
@@ -378,6 +396,276 @@ START_TEST(test_command_finish_and_expired)
 }
 END_TEST
 
+/* ---- Cells that come while a handshake is pending ---- */
+
+static int
+begin_dir_handler(or_circuit_t *circ, const relay_header_t *h,
+                  const uint8_t *body, int early)
+{
+  (void)body;
+  (void)early;
+  ck_assert_ptr_nonnull(circ);
+  ck_assert(!circ->base.marked_for_close);
+  if (T.n_handled < 64)
+    T.handled_streams[T.n_handled] = h->stream_id;
+  T.n_handled++;
+  return 0;
+}
+
+/* finish for the held-cell tests: the client's side of the relay crypto
+ * from the handshake's keys encrypts each held cell (in the order the
+ * queue holds them: the forward digest chains them), as a client that
+ * knew the keys early would have; then command.c makes the circuit,
+ * sends CREATED_FAST and processes them. */
+static void
+finish_encrypting_held(channel_t *chan, const cpuworker_result_t *res)
+{
+  ck_assert_ptr_nonnull(res->held);
+  relay_crypto_free(T.client);
+  T.client = relay_crypto_new(res->km);
+  for (packed_cell_t *pc = res->held->head; pc; pc = pc->next)
+    relay_crypto_origin_encrypt(&T.client, 0, pc->body + 5);
+  T.n_finish++;
+  command_create_finish(chan, res);
+}
+
+static void
+restart_with(cpuworker_finish_fn fn, int max_delay_ms)
+{
+  cpuworker_shutdown();
+  cpuworker_options_t o = {1, max_delay_ms};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, fn, expired), 0);
+  relay_register_handler(RELAY_COMMAND_BEGIN_DIR, begin_dir_handler);
+}
+
+/* A RELAY (or RELAY_EARLY) BEGIN_DIR cell for circuit id, stream sid, in
+ * clear (finish_encrypting_held() encrypts it) or encrypted with
+ * T.client, through command.c. */
+static void
+feed_relay_(channel_t *chan, uint32_t id, uint16_t sid, int early,
+            int encrypt)
+{
+  packed_cell_t *pc = packed_cell_new();
+  memset(pc->body, 0, sizeof(pc->body));
+  pc->body[0] = (uint8_t)(id >> 24);
+  pc->body[1] = (uint8_t)(id >> 16);
+  pc->body[2] = (uint8_t)(id >> 8);
+  pc->body[3] = (uint8_t)id;
+  pc->body[4] = early ? CELL_RELAY_EARLY : CELL_RELAY;
+  ck_assert_int_eq(relay_payload_encode(pc->body + 5,
+                                        RELAY_COMMAND_BEGIN_DIR, sid, NULL,
+                                        0),
+                   0);
+  pc->len = CELL_MAX_NETWORK_LEN;
+  if (encrypt)
+    relay_crypto_origin_encrypt(&T.client, 0, pc->body + 5);
+  command_process_cell(chan, pc);
+}
+
+#define feed_relay(chan, id, sid, early) feed_relay_(chan, id, sid, early, 0)
+
+static void
+wait_processed(uint64_t n)
+{
+  cpuworker_stats_t st;
+  for (int i = 0; i < 1000; i++) {
+    cpuworker_get_stats(&st);
+    if (st.n_processed + st.n_dropped >= n)
+      return;
+    run_tick();
+  }
+  ck_abort_msg("the handshakes were not answered");
+}
+
+START_TEST(test_held_cells_delivered_in_order)
+{
+  restart_with(finish_encrypting_held, 100000);
+  channel_t *a = client_channel("127.0.0.5");
+  uint64_t base = memacct_get(MEMACCT_CELLS);
+  command_stats_t cs0, cs1;
+  command_get_stats(&cs0);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  for (uint16_t i = 1; i <= 6; i++)
+    feed_relay(a, 0x80000001u, i, i <= 2);
+  /* Held, counted, not processed; the circuit does not exist yet. */
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 6);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
+                    base + 6 * sizeof(packed_cell_t));
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_held_pending, cs0.n_held_pending + 6);
+  ck_assert_uint_eq(cs1.n_unknown_circ, cs0.n_unknown_circ);
+  ck_assert_int_eq(T.n_handled, 0);
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000001u));
+  set_gate(0);
+  wait_processed(1);
+  ck_assert_int_eq(T.n_finish, 1);
+  /* All six, in arrival order, on a circuit that stays open. */
+  ck_assert_int_eq(T.n_handled, 6);
+  for (int i = 0; i < 6; i++)
+    ck_assert_uint_eq(T.handled_streams[i], (unsigned)(i + 1));
+  circuit_t *c = channel_get_circuit(a, 0x80000001u);
+  ck_assert_ptr_nonnull(c);
+  ck_assert(!c->marked_for_close);
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_protocol_closes, cs0.n_protocol_closes);
+  /* Later cells go straight to the circuit, after the held ones (their
+   * digests continue the chain). */
+  feed_relay_(a, 0x80000001u, 7, 0, 1);
+  ck_assert_int_eq(T.n_handled, 7);
+  ck_assert_uint_eq(T.handled_streams[6], 7);
+  ck_assert(!c->marked_for_close);
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
+  channel_close(a, "test");
+}
+END_TEST
+
+/* One cell more than CPUWORKER_MAX_HELD_PER_CIRC closes the circuit
+ * (DESTROY RESOURCELIMIT, the handshake abandoned, queued or running)
+ * and frees what was held. */
+START_TEST(test_held_cells_bound_closes)
+{
+  restart_with(finish_encrypting_held, 100000);
+  channel_t *a = client_channel("127.0.0.5");
+  uint64_t base = memacct_get(MEMACCT_CELLS);
+  command_stats_t cs0, cs1;
+  command_get_stats(&cs0);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();        /* 1: being computed */
+  submit(a, 0x80000002u, 1);    /* 2: queued */
+  submit(a, 0x80000003u, 1);    /* 3: queued, stays within the bound */
+  for (uint16_t i = 1; i <= CPUWORKER_MAX_HELD_PER_CIRC; i++) {
+    feed_relay(a, 0x80000001u, i, 0);
+    feed_relay(a, 0x80000002u, i, 0);
+  }
+  feed_relay(a, 0x80000003u, 1, 0);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 2 * CPUWORKER_MAX_HELD_PER_CIRC + 1);
+  ck_assert_uint_eq(st.n_held_closed, 0);
+  feed_relay(a, 0x80000001u, 99, 0);
+  feed_relay(a, 0x80000002u, 99, 0);
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held_closed, 2);
+  ck_assert_uint_eq(st.n_held, 1);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 0);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 0);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000003u), 1);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
+                    base + 1 * sizeof(packed_cell_t));
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_protocol_closes, cs0.n_protocol_closes + 2);
+  /* A cell for a closed one is now a cell for an unknown circuit. */
+  feed_relay(a, 0x80000002u, 100, 0);
+  command_get_stats(&cs1);
+  ck_assert_uint_eq(cs1.n_unknown_circ, cs0.n_unknown_circ + 1);
+  set_gate(0);
+  wait_processed(2); /* 1 (thrown away) and 3; 2 was cancelled */
+  for (int i = 0; i < 50 && T.n_finish < 1; i++)
+    run_tick();
+  ck_assert_int_eq(T.n_finish, 1);
+  ck_assert_int_eq(T.n_handled, 1);
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000001u));
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000002u));
+  ck_assert_ptr_nonnull(channel_get_circuit(a, 0x80000003u));
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
+  channel_close(a, "test");
+}
+END_TEST
+
+/* DESTROY while cells are held (queued job and running job), and a job
+ * that expires with cells held: the cells are freed, none is processed,
+ * the budget is back where it was. */
+START_TEST(test_held_cells_freed_on_abandon_and_expiry)
+{
+  restart_with(finish_encrypting_held, 20);
+  channel_t *a = client_channel("127.0.0.5");
+  uint64_t base = memacct_get(MEMACCT_CELLS);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate();
+  submit(a, 0x80000002u, 1);
+  submit(a, 0x80000003u, 1);
+  for (uint16_t i = 1; i <= 3; i++) {
+    feed_relay(a, 0x80000001u, i, 0);
+    feed_relay(a, 0x80000002u, i, 0);
+    feed_relay(a, 0x80000003u, i, 0);
+  }
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
+                    base + 9 * sizeof(packed_cell_t));
+  /* DESTROY through command.c for the running and one queued job. */
+  for (uint32_t id = 0x80000001u; id <= 0x80000002u; id++) {
+    cell_t d;
+    destroy_cell_make(&d, id, DESTROY_REASON_FINISHED);
+    packed_cell_t *pc = packed_cell_new();
+    cell_pack(pc->body, &d, 4);
+    pc->len = CELL_MAX_NETWORK_LEN;
+    command_process_cell(a, pc);
+  }
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 3);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
+                    base + 3 * sizeof(packed_cell_t));
+  usleep(60000); /* 3 waits past MaxOnionQueueDelay */
+  set_gate(0);
+  wait_processed(2); /* 1 computed, thrown away; 3 expired */
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_dropped, 1);
+  ck_assert_uint_eq(st.n_held, 0);
+  ck_assert_int_eq(T.n_finish, 0);
+  ck_assert_int_eq(T.n_handled, 0);
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000003u));
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
+  ck_assert_uint_eq(memacct_underflows(), 0);
+  channel_close(a, "test");
+}
+END_TEST
+
+/* A channel holds at most half the queue bound (never fewer than 16)
+ * of pending handshakes; other channels still get in. */
+START_TEST(test_per_channel_pending_bound)
+{
+  channel_t *a = client_channel("127.0.0.5");
+  channel_t *b = client_channel("127.0.0.6");
+  cpuworker_options_t o = {1, 20}; /* a bound of about 20 */
+  cpuworker_set_options(&o);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  unsigned lim = st.max_pending / 2 < 16 ? 16 : st.max_pending / 2;
+  ck_assert_uint_lt(lim, st.max_pending); /* the queue is not what stops a */
+  set_gate(1);
+  submit(a, 0x80000000u, 1);
+  wait_worker_at_gate();
+  for (unsigned i = 1; i < lim; i++)
+    submit(a, 0x80000000u + i, 1);
+  ck_assert_uint_eq(cpuworker_chan_pending(a), lim);
+  uint8_t x[20] = {0};
+  ck_assert_int_eq(cpuworker_submit(a, T.keys.onion, 0x80000fffu,
+                                    CIRC_HTYPE_FAST, x, sizeof(x)),
+                   -2);
+  submit(b, 0x80000001u, 1);
+  ck_assert_uint_eq(cpuworker_chan_pending(b), 1);
+  /* Cancelling one gives a its slot back. */
+  ck_assert_int_eq(cpuworker_abandon(a, 0x80000001u), 1);
+  ck_assert_uint_eq(cpuworker_chan_pending(a), lim - 1);
+  submit(a, 0x80000ffeu, 1);
+  set_gate(0);
+  run_until((int)lim + 1); /* a's lim (one cancelled, one added) and b's */
+  ck_assert_int_eq(T.n_finish + T.n_expired, (int)lim + 1);
+  ck_assert_uint_eq(cpuworker_chan_pending(a), 0);
+  ck_assert_uint_eq(cpuworker_chan_pending(b), 0);
+}
+END_TEST
+
 /* The relay rotates its ntor onion key as feature/relay/router_keys.c
  * does: the current key becomes the previous one, and the set the
  * handshakes use is replaced. */
@@ -495,6 +783,10 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_command_finish_and_expired);
   tcase_add_test(tc, test_rotation_while_queued);
   tcase_add_test(tc, test_rotation_stress);
+  tcase_add_test(tc, test_held_cells_delivered_in_order);
+  tcase_add_test(tc, test_held_cells_bound_closes);
+  tcase_add_test(tc, test_held_cells_freed_on_abandon_and_expiry);
+  tcase_add_test(tc, test_per_channel_pending_bound);
   suite_add_tcase(s, tc);
   return s;
 }

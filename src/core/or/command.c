@@ -9,7 +9,10 @@
  *
  * Protocol violations by a peer close the circuit (DESTROY PROTOCOL) or,
  * when the channel itself is unusable, the channel, always with a log line.
- * Cells for circuits that don't exist are dropped (tor-spec 5.5.1).
+ * Cells for circuits that don't exist are dropped (tor-spec 5.5.1), except
+ * RELAY/RELAY_EARLY cells for a circuit whose CREATE2 handshake is still
+ * on a worker (cpuworker.h): those are held, bounded, and processed in
+ * order right after the circuit is made (command_create_finish()).
  */
 #include "core/or/command.h"
 #include "core/or/dos.h"
@@ -31,8 +34,11 @@
 #define CHAN_MAX_CIRCUITS 16384
 
 static command_stats_t stats;
+static void handle_relay(channel_t *chan, packed_cell_t *pc);
 /* Refused CREATEs are caused by remote peers: log at most 10 a minute. */
 static log_ratelim_t refuse_ratelim = LOG_RATELIM_INIT(60, 10);
+/* Circuits closed for too many cells during their handshake: the same. */
+static log_ratelim_t held_ratelim = LOG_RATELIM_INIT(60, 10);
 
 void
 command_get_stats(command_stats_t *out)
@@ -135,7 +141,12 @@ handle_create(channel_t *chan, const cell_t *cell)
   if (htype != CIRC_HTYPE_FAST && cpuworker_enabled()) {
     /* ntor / ntor v3: on a worker thread; the circuit is made when the
      * answer comes back (command_create_finish). */
-    if (cpuworker_submit(chan, keys->onion, id, htype, hdata, hlen) < 0)
+    int r = cpuworker_submit(chan, keys->onion, id, htype, hdata, hlen);
+    if (r == -2)
+      refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
+                    "this channel has its share of the circuit handshake "
+                    "queue pending");
+    else if (r < 0)
       refuse_create(chan, id, DESTROY_REASON_RESOURCELIMIT,
                     "the circuit handshake queue is full");
     return;
@@ -206,6 +217,12 @@ command_create_finish(channel_t *chan, const cpuworker_result_t *res)
             htype == CIRC_HTYPE_FAST ? "CREATE_FAST"
             : htype == HTYPE_NTOR    ? "ntor"
                                      : "ntor v3");
+  /* Relay cells that came while the handshake was pending, in order. */
+  if (res->held) {
+    packed_cell_t *pc;
+    while ((pc = cell_queue_pop(res->held)))
+      handle_relay(chan, pc);
+  }
 }
 
 /* Is circ's n side this channel and ID? */
@@ -270,6 +287,26 @@ handle_relay(channel_t *chan, packed_cell_t *pc)
   int early = pc->body[4] == CELL_RELAY_EARLY;
   circuit_t *circ = channel_get_circuit(chan, id);
   if (!circ) {
+    int held = cpuworker_hold_cell(chan, id, pc);
+    if (held > 0) {
+      stats.n_held_pending++;
+      return;
+    }
+    if (held < 0) {
+      unsigned suppressed = 0;
+      stats.n_protocol_closes++;
+      if (log_ratelim_allow(&held_ratelim, time(NULL), &suppressed))
+        log_info("Closing circuit %u on %s with DESTROY(RESOURCELIMIT): "
+                 "too many relay cells (more than %d for the circuit, or "
+                 "the relay's total) came while its CREATE2 handshake was "
+                 "pending%s", (unsigned)id,
+                 channel_describe(chan), CPUWORKER_MAX_HELD_PER_CIRC,
+                 suppressed ? " (and more, not logged)" : "");
+      cell_t d;
+      destroy_cell_make(&d, id, DESTROY_REASON_RESOURCELIMIT);
+      channel_send_cell(chan, &d);
+      return;
+    }
     stats.n_unknown_circ++;
     log_debug("RELAY cell for unknown circuit %u on %s; dropping",
               (unsigned)id, channel_describe(chan));

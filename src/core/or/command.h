@@ -15,6 +15,7 @@ typedef struct command_stats_t {
   uint64_t n_unknown_circ;
   uint64_t n_unknown_command;
   uint64_t n_protocol_closes;
+  uint64_t n_held_pending; /* relay cells held for a pending handshake */
 } command_stats_t;
 void command_get_stats(command_stats_t *out);
 /* One gate for new circuits (feature/hibernate's soft and hard states):

@@ -14,7 +14,25 @@
  * circuit ID): a second CREATE for the same ID is refused, and a DESTROY
  * for it cancels the job (or, once a worker has it, marks it abandoned so
  * that its answer is thrown away). The map holds at most the queue bound
- * plus one job per worker.
+ * plus one job per worker. One channel may hold at most half of the
+ * queue bound (never fewer than MIN_QUEUE): a peer that fills the queue
+ * alone cannot keep every other channel's CREATE2 out (refused with
+ * RESOURCELIMIT, -2 from cpuworker_submit()). The count per channel is a
+ * second map keyed by the channel's global ID.
+ *
+ * Cells that arrive for a circuit whose handshake is pending (RELAY and
+ * RELAY_EARLY: a client may send its first relay cells right behind the
+ * CREATE2 without waiting for CREATED2, as a pipelining client or a
+ * previous hop forwarding fast does) are held in the job, in arrival
+ * order: at most MAX_HELD_PER_CIRC per circuit and MAX_HELD_TOTAL over
+ * all jobs (one more closes that circuit: the job is abandoned and the
+ * caller answers DESTROY). They are packed cells, so lib/malloc/memacct
+ * counts them under MEMACCT_CELLS while held; the global bound keeps them
+ * small beside MaxMemInQueues (about 2 MB), so the OOM handler need not
+ * see them. The finish function gets them (res->held) and processes them
+ * right after it made the circuit; whatever it leaves, and every held
+ * cell of a job that failed, expired, was abandoned or whose channel
+ * closed, is freed with the job.
  *
  * Keys and threads: the keys are not immutable. The relay rotates its
  * ntor onion keys on the event loop (feature/relay/router_keys.c), and a
@@ -44,6 +62,7 @@
 #include <time.h>
 
 #define MIN_QUEUE 16
+#define MAX_HELD_TOTAL 4096
 #define MAX_QUEUE 10000
 /* Assumed cost of one handshake until we measured some. */
 #define INITIAL_AVG_USEC 1000
@@ -79,18 +98,21 @@ typedef struct onion_job_t {
   uint8_t hdata[CELL_PAYLOAD_LEN];
   size_t hlen;
   uint64_t usec; /* the worker's time for the handshake */
+  cell_queue_t held; /* cells that came for the circuit meanwhile */
   cpuworker_result_t res;
 } onion_job_t;
 
 static struct {
   workqueue_t *wq;
   hmap_t *pending; /* key -> onion_job_t, until answered */
+  hmap_t *per_chan; /* chan_id -> (uintptr_t) jobs in pending */
+  unsigned n_held;  /* cells held over all pending jobs */
   cpuworker_finish_fn finish;
   cpuworker_expired_fn expired;
   uint64_t max_delay_us;
   uint64_t avg_usec;
   unsigned max_pending;
-  uint64_t n_processed, n_dropped, n_orphaned;
+  uint64_t n_processed, n_dropped, n_orphaned, n_held_closed;
 } W;
 /* Unit tests: runs on the worker before each handshake (a gate). */
 static void (*work_hook)(void);
@@ -145,6 +167,8 @@ static void
 job_free(void *arg)
 {
   onion_job_t *j = arg;
+  W.n_held -= j->held.n;
+  cell_queue_clear(&j->held);
   onion_keys_unref(j->keys);
   pc_memwipe(j, sizeof(*j));
   free(j);
@@ -157,11 +181,45 @@ make_key(uint8_t key[12], uint64_t chan_id, uint32_t circ_id)
   memcpy(key + 8, &circ_id, 4);
 }
 
+/* The per-channel count of pending jobs: add d (+1 or -1). */
+static void
+chan_count(uint64_t chan_id, int d)
+{
+  if (!W.per_chan)
+    return;
+  uint8_t k[8];
+  memcpy(k, &chan_id, 8);
+  uintptr_t n = (uintptr_t)hmap_get(W.per_chan, k);
+  if (d < 0 && n == 0)
+    return;
+  n = d > 0 ? n + 1 : n - 1;
+  if (n)
+    hmap_set(W.per_chan, k, (void *)n);
+  else
+    hmap_remove(W.per_chan, k);
+}
+
+static unsigned
+chan_limit(void)
+{
+  unsigned lim = W.max_pending / 2;
+  return lim < MIN_QUEUE ? MIN_QUEUE : lim;
+}
+
+/* Out of the pending map (answered, cancelled or abandoned). */
+static void
+unlist(onion_job_t *j)
+{
+  hmap_remove(W.pending, j->key);
+  chan_count(j->chan_id, -1);
+}
+
 static void
 job_reply(void *arg, int status)
 {
   onion_job_t *j = arg;
-  hmap_remove(W.pending, j->key);
+  if (!j->abandoned)
+    unlist(j); /* cpuworker_abandon() unlisted it */
   channel_t *chan =
       j->abandoned ? NULL : channel_find_by_global_id(j->chan_id);
   if (status == WORKQUEUE_EXPIRED) {
@@ -173,10 +231,13 @@ job_reply(void *arg, int status)
     /* Moving average over about 32 handshakes. */
     W.avg_usec = (W.avg_usec * 31 + j->usec + 31) / 32;
     update_bound();
+    j->res.held = j->res.ok ? &j->held : NULL;
+    uint32_t n_held = j->held.n;
     if (chan)
       W.finish(chan, &j->res);
     else if (!j->abandoned)
       W.n_orphaned++;
+    W.n_held -= n_held - j->held.n; /* the ones finish took */
   }
   job_free(j);
 }
@@ -195,6 +256,7 @@ cpuworker_init(evloop_t *loop, const cpuworker_options_t *o,
   if (!W.wq)
     return -1;
   W.pending = hmap_new(12);
+  W.per_chan = hmap_new(8);
   update_bound();
   log_info("Started %u worker thread%s for circuit handshakes",
            workqueue_n_threads(W.wq), n == 1 ? "" : "s");
@@ -216,6 +278,7 @@ cpuworker_shutdown(void)
 {
   workqueue_free(W.wq, job_free);
   hmap_free(W.pending, NULL); /* the jobs were freed just above */
+  hmap_free(W.per_chan, NULL);
 }
 
 int
@@ -230,7 +293,15 @@ cpuworker_submit(channel_t *chan, onion_keys_t *keys, uint32_t circ_id,
 {
   if (hlen > CELL_PAYLOAD_LEN)
     return -1;
+  /* A relay forwards many clients' EXTEND2s over one channel: only
+   * client channels are held to their share of the queue. */
+  if (!channel_is_authenticated_relay(chan) &&
+      cpuworker_chan_pending(chan) >= chan_limit()) {
+    W.n_dropped++;
+    return -2;
+  }
   onion_job_t *j = pc_calloc(1, sizeof(*j));
+  cell_queue_init(&j->held);
   j->chan_id = channel_global_id(chan);
   j->keys = onion_keys_ref(keys);
   j->cc = *cc_params_current();
@@ -246,7 +317,41 @@ cpuworker_submit(channel_t *chan, onion_keys_t *keys, uint32_t circ_id,
     return -1;
   }
   hmap_set(W.pending, j->key, j);
+  chan_count(j->chan_id, +1);
   return 0;
+}
+
+unsigned
+cpuworker_chan_pending(const channel_t *chan)
+{
+  if (!W.per_chan)
+    return 0;
+  uint8_t k[8];
+  uint64_t id = channel_global_id(chan);
+  memcpy(k, &id, 8);
+  return (unsigned)(uintptr_t)hmap_get(W.per_chan, k);
+}
+
+int
+cpuworker_hold_cell(const channel_t *chan, uint32_t circ_id,
+                    packed_cell_t *pc)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  onion_job_t *j = hmap_get(W.pending, key);
+  if (!j)
+    return 0;
+  if (j->held.n >= CPUWORKER_MAX_HELD_PER_CIRC || W.n_held >= MAX_HELD_TOTAL) {
+    packed_cell_free(pc);
+    W.n_held_closed++;
+    cpuworker_abandon(chan, circ_id); /* frees the held cells */
+    return -1;
+  }
+  cell_queue_append(&j->held, pc);
+  W.n_held++;
+  return 1;
 }
 
 int
@@ -270,11 +375,14 @@ cpuworker_abandon(const channel_t *chan, uint32_t circ_id)
   if (!j)
     return 0;
   W.n_orphaned++;
+  unlist(j);
   if (workqueue_cancel(W.wq, j->wjob) == 0) {
-    hmap_remove(W.pending, key);
     job_free(j);
   } else {
-    j->abandoned = 1; /* a worker has it: its answer is thrown away */
+    /* A worker has it: its answer is thrown away; the held cells go now. */
+    j->abandoned = 1;
+    W.n_held -= j->held.n;
+    cell_queue_clear(&j->held);
   }
   return 1;
 }
@@ -286,6 +394,8 @@ cpuworker_get_stats(cpuworker_stats_t *out)
   out->n_processed = W.n_processed;
   out->n_dropped = W.n_dropped;
   out->n_orphaned = W.n_orphaned;
+  out->n_held = W.n_held;
+  out->n_held_closed = W.n_held_closed;
   out->avg_usec = W.avg_usec;
   out->max_pending = W.max_pending;
   if (W.wq) {

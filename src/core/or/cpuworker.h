@@ -11,6 +11,7 @@
  */
 #ifndef PCTOR_CORE_OR_CPUWORKER_H
 #define PCTOR_CORE_OR_CPUWORKER_H
+#include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/onion.h"
 #include "core/or/relay.h"
@@ -20,6 +21,10 @@
 #include "lib/evloop/evloop.h"
 
 #include <stdint.h>
+
+/* Cells held per circuit while its handshake is pending (one more closes
+ * the circuit). */
+#define CPUWORKER_MAX_HELD_PER_CIRC 16
 
 typedef struct cpuworker_options_t {
   int num_cpus;        /* NumCPUs; 0: the number of online cores */
@@ -37,6 +42,11 @@ typedef struct cpuworker_result_t {
   size_t rlen;
   uint8_t km[RELAY_CRYPTO_KEY_MATERIAL_LEN];
   onion_circ_params_t params;
+  /* Cells (RELAY, RELAY_EARLY) that came for the circuit while its
+   * handshake was pending, in arrival order; NULL when the handshake
+   * failed or ran inline. The finish function may pop and process them;
+   * what it leaves is freed after it returns. */
+  cell_queue_t *held;
 } cpuworker_result_t;
 
 /* Called on the event loop with the channel the CREATE2 came on (still
@@ -57,8 +67,9 @@ int cpuworker_enabled(void);
 
 /* Queue the handshake with the onion keys current now: the job takes its
  * own reference to keys (the caller may rotate them at once), and a copy
- * of cc_params_current(). 0: queued; -1: the queue is full (nothing
- * queued; refuse the CREATE2). */
+ * of cc_params_current(). 0: queued; -1: the queue is full, -2: this
+ * channel already has its share of the queue (half the bound) pending
+ * (nothing queued in either case; refuse the CREATE2). */
 int cpuworker_submit(channel_t *chan, onion_keys_t *keys,
                      uint32_t circ_id,
                      uint16_t htype, const uint8_t *hdata, size_t hlen);
@@ -68,11 +79,22 @@ int cpuworker_is_pending(const channel_t *chan, uint32_t circ_id);
 /* A DESTROY for a circuit whose handshake is pending: cancel it (or throw
  * its answer away). 1 if there was one, else 0. */
 int cpuworker_abandon(const channel_t *chan, uint32_t circ_id);
+/* Handshakes pending (queued or being computed) for chan. */
+unsigned cpuworker_chan_pending(const channel_t *chan);
+/* A cell for circ_id on chan: if its handshake is pending, hold it to be
+ * processed after the answer (1: taken). 0: nothing pending, the caller
+ * keeps pc. -1: too many held (CPUWORKER_MAX_HELD_PER_CIRC for the
+ * circuit, or the global bound): pc and the held cells are freed and the
+ * handshake abandoned; the caller answers DESTROY. */
+int cpuworker_hold_cell(const channel_t *chan, uint32_t circ_id,
+                        packed_cell_t *pc);
 
 typedef struct cpuworker_stats_t {
   uint64_t n_processed;  /* handshakes computed by workers */
   uint64_t n_dropped;    /* refused: queue full or waited too long */
   uint64_t n_orphaned;   /* channel closed or DESTROY before the answer */
+  unsigned n_held;       /* cells held for pending handshakes now */
+  uint64_t n_held_closed; /* circuits closed: too many cells held */
   unsigned n_threads;
   unsigned n_pending;
   unsigned max_pending;  /* current queue bound */
