@@ -99,7 +99,7 @@ typedef struct options_t {
   char *syslog_identity_tag;     /* SyslogIdentityTag: NULL if unset */
   int disable_debugger_attachment; /* DisableDebuggerAttachment */
   int sandbox;                   /* Sandbox: 0 or 1 (lib/sandbox) */
-  int avoid_disk_writes;         /* AvoidDiskWrites (changes nothing) */
+  int avoid_disk_writes;         /* AvoidDiskWrites: state saved 6x rarer */
   int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
   int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */

@@ -1071,6 +1071,8 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
   cc->paths_needed = o->paths_needed_to_build_circuits;
   cc->leave_streams_unattached = o->leave_streams_unattached;
+  cc->guards = *(const guards_options_t *)options_module(o,
+                                                         &guards_conf_module);
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   cc->measureme_hops = (unsigned)mo->hops;
@@ -1393,7 +1395,10 @@ apply_state_saving(const options_t *o)
 {
   if (!A.state_timer)
     A.state_timer = evloop_timer_new(A.loop, state_timer_cb, NULL);
-  A.state_save_interval = o->state_save_interval;
+  /* AvoidDiskWrites: six times less often (an hour instead of 10
+   * minutes by default), as tor. */
+  A.state_save_interval = o->state_save_interval *
+                          (o->avoid_disk_writes ? 6 : 1);
   int check = o->state_save_interval < 60 ? o->state_save_interval : 60;
   evloop_timer_cancel(A.state_timer);
   evloop_timer_schedule_periodic(A.state_timer, (uint64_t)check * 1000000);

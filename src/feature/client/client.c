@@ -709,6 +709,7 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   client_g.loop = loop;
   client_g.cfg = *cfg;
   client_g.guards = guards_new(cfg->state, guards_instance_for(cfg->path));
+  guards_set_options(client_g.guards, &cfg->guards);
   client_g.cbt = cbt_new();
   const dir_nodelist_t *nl = cfg->dir ? dir_client_nodelist(cfg->dir) : NULL;
   cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
@@ -761,6 +762,7 @@ client_reconfigure(const client_config_t *cfg)
     guards_free(client_g.guards);
     client_g.guards = guards_new(cfg->state, inst);
   }
+  guards_set_options(client_g.guards, &cfg->guards);
   if (held && !cfg->leave_streams_unattached) {
     /* As tor: streams held for a controller now take circuits. */
     dlist_node_t *n, *next;

@@ -19,6 +19,7 @@
 #define PCTOR_FEATURE_CLIENT_CLIENT_H
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
+#include "feature/client/guards.h"
 #include "feature/dir/path.h"
 #include "lib/fs/statefile.h"
 #include "lib/evloop/evloop.h"
@@ -59,6 +60,8 @@ typedef struct client_config_t {
   /* __LeaveStreamsUnattached: SOCKS streams wait for a controller's
    * ATTACHSTREAM instead of taking a circuit (client_ctl_*). */
   int leave_streams_unattached;
+  /* NumEntryGuards, NumPrimaryGuards, GuardLifetime, UseEntryGuards. */
+  guards_options_t guards;
   int conflux_enabled;
   uint8_t conflux_ux;
   int conflux_legs;

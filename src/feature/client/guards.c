@@ -36,8 +36,8 @@ typedef struct {
   int min_filtered_sample; /* MIN_FILTERED_SAMPLE */
   int max_sample_size;     /* MAX_SAMPLE_SIZE */
   int max_sample_pct;      /* MAX_SAMPLE_THRESHOLD, percent */
-  int lifetime_days;       /* GUARD_LIFETIME */
-  int confirmed_min_days;  /* GUARD_CONFIRMED_MIN_LIFETIME */
+  time_t lifetime;        /* GUARD_LIFETIME, seconds */
+  time_t confirmed_min;   /* GUARD_CONFIRMED_MIN_LIFETIME, seconds */
   int remove_unlisted_days; /* REMOVE_UNLISTED_GUARDS_AFTER */
 } guard_params_t;
 
@@ -70,6 +70,7 @@ struct guards_t {
   int n_primary;
   int next_sampled_idx, next_confirmed_idx;
   guard_params_t p;
+  guards_options_t opts; /* the torrc's */
   time_t last_on_internet;
   int dirty; /* persistent fields changed since the last save */
 };
@@ -82,8 +83,8 @@ params_default(guard_params_t *p)
   p->min_filtered_sample = 20;
   p->max_sample_size = 60;
   p->max_sample_pct = 20;
-  p->lifetime_days = 120;
-  p->confirmed_min_days = 60;
+  p->lifetime = (time_t)120 * DAY;
+  p->confirmed_min = (time_t)60 * DAY;
   p->remove_unlisted_days = 20;
 }
 
@@ -103,12 +104,60 @@ params_from_consensus(guard_params_t *p, const consensus_t *c)
                                            MAX_SAMPLE_HARD);
   p->max_sample_pct = consensus_get_param(
       c, "guard-max-sample-threshold-percent", 20, 1, 100);
-  p->lifetime_days = consensus_get_param(c, "guard-lifetime-days", 120, 1,
-                                         3650);
-  p->confirmed_min_days = consensus_get_param(
-      c, "guard-confirmed-min-lifetime-days", 60, 1, 3650);
+  p->lifetime = (time_t)consensus_get_param(c, "guard-lifetime-days", 120,
+                                            1, 3650) * DAY;
+  p->confirmed_min = (time_t)consensus_get_param(
+      c, "guard-confirmed-min-lifetime-days", 60, 1, 3650) * DAY;
   p->remove_unlisted_days = consensus_get_param(
       c, "guard-remove-unlisted-guards-after-days", 20, 1, 365);
+}
+
+/* The torrc's overrides of the consensus (tor's rules, see guards.h). */
+static void
+params_apply_options(guard_params_t *p, const guards_options_t *o)
+{
+  int n_use = o->num_entry_guards;
+  if (o->num_primary_guards > 0)
+    p->n_primary = o->num_primary_guards;
+  else if (n_use > 5)
+    p->n_primary = n_use + n_use / 2;
+  else if (n_use > 1)
+    p->n_primary = n_use * 2;
+  if (p->n_primary > N_PRIMARY_MAX)
+    p->n_primary = N_PRIMARY_MAX;
+  if (n_use > 0)
+    p->n_usable_primary = n_use > N_PRIMARY_MAX ? N_PRIMARY_MAX : n_use;
+  if (o->guard_lifetime >= DAY) {
+    p->lifetime = o->guard_lifetime;
+    p->confirmed_min = o->guard_lifetime;
+  }
+}
+
+/* The parameters from consensus c (NULL: the spec's defaults) and the
+ * torrc. */
+static void
+params_update(guards_t *gs, const consensus_t *c)
+{
+  params_from_consensus(&gs->p, c);
+  params_apply_options(&gs->p, &gs->opts);
+}
+
+void
+guards_set_options(guards_t *gs, const guards_options_t *o)
+{
+  static const guards_options_t defaults = {0, 0, 0, 0, 1};
+  gs->opts = o ? *o : defaults;
+  params_update(gs, NULL);
+}
+
+void
+guards_get_params(const guards_t *gs, int *n_primary, int *n_to_use,
+                  time_t *lifetime, time_t *confirmed_min)
+{
+  *n_primary = gs->p.n_primary;
+  *n_to_use = gs->p.n_usable_primary;
+  *lifetime = gs->p.lifetime;
+  *confirmed_min = gs->p.confirmed_min;
 }
 
 /* ---- the state lines ---- */
@@ -284,7 +333,7 @@ guards_new(statefile_t *st, const char *instance)
   guards_t *gs = pc_zalloc(sizeof(*gs));
   gs->state = st;
   snprintf(gs->instance, sizeof(gs->instance), "%s", instance);
-  params_default(&gs->p);
+  guards_set_options(gs, NULL);
   if (!st)
     return gs;
   size_t pos = 0;
@@ -557,7 +606,7 @@ sample_one(guards_t *gs, const dir_nodelist_t *nl, const path_config_t *cfg,
         memset(g, 0, sizeof(*g));
         memcpy(g->rsa_id, n->rsa_id, 20);
         snprintf(g->nickname, sizeof(g->nickname), "%s", n->nickname);
-        g->sampled_on = rand_past(now, (time_t)gs->p.lifetime_days * DAY / 10,
+        g->sampled_on = rand_past(now, gs->p.lifetime / 10,
                                   rng);
         g->sampled_idx = gs->next_sampled_idx++;
         snprintf(g->sampled_by, sizeof(g->sampled_by), "pctor-%s",
@@ -641,7 +690,7 @@ guards_update(guards_t *gs, const dir_nodelist_t *nl,
 {
   if (!nl || !nl->consensus)
     return;
-  params_from_consensus(&gs->p, nl->consensus);
+  params_update(gs, nl->consensus);
   char *terr = NULL;
   int live = consensus_check_time(nl->consensus, now, &terr) == 0;
   free(terr);
@@ -668,9 +717,9 @@ guards_update(guards_t *gs, const dir_nodelist_t *nl,
         now - g->unlisted_since > (time_t)gs->p.remove_unlisted_days * DAY)
       why = "unlisted for too long";
     else if (live &&
-             now - g->sampled_on > (time_t)gs->p.lifetime_days * DAY &&
+             now - g->sampled_on > gs->p.lifetime &&
              (g->confirmed_idx < 0 ||
-              now - g->confirmed_on > (time_t)gs->p.confirmed_min_days * DAY))
+              now - g->confirmed_on > gs->p.confirmed_min))
       why = "its guard lifetime is over";
     if (why) {
       log_info("Guards (%s): removing %s from the sample: %s", gs->instance,
@@ -713,6 +762,9 @@ guards_choose(guards_t *gs, const dir_nodelist_t *nl,
   *primary = 0;
   if (!nl)
     return NULL;
+  if (!gs->opts.use_entry_guards) /* tor's UseEntryGuards 0 */
+    return path_choose_node(nl, PATH_POS_GUARD, cfg, -1, avoid, n_avoid,
+                            rng);
   guards_update(gs, nl, cfg, now, rng);
   for (int attempt = 0; attempt < 2; attempt++) {
     /* 1. A usable primary guard: one of the first n_usable_primary. */
@@ -801,7 +853,7 @@ guards_choose(guards_t *gs, const dir_nodelist_t *nl,
 void
 guards_note_success(guards_t *gs, const uint8_t rsa_id[20], time_t now)
 {
-  guard_t *g = find(gs, rsa_id);
+  guard_t *g = gs->opts.use_entry_guards ? find(gs, rsa_id) : NULL;
   if (!g)
     return;
   int was_primary = is_primary(gs, g);
@@ -810,7 +862,7 @@ guards_note_success(guards_t *gs, const uint8_t rsa_id[20], time_t now)
   g->pending = 0;
   if (g->confirmed_idx < 0) {
     path_rng_t rng = path_rng_crypto();
-    g->confirmed_on = rand_past(now, (time_t)gs->p.lifetime_days * DAY / 10,
+    g->confirmed_on = rand_past(now, gs->p.lifetime / 10,
                                 &rng);
     g->confirmed_idx = gs->next_confirmed_idx++;
     gs->dirty = 1;
@@ -837,7 +889,7 @@ guards_note_success(guards_t *gs, const uint8_t rsa_id[20], time_t now)
 void
 guards_note_failure(guards_t *gs, const uint8_t rsa_id[20], time_t now)
 {
-  guard_t *g = find(gs, rsa_id);
+  guard_t *g = gs->opts.use_entry_guards ? find(gs, rsa_id) : NULL;
   if (!g)
     return;
   if (g->reach != GUARD_REACH_NO)

@@ -42,7 +42,15 @@
  * guard-min-filtered-sample-size, guard-max-sample-size,
  * guard-max-sample-threshold-percent, guard-lifetime-days,
  * guard-confirmed-min-lifetime-days, guard-remove-unlisted-guards-after-
- * days, guard-n-primary-guards-to-use) with the spec's defaults.
+ * days, guard-n-primary-guards-to-use) with the spec's defaults, unless
+ * the torrc overrides them (guards_options_t, tor's options):
+ * NumPrimaryGuards sets N_PRIMARY_GUARDS; NumEntryGuards sets
+ * NUM_USABLE_PRIMARY_GUARDS and, without NumPrimaryGuards, scales
+ * N_PRIMARY_GUARDS as tor does (2N above 1, N + N/2 above 5); a
+ * GuardLifetime of a day or more replaces both GUARD_LIFETIME and
+ * GUARD_CONFIRMED_MIN_LIFETIME. With UseEntryGuards 0 there are no
+ * guards: guards_choose() draws each first hop afresh (weighted for the
+ * guard position) and the sets are neither used nor changed.
  *
  * State lines are tor's: "Guard in=NAME rsa_id=HEX nickname=N
  * sampled_on=ISO sampled_idx=K sampled_by=VERSION listed=0|1
@@ -58,9 +66,24 @@
 
 #include "feature/dir/nodelist.h"
 #include "feature/dir/path.h"
+#include "lib/conf/confdecl.h"
 #include "lib/fs/statefile.h"
 
 typedef struct guards_t guards_t;
+
+/* The torrc options of the guards (guards_conf_module), tor's names. */
+typedef struct guards_options_t {
+  int num_entry_guards;     /* NumEntryGuards; 0: the consensus' */
+  int num_primary_guards;   /* NumPrimaryGuards; 0: the consensus' */
+  int num_directory_guards; /* NumDirectoryGuards (no effect) */
+  int guard_lifetime;       /* GuardLifetime, seconds; < 1 day: consensus */
+  int use_entry_guards;     /* UseEntryGuards (default 1) */
+} guards_options_t;
+
+extern const conf_module_t guards_conf_module;
+
+/* Use these options from now on (NULL: tor's defaults). Copied. */
+void guards_set_options(guards_t *g, const guards_options_t *o);
 
 typedef enum {
   GUARD_REACH_MAYBE = 0,
@@ -123,6 +146,11 @@ void guards_note_failure(guards_t *g, const uint8_t rsa_id[20], time_t now);
 int guards_n_sampled(const guards_t *g);
 void guards_get(const guards_t *g, int i, guard_info_t *out);
 /* Primary guards in order: how many, and the rsa_id of the i-th. */
+/* The parameters in force (after the last guards_update()): how many
+ * primary guards are kept, how many of them circuits are spread over,
+ * and the guard lifetime and confirmed minimum lifetime in seconds. */
+void guards_get_params(const guards_t *g, int *n_primary, int *n_to_use,
+                       time_t *lifetime, time_t *confirmed_min);
 int guards_n_primary(const guards_t *g);
 const uint8_t *guards_primary_id(const guards_t *g, int i);
 

@@ -37,6 +37,8 @@ static const unit_t time_units[] = {
   {"h", 3600000, 1}, {"hour", 3600000, 1}, {"hours", 3600000, 1},
   {"day", 86400000, 1}, {"days", 86400000, 1},
   {"week", 604800000, 1}, {"weeks", 604800000, 1},
+  /* tor's month: 30.4368 days */
+  {"month", 2629728000ULL, 1}, {"months", 2629728000ULL, 1},
   {NULL, 0, 0},
 };
 
