@@ -6,7 +6,10 @@
  * state file (tor's Guard lines, unknown entries and other instances
  * kept), a failed primary replaced by the next one until its retry time,
  * an unlisted primary replaced and later removed from the sample, the
- * avoid list (family/subnet) and EntryNodes' restricted instance. */
+ * avoid list (family/subnet) and EntryNodes' restricted instance; tor's
+ * options: NumPrimaryGuards, NumEntryGuards (circuits spread over the
+ * first N usable primaries), GuardLifetime (and its bounds) and
+ * UseEntryGuards 0 (first hops drawn afresh, the sample untouched). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,6 +417,239 @@ START_TEST(test_avoid_and_entry_nodes)
 }
 END_TEST
 
+/* fx_init with torrc options for the guards. */
+static void
+fx_init_opts(fx_t *f, uint64_t seed, const guards_options_t *o)
+{
+  fx_init(f, seed);
+  guards_set_options(f->g, o);
+}
+
+START_TEST(test_num_primary_guards)
+{
+  fx_t f;
+  int np, nu;
+  time_t life, cmin;
+  /* NumPrimaryGuards 5: five primary guards, circuits use the first. */
+  guards_options_t o = {0, 5, 0, 0, 1};
+  fx_init_opts(&f, 21, &o);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  ck_assert_int_eq(guards_n_primary(f.g), 5);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(np, 5);
+  ck_assert_int_eq(nu, 1);
+  for (int i = 0; i < guards_n_sampled(f.g); i++) {
+    guard_info_t gi;
+    guards_get(f.g, i, &gi);
+    ck_assert_int_eq(gi.is_primary, i < 5);
+  }
+  int primary;
+  for (int i = 0; i < 20; i++)
+    ck_assert_mem_eq(fx_choose(&f, T0, &primary)->rsa_id,
+                     guards_primary_id(f.g, 0), 20);
+  fx_clear(&f);
+  /* Defaults (and NULL options): 3 primaries, 1 used, 120/60 days. */
+  fx_init_opts(&f, 21, NULL);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(np, 3);
+  ck_assert_int_eq(nu, 1);
+  ck_assert_int_eq(life, 120 * 86400);
+  ck_assert_int_eq(cmin, 60 * 86400);
+  ck_assert_int_eq(guards_n_primary(f.g), 3);
+  /* NumEntryGuards without NumPrimaryGuards scales the primaries as tor:
+   * 2N above 1, N + N/2 above 5, at most 16. */
+  static const int use[][2] = {{1, 3}, {2, 4}, {3, 6}, {7, 10}, {12, 16},
+                               {16, 16}};
+  for (size_t k = 0; k < sizeof(use) / sizeof(use[0]); k++) {
+    guards_options_t oe = {use[k][0], 0, 0, 0, 1};
+    guards_set_options(f.g, &oe);
+    guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+    guards_get_params(f.g, &np, &nu, &life, &cmin);
+    ck_assert_int_eq(np, use[k][1]);
+    ck_assert_int_eq(nu, use[k][0]);
+    ck_assert_int_eq(guards_n_primary(f.g), use[k][1]);
+  }
+  /* NumPrimaryGuards wins over the scaling. */
+  guards_options_t ob = {4, 2, 0, 0, 1};
+  guards_set_options(f.g, &ob);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  ck_assert_int_eq(guards_n_primary(f.g), 2);
+  fx_clear(&f);
+}
+END_TEST
+
+START_TEST(test_num_entry_guards)
+{
+  fx_t f;
+  /* NumEntryGuards 2 with 3 primaries: circuits spread over the first
+   * two usable primary guards, never the third. */
+  guards_options_t o = {2, 3, 0, 0, 1};
+  fx_init_opts(&f, 22, &o);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  ck_assert_int_eq(guards_n_primary(f.g), 3);
+  uint8_t p[3][20];
+  for (int i = 0; i < 3; i++)
+    memcpy(p[i], guards_primary_id(f.g, i), 20);
+  int seen[3] = {0, 0, 0};
+  for (int i = 0; i < 200; i++) {
+    int primary = 0;
+    const dir_node_t *d = fx_choose(&f, T0, &primary);
+    ck_assert_int_eq(primary, 1);
+    int k = 0;
+    while (k < 3 && memcmp(d->rsa_id, p[k], 20))
+      k++;
+    ck_assert_int_lt(k, 3);
+    seen[k]++;
+  }
+  ck_assert_int_gt(seen[0], 50);
+  ck_assert_int_gt(seen[1], 50);
+  ck_assert_int_eq(seen[2], 0);
+  /* The first one unreachable: the next two usable primaries. */
+  guards_note_failure(f.g, p[0], T0);
+  memset(seen, 0, sizeof(seen));
+  for (int i = 0; i < 200; i++) {
+    int primary = 0;
+    const dir_node_t *d = fx_choose(&f, T0 + 1, &primary);
+    int k = 0;
+    while (k < 3 && memcmp(d->rsa_id, p[k], 20))
+      k++;
+    ck_assert_int_lt(k, 3);
+    seen[k]++;
+  }
+  ck_assert_int_eq(seen[0], 0);
+  ck_assert_int_gt(seen[1], 50);
+  ck_assert_int_gt(seen[2], 50);
+  fx_clear(&f);
+}
+END_TEST
+
+/* The earliest sampled_on in g's sample. */
+static time_t
+oldest_sampled(const guards_t *g)
+{
+  time_t t = 0;
+  for (int i = 0; i < guards_n_sampled(g); i++) {
+    guard_info_t gi;
+    guards_get(g, i, &gi);
+    if (!t || gi.sampled_on < t)
+      t = gi.sampled_on;
+  }
+  return t;
+}
+
+START_TEST(test_guard_lifetime)
+{
+  fx_t f;
+  int np, nu;
+  time_t life, cmin;
+  /* GuardLifetime 30 days replaces both lifetimes. */
+  guards_options_t o = {0, 0, 0, 30 * 86400, 1};
+  fx_init_opts(&f, 23, &o);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(life, 30 * 86400);
+  ck_assert_int_eq(cmin, 30 * 86400);
+  ck_assert_int_eq(guards_n_sampled(f.g), 20);
+  /* sampled_on is spread over the last lifetime/10 (3 days). */
+  ck_assert_int_ge(oldest_sampled(f.g), T0 - 3 * 86400);
+  int primary;
+  const dir_node_t *a = fx_choose(&f, T0, &primary);
+  uint8_t ida[20];
+  memcpy(ida, a->rsa_id, 20);
+  guards_note_success(f.g, ida, T0);
+  /* 29 days on: everything is still sampled. */
+  time_t t = T0 + 29 * 86400 - 3 * 86400 - 60;
+  set_time(f.n, t);
+  guards_update(f.g, &f.n->nl, &f.cfg, t, &f.rng);
+  ck_assert_int_ge(oldest_sampled(f.g), T0 - 3 * 86400);
+  ck_assert(in_sample(f.g, ida));
+  /* 31 days on: the unconfirmed guards and the confirmed one (confirmed
+   * more than 30 days ago) are gone; the sample was drawn again. */
+  t = T0 + 31 * 86400;
+  set_time(f.n, t);
+  guards_update(f.g, &f.n->nl, &f.cfg, t, &f.rng);
+  ck_assert_int_eq(guards_n_sampled(f.g), 20);
+  ck_assert_int_ge(oldest_sampled(f.g), t - 3 * 86400);
+  for (int i = 0; i < guards_n_sampled(f.g); i++) {
+    guard_info_t gi;
+    guards_get(f.g, i, &gi);
+    ck_assert_int_eq(gi.confirmed_idx, -1);
+  }
+  fx_clear(&f);
+
+  /* Without it, the same guards are still there after 31 days (120). */
+  fx_init_opts(&f, 23, NULL);
+  guards_update(f.g, &f.n->nl, &f.cfg, T0, &f.rng);
+  time_t before = oldest_sampled(f.g);
+  ck_assert_int_lt(before, T0 - 3 * 86400); /* spread over 12 days */
+  set_time(f.n, t);
+  guards_update(f.g, &f.n->nl, &f.cfg, t, &f.rng);
+  ck_assert_int_eq(oldest_sampled(f.g), before);
+  fx_clear(&f);
+
+  /* Bounds: below one day means the consensus' values, as in tor; 10
+   * years is taken as it is. */
+  guards_options_t shortl = {0, 0, 0, 86399, 1};
+  fx_init_opts(&f, 23, &shortl);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(life, 120 * 86400);
+  ck_assert_int_eq(cmin, 60 * 86400);
+  guards_options_t day = {0, 0, 0, 86400, 1};
+  guards_set_options(f.g, &day);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(life, 86400);
+  guards_options_t tenyears = {0, 0, 0, 3650 * 86400, 1};
+  guards_set_options(f.g, &tenyears);
+  guards_get_params(f.g, &np, &nu, &life, &cmin);
+  ck_assert_int_eq(life, (time_t)3650 * 86400);
+  ck_assert_int_eq(cmin, (time_t)3650 * 86400);
+  fx_clear(&f);
+}
+END_TEST
+
+START_TEST(test_use_entry_guards_0)
+{
+  fx_t f;
+  guards_options_t o = {0, 0, 0, 0, 0};
+  fx_init_opts(&f, 24, &o);
+  int hits[N_NODES] = {0};
+  for (int i = 0; i < 600; i++) {
+    int primary = 1;
+    const dir_node_t *d = fx_choose(&f, T0, &primary);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(primary, 0);
+    int k = node_index(f.n, d->rsa_id);
+    ck_assert_int_lt(k, N_GUARDS); /* only relays that may be guards */
+    hits[k]++;
+    /* A built circuit confirms nothing. */
+    guards_note_success(f.g, d->rsa_id, T0);
+    guards_note_failure(f.g, d->rsa_id, T0);
+  }
+  int distinct = 0;
+  for (int k = 0; k < N_GUARDS; k++)
+    distinct += hits[k] > 0;
+  ck_assert_int_ge(distinct, 25); /* 30 equal guards, 600 draws */
+  ck_assert_int_eq(guards_n_sampled(f.g), 0);
+  ck_assert_int_eq(guards_n_primary(f.g), 0);
+  /* The avoid list still holds: never the relay to avoid. */
+  const dir_node_t *avoid[] = {&f.n->nodes[3]};
+  for (int i = 0; i < 200; i++) {
+    int primary;
+    const dir_node_t *d = guards_choose(f.g, &f.n->nl, &f.cfg, avoid, 1,
+                                        T0, &f.rng, &primary);
+    ck_assert_ptr_ne(d, &f.n->nodes[3]);
+  }
+  /* Back to UseEntryGuards 1: the guards are used again. */
+  guards_set_options(f.g, NULL);
+  int primary;
+  ck_assert_ptr_nonnull(fx_choose(&f, T0, &primary));
+  ck_assert_int_eq(primary, 1);
+  ck_assert_int_eq(guards_n_sampled(f.g), 20);
+  fx_clear(&f);
+}
+END_TEST
+
 Suite *
 suite_guards(void)
 {
@@ -425,6 +661,10 @@ suite_guards(void)
   tcase_add_test(tc, test_failed_guard_replaced);
   tcase_add_test(tc, test_unlisted_guard);
   tcase_add_test(tc, test_avoid_and_entry_nodes);
+  tcase_add_test(tc, test_num_primary_guards);
+  tcase_add_test(tc, test_num_entry_guards);
+  tcase_add_test(tc, test_guard_lifetime);
+  tcase_add_test(tc, test_use_entry_guards_0);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -16,6 +16,7 @@
 #include "lib/utcp/utcp.h"
 #include "app/config/options.h"
 #include "app/config/tor_option_names.h"
+#include "feature/client/guards.h"
 #include "feature/conflux/conflux_cell.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/conflux/conflux_set.h"
@@ -1537,6 +1538,64 @@ START_TEST(test_list_and_usage)
 }
 END_TEST
 
+/* tor's guard options (feature/client/guards_options.c) and
+ * AvoidDiskWrites. */
+START_TEST(test_guard_options)
+{
+  options_t *o = parse_ok("", 0, NULL);
+  const guards_options_t *g = options_module(o, &guards_conf_module);
+  ck_assert_int_eq(g->use_entry_guards, 1);
+  ck_assert_int_eq(g->num_entry_guards, 0);
+  ck_assert_int_eq(g->num_primary_guards, 0);
+  ck_assert_int_eq(g->num_directory_guards, 0);
+  ck_assert_int_eq(g->guard_lifetime, 0);
+  ck_assert_int_eq(o->avoid_disk_writes, 0);
+  options_free(o);
+  o = parse_ok("UseEntryGuards 0\nNumEntryGuards 2\nNumPrimaryGuards 5\n"
+               "GuardLifetime 2 months\nAvoidDiskWrites 1\n", 0, NULL);
+  g = options_module(o, &guards_conf_module);
+  ck_assert_int_eq(g->use_entry_guards, 0);
+  ck_assert_int_eq(g->num_entry_guards, 2);
+  ck_assert_int_eq(g->num_primary_guards, 5);
+  ck_assert_int_eq(g->guard_lifetime, 2 * 2629728); /* tor's month */
+  ck_assert_int_eq(o->avoid_disk_writes, 1);
+  options_free(o);
+  o = parse_ok("GuardLifetime 10 weeks\n", 0, NULL);
+  g = options_module(o, &guards_conf_module);
+  ck_assert_int_eq(g->guard_lifetime, 70 * 86400);
+  options_free(o);
+  /* Out of range: refused naming the option. */
+  char *err = parse_bad("NumEntryGuards 17\n", 0, NULL);
+  assert_has(err, "NumEntryGuards");
+  free(err);
+  err = parse_bad("NumPrimaryGuards -1\n", 0, NULL);
+  assert_has(err, "NumPrimaryGuards");
+  free(err);
+  err = parse_bad("GuardLifetime 3651 days\n", 0, NULL);
+  assert_has(err, "GuardLifetime");
+  free(err);
+  err = parse_bad("UseEntryGuards 2\n", 0, NULL);
+  assert_has(err, "UseEntryGuards");
+  free(err);
+  /* Below a day: accepted with tor's behaviour (the consensus' values)
+   * and a warning; NumDirectoryGuards is accepted and said to do
+   * nothing. */
+  warnings[0] = '\0';
+  log_set_hook(LOG_SEV_NOTICE, warn_hook, NULL);
+  o = parse_ok("GuardLifetime 12 hours\nNumDirectoryGuards 3\n", 0, NULL);
+  log_set_hook(LOG_SEV_ERR, NULL, NULL);
+  assert_has(warnings, "GuardLifetime is below one day");
+  assert_has(warnings, "NumDirectoryGuards has no effect");
+  g = options_module(o, &guards_conf_module);
+  ck_assert_int_eq(g->guard_lifetime, 12 * 3600);
+  ck_assert_int_eq(g->num_directory_guards, 3);
+  options_free(o);
+  /* Reloadable, as in tor. */
+  ck_assert_int_eq(options_find("NumEntryGuards")->reloadable, 1);
+  ck_assert_int_eq(options_find("UseEntryGuards")->reloadable, 1);
+}
+END_TEST
+
 Suite *
 suite_options(void)
 {
@@ -1562,6 +1621,7 @@ suite_options(void)
   tcase_add_test(tc, test_dump_config);
   tcase_add_test(tc, test_tor_option_names);
   tcase_add_test(tc, test_relay_options);
+  tcase_add_test(tc, test_guard_options);
   tcase_add_test(tc, test_controller_overlay);
   tcase_add_test(tc, test_check_startable);
   tcase_add_test(tc, test_list_and_usage);
