@@ -1550,6 +1550,11 @@ START_TEST(test_guard_options)
   ck_assert_int_eq(g->num_directory_guards, 0);
   ck_assert_int_eq(g->guard_lifetime, 0);
   ck_assert_int_eq(o->avoid_disk_writes, 0);
+  ck_assert_int_eq(options_state_save_interval(o), 600);
+  options_free(o);
+  o = parse_ok("__StateSaveInterval 5 seconds\nAvoidDiskWrites 1\n", 0,
+               NULL);
+  ck_assert_int_eq(options_state_save_interval(o), 30);
   options_free(o);
   o = parse_ok("UseEntryGuards 0\nNumEntryGuards 2\nNumPrimaryGuards 5\n"
                "GuardLifetime 2 months\nAvoidDiskWrites 1\n", 0, NULL);
@@ -1559,6 +1564,7 @@ START_TEST(test_guard_options)
   ck_assert_int_eq(g->num_primary_guards, 5);
   ck_assert_int_eq(g->guard_lifetime, 2 * 2629728); /* tor's month */
   ck_assert_int_eq(o->avoid_disk_writes, 1);
+  ck_assert_int_eq(options_state_save_interval(o), 3600);
   options_free(o);
   o = parse_ok("GuardLifetime 10 weeks\n", 0, NULL);
   g = options_module(o, &guards_conf_module);

@@ -2124,6 +2124,12 @@ options_check_startable(const options_t *opts, char **err_out)
   return 0;
 }
 
+int
+options_state_save_interval(const options_t *o)
+{
+  return o->state_save_interval * (o->avoid_disk_writes ? 6 : 1);
+}
+
 void
 options_advertised_bandwidth(const options_t *o, uint64_t *rate,
                              uint64_t *burst)

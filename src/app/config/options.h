@@ -346,6 +346,11 @@ int options_orports_advertised(const options_t *o, pc_addr_t out[4]);
  * DirPort without NoAdvertise, or 0. */
 uint16_t options_dirport_advertised(const options_t *o);
 
+/* How long after a change the state file is written while running, in
+ * seconds: __StateSaveInterval, six times longer with AvoidDiskWrites (an
+ * hour by default, as tor). */
+int options_state_save_interval(const options_t *o);
+
 /* The bandwidth the descriptor advertises, as tor computes it: rate is
  * the smallest of BandwidthRate, RelayBandwidthRate (if set) and
  * MaxAdvertisedBandwidth; burst the smaller of BandwidthBurst and

@@ -1395,10 +1395,7 @@ apply_state_saving(const options_t *o)
 {
   if (!A.state_timer)
     A.state_timer = evloop_timer_new(A.loop, state_timer_cb, NULL);
-  /* AvoidDiskWrites: six times less often (an hour instead of 10
-   * minutes by default), as tor. */
-  A.state_save_interval = o->state_save_interval *
-                          (o->avoid_disk_writes ? 6 : 1);
+  A.state_save_interval = options_state_save_interval(o);
   int check = o->state_save_interval < 60 ? o->state_save_interval : 60;
   evloop_timer_cancel(A.state_timer);
   evloop_timer_schedule_periodic(A.state_timer, (uint64_t)check * 1000000);
