@@ -25,7 +25,10 @@
 #      authority key it does not know) refuses every consensus with a
 #      warning that names the signatures, caches none and builds nothing;
 #   5. a state file with garbage: c3 warns once, moves it to state.bad and
-#      starts with a fresh state;
+#      starts with a fresh state; its torrc carries tor's guard options
+#      (NumPrimaryGuards 2, NumEntryGuards 1, GuardLifetime in months,
+#      NumDirectoryGuards, AvoidDiskWrites): accepted, and it keeps two
+#      primary guards instead of three;
 #   6. a tor 0.4.9 client's state file: a pctor client c4 started on it
 #      uses tor's confirmed guard; tor started again on what c4 wrote
 #      keeps that guard and does not complain.
@@ -181,6 +184,13 @@ mkdir -p -m 700 "$d3/data"
 printf 'Guard in=default rsa_id=00\n=this is not a state line\n' > "$d3/data/state"
 sed -e "s|$d2|$d3|g" -e "s|:$port2|:$port3|" "$d2/torrc" | grep -v '^DirAuthority' > "$d3/torrc"
 cat "$net/dirauth.torrc" >> "$d3/torrc"
+cat >> "$d3/torrc" <<EOT
+NumPrimaryGuards 2
+NumEntryGuards 1
+GuardLifetime 3 months
+NumDirectoryGuards 3
+AvoidDiskWrites 1
+EOT
 "$PCTOR" -f "$d3/torrc" > "$d3/stderr" 2>&1 &
 echo $! > "$d3/pid"
 it_register_pid "$(cat "$d3/pid")"
@@ -190,6 +200,14 @@ grep -q "\[warn\] State file $d3/data/state line 2 does not start with a key.*mo
 [ -e "$d3/data/state.bad" ] || it_fail "the broken state file was not kept as state.bad"
 kill -0 "$(cat "$d3/pid")" || it_fail "c3 died"
 it_log "a broken state file is moved aside with a warning"
+# NumPrimaryGuards 2: two primary guards, never three.
+it_wait_until 90 grep -q 'Guards (default): primary guards now [A-Za-z0-9]*, [A-Za-z0-9]*$' "$d3/info.log" ||
+    it_fail "c3 did not keep 2 primary guards: $(grep -i 'primary guards' "$d3/info.log" | tail -3)"
+grep -q 'primary guards now [A-Za-z0-9]*, [A-Za-z0-9]*, ' "$d3/info.log" &&
+    it_fail "c3 kept more than 2 primary guards: $(grep 'primary guards now' "$d3/info.log")"
+cat "$d3/info.log" "$d3/stderr" | grep -q 'NumDirectoryGuards has no effect' ||
+    it_fail "no notice that NumDirectoryGuards does nothing"
+it_log "c3: $(grep -m1 'primary guards now' "$d3/info.log" | sed 's/.*\] //')"
 
 # --- 6. the guards move between tor and pctor with the state file --------------
 read -r tnode tsocks _ < <(it_privnet add-client "$net" --owner-pid $$) ||
