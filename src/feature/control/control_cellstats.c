@@ -44,10 +44,11 @@ add_by_command(strbuf_t *b, const char *dir, const char *key,
     for (; n[i] && i + 1 < sizeof(name); i++)
       name[i] = (char)tolower((unsigned char)n[i]);
     name[i] = '\0';
-    strbuf_addf(b, "%s%s%s=%s:%" PRIu64, first ? " " : ",",
-                first ? dir : "", first ? key : "", name,
+    if (first)
+      strbuf_addf(b, " %s%s=", dir, key);
+    strbuf_addf(b, "%s%s:%" PRIu64, first ? "" : ",", name,
                 us ? us[cmd] / 1000 : (uint64_t)counts[cmd]);
-    first = 0; /* the key is written once, before the first pair */
+    first = 0;
   }
 }
 
