@@ -581,6 +581,15 @@ cellstats_visit(circuit_t *circ, void *arg)
   }
 }
 
+/* A closing circuit's last (partial) second, so that its counts add up
+ * (tor loses them). */
+static void
+cellstats_closing(circuit_t *circ)
+{
+  int want = 1;
+  cellstats_visit(circ, &want);
+}
+
 static void
 testing_events_tick(void)
 {
@@ -816,6 +825,8 @@ circ_close_cb(circuit_t *circ, void *arg)
   (void)arg;
   if (S.circbw && (all_events() & EVBIT(EV_CIRC_BW)))
     circbw_closing(circ);
+  if (S.cell_stats_event && (all_events() & EVBIT(EV_CELL_STATS)))
+    cellstats_closing(circ);
   if (circ->kind != CIRC_KIND_ORIGIN || !(all_events() & EVBIT(EV_CIRC)))
     return;
   const origin_circuit_t *oc = (const origin_circuit_t *)circ;

@@ -24,7 +24,8 @@
  *       lower-case cell command names, commands with a count only), T
  *       "command:msec,..." the summed milliseconds the removed cells
  *       waited in the queue. A circuit whose queues saw no cell in the
- *       second gets no event.
+ *       second gets no event; a closing circuit gets one for its last
+ *       (partial) second, so that its counts add up (tor drops those).
  */
 #ifndef PCTOR_FEATURE_CONTROL_CONTROL_CELLSTATS_H
 #define PCTOR_FEATURE_CONTROL_CONTROL_CELLSTATS_H
