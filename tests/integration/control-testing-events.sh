@@ -116,15 +116,18 @@ for e in relayed:
     assert e.inbound_connection in conns, e
     k = (e.inbound_connection, e.inbound_queue)
     a = by_circ.setdefault(k, {"added": 0, "removed": 0, "ms": 0, "out_added": 0, "n": 0, "outconn": set()})
-    a["added"] += e.inbound_added.get("relay", 0)
-    a["removed"] += e.inbound_removed.get("relay", 0)
-    a["ms"] += e.inbound_time.get("relay", 0)
-    a["out_added"] += e.outbound_added.get("relay", 0) + e.outbound_added.get("relay_early", 0)
+    # (stem gives None for a field the event leaves out)
+    ia, ir, it = e.inbound_added or {}, e.inbound_removed or {}, e.inbound_time or {}
+    oa = e.outbound_added or {}
+    a["added"] += ia.get("relay", 0)
+    a["removed"] += ir.get("relay", 0)
+    a["ms"] += it.get("relay", 0)
+    a["out_added"] += oa.get("relay", 0) + oa.get("relay_early", 0)
     a["n"] += 1
     if e.outbound_connection is not None:
         assert e.outbound_connection in conns, e
         a["outconn"].add(e.outbound_connection)
-    assert set(e.inbound_removed) == set(e.inbound_time), e
+    assert set(ir) == set(it), e
 k, a = max(by_circ.items(), key=lambda kv: kv[1]["added"])
 # the body plus HTTP headers in 498-byte RELAY_DATA cells, plus CONNECTED/END
 assert size // 498 <= a["added"] <= size // 498 + 50, a
