@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "core/or/scheduler.h"
 #include "feature/control/control.h"
 #include "feature/control/control_auth.h"
+#include "feature/control/control_cellstats.h"
 #include "feature/control/control_circbw.h"
 #include "feature/control/control_proto.h"
 #include "feature/control/metrics.h"
@@ -250,6 +252,85 @@ START_TEST(test_circbw_event)
 END_TEST
 
 /* STREAM events' REASON / REMOTE_REASON fields, with tor's names. */
+/* Whether text matches the extended regular expression re (whole). */
+static int
+matches(const char *re, const char *text)
+{
+  regex_t r;
+  ck_assert_int_eq(regcomp(&r, re, REG_EXTENDED | REG_NOSUB), 0);
+  int ok = regexec(&r, text, 0, NULL, 0) == 0;
+  regfree(&r);
+  return ok;
+}
+
+/* control-spec's CONN_BW grammar. */
+#define CONNBW_RE "^CONN_BW ID=[0-9]+ TYPE=(OR|DIR|EXIT) READ=[0-9]+ " \
+                  "WRITTEN=[0-9]+$"
+START_TEST(test_connbw_event)
+{
+  ck_assert_ptr_null(control_connbw_event(7, "OR", 0, 0));
+  char *e = control_connbw_event(7, "OR", 1500, 0);
+  ck_assert_str_eq(e, "CONN_BW ID=7 TYPE=OR READ=1500 WRITTEN=0");
+  ck_assert(matches(CONNBW_RE, e));
+  free(e);
+  e = control_connbw_event(18446744073709551615ull, "OR", 1, 2);
+  ck_assert(matches(CONNBW_RE, e));
+  free(e);
+}
+END_TEST
+
+/* control-spec's CELL_STATS grammar. */
+#define CBT "[a-z0-9_]+:[0-9]+(,[a-z0-9_]+:[0-9]+)*"
+#define CELLSTATS_SIDE(d) \
+  "( " d "Queue=[0-9]+ " d "Conn=[0-9]+( " d "Added=" CBT ")?" \
+  "( " d "Removed=" CBT " " d "Time=" CBT ")?)?"
+#define CELLSTATS_RE \
+  "^CELL_STATS( ID=[0-9]+)?" CELLSTATS_SIDE("Inbound") \
+  CELLSTATS_SIDE("Outbound") "$"
+START_TEST(test_cellstats_event)
+{
+  control_cellstats_side_t in, out;
+  memset(&in, 0, sizeof(in));
+  memset(&out, 0, sizeof(out));
+  /* nothing counted: no event */
+  in.present = out.present = 1;
+  ck_assert_ptr_null(control_cellstats_event(0, 5, &in, &out));
+  /* a relayed circuit: both sides */
+  in.circ_id = 2147483650u;
+  in.conn_id = 3;
+  in.counts.added[CELL_RELAY] = 10;
+  in.counts.removed[CELL_RELAY] = 9;
+  in.counts.removed_us[CELL_RELAY] = 12999; /* 12.999 ms */
+  in.counts.added[CELL_DESTROY] = 1;
+  out.circ_id = 77;
+  out.conn_id = 4;
+  out.counts.added[CELL_RELAY_EARLY] = 2;
+  char *e = control_cellstats_event(0, 5, &in, &out);
+  ck_assert_str_eq(e, "CELL_STATS InboundQueue=2147483650 InboundConn=3 "
+                      "InboundAdded=relay:10,destroy:1 "
+                      "InboundRemoved=relay:9 InboundTime=relay:12 "
+                      "OutboundQueue=77 OutboundConn=4 "
+                      "OutboundAdded=relay_early:2");
+  ck_assert(matches(CELLSTATS_RE, e));
+  free(e);
+  /* an origin circuit: ID, no inbound side; a removed cell that waited
+   * under a millisecond has Time 0 */
+  memset(&in, 0, sizeof(in));
+  memset(&out.counts, 0, sizeof(out.counts));
+  out.counts.removed[CELL_RELAY] = 1;
+  out.counts.removed_us[CELL_RELAY] = 400;
+  e = control_cellstats_event(1, 12, &in, &out);
+  ck_assert_str_eq(e, "CELL_STATS ID=12 OutboundQueue=77 OutboundConn=4 "
+                      "OutboundRemoved=relay:1 OutboundTime=relay:0");
+  ck_assert(matches(CELLSTATS_RE, e));
+  free(e);
+  /* counts on a side without a channel are not reported */
+  out.present = 0;
+  ck_assert_ptr_null(control_cellstats_event(1, 12, &in, &out));
+  ck_assert(!matches(CELLSTATS_RE, "CELL_STATS InboundAdded=relay:1"));
+}
+END_TEST
+
 START_TEST(test_stream_reason)
 {
   char b[64];
@@ -578,6 +659,8 @@ suite_control(void)
   tcase_add_test(tc, test_args);
   tcase_add_test(tc, test_parse_kvs);
   tcase_add_test(tc, test_circbw_event);
+  tcase_add_test(tc, test_connbw_event);
+  tcase_add_test(tc, test_cellstats_event);
   tcase_add_test(tc, test_replies);
   tcase_add_test(tc, test_stream_reason);
   tcase_add_test(tc, test_clock_jump);

@@ -587,6 +587,20 @@ START_TEST(test_testing_network)
   err = parse_bad("TestingTorNetwork 1\n" AUTH_LINE, 2, argv);
   assert_has(err, "TestingTorNetwork requires DirAuthority lines");
   free(err);
+  /* tor's testing events: only in a test network, with tor's reason */
+  o = parse_ok("TestingTorNetwork 1\nTestingEnableConnBwEvent 1\n"
+               "TestingEnableCellStatsEvent 1\n" AUTH_LINE, 0, NULL);
+  ck_assert_int_eq(o->testing_enable_conn_bw_event, 1);
+  ck_assert_int_eq(o->testing_enable_cell_stats_event, 1);
+  options_free(o);
+  err = parse_bad("TestingEnableConnBwEvent 1\n", 0, NULL);
+  assert_has(err, "TestingEnableConnBwEvent may only be changed in testing "
+                  "Tor networks!");
+  free(err);
+  err = parse_bad("TestingEnableCellStatsEvent 1\n", 0, NULL);
+  assert_has(err, "TestingEnableCellStatsEvent may only be changed in "
+                  "testing Tor networks!");
+  free(err);
 }
 END_TEST
 

@@ -450,6 +450,51 @@ START_TEST(test_queue_stats)
 }
 END_TEST
 
+/* CELL_STATS counts (channel.h): per command, only while counting is on,
+ * taken and reset by circ_queue_take_cmd_stats(); the channel's bytes by
+ * channel_take_bytes(). */
+START_TEST(test_queue_cmd_stats)
+{
+  setup_n(1, 1, 30.0);
+  circ_queue_cmd_stats_t st;
+  push_cell(0); /* not counting yet */
+  ck_assert_int_eq(circ_queue_take_cmd_stats(&queues[0], &st), 0);
+  ck_assert_ptr_null(queues[0].cmd_stats);
+  circ_queues_count_commands(1);
+  for (int i = 0; i < 3; i++) {
+    packed_cell_t *pc = packed_cell_new();
+    memset(pc->body, 0, CELL_LEN);
+    pc->body[4] = i == 2 ? CELL_DESTROY : CELL_RELAY; /* 4-byte circ id */
+    pc->len = CELL_LEN;
+    pc->queued_us = now_us;
+    circ_queue_push(&queues[0], pc);
+  }
+  now_us += 4000;
+  scheduler_run_now();
+  int got[BUDGET_CELLS];
+  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 4);
+  ck_assert_int_eq(circ_queue_take_cmd_stats(&queues[0], &st), 1);
+  ck_assert_uint_eq(st.added[CELL_RELAY], 2);
+  ck_assert_uint_eq(st.added[CELL_DESTROY], 1);
+  /* the cell queued before counting began is counted when it leaves
+   * (its command is 0, padding) */
+  ck_assert_uint_eq(st.added[CELL_PADDING], 0);
+  ck_assert_uint_eq(st.removed[CELL_PADDING], 1);
+  ck_assert_uint_eq(st.removed[CELL_RELAY], 2);
+  ck_assert_uint_eq(st.removed[CELL_DESTROY], 1);
+  ck_assert_uint_eq(st.removed_us[CELL_RELAY], 8000);
+  ck_assert_uint_eq(st.removed_us[CELL_DESTROY], 4000);
+  /* taken: nothing until more cells move */
+  ck_assert_int_eq(circ_queue_take_cmd_stats(&queues[0], &st), 0);
+  ck_assert_uint_eq(st.added[CELL_RELAY], 0);
+  uint64_t rd, wr;
+  ck_assert_int_eq(channel_take_bytes(chans[0], &rd, &wr), 0);
+  ck_assert_uint_eq(rd, 0);
+  circ_queues_count_commands(0);
+  teardown_n(1, 1);
+}
+END_TEST
+
 START_TEST(test_kist_limit)
 {
   sockstat_tcp_t st;
@@ -485,6 +530,7 @@ suite_scheduler(void)
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_ewma_matches_reference);
+  tcase_add_test(tc, test_queue_cmd_stats);
   tcase_add_test(tc, test_round_robin_matches_reference);
   tcase_add_test(tc, test_renormalisation);
   tcase_add_test(tc, test_heap_invariants_random_ops);

@@ -806,6 +806,19 @@ static const conf_var_t app_vars[] = {
    "uploads are retried after 1 second (doubling up to 30 seconds) "
    "instead of after 1 minute (up to an hour). Key lifetimes stay as on "
    "the public network.", NULL},
+  {"TestingEnableConnBwEvent", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(testing_enable_conn_bw_event),
+   "If 1, controllers may subscribe to CONN_BW events: every second, the "
+   "bytes each OR connection read and wrote (TYPE=OR; pctor has no "
+   "separate directory or exit connections to report). As in tor, only "
+   "with TestingTorNetwork 1.", NULL},
+  {"TestingEnableCellStatsEvent", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(testing_enable_cell_stats_event),
+   "If 1, controllers may subscribe to CELL_STATS events: every second, "
+   "for each circuit whose queues saw cells, the cells added to and "
+   "removed from its queue towards each hop per cell command and the "
+   "milliseconds they waited. As in tor, only with TestingTorNetwork 1.",
+   NULL},
   {"__StateSaveInterval", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
    "10 minutes", 1, 1, 86400, OFF(state_save_interval),
    "For tests: how long after a change the state file is written while "
@@ -1818,6 +1831,16 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     o->scheduler_socket_aware = chosen;
   }
 
+  if (o->testing_enable_conn_bw_event && !o->testing_tor_network) {
+    *err_out = pc_strdup("TestingEnableConnBwEvent may only be changed in "
+                         "testing Tor networks!");
+    return -1;
+  }
+  if (o->testing_enable_cell_stats_event && !o->testing_tor_network) {
+    *err_out = pc_strdup("TestingEnableCellStatsEvent may only be changed "
+                         "in testing Tor networks!");
+    return -1;
+  }
   if (o->testing_tor_network && o->dir_authorities.n == 0) {
     *err_out = pc_strdup("TestingTorNetwork requires DirAuthority lines "
                          "naming the test network's authorities (pctor "

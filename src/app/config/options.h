@@ -72,6 +72,8 @@ typedef struct options_t {
   char *pid_file;                /* PidFile: absolute path, NULL if unset */
   char *user;                    /* User: NULL if unset */
   int testing_tor_network;       /* TestingTorNetwork: 0 or 1 */
+  int testing_enable_conn_bw_event;    /* TestingEnableConnBwEvent */
+  int testing_enable_cell_stats_event; /* TestingEnableCellStatsEvent */
   int extend_allow_private_addresses; /* ExtendAllowPrivateAddresses */
   int onion_key_rotation_days;   /* OnionKeyRotationDays: 1-90 */
   int onion_key_grace_period_days; /* OnionKeyGracePeriodDays */

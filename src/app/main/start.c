@@ -1821,6 +1821,8 @@ ctl_config(const options_t *o, control_config_t *cfg)
                         : 0;
   cfg->data_dir = o->data_directory;
   cfg->user = o->user;
+  cfg->conn_bw_event = o->testing_enable_conn_bw_event;
+  cfg->cell_stats_event = o->testing_enable_cell_stats_event;
   free(CTL.address);
   CTL.address = NULL;
   pc_addr_t addr;

@@ -96,6 +96,7 @@ static struct {
   int relay_cc_warned;       /* warned since it was last configured */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
+  int count_commands; /* circ_queues_count_commands() */
   int socketless;                      /* tests and benchmarks only */
 } G;
 
@@ -1148,6 +1149,17 @@ circ_queue_init(circ_queue_t *cq, struct circuit_t *circ)
   cq->circ = circ;
 }
 
+/* The command of a packed fixed-size cell (circuit id of 2 or 4 bytes,
+ * command, payload), or -1 if it is none a queue counts. */
+static int
+packed_cell_command(const packed_cell_t *pc)
+{
+  if (pc->len < CELL_PAYLOAD_LEN + 3)
+    return -1;
+  int cmd = pc->body[pc->len - CELL_PAYLOAD_LEN - 1];
+  return cmd < CIRC_QUEUE_N_CMDS ? cmd : -1;
+}
+
 void
 circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
 {
@@ -1155,6 +1167,14 @@ circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
   if (!chan || chan->close_pending) {
     packed_cell_free(pc);
     return;
+  }
+  if (G.count_commands) {
+    int cmd = packed_cell_command(pc);
+    if (cmd >= 0) {
+      if (!cq->cmd_stats)
+        cq->cmd_stats = pc_zalloc(sizeof(*cq->cmd_stats));
+      cq->cmd_stats->added[cmd]++;
+    }
   }
   cell_queue_append(&cq->cells, pc);
   scheduler_queue_has_cells(cq);
@@ -1165,6 +1185,52 @@ circ_queue_clear(circ_queue_t *cq)
 {
   scheduler_queue_clear(cq);
   cell_queue_clear(&cq->cells);
+  PC_FREE(cq->cmd_stats);
+}
+
+void
+circ_queues_count_commands(int on)
+{
+  G.count_commands = on != 0;
+}
+
+void
+circ_queue_note_removed(circ_queue_t *cq, const packed_cell_t *pc,
+                        uint64_t waited_us)
+{
+  int cmd;
+  if (!cq->cmd_stats || (cmd = packed_cell_command(pc)) < 0)
+    return;
+  cq->cmd_stats->removed[cmd]++;
+  cq->cmd_stats->removed_us[cmd] += waited_us;
+}
+
+int
+circ_queue_take_cmd_stats(circ_queue_t *cq, circ_queue_cmd_stats_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  if (!cq->cmd_stats)
+    return 0;
+  *out = *cq->cmd_stats;
+  memset(cq->cmd_stats, 0, sizeof(*cq->cmd_stats));
+  for (int i = 0; i < CIRC_QUEUE_N_CMDS; i++)
+    if (out->added[i] || out->removed[i])
+      return 1;
+  return 0;
+}
+
+int
+channel_take_bytes(channel_t *chan, uint64_t *rd, uint64_t *wr)
+{
+  *rd = *wr = 0;
+  if (!chan->conn)
+    return -1;
+  uint64_t r = conn_bytes_read(chan->conn), w = conn_bytes_written(chan->conn);
+  *rd = r >= chan->bw_mark_read ? r - chan->bw_mark_read : r;
+  *wr = w >= chan->bw_mark_written ? w - chan->bw_mark_written : w;
+  chan->bw_mark_read = r;
+  chan->bw_mark_written = w;
+  return 0;
 }
 
 int

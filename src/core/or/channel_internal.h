@@ -64,6 +64,8 @@ struct channel_t {
   /* Our clock minus the time in the peer's NETINFO (seconds), when it
    * sent one (clients may send 0). */
   int64_t netinfo_skew;
+  /* channel_take_bytes(): the connection's counters at the last call. */
+  uint64_t bw_mark_read, bw_mark_written;
   unsigned has_netinfo_skew : 1;
   chan_hs_t *hs;
   /* Runs from creation (before TCP and TLS complete) until OPEN. */

@@ -453,6 +453,7 @@ scheduler_run(void *arg)
     cq->stats.queued_us_total += waited;
     if (waited > cq->stats.queued_us_max)
       cq->stats.queued_us_max = waited;
+    circ_queue_note_removed(cq, pc, waited);
     packed_cell_free(pc);
     channel_note_cell_out(chan);
     G.stats.cells++;

@@ -52,6 +52,7 @@
 #include "feature/client/client.h"
 #include "feature/measureme/measureme.h"
 #include "feature/control/control_auth.h"
+#include "feature/control/control_cellstats.h"
 #include "feature/control/control_circbw.h"
 #include "feature/control/control_proto.h"
 #include "lib/bytes/bytes.h"
@@ -83,7 +84,8 @@ enum {
   EV_SIGNAL = 21,
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
-  EV_CONF_CHANGED = 22, EV_CIRC_BW = 26,
+  EV_CONF_CHANGED = 22, EV_CONN_BW = 25, EV_CIRC_BW = 26,
+  EV_CELL_STATS = 27,
 };
 #define EVBIT(e) (1ull << (e))
 #define LOG_EVENTS \
@@ -136,6 +138,8 @@ static struct {
   hmap_t *circbw;
   uint64_t circbw_tick_us;    /* the previous tick */
   uint64_t circbw_tick;       /* ticks, to find circuits gone unseen */
+  /* TestingEnableConnBwEvent, TestingEnableCellStatsEvent. */
+  int conn_bw_event, cell_stats_event;
   /* NS: a digest of each relay's entry in the last consensus announced
    * (identity -> what an NS event reports a change of), and whether
    * STATUS_CLIENT BOOTSTRAP 100 was sent. */
@@ -527,6 +531,87 @@ circbw_tick(void)
   S.circbw_tick_us = evloop_now_us(S.loop);
 }
 
+/* ---- CONN_BW, CELL_STATS (control_cellstats.h) ---- */
+
+/* Every tick while the option is set: each channel's bytes of the last
+ * second are taken (so they do not pile up), and sent if wanted. */
+static void
+connbw_visit(channel_t *chan, void *arg)
+{
+  int want = *(int *)arg;
+  uint64_t rd, wr;
+  if (channel_take_bytes(chan, &rd, &wr) < 0 || !want)
+    return;
+  char *text = control_connbw_event(channel_global_id(chan), "OR", rd, wr);
+  if (text) {
+    send_event(EV_CONN_BW, text);
+    free(text);
+  }
+}
+
+static void
+cellstats_visit(circuit_t *circ, void *arg)
+{
+  int want = *(int *)arg;
+  control_cellstats_side_t in, out;
+  memset(&in, 0, sizeof(in));
+  memset(&out, 0, sizeof(out));
+  if (circ->kind == CIRC_KIND_OR) {
+    or_circuit_t *oc = (or_circuit_t *)circ;
+    in.present = oc->p_chan != NULL;
+    if (in.present) {
+      in.circ_id = oc->p_circ_id;
+      in.conn_id = channel_global_id(oc->p_chan);
+    }
+    circ_queue_take_cmd_stats(&oc->p_queue, &in.counts);
+  }
+  out.present = circ->n_chan != NULL;
+  if (out.present) {
+    out.circ_id = circ->n_circ_id;
+    out.conn_id = channel_global_id(circ->n_chan);
+  }
+  circ_queue_take_cmd_stats(&circ->n_queue, &out.counts);
+  if (!want)
+    return;
+  char *text = control_cellstats_event(circ->kind == CIRC_KIND_ORIGIN,
+                                       circ->gid, &in, &out);
+  if (text) {
+    send_event(EV_CELL_STATS, text);
+    free(text);
+  }
+}
+
+/* A closing circuit's last (partial) second, so that its counts add up
+ * (tor loses them). */
+static void
+cellstats_closing(circuit_t *circ)
+{
+  int want = 1;
+  cellstats_visit(circ, &want);
+}
+
+static void
+testing_events_tick(void)
+{
+  if (S.conn_bw_event) {
+    int want = (all_events() & EVBIT(EV_CONN_BW)) != 0;
+    channels_foreach(connbw_visit, &want);
+  }
+  if (S.cell_stats_event) {
+    int want = (all_events() & EVBIT(EV_CELL_STATS)) != 0;
+    circuits_foreach(CIRC_KIND_ORIGIN, cellstats_visit, &want);
+    circuits_foreach(CIRC_KIND_OR, cellstats_visit, &want);
+  }
+}
+
+static void
+apply_testing(const control_config_t *cfg)
+{
+  S.conn_bw_event = cfg->conn_bw_event;
+  S.cell_stats_event = cfg->cell_stats_event;
+  circ_queues_count_commands(S.cell_stats_event);
+}
+
 static void
 bw_timer_cb(void *arg)
 {
@@ -542,6 +627,7 @@ bw_timer_cb(void *arg)
   if (S.bw_cache_n < CONTROL_BW_CACHE_LEN)
     S.bw_cache_n++;
   circbw_tick();
+  testing_events_tick();
   time_t now = time(NULL);
   int64_t jump = control_clock_jump_seconds(S.last_tick_wall, now);
   S.last_tick_wall = now;
@@ -739,6 +825,8 @@ circ_close_cb(circuit_t *circ, void *arg)
   (void)arg;
   if (S.circbw && (all_events() & EVBIT(EV_CIRC_BW)))
     circbw_closing(circ);
+  if (S.cell_stats_event && (all_events() & EVBIT(EV_CELL_STATS)))
+    cellstats_closing(circ);
   if (circ->kind != CIRC_KIND_ORIGIN || !(all_events() & EVBIT(EV_CIRC)))
     return;
   const origin_circuit_t *oc = (const origin_circuit_t *)circ;
@@ -2241,6 +2329,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
+  apply_testing(cfg);
   S.cookie_auth = cfg->cookie_auth;
   if (cfg->cookie_auth) {
     S.cookie_file = cfg->cookie_file
@@ -2264,6 +2353,7 @@ control_reconfigure(const control_config_t *cfg)
   if (!S.started)
     return;
   apply_auth(cfg);
+  apply_testing(cfg);
 }
 
 void
@@ -2294,6 +2384,7 @@ control_shutdown(void)
   }
   evloop_timer_free(S.bw_timer);
   evloop_timer_free(S.owner_timer);
+  circ_queues_count_commands(0);
   if (S.circbw)
     hmap_free(S.circbw, free);
   if (S.ns_seen)

@@ -19,7 +19,9 @@
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
  *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
  *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
- *     circuits and for relayed ones MeasureMe measures, NEWCONSENSUS, NS
+ *     circuits and for relayed ones MeasureMe measures, CONN_BW and
+ *     CELL_STATS (control_cellstats.h) every second while their testing
+ *     options are set, NEWCONSENSUS, NS
  *     and STATUS_CLIENT BOOTSTRAP when the daemon reports a consensus,
  *     other STATUS_* events the daemon reports (control_event_status),
  *     STATUS_GENERAL CLOCK_SKEW (a relay's NETINFO time, when its link
@@ -138,6 +140,8 @@ typedef struct control_config_t {
   const char *user;            /* User: the socket's directory may be that
                                 * user's, and a socket and cookie file made
                                 * while root are handed to it; NULL: none */
+  int conn_bw_event;           /* TestingEnableConnBwEvent */
+  int cell_stats_event;        /* TestingEnableCellStatsEvent */
 } control_config_t;
 
 /* Open the listeners and write the cookie. Returns 0, or -1 with *err_out
