@@ -14,7 +14,8 @@
 # once they close, c2 accepts connections again.
 # Clocks set back with libfaketime (control-spec 4.1.10, CLOCK_SKEW):
 # client c3 runs two hours behind, so a link it opens to a relay (pctor
-# relays g1 and g2; a circuit through one it has no connection to yet)
+# relays g1, g2 and g3, the last started after the controller subscribed;
+# a circuit through one it has no connection to yet)
 # brings the relay's NETINFO time and its controller gets "STATUS_GENERAL
 # WARN CLOCK_SKEW SKEW=-N SOURCE=OR:127.0.0.1:PORT", N about 7200 and PORT
 # that relay's ORPort. Client c4 runs 90 s behind: each consensus it takes
@@ -114,7 +115,13 @@ s.close()
 c.close()
 print("STATUS_GENERAL TOO_MANY_CONNECTIONS CURRENT=%d with 64 descriptors" % n)
 EOF
-export CPORT3=$cport3 CPORT4=$cport4 G1PORT=$(cat "$net/g1.port") G2PORT=$(cat "$net/g2.port")
+# c3 may have linked to g1 and g2 already (its own circuits and directory
+# fetches), before a controller listened: g3 starts now, and reaches c3's
+# consensus only after the controller below subscribed, so c3's first link
+# to it (the test's circuit, or c3's own) is seen.
+it_start_pctor "$net" g3 relay ""
+export CPORT3=$cport3 CPORT4=$cport4 G1PORT=$(cat "$net/g1.port") G2PORT=$(cat "$net/g2.port") \
+    G3PORT=$(cat "$net/g3.port")
 "$PY" - <<'EOF' || it_fail "CLOCK_SKEW checks failed"
 import os, queue, re, time, stem
 from stem.control import Controller, EventType
@@ -125,7 +132,7 @@ c.add_event_listener(lambda e: got.put(("c3", e)), EventType.STATUS_GENERAL)
 c4 = Controller.from_port(port=int(os.environ["CPORT4"]))
 c4.authenticate()
 c4.add_event_listener(lambda e: got.put(("c4", e)), EventType.STATUS_GENERAL)
-ports = {os.environ["G1PORT"], os.environ["G2PORT"]}
+ports = {os.environ["G1PORT"], os.environ["G2PORT"], os.environ["G3PORT"]}
 seen, tried = {}, set()
 deadline = time.time() + 240  # c4 takes a new consensus every ~100 s
 while not ("CONSENSUS" in seen and "OR" in seen):
@@ -138,7 +145,7 @@ while not ("CONSENSUS" in seen and "OR" in seen):
         except stem.DescriptorUnavailable:
             relays = []  # no consensus yet
         for r in relays:
-            if r.nickname in ("g1", "g2") and r.fingerprint not in linked | tried:
+            if r.nickname in ("g1", "g2", "g3") and r.fingerprint not in linked | tried:
                 tried.add(r.fingerprint)
                 try:
                     c.extend_circuit("0", [r.fingerprint])
