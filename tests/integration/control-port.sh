@@ -37,7 +37,7 @@
 #   - bad input: an endless line and a controller flooding commands without
 #     reading replies are disconnected, a GETINFO too large to answer gets
 #     551, and p1 keeps working;
-#   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
+#   - nyx renders p1: nickname, fingerprint, a bandwidth
 #     graph holding the download, the log panel;
 #   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
 #     NEW/SENTCONNECT/SUCCEEDED/CLOSED and ORCONN events and lists its
@@ -447,10 +447,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
 [ "$code" = 404 ] || it_fail "MetricsPort answered /other with $code"
 it_log "BW events and the MetricsPort follow a 2 MiB download through p1; the policy refuses 127.0.0.2"
 
-# 3a. nyx (when installed) renders p1: its header names p1 and its
+# 3a. nyx (scripts/install-deps installs it) renders p1: its header names p1 and its
 # fingerprint, the bandwidth panel has a graph of the download (nyx fills
 # it from bw-event-cache), the log panel shows pctor's lines.
-if command -v nyx > /dev/null 2>&1; then
+command -v nyx > /dev/null 2>&1 ||
+    it_fail "nyx is not installed (scripts/install-deps installs it)"
+{
     export NYXHOME=$(it_tmpdir)
     "$PY" - <<'EOF2' || it_fail "nyx did not render p1"
 import os, pty, re, select, struct, fcntl, termios, time, signal
@@ -491,9 +493,7 @@ if missing:
 print("nyx shows p1, its fingerprint, a bandwidth graph and the log panel")
 EOF2
     it_log "nyx renders p1's header, bandwidth graph and log panel"
-else
-    it_log "nyx is not installed: skipping its check"
-fi
+}
 
 # 3b. A pctor client: CIRC and ORCONN events, circuit-status.
 read -r _ ccport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)

@@ -1487,10 +1487,20 @@ ctl_signal(control_signal_t sig, void *arg)
   case CONTROL_SIGNAL_ACTIVE:
   case CONTROL_SIGNAL_DORMANT:
     return 0; /* pctor has no dormant mode: it is always active */
-  case CONTROL_SIGNAL_NEWNYM:
+  case CONTROL_SIGNAL_NEWNYM: {
+    /* Without the client role there is nothing to forget. */
+    if (!A.client_started)
+      return 0;
+    unsigned delay = 0;
+    char *err = NULL;
+    int r = client_ctl_newnym(&delay, &err);
+    free(err);
+    return r ? -1 : 0;
+  }
   case CONTROL_SIGNAL_CLEARDNSCACHE:
-    /* Nothing to forget without the client role; with it, not yet. */
-    return A.client_started ? -1 : 0;
+    /* The client keeps no DNS answers (its exits resolve every name, and
+     * MAPADDRESS mappings are not a cache): nothing to clear. */
+    return 0;
   }
   return -1;
 }

@@ -19,6 +19,7 @@
 #define PCTOR_FEATURE_CLIENT_CLIENT_H
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
+#include "feature/client/cbt.h"
 #include "feature/client/guards.h"
 #include "feature/dir/path.h"
 #include "lib/fs/statefile.h"
@@ -164,4 +165,32 @@ int client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid, int hop,
 /* End a stream (held or attached) with END reason `reason`. */
 int client_ctl_close_stream(uint64_t stream_id, uint8_t reason,
                             char **err_out);
+/* MAPADDRESS from=to (addrmap.h has the rules): SOCKS streams to from go
+ * to to. Returns 0 with *from_out (newly allocated: the address mapped,
+ * the virtual one chosen for 0.0.0.0, ::0 or "."), or a reply code with
+ * *err_out: 512 an invalid address, 451 no room, 551 no client. */
+int client_ctl_mapaddress(const char *from, const char *to, char **from_out,
+                          char **err_out);
+/* Every MAPADDRESS mapping (nothing without a client). */
+void client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
+                                           void *arg),
+                                void *arg);
+/* SIGNAL NEWNYM: circuits that carried or were built for streams take no
+ * new ones (tor's "clean slate"); at most once per
+ * CLIENT_NEWNYM_INTERVAL_US, a sooner one waits and *delay_s_out says how
+ * long (else 0). Returns 0, or 551 without a client. */
+int client_ctl_newnym(unsigned *delay_s_out, char **err_out);
+/* DROPTIMEOUTS: forget the circuit build times (cbt_reset). Returns 0
+ * (the caller then reports CBT_EV_RESET), or 551 without a client. */
+int client_ctl_drop_timeouts(char **err_out);
+/* BUILDTIMEOUT_SET: told when the build timeout is computed from the
+ * history or reset; one observer, NULL removes it. */
+typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,
+                                                const cbt_info_t *info,
+                                                void *arg);
+void client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
+                                      void *arg);
+/* Tell the observer of ev with the current figures (CBT_EV_NONE: nothing
+ * to tell); DROPTIMEOUTS' RESET is reported so, after its reply. */
+void client_ctl_cbt_event(cbt_event_t ev);
 #endif

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void
 client_ctl_hold_stream(cstream_t *cs)
@@ -375,5 +376,130 @@ client_ctl_close_stream(uint64_t stream_id, uint8_t reason, char **err_out)
     socks_stream_free(cs);
   else
     socks_stream_fail(cs, reason, "closed by a controller");
+  return 0;
+}
+
+/* ---- MAPADDRESS, SIGNAL NEWNYM, DROPTIMEOUTS, BUILDTIMEOUT_SET ---- */
+
+int
+client_ctl_mapaddress(const char *from, const char *to, char **from_out,
+                      char **err_out)
+{
+  *from_out = NULL;
+  if (!client_g.loop || !client_g.addrmap) {
+    *err_out = pc_strdup("pctor maps addresses only for its SocksPort "
+                         "client, and has no SocksPort");
+    return 551;
+  }
+  int r = addrmap_set(client_g.addrmap, from, to, from_out, err_out);
+  if (r == -1)
+    return 512;
+  if (r < 0)
+    return 451;
+  if (!strcasecmp(from, to))
+    log_info("Controller removed the address mapping of %s", from);
+  else
+    log_info("Controller mapped %s to %s", *from_out, to);
+  return 0;
+}
+
+void
+client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
+                                      void *arg),
+                           void *arg)
+{
+  if (client_g.addrmap)
+    addrmap_foreach(client_g.addrmap, fn, arg);
+}
+
+/* NEWNYM now: every circuit that is not clean takes no new stream; those
+ * without streams close. */
+static void
+newnym_now(void)
+{
+  int n = 0;
+  client_g.newnym_last_us = evloop_now_us(client_g.loop);
+  dlist_node_t *node, *next;
+  for (node = dlist_first(&client_g.circs); node; node = next) {
+    next = dlist_next(&client_g.circs, node);
+    ccirc_t *cc = DLIST_ENTRY(node, ccirc_t, node);
+    if (cc->dead || cc->iso_open || cc->retired)
+      continue;
+    cc->retired = 1;
+    n++;
+    if (cc->built && dlist_is_empty(&cc->streams))
+      ccirc_close(cc, -1, "NEWNYM");
+  }
+  log_notice("NEWNYM: %d circuit%s take no new streams; new streams get "
+             "new circuits",
+             n, n == 1 ? "" : "s");
+  evloop_deferred_schedule(client_g.preempt_ev);
+}
+
+static void
+newnym_timer_cb(void *arg)
+{
+  (void)arg;
+  newnym_now();
+}
+
+int
+client_ctl_newnym(unsigned *delay_s_out, char **err_out)
+{
+  *delay_s_out = 0;
+  if (!client_g.loop) {
+    *err_out = pc_strdup("NEWNYM needs pctor's SocksPort client");
+    return 551;
+  }
+  uint64_t now = evloop_now_us(client_g.loop);
+  uint64_t due = client_g.newnym_last_us + CLIENT_NEWNYM_INTERVAL_US;
+  if (!client_g.newnym_last_us || now >= due) {
+    if (client_g.newnym_timer)
+      evloop_timer_cancel(client_g.newnym_timer);
+    newnym_now();
+    return 0;
+  }
+  *delay_s_out = (unsigned)((due - now + 999999) / 1000000);
+  log_notice("Rate limiting NEWNYM request: delaying by %u second%s",
+             *delay_s_out, *delay_s_out == 1 ? "" : "s");
+  if (!client_g.newnym_timer)
+    client_g.newnym_timer = evloop_timer_new(client_g.loop, newnym_timer_cb,
+                                             NULL);
+  evloop_timer_schedule(client_g.newnym_timer, due - now);
+  return 0;
+}
+
+/* Outside client_g, which client_init() clears: a controller may
+ * register before the client starts. */
+static client_buildtimeout_observer_fn cbt_observer;
+static void *cbt_observer_arg;
+
+void
+client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
+                                 void *arg)
+{
+  cbt_observer = fn;
+  cbt_observer_arg = arg;
+}
+
+void
+client_ctl_cbt_event(cbt_event_t ev)
+{
+  if (ev == CBT_EV_NONE || !cbt_observer || !client_g.cbt)
+    return;
+  cbt_info_t info;
+  cbt_get_info(client_g.cbt, &info);
+  cbt_observer(ev, &info, cbt_observer_arg);
+}
+
+int
+client_ctl_drop_timeouts(char **err_out)
+{
+  if (!client_g.loop || !client_g.cbt) {
+    *err_out = pc_strdup("DROPTIMEOUTS needs pctor's SocksPort client");
+    return 551;
+  }
+  cbt_reset(client_g.cbt);
+  client_g.cbt_unsaved = 1; /* saved with the next build time or at exit */
   return 0;
 }

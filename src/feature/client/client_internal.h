@@ -14,7 +14,9 @@
  *                     and conflux sets, preemptive (clean) circuits;
  *   client_conflux.c  building, linking and relaunching conflux legs;
  *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
- *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM.
+ *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM, MAPADDRESS
+ *                     (the address map is addrmap.c), SIGNAL NEWNYM,
+ *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events.
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
@@ -24,6 +26,7 @@
 #include "core/or/circuit.h"
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
+#include "feature/client/addrmap.h"
 #include "feature/client/circbuild.h"
 #include "feature/client/cbt.h"
 #include "feature/client/guards.h"
@@ -62,6 +65,8 @@ typedef enum {
 } cstream_state_t;
 /* How long a held stream waits for its controller (tor's SocksTimeout). */
 #define CLIENT_HELD_TIMEOUT_US (120ULL * 1000000)
+/* SIGNAL NEWNYM at most this often; one sooner waits (tor: 10 s). */
+#define CLIENT_NEWNYM_INTERVAL_US (10ULL * 1000000)
 
 typedef struct ccirc_t ccirc_t;
 
@@ -144,6 +149,9 @@ struct ccirc_t {
    * leave (0: the last hop). One hop per circuit: the circuit's windows
    * and SENDMEs are with that hop. */
   int exit_hop;
+  /* SIGNAL NEWNYM: the pool gives it no new stream (its streams go on;
+   * it closes once it has none). */
+  int retired;
   edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
   dlist_t streams;         /* attached: waiting, connecting, open */
 };
@@ -174,6 +182,11 @@ typedef struct client_globals_t {
   const dir_nodelist_t *dirinfo_nl;
   int dirinfo_n_desc;
   int dirinfo_enough;      /* 0 until the first decision */
+  addrmap_t *addrmap;      /* MAPADDRESS */
+  /* SIGNAL NEWNYM: when the last one took effect; a timer for one that
+   * waits for CLIENT_NEWNYM_INTERVAL_US to pass. */
+  uint64_t newnym_last_us;
+  evloop_timer_t *newnym_timer;
 } client_globals_t;
 extern client_globals_t client_g;
 
@@ -254,6 +267,7 @@ void client_stream_attach(cstream_t *cs);
 void client_ctl_hold_stream(cstream_t *cs);
 /* The timer: fail held streams nobody attached in time. */
 void client_ctl_expire_held(uint64_t now);
+
 
 /* ---- client_conflux.c: conflux legs ---- */
 /* A leg's congestion state for the conflux schedulers. */

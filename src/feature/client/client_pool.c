@@ -436,7 +436,7 @@ client_stream_attach(cstream_t *cs)
   for (dlist_node_t *n = dlist_first(&client_g.circs); n;
        n = dlist_next(&client_g.circs, n)) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    if (!ccirc_usable(cc) || cc->controller)
+    if (!ccirc_usable(cc) || cc->controller || cc->retired)
       continue;
     if (!exit_accepts(cc, cs->req.port))
       continue;

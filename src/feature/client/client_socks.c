@@ -319,6 +319,20 @@ handle_socks_bytes(cstream_t *cs)
                           "only CONNECT is supported yet (not RESOLVE)");
         return;
       }
+      if (client_g.addrmap) { /* MAPADDRESS */
+        char was[sizeof(cs->req.address)];
+        memcpy(was, cs->req.address, sizeof(was));
+        int r = addrmap_rewrite(client_g.addrmap, cs->req.address,
+                                sizeof(cs->req.address));
+        if (r < 0) {
+          socks_stream_fail(cs, END_STREAM_REASON_RESOLVEFAILED,
+                            "its address mappings loop or are too long");
+          return;
+        }
+        if (r > 0)
+          log_info("SOCKS target %s mapped to %s (MAPADDRESS)", was,
+                   cs->req.address);
+      }
       /* Further bytes are the client's data: wait for CONNECTED. */
       conn_set_reading(cs->conn, 0);
       client_stream_attach(cs);

@@ -81,7 +81,7 @@ static const char *const event_names[] = {
 enum {
   EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
   EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_NEWDESC = 9,
-  EV_SIGNAL = 21,
+  EV_ADDRMAP = 10, EV_BUILDTIMEOUT_SET = 20, EV_SIGNAL = 21,
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
   EV_CONF_CHANGED = 22, EV_CONN_BW = 25, EV_CIRC_BW = 26,
@@ -937,6 +937,12 @@ stream_status_cb(const client_stream_info_t *si, void *arg)
 }
 
 static void
+addrmap_line_cb(const char *from, const char *to, void *arg)
+{
+  strbuf_addf(arg, "%s %s NEVER\n", from, to);
+}
+
+static void
 orconn_status_cb(channel_t *chan, void *arg)
 {
   strbuf_t *b = arg;
@@ -1177,6 +1183,20 @@ getinfo_one(const char *key, char **value)
     *value = b.s;
     return 1;
   }
+  if (!strcmp(key, "address-mappings/all") ||
+      !strcmp(key, "address-mappings/control") ||
+      !strcmp(key, "address-mappings/config") ||
+      !strcmp(key, "address-mappings/cache")) {
+    /* Every mapping pctor keeps is a controller's (MAPADDRESS): none
+     * from the torrc, no DNS cache. */
+    strbuf_t b = {0};
+    strbuf_addf(&b, "%s", "");
+    if (!strcmp(key, "address-mappings/all") ||
+        !strcmp(key, "address-mappings/control"))
+      client_ctl_foreach_mapping(addrmap_line_cb, &b);
+    *value = b.s;
+    return 1;
+  }
   if (!strcmp(key, "stream-status")) {
     strbuf_t b = {0};
     strbuf_addf(&b, "%s", "");
@@ -1288,6 +1308,7 @@ getinfo_one(const char *key, char **value)
 
 /* Keys for info/names ("key -- description"). */
 static const char *const info_names[] = {
+    "address-mappings/* -- Current address mappings.",
     "accounting/bytes -- Number of bytes read/written so far in the "
     "accounting interval.",
     "accounting/bytes-left -- Number of bytes left to write/read so far in "
@@ -1367,6 +1388,7 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
     } else if (strchr(v, '\n') || !strcmp(key, "circuit-status") ||
                !strcmp(key, "orconn-status") ||
                !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3) ||
+               !strncmp(key, "address-mappings/", 17) ||
                !strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {
       char *head = pc_asprintf("%s=", key);
       control_proto_add_line(tmp, 250, '+', head);
@@ -1959,6 +1981,102 @@ cmd_signal(ctl_conn_t *cc, const char *args)
   }
 }
 
+/* ---- MAPADDRESS, DROPTIMEOUTS ---- */
+
+static void
+cmd_mapaddress(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  buf_t *out = buf_new();
+  int n = 0, last_code = 0;
+  char *last = NULL;
+  strbuf_t events = {0};
+  while ((a = control_proto_next_arg(&p))) {
+    char *eq = strchr(a, '=');
+    int code = 0;
+    char *text = NULL, *from_out = NULL, *err = NULL;
+    if (!eq || eq == a || !eq[1]) {
+      code = 512;
+      text = pc_asprintf("syntax error: mapping '%s' is not of the form "
+                         "OldAddress=NewAddress",
+                         a);
+    } else {
+      *eq = 0;
+      code = client_ctl_mapaddress(a, eq + 1, &from_out, &err);
+      if (code == 0) {
+        code = 250;
+        text = pc_asprintf("%s=%s", from_out, eq + 1);
+        if (strcasecmp(a, eq + 1))
+          strbuf_addf(&events, "ADDRMAP %s %s NEVER CACHED=\"NO\"\n",
+                      from_out, eq + 1);
+      } else {
+        text = pc_asprintf("%s%s", code == 512 ? "syntax error: " : "",
+                           err ? err : "mapping failed");
+      }
+    }
+    free(from_out);
+    free(err);
+    free(a);
+    if (last)
+      control_proto_add_line(out, last_code, '-', last);
+    free(last);
+    last = text;
+    last_code = code;
+    n++;
+  }
+  if (!n) {
+    reply(cc, 512, "syntax error: not enough arguments to mapaddress.");
+  } else {
+    control_proto_add_line(out, last_code, ' ', last);
+    buf_move_all(conn_outbuf(cc->conn), out);
+  }
+  free(last);
+  buf_free(out);
+  /* After the reply, as tor. */
+  if (events.s) {
+    char *save = NULL;
+    for (char *l = strtok_r(events.s, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save))
+      send_event(EV_ADDRMAP, l);
+  }
+  free(events.s);
+}
+
+static void
+cmd_droptimeouts(ctl_conn_t *cc, const char *args)
+{
+  (void)args;
+  char *err = NULL;
+  int code = client_ctl_drop_timeouts(&err);
+  if (code) {
+    replyf(cc, code, "%s", err);
+    free(err);
+    return;
+  }
+  reply(cc, 250, "OK");
+  client_ctl_cbt_event(CBT_EV_RESET);
+}
+
+/* The client's build timeout changed (control-spec BUILDTIMEOUT_SET). */
+static void
+buildtimeout_cb(cbt_event_t ev, const cbt_info_t *i, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_BUILDTIMEOUT_SET)))
+    return;
+  char text[320];
+  snprintf(text, sizeof(text),
+           "BUILDTIMEOUT_SET %s TOTAL_TIMES=%d TIMEOUT_MS=%u XM=%u "
+           "ALPHA=%f CUTOFF_QUANTILE=%f TIMEOUT_RATE=%f CLOSE_MS=%u "
+           "CLOSE_RATE=%f",
+           ev == CBT_EV_RESET ? "RESET" : "COMPUTED", i->total_times,
+           (unsigned)i->timeout_ms, (unsigned)(i->xm + 0.5), i->alpha,
+           i->quantile, i->timeout_rate, (unsigned)i->close_ms,
+           i->close_rate);
+  send_event(EV_BUILDTIMEOUT_SET, text);
+}
+
 /* Commands whose handler needs only the arguments. */
 typedef void (*arg_cmd_fn)(ctl_conn_t *cc, const char *args);
 static const struct {
@@ -1974,6 +2092,8 @@ static const struct {
     {"CLOSESTREAM", cmd_closestream},
     {"SETEVENTS", cmd_setevents},
     {"SIGNAL", cmd_signal},
+    {"MAPADDRESS", cmd_mapaddress},
+    {"DROPTIMEOUTS", cmd_droptimeouts},
 };
 
 static arg_cmd_fn
@@ -2326,6 +2446,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
+  client_set_buildtimeout_observer(buildtimeout_cb, NULL);
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2375,6 +2496,7 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
+  client_set_buildtimeout_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);

@@ -13,12 +13,13 @@
  *     GETCONF, SETCONF, RESETCONF, LOADCONF, SAVECONF (the daemon does
  *     the work through control_host_t), SETEVENTS, SIGNAL, TAKEOWNERSHIP,
  *     USEFEATURE, QUIT; for the SocksPort client EXTENDCIRCUIT,
- *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM
- *     (feature/client's client_ctl_*);
+ *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM,
+ *     MAPADDRESS, DROPTIMEOUTS (feature/client's client_ctl_*);
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
  *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
- *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
+ *     CONF_CHANGED, ADDRMAP (MAPADDRESS), BUILDTIMEOUT_SET (the client's
+ *     learned build timeout), CIRC_BW (control_circbw.h) every second for our own
  *     circuits and for relayed ones MeasureMe measures, CONN_BW and
  *     CELL_STATS (control_cellstats.h) every second while their testing
  *     options are set, NEWCONSENSUS, NS
