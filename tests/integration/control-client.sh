@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # control-client.sh -- a controller (stem) uses the client commands
-# MAPADDRESS, SIGNAL NEWNYM and DROPTIMEOUTS (control-spec 3.8, 3.7, 3.34)
-# on a pctor client, in a private network.
+# MAPADDRESS, SIGNAL NEWNYM, DROPTIMEOUTS and RESOLVE (control-spec 3.8,
+# 3.7, 3.34, 3.21) on a pctor client, and tor-resolve its SOCKS RESOLVE,
+# in a private network.
 #
 # Private network: 1 tor authority, 2 tor relays, a pctor exit x (to
 # 127.0.0.1), a pctor client c with a ControlPort and ExitNodes x, a pctor
@@ -22,7 +23,16 @@
 #     before, the old circuit closes; a second NEWNYM at once is delayed
 #     (c logs "Rate limiting NEWNYM request");
 #   - DROPTIMEOUTS: 250 and a BUILDTIMEOUT_SET RESET event with
-#     TOTAL_TIMES=0 and the initial 60 s timeout, as stem parses it.
+#     TOTAL_TIMES=0 and the initial 60 s timeout, as stem parses it;
+#   - lookups through the exit (x asks a DNS stub of ours on 127.0.0.1
+#     that knows dns.example and 192.0.2.7's PTR): RESOLVE dns.example,
+#     RESOLVE mode=reverse 192.0.2.7, a name the stub does not know, an IP
+#     literal and a reverse lookup of 127.0.0.1 (refused by the exit, an
+#     internal address, as tor) each give their ADDRMAP event (answer or
+#     <error>), with
+#     STREAM NEWRESOLVE/SENTRESOLVE PURPOSE=DNS_REQUEST; tor-resolve (tor's
+#     SOCKS RESOLVE and RESOLVE_PTR) through c's SocksPort gets the same
+#     answers, and the stub saw the questions.
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -43,19 +53,56 @@ head -c $((1024 * 1024)) /dev/urandom > "$www/file"
 read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
 it_http_server "$www" "$hport"
 
+# A DNS stub for x: dns.example A 127.0.0.1, 192.0.2.7 PTR doc.example,
+# every other name NXDOMAIN; it logs each question. (No traffic goes to
+# 192.0.2.7: only its name is asked for.)
+dns=$(it_tmpdir)
+/usr/bin/python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+open(sys.argv[1] + "/port", "w").write(str(s.getsockname()[1]))
+log = open(sys.argv[1] + "/questions", "a")
+def name(n):
+    return b"".join(bytes([len(l)]) + l for l in n.encode().split(b".")) + b"\0"
+while True:
+    q, peer = s.recvfrom(512)
+    if len(q) < 17:
+        continue
+    i, labels = 12, []
+    while i < len(q) and q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode(errors="replace")); i += 1 + q[i]
+    qname, (qtype,) = ".".join(labels).lower(), struct.unpack(">H", q[i + 1:i + 3])
+    log.write("%s %d\n" % (qname, qtype)); log.flush()
+    question = q[12:i + 5]
+    rr = b""
+    if qname == "dns.example" and qtype == 1:
+        rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("127.0.0.1")
+    elif qname == "7.2.0.192.in-addr.arpa" and qtype == 12:
+        d = name("doc.example")
+        rr = b"\xc0\x0c" + struct.pack(">HHIH", 12, 1, 60, len(d)) + d
+    known = qname in ("dns.example", "7.2.0.192.in-addr.arpa")
+    flags = 0x8180 if known else 0x8183
+    s.sendto(q[:2] + struct.pack(">HHHHH", flags, 1, 1 if rr else 0, 0, 0) + question + rr, peer)
+' "$dns" &
+it_register_pid $!
+it_wait_until 10 test -s "$dns/port" || it_fail "the DNS stub did not start"
+echo "nameserver 127.0.0.1:$(cat "$dns/port")" > "$dns/resolv.conf"
+
 read -r _ cport rport _ < <(it_privnet reserve "$net" --role aux --nickname cports)
 it_start_pctor "$net" x relay "ExitRelay 1
 RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
-ServerDNSResolvConfFile $net/resolv.conf"
+ServerDNSResolvConfFile $dns/resolv.conf"
 it_start_pctor "$net" r relay "ControlPort $rport"
 it_start_pctor "$net" c client "ControlPort $cport
 ExitNodes x"
 export CPORT=$cport RPORT=$rport HPORT=$hport SOCKS=$(cat "$net/c.port") \
     WANT=$(sha256sum < "$www/file" | cut -d' ' -f1) \
-    LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log
+    LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log \
+    DNSDIR=$dns
 
 "$PY" - <<'EOF' || it_fail "MAPADDRESS / NEWNYM / DROPTIMEOUTS checks failed"
 import hashlib, ipaddress, os, subprocess, time, stem
@@ -168,7 +215,49 @@ e = bt[0]
 assert e.set_type == "RESET" and e.total_times == 0 and e.timeout == 60000, str(e)
 assert e.quantile == 0.8 and e.close_timeout >= 60000, str(e)
 print("DROPTIMEOUTS: %s" % e)
+
+# 7. RESOLVE through the exit: ADDRMAP events with the answers.
+addrmap.clear()
+resolves = []
+c.add_event_listener(lambda e: resolves.append(e) if e.purpose == "DNS_REQUEST" else None,
+                     EventType.STREAM)
+for args in ("dns.example", "mode=reverse 192.0.2.7", "nx.example", "198.51.100.9",
+             "mode=reverse 127.0.0.1"):
+    resp = c.msg("RESOLVE " + args)
+    assert resp.is_ok(), (args, str(resp))
+deadline = time.time() + 60
+while len(addrmap) < 5:
+    assert time.time() < deadline, "ADDRMAP events: %s" % [str(e) for e in addrmap]
+    time.sleep(0.2)
+got = {e.hostname: e for e in addrmap}
+assert got["dns.example"].destination == "127.0.0.1", str(got["dns.example"])
+assert got["REVERSE[192.0.2.7]"].destination == "doc.example", str(got.get("REVERSE[192.0.2.7]"))
+assert got["nx.example"].destination is None and got["nx.example"].error == "yes", str(got["nx.example"])
+assert got["198.51.100.9"].destination == "198.51.100.9", str(got["198.51.100.9"])
+assert got["REVERSE[127.0.0.1]"].destination is None, str(got["REVERSE[127.0.0.1]"])
+st = [e.status for e in resolves]
+assert "NEWRESOLVE" in st and "SENTRESOLVE" in st, st
+resp = c.msg("RESOLVE")
+assert resp.content()[0][0] == "512", resp.content()
+resp = c.msg("RESOLVE mode=reverse not-an-ip")
+assert resp.content()[0][0] == "512", resp.content()
+print("RESOLVE: %s" % "; ".join(str(e) for e in addrmap))
+
+# 8. tor-resolve (SOCKS RESOLVE, RESOLVE_PTR) through c's SocksPort.
+sp = "127.0.0.1:" + socks
+out = subprocess.run(["tor-resolve", "-5", "dns.example", sp], capture_output=True, text=True)
+assert out.returncode == 0 and out.stdout.strip() == "127.0.0.1", (out.stdout, out.stderr)
+out = subprocess.run(["tor-resolve", "-5", "-x", "192.0.2.7", sp], capture_output=True, text=True)
+assert out.returncode == 0 and out.stdout.strip() == "doc.example", (out.stdout, out.stderr)
+out = subprocess.run(["tor-resolve", "-5", "nx.example", sp], capture_output=True, text=True)
+assert out.returncode != 0, (out.stdout, out.stderr)
+out = subprocess.run(["tor-resolve", "-4", "dns.example", sp], capture_output=True, text=True)
+assert out.returncode == 0 and out.stdout.strip() == "127.0.0.1", (out.stdout, out.stderr)
+qs = open(os.environ["DNSDIR"] + "/questions").read().split()
+assert "dns.example" in qs and "7.2.0.192.in-addr.arpa" in qs and "nx.example" in qs, qs
+assert "1.0.0.127.in-addr.arpa" not in qs, "x asked for 127.0.0.1's name"
+print("tor-resolve: dns.example -> 127.0.0.1, -x 192.0.2.7 -> doc.example, nx.example fails")
 c.close()
 EOF
 it_pctor_alive_quiet "$net" x r c
-it_log "MAPADDRESS (names, virtual addresses, removal, errors), NEWNYM (new circuit, old one closed, rate limit) and DROPTIMEOUTS (BUILDTIMEOUT_SET RESET) work on a pctor client"
+it_log "MAPADDRESS (names, virtual addresses, removal, errors), NEWNYM (new circuit, old one closed, rate limit), DROPTIMEOUTS (BUILDTIMEOUT_SET RESET) and RESOLVE / SOCKS RESOLVE work on a pctor client"

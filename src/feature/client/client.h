@@ -105,6 +105,8 @@ typedef enum {
   CLIENT_STREAM_FAILED,
   CLIENT_STREAM_CLOSED,
   CLIENT_STREAM_DETACHED, /* its circuit closed; waits for a controller */
+  CLIENT_STREAM_NEWRESOLVE,  /* a lookup (SOCKS or controller RESOLVE) */
+  CLIENT_STREAM_SENTRESOLVE,
 } client_stream_status_t;
 typedef struct client_stream_info_t {
   uint64_t id;                /* process-wide, from 1 */
@@ -118,6 +120,7 @@ typedef struct client_stream_info_t {
    * an END cell (control-spec's REASON=END REMOTE_REASON=...). */
   int reason;
   int reason_remote;
+  int is_resolve;             /* a lookup: PURPOSE=DNS_REQUEST */
 } client_stream_info_t;
 /* One observer, told of every status change (the info is valid during
  * the call only); NULL removes it. Registering another while one is
@@ -183,6 +186,27 @@ int client_ctl_newnym(unsigned *delay_s_out, char **err_out);
 /* DROPTIMEOUTS: forget the circuit build times (cbt_reset). Returns 0
  * (the caller then reports CBT_EV_RESET), or 551 without a client. */
 int client_ctl_drop_timeouts(char **err_out);
+/* RESOLVE [mode=reverse] ADDRESS: may the address be looked up (a name,
+ * or for reverse an IP address)? Returns 0, or a reply code with
+ * *err_out: 512 an invalid address, 551 no client. */
+int client_ctl_resolve_check(const char *address, int reverse,
+                             char **err_out);
+/* Look the name (reverse: the IP address) up through an exit; the result
+ * goes to the resolve observer (nothing happens if the check fails). */
+void client_ctl_resolve(const char *address, int reverse);
+/* The result of a lookup, SOCKS or controller (control: ADDRMAP). */
+typedef struct client_resolve_result_t {
+  const char *address;   /* as asked (after MAPADDRESS) */
+  int reverse;           /* RESOLVE_PTR / mode=reverse */
+  const char *answer;    /* the address or name found, or NULL */
+  const char *error;     /* why not, when answer is NULL */
+  uint32_t ttl;          /* seconds, as the exit gave it (0: none) */
+  uint64_t stream_id;
+} client_resolve_result_t;
+typedef void (*client_resolve_observer_fn)(const client_resolve_result_t *r,
+                                           void *arg);
+/* One observer; NULL removes it. */
+void client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
 /* BUILDTIMEOUT_SET: told when the build timeout is computed from the
  * history or reset; one observer, NULL removes it. */
 typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,

@@ -13,6 +13,8 @@
  *   client_pool.c     choosing a circuit for a stream, launching circuits
  *                     and conflux sets, preemptive (clean) circuits;
  *   client_conflux.c  building, linking and relaunching conflux legs;
+ *   client_resolve.c  name lookups: SOCKS RESOLVE/RESOLVE_PTR and a
+ *                     controller's RESOLVE (RELAY_RESOLVE/RESOLVED);
  *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
  *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM, MAPADDRESS
  *                     (the address map is addrmap.c), SIGNAL NEWNYM,
@@ -88,6 +90,7 @@ typedef struct cstream_t {
   uint16_t end_reason1;
   unsigned end_remote : 1;
   unsigned ctl_release : 1; /* ATTACHSTREAM ... 0: let the pool choose */
+  unsigned resolve_reported : 1; /* a lookup's result went to observers */
   uint64_t held_since_us;   /* CS_HELD */
 } cstream_t;
 
@@ -241,6 +244,18 @@ void socks_send_begin(cstream_t *cs);
 void socks_stream_report(cstream_t *cs, client_stream_status_t st);
 /* The SocksPort listener's accept callback. */
 void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
+
+/* ---- client_resolve.c: lookups ---- */
+/* Is cs a lookup (RESOLVE or RESOLVE_PTR) rather than a CONNECT? */
+int client_stream_is_resolve(const cstream_t *cs);
+/* A lookup whose request is complete (SOCKS or controller): rewrite it
+ * through MAPADDRESS, answer an IP literal at once, else find it a
+ * circuit. */
+void client_resolve_start(cstream_t *cs);
+/* Send cs's RELAY_RESOLVE on its circuit (socks_send_begin for lookups). */
+void client_resolve_send(cstream_t *cs);
+/* cs is being freed: a lookup not answered yet is reported failed. */
+void client_resolve_freeing(cstream_t *cs);
 
 /* ---- client_pool.c: the circuit pool ---- */
 /* Start building one circuit (a plain one, or a leg of cc's set) through

@@ -839,7 +839,9 @@ static const char *const stream_status_names[] = {
     [CLIENT_STREAM_NEW] = "NEW", [CLIENT_STREAM_SENTCONNECT] = "SENTCONNECT",
     [CLIENT_STREAM_SUCCEEDED] = "SUCCEEDED",
     [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED",
-    [CLIENT_STREAM_DETACHED] = "DETACHED"};
+    [CLIENT_STREAM_DETACHED] = "DETACHED",
+    [CLIENT_STREAM_NEWRESOLVE] = "NEWRESOLVE",
+    [CLIENT_STREAM_SENTRESOLVE] = "SENTRESOLVE"};
 
 /* "ID STATUS CIRCID TARGET" (control-spec 4.1.2), IPv6 in brackets. */
 static char *
@@ -860,7 +862,9 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
     return;
   char *line = stream_line(si);
   char src[PC_ADDR_STR_LEN + 16] = "";
-  if (si->status == CLIENT_STREAM_NEW && si->source &&
+  if ((si->status == CLIENT_STREAM_NEW ||
+       si->status == CLIENT_STREAM_NEWRESOLVE) &&
+      si->source &&
       si->source->family != AF_UNSPEC) {
     char a[PC_ADDR_STR_LEN];
     snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
@@ -871,7 +875,8 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
       si->status == CLIENT_STREAM_CLOSED)
     control_proto_stream_reason(why, sizeof(why), si->reason,
                                 si->reason_remote);
-  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=USER", line, why, src);
+  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=%s", line, why, src,
+                           si->is_resolve ? "DNS_REQUEST" : "USER");
   send_event(EV_STREAM, text);
   free(text);
   free(line);
@@ -2058,6 +2063,82 @@ cmd_droptimeouts(ctl_conn_t *cc, const char *args)
   client_ctl_cbt_event(CBT_EV_RESET);
 }
 
+/* RESOLVE [mode=reverse] ADDRESS...: 250 OK, then one ADDRMAP event per
+ * address when its lookup ends. */
+static void
+cmd_resolve(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  int reverse = 0, n = 0;
+  char *names[16];
+  while ((a = control_proto_next_arg(&p))) {
+    if (!strcasecmp(a, "mode=reverse")) {
+      reverse = 1;
+      free(a);
+    } else if (strchr(a, '=')) {
+      char *q = control_proto_quote(a);
+      replyf(cc, 512, "Unrecognized argument %s", q);
+      free(q);
+      free(a);
+      for (int i = 0; i < n; i++)
+        free(names[i]);
+      return;
+    } else if (n < 16) {
+      names[n++] = a;
+    } else {
+      free(a);
+    }
+  }
+  int code = n ? 0 : 512;
+  char *err = n ? NULL : pc_strdup("Missing address");
+  for (int i = 0; i < n && !code; i++)
+    code = client_ctl_resolve_check(names[i], reverse, &err);
+  if (code)
+    replyf(cc, code, "%s", err);
+  else
+    reply(cc, 250, "OK");
+  free(err);
+  /* The answers come as ADDRMAP events, after the reply. */
+  for (int i = 0; i < n; i++) {
+    if (!code)
+      client_ctl_resolve(names[i], reverse);
+    free(names[i]);
+  }
+}
+
+/* A lookup ended (control-spec ADDRMAP): the answer, or <error>. */
+static void
+resolve_cb(const client_resolve_result_t *r, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_ADDRMAP)))
+    return;
+  time_t now = time(NULL);
+  time_t until = now + (r->answer ? (time_t)r->ttl : 0);
+  char utc[TIME_ISO_LEN + 1], local[32];
+  time_format_iso(utc, until);
+  struct tm tm;
+  if (!localtime_r(&until, &tm) ||
+      !strftime(local, sizeof(local), "%Y-%m-%d %H:%M:%S", &tm))
+    snprintf(local, sizeof(local), "%s", utc);
+  char *text;
+  if (r->answer)
+    text = pc_asprintf("ADDRMAP %s%s%s %s \"%s\" EXPIRES=\"%s\" "
+                       "CACHED=\"NO\" STREAMID=%llu",
+                       r->reverse ? "REVERSE[" : "", r->address,
+                       r->reverse ? "]" : "", r->answer, local, utc,
+                       (unsigned long long)r->stream_id);
+  else
+    text = pc_asprintf("ADDRMAP %s%s%s <error> \"%s\" error=yes "
+                       "EXPIRES=\"%s\" CACHED=\"NO\" STREAMID=%llu",
+                       r->reverse ? "REVERSE[" : "", r->address,
+                       r->reverse ? "]" : "", local, utc,
+                       (unsigned long long)r->stream_id);
+  send_event(EV_ADDRMAP, text);
+  free(text);
+}
+
 /* The client's build timeout changed (control-spec BUILDTIMEOUT_SET). */
 static void
 buildtimeout_cb(cbt_event_t ev, const cbt_info_t *i, void *arg)
@@ -2094,6 +2175,7 @@ static const struct {
     {"SIGNAL", cmd_signal},
     {"MAPADDRESS", cmd_mapaddress},
     {"DROPTIMEOUTS", cmd_droptimeouts},
+    {"RESOLVE", cmd_resolve},
 };
 
 static arg_cmd_fn
@@ -2447,6 +2529,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
   client_set_buildtimeout_observer(buildtimeout_cb, NULL);
+  client_set_resolve_observer(resolve_cb, NULL);
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2497,6 +2580,7 @@ control_shutdown(void)
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
   client_set_buildtimeout_observer(NULL, NULL);
+  client_set_resolve_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);

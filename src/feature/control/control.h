@@ -14,7 +14,7 @@
  *     the work through control_host_t), SETEVENTS, SIGNAL, TAKEOWNERSHIP,
  *     USEFEATURE, QUIT; for the SocksPort client EXTENDCIRCUIT,
  *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM,
- *     MAPADDRESS, DROPTIMEOUTS (feature/client's client_ctl_*);
+ *     MAPADDRESS, RESOLVE, DROPTIMEOUTS (feature/client's client_ctl_*);
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
  *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
