@@ -383,6 +383,13 @@ def metrics():
     assert {"cells", "chan_buf", "exit_buf", "dircache"} <= set(held), held
     dos = {s.labels["type"] for s in fams["tor_relay_dos"].samples}
     assert {"circuit_rejected", "conn_rejected", "stream_rejected"} <= dos, dos
+    # tor's flag gauge from the consensus (p1 carries this download, so
+    # it is listed Running and Valid-ly), and the stream counters.
+    flags = {s.labels["type"]: s.value for s in fams["tor_relay_flag"].samples}
+    assert flags.get("Running") == 1 and set(flags) >= {"Fast", "Guard", "Exit", "Stable"}, flags
+    streams = {s.labels["type"] for s in fams["tor_relay_streams"].samples}
+    assert streams == {"BEGIN", "BEGIN_DIR", "RESOLVE"}, streams
+    assert "pctor_measureme_requests" in fams, sorted(fams)
     return v
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate(password="correct horse")

@@ -2551,6 +2551,25 @@ control_start(evloop_t *loop, const control_config_t *cfg,
   return 0;
 }
 
+uint32_t
+control_own_flags(void)
+{
+  if (!S.started || !S.host.consensus || !S.host.getinfo)
+    return 0;
+  const consensus_t *c = S.host.consensus(S.host.arg);
+  char *fp = NULL;
+  uint8_t id[20];
+  uint32_t flags = 0;
+  if (c && S.host.getinfo("fingerprint", &fp, S.host.arg) == 1 && fp &&
+      strlen(fp) >= 40 && base16_decode(id, sizeof(id), fp, 40) == 20) {
+    const consensus_rs_t *rs = consensus_find(c, id);
+    if (rs)
+      flags = rs->flags;
+  }
+  free(fp);
+  return flags;
+}
+
 void
 control_reconfigure(const control_config_t *cfg)
 {

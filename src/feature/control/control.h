@@ -188,4 +188,8 @@ void control_event_new_consensus(const consensus_t *c);
 void control_event_descriptors(const dir_nodelist_t *nl);
 /* "0.4.9.11 (pctor-VERSION)". */
 const char *control_version_string(void);
+/* For the MetricsPort: this relay's flags in the consensus pctor holds
+ * (RS_FLAG_*); 0 when it is not listed, has no identity or no consensus
+ * is known. */
+uint32_t control_own_flags(void);
 #endif

@@ -764,6 +764,7 @@ dircache_stream_open(edge_t *e, uint16_t id, int *refused)
   memacct_add(MEMACCT_DIRCACHE, sizeof(*ds));
   ds->stream = s;
   stats.n_streams++;
+  stats.n_streams_opened++;
   touch(ds);
   if (S.sweep && !evloop_timer_is_pending(S.sweep))
     evloop_timer_schedule_periodic(S.sweep, DIR_SWEEP_INTERVAL_USEC);

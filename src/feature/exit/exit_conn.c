@@ -632,6 +632,7 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
                const uint8_t *body, int early)
 {
   (void)early;
+  X.stats.n_resolve++;
   if (!X.cfg.policy || !X.cfg.dns) {
     refuse(circ, h->stream_id, END_STREAM_REASON_EXITPOLICY,
            "this relay does not resolve names");
