@@ -5,9 +5,10 @@
 # 3.7, 3.34, 3.21) on a pctor client, and tor-resolve its SOCKS RESOLVE,
 # in a private network.
 #
-# Private network: 1 tor authority, 2 tor relays, a pctor exit x (to
+# Private network: 1 tor authority, 3 tor relays, a pctor exit x (to
 # 127.0.0.1), a pctor client c with a ControlPort and ExitNodes x, a pctor
-# relay r with a ControlPort but no SocksPort.
+# relay r with a ControlPort but no SocksPort, and a pctor client c2 with
+# a ControlPort and ConfluxEnabled 1 (legs through the four non-exits).
 # Checks:
 #   - MAPADDRESS web.example=127.0.0.1: reply and ADDRMAP event, listed by
 #     GETINFO address-mappings/control; a download to web.example through
@@ -32,7 +33,10 @@
 #     <error>), with
 #     STREAM NEWRESOLVE/SENTRESOLVE PURPOSE=DNS_REQUEST; tor-resolve (tor's
 #     SOCKS RESOLVE and RESOLVE_PTR) through c's SocksPort gets the same
-#     answers, and the stub saw the questions.
+#     answers, and the stub saw the questions;
+#   - conflux legs (c2): CIRC_MINOR PURPOSE_CHANGED from CONFLUX_UNLINKED
+#     to CONFLUX_LINKED for two circuits with the same CONFLUX_ID, and
+#     circuit-status lists them with PURPOSE=CONFLUX_LINKED.
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -45,7 +49,7 @@ done
 [ -n "$PY" ] || it_fail "python3-stem is not installed (scripts/install-deps installs it)"
 
 net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
+it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
     --base-port auto || it_fail "pctor-privnet start failed"
 
 www=$(it_tmpdir)
@@ -99,10 +103,14 @@ ServerDNSResolvConfFile $dns/resolv.conf"
 it_start_pctor "$net" r relay "ControlPort $rport"
 it_start_pctor "$net" c client "ControlPort $cport
 ExitNodes x"
+read -r _ c2port _ _ < <(it_privnet reserve "$net" --role aux --nickname c2ports)
+it_start_pctor "$net" c2 client "ControlPort $c2port
+ExitNodes x
+ConfluxEnabled 1"
 export CPORT=$cport RPORT=$rport HPORT=$hport SOCKS=$(cat "$net/c.port") \
     WANT=$(sha256sum < "$www/file" | cut -d' ' -f1) \
     LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log \
-    DNSDIR=$dns
+    DNSDIR=$dns C2PORT=$c2port SOCKS2=$(cat "$net/c2.port")
 
 "$PY" - <<'EOF' || it_fail "MAPADDRESS / NEWNYM / DROPTIMEOUTS checks failed"
 import hashlib, ipaddress, os, subprocess, time, stem
@@ -258,6 +266,41 @@ assert "dns.example" in qs and "7.2.0.192.in-addr.arpa" in qs and "nx.example" i
 assert "1.0.0.127.in-addr.arpa" not in qs, "x asked for 127.0.0.1's name"
 print("tor-resolve: dns.example -> 127.0.0.1, -x 192.0.2.7 -> doc.example, nx.example fails")
 c.close()
+
+# 9. Conflux legs: CIRC_MINOR when they link, with their set's CONFLUX_ID.
+c2 = Controller.from_port(port=int(os.environ["C2PORT"]))
+c2.authenticate()
+minor = []
+c2.add_event_listener(lambda e: minor.append(e), EventType.CIRC_MINOR)
+url = "http://127.0.0.1:%s/file" % hport
+deadline = time.time() + 180
+while True:
+    p = subprocess.run(["curl", "-sf", "--max-time", "60", "-x", "socks5h://127.0.0.1:" +
+                        os.environ["SOCKS2"], url], capture_output=True)
+    if p.returncode == 0 and hashlib.sha256(p.stdout).hexdigest() == want:
+        break
+    assert time.time() < deadline, "no download through c2"
+    time.sleep(3)
+deadline = time.time() + 30
+def linked():
+    ev = [e for e in minor if e.event == "PURPOSE_CHANGED" and e.purpose == "CONFLUX_LINKED"]
+    by = {}
+    for e in ev:
+        assert e.old_purpose == "CONFLUX_UNLINKED", str(e)
+        cid = e.keyword_args.get("CONFLUX_ID")
+        assert cid and len(cid) == 64, str(e)
+        by.setdefault(cid, set()).add(e.id)
+    return [ids for ids in by.values() if len(ids) >= 2]
+while not linked():
+    assert time.time() < deadline, "no conflux set linked two legs: %s" % [str(e) for e in minor]
+    time.sleep(0.5)
+ids = linked()[0]
+status = c2.get_info("circuit-status").splitlines()
+for i in ids:
+    line = [l for l in status if l.split()[0] == i]
+    assert line and "PURPOSE=CONFLUX_LINKED" in line[0] and "CONFLUX_ID=" in line[0], (i, status)
+print("conflux: circuits %s linked (CIRC_MINOR PURPOSE_CHANGED, one CONFLUX_ID)" % sorted(ids))
+c2.close()
 EOF
-it_pctor_alive_quiet "$net" x r c
+it_pctor_alive_quiet "$net" x r c c2
 it_log "MAPADDRESS (names, virtual addresses, removal, errors), NEWNYM (new circuit, old one closed, rate limit), DROPTIMEOUTS (BUILDTIMEOUT_SET RESET) and RESOLVE / SOCKS RESOLVE work on a pctor client"

@@ -207,6 +207,17 @@ typedef void (*client_resolve_observer_fn)(const client_resolve_result_t *r,
                                            void *arg);
 /* One observer; NULL removes it. */
 void client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
+/* A client circuit as a conflux leg (tor's purposes CONFLUX_UNLINKED and
+ * CONFLUX_LINKED): 0 not a leg (or not ours), 1 a leg not linked yet, 2
+ * a linked one; with the set's nonce (32 bytes, control-spec's
+ * CONFLUX_ID) into nonce_out. */
+int client_ctl_circuit_conflux(uint64_t gid, uint8_t nonce_out[32]);
+/* Told when a conflux leg links (CIRC_MINOR PURPOSE_CHANGED); one
+ * observer, NULL removes it. */
+struct origin_circuit_t;
+typedef void (*client_conflux_link_fn)(const struct origin_circuit_t *oc,
+                                       void *arg);
+void client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg);
 /* BUILDTIMEOUT_SET: told when the build timeout is computed from the
  * history or reset; one observer, NULL removes it. */
 typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,

@@ -503,3 +503,42 @@ client_ctl_drop_timeouts(char **err_out)
   client_g.cbt_unsaved = 1; /* saved with the next build time or at exit */
   return 0;
 }
+
+/* ---- conflux legs as controllers see them (CIRC, CIRC_MINOR) ---- */
+
+static client_conflux_link_fn link_observer;
+static void *link_observer_arg;
+
+void
+client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg)
+{
+  link_observer = fn;
+  link_observer_arg = arg;
+}
+
+void
+client_ctl_note_linked(const cleg_t *leg)
+{
+  if (link_observer && leg->circ)
+    link_observer(leg->circ, link_observer_arg);
+}
+
+int
+client_ctl_circuit_conflux(uint64_t gid, uint8_t nonce_out[32])
+{
+  if (!client_g.loop)
+    return 0;
+  ccirc_t *cc = find_circ(gid);
+  if (!cc || !cc->cfx)
+    return 0;
+  for (int i = 0; i < cc->n_legs; i++) {
+    const cleg_t *leg = cc->legs[i];
+    const origin_circuit_t *oc =
+        leg->circ ? leg->circ : leg->cb ? circbuild_circuit(leg->cb) : NULL;
+    if (oc && oc->base.gid == gid) {
+      memcpy(nonce_out, cc->nonce, CFX_NONCE_LEN);
+      return leg->linked ? 2 : 1;
+    }
+  }
+  return 0;
+}

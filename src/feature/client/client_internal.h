@@ -282,6 +282,8 @@ void client_stream_attach(cstream_t *cs);
 void client_ctl_hold_stream(cstream_t *cs);
 /* The timer: fail held streams nobody attached in time. */
 void client_ctl_expire_held(uint64_t now);
+/* A conflux leg linked: tell the controller's observer. */
+void client_ctl_note_linked(const cleg_t *leg);
 
 
 /* ---- client_conflux.c: conflux legs ---- */

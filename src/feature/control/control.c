@@ -84,7 +84,7 @@ enum {
   EV_ADDRMAP = 10, EV_BUILDTIMEOUT_SET = 20, EV_SIGNAL = 21,
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
-  EV_CONF_CHANGED = 22, EV_CONN_BW = 25, EV_CIRC_BW = 26,
+  EV_CONF_CHANGED = 22, EV_CIRC_MINOR = 23, EV_CONN_BW = 25, EV_CIRC_BW = 26,
   EV_CELL_STATS = 27,
 };
 #define EVBIT(e) (1ull << (e))
@@ -783,12 +783,21 @@ circ_line(const origin_circuit_t *oc, const char *status)
   strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
   /* A circuit its builder ended after one hop is a directory tunnel. */
   int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
-  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=GENERAL "
-                           "TIME_CREATED=%s.000000",
+  /* A conflux leg: tor's purposes and the set's CONFLUX_ID. */
+  uint8_t nonce[32];
+  int cfx = client_ctl_circuit_conflux(circ->gid, nonce);
+  char id[65] = "";
+  if (cfx)
+    base16_encode(id, sizeof(id), nonce, sizeof(nonce), BASE16_UPPER);
+  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=%s "
+                           "TIME_CREATED=%s.000000%s%s",
                            (unsigned long long)circ->gid, status,
                            *path ? " " : "", path,
                            onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
-                           created);
+                           cfx == 2   ? "CONFLUX_LINKED"
+                           : cfx == 1 ? "CONFLUX_UNLINKED"
+                                      : "GENERAL",
+                           created, cfx ? " CONFLUX_ID=" : "", id);
   free(path);
   return line;
 }
@@ -817,6 +826,21 @@ circ_progress_cb(origin_circuit_t *oc, void *arg)
   (void)arg;
   if (all_events() & EVBIT(EV_CIRC))
     circ_event(oc, circ_status(oc));
+}
+
+/* A conflux leg linked: its purpose changed (tor's CIRC_MINOR). */
+static void
+conflux_link_cb(const origin_circuit_t *oc, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_CIRC_MINOR)))
+    return;
+  char *line = circ_line(oc, "PURPOSE_CHANGED");
+  char *text = pc_asprintf("CIRC_MINOR %s OLD_PURPOSE=CONFLUX_UNLINKED",
+                           line);
+  send_event(EV_CIRC_MINOR, text);
+  free(text);
+  free(line);
 }
 
 static void
@@ -2530,6 +2554,7 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 8; /* (else the client warned: no STREAM events) */
   client_set_buildtimeout_observer(buildtimeout_cb, NULL);
   client_set_resolve_observer(resolve_cb, NULL);
+  client_set_conflux_link_observer(conflux_link_cb, NULL);
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2600,6 +2625,7 @@ control_shutdown(void)
     client_set_stream_observer(NULL, NULL);
   client_set_buildtimeout_observer(NULL, NULL);
   client_set_resolve_observer(NULL, NULL);
+  client_set_conflux_link_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);
