@@ -34,6 +34,8 @@
 #     STREAM NEWRESOLVE/SENTRESOLVE PURPOSE=DNS_REQUEST; tor-resolve (tor's
 #     SOCKS RESOLVE and RESOLVE_PTR) through c's SocksPort gets the same
 #     answers, and the stub saw the questions;
+#   - EXTENDCIRCUIT 0 without a path builds a three-hop circuit ending at
+#     x (ExitNodes);
 #   - conflux legs (c2): CIRC_MINOR PURPOSE_CHANGED from CONFLUX_UNLINKED
 #     to CONFLUX_LINKED for two circuits with the same CONFLUX_ID, and
 #     circuit-status lists them with PURPOSE=CONFLUX_LINKED.
@@ -110,6 +112,7 @@ ConfluxEnabled 1"
 export CPORT=$cport RPORT=$rport HPORT=$hport SOCKS=$(cat "$net/c.port") \
     WANT=$(sha256sum < "$www/file" | cut -d' ' -f1) \
     LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log \
+    FPX=$(awk '{print $2}' "$(cat "$net/x.dir")/data/fingerprint") \
     DNSDIR=$dns C2PORT=$c2port SOCKS2=$(cat "$net/c2.port")
 
 "$PY" - <<'EOF' || it_fail "MAPADDRESS / NEWNYM / DROPTIMEOUTS checks failed"
@@ -265,9 +268,16 @@ qs = open(os.environ["DNSDIR"] + "/questions").read().split()
 assert "dns.example" in qs and "7.2.0.192.in-addr.arpa" in qs and "nx.example" in qs, qs
 assert "1.0.0.127.in-addr.arpa" not in qs, "x asked for 127.0.0.1's name"
 print("tor-resolve: dns.example -> 127.0.0.1, -x 192.0.2.7 -> doc.example, nx.example fails")
+
+# 9. EXTENDCIRCUIT 0 without a path: pctor chooses three relays (the
+# last one of ExitNodes).
+cid = c.new_circuit(await_build=True, timeout=60)
+hops = [fp for fp, nick in c.get_circuit(cid).path]
+assert len(hops) == 3 and hops[-1] == os.environ["FPX"] and len(set(hops)) == 3, hops
+print("EXTENDCIRCUIT 0 without a path built %s through %d relays ending at x" % (cid, len(hops)))
 c.close()
 
-# 9. Conflux legs: CIRC_MINOR when they link, with their set's CONFLUX_ID.
+# 10. Conflux legs: CIRC_MINOR when they link, with their set's CONFLUX_ID.
 c2 = Controller.from_port(port=int(os.environ["C2PORT"]))
 c2.authenticate()
 minor = []
@@ -303,4 +313,4 @@ print("conflux: circuits %s linked (CIRC_MINOR PURPOSE_CHANGED, one CONFLUX_ID)"
 c2.close()
 EOF
 it_pctor_alive_quiet "$net" x r c c2
-it_log "MAPADDRESS (names, virtual addresses, removal, errors), NEWNYM (new circuit, old one closed, rate limit), DROPTIMEOUTS (BUILDTIMEOUT_SET RESET) and RESOLVE / SOCKS RESOLVE work on a pctor client"
+it_log "MAPADDRESS, NEWNYM, DROPTIMEOUTS (BUILDTIMEOUT_SET), RESOLVE and SOCKS RESOLVE, EXTENDCIRCUIT 0 without a path and conflux CIRC_MINOR work on pctor clients"

@@ -145,6 +145,10 @@ void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
  * the streams a controller attaches to it. Returns 0 and *gid_out. */
 int client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
                       char **err_out);
+/* EXTENDCIRCUIT 0 without a path: as client_ctl_extend() through three
+ * relays pctor chooses as for a stream to port 80 (entry guard, path
+ * rules, ExitNodes). Returns 0 and *gid_out, or 551 with *err_out. */
+int client_ctl_extend_auto(uint64_t *gid_out, char **err_out);
 /* EXTENDCIRCUIT gid PATH: add the relays to a circuit a controller built
  * (one that has carried no stream yet; while building, or built: the new
  * hops are reported in CIRC events as EXTENDED, then BUILT). Returns 0, or

@@ -142,6 +142,17 @@ find_node(const dir_nodelist_t *nl, const char *name)
   return dir_nodelist_find_nickname(nl, name);
 }
 
+/* Would we ask this last hop for congestion control? */
+static int
+last_hop_wants_cc(const dir_node_t *last)
+{
+  extend_target_t probe;
+  memset(&probe, 0, sizeof(probe));
+  probe.has_ed_id = last->has_ed25519;
+  return circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                   last->protocols);
+}
+
 /* The relays a controller named (max hops at most), into nodes, and
  * whether the last one takes congestion control; 0 or a reply code with
  * *err_out. */
@@ -172,24 +183,15 @@ resolve_path(const char *const *path, int n, int max, const dir_node_t **nodes,
       return 551;
     }
   }
-  extend_target_t probe;
-  memset(&probe, 0, sizeof(probe));
-  probe.has_ed_id = nodes[n - 1]->has_ed25519;
-  *want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
-                                       nodes[n - 1]->protocols);
+  *want_cc = last_hop_wants_cc(nodes[n - 1]);
   return 0;
 }
 
-int
-client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
-                  char **err_out)
+/* Start a controller's circuit through nodes[0..n-1]. */
+static int
+start_controller_circuit(const dir_node_t *const *nodes, int n, int want_cc,
+                         uint64_t *gid_out, char **err_out)
 {
-  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
-  int want_cc = 0;
-  int code = resolve_path(path, n, CIRCUIT_MAX_HOPS, nodes, &want_cc,
-                          err_out);
-  if (code)
-    return code;
   ccirc_t *cc = pc_zalloc(sizeof(*cc));
   dlist_init(&cc->streams);
   memcpy(cc->exit_id, nodes[n - 1]->rsa_id, 20);
@@ -213,6 +215,56 @@ client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
            (unsigned long long)*gid_out, n, nodes[0]->nickname,
            nodes[n - 1]->nickname);
   return 0;
+}
+
+int
+client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
+                  char **err_out)
+{
+  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
+  int want_cc = 0;
+  int code = resolve_path(path, n, CIRCUIT_MAX_HOPS, nodes, &want_cc,
+                          err_out);
+  if (code)
+    return code;
+  return start_controller_circuit(nodes, n, want_cc, gid_out, err_out);
+}
+
+int
+client_ctl_extend_auto(uint64_t *gid_out, char **err_out)
+{
+  if (!client_g.loop)
+    return not_running(err_out);
+  const dir_nodelist_t *nl = client_nodelist();
+  if (!client_enough_dir_info(nl)) {
+    *err_out = pc_strdup("not enough directory information to choose a "
+                         "path yet");
+    return 551;
+  }
+  const dir_node_t *guard = client_choose_guard(nl, NULL, 0);
+  if (!guard) {
+    *err_out = pc_strdup("no usable entry guard");
+    return 551;
+  }
+  /* As for a stream to port 80 (an exit for the web), or with ExitNodes
+   * pinned whatever their policies say, as the pool does. */
+  const dir_node_t *nodes[CLIENT_HOPS];
+  path_rng_t rng = path_rng_crypto();
+  char *err = NULL;
+  if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 80, guard, &rng, nodes,
+                  &err) < 0) {
+    PC_FREE(err);
+    if (!client_g.cfg.exit_nodes_pinned ||
+        path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 0, guard, &rng,
+                    nodes, &err) < 0) {
+      *err_out = pc_asprintf("no path: %s", err ? err : "?");
+      free(err);
+      return 551;
+    }
+  }
+  return start_controller_circuit(nodes, CLIENT_HOPS,
+                                  last_hop_wants_cc(nodes[CLIENT_HOPS - 1]),
+                                  gid_out, err_out);
 }
 
 int

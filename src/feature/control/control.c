@@ -1630,11 +1630,19 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
     free(path);
     return;
   }
-  if (!path) {
-    reply(cc, 552, circ ? "EXTENDCIRCUIT needs the relays to add: "
-                          "EXTENDCIRCUIT ID RELAY[,RELAY...]"
-                        : "pctor needs the path: EXTENDCIRCUIT 0 "
-                          "RELAY[,RELAY...]");
+  if (!path && circ) {
+    reply(cc, 552, "EXTENDCIRCUIT needs the relays to add: "
+                   "EXTENDCIRCUIT ID RELAY[,RELAY...]");
+    return;
+  }
+  if (!path) { /* EXTENDCIRCUIT 0: pctor chooses the path */
+    uint64_t gid = 0;
+    int code = client_ctl_extend_auto(&gid, &err);
+    if (code)
+      replyf(cc, 552, "%s", err); /* stem expects 552 for every failure */
+    else
+      replyf(cc, 250, "EXTENDED %llu", (unsigned long long)gid);
+    free(err);
     return;
   }
   const char *hops[CIRCUIT_MAX_HOPS + 1];
