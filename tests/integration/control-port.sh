@@ -390,6 +390,8 @@ def metrics():
     streams = {s.labels["type"] for s in fams["tor_relay_streams"].samples}
     assert streams == {"BEGIN", "BEGIN_DIR", "RESOLVE"}, streams
     assert "pctor_measureme_requests" in fams, sorted(fams)
+    ccx = {(s.labels["state"], s.labels["action"]) for s in fams["tor_relay_congestion_control"].samples}
+    assert ("flow_control", "xoff_num_sent") in ccx and ("starvation", "rtt_reset") in ccx, ccx
     return v
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate(password="correct horse")

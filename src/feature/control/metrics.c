@@ -22,6 +22,7 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
 #include "core/or/cpuworker.h"
 #include "core/or/dos.h"
 #include "core/or/edge.h"
@@ -423,6 +424,22 @@ metrics_render(void)
               (unsigned long long)cw.n_processed);
   strbuf_addf(&b, "tor_relay_onionskins_total{action=\"dropped\"} %llu\n",
               (unsigned long long)cw.n_dropped);
+  cc_global_stats_t ccs;
+  cc_get_global_stats(&ccs);
+  head(&b, "tor_relay_congestion_control_total", "counter",
+       "Congestion control related counters");
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state=\"starvation\","
+              "action=\"rtt_reset\"} %llu\n",
+              (unsigned long long)ccs.rtt_resets);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"clock_stalls\",action=\"rtt_skip\"} %llu\n",
+              (unsigned long long)ccs.clock_stalls);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"flow_control\",action=\"xoff_num_sent\"} %llu\n",
+              (unsigned long long)ccs.xoff_sent);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"flow_control\",action=\"xon_num_sent\"} %llu\n",
+              (unsigned long long)ccs.xon_sent);
   one(&b, "pctor_streams_over_buffer_limit_total", "counter",
       "Streams ended because they held too much data they could not pass "
       "on", (unsigned long long)edge_streams_ended_over_pending());
