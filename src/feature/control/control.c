@@ -429,14 +429,36 @@ circbw_now(circbw_walk_t *w)
   snprintf(w->when + n, sizeof(w->when) - n, ".%06ld", ts.tv_nsec / 1000);
 }
 
+/* The counters a circuit's first event starts from, for a circuit
+ * that has no entry yet; NULL for a relayed circuit MeasureMe does not
+ * measure. A circuit born since the last tick reports everything it
+ * did, and so does a relayed one MeasureMe started to measure (clients
+ * ask when the circuit is built: its whole life is what they want); an
+ * older circuit of ours (a controller just subscribed) starts from now. */
+static circbw_entry_t *
+circbw_entry_new(const circuit_t *circ)
+{
+  int relayed = circ->kind == CIRC_KIND_OR;
+  if (relayed && !measureme_is_active(circ->gid))
+    return NULL;
+  circbw_entry_t *e = pc_zalloc(sizeof(*e));
+  if (circ->created_us < S.circbw_tick_us && !relayed)
+    control_circbw_start(&e->prev, circ);
+  return e;
+}
+
 /* A circuit is closing: what it did since its last event, then forget
- * it (a short circuit, or the last second of one, is not lost). */
+ * it (a short circuit, or the last second of one, is not lost: one born
+ * and closed between two ticks has no entry and reports its whole life,
+ * as tor's CIRC_BW for a closed circuit does). */
 static void
 circbw_closing(circuit_t *circ)
 {
   uint8_t key[8];
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_remove(S.circbw, key);
+  if (!e)
+    e = circbw_entry_new(circ);
   if (!e)
     return;
   circbw_walk_t w;
@@ -461,14 +483,7 @@ circbw_visit(circuit_t *circ, void *arg)
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_get(S.circbw, key);
   if (!e) {
-    e = pc_zalloc(sizeof(*e));
-    /* A circuit born since the last tick reports everything it did, and
-     * so does a relayed one MeasureMe started to measure (clients ask
-     * when the circuit is built: its whole life is what they want); an
-     * older circuit of ours (a controller just subscribed) starts from
-     * now. */
-    if (circ->created_us < S.circbw_tick_us && !relayed)
-      control_circbw_start(&e->prev, circ);
+    e = circbw_entry_new(circ);
     hmap_set(S.circbw, key, e);
   }
   e->seen_tick = S.circbw_tick;
