@@ -150,6 +150,12 @@ int client_ctl_extend_existing(uint64_t gid, const char *const *path, int n,
                                char **err_out);
 /* Is gid one of the client's circuits (a plain one or a conflux leg)? */
 int client_ctl_has_circuit(uint64_t gid);
+/* For CIRC events (control-spec CONFLUX_ID, CONFLUX_RTT, as tor): when
+ * gid is a leg of a conflux set, 1 with the set's nonce in nonce_out
+ * (32 bytes) and the leg's RTT from its link handshake in *rtt_us_out (0
+ * until linked); else 0. */
+int client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                          uint64_t *rtt_us_out);
 /* Close the client's circuit gid (with if_unused, only when no stream
  * uses it). Not-yet-connected streams on it are detached (held for the
  * controller with __LeaveStreamsUnattached) or retried elsewhere. */

@@ -24,6 +24,9 @@
  *  - Circuits and streams are found by the IDs controllers see: circuit
  *    gids (any leg's) and the streams' process-wide IDs. The client has
  *    few circuits and streams, so these are list walks.
+ *  - A conflux set's nonce, otherwise never logged, is given to the
+ *    control port for CIRC events (CONFLUX_ID), as tor gives it, so that a
+ *    controller can tell which circuits are legs of one set.
  */
 #include "feature/client/client_internal.h"
 #include "lib/encoding/base16.h"
@@ -261,6 +264,23 @@ int
 client_ctl_has_circuit(uint64_t gid)
 {
   return client_g.loop && find_circ(gid) != NULL;
+}
+
+int
+client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                      uint64_t *rtt_us_out)
+{
+  ccirc_t *cc = client_g.loop ? find_circ(gid) : NULL;
+  if (!cc || !cc->cfx)
+    return 0;
+  memcpy(nonce_out, cc->nonce, CFX_NONCE_LEN);
+  *rtt_us_out = 0;
+  for (int i = 0; i < cc->n_legs; i++) {
+    const cleg_t *l = cc->legs[i];
+    if (l->circ && l->circ->base.gid == gid && l->leg)
+      *rtt_us_out = l->leg->link_rtt_us;
+  }
+  return 1;
 }
 
 int

@@ -782,8 +782,9 @@ circuit_path(const origin_circuit_t *oc)
   return p;
 }
 
-/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=..." (control-spec
- * 4.1.1), as circuit-status lines and CIRC events share it. */
+/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=... [CONFLUX_ID=...
+ * [CONFLUX_RTT=...]]" (control-spec 4.1.1), as circuit-status lines and
+ * CIRC events share it. */
 static char *
 circ_line(const origin_circuit_t *oc, const char *status)
 {
@@ -798,12 +799,24 @@ circ_line(const origin_circuit_t *oc, const char *status)
   strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
   /* A circuit its builder ended after one hop is a directory tunnel. */
   int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
+  /* A conflux leg: its set's nonce and its RTT (usec), as tor. */
+  char cfx[160] = "";
+  uint8_t nonce[32];
+  uint64_t rtt_us;
+  if (client_ctl_conflux_id(circ->gid, nonce, &rtt_us)) {
+    char hex[65];
+    base16_encode(hex, sizeof(hex), nonce, sizeof(nonce), BASE16_UPPER);
+    int n = snprintf(cfx, sizeof(cfx), " CONFLUX_ID=%s", hex);
+    if (rtt_us)
+      snprintf(cfx + n, sizeof(cfx) - (size_t)n, " CONFLUX_RTT=%llu",
+               (unsigned long long)rtt_us);
+  }
   char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=GENERAL "
-                           "TIME_CREATED=%s.000000",
+                           "TIME_CREATED=%s.000000%s",
                            (unsigned long long)circ->gid, status,
                            *path ? " " : "", path,
                            onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
-                           created);
+                           created, cfx);
   free(path);
   return line;
 }
