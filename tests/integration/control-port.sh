@@ -61,11 +61,8 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 # stem from Debian's package lives in the system python3.
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem, prometheus_client' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
+PY=$(it_python3_with "stem, prometheus_client") ||
+    it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
 command -v promtool > /dev/null 2>&1 ||
     it_fail "promtool is not installed (Debian package prometheus; scripts/install-deps installs it): the MetricsPort output cannot be checked"
 

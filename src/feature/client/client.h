@@ -158,6 +158,13 @@ int client_ctl_extend_existing(uint64_t gid, const char *const *path, int n,
                                char **err_out);
 /* Is gid one of the client's circuits (a plain one or a conflux leg)? */
 int client_ctl_has_circuit(uint64_t gid);
+/* For CIRC events (control-spec CONFLUX_ID, CONFLUX_RTT, and tor's
+ * purposes CONFLUX_UNLINKED and CONFLUX_LINKED): when gid is a leg of a
+ * conflux set, 1 (not linked yet) or 2 (linked) with the set's nonce in
+ * nonce_out (32 bytes) and the leg's RTT from its link handshake in
+ * *rtt_us_out (0 until linked); else 0. */
+int client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                          uint64_t *rtt_us_out);
 /* Close the client's circuit gid (with if_unused, only when no stream
  * uses it). Not-yet-connected streams on it are detached (held for the
  * controller with __LeaveStreamsUnattached) or retried elsewhere. */
@@ -211,11 +218,6 @@ typedef void (*client_resolve_observer_fn)(const client_resolve_result_t *r,
                                            void *arg);
 /* One observer; NULL removes it. */
 void client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
-/* A client circuit as a conflux leg (tor's purposes CONFLUX_UNLINKED and
- * CONFLUX_LINKED): 0 not a leg (or not ours), 1 a leg not linked yet, 2
- * a linked one; with the set's nonce (32 bytes, control-spec's
- * CONFLUX_ID) into nonce_out. */
-int client_ctl_circuit_conflux(uint64_t gid, uint8_t nonce_out[32]);
 /* Told when a conflux leg links (CIRC_MINOR PURPOSE_CHANGED); one
  * observer, NULL removes it. */
 struct origin_circuit_t;

@@ -24,6 +24,9 @@
  *  - Circuits and streams are found by the IDs controllers see: circuit
  *    gids (any leg's) and the streams' process-wide IDs. The client has
  *    few circuits and streams, so these are list walks.
+ *  - A conflux set's nonce, otherwise never logged, is given to the
+ *    control port for CIRC events (CONFLUX_ID), as tor gives it, so that a
+ *    controller can tell which circuits are legs of one set.
  */
 #include "feature/client/client_internal.h"
 #include "lib/encoding/base16.h"
@@ -317,6 +320,29 @@ client_ctl_has_circuit(uint64_t gid)
 }
 
 int
+client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                      uint64_t *rtt_us_out)
+{
+  ccirc_t *cc = client_g.loop ? find_circ(gid) : NULL;
+  if (!cc || !cc->cfx)
+    return 0;
+  memcpy(nonce_out, cc->nonce, CFX_NONCE_LEN);
+  *rtt_us_out = 0;
+  int linked = 0;
+  for (int i = 0; i < cc->n_legs; i++) {
+    const cleg_t *l = cc->legs[i];
+    const origin_circuit_t *oc =
+        l->circ ? l->circ : l->cb ? circbuild_circuit(l->cb) : NULL;
+    if (!oc || oc->base.gid != gid)
+      continue;
+    linked = l->linked;
+    if (l->leg)
+      *rtt_us_out = l->leg->link_rtt_us;
+  }
+  return linked ? 2 : 1;
+}
+
+int
 client_ctl_close_circuit(uint64_t gid, int if_unused, char **err_out)
 {
   void *found = NULL;
@@ -575,22 +601,3 @@ client_ctl_note_linked(const cleg_t *leg)
     link_observer(leg->circ, link_observer_arg);
 }
 
-int
-client_ctl_circuit_conflux(uint64_t gid, uint8_t nonce_out[32])
-{
-  if (!client_g.loop)
-    return 0;
-  ccirc_t *cc = find_circ(gid);
-  if (!cc || !cc->cfx)
-    return 0;
-  for (int i = 0; i < cc->n_legs; i++) {
-    const cleg_t *leg = cc->legs[i];
-    const origin_circuit_t *oc =
-        leg->circ ? leg->circ : leg->cb ? circbuild_circuit(leg->cb) : NULL;
-    if (oc && oc->base.gid == gid) {
-      memcpy(nonce_out, cc->nonce, CFX_NONCE_LEN);
-      return leg->linked ? 2 : 1;
-    }
-  }
-  return 0;
-}

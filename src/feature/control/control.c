@@ -429,14 +429,36 @@ circbw_now(circbw_walk_t *w)
   snprintf(w->when + n, sizeof(w->when) - n, ".%06ld", ts.tv_nsec / 1000);
 }
 
+/* The counters a circuit's first event starts from, for a circuit
+ * that has no entry yet; NULL for a relayed circuit MeasureMe does not
+ * measure. A circuit born since the last tick reports everything it
+ * did, and so does a relayed one MeasureMe started to measure (clients
+ * ask when the circuit is built: its whole life is what they want); an
+ * older circuit of ours (a controller just subscribed) starts from now. */
+static circbw_entry_t *
+circbw_entry_new(const circuit_t *circ)
+{
+  int relayed = circ->kind == CIRC_KIND_OR;
+  if (relayed && !measureme_is_active(circ->gid))
+    return NULL;
+  circbw_entry_t *e = pc_zalloc(sizeof(*e));
+  if (circ->created_us < S.circbw_tick_us && !relayed)
+    control_circbw_start(&e->prev, circ);
+  return e;
+}
+
 /* A circuit is closing: what it did since its last event, then forget
- * it (a short circuit, or the last second of one, is not lost). */
+ * it (a short circuit, or the last second of one, is not lost: one born
+ * and closed between two ticks has no entry and reports its whole life,
+ * as tor's CIRC_BW for a closed circuit does). */
 static void
 circbw_closing(circuit_t *circ)
 {
   uint8_t key[8];
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_remove(S.circbw, key);
+  if (!e)
+    e = circbw_entry_new(circ);
   if (!e)
     return;
   circbw_walk_t w;
@@ -461,14 +483,7 @@ circbw_visit(circuit_t *circ, void *arg)
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_get(S.circbw, key);
   if (!e) {
-    e = pc_zalloc(sizeof(*e));
-    /* A circuit born since the last tick reports everything it did, and
-     * so does a relayed one MeasureMe started to measure (clients ask
-     * when the circuit is built: its whole life is what they want); an
-     * older circuit of ours (a controller just subscribed) starts from
-     * now. */
-    if (circ->created_us < S.circbw_tick_us && !relayed)
-      control_circbw_start(&e->prev, circ);
+    e = circbw_entry_new(circ);
     hmap_set(S.circbw, key, e);
   }
   e->seen_tick = S.circbw_tick;
@@ -767,8 +782,9 @@ circuit_path(const origin_circuit_t *oc)
   return p;
 }
 
-/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=..." (control-spec
- * 4.1.1), as circuit-status lines and CIRC events share it. */
+/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=... [CONFLUX_ID=...
+ * [CONFLUX_RTT=...]]" (control-spec 4.1.1), as circuit-status lines and
+ * CIRC events share it. */
 static char *
 circ_line(const origin_circuit_t *oc, const char *status)
 {
@@ -783,21 +799,29 @@ circ_line(const origin_circuit_t *oc, const char *status)
   strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
   /* A circuit its builder ended after one hop is a directory tunnel. */
   int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
-  /* A conflux leg: tor's purposes and the set's CONFLUX_ID. */
+  /* A conflux leg: tor's purposes, its set's nonce and its link RTT
+   * (usec), as tor. */
+  char cfx[160] = "";
   uint8_t nonce[32];
-  int cfx = client_ctl_circuit_conflux(circ->gid, nonce);
-  char id[65] = "";
-  if (cfx)
-    base16_encode(id, sizeof(id), nonce, sizeof(nonce), BASE16_UPPER);
+  uint64_t rtt_us = 0;
+  int leg = client_ctl_conflux_id(circ->gid, nonce, &rtt_us);
+  if (leg) {
+    char hex[65];
+    base16_encode(hex, sizeof(hex), nonce, sizeof(nonce), BASE16_UPPER);
+    int n = snprintf(cfx, sizeof(cfx), " CONFLUX_ID=%s", hex);
+    if (rtt_us)
+      snprintf(cfx + n, sizeof(cfx) - (size_t)n, " CONFLUX_RTT=%llu",
+               (unsigned long long)rtt_us);
+  }
   char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=%s "
-                           "TIME_CREATED=%s.000000%s%s",
+                           "TIME_CREATED=%s.000000%s",
                            (unsigned long long)circ->gid, status,
                            *path ? " " : "", path,
                            onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
-                           cfx == 2   ? "CONFLUX_LINKED"
-                           : cfx == 1 ? "CONFLUX_UNLINKED"
+                           leg == 2   ? "CONFLUX_LINKED"
+                           : leg == 1 ? "CONFLUX_UNLINKED"
                                       : "GENERAL",
-                           created, cfx ? " CONFLUX_ID=" : "", id);
+                           created, cfx);
   free(path);
   return line;
 }
