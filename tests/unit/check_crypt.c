@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/crypt/crypt.h"
+#include "lib/crypt/pwbox.h"
 #include "lib/crypt/s2k.h"
 
 Suite *suite_crypt(void);
@@ -797,6 +798,57 @@ END_TEST
 
 /* tor's --hash-password (RFC 2440 S2K, count byte 0x60): the vector is
  * tor 0.4.9's own output for "foo" (checked with Python's hashlib too). */
+START_TEST(test_pwbox)
+{
+  /* Round trip, wrong passphrase, and bounded refusal of bad boxes. The
+   * interop vector (a box made by tor) is in check_router_keys. */
+  static const uint8_t msg[] = "sixty-four bytes of secret, more or less";
+  uint8_t *box = NULL, *out = NULL;
+  size_t box_len = 0, out_len = 0;
+  const char *why = NULL;
+  ck_assert_int_eq(crypt_pwbox_seal(&box, &box_len, msg, sizeof(msg), "pw",
+                                    2), 0);
+  /* magic, H = 10, type 0 specifier with count 0x60, iv, 128, mac */
+  ck_assert_uint_eq(box_len, 8 + 1 + 10 + 16 + 128 + 32);
+  ck_assert_mem_eq(box, "TORBOX00\x0a\x00", 10);
+  ck_assert_uint_eq(box[18], 0x60);
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pw", 2,
+                                    &why), PWBOX_OK);
+  ck_assert_uint_eq(out_len, sizeof(msg));
+  ck_assert_mem_eq(out, msg, sizeof(msg));
+  free(out);
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pX", 2,
+                                    &why), PWBOX_BAD_PASSPHRASE);
+  ck_assert_ptr_null(out);
+  box[box_len - 40] ^= 1; /* ciphertext: the MAC catches it */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pw", 2,
+                                    &why), PWBOX_BAD_PASSPHRASE);
+  box[box_len - 40] ^= 1;
+  for (size_t n = 0; n < 8 + 1 + 10 + 16 + 32 + 4; n++)
+    ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, n, "pw", 2, &why),
+                     PWBOX_CORRUPT);
+  /* An scrypt specifier asking for 2^40 bytes is refused uncomputed. */
+  uint8_t bad[8 + 1 + 19 + 16 + 128 + 32];
+  memset(bad, 0, sizeof(bad));
+  memcpy(bad, "TORBOX00", 8);
+  bad[8] = 19;
+  bad[9] = 2;
+  bad[9 + 17] = 30;   /* N = 2^30 */
+  bad[9 + 18] = 0x31; /* r = 8, p = 2 */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_CORRUPT);
+  ck_assert_str_eq(why, "scrypt parameters out of bounds");
+  /* A small scrypt box (N = 2^10) is computed: only the MAC fails. */
+  bad[9 + 17] = 10;
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_BAD_PASSPHRASE);
+  bad[9] = 7; /* unknown type */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_CORRUPT);
+  free(box);
+}
+END_TEST
+
 START_TEST(test_s2k_hash_password)
 {
   static const uint8_t salt[8] = {0xE9, 0x69, 0x17, 0x5B,
@@ -948,6 +1000,7 @@ suite_crypt(void)
   tcase_add_test(tc, test_rsa_malformed);
   tcase_add_test(tc, test_rsa_generate);
   tcase_add_test(tc, test_s2k_hash_password);
+  tcase_add_test(tc, test_pwbox);
   suite_add_tcase(s, tc);
   return s;
 }

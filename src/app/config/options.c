@@ -2343,18 +2343,13 @@ static const cmdline_flag_t cmdline_table[] = {
   {{"--list-deprecated-options", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
    "pctor has no deprecated options"},
   {{"--keygen", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_KEYGEN, NULL},
-  {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
-   "passphrase-encrypted master keys are not supported yet; use "
-   "--no-passphrase"},
+  {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--no-passphrase", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
-  {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "passphrase-encrypted master keys are not supported yet; use "
-   "--no-passphrase"},
+  {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--key-expiration", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_KEY_EXPIRATION,
    NULL},
   {{"--format", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
-  {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "pctor does not support family keys (FamilyId) yet; use MyFamily"},
+  {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_KEYGEN_FAMILY, NULL},
   {{"--nt-service", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
    "Windows services are not supported"},
   {{"--service", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
@@ -2388,6 +2383,7 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
   cl->options = opts;
   cl->cwd = getcwd(NULL, 0);
   cl->command_arg = pc_strdup("");
+  cl->passphrase_fd = -1;
   const char *torrc = NULL, *defaults = NULL;
   for (const conf_line_t *f = flags; f; f = f->next) {
     const cmdline_flag_t *cf = cmdline_flag_find(f->key);
@@ -2433,6 +2429,19 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
       cl->quiet = cl->quiet > 1 ? cl->quiet : 1;
     } else if (!strcmp(f->key, "--quiet")) {
       cl->quiet = 2;
+    } else if (!strcmp(f->key, "--newpass")) {
+      cl->newpass = 1;
+    } else if (!strcmp(f->key, "--no-passphrase")) {
+      cl->no_passphrase = 1;
+    } else if (!strcmp(f->key, "--passphrase-fd")) {
+      char *end = NULL;
+      long fd = strtol(f->value, &end, 10);
+      if (!*f->value || *end || fd < 0 || fd > 65535) {
+        *err_out = pc_asprintf("--passphrase-fd: '%s' is not a file "
+                               "descriptor number", f->value);
+        goto err;
+      }
+      cl->passphrase_fd = (int)fd;
     } else if (!strcmp(f->key, "--format")) {
       if (strcmp(f->value, "iso8601") && strcmp(f->value, "timestamp")) {
         *err_out = pc_asprintf("--format: '%s' is not iso8601 or timestamp",
@@ -2442,6 +2451,11 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
       free(cl->key_format);
       cl->key_format = pc_strdup(f->value);
     }
+  }
+  if (cl->no_passphrase && cl->passphrase_fd >= 0) {
+    /* (tor's words) */
+    *err_out = pc_strdup("--no-passphrase specified with --passphrase-fd!");
+    goto err;
   }
   /* As before actions were one field: help, then version win. */
   if (cl->show_help)

@@ -202,6 +202,7 @@ typedef enum {
   OPTIONS_CMD_HASH_PASSWORD,
   OPTIONS_CMD_KEYGEN,
   OPTIONS_CMD_KEY_EXPIRATION,
+  OPTIONS_CMD_KEYGEN_FAMILY,
 } options_command_t;
 
 /* The i-th address of OutboundBindAddress (kind 0), ...OR (1) or ...Exit
@@ -238,6 +239,9 @@ typedef struct options_cmdline_t {
   int show_help;         /* --help, -h */
   int list_options;      /* --list-options */
   conf_line_t *options;  /* "--Key value" lines */
+  int passphrase_fd;     /* --passphrase-fd N, -1 if not given */
+  int no_passphrase;     /* --no-passphrase */
+  int newpass;           /* --newpass */
 } options_cmdline_t;
 
 /* Parse argv. default_torrc is used when there is no -f. Returns 0, or -1
