@@ -48,6 +48,7 @@
 #include "app/main/privdrop.h"
 #include "app/main/sdnotify.h"
 #include "app/main/start.h"
+#include "feature/relay/family_keys.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/crypt/s2k.h"
@@ -164,6 +165,9 @@ start_sandbox(const options_cmdline_t *cl, const options_t *opts)
   sandbox_cfg_allow_write(cfg, opts->key_directory);
   if (opts->cache_directory)
     sandbox_cfg_allow_write(cfg, opts->cache_directory);
+  /* FamilyId's keys are read again at each SIGHUP. */
+  if (opts->family_key_directory)
+    sandbox_cfg_allow_read(cfg, opts->family_key_directory);
   /* GeoIP files are read again on SIGHUP when their paths change. */
   if (opts->geoip_file)
     sandbox_cfg_allow_read(cfg, opts->geoip_file);
@@ -924,6 +928,23 @@ main(int argc, char **argv)
     char *h = crypt_hash_password(cl->command_arg, NULL);
     printf("%s\n", h);
     free(h);
+    cleanup();
+    return 0;
+  }
+  case OPTIONS_CMD_KEYGEN_FAMILY: {
+    /* As tor: NAME.secret_family_key and NAME.public_family_id, relative
+     * to the working directory; no configuration is read. */
+    char *out = NULL;
+    if (crypt_global_init() < 0 ||
+        family_keys_generate(cl->command_arg, &out, &err) < 0) {
+      log_err("--keygen-family: %s", err ? err : "the crypto library "
+              "could not be initialised");
+      free(err);
+      cleanup();
+      return 1;
+    }
+    fputs(out, stdout);
+    free(out);
     cleanup();
     return 0;
   }
