@@ -1622,8 +1622,8 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p,
   if (cfg->offline_master_key)
     offline_reason = "OfflineMasterKey is set";
   else if (!l->have_ed_id && l->id_encrypted)
-    offline_reason = FN_ED_ID_SECRET_ENC " is encrypted, which pctor cannot "
-                     "read";
+    offline_reason = FN_ED_ID_SECRET_ENC " is encrypted; as tor, a running "
+                     "relay does not ask for its passphrase";
   else if (!l->have_ed_id && l->have_id_pub)
     offline_reason = "there is no " FN_ED_ID_SECRET;
   if (!l->have_ed_id && !l->have_id_pub) {
