@@ -1688,6 +1688,29 @@ START_TEST(test_group_readable_dir_fixed)
   relay_keys_t *k = load_ok(dd, NULL, time(NULL));
   ck_assert_int_eq(file_mode(dd), 0700);
   router_keys_free(k);
+  /* KeyDirectoryGroupReadable 1: the key directory becomes 0750 (made so,
+   * or changed); 0 makes it private again. DataDirectory stays 0700. */
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.key_directory_group_readable = 1;
+  k = load_ok(dd, &cfg, time(NULL));
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(file_mode(kd), 0750);
+  ck_assert_int_eq(file_mode(dd), 0700);
+  router_keys_free(k);
+  cfg.key_directory_group_readable = 0;
+  k = load_ok(dd, &cfg, time(NULL));
+  ck_assert_int_eq(file_mode(kd), 0700);
+  router_keys_free(k);
+  tmpdir_free(dd);
+  dd = tmpdir_new();
+  cfg.key_directory_group_readable = 1;
+  k = load_ok(dd, &cfg, time(NULL));
+  free(kd);
+  kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(file_mode(kd), 0750);
+  router_keys_free(k);
+  free(kd);
   tmpdir_free(dd);
 }
 END_TEST
