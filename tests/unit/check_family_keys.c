@@ -3,7 +3,7 @@
  * family key files (a key made by tor 0.4.9.11 in tests/data/torkeys),
  * --keygen-family, loading by FamilyId, and family certificates (one made
  * by tor as the vector), and the family-cert lines of a descriptor built
- * and checked by routerdesc.
+ * and checked by routerdesc and read by a client (feature/dir/serverdesc).
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "feature/dir/serverdesc.h"
 #include "feature/relay/family_keys.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
@@ -289,12 +290,28 @@ START_TEST(test_descriptor)
     seen_b |= !memcmp(info.family_keys[i], fk.kp[1].pub, 32);
   }
   ck_assert(seen_a && seen_b);
-  /* Not a family key's: the check refuses it. */
+  /* A client reading server descriptors (UseMicrodescriptors 0) puts
+   * both families in the relay's family IDs, as authorities do in
+   * microdescriptors. */
+  microdesc_t *md = NULL;
+  ck_assert_int_eq(serverdesc_parse(d, strlen(d), &md, &err), 0);
+  ck_assert_int_eq(md->n_family_ids, 2);
+  char ida[FAMILY_ID_LEN + 1], want[8 + FAMILY_ID_LEN + 1];
+  family_id_format(ida, fk.kp[0].pub);
+  snprintf(want, sizeof(want), "ed25519:%s", ida);
+  ck_assert(!strcmp(md->family_ids[0], want) ||
+            !strcmp(md->family_ids[1], want));
+  microdesc_free(md);
+  /* Not a family key's: the check refuses it; a client drops that
+   * family only. */
   char *p = strstr(d, "-----BEGIN FAMILY CERT-----\n") + 28 + 60;
   *p = *p == 'A' ? 'B' : 'A';
   ck_assert_int_eq(routerdesc_check(d, strlen(d), now, &info, &err), -1);
   ck_assert_ptr_nonnull(strstr(err, "family-cert"));
   PC_FREE(err);
+  ck_assert_int_eq(serverdesc_parse(d, strlen(d), &md, &err), 0);
+  ck_assert_int_eq(md->n_family_ids, 1);
+  microdesc_free(md);
   free(d);
   family_keys_clear(&fk);
   router_keys_free(k);
