@@ -49,6 +49,20 @@ data_path(const char *name)
                      name);
 }
 
+/* tests/fuzz/corpus/serverdesc/tor049-family-cert: the descriptor of
+ * that relay, as tor served it (GET /tor/server/authority). */
+static char *
+tor_desc_path(void)
+{
+  char *p = data_path("x");
+  char *q = strstr(p, "tests/data/torkeys/x");
+  *q = '\0';
+  char *r = pc_asprintf("%stests/fuzz/corpus/serverdesc/tor049-family-cert",
+                        p);
+  free(p);
+  return r;
+}
+
 static char *
 tmpdir_new(void)
 {
@@ -240,6 +254,27 @@ START_TEST(test_cert_tor_vector)
   cert[1] = 0x04; /* another type */
   ck_assert_int_eq(family_keys_check_cert(cert, (size_t)n, id, 0, got, &why),
                    -1);
+  /* The whole descriptor: routerdesc_check() accepts it and finds the
+   * family; a client reading it gets the family ID authorities list. */
+  char *path = tor_desc_path();
+  uint8_t *doc = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(fs_read_file(path, 65536, &doc, &len), 0);
+  if (len > 2 && doc[len - 1] == '\n' && doc[len - 2] == '\n')
+    len--; /* (tor's HTTP body ends with one more newline) */
+  routerdesc_info_t info;
+  char *err = NULL;
+  ck_assert_msg(routerdesc_check((const char *)doc, len, 0, &info, &err) ==
+                    0, "%s", err ? err : "?");
+  ck_assert_int_eq(info.n_family_certs, 1);
+  ck_assert_mem_eq(info.family_keys[0], fam, 32);
+  microdesc_t *md = NULL;
+  ck_assert_int_eq(serverdesc_parse((const char *)doc, len, &md, &err), 0);
+  ck_assert_int_eq(md->n_family_ids, 1);
+  ck_assert_str_eq(md->family_ids[0], "ed25519:" TOR_CERT_FAMILY);
+  microdesc_free(md);
+  free(doc);
+  free(path);
 }
 END_TEST
 
