@@ -827,13 +827,13 @@ START_TEST(test_pwbox)
   for (size_t n = 0; n < 8 + 1 + 10 + 16 + 32 + 4; n++)
     ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, n, "pw", 2, &why),
                      PWBOX_CORRUPT);
-  /* An scrypt specifier asking for 2^40 bytes is refused uncomputed. */
+  /* An scrypt specifier asking for 1 GiB is refused uncomputed. */
   uint8_t bad[8 + 1 + 19 + 16 + 128 + 32];
   memset(bad, 0, sizeof(bad));
   memcpy(bad, "TORBOX00", 8);
   bad[8] = 19;
   bad[9] = 2;
-  bad[9 + 17] = 30;   /* N = 2^30 */
+  bad[9 + 17] = 20;   /* N = 2^20: 1 GiB */
   bad[9 + 18] = 0x31; /* r = 8, p = 2 */
   ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
                                     2, &why), PWBOX_CORRUPT);

@@ -35,11 +35,12 @@
 #define S2K_PBKDF2 1
 #define S2K_SCRYPT 2
 
-/* Largest scrypt memory (128 * r * N) and PBKDF2 iteration count
- * accepted: tor's own parameters (N = 2^15, r = 8: 32 MiB; 2^17
- * iterations) with room to spare. */
-#define SCRYPT_MAX_MEM ((uint64_t)256 << 20)
-#define PBKDF2_MAX_LOG 24
+/* Largest scrypt memory (128 * r * N), PBKDF2 iteration count and RFC
+ * 2440 count byte accepted: tor's own parameters (N = 2^15, r = 8: 32
+ * MiB; 2^17 iterations; 0x60, 64 KiB hashed) with room to spare. */
+#define SCRYPT_MAX_MEM ((uint64_t)64 << 20)
+#define PBKDF2_MAX_LOG 20
+#define RFC2440_MAX_COUNT_BYTE 0x9f /* about 1 MiB hashed */
 
 /* Derive the 48 key bytes from spec (type byte first, or 9 bytes of a
  * type-0 specifier without it). 0, or -1 with *why. */
@@ -62,6 +63,10 @@ derive_keys(uint8_t keys[KEYS_LEN], const uint8_t *spec, size_t spec_len,
   case S2K_RFC2440: {
     if (spec_len != S2K_SALT_LEN + 1) {
       *why = "bad RFC 2440 specifier length";
+      return -1;
+    }
+    if (spec[S2K_SALT_LEN] > RFC2440_MAX_COUNT_BYTE) {
+      *why = "RFC 2440 count out of bounds";
       return -1;
     }
     uint8_t d[20];

@@ -25,8 +25,9 @@
  * A specifier of exactly 9 bytes is type 0 without its type byte.
  *
  * Bounded: boxes above PWBOX_MAX_LEN and parameters that would take more
- * than 256 MiB (scrypt) or 2^24 iterations (PBKDF2) are refused as
- * corrupt instead of being computed.
+ * than 64 MiB (scrypt), 2^20 iterations (PBKDF2) or about 1 MiB of hashing
+ * (RFC 2440 count bytes above 0x9f) are refused as corrupt instead of
+ * being computed.
  */
 #ifndef PCTOR_LIB_CRYPT_PWBOX_H
 #define PCTOR_LIB_CRYPT_PWBOX_H
