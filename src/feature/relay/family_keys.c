@@ -23,6 +23,7 @@
 #include "core/proto/torcert.h"
 #include "lib/encoding/base64.h"
 #include "lib/fs/files.h"
+#include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
 #define HDR_LEN 32
@@ -136,6 +137,16 @@ read_key(const char *path, ed25519_keypair_t *kp, char **err)
   return 0;
 }
 
+/* Whether kp's key is already in out. */
+static int
+dup_key(const family_keys_t *out, const ed25519_keypair_t *kp)
+{
+  for (int i = 0; i < out->n; i++)
+    if (!memcmp(out->kp[i].pub, kp->pub, 32))
+      return 1;
+  return 0;
+}
+
 int
 family_keys_load(const char *dir, const char *const *ids, int n_ids,
                  family_keys_t *out, char **err)
@@ -181,15 +192,18 @@ family_keys_load(const char *dir, const char *const *ids, int n_ids,
     for (int i = 0; i < n_ids; i++)
       if (!strcmp(ids[i], id))
         wanted = found[i] = 1;
-    for (int i = 0; i < out->n && wanted; i++)
-      if (!memcmp(out->kp[i].pub, kp.pub, 32))
-        wanted = 0; /* the same key in two files */
+    if (wanted && dup_key(out, &kp))
+      wanted = 0; /* the same key in two files */
     if (wanted && out->n == FAMILY_KEYS_MAX) {
       ed25519_keypair_wipe(&kp);
       *err = pc_asprintf("More than %d family keys in %s", FAMILY_KEYS_MAX,
                          dir);
       goto done;
     }
+    if (!wanted && !all && !dup_key(out, &kp))
+      /* (tor's words) */
+      log_warn("Found secret family key in %s/%s with unexpected FamilyID "
+               "%s", dir, e->d_name, id);
     if (wanted)
       out->kp[out->n++] = kp;
     else

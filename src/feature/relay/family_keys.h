@@ -20,8 +20,8 @@
  * A relay looks for *.secret_family_key in FamilyKeyDirectory (default:
  * its KeyDirectory). "FamilyId *" takes every key found there; otherwise
  * each FamilyId needs a key with that ID (a missing one is an error that
- * names the ID and the directory), and keys no FamilyId names are not
- * used.
+ * names the ID and the directory, as tor refuses to start), and keys no
+ * FamilyId names are not used (warned about, as tor does).
  */
 #ifndef PCTOR_FEATURE_RELAY_FAMILY_KEYS_H
 #define PCTOR_FEATURE_RELAY_FAMILY_KEYS_H
