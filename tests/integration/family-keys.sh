@@ -21,7 +21,8 @@
 #     that pctor's descriptor carries two family-cert lines, and that the
 #     authorities derived, from those certificates, a family-ids line with
 #     both IDs in each relay's microdescriptor -- so tor authorities
-#     checked pctor's family certificates and accepted them.
+#     checked pctor's family certificates and accepted them. Then SIGHUP
+#     with one FamilyId removed: pctor publishes one family-cert.
 # About a minute.
 
 . "$(dirname "$0")/lib.sh"
@@ -133,12 +134,27 @@ auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 fk=$tmp/fk
 mkdir -m 700 "$fk"
 cp "$tmp/famA.secret_family_key" "$tmp/famB.secret_family_key" "$fk/"
-it_start_published_pctor "$net" famp "$(cat "$net/dirauth.torrc")
-DataDirectory $d1
-FamilyKeyDirectory $fk
-FamilyId $idA
-FamilyId $idB"
-p=$pdir
+read -r node pport _ _ < <(it_privnet reserve "$net" --role pctor --nickname famp) ||
+    it_fail "reserve failed"
+p=$net/$node
+{
+    echo "DataDirectory $d1"
+    echo "ORPort 127.0.0.1:$pport"
+    echo "Address 127.0.0.1"
+    echo "Nickname famp"
+    echo "ContactInfo pctor family test"
+    echo "Log info file $p/info.log"
+    echo "TestingTorNetwork 1"
+    echo "AssumeReachable 1"
+    cat "$net/dirauth.torrc"
+    echo "FamilyKeyDirectory $fk"
+    echo "FamilyId $idA"
+    echo "FamilyId $idB"
+} > "$p/torrc"
+"$PCTOR" -f "$p/torrc" > "$p/stderr" 2>&1 &
+echo $! > "$p/pid"
+it_register_pid "$(cat "$p/pid")" || it_fail "famp did not start: $(cat "$p/stderr")"
+it_wait_port 127.0.0.1 "$pport" 30 || it_fail "famp did not open its ORPort: $(tail -3 "$p/stderr")"
 fp_p=$(awk '{ print $2 }' "$d1/fingerprint")
 grep -q "offline" "$p/info.log" || it_fail "pctor did not run with its master key offline"
 
@@ -205,6 +221,18 @@ if ! it_wait_until 60 has_ids famp || ! it_wait_until 30 has_ids famt; then
 fi
 it_log "famp's and famt's microdescriptors: $(microdesc famp | grep '^family-ids')"
 it_log "pctor $fp_p and tor $fp_t are in families A (tor's key) and B (pctor's)"
+# SIGHUP with family B dropped from the torrc: pctor publishes a
+# descriptor with only family A's certificate.
+grep -v "^FamilyId $idB\$" "$p/torrc" > "$p/torrc.new" && mv "$p/torrc.new" "$p/torrc"
+rm "$fk/famB.secret_family_key" # (else pctor warns about it, as tor does)
+kill -HUP "$(cat "$p/pid")"
+one_cert() {
+    [ "$(curl -sf --max-time 5 "http://127.0.0.1:$auth_dirport/tor/server/fp/$fp_p" |
+         grep -c '^family-cert$')" = 1 ]
+}
+it_wait_until 90 one_cert ||
+    it_fail "after SIGHUP, famp's descriptor does not have one family-cert"
+it_log "after SIGHUP without FamilyId B, famp publishes one family-cert"
 kill -0 "$(cat "$p/pid")" || it_fail "pctor died"
 if grep -E '\[(warn|err)\]' "$p/info.log"; then it_fail "pctor logged warnings"; fi
 it_log "OK"
