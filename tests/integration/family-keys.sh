@@ -11,6 +11,8 @@
 #     opens (and refuses with a wrong passphrase); --newpass with the fd
 #     fails on an encrypted key as tor's does (its second read is empty),
 #     and encrypts an unencrypted one, which tor then opens.
+#     On a terminal (script(1)), a new passphrase is asked twice and tor
+#     then opens the key with it.
 #  2. Family keys in a private network of 3 tor authorities: family A made
 #     by tor --keygen-family, family B by pctor --keygen-family (the output
 #     lines are compared with tor's format). A pctor relay whose identity
@@ -107,6 +109,25 @@ if grep -q "Unable to read" "$d3.out"; then
     it_fail "tor cannot open the key pctor --newpass encrypted"
 fi
 it_log "tor --keygen opened pctor's encrypted master key (also after --newpass)"
+
+# On a terminal (script(1) gives pctor one): asked twice for a new
+# passphrase, which tor then takes from --passphrase-fd.
+if command -v script > /dev/null; then
+    d4=$tmp/d4
+    mkdir -m 700 "$d4"
+    (sleep 1; printf 'typed\n'; sleep 1; printf 'typed\n'; sleep 1) |
+        script -qec "'$PCTOR' --keygen --DataDirectory '$d4' --ignore-missing-torrc -f '$tmp/none' --hush" \
+        /dev/null > "$d4.tty" 2>&1 || it_fail "pctor --keygen on a terminal failed: $(cat "$d4.tty")"
+    grep -q "Re-enter new passphrase:" "$d4.tty" || it_fail "pctor did not ask twice: $(cat "$d4.tty")"
+    [ -f "$d4/keys/ed25519_master_id_secret_key_encrypted" ] ||
+        it_fail "the passphrase typed on the terminal did not encrypt the key"
+    printf 'typed' | keygen "$TOR" "$d4" --passphrase-fd 0 ||
+        it_fail "tor --keygen failed: $(cat "$d4.out")"
+    if grep -q "Unable to read" "$d4.out"; then
+        it_fail "tor cannot open the key encrypted with a typed passphrase"
+    fi
+    it_log "a passphrase typed on the terminal works with tor"
+fi
 
 # --- 2. family keys in a private network -------------------------------
 (cd "$tmp" && "$TOR" --keygen-family famA --ignore-missing-torrc -f "$tmp/none" \

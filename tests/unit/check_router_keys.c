@@ -1447,6 +1447,14 @@ START_TEST(test_keygen_encrypted)
   ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
   ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
   tmpdir_free(dd);
+  /* No passphrase to be had for a new key: nothing is left behind. */
+  dd = tmpdir_new();
+  pw = (test_pw_t){{NULL, NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  ck_assert_msg(strstr(err, "No passphrase") != NULL, "%s", err);
+  PC_FREE(err);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_public_key"));
+  tmpdir_free(dd);
   dd = tmpdir_new();
   pw = (test_pw_t){{"", NULL, NULL}, 0};
   ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);

@@ -1998,8 +1998,11 @@ router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
     made = 1;
   }
   if (made || cfg->newpass) {
-    if (store_master(&l, &paths, cfg, &plain, err) < 0)
+    if (store_master(&l, &paths, cfg, &plain, err) < 0) {
+      if (made) /* no identity after all: not an "offline" one either */
+        (void)unlink(paths.ed_id_pub);
       goto done;
+    }
     if (made && plain && out)
       *out = pc_strdup("Not encrypting the secret key.\n");
   } else if (l.old_id && !fs_file_exists(paths.ed_id_secret) &&
