@@ -1830,8 +1830,11 @@ open_boxed_master(loaded_t *l, const rk_paths_t *p,
   char *pw = NULL;
   int r = -1;
 
-  if (rk_read(p->ed_id_secret_enc, HDR_LEN + PWBOX_MAX_LEN, &buf, &len,
-              err) <= 0)
+  int rr = rk_read(p->ed_id_secret_enc, HDR_LEN + PWBOX_MAX_LEN, &buf, &len,
+                   err);
+  if (rr == 0)
+    rk_seterr(err, "%s has disappeared", p->ed_id_secret_enc);
+  if (rr <= 0)
     return -1;
   if (!hdr_is(buf, len, TAG_ED_ID_BOXED)) {
     rk_corrupt(err, p->ed_id_secret_enc, "wrong header");
