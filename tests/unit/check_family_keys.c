@@ -135,11 +135,15 @@ START_TEST(test_load_tor_key)
   family_keys_clear(&fk);
   ck_assert_int_eq(family_keys_load(dir, NULL, 0, &fk, &err), 0);
   ck_assert_int_eq(fk.n, 0);
+  ck_assert_int_eq(family_keys_check(dir, ids, 1, &err), 0);
   /* A FamilyId without its key: an error naming both. */
   const char *other[] = {TOR_CERT_FAMILY};
   ck_assert_int_eq(family_keys_load(dir, other, 1, &fk, &err), -1);
   ck_assert_ptr_nonnull(strstr(err, TOR_CERT_FAMILY));
   ck_assert_ptr_nonnull(strstr(err, dir));
+  PC_FREE(err);
+  ck_assert_int_eq(family_keys_check(dir, other, 1, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err, TOR_CERT_FAMILY));
   PC_FREE(err);
   /* Corrupt files are named; other files are ignored. */
   char *junk = fs_path_join(dir, "notes.txt");

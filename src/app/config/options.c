@@ -2143,11 +2143,9 @@ options_check_startable(const options_t *opts, char **err_out)
   }
   /* FamilyId: every family's key must be there (read now, dropped). */
   if (opts->family_ids.n > 0) {
-    family_keys_t fk;
     char *dir = options_family_key_directory(opts);
-    int r = family_keys_load(dir, (const char *const *)opts->family_ids.v,
-                             opts->family_ids.n, &fk, err_out);
-    family_keys_clear(&fk);
+    int r = family_keys_check(dir, (const char *const *)opts->family_ids.v,
+                              opts->family_ids.n, err_out);
     free(dir);
     if (r < 0)
       return -1;

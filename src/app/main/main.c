@@ -289,6 +289,7 @@ tty_passphrase(const char *prompt, size_t *len)
   FILE *tty = fopen("/dev/tty", "r+");
   if (!tty)
     return NULL;
+  setvbuf(tty, NULL, _IONBF, 0); /* no copy of the passphrase in stdio */
   struct termios old, quiet;
   int have = tcgetattr(fileno(tty), &old) == 0;
   if (have) {

@@ -147,9 +147,9 @@ dup_key(const family_keys_t *out, const ed25519_keypair_t *kp)
   return 0;
 }
 
-int
-family_keys_load(const char *dir, const char *const *ids, int n_ids,
-                 family_keys_t *out, char **err)
+static int
+load_keys(const char *dir, const char *const *ids, int n_ids,
+          family_keys_t *out, int warn_unlisted, char **err)
 {
   *err = NULL;
   memset(out, 0, sizeof(*out));
@@ -200,7 +200,7 @@ family_keys_load(const char *dir, const char *const *ids, int n_ids,
                          dir);
       goto done;
     }
-    if (!wanted && !all && !dup_key(out, &kp))
+    if (warn_unlisted && !wanted && !all && !dup_key(out, &kp))
       /* (tor's words) */
       log_warn("Found secret family key in %s/%s with unexpected FamilyID "
                "%s", dir, e->d_name, id);
@@ -222,6 +222,23 @@ family_keys_load(const char *dir, const char *const *ids, int n_ids,
   closedir(d);
   if (r < 0)
     family_keys_clear(out);
+  return r;
+}
+
+int
+family_keys_load(const char *dir, const char *const *ids, int n_ids,
+                 family_keys_t *out, char **err)
+{
+  return load_keys(dir, ids, n_ids, out, 1, err);
+}
+
+int
+family_keys_check(const char *dir, const char *const *ids, int n_ids,
+                  char **err)
+{
+  family_keys_t fk;
+  int r = load_keys(dir, ids, n_ids, &fk, 0, err);
+  family_keys_clear(&fk);
   return r;
 }
 

@@ -62,6 +62,11 @@ int family_keys_generate(const char *name, char **out, char **err);
 int family_keys_load(const char *dir, const char *const *ids, int n_ids,
                      family_keys_t *out, char **err);
 
+/* The same checks as family_keys_load() without keeping the keys or
+ * warning about unlisted ones (--verify-config). 0, or -1 with *err. */
+int family_keys_check(const char *dir, const char *const *ids, int n_ids,
+                      char **err);
+
 /* The family certificate (type 12) by family key kp certifying the relay
  * identity id_pub until expires; newly allocated, *len bytes; NULL if
  * signing failed. */
