@@ -3,7 +3,10 @@
  * logging, start-up order, signals.
  *
  * Start-up order (each step needs the previous ones):
- *   1. parse the command line; --help, --version, --list-options exit here;
+ *   1. parse the command line; --help, --version, --list-options and
+ *      --keygen-family exit here (--keygen, --list-fingerprint and
+ *      --key-expiration after step 2; --keygen asks for passphrases on
+ *      the terminal or reads --passphrase-fd, as tor);
  *   2. read and validate the torrc (errors name option and line and exit
  *      1); --verify-config exits here;
  *   3. apply the Log lines (files are opened as the starting user, so a
