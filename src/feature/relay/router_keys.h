@@ -10,6 +10,9 @@
  *   secret_id_key                  RSA-1024 identity, PEM PKCS#1
  *   ed25519_master_id_secret_key   Ed25519 identity ("master") key, tor's
  *                                  expanded secret-key format
+ *   ed25519_master_id_secret_key_encrypted  the same in tor's passphrase
+ *                                  box (only --keygen opens it; a relay
+ *                                  runs with it as with an offline key)
  *   ed25519_master_id_public_key   its public key
  *   ed25519_signing_secret_key     medium-term Ed25519 signing key
  *   ed25519_signing_cert           its type-4 certificate
