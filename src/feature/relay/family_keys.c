@@ -217,6 +217,10 @@ load_keys(const char *dir, const char *const *ids, int n_ids,
       goto done;
     }
   }
+  if (warn_unlisted && out->n > 3)
+    log_warn("%d family keys: the directory authorities may refuse a "
+             "descriptor with more than three family-cert lines "
+             "(proposal 321)", out->n);
   r = 0;
  done:
   closedir(d);
