@@ -49,6 +49,7 @@
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
+#include "feature/relay/family_keys.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
@@ -525,6 +526,20 @@ configure_publishing(const options_t *o)
              "used up at the advertised rate.");
   }
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
+  /* FamilyId: the family keys, read again at each reconfiguration. */
+  family_keys_t fk;
+  char *fdir = options_family_key_directory(o);
+  int fr = family_keys_load(fdir, (const char *const *)o->family_ids.v,
+                            o->family_ids.n, &fk, &err);
+  free(fdir);
+  if (fr < 0) {
+    log_warn("%s: %s", A.pub ? "Cannot update the server descriptor"
+                             : "Not publishing a server descriptor", err);
+    free(err);
+    return -1;
+  }
+  rc.family_keys = fk.kp;
+  rc.n_family_keys = fk.n;
 
   n = relay_authorities(o, &auths);
   pp.auths = auths;
@@ -541,6 +556,7 @@ configure_publishing(const options_t *o)
     publish_load_history(A.pub, A.state, time(NULL));
   }
   r = publish_configure(A.pub, &rc, &pp);
+  family_keys_clear(&fk);
   free(auths);
   return r;
 }
@@ -1917,6 +1933,7 @@ app_keys_config(const options_t *o, router_keys_config_t *cfg)
   cfg->key_directory = o->key_directory;
   cfg->offline_master_key = o->offline_master_key;
   cfg->signing_key_lifetime_days = o->signing_key_lifetime / 86400;
+  cfg->key_directory_group_readable = options_key_directory_group_readable(o);
 }
 
 int
