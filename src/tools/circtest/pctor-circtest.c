@@ -431,8 +431,8 @@ f_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
   flood_answer(arg, 1, 0);
 }
 
-static const edge_stream_ops_t flood_ops = {f_data, f_end, NULL, NULL,
-                                            f_connected};
+static const edge_stream_ops_t flood_ops = {
+    .on_data = f_data, .on_end = f_end, .on_connected = f_connected};
 
 static void
 flood_start(void)
