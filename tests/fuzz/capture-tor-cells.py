@@ -105,6 +105,9 @@ def main():
     lk.read_greeting()
     greeting = lk.raw
     put(outdir, "linkcells", "greeting", greeting)
+    # fuzz_linkhs as the initiator: role 1, all at once, and 3 at a time.
+    put(outdir, "linkhs", "greeting", b"\x01\x00" + greeting)
+    put(outdir, "linkhs", "greeting-split3", b"\x01\x03" + greeting)
     lk.send_cell(0, T.NETINFO, T.netinfo_payload(0))
     circ = Circuit(lk, 0x80000001)
     # cell target: link protocol byte, then everything after VERSIONS.

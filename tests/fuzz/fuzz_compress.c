@@ -9,8 +9,8 @@
  * compress_detect() also looks at it.
  * Bound: output is capped at 1 MiB and, beyond 64 KiB, at 25x the input
  * (the bomb check); decoder state is allowed on top: the lzma decoder's
- * memory limit (16 MiB) and a zstd window of up to 2^25 bytes are what a
- * tiny header can ask for -- see doc/fuzzing.md. 48 MiB + 25 bytes per
+ * memory limit (16 MiB) and a zstd window of up to 2^23 bytes are what a
+ * tiny header can ask for -- see doc/fuzzing.md. 32 MiB + 25 bytes per
  * input byte. (This target found legacy zstd frames, which ignored the
  * window limit: 128 MiB for 9 bytes; lib/compress now refuses them.)
  */
@@ -84,5 +84,5 @@ run(const uint8_t *data, size_t len)
 
 const fuzz_target_t fuzz_target = {
   .name = "compress", .run = run, .amp_factor = 25,
-  .amp_slack = 48u << 20,
+  .amp_slack = 32u << 20,
 };

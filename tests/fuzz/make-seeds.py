@@ -84,6 +84,34 @@ put("linkcells", "synthetic-greeting", versions + cell(0, 129, certs) +
 put("linkcells", "synthetic-authenticate", versions +
     cell(0, 131, struct.pack(">HH", 3, 352) + b"AUTH0003" + b"\0" * 344) +
     cell(0, 8, netinfo))
+# ---- the link handshake as a state machine: role byte (0 responder,
+# 1 initiator), feed-step byte (0 all at once), the peer's bytes
+challenge = cell(0, 130, b"\x11" * 32 + struct.pack(">HHH", 2, 1, 3))
+auth = cell(0, 131, struct.pack(">HH", 3, 352) + b"AUTH0003" + b"\0" * 344)
+client_open = (versions + cell(0, 8, netinfo) +
+               cell(0x80000001, 5, b"K" * 20) + cell(0, 128, b""))
+put("linkhs", "responder-client-open", b"\0\0" + client_open)
+put("linkhs", "responder-client-open-split1", b"\0\x01" + client_open)
+put("linkhs", "responder-client-open-split7", b"\0\x07" + client_open)
+put("linkhs", "responder-certs-authenticate", b"\0\0" + versions +
+    cell(0, 129, certs) + auth + cell(0, 8, netinfo))
+put("linkhs", "responder-authenticate-first", b"\0\0" + versions + auth)
+put("linkhs", "responder-certs-then-netinfo", b"\0\0" + versions +
+    cell(0, 129, certs) + cell(0, 8, netinfo))
+put("linkhs", "responder-netinfo-first", b"\0\0" + cell(0, 8, netinfo))
+put("linkhs", "responder-padding-authorize", b"\0\0" + versions +
+    cell(0, 0) + cell(0, 132, b"x") + cell(0, 128, b"pad") +
+    cell(0, 8, netinfo))
+put("linkhs", "responder-versions-twice", b"\0\0" + versions +
+    cell(0, 7, struct.pack(">HH", 4, 5)) + cell(0, 8, netinfo))
+put("linkhs", "responder-no-common-version", b"\0\0" +
+    cell(0, 7, struct.pack(">HH", 1, 2), proto=3))
+put("linkhs", "initiator-greeting", b"\x01\0" + versions +
+    cell(0, 129, certs) + challenge + cell(0, 8, netinfo))
+put("linkhs", "initiator-netinfo-first", b"\x01\0" + versions +
+    cell(0, 8, netinfo))
+put("linkhs", "initiator-challenge-first", b"\x01\0" + versions +
+    challenge + cell(0, 8, netinfo))
 # ---- CREATE2 (raw) and ntor v3 client messages (0xFF + CM)
 put("create2", "ntor", struct.pack(">HH", 2, 84) + b"\x22" * 84)
 put("create2", "ntor3-raw", struct.pack(">HH", 3, 128) + b"\x33" * 128)

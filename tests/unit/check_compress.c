@@ -388,6 +388,34 @@ START_TEST(test_malformed_zstd_lzma)
   ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
                                        &dl),
                    COMPRESS_ERR_CORRUPT);
+  /* The bound itself: 2^23 bytes (tor sends at most 2^22) decodes, one
+   * mantissa step above it (2^23 + 2^20) does not, also when the frame is
+   * fed a byte at a time. */
+  ck_assert_int_eq(COMPRESS_ZSTD_WINDOW_LOG_MAX, 23);
+  fr[5] = 0x68; /* exponent 13: 2^23, mantissa 0 */
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
+                                       &dl),
+                   0);
+  ck_assert_str_eq((char *)d, "abc");
+  free(d);
+  fr[5] = 0x69; /* 2^23 + 2^23 / 8 */
+  ck_assert_int_eq(compress_uncompress(COMPRESS_ZSTD, fr, sizeof(fr), 10, &d,
+                                       &dl),
+                   COMPRESS_ERR_CORRUPT);
+  {
+    compress_stream_t *zs = compress_stream_new(0, COMPRESS_ZSTD, 10);
+    uint8_t ob[16];
+    int zr = COMPRESS_OK;
+    for (size_t k = 0; k < sizeof(fr) && zr == COMPRESS_OK; k++) {
+      const uint8_t *ip = fr + k;
+      size_t il = 1, ol = sizeof(ob);
+      uint8_t *op = ob;
+      zr = compress_stream_process(zs, &ip, &il, &op, &ol,
+                                   k + 1 == sizeof(fr));
+    }
+    ck_assert_int_eq(zr, COMPRESS_ERR_CORRUPT);
+    compress_stream_free(zs);
+  }
   /* A legacy (zstd 0.6) frame header, which the window limit does not
    * cover (libzstd allocated 128 MiB for it; found by fuzz_compress), is
    * refused as soon as its first byte arrives, also fed one byte at a

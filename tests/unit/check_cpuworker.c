@@ -15,7 +15,9 @@
  * in MEMACCT_CELLS), processed in arrival order once the circuit is made
  * (their relay digests chain, so any other order fails), freed when the
  * handshake is abandoned or expires, and one cell too many closes the
- * circuit; one channel cannot take more than its share of the queue. */
+ * circuit; one channel cannot take more than its share of the queue,
+ * and over MaxMemInQueues the handler frees them (oldest first), as it
+ * closes circuits. */
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -680,6 +682,84 @@ START_TEST(test_per_channel_pending_bound)
 }
 END_TEST
 
+/* Over MaxMemInQueues, the handler treats cells held for pending
+ * handshakes as it treats circuits: the holder of the oldest held cell
+ * first (here job 2, 2 cells, though 1 and 3 hold more), then equal ages
+ * by size and creation, until 90% of the limit is reached. Each chosen
+ * handshake is abandoned (queued or running), answered through the
+ * expired callback (DESTROY RESOURCELIMIT in command.c), its cells freed;
+ * the rest go on as before. */
+START_TEST(test_oom_frees_held_cells)
+{
+  const uint64_t cell = sizeof(packed_cell_t);
+  restart_with(finish_encrypting_held, 100000);
+  channel_t *a = client_channel("127.0.0.5");
+  for (int k = 0; k < MEMACCT_N_KINDS; k++)
+    memacct_exclude_for_testing(k, k != MEMACCT_CELLS);
+  uint64_t base = memacct_get(MEMACCT_CELLS);
+  set_gate(1);
+  submit(a, 0x80000001u, 1);
+  wait_worker_at_gate(); /* 1: being computed */
+  submit(a, 0x80000002u, 1);
+  submit(a, 0x80000003u, 1);
+  feed_relay(a, 0x80000002u, 1, 0);
+  feed_relay(a, 0x80000002u, 2, 0);
+  usleep(3000);
+  run_tick(); /* later cached time for the next ones */
+  for (uint16_t i = 1; i <= 8; i++) {
+    feed_relay(a, 0x80000001u, i, 0);
+    feed_relay(a, 0x80000003u, i, 0);
+  }
+  cpuworker_held_t h[4];
+  ck_assert_uint_eq(cpuworker_list_held(h, 4), 3);
+  ck_assert_uint_eq(cpuworker_list_held(NULL, 0), 3);
+  uint64_t u = memacct_total();
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base + 18 * cell);
+  ck_assert_uint_lt(u, 20 * cell);
+  /* A limit whose 90% is 2.5 cells below what is held: freeing job 2
+   * is not enough, freeing job 1 as well is. */
+  uint64_t lim = (u - 5 * cell / 2) * 100 / 90 + 1;
+  ck_assert_uint_lt(lim, u);
+  circuits_set_max_mem_in_queues(lim);
+  run_tick();
+  ck_assert_int_eq(T.n_expired, 2);
+  ck_assert_uint_eq(T.expired_ids[0], 0x80000002u);
+  ck_assert_uint_eq(T.expired_ids[1], 0x80000001u);
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 8);
+  ck_assert_uint_eq(st.n_oom_freed, 2);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base + 8 * cell);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000001u), 0);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 0);
+  ck_assert_int_eq(cpuworker_is_pending(a, 0x80000003u), 1);
+  circuits_oom_stats_t os;
+  circuits_get_oom_stats(&os);
+  ck_assert_uint_eq(os.n_pending_killed, 2);
+  ck_assert_uint_eq(os.n_circuits_killed, 0);
+  ck_assert_uint_eq(os.n_oom_events, 1);
+  /* The survivor completes with its 8 cells; the running one's answer
+   * is thrown away. */
+  circuits_set_max_mem_in_queues(0);
+  set_gate(0);
+  wait_processed(2);
+  for (int i = 0; i < 50 && T.n_finish < 1; i++)
+    run_tick();
+  ck_assert_int_eq(T.n_finish, 1);
+  ck_assert_int_eq(T.n_handled, 8);
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000001u));
+  ck_assert_ptr_null(channel_get_circuit(a, 0x80000002u));
+  ck_assert_ptr_nonnull(channel_get_circuit(a, 0x80000003u));
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
+  ck_assert_uint_eq(memacct_underflows(), 0);
+  channel_close(a, "test");
+  for (int k = 0; k < MEMACCT_N_KINDS; k++)
+    memacct_exclude_for_testing(k, 0);
+}
+END_TEST
+
 /* The relay rotates its ntor onion key as feature/relay/router_keys.c
  * does: the current key becomes the previous one, and the set the
  * handshakes use is replaced. */
@@ -801,6 +881,7 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_held_cells_bound_closes);
   tcase_add_test(tc, test_held_cells_freed_on_abandon_and_expiry);
   tcase_add_test(tc, test_per_channel_pending_bound);
+  tcase_add_test(tc, test_oom_frees_held_cells);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -105,6 +105,7 @@ static struct {
 #define CHAN_PER_CIRCUIT_IDLE_USEC (1000000ULL)
 
 static void channel_conn_cb(conn_t *c, conn_event_t ev, void *arg);
+static void channel_read_cells(channel_t *chan);
 
 /* Extension points (channel.h); kept across channels_init(). */
 static channel_var_cell_fn var_cell_handlers[256];
@@ -947,6 +948,31 @@ channel_new_listed_plain_for_testing(int fd)
   conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
   channel_update_desc(chan);
   return chan;
+}
+
+channel_t *
+channel_new_handshaking_plain_for_testing(int fd, int outgoing)
+{
+  channel_t *chan = channel_new();
+  chan->is_outgoing = outgoing ? 1 : 0;
+  chan->we_authenticate = outgoing && G.keys != NULL;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  chan->conn = conn_new_accepted(G.loop, NULL, fd, &chan->addr,
+                                 plain_noop_cb, NULL);
+  conn_set_memacct(chan->conn, MEMACCT_CHAN_BUF);
+  channel_update_desc(chan);
+  channel_hs_start(chan);
+  return chan;
+}
+
+int
+channel_feed_for_testing(channel_t *chan, const uint8_t *data, size_t len)
+{
+  if (chan->close_pending || !chan->conn)
+    return -1;
+  buf_add(conn_inbuf(chan->conn), data, len);
+  channel_read_cells(chan);
+  return chan->close_pending ? -1 : 0;
 }
 
 void

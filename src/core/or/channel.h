@@ -228,6 +228,18 @@ void channel_free_plain_for_testing(channel_t *chan);
 channel_t *channel_new_listed_plain_for_testing(int fd);
 struct buf_t;
 struct buf_t *channel_outbuf_for_testing(channel_t *chan);
+/* Fuzzing and tests of the link handshake (tests/fuzz/fuzz_linkhs.c): a
+ * listed channel over a plain (non-TLS) connection on fd, in the
+ * handshake as the responder (outgoing 0) or as the initiator (outgoing
+ * 1, which writes its VERSIONS at once). channel_feed_for_testing() puts
+ * bytes in its input buffer and runs the same framing and handshake
+ * state machine as on a TLS connection, without the event loop: 0, or -1
+ * once the channel is closing. The checks that need TLS (the peer's
+ * certificate, the RFC 5705 exporter) fail as on a connection without
+ * one. channel_close() it (channels_shutdown() frees it). */
+channel_t *channel_new_handshaking_plain_for_testing(int fd, int outgoing);
+int channel_feed_for_testing(channel_t *chan, const uint8_t *data,
+                             size_t len);
 
 /* Tests and benchmarks of the channel and circuit bookkeeping (which
  * channel an extension takes, teardown at scale) without descriptors:

@@ -77,6 +77,14 @@ channel_hs_free(chan_hs_t *hs)
   free(hs);
 }
 
+/* The channel's TLS connection; NULL over a plain connection (tests and
+ * fuzzing only), where every check that needs TLS fails. */
+static tls_conn_t *
+hs_tls(channel_t *chan)
+{
+  return chan->conn ? conn_tls(chan->conn) : NULL;
+}
+
 /* Send bytes that belong to the handshake transcript. */
 static void
 hs_send_raw(channel_t *chan, const uint8_t *raw, size_t len)
@@ -191,7 +199,8 @@ init_handle_certs(channel_t *chan, const var_cell_t *vc)
   uint8_t *der = NULL;
   size_t derlen = 0;
   uint8_t digest[32];
-  if (tls_conn_peer_cert_der(conn_tls(chan->conn), &der, &derlen) < 0)
+  tls_conn_t *tls = hs_tls(chan);
+  if (!tls || tls_conn_peer_cert_der(tls, &der, &derlen) < 0)
     return hs_fail(chan, "peer presented no TLS certificate");
   crypt_sha256(digest, der, derlen);
   free(der);
@@ -234,11 +243,12 @@ init_send_authenticate(channel_t *chan)
   send_certs(chan, 0);
   hs->digest_sent_frozen = 1;
   crypt_digest_peek(hs->digest_sent, a.clog, 32);
-  if (tls_conn_peer_cert_der(conn_tls(chan->conn), &der, &derlen) < 0)
+  tls_conn_t *tls = hs_tls(chan);
+  if (!tls || tls_conn_peer_cert_der(tls, &der, &derlen) < 0)
     return hs_fail(chan, "peer presented no TLS certificate");
   crypt_sha256(a.scert, der, derlen);
   free(der);
-  if (tls_conn_export_key(conn_tls(chan->conn), a.tlssecrets, 32,
+  if (tls_conn_export_key(tls, a.tlssecrets, 32,
                           AUTH3_EXPORTER_LABEL, a.cid, 32) < 0)
     return hs_fail(chan, "TLS exporter failed");
   crypt_rand(a.rand, sizeof(a.rand));
@@ -351,11 +361,12 @@ resp_handle_authenticate(channel_t *chan, const var_cell_t *vc)
   /* SCERT: the certificate this connection really presented. */
   uint8_t *cert = NULL;
   size_t certlen = 0;
-  if (tls_conn_own_cert_der(conn_tls(chan->conn), &cert, &certlen) < 0)
+  tls_conn_t *tls = hs_tls(chan);
+  if (!tls || tls_conn_own_cert_der(tls, &cert, &certlen) < 0)
     return hs_fail(chan, "no TLS certificate on our side");
   crypt_sha256(want.scert, cert, certlen);
   free(cert);
-  if (tls_conn_export_key(conn_tls(chan->conn), want.tlssecrets, 32,
+  if (tls_conn_export_key(tls, want.tlssecrets, 32,
                           AUTH3_EXPORTER_LABEL, want.cid, 32) < 0)
     return hs_fail(chan, "TLS exporter failed");
   if (auth3_check(body, blen, &want, hs->peer_auth_key) < 0) {

@@ -47,6 +47,7 @@
 #include "core/or/circuit.h"
 #include "core/or/command.h"
 #include "core/or/congestion_control.h"
+#include "core/or/cpuworker.h"
 #include "core/or/dos.h"
 #include "core/or/onion.h"
 #include "core/or/pctcp.h"
@@ -61,6 +62,7 @@
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1083,10 +1085,13 @@ or_circuit_find_by_p_id_for_testing(uint32_t p_circ_id)
 
 static log_ratelim_t oom_futile_ratelim = LOG_RATELIM_INIT(600, 1);
 
-/* A circuit (circ set) or a channel (chan set) the handler may close. */
+/* A circuit (circ set), a channel (chan set) or a pending handshake's
+ * held cells (neither set: id is the channel's global id, circ_id the
+ * circuit's) the handler may close. */
 typedef struct oom_entry_t {
   circuit_t *circ;
   channel_t *chan;
+  uint32_t circ_id;    /* pending handshakes only */
   uint64_t id;         /* circuit gid or channel global id: stable order */
   uint64_t oldest_us;  /* when its oldest held byte arrived */
   uint64_t bytes;      /* what closing it frees */
@@ -1104,7 +1109,11 @@ oom_entry_cmp(const void *a_, const void *b_)
     return a->bytes > b->bytes ? -1 : 1;
   if (!a->circ != !b->circ)
     return a->circ ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
+  if (!a->chan != !b->chan)
+    return a->chan ? -1 : 1;
+  if (a->id != b->id)
+    return a->id < b->id ? -1 : 1;
+  return a->circ_id < b->circ_id ? -1 : a->circ_id > b->circ_id;
 }
 
 /* The channels whose connection buffers hold memory, as OOM entries
@@ -1128,6 +1137,7 @@ oom_collect_channel(channel_t *chan, void *arg)
   oom_entry_t *e = &l->v[l->n++];
   e->circ = NULL;
   e->chan = chan;
+  e->circ_id = 0;
   e->id = channel_global_id(chan);
   e->oldest_us = channel_oldest_data_us(chan);
   e->bytes = bytes;
@@ -1169,12 +1179,28 @@ circuits_handle_oom(void)
   memacct_describe(holders, sizeof(holders));
   oom_chan_list_t chans = {NULL, 0, 0};
   channels_foreach(oom_collect_channel, &chans);
-  size_t cap = (size_t)C.n_or + C.n_origin + 1 + chans.n;
+  /* Cells held for circuits whose handshake is still on a worker. */
+  size_t n_held = cpuworker_list_held(NULL, 0);
+  cpuworker_held_t *held = NULL;
+  if (n_held) {
+    held = pc_malloc(n_held * sizeof(*held));
+    n_held = cpuworker_list_held(held, n_held);
+  }
+  size_t cap = (size_t)C.n_or + C.n_origin + 1 + chans.n + n_held;
   oom_entry_t *v = pc_malloc(cap * sizeof(*v));
   if (chans.n)
     memcpy(v, chans.v, chans.n * sizeof(*v));
   size_t n = chans.n;
   free(chans.v);
+  for (size_t i = 0; i < n_held; i++, n++) {
+    v[n].circ = NULL;
+    v[n].chan = NULL;
+    v[n].circ_id = held[i].circ_id;
+    v[n].id = held[i].chan_id;
+    v[n].oldest_us = held[i].oldest_us;
+    v[n].bytes = held[i].bytes;
+  }
+  free(held);
   unsigned live = 0;
   for (dlist_node_t *nd = dlist_first(&C.all); nd && n < cap;
        nd = dlist_next(&C.all, nd)) {
@@ -1200,6 +1226,7 @@ circuits_handle_oom(void)
       continue; /* closing it would free nothing */
     v[n].circ = c;
     v[n].chan = NULL;
+    v[n].circ_id = 0;
     v[n].id = c->gid;
     v[n].oldest_us = oldest;
     v[n].bytes = bytes;
@@ -1212,15 +1239,28 @@ circuits_handle_oom(void)
   uint64_t need = usage - target; /* usage > max_bytes >= target */
   uint64_t now = evloop_now_us(channels_loop());
   uint64_t freed = 0, waited_us = 0;
-  unsigned killed = 0, conns_killed = 0;
+  unsigned killed = 0, conns_killed = 0, pending_killed = 0;
   for (size_t i = 0; i < n && freed < need; i++) {
     circuit_t *c = v[i].circ;
     /* An earlier close (of a channel, or an on_closed callback) may have
      * closed it; channels stay allocated until the reaper runs. */
-    if (c ? c->marked_for_close : channel_is_closing(v[i].chan))
+    if (c ? c->marked_for_close
+          : v[i].chan && channel_is_closing(v[i].chan))
       continue;
-    if (!killed && !conns_killed && v[i].oldest_us != UINT64_MAX &&
-        now > v[i].oldest_us)
+    if (!c && !v[i].chan) {
+      /* Held cells of a pending handshake (gone if its answer came). */
+      size_t b = cpuworker_free_held_for_oom(v[i].id, v[i].circ_id);
+      if (!b)
+        continue;
+      if (!killed && !conns_killed && !pending_killed &&
+          now > v[i].oldest_us)
+        waited_us = now - v[i].oldest_us;
+      pending_killed++;
+      freed += b;
+      continue;
+    }
+    if (!killed && !conns_killed && !pending_killed &&
+        v[i].oldest_us != UINT64_MAX && now > v[i].oldest_us)
       waited_us = now - v[i].oldest_us;
     if (c) {
       c->oom_closed = 1;
@@ -1241,7 +1281,7 @@ circuits_handle_oom(void)
   uint64_t after = memacct_total();
   memacct_rearm(after > M.max_bytes ? after + M.max_bytes / 16 + 1
                                     : M.max_bytes);
-  if (!killed && !conns_killed) {
+  if (!killed && !conns_killed && !pending_killed) {
     M.stats.n_futile++;
     unsigned suppressed = 0;
     if (log_ratelim_allow(&oom_futile_ratelim, time(NULL), &suppressed))
@@ -1255,16 +1295,22 @@ circuits_handle_oom(void)
   }
   M.stats.n_oom_events++;
   M.stats.n_circuits_killed += killed;
+  M.stats.n_pending_killed += pending_killed;
   M.stats.n_conns_killed += conns_killed;
   M.stats.bytes_freed += freed;
   M.stats.last_oom_time = time(NULL);
+  char pending_note[64] = "";
+  if (pending_killed)
+    snprintf(pending_note, sizeof(pending_note),
+             " (%u of them with the handshake pending)", pending_killed);
   log_notice("Out of memory for queues and buffers: %llu bytes held (%s), "
-             "above MaxMemInQueues (%llu bytes). Closed %u circuit%s and %u "
-             "connection%s (the oldest queued data first; it had waited "
+             "above MaxMemInQueues (%llu bytes). Closed %u circuit%s%s and "
+             "%u connection%s (the oldest queued data first; it had waited "
              "%llu ms), freeing %llu bytes; %u circuits remain; %llu bytes "
              "held now.",
              (unsigned long long)usage, holders,
-             (unsigned long long)M.max_bytes, killed, killed == 1 ? "" : "s",
+             (unsigned long long)M.max_bytes, killed + pending_killed,
+             killed + pending_killed == 1 ? "" : "s", pending_note,
              conns_killed, conns_killed == 1 ? "" : "s",
              (unsigned long long)(waited_us / 1000),
              (unsigned long long)freed, live - killed,

@@ -185,7 +185,10 @@ int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
  * queued cells (cell_queues_total_bytes(), cell_queue.h), connection
  * buffers, exit stream buffers, stream records, conflux reordering queues,
  * directory answers in flight and MeasureMe state, each added by its
- * holder as it allocates. Whenever that total goes above the limit, we
+ * holder as it allocates. Cells held for a circuit whose CREATE2
+ * handshake is still on a worker (core/or/cpuworker.h) are closed like a
+ * circuit: the handshake is abandoned, DESTROY(RESOURCELIMIT) sent, the
+ * cells freed. Whenever that total goes above the limit, we
  * are "out of memory": circuits are closed with
  * reason RESOURCELIMIT (the DESTROY towards the client carries it; the one
  * away from it carries NONE, as for every close, tor-spec 5.4), the one
@@ -239,6 +242,7 @@ void circuits_remove_extra_age_fn(circuit_extra_age_fn fn);
 typedef struct circuits_oom_stats_t {
   uint64_t n_oom_events;       /* handler runs that closed something */
   uint64_t n_circuits_killed;
+  uint64_t n_pending_killed;   /* handshakes pending, their held cells */
   uint64_t n_conns_killed;     /* channels closed for their buffers */
   uint64_t bytes_freed;        /* estimated: queued cells + extra bytes */
   uint64_t n_futile;           /* runs over the limit that closed nothing */

@@ -27,9 +27,14 @@
  * order: at most MAX_HELD_PER_CIRC per circuit and MAX_HELD_TOTAL over
  * all jobs (one more closes that circuit: the job is abandoned and the
  * caller answers DESTROY). They are packed cells, so lib/malloc/memacct
- * counts them under MEMACCT_CELLS while held; the global bound keeps them
- * small beside MaxMemInQueues (about 2 MB), so the OOM handler need not
- * see them. The finish function gets them (res->held) and processes them
+ * counts them under MEMACCT_CELLS while held. They are memory no circuit
+ * holds yet, so the memory limit's handler (core/or/circuit.c) asks for
+ * them (cpuworker_list_held()): it orders them with the circuits by the
+ * arrival time of their oldest held cell (stamped here, evloop time) and,
+ * for the ones it picks, cpuworker_free_held_for_oom() frees the cells and
+ * abandons the handshake, answering DESTROY(RESOURCELIMIT) through the
+ * expired callback, as a circuit the handler closes would be. The
+ * finish function gets them (res->held) and processes them
  * right after it made the circuit; whatever it leaves, and every held
  * cell of a job that failed, expired, was abandoned or whose channel
  * closed, is freed with the job.
@@ -103,6 +108,7 @@ typedef struct onion_job_t {
 } onion_job_t;
 
 static struct {
+  evloop_t *loop;
   workqueue_t *wq;
   hmap_t *pending; /* key -> onion_job_t, until answered */
   hmap_t *per_chan; /* chan_id -> (uintptr_t) jobs in pending */
@@ -113,6 +119,7 @@ static struct {
   uint64_t avg_usec;
   unsigned max_pending;
   uint64_t n_processed, n_dropped, n_orphaned, n_held_closed;
+  uint64_t n_oom_freed;
 } W;
 /* Unit tests: runs on the worker before each handshake (a gate). */
 static void (*work_hook)(void);
@@ -214,6 +221,21 @@ unlist(onion_job_t *j)
   chan_count(j->chan_id, -1);
 }
 
+/* Cancel a pending job (or, once a worker has it, throw its answer
+ * away); its held cells are freed now either way. */
+static void
+abandon_job(onion_job_t *j)
+{
+  unlist(j);
+  if (workqueue_cancel(W.wq, j->wjob) == 0) {
+    job_free(j);
+  } else {
+    j->abandoned = 1;
+    W.n_held -= j->held.n;
+    cell_queue_clear(&j->held);
+  }
+}
+
 static void
 job_reply(void *arg, int status)
 {
@@ -248,6 +270,7 @@ cpuworker_init(evloop_t *loop, const cpuworker_options_t *o,
 {
   unsigned n = o->num_cpus > 0 ? (unsigned)o->num_cpus : workqueue_num_cpus();
   memset(&W, 0, sizeof(W));
+  W.loop = loop;
   W.finish = finish;
   W.expired = expired;
   W.max_delay_us = (uint64_t)o->max_queue_delay * 1000;
@@ -349,9 +372,56 @@ cpuworker_hold_cell(const channel_t *chan, uint32_t circ_id,
     cpuworker_abandon(chan, circ_id); /* frees the held cells */
     return -1;
   }
+  /* The OOM handler orders holders by their oldest byte's age. */
+  pc->queued_us = evloop_now_us(W.loop);
   cell_queue_append(&j->held, pc);
   W.n_held++;
   return 1;
+}
+
+size_t
+cpuworker_list_held(cpuworker_held_t *out, size_t max)
+{
+  if (!W.pending || !W.n_held)
+    return 0;
+  size_t n = 0;
+  hmap_iter_t it;
+  const uint8_t *key;
+  void *val;
+  hmap_iter_init(&it, W.pending);
+  while (hmap_iter_next(&it, &key, &val)) {
+    const onion_job_t *j = val;
+    if (!j->held.n)
+      continue;
+    if (n < max) {
+      out[n].chan_id = j->chan_id;
+      out[n].circ_id = j->res.circ_id;
+      out[n].oldest_us = j->held.head->queued_us;
+      out[n].bytes = (uint64_t)j->held.n * sizeof(packed_cell_t);
+    }
+    n++;
+  }
+  return n;
+}
+
+size_t
+cpuworker_free_held_for_oom(uint64_t chan_id, uint32_t circ_id)
+{
+  if (!W.pending)
+    return 0;
+  uint8_t key[12];
+  make_key(key, chan_id, circ_id);
+  onion_job_t *j = hmap_get(W.pending, key);
+  if (!j || !j->held.n)
+    return 0;
+  size_t bytes = (size_t)j->held.n * sizeof(packed_cell_t);
+  W.n_oom_freed++;
+  abandon_job(j);
+  /* DESTROY (RESOURCELIMIT), unless its channel is closing. */
+  channel_t *chan = channel_find_by_global_id(chan_id);
+  if (chan)
+    W.expired(chan, circ_id);
+  return bytes;
 }
 
 int
@@ -375,15 +445,7 @@ cpuworker_abandon(const channel_t *chan, uint32_t circ_id)
   if (!j)
     return 0;
   W.n_orphaned++;
-  unlist(j);
-  if (workqueue_cancel(W.wq, j->wjob) == 0) {
-    job_free(j);
-  } else {
-    /* A worker has it: its answer is thrown away; the held cells go now. */
-    j->abandoned = 1;
-    W.n_held -= j->held.n;
-    cell_queue_clear(&j->held);
-  }
+  abandon_job(j);
   return 1;
 }
 
@@ -396,6 +458,7 @@ cpuworker_get_stats(cpuworker_stats_t *out)
   out->n_orphaned = W.n_orphaned;
   out->n_held = W.n_held;
   out->n_held_closed = W.n_held_closed;
+  out->n_oom_freed = W.n_oom_freed;
   out->avg_usec = W.avg_usec;
   out->max_pending = W.max_pending;
   if (W.wq) {

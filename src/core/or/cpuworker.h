@@ -89,12 +89,31 @@ unsigned cpuworker_chan_pending(const channel_t *chan);
 int cpuworker_hold_cell(const channel_t *chan, uint32_t circ_id,
                         packed_cell_t *pc);
 
+/* For the memory limit's handler (core/or/circuit.c): a pending
+ * handshake holding cells, with the arrival time (evloop_now_us) of its
+ * oldest held cell and the bytes its cells take. */
+typedef struct cpuworker_held_t {
+  uint64_t chan_id; /* channel_global_id() */
+  uint32_t circ_id;
+  uint64_t oldest_us;
+  uint64_t bytes;
+} cpuworker_held_t;
+/* Fill out[0..max) with the pending handshakes that hold cells; returns
+ * how many there are (maybe more than max: call with max 0 to count). */
+size_t cpuworker_list_held(cpuworker_held_t *out, size_t max);
+/* Out of memory: free the cells held for this pending handshake, abandon
+ * it and answer DESTROY (RESOURCELIMIT) on its channel (through the
+ * expired callback) when the channel is still open. Returns the bytes
+ * freed; 0 when there is no such job or it holds nothing. */
+size_t cpuworker_free_held_for_oom(uint64_t chan_id, uint32_t circ_id);
+
 typedef struct cpuworker_stats_t {
   uint64_t n_processed;  /* handshakes computed by workers */
   uint64_t n_dropped;    /* refused: queue full or waited too long */
   uint64_t n_orphaned;   /* channel closed or DESTROY before the answer */
   unsigned n_held;       /* cells held for pending handshakes now */
   uint64_t n_held_closed; /* circuits closed: too many cells held */
+  uint64_t n_oom_freed;  /* pending handshakes closed by the OOM handler */
   unsigned n_threads;
   unsigned n_pending;
   unsigned max_pending;  /* current queue bound */

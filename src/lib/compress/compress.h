@@ -32,9 +32,14 @@ typedef enum {
 
 /* Decoder memory bounds: an lzma stream may not need more than this
  * (its dictionary size is in its header), a zstd frame's window may not
- * exceed 2^COMPRESS_ZSTD_WINDOW_LOG_MAX bytes. Beyond: CORRUPT. */
+ * exceed 2^COMPRESS_ZSTD_WINDOW_LOG_MAX bytes (8 MiB), which the decoder
+ * allocates as soon as it has read the frame header. Beyond: CORRUPT.
+ * The zstd bound: libzstd's levels 1 to 19 never use a larger window,
+ * and tor 0.4.9 sends windows of 2^19 (documents compressed per request)
+ * and 2^22 (its precompressed consensuses, level 9), checked against a
+ * tor authority; only the "ultra" levels 20-22 go beyond. */
 #define COMPRESS_LZMA_MEMLIMIT (16 * 1024 * 1024)
-#define COMPRESS_ZSTD_WINDOW_LOG_MAX 25
+#define COMPRESS_ZSTD_WINDOW_LOG_MAX 23
 
 /* Bomb detection: output/input ratio allowed once output is this large. */
 #define COMPRESS_BOMB_RATIO 25

@@ -12,6 +12,14 @@
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
  *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
  *            hop instead of a directory stream, and GET PATH over it.
+ *   --flood N [--flood-hold SEC]: instead of the one stream, open N
+ *            streams (stream IDs 1..N, BEGIN to --begin's target or
+ *            BEGIN_DIR) at once on the circuit, count how the last hop
+ *            answers each (CONNECTED, or END by reason), print
+ *            "flood: N streams in T s: C connected, R refused (END
+ *            RESOURCELIMIT), O other END" on stdout, keep the circuit and
+ *            its streams open SEC more seconds (default 0), and exit 0
+ *            when every stream was answered.
  *   --cc:    ask the last hop for congestion control (proposal 324: ntor v3
  *            with the CC extension). With --consensus only when the
  *            consensus' cc_alg and the exit's FlowCtrl=2 allow it, with
@@ -89,6 +97,13 @@ static struct {
   int n_mm;
   int mm_hop[CIRCUIT_MAX_HOPS];
   measureme_request_t mm_req[CIRCUIT_MAX_HOPS];
+  /* --flood: streams 1..flood_n, the first answer of each */
+  int flood_n;
+  double flood_hold;
+  uint8_t *flood_seen;
+  int flood_answered, flood_connected, flood_refused, flood_other;
+  uint64_t flood_start_us;
+  evloop_timer_t *flood_timer;
 } T;
 
 static void
@@ -99,6 +114,7 @@ usage(void)
           "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
           "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
+          "                      [--flood N [--flood-hold SEC]]\n"
           "                      HOP [HOP ...]\n"
           "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
           "nickname from --nodes\n");
@@ -355,6 +371,91 @@ s_end(edge_stream_t *s, uint8_t reason, void *arg)
 static const edge_stream_ops_t stream_ops = {
     .on_data = s_data, .on_end = s_end, .on_connected = s_connected};
 
+/* ---- --flood: many streams at once, each answer counted once ------- */
+
+#define FLOOD_MAX 4000 /* below STREAM_ID */
+
+static void
+flood_hold_done(void *arg)
+{
+  (void)arg;
+  finish(1, NULL);
+}
+
+static void
+flood_answer(void *arg, int connected, uint8_t reason)
+{
+  uintptr_t i = (uintptr_t)arg;
+  if (i < 1 || i > (uintptr_t)T.flood_n || T.flood_seen[i])
+    return;
+  T.flood_seen[i] = 1;
+  if (connected)
+    T.flood_connected++;
+  else if (reason == END_STREAM_REASON_RESOURCELIMIT)
+    T.flood_refused++;
+  else
+    T.flood_other++;
+  if (++T.flood_answered < T.flood_n)
+    return;
+  double secs = (evloop_now_us(T.loop) - T.flood_start_us) / 1e6;
+  printf("flood: %d streams in %.2f s: %d connected, %d refused (END "
+         "RESOURCELIMIT), %d other END\n",
+         T.flood_n, secs, T.flood_connected, T.flood_refused, T.flood_other);
+  fflush(stdout);
+  T.flood_timer = evloop_timer_new(T.loop, flood_hold_done, NULL);
+  evloop_timer_schedule(T.flood_timer, (uint64_t)(T.flood_hold * 1e6));
+}
+
+static void
+f_data(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)body;
+  (void)len;
+  (void)arg;
+}
+
+static void
+f_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  (void)s;
+  flood_answer(arg, 0, reason);
+}
+
+static void
+f_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)body;
+  (void)len;
+  flood_answer(arg, 1, 0);
+}
+
+static const edge_stream_ops_t flood_ops = {
+    .on_data = f_data, .on_end = f_end, .on_connected = f_connected};
+
+static void
+flood_start(void)
+{
+  T.flood_seen = pc_zalloc((size_t)T.flood_n + 1);
+  T.flood_start_us = evloop_now_us(T.loop);
+  for (int i = 1; i <= T.flood_n; i++) {
+    edge_stream_t *s = edge_stream_new(T.edge, (uint16_t)i, &flood_ops,
+                                       (void *)(uintptr_t)i);
+    int r = T.begin_target
+                ? edge_stream_send_msg(s, RELAY_COMMAND_BEGIN,
+                                       (const uint8_t *)T.begin_target,
+                                       (uint16_t)strlen(T.begin_target) + 1)
+                : edge_stream_send_msg(s, RELAY_COMMAND_BEGIN_DIR, NULL, 0);
+    if (r < 0) {
+      finish(0, "could not open a flood stream");
+      return;
+    }
+  }
+  fprintf(stderr, "pctor-circtest: sent %d %s cells\n", T.flood_n,
+          T.begin_target ? "BEGIN" : "BEGIN_DIR");
+}
+
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -373,6 +474,12 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     }
     fprintf(stderr, "pctor-circtest: asked hop %d to measure the circuit\n",
             T.mm_hop[i]);
+  }
+  if (T.flood_n) {
+    T.circ = circ;
+    T.edge = edge_new(&end_ops, NULL, T.loop);
+    flood_start();
+    return;
   }
   if (!T.get_path) {
     finish(1, NULL);
@@ -451,7 +558,9 @@ relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
 {
   (void)cb;
   (void)arg;
-  if (stream_id != STREAM_ID || hop != T.n_hops - 1 || !T.edge || T.done) {
+  int ours = T.flood_n ? stream_id >= 1 && stream_id <= T.flood_n
+                       : stream_id == STREAM_ID;
+  if (!ours || hop != T.n_hops - 1 || !T.edge || T.done) {
     log_info("Ignoring %s from hop %d (stream %u)",
              relay_command_name(command), hop + 1, stream_id);
     return;
@@ -533,6 +642,14 @@ main(int argc, char **argv)
     }
     else if (!strcmp(a, "--cc"))
       T.want_cc = 1;
+    else if (!strcmp(a, "--flood") && i + 1 < argc) {
+      T.flood_n = atoi(argv[++i]);
+      if (T.flood_n < 1 || T.flood_n > FLOOD_MAX) {
+        fprintf(stderr, "pctor-circtest: --flood wants 1-%d\n", FLOOD_MAX);
+        return 2;
+      }
+    } else if (!strcmp(a, "--flood-hold") && i + 1 < argc)
+      T.flood_hold = atof(argv[++i]);
     else if (!strcmp(a, "--version")) {
       puts("pctor-circtest " PACKAGE_VERSION);
       return 0;
@@ -642,6 +759,8 @@ main(int argc, char **argv)
     fprintf(stderr, "pctor-circtest: congestion control not negotiated\n");
   }
   free(T.exit_protocols);
+  free(T.flood_seen);
+  evloop_timer_free(T.flood_timer);
   edge_free(T.edge);
   circbuild_free(T.cb);
   evloop_timer_free(to);
