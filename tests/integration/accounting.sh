@@ -42,7 +42,7 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 [ -x "$CIRCTEST" ] || it_fail "pctor-circtest is not built ($CIRCTEST)"
-PY=$(it_python3_with stem) || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem) || it_fail "python3-stem is not installed (scripts/install-deps installs it)"
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \

@@ -29,7 +29,7 @@ set -u
 
 it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-PY=$(it_python3_with stem) || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem) || it_fail "python3-stem is not installed (scripts/install-deps installs it)"
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \

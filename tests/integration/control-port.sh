@@ -62,7 +62,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 # stem from Debian's package lives in the system python3.
 PY=$(it_python3_with "stem, prometheus_client") ||
-    it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
+    it_fail "python3-stem and python3-prometheus-client are not installed (scripts/install-deps installs them)"
 command -v promtool > /dev/null 2>&1 ||
     it_fail "promtool is not installed (Debian package prometheus; scripts/install-deps installs it): the MetricsPort output cannot be checked"
 

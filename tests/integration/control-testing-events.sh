@@ -26,7 +26,7 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 PY=$(it_python3_with stem.response.events) ||
-    it_skip "python3-stem is not installed (scripts/install-deps)"
+    it_fail "python3-stem is not installed (scripts/install-deps installs it)"
 
 # Refused outside a test network (tor's reason), before anything starts.
 t=$(it_tmpdir)

@@ -197,7 +197,7 @@ it_tor_on_state() {
 # (e.g. stem, or "stem, prometheus_client"): Debian's /usr/bin/python3
 # first (python3-stem and the like are installed for it), else
 # it_python3's; returns 1 when neither can. Use:
-#     PY=$(it_python3_with stem) || it_skip "python3-stem is not installed"
+#     PY=$(it_python3_with stem) || it_fail "python3-stem is not installed"
 it_python3_with() {
     local p
     for p in /usr/bin/python3 "$(it_python3)"; do
