@@ -379,6 +379,7 @@ START_TEST(test_send_switches)
     uint32_t rel;
   } want[] = {{1, 10}, {0, 21}, {1, 5}, {0, 3}, {2, 40}, {0, 4}};
   size_t n_sw = 0;
+  uint64_t total0 = cfx_switches_total();
   for (size_t p = 0; p < N_ELEMS(plan); p++) {
     for (int i = 0; i < 3; i++)
       t[i]->st.inflight = i == plan[p].leg ? 0 : 100;
@@ -400,6 +401,7 @@ START_TEST(test_send_switches)
   ck_assert_uint_eq(n_sw, N_ELEMS(want));
   ck_assert_uint_eq(cfx_set_max_sent(set), 46);
   ck_assert_uint_eq(set->n_switches, 6);
+  ck_assert_uint_eq(cfx_switches_total() - total0, 6); /* MetricsPort */
   cfx_set_free(set);
   for (int i = 0; i < 3; i++)
     free(t[i]);

@@ -26,6 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* SWITCHes sent by every set of the process (MetricsPort). */
+static uint64_t switches_total;
+
+uint64_t
+cfx_switches_total(void)
+{
+  return switches_total;
+}
+
 cfx_alg_t
 cfx_alg_for_ux(uint8_t ux)
 {
@@ -393,6 +402,7 @@ cfx_set_pick(cfx_set_t *set, uint8_t command, int *send_switch,
     *send_switch = 1;
     *switch_seq = (uint32_t)rel;
     set->n_switches++;
+    switches_total++;
   }
   return leg;
 }

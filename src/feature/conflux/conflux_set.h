@@ -170,6 +170,10 @@ cfx_leg_t *cfx_set_find_leg(const cfx_set_t *set, const void *handle);
 int cfx_set_remove_leg(cfx_set_t *set, cfx_leg_t *leg,
                        const cfx_leg_state_t *state, const char **why);
 
+/* SWITCH messages sent by all sets of the process (the event loop's
+ * thread), for the MetricsPort. */
+uint64_t cfx_switches_total(void);
+
 /* ---- sending ---- */
 /* The leg for the next message with this relay command, or NULL (DATA
  * only: no leg can take it now; or no legs). When the choice changes the

@@ -32,6 +32,7 @@
 #include "feature/dtcp/dtcp.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
+#include "feature/conflux/conflux_set.h"
 #include "feature/control/control.h"
 #include "feature/control/control_proto.h"
 #include "feature/dir/consensus.h"
@@ -595,6 +596,9 @@ metrics_render(void)
       (unsigned long long)cx.n_legs_linked);
   one(&b, "pctor_conflux_link_refused_total", "counter",
       "Conflux: link requests refused", (unsigned long long)cx.n_refused);
+  one(&b, "pctor_conflux_switches_total", "counter",
+      "Conflux: SWITCH messages sent (leg changes), by clients and exits",
+      (unsigned long long)cfx_switches_total());
   one(&b, "pctor_conflux_ooo_full_total", "counter",
       "Conflux: sets closed because the out-of-order queue was full",
       (unsigned long long)cx.n_ooo_full);
