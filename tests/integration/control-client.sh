@@ -91,8 +91,10 @@ it_register_pid $!
 it_wait_until 10 test -s "$dns/port" || it_fail "the DNS stub did not start"
 echo "nameserver 127.0.0.1:$(cat "$dns/port")" > "$dns/resolv.conf"
 
-read -r _ cport rport _ < <(it_privnet reserve "$net" --role aux --nickname cports)
-it_start_pctor "$net" x relay "ExitRelay 1
+read -r _ cport rport xmport < <(it_privnet reserve "$net" --role aux --nickname cports)
+it_start_pctor "$net" x relay "MetricsPort 127.0.0.1:$xmport
+MetricsPortPolicy accept 127.0.0.1
+ExitRelay 1
 RefuseUnknownExits 0
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
@@ -109,7 +111,7 @@ export CPORT=$cport RPORT=$rport HPORT=$hport SOCKS=$(cat "$net/c.port") \
     WANT=$(sha256sum < "$www/file" | cut -d' ' -f1) \
     LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log \
     FPX=$(awk '{print $2}' "$(cat "$net/x.dir")/data/fingerprint") \
-    DNSDIR=$dns C2PORT=$c2port SOCKS2=$(cat "$net/c2.port")
+    XMPORT=$xmport DNSDIR=$dns C2PORT=$c2port SOCKS2=$(cat "$net/c2.port")
 
 "$PY" - <<'EOF' || it_fail "MAPADDRESS / NEWNYM / DROPTIMEOUTS checks failed"
 import hashlib, ipaddress, os, subprocess, time, stem
@@ -263,6 +265,16 @@ assert out.returncode == 0 and out.stdout.strip() == "127.0.0.1", (out.stdout, o
 qs = open(os.environ["DNSDIR"] + "/questions").read().split()
 assert "dns.example" in qs and "7.2.0.192.in-addr.arpa" in qs and "nx.example" in qs, qs
 assert "1.0.0.127.in-addr.arpa" not in qs, "x asked for 127.0.0.1's name"
+# x's MetricsPort counts the lookups (tor's exit DNS and stream series).
+import urllib.request
+body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % os.environ["XMPORT"], timeout=10).read().decode()
+val = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in body.splitlines() if l and not l.startswith("#")}
+assert val["tor_relay_exit_dns_query_total"] >= 6, body
+assert val['tor_relay_exit_dns_error_total{reason="notexist"}'] >= 2, body
+assert val['tor_relay_exit_dns_error_total{reason="success"}'] >= 4, body
+assert val['tor_relay_streams_total{type="RESOLVE",direction="received"}'] >= 7, body
+print("x's metrics: %d DNS lookups, %d RESOLVE streams" % (val["tor_relay_exit_dns_query_total"],
+      val['tor_relay_streams_total{type="RESOLVE",direction="received"}']))
 print("tor-resolve: dns.example -> 127.0.0.1, -x 192.0.2.7 -> doc.example, nx.example fails")
 
 # 9. EXTENDCIRCUIT 0 without a path: pctor chooses three relays (the

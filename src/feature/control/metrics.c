@@ -376,6 +376,21 @@ metrics_render(void)
               "direction=\"received\"} %llu\n",
               (unsigned long long)xs.n_resolve);
 
+  /* tor's exit DNS series, reasons named as tor's where they map. */
+  uint64_t dns_total = 0;
+  for (int i = 0; i < EXIT_DNS_N_RESULTS; i++)
+    dns_total += xs.n_dns_by_result[i];
+  one(&b, "tor_relay_exit_dns_query_total", "counter",
+      "Total number of DNS queries done by this relay", dns_total);
+  head(&b, "tor_relay_exit_dns_error_total", "counter",
+       "Total number of DNS errors encountered by this relay");
+  static const char *const dns_reason[EXIT_DNS_N_RESULTS] = {
+      "success", "notexist", "timeout", "serverfailed", "format", "limit",
+      "unknown"};
+  for (int i = 0; i < EXIT_DNS_N_RESULTS; i++)
+    strbuf_addf(&b, "tor_relay_exit_dns_error_total{reason=\"%s\"} %llu\n",
+                dns_reason[i], (unsigned long long)xs.n_dns_by_result[i]);
+
   head(&b, "tor_relay_circuits_total", "gauge", "Total number of circuits");
   strbuf_addf(&b, "tor_relay_circuits_total{state=\"opened\"} %u\n",
       circuits_count(CIRC_KIND_OR));

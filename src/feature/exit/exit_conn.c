@@ -234,11 +234,21 @@ start_connect(exit_conn_t *ec)
                         (uint64_t)X.cfg.connect_timeout * 1000000ULL);
 }
 
+/* Count one answer of the resolver (MetricsPort). */
+static void
+note_dns_result(int result)
+{
+  int k = -result;
+  if (k >= 0 && k < EXIT_DNS_N_RESULTS)
+    X.stats.n_dns_by_result[k]++;
+}
+
 static void
 dns_cb(int result, const dns_answer_t *answers, int n, void *arg)
 {
   exit_conn_t *ec = arg;
   ec->dns_req = NULL;
+  note_dns_result(result);
   if (result != DNS_RESULT_OK || n < 1) {
     X.stats.n_resolve_failed++;
     log_info("Could not resolve %s: %s", ec->host, dns_result_str(result));
@@ -581,9 +591,8 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
  * stream ID; a stream object ties the request to the circuit so that a
  * circuit closing first cancels the lookup. */
 static void
-resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
+send_resolved(exit_conn_t *ec, int result, const dns_answer_t *answers, int n)
 {
-  exit_conn_t *ec = arg;
   ec->dns_req = NULL;
   uint8_t body[RELAY_BODY_MAX];
   size_t len = 0;
@@ -627,6 +636,13 @@ resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
   edge_stream_detach(s);
 }
 
+static void
+resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
+{
+  note_dns_result(result);
+  send_resolved(arg, result, answers, n);
+}
+
 static int
 handle_resolve(or_circuit_t *circ, const relay_header_t *h,
                const uint8_t *body, int early)
@@ -667,7 +683,7 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
       log_info("Refusing a reverse lookup of an internal address on "
                "circuit %llu",
                (unsigned long long)circ->base.gid);
-      resolved_cb(DNS_RESULT_NOTFOUND, NULL, 0, ec);
+      send_resolved(ec, DNS_RESULT_NOTFOUND, NULL, 0);
       return 0;
     }
     ec->dns_req = dns_resolve_reverse(X.cfg.dns, &rev, resolved_cb, ec);

@@ -20,6 +20,8 @@
  * END RESOURCELIMIT. */
 #define EXIT_MAX_DNS_PER_CIRCUIT 32
 
+#define EXIT_DNS_N_RESULTS 7
+
 typedef struct exit_config_t {
   /* NULL: not an exit (every BEGIN is refused with EXITPOLICY). */
   const exit_policy_t *policy;
@@ -53,6 +55,9 @@ typedef struct exit_stats_t {
   uint64_t n_begin, n_connected, n_refused_policy, n_resolve_failed,
       n_connect_failed, n_refused_unknown;
   uint64_t n_resolve; /* RESOLVE cells (lookups asked for) */
+  /* Answers from the resolver by result, indexed by -DNS_RESULT_* (0 OK
+   * ... 6 ERROR); their sum is the lookups done. */
+  uint64_t n_dns_by_result[EXIT_DNS_N_RESULTS];
   uint64_t n_refused_dos;          /* DoSStreamCreation* */
   uint64_t n_refused_streams_cap;  /* EXIT_MAX_STREAMS_PER_CIRCUIT */
   uint64_t n_refused_dns_cap;      /* EXIT_MAX_DNS_PER_CIRCUIT */
