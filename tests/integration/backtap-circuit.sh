@@ -37,33 +37,8 @@ it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 it_web_file "$MB"
 
-udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
-u1=$(udp_port)
-u2=$(udp_port)
-u3=$(udp_port)
-read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
-it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u1"
-it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u2
-ExitRelay 1
-ExitPolicyRejectPrivate 0
-ExitPolicy accept 127.0.0.1:*
-ExitPolicy reject *:*
-RefuseUnknownExits 0
-ServerDNSResolvConfFile $net/resolv.conf
-MetricsPort 127.0.0.1:$mport
-MetricsPortPolicy accept 127.0.0.1"
-it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u3"
+it_dgram_relays backtap
 hop() { it_pctor_hop "$net" "$1"; }
-d1=$(cat "$net/p1.dir")
-d2=$(cat "$net/p2.dir")
-d3=$(cat "$net/p3.dir")
-ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
 grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackTap" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
 
@@ -73,12 +48,7 @@ stats() { it_usr1_line "$net" "$1" "Statistics: BackTap:" "BackTap statistics"; 
 num_before() { echo "$1" | grep -o "[0-9]* $2" | head -1 | cut -d' ' -f1; }
 
 # 1. The first circuit p1 -> p2 brings the datagram link up.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ0.out" 2>&1 ||
-    it_fail "circuit p1 -> p2 failed: $(tail -3 "$net/circ0.out")"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d1/info.log" ||
-    it_fail "p1 did not bring up a datagram link to p2: $(grep -i datagram "$d1/info.log" | tail -3)"
-it_wait_until 10 grep -q "Datagram link 127.0.0.1:$u1 (peer opened.*is up" "$d2/info.log" ||
-    it_fail "p2 did not authenticate p1's datagram link"
+it_dgram_link p1 p2
 it_log "datagram link p1 -> p2 up"
 
 # 2. The download over BackTap.
@@ -119,15 +89,8 @@ it_log "MetricsPort: pctor_backtap_cells_sent_total $msent"
 
 # 3. Two BackTap hops in a row: p1 -> p3 -> p2, p3 forwards from one flow
 # into the other (FWD towards p2 when the cell left on p1's flow).
-for pair in "p1 p3" "p3 p2"; do
-    set -- $pair
-    "$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop "$1")" "$(hop "$2")" > "$net/circ-$1$2.out" 2>&1 ||
-        it_fail "circuit $1 -> $2 failed: $(tail -3 "$net/circ-$1$2.out")"
-done
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u3 (we opened.*is up" "$d1/info.log" ||
-    it_fail "no datagram link p1 -> p3"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d3/info.log" ||
-    it_fail "no datagram link p3 -> p2"
+it_dgram_link p1 p3
+it_dgram_link p3 p2
 t0=$SECONDS
 "$CIRCTEST" --timeout 180 --nodes "$nodes" --begin "127.0.0.1:$hport" \
     --get /file --out "$net/body3" "$(hop p1)" "$(hop p3)" "$(hop p2)" 2> "$net/get3.err" ||
@@ -143,10 +106,7 @@ it_log "p3: $s3"
 it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops), sha256 ok ($((SECONDS - t0)) s)"
 
 # 4. A hop to a tor relay falls back to TLS.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" relay1 > "$net/circ1r.out" 2>&1 ||
-    it_fail "circuit p1 -> relay1 (tor) failed: $(tail -3 "$net/circ1r.out")"
-it_wait_until 10 grep -q "CircuitTransport: the hop to 127.0.0.1:[0-9]* uses TLS (the relay announced no DatagramPort)" "$d1/info.log" ||
-    it_fail "p1 did not log the TLS fallback: $(grep 'CircuitTransport' "$d1/info.log" | tail -3)"
+it_dgram_tls_hop
 it_log "hop p1 -> relay1 (tor) over TLS"
 
 # 5. Garbage BackTap records on an authenticated link.
