@@ -593,6 +593,51 @@ START_TEST(test_link_garbage_no_state)
 }
 END_TEST
 
+START_TEST(test_rcvbuf_drops)
+{
+  /* d1 asked for the default receive buffer: the kernel gave one (at
+   * least its minimum). A link layer with a tiny buffer, flooded while
+   * the loop does not run, loses datagrams in the kernel; the count comes
+   * with the next datagram read (SO_RXQ_OVFL) and is in the stats. */
+  dgram_stats_t s;
+  dgram_get_stats(T.d[1], &s);
+  ck_assert_uint_ge(s.rcvbuf_bytes, 2048);
+  ck_assert_uint_eq(s.dropped_rcvbuf, 0);
+  dgram_config_t cfg;
+  dgram_config_init(&cfg);
+  ck_assert_uint_eq(cfg.rcvbuf, 0);
+  ck_assert_int_eq(pc_addr_parse(&cfg.bind, "127.0.0.1:0"), 0);
+  cfg.rcvbuf = 4096;
+  char *err = NULL;
+  dgram_t *small = dgram_new(T.loop, T.keys[1], &cfg, &err);
+  ck_assert_ptr_nonnull(small);
+  dgram_stats_t ss;
+  dgram_get_stats(small, &ss);
+  ck_assert_uint_lt(ss.rcvbuf_bytes, s.rcvbuf_bytes);
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in to;
+  memset(&to, 0, sizeof(to));
+  to.sin_family = AF_INET;
+  to.sin_port = htons(dgram_bound_addr(small)->port);
+  to.sin_addr.s_addr = htonl(0x7f000001);
+  uint8_t junk[1000];
+  memset(junk, 0x17, sizeof(junk));
+  for (int i = 0; i < 200; i++)
+    sendto(fd, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to));
+  RUN_UNTIL((dgram_get_stats(small, &ss), ss.dropped_no_link > 0));
+  ck_assert_uint_gt(ss.dropped_no_link, 0);
+  ck_assert_uint_lt(ss.dropped_no_link, 200);
+  /* one more datagram brings the kernel's count */
+  sendto(fd, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to));
+  uint64_t before = ss.dropped_no_link;
+  RUN_UNTIL((dgram_get_stats(small, &ss), ss.dropped_no_link > before));
+  ck_assert_uint_eq(ss.dropped_rcvbuf + before, 200);
+  close(fd);
+  dgram_free(small);
+}
+END_TEST
+
 Suite *
 suite_dgram(void)
 {
@@ -611,6 +656,7 @@ suite_dgram(void)
   tcase_add_test(tc, test_link_simultaneous_open);
   tcase_add_test(tc, test_link_handshaking_per_address);
   tcase_add_test(tc, test_link_forged_peers);
+  tcase_add_test(tc, test_rcvbuf_drops);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2197,7 +2197,8 @@ app_log_statistics(void)
                "accepted %llu, authenticated %llu, closed %llu; refused "
                "%llu identities, %llu failed handshakes, %llu over the "
                "limit; %llu cookies sent, %llu datagrams without a link "
-               "dropped, %llu oversize; records %llu in, %llu out; dropped "
+               "dropped, %llu oversize, %llu dropped by the kernel (receive "
+               "buffer %llu bytes full); records %llu in, %llu out; dropped "
                "%llu undecryptable, %llu bad frames, %llu unknown types, "
                "%llu before authentication",
                ds.links, ds.links_up, (unsigned long long)ds.links_opened,
@@ -2210,6 +2211,8 @@ app_log_statistics(void)
                (unsigned long long)ds.hello_verify_sent,
                (unsigned long long)ds.dropped_no_link,
                (unsigned long long)ds.dropped_oversize,
+               (unsigned long long)ds.dropped_rcvbuf,
+               (unsigned long long)ds.rcvbuf_bytes,
                (unsigned long long)ds.records_in,
                (unsigned long long)ds.records_out,
                (unsigned long long)ds.dropped_dtls,

@@ -26,6 +26,10 @@
  *  - A housekeeping timer (every 500 ms) ends handshakes that take too
  *    long, resends authentication records, sends keepalives and closes
  *    silent and idle links.
+ *  - Bursts wait in the socket's receive buffer until the loop reads them:
+ *    we ask for DGRAM_RCVBUF_DEFAULT (past net.core.rmem_max when allowed
+ *    to), and read with recvmsg() so that the kernel's drop count
+ *    (SO_RXQ_OVFL) comes along: drops are counted and logged once.
  */
 #include "feature/dgram/dgram.h"
 #include "lib/utcp/utcp.h"
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -761,21 +766,65 @@ handle_datagram(dgram_t *d, const pc_addr_t *src, const uint8_t *data,
   }
 }
 
+/* The kernel's count of datagrams it dropped on our socket (SO_RXQ_OVFL,
+ * sent along with a datagram once any was dropped): counted, and said once
+ * in the log, with what to do about it. */
+static void
+note_kernel_drops(dgram_t *d, const struct msghdr *mh)
+{
+#ifdef SO_RXQ_OVFL
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR((struct msghdr *)mh); cm;
+       cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
+    uint32_t drops;
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SO_RXQ_OVFL ||
+        cm->cmsg_len < CMSG_LEN(sizeof(drops)))
+      continue;
+    memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
+    if (drops <= d->st.dropped_rcvbuf)
+      continue;
+    if (d->st.dropped_rcvbuf == 0)
+      log_notice("DatagramPort: the kernel dropped %u datagrams because "
+                 "the UDP receive buffer (%llu bytes) was full; a larger "
+                 "net.core.rmem_max lets pctor ask for more (counted in the "
+                 "statistics, not logged again)",
+                 (unsigned)drops, (unsigned long long)d->st.rcvbuf_bytes);
+    d->st.dropped_rcvbuf = drops;
+  }
+#else
+  (void)d;
+  (void)mh;
+#endif
+}
+
 static void
 socket_cb(int fd, int what, void *arg)
 {
   dgram_t *d = arg;
   uint8_t buf[2048];
+  union {
+    struct cmsghdr align;
+    uint8_t b[CMSG_SPACE(sizeof(uint32_t))];
+  } ctl;
   (void)what;
   for (int i = 0; i < READS_PER_WAKEUP; i++) {
     struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_TRUNC,
-                         (struct sockaddr *)&ss, &sl);
+    struct iovec iov = {buf, sizeof(buf)};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_name = &ss;
+    mh.msg_namelen = sizeof(ss);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof(ctl.b);
+    ssize_t n = recvmsg(fd, &mh, MSG_TRUNC);
     if (n < 0)
       return; /* EAGAIN, or an ICMP error reported on the socket */
+    if (mh.msg_controllen)
+      note_kernel_drops(d, &mh);
     pc_addr_t src;
-    if (pc_addr_from_sockaddr(&src, (struct sockaddr *)&ss, sl) < 0)
+    if (pc_addr_from_sockaddr(&src, (struct sockaddr *)&ss, mh.msg_namelen) <
+        0)
       continue;
     if (n > DTLS_LINK_MTU) {
       d->st.dropped_oversize++;
@@ -783,6 +832,28 @@ socket_cb(int fd, int what, void *arg)
     }
     handle_datagram(d, &src, buf, (size_t)n);
   }
+}
+
+/* Ask for a receive buffer of `want` bytes: beyond net.core.rmem_max with
+ * CAP_NET_ADMIN (SO_RCVBUFFORCE), else as much as the kernel allows; ask
+ * for the kernel's drop counts. What we got (as the kernel reports it). */
+static uint64_t
+set_rcvbuf(int fd, unsigned want)
+{
+  int sz = want > INT32_MAX / 2 ? INT32_MAX / 2 : (int)want;
+#ifdef SO_RCVBUFFORCE
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+#endif
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+#ifdef SO_RXQ_OVFL
+  int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+#endif
+  int got = 0;
+  socklen_t gl = sizeof(got);
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &gl) < 0 || got < 0)
+    got = 0;
+  return (uint64_t)got;
 }
 
 /* ---- timers ---- */
@@ -905,9 +976,10 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
     *err = pc_asprintf("socket: %s", strerror(errno));
     return NULL;
   }
-  /* Room for bursts (the kernel caps it at net.core.rmem_max/wmem_max). */
+  /* Room for bursts (the kernel caps SO_SNDBUF at net.core.wmem_max). */
   int bufsz = 1 << 20;
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+  uint64_t rcvbuf =
+      set_rcvbuf(fd, cfg->rcvbuf ? cfg->rcvbuf : DGRAM_RCVBUF_DEFAULT);
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
   if (ss.ss_family == AF_INET6) {
     int on = 1;
@@ -930,6 +1002,9 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
   if (!d->cfg.max_handshaking)
     d->cfg.max_handshaking = 1;
   d->fd = fd;
+  d->st.rcvbuf_bytes = rcvbuf;
+  log_info("DatagramPort: UDP receive buffer of %llu bytes",
+           (unsigned long long)rcvbuf);
   sl = sizeof(ss);
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
       pc_addr_from_sockaddr(&d->bound, (struct sockaddr *)&ss, sl) < 0)

@@ -73,7 +73,12 @@ typedef struct dgram_config_t {
   unsigned peer_timeout_s;      /* nothing at all from the peer */
   unsigned keepalive_s;         /* PING after this long without input */
   int open_announced;           /* open links to announcing relays */
+  unsigned rcvbuf;              /* UDP receive buffer asked of the kernel
+                                 * (bytes; 0: DGRAM_RCVBUF_DEFAULT) */
 } dgram_config_t;
+/* Bursts of datagrams wait in the kernel's receive buffer until the loop
+ * reads them; one that does not fit is dropped (counted, logged once). */
+#define DGRAM_RCVBUF_DEFAULT (4u << 20)
 void dgram_config_init(dgram_config_t *cfg);
 
 /* Bind the socket and start. keys must outlive d; NULL with *err on
@@ -155,6 +160,9 @@ typedef struct dgram_stats_t {
   uint64_t refused_full;        /* valid cookie, but too many links (or
                                  * 4 unauthenticated from that address) */
   uint64_t dropped_oversize;    /* datagrams longer than the MTU */
+  uint64_t dropped_rcvbuf;      /* dropped by the kernel: the receive
+                                 * buffer was full (SO_RXQ_OVFL) */
+  uint64_t rcvbuf_bytes;        /* the receive buffer the kernel gave */
   uint64_t dropped_dtls, dropped_frame, dropped_type, dropped_early;
   uint64_t records_in, records_out, dgrams_in, dgrams_out;
 } dgram_stats_t;
