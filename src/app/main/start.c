@@ -2255,7 +2255,8 @@ app_log_statistics(void)
     log_notice("Statistics: TCP-over-DTLS: %u links, %u circuit hops; "
                "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
                "hops from peers, %llu refused; cells %llu sent, %llu "
-               "received; %llu connections failed; segments %llu in, %llu "
+               "received; %llu connections failed, %llu reset without a "
+               "first cell; segments %llu in, %llu "
                "out, dropped %llu malformed, %llu SYNs over the limits; "
                "%llu bytes held (%zu per connection's control block)",
                ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
@@ -2265,6 +2266,7 @@ app_log_statistics(void)
                (unsigned long long)ts.cells_sent,
                (unsigned long long)ts.cells_received,
                (unsigned long long)ts.conn_failed,
+               (unsigned long long)ts.first_cell_timeouts,
                (unsigned long long)ts.tcp.segs_in,
                (unsigned long long)ts.tcp.segs_out,
                (unsigned long long)ts.tcp.dropped_bad,

@@ -511,6 +511,8 @@ metrics_render(void)
                 (unsigned long long)ts.tcp.dropped_syn_rate);
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"hop_refused\"} "
                 "%llu\n", (unsigned long long)ts.circ_refused);
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"no_first_cell\"} "
+                "%llu\n", (unsigned long long)ts.first_cell_timeouts);
     one(&b, "pctor_dtcp_connections_failed_total", "counter",
         "TCP-over-DTLS: connections reset or timed out",
         (unsigned long long)ts.conn_failed);

@@ -92,6 +92,8 @@ hop_new(dgram_carry_link_t *lk)
 static void
 hop_forget(dgram_carry_hop_t *h)
 {
+  if (h->lk->c->ops->hop_gone)
+    h->lk->c->ops->hop_gone(h);
   hmap_remove_u64(h->lk->c->hops, h->tag);
   dlist_remove(&h->node);
   free(h->direct);

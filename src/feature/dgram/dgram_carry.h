@@ -97,6 +97,8 @@ typedef struct dgram_carry_ops_t {
   void (*released)(dgram_carry_hop_t *h, uint32_t seq);
   /* What the engine holds for the hop (for MaxMemInQueues' handler). */
   size_t (*hop_mem)(const dgram_carry_hop_t *h);
+  /* The hop's record is about to be freed (may be NULL). */
+  void (*hop_gone)(dgram_carry_hop_t *h);
 } dgram_carry_ops_t;
 
 typedef struct dgram_carry_stats_t {

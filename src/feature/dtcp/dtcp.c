@@ -41,6 +41,7 @@
 #include "feature/dgram/dgram_carry.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/time/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ typedef struct dtcp_hop_t {
   dgram_carry_hop_t base;         /* first: the shared hop record */
   utcp_conn_t *conn;              /* NULL once the connection is over */
   int chan_pending;               /* accepted: channel made by 1st cell */
+  uint64_t accepted_us;           /* ... since then, in t->pending */
+  dlist_node_t pending_node;
   size_t rx_have;
   uint8_t rx[CELL_LEN];
 } dtcp_hop_t;
@@ -64,8 +67,13 @@ typedef struct dtcp_link_t {
 struct dtcp_t {
   dgram_carry_t *carry;
   utcp_t *u;
+  dlist_t pending;                /* accepted hops without a cell yet,
+                                   * oldest first */
+  evloop_timer_t *pending_timer;  /* the oldest one's deadline */
+  uint64_t first_cell_timeout_us;
   uint64_t cells_sent, cells_received;
   uint64_t conn_failed;
+  uint64_t first_cell_timeouts;
 };
 
 static dtcp_t *the_t;
@@ -101,6 +109,7 @@ conn_recv(void *arg, const uint8_t *data, size_t len)
     t->cells_received++;
     if (h->chan_pending) {
       h->chan_pending = 0;
+      dlist_remove(&h->pending_node);
       dgram_carry_hop_open_channel(&h->base);
     }
     if (!h->base.chan) {
@@ -197,6 +206,55 @@ hop_mem(const dgram_carry_hop_t *h)
   return HOP(h)->conn ? utcp_conn_mem(HOP(h)->conn) : 0;
 }
 
+static void
+hop_gone(dgram_carry_hop_t *h)
+{
+  if (dlist_node_is_linked(&HOP(h)->pending_node))
+    dlist_remove(&HOP(h)->pending_node);
+}
+
+/* ---- connections that never carry a cell ---- */
+
+static void
+pending_arm(dtcp_t *t)
+{
+  dlist_node_t *n = dlist_first(&t->pending);
+  if (!n) {
+    evloop_timer_cancel(t->pending_timer);
+    return;
+  }
+  dtcp_hop_t *h = DLIST_ENTRY(n, dtcp_hop_t, pending_node);
+  uint64_t due = h->accepted_us + t->first_cell_timeout_us;
+  uint64_t now = time_mono_us();
+  evloop_timer_schedule(t->pending_timer, due > now ? due - now : 0);
+}
+
+/* A connection a peer opened must bring its first cell (the CREATE2)
+ * within first_cell_timeout: one that does not (an idle or stalled peer,
+ * or one that only opens connections) is reset, so that it holds no
+ * stack memory and no place under DTCP_MAX_HOPS_PER_LINK. */
+static void
+pending_timer_cb(void *arg)
+{
+  dtcp_t *t = arg;
+  uint64_t now = time_mono_us();
+  dlist_node_t *n;
+  while ((n = dlist_first(&t->pending))) {
+    dtcp_hop_t *h = DLIST_ENTRY(n, dtcp_hop_t, pending_node);
+    if (h->accepted_us + t->first_cell_timeout_us > now)
+      break;
+    dlist_remove(&h->pending_node);
+    t->first_cell_timeouts++;
+    log_info("TCP-over-DTLS: a connection from a peer carried no cell in "
+             "%llu s; reset",
+             (unsigned long long)(t->first_cell_timeout_us / 1000000u));
+    utcp_conn_abort(h->conn);
+    h->conn = NULL;
+    dgram_carry_hop_lost(&h->base, "no cell");
+  }
+  pending_arm(t);
+}
+
 /* ---- links ---- */
 
 static void
@@ -214,8 +272,14 @@ seg_accept(void *arg, utcp_conn_t *conn, void **conn_arg)
                                                 DTCP_MAX_HOPS_PER_LINK);
   if (!h)
     return NULL;
+  dtcp_t *t = T(&lk->base);
   HOP(h)->conn = conn;
   HOP(h)->chan_pending = 1;
+  HOP(h)->accepted_us = time_mono_us();
+  int was_empty = dlist_is_empty(&t->pending);
+  dlist_insert_tail(&t->pending, &HOP(h)->pending_node);
+  if (was_empty)
+    pending_arm(t);
   *conn_arg = h;
   return &conn_ops;
 }
@@ -272,6 +336,7 @@ static const dgram_carry_ops_t carry_ops = {
     .hop_close = hop_close,
     .released = released,
     .hop_mem = hop_mem,
+    .hop_gone = hop_gone,
 };
 
 /* ---- the instance ---- */
@@ -292,8 +357,12 @@ dtcp_new(evloop_t *loop, dgram_t *d)
     return NULL;
   dtcp_t *t = pc_zalloc(sizeof(*t));
   t->u = u;
+  dlist_init(&t->pending);
+  t->pending_timer = evloop_timer_new(loop, pending_timer_cb, t);
+  t->first_cell_timeout_us = DTCP_FIRST_CELL_TIMEOUT_S * 1000000ULL;
   t->carry = dgram_carry_new(loop, d, &carry_ops, t);
   if (!t->carry) {
+    evloop_timer_free(t->pending_timer);
     utcp_free(t->u);
     free(t);
     return NULL;
@@ -308,6 +377,7 @@ dtcp_free_(dtcp_t *t)
   if (!t)
     return;
   dgram_carry_free(t->carry);
+  evloop_timer_free(t->pending_timer);
   utcp_free(t->u);
   if (the_t == t)
     the_t = NULL;
@@ -318,6 +388,19 @@ void
 dtcp_set_outgoing(dtcp_t *t, int on)
 {
   dgram_carry_set_outgoing(t->carry, on);
+}
+
+void
+dtcp_set_first_cell_timeout(dtcp_t *t, unsigned sec)
+{
+  t->first_cell_timeout_us = (uint64_t)(sec ? sec : 1) * 1000000ULL;
+  pending_arm(t);
+}
+
+utcp_t *
+dtcp_stack_for_testing(dtcp_t *t)
+{
+  return t->u;
 }
 
 const dtcp_t *
@@ -343,5 +426,6 @@ dtcp_get_stats(const dtcp_t *t, dtcp_stats_t *out)
   out->direct_queued = cs.direct_queued;
   out->direct_dropped = cs.direct_dropped;
   out->conn_failed = t->conn_failed;
+  out->first_cell_timeouts = t->first_cell_timeouts;
   utcp_get_stats(t->u, &out->tcp);
 }
