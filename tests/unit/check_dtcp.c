@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture_dgram.h"
 #include "fixture_relay.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
@@ -33,9 +34,7 @@
 Suite *suite_dtcp(void);
 
 static struct {
-  char dir[2][64];
-  relay_keys_t *keys[2];
-  dgram_t *d[2];
+  fixture_dgram_t fx[2];
   dtcp_t *t;
   evloop_t *loop;
   evloop_timer_t *timeout;
@@ -129,22 +128,15 @@ setup(void)
   T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
   channels_init(T.loop, NULL);
   circuits_init();
-  for (int i = 0; i < 2; i++) {
-    char *err = NULL;
-    T.keys[i] = fixture_keys_new(T.dir[i], "dtcp");
-    dgram_config_t cfg;
-    dgram_config_init(&cfg);
-    ck_assert_int_eq(pc_addr_parse(&cfg.bind, "127.0.0.1:0"), 0);
-    T.d[i] = dgram_new(T.loop, T.keys[i], &cfg, &err);
-    ck_assert_msg(T.d[i] != NULL, "dgram: %s", err ? err : "?");
-  }
-  T.t = dtcp_new(T.loop, T.d[0]);
+  for (int i = 0; i < 2; i++)
+    fixture_dgram_start(&T.fx[i], T.loop, "dtcp", 0);
+  T.t = dtcp_new(T.loop, T.fx[0].d);
   ck_assert_ptr_nonnull(T.t);
   ck_assert_int_eq(
-      dgram_register_handler(T.d[1], DGRAM_REC_TCP_SEGMENT, seg_in, NULL), 0);
-  T.l1 = dgram_link_open(T.d[1], dgram_bound_addr(T.d[0]),
-                         T.keys[0]->ed_identity.pub,
-                         T.keys[0]->rsa_id_digest);
+      dgram_register_handler(T.fx[1].d, DGRAM_REC_TCP_SEGMENT, seg_in, NULL), 0);
+  T.l1 = dgram_link_open(T.fx[1].d, dgram_bound_addr(T.fx[0].d),
+                         T.fx[0].keys->ed_identity.pub,
+                         T.fx[0].keys->rsa_id_digest);
   ck_assert_ptr_nonnull(T.l1);
   dtcp_stats_t st;
   RUN_UNTIL(dgram_link_is_up(T.l1) &&
@@ -164,23 +156,28 @@ teardown(void)
   dtcp_free(T.t);
   channels_shutdown();
   circuits_shutdown();
-  for (int i = 0; i < 2; i++) {
-    dgram_free(T.d[i]);
-    router_keys_free(T.keys[i]);
-    fixture_rmtree(T.dir[i]);
-  }
+  for (int i = 0; i < 2; i++)
+    fixture_dgram_free(&T.fx[i]);
   evloop_timer_free(T.timeout);
   evloop_free(T.loop);
+}
+
+/* The test's connection to d0's dtcp, with a first-cell timeout of 1 s. */
+static utcp_conn_t *conn;
+
+static void
+open_conn(void)
+{
+  dtcp_set_first_cell_timeout(T.t, 1);
+  conn = utcp_connect(T.p1, &c_ops, &conn);
+  ck_assert_ptr_nonnull(conn);
 }
 
 START_TEST(test_no_first_cell_reset)
 {
   if (!utcp_available())
     return;
-  dtcp_set_first_cell_timeout(T.t, 1);
-  static utcp_conn_t *c;
-  c = utcp_connect(T.p1, &c_ops, &c);
-  ck_assert_ptr_nonnull(c);
+  open_conn();
   dtcp_stats_t st;
   RUN_UNTIL((dtcp_get_stats(T.t, &st), st.circ_in == 1));
   ck_assert_uint_eq(st.circ_in, 1);
@@ -189,7 +186,7 @@ START_TEST(test_no_first_cell_reset)
   /* Half a cell is not a cell. */
   uint8_t half[CELL_MAX_NETWORK_LEN / 2];
   memset(half, 0, sizeof(half));
-  ck_assert_int_eq(utcp_conn_write(c, half, sizeof(half)), 0);
+  ck_assert_int_eq(utcp_conn_write(conn, half, sizeof(half)), 0);
   RUN_UNTIL(T.closed);
   ck_assert_int_eq(T.closed, 1);
   ck_assert_uint_ge(time_mono_us() - t0, 500000);
@@ -208,15 +205,12 @@ START_TEST(test_first_cell_opens_channel)
 {
   if (!utcp_available())
     return;
-  dtcp_set_first_cell_timeout(T.t, 1);
-  static utcp_conn_t *c;
-  c = utcp_connect(T.p1, &c_ops, &c);
-  ck_assert_ptr_nonnull(c);
+  open_conn();
   uint8_t cell[CELL_MAX_NETWORK_LEN];
   memset(cell, 0, sizeof(cell));
   set_u32(cell, 0x80000011u);
   cell[4] = CELL_CREATE2;
-  ck_assert_int_eq(utcp_conn_write(c, cell, sizeof(cell)), 0);
+  ck_assert_int_eq(utcp_conn_write(conn, cell, sizeof(cell)), 0);
   /* The circuit layer refuses the CREATE2 (no onion keys here) with a
    * DESTROY over the same hop. */
   RUN_UNTIL(T.rx_len >= CELL_MAX_NETWORK_LEN);
