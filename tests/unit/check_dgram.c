@@ -236,13 +236,7 @@ on_record(dgram_link_t *l, uint8_t type, const uint8_t *body, size_t len,
 }
 
 /* Run the loop until cond holds or 10 s pass. */
-#define RUN_UNTIL(cond)                                                      \
-  do {                                                                       \
-    for (int k_ = 0; k_ < 200 && !(cond); k_++) {                            \
-      evloop_timer_schedule(T.timeout, 50000);                               \
-      evloop_run(T.loop);                                                    \
-    }                                                                        \
-  } while (0)
+#define RUN_UNTIL(cond) FIXTURE_RUN_UNTIL(T.loop, T.timeout, cond)
 
 static void
 link_setup(void)

@@ -55,13 +55,7 @@ on_timeout(void *arg)
 }
 
 /* Run the loop until cond holds or 10 s pass. */
-#define RUN_UNTIL(cond)                                                      \
-  do {                                                                       \
-    for (int k_ = 0; k_ < 200 && !(cond); k_++) {                            \
-      evloop_timer_schedule(T.timeout, 50000);                               \
-      evloop_run(T.loop);                                                    \
-    }                                                                        \
-  } while (0)
+#define RUN_UNTIL(cond) FIXTURE_RUN_UNTIL(T.loop, T.timeout, cond)
 
 static void
 seg_out(void *arg, const uint8_t *seg, size_t len)

@@ -23,4 +23,14 @@ void fixture_dgram_start(fixture_dgram_t *f, evloop_t *loop, const char *tag,
                          unsigned handshake_timeout_s);
 /* Free the link layer, the keys and their directory. */
 void fixture_dgram_free(fixture_dgram_t *f);
+
+/* Run loop until cond holds or 10 s pass, in steps of 50 ms ended by
+ * timer (an evloop timer whose callback exits loop). */
+#define FIXTURE_RUN_UNTIL(loop, timer, cond)                                 \
+  do {                                                                       \
+    for (int k_ = 0; k_ < 200 && !(cond); k_++) {                            \
+      evloop_timer_schedule((timer), 50000);                                 \
+      evloop_run(loop);                                                      \
+    }                                                                        \
+  } while (0)
 #endif
