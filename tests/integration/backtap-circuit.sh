@@ -16,7 +16,8 @@
 #     feedback flowed both ways, nothing was dropped as malformed; p2's
 #     MetricsPort shows the same (pctor_backtap_cells_sent_total);
 #   - a third pctor relay p3 (backtap): the download p1 -> p3 -> p2 crosses
-#     two BackTap hops, p3 relaying every cell from one flow to the other;
+#     two BackTap hops, p3 relaying every cell from one flow to the other,
+#     no faster than p3's RelayBandwidthRate (1 MB/s) allows;
 #   - a hop p1 -> relay1 (tor, no DatagramPort) uses TLS and says so, and
 #     the circuit works;
 #   - garbage BackTap records (pctor-dgramtest with its own relay keys
@@ -37,7 +38,9 @@ it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 it_web_file "$MB"
 
-it_dgram_relays backtap
+# p3 relays under a bandwidth limit (step 3), which its datagram hops obey.
+it_dgram_relays backtap "RelayBandwidthRate 1 MBytes
+RelayBandwidthBurst 1 MBytes"
 hop() { it_pctor_hop "$net" "$1"; }
 grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackTap" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
@@ -103,7 +106,12 @@ it_log "p3: $s3"
     it_fail "p3 did not carry the circuit over BackTap on both sides: $s3"
 [ "$(num_before "$s3" "delivered;")" -ge "$cells" ] && [ "$(num_before "$s3" "sent,")" -ge "$cells" ] ||
     it_fail "p3 did not relay $cells cells between its BackTap hops: $s3"
-it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops), sha256 ok ($((SECONDS - t0)) s)"
+took=$((SECONDS - t0))
+# RelayBandwidthRate 1 MBytes at p3: MB MiB take MB - 1 seconds beyond the
+# burst (each way); allow for rounding.
+[ "$took" -ge $((MB - 3)) ] ||
+    it_fail "p3 relayed $MB MiB over its datagram hops in $took s, faster than its RelayBandwidthRate allows"
+it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops, 1 MB/s at p3), sha256 ok ($took s)"
 
 # 4. A hop to a tor relay falls back to TLS.
 it_dgram_tls_hop

@@ -21,7 +21,7 @@
 #     afterwards), keep their link, and log no warning;
 #   - p1 -> p3 -> p2: two TCP-over-DTLS hops, p3 relaying every cell from
 #     one connection into the other (its receive windows reopen only as
-#     cells leave it);
+#     cells leave it), no faster than p3's RelayBandwidthRate (1 MB/s);
 #   - a hop p1 -> relay1 (tor, no DatagramPort) uses TLS and says so, and
 #     the circuit works;
 #   - garbage TCP segment records (pctor-dgramtest on an authenticated
@@ -44,7 +44,9 @@ grep -q "define HAVE_LWIP 1" "${top_builddir:?}/config.h" ||
 it_net_start --authorities 1 --relays 1 --exit-relays 0
 it_web_file "$MB"
 
-it_dgram_relays dtls-tcp
+# p3 relays under a bandwidth limit (step 3), which its datagram hops obey.
+it_dgram_relays dtls-tcp "RelayBandwidthRate 1 MBytes
+RelayBandwidthBurst 1 MBytes"
 hop() { it_pctor_hop "$net" "$1"; }
 grep -q "CircuitTransport dtls-tcp: hops to relays with a datagram link use TCP-over-DTLS (lwIP" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport dtls-tcp: $(grep -i -e dtls -e err "$d1/info.log" | tail -3)"
@@ -124,7 +126,12 @@ it_log "p3: $s3"
     it_fail "p3 did not carry the circuit over TCP-over-DTLS on both sides: $s3"
 [ "$(num_before "$s3" "received;")" -ge "$cells" ] && [ "$(num_before "$s3" "sent,")" -ge "$cells" ] ||
     it_fail "p3 did not relay $cells cells between its TCP-over-DTLS hops: $s3"
-it_log "$MB MiB through p1 -> p3 -> p2 (two TCP-over-DTLS hops), sha256 ok ($((SECONDS - t0)) s)"
+took=$((SECONDS - t0))
+# RelayBandwidthRate 1 MBytes at p3: MB MiB take MB - 1 seconds beyond the
+# burst (each way); allow for rounding.
+[ "$took" -ge $((MB - 3)) ] ||
+    it_fail "p3 relayed $MB MiB over its datagram hops in $took s, faster than its RelayBandwidthRate allows"
+it_log "$MB MiB through p1 -> p3 -> p2 (two TCP-over-DTLS hops, 1 MB/s at p3), sha256 ok ($took s)"
 
 # 4. A hop to a tor relay falls back to TLS.
 it_dgram_tls_hop

@@ -248,13 +248,14 @@ $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
 # it_start_pctor (its keys read from its DataDirectory).
 it_pctor_hop() { echo "pctor:$(cat "$1/$2.dir")/data@127.0.0.1:$(cat "$1/$2.port")"; }
 
-# it_dgram_relays TRANSPORT: in the network $net (it_net_start), pctor
-# relays p1, p2 and p3, each with a DatagramPort and CircuitTransport
-# TRANSPORT (backtap, dtls-tcp); p2 is an exit to 127.0.0.1 with a
-# MetricsPort. Sets u1 u2 u3 (their UDP ports), mport (p2's MetricsPort),
-# d1 d2 d3 (their directories) and ed1 (p1's Ed25519 identity).
+# it_dgram_relays TRANSPORT [P3-TORRC-LINES]: in the network $net
+# (it_net_start), pctor relays p1, p2 and p3, each with a DatagramPort and
+# CircuitTransport TRANSPORT (backtap, dtls-tcp); p2 is an exit to
+# 127.0.0.1 with a MetricsPort; p3 gets P3-TORRC-LINES too. Sets u1 u2 u3
+# (their UDP ports), mport (p2's MetricsPort), d1 d2 d3 (their
+# directories) and ed1 (p1's Ed25519 identity).
 it_dgram_relays() {
-    local tr=$1 i
+    local tr=$1 p3extra=${2-} i
     for i in 1 2 3; do
         read -r _ "u$i" _ < <(it_privnet reserve "$net" --role udp)
     done
@@ -275,7 +276,8 @@ MetricsPort 127.0.0.1:$mport
 MetricsPortPolicy accept 127.0.0.1"
     it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
 CircuitTransport $tr
-DatagramPort 127.0.0.1:$u3"
+DatagramPort 127.0.0.1:$u3
+$p3extra"
     d1=$(cat "$net/p1.dir")
     d2=$(cat "$net/p2.dir")
     d3=$(cat "$net/p3.dir")

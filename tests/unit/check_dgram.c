@@ -22,6 +22,8 @@
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
+#include "lib/net/ratelimit.h"
+#include "lib/time/clock.h"
 #include "lib/tls/dtls.h"
 
 Suite *suite_dgram(void);
@@ -575,6 +577,81 @@ START_TEST(test_link_garbage_no_state)
 }
 END_TEST
 
+static void
+woken(void *arg)
+{
+  (*(int *)arg)++;
+}
+
+START_TEST(test_link_bandwidth)
+{
+  /* d0 writes under a 20 KB/s limit (burst 20 KB), d1 reads under one:
+   * d0's upper layer is told to stop once the burst is spent and woken at
+   * a refill; d1 takes what d0 sent at about the read rate, the rest
+   * waiting in the socket's buffer. Loopback counts (count_private). */
+  ratelimit_t *wr = ratelimit_new(T.loop, 20000, 20000, 100);
+  ratelimit_t *rd = ratelimit_new(T.loop, 20000, 20000, 100);
+  ratelimit_configure_dir(wr, RATELIMIT_READ, 0, 0);
+  ratelimit_configure_dir(rd, RATELIMIT_WRITE, 0, 0);
+  dgram_config_t cfg;
+  dgram_config_init(&cfg);
+  cfg.handshake_timeout_s = 2;
+  cfg.bw_global = wr;
+  cfg.count_private = 1;
+  dgram_reconfigure(T.fx[0].d, &cfg);
+  cfg.bw_global = NULL;
+  cfg.bw_relay = rd;
+  dgram_reconfigure(T.fx[1].d, &cfg);
+  dgram_link_t *l = dgram_link_open(T.fx[0].d, dgram_bound_addr(T.fx[1].d),
+                                    T.fx[1].keys->ed_identity.pub, NULL);
+  RUN_UNTIL(T.up[0] && T.up[1]);
+  ck_assert(dgram_link_is_up(l));
+  /* let the buckets fill again after the handshake */
+  uint64_t t0 = time_mono_us();
+  RUN_UNTIL(time_mono_us() - t0 > 1200000);
+  uint8_t body[1000];
+  memset(body, 0x33, sizeof(body));
+  int wakes = 0;
+  unsigned sent = 0;
+  while (dgram_link_may_write(l, woken, &wakes) && sent < 100) {
+    ck_assert_int_eq(dgram_link_send(l, 0x40, body, sizeof(body)), 0);
+    dgram_link_flush(l);
+    sent++;
+  }
+  /* the 20 KB burst (one datagram may overdraw it) */
+  ck_assert_uint_ge(sent, 19);
+  ck_assert_uint_le(sent, 21);
+  ck_assert_uint_ge(ratelimit_total(wr, RATELIMIT_WRITE), 19 * 1000);
+  ck_assert_int_eq(wakes, 0);
+  ck_assert_int_eq(dgram_link_may_write(l, woken, &wakes), 0);
+  RUN_UNTIL(wakes > 0);
+  ck_assert_int_eq(wakes, 1);
+  ck_assert(dgram_link_may_write(l, woken, &wakes));
+  /* 40 more datagrams, past the write limit (records sent anyway go):
+   * d1 reads them at about 20 KB/s. */
+  for (int i = 0; i < 40; i++) {
+    ck_assert_int_eq(dgram_link_send(l, 0x40, body, sizeof(body)), 0);
+    dgram_link_flush(l);
+  }
+  t0 = time_mono_us();
+  unsigned want = sent + 40;
+  RUN_UNTIL(T.got[1] >= want);
+  ck_assert_uint_eq(T.got[1], want);
+  uint64_t took = time_mono_us() - t0;
+  /* about 40 KB beyond d1's 20 KB burst at 20 KB/s */
+  ck_assert_msg(took >= 800000, "read %u records in %llu us", want,
+                (unsigned long long)took);
+  ck_assert_uint_ge(ratelimit_total(rd, RATELIMIT_READ), want * 1000);
+  /* without limits again, nothing waits */
+  cfg.bw_relay = NULL;
+  dgram_reconfigure(T.fx[0].d, &cfg);
+  ck_assert(dgram_link_may_write(l, woken, &wakes));
+  dgram_reconfigure(T.fx[1].d, &cfg);
+  ratelimit_free(wr);
+  ratelimit_free(rd);
+}
+END_TEST
+
 START_TEST(test_rcvbuf_drops)
 {
   /* d1 asked for the default receive buffer: the kernel gave one (at
@@ -639,6 +716,7 @@ suite_dgram(void)
   tcase_add_test(tc, test_link_handshaking_per_address);
   tcase_add_test(tc, test_link_forged_peers);
   tcase_add_test(tc, test_rcvbuf_drops);
+  tcase_add_test(tc, test_link_bandwidth);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -780,6 +780,10 @@ dgram_config(const options_t *o, dgram_config_t *cfg)
   cfg->bind = dgo->port;
   cfg->idle_timeout_s = (unsigned)dgo->idle_timeout;
   cfg->max_links = (unsigned)dgo->max_links;
+  /* The bandwidth limits of TLS links to relays (apply_bandwidth). */
+  cfg->bw_global = A.bw_global;
+  cfg->bw_relay = A.bw_relay;
+  cfg->count_private = o->testing_tor_network;
 }
 
 static int

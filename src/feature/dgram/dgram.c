@@ -30,6 +30,13 @@
  *    we ask for DGRAM_RCVBUF_DEFAULT (past net.core.rmem_max when allowed
  *    to), and read with recvmsg() so that the kernel's drop count
  *    (SO_RXQ_OVFL) comes along: drops are counted and logged once.
+ *  - Bandwidth limits: every datagram to or from a peer that counts
+ *    (dgram_config_t) is consumed from the groups; out of read tokens,
+ *    the socket is not read until the refill (the kernel's buffer holds
+ *    the burst); out of write tokens, upper layers that ask
+ *    dgram_link_may_write() stop offering new cells and are woken at the
+ *    refill, while what their engines must send (acknowledgements,
+ *    retransmissions) goes and is counted, a deficit repaid later.
  */
 #include "feature/dgram/dgram.h"
 #include "lib/utcp/utcp.h"
@@ -56,6 +63,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
+#include "lib/net/ratelimit.h"
 #include "lib/tls/dtls.h"
 
 #define ADDR_KEY_LEN 19
@@ -127,6 +135,15 @@ struct dgram_t {
     void *arg;
   } observers[DGRAM_MAX_OBSERVERS];
   dgram_stats_t st;
+  /* Bandwidth limits: the groups (referenced), the waiter that resumes
+   * reading, the one that wakes the writers who asked. */
+  ratelimit_t *bw[2];
+  int reads_counted;             /* the last datagram read was counted */
+  ratelimit_waiter_t read_waiter, write_waiter;
+  struct {
+    dgram_wake_fn fn;
+    void *arg;
+  } wake[DGRAM_MAX_OBSERVERS];
 };
 
 #define BUMP(l, f) ((l)->st.f++, (l)->d->st.f++)
@@ -175,6 +192,123 @@ link_desc(const dgram_link_t *l, char *buf, size_t len)
   return buf;
 }
 
+/* ---- bandwidth limits ---- */
+
+/* Whether traffic with addr counts against the limits. */
+static int
+bw_counts(const dgram_t *d, const pc_addr_t *addr)
+{
+  return (d->bw[0] || d->bw[1]) &&
+         (d->cfg.count_private || !pc_addr_is_private(addr));
+}
+
+static void
+bw_consume(dgram_t *d, ratelimit_dir_t dir, size_t n)
+{
+  for (int i = 0; i < 2; i++)
+    if (d->bw[i])
+      ratelimit_consume(d->bw[i], dir, n);
+}
+
+/* A group without tokens for dir, or NULL. */
+static ratelimit_t *
+bw_empty(const dgram_t *d, ratelimit_dir_t dir)
+{
+  for (int i = 0; i < 2; i++)
+    if (d->bw[i] && ratelimit_avail(d->bw[i], dir) == 0)
+      return d->bw[i];
+  return NULL;
+}
+
+static void
+read_wake(void *arg)
+{
+  dgram_t *d = arg;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_READ);
+  if (rl) {
+    ratelimit_wait(rl, RATELIMIT_READ, &d->read_waiter);
+    return;
+  }
+  evloop_io_set(d->io, EVLOOP_READ);
+}
+
+static void
+write_wake(void *arg)
+{
+  dgram_t *d = arg;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_WRITE);
+  if (rl) {
+    ratelimit_wait(rl, RATELIMIT_WRITE, &d->write_waiter);
+    return;
+  }
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++) {
+    dgram_wake_fn fn = d->wake[i].fn;
+    if (!fn)
+      continue;
+    d->wake[i].fn = NULL;
+    fn(d->wake[i].arg);
+  }
+}
+
+int
+dgram_link_may_write(dgram_link_t *l, dgram_wake_fn wake, void *arg)
+{
+  dgram_t *d = l->d;
+  if (!bw_counts(d, &l->addr))
+    return 1;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_WRITE);
+  if (!rl)
+    return 1;
+  int slot = -1;
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++) {
+    if (d->wake[i].fn == wake && d->wake[i].arg == arg) {
+      slot = i;
+      break;
+    }
+    if (!d->wake[i].fn && slot < 0)
+      slot = i;
+  }
+  if (slot < 0) {
+    log_bug("DatagramPort: more writers wait for bandwidth than there are "
+            "slots");
+    return 1;
+  }
+  d->wake[slot].fn = wake;
+  d->wake[slot].arg = arg;
+  if (!ratelimit_waiter_is_waiting(&d->write_waiter))
+    ratelimit_wait(rl, RATELIMIT_WRITE, &d->write_waiter);
+  return 0;
+}
+
+void
+dgram_cancel_wake(dgram_t *d, dgram_wake_fn wake, void *arg)
+{
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++)
+    if (d->wake[i].fn == wake && d->wake[i].arg == arg)
+      d->wake[i].fn = NULL;
+}
+
+/* New groups (or none): references moved, waiters re-queued. */
+static void
+bw_set(dgram_t *d, ratelimit_t *global, ratelimit_t *relay)
+{
+  ratelimit_t *nw[2] = {global, relay};
+  if (nw[0] == d->bw[0] && nw[1] == d->bw[1])
+    return;
+  ratelimit_waiter_cancel(&d->read_waiter);
+  ratelimit_waiter_cancel(&d->write_waiter);
+  for (int i = 0; i < 2; i++) {
+    if (nw[i])
+      ratelimit_ref(nw[i]);
+    if (d->bw[i])
+      ratelimit_unref(d->bw[i]);
+    d->bw[i] = nw[i];
+  }
+  if (d->io)
+    read_wake(d);
+  write_wake(d);
+}
+
 /* ---- sending ---- */
 
 static void
@@ -187,6 +321,8 @@ send_to(dgram_t *d, const pc_addr_t *to, const uint8_t *data, size_t len,
     return;
   ssize_t r = sendto(d->fd, data, len, MSG_NOSIGNAL, (struct sockaddr *)&ss,
                      sl);
+  if (r == (ssize_t)len && bw_counts(d, to))
+    bw_consume(d, RATELIMIT_WRITE, len);
   if (!l)
     return;
   if (r != (ssize_t)len) {
@@ -807,6 +943,14 @@ socket_cb(int fd, int what, void *arg)
   } ctl;
   (void)what;
   for (int i = 0; i < READS_PER_WAKEUP; i++) {
+    /* Out of read tokens (and the peers count): leave the datagrams in
+     * the kernel's buffer until the refill. */
+    ratelimit_t *rl = d->reads_counted ? bw_empty(d, RATELIMIT_READ) : NULL;
+    if (rl) {
+      evloop_io_set(d->io, 0);
+      ratelimit_wait(rl, RATELIMIT_READ, &d->read_waiter);
+      return;
+    }
     struct sockaddr_storage ss;
     struct iovec iov = {buf, sizeof(buf)};
     struct msghdr mh;
@@ -826,6 +970,9 @@ socket_cb(int fd, int what, void *arg)
     if (pc_addr_from_sockaddr(&src, (struct sockaddr *)&ss, mh.msg_namelen) <
         0)
       continue;
+    d->reads_counted = bw_counts(d, &src);
+    if (d->reads_counted)
+      bw_consume(d, RATELIMIT_READ, (size_t)n);
     if (n > DTLS_LINK_MTU) {
       d->st.dropped_oversize++;
       continue;
@@ -1017,8 +1164,11 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
   d->by_addr = hmap_new(ADDR_KEY_LEN);
   d->by_ed = hmap_new(32);
   d->peer_ports = hmap_new(32);
+  ratelimit_waiter_init(&d->read_waiter, read_wake, d);
+  ratelimit_waiter_init(&d->write_waiter, write_wake, d);
   d->io = evloop_io_new(loop, fd, socket_cb, d);
   evloop_io_set(d->io, EVLOOP_READ);
+  bw_set(d, cfg->bw_global, cfg->bw_relay);
   d->housekeeping = evloop_timer_new(loop, housekeeping_cb, d);
   evloop_timer_schedule_periodic(d->housekeeping, HOUSEKEEPING_US);
   d->deferred = evloop_deferred_new(loop, deferred_cb, d);
@@ -1047,6 +1197,8 @@ dgram_free_(dgram_t *d)
     link_close(v, "shutting down", 1);
   }
   deferred_cb(d);
+  memset(d->wake, 0, sizeof(d->wake));
+  bw_set(d, NULL, NULL);
   evloop_deferred_free(d->deferred);
   evloop_timer_free(d->housekeeping);
   evloop_io_free(d->io);
@@ -1065,6 +1217,7 @@ dgram_reconfigure(dgram_t *d, const dgram_config_t *cfg)
   pc_addr_t bind = d->bound;
   d->cfg = *cfg;
   d->cfg.bind = bind;
+  bw_set(d, cfg->bw_global, cfg->bw_relay);
   if (!d->cfg.max_links)
     d->cfg.max_links = 1;
   if (!d->cfg.max_handshaking)

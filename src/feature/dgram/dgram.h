@@ -75,6 +75,12 @@ typedef struct dgram_config_t {
   int open_announced;           /* open links to announcing relays */
   unsigned rcvbuf;              /* UDP receive buffer asked of the kernel
                                  * (bytes; 0: DGRAM_RCVBUF_DEFAULT) */
+  /* Bandwidth limits (BandwidthRate, RelayBandwidthRate): the datagrams
+   * to and from peers count in both groups (peers are relays), as the
+   * bytes of TLS links to relays do; peers on private addresses only with
+   * count_private (tor's CountPrivateBandwidth). NULL: unlimited. */
+  struct ratelimit_t *bw_global, *bw_relay;
+  int count_private;
 } dgram_config_t;
 /* Bursts of datagrams wait in the kernel's receive buffer until the loop
  * reads them; one that does not fit is dropped (counted, logged once). */
@@ -120,6 +126,13 @@ void *dgram_link_get_user(const dgram_link_t *l);
 int dgram_link_send(dgram_link_t *l, uint8_t type, const uint8_t *body,
                     size_t len);
 size_t dgram_link_max_record(const dgram_link_t *l);
+/* Whether the bandwidth limits let the upper layer send more to l's peer
+ * now: 1; or 0, and wake(arg) is called once when they do (one pending
+ * wake per (wake, arg); records sent anyway still go, and are counted). */
+typedef void (*dgram_wake_fn)(void *arg);
+int dgram_link_may_write(dgram_link_t *l, dgram_wake_fn wake, void *arg);
+/* Forget a pending wake (before arg is freed). */
+void dgram_cancel_wake(dgram_t *d, dgram_wake_fn wake, void *arg);
 void dgram_link_flush(dgram_link_t *l);
 void dgram_link_close(dgram_link_t *l, const char *why);
 

@@ -41,6 +41,7 @@ struct dgram_carry_t {
   hmap_t *hops;                   /* tag -> dgram_carry_hop_t */
   hmap_t *links;                  /* dgram_link_t pointer -> link */
   dlist_t link_list;
+  dlist_t bw_waiting;             /* hops out of bandwidth tokens */
   dgram_carry_stats_t st;
 };
 
@@ -94,6 +95,8 @@ hop_forget(dgram_carry_hop_t *h)
 {
   if (h->lk->c->ops->hop_gone)
     h->lk->c->ops->hop_gone(h);
+  if (dlist_node_is_linked(&h->bw_node))
+    dlist_remove(&h->bw_node);
   hmap_remove_u64(h->lk->c->hops, h->tag);
   dlist_remove(&h->node);
   free(h->direct);
@@ -206,11 +209,42 @@ dgram_carry_link_reap(dgram_carry_link_t *lk)
 
 /* ---- the carrier: what the channel asks of us ---- */
 
+/* The bandwidth limits have tokens again: the channels that were told
+ * to wait try again (each asks can_send afresh). */
+static void
+bw_wake(void *arg)
+{
+  dgram_carry_t *c = arg;
+  dlist_t woken;
+  dlist_init(&woken);
+  dlist_node_t *n;
+  while ((n = dlist_first(&c->bw_waiting))) {
+    dlist_remove(n);
+    dlist_insert_tail(&woken, n);
+  }
+  while ((n = dlist_first(&woken))) {
+    dlist_remove(n);
+    dgram_carry_hop_t *h = DLIST_ENTRY(n, dgram_carry_hop_t, bw_node);
+    if (h->chan && h->n_direct == 0)
+      channel_carried_writable(h->chan);
+  }
+}
+
 static int
 carrier_can_send(void *arg)
 {
   dgram_carry_hop_t *h = hop_of_arg(arg);
-  return h && h->n_direct == 0 && h->lk->c->ops->hop_can_send(h);
+  if (!h || h->n_direct)
+    return 0;
+  dgram_carry_t *c = h->lk->c;
+  if (!dgram_link_may_write(h->lk->dl, bw_wake, c)) {
+    if (!dlist_node_is_linked(&h->bw_node)) {
+      dlist_insert_tail(&c->bw_waiting, &h->bw_node);
+      c->st.bw_blocked++;
+    }
+    return 0;
+  }
+  return c->ops->hop_can_send(h);
 }
 
 static int
@@ -478,6 +512,7 @@ dgram_carry_new(evloop_t *loop, dgram_t *d, const dgram_carry_ops_t *ops,
   c->hops = hmap_new(8);
   c->links = hmap_new(8);
   dlist_init(&c->link_list);
+  dlist_init(&c->bw_waiting);
   by_class[ops->tag_class] = c;
   if (hooks_attach(c) < 0) {
     log_warn("%s: cannot attach to the datagram links and circuits (a "
@@ -499,6 +534,7 @@ dgram_carry_free_(dgram_carry_t *c)
   dlist_node_t *n;
   while ((n = dlist_first(&c->link_list)))
     link_free(DLIST_ENTRY(n, dgram_carry_link_t, node));
+  dgram_cancel_wake(c->d, bw_wake, c);
   if (by_class[c->ops->tag_class] == c)
     by_class[c->ops->tag_class] = NULL;
   hooks_detach(c, 5);

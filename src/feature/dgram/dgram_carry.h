@@ -23,6 +23,12 @@
  * transport. Links are kept in a map of our own (dgram link -> record),
  * so two transports can sit on the same datagram link.
  *
+ * Bandwidth limits (BandwidthRate, RelayBandwidthRate): a hop's channel
+ * may send a cell only while the datagram link layer has write tokens
+ * (dgram_link_may_write()); hops told no wait in a list and their channels
+ * are woken at the refill. Direct cells and what the engines send by
+ * themselves are not held back (they are counted).
+ *
  * Lifetimes: a hop lives while its channel is open or, after the channel
  * closed, while direct cells still wait (at most DGRAM_CARRY_LINGER_US);
  * then the transport's hop_close ends the engine's side and the record is
@@ -60,6 +66,7 @@ typedef struct dgram_carry_hop_t {
   unsigned n_direct;
   uint8_t (*direct)[CELL_MAX_NETWORK_LEN]; /* on first use */
   uint64_t linger_until_us;       /* channel gone, direct cells wait */
+  dlist_node_t bw_node;           /* waiting for bandwidth tokens */
 } dgram_carry_hop_t;
 
 typedef struct dgram_carry_ops_t {
@@ -109,6 +116,7 @@ typedef struct dgram_carry_stats_t {
   uint64_t hops_refused;          /* ... refused (limit, no identity) */
   uint64_t direct_queued;         /* CREATE/DESTROY waiting for room */
   uint64_t direct_dropped;        /* ... beyond the bound: lost */
+  uint64_t bw_blocked;            /* times a hop waited for bandwidth */
 } dgram_carry_stats_t;
 
 /* Attach to d and to the circuit layer (see above): NULL with a log line
