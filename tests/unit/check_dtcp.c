@@ -34,10 +34,8 @@
 Suite *suite_dtcp(void);
 
 static struct {
-  fixture_dgram_t fx[2];
+  fixture_dgram_pair_t p;
   dtcp_t *t;
-  evloop_t *loop;
-  evloop_timer_t *timeout;
   dgram_link_t *l1;        /* d1's link to d0 */
   utcp_peer_t *p1;         /* the test's TCP end, d1's side */
   /* the test's connection */
@@ -47,15 +45,8 @@ static struct {
   size_t rx_len;
 } T;
 
-static void
-on_timeout(void *arg)
-{
-  (void)arg;
-  evloop_exit(T.loop);
-}
-
 /* Run the loop until cond holds or 10 s pass. */
-#define RUN_UNTIL(cond) FIXTURE_RUN_UNTIL(T.loop, T.timeout, cond)
+#define RUN_UNTIL(cond) FIXTURE_RUN_UNTIL(T.p.loop, T.p.timeout, cond)
 
 static void
 seg_out(void *arg, const uint8_t *seg, size_t len)
@@ -117,20 +108,14 @@ setup(void)
   memset(&T, 0, sizeof(T));
   if (!utcp_available())
     return;
-  ck_assert_int_eq(crypt_global_init(), 0);
-  T.loop = evloop_new();
-  T.timeout = evloop_timer_new(T.loop, on_timeout, NULL);
-  channels_init(T.loop, NULL);
-  circuits_init();
-  for (int i = 0; i < 2; i++)
-    fixture_dgram_start(&T.fx[i], T.loop, "dtcp", 0);
-  T.t = dtcp_new(T.loop, T.fx[0].d);
+  fixture_dgram_pair_start(&T.p, "dtcp", 0, 1);
+  T.t = dtcp_new(T.p.loop, T.p.fx[0].d);
   ck_assert_ptr_nonnull(T.t);
   ck_assert_int_eq(
-      dgram_register_handler(T.fx[1].d, DGRAM_REC_TCP_SEGMENT, seg_in, NULL), 0);
-  T.l1 = dgram_link_open(T.fx[1].d, dgram_bound_addr(T.fx[0].d),
-                         T.fx[0].keys->ed_identity.pub,
-                         T.fx[0].keys->rsa_id_digest);
+      dgram_register_handler(T.p.fx[1].d, DGRAM_REC_TCP_SEGMENT, seg_in, NULL), 0);
+  T.l1 = dgram_link_open(T.p.fx[1].d, dgram_bound_addr(T.p.fx[0].d),
+                         T.p.fx[0].keys->ed_identity.pub,
+                         T.p.fx[0].keys->rsa_id_digest);
   ck_assert_ptr_nonnull(T.l1);
   dtcp_stats_t st;
   RUN_UNTIL(dgram_link_is_up(T.l1) &&
@@ -148,12 +133,7 @@ teardown(void)
     return;
   utcp_peer_free(T.p1);
   dtcp_free(T.t);
-  channels_shutdown();
-  circuits_shutdown();
-  for (int i = 0; i < 2; i++)
-    fixture_dgram_free(&T.fx[i]);
-  evloop_timer_free(T.timeout);
-  evloop_free(T.loop);
+  fixture_dgram_pair_free(&T.p);
 }
 
 /* The test's connection to d0's dtcp, with a first-cell timeout of 1 s. */

@@ -24,6 +24,22 @@ void fixture_dgram_start(fixture_dgram_t *f, evloop_t *loop, const char *tag,
 /* Free the link layer, the keys and their directory. */
 void fixture_dgram_free(fixture_dgram_t *f);
 
+/* Two of them in a new event loop, with a timer that ends the loop (for
+ * FIXTURE_RUN_UNTIL); with_circuits also starts the circuit layer
+ * (channels without keys, socketless ones allowed, circuits). */
+typedef struct fixture_dgram_pair_t {
+  fixture_dgram_t fx[2];
+  evloop_t *loop;
+  evloop_timer_t *timeout;
+  int with_circuits;
+} fixture_dgram_pair_t;
+void fixture_dgram_pair_start(fixture_dgram_pair_t *p, const char *tag,
+                              unsigned handshake_timeout_s,
+                              int with_circuits);
+/* Stop what _start() started and free it (the caller first frees what it
+ * attached to the link layers). */
+void fixture_dgram_pair_free(fixture_dgram_pair_t *p);
+
 /* Run loop until cond holds or 10 s pass, in steps of 50 ms ended by
  * timer (an evloop timer whose callback exits loop). */
 #define FIXTURE_RUN_UNTIL(loop, timer, cond)                                 \
