@@ -227,32 +227,35 @@ START_TEST(test_hooks)
 }
 END_TEST
 
+/* A circuit from in extended to d1's relay (its CREATE2 written). */
+static or_circuit_t *
+extend(channel_t *in, uint32_t circid)
+{
+  cell_t create;
+  memset(&create, 0, sizeof(create));
+  create.command = CELL_CREATE2;
+  or_circuit_t *oc = or_circuit_new(in, circid);
+  ck_assert_int_eq(circuit_extend_to(&oc->base, dgram_bound_addr(T.p.fx[1].d),
+                                     T.p.fx[1].keys->rsa_id_digest,
+                                     T.p.fx[1].keys->ed_identity.pub, &create),
+                   0);
+  return oc;
+}
+
 START_TEST(test_extension)
 {
   channel_t *in = channel_accept_socketless_for_testing(
       dgram_bound_addr(T.p.fx[1].d), T.p.fx[1].keys->rsa_id_digest,
       T.p.fx[1].keys->ed_identity.pub);
   channel_open_socketless_for_testing(in);
-  cell_t create;
-  memset(&create, 0, sizeof(create));
-  create.command = CELL_CREATE2;
-  pc_addr_t to = *dgram_bound_addr(T.p.fx[1].d);
   /* outgoing off: TLS, without a word from the transport */
-  or_circuit_t *oc = or_circuit_new(in, 0x80000001u);
-  ck_assert_int_eq(circuit_extend_to(&oc->base, &to,
-                                     T.p.fx[1].keys->rsa_id_digest,
-                                     T.p.fx[1].keys->ed_identity.pub, &create),
-                   0);
+  or_circuit_t *oc = extend(in, 0x80000001u);
   ck_assert(!channel_is_carried(oc->base.n_chan));
   circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
   /* on, but the engine refuses the hop: TLS, counted */
   dgram_carry_set_outgoing(T.c, 1);
   T.refuse_connect = 1;
-  oc = or_circuit_new(in, 0x80000003u);
-  ck_assert_int_eq(circuit_extend_to(&oc->base, &to,
-                                     T.p.fx[1].keys->rsa_id_digest,
-                                     T.p.fx[1].keys->ed_identity.pub, &create),
-                   0);
+  oc = extend(in, 0x80000003u);
   ck_assert(!channel_is_carried(oc->base.n_chan));
   dgram_carry_stats_t st;
   dgram_carry_get_stats(T.c, &st);
@@ -261,11 +264,7 @@ START_TEST(test_extension)
   circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
   /* carried: the CREATE2 waits for room as a direct cell */
   T.refuse_connect = 0;
-  oc = or_circuit_new(in, 0x80000005u);
-  ck_assert_int_eq(circuit_extend_to(&oc->base, &to,
-                                     T.p.fx[1].keys->rsa_id_digest,
-                                     T.p.fx[1].keys->ed_identity.pub, &create),
-                   0);
+  oc = extend(in, 0x80000005u);
   channel_t *n = oc->base.n_chan;
   ck_assert(channel_is_carried(n) && channel_is_outgoing(n));
   ck_assert_ptr_eq(T.hop->chan, n);
