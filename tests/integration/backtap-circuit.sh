@@ -14,7 +14,8 @@
 #     statistics) show the cells crossed BackTap: p2 sent at least one cell
 #     per 498 bytes of the file and p1 received and delivered them, ACK/FWD
 #     feedback flowed both ways, nothing was dropped as malformed; p2's
-#     MetricsPort shows the same (pctor_backtap_cells_sent_total);
+#     MetricsPort shows the same (pctor_backtap_cells_sent_total) and the
+#     datagram link layer's gauges and drop counters (pctor_dgram_*);
 #   - a third pctor relay p3 (backtap): the download p1 -> p3 -> p2 crosses
 #     two BackTap hops, p3 relaying every cell from one flow to the other,
 #     no faster than p3's RelayBandwidthRate (1 MB/s) allows;
@@ -88,6 +89,13 @@ msent=$(echo "$m" | awk '$1 == "pctor_backtap_cells_sent_total" {print $2}')
     it_fail "MetricsPort: pctor_backtap_cells_sent_total '$msent' < $cells"
 echo "$m" | grep -q '^pctor_backtap_dropped_total{reason="malformed"} 0$' ||
     it_fail "MetricsPort: $(echo "$m" | grep pctor_backtap_dropped)"
+# ... and the datagram link layer's.
+mlinks=$(echo "$m" | awk '$1 == "pctor_dgram_links_up" {print $2}')
+mbuf=$(echo "$m" | awk '$1 == "pctor_dgram_rcvbuf_bytes" {print $2}')
+[ -n "$mlinks" ] && [ "$mlinks" -ge 1 ] && [ -n "$mbuf" ] && [ "$mbuf" -gt 0 ] ||
+    it_fail "MetricsPort: pctor_dgram_links_up '$mlinks', pctor_dgram_rcvbuf_bytes '$mbuf'"
+echo "$m" | grep -Eq '^pctor_dgram_dropped_total\{reason="receive_buffer_full"\} [0-9]+$' ||
+    it_fail "MetricsPort: no pctor_dgram_dropped_total for a full receive buffer"
 it_log "MetricsPort: pctor_backtap_cells_sent_total $msent"
 
 # 3. Two BackTap hops in a row: p1 -> p3 -> p2, p3 forwards from one flow

@@ -28,6 +28,7 @@
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/btcirc/btcirc.h"
+#include "feature/dgram/dgram.h"
 #include "feature/dtcp/dtcp.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
@@ -429,6 +430,42 @@ metrics_render(void)
       (unsigned long long)ps.shared_over_limit);
   strbuf_addf(&b, "pctor_pctcp_fallbacks_total{reason=\"peer_policy\"} %llu\n",
       (unsigned long long)ps.shared_by_policy);
+
+  const dgram_t *dg = dgram_instance();
+  if (dg) {
+    dgram_stats_t gs;
+    dgram_get_stats(dg, &gs);
+    one(&b, "pctor_dgram_links", "gauge",
+        "DatagramPort: datagram links (any state)", gs.links);
+    one(&b, "pctor_dgram_links_up", "gauge",
+        "DatagramPort: authenticated datagram links", gs.links_up);
+    head(&b, "pctor_dgram_datagrams_total", "counter",
+         "DatagramPort: datagrams by direction");
+    strbuf_addf(&b, "pctor_dgram_datagrams_total{direction=\"in\"} %llu\n",
+                (unsigned long long)gs.dgrams_in);
+    strbuf_addf(&b, "pctor_dgram_datagrams_total{direction=\"out\"} %llu\n",
+                (unsigned long long)gs.dgrams_out);
+    one(&b, "pctor_dgram_rcvbuf_bytes", "gauge",
+        "DatagramPort: the UDP receive buffer the kernel gave",
+        (unsigned long long)gs.rcvbuf_bytes);
+    head(&b, "pctor_dgram_dropped_total", "counter",
+         "DatagramPort: datagrams and records dropped, by reason");
+    const struct {
+      const char *reason;
+      uint64_t v;
+    } dgd[] = {
+        {"receive_buffer_full", gs.dropped_rcvbuf},
+        {"no_link", gs.dropped_no_link},
+        {"oversize", gs.dropped_oversize},
+        {"undecryptable", gs.dropped_dtls},
+        {"bad_frame", gs.dropped_frame},
+        {"unknown_type", gs.dropped_type},
+        {"before_authentication", gs.dropped_early},
+    };
+    for (size_t i = 0; i < sizeof(dgd) / sizeof(dgd[0]); i++)
+      strbuf_addf(&b, "pctor_dgram_dropped_total{reason=\"%s\"} %llu\n",
+                  dgd[i].reason, (unsigned long long)dgd[i].v);
+  }
 
   const btcirc_t *bt = btcirc_instance();
   if (bt) {

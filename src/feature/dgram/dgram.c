@@ -1176,6 +1176,12 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
 }
 
 static dgram_t *attached; /* the one announcing on TLS links */
+
+const dgram_t *
+dgram_instance(void)
+{
+  return attached;
+}
 static void open_cb(channel_t *chan, void *arg);
 
 void

@@ -105,6 +105,9 @@ void dgram_set_keys(dgram_t *d, const relay_keys_t *keys);
  * channel-open observer and a var-cell handler; one dgram_t per process
  * may do this). 0 or -1. */
 int dgram_attach_channels(dgram_t *d);
+/* The dgram_t that dgram_attach_channels() attached, or NULL (for the
+ * MetricsPort). */
+const dgram_t *dgram_instance(void);
 /* The UDP port the relay with this Ed25519 identity announced, or 0. */
 uint16_t dgram_peer_port(const dgram_t *d, const uint8_t ed_id[32]);
 
