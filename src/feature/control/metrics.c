@@ -232,6 +232,22 @@ one(strbuf_t *b, const char *name, const char *type, const char *help,
   strbuf_addf(b, "%s %llu\n", name, v);
 }
 
+/* A counter with one line per reason (label "reason"). */
+typedef struct {
+  const char *reason;
+  uint64_t v;
+} by_reason_t;
+
+static void
+by_reason(strbuf_t *b, const char *name, const char *help,
+          const by_reason_t *r, size_t n)
+{
+  head(b, name, "counter", help);
+  for (size_t i = 0; i < n; i++)
+    strbuf_addf(b, "%s{reason=\"%s\"} %llu\n", name, r[i].reason,
+                (unsigned long long)r[i].v);
+}
+
 typedef struct {
   unsigned open[2][2];  /* [outgoing][ipv6] */
   unsigned handshaking;
@@ -448,12 +464,7 @@ metrics_render(void)
     one(&b, "pctor_dgram_rcvbuf_bytes", "gauge",
         "DatagramPort: the UDP receive buffer the kernel gave",
         (unsigned long long)gs.rcvbuf_bytes);
-    head(&b, "pctor_dgram_dropped_total", "counter",
-         "DatagramPort: datagrams and records dropped, by reason");
-    const struct {
-      const char *reason;
-      uint64_t v;
-    } dgd[] = {
+    const by_reason_t dgd[] = {
         {"receive_buffer_full", gs.dropped_rcvbuf},
         {"no_link", gs.dropped_no_link},
         {"oversize", gs.dropped_oversize},
@@ -462,9 +473,9 @@ metrics_render(void)
         {"unknown_type", gs.dropped_type},
         {"before_authentication", gs.dropped_early},
     };
-    for (size_t i = 0; i < sizeof(dgd) / sizeof(dgd[0]); i++)
-      strbuf_addf(&b, "pctor_dgram_dropped_total{reason=\"%s\"} %llu\n",
-                  dgd[i].reason, (unsigned long long)dgd[i].v);
+    by_reason(&b, "pctor_dgram_dropped_total",
+              "DatagramPort: datagrams and records dropped, by reason", dgd,
+              sizeof(dgd) / sizeof(dgd[0]));
   }
 
   const btcirc_t *bt = btcirc_instance();
@@ -492,12 +503,7 @@ metrics_render(void)
     one(&b, "pctor_backtap_feedback_received_total", "counter",
         "BackTap: ACK/FWD records received",
         (unsigned long long)bs.bt.feedback_received);
-    head(&b, "pctor_backtap_dropped_total", "counter",
-         "BackTap: records dropped without state, by reason");
-    const struct {
-      const char *reason;
-      uint64_t v;
-    } drops[] = {
+    const by_reason_t drops[] = {
         {"malformed", bs.bt.malformed},
         {"unknown_circuit", bs.bt.unknown_flow},
         {"duplicate", bs.bt.duplicate},
@@ -506,9 +512,9 @@ metrics_render(void)
         {"forged_feedback", bs.bt.forged_feedback},
         {"stale_feedback", bs.bt.stale_feedback},
     };
-    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
-      strbuf_addf(&b, "pctor_backtap_dropped_total{reason=\"%s\"} %llu\n",
-                  drops[i].reason, (unsigned long long)drops[i].v);
+    by_reason(&b, "pctor_backtap_dropped_total",
+              "BackTap: records dropped without state, by reason", drops,
+              sizeof(drops) / sizeof(drops[0]));
   }
 
   const dtcp_t *dt = dtcp_instance();
