@@ -106,7 +106,6 @@ struct dgram_link_t {
   dgram_frame_t frame;
   int in_dirty;
   dgram_link_t *next_dirty, *next_dead;
-  void *user;
   dgram_link_stats_t st;
 };
 
@@ -1302,18 +1301,6 @@ const pc_addr_t *
 dgram_link_peer_addr(const dgram_link_t *l)
 {
   return &l->addr;
-}
-
-void
-dgram_link_set_user(dgram_link_t *l, void *user)
-{
-  l->user = user;
-}
-
-void *
-dgram_link_get_user(const dgram_link_t *l)
-{
-  return l->user;
 }
 
 int

@@ -31,8 +31,10 @@
  * Everything runs on the event loop thread; callbacks may send and may
  * close links (closing is deferred to the end of the callback).
  *
+ * The transports that carry circuit hops (BackTap, TCP-over-DTLS) attach
+ * through dgram_carry.h, which keeps their per-link and per-hop records.
  * For BackTap (feature/backtap, a pure engine): one backtap_link_t per
- * dgram link, made in the link observer on up and freed on down;
+ * dgram link, made when the link comes up and freed when it goes down;
  * its send_record maps BACKTAP_REC_CELL / _FEEDBACK onto
  * DGRAM_REC_BACKTAP_CELL / _FEEDBACK and calls dgram_link_send(); handlers
  * for those two types call backtap_link_input(); link_failed calls
@@ -121,8 +123,6 @@ const uint8_t *dgram_link_peer_ed_id(const dgram_link_t *l); /* NULL until
                                                                 known */
 const uint8_t *dgram_link_peer_rsa_id(const dgram_link_t *l); /* same */
 const pc_addr_t *dgram_link_peer_addr(const dgram_link_t *l);
-void dgram_link_set_user(dgram_link_t *l, void *user);
-void *dgram_link_get_user(const dgram_link_t *l);
 /* Queue a record of an upper-layer type: 0; -1 if the link is not up,
  * the type is a link-layer one or the body exceeds
  * dgram_link_max_record(). */
