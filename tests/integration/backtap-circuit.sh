@@ -14,9 +14,11 @@
 #     statistics) show the cells crossed BackTap: p2 sent at least one cell
 #     per 498 bytes of the file and p1 received and delivered them, ACK/FWD
 #     feedback flowed both ways, nothing was dropped as malformed; p2's
-#     MetricsPort shows the same (pctor_backtap_cells_sent_total);
+#     MetricsPort shows the same (pctor_backtap_cells_sent_total) and the
+#     datagram link layer's gauges and drop counters (pctor_dgram_*);
 #   - a third pctor relay p3 (backtap): the download p1 -> p3 -> p2 crosses
-#     two BackTap hops, p3 relaying every cell from one flow to the other;
+#     two BackTap hops, p3 relaying every cell from one flow to the other,
+#     no faster than p3's RelayBandwidthRate (1 MB/s) allows;
 #   - a hop p1 -> relay1 (tor, no DatagramPort) uses TLS and says so, and
 #     the circuit works;
 #   - garbage BackTap records (pctor-dgramtest with its own relay keys
@@ -37,33 +39,10 @@ it_net_start --authorities 1 --relays 1 --exit-relays 0
 
 it_web_file "$MB"
 
-udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
-u1=$(udp_port)
-u2=$(udp_port)
-u3=$(udp_port)
-read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
-it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u1"
-it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u2
-ExitRelay 1
-ExitPolicyRejectPrivate 0
-ExitPolicy accept 127.0.0.1:*
-ExitPolicy reject *:*
-RefuseUnknownExits 0
-ServerDNSResolvConfFile $net/resolv.conf
-MetricsPort 127.0.0.1:$mport
-MetricsPortPolicy accept 127.0.0.1"
-it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
-CircuitTransport backtap
-DatagramPort 127.0.0.1:$u3"
+# p3 relays under a bandwidth limit (step 3), which its datagram hops obey.
+it_dgram_relays backtap "RelayBandwidthRate 1 MBytes
+RelayBandwidthBurst 1 MBytes"
 hop() { it_pctor_hop "$net" "$1"; }
-d1=$(cat "$net/p1.dir")
-d2=$(cat "$net/p2.dir")
-d3=$(cat "$net/p3.dir")
-ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
 grep -q "CircuitTransport backtap: hops to relays with a datagram link use BackTap" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport backtap: $(grep -i -e backtap -e err "$d1/info.log" | tail -3)"
 
@@ -73,12 +52,7 @@ stats() { it_usr1_line "$net" "$1" "Statistics: BackTap:" "BackTap statistics"; 
 num_before() { echo "$1" | grep -o "[0-9]* $2" | head -1 | cut -d' ' -f1; }
 
 # 1. The first circuit p1 -> p2 brings the datagram link up.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ0.out" 2>&1 ||
-    it_fail "circuit p1 -> p2 failed: $(tail -3 "$net/circ0.out")"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d1/info.log" ||
-    it_fail "p1 did not bring up a datagram link to p2: $(grep -i datagram "$d1/info.log" | tail -3)"
-it_wait_until 10 grep -q "Datagram link 127.0.0.1:$u1 (peer opened.*is up" "$d2/info.log" ||
-    it_fail "p2 did not authenticate p1's datagram link"
+it_dgram_link p1 p2
 it_log "datagram link p1 -> p2 up"
 
 # 2. The download over BackTap.
@@ -115,19 +89,19 @@ msent=$(echo "$m" | awk '$1 == "pctor_backtap_cells_sent_total" {print $2}')
     it_fail "MetricsPort: pctor_backtap_cells_sent_total '$msent' < $cells"
 echo "$m" | grep -q '^pctor_backtap_dropped_total{reason="malformed"} 0$' ||
     it_fail "MetricsPort: $(echo "$m" | grep pctor_backtap_dropped)"
+# ... and the datagram link layer's.
+mlinks=$(echo "$m" | awk '$1 == "pctor_dgram_links_up" {print $2}')
+mbuf=$(echo "$m" | awk '$1 == "pctor_dgram_rcvbuf_bytes" {print $2}')
+[ -n "$mlinks" ] && [ "$mlinks" -ge 1 ] && [ -n "$mbuf" ] && [ "$mbuf" -gt 0 ] ||
+    it_fail "MetricsPort: pctor_dgram_links_up '$mlinks', pctor_dgram_rcvbuf_bytes '$mbuf'"
+echo "$m" | grep -Eq '^pctor_dgram_dropped_total\{reason="receive_buffer_full"\} [0-9]+$' ||
+    it_fail "MetricsPort: no pctor_dgram_dropped_total for a full receive buffer"
 it_log "MetricsPort: pctor_backtap_cells_sent_total $msent"
 
 # 3. Two BackTap hops in a row: p1 -> p3 -> p2, p3 forwards from one flow
 # into the other (FWD towards p2 when the cell left on p1's flow).
-for pair in "p1 p3" "p3 p2"; do
-    set -- $pair
-    "$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop "$1")" "$(hop "$2")" > "$net/circ-$1$2.out" 2>&1 ||
-        it_fail "circuit $1 -> $2 failed: $(tail -3 "$net/circ-$1$2.out")"
-done
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u3 (we opened.*is up" "$d1/info.log" ||
-    it_fail "no datagram link p1 -> p3"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d3/info.log" ||
-    it_fail "no datagram link p3 -> p2"
+it_dgram_link p1 p3
+it_dgram_link p3 p2
 t0=$SECONDS
 "$CIRCTEST" --timeout 180 --nodes "$nodes" --begin "127.0.0.1:$hport" \
     --get /file --out "$net/body3" "$(hop p1)" "$(hop p3)" "$(hop p2)" 2> "$net/get3.err" ||
@@ -140,13 +114,15 @@ it_log "p3: $s3"
     it_fail "p3 did not carry the circuit over BackTap on both sides: $s3"
 [ "$(num_before "$s3" "delivered;")" -ge "$cells" ] && [ "$(num_before "$s3" "sent,")" -ge "$cells" ] ||
     it_fail "p3 did not relay $cells cells between its BackTap hops: $s3"
-it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops), sha256 ok ($((SECONDS - t0)) s)"
+took=$((SECONDS - t0))
+# RelayBandwidthRate 1 MBytes at p3: MB MiB take MB - 1 seconds beyond the
+# burst (each way); allow for rounding.
+[ "$took" -ge $((MB - 3)) ] ||
+    it_fail "p3 relayed $MB MiB over its datagram hops in $took s, faster than its RelayBandwidthRate allows"
+it_log "$MB MiB through p1 -> p3 -> p2 (two BackTap hops, 1 MB/s at p3), sha256 ok ($took s)"
 
 # 4. A hop to a tor relay falls back to TLS.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" relay1 > "$net/circ1r.out" 2>&1 ||
-    it_fail "circuit p1 -> relay1 (tor) failed: $(tail -3 "$net/circ1r.out")"
-it_wait_until 10 grep -q "CircuitTransport: the hop to 127.0.0.1:[0-9]* uses TLS (the relay announced no DatagramPort)" "$d1/info.log" ||
-    it_fail "p1 did not log the TLS fallback: $(grep 'CircuitTransport' "$d1/info.log" | tail -3)"
+it_dgram_tls_hop
 it_log "hop p1 -> relay1 (tor) over TLS"
 
 # 5. Garbage BackTap records on an authenticated link.

@@ -21,7 +21,7 @@
 #     afterwards), keep their link, and log no warning;
 #   - p1 -> p3 -> p2: two TCP-over-DTLS hops, p3 relaying every cell from
 #     one connection into the other (its receive windows reopen only as
-#     cells leave it);
+#     cells leave it), no faster than p3's RelayBandwidthRate (1 MB/s);
 #   - a hop p1 -> relay1 (tor, no DatagramPort) uses TLS and says so, and
 #     the circuit works;
 #   - garbage TCP segment records (pctor-dgramtest on an authenticated
@@ -41,70 +41,23 @@ MB=${DTLS_TCP_TEST_MB:-8}
 grep -q "define HAVE_LWIP 1" "${top_builddir:?}/config.h" ||
     it_skip "built without lwIP: CircuitTransport dtls-tcp is not supported in this build"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
+it_web_file "$MB"
 
-www=$(it_tmpdir)
-head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/file"
-want=$(sha256sum < "$www/file" | cut -d' ' -f1)
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
-
-udp_port() { local _n p _r; read -r _n p _r < <(it_privnet reserve "$net" --role udp); echo "$p"; }
-u1=$(udp_port)
-u2=$(udp_port)
-u3=$(udp_port)
-read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
-it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
-CircuitTransport dtls-tcp
-DatagramPort 127.0.0.1:$u1"
-it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
-CircuitTransport dtls-tcp
-DatagramPort 127.0.0.1:$u2
-ExitRelay 1
-ExitPolicyRejectPrivate 0
-ExitPolicy accept 127.0.0.1:*
-ExitPolicy reject *:*
-RefuseUnknownExits 0
-ServerDNSResolvConfFile $net/resolv.conf
-MetricsPort 127.0.0.1:$mport
-MetricsPortPolicy accept 127.0.0.1"
-it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
-CircuitTransport dtls-tcp
-DatagramPort 127.0.0.1:$u3"
-hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
-d1=$(cat "$net/p1.dir")
-d2=$(cat "$net/p2.dir")
-d3=$(cat "$net/p3.dir")
-ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
+# p3 relays under a bandwidth limit (step 3), which its datagram hops obey.
+it_dgram_relays dtls-tcp "RelayBandwidthRate 1 MBytes
+RelayBandwidthBurst 1 MBytes"
+hop() { it_pctor_hop "$net" "$1"; }
 grep -q "CircuitTransport dtls-tcp: hops to relays with a datagram link use TCP-over-DTLS (lwIP" "$d1/info.log" ||
     it_fail "p1 does not run CircuitTransport dtls-tcp: $(grep -i -e dtls -e err "$d1/info.log" | tail -3)"
 
 # stats NICK: the TCP-over-DTLS statistics line of a fresh SIGUSR1.
-n_stats() { grep -c "Statistics: TCP-over-DTLS:" "$1/info.log"; }
-stats() {
-    local d pid before
-    d=$(cat "$net/$1.dir")
-    pid=$(cat "$d/pid")
-    before=$(n_stats "$d")
-    kill -USR1 "$pid"
-    stats_after() { [ "$(n_stats "$1")" -gt "$2" ]; }
-    it_wait_until 30 stats_after "$d" "$before" ||
-        it_fail "$1 printed no TCP-over-DTLS statistics"
-    grep "Statistics: TCP-over-DTLS:" "$d/info.log" | tail -1
-}
+stats() { it_usr1_line "$net" "$1" "Statistics: TCP-over-DTLS:" "TCP-over-DTLS statistics"; }
 # num_before LINE WORDS: the number just before WORDS.
 num_before() { echo "$1" | grep -o "[0-9]* $2" | head -1 | cut -d' ' -f1; }
 
 # 1. The first circuit p1 -> p2 brings the datagram link up.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" "$(hop p2)" > "$net/circ0.out" 2>&1 ||
-    it_fail "circuit p1 -> p2 failed: $(tail -3 "$net/circ0.out")"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d1/info.log" ||
-    it_fail "p1 did not bring up a datagram link to p2: $(grep -i datagram "$d1/info.log" | tail -3)"
-it_wait_until 10 grep -q "Datagram link 127.0.0.1:$u1 (peer opened.*is up" "$d2/info.log" ||
-    it_fail "p2 did not authenticate p1's datagram link"
+it_dgram_link p1 p2
 it_log "datagram link p1 -> p2 up"
 
 # 2. The download over TCP-over-DTLS.
@@ -159,15 +112,8 @@ stats p1 | grep -q "TCP-over-DTLS: 1 links" || it_fail "p1 lost its link after t
 it_log "download cut after 2 MB: no hop left on p1 or p2, link kept"
 
 # 3. Two TCP-over-DTLS hops in a row: p1 -> p3 -> p2.
-for pair in "p1 p3" "p3 p2"; do
-    set -- $pair
-    "$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop "$1")" "$(hop "$2")" > "$net/circ-$1$2.out" 2>&1 ||
-        it_fail "circuit $1 -> $2 failed: $(tail -3 "$net/circ-$1$2.out")"
-done
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u3 (we opened.*is up" "$d1/info.log" ||
-    it_fail "no datagram link p1 -> p3"
-it_wait_until 30 grep -q "Datagram link 127.0.0.1:$u2 (we opened.*is up" "$d3/info.log" ||
-    it_fail "no datagram link p3 -> p2"
+it_dgram_link p1 p3
+it_dgram_link p3 p2
 t0=$SECONDS
 "$CIRCTEST" --timeout 180 --nodes "$nodes" --begin "127.0.0.1:$hport" \
     --get /file --out "$net/body3" "$(hop p1)" "$(hop p3)" "$(hop p2)" 2> "$net/get3.err" ||
@@ -180,13 +126,15 @@ it_log "p3: $s3"
     it_fail "p3 did not carry the circuit over TCP-over-DTLS on both sides: $s3"
 [ "$(num_before "$s3" "received;")" -ge "$cells" ] && [ "$(num_before "$s3" "sent,")" -ge "$cells" ] ||
     it_fail "p3 did not relay $cells cells between its TCP-over-DTLS hops: $s3"
-it_log "$MB MiB through p1 -> p3 -> p2 (two TCP-over-DTLS hops), sha256 ok ($((SECONDS - t0)) s)"
+took=$((SECONDS - t0))
+# RelayBandwidthRate 1 MBytes at p3: MB MiB take MB - 1 seconds beyond the
+# burst (each way); allow for rounding.
+[ "$took" -ge $((MB - 3)) ] ||
+    it_fail "p3 relayed $MB MiB over its datagram hops in $took s, faster than its RelayBandwidthRate allows"
+it_log "$MB MiB through p1 -> p3 -> p2 (two TCP-over-DTLS hops, 1 MB/s at p3), sha256 ok ($took s)"
 
 # 4. A hop to a tor relay falls back to TLS.
-"$CIRCTEST" --timeout 60 --nodes "$nodes" "$(hop p1)" relay1 > "$net/circ1r.out" 2>&1 ||
-    it_fail "circuit p1 -> relay1 (tor) failed: $(tail -3 "$net/circ1r.out")"
-it_wait_until 10 grep -q "CircuitTransport: the hop to 127.0.0.1:[0-9]* uses TLS (the relay announced no DatagramPort)" "$d1/info.log" ||
-    it_fail "p1 did not log the TLS fallback: $(grep 'CircuitTransport' "$d1/info.log" | tail -3)"
+it_dgram_tls_hop
 it_log "hop p1 -> relay1 (tor) over TLS"
 
 # 5. Garbage TCP segment records on an authenticated link.

@@ -284,6 +284,68 @@ $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
 # it_start_pctor (its keys read from its DataDirectory).
 it_pctor_hop() { echo "pctor:$(cat "$1/$2.dir")/data@127.0.0.1:$(cat "$1/$2.port")"; }
 
+# it_dgram_relays TRANSPORT [P3-TORRC-LINES]: in the network $net
+# (it_net_start), pctor relays p1, p2 and p3, each with a DatagramPort and
+# CircuitTransport TRANSPORT (backtap, dtls-tcp); p2 is an exit to
+# 127.0.0.1 with a MetricsPort; p3 gets P3-TORRC-LINES too. Sets u1 u2 u3
+# (their UDP ports), mport (p2's MetricsPort), d1 d2 d3 (their
+# directories) and ed1 (p1's Ed25519 identity).
+it_dgram_relays() {
+    local tr=$1 p3extra=${2-} i
+    for i in 1 2 3; do
+        read -r _ "u$i" _ < <(it_privnet reserve "$net" --role udp)
+    done
+    read -r _ mport _ _ < <(it_privnet reserve "$net" --role metrics --nickname metrics)
+    it_start_pctor "$net" p1 relay "PublishServerDescriptor 0
+CircuitTransport $tr
+DatagramPort 127.0.0.1:$u1"
+    it_start_pctor "$net" p2 relay "PublishServerDescriptor 0
+CircuitTransport $tr
+DatagramPort 127.0.0.1:$u2
+ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+RefuseUnknownExits 0
+ServerDNSResolvConfFile $net/resolv.conf
+MetricsPort 127.0.0.1:$mport
+MetricsPortPolicy accept 127.0.0.1"
+    it_start_pctor "$net" p3 relay "PublishServerDescriptor 0
+CircuitTransport $tr
+DatagramPort 127.0.0.1:$u3
+$p3extra"
+    d1=$(cat "$net/p1.dir")
+    d2=$(cat "$net/p2.dir")
+    d3=$(cat "$net/p3.dir")
+    ed1=$(awk '{print $2}' "$d1/data/fingerprint-ed25519")
+}
+
+# it_dgram_link A B: a circuit A -> B (over TLS: there is no datagram link
+# yet) makes A open a datagram link to B; both ends log it up. Relays of
+# it_dgram_relays; uses $CIRCTEST and $nodes.
+it_dgram_link() {
+    local da db
+    da=$(cat "$net/$1.dir")
+    db=$(cat "$net/$2.dir")
+    "${CIRCTEST:?}" --timeout 60 --nodes "$nodes" "$(it_pctor_hop "$net" "$1")" \
+        "$(it_pctor_hop "$net" "$2")" > "$net/circ-$1$2.out" 2>&1 ||
+        it_fail "circuit $1 -> $2 failed: $(tail -3 "$net/circ-$1$2.out")"
+    it_wait_until 30 grep -q "Datagram link 127.0.0.1:$(_it_dgram_port "$db") (we opened.*is up" "$da/info.log" ||
+        it_fail "$1 did not bring up a datagram link to $2: $(grep -i datagram "$da/info.log" | tail -3)"
+    it_wait_until 10 grep -q "Datagram link 127.0.0.1:$(_it_dgram_port "$da") (peer opened.*is up" "$db/info.log" ||
+        it_fail "$2 did not authenticate $1's datagram link"
+}
+_it_dgram_port() { sed -n 's/^DatagramPort 127.0.0.1://p' "$1/torrc"; }
+
+# it_dgram_tls_hop: with CircuitTransport on a datagram transport, p1's hop
+# to relay1 (tor, no DatagramPort) uses TLS, says so, and the circuit works.
+it_dgram_tls_hop() {
+    "${CIRCTEST:?}" --timeout 60 --nodes "$nodes" "$(it_pctor_hop "$net" p1)" relay1 > "$net/circ1r.out" 2>&1 ||
+        it_fail "circuit p1 -> relay1 (tor) failed: $(tail -3 "$net/circ1r.out")"
+    it_wait_until 10 grep -q "CircuitTransport: the hop to 127.0.0.1:[0-9]* uses TLS (the relay announced no DatagramPort)" "$d1/info.log" ||
+        it_fail "p1 did not log the TLS fallback: $(grep 'CircuitTransport' "$d1/info.log" | tail -3)"
+}
+
 # it_start_published_pctor NET NICK TORRC-LINES [STATE-FILE]: start a pctor
 # relay in NET that builds and publishes its descriptors as a relay on the
 # real network does (Address 127.0.0.1, AssumeReachable 1, ContactInfo

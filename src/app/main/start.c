@@ -796,6 +796,10 @@ dgram_config(const options_t *o, dgram_config_t *cfg)
   cfg->bind = dgo->port;
   cfg->idle_timeout_s = (unsigned)dgo->idle_timeout;
   cfg->max_links = (unsigned)dgo->max_links;
+  /* The bandwidth limits of TLS links to relays (apply_bandwidth). */
+  cfg->bw_global = A.bw_global;
+  cfg->bw_relay = A.bw_relay;
+  cfg->count_private = o->testing_tor_network;
 }
 
 static int
@@ -2224,7 +2228,8 @@ app_log_statistics(void)
                "accepted %llu, authenticated %llu, closed %llu; refused "
                "%llu identities, %llu failed handshakes, %llu over the "
                "limit; %llu cookies sent, %llu datagrams without a link "
-               "dropped, %llu oversize; records %llu in, %llu out; dropped "
+               "dropped, %llu oversize, %llu dropped by the kernel (receive "
+               "buffer %llu bytes full); records %llu in, %llu out; dropped "
                "%llu undecryptable, %llu bad frames, %llu unknown types, "
                "%llu before authentication",
                ds.links, ds.links_up, (unsigned long long)ds.links_opened,
@@ -2237,6 +2242,8 @@ app_log_statistics(void)
                (unsigned long long)ds.hello_verify_sent,
                (unsigned long long)ds.dropped_no_link,
                (unsigned long long)ds.dropped_oversize,
+               (unsigned long long)ds.dropped_rcvbuf,
+               (unsigned long long)ds.rcvbuf_bytes,
                (unsigned long long)ds.records_in,
                (unsigned long long)ds.records_out,
                (unsigned long long)ds.dropped_dtls,
@@ -2279,7 +2286,8 @@ app_log_statistics(void)
     log_notice("Statistics: TCP-over-DTLS: %u links, %u circuit hops; "
                "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
                "hops from peers, %llu refused; cells %llu sent, %llu "
-               "received; %llu connections failed; segments %llu in, %llu "
+               "received; %llu connections failed, %llu reset without a "
+               "first cell; segments %llu in, %llu "
                "out, dropped %llu malformed, %llu SYNs over the limits; "
                "%llu bytes held (%zu per connection's control block)",
                ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
@@ -2289,6 +2297,7 @@ app_log_statistics(void)
                (unsigned long long)ts.cells_sent,
                (unsigned long long)ts.cells_received,
                (unsigned long long)ts.conn_failed,
+               (unsigned long long)ts.first_cell_timeouts,
                (unsigned long long)ts.tcp.segs_in,
                (unsigned long long)ts.tcp.segs_out,
                (unsigned long long)ts.tcp.dropped_bad,

@@ -29,6 +29,7 @@
 #include "core/or/pctcp.h"
 #include "core/or/scheduler.h"
 #include "feature/btcirc/btcirc.h"
+#include "feature/dgram/dgram.h"
 #include "feature/dtcp/dtcp.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
@@ -235,6 +236,22 @@ one(strbuf_t *b, const char *name, const char *type, const char *help,
 {
   head(b, name, type, help);
   strbuf_addf(b, "%s %llu\n", name, v);
+}
+
+/* A counter with one line per reason (label "reason"). */
+typedef struct {
+  const char *reason;
+  uint64_t v;
+} by_reason_t;
+
+static void
+by_reason(strbuf_t *b, const char *name, const char *help,
+          const by_reason_t *r, size_t n)
+{
+  head(b, name, "counter", help);
+  for (size_t i = 0; i < n; i++)
+    strbuf_addf(b, "%s{reason=\"%s\"} %llu\n", name, r[i].reason,
+                (unsigned long long)r[i].v);
 }
 
 typedef struct {
@@ -495,6 +512,37 @@ metrics_render(void)
   strbuf_addf(&b, "pctor_pctcp_fallbacks_total{reason=\"peer_policy\"} %llu\n",
       (unsigned long long)ps.shared_by_policy);
 
+  const dgram_t *dg = dgram_instance();
+  if (dg) {
+    dgram_stats_t gs;
+    dgram_get_stats(dg, &gs);
+    one(&b, "pctor_dgram_links", "gauge",
+        "DatagramPort: datagram links (any state)", gs.links);
+    one(&b, "pctor_dgram_links_up", "gauge",
+        "DatagramPort: authenticated datagram links", gs.links_up);
+    head(&b, "pctor_dgram_datagrams_total", "counter",
+         "DatagramPort: datagrams by direction");
+    strbuf_addf(&b, "pctor_dgram_datagrams_total{direction=\"in\"} %llu\n",
+                (unsigned long long)gs.dgrams_in);
+    strbuf_addf(&b, "pctor_dgram_datagrams_total{direction=\"out\"} %llu\n",
+                (unsigned long long)gs.dgrams_out);
+    one(&b, "pctor_dgram_rcvbuf_bytes", "gauge",
+        "DatagramPort: the UDP receive buffer the kernel gave",
+        (unsigned long long)gs.rcvbuf_bytes);
+    const by_reason_t dgd[] = {
+        {"receive_buffer_full", gs.dropped_rcvbuf},
+        {"no_link", gs.dropped_no_link},
+        {"oversize", gs.dropped_oversize},
+        {"undecryptable", gs.dropped_dtls},
+        {"bad_frame", gs.dropped_frame},
+        {"unknown_type", gs.dropped_type},
+        {"before_authentication", gs.dropped_early},
+    };
+    by_reason(&b, "pctor_dgram_dropped_total",
+              "DatagramPort: datagrams and records dropped, by reason", dgd,
+              sizeof(dgd) / sizeof(dgd[0]));
+  }
+
   const btcirc_t *bt = btcirc_instance();
   if (bt) {
     btcirc_stats_t bs;
@@ -520,12 +568,7 @@ metrics_render(void)
     one(&b, "pctor_backtap_feedback_received_total", "counter",
         "BackTap: ACK/FWD records received",
         (unsigned long long)bs.bt.feedback_received);
-    head(&b, "pctor_backtap_dropped_total", "counter",
-         "BackTap: records dropped without state, by reason");
-    const struct {
-      const char *reason;
-      uint64_t v;
-    } drops[] = {
+    const by_reason_t drops[] = {
         {"malformed", bs.bt.malformed},
         {"unknown_circuit", bs.bt.unknown_flow},
         {"duplicate", bs.bt.duplicate},
@@ -534,9 +577,9 @@ metrics_render(void)
         {"forged_feedback", bs.bt.forged_feedback},
         {"stale_feedback", bs.bt.stale_feedback},
     };
-    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
-      strbuf_addf(&b, "pctor_backtap_dropped_total{reason=\"%s\"} %llu\n",
-                  drops[i].reason, (unsigned long long)drops[i].v);
+    by_reason(&b, "pctor_backtap_dropped_total",
+              "BackTap: records dropped without state, by reason", drops,
+              sizeof(drops) / sizeof(drops[0]));
   }
 
   const dtcp_t *dt = dtcp_instance();
@@ -576,6 +619,8 @@ metrics_render(void)
                 (unsigned long long)ts.tcp.dropped_syn_rate);
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"hop_refused\"} "
                 "%llu\n", (unsigned long long)ts.circ_refused);
+    strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"no_first_cell\"} "
+                "%llu\n", (unsigned long long)ts.first_cell_timeouts);
     one(&b, "pctor_dtcp_connections_failed_total", "counter",
         "TCP-over-DTLS: connections reset or timed out",
         (unsigned long long)ts.conn_failed);

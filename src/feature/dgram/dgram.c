@@ -26,6 +26,17 @@
  *  - A housekeeping timer (every 500 ms) ends handshakes that take too
  *    long, resends authentication records, sends keepalives and closes
  *    silent and idle links.
+ *  - Bursts wait in the socket's receive buffer until the loop reads them:
+ *    we ask for DGRAM_RCVBUF_DEFAULT (past net.core.rmem_max when allowed
+ *    to), and read with recvmsg() so that the kernel's drop count
+ *    (SO_RXQ_OVFL) comes along: drops are counted and logged once.
+ *  - Bandwidth limits: every datagram to or from a peer that counts
+ *    (dgram_config_t) is consumed from the groups; out of read tokens,
+ *    the socket is not read until the refill (the kernel's buffer holds
+ *    the burst); out of write tokens, upper layers that ask
+ *    dgram_link_may_write() stop offering new cells and are woken at the
+ *    refill, while what their engines must send (acknowledgements,
+ *    retransmissions) goes and is counted, a deficit repaid later.
  */
 #include "feature/dgram/dgram.h"
 #include "lib/utcp/utcp.h"
@@ -37,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +63,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
+#include "lib/net/ratelimit.h"
 #include "lib/tls/dtls.h"
 
 #define ADDR_KEY_LEN 19
@@ -93,7 +106,6 @@ struct dgram_link_t {
   dgram_frame_t frame;
   int in_dirty;
   dgram_link_t *next_dirty, *next_dead;
-  void *user;
   dgram_link_stats_t st;
 };
 
@@ -122,6 +134,15 @@ struct dgram_t {
     void *arg;
   } observers[DGRAM_MAX_OBSERVERS];
   dgram_stats_t st;
+  /* Bandwidth limits: the groups (referenced), the waiter that resumes
+   * reading, the one that wakes the writers who asked. */
+  ratelimit_t *bw[2];
+  int reads_counted;             /* the last datagram read was counted */
+  ratelimit_waiter_t read_waiter, write_waiter;
+  struct {
+    dgram_wake_fn fn;
+    void *arg;
+  } wake[DGRAM_MAX_OBSERVERS];
 };
 
 #define BUMP(l, f) ((l)->st.f++, (l)->d->st.f++)
@@ -170,6 +191,123 @@ link_desc(const dgram_link_t *l, char *buf, size_t len)
   return buf;
 }
 
+/* ---- bandwidth limits ---- */
+
+/* Whether traffic with addr counts against the limits. */
+static int
+bw_counts(const dgram_t *d, const pc_addr_t *addr)
+{
+  return (d->bw[0] || d->bw[1]) &&
+         (d->cfg.count_private || !pc_addr_is_private(addr));
+}
+
+static void
+bw_consume(dgram_t *d, ratelimit_dir_t dir, size_t n)
+{
+  for (int i = 0; i < 2; i++)
+    if (d->bw[i])
+      ratelimit_consume(d->bw[i], dir, n);
+}
+
+/* A group without tokens for dir, or NULL. */
+static ratelimit_t *
+bw_empty(const dgram_t *d, ratelimit_dir_t dir)
+{
+  for (int i = 0; i < 2; i++)
+    if (d->bw[i] && ratelimit_avail(d->bw[i], dir) == 0)
+      return d->bw[i];
+  return NULL;
+}
+
+static void
+read_wake(void *arg)
+{
+  dgram_t *d = arg;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_READ);
+  if (rl) {
+    ratelimit_wait(rl, RATELIMIT_READ, &d->read_waiter);
+    return;
+  }
+  evloop_io_set(d->io, EVLOOP_READ);
+}
+
+static void
+write_wake(void *arg)
+{
+  dgram_t *d = arg;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_WRITE);
+  if (rl) {
+    ratelimit_wait(rl, RATELIMIT_WRITE, &d->write_waiter);
+    return;
+  }
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++) {
+    dgram_wake_fn fn = d->wake[i].fn;
+    if (!fn)
+      continue;
+    d->wake[i].fn = NULL;
+    fn(d->wake[i].arg);
+  }
+}
+
+int
+dgram_link_may_write(dgram_link_t *l, dgram_wake_fn wake, void *arg)
+{
+  dgram_t *d = l->d;
+  if (!bw_counts(d, &l->addr))
+    return 1;
+  ratelimit_t *rl = bw_empty(d, RATELIMIT_WRITE);
+  if (!rl)
+    return 1;
+  int slot = -1;
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++) {
+    if (d->wake[i].fn == wake && d->wake[i].arg == arg) {
+      slot = i;
+      break;
+    }
+    if (!d->wake[i].fn && slot < 0)
+      slot = i;
+  }
+  if (slot < 0) {
+    log_bug("DatagramPort: more writers wait for bandwidth than there are "
+            "slots");
+    return 1;
+  }
+  d->wake[slot].fn = wake;
+  d->wake[slot].arg = arg;
+  if (!ratelimit_waiter_is_waiting(&d->write_waiter))
+    ratelimit_wait(rl, RATELIMIT_WRITE, &d->write_waiter);
+  return 0;
+}
+
+void
+dgram_cancel_wake(dgram_t *d, dgram_wake_fn wake, void *arg)
+{
+  for (int i = 0; i < DGRAM_MAX_OBSERVERS; i++)
+    if (d->wake[i].fn == wake && d->wake[i].arg == arg)
+      d->wake[i].fn = NULL;
+}
+
+/* New groups (or none): references moved, waiters re-queued. */
+static void
+bw_set(dgram_t *d, ratelimit_t *global, ratelimit_t *relay)
+{
+  ratelimit_t *nw[2] = {global, relay};
+  if (nw[0] == d->bw[0] && nw[1] == d->bw[1])
+    return;
+  ratelimit_waiter_cancel(&d->read_waiter);
+  ratelimit_waiter_cancel(&d->write_waiter);
+  for (int i = 0; i < 2; i++) {
+    if (nw[i])
+      ratelimit_ref(nw[i]);
+    if (d->bw[i])
+      ratelimit_unref(d->bw[i]);
+    d->bw[i] = nw[i];
+  }
+  if (d->io)
+    read_wake(d);
+  write_wake(d);
+}
+
 /* ---- sending ---- */
 
 static void
@@ -182,6 +320,8 @@ send_to(dgram_t *d, const pc_addr_t *to, const uint8_t *data, size_t len,
     return;
   ssize_t r = sendto(d->fd, data, len, MSG_NOSIGNAL, (struct sockaddr *)&ss,
                      sl);
+  if (r == (ssize_t)len && bw_counts(d, to))
+    bw_consume(d, RATELIMIT_WRITE, len);
   if (!l)
     return;
   if (r != (ssize_t)len) {
@@ -761,28 +901,105 @@ handle_datagram(dgram_t *d, const pc_addr_t *src, const uint8_t *data,
   }
 }
 
+/* The kernel's count of datagrams it dropped on our socket (SO_RXQ_OVFL,
+ * sent along with a datagram once any was dropped): counted, and said once
+ * in the log, with what to do about it. */
+static void
+note_kernel_drops(dgram_t *d, const struct msghdr *mh)
+{
+#ifdef SO_RXQ_OVFL
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR((struct msghdr *)mh); cm;
+       cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
+    uint32_t drops;
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SO_RXQ_OVFL ||
+        cm->cmsg_len < CMSG_LEN(sizeof(drops)))
+      continue;
+    memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
+    if (drops <= d->st.dropped_rcvbuf)
+      continue;
+    if (d->st.dropped_rcvbuf == 0)
+      log_notice("DatagramPort: the kernel dropped %u datagrams because "
+                 "the UDP receive buffer (%llu bytes) was full; a larger "
+                 "net.core.rmem_max lets pctor ask for more (counted in the "
+                 "statistics, not logged again)",
+                 (unsigned)drops, (unsigned long long)d->st.rcvbuf_bytes);
+    d->st.dropped_rcvbuf = drops;
+  }
+#else
+  (void)d;
+  (void)mh;
+#endif
+}
+
 static void
 socket_cb(int fd, int what, void *arg)
 {
   dgram_t *d = arg;
   uint8_t buf[2048];
+  union {
+    struct cmsghdr align;
+    uint8_t b[CMSG_SPACE(sizeof(uint32_t))];
+  } ctl;
   (void)what;
   for (int i = 0; i < READS_PER_WAKEUP; i++) {
+    /* Out of read tokens (and the peers count): leave the datagrams in
+     * the kernel's buffer until the refill. */
+    ratelimit_t *rl = d->reads_counted ? bw_empty(d, RATELIMIT_READ) : NULL;
+    if (rl) {
+      evloop_io_set(d->io, 0);
+      ratelimit_wait(rl, RATELIMIT_READ, &d->read_waiter);
+      return;
+    }
     struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_TRUNC,
-                         (struct sockaddr *)&ss, &sl);
+    struct iovec iov = {buf, sizeof(buf)};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_name = &ss;
+    mh.msg_namelen = sizeof(ss);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof(ctl.b);
+    ssize_t n = recvmsg(fd, &mh, MSG_TRUNC);
     if (n < 0)
       return; /* EAGAIN, or an ICMP error reported on the socket */
+    if (mh.msg_controllen)
+      note_kernel_drops(d, &mh);
     pc_addr_t src;
-    if (pc_addr_from_sockaddr(&src, (struct sockaddr *)&ss, sl) < 0)
+    if (pc_addr_from_sockaddr(&src, (struct sockaddr *)&ss, mh.msg_namelen) <
+        0)
       continue;
+    d->reads_counted = bw_counts(d, &src);
+    if (d->reads_counted)
+      bw_consume(d, RATELIMIT_READ, (size_t)n);
     if (n > DTLS_LINK_MTU) {
       d->st.dropped_oversize++;
       continue;
     }
     handle_datagram(d, &src, buf, (size_t)n);
   }
+}
+
+/* Ask for a receive buffer of `want` bytes: beyond net.core.rmem_max with
+ * CAP_NET_ADMIN (SO_RCVBUFFORCE), else as much as the kernel allows; ask
+ * for the kernel's drop counts. What we got (as the kernel reports it). */
+static uint64_t
+set_rcvbuf(int fd, unsigned want)
+{
+  int sz = want > INT32_MAX / 2 ? INT32_MAX / 2 : (int)want;
+#ifdef SO_RCVBUFFORCE
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+#endif
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+#ifdef SO_RXQ_OVFL
+  int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+#endif
+  int got = 0;
+  socklen_t gl = sizeof(got);
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &gl) < 0 || got < 0)
+    got = 0;
+  return (uint64_t)got;
 }
 
 /* ---- timers ---- */
@@ -905,9 +1122,10 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
     *err = pc_asprintf("socket: %s", strerror(errno));
     return NULL;
   }
-  /* Room for bursts (the kernel caps it at net.core.rmem_max/wmem_max). */
+  /* Room for bursts (the kernel caps SO_SNDBUF at net.core.wmem_max). */
   int bufsz = 1 << 20;
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+  uint64_t rcvbuf =
+      set_rcvbuf(fd, cfg->rcvbuf ? cfg->rcvbuf : DGRAM_RCVBUF_DEFAULT);
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
   if (ss.ss_family == AF_INET6) {
     int on = 1;
@@ -930,6 +1148,9 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
   if (!d->cfg.max_handshaking)
     d->cfg.max_handshaking = 1;
   d->fd = fd;
+  d->st.rcvbuf_bytes = rcvbuf;
+  log_info("DatagramPort: UDP receive buffer of %llu bytes",
+           (unsigned long long)rcvbuf);
   sl = sizeof(ss);
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
       pc_addr_from_sockaddr(&d->bound, (struct sockaddr *)&ss, sl) < 0)
@@ -942,8 +1163,11 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
   d->by_addr = hmap_new(ADDR_KEY_LEN);
   d->by_ed = hmap_new(32);
   d->peer_ports = hmap_new(32);
+  ratelimit_waiter_init(&d->read_waiter, read_wake, d);
+  ratelimit_waiter_init(&d->write_waiter, write_wake, d);
   d->io = evloop_io_new(loop, fd, socket_cb, d);
   evloop_io_set(d->io, EVLOOP_READ);
+  bw_set(d, cfg->bw_global, cfg->bw_relay);
   d->housekeeping = evloop_timer_new(loop, housekeeping_cb, d);
   evloop_timer_schedule_periodic(d->housekeeping, HOUSEKEEPING_US);
   d->deferred = evloop_deferred_new(loop, deferred_cb, d);
@@ -951,6 +1175,12 @@ dgram_new(evloop_t *loop, const relay_keys_t *keys, const dgram_config_t *cfg,
 }
 
 static dgram_t *attached; /* the one announcing on TLS links */
+
+const dgram_t *
+dgram_instance(void)
+{
+  return attached;
+}
 static void open_cb(channel_t *chan, void *arg);
 
 void
@@ -972,6 +1202,8 @@ dgram_free_(dgram_t *d)
     link_close(v, "shutting down", 1);
   }
   deferred_cb(d);
+  memset(d->wake, 0, sizeof(d->wake));
+  bw_set(d, NULL, NULL);
   evloop_deferred_free(d->deferred);
   evloop_timer_free(d->housekeeping);
   evloop_io_free(d->io);
@@ -990,6 +1222,7 @@ dgram_reconfigure(dgram_t *d, const dgram_config_t *cfg)
   pc_addr_t bind = d->bound;
   d->cfg = *cfg;
   d->cfg.bind = bind;
+  bw_set(d, cfg->bw_global, cfg->bw_relay);
   if (!d->cfg.max_links)
     d->cfg.max_links = 1;
   if (!d->cfg.max_handshaking)
@@ -1068,18 +1301,6 @@ const pc_addr_t *
 dgram_link_peer_addr(const dgram_link_t *l)
 {
   return &l->addr;
-}
-
-void
-dgram_link_set_user(dgram_link_t *l, void *user)
-{
-  l->user = user;
-}
-
-void *
-dgram_link_get_user(const dgram_link_t *l)
-{
-  return l->user;
 }
 
 int

@@ -31,8 +31,10 @@
  * Everything runs on the event loop thread; callbacks may send and may
  * close links (closing is deferred to the end of the callback).
  *
+ * The transports that carry circuit hops (BackTap, TCP-over-DTLS) attach
+ * through dgram_carry.h, which keeps their per-link and per-hop records.
  * For BackTap (feature/backtap, a pure engine): one backtap_link_t per
- * dgram link, made in the link observer on up and freed on down;
+ * dgram link, made when the link comes up and freed when it goes down;
  * its send_record maps BACKTAP_REC_CELL / _FEEDBACK onto
  * DGRAM_REC_BACKTAP_CELL / _FEEDBACK and calls dgram_link_send(); handlers
  * for those two types call backtap_link_input(); link_failed calls
@@ -73,7 +75,18 @@ typedef struct dgram_config_t {
   unsigned peer_timeout_s;      /* nothing at all from the peer */
   unsigned keepalive_s;         /* PING after this long without input */
   int open_announced;           /* open links to announcing relays */
+  unsigned rcvbuf;              /* UDP receive buffer asked of the kernel
+                                 * (bytes; 0: DGRAM_RCVBUF_DEFAULT) */
+  /* Bandwidth limits (BandwidthRate, RelayBandwidthRate): the datagrams
+   * to and from peers count in both groups (peers are relays), as the
+   * bytes of TLS links to relays do; peers on private addresses only with
+   * count_private (tor's CountPrivateBandwidth). NULL: unlimited. */
+  struct ratelimit_t *bw_global, *bw_relay;
+  int count_private;
 } dgram_config_t;
+/* Bursts of datagrams wait in the kernel's receive buffer until the loop
+ * reads them; one that does not fit is dropped (counted, logged once). */
+#define DGRAM_RCVBUF_DEFAULT (4u << 20)
 void dgram_config_init(dgram_config_t *cfg);
 
 /* Bind the socket and start. keys must outlive d; NULL with *err on
@@ -94,6 +107,9 @@ void dgram_set_keys(dgram_t *d, const relay_keys_t *keys);
  * channel-open observer and a var-cell handler; one dgram_t per process
  * may do this). 0 or -1. */
 int dgram_attach_channels(dgram_t *d);
+/* The dgram_t that dgram_attach_channels() attached, or NULL (for the
+ * MetricsPort). */
+const dgram_t *dgram_instance(void);
 /* The UDP port the relay with this Ed25519 identity announced, or 0. */
 uint16_t dgram_peer_port(const dgram_t *d, const uint8_t ed_id[32]);
 
@@ -107,14 +123,19 @@ const uint8_t *dgram_link_peer_ed_id(const dgram_link_t *l); /* NULL until
                                                                 known */
 const uint8_t *dgram_link_peer_rsa_id(const dgram_link_t *l); /* same */
 const pc_addr_t *dgram_link_peer_addr(const dgram_link_t *l);
-void dgram_link_set_user(dgram_link_t *l, void *user);
-void *dgram_link_get_user(const dgram_link_t *l);
 /* Queue a record of an upper-layer type: 0; -1 if the link is not up,
  * the type is a link-layer one or the body exceeds
  * dgram_link_max_record(). */
 int dgram_link_send(dgram_link_t *l, uint8_t type, const uint8_t *body,
                     size_t len);
 size_t dgram_link_max_record(const dgram_link_t *l);
+/* Whether the bandwidth limits let the upper layer send more to l's peer
+ * now: 1; or 0, and wake(arg) is called once when they do (one pending
+ * wake per (wake, arg); records sent anyway still go, and are counted). */
+typedef void (*dgram_wake_fn)(void *arg);
+int dgram_link_may_write(dgram_link_t *l, dgram_wake_fn wake, void *arg);
+/* Forget a pending wake (before arg is freed). */
+void dgram_cancel_wake(dgram_t *d, dgram_wake_fn wake, void *arg);
 void dgram_link_flush(dgram_link_t *l);
 void dgram_link_close(dgram_link_t *l, const char *why);
 
@@ -155,6 +176,9 @@ typedef struct dgram_stats_t {
   uint64_t refused_full;        /* valid cookie, but too many links (or
                                  * 4 unauthenticated from that address) */
   uint64_t dropped_oversize;    /* datagrams longer than the MTU */
+  uint64_t dropped_rcvbuf;      /* dropped by the kernel: the receive
+                                 * buffer was full (SO_RXQ_OVFL) */
+  uint64_t rcvbuf_bytes;        /* the receive buffer the kernel gave */
   uint64_t dropped_dtls, dropped_frame, dropped_type, dropped_early;
   uint64_t records_in, records_out, dgrams_in, dgrams_out;
 } dgram_stats_t;

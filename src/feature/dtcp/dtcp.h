@@ -28,7 +28,8 @@
  * A hop the peer opens gets its channel with its first cell (CREATE2):
  * core closes a carried channel that has no circuit within a second,
  * sooner than TCP recovers a lost first segment. Until then the hop is a
- * connection only (at most DTCP_MAX_HOPS_PER_LINK per link).
+ * connection only (at most DTCP_MAX_HOPS_PER_LINK per link), reset if
+ * the cell has not come within DTCP_FIRST_CELL_TIMEOUT_S.
  *
  * Hops are found through a tag (hmap), never through a pointer a cell or
  * a callback keeps, so that a closed circuit's late releases find nothing.
@@ -62,6 +63,12 @@ void dtcp_free_(dtcp_t *t);
 /* Whether our extensions to relays with a datagram link use TCP-over-DTLS
  * (CircuitTransport dtls-tcp). */
 void dtcp_set_outgoing(dtcp_t *t, int on);
+/* A connection a peer opens is reset if its first cell has not come
+ * within this long (default DTCP_FIRST_CELL_TIMEOUT_S; 0 means 1 s). */
+#define DTCP_FIRST_CELL_TIMEOUT_S 30
+void dtcp_set_first_cell_timeout(dtcp_t *t, unsigned sec);
+/* The user-level TCP stack (tests open connections of their own). */
+utcp_t *dtcp_stack_for_testing(dtcp_t *t);
 
 typedef struct dtcp_stats_t {
   unsigned links, hops;           /* now */
@@ -73,6 +80,7 @@ typedef struct dtcp_stats_t {
   uint64_t direct_queued;         /* CREATE/DESTROY waiting for room */
   uint64_t direct_dropped;        /* ... beyond the bound: lost */
   uint64_t conn_failed;           /* connections reset or timed out */
+  uint64_t first_cell_timeouts;   /* peers' connections reset: no cell */
   utcp_stats_t tcp;               /* the stack */
 } dtcp_stats_t;
 void dtcp_get_stats(const dtcp_t *t, dtcp_stats_t *out);
