@@ -71,6 +71,11 @@ struct channel_t {
   /* Runs from creation (before TCP and TLS complete) until OPEN. */
   evloop_timer_t *hs_timer;
   hmap_t *circuits;               /* circ id (u32) -> circuit_t * */
+  /* The last circuit channel_get_circuit() found (NULL: none): consecutive
+   * cells mostly belong to the same circuit, and a hit saves the keyed
+   * hash. channel_set_circuit()/channel_remove_circuit() keep it true. */
+  uint32_t last_circ_id;
+  struct circuit_t *last_circ;
   /* scheduler.c: queues of this channel's circuits that have cells,
    * lowest priority value first; where the channel stands. */
   minheap_t *sched_queues;
@@ -80,6 +85,9 @@ struct channel_t {
   dlist_node_t sched_wait_node;   /* on the kernel-wait list */
   uint64_t sched_run;             /* run that computed sched_budget */
   int64_t sched_budget;           /* bytes it may still take this run */
+  /* Whether one of its bandwidth buckets limits writing, as of this run
+   * (so that unlimited channels skip the per-cell bucket accounting). */
+  unsigned sched_limited : 1;
   uint64_t sched_flush_run;       /* run that wrote to it (flush after) */
   /* The bandwidth buckets its connection draws on (NULL: none). */
   struct ratelimit_t *bw_global, *bw_relay;
