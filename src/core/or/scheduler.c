@@ -457,7 +457,7 @@ scheduler_run(void *arg)
     if (chan->carrier)
       (void)chan->carrier->send(chan->carrier_arg, pc->body, pc->len);
     else
-      buf_add(conn_outbuf(chan->conn), pc->body, pc->len);
+      buf_add_unsplit(conn_outbuf(chan->conn), pc->body, pc->len);
     chan->sched_budget -= pc->len;
     uint64_t waited = now > pc->queued_us ? now - pc->queued_us : 0;
     cq->stats.cells_sent++;
