@@ -85,9 +85,6 @@ struct channel_t {
   dlist_node_t sched_wait_node;   /* on the kernel-wait list */
   uint64_t sched_run;             /* run that computed sched_budget */
   int64_t sched_budget;           /* bytes it may still take this run */
-  /* Whether one of its bandwidth buckets limits writing, as of this run
-   * (so that unlimited channels skip the per-cell bucket accounting). */
-  unsigned sched_limited : 1;
   uint64_t sched_flush_run;       /* run that wrote to it (flush after) */
   /* The bandwidth buckets its connection draws on (NULL: none). */
   struct ratelimit_t *bw_global, *bw_relay;

@@ -343,18 +343,9 @@ bucket_release(sched_bucket_t *b)
 
 /* Work out how many bytes chan may take in this run. Returns the budget
  * (> 0), or 0 after moving the channel to the state that will wake it. */
-static int
-bucket_limits(ratelimit_t *rl)
-{
-  return rl && ratelimit_is_limited(rl, RATELIMIT_WRITE);
-}
-
 static int64_t
 chan_budget(channel_t *chan)
 {
-  if (chan->sched_run != G.run_id)
-    chan->sched_limited =
-        bucket_limits(chan->bw_global) || bucket_limits(chan->bw_relay);
   if (chan->carrier) {
     /* A carried channel (BackTap) has no output buffer: its transport's
      * window says, cell by cell, whether it takes one more. */
@@ -441,18 +432,16 @@ scheduler_run(void *arg)
       continue;
     }
     circ_queue_t *cq = minheap_peek(chan->sched_queues);
-    if (chan->sched_limited) {
-      size_t len = cq->cells.head->len;
-      size_t room_g = bucket_room(chan->bw_global);
-      size_t room_r = bucket_room(chan->bw_relay);
-      if (room_g < len || room_r < len) {
-        bucket_wait(room_g < len ? chan->bw_global : chan->bw_relay);
-        chan_set_state(chan, SCHED_CHAN_WAIT_TOKENS);
-        continue;
-      }
-      bucket_charge(chan->bw_global, len);
-      bucket_charge(chan->bw_relay, len);
+    size_t len = cq->cells.head->len;
+    size_t room_g = bucket_room(chan->bw_global);
+    size_t room_r = bucket_room(chan->bw_relay);
+    if (room_g < len || room_r < len) {
+      bucket_wait(room_g < len ? chan->bw_global : chan->bw_relay);
+      chan_set_state(chan, SCHED_CHAN_WAIT_TOKENS);
+      continue;
     }
+    bucket_charge(chan->bw_global, len);
+    bucket_charge(chan->bw_relay, len);
     packed_cell_t *pc = cell_queue_pop(&cq->cells);
     if (chan->carrier)
       (void)chan->carrier->send(chan->carrier_arg, pc->body, pc->len);
