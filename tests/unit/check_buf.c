@@ -129,6 +129,49 @@ START_TEST(test_cells_across_boundary)
 }
 END_TEST
 
+START_TEST(test_add_unsplit)
+{
+  /* Cells added whole: 31 to a 16 KiB chunk, so the head is always a run
+   * of whole cells (one full TLS record), and the bytes are unchanged. */
+  buf_t *b = buf_new();
+  const size_t ncells = 100, total = 514 * ncells;
+  uint8_t *ref = malloc(total);
+  fill_pattern(ref, total, 9);
+  for (size_t i = 0; i < ncells; i++)
+    buf_add_unsplit(b, ref + 514 * i, 514);
+  ck_assert_uint_eq(buf_datalen(b), total);
+  size_t out = 0, len;
+  while (buf_datalen(b)) {
+    const uint8_t *h = buf_head(b, &len);
+    ck_assert_uint_eq(len % 514, 0);
+    ck_assert_uint_eq(len, out + 31 * 514 <= total ? 31 * 514 : total - out);
+    ck_assert_mem_eq(h, ref + out, len);
+    buf_drain(b, len);
+    out += len;
+  }
+  ck_assert_uint_eq(out, total);
+  /* After a partial drain the tail still fills up whole; a piece larger
+   * than a chunk is split as buf_add() does. */
+  buf_add_unsplit(b, ref, 514);
+  buf_add_unsplit(b, ref, 300);
+  buf_head(b, &len);
+  ck_assert_uint_eq(len, 814);
+  uint8_t *big = malloc(40000);
+  fill_pattern(big, 40000, 3);
+  buf_add_unsplit(b, big, 40000);
+  ck_assert_uint_eq(buf_datalen(b), 40814);
+  uint8_t *back = malloc(40814);
+  buf_get(b, back, 40814);
+  ck_assert_mem_eq(back, ref, 514);
+  ck_assert_mem_eq(back + 514, ref, 300);
+  ck_assert_mem_eq(back + 814, big, 40000);
+  free(back);
+  free(big);
+  buf_free(b);
+  free(ref);
+}
+END_TEST
+
 START_TEST(test_tail_space)
 {
   buf_t *b = buf_new();
@@ -349,6 +392,7 @@ suite_buf(void)
   tcase_add_test(tc, test_basic);
   tcase_add_test(tc, test_pullup_across_chunks);
   tcase_add_test(tc, test_cells_across_boundary);
+  tcase_add_test(tc, test_add_unsplit);
   tcase_add_test(tc, test_tail_space);
   tcase_add_test(tc, test_move_all);
   tcase_add_test(tc, test_find);

@@ -552,6 +552,42 @@ START_TEST(test_close_takes_own_circuits)
 }
 END_TEST
 
+/* channel_get_circuit() remembers the last circuit it found; setting,
+ * replacing and removing IDs must never leave it answering wrongly. The
+ * map only stores the pointers, so stand-ins do. */
+START_TEST(test_circuit_lookup_cache)
+{
+  channel_t *E = channel_accept_socketless_for_testing(&T.alt[2], NULL, NULL);
+  channel_open_socketless_for_testing(E);
+  circuit_t *x = (circuit_t *)(uintptr_t)0x1000;
+  circuit_t *y = (circuit_t *)(uintptr_t)0x2000;
+  circuit_t *z = (circuit_t *)(uintptr_t)0x3000;
+  ck_assert_ptr_null(channel_get_circuit(E, 7));
+  channel_set_circuit(E, 7, x);
+  channel_set_circuit(E, 8, y);
+  ck_assert_ptr_eq(channel_get_circuit(E, 7), x);
+  ck_assert_ptr_eq(channel_get_circuit(E, 7), x); /* from the cache */
+  ck_assert_ptr_eq(channel_get_circuit(E, 8), y);
+  ck_assert_ptr_null(channel_get_circuit(E, 9)); /* a miss keeps y */
+  ck_assert_ptr_eq(channel_get_circuit(E, 8), y);
+  channel_remove_circuit(E, 8); /* the cached one */
+  ck_assert_ptr_null(channel_get_circuit(E, 8));
+  ck_assert_ptr_eq(channel_get_circuit(E, 7), x);
+  channel_set_circuit(E, 7, z); /* replaced while cached */
+  ck_assert_ptr_eq(channel_get_circuit(E, 7), z);
+  channel_set_circuit(E, 8, y);
+  ck_assert_ptr_eq(channel_get_circuit(E, 8), y);
+  channel_remove_circuit(E, 7); /* another one than the cached */
+  ck_assert_ptr_eq(channel_get_circuit(E, 8), y);
+  ck_assert_ptr_null(channel_get_circuit(E, 7));
+  channel_remove_circuit(E, 8);
+  ck_assert_ptr_null(channel_get_circuit(E, 8));
+  ck_assert_uint_eq(channel_n_circuits(E), 0);
+  channel_close(E, "test");
+  run_once();
+}
+END_TEST
+
 START_TEST(test_emptied_per_circuit_closed)
 {
   pctcp_config_t on = {1, 0, 0, 1024};
@@ -600,6 +636,7 @@ suite_chan_index(void)
   tcase_add_test(tc, test_quietest);
   tcase_add_test(tc, test_close_takes_own_circuits);
   tcase_add_test(tc, test_emptied_per_circuit_closed);
+  tcase_add_test(tc, test_circuit_lookup_cache);
   suite_add_tcase(s, tc);
   return s;
 }

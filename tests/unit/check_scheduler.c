@@ -15,8 +15,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/sockios.h>
+#endif
 
 #include "core/or/channel_internal.h"
 #include "core/or/scheduler.h"
@@ -323,13 +329,15 @@ START_TEST(test_halflife_change_at_runtime)
 {
   setup_n(1, 2, 30.0);
   int got[BUDGET_CELLS];
-  /* queue 0 sends 30 cells, queue 1 sends 3, at t0 */
-  for (int i = 0; i < 30; i++)
+  /* queue 0 sends n0 cells, queue 1 sends 3, at t0: one more than the
+   * channel's budget */
+  const int n0 = BUDGET_CELLS - 2;
+  for (int i = 0; i < n0; i++)
     push_cell(0);
   for (int i = 0; i < 3; i++)
     push_cell(1);
   scheduler_run_now();
-  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 32);
+  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), BUDGET_CELLS);
   /* the queues alternate while tied, so queue 0's last cell is left for
    * the next run, where one more cell of queue 1 goes first */
   push_cell(1);
@@ -337,7 +345,7 @@ START_TEST(test_halflife_change_at_runtime)
   ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 2);
   ck_assert_int_eq(got[0], 1);
   ck_assert_int_eq(got[1], 0);
-  ck_assert(fabs(circ_queue_ewma(&queues[0]) - 30.0) < 1e-9);
+  ck_assert(fabs(circ_queue_ewma(&queues[0]) - n0) < 1e-9);
   ck_assert(fabs(circ_queue_ewma(&queues[1]) - 4.0) < 1e-9);
   /* 10 s later, with a cell queued on queue 0, the half-life becomes
    * 1 s: decay up to now uses 30 s (queues with cells are carried over
@@ -348,7 +356,7 @@ START_TEST(test_halflife_change_at_runtime)
   scheduler_get_config(&cfg);
   cfg.halflife_sec = 1.0;
   scheduler_configure(&cfg);
-  double a0 = 30.0 * pow(0.5, 10.0 / 30.0);
+  double a0 = n0 * pow(0.5, 10.0 / 30.0);
   ck_assert(fabs(circ_queue_ewma(&queues[0]) - a0) < 1e-9);
   /* then 5 s with the new half-life */
   now_us += 5000000;
@@ -523,6 +531,58 @@ START_TEST(test_kist_limit)
 }
 END_TEST
 
+/* sockstat_tcp_send() (one getsockopt) tells the unsent bytes as the
+ * SIOCOUTQNSD ioctl does, on a loopback connection whose receiver does not
+ * read, so that data stays unsent in the sender's queue. */
+START_TEST(test_sockstat_notsent)
+{
+#if defined(__linux__) && defined(SIOCOUTQNSD)
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(lfd, 0);
+  int small = 4096;
+  ck_assert_int_eq(
+      setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t slen = sizeof(sin);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+  ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
+  ck_assert_int_eq(listen(lfd, 1), 0);
+  int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+  int afd = accept(lfd, NULL, NULL);
+  ck_assert_int_ge(afd, 0);
+  ck_assert_int_eq(fcntl(cfd, F_SETFL, O_NONBLOCK), 0);
+  static uint8_t junk[65536];
+  size_t sent = 0;
+  for (;;) {
+    ssize_t n = send(cfd, junk, sizeof(junk), MSG_NOSIGNAL);
+    if (n <= 0)
+      break;
+    sent += (size_t)n;
+  }
+  ck_assert_uint_gt(sent, 0);
+  int nsd = -1;
+  ck_assert_int_eq(ioctl(cfd, SIOCOUTQNSD, &nsd), 0);
+  ck_assert_int_gt(nsd, 0);
+  sockstat_tcp_t quick, full;
+  ck_assert_int_eq(sockstat_tcp_send(cfd, &quick), 0);
+  ck_assert_int_eq(sockstat_tcp(cfd, &full), 0);
+  ck_assert_uint_eq(quick.notsent, (uint32_t)nsd);
+  ck_assert_uint_eq(full.notsent, (uint32_t)nsd);
+  ck_assert_uint_eq(quick.outq, 0); /* not asked */
+  ck_assert_uint_ge(full.outq, full.notsent);
+  ck_assert_uint_gt(quick.cwnd, 0);
+  ck_assert_uint_gt(quick.mss, 0);
+  close(afd);
+  close(cfd);
+  close(lfd);
+#endif
+}
+END_TEST
+
 Suite *
 suite_scheduler(void)
 {
@@ -537,6 +597,7 @@ suite_scheduler(void)
   tcase_add_test(tc, test_halflife_change_at_runtime);
   tcase_add_test(tc, test_cross_channel_bucket);
   tcase_add_test(tc, test_queue_stats);
+  tcase_add_test(tc, test_sockstat_notsent);
   tcase_add_test(tc, test_kist_limit);
   suite_add_tcase(s, tc);
   return s;

@@ -317,10 +317,22 @@ START_TEST(test_tls_conn_socketpair)
   ck_assert_int_eq(tls_conn_read(sr, buf, 2), 2);
   ck_assert_mem_eq(buf, "pi", 2);
   ck_assert_uint_eq(tls_conn_pending(sr), 2);
+  ck_assert_int_eq(tls_conn_drained(sr), 0); /* "ng" is still inside */
   ck_assert_int_eq(tls_conn_read(sr, buf, sizeof(buf)), 2);
   ck_assert_mem_eq(buf, "ng", 2);
   ck_assert_uint_eq(tls_conn_pending(sr), 0);
+  /* The socket read was short and nothing is left: drained. */
+  ck_assert_int_eq(tls_conn_drained(sr), 1);
   ck_assert_int_eq(tls_conn_read(sr, buf, sizeof(buf)), TLS_WANT_READ);
+  /* Two records in one socket read: not drained until both are taken. */
+  ck_assert_int_eq(tls_conn_write(cl, (const uint8_t *)"ab", 2), 2);
+  ck_assert_int_eq(tls_conn_write(cl, (const uint8_t *)"cd", 2), 2);
+  ck_assert_int_eq(tls_conn_read(sr, buf, sizeof(buf)), 2);
+  ck_assert_mem_eq(buf, "ab", 2);
+  ck_assert_int_eq(tls_conn_drained(sr), 0);
+  ck_assert_int_eq(tls_conn_read(sr, buf, sizeof(buf)), 2);
+  ck_assert_mem_eq(buf, "cd", 2);
+  ck_assert_int_eq(tls_conn_drained(sr), 1);
   ck_assert_int_eq(tls_conn_write(sr, (const uint8_t *)"pong", 4), 4);
   ck_assert_int_eq(tls_conn_read(cl, buf, sizeof(buf)), 4);
   ck_assert_mem_eq(buf, "pong", 4);

@@ -1073,15 +1073,24 @@ channel_alloc_circ_id(channel_t *chan)
 }
 
 struct circuit_t *
-channel_get_circuit(const channel_t *chan, uint32_t circ_id)
+channel_get_circuit(channel_t *chan, uint32_t circ_id)
 {
-  return hmap_get_u32(chan->circuits, circ_id);
+  if (chan->last_circ && chan->last_circ_id == circ_id)
+    return chan->last_circ;
+  struct circuit_t *c = hmap_get_u32(chan->circuits, circ_id);
+  if (c) {
+    chan->last_circ_id = circ_id;
+    chan->last_circ = c;
+  }
+  return c;
 }
 
 void
 channel_set_circuit(channel_t *chan, uint32_t circ_id, struct circuit_t *c)
 {
   hmap_set_u32(chan->circuits, circ_id, c);
+  if (chan->last_circ_id == circ_id)
+    chan->last_circ = NULL;
   chan->had_circuit = 1;
 }
 
@@ -1089,6 +1098,8 @@ void
 channel_remove_circuit(channel_t *chan, uint32_t circ_id)
 {
   hmap_remove_u32(chan->circuits, circ_id);
+  if (chan->last_circ_id == circ_id)
+    chan->last_circ = NULL;
   if (hmap_size(chan->circuits) == 0) {
     chan->idle_since_us = evloop_now_us(G.loop);
     if (chan->per_circuit || chan->carried) {

@@ -132,8 +132,7 @@ const char *channel_describe(const channel_t *chan);
 
 /* Circuit IDs on this channel. */
 uint32_t channel_alloc_circ_id(channel_t *chan); /* 0 if none free */
-struct circuit_t *channel_get_circuit(const channel_t *chan,
-                                      uint32_t circ_id);
+struct circuit_t *channel_get_circuit(channel_t *chan, uint32_t circ_id);
 void channel_set_circuit(channel_t *chan, uint32_t circ_id,
                          struct circuit_t *circ);
 void channel_remove_circuit(channel_t *chan, uint32_t circ_id);

@@ -71,6 +71,11 @@ struct channel_t {
   /* Runs from creation (before TCP and TLS complete) until OPEN. */
   evloop_timer_t *hs_timer;
   hmap_t *circuits;               /* circ id (u32) -> circuit_t * */
+  /* The last circuit channel_get_circuit() found (NULL: none): consecutive
+   * cells mostly belong to the same circuit, and a hit saves the keyed
+   * hash. channel_set_circuit()/channel_remove_circuit() keep it true. */
+  uint32_t last_circ_id;
+  struct circuit_t *last_circ;
   /* scheduler.c: queues of this channel's circuits that have cells,
    * lowest priority value first; where the channel stands. */
   minheap_t *sched_queues;
@@ -114,7 +119,11 @@ int channel_hs_handle_fixed(channel_t *chan, const cell_t *cell,
 void channel_hs_free(chan_hs_t *hs);
 
 /* scheduler.c, for channel.c */
-#define CHAN_OUTBUF_HIGH (32 * CELL_MAX_NETWORK_LEN)
+/* Relayed cells fill the output buffer up to two full TLS records: the
+ * scheduler adds them whole (buf_add_unsplit()), 31 to a 16 KiB chunk,
+ * so both records are full and none carries a straggler. */
+#define CHAN_CELLS_PER_RECORD (16384 / CELL_MAX_NETWORK_LEN)
+#define CHAN_OUTBUF_HIGH (2 * CHAN_CELLS_PER_RECORD * CELL_MAX_NETWORK_LEN)
 #define CHAN_OUTBUF_LOW (8 * CELL_MAX_NETWORK_LEN)
 void scheduler_channel_init(channel_t *chan);
 /* Forget the channel (closing); its queues must already be cleared or

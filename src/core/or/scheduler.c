@@ -368,7 +368,7 @@ chan_budget(channel_t *chan)
   int64_t budget = (int64_t)(CHAN_OUTBUF_HIGH - queued);
   if (G.cfg.socket_aware) {
     sockstat_tcp_t st;
-    if (sockstat_tcp(conn_fd(chan->conn), &st) == 0) {
+    if (sockstat_tcp_send(conn_fd(chan->conn), &st) == 0) {
       int64_t lim = sockstat_kist_limit(&st, G.cfg.sockbuf_factor) -
                     (int64_t)queued;
       if (lim < budget)
@@ -446,7 +446,7 @@ scheduler_run(void *arg)
     if (chan->carrier)
       (void)chan->carrier->send(chan->carrier_arg, pc->body, pc->len);
     else
-      buf_add(conn_outbuf(chan->conn), pc->body, pc->len);
+      buf_add_unsplit(conn_outbuf(chan->conn), pc->body, pc->len);
     chan->sched_budget -= pc->len;
     uint64_t waited = now > pc->queued_us ? now - pc->queued_us : 0;
     cq->stats.cells_sent++;

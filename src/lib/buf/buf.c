@@ -28,6 +28,11 @@
  *    heap trimming and page faults cost ~7x the scheduler's CPU per cell
  *    (pctor-schedbench --channels 0 1000). The free list is process-global: pctor runs one thread, and a
  *    cache of unused memory has no observable state.
+ *  - buf_add_unsplit() starts a new chunk rather than split what it adds
+ *    (up to a chunk's size): an output buffer filled with cells that way
+ *    holds 31 whole cells per chunk, so each SSL_write() from the head is
+ *    one full record and no record carries the small remainder of a cell
+ *    that straddled a boundary.
  *  - buf_pullup() makes the first n bytes contiguous by moving the short
  *    remainder in the head chunk to the start of its storage and copying
  *    the missing bytes from the following chunks into it; the common case
@@ -245,6 +250,15 @@ buf_add(buf_t *b, const void *data, size_t len)
     p += n;
     len -= n;
   }
+}
+
+void
+buf_add_unsplit(buf_t *b, const void *data, size_t len)
+{
+  chunk_t *t = b->tail;
+  if (t && t->len > 0 && len <= BUF_CHUNK_CAP && chunk_space(t) < len)
+    buf_append_chunk(b, BUF_CHUNK_CAP); /* leave the tail's rest unused */
+  buf_add(b, data, len);
 }
 
 void

@@ -24,6 +24,10 @@ size_t buf_datalen(const buf_t *b);
 void buf_clear(buf_t *b);
 /* Append len bytes. */
 void buf_add(buf_t *b, const void *data, size_t len);
+/* Append len bytes, in one chunk when len fits one (a new chunk is
+ * started if the tail has less room): records written from the head
+ * then end at these boundaries. */
+void buf_add_unsplit(buf_t *b, const void *data, size_t len);
 /* Copy the first len bytes (len <= datalen) to out without removing. */
 void buf_peek(const buf_t *b, void *out, size_t len);
 /* Copy then remove the first len bytes (len <= datalen). */

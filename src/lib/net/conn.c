@@ -32,7 +32,9 @@
  *    call, so callbacks never nest for the same connection.
  *  - Plain (non-TLS) connections use recv/send with MSG_NOSIGNAL; a short
  *    read or write ends the I/O for this event (the kernel buffer is empty
- *    or full), saving the EAGAIN system call.
+ *    or full), saving the EAGAIN system call. TLS reads stop likewise when
+ *    the TLS layer's last socket read was short and it holds nothing more
+ *    (tls_conn_drained()).
  *  - Bandwidth limits (conn_set_buckets()): without buckets the only cost
  *    is one flag test per read and per write. With buckets, a read moves
  *    at most min(read budget, tokens of every bucket) and a write at most
@@ -754,6 +756,8 @@ conn_read_some(conn_t *c)
       if (n > 0) {
         buf_commit(c->in, (size_t)n);
         total += (size_t)n;
+        if (tls_conn_drained(c->tls))
+          break; /* socket and OpenSSL empty: save the EAGAIN read */
         continue;
       }
       if (n == TLS_WANT_READ)

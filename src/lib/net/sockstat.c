@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sockstat.c -- TCP_INFO and send-queue sizes of a TCP socket (Linux). */
+/* sockstat.c -- TCP_INFO and send-queue sizes of a TCP socket (Linux).
+ *
+ * The scheduler asks once per run and per connection with data, so the
+ * number of system calls matters: Linux's own struct tcp_info (from
+ * <linux/tcp.h>; glibc's copy stops before the newer fields) carries the
+ * unsent bytes since Linux 4.6, so one getsockopt answers what KIST needs;
+ * SIOCOUTQNSD is asked only of older kernels, and SIOCOUTQ (the whole
+ * send queue, which only MeasureMe records) only by sockstat_tcp().
+ */
 #include "lib/net/sockstat.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #ifdef __linux__
 #include <linux/sockios.h>
+#include <linux/tcp.h>
+#else
+#include <netinet/tcp.h>
 #endif
 
 int
@@ -22,8 +33,9 @@ sockstat_tcp_available(void)
 #endif
 }
 
-int
-sockstat_tcp(int fd, sockstat_tcp_t *out)
+/* Fill *out from TCP_INFO (and, with want_outq, SIOCOUTQ). */
+static int
+sockstat_query(int fd, sockstat_tcp_t *out, int want_outq)
 {
 #if defined(__linux__) && defined(TCP_INFO)
   struct tcp_info ti;
@@ -39,20 +51,38 @@ sockstat_tcp(int fd, sockstat_tcp_t *out)
   out->rttvar_us = ti.tcpi_rttvar;
   out->total_retrans = ti.tcpi_total_retrans;
   int n = 0;
-  if (ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0)
+  if (want_outq && ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0)
     out->outq = (uint32_t)n;
-  n = 0;
+  if (len >= offsetof(struct tcp_info, tcpi_notsent_bytes) +
+                 sizeof(ti.tcpi_notsent_bytes)) {
+    out->notsent = ti.tcpi_notsent_bytes;
+  } else {
 #ifdef SIOCOUTQNSD
-  if (ioctl(fd, SIOCOUTQNSD, &n) == 0 && n > 0)
-    out->notsent = (uint32_t)n;
+    n = 0;
+    if (ioctl(fd, SIOCOUTQNSD, &n) == 0 && n > 0)
+      out->notsent = (uint32_t)n;
 #endif
+  }
   return 0;
 #else
   (void)fd;
   (void)out;
+  (void)want_outq;
   errno = ENOTSUP;
   return -1;
 #endif
+}
+
+int
+sockstat_tcp(int fd, sockstat_tcp_t *out)
+{
+  return sockstat_query(fd, out, 1);
+}
+
+int
+sockstat_tcp_send(int fd, sockstat_tcp_t *out)
+{
+  return sockstat_query(fd, out, 0);
 }
 
 int64_t

@@ -30,6 +30,10 @@ int sockstat_tcp_available(void);
  * not a TCP socket or the kernel cannot say. */
 int sockstat_tcp(int fd, sockstat_tcp_t *out);
 
+/* As sockstat_tcp() without outq (left 0): one system call on Linux >=
+ * 4.6, for callers that ask often (the scheduler's KIST limit). */
+int sockstat_tcp_send(int fd, sockstat_tcp_t *out);
+
 /* KIST's write limit for one scheduling run: the bytes that fit the free
  * part of the congestion window plus factor x cwnd x mss, minus what
  * already waits unsent in the kernel; never negative. */

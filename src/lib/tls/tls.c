@@ -64,8 +64,16 @@ struct tls_context_t {
   size_t cert_der_len;
 };
 
+/* What the socket BIO knows: its fd, and whether its last read came back
+ * short (the kernel had no more bytes then). */
+typedef struct sockbio_state_t {
+  int fd;
+  int drained;
+} sockbio_state_t;
+
 struct tls_conn_t {
   SSL *ssl;
+  sockbio_state_t sock;
   char err[160];
   char desc[96];
 };
@@ -188,14 +196,18 @@ tls_context_cert_der(const tls_context_t *ctx, size_t *len)
 }
 
 /* ---- the socket BIO ----
- * The fd is kept as the BIO's data pointer (BIO_set_data()); the BIO never
- * closes it. EOF is remembered in BIO_FLAGS_IN_EOF because libssl asks
- * BIO_eof() to tell a clean EOF from a transient failure. */
+ * The BIO's data pointer (BIO_set_data()) is the connection's
+ * sockbio_state_t, which lives as long as the SSL object; the BIO never
+ * closes the fd. EOF is remembered in BIO_FLAGS_IN_EOF because libssl asks
+ * BIO_eof() to tell a clean EOF from a transient failure. A read that
+ * returns fewer bytes than asked for marks the state drained, so that the
+ * caller can stop reading without one more read(2) that would only say
+ * EAGAIN (see tls_conn_drained()). */
 
 static int
 sockbio_fd(BIO *b)
 {
-  return (int)(intptr_t)BIO_get_data(b);
+  return ((sockbio_state_t *)BIO_get_data(b))->fd;
 }
 
 static int
@@ -222,7 +234,9 @@ sockbio_read(BIO *b, char *out, int len)
   if (!out)
     return 0;
   errno = 0;
-  ssize_t n = read(sockbio_fd(b), out, (size_t)len);
+  sockbio_state_t *st = BIO_get_data(b);
+  ssize_t n = read(st->fd, out, (size_t)len);
+  st->drained = n < (ssize_t)len;
   BIO_clear_retry_flags(b);
   if (n == 0)
     BIO_set_flags(b, BIO_FLAGS_IN_EOF);
@@ -277,7 +291,7 @@ sockbio_destroy(BIO *b)
 static BIO_METHOD *sockbio_method;
 
 static BIO *
-sockbio_new(int fd)
+sockbio_new(sockbio_state_t *st)
 {
   if (!sockbio_method) {
     BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
@@ -296,18 +310,21 @@ sockbio_new(int fd)
   }
   BIO *b = BIO_new(sockbio_method);
   if (b)
-    BIO_set_data(b, (void *)(intptr_t)fd);
+    BIO_set_data(b, st);
   return b;
 }
 
 tls_conn_t *
 tls_conn_new(tls_context_t *ctx, int fd, int is_server)
 {
+  tls_conn_t *t = pc_zalloc(sizeof(*t));
+  t->sock.fd = fd;
   SSL *ssl = SSL_new(ctx->ctx);
-  BIO *bio = ssl ? sockbio_new(fd) : NULL;
+  BIO *bio = ssl ? sockbio_new(&t->sock) : NULL;
   if (!bio) {
     log_ssl_error("SSL_new");
     SSL_free(ssl);
+    free(t);
     return NULL;
   }
   SSL_set_bio(ssl, bio, bio); /* ssl takes our one reference */
@@ -315,7 +332,6 @@ tls_conn_new(tls_context_t *ctx, int fd, int is_server)
     SSL_set_accept_state(ssl);
   else
     SSL_set_connect_state(ssl);
-  tls_conn_t *t = pc_zalloc(sizeof(*t));
   t->ssl = ssl;
   return t;
 }
@@ -432,6 +448,13 @@ tls_conn_pending(const tls_conn_t *t)
   if (n > 0)
     return (size_t)n;
   return SSL_has_pending(t->ssl) ? 1 : 0;
+}
+
+int
+tls_conn_drained(const tls_conn_t *t)
+{
+  return t->sock.drained && !SSL_has_pending(t->ssl) &&
+         SSL_pending(t->ssl) <= 0;
 }
 
 int

@@ -57,6 +57,11 @@ ssize_t tls_conn_write(tls_conn_t *t, const uint8_t *data, size_t len);
  * (1) when only undecrypted read-ahead bytes are buffered. In both cases
  * tls_conn_read() may return data although the socket is not readable. */
 size_t tls_conn_pending(const tls_conn_t *t);
+/* 1 if the last read from the socket returned fewer bytes than OpenSSL
+ * asked for (the kernel had nothing more then) and OpenSSL holds nothing
+ * unread: a caller reading until TLS_WANT_READ may stop here and wait for
+ * readiness, saving a read(2) that would fail with EAGAIN. */
+int tls_conn_drained(const tls_conn_t *t);
 /* Send close_notify (once, best effort, non-blocking): TLS_OK or a TLS_*
  * code. */
 int tls_conn_shutdown(tls_conn_t *t);
