@@ -94,6 +94,7 @@ static struct {
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
+  char *exit_desc_ipv6;         /* its ipv6-policy summary, or NULL */
   dns_resolver_t *dns;
   dir_client_t *dirc;           /* the relay's own directory fetches */
   dir_client_t *dirc_other;     /* the other flavor, cached for clients */
@@ -157,6 +158,7 @@ free_exit_desc_lines(void)
     free(A.exit_desc_lines[i]);
   PC_FREE(A.exit_desc_lines);
   A.n_exit_desc_lines = 0;
+  PC_FREE(A.exit_desc_ipv6);
 }
 
 /* An info line for every relayed circuit that closes, naming its
@@ -264,12 +266,14 @@ configure_exit(const options_t *o)
   memset(&cfg, 0, sizeof(cfg));
   cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
+  cfg.ipv6_exit = o->ipv6_exit;
   exit_policy_t *policy = NULL;
   if (o->is_exit) {
     exit_policy_options_t po;
     exit_policy_options_init(&po);
     po.is_exit = 1;
     po.reject_private = o->exit_policy_reject_private;
+    po.ipv6_exit = o->ipv6_exit;
     po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     po.our_addrs = o->or_ports.addrs;
@@ -310,15 +314,22 @@ configure_exit(const options_t *o)
   exit_configure(&cfg);
   exit_policy_free(A.exit_policy);
   A.exit_policy = policy;
-  /* The descriptor carries the IPv4 accept/reject lines. */
+  /* The descriptor carries the IPv4 accept/reject lines and, with
+   * IPv6Exit 1, the summary of the IPv6 rules (tor writes it only then;
+   * without IPv6Exit the policy rejects all IPv6 anyway). */
   free_exit_desc_lines();
   if (policy) {
     char *text = exit_policy_format_descriptor(policy);
     char *save = NULL;
     for (char *l = strtok_r(text, "\n", &save); l;
          l = strtok_r(NULL, "\n", &save)) {
+      if (!strncmp(l, "ipv6-policy ", 12)) {
+        if (o->ipv6_exit && !A.exit_desc_ipv6)
+          A.exit_desc_ipv6 = pc_strdup(l + 12);
+        continue;
+      }
       if (strncmp(l, "accept ", 7) && strncmp(l, "reject ", 7))
-        continue; /* ipv6-policy: pctor has no IPv6 exit yet */
+        continue;
       A.exit_desc_lines = pc_realloc(A.exit_desc_lines,
                                      sizeof(char *) *
                                          (size_t)(A.n_exit_desc_lines + 1));
@@ -326,7 +337,12 @@ configure_exit(const options_t *o)
     }
     free(text);
     char *summary = exit_policy_summarize(policy, AF_INET);
-    log_notice("Exit relay: policy summary \"%s\"", summary);
+    log_notice("Exit relay: policy summary \"%s\"%s%s%s", summary,
+               o->ipv6_exit ? ", IPv6 \"" : " (IPv6Exit 0: IPv4 only)",
+               o->ipv6_exit ? (A.exit_desc_ipv6 ? A.exit_desc_ipv6
+                                                : "reject 1-65535")
+                            : "",
+               o->ipv6_exit ? "\"" : "");
     free(summary);
   }
   return 0;
@@ -512,6 +528,7 @@ configure_publishing(const options_t *o)
   rc.n_family = o->my_family.n;
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
+  rc.ipv6_policy = A.exit_desc_ipv6;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
   rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
   rc.dir_port = options_dirport_advertised(o);
