@@ -1299,8 +1299,8 @@ open_dirports(const options_t *opts)
 }
 
 /* ---- Accounting and hibernation (feature/hibernate): one block ----
- * Soft hibernation closes the ORPort and DirPort listeners (the DirPort's
- * connections too: dirport has no listener-only close) and refuses CREATEs
+ * Soft hibernation closes the ORPort and DirPort listeners (as tor, the
+ * DirPort connections already open are still answered) and refuses CREATEs
  * (DESTROY HIBERNATING) and BEGIN/BEGIN_DIR (END HIBERNATING), as tor;
  * hard hibernation also closes every channel;
  * waking reopens the listeners. Each change republishes the descriptor
@@ -1370,7 +1370,7 @@ hib_changed(hibernate_state_t from, hibernate_state_t to, void *arg)
   (void)arg;
   if (to != HIBERNATE_AWAKE) {
     if (from == HIBERNATE_AWAKE)
-      dirport_shutdown();
+      dirport_close_listeners();
     channels_close_listeners();
     if (to == HIBERNATE_HARD)
       channels_close_all("hibernating (AccountingMax)");
