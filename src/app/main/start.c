@@ -90,6 +90,8 @@ static struct {
   evloop_timer_t *key_timer;
   publish_t *pub;
   selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
+  selftest_t *selftest6;        /* ... of the IPv6 ORPort */
+  int hold6;                    /* the upload waits for selftest6 */
   const options_t *pub_opts;    /* what configure_publishing last used */
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
@@ -443,14 +445,15 @@ selftest_nodelist(void *arg)
   return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
 }
 
-/* The self-test confirmed the ORPort: upload the descriptor now, and
- * tell controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
+/* The self-test (arg: &A.selftest or &A.selftest6) confirmed an ORPort:
+ * upload the descriptor now if nothing else holds it, and tell
+ * controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
 static void
 selftest_reachable(void *arg)
 {
-  (void)arg;
+  selftest_t **stp = arg;
   char a[PC_ADDR_STR_LEN], *text;
-  pc_addr_fmt(selftest_address(A.selftest), a, sizeof(a), 1);
+  pc_addr_fmt(selftest_address(*stp), a, sizeof(a), 1);
   text = pc_asprintf("REACHABILITY_SUCCEEDED ORADDRESS=%s", a);
   control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
   free(text);
@@ -458,26 +461,69 @@ selftest_reachable(void *arg)
     configure_publishing(A.pub_opts);
 }
 
-/* AssumeReachable 0: test the advertised ORPort (self, IPv4) before
- * uploading. Returns 1 while the upload must wait for the test. */
+/* Is the other ORPort's test (if any) done, or not holding the upload? */
 static int
-reachability_hold(const options_t *o, const pc_addr_t *self)
+selftest_publishable(void *arg)
+{
+  selftest_t **stp = arg;
+  if (stp == &A.selftest)
+    return !A.selftest6 || !A.hold6 || selftest_is_reachable(A.selftest6);
+  return !A.selftest || selftest_is_reachable(A.selftest);
+}
+
+static selftest_t *
+selftest_start(const options_t *o, selftest_t **stp)
+{
+  selftest_config_t sc;
+  memset(&sc, 0, sizeof(sc));
+  sc.keys = A.keys;
+  sc.testing = o->testing_tor_network;
+  sc.nodelist = selftest_nodelist;
+  sc.reachable = selftest_reachable;
+  sc.publishable = selftest_publishable;
+  sc.arg = stp;
+  return selftest_new(A.loop, &sc);
+}
+
+/* The consensus parameter name (0 or 1; 0 without a consensus). */
+static int
+consensus_flag(const char *name)
+{
+  const consensus_t *c = A.dirc ? dir_client_consensus(A.dirc) : NULL;
+  return c ? consensus_get_param(c, name, 0, 0, 1) : 0;
+}
+
+/* AssumeReachable 0: test the advertised ORPorts (self, IPv4; self6,
+ * IPv6, or AF_UNSPEC) before uploading, as tor: the IPv6 one unless
+ * AssumeReachableIPv6 is 1, and it holds the upload unless the consensus
+ * parameter assume-reachable-ipv6 (or assume-reachable) is 1. Returns 1
+ * while the upload must wait for a test. */
+static int
+reachability_hold(const options_t *o, const pc_addr_t *self,
+                  const pc_addr_t *self6)
 {
   if (o->assume_reachable) {
     selftest_free(A.selftest);
+    selftest_free(A.selftest6);
     return 0;
   }
-  if (!A.selftest) {
-    selftest_config_t sc;
-    memset(&sc, 0, sizeof(sc));
-    sc.keys = A.keys;
-    sc.testing = o->testing_tor_network;
-    sc.nodelist = selftest_nodelist;
-    sc.reachable = selftest_reachable;
-    A.selftest = selftest_new(A.loop, &sc);
-  }
+  if (!A.selftest)
+    A.selftest = selftest_start(o, &A.selftest);
   selftest_set_address(A.selftest, self);
-  return !selftest_is_reachable(A.selftest);
+  int hold = !selftest_is_reachable(A.selftest);
+  A.hold6 = 0;
+  if (self6->family != AF_INET6 || o->assume_reachable_ipv6 == 1) {
+    selftest_free(A.selftest6);
+  } else {
+    if (!A.selftest6)
+      A.selftest6 = selftest_start(o, &A.selftest6);
+    selftest_set_address(A.selftest6, self6);
+    A.hold6 = !consensus_flag("assume-reachable") &&
+              !consensus_flag("assume-reachable-ipv6");
+    if (A.hold6 && !selftest_is_reachable(A.selftest6))
+      hold = 1;
+  }
+  return hold;
 }
 
 /* Hand the publisher the descriptor fields and authorities the options
@@ -549,7 +595,7 @@ configure_publishing(const options_t *o)
   pp.enabled = o->publish_server_descriptor;
   pc_addr_t self = rc.address;
   self.port = rc.or_port;
-  pp.hold = reachability_hold(o, &self);
+  pp.hold = reachability_hold(o, &self, &rc.ipv6_or);
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
@@ -2320,6 +2366,7 @@ app_shutdown(void)
   shutdown_control(); /* ControlPort, MetricsPort: first, while the
                        * circuits they observe still exist */
   selftest_free(A.selftest); /* its test circuit, while circuits exist */
+  selftest_free(A.selftest6);
   A.pub_opts = NULL;
   if (A.started) {
     if (A.client_started)

@@ -76,9 +76,11 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     return;
   st->reachable = 1;
   evloop_timer_cancel(st->tick);
+  int publish = !st->cfg.publishable || st->cfg.publishable(st->cfg.arg);
   log_notice("Self-testing indicates your ORPort %s is reachable from "
-             "the outside. Excellent. Publishing server descriptor.",
-             pc_addr_fmt(&st->addr, a, sizeof(a), 1));
+             "the outside. Excellent.%s",
+             pc_addr_fmt(&st->addr, a, sizeof(a), 1),
+             publish ? " Publishing server descriptor." : "");
   if (st->cfg.reachable)
     st->cfg.reachable(st->cfg.arg);
 }
@@ -98,31 +100,49 @@ closed_cb(circbuild_t *cb, int reason, const char *why, void *arg)
 
 static const circbuild_cbs_t cbs = {built_cb, closed_cb, NULL};
 
+/* Can nd extend a circuit to an IPv6 address? As tor asks of the hop
+ * before the tested one: an IPv6 ORPort of its own and Relay=3. */
 static int
-is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not)
+extends_over_ipv6(const dir_node_t *nd)
 {
-  return dir_node_is_usable(nd) && nd != not &&
-         memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0;
+  return nd->has_ipv6 && nd->protocols &&
+         dir_protocols_support(nd->protocols, "Relay", 3);
 }
 
-/* A usable relay from the consensus that is neither us nor not, chosen at
- * random; NULL when there is none. */
+static int
+is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not,
+             int need_ipv6)
+{
+  return dir_node_is_usable(nd) && nd != not &&
+         memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0 &&
+         (!need_ipv6 || extends_over_ipv6(nd));
+}
+
+/* A usable relay from the consensus that is neither us nor not (and can
+ * extend over IPv6 if need_ipv6), chosen at random; NULL when there is
+ * none. */
 static const dir_node_t *
 pick_node(const selftest_t *st, const dir_nodelist_t *nl,
-          const dir_node_t *not)
+          const dir_node_t *not, int need_ipv6)
 {
   int n = 0;
   for (int i = 0; i < nl->n_nodes; i++)
-    n += is_candidate(st, &nl->nodes[i], not);
+    n += is_candidate(st, &nl->nodes[i], not, need_ipv6);
   if (!n)
     return NULL;
   uint32_t r;
   crypt_rand((uint8_t *)&r, sizeof(r));
   int k = (int)(r % (uint32_t)n);
   for (int i = 0; i < nl->n_nodes; i++)
-    if (is_candidate(st, &nl->nodes[i], not) && !k--)
+    if (is_candidate(st, &nl->nodes[i], not, need_ipv6) && !k--)
       return &nl->nodes[i];
   return NULL;
+}
+
+static const char *
+family_name(const selftest_t *st)
+{
+  return st->addr.family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
 static void
@@ -141,18 +161,22 @@ fill_target(extend_target_t *t, const dir_node_t *nd)
 
 /* Two relays, then us: a relay refuses to extend a circuit back to the
  * relay it came from, so the hop before us must not be our first hop's
- * peer (we are). */
+ * peer (we are). For an IPv6 ORPort the hop before us must be able to
+ * extend over IPv6; it is picked first. */
 static void
 attempt(selftest_t *st)
 {
   extend_target_t hops[3];
   char a[PC_ADDR_STR_LEN], b[PC_ADDR_STR_LEN];
+  int v6 = st->addr.family == AF_INET6;
   const dir_nodelist_t *nl = st->cfg.nodelist(st->cfg.arg);
-  const dir_node_t *n1 = nl ? pick_node(st, nl, NULL) : NULL;
-  const dir_node_t *n2 = n1 ? pick_node(st, nl, n1) : NULL;
-  if (!n2) {
+  const dir_node_t *n2 = nl ? pick_node(st, nl, NULL, v6) : NULL;
+  const dir_node_t *n1 = n2 ? pick_node(st, nl, n2, 0) : NULL;
+  if (!n1) {
     log_info("Reachability test: the consensus does not have two other "
-             "usable relays to test through yet");
+             "usable relays to test through yet%s",
+             v6 && !n2 ? " (one with an IPv6 ORPort and Relay=3 to extend "
+                         "to our IPv6 ORPort)" : "");
     return;
   }
   fill_target(&hops[0], n1);
@@ -167,8 +191,8 @@ attempt(selftest_t *st)
   memcpy(self->ntor_key, k->ntor_current.pub, 32);
   self->handshake = HTYPE_NTOR;
   st->st.n_attempts++;
-  log_info("Testing the reachability of our ORPort %s through %s and %s",
-           pc_addr_fmt(&st->addr, a, sizeof(a), 1),
+  log_info("Testing the reachability of our %s ORPort %s through %s and %s",
+           family_name(st), pc_addr_fmt(&st->addr, a, sizeof(a), 1),
            pc_addr_fmt(&hops[0].addr, b, sizeof(b), 1), n2->nickname);
   st->cb = circbuild_start(hops, 3, &cbs, st);
   if (!st->cb) {
@@ -238,10 +262,10 @@ selftest_set_address(selftest_t *st, const pc_addr_t *orport)
   }
   st->started = time(NULL);
   st->last_complaint = 0;
-  log_notice("Now checking whether IPv4 ORPort %s is reachable%s... (this "
+  log_notice("Now checking whether %s ORPort %s is reachable%s... (this "
              "may take up to %u minutes -- look for log messages "
              "indicating success)",
-             pc_addr_fmt(orport, a, sizeof(a), 1),
+             family_name(st), pc_addr_fmt(orport, a, sizeof(a), 1),
              again ? " (the advertised address changed)" : "",
              complain_secs(st) >= 60 ? complain_secs(st) / 60 : 1);
   evloop_timer_cancel(st->tick);
