@@ -12,6 +12,9 @@
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
  *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
  *            hop instead of a directory stream, and GET PATH over it.
+ *   --begin-flags N: the BEGIN's FLAGS (tor-spec 6.2: 1 IPv6 ok, 2 IPv4
+ *            not ok, 4 IPv6 preferred); without it the BEGIN has none.
+ *            The address in the CONNECTED cell is printed.
  *   --cc:    ask the last hop for congestion control (proposal 324: ntor v3
  *            with the CC extension). With --consensus only when the
  *            consensus' cc_alg and the exit's FlowCtrl=2 allow it, with
@@ -55,6 +58,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +73,7 @@ static struct {
   const char *get_path;
   const char *out_path;
   const char *begin_target;
+  long begin_flags; /* -1: no FLAGS in the BEGIN */
   size_t max_response;
   int n_hops;
   int connected;
@@ -96,7 +101,8 @@ usage(void)
 {
   fprintf(stderr,
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
-          "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
+          "                      [--out FILE] [--begin HOST:PORT] [--begin-flags N]\n"
+          "                      [--max-bytes N]\n"
           "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      HOP [HOP ...]\n"
@@ -307,6 +313,14 @@ s_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
   if (T.connected)
     return;
   T.connected = 1;
+  /* tor-spec 6.2: IPv4 (4 bytes) or zero, 6, IPv6 (16 bytes); a TTL. */
+  char a[64] = "";
+  if (len >= 4 && get_u32(body) != 0)
+    inet_ntop(AF_INET, body, a, sizeof(a));
+  else if (len >= 21 && body[4] == 6)
+    inet_ntop(AF_INET6, body + 5, a, sizeof(a));
+  if (*a)
+    fprintf(stderr, "pctor-circtest: connected to %s\n", a);
   send_get();
 }
 
@@ -383,10 +397,20 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   T.edge = edge_new(&end_ops, NULL, T.loop);
   T.stream = edge_stream_new(T.edge, STREAM_ID, &stream_ops, NULL);
   if (T.begin_target) {
-    /* BEGIN body: "host:port" NUL, no flags. */
-    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN,
-                             (const uint8_t *)T.begin_target,
-                             (uint16_t)strlen(T.begin_target) + 1);
+    /* BEGIN body: "host:port" NUL, then FLAGS if asked for. */
+    uint8_t body[RELAY_BODY_MAX];
+    size_t n = strlen(T.begin_target) + 1;
+    if (n + 4 > sizeof(body)) {
+      finish(0, "--begin target too long");
+      return;
+    }
+    memcpy(body, T.begin_target, n);
+    if (T.begin_flags >= 0) {
+      set_u32(body + n, (uint32_t)T.begin_flags);
+      n += 4;
+    }
+    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN, body,
+                             (uint16_t)n);
   } else {
     r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN_DIR, NULL, 0);
   }
@@ -481,6 +505,7 @@ main(int argc, char **argv)
   extend_target_t hops[CIRCUIT_MAX_HOPS];
   const char *handshake = "ntor";
   T.max_response = 64 * 1024 * 1024;
+  T.begin_flags = -1;
   consensus_opts_t co;
   memset(&co, 0, sizeof(co));
   co.hops = 3;
@@ -500,6 +525,8 @@ main(int argc, char **argv)
       timeout = atof(argv[++i]);
     else if (!strcmp(a, "--begin") && i + 1 < argc)
       T.begin_target = argv[++i];
+    else if (!strcmp(a, "--begin-flags") && i + 1 < argc)
+      T.begin_flags = strtol(argv[++i], NULL, 0);
     else if (!strcmp(a, "--max-bytes") && i + 1 < argc)
       T.max_response = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--consensus") && i + 1 < argc)
