@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* selftest.c -- the ORPort reachability self-test (see selftest.h).
  *
+ * IPv6: a relay asked to extend to us reuses a channel it already has with
+ * our identity, whatever its address family (tor's channel choice for
+ * extensions: a canonical channel serves any address), so a built circuit
+ * alone does not show that the IPv6 ORPort is reachable. As tor counts
+ * only CREATEs that arrive on an inbound channel of the tested family, an
+ * IPv6 attempt succeeds only if, when it is built, an open inbound IPv6
+ * channel from the relay before us exists; and that relay is chosen among
+ * those we have no channel with, when there are any, so that it must open
+ * a new connection to our IPv6 address.
+ *
  * One periodic timer drives everything: each tick (the first one second
  * after the address is set, then every interval) abandons an attempt
  * still pending from the previous tick, logs the complaint when it is due
@@ -15,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/or/channel.h"
 #include "core/proto/create.h"
 #include "feature/client/circbuild.h"
 #include "lib/crypt/rand.h"
@@ -28,6 +39,7 @@ struct selftest_t {
   int reachable;
   circbuild_t *cb;          /* the attempt in progress, or NULL */
   circbuild_t *done_cb;     /* an attempt that ended, freed by reap */
+  uint8_t prev_hop[20];     /* RSA identity of the attempt's hop before us */
   evloop_timer_t *tick, *reap;
   time_t started, last_complaint;
   selftest_stats_t st;
@@ -65,6 +77,33 @@ attempt_ended(selftest_t *st, circbuild_t *cb)
   evloop_timer_schedule(st->reap, 0);
 }
 
+/* Channels with one relay: any open one, and inbound IPv6 ones. */
+typedef struct chan_seen_t {
+  const uint8_t *rsa_id;
+  int any, inbound_v6;
+} chan_seen_t;
+
+static void
+see_channel(channel_t *chan, void *arg)
+{
+  chan_seen_t *cs = arg;
+  const uint8_t *id = channel_peer_rsa_id(chan);
+  if (!id || memcmp(id, cs->rsa_id, 20) || !channel_is_open(chan))
+    return;
+  cs->any = 1;
+  if (!channel_is_outgoing(chan) &&
+      channel_peer_addr(chan)->family == AF_INET6)
+    cs->inbound_v6 = 1;
+}
+
+static chan_seen_t
+channels_with(const uint8_t *rsa_id)
+{
+  chan_seen_t cs = {rsa_id, 0, 0};
+  channels_foreach(see_channel, &cs);
+  return cs;
+}
+
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -74,6 +113,14 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   attempt_ended(st, cb);
   if (st->reachable)
     return;
+  if (st->addr.family == AF_INET6 &&
+      !channels_with(st->prev_hop).inbound_v6) {
+    st->st.n_failed++;
+    log_info("Reachability test circuit built, but the relay before us "
+             "used a connection that is not an IPv6 one from it to us; "
+             "trying again in %u s", interval_secs(st));
+    return;
+  }
   st->reachable = 1;
   evloop_timer_cancel(st->tick);
   int publish = !st->cfg.publishable || st->cfg.publishable(st->cfg.arg);
@@ -109,17 +156,20 @@ extends_over_ipv6(const dir_node_t *nd)
          dir_protocols_support(nd->protocols, "Relay", 3);
 }
 
+/* need_ipv6: 1 the relay must extend over IPv6; 2 also without a
+ * channel with us. */
 static int
 is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not,
              int need_ipv6)
 {
   return dir_node_is_usable(nd) && nd != not &&
          memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0 &&
-         (!need_ipv6 || extends_over_ipv6(nd));
+         (!need_ipv6 || extends_over_ipv6(nd)) &&
+         (need_ipv6 < 2 || !channels_with(nd->rsa_id).any);
 }
 
-/* A usable relay from the consensus that is neither us nor not (and can
- * extend over IPv6 if need_ipv6), chosen at random; NULL when there is
+/* A usable relay from the consensus that is neither us nor not (and see
+ * is_candidate for need_ipv6), chosen at random; NULL when there is
  * none. */
 static const dir_node_t *
 pick_node(const selftest_t *st, const dir_nodelist_t *nl,
@@ -170,7 +220,9 @@ attempt(selftest_t *st)
   char a[PC_ADDR_STR_LEN], b[PC_ADDR_STR_LEN];
   int v6 = st->addr.family == AF_INET6;
   const dir_nodelist_t *nl = st->cfg.nodelist(st->cfg.arg);
-  const dir_node_t *n2 = nl ? pick_node(st, nl, NULL, v6) : NULL;
+  const dir_node_t *n2 = nl && v6 ? pick_node(st, nl, NULL, 2) : NULL;
+  if (nl && !n2)
+    n2 = pick_node(st, nl, NULL, v6);
   const dir_node_t *n1 = n2 ? pick_node(st, nl, n2, 0) : NULL;
   if (!n1) {
     log_info("Reachability test: the consensus does not have two other "
@@ -181,6 +233,7 @@ attempt(selftest_t *st)
   }
   fill_target(&hops[0], n1);
   fill_target(&hops[1], n2);
+  memcpy(st->prev_hop, n2->rsa_id, 20);
   extend_target_t *self = &hops[2];
   const relay_keys_t *k = st->cfg.keys;
   memset(self, 0, sizeof(*self));
