@@ -4,9 +4,11 @@
 # destinations, the descriptor's ipv6-policy and the authorities' p6 line.
 #
 # A private network (1 tor authority, 2 tor relays) and two pctor exits
-# whose policies accept 127.0.0.1 and [::1] (and IPv6 port 1 anywhere, so
-# that the IPv6 summary is not empty: a summary counts only rules for every
-# address; nothing in this test connects to port 1):
+# whose policies accept 127.0.0.1 and [::1], and IPv6 to the web port
+# (HPORT) anywhere, so that the IPv6 summary is not empty (a summary counts
+# only rules for every address, and a tor client sends "IPv6 ok" only to an
+# exit whose summary accepts the port); the only streams are this test's,
+# to 127.0.0.1, ::1 and a name this test's nameserver resolves to them:
 #   p6 with IPv6Exit 1, p4 with IPv6Exit 0.
 # Two web servers listen on the same port, one on 127.0.0.1 (serving
 # "four") and one on ::1 (serving "six"), and a nameserver on 127.0.0.1
@@ -19,8 +21,14 @@
 #   p4: [::1] literal -> END 4 (EXITPOLICY); the name with 1|2 -> END 4;
 #       with 1|4 -> four (no IPv6 to prefer).
 # Then the tor authority's copies: p6's descriptor has "ipv6-policy accept
-# 1" (p4's has none) and the microdescriptor the authority made for p6 has
-# "p6 accept 1". Traffic stays on 127.0.0.1 and ::1.
+# HPORT" (p4's has none) and the microdescriptor the authority made for p6
+# has "p6 accept HPORT". Last, a tor 0.4.9 client whose exit is p6 gets
+# [::1] -> six (with tor's own BEGIN flags: IPv6 ok). Only one stream, on
+# the circuit the client built at bootstrap: for a new circuit tor judges
+# an IPv6 literal, as a name, by the IPv4 policy, which accepts only
+# 127.0.0.1 and so "probably rejects" every other address, and finds no
+# exit; for the same reason names cannot be tried through it here.
+# Traffic stays on 127.0.0.1 and ::1.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -80,7 +88,7 @@ EXIT_LINES="ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy accept6 [::1]:*
-ExitPolicy accept6 *:1
+ExitPolicy accept6 *:$hport
 ExitPolicy reject *:*
 RefuseUnknownExits 0
 ServerDNSResolvConfFile $net/resolv-ipv6.conf"
@@ -90,7 +98,7 @@ it_start_pctor "$net" p4 relay "$EXIT_LINES
 IPv6Exit 0"
 P6=$(it_pctor_hop "$net" p6) P4=$(it_pctor_hop "$net" p4)
 d6=$(cat "$net/p6.dir")
-grep -q 'policy summary "reject 1-65535", IPv6 "accept 1"' "$d6/info.log" ||
+grep -q "policy summary \"reject 1-65535\", IPv6 \"accept $hport\"" "$d6/info.log" ||
     it_fail "p6 does not log its IPv6 policy summary"
 
 # fetch NAME EXIT TARGET FLAGS WANT: download /f through relay1, relay2
@@ -141,12 +149,12 @@ desc_of() { # NICK
 has_desc() { desc_of "$1" | grep -q '^router '; }
 it_wait_until 60 has_desc p6 || it_fail "the authority has no descriptor of p6"
 it_wait_until 60 has_desc p4 || it_fail "the authority has no descriptor of p4"
-desc_of p6 | grep -qx "ipv6-policy accept 1" ||
-    it_fail "p6's descriptor has no 'ipv6-policy accept 1': $(desc_of p6 | grep -E 'policy|accept|reject')"
+desc_of p6 | grep -qx "ipv6-policy accept $hport" ||
+    it_fail "p6's descriptor has no 'ipv6-policy accept $hport': $(desc_of p6 | grep -E 'policy|accept|reject')"
 if desc_of p4 | grep -q "^ipv6-policy"; then
     it_fail "p4 (IPv6Exit 0) publishes an ipv6-policy line"
 fi
-it_log "descriptors: p6 has 'ipv6-policy accept 1', p4 none"
+it_log "descriptors: p6 has 'ipv6-policy accept $hport', p4 none"
 
 # The microdescriptor the authority made from p6's descriptor.
 fp6=$(awk '{print $2}' "$d6/data/fingerprint")
@@ -160,7 +168,31 @@ has_md() { [ -n "$(md_digest)" ]; }
 it_wait_until 90 has_md || it_fail "p6 is not in the authority's microdesc consensus"
 md=$(curl -sf -m 5 "http://127.0.0.1:$auth_dirport/tor/micro/d/$(md_digest)") ||
     it_fail "cannot fetch p6's microdescriptor"
-echo "$md" | grep -qx "p6 accept 1" ||
-    it_fail "p6's microdescriptor has no 'p6 accept 1': $md"
-it_log "microdescriptor: 'p6 accept 1'"
+echo "$md" | grep -qx "p6 accept $hport" ||
+    it_fail "p6's microdescriptor has no 'p6 accept $hport': $md"
+it_log "microdescriptor: 'p6 accept $hport'"
+
+# --- a tor client through p6 --------------------------------------------------
+it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+    it_fail "the consensus does not list every relay (p6 and p4 included)"
+fp_r1=$(awk '$1 == "relay1" {print $4}' "$nodes")
+extra=$(it_tmpdir)/client.torrc
+cat > "$extra" <<EOF
+EntryNodes \$$fp_r1
+ExitNodes \$$fp6
+StrictNodes 1
+ConfluxEnabled 0
+EOF
+read -r cnode sport _ < <(it_privnet add-client "$net" --torrc-extra "$extra" --owner-pid $$) ||
+    it_fail "could not start the tor client"
+it_run "$PRIVNET" wait-client "$net" "$cnode" --timeout 120 ||
+    it_fail "the tor client did not bootstrap"
+via_tor() { # SOCKSPORT URL WANT
+    local got
+    got=$(curl -sf --max-time 60 --socks5-hostname "127.0.0.1:$1" "$2") ||
+        it_fail "curl $2 through the tor client (port $1) failed"
+    [ "$got" = "$3" ] || it_fail "tor client, $2 on port $1: got '$got', wanted '$3'"
+    it_log "tor client: $2 -> $got"
+}
+via_tor "$sport" "http://[::1]:$hport/f" six
 echo "PASS: $IT_NAME"
