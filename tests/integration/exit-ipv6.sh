@@ -17,7 +17,7 @@
 # flags (1 IPv6 ok, 2 IPv4 not ok, 4 IPv6 preferred), and the body tells
 # which address the exit chose:
 #   p6: [::1] literal -> six; the name without flags -> four; flags 1
-#       (both fine, IPv4 not less preferred) -> four; 1|4 -> six; 1|2 -> six.
+#       (both fine, no preference: IPv4) -> four; 1|4 -> six; 1|2 -> six.
 #   p4: [::1] literal -> END 4 (EXITPOLICY); the name with 1|2 -> END 4;
 #       with 1|4 -> four (no IPv6 to prefer).
 # Then the tor authority's copies: p6's descriptor has "ipv6-policy accept
@@ -183,10 +183,7 @@ ExitNodes \$$fp6
 StrictNodes 1
 ConfluxEnabled 0
 EOF
-read -r cnode sport _ < <(it_privnet add-client "$net" --torrc-extra "$extra" --owner-pid $$) ||
-    it_fail "could not start the tor client"
-it_run "$PRIVNET" wait-client "$net" "$cnode" --timeout 120 ||
-    it_fail "the tor client did not bootstrap"
+it_tor_client "$net" "$extra"
 via_tor() { # SOCKSPORT URL WANT
     local got
     got=$(curl -sf --max-time 60 --socks5-hostname "127.0.0.1:$1" "$2") ||

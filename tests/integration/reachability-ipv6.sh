@@ -64,27 +64,14 @@ it_wait_until 120 ipv6_listed ||
     it_fail "the consensus does not list the tor relays' IPv6 ORPorts"
 it_log "the consensus lists the tor relays' IPv6 ORPorts"
 
-# start_relay NICK ORPORT-LINES [EXTRA]: start a pctor relay (@PORT@: its
-# reserved port); sets d to its directory and port to the port.
+# start_relay NICK ORPORT-LINES [EXTRA]: start a pctor relay with
+# AssumeReachable 0; sets d to its directory and port to its port.
 start_relay() {
-    local nick=$1 lines=$2 extra=${3-} node
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
-    d=$net/$node
-    cat > "$d/torrc" <<EOT
-DataDirectory $d/data
-${lines//@PORT@/$port}
+    it_start_pctor "$net" "$1" ports "$2
 Address 127.0.0.1
-Nickname $nick
-Log info file $d/info.log
-TestingTorNetwork 1
 AssumeReachable 0
-$extra
-$(cat "$net/dirauth.torrc")
-EOT
-    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
-    echo $! > "$d/pid"
-    it_register_pid "$(cat "$d/pid")" || it_fail "$nick did not start"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort: $(tail -3 "$d/stderr")"
+${3-}"
+    d=$(cat "$net/$1.dir") port=$(cat "$net/$1.port")
 }
 
 start_relay p1 "ORPort 127.0.0.1:@PORT@

@@ -35,26 +35,10 @@ it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
 nodes=$net/nodes.txt
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 
-# start_relay NICK ORPORT-LINES: start a pctor relay; prints its node dir.
+# start_relay NICK ORPORT-LINES: start a pctor relay with AssumeReachable 0.
 start_relay() {
-    local nick=$1 lines=$2 node port d
-    read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
-    d=$net/$node
-    cat > "$d/torrc" <<EOT
-DataDirectory $d/data
-${lines//@PORT@/$port}
-Nickname $nick
-Log info file $d/info.log
-TestingTorNetwork 1
-AssumeReachable 0
-$(cat "$net/dirauth.torrc")
-EOT
-    "$PCTOR" -f "$d/torrc" > "$d/stderr" 2>&1 &
-    echo $! > "$d/pid"
-    it_register_pid "$(cat "$d/pid")" || it_fail "$nick did not start"
-    it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its ORPort: $(tail -3 "$d/stderr")"
-    echo "$d" > "$net/$nick.dir"
-    echo "$port" > "$net/$nick.port"
+    it_start_pctor "$net" "$1" ports "$2
+AssumeReachable 0"
 }
 
 start_relay p1 "ORPort 127.0.0.1:@PORT@
