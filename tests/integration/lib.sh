@@ -298,6 +298,26 @@ it_pctor_node_line() {
          "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor"
 }
 
+# it_selftest_unconfirmed NICK DIR ADDRPORT AUTH-DIRPORT: the pctor relay
+# NICK (directory DIR, AssumeReachable 0) warns within 60 s that it cannot
+# confirm its ORPort ADDRPORT, never says that one is reachable, never
+# uploads, and the authority at 127.0.0.1:AUTH-DIRPORT has no descriptor
+# of it; otherwise fail. Sets warn to the warning's text.
+it_selftest_unconfirmed() {
+    local nick=$1 dir=$2 ap=$3 adp=$4 code fp
+    warn="Your server has not managed to confirm reachability for its ORPort(s) at $ap."
+    it_wait_until 60 grep -qF "$warn" "$dir/info.log" ||
+        { tail -20 "$dir/info.log" >&2; it_fail "$nick did not warn that $ap is unreachable"; }
+    grep -qF "Self-testing indicates your ORPort $ap " "$dir/info.log" &&
+        it_fail "$nick claims its bad ORPort $ap is reachable"
+    grep -q "Uploaded descriptor to \|Could not upload our descriptor" "$dir/info.log" &&
+        it_fail "$nick uploaded a descriptor although $ap was not confirmed"
+    fp=$(awk '{print $2}' "$dir/data/fingerprint")
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        "http://127.0.0.1:$adp/tor/server/fp/$fp")
+    [ "$code" = 404 ] || it_fail "the authority has $nick's descriptor (HTTP $code)"
+}
+
 # it_tor_client NET TORRC-FILE: start a tor client in the network NET
 # (pctor-privnet add-client) with TORRC-FILE's lines added, and wait until
 # it has bootstrapped, or fail. Sets cnode (its node) and sport (its
