@@ -758,6 +758,13 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     if (A.started && dc == A.dirc) {
       apply_dos_relay_addrs(c);
       apply_dos();
+      /* The upload waits for the IPv6 self-test: the consensus may now
+       * say not to (assume-reachable-ipv6). */
+      if (A.hold6 && A.pub_opts && A.selftest6 &&
+          !selftest_is_reachable(A.selftest6) &&
+          (consensus_flag("assume-reachable") ||
+           consensus_flag("assume-reachable-ipv6")))
+        configure_publishing(A.pub_opts);
     }
     report_consensus();
   }
