@@ -513,11 +513,14 @@ reachability_hold(const options_t *o, const pc_addr_t *self,
   int hold = !selftest_is_reachable(A.selftest);
   A.hold6 = 0;
   if (self6->family != AF_INET6 || o->assume_reachable_ipv6 == 1) {
+    selftest_set_other(A.selftest, NULL);
     selftest_free(A.selftest6);
   } else {
     if (!A.selftest6)
       A.selftest6 = selftest_start(o, &A.selftest6);
     selftest_set_address(A.selftest6, self6);
+    selftest_set_other(A.selftest, A.selftest6);
+    selftest_set_other(A.selftest6, A.selftest);
     A.hold6 = !consensus_flag("assume-reachable") &&
               !consensus_flag("assume-reachable-ipv6");
     if (A.hold6 && !selftest_is_reachable(A.selftest6))

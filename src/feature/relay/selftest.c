@@ -9,7 +9,10 @@
  * IPv6 attempt succeeds only if, when it is built, an open inbound IPv6
  * channel from the relay before us exists; and that relay is chosen among
  * those we have no channel with, when there are any, so that it must open
- * a new connection to our IPv6 address.
+ * a new connection to our IPv6 address. The IPv4 test (selftest_set_other)
+ * would give it one: while both run, the IPv6 test avoids the relays of
+ * the IPv4 attempt in progress, and the IPv4 test the IPv6 attempt's relay
+ * before us, when others are available.
  *
  * One periodic timer drives everything: each tick (the first one second
  * after the address is set, then every interval) abandons an attempt
@@ -39,7 +42,8 @@ struct selftest_t {
   int reachable;
   circbuild_t *cb;          /* the attempt in progress, or NULL */
   circbuild_t *done_cb;     /* an attempt that ended, freed by reap */
-  uint8_t prev_hop[20];     /* RSA identity of the attempt's hop before us */
+  uint8_t hop_ids[2][20];   /* RSA identities of the attempt's two relays */
+  const selftest_t *other;  /* the other family's test, or NULL */
   evloop_timer_t *tick, *reap;
   time_t started, last_complaint;
   selftest_stats_t st;
@@ -114,7 +118,7 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   if (st->reachable)
     return;
   if (st->addr.family == AF_INET6 &&
-      !channels_with(st->prev_hop).inbound_v6) {
+      !channels_with(st->hop_ids[1]).inbound_v6) {
     st->st.n_failed++;
     log_info("Reachability test circuit built, but the relay before us "
              "used a connection that is not an IPv6 one from it to us; "
@@ -156,16 +160,32 @@ extends_over_ipv6(const dir_node_t *nd)
          dir_protocols_support(nd->protocols, "Relay", 3);
 }
 
-/* need_ipv6: 1 the relay must extend over IPv6; 2 also without a
- * channel with us. */
+/* Is id one of the relays of the other test's attempt in progress (its
+ * relay before us; with both, either relay)? Those will have a channel
+ * with us soon. */
+static int
+in_other_attempt(const selftest_t *st, const uint8_t *id, int both)
+{
+  const selftest_t *o = st->other;
+  if (!o || !o->cb)
+    return 0;
+  return !memcmp(o->hop_ids[1], id, 20) ||
+         (both && !memcmp(o->hop_ids[0], id, 20));
+}
+
+/* need_ipv6: 0 any relay, but preferably not the IPv6 test's relay before
+ * us; 1 the relay must extend over IPv6; 2 also without a channel with us
+ * (now or soon, through the IPv4 test). 3: any relay. */
 static int
 is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not,
              int need_ipv6)
 {
   return dir_node_is_usable(nd) && nd != not &&
          memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0 &&
-         (!need_ipv6 || extends_over_ipv6(nd)) &&
-         (need_ipv6 < 2 || !channels_with(nd->rsa_id).any);
+         (need_ipv6 != 0 || !in_other_attempt(st, nd->rsa_id, 0)) &&
+         ((need_ipv6 != 1 && need_ipv6 != 2) || extends_over_ipv6(nd)) &&
+         (need_ipv6 != 2 || (!channels_with(nd->rsa_id).any &&
+                             !in_other_attempt(st, nd->rsa_id, 1)));
 }
 
 /* A usable relay from the consensus that is neither us nor not (and see
@@ -220,10 +240,12 @@ attempt(selftest_t *st)
   char a[PC_ADDR_STR_LEN], b[PC_ADDR_STR_LEN];
   int v6 = st->addr.family == AF_INET6;
   const dir_nodelist_t *nl = st->cfg.nodelist(st->cfg.arg);
-  const dir_node_t *n2 = nl && v6 ? pick_node(st, nl, NULL, 2) : NULL;
+  const dir_node_t *n2 = nl ? pick_node(st, nl, NULL, v6 ? 2 : 0) : NULL;
   if (nl && !n2)
-    n2 = pick_node(st, nl, NULL, v6);
-  const dir_node_t *n1 = n2 ? pick_node(st, nl, n2, 0) : NULL;
+    n2 = pick_node(st, nl, NULL, v6 ? 1 : 3);
+  const dir_node_t *n1 = n2 ? pick_node(st, nl, n2, v6 ? 3 : 0) : NULL;
+  if (n2 && !n1)
+    n1 = pick_node(st, nl, n2, 3);
   if (!n1) {
     log_info("Reachability test: the consensus does not have two other "
              "usable relays to test through yet%s",
@@ -233,7 +255,8 @@ attempt(selftest_t *st)
   }
   fill_target(&hops[0], n1);
   fill_target(&hops[1], n2);
-  memcpy(st->prev_hop, n2->rsa_id, 20);
+  memcpy(st->hop_ids[0], n1->rsa_id, 20);
+  memcpy(st->hop_ids[1], n2->rsa_id, 20);
   extend_target_t *self = &hops[2];
   const relay_keys_t *k = st->cfg.keys;
   memset(self, 0, sizeof(*self));
@@ -323,6 +346,12 @@ selftest_set_address(selftest_t *st, const pc_addr_t *orport)
              complain_secs(st) >= 60 ? complain_secs(st) / 60 : 1);
   evloop_timer_cancel(st->tick);
   evloop_timer_schedule(st->tick, 1000000);
+}
+
+void
+selftest_set_other(selftest_t *st, const selftest_t *other)
+{
+  st->other = other;
 }
 
 int

@@ -63,6 +63,10 @@ selftest_t *selftest_new(evloop_t *loop, const selftest_config_t *cfg);
 /* The advertised address (IPv4 or IPv6) and ORPort. A different one than
  * before starts the test again (it was not confirmed for this one). */
 void selftest_set_address(selftest_t *st, const pc_addr_t *orport);
+/* The other family's test of the same relay (or NULL): each avoids, when
+ * it can, relays the other's attempt in progress is giving a channel with
+ * us (see selftest.c). other must outlive st or be unset first. */
+void selftest_set_other(selftest_t *st, const selftest_t *other);
 int selftest_is_reachable(const selftest_t *st);
 /* The address being tested (family AF_UNSPEC before the first
  * selftest_set_address()). */
