@@ -4,10 +4,10 @@
 the control-event parser (CIRC, STREAM, CIRC_BW, malformed lines), the
 OnionPerf "tor" section built from it (streams of other programs left out,
 circuit IDs by epoch), the refusal of servers a network may not use, and the
-MeasureMe join of relay records with a garbage line. The end-to-end runs are
-tests/integration/measure.sh and measure-testbed.sh; pctor's ControlPort
-does not produce CIRC_BW events yet, so this is where their parsing is
-checked."""
+MeasureMe join of relay records with a garbage line, and each transfer's
+CIRC_BW figures (summed over the legs of a conflux set, complete or not).
+The end-to-end runs are tests/integration/measure.sh and
+measure-testbed.sh."""
 import importlib.machinery
 import importlib.util
 import json
@@ -46,6 +46,57 @@ def events(st):
         st.on_event(e, t)
 
 
+def check_circ_bw(d):
+    """A transfer's CIRC_BW figures: complete only with an event after its
+    stream closed; a conflux leg's summed with the other legs of its set
+    (CONFLUX_ID), not with another set's or a plain circuit's; samples
+    capped; join_circ_bw's summary in meta."""
+    st = pm.State(d)
+    cfx, other = "AB" * 32, "CD" * 32
+    for cid, tag in ((1, f" CONFLUX_ID={cfx}"), (2, f" CONFLUX_ID={cfx} CONFLUX_RTT=900"),
+                     (3, f" CONFLUX_ID={other}"), (4, "")):
+        st.on_event(f"CIRC {cid} LAUNCHED PURPOSE=GENERAL TIME_CREATED=x{tag}", 1.0)
+    for t, cid, rd, dl in ((2.0, 1, 1018, 900), (2.0, 2, 509, 498), (2.0, 3, 509, 1),
+                           (2.0, 4, 509, 7), (3.0, 2, 509, 400)):
+        st.on_event(f"CIRC_BW ID={cid} READ={rd} WRITTEN=0 TIME=T{t} DELIVERED_READ={dl} "
+                    f"OVERHEAD_READ={rd // 509 * 498 - dl} PCTOR_EWMA_FWD=1.5", t)
+    bw = pm.circ_bw_of(st.circuits, 0, 1, 2.5)
+    assert bw["legs"] == [1, 2] and bw["conflux_id"] == cfx, bw
+    assert (bw["read"], bw["delivered_read"], bw["events"]) == (2036, 1798, 3), bw
+    assert bw["delivered_read"] + bw["overhead_read"] == bw["read"] // 509 * 498, bw
+    assert (bw["first_at"], bw["last_at"], bw["complete"]) == (2.0, 3.0, True), bw
+    assert [x["circuit"] for x in bw["samples"]] == [1, 2, 2], bw["samples"]
+    assert bw["pctor_ewma_fwd"] == 1.5
+    assert not pm.circ_bw_of(st.circuits, 0, 1, 3.5)["complete"]
+    assert not pm.circ_bw_of(st.circuits, 0, 1, None)["complete"]
+    plain = pm.circ_bw_of(st.circuits, 0, 4, 1.9)
+    assert "legs" not in plain and plain["read"] == 509 and plain["complete"], plain
+    assert pm.circ_bw_of(st.circuits, 0, 3, 1.9)["read"] == 509   # its own set only
+    assert pm.circ_bw_of(st.circuits, 0, 77, 1.9) is None
+    # the figures are a copy: later events do not change a written record
+    n = len(plain["samples"])
+    st.on_event("CIRC_BW ID=4 READ=509 WRITTEN=0 TIME=T", 4.0)
+    assert len(plain["samples"]) == n
+    # samples stop at CIRC_BW_SAMPLES; the sums go on
+    for k in range(pm.CIRC_BW_SAMPLES + 5):
+        st.on_event("CIRC_BW ID=3 READ=509 WRITTEN=509 TIME=T", 5.0 + k)
+    b3 = st.circuits[(0, 3)]["circ_bw"]
+    assert len(b3["samples"]) == pm.CIRC_BW_SAMPLES and b3["samples_dropped"] == 6, b3
+    assert b3["read"] == 509 * (pm.CIRC_BW_SAMPLES + 6), b3["read"]
+    # the join: each transfer's figures again, and meta's summary
+    st.streams[(0, 9)] = {"ended": 2.5}
+    st.streams[(0, 10)] = {"ended": 9.0}
+    tr = [{"epoch": 0, "circuit_id": 2, "stream_id": 9},
+          {"epoch": 0, "circuit_id": 4, "stream_id": 10}, {"epoch": 0}]
+    meta = {}
+    pm.join_circ_bw(meta, tr, st)
+    assert tr[0]["circ_bw"]["legs"] == [1, 2] and tr[0]["circ_bw"]["complete"]
+    assert not tr[1]["circ_bw"]["complete"] and "circ_bw" not in tr[2]
+    assert meta["circ_bw_transfers"] == {"with_figures": 2, "complete": 1}, meta
+    assert meta["circ_bw"].startswith("produced: "), meta["circ_bw"]
+    st.events.close()
+
+
 def main():
     d = tempfile.mkdtemp(prefix="check-measure.")
     try:
@@ -55,9 +106,15 @@ def main():
         c = st.circuit(0, 5)
         assert [p[0] for p in c["path"]] == [FA, FB, FC], c["path"]
         assert abs((c["built"] - c["launched"]) - 0.3) < 1e-9
-        assert c["circ_bw"] == {"read": 400, "written": 50, "delivered_read": 90,
-                                "overhead_read": 10, "ss": 0, "cwnd": 130, "rtt": 30,
-                                "min_rtt": 20, "events": 2}, c["circ_bw"]
+        bw = dict(c["circ_bw"])
+        samples = bw.pop("samples")
+        assert bw == {"read": 400, "written": 50, "delivered_read": 90,
+                      "overhead_read": 10, "ss": 0, "cwnd": 130, "rtt": 30,
+                      "min_rtt": 20, "events": 2, "samples_dropped": 0,
+                      "first_time": "2026-11-26T17:00:01.000000", "last_time": "x",
+                      "first_at": 1.4, "last_at": 1.5}, bw
+        assert [(x["at"], x["read"], x["cwnd"]) for x in samples] == \
+            [(1.4, 100, 124), (1.5, 300, 130)], samples
         assert c.get("reason") == "FINISHED"
         s = st.stream_of(0, 4444, 1.0)
         assert s and s["circuit"] == 5 and s["reason"] == "DONE", s
@@ -114,9 +171,12 @@ def main():
         with open(os.path.join(d, "measureme.jsonl")) as f:
             lines = [json.loads(l) for l in f]
         assert [(l["hop"], len(l["records"])) for l in lines] == [(1, 1), (2, 0)], lines
+        os.makedirs(os.path.join(d, "bw"))
+        check_circ_bw(os.path.join(d, "bw"))
     finally:
         shutil.rmtree(d)
-    print("check-measure: event parser, OnionPerf tor section, server checks, join: ok")
+    print("check-measure: event parser, CIRC_BW figures (conflux legs, completeness), "
+          "OnionPerf tor section, server checks, join: ok")
     return 0
 
 

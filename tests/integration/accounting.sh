@@ -42,11 +42,7 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 [ -x "$CIRCTEST" ] || it_fail "pctor-circtest is not built ($CIRCTEST)"
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem) || it_skip "python3-stem is not installed (scripts/install-deps)"
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
@@ -81,14 +77,34 @@ it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its Control
 it_wait_port 127.0.0.1 "$dport" 10 || it_fail "p1 does not listen on its DirPort"
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
 export D1=$d1 CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
-
-# 1. Awake, with tor's formats.
-"$PY" - <<'EOF' || it_fail "accounting GETINFO before traffic"
-import os, re
-from datetime import datetime
-from stem.control import Controller
+# p1's controller for the Python checks below ("from p1ctl import ...";
+# p1py runs a check from stdin with it on the path): c, connected and
+# authenticated, and seen, the HIBERNATION_STATUS values of the
+# STATUS_SERVER events since it connected.
+cat > "$net/p1ctl.py" <<'EOF'
+import os, time
+from stem.control import Controller, EventType
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate()
+seen = []
+def on_status(ev):
+    if ev.action == "HIBERNATION_STATUS":
+        seen.append(ev.arguments.get("STATUS"))
+c.add_event_listener(on_status, EventType.STATUS_SERVER)
+def wait_seen(status, pause):
+    """Until seen holds status (at most 20 pauses)."""
+    for _ in range(20):
+        if status in seen:
+            break
+        time.sleep(pause)
+EOF
+p1py() { PYTHONPATH=$net "$PY" - "$@"; }
+
+# 1. Awake, with tor's formats.
+p1py <<'EOF' || it_fail "accounting GETINFO before traffic"
+import os, re
+from datetime import datetime
+from p1ctl import c
 g = c.get_info
 assert g("accounting/enabled") == "1", g("accounting/enabled")
 assert g("accounting/hibernating") == "awake", g("accounting/hibernating")
@@ -116,14 +132,7 @@ it_log "p1 reports accounting awake with a 1 MiB quota"
 # 2. Use the quota; watch it hibernate.
 cat > "$net/watch.py" <<'EOF'
 import os, sys, time
-from stem.control import Controller, EventType
-c = Controller.from_port(port=int(os.environ["CPORT"]))
-c.authenticate()
-seen = []
-def on_status(ev):
-    if ev.action == "HIBERNATION_STATUS":
-        seen.append(ev.arguments.get("STATUS"))
-c.add_event_listener(on_status, EventType.STATUS_SERVER)
+from p1ctl import c, seen
 open(sys.argv[1], "w").write("ready\n")
 deadline = time.time() + 120
 while time.time() < deadline:
@@ -189,26 +198,9 @@ it_log "state file: read $r, written $w"
 cp "$st" "$net/state.before"
 # tor 0.4.9 on a copy of the state file reads the count: it hibernates at
 # once (same quota and interval).
-tdir=$(it_tmpdir)
-mkdir -m 700 "$tdir/data"
-cp "$st" "$tdir/data/state"
-{
-    echo "DataDirectory $tdir/data"
-    echo "TestingTorNetwork 1"
-    echo "SocksPort 0"
-    echo "ORPort 127.0.0.1:auto"
-    echo "Address 127.0.0.1"
-    echo "AssumeReachable 1"
-    echo "PublishServerDescriptor 0"
-    echo "Nickname torback"
-    echo "AccountingMax 1 MBytes"
-    echo "AccountingStart day $boundary"
-    echo "Log notice file $tdir/notice.log"
-    cat "$net/dirauth.torrc"
-} > "$tdir/torrc"
-tor -f "$tdir/torrc" > "$tdir/stdout" 2>&1 &
-tpid=$!
-it_register_pid $tpid || it_fail "tor did not start"
+it_tor_on_state "$net" "$st" "AccountingMax 1 MBytes
+AccountingStart day $boundary"
+tdir=$IT_TOR_DIR tpid=$IT_TOR_PID
 it_wait_until 30 grep -qs "Bandwidth soft limit reached" "$tdir/notice.log" ||
     it_fail "tor did not take pctor's accounting state: $(grep -i -e account -e hibernat "$tdir/notice.log" | tail -3)"
 kill -TERM "$tpid"; sleep 0.5; kill -TERM "$tpid" 2>/dev/null
@@ -219,11 +211,9 @@ echo $! > "$d1/pid"
 it_register_pid "$(cat "$d1/pid")"
 it_wait_port 127.0.0.1 "$cport" 30 || it_fail "p1 did not restart: $(tail -3 "$d1/stderr.2")"
 export R=$r W=$w
-"$PY" - <<'EOF' || it_fail "p1 after the restart"
+p1py <<'EOF' || it_fail "p1 after the restart"
 import os
-from stem.control import Controller
-c = Controller.from_port(port=int(os.environ["CPORT"]))
-c.authenticate()
+from p1ctl import c
 state = c.get_info("accounting/hibernating")
 used = [int(x) for x in c.get_info("accounting/bytes").split()]
 print("restarted:", state, used)
@@ -241,16 +231,9 @@ now=$(date +%s)
     it_fail "the test was too slow: the interval boundary $boundary passed before step 5"
 it_log "waiting $((boundary_epoch - now)) s for the next interval ($boundary local time)"
 export BOUNDARY=$boundary_epoch STATE_BEFORE=$net/state.before
-"$PY" - <<'EOF' || it_fail "p1 did not wake in the next interval as tor's rule says"
+p1py <<'EOF' || it_fail "p1 did not wake in the next interval as tor's rule says"
 import calendar, hashlib, os, time
-from stem.control import Controller, EventType
-c = Controller.from_port(port=int(os.environ["CPORT"]))
-c.authenticate()
-seen = []
-def on_status(ev):
-    if ev.action == "HIBERNATION_STATUS":
-        seen.append(ev.arguments.get("STATUS"))
-c.add_event_listener(on_status, EventType.STATUS_SERVER)
+from p1ctl import c, seen, wait_seen
 fmt = "%Y-%m-%d %H:%M:%S"
 utc = lambda s: calendar.timegm(time.strptime(s, fmt))
 boundary = int(os.environ["BOUNDARY"])
@@ -294,10 +277,7 @@ assert want <= boundary + 5, "tor's rule would not wake p1 now; the test cannot 
 while time.time() < deadline and c.get_info("accounting/hibernating") != "awake":
     time.sleep(0.5)
 assert c.get_info("accounting/hibernating") == "awake", c.get_info("accounting/hibernating")
-for _ in range(20):
-    if "AWAKE" in seen:
-        break
-    time.sleep(0.5)
+wait_seen("AWAKE", 0.5)
 assert "AWAKE" in seen, seen
 b = [int(x) for x in c.get_info("accounting/bytes").split()]
 assert max(b) < 200000, b
@@ -329,16 +309,9 @@ head -c $((512 * 1024)) /dev/urandom > "$www/small"
     --get /small --out "$net/small" "$(hop p1)" "$(hop p2)" > "$net/get2.out" 2>&1 ||
     it_fail "download through the woken p1 failed: $(tail -3 "$net/get2.out")"
 cmp -s "$net/small" "$www/small" || it_fail "the download through p1 is corrupt"
-"$PY" - <<'EOF' || it_fail "soft hibernation"
+p1py <<'EOF' || it_fail "soft hibernation"
 import os, time
-from stem.control import Controller, EventType
-c = Controller.from_port(port=int(os.environ["CPORT"]))
-c.authenticate()
-seen = []
-def on_status(ev):
-    if ev.action == "HIBERNATION_STATUS":
-        seen.append(ev.arguments.get("STATUS"))
-c.add_event_listener(on_status, EventType.STATUS_SERVER)
+from p1ctl import c, seen, wait_seen
 used = 0
 for _ in range(20):  # counted once a second
     used = max(int(x) for x in c.get_info("accounting/bytes").split())
@@ -356,10 +329,7 @@ left = [int(x) for x in c.get_info("accounting/bytes-left").split()]
 print("AccountingMax", limit, "used", used, "state", state, "left", left)
 assert state == "soft", state
 assert min(left) > 0, left
-for _ in range(20):
-    if "SOFT" in seen:
-        break
-    time.sleep(0.3)
+wait_seen("SOFT", 0.3)
 assert seen == ["SOFT"], seen
 EOF
 if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p2)" "$(hop p1)" > "$net/circ6.out" 2>&1; then

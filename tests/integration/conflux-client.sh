@@ -11,7 +11,9 @@
 # web server serves a random file; an upload sink answers a PUT with the
 # sha256 of what it received.
 # Clients (ConfluxEnabled 1, two legs through different guards and
-# middles, each negotiating congestion control with the exit):
+# middles, each negotiating congestion control with the exit; c1's
+# controller sees both legs in circuit-status with one CONFLUX_ID and
+# each leg's CONFLUX_RTT, as tor shows them):
 #   c1 -> exit1 (tor): CONFLUX_MB MiB (default 20) down, sha256 intact;
 #   c2 -> p3 (lowrtt both ways), c3 -> p4 (minrtt, ConfluxClientUX
 #   latency), c4 -> p5 (proportional both ways): the same download and a
@@ -90,7 +92,9 @@ it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
 it_log "consensus lists the pctor relays as Running, Valid"
 
 # Every client: no pctor exit in the middle of another's path.
+read -r _ c1ctl _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ctl)
 it_start_pctor "$net" c1 client "ConfluxEnabled 1
+ControlPort $c1ctl
 ExitNodes exit1
 ExcludeNodes p3,p4,p5"
 it_start_pctor "$net" c2 client "ConfluxEnabled 1
@@ -134,6 +138,32 @@ check_linked() { # CLIENT
     grep -q 'Conflux set #[0-9]* linked: 2 legs' "$d/info.log" ||
         it_fail "$1 did not link a two-leg conflux set: $(grep -i conflux "$d/info.log" | tail -5)"
 }
+# c1's controller sees the legs of its set in circuit-status, as tor
+# shows them: the same CONFLUX_ID (64 hex digits), each with its
+# CONFLUX_RTT (microseconds, from the link handshake).
+c1_circuit_status() {
+    "$PY" - "$c1ctl" <<'EOF' || it_fail "c1's circuit-status does not show its conflux legs"
+import re, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"AUTHENTICATE\r\nGETINFO circuit-status\r\nQUIT\r\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+text = data.decode()
+legs = {}
+for line in text.splitlines():
+    m = re.search(r" BUILT .* CONFLUX_ID=([0-9A-F]{64})(?: CONFLUX_RTT=(\d+))?$", line)
+    if m:
+        legs.setdefault(m.group(1), []).append(int(m.group(2) or 0))
+sets = [n for n, rtts in legs.items() if len(rtts) >= 2 and min(rtts) > 0]
+assert sets, text
+print("c1: circuit-status shows a conflux set of %d legs, CONFLUX_RTT %s us"
+      % (len(legs[sets[0]]), legs[sets[0]]))
+EOF
+}
 for c in c1 c2 c3 c4; do
     check_linked "$c"
     t0=$SECONDS
@@ -143,6 +173,7 @@ for c in c1 c2 c3 c4; do
         it_fail "$c: sha256 mismatch on the download"
     rm -f "$net/$c.out"
     msg="$c: $MB MiB down through a conflux set in $((SECONDS - t0)) s, sha256 ok"
+    [ "$c" != c1 ] || c1_circuit_status
     if [ "$c" != c1 ]; then
         t0=$SECONDS
         got=$(put "$c") || it_fail "$c: upload failed"

@@ -37,7 +37,7 @@
 #   - bad input: an endless line and a controller flooding commands without
 #     reading replies are disconnected, a GETINFO too large to answer gets
 #     551, and p1 keeps working;
-#   - nyx (if installed) renders p1: nickname, fingerprint, a bandwidth
+#   - nyx renders p1: nickname, fingerprint, a bandwidth
 #     graph holding the download, the log panel;
 #   - a pctor client reports CIRC LAUNCHED/EXTENDED/BUILT, STREAM
 #     NEW/SENTCONNECT/SUCCEEDED/CLOSED and ORCONN events and lists its
@@ -61,11 +61,8 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 # stem from Debian's package lives in the system python3.
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem, prometheus_client' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
+PY=$(it_python3_with "stem, prometheus_client") ||
+    it_skip "python3-stem and python3-prometheus-client are not installed (scripts/install-deps)"
 command -v promtool > /dev/null 2>&1 ||
     it_fail "promtool is not installed (Debian package prometheus; scripts/install-deps installs it): the MetricsPort output cannot be checked"
 
@@ -383,6 +380,15 @@ def metrics():
     assert {"cells", "chan_buf", "exit_buf", "dircache"} <= set(held), held
     dos = {s.labels["type"] for s in fams["tor_relay_dos"].samples}
     assert {"circuit_rejected", "conn_rejected", "stream_rejected"} <= dos, dos
+    # tor's flag gauge from the consensus (p1 carries this download, so
+    # it is listed Running and Valid-ly), and the stream counters.
+    flags = {s.labels["type"]: s.value for s in fams["tor_relay_flag"].samples}
+    assert flags.get("Running") == 1 and set(flags) >= {"Fast", "Guard", "Exit", "Stable"}, flags
+    streams = {s.labels["type"] for s in fams["tor_relay_streams"].samples}
+    assert streams == {"BEGIN", "BEGIN_DIR", "RESOLVE"}, streams
+    assert "pctor_measureme_requests" in fams, sorted(fams)
+    ccx = {(s.labels["state"], s.labels["action"]) for s in fams["tor_relay_congestion_control"].samples}
+    assert ("flow_control", "xoff_num_sent") in ccx and ("starvation", "rtt_reset") in ccx, ccx
     return v
 c = Controller.from_port(port=int(os.environ["CPORT"]))
 c.authenticate(password="correct horse")
@@ -447,10 +453,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/other")
 [ "$code" = 404 ] || it_fail "MetricsPort answered /other with $code"
 it_log "BW events and the MetricsPort follow a 2 MiB download through p1; the policy refuses 127.0.0.2"
 
-# 3a. nyx (when installed) renders p1: its header names p1 and its
+# 3a. nyx (scripts/install-deps installs it) renders p1: its header names p1 and its
 # fingerprint, the bandwidth panel has a graph of the download (nyx fills
 # it from bw-event-cache), the log panel shows pctor's lines.
-if command -v nyx > /dev/null 2>&1; then
+command -v nyx > /dev/null 2>&1 ||
+    it_fail "nyx is not installed (scripts/install-deps installs it)"
+{
     export NYXHOME=$(it_tmpdir)
     "$PY" - <<'EOF2' || it_fail "nyx did not render p1"
 import os, pty, re, select, struct, fcntl, termios, time, signal
@@ -491,9 +499,7 @@ if missing:
 print("nyx shows p1, its fingerprint, a bandwidth graph and the log panel")
 EOF2
     it_log "nyx renders p1's header, bandwidth graph and log panel"
-else
-    it_log "nyx is not installed: skipping its check"
-fi
+}
 
 # 3b. A pctor client: CIRC and ORCONN events, circuit-status.
 read -r _ ccport _ _ < <(it_privnet reserve "$net" --role aux --nickname c1ports)

@@ -27,11 +27,7 @@ set -u
 
 it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem) || it_skip "python3-stem is not installed (scripts/install-deps)"
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \

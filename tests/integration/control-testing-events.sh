@@ -25,11 +25,8 @@ set -u
 it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem.response.events' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem.response.events) ||
+    it_skip "python3-stem is not installed (scripts/install-deps)"
 
 # Refused outside a test network (tor's reason), before anything starts.
 t=$(it_tmpdir)

@@ -181,10 +181,16 @@ done
 "$PCTOR" --DataDirectory "$kg" --keygen --no-passphrase --ignore-missing-torrc \
     -f "$dir/none" --quiet > "$dir/keygen2.out" || it_fail "a second --keygen failed"
 [ ! -s "$dir/keygen2.out" ] || it_fail "a second --keygen made a new master key"
-if "$PCTOR" --keygen --newpass -f "$dir/none" --ignore-missing-torrc 2> "$dir/newpass.err"; then
-    it_fail "--newpass was accepted"
+# --newpass with an empty --passphrase-fd: refused, nothing changed (as
+# tor; family-keys.sh tests passphrases with tor).
+if "$PCTOR" --DataDirectory "$kg" --keygen --newpass --passphrase-fd 0 \
+    -f "$dir/none" --ignore-missing-torrc < /dev/null 2> "$dir/newpass.err"; then
+    it_fail "--newpass with an empty passphrase was accepted"
 fi
-grep -q "not supported yet" "$dir/newpass.err" || it_fail "--newpass: $(cat "$dir/newpass.err")"
+grep -q "empty passphrase" "$dir/newpass.err" || it_fail "--newpass: $(cat "$dir/newpass.err")"
+[ -s "$kg/keys/ed25519_master_id_secret_key" ] &&
+    [ ! -e "$kg/keys/ed25519_master_id_secret_key_encrypted" ] ||
+    it_fail "a refused --newpass changed the master key files"
 it_log "service behaviour checks passed"
 
 # A second start as root after User handed DataDirectory over (what every

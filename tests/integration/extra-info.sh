@@ -129,24 +129,8 @@ grep -q '^BWHistoryReadInterval 900$' "$pdir/data/state" &&
 it_log "the state file keeps the bandwidth history in tor's keys"
 
 # tor reads the history back from pctor's state file.
-tdir=$(it_tmpdir)
-mkdir -m 700 "$tdir/data"
-cp "$pdir/data/state" "$tdir/data/state"
-{
-    echo "DataDirectory $tdir/data"
-    echo "TestingTorNetwork 1"
-    echo "SocksPort 0"
-    echo "ORPort 127.0.0.1:auto"
-    echo "Address 127.0.0.1"
-    echo "AssumeReachable 1"
-    echo "PublishServerDescriptor 0"
-    echo "Nickname torback"
-    echo "Log notice file $tdir/notice.log"
-    cat "$net/dirauth.torrc"
-} > "$tdir/torrc"
-tor -f "$tdir/torrc" > "$tdir/stdout" 2>&1 &
-tpid=$!
-it_register_pid $tpid || it_fail "tor did not start"
+it_tor_on_state "$net" "$pdir/data/state"
+tdir=$IT_TOR_DIR tpid=$IT_TOR_PID
 it_wait_until 30 grep -qs "identity key fingerprint" "$tdir/notice.log" ||
     it_fail "tor did not start on pctor's state file: $(tail -n 5 "$tdir/stdout")"
 sleep 2

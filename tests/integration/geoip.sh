@@ -16,11 +16,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 G4=/usr/share/tor/geoip G6=/usr/share/tor/geoip6
 [ -r "$G4" ] && [ -r "$G6" ] || it_skip "tor-geoipdb is not installed (scripts/install-deps installs it)"
 # stem from Debian's package lives in the system python3.
-PY=
-for p in /usr/bin/python3 "$(it_python3)"; do
-    [ -x "$p" ] && "$p" -c 'import stem' 2> /dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || it_skip "python3-stem is not installed (scripts/install-deps)"
+PY=$(it_python3_with stem) || it_skip "python3-stem is not installed (scripts/install-deps)"
 
 d=$(it_tmpdir)
 cport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

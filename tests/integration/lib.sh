@@ -170,6 +170,42 @@ it_python3() {
     "$py" -c 'import sys; print(sys.executable)' 2>/dev/null
 }
 
+# it_tor_on_state NET STATE [TORRC-LINES]: start tor as a relay that
+# publishes nothing ("torback"), on a new data directory holding a copy of
+# the state file STATE, with the DirAuthority lines of the network NET and
+# TORRC-LINES (one option a line): to check that tor reads a state file
+# pctor wrote. Sets IT_TOR_DIR (its torrc, notice.log, stdout, data/) and
+# IT_TOR_PID (killed by the cleanup).
+it_tor_on_state() {
+    IT_TOR_DIR=$(it_tmpdir)
+    mkdir -m 700 "$IT_TOR_DIR/data"
+    cp "$2" "$IT_TOR_DIR/data/state" || it_fail "it_tor_on_state: no state file $2"
+    {
+        printf '%s\n' "DataDirectory $IT_TOR_DIR/data" "TestingTorNetwork 1" "SocksPort 0" \
+            "ORPort 127.0.0.1:auto" "Address 127.0.0.1" "AssumeReachable 1" \
+            "PublishServerDescriptor 0" "Nickname torback" \
+            "Log notice file $IT_TOR_DIR/notice.log"
+        [ -z "${3:-}" ] || printf '%s\n' "$3"
+        cat "$1/dirauth.torrc"
+    } > "$IT_TOR_DIR/torrc"
+    "$TOR" -f "$IT_TOR_DIR/torrc" > "$IT_TOR_DIR/stdout" 2>&1 &
+    IT_TOR_PID=$!
+    it_register_pid "$IT_TOR_PID" || it_fail "tor did not start: $(tail -3 "$IT_TOR_DIR/stdout")"
+}
+
+# it_python3_with MODULES: the path of a python3 that can "import MODULES"
+# (e.g. stem, or "stem, prometheus_client"): Debian's /usr/bin/python3
+# first (python3-stem and the like are installed for it), else
+# it_python3's; returns 1 when neither can. Use:
+#     PY=$(it_python3_with stem) || it_skip "python3-stem is not installed"
+it_python3_with() {
+    local p
+    for p in /usr/bin/python3 "$(it_python3)"; do
+        [ -x "$p" ] && "$p" -c "import $1" 2> /dev/null && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
 # it_check_results PY OUT CONFIGS WANT: the workload results of an
 # experiment report OUT (OUT/results.jsonl) are sound: for each configuration
 # in CONFIGS and each CLASS:LEAST in WANT (e.g. "web:4 bulk:1") at least LEAST

@@ -18,8 +18,10 @@
 # MeasureMe outcome matches the relay: pctor with MeasureMe on "recorded",
 # tor "ignored", the pctor relay with MeasureMe off "no-records"; the times
 # reflect the emulated delays (time to first byte above the sum of the
-# access delays on the way); `report` writes its tables; a server off the
-# test bed's range is refused.
+# access delays on the way); every complete transfer's CIRC_BW figures
+# (summed over its circuit's events, and over the legs of its conflux set,
+# which CIRC events name with CONFLUX_ID) count its bytes; `report` writes
+# its tables; a server off the test bed's range is refused.
 #
 # Skipped (77) unless run as root with tor and pctor-delayd. About 2 min
 # with the defaults.
@@ -103,9 +105,23 @@ for t in good:
         assert h["status"] == want, (n, h)
         seen[want] = seen.get(want, 0) + 1
 assert seen.get("recorded") and seen.get("ignored"), seen
+# the client's CIRC_BW figures, summed over the events of each circuit,
+# count every byte of its transfer (tor's accounting: 498 bytes a cell)
+for t in good:
+    bw = t["circ_bw"]
+    assert bw and bw["complete"], (t["seq"], bw)
+    assert t["total_bytes_recv"] <= bw["delivered_read"] <= t["total_bytes_recv"] + 4096, \
+        (t["seq"], t["total_bytes_recv"], bw)
+    assert bw["delivered_read"] + bw["overhead_read"] == bw["read"] // 509 * 498, bw
+assert max(t["circ_bw"]["events"] for t in good) >= 2, "no circuit reported twice"
+# unpinned, the client links conflux sets: a transfer's cells come over
+# every leg, which CIRC events name by CONFLUX_ID (as tor's)
+cfx = [t for t in good if len(t["circ_bw"].get("legs", [])) >= 2]
+assert cfx, "no transfer over a conflux set (no CONFLUX_ID in the CIRC events?)"
 meta = json.load(open(f"{out}/meta.json"))
 assert meta["measurement_ip"] == hosts["meas"]["ip"], meta["measurement_ip"]
-print(f"{len(tr)} transfers, {len(good)} complete; hop outcomes {seen}; median ttfb "
+print(f"{len(tr)} transfers, {len(good)} complete ({len(cfx)} over conflux sets); hop "
+      f"outcomes {seen}; median ttfb "
       f"{sorted(t['ttfb'] for t in good)[len(good) // 2]:.3f} s")
 EOF2
 "$MEASURE" report "$out" > /dev/null 2> "$IT_ROOT/report.err" ||

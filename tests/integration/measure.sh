@@ -23,6 +23,12 @@
 #   - every complete transfer had its own circuit, p1 -> p2|relay2 -> exit1,
 #     with a build time; its MeasureMe hops are "recorded" at p1 (and p2),
 #     "ignored" at relay2 and exit1 (tor drops the relay command);
+#   - CIRC_BW: every transfer with a circuit carries the client's figures
+#     for it, counted past the transfer's end (its circuit reported after
+#     the stream closed): READ/WRITTEN in whole cells, DELIVERED + OVERHEAD
+#     = 498 bytes a cell, the bytes the transfer received within
+#     DELIVERED_READ, congestion-control fields (SS, CWND, RTT, MIN_RTT)
+#     and pctor's own, per-event samples; the report has their percentiles;
 #   - bad input: a second server that does not listen (every transfer from
 #     it fails and is recorded as an error), and the pctor client killed
 #     with SIGKILL after the first round: the run records it, starts the
@@ -170,6 +176,31 @@ for t in good:
     assert st[3] == "ignored", st
     assert st[2] == ("recorded" if p[1] == fp2 else "ignored"), (p[1] == fp2, st)
     assert st[1] == "recorded", (t["seq"], st)
+# CIRC_BW: every transfer that got a circuit has the client's figures
+# for it, counted to its end; a complete one's cells carried its bytes
+# (tor's accounting: 509 bytes a cell, delivered + overhead = 498 a cell)
+bw_all = [t for t in tr if t.get("circuit_id") is not None]
+for t in bw_all:
+    bw = t["circ_bw"]
+    assert bw and bw["complete"] and bw["events"] >= 1, (t["seq"], bw)
+    for d in ("read", "written"):
+        assert bw[d] > 0 and bw[d] % 509 == 0, (d, bw)
+        assert bw[f"delivered_{d}"] + bw[f"overhead_{d}"] == bw[d] // 509 * 498, (d, bw)
+    assert len(bw["samples"]) == min(bw["events"], 48), bw
+    if not bw["samples_dropped"]:
+        assert sum(x["read"] for x in bw["samples"]) == bw["read"], bw
+    assert bw["first_at"] <= bw["last_at"] and bw["first_time"] <= bw["last_time"], bw
+    # tor 0.4.9's exit negotiates congestion control; pctor adds its own fields
+    assert bw["ss"] in (0, 1) and bw["cwnd"] > 0 and bw["rtt"] >= 0 <= bw["min_rtt"], bw
+    assert "pctor_conn_fwd" in bw and "pctor_tcp_rtt_us_fwd" in bw, bw
+for t in good:
+    bw = t["circ_bw"]
+    assert t["total_bytes_recv"] <= bw["delivered_read"] <= t["total_bytes_recv"] + 4096, \
+        (t["seq"], t["total_bytes_recv"], bw)
+    assert bw["delivered_written"] >= t["bytes_sent"], (t["seq"], bw)
+assert meta["circ_bw_transfers"] == {"with_figures": len(bw_all), "complete": len(bw_all)}, \
+    meta["circ_bw_transfers"]
+assert meta["circ_bw"].startswith("produced: "), meta["circ_bw"]
 rec = [l for l in mm if l["status"] == "recorded"]
 assert rec and all(r["records"] and all(x["label"] == r["label"] for x in r["records"])
                    for r in rec)
@@ -178,7 +209,7 @@ m = meta["measureme"]
 if bad == "1":
     assert list(m["bad_record_lines"].values()) == [1], m["bad_record_lines"]
 print(f"{len(tr)} transfers, {len(good)} complete on {len(circs)} circuits; MeasureMe "
-      f"hops: {m['hops']}; CIRC_BW: {meta['circ_bw'][:40]}")
+      f"hops: {m['hops']}; CIRC_BW: {meta['circ_bw']}")
 EOF
 }
 res=$(check_run 0) || it_fail "transfers/MeasureMe: see above"
@@ -189,6 +220,8 @@ it_log "$res"
     it_fail "report failed: $(cat "$IT_ROOT/report.err")"
 grep -q "## What was collected" "$out/report/README.md" || it_fail "report: no 'what was collected'"
 grep -q "| 5MiB | total |" "$out/report/README.md" || it_fail "report: no percentile rows"
+grep -q "| 5MiB | bytes delivered to the client | " "$out/report/README.md" ||
+    it_fail "report: no CIRC_BW rows"
 [ -s "$out/report/percentiles.csv" ] || it_fail "report: no percentiles.csv"
 if grep -q "matplotlib is not available" "$out/report/README.md"; then
     it_log "report: matplotlib is not installed for the script's python3; plots not checked"

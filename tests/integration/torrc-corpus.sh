@@ -28,6 +28,8 @@ printf 'Nickname DebRelay\nORPort 9001\nExitPolicy reject *:*\n' > "$dir/torrc.d
 printf 'Nickname Hidden\n' > "$dir/torrc.d/.hidden"
 echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
 sed "s|@DIR@|$dir|g" "$data/debian-defaults" > "$dir/debian-defaults"
+mkdir -m 700 "$dir/famkeys"
+cp "$IT_TOP_SRCDIR/tests/data/torkeys/torkeystest.secret_family_key" "$dir/famkeys/"
 
 declare -A verdict
 for f in "$data"/*.torrc; do
@@ -62,6 +64,7 @@ want() { # NAME VERDICT
 want guard.torrc accepted
 want exit.torrc accepted
 want family.torrc accepted
+want family-keys.torrc accepted
 want dual-stack.torrc accepted
 want exit-ipv6.torrc accepted
 want debian.torrc accepted
@@ -96,6 +99,16 @@ has exit-ipv6.torrc "AssumeReachableIPv6 1" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
 has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
+has family-keys.torrc "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w" --defaults-torrc /nonexistent
+has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexistent
+# A FamilyId whose key is not there: tor refuses to start ("No key was
+# found for listed FamilyID"); pctor already refuses at --verify-config.
+if "$PCTOR" --verify-config -f "$dir/family-keys.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc /nonexistent --FamilyKeyDirectory "$dir" > "$dir/nokey.out" 2>&1; then
+    it_fail "family-keys.torrc without its key passed --verify-config"
+fi
+grep -q "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w: no \*.secret_family_key file in $dir" "$dir/nokey.out" ||
+    it_fail "no clear refusal of a missing family key: $(cat "$dir/nokey.out")"
 # Debian's layout: the defaults file, the torrc.d file (not the dot file).
 has debian.torrc "Nickname DebRelay" --defaults-torrc "$dir/debian-defaults"
 "$PCTOR" --dump-config non-builtin -f "$dir/debian.torrc" "${test_net[@]}" --hush \

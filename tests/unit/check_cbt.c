@@ -171,6 +171,54 @@ START_TEST(test_state_roundtrip)
 }
 END_TEST
 
+/* What controllers hear (BUILDTIMEOUT_SET): nothing before learning,
+ * COMPUTED after, RESET after too many timeouts and after cbt_reset();
+ * the figures of cbt_get_info(). */
+START_TEST(test_events_and_info)
+{
+  cbt_t *cbt = cbt_new();
+  uint64_t seed = 21;
+  for (int i = 0; i < 99; i++)
+    ck_assert_int_eq(cbt_note_built(cbt, pareto(&seed, 2000, 2)),
+                     CBT_EV_NONE);
+  ck_assert_int_eq(cbt_note_built(cbt, pareto(&seed, 2000, 2)),
+                   CBT_EV_COMPUTED);
+  cbt_info_t in;
+  cbt_get_info(cbt, &in);
+  ck_assert_int_eq(in.total_times, 100);
+  ck_assert_uint_eq(in.timeout_ms, cbt_timeout_ms(cbt));
+  ck_assert_uint_eq(in.close_ms, cbt_close_ms(cbt));
+  ck_assert(fabs(in.quantile - 0.80) < 1e-9);
+  ck_assert(in.xm > 1000 && in.xm < 3000);
+  ck_assert(in.alpha > 0.5);
+  /* 5 abandoned of the last 20: both rates 0.25 or more (times above
+   * the timeout count as timeouts too). */
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(cbt_note_abandoned(cbt), CBT_EV_COMPUTED);
+  cbt_get_info(cbt, &in);
+  ck_assert(fabs(in.close_rate - 0.25) < 1e-9);
+  ck_assert(in.timeout_rate >= in.close_rate);
+  /* 13 more: 18 of 20 timed out, reset. */
+  for (int i = 0; i < 12; i++)
+    cbt_note_abandoned(cbt);
+  ck_assert_int_eq(cbt_note_abandoned(cbt), CBT_EV_RESET);
+  ck_assert_int_eq(cbt_n_recorded(cbt), 0);
+  cbt_free(cbt);
+
+  /* DROPTIMEOUTS: history gone, the initial timeout again. */
+  cbt = cbt_with_history(3, 300);
+  ck_assert_int_eq(cbt_is_learned(cbt), 1);
+  cbt_reset(cbt);
+  ck_assert_int_eq(cbt_is_learned(cbt), 0);
+  ck_assert_int_eq(cbt_n_recorded(cbt), 0);
+  ck_assert_uint_eq(cbt_timeout_ms(cbt), 60000);
+  cbt_get_info(cbt, &in);
+  ck_assert_int_eq(in.total_times, 0);
+  ck_assert(in.timeout_rate == 0 && in.close_rate == 0);
+  cbt_free(cbt);
+}
+END_TEST
+
 Suite *
 suite_cbt(void)
 {
@@ -181,6 +229,7 @@ suite_cbt(void)
   tcase_add_test(tc, test_reset_after_timeouts);
   tcase_add_test(tc, test_disabled_by_consensus);
   tcase_add_test(tc, test_state_roundtrip);
+  tcase_add_test(tc, test_events_and_info);
   suite_add_tcase(s, tc);
   return s;
 }

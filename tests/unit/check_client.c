@@ -213,14 +213,29 @@ START_TEST(test_stream_failed_reason)
 }
 END_TEST
 
-START_TEST(test_resolve_refused)
+/* tor's RESOLVE extension (command 0xF0) for "example" port 0: no
+ * consensus, so no exit to ask: a SOCKS error. */
+START_TEST(test_resolve_without_exit)
 {
   socks5_hello();
-  /* tor's RESOLVE extension (command 0xF0) for "example" port 0 */
   static const uint8_t req[] = {5, 0xf0, 0, 3, 7, 'e', 'x', 'a', 'm',
                                 'p', 'l', 'e', 0, 0};
   exchange(req, sizeof(req), 2 + 4);
   check_one_failure(0);
+}
+END_TEST
+
+/* RESOLVE of an IP address is answered at once, with that address. */
+START_TEST(test_resolve_ip_literal)
+{
+  socks5_hello();
+  static const uint8_t req[] = {5, 0xf0, 0, 1, 192, 0, 2, 7, 0, 0};
+  exchange(req, sizeof(req), 2 + 10);
+  static const uint8_t want[] = {5, 0, 0, 1, 192, 0, 2, 7, 0, 0};
+  ck_assert_mem_eq(S.got + 2, want, sizeof(want));
+  client_stats_t st;
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_streams_failed, 0);
 }
 END_TEST
 
@@ -264,7 +279,8 @@ suite_client(void)
   TCase *tc = tcase_create("socks");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_connect_without_consensus);
-  tcase_add_test(tc, test_resolve_refused);
+  tcase_add_test(tc, test_resolve_without_exit);
+  tcase_add_test(tc, test_resolve_ip_literal);
   tcase_add_test(tc, test_predicted_ports);
   tcase_add_test(tc, test_leg_without_circuit_blocked);
   tcase_add_test(tc, test_stream_observer_refuse_second);

@@ -824,7 +824,7 @@ xs_end(edge_stream_t *st, uint8_t reason, void *arg)
   X.rs = NULL;
 }
 
-static const edge_stream_ops_t xs_ops = {xs_data, xs_end, NULL, NULL, NULL};
+static const edge_stream_ops_t xs_ops = {.on_data = xs_data, .on_end = xs_end};
 
 static int
 x_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,

@@ -3035,8 +3035,10 @@ rs_pending_fn(edge_stream_t *s, void *arg)
   return L.rs_pending;
 }
 
-static const edge_stream_ops_t rs_ops = {rs_data, rs_end, rs_writable,
-                                          rs_pending_fn, NULL};
+static const edge_stream_ops_t rs_ops = {.on_data = rs_data,
+                                         .on_end = rs_end,
+                                         .on_writable = rs_writable,
+                                         .pending_bytes = rs_pending_fn};
 
 static int
 test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,

@@ -18,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_relay.h"
+
+#include "core/or/circuit.h"
 #include "core/or/scheduler.h"
 #include "feature/control/control.h"
 #include "feature/control/control_auth.h"
@@ -589,14 +592,12 @@ pump_and_read(evloop_t *loop, int fd)
   return got;
 }
 
-/* STATUS_GENERAL BUG and CLOCK_SKEW (SOURCE=CONSENSUS) reach a controller
- * subscribed to STATUS_GENERAL over a real ControlPort: log_bug() fires
- * the first, a consensus valid two hours from now the second. (CLOCK_SKEW
- * SOURCE=OR, from a relay's NETINFO, is checked with a client whose clock
- * is set back in tests/integration/control-status.sh.) */
-START_TEST(test_status_bug_and_clock_skew)
+/* A ControlPort on loop (127.0.0.1, a port the kernel picks) and a
+ * controller connected to it, authenticated and subscribed to events;
+ * returns its socket. */
+static int
+controller_subscribed(evloop_t *loop, const char *events)
 {
-  evloop_t *loop = evloop_new();
   control_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
   char *err = NULL;
@@ -613,9 +614,22 @@ START_TEST(test_status_bug_and_clock_skew)
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-  const char *cmds = "AUTHENTICATE\r\nSETEVENTS STATUS_GENERAL\r\n";
+  char cmds[128];
+  snprintf(cmds, sizeof(cmds), "AUTHENTICATE\r\nSETEVENTS %s\r\n", events);
   ck_assert_int_eq(write(fd, cmds, strlen(cmds)), (ssize_t)strlen(cmds));
   ck_assert_str_eq(pump_and_read(loop, fd), "250 OK\r\n250 OK\r\n");
+  return fd;
+}
+
+/* STATUS_GENERAL BUG and CLOCK_SKEW (SOURCE=CONSENSUS) reach a controller
+ * subscribed to STATUS_GENERAL over a real ControlPort: log_bug() fires
+ * the first, a consensus valid two hours from now the second. (CLOCK_SKEW
+ * SOURCE=OR, from a relay's NETINFO, is checked with a client whose clock
+ * is set back in tests/integration/control-status.sh.) */
+START_TEST(test_status_bug_and_clock_skew)
+{
+  evloop_t *loop = evloop_new();
+  int fd = controller_subscribed(loop, "STATUS_GENERAL");
 
   log_bug("a test of the %s event", "BUG");
   ck_assert_str_eq(pump_and_read(loop, fd),
@@ -647,6 +661,72 @@ START_TEST(test_status_bug_and_clock_skew)
 }
 END_TEST
 
+/* ---- CIRC_BW for a circuit born and closed between two ticks ---- */
+
+static int circbw_open;
+
+static void
+circbw_extended(origin_circuit_t *c, int n, void *arg)
+{
+  (void)c;
+  circbw_open = n;
+  evloop_exit(arg);
+}
+
+/* A controller subscribed to CIRC_BW; a one-hop circuit to the loopback
+ * relay is built right after a one-second tick, sends three DROP cells
+ * and closes before the next tick: the close still reports everything
+ * the circuit did (WRITTEN = its cells, 509 bytes each), once. */
+START_TEST(test_circbw_short_circuit)
+{
+  fixture_relay_t f;
+  fixture_relay_start(&f, "ctlcircbw", NULL, NULL);
+  int fd = controller_subscribed(f.loop, "CIRC_BW");
+  /* The first tick after SETEVENTS starts the accounting; build the
+   * circuit just after the second, so that it lives between two. */
+  fixture_relay_run_for(&f, 1950000);
+  static const origin_circuit_ops_t ops = {circbw_extended, NULL, NULL};
+  extend_target_t t = fixture_relay_target(&f, HTYPE_NTOR);
+  circbw_open = 0;
+  origin_circuit_t *oc = origin_circuit_launch(&t, &ops, f.loop);
+  ck_assert_ptr_nonnull(oc);
+  for (int k = 0; k < 50 && !circbw_open; k++)
+    fixture_relay_run_for(&f, 20000);
+  ck_assert_int_eq(circbw_open, 1);
+  uint8_t junk[16];
+  memset(junk, 0x33, sizeof(junk));
+  for (int k = 0; k < 3; k++)
+    ck_assert_int_eq(origin_circuit_send_relay(oc, 0, RELAY_COMMAND_DROP, 0,
+                                               junk, sizeof(junk)),
+                     0);
+  uint64_t gid = oc->base.gid, cells = oc->base.cells_forward;
+  ck_assert_uint_ge(cells, 3);
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_FINISHED);
+  const char *got = pump_and_read(f.loop, fd);
+  char want[64];
+  snprintf(want, sizeof(want), "650 CIRC_BW ID=%llu READ=",
+           (unsigned long long)gid);
+  /* (Should a slow machine put a tick in its life, that tick's event
+   * and the close's share the cells.) */
+  unsigned long long total = 0;
+  int n = 0;
+  for (const char *ev = strstr(got, want); ev; ev = strstr(ev + 1, want)) {
+    unsigned long long wr = 0;
+    const char *w = strstr(ev, " WRITTEN=");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(sscanf(w, " WRITTEN=%llu", &wr), 1);
+    total += wr;
+    n++;
+  }
+  ck_assert_msg(n >= 1, "no CIRC_BW for the short circuit: [%s]", got);
+  ck_assert_uint_eq(total, cells * 509);
+  control_shutdown();
+  close(fd);
+  fixture_relay_shutdown();
+  fixture_relay_free(&f);
+}
+END_TEST
+
 Suite *
 suite_control(void)
 {
@@ -671,6 +751,7 @@ suite_control(void)
   tcase_add_test(tc, test_metrics_policy);
   tcase_add_test(tc, test_metrics_render_format);
   tcase_add_test(tc, test_status_bug_and_clock_skew);
+  tcase_add_test(tc, test_circbw_short_circuit);
   suite_add_tcase(s, tc);
   return s;
 }

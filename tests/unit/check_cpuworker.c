@@ -477,16 +477,46 @@ wait_processed(uint64_t n)
   ck_abort_msg("the handshakes were not answered");
 }
 
+/* The held-cell tests' start: the pool restarted with
+ * finish_encrypting_held and MaxOnionQueueDelay max_delay_ms, a client
+ * channel, the cell budget as it was, and the handshake of circuit
+ * 0x80000001 being computed, held at the gate. */
+typedef struct held_fixture_t {
+  channel_t *chan;
+  uint64_t base; /* MEMACCT_CELLS before any cell was held */
+} held_fixture_t;
+
+static held_fixture_t
+held_begin(int max_delay_ms)
+{
+  restart_with(finish_encrypting_held, max_delay_ms);
+  held_fixture_t f;
+  f.chan = client_channel("127.0.0.5");
+  f.base = memacct_get(MEMACCT_CELLS);
+  set_gate(1);
+  submit(f.chan, 0x80000001u, 1);
+  wait_worker_at_gate();
+  return f;
+}
+
+/* Their end: no cell is held any more, the budget is back where it was;
+ * the channel is closed. */
+static void
+held_end(const held_fixture_t *f)
+{
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_held, 0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), f->base);
+  channel_close(f->chan, "test");
+}
+
 START_TEST(test_held_cells_delivered_in_order)
 {
-  restart_with(finish_encrypting_held, 100000);
-  channel_t *a = client_channel("127.0.0.5");
-  uint64_t base = memacct_get(MEMACCT_CELLS);
   command_stats_t cs0, cs1;
   command_get_stats(&cs0);
-  set_gate(1);
-  submit(a, 0x80000001u, 1);
-  wait_worker_at_gate();
+  held_fixture_t f = held_begin(100000);
+  channel_t *a = f.chan;
   for (uint16_t i = 1; i <= 6; i++)
     feed_relay(a, 0x80000001u, i, i <= 2);
   /* Held, counted, not processed; the circuit does not exist yet. */
@@ -494,7 +524,7 @@ START_TEST(test_held_cells_delivered_in_order)
   cpuworker_get_stats(&st);
   ck_assert_uint_eq(st.n_held, 6);
   ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
-                    base + 6 * sizeof(packed_cell_t));
+                    f.base + 6 * sizeof(packed_cell_t));
   command_get_stats(&cs1);
   ck_assert_uint_eq(cs1.n_held_pending, cs0.n_held_pending + 6);
   ck_assert_uint_eq(cs1.n_unknown_circ, cs0.n_unknown_circ);
@@ -518,10 +548,7 @@ START_TEST(test_held_cells_delivered_in_order)
   ck_assert_int_eq(T.n_handled, 7);
   ck_assert_uint_eq(T.handled_streams[6], 7);
   ck_assert(!c->marked_for_close);
-  cpuworker_get_stats(&st);
-  ck_assert_uint_eq(st.n_held, 0);
-  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
-  channel_close(a, "test");
+  held_end(&f);
 }
 END_TEST
 
@@ -530,14 +557,10 @@ END_TEST
  * and frees what was held. */
 START_TEST(test_held_cells_bound_closes)
 {
-  restart_with(finish_encrypting_held, 100000);
-  channel_t *a = client_channel("127.0.0.5");
-  uint64_t base = memacct_get(MEMACCT_CELLS);
   command_stats_t cs0, cs1;
   command_get_stats(&cs0);
-  set_gate(1);
-  submit(a, 0x80000001u, 1);
-  wait_worker_at_gate();        /* 1: being computed */
+  held_fixture_t f = held_begin(100000); /* 1: being computed */
+  channel_t *a = f.chan;
   submit(a, 0x80000002u, 1);    /* 2: queued */
   submit(a, 0x80000003u, 1);    /* 3: queued, stays within the bound */
   for (uint16_t i = 1; i <= CPUWORKER_MAX_HELD_PER_CIRC; i++) {
@@ -558,7 +581,7 @@ START_TEST(test_held_cells_bound_closes)
   ck_assert_int_eq(cpuworker_is_pending(a, 0x80000002u), 0);
   ck_assert_int_eq(cpuworker_is_pending(a, 0x80000003u), 1);
   ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
-                    base + 1 * sizeof(packed_cell_t));
+                    f.base + 1 * sizeof(packed_cell_t));
   command_get_stats(&cs1);
   ck_assert_uint_eq(cs1.n_protocol_closes, cs0.n_protocol_closes + 2);
   /* A cell for a closed one is now a cell for an unknown circuit. */
@@ -574,10 +597,7 @@ START_TEST(test_held_cells_bound_closes)
   ck_assert_ptr_null(channel_get_circuit(a, 0x80000001u));
   ck_assert_ptr_null(channel_get_circuit(a, 0x80000002u));
   ck_assert_ptr_nonnull(channel_get_circuit(a, 0x80000003u));
-  cpuworker_get_stats(&st);
-  ck_assert_uint_eq(st.n_held, 0);
-  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
-  channel_close(a, "test");
+  held_end(&f);
 }
 END_TEST
 
@@ -586,12 +606,8 @@ END_TEST
  * the budget is back where it was. */
 START_TEST(test_held_cells_freed_on_abandon_and_expiry)
 {
-  restart_with(finish_encrypting_held, 20);
-  channel_t *a = client_channel("127.0.0.5");
-  uint64_t base = memacct_get(MEMACCT_CELLS);
-  set_gate(1);
-  submit(a, 0x80000001u, 1);
-  wait_worker_at_gate();
+  held_fixture_t f = held_begin(20);
+  channel_t *a = f.chan;
   submit(a, 0x80000002u, 1);
   submit(a, 0x80000003u, 1);
   for (uint16_t i = 1; i <= 3; i++) {
@@ -600,7 +616,7 @@ START_TEST(test_held_cells_freed_on_abandon_and_expiry)
     feed_relay(a, 0x80000003u, i, 0);
   }
   ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
-                    base + 9 * sizeof(packed_cell_t));
+                    f.base + 9 * sizeof(packed_cell_t));
   /* DESTROY through command.c for the running and one queued job. */
   for (uint32_t id = 0x80000001u; id <= 0x80000002u; id++) {
     cell_t d;
@@ -614,19 +630,17 @@ START_TEST(test_held_cells_freed_on_abandon_and_expiry)
   cpuworker_get_stats(&st);
   ck_assert_uint_eq(st.n_held, 3);
   ck_assert_uint_eq(memacct_get(MEMACCT_CELLS),
-                    base + 3 * sizeof(packed_cell_t));
+                    f.base + 3 * sizeof(packed_cell_t));
   usleep(60000); /* 3 waits past MaxOnionQueueDelay */
   set_gate(0);
   wait_processed(2); /* 1 computed, thrown away; 3 expired */
   cpuworker_get_stats(&st);
   ck_assert_uint_eq(st.n_dropped, 1);
-  ck_assert_uint_eq(st.n_held, 0);
   ck_assert_int_eq(T.n_finish, 0);
   ck_assert_int_eq(T.n_handled, 0);
   ck_assert_ptr_null(channel_get_circuit(a, 0x80000003u));
-  ck_assert_uint_eq(memacct_get(MEMACCT_CELLS), base);
   ck_assert_uint_eq(memacct_underflows(), 0);
-  channel_close(a, "test");
+  held_end(&f);
 }
 END_TEST
 

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "lib/crypt/crypt.h"
+#include "lib/crypt/pwbox.h"
+#include "lib/encoding/base16.h"
 #include "lib/crypt/s2k.h"
 
 Suite *suite_crypt(void);
@@ -797,6 +799,95 @@ END_TEST
 
 /* tor's --hash-password (RFC 2440 S2K, count byte 0x60): the vector is
  * tor 0.4.9's own output for "foo" (checked with Python's hashlib too). */
+/* TORBOX00 boxes with scrypt (N = 2^10, r = 8, p = 2) and PBKDF2 (2^10
+ * iterations) of the bytes 0..63 under "pctor test passphrase", from
+ * tests/vectors/pwbox_ref.py (hashlib, cryptography). */
+static const char PWBOX_SCRYPT_HEX[] =
+    "544f52424f5830301302101112131415161718191a1b1c1d1e1f0a3140414243"
+    "4445464748494a4b4c4d4e4f8c202521ab6d50d4e578083dd6cbe74e8f52dda1"
+    "aeffea7e87076f7d07ba6ac8a849d94fd340ee0d895984f5240bca702540f199"
+    "bbd65c2ea94d1d48f05dc23163d0990ac257966cb2681382cc48b8255ac5940d"
+    "687868d85e6ace4131dad0be424661610cae8e23979d6e9f87960d50298d454a"
+    "045b1eee4e9f84116d41d2523b3a7ab653d2edccc4e249a4d054b90fdb5cadfa"
+    "e0ac512887a363cdd7a04dc9";
+static const char PWBOX_PBKDF2_HEX[] =
+    "544f52424f5830301201101112131415161718191a1b1c1d1e1f0a4041424344"
+    "45464748494a4b4c4d4e4f6f6dccaf9a8bdb5f1c813d71835f43d1dbe4d3fcde"
+    "df21590ccb192aca7daa02b533a2b8094e45fdffee46bbeb60533abad6964194"
+    "3c96e25921bfffb213f34eb66e30b1424ec8b575e1eb80eb34ea54f9eb6be5a6"
+    "ca7fd9520bfa9d7611511533b3f3bfc1aa298d2f6cddb244bd64194b0a3ccc0d"
+    "20afde3dc2ac53bdd8f756e0c8ccc867655d1a3200045a1cbdb810448691306f"
+    "3354de78f5e666174e3fa5";
+
+START_TEST(test_pwbox)
+{
+  /* Round trip, wrong passphrase, and bounded refusal of bad boxes. The
+   * interop vector (a box made by tor) is in check_router_keys. */
+  static const uint8_t msg[] = "sixty-four bytes of secret, more or less";
+  uint8_t *box = NULL, *out = NULL;
+  size_t box_len = 0, out_len = 0;
+  const char *why = NULL;
+  ck_assert_int_eq(crypt_pwbox_seal(&box, &box_len, msg, sizeof(msg), "pw",
+                                    2), 0);
+  /* magic, H = 10, type 0 specifier with count 0x60, iv, 128, mac */
+  ck_assert_uint_eq(box_len, 8 + 1 + 10 + 16 + 128 + 32);
+  ck_assert_mem_eq(box, "TORBOX00\x0a\x00", 10);
+  ck_assert_uint_eq(box[18], 0x60);
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pw", 2,
+                                    &why), PWBOX_OK);
+  ck_assert_uint_eq(out_len, sizeof(msg));
+  ck_assert_mem_eq(out, msg, sizeof(msg));
+  free(out);
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pX", 2,
+                                    &why), PWBOX_BAD_PASSPHRASE);
+  ck_assert_ptr_null(out);
+  box[box_len - 40] ^= 1; /* ciphertext: the MAC catches it */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, box_len, "pw", 2,
+                                    &why), PWBOX_BAD_PASSPHRASE);
+  box[box_len - 40] ^= 1;
+  for (size_t n = 0; n < 8 + 1 + 10 + 16 + 32 + 4; n++)
+    ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, box, n, "pw", 2, &why),
+                     PWBOX_CORRUPT);
+  /* An scrypt specifier asking for 1 GiB is refused uncomputed. */
+  uint8_t bad[8 + 1 + 19 + 16 + 128 + 32];
+  memset(bad, 0, sizeof(bad));
+  memcpy(bad, "TORBOX00", 8);
+  bad[8] = 19;
+  bad[9] = 2;
+  bad[9 + 17] = 20;   /* N = 2^20: 1 GiB */
+  bad[9 + 18] = 0x31; /* r = 8, p = 2 */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_CORRUPT);
+  ck_assert_str_eq(why, "scrypt parameters out of bounds");
+  /* A small scrypt box (N = 2^10) is computed: only the MAC fails. */
+  bad[9 + 17] = 10;
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_BAD_PASSPHRASE);
+  /* The reference boxes open to the bytes 0..63. */
+  const char *refs[] = {PWBOX_SCRYPT_HEX, PWBOX_PBKDF2_HEX};
+  for (int i = 0; i < 2; i++) {
+    uint8_t ref[256];
+    size_t rl = strlen(refs[i]) / 2;
+    ck_assert_uint_le(rl, sizeof(ref));
+    ck_assert_int_eq(base16_decode(ref, sizeof(ref), refs[i], strlen(refs[i])),
+                     (int)rl);
+    ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, ref, rl,
+                                      "pctor test passphrase", 21, &why),
+                     PWBOX_OK);
+    ck_assert_uint_eq(out_len, 64);
+    for (int k = 0; k < 64; k++)
+      ck_assert_uint_eq(out[k], (unsigned)k);
+    free(out);
+    ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, ref, rl, "pctor", 5,
+                                      &why), PWBOX_BAD_PASSPHRASE);
+  }
+  bad[9] = 7; /* unknown type */
+  ck_assert_int_eq(crypt_pwbox_open(&out, &out_len, bad, sizeof(bad), "pw",
+                                    2, &why), PWBOX_CORRUPT);
+  free(box);
+}
+END_TEST
+
 START_TEST(test_s2k_hash_password)
 {
   static const uint8_t salt[8] = {0xE9, 0x69, 0x17, 0x5B,
@@ -948,6 +1039,7 @@ suite_crypt(void)
   tcase_add_test(tc, test_rsa_malformed);
   tcase_add_test(tc, test_rsa_generate);
   tcase_add_test(tc, test_s2k_hash_password);
+  tcase_add_test(tc, test_pwbox);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -264,8 +264,9 @@ o_connected(edge_stream_t *s, const uint8_t *b, size_t n, void *arg)
   F.n_connected++;
 }
 
-static const edge_stream_ops_t owner_ops = {o_data, o_end, o_writable,
-                                            o_pending, o_connected};
+static const edge_stream_ops_t owner_ops = {
+    .on_data = o_data, .on_end = o_end, .on_writable = o_writable,
+    .pending_bytes = o_pending, .on_connected = o_connected};
 
 /* A fresh end for side _i; with_cc: a controller with sendme_inc 31. */
 static void
@@ -479,6 +480,50 @@ START_TEST(test_half_closed)
   ck_assert_uint_eq(F.end_reason, END_STREAM_REASON_DESTROY);
   cc_free(F.cc);
   evloop_free_(F.loop);
+}
+END_TEST
+
+/* RESOLVED goes to on_resolved with its body, then the stream is gone,
+ * leaving a half-closed record and sending nothing; without the op it is
+ * ignored and the stream stays. */
+static unsigned n_resolved;
+static uint8_t resolved_first;
+static void
+o_resolved(edge_stream_t *s, const uint8_t *b, size_t n, void *arg)
+{
+  (void)s;
+  (void)arg;
+  n_resolved++;
+  resolved_first = n ? b[0] : 0xff;
+}
+static const edge_stream_ops_t resolve_ops = {.on_end = o_end,
+                                              .on_resolved = o_resolved};
+
+START_TEST(test_resolved)
+{
+  fake_end(1, 0);
+  n_resolved = 0;
+  edge_stream_t *s = edge_stream_new_next(F.e, &resolve_ops, NULL);
+  uint16_t id = edge_stream_id(s);
+  edge_stream_send_msg(s, RELAY_COMMAND_RESOLVE, (const uint8_t *)"x\0", 2);
+  uint8_t last = F.last_cmd;
+  const uint8_t ans[] = {4, 4, 127, 0, 0, 1, 0, 0, 0, 60};
+  ck_assert_int_eq(msg(RELAY_COMMAND_RESOLVED, id, ans, sizeof(ans)), 0);
+  ck_assert_uint_eq(n_resolved, 1);
+  ck_assert_uint_eq(resolved_first, 4);
+  ck_assert_ptr_null(edge_stream_find(F.e, id));
+  ck_assert_int_eq(edge_is_half_closed(F.e, id), 1);
+  ck_assert_uint_eq(F.last_cmd, last); /* no END sent */
+  ck_assert_uint_eq(F.n_end, 0);
+  /* A second RESOLVED: absorbed by the record, not delivered. */
+  ck_assert_int_eq(msg(RELAY_COMMAND_RESOLVED, id, ans, sizeof(ans)), 0);
+  ck_assert_uint_eq(n_resolved, 1);
+  /* Streams without the op ignore RESOLVED. */
+  edge_stream_t *t = edge_stream_new_next(F.e, &owner_ops, NULL);
+  uint16_t tid = edge_stream_id(t);
+  ck_assert_int_eq(msg(RELAY_COMMAND_RESOLVED, tid, ans, sizeof(ans)), 0);
+  ck_assert_ptr_eq(edge_stream_find(F.e, tid), t);
+  fake_end_free();
 }
 END_TEST
 
@@ -839,6 +884,7 @@ suite_edge(void)
   tcase_add_loop_test(tc, test_send_windows, 0, 2);
   tcase_add_loop_test(tc, test_receive_windows, 0, 2);
   tcase_add_loop_test(tc, test_half_closed, 0, 2);
+  tcase_add_test(tc, test_resolved);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);
   tcase_add_test(tc, test_pending_cap_mux);
   tcase_add_loop_test(tc, test_pending_cap, 0, 2);

@@ -934,12 +934,30 @@ START_TEST(test_cmdline_flags)
   assert_has(err, "--format: 'rfc822' is not iso8601 or timestamp");
   free(err);
 
-  /* tor flags pctor does not implement are refused, saying so. */
-  char *argv4[] = {"pctor", "--keygen", "--newpass", NULL};
-  ck_assert_int_eq(options_cmdline_parse(3, argv4, "/x", &cl, &err), -1);
-  assert_has(err, "--newpass: passphrase-encrypted master keys are not "
-             "supported yet");
+  /* Passphrases and family keys, as tor's. */
+  char *argv4[] = {"pctor", "--keygen", "--newpass", "--passphrase-fd", "7",
+                   NULL};
+  ck_assert_int_eq(options_cmdline_parse(5, argv4, "/x", &cl, &err), 0);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_KEYGEN);
+  ck_assert_int_eq(cl->newpass, 1);
+  ck_assert_int_eq(cl->passphrase_fd, 7);
+  ck_assert_int_eq(cl->no_passphrase, 0);
+  options_cmdline_free(cl);
+  char *argv9[] = {"pctor", "--keygen", "--no-passphrase", "--passphrase-fd",
+                   "0", NULL};
+  ck_assert_int_eq(options_cmdline_parse(5, argv9, "/x", &cl, &err), -1);
+  assert_has(err, "--no-passphrase specified with --passphrase-fd!");
   free(err);
+  char *argv10[] = {"pctor", "--passphrase-fd", "x1", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv10, "/x", &cl, &err), -1);
+  assert_has(err, "--passphrase-fd: 'x1' is not a file descriptor number");
+  free(err);
+  char *argv11[] = {"pctor", "--keygen-family", "fam", NULL};
+  ck_assert_int_eq(options_cmdline_parse(3, argv11, "/x", &cl, &err), 0);
+  ck_assert_int_eq(cl->command, OPTIONS_CMD_KEYGEN_FAMILY);
+  ck_assert_str_eq(cl->command_arg, "fam");
+  ck_assert_int_eq(cl->passphrase_fd, -1);
+  options_cmdline_free(cl);
   char *argv5[] = {"pctor", "--defaults-torrc", NULL};
   ck_assert_int_eq(options_cmdline_parse(2, argv5, "/x", &cl, &err), -1);
   assert_has(err, "'--defaults-torrc' needs a value");
@@ -1279,9 +1297,23 @@ START_TEST(test_tor_option_names)
                           "HardwareAccel 1\nKeyDirectoryGroupReadable auto\n"
                           "ServerDNSAllowBrokenConfig 0\n",
                           0, NULL);
+  ck_assert_int_eq(options_key_directory_group_readable(o), 0);
   options_free(o);
-  err = parse_bad("KeyDirectoryGroupReadable 1\n", 0, NULL);
-  assert_has(err, "keeps the keys directory private");
+  /* KeyDirectoryGroupReadable, FamilyId: tor's. */
+  o = parse_ok("KeyDirectoryGroupReadable 1\n"
+               "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w\n"
+               "FamilyId *\n", 0, NULL);
+  ck_assert_int_eq(options_key_directory_group_readable(o), 1);
+  ck_assert_int_eq(o->family_ids.n, 2);
+  ck_assert_str_eq(o->family_ids.v[1], "*");
+  options_free(o);
+  o = parse_ok("DataDirectory /tmp/x\nKeyDirectory /tmp/x\n"
+               "DataDirectoryGroupReadable 1\n", 0, NULL);
+  ck_assert_int_eq(options_key_directory_group_readable(o), 1);
+  options_free(o);
+  err = parse_bad("FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7\n", 0,
+                  NULL);
+  assert_has(err, "is not a family ID");
   free(err);
   err = parse_bad("ServerDNSAllowBrokenConfig 1\n", 0, NULL);
   assert_has(err, "ServerDNSAllowBrokenConfig 0");

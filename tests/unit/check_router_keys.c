@@ -1267,7 +1267,9 @@ START_TEST(test_offline_master)
   ck_assert(!kfile_exists(dd, "ed25519_master_id_public_key"));
   tmpdir_free(dd);
 
-  /* tor's encrypted master key (pctor cannot decrypt it): offline. */
+  /* An encrypted master key (here not even a valid one): a running relay
+   * treats it as offline; --keygen names the file it cannot read
+   * (test_keygen_encrypted opens a real one). */
   dd = torkeys_datadir("ed25519_master_id_secret_key");
   char *ep = kpath(dd, "ed25519_master_id_secret_key_encrypted");
   spit(ep, "encrypted", 9);
@@ -1276,7 +1278,7 @@ START_TEST(test_offline_master)
   ck_assert(router_keys_master_is_offline(k));
   router_keys_free(k);
   ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, NULL, &err), -1);
-  ck_assert_msg(strstr(err, "not support") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, "wrong header") != NULL, "%s", err);
   ck_assert_msg(strstr(err, ep) != NULL, "%s", err);
   PC_FREE(err);
   free(ep);
@@ -1329,6 +1331,136 @@ START_TEST(test_keygen)
   ck_assert_msg(strstr(err, "offline") != NULL, "%s", err);
   PC_FREE(err);
   free(sp);
+  tmpdir_free(dd);
+}
+END_TEST
+
+/* A passphrase source for router_keys_keygen(): hands out the strings of
+ * a fixed list in turn, then NULL. */
+typedef struct {
+  const char *pw[3];
+  int next;
+} test_pw_t;
+
+static char *
+test_passphrase(void *arg, int new_pass, size_t *len, const char **why)
+{
+  test_pw_t *t = arg;
+  (void)new_pass;
+  if (t->next >= 3 || !t->pw[t->next]) {
+    *why = "test: no more passphrases";
+    return NULL;
+  }
+  const char *pw = t->pw[t->next++];
+  *len = strlen(pw);
+  return pc_strdup(pw);
+}
+
+START_TEST(test_keygen_encrypted)
+{
+  /* tor 0.4.9.11 encrypted the fixture's master key with the passphrase
+   * "pctor test passphrase" (tests/data/torkeys/README). */
+  time_t now = time(NULL);
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  char *err = NULL, *out = NULL;
+  char *dd = torkeys_datadir("ed25519_master_id_secret_key");
+  blob_t enc = torkeys_fixture("ed25519_master_id_secret_key_encrypted");
+  ck_assert_uint_eq(enc.n, 227);
+  char *ep = kpath(dd, "ed25519_master_id_secret_key_encrypted");
+  spit(ep, enc.d, enc.n);
+  ck_assert_int_eq(chmod(ep, 0600), 0);
+  /* A running relay treats it as an offline master key. */
+  relay_keys_t *k = load_ok(dd, &cfg, TORKEYS_MADE + 60);
+  ck_assert(router_keys_master_is_offline(k));
+  router_keys_free(k);
+  /* Without a passphrase source, and with a wrong passphrase: refused,
+   * nothing written. */
+  blob_t s0 = kslurp(dd, "ed25519_signing_secret_key");
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  ck_assert_msg(strstr(err, "no passphrase") != NULL, "%s", err);
+  PC_FREE(err);
+  test_pw_t pw = {{"pctor test passphrase\n", NULL, NULL}, 0};
+  cfg.get_passphrase = test_passphrase;
+  cfg.passphrase_arg = &pw;
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  ck_assert_msg(strstr(err, "wrong passphrase") != NULL, "%s", err);
+  PC_FREE(err);
+  blob_t s1 = kslurp(dd, "ed25519_signing_secret_key");
+  ck_assert(blob_eq(s0, s1));
+  free(s1.d);
+  /* The right one: a new signing key certified by tor's identity; the
+   * encrypted file is left as it was and no plain one appears. */
+  pw = (test_pw_t){{"pctor test passphrase", NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert_ptr_null(out);
+  s1 = kslurp(dd, "ed25519_signing_secret_key");
+  ck_assert(!blob_eq(s0, s1));
+  free(s1.d);
+  free(s0.d);
+  blob_t e1 = kslurp(dd, "ed25519_master_id_secret_key_encrypted");
+  ck_assert(blob_eq(enc, e1));
+  free(e1.d);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  cfg.get_passphrase = NULL;
+  k = load_ok(dd, &cfg, now);
+  blob_t pub = torkeys_fixture("ed25519_master_id_public_key");
+  ck_assert_mem_eq(k->ed_identity.pub, pub.d + 32, 32);
+  check_certs(k, now);
+  router_keys_free(k);
+  /* --newpass: stored again under "other" (a new box), which opens
+   * with "other" only. */
+  cfg.get_passphrase = test_passphrase;
+  cfg.newpass = 1;
+  pw = (test_pw_t){{"pctor test passphrase", "other", NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  e1 = kslurp(dd, "ed25519_master_id_secret_key_encrypted");
+  ck_assert(!blob_eq(enc, e1));
+  free(e1.d);
+  cfg.newpass = 0;
+  pw = (test_pw_t){{"pctor test passphrase", NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  PC_FREE(err);
+  /* --newpass --no-passphrase: stored unencrypted, the box removed; the
+   * relay then runs with its master key online. */
+  cfg.newpass = cfg.no_passphrase = 1;
+  pw = (test_pw_t){{"other", NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert(kfile_exists(dd, "ed25519_master_id_secret_key"));
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key_encrypted"));
+  k = load_ok(dd, &cfg, now);
+  ck_assert(!router_keys_master_is_offline(k));
+  ck_assert_mem_eq(k->ed_identity.pub, pub.d + 32, 32);
+  router_keys_free(k);
+  free(pub.d);
+  free(enc.d);
+  free(ep);
+  tmpdir_free(dd);
+  /* A new identity with a passphrase: only the encrypted file, which
+   * opens with that passphrase; an empty passphrase stores it plain. */
+  dd = tmpdir_new();
+  cfg.newpass = cfg.no_passphrase = 0;
+  pw = (test_pw_t){{"fresh", "fresh", NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert_ptr_null(out);
+  ck_assert(kfile_exists(dd, "ed25519_master_id_secret_key_encrypted"));
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  tmpdir_free(dd);
+  /* No passphrase to be had for a new key: nothing is left behind. */
+  dd = tmpdir_new();
+  pw = (test_pw_t){{NULL, NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), -1);
+  ck_assert_msg(strstr(err, "No passphrase") != NULL, "%s", err);
+  PC_FREE(err);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_public_key"));
+  tmpdir_free(dd);
+  dd = tmpdir_new();
+  pw = (test_pw_t){{"", NULL, NULL}, 0};
+  ck_assert_int_eq(router_keys_keygen(dd, &cfg, now, &out, &err), 0);
+  ck_assert_str_eq(out, "Not encrypting the secret key.\n");
+  PC_FREE(out);
+  ck_assert(kfile_exists(dd, "ed25519_master_id_secret_key"));
   tmpdir_free(dd);
 }
 END_TEST
@@ -1564,6 +1696,29 @@ START_TEST(test_group_readable_dir_fixed)
   relay_keys_t *k = load_ok(dd, NULL, time(NULL));
   ck_assert_int_eq(file_mode(dd), 0700);
   router_keys_free(k);
+  /* KeyDirectoryGroupReadable 1: the key directory becomes 0750 (made so,
+   * or changed); 0 makes it private again. DataDirectory stays 0700. */
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.key_directory_group_readable = 1;
+  k = load_ok(dd, &cfg, time(NULL));
+  char *kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(file_mode(kd), 0750);
+  ck_assert_int_eq(file_mode(dd), 0700);
+  router_keys_free(k);
+  cfg.key_directory_group_readable = 0;
+  k = load_ok(dd, &cfg, time(NULL));
+  ck_assert_int_eq(file_mode(kd), 0700);
+  router_keys_free(k);
+  tmpdir_free(dd);
+  dd = tmpdir_new();
+  cfg.key_directory_group_readable = 1;
+  k = load_ok(dd, &cfg, time(NULL));
+  free(kd);
+  kd = pc_asprintf("%s/keys", dd);
+  ck_assert_int_eq(file_mode(kd), 0750);
+  router_keys_free(k);
+  free(kd);
   tmpdir_free(dd);
 }
 END_TEST
@@ -1587,6 +1742,7 @@ suite_router_keys(void)
   tcase_add_test(tc, test_tor_datadir);
   tcase_add_test(tc, test_offline_master);
   tcase_add_test(tc, test_keygen);
+  tcase_add_test(tc, test_keygen_encrypted);
   tcase_add_test(tc, test_convert_old_layout);
   tcase_add_test(tc, test_datadir_lock);
   tcase_add_test(tc, test_key_directory);

@@ -228,7 +228,7 @@ rs_end(edge_stream_t *s, uint8_t reason, void *arg)
   T.rs = NULL;
 }
 
-static const edge_stream_ops_t rs_ops = {rs_data, rs_end, NULL, NULL, NULL};
+static const edge_stream_ops_t rs_ops = {.on_data = rs_data, .on_end = rs_end};
 
 static int
 test_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,

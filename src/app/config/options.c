@@ -47,6 +47,7 @@
 #include "feature/exit/policy.h"
 #include "feature/client/guards.h"
 #include "feature/hibernate/hibernate.h"
+#include "feature/relay/family_keys.h"
 #include "feature/ipsec/broker.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
@@ -481,6 +482,17 @@ dirauth_check(const char *value, char **err_out)
   return dir_authority_parse(&da, value, err_out);
 }
 
+/* FamilyId: a family ID as tor --keygen-family prints it, or "*". */
+static int
+family_id_check(const char *value, char **err_out)
+{
+  if (family_id_is_valid(value))
+    return 0;
+  *err_out = pc_asprintf("'%s' is not a family ID (43 base64 characters, "
+                         "as --keygen-family prints it) or *", value);
+  return -1;
+}
+
 static int
 host_check(const char *value, char **err_out)
 {
@@ -521,6 +533,27 @@ const char *
 options_cache_directory(const options_t *o)
 {
   return o->cache_directory ? o->cache_directory : o->data_directory;
+}
+
+char *
+options_family_key_directory(const options_t *o)
+{
+  if (o->family_key_directory)
+    return pc_strdup(o->family_key_directory);
+  if (o->key_directory)
+    return pc_strdup(o->key_directory);
+  return pc_asprintf("%s/keys", o->data_directory ? o->data_directory : ".");
+}
+
+int
+options_key_directory_group_readable(const options_t *o)
+{
+  if (o->key_directory_group_readable >= 0)
+    return o->key_directory_group_readable;
+  if (o->key_directory && o->data_directory &&
+      !strcmp(o->key_directory, o->data_directory))
+    return o->data_directory_group_readable;
+  return 0;
 }
 
 int
@@ -657,6 +690,8 @@ static const conf_custom_t outbound_type = {
   CONF_STORE_STRLIST, 0, 1, NULL, NULL, outbound_check};
 static const conf_custom_t family_type = {
   CONF_STORE_STRLIST, 0, 1, family_assign, NULL, NULL};
+static const conf_custom_t family_id_type = {
+  CONF_STORE_STRLIST, 0, 1, NULL, NULL, family_id_check};
 static const conf_custom_t policy_type = {
   CONF_STORE_STRLIST, 0, 1, policy_assign, NULL, NULL};
 static const conf_custom_t routerset_type = {
@@ -870,6 +905,11 @@ static const conf_var_t app_vars[] = {
    "Where the relay's keys are, in tor's files and formats (as tor's "
    "KeyDirectory): a tor relay's keys directory can be used as it is, and "
    "tor can use one pctor wrote. Created (mode 0700) if missing.", NULL},
+  {"KeyDirectoryGroupReadable", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto",
+   "auto", 0, 0, 0, OFF(key_directory_group_readable),
+   "If 1, the key directory gets mode 0750 (its group may read the "
+   "keys) instead of 0700. auto (as tor): DataDirectoryGroupReadable's "
+   "value when KeyDirectory is DataDirectory itself, else 0.", NULL},
   {"OfflineMasterKey", CONF_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(offline_master_key),
    "If 1, as tor: never create or use the master identity secret key; run "
@@ -902,6 +942,20 @@ static const conf_var_t app_vars[] = {
    "after it is accepted and dropped) or a nickname; list them separated "
    "by commas or spaces, on one line or several. Each of those relays "
    "should list this one too.", &family_type},
+  {"FamilyId", CONF_TYPE_CUSTOM, "ID|*", NULL, "unset",
+   1, 0, 0, OFF(family_ids),
+   "Make this relay a member of the family whose key has this ID (tor "
+   "0.4.9's family keys): the key, a file whose name ends in "
+   ".secret_family_key, must be in FamilyKeyDirectory, and the relay "
+   "then publishes a family-cert for it in its descriptor. ID is what "
+   "pctor --keygen-family (or tor's) printed; * takes every such file in "
+   "the directory. Repeat the option for several families. A FamilyId "
+   "whose key is missing stops start-up; on SIGHUP the keys are read "
+   "again (a failure keeps the previous ones). Until clients use family "
+   "keys, also list the family with MyFamily.", &family_id_type},
+  {"FamilyKeyDirectory", CONF_TYPE_PATH, "PATH", NULL, "KeyDirectory",
+   1, 0, 0, OFF(family_key_directory),
+   "Where FamilyId looks for *.secret_family_key files (as tor).", NULL},
   {"PublishServerDescriptor", CONF_TYPE_ENUM, "0|1|v3", "1", "1",
    1, 0, 0, OFF(publish_server_descriptor),
    "If 1 (or v3, tor's name for the same), upload the relay's server "
@@ -1506,8 +1560,6 @@ static const struct {
   {"Control*", "pctor's control port is set up with ControlPort, "
    "ControlSocket (and its flags), CookieAuthentication, CookieAuthFile "
    "and HashedControlPassword only"},
-  {"FamilyId", "pctor does not support family keys yet; list the family "
-   "with MyFamily"},
   {"HiddenService*", "pctor has no onion services"},
   {"HSLayer*", "pctor has no onion services"},
   {"BridgeRelay", "pctor cannot run as a bridge"},
@@ -1519,8 +1571,6 @@ static const struct {
   {"GeoIPExcludeUnknown", "pctor has no country-based node selection"},
   {"Accel*", "OpenSSL 3 uses the CPU's crypto instructions without an "
    "engine; remove the line"},
-  {"KeyDirectoryGroupReadable", "pctor keeps the keys directory private "
-   "(mode 0700)"},
   {"ServerDNSAllowBrokenConfig", "pctor's exit stops at start-up when it "
    "cannot use its resolv.conf (as ServerDNSAllowBrokenConfig 0); fix the "
    "file or remove the line"},
@@ -1545,9 +1595,6 @@ static const struct {
   /* OpenSSL 3 uses the CPU's AES and SHA instructions by itself, with or
    * without tor's engine option. */
   {"HardwareAccel", "1"},
-  /* pctor's keys directory is always private (tor's auto when KeyDirectory
-   * is not DataDirectory). */
-  {"KeyDirectoryGroupReadable", "0"}, {"KeyDirectoryGroupReadable", "auto"},
   /* A resolv.conf pctor cannot use stops an exit at start-up. */
   {"ServerDNSAllowBrokenConfig", "0"},
   {"UseBridges", "0"},
@@ -2127,6 +2174,15 @@ options_check_startable(const options_t *opts, char **err_out)
                          "and build again)");
     return -1;
   }
+  /* FamilyId: every family's key must be there (read now, dropped). */
+  if (opts->family_ids.n > 0) {
+    char *dir = options_family_key_directory(opts);
+    int r = family_keys_check(dir, (const char *const *)opts->family_ids.v,
+                              opts->family_ids.n, err_out);
+    free(dir);
+    if (r < 0)
+      return -1;
+  }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
@@ -2376,18 +2432,13 @@ static const cmdline_flag_t cmdline_table[] = {
   {{"--list-deprecated-options", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
    "pctor has no deprecated options"},
   {{"--keygen", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_KEYGEN, NULL},
-  {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
-   "passphrase-encrypted master keys are not supported yet; use "
-   "--no-passphrase"},
+  {{"--newpass", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--no-passphrase", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN, NULL},
-  {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "passphrase-encrypted master keys are not supported yet; use "
-   "--no-passphrase"},
+  {{"--passphrase-fd", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
   {{"--key-expiration", CONF_FLAG_OPT_VALUE}, OPTIONS_CMD_KEY_EXPIRATION,
    NULL},
   {{"--format", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN, NULL},
-  {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
-   "pctor does not support family keys (FamilyId) yet; use MyFamily"},
+  {{"--keygen-family", CONF_FLAG_VALUE}, OPTIONS_CMD_KEYGEN_FAMILY, NULL},
   {{"--nt-service", CONF_FLAG_NO_VALUE}, OPTIONS_CMD_RUN,
    "Windows services are not supported"},
   {{"--service", CONF_FLAG_VALUE}, OPTIONS_CMD_RUN,
@@ -2421,6 +2472,7 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
   cl->options = opts;
   cl->cwd = getcwd(NULL, 0);
   cl->command_arg = pc_strdup("");
+  cl->passphrase_fd = -1;
   const char *torrc = NULL, *defaults = NULL;
   for (const conf_line_t *f = flags; f; f = f->next) {
     const cmdline_flag_t *cf = cmdline_flag_find(f->key);
@@ -2466,6 +2518,19 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
       cl->quiet = cl->quiet > 1 ? cl->quiet : 1;
     } else if (!strcmp(f->key, "--quiet")) {
       cl->quiet = 2;
+    } else if (!strcmp(f->key, "--newpass")) {
+      cl->newpass = 1;
+    } else if (!strcmp(f->key, "--no-passphrase")) {
+      cl->no_passphrase = 1;
+    } else if (!strcmp(f->key, "--passphrase-fd")) {
+      char *end = NULL;
+      long fd = strtol(f->value, &end, 10);
+      if (!*f->value || *end || fd < 0 || fd > 65535) {
+        *err_out = pc_asprintf("--passphrase-fd: '%s' is not a file "
+                               "descriptor number", f->value);
+        goto err;
+      }
+      cl->passphrase_fd = (int)fd;
     } else if (!strcmp(f->key, "--format")) {
       if (strcmp(f->value, "iso8601") && strcmp(f->value, "timestamp")) {
         *err_out = pc_asprintf("--format: '%s' is not iso8601 or timestamp",
@@ -2475,6 +2540,11 @@ options_cmdline_parse(int argc, char *const *argv, const char *default_torrc,
       free(cl->key_format);
       cl->key_format = pc_strdup(f->value);
     }
+  }
+  if (cl->no_passphrase && cl->passphrase_fd >= 0) {
+    /* (tor's words) */
+    *err_out = pc_strdup("--no-passphrase specified with --passphrase-fd!");
+    goto err;
   }
   /* As before actions were one field: help, then version win. */
   if (cl->show_help)

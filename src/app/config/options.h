@@ -91,6 +91,9 @@ typedef struct options_t {
   options_strlist_t my_family;   /* MyFamily: one normalised entry each
                                   * ("$HEX40" or a nickname), no
                                   * duplicates */
+  options_strlist_t family_ids;  /* FamilyId: family IDs or "*" */
+  char *family_key_directory;    /* FamilyKeyDirectory: NULL = KeyDirectory */
+  int key_directory_group_readable; /* KeyDirectoryGroupReadable: -1 auto */
   int publish_server_descriptor; /* PublishServerDescriptor: 0 or 1 */
   int dir_cache;                 /* DirCache: 0 or 1 */
   uint64_t max_advertised_bandwidth; /* MaxAdvertisedBandwidth, bytes/s */
@@ -204,6 +207,7 @@ typedef enum {
   OPTIONS_CMD_HASH_PASSWORD,
   OPTIONS_CMD_KEYGEN,
   OPTIONS_CMD_KEY_EXPIRATION,
+  OPTIONS_CMD_KEYGEN_FAMILY,
 } options_command_t;
 
 /* The i-th address of OutboundBindAddress (kind 0), ...OR (1) or ...Exit
@@ -216,6 +220,12 @@ const char *options_cache_directory(const options_t *o);
 /* Whether CacheDirectory is group readable (CacheDirectoryGroupReadable,
  * auto resolved as tor does). */
 int options_cache_directory_group_readable(const options_t *o);
+/* KeyDirectoryGroupReadable resolved (auto: DataDirectoryGroupReadable
+ * when KeyDirectory is DataDirectory, else 0). */
+int options_key_directory_group_readable(const options_t *o);
+/* Where FamilyId's keys are: FamilyKeyDirectory, else KeyDirectory, else
+ * DataDirectory/keys. Newly allocated. */
+char *options_family_key_directory(const options_t *o);
 
 typedef struct options_cmdline_t {
   options_command_t command; /* the last action flag given wins */
@@ -240,6 +250,9 @@ typedef struct options_cmdline_t {
   int show_help;         /* --help, -h */
   int list_options;      /* --list-options */
   conf_line_t *options;  /* "--Key value" lines */
+  int passphrase_fd;     /* --passphrase-fd N, -1 if not given */
+  int no_passphrase;     /* --no-passphrase */
+  int newpass;           /* --newpass */
 } options_cmdline_t;
 
 /* Parse argv. default_torrc is used when there is no -f. Returns 0, or -1

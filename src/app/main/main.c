@@ -3,7 +3,10 @@
  * logging, start-up order, signals.
  *
  * Start-up order (each step needs the previous ones):
- *   1. parse the command line; --help, --version, --list-options exit here;
+ *   1. parse the command line; --help, --version, --list-options and
+ *      --keygen-family exit here (--keygen, --list-fingerprint and
+ *      --key-expiration after step 2; --keygen asks for passphrases on
+ *      the terminal or reads --passphrase-fd, as tor);
  *   2. read and validate the torrc (errors name option and line and exit
  *      1); --verify-config exits here;
  *   3. apply the Log lines (files are opened as the starting user, so a
@@ -36,6 +39,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <termios.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,6 +51,7 @@
 #include "app/main/privdrop.h"
 #include "app/main/sdnotify.h"
 #include "app/main/start.h"
+#include "feature/relay/family_keys.h"
 #include "feature/relay/router_keys.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/crypt/s2k.h"
@@ -163,6 +168,9 @@ start_sandbox(const options_cmdline_t *cl, const options_t *opts)
   sandbox_cfg_allow_write(cfg, opts->key_directory);
   if (opts->cache_directory)
     sandbox_cfg_allow_write(cfg, opts->cache_directory);
+  /* FamilyId's keys are read again at each SIGHUP. */
+  if (opts->family_key_directory)
+    sandbox_cfg_allow_read(cfg, opts->family_key_directory);
   /* GeoIP files are read again on SIGHUP when their paths change. */
   if (opts->geoip_file)
     sandbox_cfg_allow_read(cfg, opts->geoip_file);
@@ -266,15 +274,132 @@ list_fingerprint(const options_cmdline_t *cl, const options_t *opts)
   return 0;
 }
 
-/* --keygen (tor's, without passphrases): a new signing key and
- * certificate from the master identity key, made first if there is no
- * identity at all. */
+/* Where --keygen's passphrases come from, as in tor: --passphrase-fd N
+ * gives everything read from N up to its end, verbatim (a trailing
+ * newline is part of it); tor reads the fd for every passphrase it needs,
+ * so a second one (--newpass on an encrypted key) is empty and fails.
+ * Without it, a terminal on stdin is asked (echo off; a new passphrase
+ * twice, empty: do not encrypt); with neither, a new master key is stored
+ * unencrypted and an encrypted one cannot be opened. */
+#define PASSPHRASE_MAX 1024
+typedef struct {
+  int fd;
+} pass_src_t;
+
+static char *
+tty_passphrase(const char *prompt, size_t *len)
+{
+  FILE *tty = fopen("/dev/tty", "r+");
+  if (!tty)
+    return NULL;
+  setvbuf(tty, NULL, _IONBF, 0); /* no copy of the passphrase in stdio */
+  struct termios old, quiet;
+  int have = tcgetattr(fileno(tty), &old) == 0;
+  if (have) {
+    quiet = old;
+    quiet.c_lflag &= ~(tcflag_t)ECHO;
+    tcsetattr(fileno(tty), TCSAFLUSH, &quiet);
+  }
+  fputs(prompt, tty);
+  fflush(tty);
+  char *buf = pc_zalloc(PASSPHRASE_MAX + 2);
+  char *r = fgets(buf, PASSPHRASE_MAX + 2, tty);
+  if (have)
+    tcsetattr(fileno(tty), TCSAFLUSH, &old);
+  fputs("\n", tty);
+  fclose(tty);
+  if (!r) {
+    free(buf);
+    return NULL;
+  }
+  size_t n = strlen(buf);
+  if (n && buf[n - 1] == '\n')
+    buf[--n] = '\0';
+  *len = n;
+  return buf;
+}
+
+static char *
+keygen_passphrase(void *arg, int new_pass, size_t *len, const char **why)
+{
+  pass_src_t *src = arg;
+  *len = 0;
+  if (src->fd >= 0) {
+    char *buf = pc_zalloc(PASSPHRASE_MAX + 1);
+    size_t n = 0;
+    for (;;) {
+      ssize_t r = read(src->fd, buf + n, PASSPHRASE_MAX + 1 - n);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0) {
+        *why = "cannot read the passphrase file descriptor";
+        free(buf);
+        return NULL;
+      }
+      if (r == 0)
+        break;
+      n += (size_t)r;
+      if (n > PASSPHRASE_MAX) {
+        pc_memwipe(buf, PASSPHRASE_MAX + 1);
+        free(buf);
+        *why = "the passphrase is longer than 1024 bytes";
+        return NULL;
+      }
+    }
+    if (n == 0) {
+      free(buf);
+      *why = "--passphrase-fd gave an empty passphrase";
+      return NULL;
+    }
+    *len = n;
+    return buf;
+  }
+  if (!isatty(STDIN_FILENO)) {
+    if (new_pass)
+      return pc_strdup(""); /* store unencrypted */
+    *why = "no --passphrase-fd and no terminal";
+    return NULL;
+  }
+  if (!new_pass) {
+    char *pw = tty_passphrase("Enter passphrase for master key:", len);
+    if (!pw)
+      *why = "no passphrase was entered";
+    return pw;
+  }
+  size_t len2 = 0;
+  char *a = tty_passphrase("Enter new passphrase:", len);
+  char *b = a ? tty_passphrase("Re-enter new passphrase:", &len2) : NULL;
+  if (!a || !b || *len != len2 || memcmp(a, b, len2) != 0) {
+    if (a)
+      pc_memwipe(a, *len);
+    if (b)
+      pc_memwipe(b, len2);
+    free(a);
+    free(b);
+    *why = a && b ? "the passphrases do not match"
+                  : "no passphrase was entered";
+    return NULL;
+  }
+  pc_memwipe(b, len2);
+  free(b);
+  return a;
+}
+
+/* --keygen (tor's): a new signing key and certificate from the master
+ * identity key (opened with a passphrase if it is encrypted), made first
+ * if there is no identity at all; --newpass stores it again under a new
+ * passphrase. */
 static int
-keygen(const options_t *opts)
+keygen(const options_cmdline_t *cl, const options_t *opts)
 {
   char *err = NULL, *out = NULL;
   router_keys_config_t cfg;
+  pass_src_t src = {cl->passphrase_fd};
   app_keys_config(opts, &cfg);
+  cfg.get_passphrase = keygen_passphrase;
+  cfg.passphrase_arg = &src;
+  cfg.no_passphrase = cl->no_passphrase;
+  cfg.newpass = cl->newpass;
   if (keys_dir_usable(opts, &err) < 0 ||
       router_keys_keygen(opts->data_directory, &cfg, time(NULL), &out,
                          &err) < 0) {
@@ -810,6 +935,23 @@ main(int argc, char **argv)
     cleanup();
     return 0;
   }
+  case OPTIONS_CMD_KEYGEN_FAMILY: {
+    /* As tor: NAME.secret_family_key and NAME.public_family_id, relative
+     * to the working directory; no configuration is read. */
+    char *out = NULL;
+    if (crypt_global_init() < 0 ||
+        family_keys_generate(cl->command_arg, &out, &err) < 0) {
+      log_err("--keygen-family: %s", err ? err : "the crypto library "
+              "could not be initialised");
+      free(err);
+      cleanup();
+      return 1;
+    }
+    fputs(out, stdout);
+    free(out);
+    cleanup();
+    return 0;
+  }
   case OPTIONS_CMD_LIST_FINGERPRINT:
   case OPTIONS_CMD_KEYGEN:
   case OPTIONS_CMD_KEY_EXPIRATION:
@@ -838,7 +980,7 @@ main(int argc, char **argv)
   if (cl->command == OPTIONS_CMD_LIST_FINGERPRINT)
     return list_fingerprint(cl, opts);
   if (cl->command == OPTIONS_CMD_KEYGEN)
-    return keygen(opts);
+    return keygen(cl, opts);
   if (cl->command == OPTIONS_CMD_KEY_EXPIRATION)
     return key_expiration(cl, opts);
   if (cl->command == OPTIONS_CMD_DUMP_CONFIG) {

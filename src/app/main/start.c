@@ -49,6 +49,7 @@
 #include "feature/measureme/measureme.h"
 #include "feature/measureme/measureme_options.h"
 #include "feature/relay/extend.h"
+#include "feature/relay/family_keys.h"
 #include "feature/relay/publish.h"
 #include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
@@ -591,6 +592,20 @@ configure_publishing(const options_t *o)
              "used up at the advertised rate.");
   }
   rc.crosscert_lifetime_days = o->onion_key_rotation_days;
+  /* FamilyId: the family keys, read again at each reconfiguration. */
+  family_keys_t fk;
+  char *fdir = options_family_key_directory(o);
+  int fr = family_keys_load(fdir, (const char *const *)o->family_ids.v,
+                            o->family_ids.n, &fk, &err);
+  free(fdir);
+  if (fr < 0) {
+    log_warn("%s: %s", A.pub ? "Cannot update the server descriptor"
+                             : "Not publishing a server descriptor", err);
+    free(err);
+    return -1;
+  }
+  rc.family_keys = fk.kp;
+  rc.n_family_keys = fk.n;
 
   n = relay_authorities(o, &auths);
   pp.auths = auths;
@@ -607,6 +622,7 @@ configure_publishing(const options_t *o)
     publish_load_history(A.pub, A.state, time(NULL));
   }
   r = publish_configure(A.pub, &rc, &pp);
+  family_keys_clear(&fk);
   free(auths);
   return r;
 }
@@ -1560,10 +1576,20 @@ ctl_signal(control_signal_t sig, void *arg)
   case CONTROL_SIGNAL_ACTIVE:
   case CONTROL_SIGNAL_DORMANT:
     return 0; /* pctor has no dormant mode: it is always active */
-  case CONTROL_SIGNAL_NEWNYM:
+  case CONTROL_SIGNAL_NEWNYM: {
+    /* Without the client role there is nothing to forget. */
+    if (!A.client_started)
+      return 0;
+    unsigned delay = 0;
+    char *err = NULL;
+    int r = client_ctl_newnym(&delay, &err);
+    free(err);
+    return r ? -1 : 0;
+  }
   case CONTROL_SIGNAL_CLEARDNSCACHE:
-    /* Nothing to forget without the client role; with it, not yet. */
-    return A.client_started ? -1 : 0;
+    /* The client keeps no DNS answers (its exits resolve every name, and
+     * MAPADDRESS mappings are not a cache): nothing to clear. */
+    return 0;
   }
   return -1;
 }
@@ -1980,6 +2006,7 @@ app_keys_config(const options_t *o, router_keys_config_t *cfg)
   cfg->key_directory = o->key_directory;
   cfg->offline_master_key = o->offline_master_key;
   cfg->signing_key_lifetime_days = o->signing_key_lifetime / 86400;
+  cfg->key_directory_group_readable = options_key_directory_group_readable(o);
 }
 
 int

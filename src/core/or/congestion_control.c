@@ -297,6 +297,15 @@ stalled_or_jumped(cc_t *cc, uint64_t old_delta, uint64_t new_delta)
   return 0;
 }
 
+/* Process-wide counts for the MetricsPort (the event loop's thread). */
+static cc_global_stats_t G;
+
+void
+cc_get_global_stats(cc_global_stats_t *out)
+{
+  *out = G;
+}
+
 /* RTT from the popped send time; returns the sample, 0 if unusable. */
 static uint64_t
 update_rtt(cc_t *cc, uint64_t sent_us, uint64_t now_us)
@@ -304,6 +313,7 @@ update_rtt(cc_t *cc, uint64_t sent_us, uint64_t now_us)
   uint64_t rtt = now_us > sent_us ? now_us - sent_us : 0;
   if (stalled_or_jumped(cc, cc->ewma_rtt_us, rtt)) {
     cc->n_clock_stalls++;
+    G.clock_stalls++;
     return 0;
   }
   cc->ewma_rtt_us = cc_n_ewma(rtt, cc->ewma_rtt_us, cc_ewma_count(cc));
@@ -316,6 +326,7 @@ update_rtt(cc_t *cc, uint64_t sent_us, uint64_t now_us)
     cc->min_rtt_us = percent_max_mix(cc->ewma_rtt_us, cc->min_rtt_us,
                                      cc->p.rtt_reset_pct);
     cc->n_rtt_resets++;
+    G.rtt_resets++;
   } else if (cc->ewma_rtt_us < cc->min_rtt_us) {
     cc->min_rtt_us = cc->ewma_rtt_us;
   }
@@ -563,6 +574,7 @@ flow_drained(cc_flow_t *f, const cc_params_t *p, size_t buffered,
   if (send_xon) {
     f->ewma_rate_last_sent = f->ewma_drain_rate;
     f->xoff_sent = 0;
+    G.xon_sent++;
   }
   if (empty) {
     f->drain_start_us = 0;
@@ -592,6 +604,7 @@ cc_flow_on_data(cc_flow_t *f, const cc_params_t *p, int is_client,
   cc_flow_action_t act = CC_FLOW_NONE;
   if (buffered > limit && !f->xoff_sent) {
     f->xoff_sent = 1;
+    G.xoff_sent++;
     /* The rate is wrong if we got all the way to XOFF. */
     f->ewma_drain_rate = 0;
     act = CC_FLOW_SEND_XOFF;

@@ -273,4 +273,12 @@ int cc_ext_build_response(int cc_enabled, uint8_t sendme_inc, uint8_t *out,
 int cc_ext_parse_response(const uint8_t *msg, size_t len, int requested,
                           uint32_t expected_inc, uint8_t *sendme_inc,
                           const char **why);
+/* What all controllers and stream flows did so far (MetricsPort, as
+ * tor's tor_relay_congestion_control_total): RTT samples skipped for a
+ * clock stall or jump, minimum-RTT resets out of a cwnd_min wedge, XOFF
+ * and XON decisions. */
+typedef struct cc_global_stats_t {
+  uint64_t clock_stalls, rtt_resets, xoff_sent, xon_sent;
+} cc_global_stats_t;
+void cc_get_global_stats(cc_global_stats_t *out);
 #endif

@@ -926,6 +926,16 @@ edge_handle_stream_msg(edge_t *e, uint8_t cmd, uint16_t id,
     if (s->ops && s->ops->on_connected)
       s->ops->on_connected(s, body, len, s->arg);
     return 0;
+  case RELAY_COMMAND_RESOLVED:
+    if (!s->ops || !s->ops->on_resolved)
+      return 0;
+    edge_hold(e);
+    s->ops->on_resolved(s, body, len, s->arg);
+    /* The answer ends the stream, unless on_resolved let it go itself. */
+    if (!e->dead && edge_stream_find(e, id) == s)
+      edge_stream_detach(s);
+    edge_unhold(e);
+    return 0;
   default:
     return 0;
   }

@@ -172,6 +172,11 @@ typedef struct edge_stream_ops_t {
   /* CONNECTED (client side); NULL: ignored. */
   void (*on_connected)(edge_stream_t *s, const uint8_t *body, size_t len,
                        void *arg);
+  /* RESOLVED (client side, the answer to our RESOLVE); the stream is
+   * then freed, leaving a half-closed record (the exit sends no END
+   * after RESOLVED). NULL: RESOLVED is ignored. */
+  void (*on_resolved)(edge_stream_t *s, const uint8_t *body, size_t len,
+                      void *arg);
 } edge_stream_ops_t;
 
 /* A new end; `end` is passed to every ops call. Never NULL. */

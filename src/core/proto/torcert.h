@@ -53,6 +53,7 @@ enum {
   TORCERT_TYPE_HS_INTRO_AUTH = 0x09,
   TORCERT_TYPE_NTOR_CROSSCERT = 0x0A,
   TORCERT_TYPE_HS_NTOR_ENC = 0x0B,
+  TORCERT_TYPE_FAMILY_V_IDENTITY = 0x0C, /* family key -> relay identity */
 };
 /* CERT_KEY_TYPE values (cert-spec A.4). Older tors put 1 everywhere, so
  * readers should infer the kind of key from CERT_TYPE. */

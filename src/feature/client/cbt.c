@@ -31,7 +31,7 @@ typedef struct {
 struct cbt_t {
   uint32_t times[CBT_MAX_TIMES];
   int n, next;
-  uint8_t recent[CBT_RECENT_MAX]; /* 1: timed out */
+  uint8_t recent[CBT_RECENT_MAX]; /* 1: timed out, 2: abandoned */
   int recent_n, recent_next;
   cbt_params_t p;
   uint32_t base_ms; /* timeout while not learned (doubled by resets) */
@@ -203,9 +203,10 @@ add_entry(cbt_t *cbt, uint32_t v)
     cbt->n++;
 }
 
-/* Record one circuit's outcome in the recent history; reset when too many
- * timed out (path-spec 2.4.4). */
-static void
+/* Record one circuit's outcome (0 in time, 1 timed out, 2 abandoned) in
+ * the recent history; reset when too many timed out (path-spec 2.4.4).
+ * Returns 1 after a reset. */
+static int
 add_recent(cbt_t *cbt, int timed_out)
 {
   int cap = cbt->p.recentcount;
@@ -217,9 +218,9 @@ add_recent(cbt_t *cbt, int timed_out)
     cbt->recent_n++;
   int k = 0;
   for (int i = 0; i < cbt->recent_n; i++)
-    k += cbt->recent[i];
+    k += cbt->recent[i] != 0;
   if (k < cbt->p.maxtimeouts)
-    return;
+    return 0;
   uint32_t old = cbt->timeout_ms;
   cbt->base_ms = old >= cbt->p.initialtimeout
                      ? (old > CBT_MAX_TIME_MS / 2 ? CBT_MAX_TIME_MS : old * 2)
@@ -229,31 +230,72 @@ add_recent(cbt_t *cbt, int timed_out)
              "timeout",
              k, cbt->recent_n, cbt->n, (unsigned)cbt->base_ms);
   discard_history(cbt);
+  return 1;
 }
 
-void
-cbt_note_built(cbt_t *cbt, uint32_t ms)
+/* After a new entry: refit, and say what a controller hears of it. */
+static cbt_event_t
+after_entry(cbt_t *cbt, int was_reset)
 {
-  if (cbt->p.disabled)
-    return;
   int was_learned = cbt->learned;
-  add_entry(cbt, ms > CBT_MAX_TIME_MS ? CBT_MAX_TIME_MS : ms);
-  add_recent(cbt, ms > cbt->timeout_ms);
   recompute(cbt);
   if (cbt->learned && !was_learned)
     log_notice("Learned a circuit build timeout of %u ms from %d circuits "
                "(Pareto Xm %.0f ms, alpha %.3f)",
                (unsigned)cbt->timeout_ms, cbt->n, cbt->xm, cbt->alpha);
+  return was_reset      ? CBT_EV_RESET
+         : cbt->learned ? CBT_EV_COMPUTED
+                        : CBT_EV_NONE;
 }
 
-void
+cbt_event_t
+cbt_note_built(cbt_t *cbt, uint32_t ms)
+{
+  if (cbt->p.disabled)
+    return CBT_EV_NONE;
+  add_entry(cbt, ms > CBT_MAX_TIME_MS ? CBT_MAX_TIME_MS : ms);
+  return after_entry(cbt, add_recent(cbt, ms > cbt->timeout_ms));
+}
+
+cbt_event_t
 cbt_note_abandoned(cbt_t *cbt)
 {
   if (cbt->p.disabled)
-    return;
+    return CBT_EV_NONE;
   add_entry(cbt, CBT_ABANDONED);
-  add_recent(cbt, 1);
+  return after_entry(cbt, add_recent(cbt, 2));
+}
+
+void
+cbt_reset(cbt_t *cbt)
+{
+  log_notice("Dropping %d circuit build times (controller's DROPTIMEOUTS); "
+             "the build timeout is %u ms again",
+             cbt->n, (unsigned)cbt->p.initialtimeout);
+  discard_history(cbt);
+  cbt->base_ms = cbt->p.initialtimeout;
   recompute(cbt);
+}
+
+void
+cbt_get_info(const cbt_t *cbt, cbt_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->total_times = cbt->n;
+  out->timeout_ms = cbt->timeout_ms;
+  out->close_ms = cbt->close_ms;
+  out->xm = cbt->xm;
+  out->alpha = isinf(cbt->alpha) ? 0 : cbt->alpha;
+  out->quantile = cbt->p.quantile / 100.0;
+  int timed_out = 0, abandoned = 0;
+  for (int i = 0; i < cbt->recent_n; i++) {
+    timed_out += cbt->recent[i] != 0;
+    abandoned += cbt->recent[i] == 2;
+  }
+  if (cbt->recent_n) {
+    out->timeout_rate = (double)timed_out / cbt->recent_n;
+    out->close_rate = (double)abandoned / cbt->recent_n;
+  }
 }
 
 int

@@ -62,12 +62,32 @@ int cbt_load_state(cbt_t *cbt, const statefile_t *st, path_rng_t *rng,
 /* Write the history into st (not saved). */
 void cbt_write_state(const cbt_t *cbt, statefile_t *st);
 
+/* What a new entry did, for controllers (control-spec's BUILDTIMEOUT_SET
+ * event types): nothing to say yet, the timeout was (re)computed from the
+ * history, or too many recent timeouts reset the history. */
+typedef enum {
+  CBT_EV_NONE,
+  CBT_EV_COMPUTED,
+  CBT_EV_RESET,
+} cbt_event_t;
 /* A circuit was built in ms milliseconds (after the timeout or not; one
  * that took longer than the timeout counts as a timeout in the recent
  * history). */
-void cbt_note_built(cbt_t *cbt, uint32_t ms);
+cbt_event_t cbt_note_built(cbt_t *cbt, uint32_t ms);
 /* A circuit passed the close timeout unbuilt: recorded without a time. */
-void cbt_note_abandoned(cbt_t *cbt);
+cbt_event_t cbt_note_abandoned(cbt_t *cbt);
+/* Forget every build time (a controller's DROPTIMEOUTS): the timeout is
+ * the initial one again, learning starts over. */
+void cbt_reset(cbt_t *cbt);
+
+/* The figures of a BUILDTIMEOUT_SET event. Rates are over the recent
+ * history (cbtrecentcount circuits): timed out, and abandoned. */
+typedef struct cbt_info_t {
+  int total_times;
+  uint32_t timeout_ms, close_ms;
+  double xm, alpha, quantile, timeout_rate, close_rate;
+} cbt_info_t;
+void cbt_get_info(const cbt_t *cbt, cbt_info_t *out);
 
 /* The current timeout and close timeout, milliseconds. */
 uint32_t cbt_timeout_ms(const cbt_t *cbt);

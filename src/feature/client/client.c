@@ -471,8 +471,8 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   }
   if (client_g.guards)
     guards_note_success(client_g.guards, leg->guard_id, time(NULL));
-  cbt_note_built(client_g.cbt,
-                 (uint32_t)(circbuild_build_time_us(cb) / 1000));
+  client_ctl_cbt_event(cbt_note_built(
+      client_g.cbt, (uint32_t)(circbuild_build_time_us(cb) / 1000)));
   if (++client_g.cbt_unsaved >= CBT_SAVE_EVERY)
     cbt_save();
   if (cc->timed_out) {
@@ -663,7 +663,7 @@ client_timer_cb(void *arg)
       if (age_ms > cbt_close_ms(client_g.cbt)) {
         log_info("Client circuit not built after %llu ms; abandoning it",
                  (unsigned long long)age_ms);
-        cbt_note_abandoned(client_g.cbt);
+        client_ctl_cbt_event(cbt_note_abandoned(client_g.cbt));
         ccirc_close(cc, END_STREAM_REASON_TIMEOUT, "circuit build timed out");
       }
       continue;
@@ -673,8 +673,8 @@ client_timer_cb(void *arg)
     int too_dirty = cc->dirty_since_us && now - cc->dirty_since_us > max_dirty;
     int idle = now - cc->idle_since_us >
                (cc->iso_open ? PREEMPTIVE_IDLE_US : CLEAN_IDLE_US);
-    if (too_dirty || idle)
-      ccirc_close(cc, -1, too_dirty ? "dirty" : "idle");
+    if (too_dirty || idle || cc->retired)
+      ccirc_close(cc, -1, too_dirty ? "dirty" : idle ? "idle" : "NEWNYM");
   }
   client_ctl_expire_held(now);
   evloop_deferred_schedule(client_g.preempt_ev);
@@ -711,6 +711,7 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   client_g.guards = guards_new(cfg->state, guards_instance_for(cfg->path));
   guards_set_options(client_g.guards, &cfg->guards);
   client_g.cbt = cbt_new();
+  client_g.addrmap = addrmap_new();
   const dir_nodelist_t *nl = cfg->dir ? dir_client_nodelist(cfg->dir) : NULL;
   cbt_set_consensus(client_g.cbt, nl ? nl->consensus : NULL);
   if (cfg->state) {
@@ -733,6 +734,7 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   if (!client_g.listener) {
     guards_free(client_g.guards);
     cbt_free(client_g.cbt);
+    addrmap_free(client_g.addrmap);
     return -1;
   }
   client_g.timer = evloop_timer_new(loop, client_timer_cb, NULL);
@@ -810,4 +812,6 @@ client_shutdown(void)
   if (client_g.cbt_unsaved)
     cbt_save();
   cbt_free(client_g.cbt);
+  addrmap_free(client_g.addrmap);
+  evloop_timer_free(client_g.newnym_timer);
 }

@@ -19,6 +19,7 @@
 #define PCTOR_FEATURE_CLIENT_CLIENT_H
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
+#include "feature/client/cbt.h"
 #include "feature/client/guards.h"
 #include "feature/dir/path.h"
 #include "lib/fs/statefile.h"
@@ -104,6 +105,8 @@ typedef enum {
   CLIENT_STREAM_FAILED,
   CLIENT_STREAM_CLOSED,
   CLIENT_STREAM_DETACHED, /* its circuit closed; waits for a controller */
+  CLIENT_STREAM_NEWRESOLVE,  /* a lookup (SOCKS or controller RESOLVE) */
+  CLIENT_STREAM_SENTRESOLVE,
 } client_stream_status_t;
 typedef struct client_stream_info_t {
   uint64_t id;                /* process-wide, from 1 */
@@ -117,6 +120,7 @@ typedef struct client_stream_info_t {
    * an END cell (control-spec's REASON=END REMOTE_REASON=...). */
   int reason;
   int reason_remote;
+  int is_resolve;             /* a lookup: PURPOSE=DNS_REQUEST */
 } client_stream_info_t;
 /* One observer, told of every status change (the info is valid during
  * the call only); NULL removes it. Registering another while one is
@@ -141,6 +145,10 @@ void client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
  * the streams a controller attaches to it. Returns 0 and *gid_out. */
 int client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
                       char **err_out);
+/* EXTENDCIRCUIT 0 without a path: as client_ctl_extend() through three
+ * relays pctor chooses as for a stream to port 80 (entry guard, path
+ * rules, ExitNodes). Returns 0 and *gid_out, or 551 with *err_out. */
+int client_ctl_extend_auto(uint64_t *gid_out, char **err_out);
 /* EXTENDCIRCUIT gid PATH: add the relays to a circuit a controller built
  * (one that has carried no stream yet; while building, or built: the new
  * hops are reported in CIRC events as EXTENDED, then BUILT). Returns 0, or
@@ -150,6 +158,13 @@ int client_ctl_extend_existing(uint64_t gid, const char *const *path, int n,
                                char **err_out);
 /* Is gid one of the client's circuits (a plain one or a conflux leg)? */
 int client_ctl_has_circuit(uint64_t gid);
+/* For CIRC events (control-spec CONFLUX_ID, CONFLUX_RTT, and tor's
+ * purposes CONFLUX_UNLINKED and CONFLUX_LINKED): when gid is a leg of a
+ * conflux set, 1 (not linked yet) or 2 (linked) with the set's nonce in
+ * nonce_out (32 bytes) and the leg's RTT from its link handshake in
+ * *rtt_us_out (0 until linked); else 0. */
+int client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                          uint64_t *rtt_us_out);
 /* Close the client's circuit gid (with if_unused, only when no stream
  * uses it). Not-yet-connected streams on it are detached (held for the
  * controller with __LeaveStreamsUnattached) or retried elsewhere. */
@@ -164,4 +179,59 @@ int client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid, int hop,
 /* End a stream (held or attached) with END reason `reason`. */
 int client_ctl_close_stream(uint64_t stream_id, uint8_t reason,
                             char **err_out);
+/* MAPADDRESS from=to (addrmap.h has the rules): SOCKS streams to from go
+ * to to. Returns 0 with *from_out (newly allocated: the address mapped,
+ * the virtual one chosen for 0.0.0.0, ::0 or "."), or a reply code with
+ * *err_out: 512 an invalid address, 451 no room, 551 no client. */
+int client_ctl_mapaddress(const char *from, const char *to, char **from_out,
+                          char **err_out);
+/* Every MAPADDRESS mapping (nothing without a client). */
+void client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
+                                           void *arg),
+                                void *arg);
+/* SIGNAL NEWNYM: circuits that carried or were built for streams take no
+ * new ones (tor's "clean slate"); at most once per
+ * CLIENT_NEWNYM_INTERVAL_US, a sooner one waits and *delay_s_out says how
+ * long (else 0). Returns 0, or 551 without a client. */
+int client_ctl_newnym(unsigned *delay_s_out, char **err_out);
+/* DROPTIMEOUTS: forget the circuit build times (cbt_reset). Returns 0
+ * (the caller then reports CBT_EV_RESET), or 551 without a client. */
+int client_ctl_drop_timeouts(char **err_out);
+/* RESOLVE [mode=reverse] ADDRESS: may the address be looked up (a name,
+ * or for reverse an IP address)? Returns 0, or a reply code with
+ * *err_out: 512 an invalid address, 551 no client. */
+int client_ctl_resolve_check(const char *address, int reverse,
+                             char **err_out);
+/* Look the name (reverse: the IP address) up through an exit; the result
+ * goes to the resolve observer (nothing happens if the check fails). */
+void client_ctl_resolve(const char *address, int reverse);
+/* The result of a lookup, SOCKS or controller (control: ADDRMAP). */
+typedef struct client_resolve_result_t {
+  const char *address;   /* as asked (after MAPADDRESS) */
+  int reverse;           /* RESOLVE_PTR / mode=reverse */
+  const char *answer;    /* the address or name found, or NULL */
+  const char *error;     /* why not, when answer is NULL */
+  uint32_t ttl;          /* seconds, as the exit gave it (0: none) */
+  uint64_t stream_id;
+} client_resolve_result_t;
+typedef void (*client_resolve_observer_fn)(const client_resolve_result_t *r,
+                                           void *arg);
+/* One observer; NULL removes it. */
+void client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
+/* Told when a conflux leg links (CIRC_MINOR PURPOSE_CHANGED); one
+ * observer, NULL removes it. */
+struct origin_circuit_t;
+typedef void (*client_conflux_link_fn)(const struct origin_circuit_t *oc,
+                                       void *arg);
+void client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg);
+/* BUILDTIMEOUT_SET: told when the build timeout is computed from the
+ * history or reset; one observer, NULL removes it. */
+typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,
+                                                const cbt_info_t *info,
+                                                void *arg);
+void client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
+                                      void *arg);
+/* Tell the observer of ev with the current figures (CBT_EV_NONE: nothing
+ * to tell); DROPTIMEOUTS' RESET is reported so, after its reply. */
+void client_ctl_cbt_event(cbt_event_t ev);
 #endif

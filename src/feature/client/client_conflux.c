@@ -305,6 +305,7 @@ handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
            cfx_ux_name(link.desired_ux), cfx_alg_name(cc->cfx->alg));
   origin_circuit_send_relay(leg->circ, client_last_hop(leg->circ),
                             RELAY_COMMAND_CONFLUX_LINKED_ACK, 0, NULL, 0);
+  client_ctl_note_linked(leg);
   if (cc->built) {
     char d[512];
     cfx_set_describe(cc->cfx, d, sizeof(d));

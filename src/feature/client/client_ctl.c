@@ -24,6 +24,9 @@
  *  - Circuits and streams are found by the IDs controllers see: circuit
  *    gids (any leg's) and the streams' process-wide IDs. The client has
  *    few circuits and streams, so these are list walks.
+ *  - A conflux set's nonce, otherwise never logged, is given to the
+ *    control port for CIRC events (CONFLUX_ID), as tor gives it, so that a
+ *    controller can tell which circuits are legs of one set.
  */
 #include "feature/client/client_internal.h"
 #include "lib/encoding/base16.h"
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void
 client_ctl_hold_stream(cstream_t *cs)
@@ -141,6 +145,17 @@ find_node(const dir_nodelist_t *nl, const char *name)
   return dir_nodelist_find_nickname(nl, name);
 }
 
+/* Would we ask this last hop for congestion control? */
+static int
+last_hop_wants_cc(const dir_node_t *last)
+{
+  extend_target_t probe;
+  memset(&probe, 0, sizeof(probe));
+  probe.has_ed_id = last->has_ed25519;
+  return circbuild_exit_request_cc(&probe, cc_params_current()->alg,
+                                   last->protocols);
+}
+
 /* The relays a controller named (max hops at most), into nodes, and
  * whether the last one takes congestion control; 0 or a reply code with
  * *err_out. */
@@ -171,24 +186,15 @@ resolve_path(const char *const *path, int n, int max, const dir_node_t **nodes,
       return 551;
     }
   }
-  extend_target_t probe;
-  memset(&probe, 0, sizeof(probe));
-  probe.has_ed_id = nodes[n - 1]->has_ed25519;
-  *want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
-                                       nodes[n - 1]->protocols);
+  *want_cc = last_hop_wants_cc(nodes[n - 1]);
   return 0;
 }
 
-int
-client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
-                  char **err_out)
+/* Start a controller's circuit through nodes[0..n-1]. */
+static int
+start_controller_circuit(const dir_node_t *const *nodes, int n, int want_cc,
+                         uint64_t *gid_out, char **err_out)
 {
-  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
-  int want_cc = 0;
-  int code = resolve_path(path, n, CIRCUIT_MAX_HOPS, nodes, &want_cc,
-                          err_out);
-  if (code)
-    return code;
   ccirc_t *cc = pc_zalloc(sizeof(*cc));
   dlist_init(&cc->streams);
   memcpy(cc->exit_id, nodes[n - 1]->rsa_id, 20);
@@ -212,6 +218,56 @@ client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
            (unsigned long long)*gid_out, n, nodes[0]->nickname,
            nodes[n - 1]->nickname);
   return 0;
+}
+
+int
+client_ctl_extend(const char *const *path, int n, uint64_t *gid_out,
+                  char **err_out)
+{
+  const dir_node_t *nodes[CIRCUIT_MAX_HOPS];
+  int want_cc = 0;
+  int code = resolve_path(path, n, CIRCUIT_MAX_HOPS, nodes, &want_cc,
+                          err_out);
+  if (code)
+    return code;
+  return start_controller_circuit(nodes, n, want_cc, gid_out, err_out);
+}
+
+int
+client_ctl_extend_auto(uint64_t *gid_out, char **err_out)
+{
+  if (!client_g.loop)
+    return not_running(err_out);
+  const dir_nodelist_t *nl = client_nodelist();
+  if (!client_enough_dir_info(nl)) {
+    *err_out = pc_strdup("not enough directory information to choose a "
+                         "path yet");
+    return 551;
+  }
+  const dir_node_t *guard = client_choose_guard(nl, NULL, 0);
+  if (!guard) {
+    *err_out = pc_strdup("no usable entry guard");
+    return 551;
+  }
+  /* As for a stream to port 80 (an exit for the web), or with ExitNodes
+   * pinned whatever their policies say, as the pool does. */
+  const dir_node_t *nodes[CLIENT_HOPS];
+  path_rng_t rng = path_rng_crypto();
+  char *err = NULL;
+  if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 80, guard, &rng, nodes,
+                  &err) < 0) {
+    PC_FREE(err);
+    if (!client_g.cfg.exit_nodes_pinned ||
+        path_choose(nl, client_g.cfg.path, CLIENT_HOPS, 0, guard, &rng,
+                    nodes, &err) < 0) {
+      *err_out = pc_asprintf("no path: %s", err ? err : "?");
+      free(err);
+      return 551;
+    }
+  }
+  return start_controller_circuit(nodes, CLIENT_HOPS,
+                                  last_hop_wants_cc(nodes[CLIENT_HOPS - 1]),
+                                  gid_out, err_out);
 }
 
 int
@@ -261,6 +317,29 @@ int
 client_ctl_has_circuit(uint64_t gid)
 {
   return client_g.loop && find_circ(gid) != NULL;
+}
+
+int
+client_ctl_conflux_id(uint64_t gid, uint8_t nonce_out[32],
+                      uint64_t *rtt_us_out)
+{
+  ccirc_t *cc = client_g.loop ? find_circ(gid) : NULL;
+  if (!cc || !cc->cfx)
+    return 0;
+  memcpy(nonce_out, cc->nonce, CFX_NONCE_LEN);
+  *rtt_us_out = 0;
+  int linked = 0;
+  for (int i = 0; i < cc->n_legs; i++) {
+    const cleg_t *l = cc->legs[i];
+    const origin_circuit_t *oc =
+        l->circ ? l->circ : l->cb ? circbuild_circuit(l->cb) : NULL;
+    if (!oc || oc->base.gid != gid)
+      continue;
+    linked = l->linked;
+    if (l->leg)
+      *rtt_us_out = l->leg->link_rtt_us;
+  }
+  return linked ? 2 : 1;
 }
 
 int
@@ -377,3 +456,148 @@ client_ctl_close_stream(uint64_t stream_id, uint8_t reason, char **err_out)
     socks_stream_fail(cs, reason, "closed by a controller");
   return 0;
 }
+
+/* ---- MAPADDRESS, SIGNAL NEWNYM, DROPTIMEOUTS, BUILDTIMEOUT_SET ---- */
+
+int
+client_ctl_mapaddress(const char *from, const char *to, char **from_out,
+                      char **err_out)
+{
+  *from_out = NULL;
+  if (!client_g.loop || !client_g.addrmap) {
+    *err_out = pc_strdup("pctor maps addresses only for its SocksPort "
+                         "client, and has no SocksPort");
+    return 551;
+  }
+  int r = addrmap_set(client_g.addrmap, from, to, from_out, err_out);
+  if (r == -1)
+    return 512;
+  if (r < 0)
+    return 451;
+  if (!strcasecmp(from, to))
+    log_info("Controller removed the address mapping of %s", from);
+  else
+    log_info("Controller mapped %s to %s", *from_out, to);
+  return 0;
+}
+
+void
+client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
+                                      void *arg),
+                           void *arg)
+{
+  if (client_g.addrmap)
+    addrmap_foreach(client_g.addrmap, fn, arg);
+}
+
+/* NEWNYM now: every circuit that is not clean takes no new stream; those
+ * without streams close. */
+static void
+newnym_now(void)
+{
+  int n = 0;
+  client_g.newnym_last_us = evloop_now_us(client_g.loop);
+  dlist_node_t *node, *next;
+  for (node = dlist_first(&client_g.circs); node; node = next) {
+    next = dlist_next(&client_g.circs, node);
+    ccirc_t *cc = DLIST_ENTRY(node, ccirc_t, node);
+    if (cc->dead || cc->iso_open || cc->retired)
+      continue;
+    cc->retired = 1;
+    n++;
+    if (cc->built && dlist_is_empty(&cc->streams))
+      ccirc_close(cc, -1, "NEWNYM");
+  }
+  log_notice("NEWNYM: %d circuit%s take no new streams; new streams get "
+             "new circuits",
+             n, n == 1 ? "" : "s");
+  evloop_deferred_schedule(client_g.preempt_ev);
+}
+
+static void
+newnym_timer_cb(void *arg)
+{
+  (void)arg;
+  newnym_now();
+}
+
+int
+client_ctl_newnym(unsigned *delay_s_out, char **err_out)
+{
+  *delay_s_out = 0;
+  if (!client_g.loop) {
+    *err_out = pc_strdup("NEWNYM needs pctor's SocksPort client");
+    return 551;
+  }
+  uint64_t now = evloop_now_us(client_g.loop);
+  uint64_t due = client_g.newnym_last_us + CLIENT_NEWNYM_INTERVAL_US;
+  if (!client_g.newnym_last_us || now >= due) {
+    if (client_g.newnym_timer)
+      evloop_timer_cancel(client_g.newnym_timer);
+    newnym_now();
+    return 0;
+  }
+  *delay_s_out = (unsigned)((due - now + 999999) / 1000000);
+  log_notice("Rate limiting NEWNYM request: delaying by %u second%s",
+             *delay_s_out, *delay_s_out == 1 ? "" : "s");
+  if (!client_g.newnym_timer)
+    client_g.newnym_timer = evloop_timer_new(client_g.loop, newnym_timer_cb,
+                                             NULL);
+  evloop_timer_schedule(client_g.newnym_timer, due - now);
+  return 0;
+}
+
+/* Outside client_g, which client_init() clears: a controller may
+ * register before the client starts. */
+static client_buildtimeout_observer_fn cbt_observer;
+static void *cbt_observer_arg;
+
+void
+client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
+                                 void *arg)
+{
+  cbt_observer = fn;
+  cbt_observer_arg = arg;
+}
+
+void
+client_ctl_cbt_event(cbt_event_t ev)
+{
+  if (ev == CBT_EV_NONE || !cbt_observer || !client_g.cbt)
+    return;
+  cbt_info_t info;
+  cbt_get_info(client_g.cbt, &info);
+  cbt_observer(ev, &info, cbt_observer_arg);
+}
+
+int
+client_ctl_drop_timeouts(char **err_out)
+{
+  if (!client_g.loop || !client_g.cbt) {
+    *err_out = pc_strdup("DROPTIMEOUTS needs pctor's SocksPort client");
+    return 551;
+  }
+  cbt_reset(client_g.cbt);
+  client_g.cbt_unsaved = 1; /* saved with the next build time or at exit */
+  return 0;
+}
+
+/* ---- conflux legs as controllers see them (CIRC, CIRC_MINOR) ---- */
+
+static client_conflux_link_fn link_observer;
+static void *link_observer_arg;
+
+void
+client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg)
+{
+  link_observer = fn;
+  link_observer_arg = arg;
+}
+
+void
+client_ctl_note_linked(const cleg_t *leg)
+{
+  if (link_observer && leg->circ)
+    link_observer(leg->circ, link_observer_arg);
+}
+

@@ -13,8 +13,12 @@
  *   client_pool.c     choosing a circuit for a stream, launching circuits
  *                     and conflux sets, preemptive (clean) circuits;
  *   client_conflux.c  building, linking and relaunching conflux legs;
+ *   client_resolve.c  name lookups: SOCKS RESOLVE/RESOLVE_PTR and a
+ *                     controller's RESOLVE (RELAY_RESOLVE/RESOLVED);
  *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
- *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM.
+ *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM, MAPADDRESS
+ *                     (the address map is addrmap.c), SIGNAL NEWNYM,
+ *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events.
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
@@ -24,6 +28,7 @@
 #include "core/or/circuit.h"
 #include "core/or/congestion_control.h"
 #include "core/or/edge.h"
+#include "feature/client/addrmap.h"
 #include "feature/client/circbuild.h"
 #include "feature/client/cbt.h"
 #include "feature/client/guards.h"
@@ -62,6 +67,8 @@ typedef enum {
 } cstream_state_t;
 /* How long a held stream waits for its controller (tor's SocksTimeout). */
 #define CLIENT_HELD_TIMEOUT_US (120ULL * 1000000)
+/* SIGNAL NEWNYM at most this often; one sooner waits (tor: 10 s). */
+#define CLIENT_NEWNYM_INTERVAL_US (10ULL * 1000000)
 
 typedef struct ccirc_t ccirc_t;
 
@@ -83,6 +90,7 @@ typedef struct cstream_t {
   uint16_t end_reason1;
   unsigned end_remote : 1;
   unsigned ctl_release : 1; /* ATTACHSTREAM ... 0: let the pool choose */
+  unsigned resolve_reported : 1; /* a lookup's result went to observers */
   uint64_t held_since_us;   /* CS_HELD */
 } cstream_t;
 
@@ -144,6 +152,9 @@ struct ccirc_t {
    * leave (0: the last hop). One hop per circuit: the circuit's windows
    * and SENDMEs are with that hop. */
   int exit_hop;
+  /* SIGNAL NEWNYM: the pool gives it no new stream (its streams go on;
+   * it closes once it has none). */
+  int retired;
   edge_t *edge;            /* the circuit end: streams, windows, SENDMEs */
   dlist_t streams;         /* attached: waiting, connecting, open */
 };
@@ -174,6 +185,11 @@ typedef struct client_globals_t {
   const dir_nodelist_t *dirinfo_nl;
   int dirinfo_n_desc;
   int dirinfo_enough;      /* 0 until the first decision */
+  addrmap_t *addrmap;      /* MAPADDRESS */
+  /* SIGNAL NEWNYM: when the last one took effect; a timer for one that
+   * waits for CLIENT_NEWNYM_INTERVAL_US to pass. */
+  uint64_t newnym_last_us;
+  evloop_timer_t *newnym_timer;
 } client_globals_t;
 extern client_globals_t client_g;
 
@@ -229,6 +245,18 @@ void socks_stream_report(cstream_t *cs, client_stream_status_t st);
 /* The SocksPort listener's accept callback. */
 void client_socks_accept(int fd, const pc_addr_t *peer, void *arg);
 
+/* ---- client_resolve.c: lookups ---- */
+/* Is cs a lookup (RESOLVE or RESOLVE_PTR) rather than a CONNECT? */
+int client_stream_is_resolve(const cstream_t *cs);
+/* A lookup whose request is complete (SOCKS or controller): rewrite it
+ * through MAPADDRESS, answer an IP literal at once, else find it a
+ * circuit. */
+void client_resolve_start(cstream_t *cs);
+/* Send cs's RELAY_RESOLVE on its circuit (socks_send_begin for lookups). */
+void client_resolve_send(cstream_t *cs);
+/* cs is being freed: a lookup not answered yet is reported failed. */
+void client_resolve_freeing(cstream_t *cs);
+
 /* ---- client_pool.c: the circuit pool ---- */
 /* Start building one circuit (a plain one, or a leg of cc's set) through
  * path[0..n_hops-1]. */
@@ -254,6 +282,9 @@ void client_stream_attach(cstream_t *cs);
 void client_ctl_hold_stream(cstream_t *cs);
 /* The timer: fail held streams nobody attached in time. */
 void client_ctl_expire_held(uint64_t now);
+/* A conflux leg linked: tell the controller's observer. */
+void client_ctl_note_linked(const cleg_t *leg);
+
 
 /* ---- client_conflux.c: conflux legs ---- */
 /* A leg's congestion state for the conflux schedulers. */

@@ -168,6 +168,14 @@ client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
   return circbuild_extend(leg->cb, hops, n);
 }
 
+/* The port a stream's exit must allow: a lookup takes an exit that
+ * serves port 80 (one that resolves names, surely). */
+static uint16_t
+stream_port(const socks_request_t *req)
+{
+  return req->command == SOCKS_CMD_CONNECT ? req->port : 80;
+}
+
 static ccirc_t *
 launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
 {
@@ -177,7 +185,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   const dir_node_t *paths[CFX_MAX_LEGS][CLIENT_HOPS];
   path_rng_t rng = path_rng_crypto();
   char *err = NULL;
-  int pinned = 0, port = req->port;
+  int pinned = 0, port = stream_port(req);
   /* The guard first, from the entry guards (guards.h); the exit and
    * middle are drawn to fit it. A guard that fits no exit for the port
    * is avoided (with its family) for a next try, a few times. */
@@ -192,7 +200,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
       break;
     }
     tried[n_tried++] = guard;
-    port = req->port;
+    port = stream_port(req);
     PC_FREE(err);
     if (path_choose(nl, client_g.cfg.path, CLIENT_HOPS, port, guard, &rng,
                     paths[0], &err) == 0) {
@@ -417,7 +425,9 @@ client_stream_attach(cstream_t *cs)
 {
   int detached = cs->gid != 0; /* its circuit closed before CONNECTED */
   if (!cs->gid)
-    socks_stream_report(cs, CLIENT_STREAM_NEW);
+    socks_stream_report(cs, client_stream_is_resolve(cs)
+                                ? CLIENT_STREAM_NEWRESOLVE
+                                : CLIENT_STREAM_NEW);
   if (client_g.cfg.leave_streams_unattached && !cs->ctl_release) {
     /* __LeaveStreamsUnattached: the controller attaches it. */
     if (detached)
@@ -436,9 +446,9 @@ client_stream_attach(cstream_t *cs)
   for (dlist_node_t *n = dlist_first(&client_g.circs); n;
        n = dlist_next(&client_g.circs, n)) {
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
-    if (!ccirc_usable(cc) || cc->controller)
+    if (!ccirc_usable(cc) || cc->controller || cc->retired)
       continue;
-    if (!exit_accepts(cc, cs->req.port))
+    if (!exit_accepts(cc, stream_port(&cs->req)))
       continue;
     if (cc->iso_open) {
       /* Clean: any isolation may take it; built ones first. */
@@ -453,7 +463,8 @@ client_stream_attach(cstream_t *cs)
     use = cc;
     break;
   }
-  client_predict_port(cs->req.port, now);
+  if (!client_stream_is_resolve(cs))
+    client_predict_port(cs->req.port, now);
   if (!use && clean) {
     use = clean;
     take_clean_circuit(use, cs, iso, iso_len, now);

@@ -51,9 +51,14 @@ stream_info(const cstream_t *cs, client_stream_info_t *si)
   si->id = cs->gid;
   si->address = cs->req.address;
   si->port = cs->req.port;
-  si->status = cs->state == CS_OPEN         ? CLIENT_STREAM_SUCCEEDED
-               : cs->state == CS_CONNECTING ? CLIENT_STREAM_SENTCONNECT
-                                            : CLIENT_STREAM_NEW;
+  si->is_resolve = client_stream_is_resolve(cs);
+  if (si->is_resolve)
+    si->status = cs->state == CS_CONNECTING ? CLIENT_STREAM_SENTRESOLVE
+                                            : CLIENT_STREAM_NEWRESOLVE;
+  else
+    si->status = cs->state == CS_OPEN         ? CLIENT_STREAM_SUCCEEDED
+                 : cs->state == CS_CONNECTING ? CLIENT_STREAM_SENTCONNECT
+                                              : CLIENT_STREAM_NEW;
   if (cs->circ)
     for (int i = 0; i < cs->circ->n_legs && !si->circ_gid; i++)
       if (cs->circ->legs[i]->circ)
@@ -130,6 +135,7 @@ socks_reply(cstream_t *cs, int end_reason)
 void
 socks_stream_free(cstream_t *cs)
 {
+  client_resolve_freeing(cs);
   if (cs->gid)
     socks_stream_report(cs, cs->failed ? CLIENT_STREAM_FAILED
                                        : CLIENT_STREAM_CLOSED);
@@ -154,7 +160,7 @@ socks_stream_fail(cstream_t *cs, int end_reason, const char *why)
   if (!cs->end_reason1 && end_reason >= 0)
     cs->end_reason1 = (uint16_t)(end_reason + 1);
   log_info("SOCKS request for port %u failed: %s", cs->req.port, why);
-  if (cs->state != CS_OPEN)
+  if (cs->state != CS_OPEN && cs->conn)
     socks_reply(cs, end_reason);
   socks_stream_free(cs);
 }
@@ -162,6 +168,10 @@ socks_stream_fail(cstream_t *cs, int end_reason, const char *why)
 void
 socks_send_begin(cstream_t *cs)
 {
+  if (client_stream_is_resolve(cs)) {
+    client_resolve_send(cs);
+    return;
+  }
   ccirc_t *cc = cs->circ;
   cs->es = edge_stream_new_next(cc->edge, &socks_stream_ops, cs);
   if (!cs->es) {
@@ -279,8 +289,11 @@ socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
 }
 
 static const edge_stream_ops_t socks_stream_ops = {
-    socks_on_data, socks_on_end, socks_on_writable, socks_pending,
-    socks_on_connected,
+    .on_data = socks_on_data,
+    .on_end = socks_on_end,
+    .on_writable = socks_on_writable,
+    .pending_bytes = socks_pending,
+    .on_connected = socks_on_connected,
 };
 
 static void
@@ -315,9 +328,24 @@ handle_socks_bytes(cstream_t *cs)
       dlist_remove(&cs->node);
       dlist_node_init(&cs->node);
       if (cs->req.command != SOCKS_CMD_CONNECT) {
-        socks_stream_fail(cs, END_STREAM_REASON_MISC,
-                          "only CONNECT is supported yet (not RESOLVE)");
+        /* RESOLVE, RESOLVE_PTR: one answer, then the connection closes. */
+        conn_set_reading(cs->conn, 0);
+        client_resolve_start(cs);
         return;
+      }
+      if (client_g.addrmap) { /* MAPADDRESS */
+        char was[sizeof(cs->req.address)];
+        memcpy(was, cs->req.address, sizeof(was));
+        int r = addrmap_rewrite(client_g.addrmap, cs->req.address,
+                                sizeof(cs->req.address));
+        if (r < 0) {
+          socks_stream_fail(cs, END_STREAM_REASON_RESOLVEFAILED,
+                            "its address mappings loop or are too long");
+          return;
+        }
+        if (r > 0)
+          log_info("SOCKS target %s mapped to %s (MAPADDRESS)", was,
+                   cs->req.address);
       }
       /* Further bytes are the client's data: wait for CONNECTED. */
       conn_set_reading(cs->conn, 0);

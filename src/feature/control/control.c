@@ -81,10 +81,10 @@ static const char *const event_names[] = {
 enum {
   EV_CIRC = 0, EV_STREAM = 1, EV_ORCONN = 2, EV_BW = 3, EV_DEBUG = 4,
   EV_INFO = 5, EV_NOTICE = 6, EV_WARN = 7, EV_ERR = 8, EV_NEWDESC = 9,
-  EV_SIGNAL = 21,
+  EV_ADDRMAP = 10, EV_BUILDTIMEOUT_SET = 20, EV_SIGNAL = 21,
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
-  EV_CONF_CHANGED = 22, EV_CONN_BW = 25, EV_CIRC_BW = 26,
+  EV_CONF_CHANGED = 22, EV_CIRC_MINOR = 23, EV_CONN_BW = 25, EV_CIRC_BW = 26,
   EV_CELL_STATS = 27,
 };
 #define EVBIT(e) (1ull << (e))
@@ -429,14 +429,36 @@ circbw_now(circbw_walk_t *w)
   snprintf(w->when + n, sizeof(w->when) - n, ".%06ld", ts.tv_nsec / 1000);
 }
 
+/* The counters a circuit's first event starts from, for a circuit
+ * that has no entry yet; NULL for a relayed circuit MeasureMe does not
+ * measure. A circuit born since the last tick reports everything it
+ * did, and so does a relayed one MeasureMe started to measure (clients
+ * ask when the circuit is built: its whole life is what they want); an
+ * older circuit of ours (a controller just subscribed) starts from now. */
+static circbw_entry_t *
+circbw_entry_new(const circuit_t *circ)
+{
+  int relayed = circ->kind == CIRC_KIND_OR;
+  if (relayed && !measureme_is_active(circ->gid))
+    return NULL;
+  circbw_entry_t *e = pc_zalloc(sizeof(*e));
+  if (circ->created_us < S.circbw_tick_us && !relayed)
+    control_circbw_start(&e->prev, circ);
+  return e;
+}
+
 /* A circuit is closing: what it did since its last event, then forget
- * it (a short circuit, or the last second of one, is not lost). */
+ * it (a short circuit, or the last second of one, is not lost: one born
+ * and closed between two ticks has no entry and reports its whole life,
+ * as tor's CIRC_BW for a closed circuit does). */
 static void
 circbw_closing(circuit_t *circ)
 {
   uint8_t key[8];
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_remove(S.circbw, key);
+  if (!e)
+    e = circbw_entry_new(circ);
   if (!e)
     return;
   circbw_walk_t w;
@@ -461,14 +483,7 @@ circbw_visit(circuit_t *circ, void *arg)
   set_u64(key, circ->gid);
   circbw_entry_t *e = hmap_get(S.circbw, key);
   if (!e) {
-    e = pc_zalloc(sizeof(*e));
-    /* A circuit born since the last tick reports everything it did, and
-     * so does a relayed one MeasureMe started to measure (clients ask
-     * when the circuit is built: its whole life is what they want); an
-     * older circuit of ours (a controller just subscribed) starts from
-     * now. */
-    if (circ->created_us < S.circbw_tick_us && !relayed)
-      control_circbw_start(&e->prev, circ);
+    e = circbw_entry_new(circ);
     hmap_set(S.circbw, key, e);
   }
   e->seen_tick = S.circbw_tick;
@@ -767,8 +782,9 @@ circuit_path(const origin_circuit_t *oc)
   return p;
 }
 
-/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=..." (control-spec
- * 4.1.1), as circuit-status lines and CIRC events share it. */
+/* "ID STATUS [PATH] PURPOSE=GENERAL TIME_CREATED=... [CONFLUX_ID=...
+ * [CONFLUX_RTT=...]]" (control-spec 4.1.1), as circuit-status lines and
+ * CIRC events share it. */
 static char *
 circ_line(const origin_circuit_t *oc, const char *status)
 {
@@ -783,12 +799,29 @@ circ_line(const origin_circuit_t *oc, const char *status)
   strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
   /* A circuit its builder ended after one hop is a directory tunnel. */
   int onehop = oc->n_hops == 1 && oc->n_hops_open == 1;
-  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=GENERAL "
-                           "TIME_CREATED=%s.000000",
+  /* A conflux leg: tor's purposes, its set's nonce and its link RTT
+   * (usec), as tor. */
+  char cfx[160] = "";
+  uint8_t nonce[32];
+  uint64_t rtt_us = 0;
+  int leg = client_ctl_conflux_id(circ->gid, nonce, &rtt_us);
+  if (leg) {
+    char hex[65];
+    base16_encode(hex, sizeof(hex), nonce, sizeof(nonce), BASE16_UPPER);
+    int n = snprintf(cfx, sizeof(cfx), " CONFLUX_ID=%s", hex);
+    if (rtt_us)
+      snprintf(cfx + n, sizeof(cfx) - (size_t)n, " CONFLUX_RTT=%llu",
+               (unsigned long long)rtt_us);
+  }
+  char *line = pc_asprintf("%llu %s%s%s %sPURPOSE=%s "
+                           "TIME_CREATED=%s.000000%s",
                            (unsigned long long)circ->gid, status,
                            *path ? " " : "", path,
                            onehop ? "BUILD_FLAGS=ONEHOP_TUNNEL " : "",
-                           created);
+                           leg == 2   ? "CONFLUX_LINKED"
+                           : leg == 1 ? "CONFLUX_UNLINKED"
+                                      : "GENERAL",
+                           created, cfx);
   free(path);
   return line;
 }
@@ -819,6 +852,21 @@ circ_progress_cb(origin_circuit_t *oc, void *arg)
     circ_event(oc, circ_status(oc));
 }
 
+/* A conflux leg linked: its purpose changed (tor's CIRC_MINOR). */
+static void
+conflux_link_cb(const origin_circuit_t *oc, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_CIRC_MINOR)))
+    return;
+  char *line = circ_line(oc, "PURPOSE_CHANGED");
+  char *text = pc_asprintf("CIRC_MINOR %s OLD_PURPOSE=CONFLUX_UNLINKED",
+                           line);
+  send_event(EV_CIRC_MINOR, text);
+  free(text);
+  free(line);
+}
+
 static void
 circ_close_cb(circuit_t *circ, void *arg)
 {
@@ -839,7 +887,9 @@ static const char *const stream_status_names[] = {
     [CLIENT_STREAM_NEW] = "NEW", [CLIENT_STREAM_SENTCONNECT] = "SENTCONNECT",
     [CLIENT_STREAM_SUCCEEDED] = "SUCCEEDED",
     [CLIENT_STREAM_FAILED] = "FAILED", [CLIENT_STREAM_CLOSED] = "CLOSED",
-    [CLIENT_STREAM_DETACHED] = "DETACHED"};
+    [CLIENT_STREAM_DETACHED] = "DETACHED",
+    [CLIENT_STREAM_NEWRESOLVE] = "NEWRESOLVE",
+    [CLIENT_STREAM_SENTRESOLVE] = "SENTRESOLVE"};
 
 /* "ID STATUS CIRCID TARGET" (control-spec 4.1.2), IPv6 in brackets. */
 static char *
@@ -860,7 +910,9 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
     return;
   char *line = stream_line(si);
   char src[PC_ADDR_STR_LEN + 16] = "";
-  if (si->status == CLIENT_STREAM_NEW && si->source &&
+  if ((si->status == CLIENT_STREAM_NEW ||
+       si->status == CLIENT_STREAM_NEWRESOLVE) &&
+      si->source &&
       si->source->family != AF_UNSPEC) {
     char a[PC_ADDR_STR_LEN];
     snprintf(src, sizeof(src), " SOURCE_ADDR=%s",
@@ -871,7 +923,8 @@ stream_event_cb(const client_stream_info_t *si, void *arg)
       si->status == CLIENT_STREAM_CLOSED)
     control_proto_stream_reason(why, sizeof(why), si->reason,
                                 si->reason_remote);
-  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=USER", line, why, src);
+  char *text = pc_asprintf("STREAM %s%s%s PURPOSE=%s", line, why, src,
+                           si->is_resolve ? "DNS_REQUEST" : "USER");
   send_event(EV_STREAM, text);
   free(text);
   free(line);
@@ -934,6 +987,12 @@ stream_status_cb(const client_stream_info_t *si, void *arg)
   char *line = stream_line(si);
   strbuf_addf(arg, "%s\n", line);
   free(line);
+}
+
+static void
+addrmap_line_cb(const char *from, const char *to, void *arg)
+{
+  strbuf_addf(arg, "%s %s NEVER\n", from, to);
 }
 
 static void
@@ -1177,6 +1236,20 @@ getinfo_one(const char *key, char **value)
     *value = b.s;
     return 1;
   }
+  if (!strcmp(key, "address-mappings/all") ||
+      !strcmp(key, "address-mappings/control") ||
+      !strcmp(key, "address-mappings/config") ||
+      !strcmp(key, "address-mappings/cache")) {
+    /* Every mapping pctor keeps is a controller's (MAPADDRESS): none
+     * from the torrc, no DNS cache. */
+    strbuf_t b = {0};
+    strbuf_addf(&b, "%s", "");
+    if (!strcmp(key, "address-mappings/all") ||
+        !strcmp(key, "address-mappings/control"))
+      client_ctl_foreach_mapping(addrmap_line_cb, &b);
+    *value = b.s;
+    return 1;
+  }
   if (!strcmp(key, "stream-status")) {
     strbuf_t b = {0};
     strbuf_addf(&b, "%s", "");
@@ -1288,6 +1361,7 @@ getinfo_one(const char *key, char **value)
 
 /* Keys for info/names ("key -- description"). */
 static const char *const info_names[] = {
+    "address-mappings/* -- Current address mappings.",
     "accounting/bytes -- Number of bytes read/written so far in the "
     "accounting interval.",
     "accounting/bytes-left -- Number of bytes left to write/read so far in "
@@ -1367,6 +1441,7 @@ cmd_getinfo(ctl_conn_t *cc, const char *args)
     } else if (strchr(v, '\n') || !strcmp(key, "circuit-status") ||
                !strcmp(key, "orconn-status") ||
                !strcmp(key, "stream-status") || !strncmp(key, "ns/", 3) ||
+               !strncmp(key, "address-mappings/", 17) ||
                !strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {
       char *head = pc_asprintf("%s=", key);
       control_proto_add_line(tmp, 250, '+', head);
@@ -1579,11 +1654,19 @@ cmd_extendcircuit(ctl_conn_t *cc, const char *args)
     free(path);
     return;
   }
-  if (!path) {
-    reply(cc, 552, circ ? "EXTENDCIRCUIT needs the relays to add: "
-                          "EXTENDCIRCUIT ID RELAY[,RELAY...]"
-                        : "pctor needs the path: EXTENDCIRCUIT 0 "
-                          "RELAY[,RELAY...]");
+  if (!path && circ) {
+    reply(cc, 552, "EXTENDCIRCUIT needs the relays to add: "
+                   "EXTENDCIRCUIT ID RELAY[,RELAY...]");
+    return;
+  }
+  if (!path) { /* EXTENDCIRCUIT 0: pctor chooses the path */
+    uint64_t gid = 0;
+    int code = client_ctl_extend_auto(&gid, &err);
+    if (code)
+      replyf(cc, 552, "%s", err); /* stem expects 552 for every failure */
+    else
+      replyf(cc, 250, "EXTENDED %llu", (unsigned long long)gid);
+    free(err);
     return;
   }
   const char *hops[CIRCUIT_MAX_HOPS + 1];
@@ -1959,6 +2042,178 @@ cmd_signal(ctl_conn_t *cc, const char *args)
   }
 }
 
+/* ---- MAPADDRESS, DROPTIMEOUTS ---- */
+
+static void
+cmd_mapaddress(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  buf_t *out = buf_new();
+  int n = 0, last_code = 0;
+  char *last = NULL;
+  strbuf_t events = {0};
+  while ((a = control_proto_next_arg(&p))) {
+    char *eq = strchr(a, '=');
+    int code = 0;
+    char *text = NULL, *from_out = NULL, *err = NULL;
+    if (!eq || eq == a || !eq[1]) {
+      code = 512;
+      text = pc_asprintf("syntax error: mapping '%s' is not of the form "
+                         "OldAddress=NewAddress",
+                         a);
+    } else {
+      *eq = 0;
+      code = client_ctl_mapaddress(a, eq + 1, &from_out, &err);
+      if (code == 0) {
+        code = 250;
+        text = pc_asprintf("%s=%s", from_out, eq + 1);
+        if (strcasecmp(a, eq + 1))
+          strbuf_addf(&events, "ADDRMAP %s %s NEVER CACHED=\"NO\"\n",
+                      from_out, eq + 1);
+      } else {
+        text = pc_asprintf("%s%s", code == 512 ? "syntax error: " : "",
+                           err ? err : "mapping failed");
+      }
+    }
+    free(from_out);
+    free(err);
+    free(a);
+    if (last)
+      control_proto_add_line(out, last_code, '-', last);
+    free(last);
+    last = text;
+    last_code = code;
+    n++;
+  }
+  if (!n) {
+    reply(cc, 512, "syntax error: not enough arguments to mapaddress.");
+  } else {
+    control_proto_add_line(out, last_code, ' ', last);
+    buf_move_all(conn_outbuf(cc->conn), out);
+  }
+  free(last);
+  buf_free(out);
+  /* After the reply, as tor. */
+  if (events.s) {
+    char *save = NULL;
+    for (char *l = strtok_r(events.s, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save))
+      send_event(EV_ADDRMAP, l);
+  }
+  free(events.s);
+}
+
+static void
+cmd_droptimeouts(ctl_conn_t *cc, const char *args)
+{
+  (void)args;
+  char *err = NULL;
+  int code = client_ctl_drop_timeouts(&err);
+  if (code) {
+    replyf(cc, code, "%s", err);
+    free(err);
+    return;
+  }
+  reply(cc, 250, "OK");
+  client_ctl_cbt_event(CBT_EV_RESET);
+}
+
+/* RESOLVE [mode=reverse] ADDRESS...: 250 OK, then one ADDRMAP event per
+ * address when its lookup ends. */
+static void
+cmd_resolve(ctl_conn_t *cc, const char *args)
+{
+  const char *p = args;
+  char *a;
+  int reverse = 0, n = 0;
+  char *names[16];
+  while ((a = control_proto_next_arg(&p))) {
+    if (!strcasecmp(a, "mode=reverse")) {
+      reverse = 1;
+      free(a);
+    } else if (strchr(a, '=')) {
+      char *q = control_proto_quote(a);
+      replyf(cc, 512, "Unrecognized argument %s", q);
+      free(q);
+      free(a);
+      for (int i = 0; i < n; i++)
+        free(names[i]);
+      return;
+    } else if (n < 16) {
+      names[n++] = a;
+    } else {
+      free(a);
+    }
+  }
+  int code = n ? 0 : 512;
+  char *err = n ? NULL : pc_strdup("Missing address");
+  for (int i = 0; i < n && !code; i++)
+    code = client_ctl_resolve_check(names[i], reverse, &err);
+  if (code)
+    replyf(cc, code, "%s", err);
+  else
+    reply(cc, 250, "OK");
+  free(err);
+  /* The answers come as ADDRMAP events, after the reply. */
+  for (int i = 0; i < n; i++) {
+    if (!code)
+      client_ctl_resolve(names[i], reverse);
+    free(names[i]);
+  }
+}
+
+/* A lookup ended (control-spec ADDRMAP): the answer, or <error>. */
+static void
+resolve_cb(const client_resolve_result_t *r, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_ADDRMAP)))
+    return;
+  time_t now = time(NULL);
+  time_t until = now + (r->answer ? (time_t)r->ttl : 0);
+  char utc[TIME_ISO_LEN + 1], local[32];
+  time_format_iso(utc, until);
+  struct tm tm;
+  if (!localtime_r(&until, &tm) ||
+      !strftime(local, sizeof(local), "%Y-%m-%d %H:%M:%S", &tm))
+    snprintf(local, sizeof(local), "%s", utc);
+  char *text;
+  if (r->answer)
+    text = pc_asprintf("ADDRMAP %s%s%s %s \"%s\" EXPIRES=\"%s\" "
+                       "CACHED=\"NO\" STREAMID=%llu",
+                       r->reverse ? "REVERSE[" : "", r->address,
+                       r->reverse ? "]" : "", r->answer, local, utc,
+                       (unsigned long long)r->stream_id);
+  else
+    text = pc_asprintf("ADDRMAP %s%s%s <error> \"%s\" error=yes "
+                       "EXPIRES=\"%s\" CACHED=\"NO\" STREAMID=%llu",
+                       r->reverse ? "REVERSE[" : "", r->address,
+                       r->reverse ? "]" : "", local, utc,
+                       (unsigned long long)r->stream_id);
+  send_event(EV_ADDRMAP, text);
+  free(text);
+}
+
+/* The client's build timeout changed (control-spec BUILDTIMEOUT_SET). */
+static void
+buildtimeout_cb(cbt_event_t ev, const cbt_info_t *i, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_BUILDTIMEOUT_SET)))
+    return;
+  char text[320];
+  snprintf(text, sizeof(text),
+           "BUILDTIMEOUT_SET %s TOTAL_TIMES=%d TIMEOUT_MS=%u XM=%u "
+           "ALPHA=%f CUTOFF_QUANTILE=%f TIMEOUT_RATE=%f CLOSE_MS=%u "
+           "CLOSE_RATE=%f",
+           ev == CBT_EV_RESET ? "RESET" : "COMPUTED", i->total_times,
+           (unsigned)i->timeout_ms, (unsigned)(i->xm + 0.5), i->alpha,
+           i->quantile, i->timeout_rate, (unsigned)i->close_ms,
+           i->close_rate);
+  send_event(EV_BUILDTIMEOUT_SET, text);
+}
+
 /* Commands whose handler needs only the arguments. */
 typedef void (*arg_cmd_fn)(ctl_conn_t *cc, const char *args);
 static const struct {
@@ -1974,6 +2229,9 @@ static const struct {
     {"CLOSESTREAM", cmd_closestream},
     {"SETEVENTS", cmd_setevents},
     {"SIGNAL", cmd_signal},
+    {"MAPADDRESS", cmd_mapaddress},
+    {"DROPTIMEOUTS", cmd_droptimeouts},
+    {"RESOLVE", cmd_resolve},
 };
 
 static arg_cmd_fn
@@ -2326,6 +2584,9 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
+  client_set_buildtimeout_observer(buildtimeout_cb, NULL);
+  client_set_resolve_observer(resolve_cb, NULL);
+  client_set_conflux_link_observer(conflux_link_cb, NULL);
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2345,6 +2606,25 @@ control_start(evloop_t *loop, const control_config_t *cfg,
       open_listener(&cfg->socket, cfg->user, err_out) < 0)
     return -1;
   return 0;
+}
+
+uint32_t
+control_own_flags(void)
+{
+  if (!S.started || !S.host.consensus || !S.host.getinfo)
+    return 0;
+  const consensus_t *c = S.host.consensus(S.host.arg);
+  char *fp = NULL;
+  uint8_t id[20];
+  uint32_t flags = 0;
+  if (c && S.host.getinfo("fingerprint", &fp, S.host.arg) == 1 && fp &&
+      strlen(fp) >= 40 && base16_decode(id, sizeof(id), fp, 40) == 20) {
+    const consensus_rs_t *rs = consensus_find(c, id);
+    if (rs)
+      flags = rs->flags;
+  }
+  free(fp);
+  return flags;
 }
 
 void
@@ -2375,6 +2655,9 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
+  client_set_buildtimeout_observer(NULL, NULL);
+  client_set_resolve_observer(NULL, NULL);
+  client_set_conflux_link_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);

@@ -13,12 +13,13 @@
  *     GETCONF, SETCONF, RESETCONF, LOADCONF, SAVECONF (the daemon does
  *     the work through control_host_t), SETEVENTS, SIGNAL, TAKEOWNERSHIP,
  *     USEFEATURE, QUIT; for the SocksPort client EXTENDCIRCUIT,
- *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM
- *     (feature/client's client_ctl_*);
+ *     SETCIRCUITPURPOSE, ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM,
+ *     MAPADDRESS, RESOLVE, DROPTIMEOUTS (feature/client's client_ctl_*);
  *   - events: BW every second, the log events DEBUG..ERR, ORCONN when a
  *     link opens, CIRC for the circuits pctor builds (LAUNCHED, EXTENDED,
  *     BUILT, FAILED, CLOSED), STREAM for SocksPort streams, SIGNAL,
- *     CONF_CHANGED, CIRC_BW (control_circbw.h) every second for our own
+ *     CONF_CHANGED, ADDRMAP (MAPADDRESS), BUILDTIMEOUT_SET (the client's
+ *     learned build timeout), CIRC_BW (control_circbw.h) every second for our own
  *     circuits and for relayed ones MeasureMe measures, CONN_BW and
  *     CELL_STATS (control_cellstats.h) every second while their testing
  *     options are set, NEWCONSENSUS, NS
@@ -187,4 +188,8 @@ void control_event_new_consensus(const consensus_t *c);
 void control_event_descriptors(const dir_nodelist_t *nl);
 /* "0.4.9.11 (pctor-VERSION)". */
 const char *control_version_string(void);
+/* For the MetricsPort: this relay's flags in the consensus pctor holds
+ * (RS_FLAG_*); 0 when it is not listed, has no identity or no consensus
+ * is known. */
+uint32_t control_own_flags(void);
 #endif

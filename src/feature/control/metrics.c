@@ -22,6 +22,7 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
 #include "core/or/cpuworker.h"
 #include "core/or/dos.h"
 #include "core/or/edge.h"
@@ -31,7 +32,11 @@
 #include "feature/dtcp/dtcp.h"
 #include "feature/client/client.h"
 #include "feature/conflux/conflux.h"
+#include "feature/control/control.h"
 #include "feature/control/control_proto.h"
+#include "feature/dir/consensus.h"
+#include "feature/dircache/dircache.h"
+#include "feature/exit/exit_conn.h"
 #include "feature/ipsec/broker.h"
 #include "feature/measureme/measureme.h"
 #include "lib/log/log.h"
@@ -342,6 +347,34 @@ metrics_render(void)
               "state=\"opened\",family=\"%s\"} %u\n",
           dir[o], fam[f], cc.open[o][f]);
 
+  /* tor's flag gauge: 1 for each flag the consensus gives this relay. */
+  uint32_t flags = control_own_flags();
+  head(&b, "tor_relay_flag", "gauge", "Relay flags from consensus");
+  static const uint32_t flag_bits[] = {
+      RS_FLAG_FAST,  RS_FLAG_EXIT,  RS_FLAG_AUTHORITY, RS_FLAG_STABLE,
+      RS_FLAG_HSDIR, RS_FLAG_RUNNING, RS_FLAG_V2DIR,   RS_FLAG_SYBIL,
+      RS_FLAG_GUARD};
+  for (size_t i = 0; i < sizeof(flag_bits) / sizeof(flag_bits[0]); i++)
+    strbuf_addf(&b, "tor_relay_flag{type=\"%s\"} %d\n",
+                consensus_flag_name(flag_bits[i]),
+                (flags & flag_bits[i]) ? 1 : 0);
+
+  exit_stats_t xs;
+  exit_get_stats(&xs);
+  dircache_stats_t dcs;
+  dircache_get_stats(&dcs);
+  head(&b, "tor_relay_streams_total", "counter",
+       "Total number of streams");
+  strbuf_addf(&b, "tor_relay_streams_total{type=\"BEGIN\","
+              "direction=\"received\"} %llu\n",
+              (unsigned long long)xs.n_begin);
+  strbuf_addf(&b, "tor_relay_streams_total{type=\"BEGIN_DIR\","
+              "direction=\"received\"} %llu\n",
+              (unsigned long long)dcs.n_streams_opened);
+  strbuf_addf(&b, "tor_relay_streams_total{type=\"RESOLVE\","
+              "direction=\"received\"} %llu\n",
+              (unsigned long long)xs.n_resolve);
+
   head(&b, "tor_relay_circuits_total", "gauge", "Total number of circuits");
   strbuf_addf(&b, "tor_relay_circuits_total{state=\"opened\"} %u\n",
       circuits_count(CIRC_KIND_OR));
@@ -391,6 +424,22 @@ metrics_render(void)
               (unsigned long long)cw.n_processed);
   strbuf_addf(&b, "tor_relay_onionskins_total{action=\"dropped\"} %llu\n",
               (unsigned long long)cw.n_dropped);
+  cc_global_stats_t ccs;
+  cc_get_global_stats(&ccs);
+  head(&b, "tor_relay_congestion_control_total", "counter",
+       "Congestion control related counters");
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state=\"starvation\","
+              "action=\"rtt_reset\"} %llu\n",
+              (unsigned long long)ccs.rtt_resets);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"clock_stalls\",action=\"rtt_skip\"} %llu\n",
+              (unsigned long long)ccs.clock_stalls);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"flow_control\",action=\"xoff_num_sent\"} %llu\n",
+              (unsigned long long)ccs.xoff_sent);
+  strbuf_addf(&b, "tor_relay_congestion_control_total{state="
+              "\"flow_control\",action=\"xon_num_sent\"} %llu\n",
+              (unsigned long long)ccs.xon_sent);
   one(&b, "pctor_streams_over_buffer_limit_total", "counter",
       "Streams ended because they held too much data they could not pass "
       "on", (unsigned long long)edge_streams_ended_over_pending());
@@ -554,6 +603,23 @@ metrics_render(void)
       "MeasureMe: circuits being measured", measureme_n_active());
   one(&b, "pctor_measureme_records_total", "counter",
       "MeasureMe: records written", (unsigned long long)measureme_n_records());
+  measureme_stats_t mm;
+  measureme_get_stats(&mm);
+  static const char *const mm_result[MEASUREME_N_RESULTS] = {
+      [MEASUREME_ACCEPTED] = "accepted",
+      [MEASUREME_REFUSED_DISABLED] = "disabled",
+      [MEASUREME_REFUSED_MALFORMED] = "malformed",
+      [MEASUREME_REFUSED_BUSY] = "busy",
+      [MEASUREME_REFUSED_CIRCUIT_RATE] = "circuit_rate",
+      [MEASUREME_REFUSED_CLIENT_RATE] = "client_rate",
+      [MEASUREME_REFUSED_CLIENT_MAX] = "client_max",
+      [MEASUREME_REFUSED_FULL] = "full"};
+  head(&b, "pctor_measureme_requests_total", "counter",
+       "MeasureMe: requests by what became of them");
+  for (int i = 0; i < MEASUREME_N_RESULTS; i++)
+    strbuf_addf(&b, "pctor_measureme_requests_total{result=\"%s\"} %llu\n",
+                mm_result[i] ? mm_result[i] : "other",
+                (unsigned long long)mm.n_by_result[i]);
   render_ipsec_client(&b);
   return b.s;
 }

@@ -179,8 +179,8 @@ s_end(edge_stream_t *s, uint8_t reason, void *arg)
   free(err);
 }
 
-static const edge_stream_ops_t tunnel_stream_ops = {s_data, s_end, NULL,
-                                                    NULL, s_connected};
+static const edge_stream_ops_t tunnel_stream_ops = {
+    .on_data = s_data, .on_end = s_end, .on_connected = s_connected};
 
 static void
 on_extended(origin_circuit_t *circ, int n_open, void *arg)

@@ -11,16 +11,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/proto/torcert.h"
 #include "feature/dir/netdoc.h"
 #include "feature/dir/serverdesc.h"
 #include "lib/crypt/digest.h"
+#include "lib/encoding/base64.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/string/relay_names.h"
 
+/* Each family-cert (tor 0.4.9's family keys) that is a type-12
+ * certificate of md's ed25519 identity signed by the family key in its
+ * extension puts "ed25519:" and that key in md->family_ids, as the
+ * authorities do for microdescriptors; others are ignored (the relay is
+ * then simply not in that family). Expiry is not checked here: a
+ * descriptor the authorities list had valid certificates. */
+static void
+add_family_certs(microdesc_t *md, uint8_t (*certs)[SERVERDESC_FAMILY_CERT_MAX],
+                 const size_t *lens, int n)
+{
+  for (int i = 0; i < n && md->has_ed25519_id; i++) {
+    torcert_t *c = NULL;
+    if (torcert_parse(certs[i], lens[i], &c) < 0)
+      continue;
+    if (c->cert_type == TORCERT_TYPE_FAMILY_V_IDENTITY &&
+        c->key_type == TORCERT_KEY_ED25519 && c->signing_key_included &&
+        !memcmp(c->certified_key, md->ed25519_id, 32) &&
+        torcert_checksig(c, NULL, 0) == 0) {
+      char id[8 + 44] = "ed25519:";
+      base64_encode(id + 8, sizeof(id) - 8, c->signing_key, 32,
+                    BASE64_NOPAD);
+      int dup = 0;
+      for (int k = 0; k < md->n_family_ids; k++)
+        dup |= !strcmp(md->family_ids[k], id);
+      if (!dup) {
+        md->family_ids = pc_realloc(md->family_ids,
+                                    (size_t)(md->n_family_ids + 1) *
+                                        sizeof(char *));
+        md->family_ids[md->n_family_ids++] = pc_strdup(id);
+      }
+    }
+    torcert_free(c);
+  }
+}
+
 int
 serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
 {
+  uint8_t certs[SERVERDESC_FAMILY_CERTS][SERVERDESC_FAMILY_CERT_MAX];
+  size_t cert_lens[SERVERDESC_FAMILY_CERTS];
+  int n_certs = 0;
   *out = NULL;
   *err = NULL;
   if (len > SERVERDESC_MAX_SIZE) {
@@ -88,6 +128,17 @@ serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
                                 (size_t)(md->n_family + 1) * sizeof(char *));
         md->family[md->n_family++] = pc_family_normalise(a.s, a.len);
       }
+    } else if (netdoc_kw_is(&it, "family-cert")) {
+      long n;
+      if (n_certs == SERVERDESC_FAMILY_CERTS ||
+          !netdoc_obj_is(&it, "FAMILY CERT") ||
+          (n = netdoc_obj_decode(&it, certs[n_certs],
+                                 SERVERDESC_FAMILY_CERT_MAX)) <= 0) {
+        msg = pc_strdup("server descriptor: bad family-cert, or more than "
+                        "8");
+        goto bad;
+      }
+      cert_lens[n_certs++] = (size_t)n;
     } else if (netdoc_kw_is(&it, "router-signature")) {
       seen_sig = 1;
       signed_end = it.line_end;
@@ -107,6 +158,7 @@ serverdesc_parse(const char *s, size_t len, microdesc_t **out, char **err)
                     "signing-key");
     goto bad;
   }
+  add_family_certs(md, certs, cert_lens, n_certs);
   uint8_t d[20];
   crypt_sha1(d, s + start, signed_end - start);
   memcpy(md->digest, d, 20);

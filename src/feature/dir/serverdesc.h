@@ -9,6 +9,9 @@
  * The result is a microdesc_t (the client-side "descriptor" record) with:
  * digest = the SHA-1 (first 20 bytes, rest zero), ntor_key, ed25519_id
  * (master-key-ed25519), family (normalised as in microdescriptors),
+ * family_ids ("ed25519:" and the family key of each valid family-cert,
+ * tor 0.4.9's family keys, as authorities derive microdescriptors'
+ * family-ids lines; at most SERVERDESC_FAMILY_CERTS, more is refused),
  * rsa_id_digest = SHA-1 of the signing-key (the relay's RSA identity),
  * and no policy (the ns consensus carries the exit-policy summary). The
  * descriptor's own signatures are not checked: the digest listed in a
@@ -21,6 +24,8 @@
 #include "feature/dir/microdesc.h"
 
 #define SERVERDESC_MAX_SIZE (128 * 1024)
+#define SERVERDESC_FAMILY_CERTS 8
+#define SERVERDESC_FAMILY_CERT_MAX 256 /* bytes of one family-cert */
 
 /* Parse one descriptor spanning exactly len bytes (0, or -1 + *err). */
 int serverdesc_parse(const char *s, size_t len, microdesc_t **out,

@@ -687,8 +687,8 @@ on_writable(edge_stream_t *s, void *arg)
     pump(ds);
 }
 
-static const edge_stream_ops_t dir_ops = {on_data, on_end, on_writable, NULL,
-                                           NULL};
+static const edge_stream_ops_t dir_ops = {
+    .on_data = on_data, .on_end = on_end, .on_writable = on_writable};
 
 static void
 refused_data(edge_stream_t *s, const uint8_t *d, size_t n, void *arg)
@@ -701,8 +701,8 @@ refused_end(edge_stream_t *s, uint8_t reason, void *arg)
   (void)s, (void)reason, (void)arg;
 }
 /* A refused stream lives only between its creation and its END. */
-static const edge_stream_ops_t refused_ops = {refused_data, refused_end,
-                                               NULL, NULL, NULL};
+static const edge_stream_ops_t refused_ops = {.on_data = refused_data,
+                                               .on_end = refused_end};
 
 static void
 sweep_cb(void *arg)
@@ -764,6 +764,7 @@ dircache_stream_open(edge_t *e, uint16_t id, int *refused)
   memacct_add(MEMACCT_DIRCACHE, sizeof(*ds));
   ds->stream = s;
   stats.n_streams++;
+  stats.n_streams_opened++;
   touch(ds);
   if (S.sweep && !evloop_timer_is_pending(S.sweep))
     evloop_timer_schedule_periodic(S.sweep, DIR_SWEEP_INTERVAL_USEC);

@@ -149,6 +149,7 @@ typedef struct dircache_stats_t {
   uint64_t n_streams_refused;   /* over the per-circuit limit */
   uint64_t n_streams_timed_out; /* idle */
   uint64_t n_busy;              /* 503: per-request documents at the cap */
+  uint64_t n_streams_opened;    /* BEGIN_DIR streams taken, in all */
   unsigned n_streams;           /* open now */
 } dircache_stats_t;
 void dircache_get_stats(dircache_stats_t *out);

@@ -376,8 +376,10 @@ s_pending(edge_stream_t *s, void *arg)
   return ec->conn ? buf_datalen(conn_outbuf(ec->conn)) : 0;
 }
 
-static const edge_stream_ops_t exit_ops = {s_on_data, s_on_end,
-                                            s_on_writable, s_pending, NULL};
+static const edge_stream_ops_t exit_ops = {.on_data = s_on_data,
+                                            .on_end = s_on_end,
+                                            .on_writable = s_on_writable,
+                                            .pending_bytes = s_pending};
 
 /* Bytes one exit stream holds in its connection's buffers. */
 static size_t
@@ -663,6 +665,18 @@ resolved_cb(int result, const dns_answer_t *answers, int n, void *arg)
   size_t len = 0;
   if (result == DNS_RESULT_OK) {
     for (int i = 0; i < n && len + 2 + 16 + 4 <= sizeof(body); i++) {
+      if (answers[i].hostname) { /* a reverse lookup: the name */
+        size_t hl = strlen(answers[i].hostname);
+        if (hl > 255 || len + 2 + hl + 4 > sizeof(body))
+          continue;
+        body[len++] = 0x00;
+        body[len++] = (uint8_t)hl;
+        memcpy(body + len, answers[i].hostname, hl);
+        len += hl;
+        set_u32(body + len, answers[i].ttl);
+        len += 4;
+        continue;
+      }
       const pc_addr_t *a = &answers[i].addr;
       size_t alen = a->family == AF_INET ? 4 : 16;
       body[len++] = a->family == AF_INET ? 4 : 6;
@@ -694,6 +708,7 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
                const uint8_t *body, int early)
 {
   (void)early;
+  X.stats.n_resolve++;
   if (!X.cfg.policy || !X.cfg.dns) {
     refuse(circ, h->stream_id, END_STREAM_REASON_EXITPOLICY,
            "this relay does not resolve names");
@@ -720,6 +735,20 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
     return -1;
   }
   dlist_insert_tail(&X.all, &ec->node);
+  pc_addr_t rev;
+  if (dns_reverse_name_parse(ec->host, &rev) == 0) {
+    /* A reverse lookup (PTR). As tor, never for an internal address:
+     * that would tell the client about the exit's own network. */
+    if (pc_addr_is_private(&rev)) {
+      log_info("Refusing a reverse lookup of an internal address on "
+               "circuit %llu",
+               (unsigned long long)circ->base.gid);
+      resolved_cb(DNS_RESULT_NOTFOUND, NULL, 0, ec);
+      return 0;
+    }
+    ec->dns_req = dns_resolve_reverse(X.cfg.dns, &rev, resolved_cb, ec);
+    return 0;
+  }
   /* IPv6 answers only from an IPv6 exit, as tor. */
   ec->dns_req = dns_resolve(X.cfg.dns, ec->host,
                             DNS_WANT_IPV4 |

@@ -72,6 +72,7 @@ void exit_shutdown(void);
 typedef struct exit_stats_t {
   uint64_t n_begin, n_connected, n_refused_policy, n_resolve_failed,
       n_connect_failed, n_refused_unknown;
+  uint64_t n_resolve; /* RESOLVE cells (lookups asked for) */
   uint64_t n_refused_dos;          /* DoSStreamCreation* */
   uint64_t n_refused_streams_cap;  /* EXIT_MAX_STREAMS_PER_CIRCUIT */
   uint64_t n_refused_dns_cap;      /* EXIT_MAX_DNS_PER_CIRCUIT */

@@ -84,6 +84,7 @@ struct publish_t {
   routerdesc_config_t rc;
   char *nickname, *contact, *platform;
   char **family, **policy;
+  ed25519_keypair_t *family_keys; /* owned copies (wiped) */
   int enabled, testing, publishable;
   int hold; /* waiting for the reachability self-test */
   publish_traffic_fn traffic;
@@ -152,6 +153,19 @@ strv_eq(const char *const *a, int na, const char *const *b, int nb)
   return 1;
 }
 
+/* Whether a and b hold the same family keys (by public key). */
+static int
+family_keys_eq(const routerdesc_config_t *a, const routerdesc_config_t *b)
+{
+  if (a->n_family_keys != b->n_family_keys)
+    return 0;
+  for (int i = 0; i < a->n_family_keys; i++)
+    if (memcmp(a->family_keys[i].pub, b->family_keys[i].pub,
+               ED25519_PUBKEY_LEN))
+      return 0;
+  return 1;
+}
+
 /* Whether two configurations make the same descriptor, apart from the
  * publication time, uptime and observed bandwidth. */
 static int
@@ -165,6 +179,7 @@ rc_same_content(const routerdesc_config_t *a, const routerdesc_config_t *b)
           pc_addr_eq(&a->ipv6_or, &b->ipv6_or, 1)) &&
          str_eq_nullable(a->contact, b->contact) &&
          strv_eq(a->family, a->n_family, b->family, b->n_family) &&
+         family_keys_eq(a, b) &&
          strv_eq(a->exit_policy, a->n_exit_policy, b->exit_policy,
                  b->n_exit_policy) &&
          a->bw_rate == b->bw_rate && a->bw_burst == b->bw_burst &&
@@ -182,6 +197,11 @@ config_clear(publish_t *p)
   free(p->platform);
   strv_free(p->family, p->rc.n_family);
   strv_free(p->policy, p->rc.n_exit_policy);
+  if (p->family_keys) {
+    pc_memwipe(p->family_keys,
+               sizeof(*p->family_keys) * (size_t)p->rc.n_family_keys);
+    PC_FREE(p->family_keys);
+  }
   p->nickname = p->contact = p->platform = NULL;
   p->family = p->policy = NULL;
   memset(&p->rc, 0, sizeof(p->rc));
@@ -197,6 +217,11 @@ config_set(publish_t *p, const routerdesc_config_t *rc)
   p->platform = rc->platform ? pc_strdup(rc->platform) : NULL;
   p->family = strv_dup(rc->family, rc->n_family);
   p->policy = strv_dup(rc->exit_policy, rc->n_exit_policy);
+  if (rc->n_family_keys > 0)
+    p->family_keys = pc_memdup(rc->family_keys,
+                               sizeof(*rc->family_keys) *
+                                   (size_t)rc->n_family_keys);
+  p->rc.family_keys = p->family_keys;
   p->rc.nickname = p->nickname;
   p->rc.contact = p->contact;
   p->rc.platform = p->platform;

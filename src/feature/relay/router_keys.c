@@ -17,7 +17,10 @@
  *       half clamped. The seed itself is not stored, so signing uses
  *       ed25519_sign() on an expanded-only keypair (lib/crypt/ed25519.h).
  *   ed25519_master_id_secret_key_encrypted  tor's passphrase-protected
- *       form; pctor cannot decrypt it and treats the master key as offline.
+ *       form: "== Boxed Ed25519 key: master ==" NUL-padded to 32, then a
+ *       TORBOX00 box (lib/crypt/pwbox.h) of the 64-byte expanded key.
+ *       Only --keygen opens it (with a passphrase); a running relay
+ *       treats such a master key as offline, as tor does.
  *   ed25519_master_id_public_key  (64 bytes)
  *       "== ed25519v1-public: type0 ==" NUL-padded to 32, the public key.
  *   ed25519_signing_secret_key  (96 bytes)
@@ -106,6 +109,7 @@
 #include "core/proto/torcert.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/digest.h"
+#include "lib/crypt/pwbox.h"
 #include "lib/crypt/rand.h"
 #include "lib/encoding/base16.h"
 #include "lib/encoding/base64.h"
@@ -138,6 +142,7 @@
 #define TAG_ED_SIGN_SECRET "== ed25519v1-secret: type4 =="
 #define TAG_ED_PUB "== ed25519v1-public: type0 =="
 #define TAG_ED_CERT4 "== ed25519v1-cert: type4 =="
+#define TAG_ED_ID_BOXED "== Boxed Ed25519 key: master =="
 #define TAG_NTOR "== c25519v1: onion =="
 #define TAG_OLD_ED_ID_SEED "== pctor ed25519 identity v1 =="
 #define TAG_OLD_ED_SIGN_SEED "== pctor ed25519 signing v1 =="
@@ -1256,12 +1261,6 @@ private_dir_mode(const char *path, int group_readable, char **err)
   return 0;
 }
 
-static int
-private_dir(const char *path, char **err)
-{
-  return private_dir_mode(path, 0, err);
-}
-
 /* DataDirectory: private, but a group-readable one (mode 0750) stays so:
  * the daemon set that mode from DataDirectoryGroupReadable before the
  * keys are touched. */
@@ -1623,8 +1622,8 @@ create_missing(rk_state_t *st, loaded_t *l, const rk_paths_t *p,
   if (cfg->offline_master_key)
     offline_reason = "OfflineMasterKey is set";
   else if (!l->have_ed_id && l->id_encrypted)
-    offline_reason = FN_ED_ID_SECRET_ENC " is encrypted, which pctor cannot "
-                     "read";
+    offline_reason = FN_ED_ID_SECRET_ENC " is encrypted; as tor, a running "
+                     "relay does not ask for its passphrase";
   else if (!l->have_ed_id && l->have_id_pub)
     offline_reason = "there is no " FN_ED_ID_SECRET;
   if (!l->have_ed_id && !l->have_id_pub) {
@@ -1746,9 +1745,12 @@ convert_old(const loaded_t *l, const rk_paths_t *p, char **err)
 }
 
 static int
-prepare_dirs(const char *datadir, const rk_paths_t *p, char **err)
+prepare_dirs(const char *datadir, const rk_paths_t *p,
+             const router_keys_config_t *cfg, char **err)
 {
-  if (datadir_ok(datadir, err) < 0 || private_dir(p->keydir, err) < 0)
+  if (datadir_ok(datadir, err) < 0 ||
+      private_dir_mode(p->keydir, cfg->key_directory_group_readable,
+                       err) < 0)
     return -1;
   return 0;
 }
@@ -1778,7 +1780,7 @@ router_keys_load_or_create(const char *datadir,
 
   memset(&l, 0, sizeof(l));
   rk_paths_init(&paths, datadir, cfg);
-  if (prepare_dirs(datadir, &paths, err) < 0)
+  if (prepare_dirs(datadir, &paths, cfg, err) < 0)
     goto err;
   if (load_existing(&l, &paths, err) < 0)
     goto err;
@@ -1816,6 +1818,129 @@ router_keys_load_or_create(const char *datadir,
 /* ---------------------------------------------------------------- */
 /* Command-line helpers */
 
+/* Open ed25519_master_id_secret_key_encrypted into l->ed_id with the
+ * passphrase cfg gives. 0, or -1 with *err. */
+static int
+open_boxed_master(loaded_t *l, const rk_paths_t *p,
+                  const router_keys_config_t *cfg, char **err)
+{
+  uint8_t *buf = NULL, *plain = NULL;
+  size_t len = 0, plain_len = 0, pwlen = 0;
+  const char *why = "no passphrase source";
+  char *pw = NULL;
+  int r = -1;
+
+  int rr = rk_read(p->ed_id_secret_enc, HDR_LEN + PWBOX_MAX_LEN, &buf, &len,
+                   err);
+  if (rr == 0)
+    rk_seterr(err, "%s has disappeared", p->ed_id_secret_enc);
+  if (rr <= 0)
+    return -1;
+  if (!hdr_is(buf, len, TAG_ED_ID_BOXED)) {
+    rk_corrupt(err, p->ed_id_secret_enc, "wrong header");
+    goto done;
+  }
+  if (cfg->get_passphrase)
+    pw = cfg->get_passphrase(cfg->passphrase_arg, 0, &pwlen, &why);
+  if (!pw) {
+    rk_seterr(err, "%s is encrypted, and there is no passphrase to open it "
+              "(%s): give it with --passphrase-fd N or on a terminal.",
+              p->ed_id_secret_enc, why);
+    goto done;
+  }
+  int o = crypt_pwbox_open(&plain, &plain_len, buf + HDR_LEN, len - HDR_LEN,
+                           pw, pwlen, &why);
+  if (o == PWBOX_BAD_PASSPHRASE) {
+    rk_seterr(err, "Cannot open %s: wrong passphrase (or the file is "
+              "corrupt).", p->ed_id_secret_enc);
+    goto done;
+  }
+  if (o != PWBOX_OK) {
+    rk_corrupt(err, p->ed_id_secret_enc, why);
+    goto done;
+  }
+  if (plain_len != ED25519_EXPANDED_LEN ||
+      ed25519_keypair_from_expanded(&l->ed_id, plain) < 0) {
+    rk_corrupt(err, p->ed_id_secret_enc,
+               "the box holds no ed25519 expanded secret key");
+    goto done;
+  }
+  if (l->have_id_pub &&
+      memcmp(l->id_pub, l->ed_id.pub, ED25519_PUBKEY_LEN) != 0) {
+    ed25519_keypair_wipe(&l->ed_id);
+    rk_seterr(err, "%s and %s do not match: one of them is corrupt or "
+              "truncated.", p->ed_id_pub, p->ed_id_secret_enc);
+    goto done;
+  }
+  l->have_ed_id = 1;
+  r = 0;
+ done:
+  if (pw) {
+    pc_memwipe(pw, pwlen);
+    free(pw);
+  }
+  rk_free_secret(plain, plain_len);
+  free(buf);
+  return r;
+}
+
+/* Store the master secret key of l: encrypted under the new passphrase
+ * cfg gives, or unencrypted (no_passphrase, or an empty passphrase), and
+ * remove the other form's file. *plain_out is set to 1 when stored
+ * unencrypted. 0, or -1 with *err. */
+static int
+store_master(const loaded_t *l, const rk_paths_t *p,
+             const router_keys_config_t *cfg, int *plain_out, char **err)
+{
+  char *pw = NULL;
+  size_t pwlen = 0;
+  const char *why = "no passphrase source";
+  int r = -1;
+
+  *plain_out = 0;
+  if (!cfg->no_passphrase && cfg->get_passphrase) {
+    pw = cfg->get_passphrase(cfg->passphrase_arg, 1, &pwlen, &why);
+    if (!pw) {
+      rk_seterr(err, "No passphrase for the master identity key (%s); give "
+                "one with --passphrase-fd N or on a terminal, or use "
+                "--no-passphrase.", why);
+      return -1;
+    }
+  }
+  if (!pw || pwlen == 0) {
+    if (write_ed_secret(p->ed_id_secret, TAG_ED_ID_SECRET, &l->ed_id,
+                        err) < 0 ||
+        rk_unlink(p->ed_id_secret_enc, err) < 0)
+      goto done;
+    *plain_out = 1;
+    r = 0;
+    goto done;
+  }
+  uint8_t ex[ED25519_EXPANDED_LEN], *box = NULL;
+  size_t box_len = 0;
+  if (ed25519_keypair_get_expanded(&l->ed_id, ex) < 0 ||
+      crypt_pwbox_seal(&box, &box_len, ex, sizeof(ex), pw, pwlen) < 0) {
+    pc_memwipe(ex, sizeof(ex));
+    rk_seterr(err, "Cannot encrypt the master identity key");
+    goto done;
+  }
+  pc_memwipe(ex, sizeof(ex));
+  uint8_t *file = pc_malloc(HDR_LEN + box_len);
+  hdr_set(file, TAG_ED_ID_BOXED);
+  memcpy(file + HDR_LEN, box, box_len);
+  free(box);
+  if (rk_write(p->ed_id_secret_enc, file, HDR_LEN + box_len, err) == 0 &&
+      rk_unlink(p->ed_id_secret, err) == 0)
+    r = 0;
+  free(file);
+ done:
+  if (pw) {
+    pc_memwipe(pw, pwlen);
+    free(pw);
+  }
+  return r;
+}
+
 int
 router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
                    time_t now, char **out, char **err)
@@ -1846,25 +1971,42 @@ router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
   memset(&l, 0, sizeof(l));
   memset(&signing, 0, sizeof(signing));
   rk_paths_init(&paths, datadir, cfg);
-  if (prepare_dirs(datadir, &paths, err) < 0 ||
+  if (prepare_dirs(datadir, &paths, cfg, err) < 0 ||
       load_existing(&l, &paths, err) < 0)
     goto done;
-  if (!l.have_ed_id) {
-    if (l.id_encrypted) {
-      rk_seterr(err, "%s is encrypted with a passphrase, which pctor does "
-                "not support yet; use tor --keygen, or decrypt it with tor "
-                "--keygen --newpass.", paths.ed_id_secret_enc);
+  int made = 0, plain = 0;
+  if (!l.have_ed_id && l.id_encrypted) {
+    if (!l.have_id_pub) {
+      rk_seterr(err, "%s exists but %s does not; restore the public key "
+                "file.", paths.ed_id_secret_enc, paths.ed_id_pub);
       goto done;
     }
+    if (open_boxed_master(&l, &paths, cfg, err) < 0)
+      goto done;
+  }
+  if (!l.have_ed_id) {
     if (l.have_id_pub) {
       rk_seterr(err, "%s exists but %s does not: the master identity key is "
                 "offline. Run --keygen where it is.", paths.ed_id_pub,
                 paths.ed_id_secret);
       goto done;
     }
-    if (create_identity(&l, &paths, err) < 0)
+    log_notice("Generating a new ed25519 identity key in %s.",
+               paths.keydir);
+    ed25519_keypair_generate(&l.ed_id);
+    if (write_ed_pub(paths.ed_id_pub, l.ed_id.pub, err) < 0)
       goto done;
-    if (out)
+    memcpy(l.id_pub, l.ed_id.pub, ED25519_PUBKEY_LEN);
+    l.have_ed_id = l.have_id_pub = 1;
+    made = 1;
+  }
+  if (made || cfg->newpass) {
+    if (store_master(&l, &paths, cfg, &plain, err) < 0) {
+      if (made) /* no identity after all: not an "offline" one either */
+        (void)unlink(paths.ed_id_pub);
+      goto done;
+    }
+    if (made && plain && out)
       *out = pc_strdup("Not encrypting the secret key.\n");
   } else if (l.old_id && !fs_file_exists(paths.ed_id_secret) &&
              write_ed_secret(paths.ed_id_secret, TAG_ED_ID_SECRET, &l.ed_id,

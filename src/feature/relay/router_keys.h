@@ -10,6 +10,9 @@
  *   secret_id_key                  RSA-1024 identity, PEM PKCS#1
  *   ed25519_master_id_secret_key   Ed25519 identity ("master") key, tor's
  *                                  expanded secret-key format
+ *   ed25519_master_id_secret_key_encrypted  the same in tor's passphrase
+ *                                  box (only --keygen opens it; a relay
+ *                                  runs with it as with an offline key)
  *   ed25519_master_id_public_key   its public key
  *   ed25519_signing_secret_key     medium-term Ed25519 signing key
  *   ed25519_signing_cert           its type-4 certificate
@@ -100,6 +103,23 @@ typedef struct router_keys_config_t {
   int offline_master_key;
   /* tor's SigningKeyLifetime in days (1..3650; 0 means the default). */
   int signing_key_lifetime_days;
+  /* tor's KeyDirectoryGroupReadable: the key directory may be (and, when
+   * made, is made) mode 0750 instead of 0700. */
+  int key_directory_group_readable;
+  /* --keygen only: where passphrases come from. get_passphrase(arg,
+   * new_pass, &len) returns a newly allocated passphrase of len bytes:
+   * new_pass 0 for the one the stored encrypted master key was sealed
+   * with, 1 for the one to seal it with; "" (len 0) for "do not
+   * encrypt" (new_pass 1 only); NULL when none can be had (*why, a static
+   * string, says why). NULL function: no passphrases at all. */
+  char *(*get_passphrase)(void *arg, int new_pass, size_t *len,
+                          const char **why);
+  void *passphrase_arg;
+  /* --keygen only: --no-passphrase (store the master key unencrypted) and
+   * --newpass (store the existing master key again under a new
+   * passphrase, or unencrypted with no_passphrase). */
+  int no_passphrase;
+  int newpass;
 } router_keys_config_t;
 
 /* Fill cfg with the defaults (28 days, 7 days, NULL nickname, keys in
@@ -157,17 +177,21 @@ time_t router_keys_ntor_created(const relay_keys_t *k);
 /* 1 if k runs without its master secret key (offline master key). */
 int router_keys_master_is_offline(const relay_keys_t *k);
 
-/* tor --keygen (without passphrases): load the master identity key from
- * the key directory, or create it (tor's files) if there is no identity at
- * all, then make a new signing key and type-4 certificate valid for
- * cfg->signing_key_lifetime_days and write them (ed25519_signing_secret_key,
- * ed25519_signing_cert). Nothing else is created: copy the two signing
- * files to a relay whose master key is offline. Ignores
- * cfg->offline_master_key. *out (may be NULL) gets what tor prints on
- * stdout ("Not encrypting the secret key.\n" when a master key was made,
- * else NULL). Fails with a clear *err when the master key is only
- * present encrypted (not supported yet) or absent next to its public key.
- * Returns 0 or -1. */
+/* tor --keygen: load the master identity key from the key directory
+ * (ed25519_master_id_secret_key, or ed25519_master_id_secret_key_encrypted
+ * opened with cfg->get_passphrase), or create it (tor's files) if there is
+ * no identity at all, then make a new signing key and type-4 certificate
+ * valid for cfg->signing_key_lifetime_days and write them
+ * (ed25519_signing_secret_key, ed25519_signing_cert). A new master key,
+ * or the existing one with cfg->newpass, is stored encrypted under the
+ * passphrase cfg->get_passphrase gives (new_pass 1), or unencrypted with
+ * cfg->no_passphrase or an empty passphrase; the other form's file is
+ * removed. Nothing else is created: copy the two signing files to a relay
+ * whose master key is offline. Ignores cfg->offline_master_key. *out (may
+ * be NULL) gets what tor prints on stdout ("Not encrypting the secret
+ * key.\n" when a master key was made and stored unencrypted, else NULL).
+ * Fails with a clear *err when the passphrase is wrong or missing, or the
+ * master key is absent next to its public key. Returns 0 or -1. */
 int router_keys_keygen(const char *datadir, const router_keys_config_t *cfg,
                        time_t now, char **out, char **err);
 

@@ -45,6 +45,7 @@
 
 #include "config.h"
 #include "core/proto/torcert.h"
+#include "feature/relay/family_keys.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/digest.h"
 #include "lib/crypt/ed25519_ext.h"
@@ -369,6 +370,10 @@ check_config(const relay_keys_t *k, const routerdesc_config_t *cfg,
     set_err(err, errf("the platform string has control characters"));
     return -1;
   }
+  if (cfg->n_family_keys < 0 || cfg->n_family_keys > FAMILY_KEYS_MAX) {
+    set_err(err, errf("too many family keys"));
+    return -1;
+  }
   if (cfg->n_family < 0 || cfg->n_family > MAX_FAMILY ||
       cfg->n_exit_policy < 0 || cfg->n_exit_policy > MAX_POLICY_LINES) {
     set_err(err, errf("too many family members or exit policy lines"));
@@ -563,6 +568,17 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     for (int i = 0; i < cfg->n_family; i++)
       sb_addf(&b, " %s", cfg->family[i]);
     sb_add(&b, "\n");
+  }
+  for (int i = 0; i < cfg->n_family_keys; i++) {
+    size_t fl = 0;
+    uint8_t *fc = family_keys_make_cert(&cfg->family_keys[i],
+                                        k->ed_identity.pub,
+                                        k->ed_signing_expires, &fl);
+    if (!fc)
+      goto fail_sign;
+    sb_add(&b, "family-cert\n");
+    sb_add_object(&b, "FAMILY CERT", fc, fl, 0);
+    free(fc);
   }
   if (cfg->contact)
     sb_addf(&b, "contact %s\n", cfg->contact);
@@ -1063,6 +1079,29 @@ routerdesc_check(const char *desc, size_t len, time_t now,
       why = "master-key-ed25519 does not match identity-ed25519";
       goto bad;
     }
+  }
+
+  /* family-cert: type-12 certificates of our identity by family keys */
+  for (int i = 0; i < d->n; i++) {
+    it = &d->items[i];
+    if (!kw_is(it, "family-cert"))
+      continue;
+    uint8_t fk[32];
+    if (inf.n_family_certs == 8) {
+      why = "more than 8 family-cert lines";
+      goto bad;
+    }
+    if (!obj_is(it, "FAMILY CERT") || it->argslen ||
+        !(buf = obj_decode(it, &n))) {
+      why = "bad family-cert object";
+      goto bad;
+    }
+    if (family_keys_check_cert(buf, n, inf.ed_identity, now, fk, &why) < 0) {
+      msg = errf("family-cert: %s", why);
+      goto bad;
+    }
+    PC_FREE(buf);
+    memcpy(inf.family_keys[inf.n_family_certs++], fk, 32);
   }
 
   /* onion-key-crosscert */

@@ -29,6 +29,7 @@
  *   onion-key-crosscert + CROSSCERT
  *   ntor-onion-key-crosscert SIGN + ED25519 CERT
  *   family ...                            (when given)
+ *   family-cert + FAMILY CERT object      (one per FamilyId key)
  *   contact ...                           (when given)
  *   ntor-onion-key B64
  *   accept/reject lines
@@ -88,6 +89,11 @@ typedef struct routerdesc_config_t {
   const char *const *family;   /* normalised entries (routerdesc_family_
                                 * normalize), n_family of them */
   int n_family;
+  /* Family keys (FamilyId): one family-cert line each, certifying the
+   * ed25519 identity until the signing certificate expires (as tor);
+   * n_family_keys of them, at most FAMILY_KEYS_MAX. */
+  const ed25519_keypair_t *family_keys;
+  int n_family_keys;
   const char *const *exit_policy; /* accept/reject lines without "\n";
                                    * n_exit_policy == 0: "reject *:*" */
   int n_exit_policy;
@@ -159,6 +165,8 @@ typedef struct routerdesc_info_t {
   uint8_t ed_signing[32];
   uint8_t ntor_onion_key[32];
   time_t published;
+  int n_family_certs;          /* valid family-cert lines */
+  uint8_t family_keys[8][32];  /* their family keys (the first 8) */
 } routerdesc_info_t;
 
 /* Check a descriptor the way an authority would, from the document alone:
@@ -169,8 +177,9 @@ typedef struct routerdesc_info_t {
  * certified signing key and the RSA signature with signing-key, the
  * onion-key crosscert verifies with the TAP key over (identity digest |
  * ed25519 identity), and the ntor crosscert is a type-0A certificate of
- * the ed25519 identity signed by the key converted from the ntor key.
- * Certificates are checked for expiry at now (0: not checked). Returns 0
+ * the ed25519 identity signed by the key converted from the ntor key;
+ * each family-cert (at most 8) is a type-12 certificate of the ed25519
+ * identity signed by the family key in its extension. Certificates are checked for expiry at now (0: not checked). Returns 0
  * (filling *info when not NULL) or -1 with a newly allocated message in
  * *err. Parsing is bounded by len. */
 int routerdesc_check(const char *desc, size_t len, time_t now,

@@ -366,8 +366,8 @@ s_end(edge_stream_t *s, uint8_t reason, void *arg)
 
 /* The response is taken as it comes: nothing is ever pending, so the
  * stream SENDMEs go out every 50 cells and no XOFF is needed. */
-static const edge_stream_ops_t stream_ops = {s_data, s_end, NULL, NULL,
-                                             s_connected};
+static const edge_stream_ops_t stream_ops = {
+    .on_data = s_data, .on_end = s_end, .on_connected = s_connected};
 
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
