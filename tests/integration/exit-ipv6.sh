@@ -20,6 +20,7 @@
 #       (both fine, no preference: IPv4) -> four; 1|4 -> six; 1|2 -> six.
 #   p4: [::1] literal -> END 4 (EXITPOLICY); the name with 1|2 -> END 4;
 #       with 1|4 -> four (no IPv6 to prefer).
+# RESOLVE of the name: 127.0.0.1 and ::1 from p6, 127.0.0.1 alone from p4.
 # Then the tor authority's copies: p6's descriptor has "ipv6-policy accept
 # HPORT" (p4's has none) and the microdescriptor the authority made for p6
 # has "p6 accept HPORT". Last, a tor 0.4.9 client whose exit is p6 gets
@@ -140,6 +141,17 @@ fetch p6-name-no4 "$P6" "web.test:$hport" 3 six
 refused p4-literal "$P4" "[::1]:$hport" 1 4
 refused p4-name-no4 "$P4" "web.test:$hport" 3 4
 fetch p4-name-prefer6 "$P4" "web.test:$hport" 5 four
+# RESOLVE: AAAA answers only from the IPv6 exit, as tor.
+resolve() { # NAME EXIT: the addresses of the RESOLVED answer, sorted
+    "$CIRCTEST" --timeout 60 --nodes "$nodes" --resolve web.test \
+        relay1 relay2 "$2" 2> "$net/$1.err" ||
+        it_fail "$1: RESOLVE failed: $(tail -3 "$net/$1.err")"
+    grep -o 'resolved .*' "$net/$1.err" | cut -d' ' -f2 | sort | tr '\n' ' '
+}
+r6=$(resolve p6-resolve "$P6") r4=$(resolve p4-resolve "$P4")
+[ "$r6" = "127.0.0.1 ::1 " ] || it_fail "p6 resolves web.test to '$r6'"
+[ "$r4" = "127.0.0.1 " ] || it_fail "p4 (IPv6Exit 0) resolves web.test to '$r4'"
+it_log "RESOLVE web.test: p6 '$r6', p4 '$r4'"
 
 # The authority's copy of each descriptor.
 desc_of() { # NICK

@@ -12,6 +12,8 @@
  *                  [--timeout SEC] [--nodes FILE] [-v] HOP [HOP ...]
  *   --begin: open an exit stream (RELAY_BEGIN) to HOST:PORT at the last
  *            hop instead of a directory stream, and GET PATH over it.
+ *   --resolve NAME: ask the last hop to resolve NAME (RELAY_RESOLVE) and
+ *            print each address of its RESOLVED answer ("resolved A").
  *   --begin-flags N: the BEGIN's FLAGS (tor-spec 6.2: 1 IPv6 ok, 2 IPv4
  *            not ok, 4 IPv6 preferred); without it the BEGIN has none.
  *            The address in the CONNECTED cell is printed.
@@ -74,6 +76,7 @@ static struct {
   const char *out_path;
   const char *begin_target;
   long begin_flags; /* -1: no FLAGS in the BEGIN */
+  const char *resolve_name;
   size_t max_response;
   int n_hops;
   int connected;
@@ -102,7 +105,7 @@ usage(void)
   fprintf(stderr,
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
           "                      [--out FILE] [--begin HOST:PORT] [--begin-flags N]\n"
-          "                      [--max-bytes N]\n"
+          "                      [--resolve NAME] [--max-bytes N]\n"
           "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      HOP [HOP ...]\n"
@@ -366,8 +369,35 @@ s_end(edge_stream_t *s, uint8_t reason, void *arg)
 
 /* The response is taken as it comes: nothing is ever pending, so the
  * stream SENDMEs go out every 50 cells and no XOFF is needed. */
+/* RESOLVED (tor-spec 6.4): TYPE LEN VALUE TTL, repeated. */
+static void
+s_resolved(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)arg;
+  T.stream = NULL; /* freed after this returns */
+  int n = 0;
+  for (size_t i = 0; i + 2 <= len;) {
+    uint8_t type = body[i], alen = body[i + 1];
+    if (i + 2 + alen + 4 > len)
+      break;
+    char a[64] = "";
+    if (type == 4 && alen == 4)
+      inet_ntop(AF_INET, body + i + 2, a, sizeof(a));
+    else if (type == 6 && alen == 16)
+      inet_ntop(AF_INET6, body + i + 2, a, sizeof(a));
+    if (*a) {
+      fprintf(stderr, "pctor-circtest: resolved %s\n", a);
+      n++;
+    }
+    i += 2 + (size_t)alen + 4;
+  }
+  finish(n > 0, n > 0 ? NULL : "RESOLVED without an address");
+}
+
 static const edge_stream_ops_t stream_ops = {
-    .on_data = s_data, .on_end = s_end, .on_connected = s_connected};
+    .on_data = s_data, .on_end = s_end, .on_connected = s_connected,
+    .on_resolved = s_resolved};
 
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
@@ -387,6 +417,16 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     }
     fprintf(stderr, "pctor-circtest: asked hop %d to measure the circuit\n",
             T.mm_hop[i]);
+  }
+  if (T.resolve_name) {
+    T.circ = circ;
+    T.edge = edge_new(&end_ops, NULL, T.loop);
+    T.stream = edge_stream_new(T.edge, STREAM_ID, &stream_ops, NULL);
+    if (edge_stream_send_msg(T.stream, RELAY_COMMAND_RESOLVE,
+                             (const uint8_t *)T.resolve_name,
+                             (uint16_t)strlen(T.resolve_name) + 1) < 0)
+      finish(0, "could not send RESOLVE");
+    return;
   }
   if (!T.get_path) {
     finish(1, NULL);
@@ -525,6 +565,9 @@ main(int argc, char **argv)
       timeout = atof(argv[++i]);
     else if (!strcmp(a, "--begin") && i + 1 < argc)
       T.begin_target = argv[++i];
+    else if (!strcmp(a, "--resolve") && i + 1 < argc &&
+             strlen(argv[i + 1]) < 256)
+      T.resolve_name = argv[++i];
     else if (!strcmp(a, "--begin-flags") && i + 1 < argc)
       T.begin_flags = strtol(argv[++i], NULL, 0);
     else if (!strcmp(a, "--max-bytes") && i + 1 < argc)
