@@ -34,7 +34,9 @@
 #   - soft hibernation alone (SETCONF AccountingMax to put the count between
 #     the soft and hard limits): state "soft" with bytes left, a SOFT event,
 #     and a CREATE on p2's already open connection to p1 answered with
-#     DESTROY (p1 logs the refusal as hibernating).
+#     DESTROY (p1 logs the refusal as hibernating); as tor, the DirPort no
+#     longer accepts connections but answers a request on one it accepted
+#     before.
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -76,7 +78,7 @@ d1=$(cat "$net/p1.dir")
 it_wait_port 127.0.0.1 "$cport" 10 || it_fail "p1 does not listen on its ControlPort"
 it_wait_port 127.0.0.1 "$dport" 10 || it_fail "p1 does not listen on its DirPort"
 hop() { echo "pctor:$(cat "$net/$1.dir")/data@127.0.0.1:$(cat "$net/$1.port")"; }
-export D1=$d1 CPORT=$cport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
+export D1=$d1 CPORT=$cport DPORT=$dport FP1=$(awk '{print $2}' "$d1/data/fingerprint")
 # p1's controller for the Python checks below ("from p1ctl import ...";
 # p1py runs a check from stdin with it on the path): c, connected and
 # authenticated, and seen, the HIBERNATION_STATUS values of the
@@ -320,6 +322,9 @@ for _ in range(20):  # counted once a second
     time.sleep(0.5)
 assert used > 500000, used
 limit = used * 100 // 96   # used is 96%: past the soft limit (95%), not the hard
+import socket
+dir_conn = socket.create_connection(("127.0.0.1", int(os.environ["DPORT"])))
+dir_conn.sendall(b"GET /tor/server/authority HTTP/1.0\r\n")  # half of it
 c.set_conf("AccountingMax", "%d bytes" % limit)
 deadline = time.time() + 20
 while time.time() < deadline and c.get_info("accounting/hibernating") != "soft":
@@ -331,6 +336,23 @@ assert state == "soft", state
 assert min(left) > 0, left
 wait_seen("SOFT", 0.3)
 assert seen == ["SOFT"], seen
+try:
+    socket.create_connection(("127.0.0.1", int(os.environ["DPORT"])), 2).close()
+    raise AssertionError("the DirPort still accepts connections while soft")
+except ConnectionRefusedError:
+    pass
+dir_conn.sendall(b"\r\n")
+answer = b""
+dir_conn.settimeout(10)
+while True:
+    b = dir_conn.recv(65536)
+    if not b:
+        break
+    answer += b
+assert answer.startswith(b"HTTP/1.0 200"), answer[:60]
+assert b"\nrouter p1 " in answer, answer[:200]
+print("DirPort: a request begun before soft hibernation answered,", len(answer),
+      "bytes")
 EOF
 if "$CIRCTEST" --timeout 20 --nodes "$nodes" "$(hop p2)" "$(hop p1)" > "$net/circ6.out" 2>&1; then
     it_fail "p1 in soft hibernation accepted a new circuit"

@@ -248,17 +248,20 @@ it_http_server() {
     it_wait_port 127.0.0.1 "$port" 20 || it_fail "http server on port $port does not listen"
 }
 
-# it_start_pctor NET NICK relay|client EXTRA-TORRC-LINES: start a pctor in
-# the private network NET (started with it_privnet_start) with an ORPort
-# (relay) or a SocksPort (client) on a reserved port, TestingTorNetwork and
-# the network's DirAuthority lines, logging at info to its info.log.
+# it_start_pctor NET NICK relay|client|ports EXTRA-TORRC-LINES: start a
+# pctor in the private network NET (started with it_privnet_start) with an
+# ORPort (relay) or a SocksPort (client) on a reserved port, or with the
+# ports EXTRA-TORRC-LINES give (ports: "@PORT@" there is the reserved port;
+# one of them must listen on 127.0.0.1:@PORT@), TestingTorNetwork and the
+# network's DirAuthority lines, logging at info to its info.log.
 # Writes NET/NICK.dir and NET/NICK.port; relays are added to NET/nodes.txt.
 it_start_pctor() {
     local net=$1 nick=$2 kind=$3 extra=$4 node port d portline
     read -r node port _ _ < <(it_privnet reserve "$net" --role pctor --nickname "$nick")
     d=$net/$node
     portline="ORPort 127.0.0.1:$port"
-    [ "$kind" = relay ] || portline="SocksPort 127.0.0.1:$port"
+    [ "$kind" = client ] && portline="SocksPort 127.0.0.1:$port"
+    [ "$kind" = ports ] && portline=
     cat > "$d/torrc" <<EOF
 DataDirectory $d/data
 $portline
@@ -266,7 +269,7 @@ Nickname $nick
 Log info file $d/info.log
 TestingTorNetwork 1
 $(cat "$net/dirauth.torrc")
-$extra
+${extra//@PORT@/$port}
 EOF
     "${PCTOR:?}" -f "$d/torrc" > "$d/stderr" 2>&1 &
     echo $! > "$d/pid"
@@ -391,6 +394,37 @@ it_pctor_node_line() {
     echo "$nick $(cat "$pdir/orport") 0 $(awk '{ print $2 }' "$pdir/data/fingerprint")" \
          "$(awk '{ print $2 }' "$pdir/data/fingerprint-ed25519")" \
          "$(tail -c 32 "$pdir/data/keys/secret_onion_key_ntor" | base64 -w0 | tr -d '=') pctor"
+}
+
+# it_selftest_unconfirmed NICK DIR ADDRPORT AUTH-DIRPORT: the pctor relay
+# NICK (directory DIR, AssumeReachable 0) warns within 60 s that it cannot
+# confirm its ORPort ADDRPORT, never says that one is reachable, never
+# uploads, and the authority at 127.0.0.1:AUTH-DIRPORT has no descriptor
+# of it; otherwise fail. Sets warn to the warning's text.
+it_selftest_unconfirmed() {
+    local nick=$1 dir=$2 ap=$3 adp=$4 code fp
+    warn="Your server has not managed to confirm reachability for its ORPort(s) at $ap."
+    it_wait_until 60 grep -qF "$warn" "$dir/info.log" ||
+        { tail -20 "$dir/info.log" >&2; it_fail "$nick did not warn that $ap is unreachable"; }
+    grep -qF "Self-testing indicates your ORPort $ap " "$dir/info.log" &&
+        it_fail "$nick claims its bad ORPort $ap is reachable"
+    grep -q "Uploaded descriptor to \|Could not upload our descriptor" "$dir/info.log" &&
+        it_fail "$nick uploaded a descriptor although $ap was not confirmed"
+    fp=$(awk '{print $2}' "$dir/data/fingerprint")
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        "http://127.0.0.1:$adp/tor/server/fp/$fp")
+    [ "$code" = 404 ] || it_fail "the authority has $nick's descriptor (HTTP $code)"
+}
+
+# it_tor_client NET TORRC-FILE: start a tor client in the network NET
+# (pctor-privnet add-client) with TORRC-FILE's lines added, and wait until
+# it has bootstrapped, or fail. Sets cnode (its node) and sport (its
+# SocksPort).
+it_tor_client() {
+    read -r cnode sport _ < <(it_privnet add-client "$1" --torrc-extra "$2" --owner-pid $$) ||
+        it_fail "could not start the tor client"
+    it_run "$PRIVNET" wait-client "$1" "$cnode" --timeout 120 ||
+        it_fail "the tor client did not bootstrap"
 }
 
 # it_usr1_line NET NICK TEXT WHAT: send the pctor NICK (it_start_pctor) a

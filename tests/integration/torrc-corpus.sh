@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # torrc-corpus.sh -- realistic operator torrcs (tests/data/torrcs: guard,
-# exit, exit with tor's reduced policy, family, accounting, dual stack, an
+# exit, exit with tor's reduced policy, family, accounting, dual stack,
+# dual-stack exit (IPv6Exit), an
 # older guide's DirPort and ControlPort, Debian's defaults file with a
 # torrc.d directory) that tor 0.4.9's --verify-config accepts. pctor's
 # --verify-config must accept each one, or refuse it with exactly one line
@@ -65,6 +66,7 @@ want exit.torrc accepted
 want family.torrc accepted
 want family-keys.torrc accepted
 want dual-stack.torrc accepted
+want exit-ipv6.torrc accepted
 want debian.torrc accepted
 want exit-reduced.torrc accepted
 want accounting.torrc accepted
@@ -92,6 +94,8 @@ has exit.torrc "BandwidthRate 6553600" --defaults-torrc /nonexistent
 has exit-reduced.torrc "ReducedExitPolicy 1" --defaults-torrc /nonexistent
 has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
 has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
+has exit-ipv6.torrc "IPv6Exit 1" --defaults-torrc /nonexistent
+has exit-ipv6.torrc "AssumeReachableIPv6 1" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
 has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent

@@ -574,7 +574,7 @@ exit_setup(void)
   char *perr = NULL;
   test_policy = exit_policy_parse_plain(lines, 2, &perr);
   ck_assert_msg(test_policy != NULL, "policy: %s", perr ? perr : "?");
-  exit_config_t cfg = {test_policy, NULL, 1, 5};
+  exit_config_t cfg = {test_policy, NULL, 1, 5, 0};
   exit_init(T.r.loop, &cfg);
 }
 

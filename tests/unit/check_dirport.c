@@ -392,6 +392,46 @@ START_TEST(test_bind_error)
 }
 END_TEST
 
+/* Hibernation (tor): the listeners close, a connection already accepted
+ * is still answered; listening again works on the same port. */
+START_TEST(test_close_listeners_keeps_connections)
+{
+  static const char req[] = "GET " CONS_PATH " HTTP/1.0\r\n\r\n";
+  int fd = client_connect(0);
+  client_send(fd, req, 10); /* half a request */
+  run_for(50);
+  dirport_close_listeners();
+  /* No new connections. */
+  int fd2 = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sin.sin_port = htons(port.port);
+  ck_assert_int_eq(connect(fd2, (struct sockaddr *)&sin, sizeof(sin)), -1);
+  ck_assert_int_eq(errno, ECONNREFUSED);
+  close(fd2);
+  /* The open one finishes its request and gets the whole answer. */
+  client_send(fd, req + 10, sizeof(req) - 1 - 10);
+  uint8_t *a;
+  size_t n;
+  ck_assert_int_eq(client_read_all(fd, 3000, &a, &n), 1);
+  close(fd);
+  ck_assert_msg(!strncmp((char *)a, "HTTP/1.0 200", 12), "got '%.40s'",
+                (char *)a);
+  ck_assert_uint_gt(n, cons_len);
+  free(a);
+  dirport_stats_t st;
+  dirport_get_stats(&st);
+  ck_assert_uint_eq(st.n_answered, 1);
+  /* Waking up: the same port again. */
+  char *err = NULL;
+  ck_assert_msg(dirport_listen(L, &port, NULL, &err) == 0, "%s",
+                err ? err : "");
+  assert_status(req, sizeof(req) - 1, "HTTP/1.0 200");
+}
+END_TEST
+
 Suite *
 suite_dirport(void)
 {
@@ -406,6 +446,7 @@ suite_dirport(void)
   tcase_add_test(tc, test_per_address_limit);
   tcase_add_test(tc, test_front_page);
   tcase_add_test(tc, test_bind_error);
+  tcase_add_test(tc, test_close_listeners_keeps_connections);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -574,6 +574,37 @@ START_TEST(test_testing_network)
   o = parse_ok("TestingTorNetwork 1\nAssumeReachable 0\n" AUTH_LINE, 0,
                NULL);
   ck_assert_int_eq(o->assume_reachable, 0);
+  /* AssumeReachableIPv6 (tor's autobool): auto by default; 0 cannot go
+   * with AssumeReachable 1, explicit or the test network's default. */
+  ck_assert_int_eq(o->assume_reachable_ipv6, -1);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\nAssumeReachable 0\n"
+               "AssumeReachableIPv6 0\n" AUTH_LINE, 0, NULL);
+  ck_assert_int_eq(o->assume_reachable_ipv6, 0);
+  options_free(o);
+  o = parse_ok("AssumeReachableIPv6 1\n", 0, NULL);
+  ck_assert_int_eq(o->assume_reachable_ipv6, 1);
+  ck_assert_int_eq(o->assume_reachable, 0);
+  options_free(o);
+  char *e6 = parse_bad("AssumeReachable 1\nAssumeReachableIPv6 0\n", 0,
+                       NULL);
+  assert_has(e6, "Cannot set AssumeReachable 1 and AssumeReachableIPv6 0");
+  free(e6);
+  e6 = parse_bad("TestingTorNetwork 1\nAssumeReachableIPv6 0\n" AUTH_LINE, 0,
+                 NULL);
+  assert_has(e6, "the default with TestingTorNetwork 1");
+  free(e6);
+  /* IPv6Exit: a boolean; 1 makes ExitRelay auto an exit, as tor. */
+  o = parse_ok("ORPort 9001\nIPv6Exit 1\n", 0, NULL);
+  ck_assert_int_eq(o->ipv6_exit, 1);
+  ck_assert_int_eq(o->is_exit, 1);
+  options_free(o);
+  o = parse_ok("ORPort 9001\nIPv6Exit 1\nExitRelay 0\n", 0, NULL);
+  ck_assert_int_eq(o->is_exit, 0);
+  options_free(o);
+  o = parse_ok("ORPort 9001\n", 0, NULL);
+  ck_assert_int_eq(o->ipv6_exit, 0);
+  ck_assert_int_eq(o->is_exit, 0);
   options_free(o);
   o = parse_ok("ExtendAllowPrivateAddresses 1\n", 0, NULL);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
@@ -1262,7 +1293,7 @@ START_TEST(test_tor_option_names)
   assert_has(err, "DoSStreamCreationDefenseType");
   free(err);
   /* A tor option set to what pctor does anyway is accepted. */
-  options_t *o = parse_ok("DirPort 0\nIPv6Exit 0\nDirReqStatistics 0\n"
+  options_t *o = parse_ok("DirPort 0\nDirReqStatistics 0\n"
                           "HardwareAccel 1\nKeyDirectoryGroupReadable auto\n"
                           "ServerDNSAllowBrokenConfig 0\n",
                           0, NULL);

@@ -778,7 +778,27 @@ START_TEST(test_policy_and_family)
   ck_assert_ptr_nonnull(strstr(d, "\naccept *:443\nreject *:25\n"
                                   "reject *:*\nrouter-sig-ed25519 "));
   ck_assert_int_eq(routerdesc_check(d, strlen(d), now, NULL, &err), 0);
+  ck_assert_ptr_null(strstr(d, "ipv6-policy"));
   free(d);
+  /* IPv6Exit 1: the IPv6 summary follows the IPv4 lines, as tor writes
+   * it; a malformed summary is refused. */
+  rc.ipv6_policy = "accept 80,443,1000-2000";
+  d = routerdesc_build(k, &rc, &err);
+  ck_assert_msg(d != NULL, "%s", err ? err : "");
+  ck_assert_ptr_nonnull(strstr(d, "\nreject *:*\nipv6-policy accept "
+                                  "80,443,1000-2000\nrouter-sig-ed25519 "));
+  ck_assert_int_eq(routerdesc_check(d, strlen(d), now, NULL, &err), 0);
+  free(d);
+  static const char *const bad6[] = {
+      "accept", "accept ", "allow 80", "accept 80,", "accept *",
+      "reject 0", "accept 80\nrouter x", "accept 2-1", "accept 80,,443"};
+  for (size_t i = 0; i < sizeof(bad6) / sizeof(bad6[0]); i++) {
+    rc.ipv6_policy = bad6[i];
+    ck_assert_msg(!routerdesc_build(k, &rc, &err), "%s", bad6[i]);
+    ck_assert_ptr_nonnull(strstr(err, "ipv6-policy"));
+    PC_FREE(err);
+  }
+  rc.ipv6_policy = NULL;
   /* A family entry that is not normalised, or a bad policy line. */
   static const char *const fam_bad[] = { "$aaaa" };
   rc.family = fam_bad;

@@ -68,6 +68,8 @@ static struct {
   uint8_t sendme_digest[MAX_SENDMES][20];
   int n_connected, n_end, n_data;
   uint8_t end_reason;
+  uint8_t connected_body[32]; /* the last CONNECTED's body */
+  size_t connected_len;
   /* client side: digests of our every 100th DATA cell */
   uint8_t sent_digest[MAX_SENDMES][20];
   int n_data_sent;
@@ -129,6 +131,8 @@ cb_relay(origin_circuit_t *c, int hop, uint8_t cmd, uint16_t stream_id,
     break;
   case RELAY_COMMAND_CONNECTED:
     T.n_connected++;
+    T.connected_len = len < sizeof(T.connected_body) ? len : 0;
+    memcpy(T.connected_body, body, T.connected_len);
     break;
   case RELAY_COMMAND_END:
     T.n_end++;
@@ -841,12 +845,159 @@ START_TEST(test_exit_stream_limits)
 }
 END_TEST
 
+/* ---- IPv6Exit and BEGIN flags ---- */
+
+/* exit_pick_answer: tor's choice between a name's IPv4 and IPv6 addresses
+ * (answers as dns_resolve() merges them: IPv4 first). */
+START_TEST(test_exit_pick_answer)
+{
+  const char *lines[] = {"accept 127.0.0.1:*", "accept6 [::1]:*",
+                         "accept 10.0.0.1:80", "reject *:*"};
+  char *err = NULL;
+  exit_policy_t *p = exit_policy_parse_plain(lines, 4, &err);
+  ck_assert_msg(p != NULL, "policy: %s", err ? err : "?");
+  dns_answer_t both[3], v4only[1], v6only[1], rej4[2];
+  memset(both, 0, sizeof(both));
+  ck_assert_int_eq(pc_addr_parse(&both[0].addr, "192.0.2.7:0"), 0);
+  ck_assert_int_eq(pc_addr_parse(&both[1].addr, "127.0.0.1:0"), 0);
+  ck_assert_int_eq(pc_addr_parse(&both[2].addr, "[::1]:0"), 0);
+  v4only[0] = both[1];
+  v6only[0] = both[2];
+  rej4[0] = both[0]; /* an IPv4 address the policy rejects */
+  rej4[1] = both[2];
+  const uint32_t OK6 = RELAY_BEGIN_FLAG_IPV6_OK,
+                 NO4 = RELAY_BEGIN_FLAG_IPV4_NOT_OK,
+                 PREF6 = RELAY_BEGIN_FLAG_IPV6_PREFERRED;
+  /* No flags: IPv4, and within it the address the policy accepts. */
+  ck_assert_int_eq(exit_pick_answer(p, 1, 0, both, 3, 80), 1);
+  /* IPv6 acceptable: both allowed by the policy, IPv4 preferred... */
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6, both, 3, 80), 1);
+  /* ...unless IPv6 is preferred. */
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6 | PREF6, both, 3, 80), 2);
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6 | NO4, both, 3, 80), 2);
+  /* Without IPv6Exit IPv6 is never acceptable. */
+  ck_assert_int_eq(exit_pick_answer(p, 0, OK6 | PREF6, v4only, 1, 80), 0);
+  ck_assert_int_eq(exit_pick_answer(p, 0, OK6, both, 3, 80), 1);
+  /* The policy decides between two acceptable families: IPv4 rejected,
+   * IPv6 accepted -> IPv6 even without a preference. */
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6, rej4, 2, 443), 1);
+  /* Only one family resolved. */
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6 | PREF6, v4only, 1, 80), 0);
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6, v6only, 1, 80), 0);
+  /* Nothing acceptable: the preferred family anyway (tor: IPv4 under
+   * IPV4_NOT_OK when the name has no IPv6 address), or none. */
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6 | NO4, v4only, 1, 80), 0);
+  ck_assert_int_eq(exit_pick_answer(p, 1, 0, v6only, 1, 80), -1);
+  ck_assert_int_eq(exit_pick_answer(p, 1, OK6 | NO4 | PREF6, v4only, 1, 80),
+                   -1);
+  exit_policy_free(p);
+}
+END_TEST
+
+/* A destination listener on [::1] (the exit tests' other one is on
+ * 127.0.0.1). */
+static listener_t *
+v6_listener(void)
+{
+  pc_addr_t any6;
+  ck_assert_int_eq(pc_addr_parse(&any6, "[::1]:0"), 0);
+  listener_t *l = listener_new(T.r.loop, &any6, dst_accept, NULL, NULL);
+  ck_assert_msg(l != NULL, "cannot listen on [::1]");
+  return l;
+}
+
+/* BEGIN to TARGET with FLAGS (the four bytes after the NUL); 0 for
+ * CONNECTED, else the END reason. */
+static int
+begin_flags(uint16_t id, const char *target, uint32_t flags)
+{
+  int c0 = T.n_connected, e0 = T.n_end;
+  uint8_t body[128];
+  size_t n = strlen(target) + 1;
+  memcpy(body, target, n);
+  set_u32(body + n, flags);
+  client_send(RELAY_COMMAND_BEGIN, id, body, (uint16_t)(n + 4));
+  for (int k = 0; k < 100 && T.n_connected == c0 && T.n_end == e0; k++)
+    run_loop_for(100000);
+  ck_assert_int_eq((T.n_connected - c0) + (T.n_end - e0), 1);
+  return T.n_end > e0 ? T.end_reason : 0;
+}
+
+/* IPv6Exit 0 and 1 at a real exit, with IP literals: tor's refusals
+ * (IPv4 refused by the flags, an IPv6 destination without IPv6Exit), the
+ * IPv6 connection and its CONNECTED body (tor-spec 6.2: four zero bytes,
+ * type 6, the address, the TTL). */
+START_TEST(test_exit_ipv6_begin)
+{
+  build_circuit();
+  start_exit(0);
+  exit_policy_free(T.policy);
+  const char *lines[] = {"accept 127.0.0.1:*", "accept6 [::1]:*",
+                         "reject *:*"};
+  char *err = NULL;
+  T.policy = exit_policy_parse_plain(lines, 3, &err);
+  ck_assert_msg(T.policy != NULL, "policy: %s", err ? err : "?");
+  exit_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.policy = T.policy;
+  exit_configure(&cfg);
+  listener_t *l6 = v6_listener();
+  char t4[64], t6[64];
+  snprintf(t4, sizeof(t4), "127.0.0.1:%u",
+           (unsigned)listener_addr(T.listener)->port);
+  snprintf(t6, sizeof(t6), "[::1]:%u", (unsigned)listener_addr(l6)->port);
+  exit_stats_t st0, st;
+  exit_get_stats(&st0);
+  /* IPv6Exit 0: the IPv6 destination is refused although the policy
+   * accepts it; IPv4 refused by the flags: nothing to offer. */
+  ck_assert_int_eq(begin_flags(20, t6, RELAY_BEGIN_FLAG_IPV6_OK),
+                   END_STREAM_REASON_EXITPOLICY);
+  ck_assert_int_eq(begin_flags(21, t4, RELAY_BEGIN_FLAG_IPV4_NOT_OK |
+                                           RELAY_BEGIN_FLAG_IPV6_OK),
+                   END_STREAM_REASON_EXITPOLICY);
+  /* An IPv4 literal with IPv6 preferred: used as given. */
+  ck_assert_int_eq(begin_flags(22, t4, RELAY_BEGIN_FLAG_IPV6_OK |
+                                           RELAY_BEGIN_FLAG_IPV6_PREFERRED),
+                   0);
+  ck_assert_uint_eq(T.connected_len, 8);
+  exit_get_stats(&st);
+  ck_assert_uint_eq(st.n_refused_policy - st0.n_refused_policy, 2);
+  /* IPv6Exit 1: the IPv6 destination is reached; as tor, an IP literal is
+   * used whatever the flags say (none here). */
+  cfg.ipv6_exit = 1;
+  exit_configure(&cfg);
+  ck_assert_int_eq(begin_flags(23, t6, 0), 0);
+  ck_assert_uint_eq(T.connected_len, 25);
+  static const uint8_t zero4[4];
+  ck_assert(!memcmp(T.connected_body, zero4, 4));
+  ck_assert_uint_eq(T.connected_body[4], 6);
+  pc_addr_t loop6;
+  ck_assert_int_eq(pc_addr_parse(&loop6, "[::1]:0"), 0);
+  ck_assert(!memcmp(T.connected_body + 5, loop6.addr, 16));
+  ck_assert_uint_gt(get_u32(T.connected_body + 21), 0);
+  /* IPv4 refused by the flags is fine now that IPv6 can be offered. */
+  ck_assert_int_eq(begin_flags(24, t6, RELAY_BEGIN_FLAG_IPV4_NOT_OK |
+                                           RELAY_BEGIN_FLAG_IPV6_OK),
+                   0);
+  /* The policy still decides: another IPv6 address is rejected. */
+  ck_assert_int_eq(begin_flags(25, "[2001:db8::1]:80",
+                               RELAY_BEGIN_FLAG_IPV6_OK),
+                   END_STREAM_REASON_EXITPOLICY);
+  for (int k = 0; k < 20 && T.n_more_dst + (T.dst != NULL) < 3; k++)
+    run_loop_for(50000);
+  ck_assert_int_eq(T.n_more_dst + (T.dst != NULL), 3);
+  ck_assert_int_eq(T.closed, 0);
+  listener_free(l6);
+}
+END_TEST
+
 Suite *
 suite_stream(void)
 {
   Suite *s = suite_create("stream");
   TCase *tr = tcase_create("half_records");
   tcase_add_test(tr, test_half_records);
+  tcase_add_test(tr, test_exit_pick_answer);
   suite_add_tcase(s, tr);
   TCase *tc = tcase_create("half_closed");
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -863,6 +1014,7 @@ suite_stream(void)
   tcase_add_test(te, test_exit_refuse_unknown);
   tcase_add_loop_test(te, test_exit_xoff_ignored_flood_bounded, 0, 2);
   tcase_add_test(te, test_exit_stream_limits);
+  tcase_add_test(te, test_exit_ipv6_begin);
   suite_add_tcase(s, te);
   return s;
 }

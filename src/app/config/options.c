@@ -989,9 +989,33 @@ static const conf_var_t app_vars[] = {
    "again while it lasts. If 1, the descriptor is uploaded at once. "
    "Unlike tor 0.4.4 and later, TestingTorNetwork 1 makes 1 the "
    "default, so private test networks publish at once; set "
-   "AssumeReachable 0 explicitly to test there. The DirPort and IPv6 "
-   "ORPorts are not tested (tor 0.4.9 does not test a DirPort either).",
+   "AssumeReachable 0 explicitly to test there. An advertised IPv6 "
+   "ORPort is tested the same way (see AssumeReachableIPv6); the "
+   "DirPort is not (tor 0.4.9 does not test a DirPort either).",
    NULL},
+  {"AssumeReachableIPv6", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
+   1, 0, 0, OFF(assume_reachable_ipv6),
+   "As tor: if 1, the advertised IPv6 ORPort is not tested and the "
+   "descriptor is uploaded once the IPv4 ORPort is found reachable. If 0 "
+   "or auto (which follows AssumeReachable), a relay that tests its IPv4 "
+   "ORPort also tests its IPv6 ORPort -- a circuit back to itself at that "
+   "IPv6 address and port whose last extension comes from a relay of the "
+   "consensus with an IPv6 ORPort and the Relay=3 protocol -- and "
+   "uploads only when both were reached, unless the consensus parameter "
+   "assume-reachable-ipv6 (or assume-reachable) is 1. AssumeReachable 1 "
+   "(also the default with TestingTorNetwork 1) with AssumeReachableIPv6 "
+   "0 is refused, as in tor.", NULL},
+  {"IPv6Exit", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(ipv6_exit),
+   "As tor: if 1, an exit also connects to IPv6 destinations: names are "
+   "resolved to IPv6 (AAAA) as well as IPv4 addresses, the address a "
+   "stream gets follows the client's BEGIN flags (IPv6 acceptable, IPv6 "
+   "preferred, IPv4 not acceptable) and the exit policy, and the "
+   "descriptor carries the \"ipv6-policy\" summary of the IPv6 rules. "
+   "If 0 (the default), the exit policy starts with \"reject *6:*\", "
+   "names resolve to IPv4 only, and a BEGIN that does not accept IPv4 is "
+   "refused (END reason EXITPOLICY). As in tor, IPv6Exit 1 with ExitRelay "
+   "auto makes the relay an exit.", NULL},
   {"ExitRelay", CONF_TYPE_AUTOBOOL, "0|1|auto", "auto", "auto",
    1, 0, 0, OFF(exit_relay),
    "auto (tor's default) is 1 when there is an ExitPolicy line and 0 "
@@ -1536,7 +1560,6 @@ static const struct {
   {"Control*", "pctor's control port is set up with ControlPort, "
    "ControlSocket (and its flags), CookieAuthentication, CookieAuthFile "
    "and HashedControlPassword only"},
-  {"IPv6Exit", "pctor exits connect over IPv4 only"},
   {"HiddenService*", "pctor has no onion services"},
   {"HSLayer*", "pctor has no onion services"},
   {"BridgeRelay", "pctor cannot run as a bridge"},
@@ -1563,7 +1586,6 @@ static const struct {
 static const struct {
   const char *name, *value;
 } tor_same_behaviour[] = {
-  {"IPv6Exit", "0"},
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},
   {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
@@ -1758,6 +1780,16 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     o->extend_allow_private_addresses = o->testing_tor_network;
   if (!options_is_set(o, "AssumeReachable"))
     o->assume_reachable = o->testing_tor_network;
+  if (o->assume_reachable && o->assume_reachable_ipv6 == 0) {
+    *err_out = pc_strdup(
+        options_is_set(o, "AssumeReachable")
+            ? "Cannot set AssumeReachable 1 and AssumeReachableIPv6 0. "
+              "Failing."
+            : "Cannot set AssumeReachableIPv6 0 while AssumeReachable is 1 "
+              "(the default with TestingTorNetwork 1); set AssumeReachable "
+              "0 too. Failing.");
+    return -1;
+  }
 
   /* OutboundBindAddress*: one address per family each, as tor. */
   static const char *const outbound_names[3] = {
@@ -1782,11 +1814,12 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
   /* ExitRelay auto (tor): an exit exactly when ExitPolicy or
    * ReducedExitPolicy is set. */
   o->is_exit = exit_policy_want_exit(
-      o->exit_relay, o->exit_policy.n + (o->reduced_exit_policy != 0), 0);
+      o->exit_relay, o->exit_policy.n + (o->reduced_exit_policy != 0),
+      o->ipv6_exit);
   if (o->exit_relay < 0) {
     if (o->is_exit && o->or_ports.n > 0)
       log_notice("ExitRelay is auto and an ExitPolicy (or "
-                 "ReducedExitPolicy) is set, so this "
+                 "ReducedExitPolicy, or IPv6Exit 1) is set, so this "
                  "relay is an exit (as in tor). Set ExitRelay 0 if you did "
                  "not want that.");
   }

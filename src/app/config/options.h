@@ -107,6 +107,8 @@ typedef struct options_t {
   int avoid_disk_writes;         /* AvoidDiskWrites: state saved 6x rarer */
   int conn_limit;                /* ConnLimit: fewest descriptors needed */
   int assume_reachable;          /* AssumeReachable: 0 or 1 */
+  int assume_reachable_ipv6;     /* AssumeReachableIPv6: 0, 1, -1 auto */
+  int ipv6_exit;                 /* IPv6Exit: 0 or 1 */
   int exit_relay;                /* ExitRelay: 0, 1 or -1 (auto) */
   int is_exit;                   /* derived: ExitRelay 1, or auto with an
                                   * ExitPolicy line (tor's rule) */

@@ -91,10 +91,13 @@ static struct {
   evloop_timer_t *key_timer;
   publish_t *pub;
   selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
+  selftest_t *selftest6;        /* ... of the IPv6 ORPort */
+  int hold6;                    /* the upload waits for selftest6 */
   const options_t *pub_opts;    /* what configure_publishing last used */
   exit_policy_t *exit_policy;   /* NULL unless ExitRelay 1 */
   char **exit_desc_lines;       /* its accept/reject lines */
   int n_exit_desc_lines;
+  char *exit_desc_ipv6;         /* its ipv6-policy summary, or NULL */
   dns_resolver_t *dns;
   dir_client_t *dirc;           /* the relay's own directory fetches */
   dir_client_t *dirc_other;     /* the other flavor, cached for clients */
@@ -158,6 +161,7 @@ free_exit_desc_lines(void)
     free(A.exit_desc_lines[i]);
   PC_FREE(A.exit_desc_lines);
   A.n_exit_desc_lines = 0;
+  PC_FREE(A.exit_desc_ipv6);
 }
 
 /* An info line for every relayed circuit that closes, naming its
@@ -265,12 +269,14 @@ configure_exit(const options_t *o)
   memset(&cfg, 0, sizeof(cfg));
   cfg.refuse_unknown = o->refuse_unknown_exits;
   cfg.connect_timeout = 20;
+  cfg.ipv6_exit = o->ipv6_exit;
   exit_policy_t *policy = NULL;
   if (o->is_exit) {
     exit_policy_options_t po;
     exit_policy_options_init(&po);
     po.is_exit = 1;
     po.reject_private = o->exit_policy_reject_private;
+    po.ipv6_exit = o->ipv6_exit;
     po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     po.our_addrs = o->or_ports.addrs;
@@ -311,15 +317,22 @@ configure_exit(const options_t *o)
   exit_configure(&cfg);
   exit_policy_free(A.exit_policy);
   A.exit_policy = policy;
-  /* The descriptor carries the IPv4 accept/reject lines. */
+  /* The descriptor carries the IPv4 accept/reject lines and, with
+   * IPv6Exit 1, the summary of the IPv6 rules (tor writes it only then;
+   * without IPv6Exit the policy rejects all IPv6 anyway). */
   free_exit_desc_lines();
   if (policy) {
     char *text = exit_policy_format_descriptor(policy);
     char *save = NULL;
     for (char *l = strtok_r(text, "\n", &save); l;
          l = strtok_r(NULL, "\n", &save)) {
+      if (!strncmp(l, "ipv6-policy ", 12)) {
+        if (o->ipv6_exit && !A.exit_desc_ipv6)
+          A.exit_desc_ipv6 = pc_strdup(l + 12);
+        continue;
+      }
       if (strncmp(l, "accept ", 7) && strncmp(l, "reject ", 7))
-        continue; /* ipv6-policy: pctor has no IPv6 exit yet */
+        continue;
       A.exit_desc_lines = pc_realloc(A.exit_desc_lines,
                                      sizeof(char *) *
                                          (size_t)(A.n_exit_desc_lines + 1));
@@ -327,7 +340,12 @@ configure_exit(const options_t *o)
     }
     free(text);
     char *summary = exit_policy_summarize(policy, AF_INET);
-    log_notice("Exit relay: policy summary \"%s\"", summary);
+    log_notice("Exit relay: policy summary \"%s\"%s%s%s", summary,
+               o->ipv6_exit ? ", IPv6 \"" : " (IPv6Exit 0: IPv4 only)",
+               o->ipv6_exit ? (A.exit_desc_ipv6 ? A.exit_desc_ipv6
+                                                : "reject 1-65535")
+                            : "",
+               o->ipv6_exit ? "\"" : "");
     free(summary);
   }
   return 0;
@@ -428,14 +446,15 @@ selftest_nodelist(void *arg)
   return A.dirc ? dir_client_nodelist(A.dirc) : NULL;
 }
 
-/* The self-test confirmed the ORPort: upload the descriptor now, and
- * tell controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
+/* The self-test (arg: &A.selftest or &A.selftest6) confirmed an ORPort:
+ * upload the descriptor now if nothing else holds it, and tell
+ * controllers as tor does (STATUS_SERVER REACHABILITY_SUCCEEDED). */
 static void
 selftest_reachable(void *arg)
 {
-  (void)arg;
+  selftest_t **stp = arg;
   char a[PC_ADDR_STR_LEN], *text;
-  pc_addr_fmt(selftest_address(A.selftest), a, sizeof(a), 1);
+  pc_addr_fmt(selftest_address(*stp), a, sizeof(a), 1);
   text = pc_asprintf("REACHABILITY_SUCCEEDED ORADDRESS=%s", a);
   control_event_status(CONTROL_STATUS_SERVER, "NOTICE", text);
   free(text);
@@ -443,26 +462,72 @@ selftest_reachable(void *arg)
     configure_publishing(A.pub_opts);
 }
 
-/* AssumeReachable 0: test the advertised ORPort (self, IPv4) before
- * uploading. Returns 1 while the upload must wait for the test. */
+/* Is the other ORPort's test (if any) done, or not holding the upload? */
 static int
-reachability_hold(const options_t *o, const pc_addr_t *self)
+selftest_publishable(void *arg)
+{
+  selftest_t **stp = arg;
+  if (stp == &A.selftest)
+    return !A.selftest6 || !A.hold6 || selftest_is_reachable(A.selftest6);
+  return !A.selftest || selftest_is_reachable(A.selftest);
+}
+
+static selftest_t *
+selftest_start(const options_t *o, selftest_t **stp)
+{
+  selftest_config_t sc;
+  memset(&sc, 0, sizeof(sc));
+  sc.keys = A.keys;
+  sc.testing = o->testing_tor_network;
+  sc.nodelist = selftest_nodelist;
+  sc.reachable = selftest_reachable;
+  sc.publishable = selftest_publishable;
+  sc.arg = stp;
+  return selftest_new(A.loop, &sc);
+}
+
+/* The consensus parameter name (0 or 1; 0 without a consensus). */
+static int
+consensus_flag(const char *name)
+{
+  const consensus_t *c = A.dirc ? dir_client_consensus(A.dirc) : NULL;
+  return c ? consensus_get_param(c, name, 0, 0, 1) : 0;
+}
+
+/* AssumeReachable 0: test the advertised ORPorts (self, IPv4; self6,
+ * IPv6, or AF_UNSPEC) before uploading, as tor: the IPv6 one unless
+ * AssumeReachableIPv6 is 1, and it holds the upload unless the consensus
+ * parameter assume-reachable-ipv6 (or assume-reachable) is 1. Returns 1
+ * while the upload must wait for a test. */
+static int
+reachability_hold(const options_t *o, const pc_addr_t *self,
+                  const pc_addr_t *self6)
 {
   if (o->assume_reachable) {
     selftest_free(A.selftest);
+    selftest_free(A.selftest6);
     return 0;
   }
-  if (!A.selftest) {
-    selftest_config_t sc;
-    memset(&sc, 0, sizeof(sc));
-    sc.keys = A.keys;
-    sc.testing = o->testing_tor_network;
-    sc.nodelist = selftest_nodelist;
-    sc.reachable = selftest_reachable;
-    A.selftest = selftest_new(A.loop, &sc);
-  }
+  if (!A.selftest)
+    A.selftest = selftest_start(o, &A.selftest);
   selftest_set_address(A.selftest, self);
-  return !selftest_is_reachable(A.selftest);
+  int hold = !selftest_is_reachable(A.selftest);
+  A.hold6 = 0;
+  if (self6->family != AF_INET6 || o->assume_reachable_ipv6 == 1) {
+    selftest_set_other(A.selftest, NULL);
+    selftest_free(A.selftest6);
+  } else {
+    if (!A.selftest6)
+      A.selftest6 = selftest_start(o, &A.selftest6);
+    selftest_set_address(A.selftest6, self6);
+    selftest_set_other(A.selftest, A.selftest6);
+    selftest_set_other(A.selftest6, A.selftest);
+    A.hold6 = !consensus_flag("assume-reachable") &&
+              !consensus_flag("assume-reachable-ipv6");
+    if (A.hold6 && !selftest_is_reachable(A.selftest6))
+      hold = 1;
+  }
+  return hold;
 }
 
 /* Hand the publisher the descriptor fields and authorities the options
@@ -513,6 +578,7 @@ configure_publishing(const options_t *o)
   rc.n_family = o->my_family.n;
   rc.exit_policy = (const char *const *)A.exit_desc_lines;
   rc.n_exit_policy = A.n_exit_desc_lines;
+  rc.ipv6_policy = A.exit_desc_ipv6;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
   rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
   rc.dir_port = options_dirport_advertised(o);
@@ -547,7 +613,7 @@ configure_publishing(const options_t *o)
   pp.enabled = o->publish_server_descriptor;
   pc_addr_t self = rc.address;
   self.port = rc.or_port;
-  pp.hold = reachability_hold(o, &self);
+  pp.hold = reachability_hold(o, &self, &rc.ipv6_or);
   pp.testing = o->testing_tor_network;
   pp.traffic = traffic_cb;
   pp.on_upload = upload_cb;
@@ -711,6 +777,13 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     if (A.started && dc == A.dirc) {
       apply_dos_relay_addrs(c);
       apply_dos();
+      /* The upload waits for the IPv6 self-test: the consensus may now
+       * say not to (assume-reachable-ipv6). */
+      if (A.hold6 && A.pub_opts && A.selftest6 &&
+          !selftest_is_reachable(A.selftest6) &&
+          (consensus_flag("assume-reachable") ||
+           consensus_flag("assume-reachable-ipv6")))
+        configure_publishing(A.pub_opts);
     }
     report_consensus();
   }
@@ -1302,8 +1375,8 @@ open_dirports(const options_t *opts)
 }
 
 /* ---- Accounting and hibernation (feature/hibernate): one block ----
- * Soft hibernation closes the ORPort and DirPort listeners (the DirPort's
- * connections too: dirport has no listener-only close) and refuses CREATEs
+ * Soft hibernation closes the ORPort and DirPort listeners (as tor, the
+ * DirPort connections already open are still answered) and refuses CREATEs
  * (DESTROY HIBERNATING) and BEGIN/BEGIN_DIR (END HIBERNATING), as tor;
  * hard hibernation also closes every channel;
  * waking reopens the listeners. Each change republishes the descriptor
@@ -1373,7 +1446,7 @@ hib_changed(hibernate_state_t from, hibernate_state_t to, void *arg)
   (void)arg;
   if (to != HIBERNATE_AWAKE) {
     if (from == HIBERNATE_AWAKE)
-      dirport_shutdown();
+      dirport_close_listeners();
     channels_close_listeners();
     if (to == HIBERNATE_HARD)
       channels_close_all("hibernating (AccountingMax)");
@@ -2339,6 +2412,7 @@ app_shutdown(void)
   shutdown_control(); /* ControlPort, MetricsPort: first, while the
                        * circuits they observe still exist */
   selftest_free(A.selftest); /* its test circuit, while circuits exist */
+  selftest_free(A.selftest6);
   A.pub_opts = NULL;
   if (A.started) {
     if (A.client_started)

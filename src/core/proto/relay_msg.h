@@ -68,6 +68,12 @@ enum {
   RELAY_COMMAND_XON = 44,
 };
 
+/* The FLAGS a BEGIN body may carry after its address (tor-spec 6.2; a
+ * body without them means 0). */
+#define RELAY_BEGIN_FLAG_IPV6_OK 0x1        /* an IPv6 address is fine */
+#define RELAY_BEGIN_FLAG_IPV4_NOT_OK 0x2    /* an IPv4 address is not */
+#define RELAY_BEGIN_FLAG_IPV6_PREFERRED 0x4 /* IPv6 rather than IPv4 */
+
 typedef struct relay_header_t {
   uint8_t command;
   uint16_t recognized;

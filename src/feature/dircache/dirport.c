@@ -291,6 +291,19 @@ dirport_shutdown(void)
 }
 
 void
+dirport_close_listeners(void)
+{
+  for (int i = 0; i < D.n_l; i++) {
+    char a[PC_ADDR_STR_LEN];
+    log_notice("Closing Directory listener on %s",
+               pc_addr_fmt(listener_addr(D.l[i]), a, sizeof(a), 1));
+    listener_free(D.l[i]);
+    D.l[i] = NULL;
+  }
+  D.n_l = 0;
+}
+
+void
 dirport_get_stats(dirport_stats_t *out)
 {
   *out = D.st;

@@ -46,6 +46,10 @@ int dirport_listen(evloop_t *loop, const pc_addr_t *addr, pc_addr_t *bound,
 int dirport_set_front_page(const char *path, char **err_out);
 /* Close every listener and connection; forget the front page. */
 void dirport_shutdown(void);
+/* Close the listeners only (tor's soft and hard hibernation): the
+ * connections already accepted are answered and closed as usual, each
+ * within its own timeouts. dirport_listen() opens them again. */
+void dirport_close_listeners(void);
 /* Tests: other timeouts (0 keeps the default). */
 void dirport_set_timeouts_for_testing(uint64_t request_usec,
                                       uint64_t idle_usec);

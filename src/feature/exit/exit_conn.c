@@ -2,10 +2,14 @@
 /* exit_conn.c -- exit streams (see exit_conn.h).
  *
  * Life of a stream: BEGIN -> (refusals: not an exit, first hop / unknown
- * previous hop, bad address, port 0) -> DNS if the address is a name ->
- * exit policy on the resolved address -> non-blocking connect (with a
- * timeout) -> CONNECTED carrying the address and a TTL -> DATA both ways ->
- * END. Each refusal or failure is a RELAY_END with tor's reason code.
+ * previous hop, bad address, port 0, IPv4 refused by the flags without
+ * IPv6Exit) -> DNS if the address is a name (A, and AAAA with IPv6Exit;
+ * the BEGIN's flags and the policy choose the address, as tor's
+ * exit_pick_answer) -> exit policy on the resolved address (IPv6 refused
+ * without IPv6Exit) -> non-blocking connect (with a timeout) -> CONNECTED
+ * carrying the address and a TTL -> DATA both ways -> END. Each refusal or
+ * failure is a RELAY_END with tor's reason code. An IP literal is used as
+ * given, whatever the flags say (as tor).
  *
  * Back-pressure: bytes from the destination are packaged only as far as the
  * circuit and stream windows allow; when they are closed we stop reading
@@ -64,6 +68,7 @@ typedef struct exit_conn_t {
   conn_t *conn;
   evloop_timer_t *connect_timer;
   pc_addr_t addr;
+  uint32_t begin_flags;       /* RELAY_BEGIN_FLAG_* of the BEGIN */
   unsigned connected : 1;
   unsigned eof_pending : 1;   /* destination closed; END after flushing */
   /* When the output buffer last went from empty to holding bytes: the
@@ -205,16 +210,28 @@ connect_timeout_cb(void *arg)
   exit_conn_end(ec, END_STREAM_REASON_TIMEOUT);
 }
 
+/* Whether our policy lets a stream go to addr:port; IPv6 never without
+ * IPv6Exit (whatever the policy says, as tor). */
+static int
+policy_accepts(const pc_addr_t *addr, uint16_t port)
+{
+  if (addr->family == AF_INET6 && !X.cfg.ipv6_exit)
+    return 0;
+  return exit_policy_allows(X.cfg.policy, addr, port) ==
+         EXIT_POLICY_ACCEPTED;
+}
+
 static void
 start_connect(exit_conn_t *ec)
 {
   ec->addr.port = ec->port;
-  if (exit_policy_allows(X.cfg.policy, &ec->addr, ec->port) !=
-      EXIT_POLICY_ACCEPTED) {
+  if (!policy_accepts(&ec->addr, ec->port)) {
     char a[PC_ADDR_STR_LEN];
     X.stats.n_refused_policy++;
-    log_info("Exit policy rejects %s (asked for %s)",
-             pc_addr_fmt(&ec->addr, a, sizeof(a), 1), ec->host);
+    log_info("Exit policy rejects %s (asked for %s)%s",
+             pc_addr_fmt(&ec->addr, a, sizeof(a), 1), ec->host,
+             ec->addr.family == AF_INET6 && !X.cfg.ipv6_exit
+                 ? " (IPv6 address without IPv6Exit)" : "");
     exit_conn_end(ec, END_STREAM_REASON_EXITPOLICY);
     return;
   }
@@ -257,19 +274,59 @@ dns_cb(int result, const dns_answer_t *answers, int n, void *arg)
     exit_conn_end(ec, END_STREAM_REASON_RESOLVEFAILED);
     return;
   }
-  /* Prefer an address the policy accepts. */
-  int pick = 0;
-  for (int i = 0; i < n; i++) {
-    pc_addr_t a = answers[i].addr;
-    a.port = ec->port;
-    if (exit_policy_allows(X.cfg.policy, &a, ec->port) ==
-        EXIT_POLICY_ACCEPTED) {
-      pick = i;
-      break;
-    }
+  int pick = exit_pick_answer(X.cfg.policy, X.cfg.ipv6_exit,
+                              ec->begin_flags, answers, n, ec->port);
+  if (pick < 0) {
+    X.stats.n_resolve_failed++;
+    log_info("%s has no address of the family the stream may use",
+             ec->host);
+    exit_conn_end(ec, END_STREAM_REASON_RESOLVEFAILED);
+    return;
   }
   ec->addr = answers[pick].addr;
   start_connect(ec);
+}
+
+/* The first answer of family the policy accepts for port, else the
+ * first of family; -1 if there is none. */
+static int
+first_of_family(const exit_policy_t *policy, const dns_answer_t *answers,
+                int n, int family, uint16_t port, int *accepted)
+{
+  int first = -1;
+  *accepted = 0;
+  for (int i = 0; i < n; i++) {
+    if (answers[i].addr.family != family)
+      continue;
+    if (first < 0)
+      first = i;
+    if (policy && exit_policy_allows(policy, &answers[i].addr, port) ==
+                      EXIT_POLICY_ACCEPTED) {
+      *accepted = 1;
+      return i;
+    }
+  }
+  return first;
+}
+
+int
+exit_pick_answer(const exit_policy_t *policy, int ipv6_exit, uint32_t flags,
+                 const dns_answer_t *answers, int n, uint16_t port)
+{
+  int ok4, ok6;
+  int i4 = first_of_family(policy, answers, n, AF_INET, port, &ok4);
+  int i6 = first_of_family(policy, answers, n, AF_INET6, port, &ok6);
+  int can4 = i4 >= 0 && !(flags & RELAY_BEGIN_FLAG_IPV4_NOT_OK);
+  int can6 = i6 >= 0 && (flags & RELAY_BEGIN_FLAG_IPV6_OK) && ipv6_exit;
+  int prefer6 = (flags & RELAY_BEGIN_FLAG_IPV6_PREFERRED) != 0;
+  int use4;
+  if (can4 && can6)
+    use4 = ok4 != ok6 ? ok4 : !prefer6;
+  else if (can4 || can6)
+    use4 = can4;
+  else
+    use4 = !prefer6;
+  return use4 ? i4 : i6;
 }
 
 /* ---- stream callbacks --------------------------------------------- */
@@ -399,14 +456,18 @@ refuse(or_circuit_t *circ, uint16_t stream_id, uint8_t reason,
   or_circuit_send_relay(circ, RELAY_COMMAND_END, stream_id, &reason, 1);
 }
 
-/* Split "host:port" (host may be "[v6]") from a BEGIN body. */
+/* Split "host:port" (host may be "[v6]") from a BEGIN body, and read
+ * the FLAGS that may follow its NUL (0 when there are fewer than four
+ * bytes after it). */
 static int
 parse_addrport(const uint8_t *body, size_t len, char *host, size_t hostlen,
-               uint16_t *port)
+               uint16_t *port, uint32_t *flags)
 {
   const uint8_t *nul = memchr(body, '\0', len);
   if (!nul || nul == body || (size_t)(nul - body) >= EXIT_ADDRPORT_MAX)
     return -1;
+  size_t after = len - (size_t)(nul - body) - 1;
+  *flags = after >= 4 ? get_u32(nul + 1) : 0;
   char buf[EXIT_ADDRPORT_MAX];
   memcpy(buf, body, (size_t)(nul - body) + 1);
   char *colon = strrchr(buf, ':');
@@ -552,11 +613,23 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
   exit_conn_t *ec = pc_zalloc(sizeof(*ec));
   dlist_node_init(&ec->node);
   if (parse_addrport(body, h->length, ec->host, sizeof(ec->host),
-                     &ec->port) < 0) {
+                     &ec->port, &ec->begin_flags) < 0) {
     free(ec);
     refuse(circ, h->stream_id, END_STREAM_REASON_TORPROTOCOL,
            "malformed BEGIN address");
     return 0;
+  }
+  if (!X.cfg.ipv6_exit) {
+    /* As tor: no IPv6 to prefer, and nothing for a client that will not
+     * take IPv4. */
+    ec->begin_flags &= ~(uint32_t)RELAY_BEGIN_FLAG_IPV6_PREFERRED;
+    if (ec->begin_flags & RELAY_BEGIN_FLAG_IPV4_NOT_OK) {
+      free(ec);
+      X.stats.n_refused_policy++;
+      refuse(circ, h->stream_id, END_STREAM_REASON_EXITPOLICY,
+             "the BEGIN refuses IPv4 and IPv6Exit is 0");
+      return 0;
+    }
   }
   pc_addr_t literal;
   if (stream_limits(circ, h->stream_id,
@@ -583,7 +656,10 @@ handle_begin(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
     exit_conn_end(ec, END_STREAM_REASON_RESOLVEFAILED);
     return 0;
   }
-  ec->dns_req = dns_resolve(X.cfg.dns, ec->host, DNS_WANT_IPV4, dns_cb, ec);
+  ec->dns_req = dns_resolve(X.cfg.dns, ec->host,
+                            DNS_WANT_IPV4 |
+                                (X.cfg.ipv6_exit ? DNS_WANT_IPV6 : 0),
+                            dns_cb, ec);
   return 0;
 }
 
@@ -689,8 +765,11 @@ handle_resolve(or_circuit_t *circ, const relay_header_t *h,
     ec->dns_req = dns_resolve_reverse(X.cfg.dns, &rev, resolved_cb, ec);
     return 0;
   }
+  /* IPv6 answers only from an IPv6 exit, as tor. */
   ec->dns_req = dns_resolve(X.cfg.dns, ec->host,
-                            DNS_WANT_IPV4 | DNS_WANT_IPV6, resolved_cb, ec);
+                            DNS_WANT_IPV4 |
+                                (X.cfg.ipv6_exit ? DNS_WANT_IPV6 : 0),
+                            resolved_cb, ec);
   return 0;
 }
 

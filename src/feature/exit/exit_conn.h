@@ -34,7 +34,27 @@ typedef struct exit_config_t {
   int refuse_unknown;
   /* Seconds to wait for a destination to accept the connection. */
   unsigned connect_timeout;
+  /* IPv6Exit: names are also resolved to IPv6 (AAAA) and a BEGIN's flags
+   * may give it an IPv6 address. 0: IPv4 only, as tor -- a BEGIN that
+   * refuses IPv4 gets END EXITPOLICY, IPv6 destinations are refused
+   * whatever the policy says. */
+  int ipv6_exit;
 } exit_config_t;
+
+/* Which of the addresses a name resolved to a BEGIN gets, as tor decides
+ * (answers as dns_resolve() gives them, flags the BEGIN's
+ * RELAY_BEGIN_FLAG_*): IPv4 is acceptable unless IPV4_NOT_OK, IPv6 only
+ * with IPV6_OK and ipv6_exit. With both acceptable, the family whose
+ * address the policy accepts for port, or, when it accepts both or
+ * neither, IPv6 exactly when IPV6_PREFERRED; with one acceptable, that
+ * one; with none, the preferred family anyway (tor connects to the IPv4
+ * address of a name that has no IPv6 one even under IPV4_NOT_OK). In each
+ * family the first address the policy accepts is taken, else the first.
+ * Returns the index in answers, or -1 when there is no address of the
+ * family chosen (END RESOLVEFAILED). */
+int exit_pick_answer(const exit_policy_t *policy, int ipv6_exit,
+                     uint32_t flags, const dns_answer_t *answers, int n,
+                     uint16_t port);
 
 /* Register the BEGIN and RESOLVE handlers. The policy and resolver must
  * stay valid until exit_shutdown() or the next exit_configure(). */

@@ -261,6 +261,29 @@ check_portspec(const char *s, size_t n)
   return 0;
 }
 
+/* An ipv6-policy summary (dir-spec 2.1.1, 3.8.2): "accept" or "reject",
+ * one space, then PORT or PORT-PORT items separated by commas, at most
+ * 1000 characters in all (as the summaries authorities keep). */
+static int
+ipv6_policy_check(const char *s)
+{
+  size_t n = strlen(s);
+  if (n < 8 || n > 1000 ||
+      (strncmp(s, "accept ", 7) && strncmp(s, "reject ", 7)))
+    return -1;
+  const char *p = s + 7;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (!len || (len == 1 && *p == '*') || check_portspec(p, len) < 0)
+      return -1;
+    p += len;
+    if (*p == ',' && !*++p)
+      return -1;
+  }
+  return 0;
+}
+
 int
 routerdesc_policy_line_check(const char *line, char **err)
 {
@@ -370,6 +393,12 @@ check_config(const relay_keys_t *k, const routerdesc_config_t *cfg,
   for (int i = 0; i < cfg->n_exit_policy; i++)
     if (routerdesc_policy_line_check(cfg->exit_policy[i], err) < 0)
       return -1;
+  if (cfg->ipv6_policy && ipv6_policy_check(cfg->ipv6_policy) < 0) {
+    set_err(err, errf("bad ipv6-policy summary '%s': it must be \"accept\" "
+                      "or \"reject\" and a list of ports and ranges",
+                      cfg->ipv6_policy));
+    return -1;
+  }
   if (!k->rsa_identity || !k->tap_onion_key || !k->ed_signing_cert ||
       !k->ed_signing_cert_len) {
     set_err(err, errf("the relay keys are incomplete"));
@@ -567,6 +596,8 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     if (strcmp(last + 7, "*:*"))
       sb_add(&b, "reject *:*\n");
   }
+  if (cfg->ipv6_policy)
+    sb_addf(&b, "ipv6-policy %s\n", cfg->ipv6_policy);
   if (cfg->tunnelled_dir_server)
     sb_add(&b, "tunnelled-dir-server\n");
   if (cfg->hibernating)

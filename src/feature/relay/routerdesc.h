@@ -97,6 +97,8 @@ typedef struct routerdesc_config_t {
   const char *const *exit_policy; /* accept/reject lines without "\n";
                                    * n_exit_policy == 0: "reject *:*" */
   int n_exit_policy;
+  const char *ipv6_policy;     /* "accept 80,443": an ipv6-policy line
+                                * (IPv6Exit 1); NULL: none */
   uint64_t bw_rate, bw_burst, bw_observed; /* bytes per second */
   const char *platform;        /* NULL: routerdesc_platform() */
   time_t published;

@@ -1,6 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* selftest.c -- the ORPort reachability self-test (see selftest.h).
  *
+ * IPv6: a relay asked to extend to us reuses a channel it already has with
+ * our identity, whatever its address family (tor's channel choice for
+ * extensions: a canonical channel serves any address), so a built circuit
+ * alone does not show that the IPv6 ORPort is reachable. As tor counts
+ * only CREATEs that arrive on an inbound channel of the tested family, an
+ * IPv6 attempt succeeds only if, when it is built, an open inbound IPv6
+ * channel from the relay before us exists; and that relay is chosen among
+ * those we have no channel with, when there are any, so that it must open
+ * a new connection to our IPv6 address. The IPv4 test (selftest_set_other)
+ * would give it one: while both run, the IPv6 test avoids the relays of
+ * the IPv4 attempt in progress, and the IPv4 test the IPv6 attempt's relay
+ * before us, when others are available.
+ *
  * One periodic timer drives everything: each tick (the first one second
  * after the address is set, then every interval) abandons an attempt
  * still pending from the previous tick, logs the complaint when it is due
@@ -15,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/or/channel.h"
 #include "core/proto/create.h"
 #include "feature/client/circbuild.h"
 #include "lib/crypt/rand.h"
@@ -28,6 +42,8 @@ struct selftest_t {
   int reachable;
   circbuild_t *cb;          /* the attempt in progress, or NULL */
   circbuild_t *done_cb;     /* an attempt that ended, freed by reap */
+  uint8_t hop_ids[2][20];   /* RSA identities of the attempt's two relays */
+  const selftest_t *other;  /* the other family's test, or NULL */
   evloop_timer_t *tick, *reap;
   time_t started, last_complaint;
   selftest_stats_t st;
@@ -65,6 +81,33 @@ attempt_ended(selftest_t *st, circbuild_t *cb)
   evloop_timer_schedule(st->reap, 0);
 }
 
+/* Channels with one relay: any open one, and inbound IPv6 ones. */
+typedef struct chan_seen_t {
+  const uint8_t *rsa_id;
+  int any, inbound_v6;
+} chan_seen_t;
+
+static void
+see_channel(channel_t *chan, void *arg)
+{
+  chan_seen_t *cs = arg;
+  const uint8_t *id = channel_peer_rsa_id(chan);
+  if (!id || memcmp(id, cs->rsa_id, 20) || !channel_is_open(chan))
+    return;
+  cs->any = 1;
+  if (!channel_is_outgoing(chan) &&
+      channel_peer_addr(chan)->family == AF_INET6)
+    cs->inbound_v6 = 1;
+}
+
+static chan_seen_t
+channels_with(const uint8_t *rsa_id)
+{
+  chan_seen_t cs = {rsa_id, 0, 0};
+  channels_foreach(see_channel, &cs);
+  return cs;
+}
+
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -74,11 +117,21 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   attempt_ended(st, cb);
   if (st->reachable)
     return;
+  if (st->addr.family == AF_INET6 &&
+      !channels_with(st->hop_ids[1]).inbound_v6) {
+    st->st.n_failed++;
+    log_info("Reachability test circuit built, but the relay before us "
+             "used a connection that is not an IPv6 one from it to us; "
+             "trying again in %u s", interval_secs(st));
+    return;
+  }
   st->reachable = 1;
   evloop_timer_cancel(st->tick);
+  int publish = !st->cfg.publishable || st->cfg.publishable(st->cfg.arg);
   log_notice("Self-testing indicates your ORPort %s is reachable from "
-             "the outside. Excellent. Publishing server descriptor.",
-             pc_addr_fmt(&st->addr, a, sizeof(a), 1));
+             "the outside. Excellent.%s",
+             pc_addr_fmt(&st->addr, a, sizeof(a), 1),
+             publish ? " Publishing server descriptor." : "");
   if (st->cfg.reachable)
     st->cfg.reachable(st->cfg.arg);
 }
@@ -98,31 +151,68 @@ closed_cb(circbuild_t *cb, int reason, const char *why, void *arg)
 
 static const circbuild_cbs_t cbs = {built_cb, closed_cb, NULL};
 
+/* Can nd extend a circuit to an IPv6 address? As tor asks of the hop
+ * before the tested one: an IPv6 ORPort of its own and Relay=3. */
 static int
-is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not)
+extends_over_ipv6(const dir_node_t *nd)
 {
-  return dir_node_is_usable(nd) && nd != not &&
-         memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0;
+  return nd->has_ipv6 && nd->protocols &&
+         dir_protocols_support(nd->protocols, "Relay", 3);
 }
 
-/* A usable relay from the consensus that is neither us nor not, chosen at
- * random; NULL when there is none. */
+/* Is id one of the relays of the other test's attempt in progress (its
+ * relay before us; with both, either relay)? Those will have a channel
+ * with us soon. */
+static int
+in_other_attempt(const selftest_t *st, const uint8_t *id, int both)
+{
+  const selftest_t *o = st->other;
+  if (!o || !o->cb)
+    return 0;
+  return !memcmp(o->hop_ids[1], id, 20) ||
+         (both && !memcmp(o->hop_ids[0], id, 20));
+}
+
+/* need_ipv6: 0 any relay, but preferably not the IPv6 test's relay before
+ * us; 1 the relay must extend over IPv6; 2 also without a channel with us
+ * (now or soon, through the IPv4 test). 3: any relay. */
+static int
+is_candidate(const selftest_t *st, const dir_node_t *nd, const dir_node_t *not,
+             int need_ipv6)
+{
+  return dir_node_is_usable(nd) && nd != not &&
+         memcmp(nd->rsa_id, st->cfg.keys->rsa_id_digest, 20) != 0 &&
+         (need_ipv6 != 0 || !in_other_attempt(st, nd->rsa_id, 0)) &&
+         ((need_ipv6 != 1 && need_ipv6 != 2) || extends_over_ipv6(nd)) &&
+         (need_ipv6 != 2 || (!channels_with(nd->rsa_id).any &&
+                             !in_other_attempt(st, nd->rsa_id, 1)));
+}
+
+/* A usable relay from the consensus that is neither us nor not (and see
+ * is_candidate for need_ipv6), chosen at random; NULL when there is
+ * none. */
 static const dir_node_t *
 pick_node(const selftest_t *st, const dir_nodelist_t *nl,
-          const dir_node_t *not)
+          const dir_node_t *not, int need_ipv6)
 {
   int n = 0;
   for (int i = 0; i < nl->n_nodes; i++)
-    n += is_candidate(st, &nl->nodes[i], not);
+    n += is_candidate(st, &nl->nodes[i], not, need_ipv6);
   if (!n)
     return NULL;
   uint32_t r;
   crypt_rand((uint8_t *)&r, sizeof(r));
   int k = (int)(r % (uint32_t)n);
   for (int i = 0; i < nl->n_nodes; i++)
-    if (is_candidate(st, &nl->nodes[i], not) && !k--)
+    if (is_candidate(st, &nl->nodes[i], not, need_ipv6) && !k--)
       return &nl->nodes[i];
   return NULL;
+}
+
+static const char *
+family_name(const selftest_t *st)
+{
+  return st->addr.family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
 static void
@@ -141,22 +231,32 @@ fill_target(extend_target_t *t, const dir_node_t *nd)
 
 /* Two relays, then us: a relay refuses to extend a circuit back to the
  * relay it came from, so the hop before us must not be our first hop's
- * peer (we are). */
+ * peer (we are). For an IPv6 ORPort the hop before us must be able to
+ * extend over IPv6; it is picked first. */
 static void
 attempt(selftest_t *st)
 {
   extend_target_t hops[3];
   char a[PC_ADDR_STR_LEN], b[PC_ADDR_STR_LEN];
+  int v6 = st->addr.family == AF_INET6;
   const dir_nodelist_t *nl = st->cfg.nodelist(st->cfg.arg);
-  const dir_node_t *n1 = nl ? pick_node(st, nl, NULL) : NULL;
-  const dir_node_t *n2 = n1 ? pick_node(st, nl, n1) : NULL;
-  if (!n2) {
+  const dir_node_t *n2 = nl ? pick_node(st, nl, NULL, v6 ? 2 : 0) : NULL;
+  if (nl && !n2)
+    n2 = pick_node(st, nl, NULL, v6 ? 1 : 3);
+  const dir_node_t *n1 = n2 ? pick_node(st, nl, n2, v6 ? 3 : 0) : NULL;
+  if (n2 && !n1)
+    n1 = pick_node(st, nl, n2, 3);
+  if (!n1) {
     log_info("Reachability test: the consensus does not have two other "
-             "usable relays to test through yet");
+             "usable relays to test through yet%s",
+             v6 && !n2 ? " (one with an IPv6 ORPort and Relay=3 to extend "
+                         "to our IPv6 ORPort)" : "");
     return;
   }
   fill_target(&hops[0], n1);
   fill_target(&hops[1], n2);
+  memcpy(st->hop_ids[0], n1->rsa_id, 20);
+  memcpy(st->hop_ids[1], n2->rsa_id, 20);
   extend_target_t *self = &hops[2];
   const relay_keys_t *k = st->cfg.keys;
   memset(self, 0, sizeof(*self));
@@ -167,8 +267,8 @@ attempt(selftest_t *st)
   memcpy(self->ntor_key, k->ntor_current.pub, 32);
   self->handshake = HTYPE_NTOR;
   st->st.n_attempts++;
-  log_info("Testing the reachability of our ORPort %s through %s and %s",
-           pc_addr_fmt(&st->addr, a, sizeof(a), 1),
+  log_info("Testing the reachability of our %s ORPort %s through %s and %s",
+           family_name(st), pc_addr_fmt(&st->addr, a, sizeof(a), 1),
            pc_addr_fmt(&hops[0].addr, b, sizeof(b), 1), n2->nickname);
   st->cb = circbuild_start(hops, 3, &cbs, st);
   if (!st->cb) {
@@ -238,14 +338,20 @@ selftest_set_address(selftest_t *st, const pc_addr_t *orport)
   }
   st->started = time(NULL);
   st->last_complaint = 0;
-  log_notice("Now checking whether IPv4 ORPort %s is reachable%s... (this "
+  log_notice("Now checking whether %s ORPort %s is reachable%s... (this "
              "may take up to %u minutes -- look for log messages "
              "indicating success)",
-             pc_addr_fmt(orport, a, sizeof(a), 1),
+             family_name(st), pc_addr_fmt(orport, a, sizeof(a), 1),
              again ? " (the advertised address changed)" : "",
              complain_secs(st) >= 60 ? complain_secs(st) / 60 : 1);
   evloop_timer_cancel(st->tick);
   evloop_timer_schedule(st->tick, 1000000);
+}
+
+void
+selftest_set_other(selftest_t *st, const selftest_t *other)
+{
+  st->other = other;
 }
 
 int

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* selftest.h -- the ORPort reachability self-test (tor's AssumeReachable
- * 0, its default).
+ * 0, its default, and AssumeReachableIPv6).
  *
  * Before a relay publishes its descriptor it checks that other relays can
- * reach it at the address and ORPort it advertises: it builds a two-hop
+ * reach it at the address and ORPort it advertises: it builds a
  * three-hop circuit through two running relays from the consensus whose
- * last hop is itself, at the advertised IPv4 address and port (so the
+ * last hop is itself, at the advertised address and port (so the
  * second relay must open a connection to exactly what the descriptor
  * will say; two, because a relay refuses to extend a circuit back to the
- * relay it came from). Once such a circuit is built the ORPort counts as reachable for
+ * relay it came from). One selftest_t tests one address: the app runs one
+ * for the IPv4 ORPort and one for the IPv6 ORPort. For an IPv6 address
+ * the second relay must be able to extend over IPv6 (as tor asks: an IPv6
+ * ORPort of its own and the Relay=3 protocol), and the extension to us
+ * carries only the IPv6 link specifier. Once such a circuit is built the ORPort counts as reachable for
  * the rest of the run (until the advertised address changes): the
  * reachable callback runs once and the notice operators know from tor is
  * logged ("Self-testing indicates your ORPort ... is reachable from the
@@ -22,8 +26,7 @@
  * shorten) gets a warning, repeated as often while it stays unconfirmed.
  *
  * The DirPort is not tested: tor 0.4.9 does not test it either (removed
- * in 0.4.6), and the authorities no longer check it. IPv6 ORPorts are not
- * tested (tor's AssumeReachableIPv6 is not implemented).
+ * in 0.4.6), and the authorities no longer check it.
  */
 #ifndef PCTOR_FEATURE_RELAY_SELFTEST_H
 #define PCTOR_FEATURE_RELAY_SELFTEST_H
@@ -46,6 +49,10 @@ typedef struct selftest_config_t {
   const dir_nodelist_t *(*nodelist)(void *arg);
   /* The advertised ORPort was reached from outside (once). */
   void (*reachable)(void *arg);
+  /* Optional: will the descriptor be uploaded now that this ORPort is
+   * reachable (the notice then says "Publishing server descriptor.", as
+   * tor's)? NULL: yes. */
+  int (*publishable)(void *arg);
   void *arg;
 } selftest_config_t;
 
@@ -53,9 +60,13 @@ typedef struct selftest_t selftest_t;
 
 /* Nothing is tested until selftest_set_address(). */
 selftest_t *selftest_new(evloop_t *loop, const selftest_config_t *cfg);
-/* The advertised IPv4 address and ORPort. A different one than before
- * starts the test again (it was not confirmed for this one). */
+/* The advertised address (IPv4 or IPv6) and ORPort. A different one than
+ * before starts the test again (it was not confirmed for this one). */
 void selftest_set_address(selftest_t *st, const pc_addr_t *orport);
+/* The other family's test of the same relay (or NULL): each avoids, when
+ * it can, relays the other's attempt in progress is giving a channel with
+ * us (see selftest.c). other must outlive st or be unset first. */
+void selftest_set_other(selftest_t *st, const selftest_t *other);
 int selftest_is_reachable(const selftest_t *st);
 /* The address being tested (family AF_UNSPEC before the first
  * selftest_set_address()). */

@@ -20,6 +20,11 @@
  *            RESOURCELIMIT), O other END" on stdout, keep the circuit and
  *            its streams open SEC more seconds (default 0), and exit 0
  *            when every stream was answered.
+ *   --resolve NAME: ask the last hop to resolve NAME (RELAY_RESOLVE) and
+ *            print each address of its RESOLVED answer ("resolved A").
+ *   --begin-flags N: the BEGIN's FLAGS (tor-spec 6.2: 1 IPv6 ok, 2 IPv4
+ *            not ok, 4 IPv6 preferred); without it the BEGIN has none.
+ *            The address in the CONNECTED cell is printed.
  *   --cc:    ask the last hop for congestion control (proposal 324: ntor v3
  *            with the CC extension). With --consensus only when the
  *            consensus' cc_alg and the exit's FlowCtrl=2 allow it, with
@@ -63,6 +68,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +83,8 @@ static struct {
   const char *get_path;
   const char *out_path;
   const char *begin_target;
+  long begin_flags; /* -1: no FLAGS in the BEGIN */
+  const char *resolve_name;
   size_t max_response;
   int n_hops;
   int connected;
@@ -111,7 +119,8 @@ usage(void)
 {
   fprintf(stderr,
           "usage: pctor-circtest [--handshake ntor|ntor3|fast] [--get PATH]\n"
-          "                      [--out FILE] [--begin HOST:PORT] [--max-bytes N]\n"
+          "                      [--out FILE] [--begin HOST:PORT] [--begin-flags N]\n"
+          "                      [--resolve NAME] [--max-bytes N]\n"
           "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      [--flood N [--flood-hold SEC]]\n"
@@ -323,6 +332,14 @@ s_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
   if (T.connected)
     return;
   T.connected = 1;
+  /* tor-spec 6.2: IPv4 (4 bytes) or zero, 6, IPv6 (16 bytes); a TTL. */
+  char a[64] = "";
+  if (len >= 4 && get_u32(body) != 0)
+    inet_ntop(AF_INET, body, a, sizeof(a));
+  else if (len >= 21 && body[4] == 6)
+    inet_ntop(AF_INET6, body + 5, a, sizeof(a));
+  if (*a)
+    fprintf(stderr, "pctor-circtest: connected to %s\n", a);
   send_get();
 }
 
@@ -368,8 +385,35 @@ s_end(edge_stream_t *s, uint8_t reason, void *arg)
 
 /* The response is taken as it comes: nothing is ever pending, so the
  * stream SENDMEs go out every 50 cells and no XOFF is needed. */
+/* RESOLVED (tor-spec 6.4): TYPE LEN VALUE TTL, repeated. */
+static void
+s_resolved(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)arg;
+  T.stream = NULL; /* freed after this returns */
+  int n = 0;
+  for (size_t i = 0; i + 2 <= len;) {
+    uint8_t type = body[i], alen = body[i + 1];
+    if (i + 2 + alen + 4 > len)
+      break;
+    char a[64] = "";
+    if (type == 4 && alen == 4)
+      inet_ntop(AF_INET, body + i + 2, a, sizeof(a));
+    else if (type == 6 && alen == 16)
+      inet_ntop(AF_INET6, body + i + 2, a, sizeof(a));
+    if (*a) {
+      fprintf(stderr, "pctor-circtest: resolved %s\n", a);
+      n++;
+    }
+    i += 2 + (size_t)alen + 4;
+  }
+  finish(n > 0, n > 0 ? NULL : "RESOLVED without an address");
+}
+
 static const edge_stream_ops_t stream_ops = {
-    .on_data = s_data, .on_end = s_end, .on_connected = s_connected};
+    .on_data = s_data, .on_end = s_end, .on_connected = s_connected,
+    .on_resolved = s_resolved};
 
 /* ---- --flood: many streams at once, each answer counted once ------- */
 
@@ -481,6 +525,16 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     flood_start();
     return;
   }
+  if (T.resolve_name) {
+    T.circ = circ;
+    T.edge = edge_new(&end_ops, NULL, T.loop);
+    T.stream = edge_stream_new(T.edge, STREAM_ID, &stream_ops, NULL);
+    if (edge_stream_send_msg(T.stream, RELAY_COMMAND_RESOLVE,
+                             (const uint8_t *)T.resolve_name,
+                             (uint16_t)strlen(T.resolve_name) + 1) < 0)
+      finish(0, "could not send RESOLVE");
+    return;
+  }
   if (!T.get_path) {
     finish(1, NULL);
     return;
@@ -490,10 +544,20 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   T.edge = edge_new(&end_ops, NULL, T.loop);
   T.stream = edge_stream_new(T.edge, STREAM_ID, &stream_ops, NULL);
   if (T.begin_target) {
-    /* BEGIN body: "host:port" NUL, no flags. */
-    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN,
-                             (const uint8_t *)T.begin_target,
-                             (uint16_t)strlen(T.begin_target) + 1);
+    /* BEGIN body: "host:port" NUL, then FLAGS if asked for. */
+    uint8_t body[RELAY_BODY_MAX];
+    size_t n = strlen(T.begin_target) + 1;
+    if (n + 4 > sizeof(body)) {
+      finish(0, "--begin target too long");
+      return;
+    }
+    memcpy(body, T.begin_target, n);
+    if (T.begin_flags >= 0) {
+      set_u32(body + n, (uint32_t)T.begin_flags);
+      n += 4;
+    }
+    r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN, body,
+                             (uint16_t)n);
   } else {
     r = edge_stream_send_msg(T.stream, RELAY_COMMAND_BEGIN_DIR, NULL, 0);
   }
@@ -590,6 +654,7 @@ main(int argc, char **argv)
   extend_target_t hops[CIRCUIT_MAX_HOPS];
   const char *handshake = "ntor";
   T.max_response = 64 * 1024 * 1024;
+  T.begin_flags = -1;
   consensus_opts_t co;
   memset(&co, 0, sizeof(co));
   co.hops = 3;
@@ -609,6 +674,11 @@ main(int argc, char **argv)
       timeout = atof(argv[++i]);
     else if (!strcmp(a, "--begin") && i + 1 < argc)
       T.begin_target = argv[++i];
+    else if (!strcmp(a, "--resolve") && i + 1 < argc &&
+             strlen(argv[i + 1]) < 256)
+      T.resolve_name = argv[++i];
+    else if (!strcmp(a, "--begin-flags") && i + 1 < argc)
+      T.begin_flags = strtol(argv[++i], NULL, 0);
     else if (!strcmp(a, "--max-bytes") && i + 1 < argc)
       T.max_response = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--consensus") && i + 1 < argc)
