@@ -125,7 +125,7 @@ def main():
         tor = pm.op_tor(st)
         assert sorted(tor["circuits"]) == ["1000005", "5"], sorted(tor["circuits"])
         assert list(tor["streams"]) == ["7"], "the other program's stream was kept"
-        assert tor["streams"]["7"]["circuit_id"] == 5
+        assert tor["streams"]["7"]["circuit_id"] == "5"  # a string, as OnionPerf
         path = tor["circuits"]["5"]["path"]
         assert path[2][0] == f"${FC}~unknown" and path[0][1] == 0.1, path
         with open(os.path.join(d, "events.log")) as f:
