@@ -120,6 +120,10 @@ def check(doc):
                 p.append(f"{w}: member {k} is not allowed")
             if not isinstance(s.get("stream_id"), int) or not isinstance(s.get("target"), str):
                 p.append(f"{w}: stream_id or target of the wrong type")
+            # OnionPerf writes the circuit as stem gives it, a string, and
+            # its visualization looks circuits up by that string.
+            if s.get("circuit_id") is not None and not isinstance(s["circuit_id"], str):
+                p.append(f"{w}: circuit_id is not a string (OnionPerf's plots fail)")
             if "source" in s:
                 by_source[s["source"].rsplit(":", 1)[-1]] = s
         per_size = {}
