@@ -36,6 +36,7 @@ typedef enum memacct_kind_t {
   MEMACCT_DOS,         /* per-address DoS records (core/or/dos) */
   MEMACCT_UTCP,        /* user-level TCP (lib/utcp): send and reorder queues */
   MEMACCT_COMPRESS,    /* (de)compression coders' state (lib/compress) */
+  MEMACCT_DNS,         /* exit DNS requests waiting for nameservers */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 
