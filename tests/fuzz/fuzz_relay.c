@@ -7,9 +7,10 @@
  * then the body goes to the parser its command selects: EXTEND2 and
  * EXTENDED2 (core/proto/create), CONFLUX_LINK/LINKED/SWITCH
  * (feature/conflux), MeasureMe requests (feature/measureme), XOFF/XON
- * (flow control of core/or/congestion_control, on a fresh stream state).
+ * (flow control of core/or/congestion_control, on a fresh stream state),
+ * SENDME (core/or/sendme).
  *
- * Not covered here: BEGIN, BEGIN_DIR, DATA and SENDME bodies are parsed by
+ * Not covered here: BEGIN, BEGIN_DIR and DATA bodies are parsed by
  * static functions inside feature/exit/exit_conn.c and core/or/stream.c,
  * which need a live circuit and are being refactored; they have no
  * stand-alone parser API yet (see doc/fuzzing.md).
@@ -18,6 +19,7 @@
 #include "fuzz.h"
 
 #include "core/or/congestion_control.h"
+#include "core/or/sendme.h"
 #include "core/proto/cell.h"
 #include "core/proto/create.h"
 #include "core/proto/relay_msg.h"
@@ -25,6 +27,8 @@
 #include "feature/measureme/measureme.h"
 
 #include <string.h>
+
+static volatile uint8_t fuzz_relay_sink;
 
 static void
 one(const uint8_t *payload)
@@ -72,6 +76,13 @@ one(const uint8_t *payload)
       (void)cc_flow_on_xoff(&f, &p, 0, body, h.length);
     else
       (void)cc_flow_on_xon(&f, &p, 0, body, h.length);
+    break;
+  }
+  case RELAY_COMMAND_SENDME: {
+    const uint8_t *digest = NULL;
+    /* A v1 digest must lie inside the body: read its last byte (ASan). */
+    if (sendme_parse(body, h.length, &digest, &why) == 0 && digest)
+      fuzz_relay_sink = digest[SENDME_DIGEST_LEN - 1];
     break;
   }
   default:

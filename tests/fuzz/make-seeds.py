@@ -137,6 +137,8 @@ put("relay", "conflux", relay(19, 0, link) + relay(20, 0, link) +
     relay(22, 0, struct.pack(">I", 1000)))
 put("relay", "measureme", relay(224, 0, b"\x00" * 16))
 put("relay", "xoff-xon", relay(43, 3, b"\x00") + relay(44, 3, b"\x00" + struct.pack(">I", 500)))
+put("relay", "sendme", relay(5, 0, b"\x01" + struct.pack(">H", 20) + b"\x5a" * 20) +
+    relay(5, 7, b""))
 # ---- directory documents
 put("consensus", "consensus-ns", doc("consensus-ns"))
 put("consensus", "consensus-microdesc", doc("consensus-microdesc"))

@@ -5,12 +5,14 @@
  * output cap (exact boundary), decompression bombs, truncated / corrupted /
  * trailing input, decoder memory limits, streaming in tiny pieces,
  * concatenated streams, method names, detection and Accept-Encoding
- * negotiation. */
+ * negotiation, and the coders' memory counted in the memory budget
+ * (MEMACCT_COMPRESS). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/compress/compress.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_compress(void);
 
@@ -511,6 +513,77 @@ START_TEST(test_streaming_all)
 }
 END_TEST
 
+static int memacct_fired;
+static void
+on_over(void *arg)
+{
+  (void)arg;
+  memacct_fired++;
+}
+
+/* Every coder's memory is in MEMACCT_COMPRESS while the stream lives (and
+ * can fire the MaxMemInQueues trigger), and all of it is given back when
+ * the stream is freed, one-shot calls included. */
+START_TEST(test_memacct)
+{
+  memacct_reset_for_testing();
+  size_t n = 200000;
+  uint8_t *t = make_text(n, 5);
+  for (int m = COMPRESS_ZLIB; m < COMPRESS_N_METHODS; m++) {
+    const char *name = compress_method_name((compress_method_t)m);
+    uint8_t *c = NULL, *d = NULL;
+    size_t cl = 0, dl = 0;
+    ck_assert_int_eq(compress_buf((compress_method_t)m, t, n, &c, &cl), 0);
+    ck_assert_uint_eq(memacct_get(MEMACCT_COMPRESS), 0);
+    ck_assert_int_eq(
+        compress_uncompress((compress_method_t)m, c, cl, n, &d, &dl), 0);
+    ck_assert_uint_eq(dl, n);
+    ck_assert_uint_eq(memacct_get(MEMACCT_COMPRESS), 0);
+    free(d);
+
+    /* A decoder halfway through its input holds its window: counted. */
+    memacct_fired = 0;
+    memacct_set_trigger(1, on_over, NULL);
+    compress_stream_t *st = compress_stream_new(0, (compress_method_t)m, n);
+    uint8_t *out = malloc(n);
+    const uint8_t *in = c;
+    size_t inlen = cl / 2;
+    uint8_t *o = out;
+    size_t ol = n;
+    ck_assert_int_eq(compress_stream_process(st, &in, &inlen, &o, &ol, 0),
+                     COMPRESS_OK);
+    uint64_t held = memacct_get(MEMACCT_COMPRESS);
+    if (held < 32 * 1024)
+      ck_abort_msg("%s decoder: %llu bytes counted", name,
+                   (unsigned long long)held);
+    ck_assert_uint_eq(memacct_total(), held);
+    ck_assert_int_eq(memacct_fired, 1);
+    compress_stream_free(st);
+    ck_assert_uint_eq(memacct_get(MEMACCT_COMPRESS), 0);
+    memacct_set_trigger(UINT64_MAX, NULL, NULL);
+
+    /* The same for an encoder. */
+    st = compress_stream_new(1, (compress_method_t)m, 0);
+    in = t;
+    inlen = n / 2;
+    o = out;
+    ol = n;
+    ck_assert_int_eq(compress_stream_process(st, &in, &inlen, &o, &ol, 0),
+                     COMPRESS_OK);
+    if (memacct_get(MEMACCT_COMPRESS) < 32 * 1024)
+      ck_abort_msg("%s encoder: %llu bytes counted", name,
+                   (unsigned long long)memacct_get(MEMACCT_COMPRESS));
+    compress_stream_free(st);
+    ck_assert_uint_eq(memacct_get(MEMACCT_COMPRESS), 0);
+    free(out);
+    free(c);
+  }
+  ck_assert_uint_eq(memacct_underflows(), 0);
+  free(t);
+  memacct_reset_for_testing();
+}
+END_TEST
+
 /* dir-spec 6.1: concatenated compressed documents decode like one. */
 START_TEST(test_concat)
 {
@@ -764,6 +837,7 @@ suite_compress(void)
   tcase_add_test(tc, test_negotiation);
   tcase_add_test(tc, test_concat);
   tcase_add_test(tc, test_names);
+  tcase_add_test(tc, test_memacct);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -24,6 +24,7 @@
 #include "lib/bytes/bytes.h"
 #include "lib/evloop/dns.h"
 #include "lib/evloop/evloop.h"
+#include "lib/malloc/memacct.h"
 #include "lib/net/address.h"
 
 Suite *suite_dns(void);
@@ -236,6 +237,7 @@ static void
 env_setup(void)
 {
   memset(&E, 0, sizeof(E));
+  memacct_reset_for_testing();
   E.loop = evloop_new();
   E.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   ck_assert_int_ge(E.fd, 0);
@@ -278,6 +280,9 @@ env_teardown(void)
   ck_assert_int_eq(evloop_run(E.loop), 0);
   evloop_free(E.loop);
   unlink(E.conf);
+  /* Every request, whatever its end, gave back what it counted. */
+  ck_assert_uint_eq(memacct_get(MEMACCT_DNS), 0);
+  ck_assert_uint_eq(memacct_underflows(), 0);
 }
 
 /* ---- collecting results ---- */
@@ -804,7 +809,14 @@ START_TEST(test_limit)
   dns_request_t *r1 =
     dns_resolve(E.r, "silent.example.com", DNS_WANT_IPV4 | DNS_WANT_IPV6,
                 res_cb, &s1);
+  /* Waiting requests are in the memory budget: the request and one
+   * DNS_EVDNS_QUERY_BYTES per query out (two here, one next). */
+  uint64_t two_queries = memacct_get(MEMACCT_DNS);
   dns_resolve(E.r, "silent.example.com", DNS_WANT_IPV4, res_cb, &s2);
+  uint64_t one_query = memacct_get(MEMACCT_DNS) - two_queries;
+  ck_assert_uint_gt(one_query, DNS_EVDNS_QUERY_BYTES);
+  ck_assert_uint_eq(two_queries, one_query + DNS_EVDNS_QUERY_BYTES);
+  ck_assert_uint_eq(memacct_total(), two_queries + one_query);
   ck_assert_uint_eq(dns_resolver_n_pending(E.r), 2);
   dns_resolve(E.r, "www.example.com", DNS_WANT_IPV4, res_cb, &over);
   pc_addr_t a;

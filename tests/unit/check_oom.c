@@ -192,6 +192,21 @@ low_water(uint64_t limit)
          limit % 100 * CIRCUITS_OOM_RETAIN_PCT / 100;
 }
 
+/* A run that closed something records when (the hour feature/relay/publish
+ * puts in the descriptor's "overload-general" line); none, no time. */
+static void
+check_overload_time(const circuits_oom_stats_t *st)
+{
+  if (!st->n_oom_events) {
+    ck_assert_int_eq((int)(st->last_oom_time != 0), 0);
+    return;
+  }
+  time_t now = time(NULL);
+  ck_assert_int_gt((long long)st->last_oom_time, 0);
+  ck_assert_int_le((long long)st->last_oom_time, (long long)now);
+  ck_assert_int_lt((long long)(now - st->last_oom_time), 600);
+}
+
 static void
 check_stats(uint64_t events, uint64_t killed, uint64_t freed)
 {
@@ -200,6 +215,7 @@ check_stats(uint64_t events, uint64_t killed, uint64_t freed)
   ck_assert_uint_eq(st.n_oom_events, events);
   ck_assert_uint_eq(st.n_circuits_killed, killed);
   ck_assert_uint_eq(st.bytes_freed, freed);
+  check_overload_time(&st);
 }
 
 /* The same where the closed circuits also held a directory stream's own
@@ -213,6 +229,7 @@ check_stats_dir(uint64_t events, uint64_t killed, uint64_t cells_freed)
   ck_assert_uint_eq(st.n_circuits_killed, killed);
   ck_assert_uint_gt(st.bytes_freed, cells_freed);
   ck_assert_uint_le(st.bytes_freed, cells_freed + 1024 * killed);
+  check_overload_time(&st);
 }
 
 /* The notice names the number of circuits, the bytes freed and the

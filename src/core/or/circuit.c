@@ -20,7 +20,8 @@
  * of the process-wide budget (lib/malloc/memacct), to which every holder
  * a peer can grow adds its bytes as it allocates them: queued cells,
  * connection buffers, exit stream buffers, stream records, conflux
- * reordering queues, directory answers in flight, MeasureMe state. When
+ * reordering queues, directory answers in flight, MeasureMe state and the
+ * other kinds of memacct.h (compression coders, DNS requests...). When
  * the total crosses the limit the budget calls oom_over_cb(), which only
  * notes it and schedules the handler; queue_with_limit() (which stamps
  * each cell with the cached loop time) runs it at once for relayed cells.

@@ -24,6 +24,7 @@
  * consumed, output space was left over, and the stream has not ended.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lzma.h>
@@ -33,6 +34,7 @@
 
 #include "lib/compress/compress.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 /* Encoder settings. lzma: preset 6 (dir-spec: at most 6), dictionary
  * capped at 1 MiB when the size is unknown; zstd: level 3 (its default,
@@ -54,7 +56,90 @@ struct compress_stream_t {
   ZSTD_CCtx *zc;
   ZSTD_DCtx *zd;
   lzma_stream lz;
+  size_t zstd_acct; /* bytes of zc/zd counted in MEMACCT_COMPRESS */
 };
+
+/* The coders' own memory (zlib's window and state, liblzma's dictionary,
+ * zstd's context and window: megabytes that a peer's compressed document
+ * makes us allocate) is counted in the memory budget as MEMACCT_COMPRESS.
+ * zlib and liblzma take allocation hooks: ours put the block's size in a
+ * header before it, so that the free subtracts exactly what was added.
+ * zstd's only stable way is to ask its context for its size
+ * (ZSTD_sizeof_CCtx/DCtx), which zstd_acct_sync() does after the setup and
+ * after each call; the window a decoder allocates while reading a frame
+ * header is therefore counted when that call returns. Allocation failures
+ * are reported to the library (NULL), which fails the stream. */
+typedef union {
+  size_t n;
+  max_align_t align;
+} acct_hdr_t;
+
+static void *
+acct_alloc(size_t count, size_t size)
+{
+  if (size && count > (SIZE_MAX - sizeof(acct_hdr_t)) / size)
+    return NULL;
+  size_t n = count * size;
+  acct_hdr_t *h = malloc(sizeof(*h) + n);
+  if (!h)
+    return NULL;
+  h->n = sizeof(*h) + n;
+  memacct_add(MEMACCT_COMPRESS, h->n);
+  return h + 1;
+}
+
+static void
+acct_free(void *p)
+{
+  if (!p)
+    return;
+  acct_hdr_t *h = (acct_hdr_t *)p - 1;
+  memacct_sub(MEMACCT_COMPRESS, h->n);
+  free(h);
+}
+
+static voidpf
+zlib_alloc(voidpf opaque, uInt items, uInt size)
+{
+  (void)opaque;
+  return acct_alloc(items, size);
+}
+
+static void
+zlib_free(voidpf opaque, voidpf p)
+{
+  (void)opaque;
+  acct_free(p);
+}
+
+static void *
+lzma_alloc_hook(void *opaque, size_t nmemb, size_t size)
+{
+  (void)opaque;
+  return acct_alloc(nmemb, size);
+}
+
+static void
+lzma_free_hook(void *opaque, void *p)
+{
+  (void)opaque;
+  acct_free(p);
+}
+
+static const lzma_allocator lzma_acct_allocator = {lzma_alloc_hook,
+                                                   lzma_free_hook, NULL};
+
+/* Bring MEMACCT_COMPRESS up to date with the zstd contexts' size. */
+static void
+zstd_acct_sync(compress_stream_t *st)
+{
+  size_t now = ZSTD_sizeof_CCtx(st->zc) + ZSTD_sizeof_DCtx(st->zd);
+  if (now > st->zstd_acct)
+    memacct_add(MEMACCT_COMPRESS, now - st->zstd_acct);
+  else
+    memacct_sub(MEMACCT_COMPRESS, st->zstd_acct - now);
+  st->zstd_acct = now;
+}
 
 const char *
 compress_strerror(int code)
@@ -221,6 +306,9 @@ coder_init(compress_stream_t *st)
   case COMPRESS_ZLIB:
   case COMPRESS_GZIP: {
     int r;
+    st->z.zalloc = zlib_alloc;
+    st->z.zfree = zlib_free;
+    st->z.opaque = NULL;
     if (st->compress)
       r = deflateInit2(&st->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
                        window_bits(st->method), 8, Z_DEFAULT_STRATEGY);
@@ -248,10 +336,12 @@ coder_init(compress_stream_t *st)
                                               COMPRESS_ZSTD_WINDOW_LOG_MAX)))
         return COMPRESS_ERR_INTERNAL;
     }
+    zstd_acct_sync(st);
     return COMPRESS_OK;
   case COMPRESS_LZMA: {
     lzma_stream init = LZMA_STREAM_INIT;
     st->lz = init;
+    st->lz.allocator = &lzma_acct_allocator;
     lzma_ret r;
     if (st->compress) {
       lzma_options_lzma opt;
@@ -287,6 +377,7 @@ compress_stream_free_(compress_stream_t *st)
     case COMPRESS_ZSTD:
       ZSTD_freeCCtx(st->zc);
       ZSTD_freeDCtx(st->zd);
+      memacct_sub(MEMACCT_COMPRESS, st->zstd_acct);
       break;
     case COMPRESS_LZMA:
       lzma_end(&st->lz);
@@ -580,6 +671,7 @@ compress_stream_process(compress_stream_t *st, const uint8_t **in,
     break;
   case COMPRESS_ZSTD:
     r = process_zstd(st, in, inlen, out, outlen, finish);
+    zstd_acct_sync(st);
     break;
   case COMPRESS_LZMA:
     r = process_lzma(st, in, inlen, out, outlen, finish);

@@ -14,7 +14,8 @@
  * input, whatever the method (real directory documents compress 2-10x;
  * a bomb is 1000x).
  * Failures are negative COMPRESS_ERR_* codes; compress_strerror() names
- * them for log lines.
+ * them for log lines. The coders' own memory (windows, dictionaries) is
+ * counted in the memory budget as MEMACCT_COMPRESS while a stream lives.
  */
 #ifndef PCTOR_LIB_COMPRESS_COMPRESS_H
 #define PCTOR_LIB_COMPRESS_COMPRESS_H

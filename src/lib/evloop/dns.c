@@ -34,6 +34,13 @@
  *    DNS_MAX_ADDRS_PER_FAMILY per family); a PTR name is passed on only if
  *    it is a valid hostname, since callers put it into cells.
  *  - Hostnames are not logged (they are users' destinations).
+ *  - What a request holds is counted in the memory budget (MEMACCT_DNS,
+ *    lib/malloc/memacct): the request itself and its PTR name exactly,
+ *    and DNS_EVDNS_QUERY_BYTES for each query evdns has still to report,
+ *    an estimate of what libevent allocates for it (its request record
+ *    with a timer event and the query packet, and the handle: about
+ *    700 bytes in libevent 2.1 for the longest name). req->acct is what
+ *    the request has added, all of it subtracted when it is freed.
  *  - evdns's own messages go to pctor's log through evdns_set_log_fn(),
  *    which is process-wide in libevent; it is (re)set to the same
  *    function by every dns_resolver_new().
@@ -52,6 +59,7 @@
 #include "lib/evloop/evloop_internal.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 #define DEFAULT_RESOLV_CONF "/etc/resolv.conf"
 /* DNS_OPTIONS_ALL without the hosts file (evdns consults it only for its
@@ -83,6 +91,7 @@ struct dns_request_t {
   int ready_result;    /* result of a request in the ready list */
   pc_addr_t addr;      /* the literal, or the reverse-lookup address */
   char *ptr_name;      /* reverse lookups: the name found */
+  size_t acct;         /* bytes counted in MEMACCT_DNS for it */
   dns_query_t q[2];    /* [0] A or PTR, [1] AAAA */
 };
 
@@ -169,8 +178,23 @@ dns_resolver_new(evloop_t *loop, const char *resolv_conf_path, char **err)
 }
 
 static void
+request_acct(dns_request_t *req, size_t n)
+{
+  req->acct += n;
+  memacct_add(MEMACCT_DNS, n);
+}
+
+static void
+request_unacct(dns_request_t *req, size_t n)
+{
+  req->acct -= n;
+  memacct_sub(MEMACCT_DNS, n);
+}
+
+static void
 request_free(dns_request_t *req)
 {
+  memacct_sub(MEMACCT_DNS, req->acct);
   free(req->ptr_name);
   free(req);
 }
@@ -258,6 +282,7 @@ static dns_request_t *
 request_new(dns_resolver_t *r, dns_cb_fn cb, void *arg)
 {
   dns_request_t *req = pc_zalloc(sizeof(*req));
+  request_acct(req, sizeof(*req));
   req->resolver = r;
   req->cb = cb;
   req->arg = arg;
@@ -356,8 +381,11 @@ query_record(dns_query_t *q, int err, char type, int count, int ttl,
   } else if (type == DNS_PTR && req->is_reverse) {
     const char *name = ((char *const *)addresses)[0];
     if (name && dns_hostname_is_valid(name)) {
+      if (req->ptr_name)
+        request_unacct(req, strlen(req->ptr_name) + 1);
       free(req->ptr_name);
       req->ptr_name = pc_strdup(name);
+      request_acct(req, strlen(req->ptr_name) + 1);
       q->result = DNS_RESULT_OK;
     } else {
       log_info("DNS: nameserver sent an unusable PTR name");
@@ -421,6 +449,7 @@ dns_query_cb(int err, char type, int count, int ttl, void *addresses,
   dns_request_t *req = q->req;
   q->handle = NULL; /* evdns frees it after we return */
   req->n_out--;
+  request_unacct(req, DNS_EVDNS_QUERY_BYTES);
   if (req->cancelled) {
     if (req->n_out == 0)
       request_free(req);
@@ -458,6 +487,7 @@ query_started(dns_query_t *q, struct evdns_request *h)
   if (h) {
     q->handle = h;
     q->req->n_out++;
+    request_acct(q->req, DNS_EVDNS_QUERY_BYTES);
   } else {
     q->result = DNS_RESULT_ERROR;
   }

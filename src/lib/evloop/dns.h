@@ -55,6 +55,9 @@ typedef struct dns_request_t dns_request_t;
 /* TTL reported for IP literals (seconds). */
 #define DNS_LITERAL_TTL 3600u
 #define DNS_DEFAULT_MAX_PENDING 1024u
+/* Counted in the memory budget (MEMACCT_DNS) for each query evdns has
+ * still to report, besides the request itself (see dns.c). */
+#define DNS_EVDNS_QUERY_BYTES 768u
 /* Longest hostname accepted, in characters (a final dot not counted). */
 #define DNS_MAX_NAME_LEN 253
 

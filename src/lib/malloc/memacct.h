@@ -3,13 +3,14 @@
  *
  * Every holder of memory that a remote peer can grow (queued cells,
  * connection buffers, stream state, reordering queues, directory answers
- * in flight, measurement state) adds and subtracts its bytes here as it
- * allocates and frees them, under one of a few kinds. The sum of all kinds
- * is compared with one trigger on every increase: a single addition and
- * comparison, so holders may call it on their hot paths. When the total
- * goes above the trigger, the trigger callback runs once (it must only
- * schedule work: it is called from inside whatever allocation crossed the
- * limit) and is disarmed until memacct_set_trigger() arms it again.
+ * in flight, measurement state, compression coders) adds and subtracts
+ * its bytes here as it allocates and frees them, under one of a few
+ * kinds. The sum of all kinds is compared with one trigger on every
+ * increase: a single addition and comparison, so holders may call it on
+ * their hot paths. When the total goes above the trigger, the trigger
+ * callback runs once (it must only schedule work: it is called from
+ * inside whatever allocation crossed the limit) and is disarmed until
+ * memacct_set_trigger() arms it again.
  *
  * The module knows nothing about what the bytes are; the owner of the
  * limit (core/or/circuit.c, MaxMemInQueues) decides what to free. Counters
@@ -34,6 +35,8 @@ typedef enum memacct_kind_t {
   MEMACCT_BACKTAP,     /* BackTap engines: cells kept for retransmission */
   MEMACCT_DOS,         /* per-address DoS records (core/or/dos) */
   MEMACCT_UTCP,        /* user-level TCP (lib/utcp): send and reorder queues */
+  MEMACCT_COMPRESS,    /* (de)compression coders' state (lib/compress) */
+  MEMACCT_DNS,         /* exit DNS requests waiting for nameservers */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 
