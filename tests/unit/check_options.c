@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
 #include "lib/utcp/utcp.h"
 #include "app/config/options.h"
@@ -507,6 +508,9 @@ START_TEST(test_orport_forms)
     {"ORPort -1\n", "is not an IPv4 or IPv6 address"},
     {"ORPort 10.0.0.1:0\n", "is not a port number"},
     {"ORPort ::1\n", "[ADDRESS]:PORT"},
+    {"ORPort auto\n", "'ORPort auto' is not supported yet"},
+    {"ORPort 127.0.0.1:auto NoAdvertise\n",
+     "'ORPort auto' is not supported yet"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char *err = parse_bad(cases[i].torrc, 0, NULL);
@@ -1077,7 +1081,17 @@ START_TEST(test_typed_values)
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   ck_assert_int_eq(mo->enabled, 0); /* off unless the operator enables it */
   ck_assert_int_eq(mo->hops, 0);
+  /* NumCPUs 0 (tor's default): one handshake worker per online core. */
+  const cpuworker_options_t *cw = options_module(o, &cpuworker_conf_module);
+  ck_assert_int_eq(cw->num_cpus, 0);
   options_free(o);
+  o = parse_ok("NumCPUs 3\n", 0, NULL);
+  cw = options_module(o, &cpuworker_conf_module);
+  ck_assert_int_eq(cw->num_cpus, 3);
+  options_free(o);
+  char *e = parse_bad("NumCPUs 129\n", 0, NULL);
+  assert_has(e, "Option 'NumCPUs' on line 1 of test.torrc");
+  free(e);
 
   o = parse_ok("ConfluxClientUX latency_lowmem\nConfluxScheduler lowrtt\n"
                "ConfluxEnabled 0\nMeasureMeHops 3, 1\n"
@@ -1137,6 +1151,8 @@ START_TEST(test_typed_values)
     {"IPsecCharonUser no-such-user-here\n",
      "there is no user named 'no-such-user-here'"},
     {"SocksPort nine\n", "SocksPort must be 0, PORT or ADDRESS:PORT"},
+    {"SocksPort auto\n", "'SocksPort auto' is not supported yet"},
+    {"SocksPort 127.0.0.1:auto\n", "'SocksPort auto' is not supported yet"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char *err = parse_bad(bad[i].torrc, 0, NULL);
@@ -1259,6 +1275,9 @@ START_TEST(test_tor_option_names)
   options_free(odp);
   err = parse_bad("ORPort 9001\nDirPort 9030 Bogus\n", 0, NULL);
   assert_has(err, "'Bogus' is not a DirPort flag");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort auto\n", 0, NULL);
+  assert_has(err, "'DirPort auto' is not supported yet: give a port number");
   free(err);
   err = parse_bad("ORPort 9001\nDirPort 9030\nDirPort 9031\n", 0, NULL);
   assert_has(err, "there is already a listening IPv4 DirPort (on line 2");

@@ -312,6 +312,15 @@ ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
   }
   size_t alen = strcspn(value, " \t");
   char *addr = pc_strndup(value, alen);
+  /* tor's "auto" (a port the kernel picks, advertised as bound) needs the
+   * bound port in the descriptor and the reachability test: not yet. */
+  if (!strcasecmp(addr, "auto") ||
+      (alen > 5 && !strcasecmp(addr + alen - 5, ":auto"))) {
+    free(addr);
+    *err_out = pc_asprintf("'%s auto' is not supported yet: give a port "
+                           "number", name);
+    return -1;
+  }
   pc_addr_t a;
   int r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, err_out);
   free(addr);
@@ -451,6 +460,13 @@ socks_assign(void *field, const char *value, void *arg,
   pc_addr_t a;
   memset(&a, 0, sizeof(a));
   a.family = AF_UNSPEC;
+  if (!strcasecmp(value, "auto") ||
+      (strlen(value) > 5 && !strcasecmp(value + strlen(value) - 5,
+                                        ":auto"))) {
+    *err_out = pc_strdup("'SocksPort auto' is not supported yet: give a "
+                         "port number");
+    return -1;
+  }
   if (strcmp(value, "0")) {
     char *end = NULL;
     long port = strtol(value, &end, 10);
@@ -2666,6 +2682,16 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "                     (the keys are made if they do not exist)\n"
           "  --hash-password PASSWORD  print PASSWORD hashed for "
           "HashedControlPassword\n"
+          "  --keygen [--newpass] [--no-passphrase | --passphrase-fd N]\n"
+          "                     make a new signing key and certificate "
+          "from the master\n"
+          "                     identity key (for OfflineMasterKey)\n"
+          "  --key-expiration sign [--format iso8601|timestamp]\n"
+          "                     print when the signing certificate "
+          "expires\n"
+          "  --keygen-family NAME  make a family key NAME.secret_family_key "
+          "and\n"
+          "                     print its FamilyId line\n"
           "  --hush             log only warnings and errors to the "
           "console\n"
           "  --quiet            log nothing to the console\n"
