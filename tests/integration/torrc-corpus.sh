@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # torrc-corpus.sh -- realistic operator torrcs (tests/data/torrcs: guard,
 # exit, exit with tor's reduced policy, family, accounting, dual stack,
-# dual-stack exit (IPv6Exit), an
+# dual-stack exit (IPv6Exit), a middle relay with an offline master key, an
 # older guide's DirPort and ControlPort, Debian's defaults file with a
 # torrc.d directory) that tor 0.4.9's --verify-config accepts. pctor's
 # --verify-config must accept each one, or refuse it with exactly one line
@@ -71,6 +71,7 @@ want debian.torrc accepted
 want exit-reduced.torrc accepted
 want accounting.torrc accepted
 want older-guide.torrc accepted
+want offline-master.torrc accepted
 
 # The accepted values, as tor reads them (base units).
 dump() { # NAME [ARGS]: pctor's --dump-config short for a corpus file
@@ -101,6 +102,9 @@ has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexisten
 has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
 has family-keys.torrc "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w" --defaults-torrc /nonexistent
 has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexistent
+has offline-master.torrc "OfflineMasterKey 1" --defaults-torrc /nonexistent
+has offline-master.torrc "SigningKeyLifetime 5184000" --defaults-torrc /nonexistent
+has offline-master.torrc "KeyDirectory $dir/keys" --defaults-torrc /nonexistent
 # A FamilyId whose key is not there: tor refuses to start ("No key was
 # found for listed FamilyID"); pctor already refuses at --verify-config.
 if "$PCTOR" --verify-config -f "$dir/family-keys.torrc" "${test_net[@]}" --hush \
