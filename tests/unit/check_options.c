@@ -1249,6 +1249,28 @@ START_TEST(test_tor_option_names)
   }
   ck_assert_uint_ge(implemented, 40);
   ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
+  /* Refusals say what to do instead (by name and by prefix). */
+  static const struct {
+    const char *name, *advice;
+  } advised[] = {
+    {"AuthDirInvalid", "; pctor cannot be a directory authority"},
+    {"V3AuthVotingInterval", "; pctor cannot be a directory authority"},
+    {"RecommendedServerVersions", "; pctor cannot be a directory"},
+    {"Socks5ProxyUsername", "; pctor connects to relays directly"},
+    {"ExtORPortCookieAuthFile", "; pctor has no pluggable transports"},
+    {"DNSPort", "; pctor's client listens only on SocksPort"},
+    {"TruncateLogFile", "; pctor always appends to its log files"},
+    {"MaxHSDirCacheBytes", "; pctor has no onion services"},
+    {"BridgeRelay", "; pctor cannot run as a bridge"}, /* first match */
+    {"BridgeDistribution", "; pctor has no bridge support"},
+    {"TestingV3AuthVotingStartOffset", "pctor has TestingTorNetwork"},
+  };
+  for (size_t i = 0; i < sizeof(advised) / sizeof(advised[0]); i++) {
+    char *msg = options_tor_refusal(advised[i].name);
+    ck_assert_ptr_nonnull(msg);
+    assert_has(msg, advised[i].advice);
+    free(msg);
+  }
 
   /* In a torrc: one line naming the file and line, with advice. */
   char *err = parse_bad("Nickname a\nORPort 9001\n\nhiddenservicedir /x\n",

@@ -1594,6 +1594,63 @@ static const struct {
   {"*Statistics", "pctor keeps no statistics files"},
   {"SocksPolicy", "bind SocksPort to a local address instead"},
   {"ClientOnly", "pctor is a client when it has no ORPort"},
+  {"AuthDir*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"V3Auth*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"AuthoritativeDirectory", "pctor cannot be a directory authority; run "
+   "the authorities with tor"},
+  {"VersioningAuthoritativeDirectory", "pctor cannot be a directory "
+   "authority; run the authorities with tor"},
+  {"Recommended*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"ConsensusParams", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"MinimalAcceptedServerVersion", "pctor cannot be a directory "
+   "authority; run the authorities with tor"},
+  {"V3BandwidthsFile", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"GuardfractionFile", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"AlternateDirAuthority", "give the authorities with DirAuthority lines"},
+  {"MinMeasuredBWsForAuthToIgnoreAdvertised", "pctor cannot be a "
+   "directory authority; run the authorities with tor"},
+  {"Bridge*", "pctor has no bridge support"},
+  {"AlternateBridgeAuthority", "pctor has no bridge support"},
+  {"UpdateBridgesFromAuthority", "pctor has no bridge support"},
+  {"ReconfigDropsBridgeDescs", "pctor has no bridge support"},
+  {"PathBias*", "pctor's client does no path-bias accounting"},
+  {"Testing*", "of tor's testing options pctor has TestingTorNetwork, "
+   "TestingEnableConnBwEvent and TestingEnableCellStatsEvent"},
+  {"PublishHidServDescriptors", "pctor has no onion services"},
+  {"FetchHidServDescriptors", "pctor has no onion services"},
+  {"MaxHSDirCacheBytes", "pctor has no onion services and is no HSDir"},
+  {"MinUptimeHidServDirectoryV2", "pctor has no onion services and is no "
+   "HSDir"},
+  {"CompiledProofOfWorkHash", "pctor has no onion services"},
+  {"HTTPProxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"HTTPSProxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"Socks4Proxy", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"Socks5Proxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"TCPProxy", "pctor connects to relays directly and cannot use a proxy"},
+  {"DNSPort", "pctor's client listens only on SocksPort"},
+  {"TransPort", "pctor's client listens only on SocksPort"},
+  {"TransProxyType", "pctor's client listens only on SocksPort"},
+  {"NATDPort", "pctor's client listens only on SocksPort"},
+  {"HTTPTunnelPort", "pctor's client listens only on SocksPort"},
+  {"ExtORPort*", "pctor has no pluggable transports"},
+  {"TruncateLogFile", "pctor always appends to its log files; rotate them "
+   "(logrotate) and send SIGHUP to reopen them"},
+  {"LogTimeGranularity", "pctor's log lines carry milliseconds; remove "
+   "the line"},
+  {"DisableAllSwap", "keep pctor out of swap from outside (for example "
+   "systemd's MemorySwapMax=0)"},
+  {"DirPolicy", "pctor's DirPort answers every address; restrict it with "
+   "a firewall"},
 };
 
 /* tor options pctor does not implement but whose value says what pctor
