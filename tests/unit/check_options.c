@@ -565,6 +565,12 @@ START_TEST(test_testing_network)
   options_t *o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->testing_tor_network, 1);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  options_free(o);
+  /* No ContactInfo warning in a test network. */
+  o = parse_ok("TestingTorNetwork 1\nORPort 9001\n" AUTH_LINE, 0, NULL);
+  ck_assert_int_eq(options_warn_no_contact_info(o), 0);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   /* Test networks publish at once unless AssumeReachable 0 is set. */
   ck_assert_int_eq(o->assume_reachable, 1);
   /* Nothing else changes. */
@@ -1444,6 +1450,18 @@ START_TEST(test_relay_options)
   /* ExitRelay auto (tor's default): an exit exactly with ExitPolicy. */
   options_t *o = parse_ok("ORPort 9001\n", 0, NULL);
   ck_assert_int_eq(o->is_exit, 0);
+  /* A published relay without ContactInfo is warned, as in tor. */
+  ck_assert_int_eq(options_warn_no_contact_info(o), 1);
+  static const char *const no_warning[] = {
+    "ORPort 9001\nContactInfo ops AT example DOT org\n",
+    "ORPort 9001\nPublishServerDescriptor 0\n",
+    "SocksPort 9050\n",
+  };
+  for (size_t i = 0; i < sizeof(no_warning) / sizeof(no_warning[0]); i++) {
+    options_t *q = parse_ok(no_warning[i], 0, NULL);
+    ck_assert_msg(!options_warn_no_contact_info(q), "%s", no_warning[i]);
+    options_free(q);
+  }
   /* Advertised bandwidth: tor's defaults, 1 GByte. */
   uint64_t rate, burst;
   options_advertised_bandwidth(o, &rate, &burst);

@@ -2315,6 +2315,13 @@ options_state_save_interval(const options_t *o)
   return o->state_save_interval * (o->avoid_disk_writes ? 6 : 1);
 }
 
+int
+options_warn_no_contact_info(const options_t *o)
+{
+  return o->or_ports.n > 0 && !o->contact_info &&
+         o->publish_server_descriptor && !o->testing_tor_network;
+}
+
 void
 options_advertised_bandwidth(const options_t *o, uint64_t *rate,
                              uint64_t *burst)
