@@ -1159,6 +1159,8 @@ START_TEST(test_typed_values)
     {"SocksPort nine\n", "SocksPort must be 0, PORT or ADDRESS:PORT"},
     {"SocksPort auto\n", "'SocksPort auto' is not supported yet"},
     {"SocksPort 127.0.0.1:auto\n", "'SocksPort auto' is not supported yet"},
+    {"SocksPort 9050 IsolateDestAddr\n",
+     "SocksPort flags ('IsolateDestAddr') are not supported yet"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char *err = parse_bad(bad[i].torrc, 0, NULL);

@@ -467,6 +467,13 @@ socks_assign(void *field, const char *value, void *arg,
                          "port number");
     return -1;
   }
+  const char *flags = value + strcspn(value, " \t");
+  if (*flags) {
+    flags += strspn(flags, " \t");
+    *err_out = pc_asprintf("SocksPort flags ('%s') are not supported yet: "
+                           "give only [ADDRESS:]PORT", flags);
+    return -1;
+  }
   if (strcmp(value, "0")) {
     char *end = NULL;
     long port = strtol(value, &end, 10);
