@@ -30,6 +30,10 @@ echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
 sed "s|@DIR@|$dir|g" "$data/debian-defaults" > "$dir/debian-defaults"
 mkdir -m 700 "$dir/famkeys"
 cp "$IT_TOP_SRCDIR/tests/data/torkeys/torkeystest.secret_family_key" "$dir/famkeys/"
+# offline-master.torrc runs on a signing key made where the master key is.
+mkdir -m 700 "$dir/keys"
+cp "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_secret_key" \
+    "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_cert" "$dir/keys/"
 
 declare -A verdict
 for f in "$data"/*.torrc; do
@@ -105,6 +109,14 @@ has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexisten
 has offline-master.torrc "OfflineMasterKey 1" --defaults-torrc /nonexistent
 has offline-master.torrc "SigningKeyLifetime 5184000" --defaults-torrc /nonexistent
 has offline-master.torrc "KeyDirectory $dir/keys" --defaults-torrc /nonexistent
+# Without its signing key and certificate it could not start: pctor says so
+# at --verify-config (tor only at start).
+if "$PCTOR" --verify-config -f "$dir/offline-master.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc /nonexistent --KeyDirectory "$dir/famkeys" > "$dir/nosign.out" 2>&1; then
+    it_fail "offline-master.torrc without a signing key passed --verify-config"
+fi
+grep -q "OfflineMasterKey is set but $dir/famkeys/ed25519_signing_secret_key cannot be read" \
+    "$dir/nosign.out" || it_fail "no clear refusal of a missing signing key: $(cat "$dir/nosign.out")"
 # A FamilyId whose key is not there: tor refuses to start ("No key was
 # found for listed FamilyID"); pctor already refuses at --verify-config.
 if "$PCTOR" --verify-config -f "$dir/family-keys.torrc" "${test_net[@]}" --hush \

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/or/cpuworker.h"
@@ -1574,6 +1575,32 @@ START_TEST(test_check_startable)
     free(err);
     options_free(o);
   }
+  /* OfflineMasterKey without the signing key and certificate that the
+   * relay would run on: refused, naming the missing file. */
+  char keys[300], sk[340], cert[340];
+  snprintf(keys, sizeof(keys), "%s/keys", dir);
+  ck_assert_int_eq(mkdir(keys, 0700), 0);
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/data\nKeyDirectory %s\n"
+           "OfflineMasterKey 1\n", dir, keys);
+  o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "OfflineMasterKey is set but ");
+  assert_has(err, "/keys/ed25519_signing_secret_key cannot be read");
+  free(err);
+  snprintf(sk, sizeof(sk), "%s/ed25519_signing_secret_key", keys);
+  snprintf(cert, sizeof(cert), "%s/ed25519_signing_cert", keys);
+  f = fopen(sk, "w");
+  fclose(f);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "/keys/ed25519_signing_cert cannot be read");
+  free(err);
+  f = fopen(cert, "w");
+  fclose(f);
+  ck_assert_int_eq(options_check_startable(o, &err), 0);
+  options_free(o);
+  unlink(sk);
+  unlink(cert);
+  ck_assert_int_eq(rmdir(keys), 0);
   /* Nothing was created. */
   ck_assert_int_eq(rmdir(dir), 0);
 }

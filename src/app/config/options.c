@@ -2263,6 +2263,30 @@ options_check_startable(const options_t *opts, char **err_out)
     if (r < 0)
       return -1;
   }
+  /* OfflineMasterKey: the relay runs on a signing key and certificate
+   * copied into the key directory; without them it refuses to start.
+   * (Whether they match and are still valid is checked at start.) */
+  if (opts->offline_master_key) {
+    static const char *const signing[] = {"ed25519_signing_secret_key",
+                                          "ed25519_signing_cert"};
+    for (size_t i = 0; i < 2; i++) {
+      char *f = opts->key_directory
+                    ? pc_asprintf("%s/%s", opts->key_directory, signing[i])
+                    : pc_asprintf("%s/keys/%s", opts->data_directory,
+                                  signing[i]);
+      int r = access(f, R_OK);
+      if (r < 0)
+        *err_out = pc_asprintf("OfflineMasterKey is set but %s cannot be "
+                               "read (%s): make a signing key with --keygen "
+                               "where the master key is and copy "
+                               "ed25519_signing_secret_key and "
+                               "ed25519_signing_cert here", f,
+                               strerror(errno));
+      free(f);
+      if (r < 0)
+        return -1;
+    }
+  }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
