@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # torrc-corpus.sh -- realistic operator torrcs (tests/data/torrcs: guard,
 # exit, exit with tor's reduced policy, family, accounting, dual stack,
-# dual-stack exit (IPv6Exit), an
+# dual-stack exit (IPv6Exit), a middle relay with an offline master key, an
 # older guide's DirPort and ControlPort, Debian's defaults file with a
 # torrc.d directory) that tor 0.4.9's --verify-config accepts. pctor's
 # --verify-config must accept each one, or refuse it with exactly one line
@@ -30,6 +30,10 @@ echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
 sed "s|@DIR@|$dir|g" "$data/debian-defaults" > "$dir/debian-defaults"
 mkdir -m 700 "$dir/famkeys"
 cp "$IT_TOP_SRCDIR/tests/data/torkeys/torkeystest.secret_family_key" "$dir/famkeys/"
+# offline-master.torrc runs on a signing key made where the master key is.
+mkdir -m 700 "$dir/keys"
+cp "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_secret_key" \
+    "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_cert" "$dir/keys/"
 
 declare -A verdict
 for f in "$data"/*.torrc; do
@@ -71,6 +75,7 @@ want debian.torrc accepted
 want exit-reduced.torrc accepted
 want accounting.torrc accepted
 want older-guide.torrc accepted
+want offline-master.torrc accepted
 
 # The accepted values, as tor reads them (base units).
 dump() { # NAME [ARGS]: pctor's --dump-config short for a corpus file
@@ -101,6 +106,17 @@ has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexisten
 has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
 has family-keys.torrc "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w" --defaults-torrc /nonexistent
 has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexistent
+has offline-master.torrc "OfflineMasterKey 1" --defaults-torrc /nonexistent
+has offline-master.torrc "SigningKeyLifetime 5184000" --defaults-torrc /nonexistent
+has offline-master.torrc "KeyDirectory $dir/keys" --defaults-torrc /nonexistent
+# Without its signing key and certificate it could not start: pctor says so
+# at --verify-config (tor only at start).
+if "$PCTOR" --verify-config -f "$dir/offline-master.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc /nonexistent --KeyDirectory "$dir/famkeys" > "$dir/nosign.out" 2>&1; then
+    it_fail "offline-master.torrc without a signing key passed --verify-config"
+fi
+grep -q "OfflineMasterKey is set but $dir/famkeys/ed25519_signing_secret_key cannot be read" \
+    "$dir/nosign.out" || it_fail "no clear refusal of a missing signing key: $(cat "$dir/nosign.out")"
 # A FamilyId whose key is not there: tor refuses to start ("No key was
 # found for listed FamilyID"); pctor already refuses at --verify-config.
 if "$PCTOR" --verify-config -f "$dir/family-keys.torrc" "${test_net[@]}" --hush \

@@ -37,6 +37,7 @@
 #include "lib/crypt/rand.h"
 #include "lib/malloc/alloc.h"
 #include "lib/evloop/evloop.h"
+#include "lib/evloop/workqueue.h"
 
 static struct {
   evloop_t *loop;
@@ -862,6 +863,26 @@ START_TEST(test_rotation_stress)
 }
 END_TEST
 
+/* NumCPUs: that many worker threads; 0 (the default) one per online
+ * core. */
+START_TEST(test_num_cpus_threads)
+{
+  cpuworker_stats_t st;
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_threads, 1); /* setup's NumCPUs 1 */
+  cpuworker_shutdown();
+  cpuworker_options_t o = {3, 100000};
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, finish, expired), 0);
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_threads, 3);
+  cpuworker_shutdown();
+  o.num_cpus = 0;
+  ck_assert_int_eq(cpuworker_init(T.loop, &o, finish, expired), 0);
+  cpuworker_get_stats(&st);
+  ck_assert_uint_eq(st.n_threads, workqueue_num_cpus());
+}
+END_TEST
+
 Suite *suite_cpuworker(void);
 Suite *
 suite_cpuworker(void)
@@ -882,6 +903,7 @@ suite_cpuworker(void)
   tcase_add_test(tc, test_held_cells_freed_on_abandon_and_expiry);
   tcase_add_test(tc, test_per_channel_pending_bound);
   tcase_add_test(tc, test_oom_frees_held_cells);
+  tcase_add_test(tc, test_num_cpus_threads);
   suite_add_tcase(s, tc);
   return s;
 }

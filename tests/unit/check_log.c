@@ -276,6 +276,26 @@ static void log_from_net_notice(void) { log_notice("net notice"); }
 
 /* Destinations take only their domains at each severity, and
  * LogMessageDomains prints the domain. */
+/* SyslogIdentityTag: "pctor-TAG", bounded; unset or empty: "pctor". */
+START_TEST(test_syslog_ident)
+{
+  ck_assert_str_eq(log_syslog_ident(), "pctor");
+  log_set_syslog_ident("relay1");
+  ck_assert_str_eq(log_syslog_ident(), "pctor-relay1");
+  char tag[200];
+  memset(tag, 'x', sizeof(tag) - 1);
+  tag[sizeof(tag) - 1] = '\0';
+  log_set_syslog_ident(tag);
+  ck_assert_uint_eq(strlen(log_syslog_ident()), 63);
+  ck_assert_int_eq(strncmp(log_syslog_ident(), "pctor-xxx", 9), 0);
+  log_set_syslog_ident("");
+  ck_assert_str_eq(log_syslog_ident(), "pctor");
+  log_set_syslog_ident("relay2");
+  log_set_syslog_ident(NULL);
+  ck_assert_str_eq(log_syslog_ident(), "pctor");
+}
+END_TEST
+
 START_TEST(test_domain_filtering)
 {
   char dir[] = "/tmp/check_log_XXXXXX";
@@ -342,6 +362,7 @@ suite_log(void)
   tcase_add_test(tc, test_domain_syntax);
   tcase_add_test(tc, test_domain_of_source);
   tcase_add_test(tc, test_domain_filtering);
+  tcase_add_test(tc, test_syslog_ident);
   suite_add_tcase(s, tc);
   return s;
 }

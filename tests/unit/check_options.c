@@ -10,8 +10,10 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
 #include "lib/utcp/utcp.h"
 #include "app/config/options.h"
@@ -507,6 +509,9 @@ START_TEST(test_orport_forms)
     {"ORPort -1\n", "is not an IPv4 or IPv6 address"},
     {"ORPort 10.0.0.1:0\n", "is not a port number"},
     {"ORPort ::1\n", "[ADDRESS]:PORT"},
+    {"ORPort auto\n", "'ORPort auto' is not supported yet"},
+    {"ORPort 127.0.0.1:auto NoAdvertise\n",
+     "'ORPort auto' is not supported yet"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char *err = parse_bad(cases[i].torrc, 0, NULL);
@@ -561,6 +566,12 @@ START_TEST(test_testing_network)
   options_t *o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   ck_assert_int_eq(o->testing_tor_network, 1);
   ck_assert_int_eq(o->extend_allow_private_addresses, 1);
+  options_free(o);
+  /* No ContactInfo warning in a test network. */
+  o = parse_ok("TestingTorNetwork 1\nORPort 9001\n" AUTH_LINE, 0, NULL);
+  ck_assert_int_eq(options_warn_no_contact_info(o), 0);
+  options_free(o);
+  o = parse_ok("TestingTorNetwork 1\n" AUTH_LINE, 0, NULL);
   /* Test networks publish at once unless AssumeReachable 0 is set. */
   ck_assert_int_eq(o->assume_reachable, 1);
   /* Nothing else changes. */
@@ -1077,7 +1088,17 @@ START_TEST(test_typed_values)
   const measureme_options_t *mo = options_module(o, &measureme_conf_module);
   ck_assert_int_eq(mo->enabled, 0); /* off unless the operator enables it */
   ck_assert_int_eq(mo->hops, 0);
+  /* NumCPUs 0 (tor's default): one handshake worker per online core. */
+  const cpuworker_options_t *cw = options_module(o, &cpuworker_conf_module);
+  ck_assert_int_eq(cw->num_cpus, 0);
   options_free(o);
+  o = parse_ok("NumCPUs 3\n", 0, NULL);
+  cw = options_module(o, &cpuworker_conf_module);
+  ck_assert_int_eq(cw->num_cpus, 3);
+  options_free(o);
+  char *e = parse_bad("NumCPUs 129\n", 0, NULL);
+  assert_has(e, "Option 'NumCPUs' on line 1 of test.torrc");
+  free(e);
 
   o = parse_ok("ConfluxClientUX latency_lowmem\nConfluxScheduler lowrtt\n"
                "ConfluxEnabled 0\nMeasureMeHops 3, 1\n"
@@ -1137,6 +1158,10 @@ START_TEST(test_typed_values)
     {"IPsecCharonUser no-such-user-here\n",
      "there is no user named 'no-such-user-here'"},
     {"SocksPort nine\n", "SocksPort must be 0, PORT or ADDRESS:PORT"},
+    {"SocksPort auto\n", "'SocksPort auto' is not supported yet"},
+    {"SocksPort 127.0.0.1:auto\n", "'SocksPort auto' is not supported yet"},
+    {"SocksPort 9050 IsolateDestAddr\n",
+     "SocksPort flags ('IsolateDestAddr') are not supported yet"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char *err = parse_bad(bad[i].torrc, 0, NULL);
@@ -1233,6 +1258,28 @@ START_TEST(test_tor_option_names)
   }
   ck_assert_uint_ge(implemented, 40);
   ck_assert_ptr_null(options_tor_refusal("NoSuchOption"));
+  /* Refusals say what to do instead (by name and by prefix). */
+  static const struct {
+    const char *name, *advice;
+  } advised[] = {
+    {"AuthDirInvalid", "; pctor cannot be a directory authority"},
+    {"V3AuthVotingInterval", "; pctor cannot be a directory authority"},
+    {"RecommendedServerVersions", "; pctor cannot be a directory"},
+    {"Socks5ProxyUsername", "; pctor connects to relays directly"},
+    {"ExtORPortCookieAuthFile", "; pctor has no pluggable transports"},
+    {"DNSPort", "; pctor's client listens only on SocksPort"},
+    {"TruncateLogFile", "; pctor always appends to its log files"},
+    {"MaxHSDirCacheBytes", "; pctor has no onion services"},
+    {"BridgeRelay", "; pctor cannot run as a bridge"}, /* first match */
+    {"BridgeDistribution", "; pctor has no bridge support"},
+    {"TestingV3AuthVotingStartOffset", "pctor has TestingTorNetwork"},
+  };
+  for (size_t i = 0; i < sizeof(advised) / sizeof(advised[0]); i++) {
+    char *msg = options_tor_refusal(advised[i].name);
+    ck_assert_ptr_nonnull(msg);
+    assert_has(msg, advised[i].advice);
+    free(msg);
+  }
 
   /* In a torrc: one line naming the file and line, with advice. */
   char *err = parse_bad("Nickname a\nORPort 9001\n\nhiddenservicedir /x\n",
@@ -1259,6 +1306,9 @@ START_TEST(test_tor_option_names)
   options_free(odp);
   err = parse_bad("ORPort 9001\nDirPort 9030 Bogus\n", 0, NULL);
   assert_has(err, "'Bogus' is not a DirPort flag");
+  free(err);
+  err = parse_bad("ORPort 9001\nDirPort auto\n", 0, NULL);
+  assert_has(err, "'DirPort auto' is not supported yet: give a port number");
   free(err);
   err = parse_bad("ORPort 9001\nDirPort 9030\nDirPort 9031\n", 0, NULL);
   assert_has(err, "there is already a listening IPv4 DirPort (on line 2");
@@ -1403,6 +1453,18 @@ START_TEST(test_relay_options)
   /* ExitRelay auto (tor's default): an exit exactly with ExitPolicy. */
   options_t *o = parse_ok("ORPort 9001\n", 0, NULL);
   ck_assert_int_eq(o->is_exit, 0);
+  /* A published relay without ContactInfo is warned, as in tor. */
+  ck_assert_int_eq(options_warn_no_contact_info(o), 1);
+  static const char *const no_warning[] = {
+    "ORPort 9001\nContactInfo ops AT example DOT org\n",
+    "ORPort 9001\nPublishServerDescriptor 0\n",
+    "SocksPort 9050\n",
+  };
+  for (size_t i = 0; i < sizeof(no_warning) / sizeof(no_warning[0]); i++) {
+    options_t *q = parse_ok(no_warning[i], 0, NULL);
+    ck_assert_msg(!options_warn_no_contact_info(q), "%s", no_warning[i]);
+    options_free(q);
+  }
   /* Advertised bandwidth: tor's defaults, 1 GByte. */
   uint64_t rate, burst;
   options_advertised_bandwidth(o, &rate, &burst);
@@ -1513,6 +1575,32 @@ START_TEST(test_check_startable)
     free(err);
     options_free(o);
   }
+  /* OfflineMasterKey without the signing key and certificate that the
+   * relay would run on: refused, naming the missing file. */
+  char keys[300], sk[340], cert[340];
+  snprintf(keys, sizeof(keys), "%s/keys", dir);
+  ck_assert_int_eq(mkdir(keys, 0700), 0);
+  snprintf(torrc, sizeof(torrc), "DataDirectory %s/data\nKeyDirectory %s\n"
+           "OfflineMasterKey 1\n", dir, keys);
+  o = parse_ok(torrc, 0, NULL);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "OfflineMasterKey is set but ");
+  assert_has(err, "/keys/ed25519_signing_secret_key cannot be read");
+  free(err);
+  snprintf(sk, sizeof(sk), "%s/ed25519_signing_secret_key", keys);
+  snprintf(cert, sizeof(cert), "%s/ed25519_signing_cert", keys);
+  f = fopen(sk, "w");
+  fclose(f);
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "/keys/ed25519_signing_cert cannot be read");
+  free(err);
+  f = fopen(cert, "w");
+  fclose(f);
+  ck_assert_int_eq(options_check_startable(o, &err), 0);
+  options_free(o);
+  unlink(sk);
+  unlink(cert);
+  ck_assert_int_eq(rmdir(keys), 0);
   /* Nothing was created. */
   ck_assert_int_eq(rmdir(dir), 0);
 }

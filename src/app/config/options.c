@@ -312,6 +312,15 @@ ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
   }
   size_t alen = strcspn(value, " \t");
   char *addr = pc_strndup(value, alen);
+  /* tor's "auto" (a port the kernel picks, advertised as bound) needs the
+   * bound port in the descriptor and the reachability test: not yet. */
+  if (!strcasecmp(addr, "auto") ||
+      (alen > 5 && !strcasecmp(addr + alen - 5, ":auto"))) {
+    free(addr);
+    *err_out = pc_asprintf("'%s auto' is not supported yet: give a port "
+                           "number", name);
+    return -1;
+  }
   pc_addr_t a;
   int r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, err_out);
   free(addr);
@@ -451,6 +460,20 @@ socks_assign(void *field, const char *value, void *arg,
   pc_addr_t a;
   memset(&a, 0, sizeof(a));
   a.family = AF_UNSPEC;
+  if (!strcasecmp(value, "auto") ||
+      (strlen(value) > 5 && !strcasecmp(value + strlen(value) - 5,
+                                        ":auto"))) {
+    *err_out = pc_strdup("'SocksPort auto' is not supported yet: give a "
+                         "port number");
+    return -1;
+  }
+  const char *flags = value + strcspn(value, " \t");
+  if (*flags) {
+    flags += strspn(flags, " \t");
+    *err_out = pc_asprintf("SocksPort flags ('%s') are not supported yet: "
+                           "give only [ADDRESS:]PORT", flags);
+    return -1;
+  }
   if (strcmp(value, "0")) {
     char *end = NULL;
     long port = strtol(value, &end, 10);
@@ -1578,6 +1601,63 @@ static const struct {
   {"*Statistics", "pctor keeps no statistics files"},
   {"SocksPolicy", "bind SocksPort to a local address instead"},
   {"ClientOnly", "pctor is a client when it has no ORPort"},
+  {"AuthDir*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"V3Auth*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"AuthoritativeDirectory", "pctor cannot be a directory authority; run "
+   "the authorities with tor"},
+  {"VersioningAuthoritativeDirectory", "pctor cannot be a directory "
+   "authority; run the authorities with tor"},
+  {"Recommended*", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"ConsensusParams", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"MinimalAcceptedServerVersion", "pctor cannot be a directory "
+   "authority; run the authorities with tor"},
+  {"V3BandwidthsFile", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"GuardfractionFile", "pctor cannot be a directory authority; run the "
+   "authorities with tor"},
+  {"AlternateDirAuthority", "give the authorities with DirAuthority lines"},
+  {"MinMeasuredBWsForAuthToIgnoreAdvertised", "pctor cannot be a "
+   "directory authority; run the authorities with tor"},
+  {"Bridge*", "pctor has no bridge support"},
+  {"AlternateBridgeAuthority", "pctor has no bridge support"},
+  {"UpdateBridgesFromAuthority", "pctor has no bridge support"},
+  {"ReconfigDropsBridgeDescs", "pctor has no bridge support"},
+  {"PathBias*", "pctor's client does no path-bias accounting"},
+  {"Testing*", "of tor's testing options pctor has TestingTorNetwork, "
+   "TestingEnableConnBwEvent and TestingEnableCellStatsEvent"},
+  {"PublishHidServDescriptors", "pctor has no onion services"},
+  {"FetchHidServDescriptors", "pctor has no onion services"},
+  {"MaxHSDirCacheBytes", "pctor has no onion services and is no HSDir"},
+  {"MinUptimeHidServDirectoryV2", "pctor has no onion services and is no "
+   "HSDir"},
+  {"CompiledProofOfWorkHash", "pctor has no onion services"},
+  {"HTTPProxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"HTTPSProxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"Socks4Proxy", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"Socks5Proxy*", "pctor connects to relays directly and cannot use a "
+   "proxy"},
+  {"TCPProxy", "pctor connects to relays directly and cannot use a proxy"},
+  {"DNSPort", "pctor's client listens only on SocksPort"},
+  {"TransPort", "pctor's client listens only on SocksPort"},
+  {"TransProxyType", "pctor's client listens only on SocksPort"},
+  {"NATDPort", "pctor's client listens only on SocksPort"},
+  {"HTTPTunnelPort", "pctor's client listens only on SocksPort"},
+  {"ExtORPort*", "pctor has no pluggable transports"},
+  {"TruncateLogFile", "pctor always appends to its log files; rotate them "
+   "(logrotate) and send SIGHUP to reopen them"},
+  {"LogTimeGranularity", "pctor's log lines carry milliseconds; remove "
+   "the line"},
+  {"DisableAllSwap", "keep pctor out of swap from outside (for example "
+   "systemd's MemorySwapMax=0)"},
+  {"DirPolicy", "pctor's DirPort answers every address; restrict it with "
+   "a firewall"},
 };
 
 /* tor options pctor does not implement but whose value says what pctor
@@ -2183,6 +2263,30 @@ options_check_startable(const options_t *opts, char **err_out)
     if (r < 0)
       return -1;
   }
+  /* OfflineMasterKey: the relay runs on a signing key and certificate
+   * copied into the key directory; without them it refuses to start.
+   * (Whether they match and are still valid is checked at start.) */
+  if (opts->offline_master_key) {
+    static const char *const signing[] = {"ed25519_signing_secret_key",
+                                          "ed25519_signing_cert"};
+    for (size_t i = 0; i < 2; i++) {
+      char *f = opts->key_directory
+                    ? pc_asprintf("%s/%s", opts->key_directory, signing[i])
+                    : pc_asprintf("%s/keys/%s", opts->data_directory,
+                                  signing[i]);
+      int r = access(f, R_OK);
+      if (r < 0)
+        *err_out = pc_asprintf("OfflineMasterKey is set but %s cannot be "
+                               "read (%s): make a signing key with --keygen "
+                               "where the master key is and copy "
+                               "ed25519_signing_secret_key and "
+                               "ed25519_signing_cert here", f,
+                               strerror(errno));
+      free(f);
+      if (r < 0)
+        return -1;
+    }
+  }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
@@ -2240,6 +2344,13 @@ int
 options_state_save_interval(const options_t *o)
 {
   return o->state_save_interval * (o->avoid_disk_writes ? 6 : 1);
+}
+
+int
+options_warn_no_contact_info(const options_t *o)
+{
+  return o->or_ports.n > 0 && !o->contact_info &&
+         o->publish_server_descriptor && !o->testing_tor_network;
 }
 
 void
@@ -2666,6 +2777,16 @@ options_usage(FILE *out, const char *progname, const char *torrc)
           "                     (the keys are made if they do not exist)\n"
           "  --hash-password PASSWORD  print PASSWORD hashed for "
           "HashedControlPassword\n"
+          "  --keygen [--newpass] [--no-passphrase | --passphrase-fd N]\n"
+          "                     make a new signing key and certificate "
+          "from the master\n"
+          "                     identity key (for OfflineMasterKey)\n"
+          "  --key-expiration sign [--format iso8601|timestamp]\n"
+          "                     print when the signing certificate "
+          "expires\n"
+          "  --keygen-family NAME  make a family key NAME.secret_family_key "
+          "and\n"
+          "                     print its FamilyId line\n"
           "  --hush             log only warnings and errors to the "
           "console\n"
           "  --quiet            log nothing to the console\n"

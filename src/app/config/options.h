@@ -368,6 +368,11 @@ uint16_t options_dirport_advertised(const options_t *o);
  * hour by default, as tor). */
 int options_state_save_interval(const options_t *o);
 
+/* 1 if a relay should be warned at start that ContactInfo is not set
+ * (as tor): it has an ORPort, publishes its descriptor and is not in a
+ * TestingTorNetwork. */
+int options_warn_no_contact_info(const options_t *o);
+
 /* The bandwidth the descriptor advertises, as tor computes it: rate is
  * the smallest of BandwidthRate, RelayBandwidthRate (if set) and
  * MaxAdvertisedBandwidth; burst the smaller of BandwidthBurst and

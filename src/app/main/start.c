@@ -2132,8 +2132,7 @@ app_start(evloop_t *loop, const options_t *opts)
     /* A relay caches the directory and serves it over BEGIN_DIR. */
     if (start_directory_client(opts) == 0 && opts->dir_cache)
       start_cache_of_other_flavor(opts);
-    if (!opts->contact_info && opts->publish_server_descriptor &&
-        !opts->testing_tor_network)
+    if (options_warn_no_contact_info(opts))
       log_warn("Your ContactInfo config option is not set. Please strongly "
                "consider setting it, so the directory authorities and "
                "relay operators can contact you if your relay is "

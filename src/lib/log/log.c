@@ -417,6 +417,12 @@ log_set_syslog_ident(const char *tag)
     snprintf(syslog_ident, sizeof(syslog_ident), "pctor");
 }
 
+const char *
+log_syslog_ident(void)
+{
+  return syslog_ident;
+}
+
 static int
 is_hex(char c)
 {

@@ -137,6 +137,8 @@ void log_set_scrub(int on);
 /* SyslogIdentityTag: syslog lines say "pctor-TAG" (NULL: "pctor"). Takes
  * effect when a syslog destination is (re)configured. */
 void log_set_syslog_ident(const char *tag);
+/* The identity syslog lines carry now ("pctor" or "pctor-TAG"). */
+const char *log_syslog_ident(void);
 
 /* Write msg (a whole line with its newline, no header added) to every
  * file and stream destination, or to stderr when there is none, using
