@@ -135,10 +135,16 @@ up_opened(channel_t *chan, int ok)
     upcalls->opened(chan, ok);
 }
 
-void
+int
 channel_register_var_cell_handler(uint8_t command, channel_var_cell_fn fn)
 {
+  if (fn && var_cell_handlers[command] && var_cell_handlers[command] != fn) {
+    log_warn("A second handler for variable-length cell command %u was "
+             "refused: one is registered already", (unsigned)command);
+    return -1;
+  }
   var_cell_handlers[command] = fn;
+  return 0;
 }
 
 int
