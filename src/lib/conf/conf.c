@@ -13,6 +13,7 @@
  * bounds that make a self-including file an error rather than a loop.
  */
 #include "lib/conf/conf.h"
+#include "lib/encoding/base16.h"
 #include "lib/malloc/alloc.h"
 
 #include <dirent.h>
@@ -178,18 +179,6 @@ lex_skip_to_eol(lexer_t *lx)
     lx->pos++;
 }
 
-static int
-hexval(int c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Parse a quoted value starting at the opening quote. */
 static int
 lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
@@ -221,7 +210,8 @@ lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
       lx->pos += 2;
       break;
     case 'x': {
-      int h1 = hexval(lex_peek(lx, 2)), h2 = hexval(lex_peek(lx, 3));
+      int h1 = base16_digit_value(lex_peek(lx, 2)),
+          h2 = base16_digit_value(lex_peek(lx, 3));
       if (h1 < 0 || h2 < 0)
         return lex_fail(lx, lineno,
                         "\\x in a quoted string needs two hex digits");
