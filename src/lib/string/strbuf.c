@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/malloc/alloc.h"
 
@@ -19,6 +20,21 @@ strbuf_reserve(strbuf_t *b, size_t need)
   size_t cap = (b->len + need + 1) * 2;
   b->s = pc_realloc(b->s, cap);
   b->cap = cap;
+}
+
+void
+strbuf_addn(strbuf_t *b, const char *s, size_t n)
+{
+  strbuf_reserve(b, n);
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+void
+strbuf_add(strbuf_t *b, const char *s)
+{
+  strbuf_addn(b, s, strlen(s));
 }
 
 void

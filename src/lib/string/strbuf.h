@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* strbuf.h -- a growable NUL-terminated string, for building text replies
- * (control-port answers, metrics pages) piece by piece.
+ * (control-port answers, metrics pages, descriptor policy lines, vici
+ * dumps) piece by piece.
  *
  * A zeroed strbuf_t is an empty buffer; s stays NULL until the first
  * append. The caller owns s (free() it, or keep it as the result). Growth
@@ -16,6 +17,10 @@ typedef struct strbuf_t {
   size_t len;  /* bytes before the NUL */
   size_t cap;  /* bytes allocated */
 } strbuf_t;
+
+/* Append n bytes of s (which should hold no NUL), or the string s. */
+void strbuf_addn(strbuf_t *b, const char *s, size_t n);
+void strbuf_add(strbuf_t *b, const char *s);
 
 /* Append printf-style text. */
 void strbuf_addf(strbuf_t *b, const char *fmt, ...)
