@@ -11,8 +11,7 @@
 
 #include "lib/malloc/alloc.h"
 
-/* Make room for need more bytes plus the NUL. */
-static void
+void
 strbuf_reserve(strbuf_t *b, size_t need)
 {
   if (b->len + need + 1 <= b->cap)

@@ -18,6 +18,10 @@ typedef struct strbuf_t {
   size_t cap;  /* bytes allocated */
 } strbuf_t;
 
+/* Make room for need more bytes (and the NUL) after len, for a caller
+ * that writes into b->s + b->len itself and then adds to len. */
+void strbuf_reserve(strbuf_t *b, size_t need);
+
 /* Append n bytes of s (which should hold no NUL), or the string s. */
 void strbuf_addn(strbuf_t *b, const char *s, size_t n);
 void strbuf_add(strbuf_t *b, const char *s);
