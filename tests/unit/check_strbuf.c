@@ -2,7 +2,7 @@
 /* check_strbuf.c -- unit tests for lib/string/strbuf: appends that fit
  * and that grow the buffer, the empty append that makes an empty string,
  * long texts built in many pieces compared with a reference, and raw
- * appends (strbuf_addn, strbuf_add). */
+ * appends (strbuf_addn, strbuf_add, strbuf_addc) and strbuf_take. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +81,28 @@ START_TEST(test_strbuf_addn)
 }
 END_TEST
 
+/* strbuf_addc and strbuf_take: the text handed over, the buffer empty
+ * again; taking from an empty buffer gives "". */
+START_TEST(test_strbuf_addc_take)
+{
+  strbuf_t b = {0};
+  char *t = strbuf_take(&b);
+  ck_assert_str_eq(t, "");
+  free(t);
+  for (int i = 0; i < 200; i++)
+    strbuf_addc(&b, (char)('a' + i % 26));
+  ck_assert_uint_eq(b.len, 200);
+  ck_assert_int_eq(b.s[25], 'z');
+  ck_assert_int_eq(b.s[200], '\0');
+  t = strbuf_take(&b);
+  ck_assert_ptr_null(b.s);
+  ck_assert_uint_eq(b.len, 0);
+  ck_assert_uint_eq(b.cap, 0);
+  ck_assert_uint_eq(strlen(t), 200);
+  free(t);
+}
+END_TEST
+
 Suite *
 suite_strbuf(void)
 {
@@ -89,6 +111,7 @@ suite_strbuf(void)
   tcase_add_test(tc, test_strbuf_basic);
   tcase_add_test(tc, test_strbuf_many_pieces);
   tcase_add_test(tc, test_strbuf_addn);
+  tcase_add_test(tc, test_strbuf_addc_take);
   suite_add_tcase(s, tc);
   return s;
 }

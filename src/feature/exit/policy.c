@@ -854,7 +854,7 @@ exit_policy_format_descriptor(const exit_policy_t *p)
   if (strcmp(s6, "reject 1-65535"))
     strbuf_addf(&b, "ipv6-policy %s\n", s6);
   free(s6);
-  return b.s ? b.s : pc_strdup("");
+  return strbuf_take(&b);
 }
 
 /* ---- summaries ---- */

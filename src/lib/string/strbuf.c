@@ -37,6 +37,21 @@ strbuf_add(strbuf_t *b, const char *s)
 }
 
 void
+strbuf_addc(strbuf_t *b, char c)
+{
+  strbuf_addn(b, &c, 1);
+}
+
+char *
+strbuf_take(strbuf_t *b)
+{
+  char *s = b->s ? b->s : pc_strdup("");
+  b->s = NULL;
+  b->len = b->cap = 0;
+  return s;
+}
+
+void
 strbuf_addf(strbuf_t *b, const char *fmt, ...)
 {
   va_list ap;

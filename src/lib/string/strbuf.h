@@ -26,6 +26,13 @@ void strbuf_reserve(strbuf_t *b, size_t need);
 void strbuf_addn(strbuf_t *b, const char *s, size_t n);
 void strbuf_add(strbuf_t *b, const char *s);
 
+/* Append one character. */
+void strbuf_addc(strbuf_t *b, char c);
+
+/* The text built (an empty string if nothing was added), now the
+ * caller's to free(); b is left empty. */
+char *strbuf_take(strbuf_t *b);
+
 /* Append printf-style text. */
 void strbuf_addf(strbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
