@@ -728,16 +728,14 @@ channel_matches_extend(const channel_t *chan, const pc_addr_t *addr,
   return pc_addr_eq(&chan->addr, addr, 1) || chan->addr_is_canonical;
 }
 
-channel_t *
-channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
-                        const uint8_t *ed_id)
+/* The first channel in list (one of a relay's, creation order) that
+ * matches the extension, preferring an open one; NULL if none. */
+static channel_t *
+best_match(const dlist_t *list, const pc_addr_t *addr, const uint8_t *rsa_id,
+           const uint8_t *ed_id)
 {
-  chan_peer_t *p = peer_lookup(rsa_id);
-  if (!p)
-    return NULL;
   channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&p->shared); n;
-       n = dlist_next(&p->shared, n)) {
+  for (dlist_node_t *n = dlist_first(list); n; n = dlist_next(list, n)) {
     channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
     if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
@@ -746,6 +744,14 @@ channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
       best = chan;
   }
   return best;
+}
+
+channel_t *
+channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
+                        const uint8_t *ed_id)
+{
+  chan_peer_t *p = peer_lookup(rsa_id);
+  return p ? best_match(&p->shared, addr, rsa_id, ed_id) : NULL;
 }
 
 channel_t *
@@ -814,16 +820,7 @@ channel_take_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
   chan_peer_t *p = peer_lookup(rsa_id);
   if (!p)
     return NULL;
-  channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&p->spares); n;
-       n = dlist_next(&p->spares, n)) {
-    channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
-    if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
-      continue;
-    if (!best || (chan->state == CHAN_STATE_OPEN &&
-                  best->state != CHAN_STATE_OPEN))
-      best = chan;
-  }
+  channel_t *best = best_match(&p->spares, addr, rsa_id, ed_id);
   if (best) {
     best->spare = 0;
     channel_index_update(best);
