@@ -994,14 +994,11 @@ channels_set_socketless_for_testing(int on)
   G.socketless = on;
 }
 
-channel_t *
-channel_accept_socketless_for_testing(const pc_addr_t *peer,
-                                      const uint8_t *rsa_id,
-                                      const uint8_t *ed_id)
+/* Record the relay identities the peer of a carried (or socketless test)
+ * channel has; either may be NULL (not known). */
+static void
+set_expected_ids(channel_t *chan, const uint8_t *rsa_id, const uint8_t *ed_id)
 {
-  channel_t *chan = channel_new();
-  chan->addr = *peer;
-  chan->state = CHAN_STATE_HANDSHAKING;
   if (rsa_id) {
     memcpy(chan->peer_rsa_id, rsa_id, 20);
     chan->have_peer_rsa = 1;
@@ -1011,6 +1008,17 @@ channel_accept_socketless_for_testing(const pc_addr_t *peer,
     memcpy(chan->peer_ed_id, ed_id, 32);
     chan->have_peer_ed = 1;
   }
+}
+
+channel_t *
+channel_accept_socketless_for_testing(const pc_addr_t *peer,
+                                      const uint8_t *rsa_id,
+                                      const uint8_t *ed_id)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *peer;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  set_expected_ids(chan, rsa_id, ed_id);
   channel_update_desc(chan);
   channel_index_update(chan);
   return chan;
@@ -1462,15 +1470,7 @@ channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
   chan->carrier = ops;
   chan->carrier_arg = arg;
   G.n_carried++;
-  if (rsa_id) {
-    memcpy(chan->peer_rsa_id, rsa_id, 20);
-    chan->have_peer_rsa = 1;
-    chan->peer_is_relay = 1;
-  }
-  if (ed_id) {
-    memcpy(chan->peer_ed_id, ed_id, 32);
-    chan->have_peer_ed = 1;
-  }
+  set_expected_ids(chan, rsa_id, ed_id);
   chan->link_proto = 5;
   chan->state = CHAN_STATE_OPEN;
   chan->idle_since_us = evloop_now_us(G.loop);
