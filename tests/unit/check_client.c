@@ -8,7 +8,9 @@
  *   - client_pool.c: predicted ports (a stream's port is remembered, the
  *     least recently asked one is forgotten when all slots are taken);
  *   - client_conflux.c: a leg without a built circuit is "blocked" for the
- *     conflux schedulers.
+ *     conflux schedulers;
+ *   - the controller observers (streams, lookups, conflux links, build
+ *     timeout) are single slots that refuse a second subscriber.
  * Circuits and conflux sets over real relays are the integration tests'
  * (socks-client.sh, conflux-client.sh, client-preemptive.sh).
  */
@@ -187,6 +189,76 @@ START_TEST(test_stream_observer_refuse_second)
 }
 END_TEST
 
+static void
+res_obs1(const client_resolve_result_t *r, void *arg)
+{
+  (void)r;
+  (void)arg;
+}
+static void
+res_obs2(const client_resolve_result_t *r, void *arg)
+{
+  (void)r;
+  (void)arg;
+}
+static void
+link_obs1(const struct origin_circuit_t *oc, void *arg)
+{
+  (void)oc;
+  (void)arg;
+}
+static void
+link_obs2(const struct origin_circuit_t *oc, void *arg)
+{
+  (void)oc;
+  (void)arg;
+}
+static void
+cbt_obs1(cbt_event_t ev, const cbt_info_t *info, void *arg)
+{
+  (void)ev;
+  (void)info;
+  (void)arg;
+}
+static void
+cbt_obs2(cbt_event_t ev, const cbt_info_t *info, void *arg)
+{
+  (void)ev;
+  (void)info;
+  (void)arg;
+}
+
+/* The client's other observers (lookups, conflux links, build timeout)
+ * are single slots too: a second one is refused, not swapped in. */
+START_TEST(test_other_observers_refuse_second)
+{
+  int a, b;
+  ck_assert_int_eq(client_set_resolve_observer(res_obs1, &a), 0);
+  ck_assert_int_eq(client_set_resolve_observer(res_obs1, &a), 0);
+  ck_assert_int_eq(client_set_resolve_observer(res_obs1, &b), -1);
+  ck_assert_int_eq(client_set_resolve_observer(res_obs2, &a), -1);
+  ck_assert_int_eq(client_set_resolve_observer(NULL, NULL), 0);
+  ck_assert_int_eq(client_set_resolve_observer(res_obs2, &b), 0);
+  ck_assert_int_eq(client_set_resolve_observer(NULL, NULL), 0);
+
+  ck_assert_int_eq(client_set_conflux_link_observer(link_obs1, &a), 0);
+  ck_assert_int_eq(client_set_conflux_link_observer(link_obs1, &a), 0);
+  ck_assert_int_eq(client_set_conflux_link_observer(link_obs1, &b), -1);
+  ck_assert_int_eq(client_set_conflux_link_observer(link_obs2, &a), -1);
+  ck_assert_int_eq(client_set_conflux_link_observer(NULL, NULL), 0);
+  ck_assert_int_eq(client_set_conflux_link_observer(link_obs2, &b), 0);
+  ck_assert_int_eq(client_set_conflux_link_observer(NULL, NULL), 0);
+
+  ck_assert_int_eq(client_set_buildtimeout_observer(cbt_obs1, &a), 0);
+  ck_assert_int_eq(client_set_buildtimeout_observer(cbt_obs1, &a), 0);
+  ck_assert_int_eq(client_set_buildtimeout_observer(cbt_obs1, &b), -1);
+  ck_assert_int_eq(client_set_buildtimeout_observer(cbt_obs2, &a), -1);
+  ck_assert_int_eq(client_set_buildtimeout_observer(NULL, NULL), 0);
+  ck_assert_int_eq(client_set_buildtimeout_observer(cbt_obs2, &b), 0);
+  ck_assert_int_eq(client_set_buildtimeout_observer(NULL, NULL), 0);
+}
+END_TEST
+
 /* The FAILED stream event says why, locally: NOROUTE without a
  * consensus (REASON= in control-spec's STREAM event). */
 static int last_status = -1, last_reason = -2, last_remote = -1;
@@ -284,6 +356,7 @@ suite_client(void)
   tcase_add_test(tc, test_predicted_ports);
   tcase_add_test(tc, test_leg_without_circuit_blocked);
   tcase_add_test(tc, test_stream_observer_refuse_second);
+  tcase_add_test(tc, test_other_observers_refuse_second);
   tcase_add_test(tc, test_stream_failed_reason);
   suite_add_tcase(s, tc);
   return s;

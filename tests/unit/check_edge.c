@@ -795,6 +795,19 @@ h_in2(or_circuit_t *c, const relay_header_t *h, const uint8_t *b)
   return -1;
 }
 
+static void
+vc1(channel_t *chan, const var_cell_t *vc)
+{
+  (void)chan;
+  (void)vc;
+}
+static void
+vc2(channel_t *chan, const var_cell_t *vc)
+{
+  (void)chan;
+  (void)vc;
+}
+
 START_TEST(test_mux_hooks_refuse_second)
 {
   static const circuit_mux_ops_t a = {h_pick, h_sent, h_can, h_home, NULL};
@@ -822,6 +835,15 @@ START_TEST(test_mux_hooks_refuse_second)
   ck_assert_int_eq(channels_set_upcalls(NULL), 0);
   ck_assert_int_eq(channels_set_upcalls(&u2), 0);
   ck_assert_int_eq(channels_set_upcalls(NULL), 0);
+  /* Variable-length cell handlers: one a command (250 is nobody's). */
+  ck_assert_int_eq(channel_register_var_cell_handler(250, vc1), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(250, vc1), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(250, vc2), -1);
+  ck_assert_int_eq(channel_register_var_cell_handler(251, vc2), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(250, NULL), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(250, vc2), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(250, NULL), 0);
+  ck_assert_int_eq(channel_register_var_cell_handler(251, NULL), 0);
 }
 END_TEST
 

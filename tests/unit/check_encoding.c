@@ -327,6 +327,29 @@ START_TEST(test_base16_malformed)
 }
 END_TEST
 
+/* The digit helper lib/conf (\x escapes) and lib/evloop/dns (ip6.arpa
+ * names) share with the decoder. */
+START_TEST(test_base16_digit_value)
+{
+  const char *d = "0123456789abcdef", *u = "ABCDEF";
+  for (int i = 0; i < 16; i++)
+    ck_assert_int_eq(base16_digit_value(d[i]), i);
+  for (int i = 0; i < 6; i++)
+    ck_assert_int_eq(base16_digit_value(u[i]), 10 + i);
+  int n_digits = 0;
+  for (int c = -1; c < 256; c++)
+    n_digits += base16_digit_value(c) >= 0;
+  ck_assert_int_eq(n_digits, 22);
+  ck_assert_int_eq(base16_digit_value('/'), -1);
+  ck_assert_int_eq(base16_digit_value(':'), -1);
+  ck_assert_int_eq(base16_digit_value('@'), -1);
+  ck_assert_int_eq(base16_digit_value('G'), -1);
+  ck_assert_int_eq(base16_digit_value('`'), -1);
+  ck_assert_int_eq(base16_digit_value('g'), -1);
+  ck_assert_int_eq(base16_digit_value((char)0xb0), -1);
+}
+END_TEST
+
 Suite *
 suite_encoding(void)
 {
@@ -345,6 +368,7 @@ suite_encoding(void)
   tcase_add_test(tc, test_base16_rfc);
   tcase_add_test(tc, test_base16_case_and_bytes);
   tcase_add_test(tc, test_base16_malformed);
+  tcase_add_test(tc, test_base16_digit_value);
   suite_add_tcase(s, tc);
   return s;
 }

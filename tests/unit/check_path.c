@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/or/circuit.h"
+#include "core/proto/create.h"
 #include "feature/dir/consensus.h"
 #include "feature/dir/microdesc.h"
 #include "feature/dir/nodelist.h"
@@ -695,6 +697,35 @@ START_TEST(test_real_network)
 }
 END_TEST
 
+/* The extend target made from a node: every identity and key copied, the
+ * Ed25519 identity only when the node has one, ntor by default. */
+START_TEST(test_node_extend_target)
+{
+  dir_node_t n;
+  memset(&n, 0, sizeof(n));
+  n.or_addr.family = AF_INET;
+  n.or_addr.port = 9001;
+  memset(n.rsa_id, 0x11, sizeof(n.rsa_id));
+  memset(n.ntor_key, 0x22, sizeof(n.ntor_key));
+  memset(n.ed25519_id, 0x33, sizeof(n.ed25519_id));
+  n.has_ntor = 1;
+  extend_target_t t;
+  memset(&t, 0xee, sizeof(t));
+  dir_node_extend_target(&n, &t);
+  ck_assert(pc_addr_eq(&t.addr, &n.or_addr, 1));
+  ck_assert_mem_eq(t.rsa_id, n.rsa_id, 20);
+  ck_assert_mem_eq(t.ntor_key, n.ntor_key, 32);
+  ck_assert_int_eq(t.has_ed_id, 0);
+  ck_assert_int_eq(t.ed_id[0], 0); /* not stale: cleared */
+  ck_assert_uint_eq(t.handshake, HTYPE_NTOR);
+  ck_assert_uint_eq(t.cc_request, 0);
+  n.has_ed25519 = 1;
+  dir_node_extend_target(&n, &t);
+  ck_assert_int_eq(t.has_ed_id, 1);
+  ck_assert_mem_eq(t.ed_id, n.ed25519_id, 32);
+}
+END_TEST
+
 Suite *
 suite_path(void)
 {
@@ -711,6 +742,7 @@ suite_path(void)
   tcase_add_test(tc, test_required_protocols);
   tcase_add_test(tc, test_protocols_missing);
   tcase_add_test(tc, test_dir_info);
+  tcase_add_test(tc, test_node_extend_target);
   suite_add_tcase(s, tc);
   return s;
 }

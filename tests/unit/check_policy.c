@@ -858,6 +858,31 @@ END_TEST
 
 /* ---- summaries ---- */
 
+/* An ipv6-policy summary longer than a line buffer is written whole, with
+ * its newline (the descriptor builder once cut it at 127 characters). */
+START_TEST(test_descriptor_long_ipv6_summary)
+{
+  char line[1024], want[512];
+  size_t n = 0, w = 0;
+  w += (size_t)snprintf(want + w, sizeof(want) - w, "ipv6-policy reject ");
+  for (int port = 1001; port < 1080; port += 2) {
+    n += (size_t)snprintf(line + n, sizeof(line) - n, "reject6 *:%d, ", port);
+    w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%d",
+                          port > 1001 ? "," : "", port);
+  }
+  snprintf(line + n, sizeof(line) - n, "accept *:*");
+  snprintf(want + w, sizeof(want) - w, "\n");
+  ck_assert_uint_gt(strlen(want), 150);
+  exit_policy_t *p = plain(line);
+  char *d = exit_policy_format_descriptor(p);
+  const char *l6 = strstr(d, "ipv6-policy ");
+  ck_assert_ptr_nonnull(l6);
+  ck_assert_str_eq(l6, want);
+  free(d);
+  exit_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_summary_edges)
 {
   /* Expected strings from tests/vectors/policy_summary_ref.py. */
@@ -1145,6 +1170,7 @@ suite_policy(void)
   tcase_add_test(tc, test_redundancy);
   tcase_add_test(tc, test_tor_vectors);
   tcase_add_test(tc, test_summary_edges);
+  tcase_add_test(tc, test_descriptor_long_ipv6_summary);
   tcase_add_test(tc, test_summary_random);
   tcase_add_test(tc, test_summary_parse);
   tcase_add_test(tc, test_format_round_trip);

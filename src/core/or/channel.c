@@ -135,10 +135,16 @@ up_opened(channel_t *chan, int ok)
     upcalls->opened(chan, ok);
 }
 
-void
+int
 channel_register_var_cell_handler(uint8_t command, channel_var_cell_fn fn)
 {
+  if (fn && var_cell_handlers[command] && var_cell_handlers[command] != fn) {
+    log_warn("A second handler for variable-length cell command %u was "
+             "refused: one is registered already", (unsigned)command);
+    return -1;
+  }
   var_cell_handlers[command] = fn;
+  return 0;
 }
 
 int
@@ -722,16 +728,14 @@ channel_matches_extend(const channel_t *chan, const pc_addr_t *addr,
   return pc_addr_eq(&chan->addr, addr, 1) || chan->addr_is_canonical;
 }
 
-channel_t *
-channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
-                        const uint8_t *ed_id)
+/* The first channel in list (one of a relay's, creation order) that
+ * matches the extension, preferring an open one; NULL if none. */
+static channel_t *
+best_match(const dlist_t *list, const pc_addr_t *addr, const uint8_t *rsa_id,
+           const uint8_t *ed_id)
 {
-  chan_peer_t *p = peer_lookup(rsa_id);
-  if (!p)
-    return NULL;
   channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&p->shared); n;
-       n = dlist_next(&p->shared, n)) {
+  for (dlist_node_t *n = dlist_first(list); n; n = dlist_next(list, n)) {
     channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
     if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
       continue;
@@ -740,6 +744,14 @@ channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
       best = chan;
   }
   return best;
+}
+
+channel_t *
+channel_find_for_extend(const pc_addr_t *addr, const uint8_t *rsa_id,
+                        const uint8_t *ed_id)
+{
+  chan_peer_t *p = peer_lookup(rsa_id);
+  return p ? best_match(&p->shared, addr, rsa_id, ed_id) : NULL;
 }
 
 channel_t *
@@ -808,16 +820,7 @@ channel_take_spare(const pc_addr_t *addr, const uint8_t *rsa_id,
   chan_peer_t *p = peer_lookup(rsa_id);
   if (!p)
     return NULL;
-  channel_t *best = NULL;
-  for (dlist_node_t *n = dlist_first(&p->spares); n;
-       n = dlist_next(&p->spares, n)) {
-    channel_t *chan = DLIST_ENTRY(n, channel_t, peer_kind_node);
-    if (!channel_matches_extend(chan, addr, rsa_id, ed_id))
-      continue;
-    if (!best || (chan->state == CHAN_STATE_OPEN &&
-                  best->state != CHAN_STATE_OPEN))
-      best = chan;
-  }
+  channel_t *best = best_match(&p->spares, addr, rsa_id, ed_id);
   if (best) {
     best->spare = 0;
     channel_index_update(best);
@@ -991,14 +994,11 @@ channels_set_socketless_for_testing(int on)
   G.socketless = on;
 }
 
-channel_t *
-channel_accept_socketless_for_testing(const pc_addr_t *peer,
-                                      const uint8_t *rsa_id,
-                                      const uint8_t *ed_id)
+/* Record the relay identities the peer of a carried (or socketless test)
+ * channel has; either may be NULL (not known). */
+static void
+set_expected_ids(channel_t *chan, const uint8_t *rsa_id, const uint8_t *ed_id)
 {
-  channel_t *chan = channel_new();
-  chan->addr = *peer;
-  chan->state = CHAN_STATE_HANDSHAKING;
   if (rsa_id) {
     memcpy(chan->peer_rsa_id, rsa_id, 20);
     chan->have_peer_rsa = 1;
@@ -1008,6 +1008,17 @@ channel_accept_socketless_for_testing(const pc_addr_t *peer,
     memcpy(chan->peer_ed_id, ed_id, 32);
     chan->have_peer_ed = 1;
   }
+}
+
+channel_t *
+channel_accept_socketless_for_testing(const pc_addr_t *peer,
+                                      const uint8_t *rsa_id,
+                                      const uint8_t *ed_id)
+{
+  channel_t *chan = channel_new();
+  chan->addr = *peer;
+  chan->state = CHAN_STATE_HANDSHAKING;
+  set_expected_ids(chan, rsa_id, ed_id);
   channel_update_desc(chan);
   channel_index_update(chan);
   return chan;
@@ -1459,15 +1470,7 @@ channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
   chan->carrier = ops;
   chan->carrier_arg = arg;
   G.n_carried++;
-  if (rsa_id) {
-    memcpy(chan->peer_rsa_id, rsa_id, 20);
-    chan->have_peer_rsa = 1;
-    chan->peer_is_relay = 1;
-  }
-  if (ed_id) {
-    memcpy(chan->peer_ed_id, ed_id, 32);
-    chan->have_peer_ed = 1;
-  }
+  set_expected_ids(chan, rsa_id, ed_id);
   chan->link_proto = 5;
   chan->state = CHAN_STATE_OPEN;
   chan->idle_since_us = evloop_now_us(G.loop);

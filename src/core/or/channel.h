@@ -325,10 +325,13 @@ void channels_set_relay_congestion_control(const char *name);
  * nothing about): a handler for a variable-length cell command that
  * arrives on an open channel (tor ignores unknown ones; so does pctor
  * without a handler), and observers told when a channel opens. At most
- * CHANNEL_MAX_OPEN_OBSERVERS observers. Handlers may close the channel. */
+ * CHANNEL_MAX_OPEN_OBSERVERS observers. Handlers may close the channel.
+ * One handler a command: registering a different one while one is set is
+ * refused with a warning (-1); the same one again is fine (0); NULL
+ * unregisters. */
 typedef void (*channel_var_cell_fn)(channel_t *chan, const var_cell_t *vc);
-void channel_register_var_cell_handler(uint8_t command,
-                                       channel_var_cell_fn fn);
+int channel_register_var_cell_handler(uint8_t command,
+                                      channel_var_cell_fn fn);
 #define CHANNEL_MAX_OPEN_OBSERVERS 4
 typedef void (*channel_open_fn)(channel_t *chan, void *arg);
 int channel_add_open_observer(channel_open_fn fn, void *arg);

@@ -216,21 +216,23 @@ typedef struct client_resolve_result_t {
 } client_resolve_result_t;
 typedef void (*client_resolve_observer_fn)(const client_resolve_result_t *r,
                                            void *arg);
-/* One observer; NULL removes it. */
-void client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
+/* One observer; NULL removes it. Like every client observer below, a
+ * different second one is refused with a warning (-1) instead of taking
+ * the first one's place; the same one again is fine (0). */
+int client_set_resolve_observer(client_resolve_observer_fn fn, void *arg);
 /* Told when a conflux leg links (CIRC_MINOR PURPOSE_CHANGED); one
  * observer, NULL removes it. */
 struct origin_circuit_t;
 typedef void (*client_conflux_link_fn)(const struct origin_circuit_t *oc,
                                        void *arg);
-void client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg);
+int client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg);
 /* BUILDTIMEOUT_SET: told when the build timeout is computed from the
  * history or reset; one observer, NULL removes it. */
 typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,
                                                 const cbt_info_t *info,
                                                 void *arg);
-void client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
-                                      void *arg);
+int client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
+                                     void *arg);
 /* Tell the observer of ev with the current figures (CBT_EV_NONE: nothing
  * to tell); DROPTIMEOUTS' RESET is reported so, after its reply. */
 void client_ctl_cbt_event(cbt_event_t ev);

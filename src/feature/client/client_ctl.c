@@ -552,12 +552,18 @@ client_ctl_newnym(unsigned *delay_s_out, char **err_out)
 static client_buildtimeout_observer_fn cbt_observer;
 static void *cbt_observer_arg;
 
-void
+int
 client_set_buildtimeout_observer(client_buildtimeout_observer_fn fn,
                                  void *arg)
 {
+  if (fn && cbt_observer && (fn != cbt_observer || arg != cbt_observer_arg)) {
+    log_warn("A second observer of the build timeout was refused: one is "
+             "registered already");
+    return -1;
+  }
   cbt_observer = fn;
-  cbt_observer_arg = arg;
+  cbt_observer_arg = fn ? arg : NULL;
+  return 0;
 }
 
 void
@@ -587,11 +593,18 @@ client_ctl_drop_timeouts(char **err_out)
 static client_conflux_link_fn link_observer;
 static void *link_observer_arg;
 
-void
+int
 client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg)
 {
+  if (fn && link_observer &&
+      (fn != link_observer || arg != link_observer_arg)) {
+    log_warn("A second observer of conflux legs linking was refused: one "
+             "is registered already");
+    return -1;
+  }
   link_observer = fn;
-  link_observer_arg = arg;
+  link_observer_arg = fn ? arg : NULL;
+  return 0;
 }
 
 void

@@ -48,20 +48,6 @@ exit_accepts(const ccirc_t *cc, uint16_t port)
   return nd && nd->policy && policy_summary_allows_port(nd->policy, port);
 }
 
-static void
-fill_target(extend_target_t *t, const dir_node_t *n)
-{
-  memset(t, 0, sizeof(*t));
-  t->addr = n->or_addr;
-  memcpy(t->rsa_id, n->rsa_id, 20);
-  if (n->has_ed25519) {
-    t->has_ed_id = 1;
-    memcpy(t->ed_id, n->ed25519_id, 32);
-  }
-  memcpy(t->ntor_key, n->ntor_key, 32);
-  t->handshake = HTYPE_NTOR;
-}
-
 /* Should a new circuit to this exit be a conflux set, and of how many
  * legs? 0: plain. */
 static int
@@ -126,7 +112,7 @@ client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int n_hops,
   for (int i = 0; i < n_hops; i++) {
     if (!path[i]->has_ntor)
       return NULL;
-    fill_target(&hops[i], path[i]);
+    dir_node_extend_target(path[i], &hops[i]);
   }
   /* Congestion control with the exit where the consensus and the exit
    * allow it (proposal 324 section 10.1). */
@@ -160,7 +146,7 @@ client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
   for (int i = 0; i < n; i++) {
     if (!path[i]->has_ntor)
       return -1;
-    fill_target(&hops[i], path[i]);
+    dir_node_extend_target(path[i], &hops[i]);
   }
   if (want_cc)
     circbuild_exit_request_cc(&hops[n - 1], cc_params_current()->alg,
@@ -226,7 +212,7 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   const dir_node_t *exit = paths[0][CLIENT_HOPS - 1];
   /* Would the exit take congestion control (needed for conflux)? */
   extend_target_t probe;
-  fill_target(&probe, exit);
+  dir_node_extend_target(exit, &probe);
   int want_cc = circbuild_exit_request_cc(&probe, cc_params_current()->alg,
                                           exit->protocols);
   int n_legs = 1;

@@ -39,11 +39,17 @@
 static client_resolve_observer_fn observer;
 static void *observer_arg;
 
-void
+int
 client_set_resolve_observer(client_resolve_observer_fn fn, void *arg)
 {
+  if (fn && observer && (fn != observer || arg != observer_arg)) {
+    log_warn("A second observer of the client's lookups was refused: one "
+             "is registered already");
+    return -1;
+  }
   observer = fn;
-  observer_arg = arg;
+  observer_arg = fn ? arg : NULL;
+  return 0;
 }
 
 int

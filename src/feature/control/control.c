@@ -132,7 +132,9 @@ static struct {
   time_t started_at;
   time_t last_tick_wall; /* the wall clock at the previous BW tick */
   int in_log_hook;
-  int observers; /* registered: 1 open, 2 close, 4 origin circuits, 8 streams */
+  /* registered: 1 open, 2 close, 4 origin circuits, 8 streams, 16 build
+   * timeout, 32 lookups, 64 conflux links */
+  int observers;
   /* CIRC_BW: the counters at each circuit's last event, by gid, while a
    * controller wants the event (control_circbw_prev_t). */
   hmap_t *circbw;
@@ -2584,9 +2586,12 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 4; /* (else core warned: no CIRC progress events) */
   if (client_set_stream_observer(stream_event_cb, NULL) == 0)
     S.observers |= 8; /* (else the client warned: no STREAM events) */
-  client_set_buildtimeout_observer(buildtimeout_cb, NULL);
-  client_set_resolve_observer(resolve_cb, NULL);
-  client_set_conflux_link_observer(conflux_link_cb, NULL);
+  if (client_set_buildtimeout_observer(buildtimeout_cb, NULL) == 0)
+    S.observers |= 16; /* (else the client warned: no BUILDTIMEOUT_SET) */
+  if (client_set_resolve_observer(resolve_cb, NULL) == 0)
+    S.observers |= 32; /* (else no ADDRMAP events for lookups) */
+  if (client_set_conflux_link_observer(conflux_link_cb, NULL) == 0)
+    S.observers |= 64; /* (else no CIRC_MINOR when a leg links) */
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2655,9 +2660,12 @@ control_shutdown(void)
     circuits_set_origin_observer(NULL, NULL);
   if (S.observers & 8)
     client_set_stream_observer(NULL, NULL);
-  client_set_buildtimeout_observer(NULL, NULL);
-  client_set_resolve_observer(NULL, NULL);
-  client_set_conflux_link_observer(NULL, NULL);
+  if (S.observers & 16)
+    client_set_buildtimeout_observer(NULL, NULL);
+  if (S.observers & 32)
+    client_set_resolve_observer(NULL, NULL);
+  if (S.observers & 64)
+    client_set_conflux_link_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);

@@ -1451,8 +1451,12 @@ dgram_attach_channels(dgram_t *d)
     return attached == d ? 0 : -1;
   if (channel_add_open_observer(open_cb, NULL) < 0)
     return -1;
+  if (channel_register_var_cell_handler(DGRAM_ANNOUNCE_CELL_COMMAND,
+                                        announce_cb) < 0) {
+    channel_remove_open_observer(open_cb, NULL);
+    return -1;
+  }
   attached = d;
-  channel_register_var_cell_handler(DGRAM_ANNOUNCE_CELL_COMMAND, announce_cb);
   return 0;
 }
 

@@ -15,6 +15,8 @@
 #include <strings.h>
 
 #include "feature/dir/nodelist.h"
+#include "core/or/circuit.h"
+#include "core/proto/create.h"
 #include "lib/encoding/base16.h"
 #include "lib/malloc/alloc.h"
 
@@ -345,3 +347,16 @@ dir_protocols_missing(const char *wanted, const char *have, char *out,
   return missing;
 }
 
+void
+dir_node_extend_target(const dir_node_t *n, extend_target_t *t)
+{
+  memset(t, 0, sizeof(*t));
+  t->addr = n->or_addr;
+  memcpy(t->rsa_id, n->rsa_id, 20);
+  if (n->has_ed25519) {
+    t->has_ed_id = 1;
+    memcpy(t->ed_id, n->ed25519_id, 32);
+  }
+  memcpy(t->ntor_key, n->ntor_key, 32);
+  t->handshake = HTYPE_NTOR;
+}

@@ -91,5 +91,10 @@ int dir_protocols_missing(const char *wanted, const char *have, char *out,
  * and Link=4 (4-byte circuit IDs). A relay without a "pr" line passes. */
 int dir_node_has_client_protocols(const dir_node_t *n);
 /* "Guard,Exit,..." into buf (the flags in the consensus' order). */
+/* Fill t to extend to n with ntor: its address and ORPort, RSA identity,
+ * Ed25519 identity when the consensus vouches for it, and ntor key (the
+ * caller checks has_ntor and may change the handshake afterwards). */
+struct extend_target_t;
+void dir_node_extend_target(const dir_node_t *n, struct extend_target_t *t);
 char *dir_node_flags_str(const dir_node_t *n, char *buf, size_t len);
 #endif

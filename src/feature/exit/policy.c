@@ -56,13 +56,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/strbuf.h"
 
 struct exit_policy_t {
   int n;
@@ -70,54 +70,6 @@ struct exit_policy_t {
 };
 
 /* ---- small helpers ---- */
-
-typedef struct {
-  char *s;
-  size_t len, cap;
-} sbuf_t;
-
-static void
-sb_addn(sbuf_t *b, const char *s, size_t n)
-{
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    b->s = pc_realloc(b->s, cap);
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = 0;
-}
-
-static void
-sb_add(sbuf_t *b, const char *s)
-{
-  sb_addn(b, s, strlen(s));
-}
-
-static void sb_addf(sbuf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void
-sb_addf(sbuf_t *b, const char *fmt, ...)
-{
-  char tmp[128];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-  va_end(ap);
-  if (n > 0)
-    sb_addn(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-static char *
-sb_take(sbuf_t *b)
-{
-  if (!b->s)
-    return pc_strdup("");
-  return b->s;
-}
 
 static int
 addr_bits(int family)
@@ -885,23 +837,24 @@ exit_policy_rule_format(const exit_policy_rule_t *r, int for_desc, char *buf,
 char *
 exit_policy_format_descriptor(const exit_policy_t *p)
 {
-  sbuf_t b = {0};
+  strbuf_t b = {0};
   int any = 0;
   for (int i = 0; p && i < p->n; i++) {
     if (p->rules[i].family != AF_INET)
       continue;
     char line[EXIT_POLICY_RULE_BUF_LEN];
-    sb_add(&b, exit_policy_rule_format(&p->rules[i], 1, line, sizeof(line)));
-    sb_add(&b, "\n");
+    strbuf_add(&b,
+               exit_policy_rule_format(&p->rules[i], 1, line, sizeof(line)));
+    strbuf_add(&b, "\n");
     any = 1;
   }
   if (!any)
-    sb_add(&b, "reject *:*\n");
+    strbuf_add(&b, "reject *:*\n");
   char *s6 = exit_policy_summarize(p, AF_INET6);
   if (strcmp(s6, "reject 1-65535"))
-    sb_addf(&b, "ipv6-policy %s\n", s6);
+    strbuf_addf(&b, "ipv6-policy %s\n", s6);
   free(s6);
-  return sb_take(&b);
+  return strbuf_take(&b);
 }
 
 /* ---- summaries ---- */
@@ -984,21 +937,21 @@ exit_policy_summarize(const exit_policy_t *p, int family)
     }
   }
 
-  sbuf_t acc = {0}, rej = {0};
+  strbuf_t acc = {0}, rej = {0};
   int nacc = 0, nrej = 0;
   for (int i = 0; i < k;) {
     int j = i;
     while (j + 1 < k && accepted[j + 1] == accepted[i])
       j++;
     uint32_t lo = starts[i], hi = starts[j + 1] - 1;
-    sbuf_t *b = accepted[i] ? &acc : &rej;
+    strbuf_t *b = accepted[i] ? &acc : &rej;
     int *cnt = accepted[i] ? &nacc : &nrej;
     if (*cnt)
-      sb_add(b, ",");
+      strbuf_add(b, ",");
     if (lo == hi)
-      sb_addf(b, "%u", lo);
+      strbuf_addf(b, "%u", lo);
     else
-      sb_addf(b, "%u-%u", lo, hi);
+      strbuf_addf(b, "%u-%u", lo, hi);
     (*cnt)++;
     i = j + 1;
   }

@@ -242,12 +242,18 @@ open_cb(channel_t *chan, void *arg)
 int
 ipsec_link_start(const ipsec_link_handlers_t *h, void *arg)
 {
-  if (!L.active && channel_add_open_observer(open_cb, NULL) < 0)
-    return -1;
+  if (!L.active) {
+    if (channel_add_open_observer(open_cb, NULL) < 0)
+      return -1;
+    if (channel_register_var_cell_handler(IPSEC_LINK_CELL_COMMAND,
+                                          var_cell_cb) < 0) {
+      channel_remove_open_observer(open_cb, NULL);
+      return -1;
+    }
+  }
   L.h = *h;
   L.arg = arg;
   L.active = 1;
-  channel_register_var_cell_handler(IPSEC_LINK_CELL_COMMAND, var_cell_cb);
   return 0;
 }
 

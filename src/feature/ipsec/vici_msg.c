@@ -26,6 +26,7 @@
 #include "lib/bytes/bytes.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/strbuf.h"
 
 /* ---- builder ---- */
 
@@ -689,31 +690,11 @@ vici_node_find(const vici_node_t *n, ...)
 
 /* ---- text rendering ---- */
 
-typedef struct strbuf_t {
-  char *s;
-  size_t len, cap;
-} strbuf_t;
-
-static void
-sb_add(strbuf_t *sb, const char *s, size_t n)
-{
-  if (sb->len + n + 1 > sb->cap) {
-    size_t ncap = sb->cap ? sb->cap : 256;
-    while (ncap < sb->len + n + 1)
-      ncap *= 2;
-    sb->s = pc_realloc(sb->s, ncap);
-    sb->cap = ncap;
-  }
-  memcpy(sb->s + sb->len, s, n);
-  sb->len += n;
-  sb->s[sb->len] = '\0';
-}
-
 static void
 sb_indent(strbuf_t *sb, int depth)
 {
   for (int i = 0; i < depth; i++)
-    sb_add(sb, "  ", 2);
+    strbuf_addn(sb, "  ", 2);
 }
 
 static void
@@ -723,14 +704,14 @@ sb_value(strbuf_t *sb, const char *v, size_t n)
     unsigned char ch = (unsigned char)v[i];
     char tmp[8];
     if (ch == '\n') {
-      sb_add(sb, "\\n", 2);
+      strbuf_addn(sb, "\\n", 2);
     } else if (ch == '\\') {
-      sb_add(sb, "\\\\", 2);
+      strbuf_addn(sb, "\\\\", 2);
     } else if (ch >= 0x20 && ch < 0x7f) {
-      sb_add(sb, (const char *)&v[i], 1);
+      strbuf_addn(sb, (const char *)&v[i], 1);
     } else {
       snprintf(tmp, sizeof(tmp), "\\x%02x", ch);
-      sb_add(sb, tmp, 4);
+      strbuf_addn(sb, tmp, 4);
     }
   }
 }
@@ -743,11 +724,11 @@ format_node(strbuf_t *sb, const vici_node_t *n, int depth)
     for (const vici_node_t *c = n->first; c; c = c->next) {
       if (c->type == VICI_NODE_SECTION) {
         sb_indent(sb, depth);
-        sb_add(sb, c->name, strlen(c->name));
-        sb_add(sb, " {\n", 3);
+        strbuf_addn(sb, c->name, strlen(c->name));
+        strbuf_addn(sb, " {\n", 3);
         format_node(sb, c, depth + 1);
         sb_indent(sb, depth);
-        sb_add(sb, "}\n", 2);
+        strbuf_addn(sb, "}\n", 2);
       } else {
         format_node(sb, c, depth);
       }
@@ -755,27 +736,27 @@ format_node(strbuf_t *sb, const vici_node_t *n, int depth)
     break;
   case VICI_NODE_VALUE:
     sb_indent(sb, depth);
-    sb_add(sb, n->name, strlen(n->name));
-    sb_add(sb, " = ", 3);
+    strbuf_addn(sb, n->name, strlen(n->name));
+    strbuf_addn(sb, " = ", 3);
     sb_value(sb, n->value, n->value_len);
-    sb_add(sb, "\n", 1);
+    strbuf_addn(sb, "\n", 1);
     break;
   case VICI_NODE_LIST:
     sb_indent(sb, depth);
-    sb_add(sb, n->name, strlen(n->name));
-    sb_add(sb, " [\n", 3);
+    strbuf_addn(sb, n->name, strlen(n->name));
+    strbuf_addn(sb, " [\n", 3);
     for (const vici_node_t *c = n->first; c; c = c->next) {
       sb_indent(sb, depth + 1);
       sb_value(sb, c->value, c->value_len);
-      sb_add(sb, "\n", 1);
+      strbuf_addn(sb, "\n", 1);
     }
     sb_indent(sb, depth);
-    sb_add(sb, "]\n", 2);
+    strbuf_addn(sb, "]\n", 2);
     break;
   case VICI_NODE_ITEM:
     sb_indent(sb, depth);
     sb_value(sb, n->value, n->value_len);
-    sb_add(sb, "\n", 1);
+    strbuf_addn(sb, "\n", 1);
     break;
   }
 }
@@ -784,7 +765,7 @@ char *
 vici_node_format(const vici_node_t *n)
 {
   strbuf_t sb = {0};
-  sb_add(&sb, "", 0);
+  strbuf_addn(&sb, "", 0);
   format_node(&sb, n, 0);
   return sb.s;
 }

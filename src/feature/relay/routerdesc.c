@@ -3,7 +3,7 @@
  * (routerdesc.h; dir-spec 2.1.1, cert-spec).
  *
  * Design:
- * - The document is built as text into a growing string (sb_t), item by
+ * - The document is built as text into a growing string (strbuf_t), item by
  *   item, in the order listed in routerdesc.h. Every piece of caller
  *   input that lands in the text (nickname, contact, family, policy) is
  *   validated first, so a newline or control character can never inject
@@ -53,6 +53,7 @@
 #include "lib/encoding/base64.h"
 #include "lib/malloc/alloc.h"
 #include "lib/string/relay_names.h"
+#include "lib/string/strbuf.h"
 #include "lib/time/timefmt.h"
 
 #define ED_SIG_PREFIX "Tor router descriptor signature v1"
@@ -101,57 +102,12 @@ set_err(char **err, char *msg)
 /* ---------------------------------------------------------------- */
 /* A growing string */
 
-typedef struct sb_t {
-  char *s;
-  size_t len, cap;
-} sb_t;
-
-static void
-sb_reserve(sb_t *b, size_t more)
-{
-  if (b->len + more + 1 <= b->cap)
-    return;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more + 1)
-    cap *= 2;
-  b->s = pc_realloc(b->s, cap);
-  b->cap = cap;
-}
-
-static void
-sb_add(sb_t *b, const char *s)
-{
-  size_t n = strlen(s);
-  sb_reserve(b, n);
-  memcpy(b->s + b->len, s, n + 1);
-  b->len += n;
-}
-
-static void sb_addf(sb_t *b, const char *fmt, ...)
-  __attribute__((format(printf, 2, 3)));
-
-static void
-sb_addf(sb_t *b, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    abort();
-  sb_reserve(b, (size_t)n);
-  va_start(ap, fmt);
-  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
 /* base64 of src; flags as base64_encode(). */
 static void
-sb_add_b64(sb_t *b, const uint8_t *src, size_t n, int flags)
+sb_add_b64(strbuf_t *b, const uint8_t *src, size_t n, int flags)
 {
   size_t enc = base64_encoded_len(n, flags);
-  sb_reserve(b, enc);
+  strbuf_reserve(b, enc);
   long w = base64_encode(b->s + b->len, enc + 1, src, n, flags);
   if (w != (long)enc)
     abort();
@@ -160,12 +116,12 @@ sb_add_b64(sb_t *b, const uint8_t *src, size_t n, int flags)
 
 /* An object: BEGIN line, 64-column base64, END line. */
 static void
-sb_add_object(sb_t *b, const char *type, const uint8_t *src, size_t n,
+sb_add_object(strbuf_t *b, const char *type, const uint8_t *src, size_t n,
               int nopad)
 {
-  sb_addf(b, "-----BEGIN %s-----\n", type);
+  strbuf_addf(b, "-----BEGIN %s-----\n", type);
   sb_add_b64(b, src, n, BASE64_MULTILINE | (nopad ? BASE64_NOPAD : 0));
-  sb_addf(b, "-----END %s-----\n", type);
+  strbuf_addf(b, "-----END %s-----\n", type);
 }
 
 /* ---------------------------------------------------------------- */
@@ -445,12 +401,12 @@ done:
 }
 
 static void
-add_fingerprint_hex(sb_t *b, const uint8_t digest[20], int spaced)
+add_fingerprint_hex(strbuf_t *b, const uint8_t digest[20], int spaced)
 {
   char hex[41];
   base16_encode(hex, sizeof(hex), digest, 20, BASE16_UPPER);
   for (int i = 0; i < 40; i += 4)
-    sb_addf(b, "%s%.4s", (spaced && i) ? " " : "", hex + i);
+    strbuf_addf(b, "%s%.4s", (spaced && i) ? " " : "", hex + i);
 }
 
 /* Append router-sig-ed25519 and router-signature, the two signatures that
@@ -458,12 +414,12 @@ add_fingerprint_hex(sb_t *b, const uint8_t digest[20], int spaced)
  * 2.1.1, 2.1.2): the ed25519 one over everything before its value, the
  * RSA one over everything through "router-signature\n". */
 static int
-sign_tail(sb_t *b, const relay_keys_t *k)
+sign_tail(strbuf_t *b, const relay_keys_t *k)
 {
   uint8_t d[DIGEST_SHA256_LEN], sig[ED25519_SIG_LEN];
   uint8_t d1[DIGEST_SHA1_LEN], rsig[RSA1024_SIG_LEN];
   size_t siglen = sizeof(rsig);
-  sb_add(b, "router-sig-ed25519 ");
+  strbuf_add(b, "router-sig-ed25519 ");
   crypt_digest_t *dg = crypt_digest_new(DIGEST_ALG_SHA256);
   crypt_digest_add(dg, ED_SIG_PREFIX, strlen(ED_SIG_PREFIX));
   crypt_digest_add(dg, b->s, b->len);
@@ -472,7 +428,7 @@ sign_tail(sb_t *b, const relay_keys_t *k)
   if (ed25519_sign(sig, d, sizeof(d), &k->ed_signing) < 0)
     return -1;
   sb_add_b64(b, sig, sizeof(sig), BASE64_NOPAD);
-  sb_add(b, "\nrouter-signature\n");
+  strbuf_add(b, "\nrouter-signature\n");
   crypt_sha1(d1, b->s, b->len);
   if (crypt_rsa_sign_raw(k->rsa_identity, d1, sizeof(d1), rsig, &siglen) < 0)
     return -1;
@@ -484,7 +440,7 @@ char *
 routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
                  char **err)
 {
-  sb_t b = { NULL, 0, 0 };
+  strbuf_t b = { NULL, 0, 0 };
   char a[PC_ADDR_STR_LEN];
   char when[TIME_ISO_LEN + 1];
   char *pem = NULL;
@@ -495,48 +451,49 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     return NULL;
 
   pc_addr_fmt(&cfg->address, a, sizeof(a), 0);
-  sb_addf(&b, "router %s %s %u 0 %u\n", cfg->nickname, a,
+  strbuf_addf(&b, "router %s %s %u 0 %u\n", cfg->nickname, a,
           (unsigned)cfg->or_port, (unsigned)cfg->dir_port);
-  sb_add(&b, "identity-ed25519\n");
+  strbuf_add(&b, "identity-ed25519\n");
   sb_add_object(&b, "ED25519 CERT", k->ed_signing_cert,
                 k->ed_signing_cert_len, 1);
-  sb_add(&b, "master-key-ed25519 ");
+  strbuf_add(&b, "master-key-ed25519 ");
   sb_add_b64(&b, k->ed_identity.pub, ED25519_PUBKEY_LEN, BASE64_NOPAD);
-  sb_add(&b, "\n");
+  strbuf_add(&b, "\n");
   if (cfg->ipv6_or.family == AF_INET6) {
     pc_addr_fmt(&cfg->ipv6_or, a, sizeof(a), 1);
-    sb_addf(&b, "or-address %s\n", a);
+    strbuf_addf(&b, "or-address %s\n", a);
   }
-  sb_addf(&b, "platform %s\n",
+  strbuf_addf(&b, "platform %s\n",
           cfg->platform ? cfg->platform : routerdesc_platform());
-  sb_add(&b, cfg->tunnelled_dir_server ? "proto " ROUTERDESC_PROTO_DIRCACHE "\n"
-                                      : "proto " ROUTERDESC_PROTO "\n");
+  strbuf_add(&b, cfg->tunnelled_dir_server
+                     ? "proto " ROUTERDESC_PROTO_DIRCACHE "\n"
+                     : "proto " ROUTERDESC_PROTO "\n");
   time_format_iso(when, cfg->published);
-  sb_addf(&b, "published %s\n", when);
-  sb_add(&b, "fingerprint ");
+  strbuf_addf(&b, "published %s\n", when);
+  strbuf_add(&b, "fingerprint ");
   add_fingerprint_hex(&b, k->rsa_id_digest, 1);
-  sb_add(&b, "\n");
-  sb_addf(&b, "uptime %llu\n", (unsigned long long)cfg->uptime);
-  sb_addf(&b, "bandwidth %llu %llu %llu\n",
+  strbuf_add(&b, "\n");
+  strbuf_addf(&b, "uptime %llu\n", (unsigned long long)cfg->uptime);
+  strbuf_addf(&b, "bandwidth %llu %llu %llu\n",
           (unsigned long long)cfg->bw_rate, (unsigned long long)cfg->bw_burst,
           (unsigned long long)cfg->bw_observed);
   if (cfg->has_extra_info) {
     char hex[41];
     base16_encode(hex, sizeof(hex), cfg->extra_info_sha1, 20, BASE16_UPPER);
-    sb_addf(&b, "extra-info-digest %s ", hex);
+    strbuf_addf(&b, "extra-info-digest %s ", hex);
     sb_add_b64(&b, cfg->extra_info_sha256, 32, BASE64_NOPAD);
-    sb_add(&b, "\n");
+    strbuf_add(&b, "\n");
   }
 
-  sb_add(&b, "onion-key\n");
+  strbuf_add(&b, "onion-key\n");
   if (!(pem = crypt_rsa_public_pem(k->tap_onion_key)))
     goto fail_sign;
-  sb_add(&b, pem);
+  strbuf_add(&b, pem);
   PC_FREE(pem);
-  sb_add(&b, "signing-key\n");
+  strbuf_add(&b, "signing-key\n");
   if (!(pem = crypt_rsa_public_pem(k->rsa_identity)))
     goto fail_sign;
-  sb_add(&b, pem);
+  strbuf_add(&b, pem);
   PC_FREE(pem);
 
   {
@@ -547,7 +504,7 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     if (crypt_rsa_sign_raw(k->tap_onion_key, data, sizeof(data), sig,
                            &siglen) < 0)
       goto fail_sign;
-    sb_add(&b, "onion-key-crosscert\n");
+    strbuf_add(&b, "onion-key-crosscert\n");
     sb_add_object(&b, "CROSSCERT", sig, siglen, 0);
   }
   {
@@ -559,15 +516,15 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
     if (make_ntor_crosscert(k, cfg->published + (time_t)days * DAY, cc,
                             &signbit) < 0)
       goto fail_sign;
-    sb_addf(&b, "ntor-onion-key-crosscert %d\n", signbit);
+    strbuf_addf(&b, "ntor-onion-key-crosscert %d\n", signbit);
     sb_add_object(&b, "ED25519 CERT", cc, sizeof(cc), 1);
   }
 
   if (cfg->n_family > 0) {
-    sb_add(&b, "family");
+    strbuf_add(&b, "family");
     for (int i = 0; i < cfg->n_family; i++)
-      sb_addf(&b, " %s", cfg->family[i]);
-    sb_add(&b, "\n");
+      strbuf_addf(&b, " %s", cfg->family[i]);
+    strbuf_add(&b, "\n");
   }
   for (int i = 0; i < cfg->n_family_keys; i++) {
     size_t fl = 0;
@@ -576,35 +533,35 @@ routerdesc_build(const relay_keys_t *k, const routerdesc_config_t *cfg,
                                         k->ed_signing_expires, &fl);
     if (!fc)
       goto fail_sign;
-    sb_add(&b, "family-cert\n");
+    strbuf_add(&b, "family-cert\n");
     sb_add_object(&b, "FAMILY CERT", fc, fl, 0);
     free(fc);
   }
   if (cfg->contact)
-    sb_addf(&b, "contact %s\n", cfg->contact);
-  sb_add(&b, "ntor-onion-key ");
+    strbuf_addf(&b, "contact %s\n", cfg->contact);
+  strbuf_add(&b, "ntor-onion-key ");
   sb_add_b64(&b, k->ntor_current.pub, CURVE25519_KEY_LEN, BASE64_NOPAD);
-  sb_add(&b, "\n");
+  strbuf_add(&b, "\n");
   if (cfg->n_exit_policy == 0) {
-    sb_add(&b, "reject *:*\n");
+    strbuf_add(&b, "reject *:*\n");
   } else {
     for (int i = 0; i < cfg->n_exit_policy; i++)
-      sb_addf(&b, "%s\n", cfg->exit_policy[i]);
+      strbuf_addf(&b, "%s\n", cfg->exit_policy[i]);
     /* What no line matches is accepted (dir-spec 2.1.1): close the
      * policy unless its last line already covers everything. */
     const char *last = cfg->exit_policy[cfg->n_exit_policy - 1];
     if (strcmp(last + 7, "*:*"))
-      sb_add(&b, "reject *:*\n");
+      strbuf_add(&b, "reject *:*\n");
   }
   if (cfg->ipv6_policy)
-    sb_addf(&b, "ipv6-policy %s\n", cfg->ipv6_policy);
+    strbuf_addf(&b, "ipv6-policy %s\n", cfg->ipv6_policy);
   if (cfg->tunnelled_dir_server)
-    sb_add(&b, "tunnelled-dir-server\n");
+    strbuf_add(&b, "tunnelled-dir-server\n");
   if (cfg->hibernating)
-    sb_add(&b, "hibernating 1\n");
+    strbuf_add(&b, "hibernating 1\n");
   if (cfg->overload_general > 0) {
     time_format_iso(when, cfg->overload_general);
-    sb_addf(&b, "overload-general 1 %s\n", when);
+    strbuf_addf(&b, "overload-general 1 %s\n", when);
   }
 
   if (sign_tail(&b, k) < 0)
@@ -628,15 +585,15 @@ fail_sign:
 /* Extra-info (dir-spec 2.1.2) */
 
 static void
-add_history(sb_t *b, const char *kw, const routerdesc_extrainfo_t *e,
+add_history(strbuf_t *b, const char *kw, const routerdesc_extrainfo_t *e,
             const uint64_t *v)
 {
   char when[TIME_ISO_LEN + 1];
   time_format_iso(when, e->hist_end);
-  sb_addf(b, "%s %s (%d s) ", kw, when, e->hist_interval);
+  strbuf_addf(b, "%s %s (%d s) ", kw, when, e->hist_interval);
   for (int i = 0; i < e->n_hist; i++)
-    sb_addf(b, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
-  sb_add(b, "\n");
+    strbuf_addf(b, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+  strbuf_add(b, "\n");
 }
 
 char *
@@ -645,7 +602,7 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
                            uint8_t sha1_out[20], uint8_t sha256_out[32],
                            char **err)
 {
-  sb_t b = { NULL, 0, 0 };
+  strbuf_t b = { NULL, 0, 0 };
   char when[TIME_ISO_LEN + 1];
   if (err)
     *err = NULL;
@@ -655,13 +612,13 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
     set_err(err, errf("bad extra-info configuration"));
     return NULL;
   }
-  sb_addf(&b, "extra-info %s ", e->nickname);
+  strbuf_addf(&b, "extra-info %s ", e->nickname);
   add_fingerprint_hex(&b, k->rsa_id_digest, 0);
-  sb_add(&b, "\nidentity-ed25519\n");
+  strbuf_add(&b, "\nidentity-ed25519\n");
   sb_add_object(&b, "ED25519 CERT", k->ed_signing_cert,
                 k->ed_signing_cert_len, 1);
   time_format_iso(when, e->published);
-  sb_addf(&b, "published %s\n", when);
+  strbuf_addf(&b, "published %s\n", when);
   if (e->hist_interval > 0) {
     /* As tor, the lines are there (possibly with no values) from the
      * start. */
@@ -670,14 +627,14 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
   }
   if (e->overload_ratelimits > 0) {
     time_format_iso(when, e->overload_ratelimits);
-    sb_addf(&b, "overload-ratelimits 1 %s %llu %llu %llu %llu\n", when,
+    strbuf_addf(&b, "overload-ratelimits 1 %s %llu %llu %llu %llu\n", when,
             (unsigned long long)e->rate, (unsigned long long)e->burst,
             (unsigned long long)e->n_read_limited,
             (unsigned long long)e->n_write_limited);
   }
   if (e->overload_fd_exhausted > 0) {
     time_format_iso(when, e->overload_fd_exhausted);
-    sb_addf(&b, "overload-fd-exhausted 1 %s\n", when);
+    strbuf_addf(&b, "overload-fd-exhausted 1 %s\n", when);
   }
   if (sign_tail(&b, k) < 0) {
     set_err(err, errf("could not sign the extra-info document"));
@@ -985,7 +942,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   it = find1(d, "fingerprint", &dup);
   if (it) {
     char want[50];
-    sb_t fb = { NULL, 0, 0 };
+    strbuf_t fb = {NULL, 0, 0};
     add_fingerprint_hex(&fb, inf.rsa_id_digest, 1);
     snprintf(want, sizeof(want), "%s", fb.s);
     free(fb.s);

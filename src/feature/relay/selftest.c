@@ -215,20 +215,6 @@ family_name(const selftest_t *st)
   return st->addr.family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
-static void
-fill_target(extend_target_t *t, const dir_node_t *nd)
-{
-  memset(t, 0, sizeof(*t));
-  t->addr = nd->or_addr;
-  memcpy(t->rsa_id, nd->rsa_id, 20);
-  if (nd->has_ed25519) {
-    t->has_ed_id = 1;
-    memcpy(t->ed_id, nd->ed25519_id, 32);
-  }
-  memcpy(t->ntor_key, nd->ntor_key, 32);
-  t->handshake = HTYPE_NTOR;
-}
-
 /* Two relays, then us: a relay refuses to extend a circuit back to the
  * relay it came from, so the hop before us must not be our first hop's
  * peer (we are). For an IPv6 ORPort the hop before us must be able to
@@ -253,8 +239,8 @@ attempt(selftest_t *st)
                          "to our IPv6 ORPort)" : "");
     return;
   }
-  fill_target(&hops[0], n1);
-  fill_target(&hops[1], n2);
+  dir_node_extend_target(n1, &hops[0]);
+  dir_node_extend_target(n2, &hops[1]);
   memcpy(st->hop_ids[0], n1->rsa_id, 20);
   memcpy(st->hop_ids[1], n2->rsa_id, 20);
   extend_target_t *self = &hops[2];

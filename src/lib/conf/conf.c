@@ -13,7 +13,9 @@
  * bounds that make a self-including file an error rather than a loop.
  */
 #include "lib/conf/conf.h"
+#include "lib/encoding/base16.h"
 #include "lib/malloc/alloc.h"
+#include "lib/string/strbuf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -94,33 +96,6 @@ conf_line_where(const conf_line_t *line)
   return pc_asprintf("line %d of %s", line->lineno, line->source);
 }
 
-/* ---- a small growable string ---- */
-
-typedef struct {
-  char *s;
-  size_t len, cap;
-} sbuf_t;
-
-static void
-sbuf_putc(sbuf_t *b, char c)
-{
-  if (b->len + 2 > b->cap) {
-    b->cap = b->cap ? b->cap * 2 : 64;
-    b->s = pc_realloc(b->s, b->cap);
-  }
-  b->s[b->len++] = c;
-  b->s[b->len] = '\0';
-}
-
-static char *
-sbuf_take(sbuf_t *b)
-{
-  char *s = b->s ? b->s : pc_strdup("");
-  b->s = NULL;
-  b->len = b->cap = 0;
-  return s;
-}
-
 /* ---- the lexer ---- */
 
 typedef struct {
@@ -178,21 +153,9 @@ lex_skip_to_eol(lexer_t *lx)
     lx->pos++;
 }
 
-static int
-hexval(int c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Parse a quoted value starting at the opening quote. */
 static int
-lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
+lex_quoted(lexer_t *lx, int lineno, strbuf_t *val)
 {
   lx->pos++; /* opening quote */
   for (;;) {
@@ -207,27 +170,28 @@ lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
       break;
     }
     if (c != '\\') {
-      sbuf_putc(val, (char)c);
+      strbuf_addc(val, (char)c);
       lx->pos++;
       continue;
     }
     int e = lex_peek(lx, 1);
     switch (e) {
-    case 'n': sbuf_putc(val, '\n'); lx->pos += 2; break;
-    case 't': sbuf_putc(val, '\t'); lx->pos += 2; break;
-    case 'r': sbuf_putc(val, '\r'); lx->pos += 2; break;
+    case 'n': strbuf_addc(val, '\n'); lx->pos += 2; break;
+    case 't': strbuf_addc(val, '\t'); lx->pos += 2; break;
+    case 'r': strbuf_addc(val, '\r'); lx->pos += 2; break;
     case '\\': case '"': case '\'':
-      sbuf_putc(val, (char)e);
+      strbuf_addc(val, (char)e);
       lx->pos += 2;
       break;
     case 'x': {
-      int h1 = hexval(lex_peek(lx, 2)), h2 = hexval(lex_peek(lx, 3));
+      int h1 = base16_digit_value(lex_peek(lx, 2)),
+          h2 = base16_digit_value(lex_peek(lx, 3));
       if (h1 < 0 || h2 < 0)
         return lex_fail(lx, lineno,
                         "\\x in a quoted string needs two hex digits");
       if (h1 == 0 && h2 == 0)
         return lex_fail(lx, lineno, "NUL byte (\\x00) in quoted string");
-      sbuf_putc(val, (char)(h1 * 16 + h2));
+      strbuf_addc(val, (char)(h1 * 16 + h2));
       lx->pos += 4;
       break;
     }
@@ -246,7 +210,7 @@ lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
                         "string");
       if (v == 0)
         return lex_fail(lx, lineno, "NUL byte (\\000) in quoted string");
-      sbuf_putc(val, (char)v);
+      strbuf_addc(val, (char)v);
       lx->pos += 4;
       break;
     }
@@ -270,7 +234,7 @@ lex_quoted(lexer_t *lx, int lineno, sbuf_t *val)
 
 /* Parse an unquoted value (with continuations) up to its end of line. */
 static int
-lex_unquoted(lexer_t *lx, int lineno, sbuf_t *val)
+lex_unquoted(lexer_t *lx, int lineno, strbuf_t *val)
 {
   for (;;) {
     int c = lex_peek(lx, 0);
@@ -308,7 +272,7 @@ lex_unquoted(lexer_t *lx, int lineno, sbuf_t *val)
     if (val->len >= CONF_MAX_LINE_LEN)
       return lex_fail(lx, lineno, "continued line longer than %d bytes",
                       CONF_MAX_LINE_LEN);
-    sbuf_putc(val, (char)c);
+    strbuf_addc(val, (char)c);
     lx->pos++;
   }
   while (val->len > 0 && is_blank(val->s[val->len - 1]))
@@ -378,7 +342,7 @@ conf_lex_text(const char *text, size_t len, const char *source,
            (lx.text[lx.pos] == ' ' || lx.text[lx.pos] == '\t'))
       lx.pos++;
 
-    sbuf_t val = {0};
+    strbuf_t val = {0};
     int r;
     if (lex_peek(&lx, 0) == '"')
       r = lex_quoted(&lx, lineno, &val);
@@ -391,7 +355,7 @@ conf_lex_text(const char *text, size_t len, const char *source,
       *err_out = lx.err;
       return -1;
     }
-    char *value = sbuf_take(&val);
+    char *value = strbuf_take(&val);
     conf_line_t *l = pc_zalloc(sizeof(*l));
     l->key = key;
     l->value = value;

@@ -24,9 +24,8 @@ base16_encode(char *dest, size_t destlen, const uint8_t *src, size_t srclen,
   return (long)(2 * srclen);
 }
 
-/* Value of hex digit c, or -1. */
-static int
-hex_value(char c)
+int
+base16_digit_value(int c)
 {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -45,7 +44,7 @@ base16_decode(uint8_t *dest, size_t destlen, const char *src, size_t srclen)
   if (destlen < srclen / 2 || srclen / 2 > (size_t)LONG_MAX)
     return BASE16_ERR_SPACE;
   for (size_t i = 0; i < srclen; i += 2) {
-    int hi = hex_value(src[i]), lo = hex_value(src[i + 1]);
+    int hi = base16_digit_value(src[i]), lo = base16_digit_value(src[i + 1]);
     if (hi < 0 || lo < 0)
       return BASE16_ERR_INVALID;
     dest[i / 2] = (uint8_t)((hi << 4) | lo);

@@ -35,4 +35,8 @@ long base16_encode(char *dest, size_t destlen, const uint8_t *src,
 long base16_decode(uint8_t *dest, size_t destlen, const char *src,
                    size_t srclen);
 
+/* The value (0-15) of the hex digit c (either case), or -1 for any other
+ * character (including EOF). */
+int base16_digit_value(int c);
+
 #endif

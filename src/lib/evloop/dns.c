@@ -56,6 +56,7 @@
 #include <strings.h>
 
 #include "lib/container/dlist.h"
+#include "lib/encoding/base16.h"
 #include "lib/evloop/evloop_internal.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -659,18 +660,6 @@ dns_parse_ip_literal(const char *name, pc_addr_t *out)
 }
 
 static int
-hex_nibble(char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-static int
 ends_with_ci(const char *s, size_t len, const char *suffix, size_t slen)
 {
   if (len < slen)
@@ -722,7 +711,7 @@ dns_reverse_name_parse(const char *name, pc_addr_t *out)
     if (plen != 63)
       return -1;
     for (int i = 0; i < 32; i++) {
-      int v = hex_nibble(name[2 * i]);
+      int v = base16_digit_value(name[2 * i]);
       if (v < 0 || (i < 31 && name[2 * i + 1] != '.'))
         return -1;
       int k = 31 - i; /* nibble index in the address, 0 = most significant */

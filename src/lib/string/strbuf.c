@@ -7,11 +7,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/malloc/alloc.h"
 
-/* Make room for need more bytes plus the NUL. */
-static void
+void
 strbuf_reserve(strbuf_t *b, size_t need)
 {
   if (b->len + need + 1 <= b->cap)
@@ -19,6 +19,36 @@ strbuf_reserve(strbuf_t *b, size_t need)
   size_t cap = (b->len + need + 1) * 2;
   b->s = pc_realloc(b->s, cap);
   b->cap = cap;
+}
+
+void
+strbuf_addn(strbuf_t *b, const char *s, size_t n)
+{
+  strbuf_reserve(b, n);
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+void
+strbuf_add(strbuf_t *b, const char *s)
+{
+  strbuf_addn(b, s, strlen(s));
+}
+
+void
+strbuf_addc(strbuf_t *b, char c)
+{
+  strbuf_addn(b, &c, 1);
+}
+
+char *
+strbuf_take(strbuf_t *b)
+{
+  char *s = b->s ? b->s : pc_strdup("");
+  b->s = NULL;
+  b->len = b->cap = 0;
+  return s;
 }
 
 void

@@ -221,18 +221,11 @@ hops_from_consensus(const consensus_opts_t *co, extend_target_t *hops,
   for (int i = 0; i < co->hops; i++) {
     const dir_node_t *nd = chosen[i];
     extend_target_t *t = &hops[i];
-    memset(t, 0, sizeof(*t));
     if (!nd->has_ntor) {
       fprintf(stderr, "pctor-circtest: %s has no ntor key\n", nd->nickname);
       goto out;
     }
-    t->addr = nd->or_addr;
-    memcpy(t->rsa_id, nd->rsa_id, 20);
-    if (nd->has_ed25519) {
-      t->has_ed_id = 1;
-      memcpy(t->ed_id, nd->ed25519_id, 32);
-    }
-    memcpy(t->ntor_key, nd->ntor_key, 32);
+    dir_node_extend_target(nd, t);
     fprintf(stderr, "pctor-circtest: hop %d: %s $%s\n", i + 1, nd->nickname,
             nd->hex_id);
   }
