@@ -46,14 +46,8 @@ it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 PY=$(it_python3_with stem) || it_fail "python3-stem is not installed (scripts/install-deps installs it)"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-
-www=$(it_tmpdir)
-head -c $((1024 * 1024)) /dev/urandom > "$www/file"
-read -r _ hport _ _ < <(it_privnet reserve "$net" --role web --nickname web)
-it_http_server "$www" "$hport"
+it_net_start --authorities 1 --relays 3 --exit-relays 0
+it_web_file 1
 
 # A DNS stub for x: dns.example A 127.0.0.1, 192.0.2.7 PTR doc.example,
 # every other name NXDOMAIN; it logs each question. (No traffic goes to
@@ -108,7 +102,7 @@ it_start_pctor "$net" c2 client "ControlPort $c2port
 ExitNodes x
 ConfluxEnabled 1"
 export CPORT=$cport RPORT=$rport HPORT=$hport SOCKS=$(cat "$net/c.port") \
-    WANT=$(sha256sum < "$www/file" | cut -d' ' -f1) \
+    WANT=$want \
     LOGX=$(cat "$net/x.dir")/info.log LOGC=$(cat "$net/c.dir")/info.log \
     FPX=$(awk '{print $2}' "$(cat "$net/x.dir")/data/fingerprint") \
     XMPORT=$xmport DNSDIR=$dns C2PORT=$c2port SOCKS2=$(cat "$net/c2.port")
