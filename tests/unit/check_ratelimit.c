@@ -585,17 +585,22 @@ run_for(uint64_t usec)
  * run: if it is descheduled for longer than the refill interval, refills
  * beyond the burst are lost, rightly. A monitor timer measures how late
  * the loop runs; a measurement that misses a lower bound while the loop
- * stalled for more than STALL_EXCUSE_US is repeated (up to 3 times), and
- * if every attempt stalled, the lower bounds are reported but not
- * enforced. A miss on a run without stalls fails the test. */
+ * stalled for more than STALL_EXCUSE_US at once, or ran late by more than
+ * LATE_EXCUSE_SHARE of the run in all (many short preemptions on a
+ * loaded machine), is repeated (up to 3 times), and if every attempt was
+ * excused, the lower bounds are reported but not enforced. A miss on a
+ * run that kept time fails the test. */
 #define MONITOR_USEC 5000
 #define STALL_EXCUSE_US 15000
+#define LATE_EXCUSE_SHARE 0.05
 /* A refill timer may also fire late without a stall: libevent's coarse
  * clock and millisecond poll timeouts, other callbacks first. */
 #define LATE_SECS 0.020
 
 static evloop_timer_t *monitor;
 static uint64_t monitor_last, max_stall_us;
+/* Lateness of the monitor ticks summed, and when the first tick ran. */
+static uint64_t sum_late_us, monitor_first;
 static int soft_failures;
 
 static uint64_t
@@ -611,9 +616,14 @@ monitor_cb(void *arg)
 {
   (void)arg;
   uint64_t now = mono_us();
-  if (monitor_last && now - monitor_last > MONITOR_USEC &&
-      now - monitor_last - MONITOR_USEC > max_stall_us)
-    max_stall_us = now - monitor_last - MONITOR_USEC;
+  if (monitor_last && now - monitor_last > MONITOR_USEC) {
+    uint64_t late = now - monitor_last - MONITOR_USEC;
+    if (late > max_stall_us)
+      max_stall_us = late;
+    sum_late_us += late;
+  }
+  if (!monitor_first)
+    monitor_first = now;
   monitor_last = now;
 }
 
@@ -641,6 +651,7 @@ setup_loop(int with_tls)
   monitor = evloop_timer_new(L, monitor_cb, NULL);
   evloop_timer_schedule_periodic(monitor, MONITOR_USEC);
   monitor_last = 0;
+  monitor_first = 0;
 }
 
 /* Free the flows and the groups (NULL entries allowed), let conns handed
@@ -667,15 +678,24 @@ run_attempts(void (*attempt)(void), const char *name)
   for (int i = 0; i < 3; i++) {
     soft_failures = 0;
     max_stall_us = 0;
+    sum_late_us = 0;
+    monitor_first = 0;
     attempt();
     if (!soft_failures)
       return;
-    ck_assert_msg(max_stall_us > STALL_EXCUSE_US,
-                  "%s: lower bound missed on a run without stalls (longest "
-                  "%.1f ms)", name, max_stall_us / 1e3);
+    double ran_us = monitor_last > monitor_first
+                        ? (double)(monitor_last - monitor_first)
+                        : 1.0;
+    int excused = max_stall_us > STALL_EXCUSE_US ||
+                  (double)sum_late_us > LATE_EXCUSE_SHARE * ran_us;
+    ck_assert_msg(excused,
+                  "%s: lower bound missed on a run that kept time (longest "
+                  "stall %.1f ms, late %.1f ms in all over %.0f ms)",
+                  name, max_stall_us / 1e3, sum_late_us / 1e3, ran_us / 1e3);
     fprintf(stderr,
-            "ratelimit: %s: the loop stalled for %.1f ms; measuring "
-            "again\n", name, max_stall_us / 1e3);
+            "ratelimit: %s: the loop stalled for %.1f ms (late %.1f ms in "
+            "all); measuring again\n",
+            name, max_stall_us / 1e3, sum_late_us / 1e3);
   }
   fprintf(stderr,
           "ratelimit: WARNING: %s: machine too busy; lower bounds not "
