@@ -105,7 +105,14 @@ it_log "pctor wrote its traffic to the state file while running ($(bw_sum BWHist
 
 # A write that fails (a directory where the state file goes) is warned
 # about once however often it is retried, and said when it works again.
+# The relay is nearly idle here, and the state file is only written when
+# its bandwidth history changed: a one-hop circuit (CREATE_FAST, a few
+# cells) makes sure it did.
 rm "$pdir/data/state" && mkdir "$pdir/data/state"
+CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
+"$CIRCTEST" --timeout 20 --handshake fast "127.0.0.1:$(cat "$pdir/orport"),$fp" \
+    > "$pdir/circtest.out" 2>&1 ||
+    it_fail "no circuit to pctor to make traffic: $(tail -n 3 "$pdir/circtest.out")"
 state_warns() { grep -c 'Cannot write state file' "$pdir/info.log"; }
 it_wait_until 60 grep -q 'Cannot write state file' "$pdir/info.log" ||
     it_fail "no warning when the state file cannot be written"
