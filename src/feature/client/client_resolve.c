@@ -129,22 +129,27 @@ resolved_ok(cstream_t *cs, uint8_t atyp, const uint8_t *addr, size_t len,
   socks_stream_free(cs);
 }
 
-/* RESOLVE of an IP literal: answered at once. Returns 1 if so. */
+/* A new RESOLVE of an IP literal: reported (NEWRESOLVE) and answered at
+ * once. Returns 1 if so (cs is gone), else 0. */
 static int
 resolve_local(cstream_t *cs)
 {
-  if (cs->req.command != SOCKS_CMD_RESOLVE)
+  if (cs->req.command != SOCKS_CMD_RESOLVE || cs->gid)
     return 0;
-  uint8_t a[16];
+  uint8_t a[16], atyp;
+  size_t len;
   if (inet_pton(AF_INET, cs->req.address, a) == 1) {
-    resolved_ok(cs, SOCKS_ATYP_IPV4, a, 4, cs->req.address, 0);
-    return 1;
+    atyp = SOCKS_ATYP_IPV4;
+    len = 4;
+  } else if (inet_pton(AF_INET6, cs->req.address, a) == 1) {
+    atyp = SOCKS_ATYP_IPV6;
+    len = 16;
+  } else {
+    return 0;
   }
-  if (inet_pton(AF_INET6, cs->req.address, a) == 1) {
-    resolved_ok(cs, SOCKS_ATYP_IPV6, a, 16, cs->req.address, 0);
-    return 1;
-  }
-  return 0;
+  socks_stream_report(cs, CLIENT_STREAM_NEWRESOLVE);
+  resolved_ok(cs, atyp, a, len, cs->req.address, 0);
+  return 1;
 }
 
 static uint32_t
@@ -350,14 +355,6 @@ client_resolve_start(cstream_t *cs)
       return;
     }
   }
-  if (cs->req.command == SOCKS_CMD_RESOLVE && !cs->gid) {
-    uint8_t a[16];
-    if (inet_pton(AF_INET, cs->req.address, a) == 1 ||
-        inet_pton(AF_INET6, cs->req.address, a) == 1) {
-      socks_stream_report(cs, CLIENT_STREAM_NEWRESOLVE);
-      resolve_local(cs);
-      return;
-    }
-  }
-  client_stream_attach(cs);
+  if (!resolve_local(cs))
+    client_stream_attach(cs);
 }
