@@ -1188,17 +1188,22 @@ queue_relayed(or_circuit_t *oc)
   return or_circuit_queue_backward(oc, pc);
 }
 
-/* In one loop iteration (so every cell has the same age): k cells on the
- * leg charged with the queue, then m on the plain circuit; the last one
- * crosses the limit. */
+/* In one loop iteration (so every cell has the same age): m cells on the
+ * plain circuit, then k on the leg charged with the queue; the last one
+ * crosses the limit. c's cells are DROP cells its client reads (cells it
+ * could not decrypt would make it close c once the flush resumes); they
+ * come first because a relayed cell, not an originated one, runs the
+ * memory handler at once. b's cells are never read (b is closed). */
 static void
 q_cb(void *arg)
 {
   (void)arg;
-  for (int i = 0; i < Q.k; i++)
-    ck_assert_int_eq(queue_relayed(Q.rb), 0);
   for (int i = 0; i < Q.m; i++)
-    ck_assert_int_eq(queue_relayed(Q.rc), 0);
+    ck_assert_int_eq(
+        or_circuit_send_relay(Q.rc, RELAY_COMMAND_DROP, 0, NULL, 0), 0);
+  /* The last one runs the handler, which closes b. */
+  for (int i = 0; i < Q.k; i++)
+    ck_assert_int_eq(queue_relayed(Q.rb), i == Q.k - 1 ? -1 : 0);
   /* Look now: the reaper frees closed circuits later in this iteration. */
   Q.rb_marked = Q.rb->base.marked_for_close;
   Q.rc_marked = Q.rc->base.marked_for_close;
