@@ -207,6 +207,45 @@ if [ -n "$user_line" ]; then
     left=$(find "$dir/data" ! -user nobody | head -3)
     [ -z "$left" ] || it_fail "files not handed to nobody: $left"
     it_log "restart as root with a handed-over DataDirectory works"
+
+    # Under a capability bounding set as narrow as the systemd units' (tor's:
+    # no CAP_DAC_OVERRIDE, no CAP_CHOWN), root cannot open nobody's files:
+    # pctor opens its logs, keys and PidFile as nobody (file-system ids),
+    # so a fresh DataDirectory made for nobody (as the units' ExecStartPre
+    # does) gets keys, and nothing in it or in the log directory is root's.
+    nd=$dir/narrow
+    mkdir -m 0755 "$nd"
+    install -d -m 0700 -o nobody "$nd/data"
+    install -d -m 0750 -o nobody "$nd/log" "$nd/run"
+    sed -e "s|^DataDirectory .*|DataDirectory $nd/data|" \
+        -e "s|^Log info file .*|Log info file $nd/log/info.log|" \
+        -e "s|^PidFile .*|PidFile $nd/run/pctor.pid|" \
+        -e "/existing.log/d" "$dir/torrc" > "$nd/torrc"
+    narrow=-all,+net_bind_service,+setuid,+setgid,+dac_read_search
+    setpriv --bounding-set=$narrow -- "$PCTOR" -f "$nd/torrc" --verify-config > "$nd/verify.out" 2>&1 ||
+        it_fail "--verify-config failed under a narrow bounding set: $(cat "$nd/verify.out")"
+    setpriv --bounding-set=$narrow -- "$PCTOR" -f "$nd/torrc" 2> "$nd/start.err" ||
+        it_fail "pctor did not start under a narrow bounding set: $(cat "$nd/start.err")"
+    pid=$(cat "$nd/run/pctor.pid")
+    it_register_pid "$pid"
+    it_wait_port 127.0.0.1 "$port" 20 || it_fail "ORPort not open under a narrow bounding set"
+    [ -s "$nd/data/keys/ed25519_master_id_secret_key" ] ||
+        it_fail "no identity key made under a narrow bounding set"
+    left=$(find "$nd/data" "$nd/log" "$nd/run" ! -user nobody | head -3)
+    [ -z "$left" ] || it_fail "files not nobody's under a narrow bounding set: $left"
+    grep -q "Switched to user nobody" "$nd/log/info.log" ||
+        it_fail "no user switch logged under a narrow bounding set"
+    # Without CAP_DAC_OVERRIDE a root-only log directory is refused clearly.
+    mkdir -m 0700 "$nd/rootlog"
+    sed -e "s|^Log info file .*|Log info file $nd/rootlog/info.log|" "$nd/torrc" > "$nd/bad.torrc"
+    if setpriv --bounding-set=$narrow -- "$PCTOR" -f "$nd/bad.torrc" --verify-config > "$nd/bad.out" 2>&1; then
+        it_fail "--verify-config accepted a log file nobody cannot create"
+    fi
+    grep -q "rootlog.*Permission denied" "$nd/bad.out" ||
+        it_fail "unclear refusal of a root-only log directory: $(cat "$nd/bad.out")"
+    kill -TERM "$pid"
+    it_wait_until 10 bash -c "! kill -0 $pid 2>/dev/null" || it_fail "narrow-set daemon did not exit"
+    it_log "under tor's capability bounding set pctor opens its files as nobody"
 fi
 
 # Type=notify (sd_notify(3)): in the foreground, pctor tells the socket in

@@ -25,6 +25,7 @@
 #include "app/config/tor_option_names.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -2196,13 +2197,22 @@ options_overlay_cmdline(const conf_line_t *cmdline, const conf_line_t *overlay)
   return merge_defaults(cmdline, overlay);
 }
 
+/* access() as pctor will open the file: with the effective and
+ * file-system ids (which User may have changed, see privdrop.h), not the
+ * real ones. */
+static int
+can_access(const char *path, int mode)
+{
+  return faccessat(AT_FDCWD, path, mode, AT_EACCESS);
+}
+
 /* Whether path can be written by us: the file itself if it exists, else
  * its directory (which must exist). Returns 0 or -1 with *why. */
 static int
 check_writable_file(const char *path, char **why)
 {
-  if (access(path, F_OK) == 0) {
-    if (access(path, W_OK) < 0) {
+  if (can_access(path, F_OK) == 0) {
+    if (can_access(path, W_OK) < 0) {
       *why = pc_asprintf("\"%s\" is not writable: %s", path,
                          strerror(errno));
       return -1;
@@ -2220,7 +2230,7 @@ check_writable_file(const char *path, char **why)
     dir = pc_strdup(".");
   }
   int r = 0;
-  if (access(dir, W_OK | X_OK) < 0) {
+  if (can_access(dir, W_OK | X_OK) < 0) {
     *why = pc_asprintf("cannot create \"%s\": directory \"%s\": %s", path,
                        dir, strerror(errno));
     r = -1;
@@ -2274,7 +2284,7 @@ options_check_startable(const options_t *opts, char **err_out)
                     ? pc_asprintf("%s/%s", opts->key_directory, signing[i])
                     : pc_asprintf("%s/keys/%s", opts->data_directory,
                                   signing[i]);
-      int r = access(f, R_OK);
+      int r = can_access(f, R_OK);
       if (r < 0)
         *err_out = pc_asprintf("OfflineMasterKey is set but %s cannot be "
                                "read (%s): make a signing key with --keygen "
@@ -2302,7 +2312,7 @@ options_check_startable(const options_t *opts, char **err_out)
     const char *rc = opts->server_dns_resolv_conf_file
                          ? opts->server_dns_resolv_conf_file
                          : "/etc/resolv.conf";
-    if (access(rc, R_OK) < 0) {
+    if (can_access(rc, R_OK) < 0) {
       *err_out = pc_asprintf("ServerDNSResolvConfFile \"%s\" cannot be "
                              "read: %s", rc, strerror(errno));
       return -1;
@@ -2322,7 +2332,7 @@ options_check_startable(const options_t *opts, char **err_out)
                              dd);
       return -1;
     }
-    if (access(dd, R_OK | W_OK | X_OK) < 0) {
+    if (can_access(dd, R_OK | W_OK | X_OK) < 0) {
       *err_out = pc_asprintf("DataDirectory \"%s\" is not accessible: %s",
                              dd, strerror(errno));
       return -1;

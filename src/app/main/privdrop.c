@@ -2,6 +2,13 @@
 /* privdrop.c -- the User option: hand DataDirectory over, switch user,
  * drop every capability, and verify (see privdrop.h).
  *
+ * Before start-up (privdrop_fs_as_user()): root without CAP_DAC_OVERRIDE
+ * (the bounding set of pctor's systemd units, as narrow as tor's) cannot
+ * open the user's files, so start-up opens them with the user's
+ * file-system ids; it creates no file of root's, and step 1 below then
+ * finds nothing to hand over. With CAP_DAC_OVERRIDE (root from a shell),
+ * start-up creates its files as root and step 1 hands them over.
+ *
  * Order matters:
  *  1. chown DataDirectory while still root, and the log files this run
  *     created (lib/log knows which; files that existed are left alone,
@@ -39,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -71,6 +79,55 @@ privdrop_check(const char *user, char **err_out)
    * user; starting as root again must accept that owner. */
   fs_set_private_dir_owner(pw->pw_uid);
   return 0;
+}
+
+int
+privdrop_fs_as_user(const char *user)
+{
+  struct passwd *pw = getpwnam(user);
+  if (!pw) {
+    log_err("User %s: there is no such user.", user);
+    return -1;
+  }
+  if (geteuid() != 0 || pw->pw_uid == 0)
+    return 0;
+  cap_t now = cap_get_proc();
+  cap_flag_value_t dac = CAP_CLEAR;
+  if (!now || cap_get_flag(now, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &dac) < 0) {
+    log_err("User %s: could not read our capabilities: %s", user,
+            strerror(errno));
+    if (now)
+      cap_free(now);
+    return -1;
+  }
+  cap_free(now);
+  if (dac == CAP_SET)
+    return 0;
+  uid_t uid = pw->pw_uid;
+  gid_t gid = pw->pw_gid;
+  char *name = pc_strdup(pw->pw_name);
+  int ret = -1;
+  /* Groups first: the user's groups decide what its identity may open
+   * (a charon VICI socket shared with a group, say). */
+  if (initgroups(name, gid) < 0) {
+    log_err("User %s: initgroups failed: %s", name, strerror(errno));
+    goto out;
+  }
+  /* setfsuid() and setfsgid() return the previous value and report no
+   * error: a second call with the same value reads the current one. */
+  setfsgid(gid);
+  setfsuid(uid);
+  if ((gid_t)setfsgid(gid) != gid || (uid_t)setfsuid(uid) != uid) {
+    log_err("User %s: could not take its file-system identity (uid %lu, "
+            "gid %lu).", name, (unsigned long)uid, (unsigned long)gid);
+    goto out;
+  }
+  log_info("Without CAP_DAC_OVERRIDE, files are opened as user %s (uid "
+           "%lu) from now on.", name, (unsigned long)uid);
+  ret = 1;
+out:
+  free(name);
+  return ret;
 }
 
 typedef struct {

@@ -16,6 +16,19 @@
  * fs_check_private_dir() (they were handed over on an earlier run). */
 int privdrop_check(const char *user, char **err_out);
 
+/* Before start-up opens any file, as root with User set: if pctor may not
+ * override file permissions (CAP_DAC_OVERRIDE is not in its effective set:
+ * a service manager's narrow capability bounding set, as tor's units
+ * have), root could not read or write the user's DataDirectory, so every
+ * file is opened with the user's identity from now on (setfsgid/setfsuid
+ * and the user's groups; the process keeps root's ids, so ports below 1024
+ * can still be bound). Files it creates then belong to the user, and
+ * nothing needs CAP_CHOWN. Returns 1 if it switched, 0 if not needed (not
+ * root, User is root, or root may override permissions: files are then
+ * created as root and handed over by privdrop_switch_user()), -1 after
+ * logging why. */
+int privdrop_fs_as_user(const char *user);
+
 /* Switch to user, after giving it data_dir (created with mode 0700 if
  * missing) and the files in it that belong to the current user, and the
  * same for cache_dir (CacheDirectory; NULL or data_dir: nothing more). If we
