@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/or/channel_internal.h"
@@ -82,15 +83,23 @@ set_gate(int closed)
   pthread_mutex_unlock(&gate_lock);
 }
 
+/* Up to 20 s: on a loaded machine (CI runs this beside the integration
+ * tests) a worker thread may wait seconds for a core; 2 s were not
+ * always enough. */
 static void
 wait_worker_at_gate(void)
 {
-  for (int i = 0; i < 2000; i++) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
     pthread_mutex_lock(&gate_lock);
     int w = gate_waiting;
     pthread_mutex_unlock(&gate_lock);
     if (w)
       return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - t0.tv_sec > 20)
+      break;
     usleep(1000);
   }
   ck_abort_msg("the worker never reached the gate");
