@@ -20,8 +20,10 @@ needs --datadir without it).
 
 Design:
 - Python 3 standard library only (socket, ssl, struct, os, hashlib), so it
-  runs wherever the test suite runs. TLS certificates are not verified: the
-  relay's identity is not what these tests are about.
+  runs wherever the test suite runs; only the flood cases that need relay
+  crypto or ntor use python3-cryptography, and skip without it. TLS
+  certificates are not verified: the relay's identity is not what these
+  tests are about.
 - "Ignored" is checked by ordering rather than by waiting: after the bad
   cell the client sends a CREATE_FAST and the first cell back must be its
   CREATED_FAST. A relay processes a connection's cells in order, so an
@@ -877,6 +879,155 @@ def c_dos_create_flood(ctx):
     say("a new connection from the same address is refused too")
 
 
+NTOR_PROTOID = b"ntor-curve25519-sha256-1"
+
+
+def relay_ntor_keys(datadir):
+    """(RSA identity digest, ntor public key) of the relay whose
+    DataDirectory is datadir: its "fingerprint" file and the public key
+    that tor's 96-byte keys/secret_onion_key_ntor ends with."""
+    try:
+        with open(os.path.join(datadir, "fingerprint")) as f:
+            node_id = bytes.fromhex(f.read().split()[1])
+        with open(os.path.join(datadir, "keys",
+                               "secret_onion_key_ntor"), "rb") as f:
+            ntor = f.read()
+    except (OSError, IndexError, ValueError) as e:
+        raise Skip("cannot read the relay's keys: %s" % e)
+    if len(node_id) != HASH_LEN or len(ntor) != 96:
+        raise Skip("the relay's keys are not in tor's format")
+    return node_id, ntor[64:]
+
+
+class NtorClient:
+    """The client side of one ntor handshake (tor-spec 5.1.4) with
+    python3-cryptography's X25519: onionskin() is the CREATE2 body,
+    check() verifies the CREATED2's AUTH, so a CREATED2 proves the relay
+    did the whole handshake."""
+
+    def __init__(self, node_id, ntor_pub):
+        from cryptography.hazmat.primitives.asymmetric.x25519 import (
+            X25519PrivateKey, X25519PublicKey)
+        from cryptography.hazmat.primitives import serialization
+        self._pub = X25519PublicKey
+        raw = serialization.Encoding.Raw
+        self.x = X25519PrivateKey.generate()
+        self.X = self.x.public_key().public_bytes(
+            raw, serialization.PublicFormat.Raw)
+        self.node_id, self.B = node_id, ntor_pub
+
+    def onionskin(self):
+        hdata = self.node_id + self.B + self.X
+        return struct.pack(">HH", 2, len(hdata)) + hdata
+
+    def check(self, payload):
+        import hmac
+        hlen = struct.unpack(">H", payload[:2])[0]
+        if hlen != 64:
+            return False
+        Y, auth = payload[2:34], payload[34:66]
+        try:
+            xy = self.x.exchange(self._pub.from_public_bytes(Y))
+            xb = self.x.exchange(self._pub.from_public_bytes(self.B))
+        except ValueError:
+            return False
+        secret = xy + xb + self.node_id + self.B + self.X + Y + NTOR_PROTOID
+        verify = hmac.new(NTOR_PROTOID + b":verify", secret,
+                          hashlib.sha256).digest()
+        auth_input = verify + self.node_id + self.B + Y + self.X + \
+            NTOR_PROTOID + b"Server"
+        want = hmac.new(NTOR_PROTOID + b":mac", auth_input,
+                        hashlib.sha256).digest()
+        return hmac.compare_digest(want, auth)
+
+
+@case("dos-create2-flood", needs_datadir=True)
+def c_dos_create2_flood(ctx):
+    """A CREATE2 (ntor) flood from three connections of one address:
+    --count cells at --send-rate per second, without waiting for answers,
+    until they are sent, --seconds have passed or --stop-file exists. Each
+    CREATE2 carries a fresh, valid ntor onionskin for the relay's keys (from
+    --datadir), so every one the relay accepts costs it a full handshake;
+    each CREATED2's AUTH is verified. With tor's defaults (burst 90, 3 per
+    second, 3 connections) the relay creates about 90 and answers the rest
+    with DESTROY (RESOURCELIMIT)."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise Skip("needs python3-cryptography")
+    node_id, ntor_pub = relay_ntor_keys(ctx.args.datadir)
+    links = [ctx.open_link() for _ in range(3)]
+    n = ctx.args.count or 1000
+    rate = ctx.args.send_rate
+    pending = {}  # circ_id -> NtorClient
+    created = refused = other = sent = 0
+    first_refused = None
+    cid = 0x80000001
+    start = time.monotonic()
+    say("3 connections open; sending up to %d CREATE2 at %.0f per second"
+        % (n, rate))
+
+    def stopped():
+        return (sent >= n or time.monotonic() - start >= ctx.args.seconds or
+                (ctx.args.stop_file and os.path.exists(ctx.args.stop_file)))
+
+    def drain(lk, timeout):
+        nonlocal created, refused, other, first_refused
+        while True:
+            try:
+                got, cmd, payload = lk.recv_cell(timeout=timeout)
+            except socket.timeout:
+                return
+            nc = pending.pop(got, None)
+            if nc is None:
+                raise Failed("%s on unknown circuit %#x" % (cmd_name(cmd),
+                                                           got))
+            if cmd == CREATED2:
+                if not nc.check(payload):
+                    raise Failed("CREATED2 on %#x fails the ntor AUTH check"
+                                 % got)
+                created += 1
+            elif cmd == DESTROY and payload[0] == 5:
+                refused += 1
+                if first_refused is None:
+                    first_refused = created + refused
+            else:
+                other += 1
+                say("CREATE2 on %#x answered with %s" % (got, cmd_name(cmd)))
+
+    while not stopped():
+        due = min(n, int(rate * (time.monotonic() - start)) + 1)
+        while sent < due:
+            nc = NtorClient(node_id, ntor_pub)
+            pending[cid] = nc
+            links[sent % 3].send_cell(cid, CREATE2, nc.onionskin())
+            sent += 1
+            cid += 1
+        for lk in links:
+            drain(lk, 0.01)
+    elapsed = time.monotonic() - start
+    deadline = time.monotonic() + 20
+    while pending and time.monotonic() < deadline:
+        for lk in links:
+            drain(lk, 0.05)
+    say("%d CREATE2 in %.1f s (%.0f per second): %d created, %d refused "
+        "(RESOURCELIMIT), %d other, %d unanswered; the first refusal at "
+        "#%s" % (sent, elapsed, sent / max(elapsed, 0.001), created,
+                 refused, other, len(pending), first_refused))
+    print("sent %d seconds %.1f created %d refused %d other %d"
+          % (sent, elapsed, created, refused, other), flush=True)
+    if pending:
+        raise Failed("%d CREATE2 never answered" % len(pending))
+    if other:
+        raise Failed("%d CREATE2 answered otherwise" % other)
+    if not refused:
+        raise Failed("no CREATE2 was refused")
+    allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
+    if created > allowed:
+        raise Failed("%d circuits created; at most %.0f expected"
+                     % (created, allowed))
+
+
 class FastCircuit:
     """A one-hop CREATE_FAST circuit that sends RELAY cells (tor-spec 5.1.5
     keys, 6.1 digest, AES-128-CTR), for floods of relay commands. Needs
@@ -978,6 +1129,12 @@ def main(argv=None):
                     help="flood cases: the burst the relay should allow")
     ap.add_argument("--rate", type=float, default=3,
                     help="flood cases: the rate per second it should allow")
+    ap.add_argument("--send-rate", type=float, default=100,
+                    help="dos-create2-flood: cells sent per second")
+    ap.add_argument("--seconds", type=float, default=60,
+                    help="dos-create2-flood: flood at most this long")
+    ap.add_argument("--stop-file",
+                    help="dos-create2-flood: stop when this file exists")
     ap.add_argument("--max-open", type=int, default=0,
                     help="dos-conn-flood: connections it may hold at once")
     ap.add_argument("--list", action="store_true", help="list the cases")
