@@ -941,16 +941,14 @@ class NtorClient:
         return hmac.compare_digest(want, auth)
 
 
-@case("dos-create2-flood", needs_datadir=True)
-def c_dos_create2_flood(ctx):
-    """A CREATE2 (ntor) flood from three connections of one address:
-    --count cells at --send-rate per second, without waiting for answers,
-    until they are sent, --seconds have passed or --stop-file exists. Each
-    CREATE2 carries a fresh, valid ntor onionskin for the relay's keys (from
-    --datadir), so every one the relay accepts costs it a full handshake;
-    each CREATED2's AUTH is verified. With tor's defaults (burst 90, 3 per
-    second, 3 connections) the relay creates about 90 and answers the rest
-    with DESTROY (RESOURCELIMIT)."""
+def create2_flood(ctx):
+    """Send --count CREATE2 (ntor) cells over three connections at
+    --send-rate per second, without waiting for answers, until they are
+    sent, --seconds have passed or --stop-file exists; then wait up to 20 s
+    for the answers. Each CREATE2 carries a fresh, valid ntor onionskin for
+    the relay's keys (from --datadir), so every one the relay accepts costs
+    it a full handshake; each CREATED2's AUTH is verified. Prints and
+    returns the counts."""
     try:
         import cryptography  # noqa: F401
     except ImportError:
@@ -960,19 +958,19 @@ def c_dos_create2_flood(ctx):
     n = ctx.args.count or 1000
     rate = ctx.args.send_rate
     pending = {}  # circ_id -> NtorClient
-    created = refused = other = sent = 0
-    first_refused = None
+    c = {"sent": 0, "created": 0, "refused": 0, "other": 0,
+         "first_refused": None}
     cid = 0x80000001
     start = time.monotonic()
     say("3 connections open; sending up to %d CREATE2 at %.0f per second"
         % (n, rate))
 
     def stopped():
-        return (sent >= n or time.monotonic() - start >= ctx.args.seconds or
+        return (c["sent"] >= n or
+                time.monotonic() - start >= ctx.args.seconds or
                 (ctx.args.stop_file and os.path.exists(ctx.args.stop_file)))
 
     def drain(lk, timeout):
-        nonlocal created, refused, other, first_refused
         while True:
             try:
                 got, cmd, payload = lk.recv_cell(timeout=timeout)
@@ -986,46 +984,66 @@ def c_dos_create2_flood(ctx):
                 if not nc.check(payload):
                     raise Failed("CREATED2 on %#x fails the ntor AUTH check"
                                  % got)
-                created += 1
+                c["created"] += 1
             elif cmd == DESTROY and payload[0] == 5:
-                refused += 1
-                if first_refused is None:
-                    first_refused = created + refused
+                c["refused"] += 1
+                if c["first_refused"] is None:
+                    c["first_refused"] = c["created"] + c["refused"]
             else:
-                other += 1
+                c["other"] += 1
                 say("CREATE2 on %#x answered with %s" % (got, cmd_name(cmd)))
 
     while not stopped():
         due = min(n, int(rate * (time.monotonic() - start)) + 1)
-        while sent < due:
+        while c["sent"] < due:
             nc = NtorClient(node_id, ntor_pub)
             pending[cid] = nc
-            links[sent % 3].send_cell(cid, CREATE2, nc.onionskin())
-            sent += 1
+            links[c["sent"] % 3].send_cell(cid, CREATE2, nc.onionskin())
+            c["sent"] += 1
             cid += 1
         for lk in links:
             drain(lk, 0.01)
-    elapsed = time.monotonic() - start
+    c["seconds"] = time.monotonic() - start
     deadline = time.monotonic() + 20
     while pending and time.monotonic() < deadline:
         for lk in links:
             drain(lk, 0.05)
+    c["unanswered"] = len(pending)
     say("%d CREATE2 in %.1f s (%.0f per second): %d created, %d refused "
         "(RESOURCELIMIT), %d other, %d unanswered; the first refusal at "
-        "#%s" % (sent, elapsed, sent / max(elapsed, 0.001), created,
-                 refused, other, len(pending), first_refused))
+        "#%s" % (c["sent"], c["seconds"], c["sent"] / max(c["seconds"], 1e-3),
+                 c["created"], c["refused"], c["other"], c["unanswered"],
+                 c["first_refused"]))
     print("sent %d seconds %.1f created %d refused %d other %d"
-          % (sent, elapsed, created, refused, other), flush=True)
-    if pending:
-        raise Failed("%d CREATE2 never answered" % len(pending))
-    if other:
-        raise Failed("%d CREATE2 answered otherwise" % other)
-    if not refused:
+          % (c["sent"], c["seconds"], c["created"], c["refused"],
+             c["other"]), flush=True)
+    if c["unanswered"]:
+        raise Failed("%d CREATE2 never answered" % c["unanswered"])
+    return c
+
+
+@case("dos-create2-flood", needs_datadir=True)
+def c_dos_create2_flood(ctx):
+    """create2_flood() at a relay with DoSCircuitCreation at tor's
+    defaults (burst 90, 3 per second, 3 connections): it creates about 90
+    and answers the rest with DESTROY (RESOURCELIMIT)."""
+    c = create2_flood(ctx)
+    if c["other"]:
+        raise Failed("%d CREATE2 answered otherwise" % c["other"])
+    if not c["refused"]:
         raise Failed("no CREATE2 was refused")
-    allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
-    if created > allowed:
+    allowed = ctx.args.burst + ctx.args.rate * c["seconds"] + 2
+    if c["created"] > allowed:
         raise Failed("%d circuits created; at most %.0f expected"
-                     % (created, allowed))
+                     % (c["created"], allowed))
+
+
+@case("create2-bench", needs_datadir=True)
+def c_create2_bench(ctx):
+    """create2_flood() for a benchmark (scripts/bench-floods): the caller
+    reads the relay's CPU time around it; every CREATE2 must be
+    answered."""
+    create2_flood(ctx)
 
 
 class FastCircuit:
@@ -1083,6 +1101,32 @@ def c_resolve_flood(ctx):
     check_usable(lk, 0x80000002, "after the flood")
 
 
+@case("begindir-flood")
+def c_begindir_flood(ctx):
+    """--count BEGIN_DIR cells on one CREATE_FAST circuit, sent at once;
+    then reads and discards what comes back (never a SENDME) for
+    --seconds, holding the circuit open while the caller reads the
+    relay's memory. Prints the number of cells received."""
+    lk = ctx.open_link()
+    fc = FastCircuit(lk, 0x80000001)
+    n = ctx.args.count or 10000
+    for i in range(n):
+        fc.send(13, 1 + i % 0xffff)   # RELAY_BEGIN_DIR
+    say("%d BEGIN_DIR cells sent on one circuit" % n)
+    got = 0
+    end = time.monotonic() + ctx.args.seconds
+    while time.monotonic() < end:
+        try:
+            lk.recv_cell(timeout=0.5)
+            got += 1
+        except socket.timeout:
+            pass
+        except Closed as e:
+            say("the relay closed the connection (%s)" % e)
+            break
+    print("received %d" % got, flush=True)
+
+
 @case("dos-conn-flood")
 def c_dos_conn_flood(ctx):
     """--count connections from one address, kept open: with tor's
@@ -1130,11 +1174,12 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=3,
                     help="flood cases: the rate per second it should allow")
     ap.add_argument("--send-rate", type=float, default=100,
-                    help="dos-create2-flood: cells sent per second")
+                    help="create2 floods: cells sent per second")
     ap.add_argument("--seconds", type=float, default=60,
-                    help="dos-create2-flood: flood at most this long")
+                    help="create2 floods: flood at most this long; "
+                    "begindir-flood: hold the circuit this long")
     ap.add_argument("--stop-file",
-                    help="dos-create2-flood: stop when this file exists")
+                    help="create2 floods: stop when this file exists")
     ap.add_argument("--max-open", type=int, default=0,
                     help="dos-conn-flood: connections it may hold at once")
     ap.add_argument("--list", action="store_true", help="list the cases")
