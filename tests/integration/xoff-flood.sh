@@ -11,18 +11,21 @@
 # pctor-circtest --cc --ignore-xoff: a circuit M -> P with congestion
 # control (ntor v3), so the only brake on a stream is XON/XOFF, which it
 # counts and ignores, sending DATA as fast as the circuit takes it:
-#   1. one stream, 64 MiB: P sends XOFF, then ends the stream with END
-#      RESOURCELIMIT once it holds EDGE_STREAM_MAX_PENDING (2 MiB) it
-#      cannot pass on (after the kernel's socket buffers took theirs), logging "Stream N holds ... cannot pass them on";
-#      P's RSS grows by less than XOFF_RSS_STREAM_KB (default 16 MB);
-#   2. 48 streams, up to 8 MiB each, served in turn: each destination
-#      socket's kernel buffers take about 4 MB (tcp_wmem's maximum), then
-#      P holds the rest; the streams grow together, so P holds 64 MB before
-#      any of them holds 2 MiB, and the MaxMemInQueues handler fires: it
-#      closes the circuit (the client sees the circuit closed), logs "Out
-#      of memory for queues and buffers", and MetricsPort counts it
-#      (pctor_oom_events_total, pctor_oom_circuits_killed_total); P's RSS
-#      grows by less than 64 MB + XOFF_RSS_SLACK_KB (default 24 MB).
+#   1. one stream, 64 MiB (more with a larger tcp_wmem): P sends XOFF,
+#      then ends the stream with END RESOURCELIMIT once it holds
+#      EDGE_STREAM_MAX_PENDING (2 MiB) it cannot pass on (after the
+#      kernel's socket buffers took theirs), logging "Stream N holds ...
+#      cannot pass them on"; P's RSS grows by less than XOFF_RSS_STREAM_KB
+#      (default 16 MB);
+#   2. 48 streams, up to tcp_wmem's maximum + 4 MiB each (8 MiB here),
+#      served in turn: each destination socket's kernel buffers take about
+#      tcp_wmem's maximum (4 MB by default), then P holds the rest; the
+#      streams grow together, so P holds 64 MB before any of them holds
+#      2 MiB, and the MaxMemInQueues handler fires: it closes the circuit
+#      (the client sees the circuit closed), logs "Out of memory for queues
+#      and buffers", and MetricsPort counts it (pctor_oom_events_total,
+#      pctor_oom_circuits_killed_total); P's RSS grows by less than 64 MB +
+#      XOFF_RSS_SLACK_KB (default 24 MB).
 # After both, P carries a normal download (4 MiB, sha256 checked) and
 # logged no warning.
 
@@ -36,6 +39,12 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 RSS_STREAM=${XOFF_RSS_STREAM_KB:-16000}
 RSS_SLACK=${XOFF_RSS_SLACK_KB:-24000}
 MAXMEM_MB=64
+# What the kernel takes into one destination socket's send buffer before
+# the exit holds anything (tcp_wmem's maximum; 4 MB by default): every
+# stream's share of the flood must exceed it.
+wmem=$(awk '{ print $3 }' /proc/sys/net/ipv4/tcp_wmem 2> /dev/null)
+PER_STREAM_MB=$(((${wmem:-4194304} >> 20) + 4))
+ONE_STREAM_MB=$((PER_STREAM_MB > 32 ? 2 * PER_STREAM_MB : 64))
 
 it_net_start --authorities 1 --relays 0 --exit-relays 0
 it_web_file 4
@@ -96,12 +105,12 @@ oom0=$(metric pctor_oom_events_total)
 [ -n "$oom0" ] || it_fail "P's MetricsPort has no pctor_oom_events_total"
 
 # 1. One stream: ended by the per-stream cap.
-xflood one-stream --ignore-xoff 64
+xflood one-stream --ignore-xoff "$ONE_STREAM_MB"
 sent=$(sed -n 's/.*streams, \([0-9]*\) bytes sent.*/\1/p' <<< "$line")
 [ "$(num 'ended (END RESOURCELIMIT)')" = 1 ] ||
     it_fail "one stream: P did not end the stream with RESOURCELIMIT"
 [ "$(num 'XOFF ignored')" -ge 1 ] || it_fail "one stream: P sent no XOFF"
-[ "$sent" -lt $((64 << 20)) ] || it_fail "one stream: P took all 64 MiB"
+[ "$sent" -lt $((ONE_STREAM_MB << 20)) ] || it_fail "one stream: P took all $ONE_STREAM_MB MiB"
 grep -q "circuit open" <<< "$line" || it_fail "one stream: the circuit was closed"
 it_wait_until 5 grep -qE "Stream [0-9]+ holds [0-9]+ bytes the peer sent and cannot pass them on \(limit 2097152\); ending it" \
     "$log" || it_fail "P did not log why it ended the stream"
@@ -113,7 +122,7 @@ it_log "P's RSS: $r0 kB before, $r1 kB after the one-stream flood"
     it_fail "one stream: the MaxMemInQueues handler ran"
 
 # 2. 48 streams: the MaxMemInQueues handler closes the circuit.
-xflood many-streams --ignore-xoff 8 --streams 48
+xflood many-streams --ignore-xoff "$PER_STREAM_MB" --streams 48
 grep -q "circuit closed" <<< "$line" ||
     it_fail "48 streams: the circuit was not closed"
 it_wait_until 5 grep -q "Out of memory for queues and buffers: .*above MaxMemInQueues ($((MAXMEM_MB << 20)) bytes)\. Closed [1-9]" \
