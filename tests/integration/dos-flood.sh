@@ -9,9 +9,18 @@
 # 100 connections at once, 40 new at once and 20 per second). The flooders
 # are tests/integration/tor_link_client.py bound to their own loopback
 # source addresses:
-#   - 127.0.0.2 opens 3 connections and sends 300 CREATE_FASTs as fast as
-#     they are answered: about 90 are created, the rest get DESTROY
-#     (RESOURCELIMIT), and so does a connection it opens afterwards;
+#   - 127.0.0.2 opens 3 connections and floods CREATE2 cells, each a valid
+#     ntor onionskin for P's keys, at CREATE2_RATE (default 100) per second
+#     -- 33 times tor's rate -- without waiting for answers, for as long as
+#     a legitimate client (pctor-circtest at 127.0.0.1) downloads a 4 MiB
+#     file through P -> E (E: a pctor exit), again and again for at least
+#     3 s (the first download falls in the burst P still answers, the
+#     others after P marked the address): about 90 are created (each
+#     CREATED2's ntor AUTH checked), every other one gets DESTROY
+#     (RESOURCELIMIT); P's DoS line and MetricsPort
+#     (tor_relay_dos_total{type="circuit_rejected"}) count at least the
+#     refusals the flooder saw. Each download must complete with the right
+#     sha256 within 3 x the same download without the flood + 5 s;
 #   - 127.0.0.4 opens 150 connections and holds them: at most 40 + 20 per
 #     second of flooding, and no more than 100, complete their handshake
 #     (which limit bites first depends on how fast the machine is), the
@@ -36,6 +45,8 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 CLIENT=$IT_LIBDIR/tor_link_client.py
 RSS_MAX=${DOS_RSS_MAX_KB:-30000}
+CREATE2_RATE=${CREATE2_RATE:-100}
+MB=4
 
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
@@ -50,7 +61,17 @@ while True:
 it_register_pid $!
 it_wait_until 10 test -s "$net/silent.port" || it_fail "no silent nameserver"
 echo "nameserver 127.0.0.1:$(cat "$net/silent.port")" > "$net/resolv.conf"
-it_start_pctor "$net" P relay "DoSCircuitCreationEnabled 1
+it_web_file "$MB"
+read -r _ mport _ _ < <(it_privnet reserve "$net" --role aux --nickname pmetrics)
+it_start_pctor "$net" E relay "ExitRelay 1
+RefuseUnknownExits 0
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+it_start_pctor "$net" P relay "MetricsPort 127.0.0.1:$mport
+MetricsPortPolicy accept 127.0.0.1
+DoSCircuitCreationEnabled 1
 DoSConnectionEnabled 1
 DoSStreamCreationEnabled 1
 DoSStreamCreationBurst 50
@@ -67,7 +88,24 @@ log=$d/info.log
 it_wait_until 20 grep -q "DoS defences: circuit creation on, connections on, stream creation on" \
     "$log" || it_fail "P did not turn its DoS defences on"
 
+HP=$(it_pctor_hop "$net" P) HE=$(it_pctor_hop "$net" E)
+
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+download() { # NAME: fetch the file through P -> E; prints the milliseconds
+    local out=$net/body-$1 t0 got
+    t0=$(date +%s%N)
+    "$CIRCTEST" --timeout 120 --begin "127.0.0.1:$hport" --get /file \
+        --out "$out" "$HP" "$HE" 2> "$net/$1.err" ||
+        it_fail "download $1 failed: $(tail -2 "$net/$1.err")"
+    got=$(sha256sum < "$out" | cut -d' ' -f1)
+    [ "$got" = "$want" ] || it_fail "download $1: sha256 mismatch"
+    rm -f "$out"
+    echo $((($(date +%s%N) - t0) / 1000000))
+}
+metric() { # TYPE: P's tor_relay_dos_total{type=TYPE}
+    curl -sf -m 5 "http://127.0.0.1:$mport/metrics" |
+        sed -n "s/^tor_relay_dos_total{type=\"$1\"} \([0-9]*\)$/\1/p"
+}
 client() { # CASE BIND ARGS...
     local name=$1 bind=$2
     shift 2
@@ -86,13 +124,44 @@ legit() { # WHEN
 r0=$(rss)
 legit "before the floods"
 
-# 1. CREATE flood from 127.0.0.2.
-out=$(client dos-create-flood 127.0.0.2 --count 300 --burst 90 --rate 3) ||
-    it_fail "CREATE flood: $out"
-it_log "CREATE flood: $(grep -E '^ +[0-9]+ CREATE_FAST' <<< "$out" | sed 's/^ *//')"
+# 1. CREATE2 flood from 127.0.0.2 while 127.0.0.1 downloads through P.
+base_ms=$(download baseline)
+limit_ms=$((3 * base_ms + 5000))
+it_log "baseline: $MB MiB through P -> E in $base_ms ms (limit during the flood $limit_ms ms)"
+stop=$net/create2.stop
+client dos-create2-flood 127.0.0.2 --datadir "$d/data" --count 100000 \
+    --send-rate "$CREATE2_RATE" --seconds 120 --stop-file "$stop" \
+    --burst 90 --rate 3 > "$net/create2.out" &
+fl_pid=$!
+it_register_pid "$fl_pid"
+it_wait_until 10 grep -q "3 connections open" "$net/create2.out" ||
+    it_fail "CREATE2 flood did not start: $(cat "$net/create2.out")"
+t0=$SECONDS
+all=
+while :; do
+    ms=$(download during-create2-flood)
+    [ "$ms" -le "$limit_ms" ] ||
+        it_fail "a download during the CREATE2 flood took $ms ms (limit $limit_ms)"
+    kill -0 "$fl_pid" 2> /dev/null ||
+        it_fail "the CREATE2 flood ended before the download: $(cat "$net/create2.out")"
+    all="$all $ms"
+    [ $((SECONDS - t0)) -lt 3 ] || break
+done
+touch "$stop"
+it_log "downloads during the CREATE2 flood (ms):$all"
+wait "$fl_pid" || it_fail "CREATE2 flood: $(cat "$net/create2.out")"
+it_log "CREATE2 flood: $(grep -E '^ +[0-9]+ CREATE2 in' "$net/create2.out" | sed 's/^ *//')"
+read -r _ sent _ _ _ created _ frefused _ _ < <(grep '^sent ' "$net/create2.out")
+[ "$created" -ge 80 ] ||
+    it_fail "CREATE2 flood: only $created created (tor's burst is 90)"
+[ $((created + frefused)) = "$sent" ] || it_fail "CREATE2 flood: counts do not add up"
 it_wait_until 5 grep -q "DoS: the client address 127.0.0.2 created circuits" \
     "$log" || it_fail "P did not log the marked address 127.0.0.2"
-legit "after the CREATE flood"
+mrej=$(metric circuit_rejected)
+[ -n "$mrej" ] && [ "$mrej" -ge "$frefused" ] ||
+    it_fail "MetricsPort counts ${mrej:-no} rejected circuits, the flooder saw $frefused refused"
+it_log "MetricsPort: tor_relay_dos_total{type=\"circuit_rejected\"} $mrej, marked_address $(metric marked_address)"
+legit "after the CREATE2 flood"
 
 # 2. Connection flood from 127.0.0.4.
 out=$(client dos-conn-flood 127.0.0.4 --count 150 --burst 40 --rate 20 \
@@ -121,6 +190,9 @@ line=$(grep "DoS mitigation since startup:" "$log" | tail -1)
 it_log "${line#*] }"
 grep -qE "since startup: [1-9][0-9]* circuits rejected, [1-9][0-9]* marked addresses" \
     <<< "$line" || it_fail "the DoS line does not count the refused circuits"
+crej=$(sed -n 's/.*since startup: \([0-9]*\) circuits rejected.*/\1/p' <<< "$line")
+[ "$crej" -ge "$frefused" ] ||
+    it_fail "the DoS line counts $crej rejected circuits, the CREATE2 flooder saw $frefused"
 st=$(sed -n 's/.* \([0-9]*\) stream requests rejected.*/\1/p' <<< "$line")
 [ -n "$st" ] && [ "$st" -ge 45 ] ||
     it_fail "the DoS line counts ${st:-no} refused stream requests, expected 45 or more"
@@ -128,5 +200,5 @@ conc=$(sed -n 's/.* \([0-9]*\) same address concurrent connections rejected.*/\1
 rate=$(sed -n 's/.*rejected, \([0-9]*\) connections rejected.*/\1/p' <<< "$line")
 [ -n "$conc" ] && [ -n "$rate" ] && [ $((conc + rate)) -gt 0 ] ||
     it_fail "the DoS line does not count the refused connections"
-it_pctor_alive_quiet "$net" P
+it_pctor_alive_quiet "$net" P E
 echo "dos-flood: ok"

@@ -20,8 +20,10 @@ needs --datadir without it).
 
 Design:
 - Python 3 standard library only (socket, ssl, struct, os, hashlib), so it
-  runs wherever the test suite runs. TLS certificates are not verified: the
-  relay's identity is not what these tests are about.
+  runs wherever the test suite runs; only the flood cases that need relay
+  crypto or ntor use python3-cryptography, and skip without it. TLS
+  certificates are not verified: the relay's identity is not what these
+  tests are about.
 - "Ignored" is checked by ordering rather than by waiting: after the bad
   cell the client sends a CREATE_FAST and the first cell back must be its
   CREATED_FAST. A relay processes a connection's cells in order, so an
@@ -877,6 +879,173 @@ def c_dos_create_flood(ctx):
     say("a new connection from the same address is refused too")
 
 
+NTOR_PROTOID = b"ntor-curve25519-sha256-1"
+
+
+def relay_ntor_keys(datadir):
+    """(RSA identity digest, ntor public key) of the relay whose
+    DataDirectory is datadir: its "fingerprint" file and the public key
+    that tor's 96-byte keys/secret_onion_key_ntor ends with."""
+    try:
+        with open(os.path.join(datadir, "fingerprint")) as f:
+            node_id = bytes.fromhex(f.read().split()[1])
+        with open(os.path.join(datadir, "keys",
+                               "secret_onion_key_ntor"), "rb") as f:
+            ntor = f.read()
+    except (OSError, IndexError, ValueError) as e:
+        raise Skip("cannot read the relay's keys: %s" % e)
+    if len(node_id) != HASH_LEN or len(ntor) != 96:
+        raise Skip("the relay's keys are not in tor's format")
+    return node_id, ntor[64:]
+
+
+class NtorClient:
+    """The client side of one ntor handshake (tor-spec 5.1.4) with
+    python3-cryptography's X25519: onionskin() is the CREATE2 body,
+    check() verifies the CREATED2's AUTH, so a CREATED2 proves the relay
+    did the whole handshake."""
+
+    def __init__(self, node_id, ntor_pub):
+        from cryptography.hazmat.primitives.asymmetric.x25519 import (
+            X25519PrivateKey, X25519PublicKey)
+        from cryptography.hazmat.primitives import serialization
+        self._pub = X25519PublicKey
+        raw = serialization.Encoding.Raw
+        self.x = X25519PrivateKey.generate()
+        self.X = self.x.public_key().public_bytes(
+            raw, serialization.PublicFormat.Raw)
+        self.node_id, self.B = node_id, ntor_pub
+
+    def onionskin(self):
+        hdata = self.node_id + self.B + self.X
+        return struct.pack(">HH", 2, len(hdata)) + hdata
+
+    def check(self, payload):
+        import hmac
+        hlen = struct.unpack(">H", payload[:2])[0]
+        if hlen != 64:
+            return False
+        Y, auth = payload[2:34], payload[34:66]
+        try:
+            xy = self.x.exchange(self._pub.from_public_bytes(Y))
+            xb = self.x.exchange(self._pub.from_public_bytes(self.B))
+        except ValueError:
+            return False
+        secret = xy + xb + self.node_id + self.B + self.X + Y + NTOR_PROTOID
+        verify = hmac.new(NTOR_PROTOID + b":verify", secret,
+                          hashlib.sha256).digest()
+        auth_input = verify + self.node_id + self.B + Y + self.X + \
+            NTOR_PROTOID + b"Server"
+        want = hmac.new(NTOR_PROTOID + b":mac", auth_input,
+                        hashlib.sha256).digest()
+        return hmac.compare_digest(want, auth)
+
+
+def create2_flood(ctx):
+    """Send --count CREATE2 (ntor) cells over three connections at
+    --send-rate per second, without waiting for answers, until they are
+    sent, --seconds have passed or --stop-file exists; then wait up to 20 s
+    for the answers. Each CREATE2 carries a fresh, valid ntor onionskin for
+    the relay's keys (from --datadir), so every one the relay accepts costs
+    it a full handshake; each CREATED2's AUTH is verified. Prints and
+    returns the counts."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise Skip("needs python3-cryptography")
+    node_id, ntor_pub = relay_ntor_keys(ctx.args.datadir)
+    links = [ctx.open_link() for _ in range(3)]
+    n = ctx.args.count or 1000
+    rate = ctx.args.send_rate
+    pending = {}  # circ_id -> NtorClient
+    c = {"sent": 0, "created": 0, "refused": 0, "other": 0,
+         "first_refused": None}
+    cid = 0x80000001
+    start = time.monotonic()
+    say("3 connections open; sending up to %d CREATE2 at %.0f per second"
+        % (n, rate))
+
+    def stopped():
+        return (c["sent"] >= n or
+                time.monotonic() - start >= ctx.args.seconds or
+                (ctx.args.stop_file and os.path.exists(ctx.args.stop_file)))
+
+    def drain(lk, timeout):
+        while True:
+            try:
+                got, cmd, payload = lk.recv_cell(timeout=timeout)
+            except socket.timeout:
+                return
+            nc = pending.pop(got, None)
+            if nc is None:
+                raise Failed("%s on unknown circuit %#x" % (cmd_name(cmd),
+                                                           got))
+            if cmd == CREATED2:
+                if not nc.check(payload):
+                    raise Failed("CREATED2 on %#x fails the ntor AUTH check"
+                                 % got)
+                c["created"] += 1
+            elif cmd == DESTROY and payload[0] == 5:
+                c["refused"] += 1
+                if c["first_refused"] is None:
+                    c["first_refused"] = c["created"] + c["refused"]
+            else:
+                c["other"] += 1
+                say("CREATE2 on %#x answered with %s" % (got, cmd_name(cmd)))
+
+    while not stopped():
+        due = min(n, int(rate * (time.monotonic() - start)) + 1)
+        while c["sent"] < due:
+            nc = NtorClient(node_id, ntor_pub)
+            pending[cid] = nc
+            links[c["sent"] % 3].send_cell(cid, CREATE2, nc.onionskin())
+            c["sent"] += 1
+            cid += 1
+        for lk in links:
+            drain(lk, 0.01)
+    c["seconds"] = time.monotonic() - start
+    deadline = time.monotonic() + 20
+    while pending and time.monotonic() < deadline:
+        for lk in links:
+            drain(lk, 0.05)
+    c["unanswered"] = len(pending)
+    say("%d CREATE2 in %.1f s (%.0f per second): %d created, %d refused "
+        "(RESOURCELIMIT), %d other, %d unanswered; the first refusal at "
+        "#%s" % (c["sent"], c["seconds"], c["sent"] / max(c["seconds"], 1e-3),
+                 c["created"], c["refused"], c["other"], c["unanswered"],
+                 c["first_refused"]))
+    print("sent %d seconds %.1f created %d refused %d other %d"
+          % (c["sent"], c["seconds"], c["created"], c["refused"],
+             c["other"]), flush=True)
+    if c["unanswered"]:
+        raise Failed("%d CREATE2 never answered" % c["unanswered"])
+    return c
+
+
+@case("dos-create2-flood", needs_datadir=True)
+def c_dos_create2_flood(ctx):
+    """create2_flood() at a relay with DoSCircuitCreation at tor's
+    defaults (burst 90, 3 per second, 3 connections): it creates about 90
+    and answers the rest with DESTROY (RESOURCELIMIT)."""
+    c = create2_flood(ctx)
+    if c["other"]:
+        raise Failed("%d CREATE2 answered otherwise" % c["other"])
+    if not c["refused"]:
+        raise Failed("no CREATE2 was refused")
+    allowed = ctx.args.burst + ctx.args.rate * c["seconds"] + 2
+    if c["created"] > allowed:
+        raise Failed("%d circuits created; at most %.0f expected"
+                     % (c["created"], allowed))
+
+
+@case("create2-bench", needs_datadir=True)
+def c_create2_bench(ctx):
+    """create2_flood() for a benchmark (scripts/bench-floods): the caller
+    reads the relay's CPU time around it; every CREATE2 must be
+    answered."""
+    create2_flood(ctx)
+
+
 class FastCircuit:
     """A one-hop CREATE_FAST circuit that sends RELAY cells (tor-spec 5.1.5
     keys, 6.1 digest, AES-128-CTR), for floods of relay commands. Needs
@@ -932,6 +1101,32 @@ def c_resolve_flood(ctx):
     check_usable(lk, 0x80000002, "after the flood")
 
 
+@case("begindir-flood")
+def c_begindir_flood(ctx):
+    """--count BEGIN_DIR cells on one CREATE_FAST circuit, sent at once;
+    then reads and discards what comes back (never a SENDME) for
+    --seconds, holding the circuit open while the caller reads the
+    relay's memory. Prints the number of cells received."""
+    lk = ctx.open_link()
+    fc = FastCircuit(lk, 0x80000001)
+    n = ctx.args.count or 10000
+    for i in range(n):
+        fc.send(13, 1 + i % 0xffff)   # RELAY_BEGIN_DIR
+    say("%d BEGIN_DIR cells sent on one circuit" % n)
+    got = 0
+    end = time.monotonic() + ctx.args.seconds
+    while time.monotonic() < end:
+        try:
+            lk.recv_cell(timeout=0.5)
+            got += 1
+        except socket.timeout:
+            pass
+        except Closed as e:
+            say("the relay closed the connection (%s)" % e)
+            break
+    print("received %d" % got, flush=True)
+
+
 @case("dos-conn-flood")
 def c_dos_conn_flood(ctx):
     """--count connections from one address, kept open: with tor's
@@ -978,6 +1173,13 @@ def main(argv=None):
                     help="flood cases: the burst the relay should allow")
     ap.add_argument("--rate", type=float, default=3,
                     help="flood cases: the rate per second it should allow")
+    ap.add_argument("--send-rate", type=float, default=100,
+                    help="create2 floods: cells sent per second")
+    ap.add_argument("--seconds", type=float, default=60,
+                    help="create2 floods: flood at most this long; "
+                    "begindir-flood: hold the circuit this long")
+    ap.add_argument("--stop-file",
+                    help="create2 floods: stop when this file exists")
     ap.add_argument("--max-open", type=int, default=0,
                     help="dos-conn-flood: connections it may hold at once")
     ap.add_argument("--list", action="store_true", help="list the cases")

@@ -20,6 +20,18 @@
  *            RESOURCELIMIT), O other END" on stdout, keep the circuit and
  *            its streams open SEC more seconds (default 0), and exit 0
  *            when every stream was answered.
+ *   --ignore-xoff MIB [--streams N]: a client that ignores XOFF (issue
+ *            14): open N streams (default 1, at most 256) with --begin
+ *            on a circuit with congestion control (--cc) and send MIB MiB
+ *            of DATA on each as fast as the circuit takes it, whatever
+ *            XON/XOFF the last hop sends (the cells go straight to the
+ *            circuit, past the edge's flow control). Stops when every
+ *            stream was ended by the last hop or the circuit was closed,
+ *            and prints "xoff-flood: N streams, B bytes sent in T s, X
+ *            XOFF ignored: E ended (END RESOURCELIMIT), O ended otherwise,
+ *            circuit closed (reason R)|open" on stdout; exits 0 when the
+ *            last hop stopped the flood before every byte was sent, 1 when
+ *            it took every byte.
  *   --resolve NAME: ask the last hop to resolve NAME (RELAY_RESOLVE) and
  *            print each address of its RESOLVED answer ("resolved A").
  *   --begin-flags N: the BEGIN's FLAGS (tor-spec 6.2: 1 IPv6 ok, 2 IPv4
@@ -112,6 +124,17 @@ static struct {
   int flood_answered, flood_connected, flood_refused, flood_other;
   uint64_t flood_start_us;
   evloop_timer_t *flood_timer;
+  /* --ignore-xoff: MiB per stream, streams 1..xf_n */
+  double xf_mib;
+  int xf_n;
+  edge_stream_t **xf_streams; /* NULL once ended */
+  uint64_t *xf_sent;
+  uint8_t *xf_open;           /* CONNECTED came */
+  uint64_t xf_grace_us;       /* all sent: when to give up waiting */
+  int xf_connected, xf_ended, xf_ended_limit, xf_xoff, xf_next;
+  int xf_circ_reason; /* -1: circuit open */
+  uint64_t xf_total;
+  evloop_timer_t *xf_timer;
 } T;
 
 static void
@@ -124,6 +147,7 @@ usage(void)
           "                      [--timeout SEC] [--nodes FILE] [--cc] [-v]\n"
           "                      [--measureme HOP:INTERVAL_MS:LABEL16HEX]...\n"
           "                      [--flood N [--flood-hold SEC]]\n"
+          "                      [--ignore-xoff MIB [--streams N]]\n"
           "                      HOP [HOP ...]\n"
           "HOP = ADDR:PORT,RSAFP[,ED25519_BASE64[,NTOR_BASE64]] or a "
           "nickname from --nodes\n");
@@ -493,6 +517,137 @@ flood_start(void)
           T.begin_target ? "BEGIN" : "BEGIN_DIR");
 }
 
+/* ---- --ignore-xoff: DATA past the edge's flow control ---------------- */
+
+#define XF_MAX_STREAMS 256
+#define XF_QUEUE_CELLS 256 /* keep the circuit's queue about this full */
+
+static void
+xf_report(void)
+{
+  double secs = (evloop_now_us(T.loop) - T.flood_start_us) / 1e6;
+  char circ[48];
+  if (T.xf_circ_reason < 0)
+    snprintf(circ, sizeof(circ), "open");
+  else
+    snprintf(circ, sizeof(circ), "closed (reason %d)", T.xf_circ_reason);
+  printf("xoff-flood: %d streams, %llu bytes sent in %.2f s, %d XOFF "
+         "ignored: %d ended (END RESOURCELIMIT), %d ended otherwise, "
+         "circuit %s\n",
+         T.xf_n, (unsigned long long)T.xf_total, secs, T.xf_xoff,
+         T.xf_ended_limit, T.xf_ended - T.xf_ended_limit, circ);
+  fflush(stdout);
+}
+
+static void
+xf_tick(void *arg)
+{
+  (void)arg;
+  if (T.done || !T.circ)
+    return;
+  const uint64_t per_stream = (uint64_t)(T.xf_mib * 1024 * 1024);
+  uint8_t body[RELAY_BODY_MAX];
+  memset(body, 0x78, sizeof(body));
+  int busy = 0;
+  /* Round robin over the connected streams that have bytes left. */
+  for (int tries = 0; T.circ->base.n_queue.cells.n < XF_QUEUE_CELLS &&
+                      tries < T.xf_n;) {
+    int i = T.xf_next;
+    T.xf_next = (T.xf_next + 1) % T.xf_n;
+    if (!T.xf_streams[i] || !T.xf_open[i] || T.xf_sent[i] >= per_stream) {
+      tries++;
+      continue;
+    }
+    tries = 0;
+    if (origin_circuit_send_relay(T.circ, T.n_hops - 1, RELAY_COMMAND_DATA,
+                                  (uint16_t)(i + 1), body,
+                                  sizeof(body)) < 0)
+      break;
+    T.xf_sent[i] += sizeof(body);
+    T.xf_total += sizeof(body);
+  }
+  if (T.xf_ended == T.xf_n) {
+    xf_report();
+    finish(1, NULL);
+    return;
+  }
+  int left = 0;
+  for (int i = 0; i < T.xf_n; i++)
+    if (T.xf_streams[i] && (!T.xf_open[i] || T.xf_sent[i] < per_stream))
+      left++;
+  busy = T.circ->base.n_queue.cells.n > 0;
+  if (!left && !busy) {
+    /* Everything sent: give the last hop 3 s to end what is left. */
+    uint64_t now = evloop_now_us(T.loop);
+    if (!T.xf_grace_us)
+      T.xf_grace_us = now + 3000000;
+    if (now >= T.xf_grace_us) {
+      xf_report();
+      finish(0, "the last hop took every byte without ending the "
+                "streams or the circuit");
+      return;
+    }
+  }
+  evloop_timer_schedule(T.xf_timer, 1000);
+}
+
+static void
+xf_connected(edge_stream_t *s, const uint8_t *body, size_t len, void *arg)
+{
+  (void)s;
+  (void)body;
+  (void)len;
+  uintptr_t i = (uintptr_t)arg;
+  if (i >= (uintptr_t)T.xf_n || T.xf_open[i])
+    return;
+  T.xf_open[i] = 1;
+  if (++T.xf_connected == 1)
+    fprintf(stderr, "pctor-circtest: first stream connected; flooding, "
+                    "XOFF ignored\n");
+}
+
+static void
+xf_end(edge_stream_t *s, uint8_t reason, void *arg)
+{
+  (void)s;
+  uintptr_t i = (uintptr_t)arg;
+  if (i >= (uintptr_t)T.xf_n || !T.xf_streams[i])
+    return;
+  T.xf_streams[i] = NULL; /* the edge frees it */
+  T.xf_ended++;
+  if (reason == END_STREAM_REASON_RESOURCELIMIT)
+    T.xf_ended_limit++;
+  fprintf(stderr, "pctor-circtest: stream %lu ended (END reason %u) after "
+                  "%llu bytes sent\n",
+          (unsigned long)i + 1, reason,
+          (unsigned long long)T.xf_sent[i]);
+}
+
+static const edge_stream_ops_t xf_ops = {
+    .on_data = f_data, .on_end = xf_end, .on_connected = xf_connected};
+
+static void
+xf_start(void)
+{
+  T.xf_streams = pc_zalloc(sizeof(*T.xf_streams) * (size_t)T.xf_n);
+  T.xf_sent = pc_zalloc(sizeof(*T.xf_sent) * (size_t)T.xf_n);
+  T.xf_open = pc_zalloc((size_t)T.xf_n);
+  T.xf_circ_reason = -1;
+  T.flood_start_us = evloop_now_us(T.loop);
+  for (int i = 0; i < T.xf_n; i++) {
+    T.xf_streams[i] = edge_stream_new(T.edge, (uint16_t)(i + 1), &xf_ops,
+                                      (void *)(uintptr_t)i);
+    if (edge_stream_send_msg(T.xf_streams[i], RELAY_COMMAND_BEGIN,
+                             (const uint8_t *)T.begin_target,
+                             (uint16_t)strlen(T.begin_target) + 1) < 0) {
+      finish(0, "could not open a stream");
+      return;
+    }
+  }
+  T.xf_timer = evloop_timer_new(T.loop, xf_tick, NULL);
+  evloop_timer_schedule(T.xf_timer, 1000);
+}
+
 static void
 built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
@@ -516,6 +671,17 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
     T.circ = circ;
     T.edge = edge_new(&end_ops, NULL, T.loop);
     flood_start();
+    return;
+  }
+  if (T.xf_n) {
+    if (!origin_circuit_cc(circ, T.n_hops - 1)) {
+      finish(0, "--ignore-xoff: congestion control was not negotiated "
+                "(no XON/XOFF without it)");
+      return;
+    }
+    T.circ = circ;
+    T.edge = edge_new(&end_ops, NULL, T.loop);
+    xf_start();
     return;
   }
   if (T.resolve_name) {
@@ -566,6 +732,15 @@ closed_cb(circbuild_t *cb, int reason, const char *why, void *arg)
   char msg[256];
   snprintf(msg, sizeof(msg), "circuit closed (%s, reason %d)",
            why ? why : "?", reason);
+  if (T.xf_streams && !T.done) {
+    /* The last hop closed the flood's circuit: that is a way to stop it. */
+    T.xf_circ_reason = reason;
+    T.circ = NULL;
+    fprintf(stderr, "pctor-circtest: %s\n", msg);
+    xf_report();
+    finish(1, NULL);
+    return;
+  }
   finish(0, msg);
 }
 
@@ -615,8 +790,11 @@ relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
 {
   (void)cb;
   (void)arg;
-  int ours = T.flood_n ? stream_id >= 1 && stream_id <= T.flood_n
-                       : stream_id == STREAM_ID;
+  int ours = T.flood_n  ? stream_id >= 1 && stream_id <= T.flood_n
+             : T.xf_n ? stream_id >= 1 && stream_id <= T.xf_n
+                      : stream_id == STREAM_ID;
+  if (ours && T.xf_n && command == RELAY_COMMAND_XOFF)
+    T.xf_xoff++; /* and the edge notes it, which xf_tick does not heed */
   if (!ours || hop != T.n_hops - 1 || !T.edge || T.done) {
     log_info("Ignoring %s from hop %d (stream %u)",
              relay_command_name(command), hop + 1, stream_id);
@@ -711,6 +889,21 @@ main(int argc, char **argv)
         fprintf(stderr, "pctor-circtest: --flood wants 1-%d\n", FLOOD_MAX);
         return 2;
       }
+    } else if (!strcmp(a, "--ignore-xoff") && i + 1 < argc) {
+      T.xf_mib = atof(argv[++i]);
+      if (!(T.xf_mib > 0 && T.xf_mib <= 4096)) {
+        fprintf(stderr, "pctor-circtest: --ignore-xoff wants 0-4096 MiB\n");
+        return 2;
+      }
+      if (!T.xf_n)
+        T.xf_n = 1;
+    } else if (!strcmp(a, "--streams") && i + 1 < argc) {
+      T.xf_n = atoi(argv[++i]);
+      if (T.xf_n < 1 || T.xf_n > XF_MAX_STREAMS) {
+        fprintf(stderr, "pctor-circtest: --streams wants 1-%d\n",
+                XF_MAX_STREAMS);
+        return 2;
+      }
     } else if (!strcmp(a, "--flood-hold") && i + 1 < argc)
       T.flood_hold = atof(argv[++i]);
     else if (!strcmp(a, "--version")) {
@@ -751,6 +944,11 @@ main(int argc, char **argv)
   }
   if (T.n_hops == 0) {
     usage();
+    return 2;
+  }
+  if (T.xf_n && (!T.xf_mib || !T.begin_target || !T.want_cc || T.flood_n)) {
+    fprintf(stderr, "pctor-circtest: --ignore-xoff needs --begin and --cc "
+                    "(and not --flood); --streams needs --ignore-xoff\n");
     return 2;
   }
   uint16_t htype;
@@ -824,6 +1022,10 @@ main(int argc, char **argv)
   free(T.exit_protocols);
   free(T.flood_seen);
   evloop_timer_free(T.flood_timer);
+  evloop_timer_free(T.xf_timer);
+  free(T.xf_streams);
+  free(T.xf_sent);
+  free(T.xf_open);
   edge_free(T.edge);
   circbuild_free(T.cb);
   evloop_timer_free(to);
