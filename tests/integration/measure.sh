@@ -23,6 +23,11 @@
 #   - every complete transfer had its own circuit, p1 -> p2|relay2 -> exit1,
 #     with a build time; its MeasureMe hops are "recorded" at p1 (and p2),
 #     "ignored" at relay2 and exit1 (tor drops the relay command);
+#   - MeasureMe answers (doc/measureme.md): p1 and p2 answer "accepted" on
+#     every circuit and return records (MEASUREME events) that pctor-measure
+#     keeps in measureme.jsonl: the same figures, seq by seq, as the
+#     relay's own file; tor hops answer nothing ("ignored"), and their
+#     circuits still carry the transfer;
 #   - CIRC_BW: every transfer with a circuit carries the client's figures
 #     for it, counted past the transfer's end (its circuit reported after
 #     the stream closed): READ/WRITTEN in whole cells, DELIVERED + OVERHEAD
@@ -176,6 +181,34 @@ for t in good:
     assert st[3] == "ignored", st
     assert st[2] == ("recorded" if p[1] == fp2 else "ignored"), (p[1] == fp2, st)
     assert st[1] == "recorded", (t["seq"], st)
+    an = {h["hop"]: (h["answer"], h.get("answer_errors", 0)) for h in t["measureme"]}
+    assert an[3] == ("ignored", 0), (t["seq"], an)
+    assert an[2] == (("accepted", 0) if p[1] == fp2 else ("ignored", 0)), (t["seq"], an)
+    assert an[1] == ("accepted", 0), (t["seq"], an)
+# the records a pctor hop returned are its own file's, seq by seq
+n_ret = n_cmp = 0
+for l in mm:
+    if l["answer"] != "accepted":
+        assert not l["returned"], l
+        continue
+    ret = l["returned"]
+    n_ret += len(ret)
+    seqs = [x["seq"] for x in ret]
+    assert seqs == list(range(len(ret))), ("returned records out of order", seqs)
+    offs = [x["offset_ms"] for x in ret]
+    assert offs == sorted(offs), offs
+    file_by_seq = {x["seq"]: x for x in l["records"]}
+    for x in ret:
+        f = file_by_seq.get(x["seq"])
+        assert f, ("a returned record not in the relay's file", l["label"], x["seq"])
+        assert (x["cells_fwd"], x["cells_bwd"]) == (f["cells_fwd"], f["cells_bwd"]), (x, f)
+        assert (x["sent_bwd"], x["delay_avg_bwd_us"], x["queued_bwd"]) == \
+            (f["queue_bwd"]["sent"], f["queue_bwd"]["delay_avg_us"], f["queue_bwd"]["queued"]), (x, f)
+        n_cmp += 1
+acc = [l for l in mm if l["answer"] == "accepted"]
+with_ret = [l for l in acc if l["returned"]]
+# a circuit keeps its last batch when it closes; most return some
+assert acc and len(with_ret) >= 0.8 * len(acc), (len(with_ret), len(acc))
 # CIRC_BW: every transfer that got a circuit has the client's figures
 # for it, counted to its end; a complete one's cells carried its bytes
 # (tor's accounting: 509 bytes a cell, delivered + overhead = 498 a cell)
@@ -208,8 +241,11 @@ assert {l["fingerprint"] for l in rec} <= {fp1, fp2}
 m = meta["measureme"]
 if bad == "1":
     assert list(m["bad_record_lines"].values()) == [1], m["bad_record_lines"]
+assert m["answers"]["error"] == 0, m["answers"]
 print(f"{len(tr)} transfers, {len(good)} complete on {len(circs)} circuits; MeasureMe "
-      f"hops: {m['hops']}; CIRC_BW: {meta['circ_bw']}")
+      f"hops: {m['hops']}; answers: {m['answers']}, {n_ret} records returned by "
+      f"{len(with_ret)} of {len(acc)} hops that accepted, {n_cmp} matched the relays' files; "
+      f"CIRC_BW: {meta['circ_bw']}")
 EOF
 }
 res=$(check_run 0) || it_fail "transfers/MeasureMe: see above"
