@@ -581,6 +581,46 @@ START_TEST(test_answers_sent)
 }
 END_TEST
 
+/* __MeasureMeGarbageAnswers: every answer is followed by a bad one that
+ * a client refuses (parse error, or a label not the one it sent). */
+static int n_good, n_bad, n_bad_label;
+static int
+catch_any(or_circuit_t *circ, const uint8_t *body, size_t len)
+{
+  (void)circ;
+  measureme_answer_t a;
+  const char *err = NULL;
+  if (measureme_answer_parse(body, len, &a, &err) < 0)
+    n_bad++;
+  else if (a.label[0] != 9)
+    n_bad_label++;
+  else
+    n_good++;
+  return 0;
+}
+
+START_TEST(test_garbage_answers_option)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  cfg.enabled = 1;
+  cfg.garbage_answers = 1;
+  mm_setup(&cfg);
+  measureme_set_answer_sender(catch_any);
+  n_good = n_bad = n_bad_label = 0;
+  for (int i = 0; i < 8; i++)
+    ck_assert_int_eq(ask_every(i, 0, 100, 0), MEASUREME_ACCEPTED);
+  ck_assert_int_eq(n_good, 8);
+  ck_assert_int_eq(n_bad + n_bad_label, 8);
+  ck_assert_int_eq(n_bad_label, 2); /* one fault in four is the label */
+  /* Records too (the fourth fault cuts them short). */
+  tick(1.0);
+  ck_assert_int_eq(n_good, 16);
+  ck_assert_int_eq(n_bad + n_bad_label, 16);
+  mm_teardown();
+}
+END_TEST
+
 Suite *
 suite_measureme(void)
 {
@@ -594,6 +634,7 @@ suite_measureme(void)
   tcase_add_test(ta, test_answer_records_bounds);
   tcase_add_test(ta, test_answer_parse_garbage);
   tcase_add_test(ta, test_answers_sent);
+  tcase_add_test(ta, test_garbage_answers_option);
   suite_add_tcase(s, ta);
   TCase *tl = tcase_create("limits");
   tcase_add_test(tl, test_off_by_default);

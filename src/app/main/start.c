@@ -140,6 +140,7 @@ measureme_config(const options_t *o, measureme_config_t *out)
     out->log_max_size = mo->log_max_size;
   out->client_rate = (unsigned)mo->client_rate;
   out->client_burst = (unsigned)mo->client_burst;
+  out->garbage_answers = mo->garbage_answers && o->testing_tor_network;
 }
 
 static dircache_doc_t *

@@ -104,6 +104,7 @@ static struct {
   uint64_t last_client_sweep_us;
   uint64_t n_records;
   uint64_t n_answers;
+  unsigned garbage_turn; /* __MeasureMeGarbageAnswers: the next fault */
   measureme_answer_sender_fn sender;
   measureme_stats_t st;
 } M;
@@ -307,6 +308,39 @@ measureme_n_answers(void)
   return M.n_answers;
 }
 
+/* __MeasureMeGarbageAnswers (tests): a bad copy of the answer body just
+ * sent, a different fault each time. */
+static void
+send_garbage(or_circuit_t *circ, const uint8_t *good, size_t len)
+{
+  uint8_t body[MEASUREME_ANSWER_MAX_LEN];
+  memcpy(body, good, len);
+  switch (M.garbage_turn++ % 4) {
+  case 0:
+    body[2] ^= 0xff; /* another label */
+    break;
+  case 1:
+    body[0] = 0x7f; /* an unknown version */
+    break;
+  case 2:
+    body[1] = 9; /* an unknown type */
+    break;
+  default: /* records cut short, or a count out of range */
+    if (body[1] == MEASUREME_ANSWER_RECORDS)
+      len--;
+    else
+      body[MEASUREME_ANSWER_HEADER_LEN] = 0xee;
+    break;
+  }
+  int r = M.sender ? M.sender(circ, body, len)
+                   : or_circuit_send_relay(circ,
+                                           RELAY_COMMAND_MEASUREME_ANSWER, 0,
+                                           body, (uint16_t)len);
+  if (r == 0)
+    log_info("MeasureMe: sent a garbage answer on circuit %" PRIu64
+             " (__MeasureMeGarbageAnswers)", circ->base.gid);
+}
+
 static void
 send_answer(or_circuit_t *circ, const measureme_answer_t *a)
 {
@@ -326,6 +360,8 @@ send_answer(or_circuit_t *circ, const measureme_answer_t *a)
     return;
   }
   M.n_answers++;
+  if (M.cfg.garbage_answers)
+    send_garbage(circ, body, len);
 }
 
 static void

@@ -104,6 +104,7 @@ typedef struct measureme_config_t {
   uint64_t log_max_size;  /* MeasureMeLogMaxSize, bytes (>= 4096) */
   unsigned client_rate;   /* MeasureMeClientRate, requests per minute */
   unsigned client_burst;  /* MeasureMeClientBurst */
+  int garbage_answers;    /* __MeasureMeGarbageAnswers: tests only */
 } measureme_config_t;
 /* The defaults above with enabled = 0. */
 void measureme_config_default(measureme_config_t *cfg);
