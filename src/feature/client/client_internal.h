@@ -18,7 +18,9 @@
  *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
  *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM, MAPADDRESS
  *                     (the address map is addrmap.c), SIGNAL NEWNYM,
- *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events.
+ *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events;
+ *   client_measureme.c  MeasureMeHops: asking hops to measure a circuit
+ *                     and checking their answers (MEASUREME events).
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
