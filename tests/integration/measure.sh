@@ -334,6 +334,9 @@ it_log "SIGTERM mid-run: stopped in $((SECONDS - t)) s, client gone, output vali
 n=$(sed -n 's/.*Heartbeat: MeasureMe served \([0-9]*\) measurement requests.*/\1/p' \
     "$d1/info.log" | tail -1)
 [ -n "$n" ] && [ "$n" -ge 1 ] || it_fail "p1's heartbeat does not count MeasureMe requests"
-it_log "p1 heartbeat: MeasureMe served $n requests"
+a=$(sed -n 's/.*Heartbeat: MeasureMe served .*, \([0-9]*\) answer cells sent\./\1/p' \
+    "$d1/info.log" | tail -1)
+[ -n "$a" ] && [ "$a" -ge "$n" ] || it_fail "p1's heartbeat does not count its answers ($a)"
+it_log "p1 heartbeat: MeasureMe served $n requests, sent $a answer cells"
 it_pctor_alive_quiet "$net" p1 p2
 it_log "pctor-measure checks passed"

@@ -1301,12 +1301,13 @@ heartbeat_cb(void *arg)
   if (measureme_is_enabled() || asked)
     log_notice("Heartbeat: MeasureMe served %llu measurement requests and "
                "refused %llu since start; %u circuits are measured now, "
-               "%llu records written.",
+               "%llu records written, %llu answer cells sent.",
                (unsigned long long)ms.n_by_result[MEASUREME_ACCEPTED],
                (unsigned long long)(asked -
                                     ms.n_by_result[MEASUREME_ACCEPTED]),
                measureme_n_active(),
-               (unsigned long long)measureme_n_records());
+               (unsigned long long)measureme_n_records(),
+               (unsigned long long)measureme_n_answers());
 }
 
 static void
