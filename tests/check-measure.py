@@ -4,7 +4,9 @@
 the control-event parser (CIRC, STREAM, CIRC_BW, malformed lines), the
 OnionPerf "tor" section built from it (streams of other programs left out,
 circuit IDs by epoch), the refusal of servers a network may not use, and the
-MeasureMe join of relay records with a garbage line, and each transfer's
+MeasureMe join of relay records with a garbage line and of the hops'
+answers (MEASUREME events: accepted with records, none from a tor hop,
+garbage answers the client reported, malformed events), and each transfer's
 CIRC_BW figures (summed over the legs of a conflux set, complete or not).
 The end-to-end runs are tests/integration/measure.sh and
 measure-testbed.sh."""
@@ -97,6 +99,63 @@ def check_circ_bw(d):
     st.events.close()
 
 
+def check_answers(d):
+    """Circuit 6 asks hops 1-3 (label L): hop 1 (pctor) answers accepted
+    and returns two records, hop 2 (tor) says nothing, hop 3 sends only
+    garbage the client refused; malformed MEASUREME events are skipped."""
+    L = "0123456789abcdef"
+    st = pm.State(d)
+    rec = ("Seq={} OffsetMs={} CellsFwd=3 CellsBwd=40 QueuedFwd=0 SentFwd=3 "
+           "DelayAvgFwdUs=12 DelayMaxFwdUs=50 QueuedBwd=2 SentBwd=40 DelayAvgBwdUs=900 "
+           "DelayMaxBwdUs=4000")
+    for t, e in ((2.0, f"MEASUREME CircuitID=6 Hop=1 Label={L} Type=STATUS Result=accepted"),
+                 (3.0, f"MEASUREME CircuitID=6 Hop=1 Label={L} Type=RECORD " + rec.format(0, 0)),
+                 (3.0, f"MEASUREME CircuitID=6 Hop=1 Label={L} Type=RECORD " + rec.format(1, 1000)),
+                 (3.1, 'MEASUREME CircuitID=6 Hop=3 Type=ERROR Reason="answer too short"'),
+                 (3.2, 'MEASUREME CircuitID=6 Hop=3 Type=ERROR Reason="unknown answer type"'),
+                 (3.3, "MEASUREME CircuitID=6 Hop=3 Label=nothex Type=STATUS Result=accepted"),
+                 (3.4, "MEASUREME CircuitID=6 Hop=1 Label=" + L + " Type=RECORD Seq=x"),
+                 (3.5, "MEASUREME Hop=2"),
+                 (3.6, "MEASUREME")):
+        st.on_event(e, t)
+    a = st.mm_answers
+    assert set(a) == {(0, 6, 1), (0, 6, 3)}, a
+    assert a[(0, 6, 1)]["result"] == "accepted" and len(a[(0, 6, 1)]["records"]) == 2, a
+    assert a[(0, 6, 1)]["records"][1]["offset_ms"] == 1000
+    assert a[(0, 6, 1)]["records"][0]["delay_avg_bwd_us"] == 900
+    assert a[(0, 6, 3)]["n_errors"] == 2 and a[(0, 6, 3)]["result"] is None, a
+    os.makedirs(os.path.join(d, "client"))
+    with open(os.path.join(d, "client", "notice.log"), "w") as f:
+        for h in (1, 2, 3):
+            f.write(f"[notice] MeasureMe: asked hop {h} of circuit 6 to measure it every "
+                    f"1000 ms (label {L})\n")
+    tr = [{"seq": 1, "server": "s", "size": 1, "epoch": 0, "circuit_id": 6,
+           "path": [{"fingerprint": FA, "relay": f"${FA}~a"},
+                    {"fingerprint": FB, "relay": f"${FB}~b"},
+                    {"fingerprint": FC, "relay": f"${FC}~c"}]}]
+    meta = {"epochs": [{"epoch": 0, "log_offset": 0}]}
+    res = pm.join_measureme(d, meta, tr, {}, pm.relay_kind_fn({FA: "pctor", FB: "tor"}),
+                            st.mm_answers)
+    got = {h["hop"]: (h["status"], h["answer"], h.get("returned_records"))
+           for h in tr[0]["measureme"]}
+    assert got == {1: ("answered", "accepted", 2), 2: ("ignored", "ignored", None),
+                   3: ("error", "error", 0)}, got
+    assert tr[0]["measureme"][2]["answer_error_reasons"] == ["answer too short",
+                                                             "unknown answer type"]
+    assert res["answers"] == {"accepted": 1, "refused": 0, "error": 1, "ignored": 1}, res
+    with open(os.path.join(d, "measureme.jsonl")) as f:
+        lines = [json.loads(l) for l in f]
+    assert [len(l["returned"]) for l in lines] == [2, 0, 0], lines
+    # a refusal (MeasureMe off at that relay)
+    st.on_event(f"MEASUREME CircuitID=6 Hop=2 Label={L} Type=STATUS Result=disabled", 4.0)
+    pm.join_measureme(d, meta, tr, {}, pm.relay_kind_fn({FA: "pctor", FB: "pctor"}),
+                      st.mm_answers)
+    h2 = tr[0]["measureme"][1]
+    assert (h2["answer"], h2["answer_result"], h2["status"]) == \
+        ("refused", "disabled", "not-collected"), h2
+    st.events.close()
+
+
 def main():
     d = tempfile.mkdtemp(prefix="check-measure.")
     try:
@@ -171,12 +230,14 @@ def main():
         with open(os.path.join(d, "measureme.jsonl")) as f:
             lines = [json.loads(l) for l in f]
         assert [(l["hop"], len(l["records"])) for l in lines] == [(1, 1), (2, 0)], lines
+        os.makedirs(os.path.join(d, "mm"))
+        check_answers(os.path.join(d, "mm"))
         os.makedirs(os.path.join(d, "bw"))
         check_circ_bw(os.path.join(d, "bw"))
     finally:
         shutil.rmtree(d)
     print("check-measure: event parser, CIRC_BW figures (conflux legs, completeness), "
-          "OnionPerf tor section, server checks, join: ok")
+          "OnionPerf tor section, server checks, join (relay records and answers): ok")
     return 0
 
 

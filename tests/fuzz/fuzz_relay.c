@@ -6,7 +6,8 @@
  * relay header is checked with relay_header_parse() (the length must fit),
  * then the body goes to the parser its command selects: EXTEND2 and
  * EXTENDED2 (core/proto/create), CONFLUX_LINK/LINKED/SWITCH
- * (feature/conflux), MeasureMe requests (feature/measureme), XOFF/XON
+ * (feature/conflux), MeasureMe requests and answers (feature/measureme;
+ * an answer that parses must encode back to the bytes it came from), XOFF/XON
  * (flow control of core/or/congestion_control, on a fresh stream state),
  * SENDME (core/or/sendme).
  *
@@ -26,6 +27,7 @@
 #include "feature/conflux/conflux_cell.h"
 #include "feature/measureme/measureme.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static volatile uint8_t fuzz_relay_sink;
@@ -64,6 +66,16 @@ one(const uint8_t *payload)
   case RELAY_COMMAND_MEASUREME: {
     measureme_request_t req;
     (void)measureme_request_parse(body, h.length, &req, &why);
+    break;
+  }
+  case RELAY_COMMAND_MEASUREME_ANSWER: {
+    measureme_answer_t a;
+    if (measureme_answer_parse(body, h.length, &a, &why) == 0) {
+      uint8_t back[MEASUREME_ANSWER_MAX_LEN];
+      size_t n = measureme_answer_encode(back, &a);
+      if (n == 0 || n > h.length || memcmp(back, body, n) != 0)
+        abort(); /* the codec disagrees with itself */
+    }
     break;
   }
   case RELAY_COMMAND_XOFF:

@@ -136,6 +136,10 @@ link = bytes([1]) + b"\x88" * 32 + struct.pack(">QQ", 5, 6) + b"\x02"
 put("relay", "conflux", relay(19, 0, link) + relay(20, 0, link) +
     relay(22, 0, struct.pack(">I", 1000)))
 put("relay", "measureme", relay(224, 0, b"\x00" * 16))
+rec = struct.pack(">12I", 0, 0, 3, 40, 0, 3, 12, 50, 2, 40, 900, 4000)
+put("relay", "measureme-answer",
+    relay(225, 0, b"\x01\x01" + b"\xab" * 8 + b"\x00") +
+    relay(225, 0, b"\x01\x02" + b"\xab" * 8 + b"\x02" + rec + rec))
 put("relay", "xoff-xon", relay(43, 3, b"\x00") + relay(44, 3, b"\x00" + struct.pack(">I", 500)))
 put("relay", "sendme", relay(5, 0, b"\x01" + struct.pack(">H", 20) + b"\x5a" * 20) +
     relay(5, 7, b""))

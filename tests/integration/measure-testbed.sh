@@ -104,14 +104,25 @@ for t in good:
         want = "ignored" if binary == "tor" else ("no-records" if n == "poff" else "recorded")
         assert h["status"] == want, (n, h)
         seen[want] = seen.get(want, 0) + 1
+        # the hop's answer: tor says nothing, poff refuses, the others accept
+        wa = ("ignored", None) if binary == "tor" else \
+            (("refused", "disabled") if n == "poff" else ("accepted", "accepted"))
+        assert (h["answer"], h.get("answer_result")) == wa, (n, h)
+        assert not h.get("answer_errors"), (n, h)
 assert seen.get("recorded") and seen.get("ignored"), seen
 # the client's CIRC_BW figures, summed over the events of each circuit,
 # count every byte of its transfer (tor's accounting: 498 bytes a cell)
 for t in good:
     bw = t["circ_bw"]
     assert bw and bw["complete"], (t["seq"], bw)
-    assert t["total_bytes_recv"] <= bw["delivered_read"] <= t["total_bytes_recv"] + 4096, \
-        (t["seq"], t["total_bytes_recv"], bw)
+    # the MeasureMe answers are relay cells the client takes too (a status
+    # of 11 bytes per hop asked, records of 48 bytes in cells of 11 + 48 n);
+    # a conflux set's other legs were asked too: allow as much again
+    mm_bytes = sum(11 + 59 * (h.get("returned_records") or 0) for h in t["measureme"]
+                   if h.get("answer") in ("accepted", "refused"))
+    mm_bytes *= max(1, len(bw.get("legs", [])))
+    assert t["total_bytes_recv"] <= bw["delivered_read"] <= \
+        t["total_bytes_recv"] + 4096 + mm_bytes, (t["seq"], t["total_bytes_recv"], bw)
     assert bw["delivered_read"] + bw["overhead_read"] == bw["read"] // 509 * 498, bw
 assert max(t["circ_bw"]["events"] for t in good) >= 2, "no circuit reported twice"
 # unpinned, the client links conflux sets: a transfer's cells come over

@@ -23,6 +23,14 @@
 #   - every complete transfer had its own circuit, p1 -> p2|relay2 -> exit1,
 #     with a build time; its MeasureMe hops are "recorded" at p1 (and p2),
 #     "ignored" at relay2 and exit1 (tor drops the relay command);
+#   - MeasureMe answers (doc/measureme.md): p1 and p2 answer "accepted" on
+#     every circuit and return records (MEASUREME events) that pctor-measure
+#     keeps in measureme.jsonl: the same figures, seq by seq, as the
+#     relay's own file; tor hops answer nothing ("ignored"), and their
+#     circuits still carry the transfer; p2 also sends garbage answers
+#     (__MeasureMeGarbageAnswers): each is recorded as an error of that hop
+#     with the client's reason, the client logs it and goes on, and the
+#     circuits carry their transfers;
 #   - CIRC_BW: every transfer with a circuit carries the client's figures
 #     for it, counted past the transfer's end (its circuit reported after
 #     the stream closed): READ/WRITTEN in whole cells, DELIVERED + OVERHEAD
@@ -83,7 +91,9 @@ read -r _ deadport _ _ < <(it_privnet reserve "$net" --role web --nickname dead)
 
 it_start_pctor "$net" p1 relay "MeasureMeEnabled 1
 HeartbeatPeriod 5 seconds"
-it_start_pctor "$net" p2 relay "MeasureMeEnabled 1"
+# p2 follows each answer with a garbage one (a relay that answers garbage)
+it_start_pctor "$net" p2 relay "MeasureMeEnabled 1
+__MeasureMeGarbageAnswers 1"
 it_privnet wait "$net" --timeout 150 --flags Running,Valid ||
     it_fail "the consensus does not list every relay"
 fp() { awk -v n="$1" '$1 == n { print $4 }' "$net/nodes.txt"; }
@@ -164,6 +174,9 @@ for t in tr:
     if t["server"] == deadname:
         assert not t["ok"] and t["error"], t
 circs = set()
+n_garbage = 0
+GARBAGE = {"the label is not the one sent", "unknown answer version", "unknown answer type",
+           "answer shorter than its records", "unknown result in a status answer"}
 for t in good:
     p = [h["fingerprint"] for h in t["path"]]
     assert len(p) == 3 and p[0] == fp1 and p[1] in (fp2, fpr) and p[2] == fpx, p
@@ -176,6 +189,40 @@ for t in good:
     assert st[3] == "ignored", st
     assert st[2] == ("recorded" if p[1] == fp2 else "ignored"), (p[1] == fp2, st)
     assert st[1] == "recorded", (t["seq"], st)
+    an = {h["hop"]: (h["answer"], h.get("answer_errors", 0)) for h in t["measureme"]}
+    assert an[3] == ("ignored", 0), (t["seq"], an)
+    if p[1] == fp2:   # a garbage answer after each good one
+        assert an[2][0] == "accepted" and an[2][1] >= 1, (t["seq"], an)
+        reasons = t["measureme"][1]["answer_error_reasons"]
+        assert reasons and set(reasons) <= GARBAGE, reasons
+        n_garbage += an[2][1]
+    else:
+        assert an[2] == ("ignored", 0), (t["seq"], an)
+    assert an[1] == ("accepted", 0), (t["seq"], an)
+# the records a pctor hop returned are its own file's, seq by seq
+n_ret = n_cmp = 0
+for l in mm:
+    if l["answer"] != "accepted":
+        assert not l["returned"], l
+        continue
+    ret = l["returned"]
+    n_ret += len(ret)
+    seqs = [x["seq"] for x in ret]
+    assert seqs == list(range(len(ret))), ("returned records out of order", seqs)
+    offs = [x["offset_ms"] for x in ret]
+    assert offs == sorted(offs), offs
+    file_by_seq = {x["seq"]: x for x in l["records"]}
+    for x in ret:
+        f = file_by_seq.get(x["seq"])
+        assert f, ("a returned record not in the relay's file", l["label"], x["seq"])
+        assert (x["cells_fwd"], x["cells_bwd"]) == (f["cells_fwd"], f["cells_bwd"]), (x, f)
+        assert (x["sent_bwd"], x["delay_avg_bwd_us"], x["queued_bwd"]) == \
+            (f["queue_bwd"]["sent"], f["queue_bwd"]["delay_avg_us"], f["queue_bwd"]["queued"]), (x, f)
+        n_cmp += 1
+acc = [l for l in mm if l["answer"] == "accepted"]
+with_ret = [l for l in acc if l["returned"]]
+# a circuit keeps its last batch when it closes; most return some
+assert acc and len(with_ret) >= 0.8 * len(acc), (len(with_ret), len(acc))
 # CIRC_BW: every transfer that got a circuit has the client's figures
 # for it, counted to its end; a complete one's cells carried its bytes
 # (tor's accounting: 509 bytes a cell, delivered + overhead = 498 a cell)
@@ -195,8 +242,13 @@ for t in bw_all:
     assert "pctor_conn_fwd" in bw and "pctor_tcp_rtt_us_fwd" in bw, bw
 for t in good:
     bw = t["circ_bw"]
-    assert t["total_bytes_recv"] <= bw["delivered_read"] <= t["total_bytes_recv"] + 4096, \
-        (t["seq"], t["total_bytes_recv"], bw)
+    # the MeasureMe answers are relay cells the client takes too: a status
+    # (11 bytes) per hop asked, records of 48 bytes in cells of 11 + 48 n,
+    # and p2's garbage ones (at most 491 bytes each)
+    mm_bytes = sum(11 + 59 * (h.get("returned_records") or 0) + 491 * h.get("answer_errors", 0)
+                   for h in t["measureme"] if h.get("answer") == "accepted")
+    assert t["total_bytes_recv"] <= bw["delivered_read"] <= \
+        t["total_bytes_recv"] + 4096 + mm_bytes, (t["seq"], t["total_bytes_recv"], bw)
     assert bw["delivered_written"] >= t["bytes_sent"], (t["seq"], bw)
 assert meta["circ_bw_transfers"] == {"with_figures": len(bw_all), "complete": len(bw_all)}, \
     meta["circ_bw_transfers"]
@@ -208,8 +260,16 @@ assert {l["fingerprint"] for l in rec} <= {fp1, fp2}
 m = meta["measureme"]
 if bad == "1":
     assert list(m["bad_record_lines"].values()) == [1], m["bad_record_lines"]
+assert m["answers"]["error"] == 0, m["answers"]
+if n_garbage:
+    import glob
+    logs = "".join(open(f, errors="replace").read() for f in glob.glob(f"{out}/client/*.log"))
+    assert "MeasureMe: a garbage answer from hop 2 of circuit" in logs, "the client did not log garbage"
 print(f"{len(tr)} transfers, {len(good)} complete on {len(circs)} circuits; MeasureMe "
-      f"hops: {m['hops']}; CIRC_BW: {meta['circ_bw']}")
+      f"hops: {m['hops']}; answers: {m['answers']}, {n_ret} records returned by "
+      f"{len(with_ret)} of {len(acc)} hops that accepted, {n_cmp} matched the relays' files, "
+      f"{n_garbage} garbage answers from p2 recorded as errors; "
+      f"CIRC_BW: {meta['circ_bw']}")
 EOF
 }
 res=$(check_run 0) || it_fail "transfers/MeasureMe: see above"
@@ -274,6 +334,9 @@ it_log "SIGTERM mid-run: stopped in $((SECONDS - t)) s, client gone, output vali
 n=$(sed -n 's/.*Heartbeat: MeasureMe served \([0-9]*\) measurement requests.*/\1/p' \
     "$d1/info.log" | tail -1)
 [ -n "$n" ] && [ "$n" -ge 1 ] || it_fail "p1's heartbeat does not count MeasureMe requests"
-it_log "p1 heartbeat: MeasureMe served $n requests"
+a=$(sed -n 's/.*Heartbeat: MeasureMe served .*, \([0-9]*\) answer cells sent\./\1/p' \
+    "$d1/info.log" | tail -1)
+[ -n "$a" ] && [ "$a" -ge "$n" ] || it_fail "p1's heartbeat does not count its answers ($a)"
+it_log "p1 heartbeat: MeasureMe served $n requests, sent $a answer cells"
 it_pctor_alive_quiet "$net" p1 p2
 it_log "pctor-measure checks passed"

@@ -14,11 +14,16 @@
 #     its own connection towards p3; a second circuit downloading at the
 #     same time without asking leaves no record;
 #   - p1 (MeasureMeEnabled 0) refuses: no file, a log line;
+#   - answers (doc/measureme.md) reach the asking client: p2 and p3 answer
+#     "accepted" and return batches of records (seq from 0, no gaps), p1
+#     answers "disabled";
 #   - a circuit p1 -> relay1 (tor) -> p3 that asks relay1 and p3: tor drops
-#     the unknown relay command, the circuit carries the download intact
-#     and p3 records it;
+#     the unknown relay command without answering, the circuit carries the
+#     download intact, p3 records it, and p3's answers come back through
+#     tor relay1;
 #   - a pctor SOCKS client with MeasureMeHops 2,3 logs the label of its
-#     circuit, and p2 and p3 record that label.
+#     circuit, p2 and p3 record that label, and the client takes their
+#     "accepted" answers.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -109,6 +114,38 @@ grep -q "MeasureMe: refusing a request (MeasureMeEnabled 0)" "$d1/info.log" ||
     it_fail "p1 did not log that it refused"
 grep -q "MeasureMe: stopped measuring circuit .*the circuit closed" "$d2/info.log" ||
     it_fail "p2 did not stop when the circuit closed"
+# The answers the measured circuit's client got.
+check_answers() { # ERRFILE HOP LABEL: prints the records returned
+    grep -q "MeasureMe answer from hop $2: status accepted (label $3)" "$1" ||
+        { grep "MeasureMe answer" "$1" | head -5; return 1; }
+    local n
+    n=$(sed -n "s/.*MeasureMe answer from hop $2: \([0-9]*\) records .*(label $3)/\1/p" "$1" |
+        awk '{s += $1} END {print s + 0}')
+    [ "$n" -ge 3 ] || { echo "hop $2 returned $n records"; return 1; }
+    echo "$n"
+}
+n2=$(check_answers "$net/measured.err" 2 "$L1") || it_fail "p2's answer did not reach the client: $n2"
+n3=$(check_answers "$net/measured.err" 3 "$L1") || it_fail "p3's answer did not reach the client: $n3"
+grep -q "MeasureMe answer from hop 1: status disabled (label $L1)" "$net/measured.err" ||
+    it_fail "p1 (MeasureMeEnabled 0) did not answer 'disabled'"
+! grep "MeasureMe answer" "$net/measured.err" | grep -q garbage || it_fail "a garbage answer"
+# the records returned are the circuit's: seq from 0 without gaps, their
+# backward cells at most the download's
+"$PY" - "$net/measured.err" "$L1" "$((2 * 1024 * 1024))" <<'EOF' || it_fail "p3's returned records: see above"
+import re, sys
+path, label, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [m.groups() for m in re.finditer(r"answer from hop 3: (\d+) records seq (\d+)-(\d+), "
+                                        r"(\d+) cells backward \(label " + label + r"\)",
+                                        open(path).read())]
+seqs = [(int(a), int(b)) for _, a, b, _ in rows]
+assert seqs and seqs[0][0] == 0, seqs
+for (a0, b0), (a1, b1) in zip(seqs, seqs[1:]):
+    assert a1 == b0 + 1, ("records skipped", seqs)
+bwd = sum(int(r[3]) for r in rows)
+assert 0 < bwd <= size // 498 + 50, bwd
+print(f"p3 returned {len(rows)} answer cells, {bwd} backward cells")
+EOF
+it_log "answers: p2 returned $n2 records, p3 $n3, p1 answered 'disabled'"
 
 # 2. tor 0.4.9 in the middle ignores the request.
 L2=ffeeddccbbaa9988
@@ -116,7 +153,13 @@ fetch via-tor --measureme "2:200:$L2" --measureme "3:200:$L2" "$P1" relay1 "$P3"
 sleep 1
 n=$(grep -c "\"label\":\"$L2\"" "$d3/data/measureme.jsonl")
 [ "$n" -ge 3 ] || it_fail "p3 recorded $n records for the circuit through tor"
-it_log "circuit through tor relay1 (asked, ignored it): download intact; p3 wrote $n records"
+! grep -q "MeasureMe answer from hop 2" "$net/via-tor.err" || it_fail "tor relay1 answered?"
+# silently: tor logs an unknown relay command only as a protocol warning
+# (info level unless ProtocolWarnings 1); nothing at notice or above
+! grep -il "unknown relay command" "$net"/*/tor.out || it_fail "a tor relay complained (above)"
+n3=$(check_answers "$net/via-tor.err" 3 "$L2") ||
+    it_fail "p3's answer did not come back through tor relay1: $n3"
+it_log "circuit through tor relay1 (asked, ignored it): download intact; p3 wrote $n records, returned $n3 through relay1"
 
 # 3. A SOCKS client asking hops 2 and 3 of its circuits.
 it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
@@ -134,6 +177,10 @@ dc=$(cat "$net/c1.dir")
 L3=$(sed -n 's/.*MeasureMe: asked hop 2 of circuit [0-9]* to measure it every 300 ms (label \([0-9a-f]*\)).*/\1/p' "$dc/info.log" | tail -1)
 [ -n "$L3" ] || it_fail "the client did not log a MeasureMe label"
 grep -q "asked hop 3 of circuit .*(label $L3)" "$dc/info.log" || it_fail "the client did not ask hop 3"
+grep -q "MeasureMe: hop 2 of circuit [0-9]* answered: accepted" "$dc/info.log" ||
+    it_fail "the SOCKS client did not get p2's answer"
+grep -q "MeasureMe: hop 3 of circuit [0-9]* answered: accepted" "$dc/info.log" ||
+    it_fail "the SOCKS client did not get p3's answer"
 it_wait_until 10 grep -q "\"label\":\"$L3\"" "$d2/data/measureme.jsonl" || it_fail "p2 has no record of the client's circuit"
 it_wait_until 10 grep -q "\"label\":\"$L3\"" "$d3/data/measureme.jsonl" || it_fail "p3 has no record of the client's circuit"
 it_log "SOCKS client with MeasureMeHops 2,3: label $L3 recorded by p2 and p3"

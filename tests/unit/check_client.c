@@ -10,12 +10,17 @@
  *   - client_conflux.c: a leg without a built circuit is "blocked" for the
  *     conflux schedulers;
  *   - the controller observers (streams, lookups, conflux links, build
- *     timeout) are single slots that refuse a second subscriber.
+ *     timeout, MeasureMe answers) are single slots that refuse a second
+ *     subscriber;
+ *   - client_measureme.c: MeasureMe answers from the hops asked reach the
+ *     observer; garbage ones (a hop not asked, a wrong label, bodies that
+ *     do not parse) are reported as errors and counted, never trusted.
  * Circuits and conflux sets over real relays are the integration tests'
  * (socks-client.sh, conflux-client.sh, client-preemptive.sh).
  */
 #include <check.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +28,7 @@
 #include "feature/client/client.h"
 #include "feature/client/client_internal.h"
 #include "feature/client/socks_proto.h"
+#include "feature/measureme/measureme.h"
 #include "lib/evloop/evloop.h"
 
 Suite *suite_client(void);
@@ -259,6 +265,108 @@ START_TEST(test_other_observers_refuse_second)
 }
 END_TEST
 
+static struct {
+  int n, n_err;
+  int hop;
+  uint64_t gid;
+  uint8_t type, result;
+  unsigned n_records;
+  char error[128];
+} MM;
+static void
+mm_obs(const client_measureme_event_t *ev, void *arg)
+{
+  (void)arg;
+  MM.n++;
+  MM.hop = ev->hop;
+  MM.gid = ev->circ_gid;
+  if (!ev->answer) {
+    MM.n_err++;
+    ck_assert_ptr_nonnull(ev->error);
+    snprintf(MM.error, sizeof(MM.error), "%s", ev->error);
+    return;
+  }
+  MM.type = ev->answer->type;
+  MM.result = ev->answer->result;
+  MM.n_records = ev->answer->n_records;
+}
+
+START_TEST(test_measureme_answers)
+{
+  int a, b;
+  ck_assert_int_eq(client_set_measureme_observer(mm_obs, &a), 0);
+  ck_assert_int_eq(client_set_measureme_observer(mm_obs, &b), -1);
+  ck_assert_int_eq(client_set_measureme_observer(NULL, NULL), 0);
+  ck_assert_int_eq(client_set_measureme_observer(mm_obs, NULL), 0);
+  memset(&MM, 0, sizeof(MM));
+  client_stats_t st0, st;
+  client_get_stats(&st0);
+  cleg_t leg;
+  memset(&leg, 0, sizeof(leg));
+  origin_circuit_t circ;
+  memset(&circ, 0, sizeof(circ));
+  circ.base.gid = 77;
+  memcpy(leg.mm_label, "labelabc", 8);
+  leg.mm_asked = 0x2; /* hop 2 only */
+  measureme_answer_t ans;
+  memset(&ans, 0, sizeof(ans));
+  ans.type = MEASUREME_ANSWER_STATUS;
+  memcpy(ans.label, "labelabc", 8);
+  ans.result = MEASUREME_ACCEPTED;
+  uint8_t body[MEASUREME_ANSWER_MAX_LEN];
+  size_t len = measureme_answer_encode(body, &ans);
+  /* From hop 2 (index 1): taken. */
+  client_measureme_answer(&leg, &circ, 1, body, len);
+  ck_assert_int_eq(MM.n, 1);
+  ck_assert_int_eq(MM.n_err, 0);
+  ck_assert_int_eq(MM.hop, 2);
+  ck_assert_uint_eq(MM.gid, 77);
+  ck_assert_uint_eq(MM.type, MEASUREME_ANSWER_STATUS);
+  ck_assert_uint_eq(MM.result, MEASUREME_ACCEPTED);
+  /* Records. */
+  ans.type = MEASUREME_ANSWER_RECORDS;
+  ans.n_records = 3;
+  len = measureme_answer_encode(body, &ans);
+  client_measureme_answer(&leg, &circ, 1, body, len);
+  ck_assert_int_eq(MM.n, 2);
+  ck_assert_uint_eq(MM.n_records, 3);
+  /* From hop 1, which was not asked: garbage. */
+  client_measureme_answer(&leg, &circ, 0, body, len);
+  ck_assert_int_eq(MM.n_err, 1);
+  ck_assert_int_eq(MM.hop, 1);
+  ck_assert_str_eq(MM.error, "an answer from a hop that was not asked");
+  /* Out-of-range hops never index past the bit mask. */
+  client_measureme_answer(&leg, &circ, 8, body, len);
+  client_measureme_answer(&leg, &circ, -1, body, len);
+  ck_assert_int_eq(MM.n_err, 3);
+  /* Another label. */
+  body[2] ^= 1;
+  client_measureme_answer(&leg, &circ, 1, body, len);
+  ck_assert_int_eq(MM.n_err, 4);
+  ck_assert_str_eq(MM.error, "the label is not the one sent");
+  body[2] ^= 1;
+  /* Cut short, or random bytes: errors, never a crash. */
+  client_measureme_answer(&leg, &circ, 1, body, len - 1);
+  ck_assert_str_eq(MM.error, "answer shorter than its records");
+  client_measureme_answer(&leg, &circ, 1, body, 0);
+  ck_assert_str_eq(MM.error, "answer too short");
+  uint32_t x = 7;
+  for (int k = 0; k < 2000; k++) {
+    uint8_t g[498];
+    size_t n = (x = x * 1103515245 + 12345) % sizeof(g);
+    for (size_t i = 0; i < n; i++)
+      g[i] = (uint8_t)((x = x * 1103515245 + 12345) >> 16);
+    client_measureme_answer(&leg, &circ, 1, g, n);
+  }
+  ck_assert_int_eq(MM.n, 2 + 6 + 2000);
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_measureme_answers - st0.n_measureme_answers, 2);
+  ck_assert_uint_eq(st.n_measureme_garbage - st0.n_measureme_garbage,
+                    6 + 2000);
+  ck_assert_int_eq(client_set_measureme_observer(NULL, NULL), 0);
+}
+END_TEST
+
 /* The FAILED stream event says why, locally: NOROUTE without a
  * consensus (REASON= in control-spec's STREAM event). */
 static int last_status = -1, last_reason = -2, last_remote = -1;
@@ -358,6 +466,7 @@ suite_client(void)
   tcase_add_test(tc, test_stream_observer_refuse_second);
   tcase_add_test(tc, test_other_observers_refuse_second);
   tcase_add_test(tc, test_stream_failed_reason);
+  tcase_add_test(tc, test_measureme_answers);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2002,6 +2002,13 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
                          "in testing Tor networks!");
     return -1;
   }
+  if (((const measureme_options_t *)options_module(
+           o, &measureme_conf_module))->garbage_answers &&
+      !o->testing_tor_network) {
+    *err_out = pc_strdup("__MeasureMeGarbageAnswers may only be set in "
+                         "testing Tor networks");
+    return -1;
+  }
   if (o->testing_tor_network && o->dir_authorities.n == 0) {
     *err_out = pc_strdup("TestingTorNetwork requires DirAuthority lines "
                          "naming the test network's authorities (pctor "

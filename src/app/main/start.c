@@ -140,6 +140,7 @@ measureme_config(const options_t *o, measureme_config_t *out)
     out->log_max_size = mo->log_max_size;
   out->client_rate = (unsigned)mo->client_rate;
   out->client_burst = (unsigned)mo->client_burst;
+  out->garbage_answers = mo->garbage_answers && o->testing_tor_network;
 }
 
 static dircache_doc_t *
@@ -1300,12 +1301,13 @@ heartbeat_cb(void *arg)
   if (measureme_is_enabled() || asked)
     log_notice("Heartbeat: MeasureMe served %llu measurement requests and "
                "refused %llu since start; %u circuits are measured now, "
-               "%llu records written.",
+               "%llu records written, %llu answer cells sent.",
                (unsigned long long)ms.n_by_result[MEASUREME_ACCEPTED],
                (unsigned long long)(asked -
                                     ms.n_by_result[MEASUREME_ACCEPTED]),
                measureme_n_active(),
-               (unsigned long long)measureme_n_records());
+               (unsigned long long)measureme_n_records(),
+               (unsigned long long)measureme_n_answers());
 }
 
 static void

@@ -386,34 +386,6 @@ ccirc_unbusy(ccirc_t *cc)
     ccirc_free(cc);
 }
 
-/* MeasureMeHops: ask those hops of a new circuit to measure it, with one
- * random label per circuit (logged, to join the relays' records). */
-void
-client_ask_measureme(origin_circuit_t *circ)
-{
-  if (!client_g.cfg.measureme_hops)
-    return;
-  measureme_request_t req;
-  memset(&req, 0, sizeof(req));
-  req.interval_ms = client_g.cfg.measureme_interval_ms;
-  crypt_rand(req.label, sizeof(req.label));
-  uint8_t body[MEASUREME_BODY_LEN];
-  measureme_request_encode(body, &req);
-  char label[17];
-  base16_encode(label, sizeof(label), req.label, 8, BASE16_LOWER);
-  for (int h = 0; h < CLIENT_HOPS; h++) {
-    if (!(client_g.cfg.measureme_hops & (1u << h)))
-      continue;
-    if (origin_circuit_send_relay(circ, h, RELAY_COMMAND_MEASUREME, 0, body,
-                                  sizeof(body)) < 0)
-      return;
-    log_notice("MeasureMe: asked hop %d of circuit %llu to measure it "
-               "every %u ms (label %s)",
-               h + 1, (unsigned long long)circ->base.gid, req.interval_ms,
-               label);
-  }
-}
-
 /* cc can take streams now: send their BEGINs. */
 void
 ccirc_ready(ccirc_t *cc)
@@ -490,7 +462,7 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
            circbuild_build_time_us(cb) / 1000.0);
   /* A clean preemptive circuit is measured once a stream takes it. */
   if (!cc->iso_open)
-    client_ask_measureme(circ);
+    client_ask_measureme(leg, circ);
   if (!cc->cfx) {
     ccirc_ready(cc);
     return;
@@ -578,6 +550,11 @@ cb_relay(circbuild_t *cb, int hop, uint8_t cmd, uint16_t id,
   cleg_t *leg = arg;
   ccirc_t *cc = leg->owner;
   origin_circuit_t *circ = circbuild_circuit(cb);
+  if (circ && !cc->dead && id == 0 &&
+      cmd == RELAY_COMMAND_MEASUREME_ANSWER) {
+    client_measureme_answer(leg, circ, hop, body, len);
+    return;
+  }
   if (!circ || hop != ccirc_stream_hop(cc, circ) || cc->dead)
     return;
   cc->busy++;

@@ -92,6 +92,8 @@ typedef struct client_stats_t {
   /* DATA cells for streams we no longer have (ended by us while the exit
    * was still sending): dropped after counting in the circuit window */
   uint64_t n_data_unknown_stream;
+  /* MeasureMe answers taken from the hops asked, and garbage ones */
+  uint64_t n_measureme_answers, n_measureme_garbage;
   unsigned n_open_streams, n_circuits;
 } client_stats_t;
 void client_get_stats(client_stats_t *out);
@@ -226,6 +228,20 @@ struct origin_circuit_t;
 typedef void (*client_conflux_link_fn)(const struct origin_circuit_t *oc,
                                        void *arg);
 int client_set_conflux_link_observer(client_conflux_link_fn fn, void *arg);
+/* MeasureMe answers (control: MEASUREME events): hop is 1-based; answer
+ * is the parsed answer, or NULL with error saying why it was garbage.
+ * Valid during the call. One observer, NULL removes it. */
+struct measureme_answer_t;
+typedef struct client_measureme_event_t {
+  uint64_t circ_gid;
+  int hop;
+  const struct measureme_answer_t *answer;
+  const char *error;
+} client_measureme_event_t;
+typedef void (*client_measureme_observer_fn)(
+    const client_measureme_event_t *ev, void *arg);
+int client_set_measureme_observer(client_measureme_observer_fn fn,
+                                  void *arg);
 /* BUILDTIMEOUT_SET: told when the build timeout is computed from the
  * history or reset; one observer, NULL removes it. */
 typedef void (*client_buildtimeout_observer_fn)(cbt_event_t ev,

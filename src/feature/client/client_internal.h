@@ -18,7 +18,9 @@
  *   client_ctl.c      what controllers do by hand: EXTENDCIRCUIT,
  *                     ATTACHSTREAM, CLOSECIRCUIT, CLOSESTREAM, MAPADDRESS
  *                     (the address map is addrmap.c), SIGNAL NEWNYM,
- *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events.
+ *                     DROPTIMEOUTS and BUILDTIMEOUT_SET events;
+ *   client_measureme.c  MeasureMeHops: asking hops to measure a circuit
+ *                     and checking their answers (MEASUREME events).
  */
 #ifndef PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
 #define PCTOR_FEATURE_CLIENT_CLIENT_INTERNAL_H
@@ -109,6 +111,10 @@ typedef struct cleg_t {
   uint64_t link_seq_sent, link_seq_recv;
   uint8_t guard_id[20], middle_id[20];
   char path[64];           /* "guard -> middle", for logs */
+  /* MeasureMe: the label sent, the hops asked and the hops whose garbage
+   * answer was logged at notice (bit h for hop h+1). */
+  uint8_t mm_label[8];
+  uint8_t mm_asked, mm_garbage_logged;
 } cleg_t;
 
 /* Relays of failed legs a set remembers, so relaunches avoid them. */
@@ -217,8 +223,12 @@ const cc_t *cleg_cc(const cleg_t *leg);
 void ccirc_close(ccirc_t *cc, int fail_reason, const char *why);
 /* Drop a busy count taken around a loop that may close cc. */
 void ccirc_unbusy(ccirc_t *cc);
-/* MeasureMeHops: ask those hops of a new circuit to measure it. */
-void client_ask_measureme(origin_circuit_t *circ);
+/* MeasureMeHops: ask those hops of a new circuit (leg's circuit circ) to
+ * measure it (client_measureme.c). leg may be NULL (no answers taken). */
+void client_ask_measureme(cleg_t *leg, origin_circuit_t *circ);
+/* A RELAY_MEASUREME_ANSWER from hop (0-based) of leg's circuit circ. */
+void client_measureme_answer(cleg_t *leg, origin_circuit_t *circ, int hop,
+                             const uint8_t *body, size_t len);
 /* cc can take streams now: send their BEGINs. */
 void ccirc_ready(ccirc_t *cc);
 /* A window reopened: the streams held back may send. */

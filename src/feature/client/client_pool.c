@@ -403,7 +403,7 @@ take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
   }
   for (int i = 0; i < cc->n_legs; i++)
     if (cc->legs[i]->built && cc->legs[i]->circ)
-      client_ask_measureme(cc->legs[i]->circ);
+      client_ask_measureme(cc->legs[i], cc->legs[i]->circ);
 }
 
 void

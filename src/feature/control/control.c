@@ -76,6 +76,8 @@ static const char *const event_names[] = {
     "NEWCONSENSUS", "BUILDTIMEOUT_SET", "SIGNAL", "CONF_CHANGED",
     "CIRC_MINOR", "TRANSPORT_LAUNCHED", "CONN_BW", "CIRC_BW", "CELL_STATS",
     "HS_DESC", "HS_DESC_CONTENT", "NETWORK_LIVENESS", "PT_LOG", "PT_STATUS",
+    /* pctor's own (doc/measureme.md): the answers of MeasureMe hops */
+    "MEASUREME",
 };
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
 enum {
@@ -85,7 +87,7 @@ enum {
   EV_NS = 12, EV_STATUS_GENERAL = 13, EV_STATUS_CLIENT = 14,
   EV_STATUS_SERVER = 15, EV_NEWCONSENSUS = 19,
   EV_CONF_CHANGED = 22, EV_CIRC_MINOR = 23, EV_CONN_BW = 25, EV_CIRC_BW = 26,
-  EV_CELL_STATS = 27,
+  EV_CELL_STATS = 27, EV_MEASUREME = 33,
 };
 #define EVBIT(e) (1ull << (e))
 #define LOG_EVENTS \
@@ -133,7 +135,7 @@ static struct {
   time_t last_tick_wall; /* the wall clock at the previous BW tick */
   int in_log_hook;
   /* registered: 1 open, 2 close, 4 origin circuits, 8 streams, 16 build
-   * timeout, 32 lookups, 64 conflux links */
+   * timeout, 32 lookups, 64 conflux links, 128 MeasureMe answers */
   int observers;
   /* CIRC_BW: the counters at each circuit's last event, by gid, while a
    * controller wants the event (control_circbw_prev_t). */
@@ -867,6 +869,51 @@ conflux_link_cb(const origin_circuit_t *oc, void *arg)
   send_event(EV_CIRC_MINOR, text);
   free(text);
   free(line);
+}
+
+/* A MeasureMe hop answered (or sent garbage): one MEASUREME event per
+ * status, per record, per garbage answer. */
+static void
+measureme_answer_cb(const client_measureme_event_t *ev, void *arg)
+{
+  (void)arg;
+  if (!(all_events() & EVBIT(EV_MEASUREME)))
+    return;
+  char head[96];
+  snprintf(head, sizeof(head), "MEASUREME CircuitID=%llu Hop=%d",
+           (unsigned long long)ev->circ_gid, ev->hop);
+  const measureme_answer_t *a = ev->answer;
+  if (!a) {
+    char *q = control_proto_quote(ev->error ? ev->error : "garbage");
+    char *text = pc_asprintf("%s Type=ERROR Reason=%s", head, q);
+    send_event(EV_MEASUREME, text);
+    free(text);
+    free(q);
+    return;
+  }
+  char label[17];
+  base16_encode(label, sizeof(label), a->label, 8, BASE16_LOWER);
+  if (a->type == MEASUREME_ANSWER_STATUS) {
+    const char *name = measureme_result_name(a->result);
+    char *text = pc_asprintf("%s Label=%s Type=STATUS Result=%s", head,
+                             label, name ? name : "unknown");
+    send_event(EV_MEASUREME, text);
+    free(text);
+    return;
+  }
+  for (unsigned i = 0; i < a->n_records; i++) {
+    const measureme_answer_record_t *r = &a->records[i];
+    char *text = pc_asprintf(
+        "%s Label=%s Type=RECORD Seq=%u OffsetMs=%u CellsFwd=%u "
+        "CellsBwd=%u QueuedFwd=%u SentFwd=%u DelayAvgFwdUs=%u "
+        "DelayMaxFwdUs=%u QueuedBwd=%u SentBwd=%u DelayAvgBwdUs=%u "
+        "DelayMaxBwdUs=%u",
+        head, label, r->seq, r->offset_ms, r->cells_fwd, r->cells_bwd,
+        r->fwd.queued, r->fwd.sent, r->fwd.delay_avg_us, r->fwd.delay_max_us,
+        r->bwd.queued, r->bwd.sent, r->bwd.delay_avg_us, r->bwd.delay_max_us);
+    send_event(EV_MEASUREME, text);
+    free(text);
+  }
 }
 
 static void
@@ -2592,6 +2639,8 @@ control_start(evloop_t *loop, const control_config_t *cfg,
     S.observers |= 32; /* (else no ADDRMAP events for lookups) */
   if (client_set_conflux_link_observer(conflux_link_cb, NULL) == 0)
     S.observers |= 64; /* (else no CIRC_MINOR when a leg links) */
+  if (client_set_measureme_observer(measureme_answer_cb, NULL) == 0)
+    S.observers |= 128; /* (else no MEASUREME events) */
   conn_set_fd_exhausted_hook(fds_exhausted_cb, NULL);
   log_set_bug_hook(bug_cb, NULL);
   apply_auth(cfg);
@@ -2666,6 +2715,8 @@ control_shutdown(void)
     client_set_resolve_observer(NULL, NULL);
   if (S.observers & 64)
     client_set_conflux_link_observer(NULL, NULL);
+  if (S.observers & 128)
+    client_set_measureme_observer(NULL, NULL);
   conn_set_fd_exhausted_hook(NULL, NULL);
   log_set_bug_hook(NULL, NULL);
   listener_free(S.tcp);

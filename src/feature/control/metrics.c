@@ -667,22 +667,16 @@ metrics_render(void)
       "MeasureMe: circuits being measured", measureme_n_active());
   one(&b, "pctor_measureme_records_total", "counter",
       "MeasureMe: records written", (unsigned long long)measureme_n_records());
+  one(&b, "pctor_measureme_answers_total", "counter",
+      "MeasureMe: answer cells sent back to the clients that asked",
+      (unsigned long long)measureme_n_answers());
   measureme_stats_t mm;
   measureme_get_stats(&mm);
-  static const char *const mm_result[MEASUREME_N_RESULTS] = {
-      [MEASUREME_ACCEPTED] = "accepted",
-      [MEASUREME_REFUSED_DISABLED] = "disabled",
-      [MEASUREME_REFUSED_MALFORMED] = "malformed",
-      [MEASUREME_REFUSED_BUSY] = "busy",
-      [MEASUREME_REFUSED_CIRCUIT_RATE] = "circuit_rate",
-      [MEASUREME_REFUSED_CLIENT_RATE] = "client_rate",
-      [MEASUREME_REFUSED_CLIENT_MAX] = "client_max",
-      [MEASUREME_REFUSED_FULL] = "full"};
   head(&b, "pctor_measureme_requests_total", "counter",
        "MeasureMe: requests by what became of them");
   for (int i = 0; i < MEASUREME_N_RESULTS; i++)
     strbuf_addf(&b, "pctor_measureme_requests_total{result=\"%s\"} %llu\n",
-                mm_result[i] ? mm_result[i] : "other",
+                measureme_result_name((unsigned)i),
                 (unsigned long long)mm.n_by_result[i]);
   render_ipsec_client(&b);
   return b.s;

@@ -19,6 +19,15 @@
  * The record file: written with stdio, its size tracked from the bytes
  * written; at log_max_size it is renamed to measureme.jsonl.1 and a new
  * one is started.
+ *
+ * Answers: every request gets one status answer (so a client cannot make
+ * the relay send more answer cells than it sent requests); a measured
+ * circuit's records are also kept, in the answer's binary form, in a
+ * batch inside its mm_circ_t (bounded: MEASUREME_ANSWER_MAX_RECORDS, so
+ * the entry's size, counted in the budget, is fixed) that goes back in one
+ * cell when full or a second after its oldest record. A circuit that
+ * closes takes its unsent batch with it: the last records are only in the
+ * file.
  */
 #include "feature/measureme/measureme.h"
 
@@ -73,6 +82,11 @@ typedef struct mm_circ_t {
   uint64_t seq;
   mm_queue_prev_t prev_n, prev_p;
   uint64_t prev_fwd, prev_bwd;
+  uint64_t started_us;
+  /* Records not yet sent back; batch_since_us: when the oldest was made. */
+  unsigned n_batch;
+  uint64_t batch_since_us;
+  measureme_answer_record_t batch[MEASUREME_ANSWER_MAX_RECORDS];
 } mm_circ_t;
 
 static struct {
@@ -89,6 +103,9 @@ static struct {
   evloop_timer_t *timer;
   uint64_t last_client_sweep_us;
   uint64_t n_records;
+  uint64_t n_answers;
+  unsigned garbage_turn; /* __MeasureMeGarbageAnswers: the next fault */
+  measureme_answer_sender_fn sender;
   measureme_stats_t st;
 } M;
 
@@ -162,6 +179,225 @@ measureme_request_parse(const uint8_t *body, size_t len,
   return 0;
 }
 
+static const char *const result_names[MEASUREME_N_RESULTS] = {
+    [MEASUREME_ACCEPTED] = "accepted",
+    [MEASUREME_REFUSED_DISABLED] = "disabled",
+    [MEASUREME_REFUSED_MALFORMED] = "malformed",
+    [MEASUREME_REFUSED_BUSY] = "busy",
+    [MEASUREME_REFUSED_CIRCUIT_RATE] = "circuit_rate",
+    [MEASUREME_REFUSED_CLIENT_RATE] = "client_rate",
+    [MEASUREME_REFUSED_CLIENT_MAX] = "client_max",
+    [MEASUREME_REFUSED_FULL] = "full"};
+
+const char *
+measureme_result_name(unsigned r)
+{
+  return r < MEASUREME_N_RESULTS ? result_names[r] : NULL;
+}
+
+static uint8_t *
+put_queue(uint8_t *p, const measureme_answer_queue_t *q)
+{
+  set_u32(p, q->queued);
+  set_u32(p + 4, q->sent);
+  set_u32(p + 8, q->delay_avg_us);
+  set_u32(p + 12, q->delay_max_us);
+  return p + 16;
+}
+
+static const uint8_t *
+get_queue(const uint8_t *p, measureme_answer_queue_t *q)
+{
+  q->queued = get_u32(p);
+  q->sent = get_u32(p + 4);
+  q->delay_avg_us = get_u32(p + 8);
+  q->delay_max_us = get_u32(p + 12);
+  return p + 16;
+}
+
+size_t
+measureme_answer_encode(uint8_t out[MEASUREME_ANSWER_MAX_LEN],
+                        const measureme_answer_t *a)
+{
+  out[0] = MEASUREME_VERSION;
+  out[1] = a->type;
+  memcpy(out + 2, a->label, 8);
+  if (a->type == MEASUREME_ANSWER_STATUS) {
+    if (a->result >= MEASUREME_N_RESULTS)
+      return 0;
+    out[MEASUREME_ANSWER_HEADER_LEN] = a->result;
+    return MEASUREME_ANSWER_STATUS_LEN;
+  }
+  if (a->type != MEASUREME_ANSWER_RECORDS || a->n_records < 1 ||
+      a->n_records > MEASUREME_ANSWER_MAX_RECORDS)
+    return 0;
+  out[MEASUREME_ANSWER_HEADER_LEN] = (uint8_t)a->n_records;
+  uint8_t *p = out + MEASUREME_ANSWER_HEADER_LEN + 1;
+  for (unsigned i = 0; i < a->n_records; i++) {
+    const measureme_answer_record_t *r = &a->records[i];
+    set_u32(p, r->seq);
+    set_u32(p + 4, r->offset_ms);
+    set_u32(p + 8, r->cells_fwd);
+    set_u32(p + 12, r->cells_bwd);
+    p = put_queue(put_queue(p + 16, &r->fwd), &r->bwd);
+  }
+  return (size_t)(p - out);
+}
+
+int
+measureme_answer_parse(const uint8_t *body, size_t len,
+                       measureme_answer_t *out, const char **err)
+{
+  memset(out, 0, sizeof(*out));
+  if (len < MEASUREME_ANSWER_STATUS_LEN) {
+    *err = "answer too short";
+    return -1;
+  }
+  if (body[0] != MEASUREME_VERSION) {
+    *err = "unknown answer version";
+    return -1;
+  }
+  out->type = body[1];
+  memcpy(out->label, body + 2, 8);
+  uint8_t v = body[MEASUREME_ANSWER_HEADER_LEN];
+  if (out->type == MEASUREME_ANSWER_STATUS) {
+    if (v >= MEASUREME_N_RESULTS) {
+      *err = "unknown result in a status answer";
+      return -1;
+    }
+    out->result = v;
+    return 0;
+  }
+  if (out->type != MEASUREME_ANSWER_RECORDS) {
+    *err = "unknown answer type";
+    return -1;
+  }
+  if (v < 1 || v > MEASUREME_ANSWER_MAX_RECORDS) {
+    *err = "record count out of range (1 to 10)";
+    return -1;
+  }
+  if (len < MEASUREME_ANSWER_HEADER_LEN + 1 +
+                (size_t)v * MEASUREME_ANSWER_RECORD_LEN) {
+    *err = "answer shorter than its records";
+    return -1;
+  }
+  out->n_records = v;
+  const uint8_t *p = body + MEASUREME_ANSWER_HEADER_LEN + 1;
+  for (unsigned i = 0; i < v; i++) {
+    measureme_answer_record_t *r = &out->records[i];
+    r->seq = get_u32(p);
+    r->offset_ms = get_u32(p + 4);
+    r->cells_fwd = get_u32(p + 8);
+    r->cells_bwd = get_u32(p + 12);
+    p = get_queue(get_queue(p + 16, &r->fwd), &r->bwd);
+  }
+  return 0;
+}
+
+/* ---- answers -------------------------------------------------------- */
+
+void
+measureme_set_answer_sender(measureme_answer_sender_fn fn)
+{
+  M.sender = fn;
+}
+
+uint64_t
+measureme_n_answers(void)
+{
+  return M.n_answers;
+}
+
+/* __MeasureMeGarbageAnswers (tests): a bad copy of the answer body just
+ * sent, a different fault each time. */
+static void
+send_garbage(or_circuit_t *circ, const uint8_t *good, size_t len)
+{
+  uint8_t body[MEASUREME_ANSWER_MAX_LEN];
+  memcpy(body, good, len);
+  switch (M.garbage_turn++ % 4) {
+  case 0:
+    body[2] ^= 0xff; /* another label */
+    break;
+  case 1:
+    body[0] = 0x7f; /* an unknown version */
+    break;
+  case 2:
+    body[1] = 9; /* an unknown type */
+    break;
+  default: /* records cut short, or a count out of range */
+    if (body[1] == MEASUREME_ANSWER_RECORDS)
+      len--;
+    else
+      body[MEASUREME_ANSWER_HEADER_LEN] = 0xee;
+    break;
+  }
+  int r = M.sender ? M.sender(circ, body, len)
+                   : or_circuit_send_relay(circ,
+                                           RELAY_COMMAND_MEASUREME_ANSWER, 0,
+                                           body, (uint16_t)len);
+  if (r == 0)
+    log_info("MeasureMe: sent a garbage answer on circuit %" PRIu64
+             " (__MeasureMeGarbageAnswers)", circ->base.gid);
+}
+
+static void
+send_answer(or_circuit_t *circ, const measureme_answer_t *a)
+{
+  uint8_t body[MEASUREME_ANSWER_MAX_LEN];
+  size_t len = measureme_answer_encode(body, a);
+  if (!len) {
+    log_bug("MeasureMe: an answer that does not encode");
+    return;
+  }
+  int r = M.sender ? M.sender(circ, body, len)
+                   : or_circuit_send_relay(circ,
+                                           RELAY_COMMAND_MEASUREME_ANSWER, 0,
+                                           body, (uint16_t)len);
+  if (r < 0) {
+    log_info("MeasureMe: could not answer on circuit %" PRIu64,
+             circ->base.gid);
+    return;
+  }
+  M.n_answers++;
+  if (M.cfg.garbage_answers)
+    send_garbage(circ, body, len);
+}
+
+static void
+send_status(or_circuit_t *circ, const uint8_t label[8],
+            measureme_result_t result)
+{
+  measureme_answer_t a;
+  memset(&a, 0, sizeof(a));
+  a.type = MEASUREME_ANSWER_STATUS;
+  memcpy(a.label, label, 8);
+  a.result = (uint8_t)result;
+  send_answer(circ, &a);
+}
+
+/* Send r's waiting records back (nothing if none). */
+static void
+flush_batch(mm_circ_t *r)
+{
+  if (!r->n_batch)
+    return;
+  measureme_answer_t a;
+  memset(&a, 0, sizeof(a));
+  a.type = MEASUREME_ANSWER_RECORDS;
+  memcpy(a.label, r->label, 8);
+  a.n_records = r->n_batch;
+  memcpy(a.records, r->batch, r->n_batch * sizeof(r->batch[0]));
+  r->n_batch = 0;
+  send_answer(r->circ, &a);
+}
+
+static uint32_t
+clamp32(uint64_t v)
+{
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 /* ---- writing records ---------------------------------------------- */
 
 static int
@@ -198,20 +434,27 @@ rotate_file(void)
              (unsigned long long)M.cfg.log_max_size, M.path_old);
 }
 
+/* Write q's figures for the interval since prev; also into *out (the
+ * answer's record). */
 static void
 write_queue(FILE *f, const char *name, const circ_queue_t *q,
-            mm_queue_prev_t *prev)
+            mm_queue_prev_t *prev, measureme_answer_queue_t *out)
 {
   uint64_t sent = q->stats.cells_sent - prev->sent;
   uint64_t waited = q->stats.queued_us_total - prev->waited_us;
   prev->sent = q->stats.cells_sent;
   prev->waited_us = q->stats.queued_us_total;
-  fprintf(f,
-          ",\"%s\":{\"queued\":%u,\"sent\":%" PRIu64
-          ",\"delay_avg_us\":%" PRIu64 ",\"delay_max_us\":%" PRIu64
-          ",\"ewma\":%.3f}",
-          name, (unsigned)q->cells.n, sent, sent ? waited / sent : 0,
-          q->stats.queued_us_max, circ_queue_ewma(q));
+  out->queued = (uint32_t)q->cells.n;
+  out->sent = clamp32(sent);
+  out->delay_avg_us = clamp32(sent ? waited / sent : 0);
+  out->delay_max_us = clamp32(q->stats.queued_us_max);
+  if (f)
+    fprintf(f,
+            ",\"%s\":{\"queued\":%u,\"sent\":%" PRIu64
+            ",\"delay_avg_us\":%" PRIu64 ",\"delay_max_us\":%" PRIu64
+            ",\"ewma\":%.3f}",
+            name, (unsigned)q->cells.n, sent, sent ? waited / sent : 0,
+            q->stats.queued_us_max, circ_queue_ewma(q));
 }
 
 static void
@@ -235,29 +478,46 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
   fputc('}', f);
 }
 
+/* One record at now: into the file (if it can be opened) and into r's
+ * batch for the client; with_answer 0 when the circuit is closing. */
 static void
-write_record(mm_circ_t *r, or_circuit_t *oc)
+write_record(mm_circ_t *r, or_circuit_t *oc, uint64_t now, int with_answer)
 {
-  if (open_file() < 0)
-    return;
-  FILE *f = M.f;
+  FILE *f = open_file() < 0 ? NULL : M.f;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   char label[17];
   base16_encode(label, sizeof(label), r->label, 8, BASE16_LOWER);
   circuit_t *c = &oc->base;
-  fprintf(f,
-          "{\"time\":%lld.%03ld,\"label\":\"%s\",\"circuit\":%" PRIu64
-          ",\"seq\":%" PRIu64 ",\"role\":\"%s\",\"age_ms\":%" PRIu64
-          ",\"cells_fwd\":%" PRIu64 ",\"cells_bwd\":%" PRIu64,
-          (long long)ts.tv_sec, ts.tv_nsec / 1000000, label, r->gid, r->seq++,
-          c->n_chan ? "middle" : "last",
-          (evloop_now_us(M.loop) - c->created_us) / 1000,
-          c->cells_forward - r->prev_fwd, c->cells_backward - r->prev_bwd);
+  measureme_answer_record_t *rec = &r->batch[r->n_batch];
+  memset(rec, 0, sizeof(*rec));
+  rec->seq = clamp32(r->seq);
+  rec->offset_ms = clamp32(now > r->started_us
+                               ? (now - r->started_us) / 1000 : 0);
+  rec->cells_fwd = clamp32(c->cells_forward - r->prev_fwd);
+  rec->cells_bwd = clamp32(c->cells_backward - r->prev_bwd);
+  if (f)
+    fprintf(f,
+            "{\"time\":%lld.%03ld,\"label\":\"%s\",\"circuit\":%" PRIu64
+            ",\"seq\":%" PRIu64 ",\"role\":\"%s\",\"age_ms\":%" PRIu64
+            ",\"cells_fwd\":%" PRIu64 ",\"cells_bwd\":%" PRIu64,
+            (long long)ts.tv_sec, ts.tv_nsec / 1000000, label, r->gid, r->seq,
+            c->n_chan ? "middle" : "last",
+            (evloop_now_us(M.loop) - c->created_us) / 1000,
+            c->cells_forward - r->prev_fwd, c->cells_backward - r->prev_bwd);
+  r->seq++;
   r->prev_fwd = c->cells_forward;
   r->prev_bwd = c->cells_backward;
-  write_queue(f, "queue_fwd", &c->n_queue, &r->prev_n);
-  write_queue(f, "queue_bwd", &oc->p_queue, &r->prev_p);
+  write_queue(f, "queue_fwd", &c->n_queue, &r->prev_n, &rec->fwd);
+  write_queue(f, "queue_bwd", &oc->p_queue, &r->prev_p, &rec->bwd);
+  if (with_answer) {
+    if (r->n_batch++ == 0)
+      r->batch_since_us = now;
+    if (r->n_batch == MEASUREME_ANSWER_MAX_RECORDS)
+      flush_batch(r);
+  }
+  if (!f)
+    return;
   write_channel(f, "chan_fwd", c->n_chan);
   write_channel(f, "chan_bwd", oc->p_chan);
   fputs("}\n", f);
@@ -292,12 +552,16 @@ measureme_is_active(uint64_t gid)
   return r && r->active;
 }
 
-/* Stop measuring r (it stays known while its circuit lives). */
+/* Stop measuring r (it stays known while its circuit lives); its waiting
+ * records go back to the client unless the circuit is closing. */
 static void
-deactivate(mm_circ_t *r, const char *why)
+deactivate(mm_circ_t *r, const char *why, int closing)
 {
   if (!r->active)
     return;
+  if (!closing)
+    flush_batch(r);
+  r->n_batch = 0;
   char label[17];
   base16_encode(label, sizeof(label), r->label, 8, BASE16_LOWER);
   log_info("MeasureMe: stopped measuring circuit %" PRIu64 " (label %s): %s",
@@ -316,7 +580,7 @@ deactivate(mm_circ_t *r, const char *why)
 static void
 forget_circ(mm_circ_t *r, const char *why)
 {
-  deactivate(r, why);
+  deactivate(r, why, 1);
   uint8_t key[8];
   circ_key(r->gid, key);
   hmap_remove(M.circs, key);
@@ -357,13 +621,15 @@ measureme_tick_at(uint64_t now)
     next = dlist_next(&M.active, n);
     mm_circ_t *r = DLIST_ENTRY(n, mm_circ_t, active_node);
     if (now >= r->next_us) {
-      write_record(r, r->circ);
+      write_record(r, r->circ, now, 1);
       r->next_us += r->interval_us;
       if (r->next_us < now)
         r->next_us = now + r->interval_us; /* the loop was late */
     }
+    if (r->n_batch && now - r->batch_since_us >= MEASUREME_ANSWER_FLUSH_US)
+      flush_batch(r);
     if (r->end_us && now >= r->end_us)
-      deactivate(r, "the requested duration ended");
+      deactivate(r, "the requested duration ended", 0);
   }
   sweep_clients(now);
 }
@@ -383,8 +649,8 @@ measureme_circuit_closing(circuit_t *c)
   mm_circ_t *r = find_circ(c->gid);
   if (!r)
     return;
-  if (r->active)
-    write_record(r, r->circ); /* the last partial interval */
+  if (r->active) /* the last partial interval */
+    write_record(r, r->circ, evloop_now_us(M.loop), 0);
   forget_circ(r, "the circuit closed");
 }
 
@@ -440,9 +706,9 @@ refuse(measureme_result_t why, uint64_t gid, const char *text)
   return why;
 }
 
-measureme_result_t
-measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
-                     const uint8_t *body, size_t len, uint64_t now)
+static measureme_result_t
+request_decide(or_circuit_t *circ, const pc_addr_t *client,
+               const uint8_t *body, size_t len, uint64_t now)
 {
   measureme_request_t req;
   const char *err = NULL;
@@ -503,6 +769,8 @@ measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
   memset(&r->prev_p, 0, sizeof(r->prev_p));
   r->prev_fwd = circ->base.cells_forward;
   r->prev_bwd = circ->base.cells_backward;
+  r->started_us = now;
+  r->n_batch = 0;
   M.st.n_by_result[MEASUREME_ACCEPTED]++;
   char label[17];
   base16_encode(label, sizeof(label), req.label, 8, BASE16_LOWER);
@@ -511,10 +779,26 @@ measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
   if (M.timer && !evloop_timer_is_pending(M.timer))
     evloop_timer_schedule_periodic(M.timer,
                                    MEASUREME_MIN_INTERVAL_MS * 1000ULL);
-  /* The first record, now. */
-  write_record(r, circ);
-  r->next_us = now + r->interval_us;
   return MEASUREME_ACCEPTED;
+}
+
+measureme_result_t
+measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
+                     const uint8_t *body, size_t len, uint64_t now)
+{
+  measureme_result_t res = request_decide(circ, client, body, len, now);
+  uint8_t label[8];
+  memset(label, 0, sizeof(label));
+  if (len >= MEASUREME_BODY_LEN)
+    memcpy(label, body + 8, 8);
+  send_status(circ, label, res);
+  if (res == MEASUREME_ACCEPTED) {
+    /* The first record, now (after the status, which it follows). */
+    mm_circ_t *r = find_circ(circ->base.gid);
+    write_record(r, circ, now, 1);
+    r->next_us = now + r->interval_us;
+  }
+  return res;
 }
 
 static int
@@ -574,7 +858,7 @@ measureme_configure(const measureme_config_t *cfg)
     dlist_node_t *n;
     while ((n = dlist_first(&M.active)))
       deactivate(DLIST_ENTRY(n, mm_circ_t, active_node),
-                 "MeasureMeEnabled is now 0");
+                 "MeasureMeEnabled is now 0", 0);
   }
 }
 
@@ -588,7 +872,7 @@ measureme_shutdown(void)
   circuits_remove_extra_mem_fn(extra_mem);
   dlist_node_t *n;
   while ((n = dlist_first(&M.active)))
-    deactivate(DLIST_ENTRY(n, mm_circ_t, active_node), "shutting down");
+    deactivate(DLIST_ENTRY(n, mm_circ_t, active_node), "shutting down", 1);
   hmap_free(M.circs, free);
   hmap_free(M.clients, free);
   memacct_set(MEMACCT_MEASUREME, 0);

@@ -22,6 +22,27 @@
  *   u32 duration in seconds (0: until the circuit closes; at most 1 day)
  *   u8[8] label chosen by the client, copied into every record so that
  *         records from several relays can be joined
+ *
+ * The answer (doc/measureme.md has the full description): a relay cell
+ * RELAY_MEASUREME_ANSWER (225, stream 0) from the measured hop back to
+ * the origin. Body:
+ *   u8  version (1)
+ *   u8  type: 1 status, 2 records
+ *   u8[8] the request's label (zeros if the request was too short)
+ *   status:  u8 result (measureme_result_t)
+ *   records: u8 n (1..MEASUREME_ANSWER_MAX_RECORDS), then n records of
+ *            MEASUREME_ANSWER_RECORD_LEN bytes: u32 seq, u32 ms since the
+ *            measurement started, u32 cells forward, u32 cells backward
+ *            (in the interval), then for the forward and the backward
+ *            queue: u32 cells queued now, u32 sent in the interval, u32
+ *            average and u32 largest wait in microseconds.
+ * One status per request (so no more answer cells than request cells),
+ * then records batched: a records cell when MEASUREME_ANSWER_MAX_RECORDS
+ * are waiting or MEASUREME_ANSWER_FLUSH_US after the oldest one, and
+ * when the measurement ends while the circuit stays open. Only figures
+ * of the circuit itself travel back; those of the connections (TCP_INFO,
+ * output buffers), which other circuits share, stay in the relay's
+ * file.
  */
 #ifndef PCTOR_FEATURE_MEASUREME_MEASUREME_H
 #define PCTOR_FEATURE_MEASUREME_MEASUREME_H
@@ -52,6 +73,19 @@
 #define MEASUREME_DEFAULT_CLIENT_RATE 60  /* per minute */
 #define MEASUREME_DEFAULT_CLIENT_BURST 120
 
+/* The answer (see above). */
+#define RELAY_COMMAND_MEASUREME_ANSWER 225
+#define MEASUREME_ANSWER_STATUS 1
+#define MEASUREME_ANSWER_RECORDS 2
+#define MEASUREME_ANSWER_HEADER_LEN 10
+#define MEASUREME_ANSWER_STATUS_LEN (MEASUREME_ANSWER_HEADER_LEN + 1)
+#define MEASUREME_ANSWER_RECORD_LEN 48
+#define MEASUREME_ANSWER_MAX_RECORDS 10
+#define MEASUREME_ANSWER_MAX_LEN \
+  (MEASUREME_ANSWER_HEADER_LEN + 1 + \
+   MEASUREME_ANSWER_MAX_RECORDS * MEASUREME_ANSWER_RECORD_LEN) /* 491 */
+#define MEASUREME_ANSWER_FLUSH_US 1000000ULL
+
 typedef struct measureme_request_t {
   uint16_t interval_ms;
   uint32_t duration_s;
@@ -70,6 +104,7 @@ typedef struct measureme_config_t {
   uint64_t log_max_size;  /* MeasureMeLogMaxSize, bytes (>= 4096) */
   unsigned client_rate;   /* MeasureMeClientRate, requests per minute */
   unsigned client_burst;  /* MeasureMeClientBurst */
+  int garbage_answers;    /* __MeasureMeGarbageAnswers: tests only */
 } measureme_config_t;
 /* The defaults above with enabled = 0. */
 void measureme_config_default(measureme_config_t *cfg);
@@ -102,6 +137,33 @@ typedef enum {
   MEASUREME_REFUSED_FULL,        /* a global bound */
   MEASUREME_N_RESULTS
 } measureme_result_t;
+/* "accepted", "disabled", ... (the names in answers and events); NULL
+ * for a value out of range. */
+const char *measureme_result_name(unsigned r);
+
+/* One queue's figures in an answer record. */
+typedef struct measureme_answer_queue_t {
+  uint32_t queued, sent, delay_avg_us, delay_max_us;
+} measureme_answer_queue_t;
+typedef struct measureme_answer_record_t {
+  uint32_t seq, offset_ms, cells_fwd, cells_bwd;
+  measureme_answer_queue_t fwd, bwd;
+} measureme_answer_record_t;
+typedef struct measureme_answer_t {
+  uint8_t type;          /* MEASUREME_ANSWER_STATUS or _RECORDS */
+  uint8_t label[8];
+  uint8_t result;        /* status: a measureme_result_t */
+  unsigned n_records;    /* records: 1..MEASUREME_ANSWER_MAX_RECORDS */
+  measureme_answer_record_t records[MEASUREME_ANSWER_MAX_RECORDS];
+} measureme_answer_t;
+/* Encode a into out (room for MEASUREME_ANSWER_MAX_LEN bytes); returns
+ * the body's length, or 0 if a is not a valid answer. */
+size_t measureme_answer_encode(uint8_t out[MEASUREME_ANSWER_MAX_LEN],
+                               const measureme_answer_t *a);
+/* Parse an answer body; 0, or -1 with *err set to a static reason. Bytes
+ * after the answer (a later version's fields) are ignored. */
+int measureme_answer_parse(const uint8_t *body, size_t len,
+                           measureme_answer_t *out, const char **err);
 typedef struct measureme_stats_t {
   uint64_t n_by_result[MEASUREME_N_RESULTS];
   uint64_t n_rotations;
@@ -118,6 +180,14 @@ measureme_result_t measureme_request_at(struct or_circuit_t *circ,
                                         const pc_addr_t *client,
                                         const uint8_t *body, size_t len,
                                         uint64_t now_us);
+/* Tests: where answers go instead of the circuit (NULL: the circuit,
+ * with or_circuit_send_relay); set after measureme_init(). Returns 0 or
+ * -1 as that. */
+typedef int (*measureme_answer_sender_fn)(struct or_circuit_t *circ,
+                                          const uint8_t *body, size_t len);
+void measureme_set_answer_sender(measureme_answer_sender_fn fn);
+/* Answer cells sent (status and records) and records sent in them. */
+uint64_t measureme_n_answers(void);
 /* Tests: one tick at now_us; the close observer's work for circ. */
 void measureme_tick_at(uint64_t now_us);
 void measureme_circuit_closing(struct circuit_t *circ);

@@ -90,6 +90,12 @@ static const conf_var_t measureme_vars[] = {
    OFF(client_burst),
    "MeasureMe: requests one client address may make at once before "
    "MeasureMeClientRate applies.", NULL},
+  {"__MeasureMeGarbageAnswers", CONF_TYPE_BOOL, "0|1", "0", "0", 1, 0, 0,
+   OFF(garbage_answers),
+   "For tests, only with TestingTorNetwork 1: after each MeasureMe answer "
+   "also send a garbage one (another label, an unknown version or type, "
+   "records cut short, in turn), so that clients' handling of bad "
+   "answers can be tested.", NULL},
 };
 /* clang-format on */
 

@@ -15,6 +15,7 @@ typedef struct {
   uint64_t log_max_size; /* MeasureMeLogMaxSize, bytes */
   int client_rate;  /* MeasureMeClientRate, requests per minute */
   int client_burst; /* MeasureMeClientBurst */
+  int garbage_answers; /* __MeasureMeGarbageAnswers (tests only) */
 } measureme_options_t;
 
 extern const conf_module_t measureme_conf_module;

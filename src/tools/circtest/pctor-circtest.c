@@ -784,12 +784,43 @@ write_response(void)
   finish(1, NULL);
 }
 
+/* A MeasureMe hop's answer: printed (tests read it), never trusted. */
+static void
+measureme_answer(int hop, const uint8_t *body, uint16_t len)
+{
+  measureme_answer_t a;
+  const char *err = NULL;
+  if (measureme_answer_parse(body, len, &a, &err) < 0) {
+    fprintf(stderr, "pctor-circtest: MeasureMe answer from hop %d: garbage "
+            "(%s)\n", hop, err);
+    return;
+  }
+  char label[17];
+  base16_encode(label, sizeof(label), a.label, 8, BASE16_LOWER);
+  if (a.type == MEASUREME_ANSWER_STATUS) {
+    fprintf(stderr, "pctor-circtest: MeasureMe answer from hop %d: status "
+            "%s (label %s)\n", hop, measureme_result_name(a.result), label);
+    return;
+  }
+  uint64_t bwd = 0;
+  for (unsigned i = 0; i < a.n_records; i++)
+    bwd += a.records[i].cells_bwd;
+  fprintf(stderr, "pctor-circtest: MeasureMe answer from hop %d: %u records "
+          "seq %u-%u, %llu cells backward (label %s)\n", hop, a.n_records,
+          a.records[0].seq, a.records[a.n_records - 1].seq,
+          (unsigned long long)bwd, label);
+}
+
 static void
 relay_cb(circbuild_t *cb, int hop, uint8_t command, uint16_t stream_id,
          const uint8_t *body, uint16_t len, void *arg)
 {
   (void)cb;
   (void)arg;
+  if (command == RELAY_COMMAND_MEASUREME_ANSWER && stream_id == 0) {
+    measureme_answer(hop + 1, body, len);
+    return;
+  }
   int ours = T.flood_n  ? stream_id >= 1 && stream_id <= T.flood_n
              : T.xf_n ? stream_id >= 1 && stream_id <= T.xf_n
                       : stream_id == STREAM_ID;
