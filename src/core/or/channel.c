@@ -10,7 +10,7 @@
  *
  * Writing: link and circuit-management cells (CREATE2, DESTROY, ...) go
  * straight to the output buffer; relayed cells wait in their circuit's
- * circ_queue_t until the scheduler (scheduler.c) moves them, in priority
+ * circ_queue_t (circ_queue.c) until the scheduler (scheduler.c) moves them, in priority
  * order across all channels, into output buffers that have room (below
  * CHAN_OUTBUF_HIGH, and what the kernel can send soon). A channel whose
  * output buffer drains to CHAN_OUTBUF_LOW wakes the scheduler. This keeps
@@ -96,7 +96,6 @@ static struct {
   int relay_cc_warned;       /* warned since it was last configured */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
-  int count_commands; /* circ_queues_count_commands() */
   int socketless;                      /* tests and benchmarks only */
 } G;
 
@@ -265,6 +264,7 @@ void
 channels_init(evloop_t *loop, const relay_keys_t *keys)
 {
   memset(&G, 0, sizeof(G));
+  circ_queues_count_commands(0);
   G.loop = loop;
   G.keys = keys;
   dlist_init(&G.all);
@@ -1186,85 +1186,6 @@ channel_send_var_cell(channel_t *chan, const var_cell_t *vc)
   var_cell_pack(wire, vc, chan->link_proto);
   channel_write_raw(chan, wire, len);
   free(wire);
-}
-
-void
-circ_queue_init(circ_queue_t *cq, struct circuit_t *circ)
-{
-  memset(cq, 0, sizeof(*cq));
-  cell_queue_init(&cq->cells);
-  cq->heap_idx = MINHEAP_IDX_NONE;
-  cq->circ = circ;
-}
-
-/* The command of a packed fixed-size cell (circuit id of 2 or 4 bytes,
- * command, payload), or -1 if it is none a queue counts. */
-static int
-packed_cell_command(const packed_cell_t *pc)
-{
-  if (pc->len < CELL_PAYLOAD_LEN + 3)
-    return -1;
-  int cmd = pc->body[pc->len - CELL_PAYLOAD_LEN - 1];
-  return cmd < CIRC_QUEUE_N_CMDS ? cmd : -1;
-}
-
-void
-circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
-{
-  channel_t *chan = cq->chan;
-  if (!chan || chan->close_pending) {
-    packed_cell_free(pc);
-    return;
-  }
-  if (G.count_commands) {
-    int cmd = packed_cell_command(pc);
-    if (cmd >= 0) {
-      if (!cq->cmd_stats)
-        cq->cmd_stats = pc_zalloc(sizeof(*cq->cmd_stats));
-      cq->cmd_stats->added[cmd]++;
-    }
-  }
-  cell_queue_append(&cq->cells, pc);
-  scheduler_queue_has_cells(cq);
-}
-
-void
-circ_queue_clear(circ_queue_t *cq)
-{
-  scheduler_queue_clear(cq);
-  cell_queue_clear(&cq->cells);
-  PC_FREE(cq->cmd_stats);
-}
-
-void
-circ_queues_count_commands(int on)
-{
-  G.count_commands = on != 0;
-}
-
-void
-circ_queue_note_removed(circ_queue_t *cq, const packed_cell_t *pc,
-                        uint64_t waited_us)
-{
-  int cmd;
-  if (!cq->cmd_stats || (cmd = packed_cell_command(pc)) < 0)
-    return;
-  cq->cmd_stats->removed[cmd]++;
-  cq->cmd_stats->removed_us[cmd] += waited_us;
-}
-
-int
-circ_queue_take_cmd_stats(circ_queue_t *cq, circ_queue_cmd_stats_t *out)
-{
-  memset(out, 0, sizeof(*out));
-  if (!cq->cmd_stats)
-    return 0;
-  *out = *cq->cmd_stats;
-  memset(cq->cmd_stats, 0, sizeof(*cq->cmd_stats));
-  for (int i = 0; i < CIRC_QUEUE_N_CMDS; i++)
-    if (out->added[i] || out->removed[i])
-      return 1;
-  return 0;
 }
 
 int
