@@ -383,6 +383,45 @@ channels_get_stats(channel_stats_t *out)
 
 /* ---- bandwidth buckets -------------------------------------------- */
 
+/* The queue of c that what chan reads for c goes into: the one away from
+ * chan (an origin circuit has only one). */
+static const circ_queue_t *
+queue_away_from(circuit_t *c, const channel_t *chan)
+{
+  if (c->kind == CIRC_KIND_OR && c->n_chan == chan)
+    return &((or_circuit_t *)c)->p_queue;
+  return &c->n_queue;
+}
+
+/* The queue of c towards chan, or NULL. */
+static const circ_queue_t *
+queue_towards(circuit_t *c, const channel_t *chan)
+{
+  if (c->n_chan == chan)
+    return &c->n_queue;
+  if (c->kind == CIRC_KIND_OR && ((or_circuit_t *)c)->p_chan == chan)
+    return &((or_circuit_t *)c)->p_queue;
+  return NULL;
+}
+
+/* Sum of the averages of the queues pick() chooses among chan's
+ * circuits'. */
+static double
+queues_load(const channel_t *chan,
+            const circ_queue_t *(*pick)(circuit_t *, const channel_t *))
+{
+  double load = 0;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    const circ_queue_t *q = pick(v, chan);
+    if (q)
+      load += circ_queue_ewma(q);
+  }
+  return load;
+}
+
 /* Sum of the averages of chan's circuits' queues that what chan reads goes
  * into (the queues away from chan): a connection's read priority, lowest
  * first, when the read bucket is short (conn_set_read_priority()). Under
@@ -394,21 +433,7 @@ channels_get_stats(channel_stats_t *out)
 static double
 channel_read_load(void *arg)
 {
-  channel_t *chan = arg;
-  double load = 0;
-  hmap_iter_t it;
-  void *v;
-  hmap_iter_init(&it, chan->circuits);
-  while (hmap_iter_next(&it, NULL, &v)) {
-    circuit_t *c = v;
-    if (c->kind != CIRC_KIND_OR)
-      load += circ_queue_ewma(&c->n_queue);
-    else if (c->n_chan == chan)
-      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
-    else
-      load += circ_queue_ewma(&c->n_queue);
-  }
-  return load;
+  return queues_load(arg, queue_away_from);
 }
 
 /* RelayTCPCongestionControl on a connection with a relay (outgoing
@@ -765,18 +790,7 @@ channel_connect_per_circuit(const pc_addr_t *addr, const uint8_t *rsa_id,
 static double
 channel_ewma_load(channel_t *chan)
 {
-  double load = 0;
-  hmap_iter_t it;
-  void *v;
-  hmap_iter_init(&it, chan->circuits);
-  while (hmap_iter_next(&it, NULL, &v)) {
-    circuit_t *c = v;
-    if (c->n_chan == chan)
-      load += circ_queue_ewma(&c->n_queue);
-    else if (c->kind == CIRC_KIND_OR && ((or_circuit_t *)c)->p_chan == chan)
-      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
-  }
-  return load;
+  return queues_load(chan, queue_towards);
 }
 
 channel_t *
