@@ -134,6 +134,18 @@ up_opened(channel_t *chan, int ok)
     upcalls->opened(chan, ok);
 }
 
+/* A cell read from (or carried for) chan: count it and hand it up. */
+static void
+up_cell(channel_t *chan, packed_cell_t *pc)
+{
+  chan->cells_in++;
+  G.stats.cells_in++;
+  if (upcalls && upcalls->cell)
+    upcalls->cell(chan, pc);
+  else
+    packed_cell_free(pc);
+}
+
 int
 channel_register_var_cell_handler(uint8_t command, channel_var_cell_fn fn)
 {
@@ -1326,12 +1338,7 @@ channel_read_cells(channel_t *chan)
     packed_cell_t *pc = packed_cell_new();
     buf_get(in, pc->body, clen);
     pc->len = (uint16_t)clen;
-    chan->cells_in++;
-    G.stats.cells_in++;
-    if (upcalls && upcalls->cell)
-      upcalls->cell(chan, pc);
-    else
-      packed_cell_free(pc);
+    up_cell(chan, pc);
   }
   chan->in_read = 0;
 }
@@ -1428,12 +1435,7 @@ channel_carried_input(channel_t *chan, packed_cell_t *pc)
     packed_cell_free(pc);
     return;
   }
-  chan->cells_in++;
-  G.stats.cells_in++;
-  if (upcalls && upcalls->cell)
-    upcalls->cell(chan, pc);
-  else
-    packed_cell_free(pc);
+  up_cell(chan, pc);
 }
 
 void
