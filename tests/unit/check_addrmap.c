@@ -137,6 +137,16 @@ START_TEST(test_chains_and_bad_input)
   ck_assert_int_eq(addrmap_address_ok("192.0.2.1"), 1);
   ck_assert_int_eq(addrmap_address_ok("under_score-ok.example"), 1);
   ck_assert_int_eq(addrmap_address_ok("semi;colon"), 0);
+  /* SOCKS's rule (socks_hostname_is_valid()): what a SocksPort would
+   * refuse as a target cannot be mapped either */
+  ck_assert_int_eq(addrmap_address_ok("-lead.example"), 0);
+  ck_assert_int_eq(addrmap_address_ok("ok._under.example"), 0);
+  ck_assert_int_eq(addrmap_address_ok("fqdn.example."), 1);
+  ck_assert_int_eq(addrmap_address_ok("fqdn.example.."), 0);
+  ck_assert_int_eq(addrmap_address_ok("[2001:db8::1]"), 1);
+  ck_assert_int_eq(addrmap_address_ok(NULL), 0);
+  set_err(m, "x.example", "-x.example", "invalid address '-x.example'");
+  set_err(m, "_x.example", "y.example", "invalid address '_x.example'");
   addrmap_free(m);
 }
 END_TEST

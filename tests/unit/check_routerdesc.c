@@ -666,7 +666,7 @@ START_TEST(test_tamper)
   expect_refused(t, "END");
   free(t);
   t = pc_strndup(d, strlen(d) - 1);
-  expect_refused(t, "without END line");
+  expect_refused(t, "no newline");
   free(t);
   expect_refused("router x", "no newline");
   expect_refused("", "'router' must appear exactly once");

@@ -2335,9 +2335,10 @@ app_log_statistics(void)
                "%llu malformed, %llu unknown circuit, %llu duplicate, %llu "
                "out of window, %llu excess, %llu forged feedback; %llu "
                "timeouts, %llu failed circuits; %llu bytes held",
-               bs.links, bs.flows, (unsigned long long)bs.ext_backtap,
-               (unsigned long long)bs.ext_tls,
-               (unsigned long long)bs.circ_in,
+               bs.carry.links, bs.carry.hops,
+               (unsigned long long)bs.carry.ext_carried,
+               (unsigned long long)bs.carry.ext_tls,
+               (unsigned long long)bs.carry.hops_in,
                (unsigned long long)bs.bt.cells_sent,
                (unsigned long long)bs.bt.cells_retransmitted,
                (unsigned long long)bs.bt.cells_received,
@@ -2364,10 +2365,11 @@ app_log_statistics(void)
                "first cell; segments %llu in, %llu "
                "out, dropped %llu malformed, %llu SYNs over the limits; "
                "%llu bytes held (%zu per connection's control block)",
-               ts.links, ts.hops, (unsigned long long)ts.ext_dtcp,
-               (unsigned long long)ts.ext_tls,
-               (unsigned long long)ts.circ_in,
-               (unsigned long long)ts.circ_refused,
+               ts.carry.links, ts.carry.hops,
+               (unsigned long long)ts.carry.ext_carried,
+               (unsigned long long)ts.carry.ext_tls,
+               (unsigned long long)ts.carry.hops_in,
+               (unsigned long long)ts.carry.hops_refused,
                (unsigned long long)ts.cells_sent,
                (unsigned long long)ts.cells_received,
                (unsigned long long)ts.conn_failed,

@@ -10,7 +10,7 @@
  *
  * Writing: link and circuit-management cells (CREATE2, DESTROY, ...) go
  * straight to the output buffer; relayed cells wait in their circuit's
- * circ_queue_t until the scheduler (scheduler.c) moves them, in priority
+ * circ_queue_t (circ_queue.c) until the scheduler (scheduler.c) moves them, in priority
  * order across all channels, into output buffers that have room (below
  * CHAN_OUTBUF_HIGH, and what the kernel can send soon). A channel whose
  * output buffer drains to CHAN_OUTBUF_LOW wakes the scheduler. This keeps
@@ -96,7 +96,6 @@ static struct {
   int relay_cc_warned;       /* warned since it was last configured */
   unsigned hs_timeout_sec;
   int block_flush_out, block_flush_in; /* tests only */
-  int count_commands; /* circ_queues_count_commands() */
   int socketless;                      /* tests and benchmarks only */
 } G;
 
@@ -133,6 +132,18 @@ up_opened(channel_t *chan, int ok)
 {
   if (upcalls && upcalls->opened)
     upcalls->opened(chan, ok);
+}
+
+/* A cell read from (or carried for) chan: count it and hand it up. */
+static void
+up_cell(channel_t *chan, packed_cell_t *pc)
+{
+  chan->cells_in++;
+  G.stats.cells_in++;
+  if (upcalls && upcalls->cell)
+    upcalls->cell(chan, pc);
+  else
+    packed_cell_free(pc);
 }
 
 int
@@ -265,6 +276,7 @@ void
 channels_init(evloop_t *loop, const relay_keys_t *keys)
 {
   memset(&G, 0, sizeof(G));
+  circ_queues_count_commands(0);
   G.loop = loop;
   G.keys = keys;
   dlist_init(&G.all);
@@ -383,6 +395,45 @@ channels_get_stats(channel_stats_t *out)
 
 /* ---- bandwidth buckets -------------------------------------------- */
 
+/* The queue of c that what chan reads for c goes into: the one away from
+ * chan (an origin circuit has only one). */
+static const circ_queue_t *
+queue_away_from(circuit_t *c, const channel_t *chan)
+{
+  if (c->kind == CIRC_KIND_OR && c->n_chan == chan)
+    return &((or_circuit_t *)c)->p_queue;
+  return &c->n_queue;
+}
+
+/* The queue of c towards chan, or NULL. */
+static const circ_queue_t *
+queue_towards(circuit_t *c, const channel_t *chan)
+{
+  if (c->n_chan == chan)
+    return &c->n_queue;
+  if (c->kind == CIRC_KIND_OR && ((or_circuit_t *)c)->p_chan == chan)
+    return &((or_circuit_t *)c)->p_queue;
+  return NULL;
+}
+
+/* Sum of the averages of the queues pick() chooses among chan's
+ * circuits'. */
+static double
+queues_load(const channel_t *chan,
+            const circ_queue_t *(*pick)(circuit_t *, const channel_t *))
+{
+  double load = 0;
+  hmap_iter_t it;
+  void *v;
+  hmap_iter_init(&it, chan->circuits);
+  while (hmap_iter_next(&it, NULL, &v)) {
+    const circ_queue_t *q = pick(v, chan);
+    if (q)
+      load += circ_queue_ewma(q);
+  }
+  return load;
+}
+
 /* Sum of the averages of chan's circuits' queues that what chan reads goes
  * into (the queues away from chan): a connection's read priority, lowest
  * first, when the read bucket is short (conn_set_read_priority()). Under
@@ -394,21 +445,7 @@ channels_get_stats(channel_stats_t *out)
 static double
 channel_read_load(void *arg)
 {
-  channel_t *chan = arg;
-  double load = 0;
-  hmap_iter_t it;
-  void *v;
-  hmap_iter_init(&it, chan->circuits);
-  while (hmap_iter_next(&it, NULL, &v)) {
-    circuit_t *c = v;
-    if (c->kind != CIRC_KIND_OR)
-      load += circ_queue_ewma(&c->n_queue);
-    else if (c->n_chan == chan)
-      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
-    else
-      load += circ_queue_ewma(&c->n_queue);
-  }
-  return load;
+  return queues_load(arg, queue_away_from);
 }
 
 /* RelayTCPCongestionControl on a connection with a relay (outgoing
@@ -765,18 +802,7 @@ channel_connect_per_circuit(const pc_addr_t *addr, const uint8_t *rsa_id,
 static double
 channel_ewma_load(channel_t *chan)
 {
-  double load = 0;
-  hmap_iter_t it;
-  void *v;
-  hmap_iter_init(&it, chan->circuits);
-  while (hmap_iter_next(&it, NULL, &v)) {
-    circuit_t *c = v;
-    if (c->n_chan == chan)
-      load += circ_queue_ewma(&c->n_queue);
-    else if (c->kind == CIRC_KIND_OR && ((or_circuit_t *)c)->p_chan == chan)
-      load += circ_queue_ewma(&((or_circuit_t *)c)->p_queue);
-  }
-  return load;
+  return queues_load(chan, queue_towards);
 }
 
 channel_t *
@@ -1188,85 +1214,6 @@ channel_send_var_cell(channel_t *chan, const var_cell_t *vc)
   free(wire);
 }
 
-void
-circ_queue_init(circ_queue_t *cq, struct circuit_t *circ)
-{
-  memset(cq, 0, sizeof(*cq));
-  cell_queue_init(&cq->cells);
-  cq->heap_idx = MINHEAP_IDX_NONE;
-  cq->circ = circ;
-}
-
-/* The command of a packed fixed-size cell (circuit id of 2 or 4 bytes,
- * command, payload), or -1 if it is none a queue counts. */
-static int
-packed_cell_command(const packed_cell_t *pc)
-{
-  if (pc->len < CELL_PAYLOAD_LEN + 3)
-    return -1;
-  int cmd = pc->body[pc->len - CELL_PAYLOAD_LEN - 1];
-  return cmd < CIRC_QUEUE_N_CMDS ? cmd : -1;
-}
-
-void
-circ_queue_push(circ_queue_t *cq, packed_cell_t *pc)
-{
-  channel_t *chan = cq->chan;
-  if (!chan || chan->close_pending) {
-    packed_cell_free(pc);
-    return;
-  }
-  if (G.count_commands) {
-    int cmd = packed_cell_command(pc);
-    if (cmd >= 0) {
-      if (!cq->cmd_stats)
-        cq->cmd_stats = pc_zalloc(sizeof(*cq->cmd_stats));
-      cq->cmd_stats->added[cmd]++;
-    }
-  }
-  cell_queue_append(&cq->cells, pc);
-  scheduler_queue_has_cells(cq);
-}
-
-void
-circ_queue_clear(circ_queue_t *cq)
-{
-  scheduler_queue_clear(cq);
-  cell_queue_clear(&cq->cells);
-  PC_FREE(cq->cmd_stats);
-}
-
-void
-circ_queues_count_commands(int on)
-{
-  G.count_commands = on != 0;
-}
-
-void
-circ_queue_note_removed(circ_queue_t *cq, const packed_cell_t *pc,
-                        uint64_t waited_us)
-{
-  int cmd;
-  if (!cq->cmd_stats || (cmd = packed_cell_command(pc)) < 0)
-    return;
-  cq->cmd_stats->removed[cmd]++;
-  cq->cmd_stats->removed_us[cmd] += waited_us;
-}
-
-int
-circ_queue_take_cmd_stats(circ_queue_t *cq, circ_queue_cmd_stats_t *out)
-{
-  memset(out, 0, sizeof(*out));
-  if (!cq->cmd_stats)
-    return 0;
-  *out = *cq->cmd_stats;
-  memset(cq->cmd_stats, 0, sizeof(*cq->cmd_stats));
-  for (int i = 0; i < CIRC_QUEUE_N_CMDS; i++)
-    if (out->added[i] || out->removed[i])
-      return 1;
-  return 0;
-}
-
 int
 channel_take_bytes(channel_t *chan, uint64_t *rd, uint64_t *wr)
 {
@@ -1391,12 +1338,7 @@ channel_read_cells(channel_t *chan)
     packed_cell_t *pc = packed_cell_new();
     buf_get(in, pc->body, clen);
     pc->len = (uint16_t)clen;
-    chan->cells_in++;
-    G.stats.cells_in++;
-    if (upcalls && upcalls->cell)
-      upcalls->cell(chan, pc);
-    else
-      packed_cell_free(pc);
+    up_cell(chan, pc);
   }
   chan->in_read = 0;
 }
@@ -1493,12 +1435,7 @@ channel_carried_input(channel_t *chan, packed_cell_t *pc)
     packed_cell_free(pc);
     return;
   }
-  chan->cells_in++;
-  G.stats.cells_in++;
-  if (upcalls && upcalls->cell)
-    upcalls->cell(chan, pc);
-  else
-    packed_cell_free(pc);
+  up_cell(chan, pc);
 }
 
 void

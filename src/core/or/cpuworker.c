@@ -355,15 +355,22 @@ cpuworker_chan_pending(const channel_t *chan)
   return (unsigned)(uintptr_t)hmap_get(W.per_chan, k);
 }
 
+/* The job pending for circuit circ_id on chan, or NULL. */
+static onion_job_t *
+pending_job(const channel_t *chan, uint32_t circ_id)
+{
+  if (!W.pending)
+    return NULL;
+  uint8_t key[12];
+  make_key(key, channel_global_id(chan), circ_id);
+  return hmap_get(W.pending, key);
+}
+
 int
 cpuworker_hold_cell(const channel_t *chan, uint32_t circ_id,
                     packed_cell_t *pc)
 {
-  if (!W.pending)
-    return 0;
-  uint8_t key[12];
-  make_key(key, channel_global_id(chan), circ_id);
-  onion_job_t *j = hmap_get(W.pending, key);
+  onion_job_t *j = pending_job(chan, circ_id);
   if (!j)
     return 0;
   if (j->held.n >= CPUWORKER_MAX_HELD_PER_CIRC || W.n_held >= MAX_HELD_TOTAL) {
@@ -427,21 +434,13 @@ cpuworker_free_held_for_oom(uint64_t chan_id, uint32_t circ_id)
 int
 cpuworker_is_pending(const channel_t *chan, uint32_t circ_id)
 {
-  if (!W.pending)
-    return 0;
-  uint8_t key[12];
-  make_key(key, channel_global_id(chan), circ_id);
-  return hmap_get(W.pending, key) != NULL;
+  return pending_job(chan, circ_id) != NULL;
 }
 
 int
 cpuworker_abandon(const channel_t *chan, uint32_t circ_id)
 {
-  if (!W.pending)
-    return 0;
-  uint8_t key[12];
-  make_key(key, channel_global_id(chan), circ_id);
-  onion_job_t *j = hmap_get(W.pending, key);
+  onion_job_t *j = pending_job(chan, circ_id);
   if (!j)
     return 0;
   W.n_orphaned++;

@@ -430,17 +430,9 @@ link_stats(const dgram_carry_link_t *l, void *arg)
 void
 btcirc_get_stats(const btcirc_t *bc, btcirc_stats_t *out)
 {
-  dgram_carry_stats_t cs;
-  dgram_carry_get_stats(bc->carry, &cs);
   memset(out, 0, sizeof(*out));
-  out->links = cs.links;
-  out->flows = cs.hops;
-  out->ext_backtap = cs.ext_carried;
-  out->ext_tls = cs.ext_tls;
-  out->circ_in = cs.hops_in;
+  dgram_carry_get_stats(bc->carry, &out->carry);
   out->flow_refused = bc->flow_refused;
-  out->direct_queued = cs.direct_queued;
-  out->direct_dropped = cs.direct_dropped;
   out->bt = bc->gone;
   dgram_carry_foreach_link(bc->carry, link_stats, out);
 }

@@ -35,6 +35,7 @@
 
 #include "feature/backtap/backtap.h"
 #include "feature/dgram/dgram.h"
+#include "feature/dgram/dgram_carry.h"
 #include "lib/evloop/evloop.h"
 
 typedef struct btcirc_t btcirc_t;
@@ -51,13 +52,10 @@ void btcirc_free_(btcirc_t *bc);
 void btcirc_set_outgoing(btcirc_t *bc, int on);
 
 typedef struct btcirc_stats_t {
-  unsigned links, flows;          /* now */
-  uint64_t ext_backtap;           /* extensions carried by BackTap */
-  uint64_t ext_tls;               /* extensions that fell back to TLS */
-  uint64_t circ_in;               /* circuits peers opened over BackTap */
+  dgram_carry_stats_t carry;      /* links, hops (BackTap flows),
+                                   * extensions, hops from peers, direct
+                                   * cells (dgram_carry.h) */
   uint64_t flow_refused;          /* SYNs refused (limits) */
-  uint64_t direct_queued;         /* CREATE/DESTROY waiting for window */
-  uint64_t direct_dropped;        /* ... beyond the bound: lost */
   uint64_t mem_bytes;             /* what the engines hold now */
   backtap_stats_t bt;             /* engines' totals, live and gone */
 } btcirc_stats_t;

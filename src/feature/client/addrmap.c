@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "feature/client/addrmap.h"
+#include "feature/client/socks_proto.h"
 #include "lib/container/hmap.h"
 #include "lib/crypt/digest.h"
 #include "lib/crypt/rand.h"
@@ -78,49 +79,13 @@ key_of(uint8_t key[DIGEST_SHA256_LEN], char kind, const char *addr)
   crypt_sha256(key, buf, n);
 }
 
-static int
-is_ipv4(const char *s)
-{
-  struct in_addr a;
-  return inet_pton(AF_INET, s, &a) == 1;
-}
-
-static int
-is_ipv6(const char *s)
-{
-  struct in6_addr a;
-  return inet_pton(AF_INET6, s, &a) == 1;
-}
-
-/* A DNS name as tor's clients accept one: letters, digits, '-', '_' and
- * dots, no empty label, at most 255 bytes. */
-static int
-is_hostname(const char *s)
-{
-  size_t n = strlen(s), label = 0;
-  if (!n || n > ADDRMAP_MAX_ADDRESS)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '.') {
-      if (!label)
-        return 0;
-      label = 0;
-      continue;
-    }
-    if (!isalnum(c) && c != '-' && c != '_')
-      return 0;
-    if (++label > 63)
-      return 0;
-  }
-  return 1;
-}
-
+/* The rule is SOCKS's (socks_proto.h): a mapping can only apply to a
+ * target the SocksPort accepts, and one that names anything else would
+ * never be used. */
 int
 addrmap_address_ok(const char *s)
 {
-  return s && strlen(s) <= ADDRMAP_MAX_ADDRESS &&
-         (is_ipv4(s) || is_ipv6(s) || is_hostname(s));
+  return s && socks_hostname_is_valid(s, strlen(s));
 }
 
 static char *

@@ -59,6 +59,8 @@ void addrmap_foreach(const addrmap_t *m,
                      void *arg);
 size_t addrmap_size(const addrmap_t *m);
 void addrmap_clear(addrmap_t *m);
-/* 1 if s is an address a mapping may name (IP literal or hostname). */
+/* 1 if s is an address a mapping may name: what SOCKS accepts as a target
+ * (socks_hostname_is_valid(): IP literal, IPv6 maybe bracketed, or a
+ * hostname whose labels do not start with '-' or '_'). */
 int addrmap_address_ok(const char *s);
 #endif

@@ -548,15 +548,15 @@ metrics_render(void)
     btcirc_stats_t bs;
     btcirc_get_stats(bt, &bs);
     one(&b, "pctor_backtap_links", "gauge",
-        "BackTap: datagram links with a BackTap engine", bs.links);
+        "BackTap: datagram links with a BackTap engine", bs.carry.links);
     one(&b, "pctor_backtap_circuit_hops", "gauge",
-        "BackTap: circuit hops carried now", bs.flows);
+        "BackTap: circuit hops carried now", bs.carry.hops);
     head(&b, "pctor_backtap_extensions_total", "counter",
          "CircuitTransport backtap: extensions by the transport they used");
     strbuf_addf(&b, "pctor_backtap_extensions_total{transport=\"backtap\"} "
-                "%llu\n", (unsigned long long)bs.ext_backtap);
+                "%llu\n", (unsigned long long)bs.carry.ext_carried);
     strbuf_addf(&b, "pctor_backtap_extensions_total{transport=\"tls\"} "
-                "%llu\n", (unsigned long long)bs.ext_tls);
+                "%llu\n", (unsigned long long)bs.carry.ext_tls);
     one(&b, "pctor_backtap_cells_sent_total", "counter",
         "BackTap: cells sent (first transmissions)",
         (unsigned long long)bs.bt.cells_sent);
@@ -587,18 +587,19 @@ metrics_render(void)
     dtcp_stats_t ts;
     dtcp_get_stats(dt, &ts);
     one(&b, "pctor_dtcp_links", "gauge",
-        "TCP-over-DTLS: datagram links with a user-level TCP peer", ts.links);
+        "TCP-over-DTLS: datagram links with a user-level TCP peer",
+        ts.carry.links);
     one(&b, "pctor_dtcp_circuit_hops", "gauge",
-        "TCP-over-DTLS: circuit hops carried now", ts.hops);
+        "TCP-over-DTLS: circuit hops carried now", ts.carry.hops);
     head(&b, "pctor_dtcp_extensions_total", "counter",
          "CircuitTransport dtls-tcp: extensions by the transport they used");
     strbuf_addf(&b, "pctor_dtcp_extensions_total{transport=\"dtls-tcp\"} "
-                "%llu\n", (unsigned long long)ts.ext_dtcp);
+                "%llu\n", (unsigned long long)ts.carry.ext_carried);
     strbuf_addf(&b, "pctor_dtcp_extensions_total{transport=\"tls\"} "
-                "%llu\n", (unsigned long long)ts.ext_tls);
+                "%llu\n", (unsigned long long)ts.carry.ext_tls);
     one(&b, "pctor_dtcp_hops_from_peers_total", "counter",
         "TCP-over-DTLS: circuit hops peers opened",
-        (unsigned long long)ts.circ_in);
+        (unsigned long long)ts.carry.hops_in);
     one(&b, "pctor_dtcp_cells_sent_total", "counter",
         "TCP-over-DTLS: cells written into circuit hops' connections",
         (unsigned long long)ts.cells_sent);
@@ -618,7 +619,7 @@ metrics_render(void)
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"syn_limit\"} %llu\n",
                 (unsigned long long)ts.tcp.dropped_syn_rate);
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"hop_refused\"} "
-                "%llu\n", (unsigned long long)ts.circ_refused);
+                "%llu\n", (unsigned long long)ts.carry.hops_refused);
     strbuf_addf(&b, "pctor_dtcp_dropped_total{reason=\"no_first_cell\"} "
                 "%llu\n", (unsigned long long)ts.first_cell_timeouts);
     one(&b, "pctor_dtcp_connections_failed_total", "counter",

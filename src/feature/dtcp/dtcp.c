@@ -412,19 +412,10 @@ dtcp_instance(void)
 void
 dtcp_get_stats(const dtcp_t *t, dtcp_stats_t *out)
 {
-  dgram_carry_stats_t cs;
-  dgram_carry_get_stats(t->carry, &cs);
   memset(out, 0, sizeof(*out));
-  out->links = cs.links;
-  out->hops = cs.hops;
-  out->ext_dtcp = cs.ext_carried;
-  out->ext_tls = cs.ext_tls;
-  out->circ_in = cs.hops_in;
-  out->circ_refused = cs.hops_refused;
+  dgram_carry_get_stats(t->carry, &out->carry);
   out->cells_sent = t->cells_sent;
   out->cells_received = t->cells_received;
-  out->direct_queued = cs.direct_queued;
-  out->direct_dropped = cs.direct_dropped;
   out->conn_failed = t->conn_failed;
   out->first_cell_timeouts = t->first_cell_timeouts;
   utcp_get_stats(t->u, &out->tcp);

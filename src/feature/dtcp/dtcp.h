@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "feature/dgram/dgram.h"
+#include "feature/dgram/dgram_carry.h"
 #include "lib/evloop/evloop.h"
 #include "lib/utcp/utcp.h"
 
@@ -71,14 +72,10 @@ void dtcp_set_first_cell_timeout(dtcp_t *t, unsigned sec);
 utcp_t *dtcp_stack_for_testing(dtcp_t *t);
 
 typedef struct dtcp_stats_t {
-  unsigned links, hops;           /* now */
-  uint64_t ext_dtcp;              /* extensions carried over TCP-over-DTLS */
-  uint64_t ext_tls;               /* extensions that fell back to TLS */
-  uint64_t circ_in;               /* hops peers opened */
-  uint64_t circ_refused;          /* hops refused (limit, no identity) */
+  dgram_carry_stats_t carry;      /* links, hops, extensions, hops from
+                                   * peers and refused, direct cells
+                                   * (dgram_carry.h) */
   uint64_t cells_sent, cells_received;
-  uint64_t direct_queued;         /* CREATE/DESTROY waiting for room */
-  uint64_t direct_dropped;        /* ... beyond the bound: lost */
   uint64_t conn_failed;           /* connections reset or timed out */
   uint64_t first_cell_timeouts;   /* peers' connections reset: no cell */
   utcp_stats_t tcp;               /* the stack */

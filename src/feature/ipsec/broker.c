@@ -901,6 +901,21 @@ reply_error(vici_result_t res, const vici_msg_t *m)
   return NULL;
 }
 
+/* The start of every answer's callback: the broker the request was made
+ * for, or NULL (o freed) when the request was cancelled or, with
+ * same_session, made on an earlier connection to charon. */
+static ipsec_broker_t *
+reply_broker(op_ctx_t *o, vici_result_t res, int same_session)
+{
+  ipsec_broker_t *b = o->b;
+  if (res == VICI_RESULT_CANCELLED ||
+      (same_session && o->session != b->session)) {
+    free(o);
+    return NULL;
+  }
+  return b;
+}
+
 static void list_sas(ipsec_broker_t *b, peer_t *only);
 
 /* load-key */
@@ -909,11 +924,9 @@ load_key_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
               void *arg)
 {
   op_ctx_t *o = arg;
-  ipsec_broker_t *b = o->b;
-  if (res == VICI_RESULT_CANCELLED || o->session != b->session) {
-    free(o);
+  ipsec_broker_t *b = reply_broker(o, res, 1);
+  if (!b)
     return;
-  }
   free(o);
   const char *err = reply_error(res, m);
   if (err) {
@@ -994,11 +1007,9 @@ load_conn_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
                void *arg)
 {
   op_ctx_t *o = arg;
-  ipsec_broker_t *b = o->b;
-  if (res == VICI_RESULT_CANCELLED) {
-    free(o);
+  ipsec_broker_t *b = reply_broker(o, res, 0);
+  if (!b)
     return;
-  }
   peer_t *p = op_peer(o);
   const char *err = reply_error(res, m);
   if (!p) {
@@ -1105,11 +1116,9 @@ initiate_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
               void *arg)
 {
   op_ctx_t *o = arg;
-  ipsec_broker_t *b = o->b;
-  if (res == VICI_RESULT_CANCELLED) {
-    free(o);
+  ipsec_broker_t *b = reply_broker(o, res, 0);
+  if (!b)
     return;
-  }
   peer_t *p = op_peer(o);
   sa_dir_t dir = o->dir;
   free(o);
@@ -1341,11 +1350,9 @@ static void
 list_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m, void *arg)
 {
   op_ctx_t *o = arg;
-  ipsec_broker_t *b = o->b;
-  if (res == VICI_RESULT_CANCELLED || o->session != b->session) {
-    free(o);
+  ipsec_broker_t *b = reply_broker(o, res, 1);
+  if (!b)
     return;
-  }
   int all = !o->has_peer;
   peer_t *only = all ? NULL : op_peer(o);
   free(o);
@@ -1413,11 +1420,9 @@ get_conns_done(vici_client_t *c, vici_result_t res, const vici_msg_t *m,
                void *arg)
 {
   op_ctx_t *o = arg;
-  ipsec_broker_t *b = o->b;
-  if (res == VICI_RESULT_CANCELLED || o->session != b->session) {
-    free(o);
+  ipsec_broker_t *b = reply_broker(o, res, 1);
+  if (!b)
     return;
-  }
   free(o);
   int restarted = 0, had = 0;
   const vici_node_t *l =

@@ -171,6 +171,22 @@ vici_builder_end_section(vici_builder_t *b)
   b->depth--;
 }
 
+/* A value fits the encoding (16-bit length) and is there; else the
+ * builder fails. */
+static int
+value_ok(vici_builder_t *b, const void *value, size_t len)
+{
+  if (len > VICI_VALUE_MAX) {
+    builder_fail(b, "value longer than 65535 bytes");
+    return 0;
+  }
+  if (!value && len) {
+    builder_fail(b, "value is NULL");
+    return 0;
+  }
+  return 1;
+}
+
 void
 vici_builder_add(vici_builder_t *b, const char *key, const void *value,
                  size_t len)
@@ -182,14 +198,8 @@ vici_builder_add(vici_builder_t *b, const char *key, const void *value,
     builder_fail(b, "key/value inside a list");
     return;
   }
-  if (len > VICI_VALUE_MAX) {
-    builder_fail(b, "value longer than 65535 bytes");
+  if (!value_ok(b, value, len))
     return;
-  }
-  if (!value && len) {
-    builder_fail(b, "value is NULL");
-    return;
-  }
   if (builder_reserve(b, 2 + nlen + 2 + len) < 0)
     return;
   put_name(b, VICI_KEY_VALUE, key, nlen);
@@ -248,14 +258,8 @@ vici_builder_add_item(vici_builder_t *b, const void *value, size_t len)
     builder_fail(b, "list item outside a list");
     return;
   }
-  if (len > VICI_VALUE_MAX) {
-    builder_fail(b, "value longer than 65535 bytes");
+  if (!value_ok(b, value, len))
     return;
-  }
-  if (!value && len) {
-    builder_fail(b, "value is NULL");
-    return;
-  }
   if (builder_reserve(b, 1 + 2 + len) < 0)
     return;
   b->data[b->len++] = VICI_LIST_ITEM;

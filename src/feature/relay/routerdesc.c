@@ -25,8 +25,9 @@
  *   CERT objects and the single-line keys and signatures drop the '='
  *   padding (dir-spec says so for them); RSA keys, CROSSCERT and SIGNATURE
  *   keep it, as PEM does.
- * - routerdesc_check() is an independent reader: it tokenises the text
- *   (bounded by len, at most MAX_ITEMS items), enforces the multiplicity
+ * - routerdesc_check() is an independent reader: it splits the text with
+ *   the shared tokenizer (feature/dir/netdoc.h; bounded by len, at most
+ *   MAX_ITEMS items), enforces the multiplicity
  *   and position rules an authority enforces, and verifies everything
  *   from the document alone. Unit tests use it on what routerdesc_build()
  *   made and on tampered copies.
@@ -45,6 +46,7 @@
 
 #include "config.h"
 #include "core/proto/torcert.h"
+#include "feature/dir/netdoc.h"
 #include "feature/relay/family_keys.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/digest.h"
@@ -652,127 +654,42 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
 /* ---------------------------------------------------------------- */
 /* Checking */
 
-typedef struct item_t {
-  const char *kw;       /* keyword start */
-  size_t kwlen;
-  const char *args;     /* after the keyword and one space; "" if none */
-  size_t argslen;
-  const char *start;    /* start of the keyword line */
-  const char *obj_type; /* NULL when there is no object */
-  size_t obj_type_len;
-  const char *obj;      /* base64 body (between BEGIN and END lines) */
-  size_t objlen;
-} item_t;
+/* The items of a descriptor, as feature/dir's netdoc tokenizer (the one
+ * reader of the directory meta-format) splits them. */
+typedef netdoc_item_t item_t;
 
 typedef struct doc_t {
   item_t items[MAX_ITEMS];
   int n;
 } doc_t;
 
-/* Split desc into items. Returns 0 or -1 with *why. */
+/* Split desc into items with netdoc. Returns 0, or -1 with *msg. The
+ * authority's rules are stricter than the meta-format's: a descriptor is
+ * printable ASCII, without tabs. */
 static int
-tokenize(const char *s, size_t len, doc_t *d, const char **why)
+tokenize(const char *s, size_t len, doc_t *d, char **msg)
 {
-  const char *p = s, *end = s + len;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == '\t' || (unsigned char)s[i] >= 0x7f) {
+      *msg = errf("control character or non-ASCII byte 0x%02x",
+                  (unsigned char)s[i]);
+      return -1;
+    }
+  netdoc_reader_t r;
+  netdoc_reader_init(&r, s, len);
   d->n = 0;
-  while (p < end) {
-    const char *eol = memchr(p, '\n', (size_t)(end - p));
-    if (!eol) {
-      *why = "the last line has no newline";
-      return -1;
-    }
-    if (eol == p) {
-      *why = "empty line";
-      return -1;
-    }
-    if (!strncmp(p, "-----", 5)) {
-      *why = "object without an item";
-      return -1;
-    }
-    if (d->n == MAX_ITEMS) {
-      *why = "too many items";
-      return -1;
-    }
-    item_t *it = &d->items[d->n++];
-    memset(it, 0, sizeof(*it));
-    it->start = p;
-    it->kw = p;
-    const char *q = p;
-    while (q < eol && *q != ' ')
-      q++;
-    it->kwlen = (size_t)(q - p);
-    for (size_t i = 0; i < it->kwlen; i++) {
-      char c = p[i];
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || (c == '-' && i > 0))) {
-        *why = "bad keyword";
-        return -1;
-      }
-    }
-    if (it->kwlen == 0) {
-      *why = "bad keyword";
-      return -1;
-    }
-    it->args = q < eol ? q + 1 : eol;
-    it->argslen = (size_t)(eol - it->args);
-    for (const char *c = p; c < eol; c++)
-      if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) {
-        *why = "control character";
-        return -1;
-      }
-    p = eol + 1;
-    if (p < end && (size_t)(end - p) > 11 && !strncmp(p, "-----BEGIN ", 11)) {
-      const char *bl_end = memchr(p, '\n', (size_t)(end - p));
-      if (!bl_end || bl_end - p < 16 || strncmp(bl_end - 5, "-----", 5)) {
-        *why = "bad BEGIN line";
-        return -1;
-      }
-      it->obj_type = p + 11;
-      it->obj_type_len = (size_t)(bl_end - 5 - it->obj_type);
-      it->obj = bl_end + 1;
-      /* The END line must name the same type. */
-      char endline[64];
-      if (it->obj_type_len > 40) {
-        *why = "bad object type";
-        return -1;
-      }
-      int el = snprintf(endline, sizeof(endline), "-----END %.*s-----\n",
-                        (int)it->obj_type_len, it->obj_type);
-      const char *e = it->obj;
-      for (;;) {
-        const char *nl = memchr(e, '\n', (size_t)(end - e));
-        if (!nl) {
-          *why = "object without END line";
-          return -1;
-        }
-        if ((size_t)(nl + 1 - e) == (size_t)el && !memcmp(e, endline, el))
-          break;
-        if (!strncmp(e, "-----", 5) && nl - e >= 5) {
-          *why = "object END line does not match";
-          return -1;
-        }
-        e = nl + 1;
-      }
-      it->objlen = (size_t)(e - it->obj);
-      p = e + el;
-    }
+  int rv;
+  while (d->n < MAX_ITEMS && (rv = netdoc_next(&r, &d->items[d->n])) == 1)
+    d->n++;
+  if (d->n == MAX_ITEMS && netdoc_next(&r, &d->items[0]) != 0) {
+    *msg = errf("too many items");
+    return -1;
+  }
+  if (r.err[0]) {
+    *msg = errf("%s", r.err);
+    return -1;
   }
   return 0;
-}
-
-static int
-kw_is(const item_t *it, const char *kw)
-{
-  size_t n = strlen(kw);
-  return it->kwlen == n && !memcmp(it->kw, kw, n);
-}
-
-static int
-obj_is(const item_t *it, const char *type)
-{
-  size_t n = strlen(type);
-  return it->obj_type && it->obj_type_len == n &&
-         !memcmp(it->obj_type, type, n);
 }
 
 /* The only item with keyword kw; NULL if none. *dup set if several. */
@@ -781,7 +698,7 @@ find1(const doc_t *d, const char *kw, int *dup)
 {
   const item_t *found = NULL;
   for (int i = 0; i < d->n; i++)
-    if (kw_is(&d->items[i], kw)) {
+    if (netdoc_kw_is(&d->items[i], kw)) {
       if (found)
         *dup = 1;
       found = &d->items[i];
@@ -793,9 +710,9 @@ find1(const doc_t *d, const char *kw, int *dup)
 static uint8_t *
 obj_decode(const item_t *it, size_t *outlen)
 {
-  size_t max = base64_decoded_len_max(it->objlen);
+  size_t max = base64_decoded_len_max(it->obj_data_len);
   uint8_t *out = pc_malloc(max + 1);
-  long n = base64_decode(out, max + 1, it->obj, it->objlen);
+  long n = netdoc_obj_decode(it, out, max + 1);
   if (n < 0) {
     free(out);
     return NULL;
@@ -808,21 +725,15 @@ obj_decode(const item_t *it, size_t *outlen)
 static int
 arg_b64(const item_t *it, uint8_t *out, size_t want)
 {
-  uint8_t buf[128];
-  if (it->argslen == 0 || it->argslen > 120 ||
-      memchr(it->args, ' ', it->argslen))
+  if (it->argc != 1)
     return -1;
-  long n = base64_decode(buf, sizeof(buf), it->args, it->argslen);
-  if (n != (long)want)
-    return -1;
-  memcpy(out, buf, want);
-  return 0;
+  return netdoc_parse_b64_exact(it->argv[0].s, it->argv[0].len, out, want);
 }
 
 static crypt_rsa_t *
 obj_rsa_key(const item_t *it)
 {
-  if (!obj_is(it, "RSA PUBLIC KEY") || it->argslen)
+  if (!netdoc_obj_is(it, "RSA PUBLIC KEY") || it->argc)
     return NULL;
   size_t n = 0;
   uint8_t *der = obj_decode(it, &n);
@@ -870,7 +781,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     why = "NUL byte";
     goto bad;
   }
-  if (tokenize(desc, len, d, &why) < 0)
+  if (tokenize(desc, len, d, &msg) < 0)
     goto bad;
   for (size_t i = 0; i < sizeof(exactly_once) / sizeof(*exactly_once); i++) {
     dup = 0;
@@ -887,10 +798,10 @@ routerdesc_check(const char *desc, size_t len, time_t now,
       goto bad;
     }
   }
-  if (d->n < 4 || !kw_is(&d->items[0], "router") ||
-      !kw_is(&d->items[1], "identity-ed25519") ||
-      !kw_is(&d->items[d->n - 2], "router-sig-ed25519") ||
-      !kw_is(&d->items[d->n - 1], "router-signature")) {
+  if (d->n < 4 || !netdoc_kw_is(&d->items[0], "router") ||
+      !netdoc_kw_is(&d->items[1], "identity-ed25519") ||
+      !netdoc_kw_is(&d->items[d->n - 2], "router-sig-ed25519") ||
+      !netdoc_kw_is(&d->items[d->n - 1], "router-signature")) {
     why = "router, identity-ed25519 must come first and router-sig-ed25519, "
           "router-signature last";
     goto bad;
@@ -899,29 +810,19 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   /* router NICK ADDR ORPORT SOCKSPORT DIRPORT */
   {
     const item_t *r = &d->items[0];
-    const char *f[5];
-    size_t fl[5];
-    const char *p = r->args, *e = r->args + r->argslen;
-    int nf = 0;
-    while (p < e && nf < 5) {
-      const char *sp = memchr(p, ' ', (size_t)(e - p));
-      const char *fe = sp ? sp : e;
-      f[nf] = p;
-      fl[nf++] = (size_t)(fe - p);
-      p = sp ? sp + 1 : e;
-    }
+    const netdoc_arg_t *f = r->argv;
     unsigned long port, x;
     uint8_t ip[4];
-    if (nf < 5 || !pc_nickname_ok(f[0], fl[0]) ||
-        parse_ipv4(f[1], fl[1], ip) ||
-        parse_uint(f[2], fl[2], 1, 65535, &port) ||
-        parse_uint(f[3], fl[3], 0, 65535, &x) ||
-        parse_uint(f[4], fl[4], 0, 65535, &x)) {
+    if (r->argc < 5 || !pc_nickname_ok(f[0].s, f[0].len) ||
+        parse_ipv4(f[1].s, f[1].len, ip) ||
+        parse_uint(f[2].s, f[2].len, 1, 65535, &port) ||
+        parse_uint(f[3].s, f[3].len, 0, 65535, &x) ||
+        parse_uint(f[4].s, f[4].len, 0, 65535, &x)) {
       why = "bad router line";
       goto bad;
     }
-    memcpy(inf.nickname, f[0], fl[0]);
-    inf.nickname[fl[0]] = '\0';
+    memcpy(inf.nickname, f[0].s, f[0].len);
+    inf.nickname[f[0].len] = '\0';
   }
 
   /* Keys. */
@@ -946,7 +847,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     add_fingerprint_hex(&fb, inf.rsa_id_digest, 1);
     snprintf(want, sizeof(want), "%s", fb.s);
     free(fb.s);
-    if (it->argslen != strlen(want) || memcmp(it->args, want, it->argslen)) {
+    if (it->args_len != strlen(want) || memcmp(it->args, want, it->args_len)) {
       why = "fingerprint does not match signing-key";
       goto bad;
     }
@@ -957,7 +858,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     goto bad;
   }
   it = find1(d, "published", &dup);
-  if (time_parse_iso(it->args, it->argslen, &inf.published) < 0) {
+  if (time_parse_iso(it->args, it->args_len, &inf.published) < 0) {
     why = "bad published time";
     goto bad;
   }
@@ -965,12 +866,12 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   {
     unsigned long long v[3];
     char tmp[80];
-    if (it->argslen >= sizeof(tmp)) {
+    if (it->args_len >= sizeof(tmp)) {
       why = "bad bandwidth line";
       goto bad;
     }
-    memcpy(tmp, it->args, it->argslen);
-    tmp[it->argslen] = '\0';
+    memcpy(tmp, it->args, it->args_len);
+    tmp[it->args_len] = '\0';
     char extra;
     if (sscanf(tmp, "%llu %llu %llu%c", &v[0], &v[1], &v[2], &extra) != 3 ||
         v[0] == 0 || v[0] > 0x7fffffff || v[1] > 0x7fffffff ||
@@ -983,21 +884,21 @@ routerdesc_check(const char *desc, size_t len, time_t now,
     int have_policy = 0;
     for (int i = 0; i < d->n; i++) {
       const item_t *p = &d->items[i];
-      if (kw_is(p, "accept") || kw_is(p, "reject")) {
+      if (netdoc_kw_is(p, "accept") || netdoc_kw_is(p, "reject")) {
         char line[300];
-        if (p->kwlen + 1 + p->argslen >= sizeof(line)) {
+        if ((size_t)snprintf(line, sizeof(line), "%.*s %.*s", (int)p->kw_len,
+                             p->kw, (int)p->args_len,
+                             p->args) >= sizeof(line)) {
           why = "bad exit policy line";
           goto bad;
         }
-        memcpy(line, p->kw, p->kwlen + 1 + p->argslen);
-        line[p->kwlen + 1 + p->argslen] = '\0';
         char *e = NULL;
         if (routerdesc_policy_line_check(line, &e) < 0) {
           msg = e;
           goto bad;
         }
         have_policy = 1;
-      } else if (kw_is(p, "accept6") || kw_is(p, "reject6")) {
+      } else if (netdoc_kw_is(p, "accept6") || netdoc_kw_is(p, "reject6")) {
         why = "accept6/reject6 lines are refused by authorities";
         goto bad;
       }
@@ -1011,7 +912,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   /* identity-ed25519: the type-4 certificate, signed by the identity it
    * carries in its extension. */
   it = &d->items[1];
-  if (!obj_is(it, "ED25519 CERT") || it->argslen ||
+  if (!netdoc_obj_is(it, "ED25519 CERT") || it->argc ||
       !(buf = obj_decode(it, &n)) || torcert_parse(buf, n, &cert4) < 0) {
     why = "identity-ed25519 is not an Ed25519 certificate";
     goto bad;
@@ -1041,14 +942,14 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   /* family-cert: type-12 certificates of our identity by family keys */
   for (int i = 0; i < d->n; i++) {
     it = &d->items[i];
-    if (!kw_is(it, "family-cert"))
+    if (!netdoc_kw_is(it, "family-cert"))
       continue;
     uint8_t fk[32];
     if (inf.n_family_certs == 8) {
       why = "more than 8 family-cert lines";
       goto bad;
     }
-    if (!obj_is(it, "FAMILY CERT") || it->argslen ||
+    if (!netdoc_obj_is(it, "FAMILY CERT") || it->argc ||
         !(buf = obj_decode(it, &n))) {
       why = "bad family-cert object";
       goto bad;
@@ -1063,7 +964,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
 
   /* onion-key-crosscert */
   it = find1(d, "onion-key-crosscert", &dup);
-  if (!obj_is(it, "CROSSCERT") || it->argslen ||
+  if (!netdoc_obj_is(it, "CROSSCERT") || it->argc ||
       !(buf = obj_decode(it, &n))) {
     why = "bad onion-key-crosscert object";
     goto bad;
@@ -1081,7 +982,7 @@ routerdesc_check(const char *desc, size_t len, time_t now,
 
   /* ntor-onion-key-crosscert SIGNBIT */
   it = find1(d, "ntor-onion-key-crosscert", &dup);
-  if (!obj_is(it, "ED25519 CERT") || it->argslen != 1 ||
+  if (!netdoc_obj_is(it, "ED25519 CERT") || it->args_len != 1 ||
       (it->args[0] != '0' && it->args[0] != '1') ||
       !(buf = obj_decode(it, &n)) || torcert_parse(buf, n, &ntorcc) < 0) {
     why = "bad ntor-onion-key-crosscert";
@@ -1115,7 +1016,8 @@ routerdesc_check(const char *desc, size_t len, time_t now,
       why = "bad router-sig-ed25519";
       goto bad;
     }
-    size_t signed_len = (size_t)(s->args - desc);
+    /* Signed: through the space after the keyword. */
+    size_t signed_len = s->start + s->kw_len + 1;
     crypt_digest_t *h = crypt_digest_new(DIGEST_ALG_SHA256);
     crypt_digest_add(h, ED_SIG_PREFIX, strlen(ED_SIG_PREFIX));
     crypt_digest_add(h, desc, signed_len);
@@ -1130,12 +1032,13 @@ routerdesc_check(const char *desc, size_t len, time_t now,
   {
     const item_t *s = &d->items[d->n - 1];
     uint8_t dg[DIGEST_SHA1_LEN];
-    if (!obj_is(s, "SIGNATURE") || s->argslen ||
+    if (!netdoc_obj_is(s, "SIGNATURE") || s->argc ||
         !(buf = obj_decode(s, &n))) {
       why = "bad router-signature";
       goto bad;
     }
-    crypt_sha1(dg, desc, (size_t)(s->args - desc) + (s->args[0] == '\n'));
+    /* Signed: through the newline after the keyword. */
+    crypt_sha1(dg, desc, s->line_end);
     if (crypt_rsa_verify_raw(id, dg, sizeof(dg), buf, n) < 0) {
       why = "router-signature does not verify";
       goto bad;

@@ -415,6 +415,40 @@ check_limits(const compress_stream_t *st)
   return COMPRESS_OK;
 }
 
+/* Output space to offer a decoder: never more than one byte past the
+ * cap. */
+static size_t
+out_room(const compress_stream_t *st, size_t outlen)
+{
+  if (st->compress)
+    return outlen;
+  uint64_t room = st->max_out - st->total_out + 1;
+  return outlen > room ? (size_t)room : outlen;
+}
+
+/* Account for one step of a coder. */
+static void
+advance(compress_stream_t *st, const uint8_t **in, size_t *inlen,
+        uint8_t **out, size_t *outlen, size_t used_in, size_t used_out)
+{
+  *in += used_in;
+  *inlen -= used_in;
+  *out += used_out;
+  *outlen -= used_out;
+  st->total_in += used_in;
+  st->total_out += used_out;
+}
+
+/* A coder's stream is finished: DONE, or TRAILING for a decoder given
+ * bytes after the end. */
+static int
+done_result(const compress_stream_t *st, size_t inlen)
+{
+  if (inlen > 0 && !st->compress)
+    return COMPRESS_ERR_TRAILING;
+  return COMPRESS_DONE;
+}
+
 static int
 process_identity(compress_stream_t *st, const uint8_t **in, size_t *inlen,
                  uint8_t **out, size_t *outlen, int finish)
@@ -424,12 +458,7 @@ process_identity(compress_stream_t *st, const uint8_t **in, size_t *inlen,
     return COMPRESS_ERR_TOO_BIG;
   }
   memcpy(*out, *in, n);
-  *in += n;
-  *inlen -= n;
-  *out += n;
-  *outlen -= n;
-  st->total_in += n;
-  st->total_out += n;
+  advance(st, in, inlen, out, outlen, n, n);
   if (finish && *inlen == 0)
     return COMPRESS_DONE;
   return COMPRESS_OK;
@@ -440,20 +469,11 @@ process_zlib(compress_stream_t *st, const uint8_t **in, size_t *inlen,
              uint8_t **out, size_t *outlen, int finish)
 {
   for (;;) {
-    if (st->done) {
-      if (*inlen > 0 && !st->compress)
-        return COMPRESS_ERR_TRAILING;
-      return COMPRESS_DONE;
-    }
+    if (st->done)
+      return done_result(st, *inlen);
     size_t in_chunk = *inlen > UINT_MAX ? UINT_MAX : *inlen;
-    size_t out_chunk = *outlen > UINT_MAX ? UINT_MAX : *outlen;
+    size_t out_chunk = out_room(st, *outlen > UINT_MAX ? UINT_MAX : *outlen);
     int last_in = (in_chunk == *inlen);
-    if (!st->compress) {
-      /* Never offer more than one byte past the cap. */
-      uint64_t room = st->max_out - st->total_out + 1;
-      if (out_chunk > room)
-        out_chunk = (size_t)room;
-    }
     if (out_chunk == 0)
       return COMPRESS_OK; /* caller must drain */
     st->z.next_in = (Bytef *)(uintptr_t)*in;
@@ -467,12 +487,7 @@ process_zlib(compress_stream_t *st, const uint8_t **in, size_t *inlen,
       r = inflate(&st->z, Z_NO_FLUSH);
     size_t used_in = in_chunk - st->z.avail_in;
     size_t used_out = out_chunk - st->z.avail_out;
-    *in += used_in;
-    *inlen -= used_in;
-    *out += used_out;
-    *outlen -= used_out;
-    st->total_in += used_in;
-    st->total_out += used_out;
+    advance(st, in, inlen, out, outlen, used_in, used_out);
     int lim = check_limits(st);
     if (lim < 0)
       return lim;
@@ -504,30 +519,6 @@ process_zlib(compress_stream_t *st, const uint8_t **in, size_t *inlen,
   }
 }
 
-/* Output space to offer a decoder: never more than one byte past the
- * cap. */
-static size_t
-out_room(const compress_stream_t *st, size_t outlen)
-{
-  if (st->compress)
-    return outlen;
-  uint64_t room = st->max_out - st->total_out + 1;
-  return outlen > room ? (size_t)room : outlen;
-}
-
-/* Account for one step of a coder. */
-static void
-advance(compress_stream_t *st, const uint8_t **in, size_t *inlen,
-        uint8_t **out, size_t *outlen, size_t used_in, size_t used_out)
-{
-  *in += used_in;
-  *inlen -= used_in;
-  *out += used_out;
-  *outlen -= used_out;
-  st->total_in += used_in;
-  st->total_out += used_out;
-}
-
 /* libzstd built with legacy support (Debian's is) also decodes the frame
  * formats from before zstd 0.8, whose magic numbers differ only in the
  * first byte, and ZSTD_d_windowLogMax does not apply to them: a 9-byte
@@ -554,11 +545,8 @@ process_zstd(compress_stream_t *st, const uint8_t **in, size_t *inlen,
   if (!st->compress && zstd_check_magic(st, *in, *inlen) < 0)
     return COMPRESS_ERR_CORRUPT;
   for (;;) {
-    if (st->done) {
-      if (*inlen > 0 && !st->compress)
-        return COMPRESS_ERR_TRAILING;
-      return COMPRESS_DONE;
-    }
+    if (st->done)
+      return done_result(st, *inlen);
     size_t out_chunk = out_room(st, *outlen);
     if (out_chunk == 0)
       return COMPRESS_OK; /* caller must drain */
@@ -605,11 +593,8 @@ process_lzma(compress_stream_t *st, const uint8_t **in, size_t *inlen,
              uint8_t **out, size_t *outlen, int finish)
 {
   for (;;) {
-    if (st->done) {
-      if (*inlen > 0 && !st->compress)
-        return COMPRESS_ERR_TRAILING;
-      return COMPRESS_DONE;
-    }
+    if (st->done)
+      return done_result(st, *inlen);
     size_t out_chunk = out_room(st, *outlen);
     if (out_chunk == 0)
       return COMPRESS_OK;

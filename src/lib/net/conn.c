@@ -1037,6 +1037,21 @@ conn_rl_share(const conn_t *c, ratelimit_dir_t d)
   return share;
 }
 
+/* Read now if the owner still wants to: rate-limited wake-ups (rl) read at
+ * most their slice, a resume (conn_resume_cb) reads as the buckets allow. */
+static void
+conn_wake_reader(conn_t *c, int rl)
+{
+  conn_enter(c);
+  if (conn_owned_open(c) && c->reading && !c->eof) {
+    if (rl)
+      c->rl_share = conn_rl_share(c, RATELIMIT_READ);
+    conn_read_some(c);
+    c->rl_share = SIZE_MAX;
+  }
+  conn_leave(c);
+}
+
 /* A bucket refilled after this conn found it empty (FIFO among the
  * bucket's waiters): read or write now, directly, at most a fair slice of
  * the refill. If tokens remain after every waiter had its slice, conns
@@ -1044,14 +1059,7 @@ conn_rl_share(const conn_t *c, ratelimit_dir_t d)
 static void
 conn_rl_wake_read(void *arg)
 {
-  conn_t *c = arg;
-  conn_enter(c);
-  if (conn_owned_open(c) && c->reading && !c->eof) {
-    c->rl_share = conn_rl_share(c, RATELIMIT_READ);
-    conn_read_some(c);
-    c->rl_share = SIZE_MAX;
-  }
-  conn_leave(c);
+  conn_wake_reader(arg, 1);
 }
 
 static void
@@ -1075,11 +1083,7 @@ conn_rl_wake_write(void *arg)
 static void
 conn_resume_cb(void *arg)
 {
-  conn_t *c = arg;
-  conn_enter(c);
-  if (conn_owned_open(c) && c->reading && !c->eof)
-    conn_read_some(c);
-  conn_leave(c);
+  conn_wake_reader(arg, 0);
 }
 
 /* ---- small API ---- */
