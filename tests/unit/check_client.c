@@ -60,10 +60,13 @@ setup(void)
   S.loop = evloop_new();
   client_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  ck_assert_int_eq(pc_addr_parse_ip(&cfg.socks_addr, "127.0.0.1", 0), 0);
+  cfg.socks_ports.n = 1;
+  cfg.socks_ports.port[0].iso = CLIENT_ISO_DEFAULT;
+  ck_assert_int_eq(
+      pc_addr_parse_ip(&cfg.socks_ports.port[0].addr, "127.0.0.1", 0), 0);
   cfg.max_circuit_dirtiness = 600;
   const char *err = NULL;
-  ck_assert_int_eq(client_init(S.loop, &cfg, &err), 0);
+  ck_assert_int_eq(client_init(S.loop, &cfg, &err, NULL), 0);
   int sv[2];
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   S.peer = sv[1];
