@@ -276,6 +276,9 @@ int ccirc_usable(const ccirc_t *cc);
 void client_predict_port(uint16_t port, uint64_t now);
 /* Build the preemptive circuits the predicted ports want. */
 void client_preempt_cb(void *arg);
+/* cs was attached to cc by a controller: cc's isolation includes it
+ * (a clean circuit takes its isolation), as when the pool chooses. */
+void ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs);
 /* Find or launch a circuit for cs (after its SOCKS handshake, or to retry
  * it when its circuit closed before CONNECTED). */
 void client_stream_attach(cstream_t *cs);

@@ -33,6 +33,20 @@ stream_iso(const cstream_t *cs, client_iso_t *out)
                           p ? p->session_group : INT_MIN);
 }
 
+void
+ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs)
+{
+  client_iso_t *iso = pc_malloc(sizeof(*iso));
+  stream_iso(cs, iso);
+  if (cc->iso_open) { /* a clean circuit: the stream's isolation now */
+    cc->iso_open = 0;
+    memset(&cc->iso, 0, sizeof(cc->iso));
+  }
+  client_iso_add(&cc->iso, iso);
+  pc_memwipe(iso, sizeof(*iso));
+  free(iso);
+}
+
 /* Does the exit of cc accept port (by its policy summary)? */
 static int
 exit_accepts(const ccirc_t *cc, uint16_t port)
@@ -459,7 +473,7 @@ client_stream_attach(cstream_t *cs)
     client_iso_add(&use->iso, iso);
   if (use && cs->port && (cs->port->flags & CLIENT_PORT_KEEPALIVE_AUTH) &&
       (cs->port->iso & CLIENT_ISO_SOCKSAUTH) &&
-      cs->req.auth != SOCKS_AUTH_NONE && use->dirty_since_us)
+      (cs->req.username_len || cs->req.password_len) && use->dirty_since_us)
     use->dirty_since_us = now; /* KeepAliveIsolateSOCKSAuth */
   pc_memwipe(iso, sizeof(*iso));
   free(iso);
