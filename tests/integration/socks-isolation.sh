@@ -4,10 +4,11 @@
 # isolation, seen by a controller (stem) in a private network.
 #
 # Private network: 1 tor authority, 3 tor relays, a pctor exit x (to
-# 127.0.0.1) and a pctor client c with a ControlPort, ExitNodes x and three
-# SocksPort lines: p1 (a fixed port, default flags), p2 (auto, default
-# flags) and p3 (auto NoIsolateSOCKSAuth NoDNSRequest). Checks:
-#   - GETINFO net/listeners/socks lists the three bound ports in order, the
+# 127.0.0.1), two web servers (ports h1, h2) and a pctor client c with a
+# ControlPort, ExitNodes x and four SocksPort lines: p1 (a fixed port,
+# default flags), p2 (auto IsolateDestPort SessionGroup=9), p3 (auto
+# NoIsolateSOCKSAuth NoDNSRequest) and p4 (auto SessionGroup=9). Checks:
+#   - GETINFO net/listeners/socks lists the four bound ports in order, the
 #     auto ones the kernel's (not 0, all different), and c's log says
 #     "Opened SocksPort on 127.0.0.1:PORT (auto)" for each;
 #   - downloads through p1 with SOCKS username alice twice share one
@@ -17,6 +18,8 @@
 #     (streams of different SocksPort lines never share); alice and bob
 #     through p3 share one (NoIsolateSOCKSAuth); GETINFO circuit-status
 #     lists these circuits BUILT;
+#   - SessionGroup=9: alice through p2 and through p4 to h1 share a
+#     circuit; alice through p2 to h2 takes another (IsolateDestPort);
 #   - p3 refuses a host name (NoDNSRequest): SOCKS5 error 2, a notice in
 #     c's log; an IP address through it works.
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +31,8 @@ PY=$(it_python3_with stem) || it_fail "python3-stem is not installed (scripts/in
 
 it_net_start --authorities 1 --relays 3 --exit-relays 0
 it_web_file 1
+read -r _ hport2 _ _ < <(it_privnet reserve "$net" --role web --nickname web2)
+it_http_server "$www" "$hport2"
 
 read -r _ cport _ _ < <(it_privnet reserve "$net" --role aux --nickname cports)
 it_start_pctor "$net" x relay "ExitRelay 1
@@ -38,9 +43,10 @@ ExitPolicy reject *:*
 ServerDNSResolvConfFile $net/resolv.conf"
 it_start_pctor "$net" c client "ControlPort $cport
 ExitNodes x
-SocksPort auto
-SocksPort auto NoIsolateSOCKSAuth NoDNSRequest"
-export CPORT=$cport HPORT=$hport P1=$(cat "$net/c.port") WANT=$want \
+SocksPort auto IsolateDestPort SessionGroup=9
+SocksPort auto NoIsolateSOCKSAuth NoDNSRequest
+SocksPort auto SessionGroup=9"
+export CPORT=$cport HPORT=$hport HPORT2=$hport2 P1=$(cat "$net/c.port") WANT=$want \
     LOGC=$(cat "$net/c.dir")/info.log
 
 "$PY" - <<'EOF' || it_fail "SocksPort isolation checks failed"
@@ -52,19 +58,20 @@ hport, want, p1 = os.environ["HPORT"], os.environ["WANT"], os.environ["P1"]
 
 # 1. The listeners: the fixed port, then the two auto ones.
 listeners = re.findall(r'"127\.0\.0\.1:(\d+)"', c.get_info("net/listeners/socks"))
-assert len(listeners) == 3 and listeners[0] == p1, listeners
-p2, p3 = listeners[1], listeners[2]
-assert "0" not in (p2, p3) and len(set(listeners)) == 3, listeners
+assert len(listeners) == 4 and listeners[0] == p1, listeners
+p2, p3, p4 = listeners[1:]
+assert "0" not in (p2, p3, p4) and len(set(listeners)) == 4, listeners
 log = open(os.environ["LOGC"]).read()
-for p in (p2, p3):
+for p in (p2, p3, p4):
     assert "Opened SocksPort on 127.0.0.1:%s (auto)" % p in log, "no log line for port %s" % p
-print("SocksPort lines bound to %s, %s (auto), %s (auto)" % (p1, p2, p3))
+print("SocksPort lines bound to %s, then %s, %s, %s (auto)" % (p1, p2, p3, p4))
 
-def fetch(port, user=None, host="127.0.0.1", scheme="socks5h", timeout=60):
+def fetch(port, user=None, host="127.0.0.1", scheme="socks5h", timeout=60,
+          web=hport):
     cred = "%s:secret@" % user if user else ""
     p = subprocess.run(["curl", "-sS", "--max-time", str(timeout), "-x",
                         "%s://%s127.0.0.1:%s" % (scheme, cred, port),
-                        "http://%s:%s/file" % (host, hport)], capture_output=True)
+                        "http://%s:%s/file" % (host, web)], capture_output=True)
     if p.returncode != 0:
         return None, p.stderr.decode(errors="replace")
     return hashlib.sha256(p.stdout).hexdigest(), ""
@@ -77,10 +84,10 @@ while fetch(p1, timeout=20)[0] != want:
 
 streams = []
 c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
-def circ_of(port, user=None, scheme="socks5h"):
+def circ_of(port, user=None, scheme="socks5h", web=hport):
     """Download through port as user; the circuit its stream used."""
     n = len(streams)
-    got, err = fetch(port, user, scheme=scheme)
+    got, err = fetch(port, user, scheme=scheme, web=web)
     assert got == want, "download through %s as %s failed: %s" % (port, user, err)
     deadline = time.time() + 5
     while True:
@@ -112,11 +119,18 @@ assert a_p3 == b_p3, "alice and bob through p3 used %s and %s" % (a_p3, b_p3)
 assert a_p3 not in (a1, b, n, a_p2), "p3 used a circuit of another line: %s" % a_p3
 print("p3 (NoIsolateSOCKSAuth): alice and bob on %s" % a_p3)
 
+# 5. One SessionGroup for p2 and p4; p2 isolates on the destination port.
+a_p4 = circ_of(p4, "alice")
+assert a_p4 == a_p2, "alice through p4 (SessionGroup=9 as p2) used %s, through p2 %s" % (a_p4, a_p2)
+a_p2_h2 = circ_of(p2, "alice", web=os.environ["HPORT2"])
+assert a_p2_h2 != a_p2, "alice through p2 (IsolateDestPort) to another port used %s again" % a_p2
+print("SessionGroup=9: p2 and p4 share %s; IsolateDestPort: the other port took %s" % (a_p2, a_p2_h2))
+
 status = c.get_info("circuit-status").splitlines()
-for circ in (a1, b, n, a_p2, a_p3):
+for circ in (a1, b, n, a_p2, a_p3, a_p2_h2):
     assert any(l.startswith("%s BUILT " % circ) for l in status), (circ, status)
 
-# 5. NoDNSRequest: a host name through p3 is refused.
+# 6. NoDNSRequest: a host name through p3 is refused.
 got, err = fetch(p3, host="web.example", timeout=30)
 assert got is None and "(2)" in err, "a host name through p3: %s %s" % (got, err)
 deadline = time.time() + 5

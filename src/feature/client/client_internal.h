@@ -78,6 +78,9 @@ typedef struct cstream_t {
   socks_parser_t socks;
   socks_request_t req;
   const client_port_t *port; /* its SocksPort line (NULL: a controller's) */
+  /* The target as the application asked for it, when MAPADDRESS changed
+   * it (IsolateDestAddr compares this, as tor); else NULL. */
+  char *orig_address;
   cstream_state_t state;
   ccirc_t *circ;
   edge_stream_t *es;      /* on circ's edge from BEGIN on, else NULL */

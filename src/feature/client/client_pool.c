@@ -31,6 +31,8 @@ stream_iso(const cstream_t *cs, client_iso_t *out)
   client_iso_from_request(out, &cs->req, cs->conn ? conn_peer(cs->conn) : NULL,
                           p ? p->iso : CLIENT_ISO_DEFAULT,
                           p ? p->session_group : INT_MIN);
+  if (cs->orig_address) /* IsolateDestAddr: as the application asked */
+    snprintf(out->dest_addr, sizeof(out->dest_addr), "%s", cs->orig_address);
 }
 
 void

@@ -150,6 +150,7 @@ socks_stream_free(cstream_t *cs)
   if (cs->conn)
     conn_close(cs->conn, 1);
   socks_parser_wipe(&cs->socks);
+  free(cs->orig_address);
   free(cs);
 }
 
@@ -372,9 +373,12 @@ handle_socks_bytes(cstream_t *cs)
                             "its address mappings loop or are too long");
           return;
         }
-        if (r > 0)
+        if (r > 0) {
           log_info("SOCKS target %s mapped to %s (MAPADDRESS)", was,
                    cs->req.address);
+          free(cs->orig_address);
+          cs->orig_address = pc_strdup(was);
+        }
       }
       if (cs->port && refused_by_port(cs)) /* the mapped target */
         return;
