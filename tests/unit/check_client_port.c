@@ -96,15 +96,16 @@ START_TEST(test_parse_flags)
   ck_assert_int_eq(p.session_group, 7);
   p = parse_ok("9050 sessiongroup=0");
   ck_assert_int_eq(p.session_group, 0);
-  p = parse_ok("9050 NoIPv4Traffic IPv6Traffic PreferIPv6 NoDNSRequest "
+  p = parse_ok("9050 NoIPv4Traffic NoIPv6Traffic NoPreferIPv6 NoDNSRequest "
                "NoOnionTraffic KeepAliveIsolateSOCKSAuth PreferSOCKSNoAuth");
-  ck_assert_uint_eq(p.flags, CLIENT_PORT_NO_IPV4 | CLIENT_PORT_IPV6 |
-                                 CLIENT_PORT_PREFER_IPV6 | CLIENT_PORT_NO_DNS |
+  ck_assert_uint_eq(p.flags, CLIENT_PORT_NO_IPV4 | CLIENT_PORT_NO_IPV6 |
+                                 CLIENT_PORT_NO_PREFER_IPV6 |
+                                 CLIENT_PORT_NO_DNS |
                                  CLIENT_PORT_NO_ONION |
                                  CLIENT_PORT_KEEPALIVE_AUTH |
                                  CLIENT_PORT_PREFER_NOAUTH);
-  p = parse_ok("9050 NoIPv4Traffic IPv4Traffic IPv6Traffic NoIPv6Traffic "
-               "NoDNSRequest DNSRequest");
+  p = parse_ok("9050 NoIPv4Traffic IPv4Traffic NoIPv6Traffic IPv6Traffic "
+               "NoPreferIPv6 PreferIPv6 NoDNSRequest DNSRequest");
   ck_assert_uint_eq(p.flags, 0);
   /* The "No" forms of the cache flags ask for what pctor does. */
   p = parse_ok("9050 NoCacheDNS NoUseDNSCache NoCacheIPv4DNS NoExtendedErrors");
@@ -136,10 +137,10 @@ START_TEST(test_format)
   client_port_format(&p, buf, sizeof(buf));
   ck_assert_str_eq(buf, "127.0.0.1:9050");
   p = parse_ok("127.0.0.2:auto NoIsolateSOCKSAuth IsolateDestPort "
-               "SessionGroup=4 NoIPv4Traffic IPv6Traffic");
+               "SessionGroup=4 NoIPv4Traffic NoIPv6Traffic");
   client_port_format(&p, buf, sizeof(buf));
   ck_assert_str_eq(buf, "127.0.0.2:auto NoIsolateSOCKSAuth IsolateDestPort "
-                        "SessionGroup=4 NoIPv4Traffic IPv6Traffic");
+                        "SessionGroup=4 NoIPv4Traffic NoIPv6Traffic");
   /* It parses back to the same port. */
   client_port_t q = parse_ok(buf);
   ck_assert_int_eq(memcmp(&p, &q, sizeof(p)), 0);
@@ -303,14 +304,15 @@ START_TEST(test_check_request)
   socks_request_t onion = req("abcdef.onion.", 80, NULL, 5);
   socks_request_t resolve = name;
   resolve.command = SOCKS_CMD_RESOLVE;
-  /* Defaults: names and IPv4 fine, IPv6 needs IPv6Traffic (as tor). */
+  /* Defaults (tor 0.4.9's, checked with it): names, IPv4 and IPv6. */
   ck_assert_int_eq(client_port_check_request(0, &name, &why), -1);
   ck_assert_int_eq(client_port_check_request(0, &v4, &why), -1);
   ck_assert_int_eq(client_port_check_request(0, &resolve, &why), -1);
-  ck_assert_int_eq(client_port_check_request(0, &v6, &why),
+  ck_assert_int_eq(client_port_check_request(0, &v6, &why), -1);
+  ck_assert_int_eq(client_port_check_request(CLIENT_PORT_NO_IPV6, &v6, &why),
                    END_STREAM_REASON_EXITPOLICY);
-  ck_assert_ptr_nonnull(strstr(why, "IPv6Traffic"));
-  ck_assert_int_eq(client_port_check_request(CLIENT_PORT_IPV6, &v6, &why),
+  ck_assert_ptr_nonnull(strstr(why, "NoIPv6Traffic"));
+  ck_assert_int_eq(client_port_check_request(CLIENT_PORT_NO_IPV6, &v4, &why),
                    -1);
   ck_assert_int_eq(client_port_check_request(CLIENT_PORT_NO_IPV4, &v4, &why),
                    END_STREAM_REASON_EXITPOLICY);
@@ -338,18 +340,19 @@ END_TEST
 
 START_TEST(test_begin_flags)
 {
-  ck_assert_uint_eq(client_port_begin_flags(0, 5), 0);
-  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_IPV6, 5),
-                    RELAY_BEGIN_FLAG_IPV6_OK);
+  const uint32_t ok6 = RELAY_BEGIN_FLAG_IPV6_OK,
+                 pref6 = RELAY_BEGIN_FLAG_IPV6_PREFERRED,
+                 no4 = RELAY_BEGIN_FLAG_IPV4_NOT_OK;
+  /* Default: IPv6 fine and preferred (tor since 0.4.3). */
+  ck_assert_uint_eq(client_port_begin_flags(0, 5), ok6 | pref6);
+  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_NO_PREFER_IPV6, 5),
+                    ok6);
+  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_NO_IPV6, 5), 0);
   /* SOCKS4 cannot carry IPv6 answers. */
-  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_IPV6, 4), 0);
-  ck_assert_uint_eq(
-      client_port_begin_flags(CLIENT_PORT_IPV6 | CLIENT_PORT_PREFER_IPV6 |
-                                  CLIENT_PORT_NO_IPV4, 5),
-      RELAY_BEGIN_FLAG_IPV6_OK | RELAY_BEGIN_FLAG_IPV6_PREFERRED |
-          RELAY_BEGIN_FLAG_IPV4_NOT_OK);
-  /* PreferIPv6 without IPv6Traffic says nothing. */
-  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_PREFER_IPV6, 5), 0);
+  ck_assert_uint_eq(client_port_begin_flags(0, 4), 0);
+  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_NO_IPV4, 5),
+                    ok6 | pref6 | no4);
+  ck_assert_uint_eq(client_port_begin_flags(CLIENT_PORT_NO_IPV4, 4), no4);
 }
 END_TEST
 

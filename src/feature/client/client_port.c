@@ -39,8 +39,8 @@ static const struct {
   int inverted;
 } port_flags[] = {
     {"IPv4Traffic", CLIENT_PORT_NO_IPV4, 1},
-    {"IPv6Traffic", CLIENT_PORT_IPV6, 0},
-    {"PreferIPv6", CLIENT_PORT_PREFER_IPV6, 0},
+    {"IPv6Traffic", CLIENT_PORT_NO_IPV6, 1},
+    {"PreferIPv6", CLIENT_PORT_NO_PREFER_IPV6, 1},
     {"DNSRequest", CLIENT_PORT_NO_DNS, 1},
     {"OnionTraffic", CLIENT_PORT_NO_ONION, 1},
     {"KeepAliveIsolateSOCKSAuth", CLIENT_PORT_KEEPALIVE_AUTH, 0},
@@ -174,7 +174,7 @@ parse_flag(const char *f, client_port_t *p, int *seen_group, char **err_out)
       "unknown SocksPort flag '%s' (pctor knows tor's IsolateClientAddr, "
       "IsolateSOCKSAuth, IsolateClientProtocol, IsolateDestPort, "
       "IsolateDestAddr, SessionGroup=N, KeepAliveIsolateSOCKSAuth, "
-      "PreferSOCKSNoAuth, NoIPv4Traffic, IPv6Traffic, PreferIPv6, "
+      "PreferSOCKSNoAuth, NoIPv4Traffic, NoIPv6Traffic, NoPreferIPv6, "
       "NoDNSRequest, NoOnionTraffic, each also with No in front)",
       f);
   return -1;
@@ -346,8 +346,8 @@ client_port_check_request(unsigned flags, const socks_request_t *req,
     *why = "an IPv4 address on a port with NoIPv4Traffic";
     return END_STREAM_REASON_EXITPOLICY;
   }
-  if (a.family == AF_INET6 && !(flags & CLIENT_PORT_IPV6)) {
-    *why = "an IPv6 address on a port without IPv6Traffic";
+  if (a.family == AF_INET6 && (flags & CLIENT_PORT_NO_IPV6)) {
+    *why = "an IPv6 address on a port with NoIPv6Traffic";
     return END_STREAM_REASON_EXITPOLICY;
   }
   return -1;
@@ -357,11 +357,11 @@ uint32_t
 client_port_begin_flags(unsigned flags, int version)
 {
   uint32_t f = 0;
-  if ((flags & CLIENT_PORT_IPV6) && version == 5)
+  if (!(flags & CLIENT_PORT_NO_IPV6) && version == 5)
     f |= RELAY_BEGIN_FLAG_IPV6_OK;
   if (flags & CLIENT_PORT_NO_IPV4)
     f |= RELAY_BEGIN_FLAG_IPV4_NOT_OK;
-  if ((flags & CLIENT_PORT_PREFER_IPV6) && (f & RELAY_BEGIN_FLAG_IPV6_OK))
+  if (!(flags & CLIENT_PORT_NO_PREFER_IPV6) && (f & RELAY_BEGIN_FLAG_IPV6_OK))
     f |= RELAY_BEGIN_FLAG_IPV6_PREFERRED;
   return f;
 }

@@ -35,8 +35,8 @@
 
 /* Other flags of a SocksPort line. */
 #define CLIENT_PORT_NO_IPV4 0x01        /* NoIPv4Traffic */
-#define CLIENT_PORT_IPV6 0x02           /* IPv6Traffic */
-#define CLIENT_PORT_PREFER_IPV6 0x04    /* PreferIPv6 */
+#define CLIENT_PORT_NO_IPV6 0x02       /* NoIPv6Traffic */
+#define CLIENT_PORT_NO_PREFER_IPV6 0x04 /* NoPreferIPv6 */
 #define CLIENT_PORT_NO_DNS 0x08         /* NoDNSRequest */
 #define CLIENT_PORT_NO_ONION 0x10       /* NoOnionTraffic */
 #define CLIENT_PORT_KEEPALIVE_AUTH 0x20 /* KeepAliveIsolateSOCKSAuth */
