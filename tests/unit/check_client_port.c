@@ -96,9 +96,9 @@ START_TEST(test_parse_flags)
   ck_assert_int_eq(p.session_group, 7);
   p = parse_ok("9050 sessiongroup=0");
   ck_assert_int_eq(p.session_group, 0);
-  p = parse_ok("9050 NoIPv4Traffic NoIPv6Traffic NoPreferIPv6 NoDNSRequest "
+  p = parse_ok("9050 NoIPv4Traffic NoPreferIPv6 NoDNSRequest "
                "NoOnionTraffic KeepAliveIsolateSOCKSAuth PreferSOCKSNoAuth");
-  ck_assert_uint_eq(p.flags, CLIENT_PORT_NO_IPV4 | CLIENT_PORT_NO_IPV6 |
+  ck_assert_uint_eq(p.flags, CLIENT_PORT_NO_IPV4 |
                                  CLIENT_PORT_NO_PREFER_IPV6 |
                                  CLIENT_PORT_NO_DNS |
                                  CLIENT_PORT_NO_ONION |
@@ -111,6 +111,7 @@ START_TEST(test_parse_flags)
   p = parse_ok("9050 NoCacheDNS NoUseDNSCache NoCacheIPv4DNS NoExtendedErrors");
   ck_assert_uint_eq(p.flags, 0);
 
+  parse_bad("9050 NoIPv4Traffic NoIPv6Traffic", "leave no address");
   parse_bad("9050 SessionGroup=", "SessionGroup needs a number");
   parse_bad("9050 SessionGroup=-2", "SessionGroup needs a number");
   parse_bad("9050 SessionGroup=x", "SessionGroup needs a number");
@@ -137,10 +138,10 @@ START_TEST(test_format)
   client_port_format(&p, buf, sizeof(buf));
   ck_assert_str_eq(buf, "127.0.0.1:9050");
   p = parse_ok("127.0.0.2:auto NoIsolateSOCKSAuth IsolateDestPort "
-               "SessionGroup=4 NoIPv4Traffic NoIPv6Traffic");
+               "SessionGroup=4 NoIPv6Traffic NoDNSRequest");
   client_port_format(&p, buf, sizeof(buf));
   ck_assert_str_eq(buf, "127.0.0.2:auto NoIsolateSOCKSAuth IsolateDestPort "
-                        "SessionGroup=4 NoIPv4Traffic NoIPv6Traffic");
+                        "SessionGroup=4 NoIPv6Traffic NoDNSRequest");
   /* It parses back to the same port. */
   client_port_t q = parse_ok(buf);
   ck_assert_int_eq(memcmp(&p, &q, sizeof(p)), 0);

@@ -205,6 +205,14 @@ client_port_parse(const char *value, client_port_t *out, char **err_out)
     for (char *f = strtok_r(NULL, " \t", &save); f && r == 0;
          f = strtok_r(NULL, " \t", &save))
       r = parse_flag(f, out, &seen_group, err_out);
+    if (r == 0 && (out->flags & CLIENT_PORT_NO_IPV4) &&
+        (out->flags & CLIENT_PORT_NO_IPV6)) {
+      /* tor allows it only for onion services, which pctor lacks. */
+      *err_out = pc_asprintf("SocksPort '%s': NoIPv4Traffic and "
+                             "NoIPv6Traffic together leave no address "
+                             "pctor's client can reach", first);
+      r = -1;
+    }
   }
   free(copy);
   return r;
