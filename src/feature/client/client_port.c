@@ -175,7 +175,7 @@ parse_flag(const char *f, client_port_t *p, int *seen_group, char **err_out)
       "IsolateSOCKSAuth, IsolateClientProtocol, IsolateDestPort, "
       "IsolateDestAddr, SessionGroup=N, KeepAliveIsolateSOCKSAuth, "
       "PreferSOCKSNoAuth, NoIPv4Traffic, NoIPv6Traffic, NoPreferIPv6, "
-      "NoDNSRequest, NoOnionTraffic, each also with No in front)",
+      "NoDNSRequest and NoOnionTraffic; No in front turns a flag off)",
       f);
   return -1;
 }
