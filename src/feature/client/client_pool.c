@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* client_pool.c -- the SocksPort client's circuit pool (client_internal.h):
- * which circuit a stream takes (isolation allows it (client_port.h), exit
- * policy accepts
- * the port, not dirtier than MaxCircuitDirtiness; else a clean preemptive
+ * which circuit a stream takes (its isolation allows it, client_port.h;
+ * the exit policy accepts the port; not dirtier than MaxCircuitDirtiness,
+ * which KeepAliveIsolateSOCKSAuth renews; else a clean preemptive
  * one; else a new one), launching a circuit or a conflux set (paths from
  * feature/dir's path selection; a set's legs share the exit and use
  * distinct guards and middles), and preemptive circuits built ahead of
