@@ -21,7 +21,13 @@
 #   - SessionGroup=9: alice through p2 and through p4 to h1 share a
 #     circuit; alice through p2 to h2 takes another (IsolateDestPort);
 #   - p3 refuses a host name (NoDNSRequest): SOCKS5 error 2, a notice in
-#     c's log; an IP address through it works.
+#     c's log; an IP address through it works;
+#   - KeepAliveIsolateSOCKSAuth, on a second client c2 with
+#     MaxCircuitDirtiness 10 and a second line "auto
+#     KeepAliveIsolateSOCKSAuth": three downloads 6 s apart as carol through
+#     c2's first line take a new circuit for the third (dirty for 12 s);
+#     through the keep-alive line all three share one (each stream with
+#     credentials renews it).
 . "$(dirname "$0")/lib.sh"
 set -u
 
@@ -46,6 +52,12 @@ ExitNodes x
 SocksPort auto IsolateDestPort SessionGroup=9
 SocksPort auto NoIsolateSOCKSAuth NoDNSRequest
 SocksPort auto SessionGroup=9"
+read -r _ c2port _ _ < <(it_privnet reserve "$net" --role aux --nickname c2ports)
+it_start_pctor "$net" c2 client "ControlPort $c2port
+ExitNodes x
+MaxCircuitDirtiness 10
+SocksPort auto KeepAliveIsolateSOCKSAuth"
+export C2PORT=$c2port C2P1=$(cat "$net/c2.port")
 export CPORT=$cport HPORT=$hport HPORT2=$hport2 P1=$(cat "$net/c.port") WANT=$want \
     LOGC=$(cat "$net/c.dir")/info.log
 
@@ -139,7 +151,34 @@ while "a name lookup on a port with NoDNSRequest" not in open(os.environ["LOGC"]
     time.sleep(0.2)
 print("p3 (NoDNSRequest): a host name refused with SOCKS5 error 2")
 c.close()
+
+# 7. KeepAliveIsolateSOCKSAuth on c2 (MaxCircuitDirtiness 10).
+c = Controller.from_port(port=int(os.environ["C2PORT"]))
+c.authenticate()
+q1 = os.environ["C2P1"]
+q2 = re.findall(r'"127\.0\.0\.1:(\d+)"', c.get_info("net/listeners/socks"))[1]
+deadline = time.time() + 180
+while fetch(q1, timeout=20)[0] != want:
+    assert time.time() < deadline, "no download through c2 at all"
+    time.sleep(3)
+streams = []
+c.add_event_listener(lambda e: streams.append(e), EventType.STREAM)
+def three(port, user):
+    circs = []
+    for i in range(3):
+        if i:
+            time.sleep(5.5)
+        circs.append(circ_of(port, user))
+    return circs
+plain = three(q1, "carol")
+assert plain[0] == plain[1] and plain[2] != plain[0], \
+    "without keep-alive, carol's circuits were %s (want the third new)" % plain
+kept = three(q2, "dave")
+assert kept[0] == kept[1] == kept[2], \
+    "with KeepAliveIsolateSOCKSAuth, dave's circuits were %s" % kept
+print("MaxCircuitDirtiness 10: carol %s; dave (KeepAliveIsolateSOCKSAuth) %s" % (plain, kept))
+c.close()
 EOF
 
-it_pctor_alive_quiet "$net" x c
+it_pctor_alive_quiet "$net" x c c2
 it_log "SocksPort isolation checks passed"
