@@ -213,6 +213,20 @@ START_TEST(test_isolation)
   ck_assert_int_eq(shares(&b, &a), 0);
   client_iso_t n = iso_of(&none, "127.0.0.1", D, -2);
   ck_assert_int_eq(shares(&a, &n), 0);
+  /* Empty credentials are none; a SOCKS4 user id is a username (tor). */
+  socks_request_t empty = none;
+  empty.auth = SOCKS_AUTH_USERPASS;
+  client_iso_t e = iso_of(&empty, "127.0.0.1", D, -2);
+  ck_assert_int_eq(shares(&n, &e), 1);
+  socks_request_t s4id = req("web.example", 80, "alice", 4);
+  s4id.auth = SOCKS_AUTH_SOCKS4_USERID;
+  s4id.password_len = 0;
+  socks_request_t alice_nopw = alice;
+  alice_nopw.password_len = 0;
+  client_iso_t a4 = iso_of(&s4id, "127.0.0.1", D, -2);
+  client_iso_t a5 = iso_of(&alice_nopw, "127.0.0.1", D, -2);
+  ck_assert_int_eq(shares(&a5, &a4), 1);
+  ck_assert_int_eq(shares(&a, &a4), 0); /* the password differs */
   /* NoIsolateSOCKSAuth on both: they may share. */
   unsigned noauth = D & ~(unsigned)CLIENT_ISO_SOCKSAUTH;
   client_iso_t a_na = iso_of(&alice, "127.0.0.1", noauth, -2);

@@ -267,7 +267,6 @@ client_iso_from_request(client_iso_t *out, const socks_request_t *req,
   out->proto = req->version;
   out->dest_port = req->port;
   snprintf(out->dest_addr, sizeof(out->dest_addr), "%s", req->address);
-  out->auth_type = (uint8_t)req->auth;
   out->username_len = req->username_len;
   out->password_len = req->password_len;
   memcpy(out->username, req->username, req->username_len);
@@ -290,7 +289,9 @@ client_iso_differs(const client_iso_t *a, const client_iso_t *b)
     d |= CLIENT_ISO_DESTPORT;
   if (strcasecmp(a->dest_addr, b->dest_addr))
     d |= CLIENT_ISO_DESTADDR;
-  if (a->auth_type != b->auth_type || a->username_len != b->username_len ||
+  /* The bytes only, as tor: a SOCKS4 user id is a username, and empty
+   * credentials are none. */
+  if (a->username_len != b->username_len ||
       a->password_len != b->password_len ||
       memcmp(a->username, b->username, a->username_len) ||
       memcmp(a->password, b->password, a->password_len))

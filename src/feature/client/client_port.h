@@ -79,7 +79,6 @@ typedef struct client_iso_t {
   uint8_t proto;          /* SOCKS version (4, 5); 0: not SOCKS */
   uint16_t dest_port;
   char dest_addr[SOCKS_MAX_HOSTNAME + 1]; /* compared case-insensitively */
-  uint8_t auth_type;      /* socks_auth_t */
   uint16_t username_len, password_len;
   uint8_t username[SOCKS4_MAX_USERID + 1];
   uint8_t password[SOCKS_MAX_PASSWORD + 1];
