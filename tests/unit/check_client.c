@@ -4,7 +4,9 @@
  *   - client_socks.c: a SOCKS5 connection (a socketpair handed to the
  *     listener's accept callback) whose CONNECT finds no circuit (no
  *     consensus) gets "host unreachable"; a RESOLVE gets a failure reply;
- *     the statistics count both;
+ *     the statistics count both; a SocksPort line's flags choose the
+ *     SOCKS5 method (PreferSOCKSNoAuth, NoIsolateSOCKSAuth) and refuse
+ *     requests (NoDNSRequest, NoIPv4Traffic) with error 2;
  *   - client_pool.c: predicted ports (a stream's port is remembered, the
  *     least recently asked one is forgotten when all slots are taken);
  *   - client_conflux.c: a leg without a built circuit is "blocked" for the
@@ -66,10 +68,13 @@ setup(void)
   S.loop = evloop_new();
   client_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  ck_assert_int_eq(pc_addr_parse_ip(&cfg.socks_addr, "127.0.0.1", 0), 0);
+  cfg.socks_ports.n = 1;
+  cfg.socks_ports.port[0].iso = CLIENT_ISO_DEFAULT;
+  ck_assert_int_eq(
+      pc_addr_parse_ip(&cfg.socks_ports.port[0].addr, "127.0.0.1", 0), 0);
   cfg.max_circuit_dirtiness = 600;
   const char *err = NULL;
-  ck_assert_int_eq(client_init(S.loop, &cfg, &err), 0);
+  ck_assert_int_eq(client_init(S.loop, &cfg, &err, NULL), 0);
   int sv[2];
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   S.peer = sv[1];
@@ -393,6 +398,68 @@ START_TEST(test_stream_failed_reason)
 }
 END_TEST
 
+/* A new SOCKS connection (replacing the one setup made) on a SocksPort
+ * line with the given flags. */
+static client_port_t flag_port;
+static void
+reconnect_on(const char *line)
+{
+  char *err = NULL;
+  ck_assert_int_eq(client_port_parse(line, &flag_port, &err), 0);
+  close(S.peer);
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  S.peer = sv[1];
+  fcntl(S.peer, F_SETFL, O_NONBLOCK);
+  S.n_got = 0;
+  pc_addr_t peer;
+  memset(&peer, 0, sizeof(peer));
+  client_socks_accept(sv[0], &peer, &flag_port);
+}
+
+/* SOCKS5 method choice by the line's flags (tor): username/password over
+ * no-auth when both are offered, unless PreferSOCKSNoAuth or
+ * NoIsolateSOCKSAuth. */
+START_TEST(test_port_method_choice)
+{
+  static const uint8_t both[] = {5, 2, 0, 2};
+  const struct {
+    const char *line;
+    uint8_t method;
+  } cases[] = {
+      {"9050", 2},
+      {"9050 PreferSOCKSNoAuth", 0},
+      {"9050 NoIsolateSOCKSAuth", 0},
+      {"9050 NoIsolateSOCKSAuth IsolateSOCKSAuth", 2},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    reconnect_on(cases[i].line);
+    exchange(both, sizeof(both), 2);
+    ck_assert_uint_eq(S.got[0], 5);
+    ck_assert_msg(S.got[1] == cases[i].method, "%s: method %u",
+                  cases[i].line, S.got[1]);
+  }
+}
+END_TEST
+
+/* NoDNSRequest: a CONNECT to a host name gets "not allowed by ruleset"
+ * (2) at once; NoIPv4Traffic refuses an IPv4 address the same way. */
+START_TEST(test_port_refuses_request)
+{
+  reconnect_on("9050 NoDNSRequest");
+  socks5_hello();
+  static const uint8_t name[] = {5, 1, 0, 3, 7, 'e', 'x', 'a', 'm',
+                                 'p', 'l', 'e', 0, 80};
+  exchange(name, sizeof(name), 2 + 4);
+  check_one_failure(2);
+  reconnect_on("9050 NoIPv4Traffic");
+  socks5_hello();
+  static const uint8_t v4[] = {5, 1, 0, 1, 192, 0, 2, 7, 0, 80};
+  exchange(v4, sizeof(v4), 2 + 4);
+  ck_assert_uint_eq(S.got[3], 2);
+}
+END_TEST
+
 /* tor's RESOLVE extension (command 0xF0) for "example" port 0: no
  * consensus, so no exit to ask: a SOCKS error. */
 START_TEST(test_resolve_without_exit)
@@ -467,6 +534,8 @@ suite_client(void)
   tcase_add_test(tc, test_other_observers_refuse_second);
   tcase_add_test(tc, test_stream_failed_reason);
   tcase_add_test(tc, test_measureme_answers);
+  tcase_add_test(tc, test_port_method_choice);
+  tcase_add_test(tc, test_port_refuses_request);
   suite_add_tcase(s, tc);
   return s;
 }

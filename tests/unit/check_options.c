@@ -726,13 +726,29 @@ START_TEST(test_directory_options)
   /* SocksPort: a bare port binds 127.0.0.1. */
   o = parse_ok("SocksPort 9050\nExitNodes $0123456789ABCDEF0123456789ABCDEF01234567"
                "\nMaxCircuitDirtiness 30\n", 0, NULL);
-  ck_assert_int_eq(o->socks_addr.family, AF_INET);
-  ck_assert_uint_eq(o->socks_addr.port, 9050);
-  ck_assert_uint_eq(pc_addr_ipv4_h(&o->socks_addr), 0x7f000001);
+  ck_assert_int_eq(o->socks_ports.n, 1);
+  ck_assert_int_eq(o->socks_ports.port[0].addr.family, AF_INET);
+  ck_assert_uint_eq(o->socks_ports.port[0].addr.port, 9050);
+  ck_assert_uint_eq(pc_addr_ipv4_h(&o->socks_ports.port[0].addr), 0x7f000001);
+  ck_assert_uint_eq(o->socks_ports.port[0].iso, CLIENT_ISO_DEFAULT);
   ck_assert_int_eq(o->max_circuit_dirtiness, 30);
   options_free(o);
   o = parse_ok("SocksPort 0\n", 0, NULL);
-  ck_assert_int_eq(o->socks_addr.family, AF_UNSPEC);
+  ck_assert_int_eq(o->socks_ports.n, 0);
+  options_free(o);
+  /* Several SocksPort lines with flags, and auto. */
+  o = parse_ok("SocksPort 9050\nSocksPort auto IsolateDestPort "
+               "NoIsolateSOCKSAuth SessionGroup=3\n"
+               "SocksPort 127.0.0.2:auto KeepAliveIsolateSOCKSAuth\n",
+               0, NULL);
+  ck_assert_int_eq(o->socks_ports.n, 3);
+  ck_assert_uint_eq(o->socks_ports.port[1].addr.port, 0);
+  ck_assert_uint_eq(o->socks_ports.port[1].iso,
+                    CLIENT_ISO_CLIENTADDR | CLIENT_ISO_DESTPORT |
+                        CLIENT_ISO_SESSIONGRP);
+  ck_assert_int_eq(o->socks_ports.port[1].session_group, 3);
+  ck_assert_uint_eq(pc_addr_ipv4_h(&o->socks_ports.port[2].addr), 0x7f000002);
+  ck_assert_uint_eq(o->socks_ports.port[2].flags, CLIENT_PORT_KEEPALIVE_AUTH);
   options_free(o);
   o = parse_ok("MaxMemInQueues 512 MB\n", 0, NULL);
   ck_assert_uint_eq(o->max_mem_in_queues, 512ULL * 1024 * 1024);
@@ -754,7 +770,7 @@ START_TEST(test_directory_options)
   assert_has(e2, "MeasureMeClientBurst");
   free(e2);
   e2 = parse_bad("SocksPort 70000\n", 0, NULL);
-  assert_has(e2, "SocksPort must be 0, PORT or ADDRESS:PORT");
+  assert_has(e2, "SocksPort '70000': the port must be 1 to 65535");
   free(e2);
   e2 = parse_bad("ExitNodes $12\n", 0, NULL);
   assert_has(e2, "ExitNodes");
@@ -1079,7 +1095,7 @@ START_TEST(test_typed_values)
   ck_assert_uint_eq(o->max_mem_in_queues, 0); /* automatic */
   ck_assert_int_eq(o->max_circuit_dirtiness, 600);
   ck_assert_int_eq(o->refuse_unknown_exits, -1);
-  ck_assert_int_eq(o->socks_addr.family, AF_UNSPEC);
+  ck_assert_int_eq(o->socks_ports.n, 0);
   /* Module-owned options live in the module's struct. */
   const conflux_options_t *co = options_module(o, &conflux_conf_module);
   ck_assert_int_eq(co->enabled, -1);
@@ -1157,11 +1173,15 @@ START_TEST(test_typed_values)
     {"IPsecMaxPeersPerAddress 0\n", "IPsecMaxPeersPerAddress' on line 1"},
     {"IPsecCharonUser no-such-user-here\n",
      "there is no user named 'no-such-user-here'"},
-    {"SocksPort nine\n", "SocksPort must be 0, PORT or ADDRESS:PORT"},
-    {"SocksPort auto\n", "'SocksPort auto' is not supported yet"},
-    {"SocksPort 127.0.0.1:auto\n", "'SocksPort auto' is not supported yet"},
-    {"SocksPort 9050 IsolateDestAddr\n",
-     "SocksPort flags ('IsolateDestAddr') are not supported yet"},
+    {"SocksPort nine\n", "SocksPort 'nine' is not PORT, ADDRESS:PORT, auto"},
+    {"SocksPort 9050 CacheDNS\n",
+     "SocksPort flag 'CacheDNS' is not supported yet: pctor's client keeps "
+     "no DNS cache"},
+    {"SocksPort 9050 IsolateNothing\n",
+     "unknown SocksPort flag 'IsolateNothing'"},
+    {"SocksPort 9050\nSocksPort 0\n",
+     "'SocksPort 0' (no SocksPort) cannot be combined"},
+    {"SocksPort unix:/tmp/s\n", "unix sockets are not supported yet"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char *err = parse_bad(bad[i].torrc, 0, NULL);

@@ -279,6 +279,7 @@ typedef struct {
   conf_assign_ctx_t base;            /* first: lib/conf reads the cwd */
   const conf_line_t **where;         /* per option (global index) */
   port_lines_t orport, dirport;
+  const conf_line_t *socks_zero; /* a "SocksPort 0" line */
 } parse_ctx_t;
 
 
@@ -451,52 +452,51 @@ options_orports_advertised(const options_t *o, pc_addr_t out[4])
   return n;
 }
 
-/* SocksPort: "0" (off), "PORT" (on 127.0.0.1) or "ADDRESS:PORT". */
+/* SocksPort: "0" (off), or lines of [ADDRESS:]PORT|auto [FLAGS]
+ * (feature/client/client_port.c reads them). */
 static int
 socks_assign(void *field, const char *value, void *arg,
              const conf_line_t *line, char **err_out)
 {
-  (void)arg;
-  (void)line;
-  pc_addr_t a;
-  memset(&a, 0, sizeof(a));
-  a.family = AF_UNSPEC;
-  if (!strcasecmp(value, "auto") ||
-      (strlen(value) > 5 && !strcasecmp(value + strlen(value) - 5,
-                                        ":auto"))) {
-    *err_out = pc_strdup("'SocksPort auto' is not supported yet: give a "
-                         "port number");
+  client_ports_t *ports = field;
+  parse_ctx_t *ctx = arg;
+  if (!line || !ctx) { /* the default, "0" */
+    memset(ports, 0, sizeof(*ports));
+    return 0;
+  }
+  client_port_t p;
+  int r = client_port_parse(value, &p, err_out);
+  if (r < 0)
+    return -1;
+  if ((r == 1 && ports->n > 0) || ctx->socks_zero) {
+    *err_out = pc_strdup("'SocksPort 0' (no SocksPort) cannot be combined "
+                         "with other SocksPort lines");
     return -1;
   }
-  const char *flags = value + strcspn(value, " \t");
-  if (*flags) {
-    flags += strspn(flags, " \t");
-    *err_out = pc_asprintf("SocksPort flags ('%s') are not supported yet: "
-                           "give only [ADDRESS:]PORT", flags);
+  if (r == 1) {
+    ctx->socks_zero = line;
+    return 0;
+  }
+  if (ports->n >= CLIENT_MAX_SOCKS_PORTS) {
+    *err_out = pc_asprintf("at most %d SocksPort lines are supported",
+                           CLIENT_MAX_SOCKS_PORTS);
     return -1;
   }
-  if (strcmp(value, "0")) {
-    char *end = NULL;
-    long port = strtol(value, &end, 10);
-    int ok;
-    if (*value && !*end)
-      ok = port > 0 && port < 65536 &&
-           pc_addr_parse_ip(&a, "127.0.0.1", (uint16_t)port) == 0;
-    else
-      ok = pc_addr_parse(&a, value) == 0 && a.port != 0;
-    if (!ok) {
-      *err_out = pc_strdup("SocksPort must be 0, PORT or ADDRESS:PORT");
-      return -1;
-    }
-  }
-  *(pc_addr_t *)field = a;
+  ports->port[ports->n++] = p;
   return 0;
 }
 
 static void
 socks_format(const void *field, conf_strlist_t *out)
 {
-  conf_format_listen_port(field, out);
+  const client_ports_t *ports = field;
+  char buf[1024];
+  if (ports->n == 0)
+    conf_strlist_add(out, "0");
+  for (int i = 0; i < ports->n; i++) {
+    client_port_format(&ports->port[i], buf, sizeof(buf));
+    conf_strlist_add(out, buf);
+  }
 }
 
 static int
@@ -705,7 +705,8 @@ static const conf_custom_t dirport_type = {
   CONF_STORE_BLOB, sizeof(options_ports_t), 1, dirport_assign, orport_format,
   NULL};
 static const conf_custom_t socks_type = {
-  CONF_STORE_BLOB, sizeof(pc_addr_t), 0, socks_assign, socks_format, NULL};
+  CONF_STORE_BLOB, sizeof(client_ports_t), 1, socks_assign, socks_format,
+  NULL};
 static const conf_custom_t log_type = {
   CONF_STORE_STRLIST, 0, 1, NULL, NULL, log_check_destination};
 static const conf_custom_t dirauth_type = {
@@ -1117,14 +1118,27 @@ static const conf_var_t app_vars[] = {
    "names clients ask for. Only its nameserver lines are used; nothing "
    "else (no hosts file, no search domains). Tests point it at a "
    "resolver on 127.0.0.1.", NULL},
-  {"SocksPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT | 0", "0", "0 (no client)",
-   0, 0, 0, OFF(socks_addr),
+  {"SocksPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT|auto [FLAGS] | 0", "0",
+   "0 (no client)",
+   0, 0, 0, OFF(socks_ports),
    "Accept SOCKS4a and SOCKS5 connections from applications on PORT (on "
-   "127.0.0.1 unless ADDRESS is given) and carry them over three-hop "
-   "circuits chosen from the consensus. Streams with different SOCKS "
-   "usernames or passwords never share a circuit (IsolateSOCKSAuth). Only "
-   "CONNECT is supported; RESOLVE requests are refused. 0 disables the "
-   "client.", &socks_type},
+   "127.0.0.1 unless ADDRESS is given; auto: a port the kernel picks, "
+   "logged and given by GETINFO net/listeners/socks) and carry them over "
+   "three-hop circuits chosen from the consensus. May be given several "
+   "times (at most 16). FLAGS as tor's: the isolation flags "
+   "IsolateClientAddr and IsolateSOCKSAuth (both on by default), "
+   "IsolateClientProtocol, IsolateDestPort, IsolateDestAddr (each off "
+   "with No in front) and SessionGroup=N: streams that differ in a field "
+   "one of them isolates on never share a circuit, and streams of "
+   "different SocksPort lines never do unless the lines have the same "
+   "SessionGroup; and KeepAliveIsolateSOCKSAuth, PreferSOCKSNoAuth, "
+   "NoIPv4Traffic, NoIPv6Traffic, NoPreferIPv6 (told to the exit in the "
+   "BEGIN cell's flags; by default, as tor, IPv6 is allowed and "
+   "preferred), "
+   "NoDNSRequest (no host names or lookups) and NoOnionTraffic. "
+   "OnionTrafficOnly, the DNS cache flags (CacheDNS, UseDNSCache, ...), "
+   "PreferIPv6Automap, ExtendedErrors and unix: sockets are refused as "
+   "not supported yet. 0 disables the client.", &socks_type},
   {"EntryNodes", CONF_TYPE_CUSTOM, "RELAY,RELAY,...", NULL, "unset",
    1, 0, 0, OFF(entry_nodes),
    "Client circuits start at one of these relays (fingerprints with or "
@@ -1771,6 +1785,8 @@ assign_line(options_t *o, const conf_line_t *l, parse_ctx_t *ctx,
       memset(&ctx->orport, 0, sizeof(ctx->orport));
     if (def->type_arg == &dirport_type)
       memset(&ctx->dirport, 0, sizeof(ctx->dirport));
+    if (def->type_arg == &socks_type)
+      ctx->socks_zero = NULL;
     ctx->where[r.gi] = NULL;
     return assign_default(o, &r, ctx);
   }

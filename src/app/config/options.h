@@ -36,6 +36,7 @@
 
 #include "lib/conf/conf.h"
 #include "lib/conf/confdecl.h"
+#include "feature/client/client_port.h"
 #include "lib/net/address.h"
 
 /* ORPort flags (tor's). */
@@ -122,7 +123,7 @@ typedef struct options_t {
   int exit_policy_reject_local_interfaces; /* ...RejectLocalInterfaces */
   char *server_dns_resolv_conf_file;       /* ServerDNSResolvConfFile:
                                             * NULL = /etc/resolv.conf */
-  pc_addr_t socks_addr;          /* SocksPort; AF_UNSPEC when off */
+  client_ports_t socks_ports;    /* SocksPort lines; n == 0 when off */
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */

@@ -1157,7 +1157,7 @@ static void
 fill_client_config(client_config_t *cc, const options_t *o)
 {
   memset(cc, 0, sizeof(*cc));
-  cc->socks_addr = o->socks_addr;
+  cc->socks_ports = o->socks_ports;
   cc->dir = A.dirc;
   cc->path = &A.pathcfg;
   cc->state = A.state;
@@ -1193,7 +1193,7 @@ apply_conflux_options(const options_t *o)
 static int
 start_client(const options_t *o)
 {
-  if (o->socks_addr.family == AF_UNSPEC)
+  if (o->socks_ports.n == 0)
     return 0;
   if (start_directory_client(o) < 0) {
     log_err("SocksPort needs directory authorities to find relays");
@@ -1204,13 +1204,20 @@ start_client(const options_t *o)
   fill_client_config(&cc, o);
   const char *why = NULL;
   char a[PC_ADDR_STR_LEN];
-  pc_addr_fmt(&o->socks_addr, a, sizeof(a), 1);
-  if (client_init(A.loop, &cc, &why) < 0) {
+  int bad = 0;
+  if (client_init(A.loop, &cc, &why, &bad) < 0) {
+    client_port_format(&o->socks_ports.port[bad], a, sizeof(a));
     log_err("Could not open SocksPort %s: %s", a, why ? why : "?");
     return -1;
   }
   A.client_started = 1;
-  log_notice("Opened SocksPort on %s", a);
+  pc_addr_t bound[CLIENT_MAX_SOCKS_PORTS];
+  int nb = client_socks_listeners(bound, CLIENT_MAX_SOCKS_PORTS);
+  for (int i = 0; i < nb; i++) {
+    pc_addr_fmt(&bound[i], a, sizeof(a), 1);
+    log_notice("Opened SocksPort on %s%s", a,
+               o->socks_ports.port[i].addr.port ? "" : " (auto)");
+  }
   return 0;
 }
 
@@ -1821,8 +1828,9 @@ ctl_getinfo(const char *key, char **value, void *arg)
     return 1;
   }
   if (!strcmp(key, "net/listeners/socks")) {
-    *value = ctl_quoted_addrs(&o->socks_addr,
-                              o->socks_addr.family != AF_UNSPEC);
+    pc_addr_t bound[CLIENT_MAX_SOCKS_PORTS];
+    int nb = client_socks_listeners(bound, CLIENT_MAX_SOCKS_PORTS);
+    *value = ctl_quoted_addrs(bound, nb);
     return 1;
   }
   if (!strncmp(key, "desc/", 5) || !strncmp(key, "md/", 3)) {

@@ -680,7 +680,8 @@ client_circuit_mem(circuit_t *c)
 }
 
 int
-client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
+client_init(evloop_t *loop, const client_config_t *cfg, const char **err,
+            int *failed_port)
 {
   memset(&client_g, 0, sizeof(client_g));
   client_g.loop = loop;
@@ -706,9 +707,24 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
   }
   dlist_init(&client_g.circs);
   dlist_init(&client_g.unattached);
-  client_g.listener = listener_new(loop, &cfg->socks_addr,
-                                   client_socks_accept, NULL, err);
-  if (!client_g.listener) {
+  /* Each line without SessionGroup=N is a session group of its own. */
+  client_g.ports = cfg->socks_ports;
+  int ok = 1;
+  for (int i = 0; i < client_g.ports.n && ok; i++) {
+    client_port_t *p = &client_g.ports.port[i];
+    if (p->session_group < 0)
+      p->session_group = -2 - i;
+    client_g.listeners[i] =
+        listener_new(loop, &p->addr, client_socks_accept, p, err);
+    if (!client_g.listeners[i]) {
+      if (failed_port)
+        *failed_port = i;
+      ok = 0;
+    }
+  }
+  if (!ok) {
+    for (int i = 0; i < client_g.ports.n; i++)
+      listener_free(client_g.listeners[i]);
     guards_free(client_g.guards);
     cbt_free(client_g.cbt);
     addrmap_free(client_g.addrmap);
@@ -727,10 +743,8 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err)
 void
 client_reconfigure(const client_config_t *cfg)
 {
-  pc_addr_t keep = client_g.cfg.socks_addr;
   int held = client_g.cfg.leave_streams_unattached;
-  client_g.cfg = *cfg;
-  client_g.cfg.socks_addr = keep; /* the listener stays where it is */
+  client_g.cfg = *cfg; /* the listeners stay (client_g.ports) */
   client_g.dirinfo_nl = NULL; /* decide "enough directory info" afresh */
   /* EntryNodes set or cleared: the other guard instance (tor's
    * "restricted" and "default"); the filter is applied at each choice. */
@@ -757,6 +771,18 @@ client_reconfigure(const client_config_t *cfg)
   }
 }
 
+int
+client_socks_listeners(pc_addr_t *out, int max)
+{
+  int n = 0;
+  if (!client_g.loop)
+    return 0;
+  for (int i = 0; i < client_g.ports.n && n < max; i++)
+    if (client_g.listeners[i])
+      out[n++] = *listener_addr(client_g.listeners[i]);
+  return n;
+}
+
 void
 client_get_stats(client_stats_t *out)
 {
@@ -781,7 +807,8 @@ client_shutdown(void)
   }
   circuits_remove_extra_mem_fn(client_circuit_mem);
   evloop_deferred_free(client_g.preempt_ev);
-  listener_free(client_g.listener);
+  for (int i = 0; i < client_g.ports.n; i++)
+    listener_free(client_g.listeners[i]);
   evloop_timer_free(client_g.timer);
   if (client_g.guards)
     guards_save(client_g.guards, time(NULL));

@@ -3,9 +3,10 @@
  * over circuits chosen from the consensus.
  *
  * SOCKS4a/5 CONNECT requests become RELAY_BEGIN streams on three-hop
- * circuits. Circuits are shared by streams with the same SOCKS username
- * and password (tor's IsolateSOCKSAuth) whose destination port the exit
- * accepts, until they are MaxCircuitDirtiness old; a stream whose circuit
+ * circuits. Circuits are shared by streams that their SocksPort lines'
+ * isolation flags let share one (client_port.h: by default the same SOCKS
+ * client address, credentials and SocksPort line) whose destination port
+ * the exit accepts, until they are MaxCircuitDirtiness old; a stream whose circuit
  * fails before CONNECTED is retried once on a new circuit; idle circuits
  * are closed. Flow control at the client edge: circuit windows (1000/100,
  * authenticated v1 SENDMEs both ways) and stream windows (500/50), or
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include "feature/dir/dir_client.h"
 #include "feature/client/cbt.h"
+#include "feature/client/client_port.h"
 #include "feature/client/guards.h"
 #include "feature/dir/path.h"
 #include "lib/fs/statefile.h"
@@ -33,7 +35,7 @@
   "Conflux=1 Cons=2 Desc=2 FlowCtrl=1-2 Link=4-5 Microdesc=2 Relay=2-4"
 
 typedef struct client_config_t {
-  pc_addr_t socks_addr;          /* SocksPort */
+  client_ports_t socks_ports;    /* SocksPort lines (client_port.h) */
   const dir_client_t *dir;       /* the consensus and descriptors */
   /* Path restrictions (owned by the caller, must outlive the client). */
   const path_config_t *path;
@@ -70,8 +72,14 @@ typedef struct client_config_t {
   uint32_t conflux_max_ooo;
 } client_config_t;
 
-/* Start the SOCKS listener. Returns 0, or -1 with *err (static). */
-int client_init(evloop_t *loop, const client_config_t *cfg, const char **err);
+/* Open the SocksPort listeners. Returns 0, or -1 with *err (static) and
+ * *failed_port the index of the line that failed. */
+int client_init(evloop_t *loop, const client_config_t *cfg, const char **err,
+                int *failed_port);
+/* The addresses the SocksPort listeners are bound to (auto ones with the
+ * port the kernel chose), in the order of the lines; returns how many
+ * (at most max). */
+int client_socks_listeners(pc_addr_t *out, int max);
 void client_reconfigure(const client_config_t *cfg);
 void client_shutdown(void);
 

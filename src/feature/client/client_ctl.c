@@ -430,6 +430,7 @@ client_ctl_attach_stream(uint64_t stream_id, uint64_t circ_gid, int hop,
   cs->circ = cc;
   cs->state = CS_WAIT_CIRC;
   dlist_insert_tail(&cc->streams, &cs->node);
+  ccirc_note_stream_iso(cc, cs);
   log_info("Controller attached stream %llu to circuit %llu (leaving at "
            "hop %d)", (unsigned long long)stream_id,
            (unsigned long long)circ_gid,

@@ -79,6 +79,10 @@ typedef struct cstream_t {
   conn_t *conn;
   socks_parser_t socks;
   socks_request_t req;
+  const client_port_t *port; /* its SocksPort line (NULL: a controller's) */
+  /* The target as the application asked for it, when MAPADDRESS changed
+   * it (IsolateDestAddr compares this, as tor); else NULL. */
+  char *orig_address;
   cstream_state_t state;
   ccirc_t *circ;
   edge_stream_t *es;      /* on circ's edge from BEGIN on, else NULL */
@@ -139,9 +143,8 @@ struct ccirc_t {
   uint8_t exit_id[20];
   uint16_t exit_port_ok;   /* the port the exit was chosen for (0: any) */
   int pinned_exit;         /* chosen from ExitNodes whatever the port */
-  /* isolation: SOCKS credentials */
-  uint8_t iso[600];
-  size_t iso_len;
+  /* isolation (client_port.h): its streams' values */
+  client_circ_iso_t iso;
   uint64_t created_us, dirty_since_us, idle_since_us;
   /* Built ahead of need (preemptive) for this port; until a stream takes
    * it, any isolation may (iso_open), as for tor's clean circuits. */
@@ -169,7 +172,10 @@ struct ccirc_t {
 typedef struct client_globals_t {
   evloop_t *loop;
   client_config_t cfg;
-  listener_t *listener;
+  listener_t *listeners[CLIENT_MAX_SOCKS_PORTS];
+  /* The SocksPort lines as opened (a port without SessionGroup has a
+   * negative group of its own); kept across reconfiguration. */
+  client_ports_t ports;
   dlist_t circs;
   dlist_t unattached;      /* in the SOCKS handshake, or held (CS_HELD) */
   evloop_timer_t *timer;
@@ -283,6 +289,9 @@ int ccirc_usable(const ccirc_t *cc);
 void client_predict_port(uint16_t port, uint64_t now);
 /* Build the preemptive circuits the predicted ports want. */
 void client_preempt_cb(void *arg);
+/* cs was attached to cc by a controller: cc's isolation includes it
+ * (a clean circuit takes its isolation), as when the pool chooses. */
+void ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs);
 /* Find or launch a circuit for cs (after its SOCKS handshake, or to retry
  * it when its circuit closed before CONNECTED). */
 void client_stream_attach(cstream_t *cs);

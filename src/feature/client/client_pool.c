@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* client_pool.c -- the SocksPort client's circuit pool (client_internal.h):
- * which circuit a stream takes (same SOCKS isolation, exit policy accepts
- * the port, not dirtier than MaxCircuitDirtiness; else a clean preemptive
+ * which circuit a stream takes (its isolation allows it, client_port.h;
+ * the exit policy accepts the port; not dirtier than MaxCircuitDirtiness,
+ * which KeepAliveIsolateSOCKSAuth renews; else a clean preemptive
  * one; else a new one), launching a circuit or a conflux set (paths from
  * feature/dir's path selection; a set's legs share the exit and use
  * distinct guards and middles), and preemptive circuits built ahead of
@@ -15,24 +16,37 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The isolation values of cs (client_port.h): its port's fields and
+ * session group; a controller's lookup (no port) has the defaults and a
+ * group of its own. */
 static void
-iso_key(const socks_request_t *r, uint8_t *out, size_t *len)
+stream_iso(const cstream_t *cs, client_iso_t *out)
 {
-  size_t n = 0;
-  out[n++] = (uint8_t)r->auth;
-  set_u16(out + n, r->username_len);
-  n += 2;
-  memcpy(out + n, r->username, r->username_len);
-  n += r->username_len;
-  set_u16(out + n, r->password_len);
-  n += 2;
-  memcpy(out + n, r->password, r->password_len);
-  n += r->password_len;
-  *len = n;
+  const client_port_t *p = cs->port;
+  client_iso_from_request(out, &cs->req, cs->conn ? conn_peer(cs->conn) : NULL,
+                          p ? p->iso : CLIENT_ISO_DEFAULT,
+                          p ? p->session_group : INT_MIN);
+  if (cs->orig_address) /* IsolateDestAddr: as the application asked */
+    snprintf(out->dest_addr, sizeof(out->dest_addr), "%s", cs->orig_address);
+}
+
+void
+ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs)
+{
+  client_iso_t *iso = pc_malloc(sizeof(*iso));
+  stream_iso(cs, iso);
+  if (cc->iso_open) { /* a clean circuit: the stream's isolation now */
+    cc->iso_open = 0;
+    memset(&cc->iso, 0, sizeof(cc->iso));
+  }
+  client_iso_add(&cc->iso, iso);
+  pc_memwipe(iso, sizeof(*iso));
+  free(iso);
 }
 
 /* Does the exit of cc accept port (by its policy summary)? */
@@ -163,7 +177,7 @@ stream_port(const socks_request_t *req)
 }
 
 static ccirc_t *
-launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
+launch_circuit(const socks_request_t *req, const client_iso_t *iso)
 {
   const dir_nodelist_t *nl = client_nodelist();
   if (!client_enough_dir_info(nl))
@@ -232,9 +246,8 @@ launch_circuit(const socks_request_t *req, const uint8_t *iso, size_t iso_len)
   memcpy(cc->exit_id, exit->rsa_id, 20);
   cc->pinned_exit = pinned;
   cc->exit_port_ok = (uint16_t)port;
-  if (iso_len)
-    memcpy(cc->iso, iso, iso_len);
-  cc->iso_len = iso_len;
+  if (iso)
+    client_iso_add(&cc->iso, iso);
   cc->created_us = evloop_now_us(client_g.loop);
   cc->edge = edge_new(&client_end_ops, cc, client_g.loop);
   if (n_legs > 1) {
@@ -368,7 +381,7 @@ client_preempt_cb(void *arg)
     socks_request_t req;
     memset(&req, 0, sizeof(req));
     req.port = port;
-    ccirc_t *cc = launch_circuit(&req, NULL, 0);
+    ccirc_t *cc = launch_circuit(&req, NULL);
     if (!cc) {
       client_g.preempt_not_before_us = now + PREEMPTIVE_RETRY_US;
       return;
@@ -383,12 +396,12 @@ client_preempt_cb(void *arg)
 /* A stream takes the clean circuit cc: it gets the stream's isolation,
  * and is measured from now on (MeasureMeHops). */
 static void
-take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const uint8_t *iso,
-                   size_t iso_len, uint64_t now)
+take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const client_iso_t *iso,
+                   uint64_t now)
 {
   cc->iso_open = 0;
-  memcpy(cc->iso, iso, iso_len);
-  cc->iso_len = iso_len;
+  memset(&cc->iso, 0, sizeof(cc->iso));
+  client_iso_add(&cc->iso, iso);
   if (cc->preemptive) {
     client_g.stats.n_preemptive_used++;
     if (cc->built)
@@ -422,9 +435,9 @@ client_stream_attach(cstream_t *cs)
     return;
   }
   cs->ctl_release = 0;
-  uint8_t iso[600];
-  size_t iso_len;
-  iso_key(&cs->req, iso, &iso_len);
+  /* On the heap: it holds credentials and a host name (about 1.6 KB). */
+  client_iso_t *iso = pc_malloc(sizeof(*iso));
+  stream_iso(cs, iso);
   uint64_t now = evloop_now_us(client_g.loop);
   uint64_t max_dirty =
       (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
@@ -442,7 +455,7 @@ client_stream_attach(cstream_t *cs)
         clean = cc;
       continue;
     }
-    if (cc->iso_len != iso_len || memcmp(cc->iso, iso, iso_len))
+    if (!client_iso_compatible(&cc->iso, iso))
       continue;
     if (cc->dirty_since_us && now - cc->dirty_since_us > max_dirty)
       continue;
@@ -453,11 +466,19 @@ client_stream_attach(cstream_t *cs)
     client_predict_port(cs->req.port, now);
   if (!use && clean) {
     use = clean;
-    take_clean_circuit(use, cs, iso, iso_len, now);
+    take_clean_circuit(use, cs, iso, now);
     evloop_deferred_schedule(client_g.preempt_ev); /* replace it */
   }
   if (!use)
-    use = launch_circuit(&cs->req, iso, iso_len);
+    use = launch_circuit(&cs->req, iso);
+  else if (!use->iso_open)
+    client_iso_add(&use->iso, iso);
+  if (use && cs->port && (cs->port->flags & CLIENT_PORT_KEEPALIVE_AUTH) &&
+      (cs->port->iso & CLIENT_ISO_SOCKSAUTH) &&
+      (cs->req.username_len || cs->req.password_len) && use->dirty_since_us)
+    use->dirty_since_us = now; /* KeepAliveIsolateSOCKSAuth */
+  pc_memwipe(iso, sizeof(*iso));
+  free(iso);
   if (!use) {
     socks_stream_fail(
         cs, END_STREAM_REASON_NOROUTE,

@@ -14,6 +14,7 @@
  */
 #include "feature/client/client_internal.h"
 #include "core/proto/relay_msg.h"
+#include "lib/bytes/bytes.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
@@ -149,6 +150,7 @@ socks_stream_free(cstream_t *cs)
   if (cs->conn)
     conn_close(cs->conn, 1);
   socks_parser_wipe(&cs->socks);
+  free(cs->orig_address);
   free(cs);
 }
 
@@ -189,8 +191,19 @@ socks_send_begin(cstream_t *cs)
   socks_stream_report(cs, CLIENT_STREAM_SENTCONNECT);
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(client_g.loop);
-  if (edge_stream_send_msg(cs->es, RELAY_COMMAND_BEGIN,
-                           (const uint8_t *)target, (uint16_t)n + 1) < 0) {
+  /* tor-spec 6.2: the flags follow the NUL when any is set. */
+  uint32_t bflags =
+      cs->port ? client_port_begin_flags(cs->port->flags, cs->req.version)
+               : 0;
+  uint8_t body[sizeof(target) + 4];
+  size_t blen = (size_t)n + 1;
+  memcpy(body, target, blen);
+  if (bflags) {
+    set_u32(body + blen, bflags);
+    blen += 4;
+  }
+  if (edge_stream_send_msg(cs->es, RELAY_COMMAND_BEGIN, body,
+                           (uint16_t)blen) < 0) {
     socks_stream_fail(cs, END_STREAM_REASON_INTERNAL, "could not send BEGIN");
     return;
   }
@@ -296,6 +309,21 @@ static const edge_stream_ops_t socks_stream_ops = {
     .on_connected = socks_on_connected,
 };
 
+/* The SocksPort's flags refuse the request (NoDNSRequest, NoIPv4Traffic,
+ * ...): fail it (1), else 0. */
+static int
+refused_by_port(cstream_t *cs)
+{
+  const char *why = NULL;
+  int reason = client_port_check_request(cs->port->flags, &cs->req, &why);
+  if (reason < 0)
+    return 0;
+  log_notice("Refusing a SOCKS request for %s:%u: %s", cs->req.address,
+             cs->req.port, why);
+  socks_stream_fail(cs, reason, why);
+  return 1;
+}
+
 static void
 handle_socks_bytes(cstream_t *cs)
 {
@@ -327,6 +355,8 @@ handle_socks_bytes(cstream_t *cs)
       cs->req = *socks_parser_request(&cs->socks);
       dlist_remove(&cs->node);
       dlist_node_init(&cs->node);
+      if (cs->port && refused_by_port(cs))
+        return;
       if (cs->req.command != SOCKS_CMD_CONNECT) {
         /* RESOLVE, RESOLVE_PTR: one answer, then the connection closes. */
         conn_set_reading(cs->conn, 0);
@@ -343,10 +373,15 @@ handle_socks_bytes(cstream_t *cs)
                             "its address mappings loop or are too long");
           return;
         }
-        if (r > 0)
+        if (r > 0) {
           log_info("SOCKS target %s mapped to %s (MAPADDRESS)", was,
                    cs->req.address);
+          free(cs->orig_address);
+          cs->orig_address = pc_strdup(was);
+        }
       }
+      if (cs->port && refused_by_port(cs)) /* the mapped target */
+        return;
       /* Further bytes are the client's data: wait for CONNECTED. */
       conn_set_reading(cs->conn, 0);
       client_stream_attach(cs);
@@ -390,9 +425,16 @@ socks_conn_cb(conn_t *c, conn_event_t ev, void *arg)
 void
 client_socks_accept(int fd, const pc_addr_t *peer, void *arg)
 {
-  (void)arg;
+  const client_port_t *port = arg;
   cstream_t *cs = pc_zalloc(sizeof(*cs));
-  socks_parser_init(&cs->socks, 0);
+  cs->port = port;
+  /* tor: username/password is chosen over no-auth (so that credentials can
+   * isolate) unless PreferSOCKSNoAuth or NoIsolateSOCKSAuth. */
+  socks_parser_init(&cs->socks,
+                    port && ((port->flags & CLIENT_PORT_PREFER_NOAUTH) ||
+                             !(port->iso & CLIENT_ISO_SOCKSAUTH))
+                        ? SOCKS_F_PREFER_NO_AUTH
+                        : 0);
   cs->state = CS_SOCKS;
   dlist_insert_tail(&client_g.unattached, &cs->node);
   client_g.stats.n_socks_conns++;
