@@ -103,7 +103,8 @@ has exit-ipv6.torrc "IPv6Exit 1" --defaults-torrc /nonexistent
 has exit-ipv6.torrc "AssumeReachableIPv6 1" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
-has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
+has older-guide.torrc "DirPort 9030" --defaults-torrc /nonexistent
+has guard.torrc "ORPort 9001" --defaults-torrc /nonexistent
 has family-keys.torrc "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w" --defaults-torrc /nonexistent
 has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexistent
 has offline-master.torrc "OfflineMasterKey 1" --defaults-torrc /nonexistent
