@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
@@ -48,6 +49,7 @@
 #include "feature/client/guards.h"
 #include "feature/hibernate/hibernate.h"
 #include "feature/relay/family_keys.h"
+#include "feature/relay/router_keys.h"
 #include "feature/ipsec/broker.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
@@ -2367,8 +2369,9 @@ options_check_startable(const options_t *opts, char **err_out)
       return -1;
   }
   /* OfflineMasterKey: the relay runs on a signing key and certificate
-   * copied into the key directory; without them it refuses to start.
-   * (Whether they match and are still valid is checked at start.) */
+   * copied into the key directory; without them it refuses to start, and
+   * so it does when the certificate is not the master identity's, is for
+   * another key, or has expired: checked here as at start. */
   if (opts->offline_master_key) {
     static const char *const signing[] = {"ed25519_signing_secret_key",
                                           "ed25519_signing_cert"};
@@ -2389,6 +2392,13 @@ options_check_startable(const options_t *opts, char **err_out)
       if (r < 0)
         return -1;
     }
+    router_keys_config_t kc;
+    router_keys_config_init(&kc);
+    kc.key_directory = opts->key_directory;
+    kc.offline_master_key = 1;
+    if (router_keys_check_offline(opts->data_directory, &kc, time(NULL),
+                                  err_out) < 0)
+      return -1;
   }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;
