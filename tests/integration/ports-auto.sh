@@ -11,9 +11,12 @@
 #    and Valid at that ORPort and DirPort (so the authority's reachability
 #    test reached the bound port).
 # 2. In a network namespace of its own (nothing listens outside it), a
-#    relay with a bare "ORPort auto" listens on 0.0.0.0 and [::] (each on
-#    the port the kernel picked) and says it advertises IPv4 only (the
-#    namespace has no public IPv6 address).
+#    relay p2 with a bare "ORPort auto" listens on 0.0.0.0 and [::] (each
+#    on the port the kernel picked) and says it advertises IPv4 only (the
+#    namespace has no public IPv6 address). With 2001:db8::5 on the
+#    namespace's loopback interface, p4's descriptor has "or-address
+#    [2001:db8::5]:PORT" (tor's address discovery), p5's with
+#    AddressDisableIPv6 1 has none.
 # 3. The same relay where socket(AF_INET6) fails (no_ipv6.py: a seccomp
 #    filter, as on a kernel without IPv6) starts, listens on 0.0.0.0 only
 #    and says why.
@@ -112,9 +115,10 @@ fi
 command -v unshare > /dev/null && command -v ip > /dev/null ||
     { it_log "no unshare/ip: skipping the bare ORPort checks"; exit 0; }
 unshare -n true 2> /dev/null || { it_log "unshare -n fails here: skipping the bare ORPort checks"; exit 0; }
-bare() { # NICK [WRAPPER...]: a relay with "ORPort auto" in a new network namespace
-    local nick=$1 b=$net/$1
-    shift
+bare() { # NICK IPV6-ADDR EXTRA [WRAPPER...]: a relay with "ORPort auto" in a
+    # new network namespace (IPV6-ADDR, unless "-", on its lo), torrc EXTRA
+    local nick=$1 b=$net/$1 v6=$2 extra=$3
+    shift 3
     mkdir -p "$b"
     cat > "$b/torrc" <<EOT
 DataDirectory $b/data
@@ -125,17 +129,18 @@ Nickname $nick
 ContactInfo pctor test relay $nick
 Log info file $b/info.log
 TestingTorNetwork 1
+$extra
 $(cat "$net/dirauth.torrc")
 EOT
     # unshare and sh exec: the PID is pctor's.
-    unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@" "$PCTOR" -f "$b/torrc" \
-        > "$b/stderr" 2>&1 &
+    unshare -n sh -c 'ip link set lo up && { [ "$0" = - ] || ip addr add "$0/64" dev lo; } && exec "$@"' \
+        "$v6" "$@" "$PCTOR" -f "$b/torrc" > "$b/stderr" 2>&1 &
     echo $! > "$b/pid"
     it_register_pid "$(cat "$b/pid")" || it_fail "$nick did not start: $(cat "$b/stderr")"
     it_wait_until 30 grep -qs "Opened ORPort on 0.0.0.0:" "$b/info.log" ||
         it_fail "$nick did not open its IPv4 ORPort: $(tail -3 "$b/stderr")"
 }
-bare p2
+bare p2 - ""
 b=$net/p2
 it_wait_until 10 grep -q "Opened ORPort on \[::\]:" "$b/info.log" ||
     it_fail "a bare ORPort does not listen on IPv6: $(grep -i orport "$b/info.log")"
@@ -148,7 +153,7 @@ it_wait_until 10 grep -q "Unable to find a public IPv6 address for ORPort $v6: a
     it_fail "p2 does not say it advertises IPv4 only"
 it_log "a bare ORPort auto listens on 0.0.0.0:$v4 and [::]:$v6"
 
-bare p3 "$PY" "$IT_TOP_SRCDIR/tests/integration/no_ipv6.py"
+bare p3 - "" "$PY" "$IT_TOP_SRCDIR/tests/integration/no_ipv6.py"
 b=$net/p3
 it_wait_until 10 grep -q "This host has no IPv6 (Address family not supported by protocol): the ORPort listens on IPv4 only" \
     "$b/info.log" || it_fail "p3 does not say that it has no IPv6: $(grep -i orport "$b/info.log")"
@@ -160,4 +165,25 @@ fi
 nsenter -t "$(cat "$b/pid")" -n ss -ltn > "$b/ss"
 grep -q "\[::\]" "$b/ss" && it_fail "p3 listens on IPv6: $(cat "$b/ss")"
 it_log "without IPv6, a bare ORPort listens on IPv4 only and says so"
+
+nsdesc() { # NICK: the relay's own descriptor, from its DirPort in its namespace
+    local b=$net/$1 dp
+    dp=$(sed -n 's/.*Opened Directory listener on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$b/info.log")
+    [ -n "$dp" ] && nsenter -t "$(cat "$b/pid")" -n \
+        curl -sf --max-time 5 "http://127.0.0.1:$dp/tor/server/authority" > "$b/desc"
+}
+bare p4 2001:db8::5 "DirPort 127.0.0.1:auto"
+b=$net/p4
+v6=$(sed -n 's/.*Opened ORPort on \[::\]:\([0-9]*\).*/\1/p' "$b/info.log")
+it_wait_until 20 nsdesc p4 || it_fail "p4 serves no descriptor"
+grep -qx "or-address \[2001:db8::5\]:$v6" "$b/desc" ||
+    it_fail "p4 does not advertise its IPv6 ORPort: $(grep -E '^(router|or-address) ' "$b/desc")"
+bare p5 2001:db8::5 "DirPort 127.0.0.1:auto
+AddressDisableIPv6 1"
+b=$net/p5
+it_wait_until 20 nsdesc p5 || it_fail "p5 serves no descriptor"
+if grep -q "^or-address" "$b/desc"; then
+    it_fail "p5 advertises IPv6 with AddressDisableIPv6 1: $(grep '^or-address' "$b/desc")"
+fi
+it_log "a public IPv6 address is found and advertised for [::]:$v6, not with AddressDisableIPv6 1"
 exit 0

@@ -649,6 +649,11 @@ START_TEST(test_orport_auto_dual_stack)
   free(d);
   options_free(o);
 
+  /* tor's AddressDisableIPv6: no IPv6 discovery for [::]. */
+  o = parse_ok("ORPort 9001\nAddressDisableIPv6 1\n", 0, NULL);
+  ck_assert_int_eq(o->address_disable_ipv6, 1);
+  options_free(o);
+
   /* ControlPort and MetricsPort took auto already. */
   o = parse_ok("ControlPort auto\nMetricsPort 127.0.0.1:auto\n", 0, NULL);
   options_free(o);

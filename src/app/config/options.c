@@ -891,6 +891,12 @@ static const conf_var_t app_vars[] = {
    "or IPv6 address, or a host name that resolves to one. If unset, "
    "pctor uses the ORPort's address when that is a public one and "
    "otherwise guesses it from the local interfaces.", &host_type},
+  {"AddressDisableIPv6", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(address_disable_ipv6),
+   "If 1, as tor: do not look for a public IPv6 address on the local "
+   "interfaces for an IPv6 ORPort that listens on [::] (as a bare ORPort "
+   "does), so that only IPv4 is advertised; an IPv6 ORPort line with an "
+   "address of its own is still advertised.", NULL},
   {"Nickname", CONF_TYPE_CUSTOM, "NAME", "Unnamed", "Unnamed",
    1, 0, 0, OFF(nickname),
    "The relay's nickname, published in its descriptor: 1 to 19 ASCII "

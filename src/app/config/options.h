@@ -72,6 +72,7 @@ typedef struct options_t {
   char *address;                 /* Address: NULL if unset */
   pc_addr_t address_ip;          /* Address if it is an IP literal, else
                                   * family AF_UNSPEC */
+  int address_disable_ipv6;      /* AddressDisableIPv6: 0 or 1 */
   char *nickname;                /* Nickname: 1-19 [A-Za-z0-9] */
   char *contact_info;            /* ContactInfo: NULL if unset */
   options_strlist_t logs;        /* Log: values, in order ("notice stderr") */

@@ -280,15 +280,22 @@ configure_outbound_binds(const options_t *o)
 
 /* The IPv6 ORPort to publish for the advertised ORPort a: a itself when
  * it names an address; for [::] (a bare ORPort listens there too, as in
- * tor) a public IPv6 address of this host's interfaces, or nothing, with
- * a notice once (tor's "Unable to find IPv6 address for ORPort"). */
+ * tor) a public IPv6 address of this host's interfaces unless
+ * AddressDisableIPv6, or nothing, with a notice once (tor's "Unable to
+ * find IPv6 address for ORPort"). */
 static void
-ipv6_orport_to_advertise(const pc_addr_t *a, pc_addr_t *out)
+ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
+                         pc_addr_t *out)
 {
   static int told;
   pc_addr_t found;
   if (!pc_is_zero(a->addr, 16)) {
     *out = *a;
+  } else if (o->address_disable_ipv6) {
+    if (!told)
+      log_info("AddressDisableIPv6 is set: not looking for an IPv6 "
+               "address for ORPort %u.", (unsigned)a->port);
+    told = 1;
   } else if (routerdesc_find_public_ipv6(&found) == 0) {
     found.port = a->port;
     *out = found;
@@ -597,7 +604,7 @@ configure_publishing(const options_t *o)
     if (a->family == AF_INET && !rc.or_port)
       rc.or_port = a->port;
     else if (a->family == AF_INET6)
-      ipv6_orport_to_advertise(a, &rc.ipv6_or);
+      ipv6_orport_to_advertise(o, a, &rc.ipv6_or);
   }
   if (!rc.or_port) {
     log_notice("No IPv4 ORPort: not publishing a server descriptor (the "
