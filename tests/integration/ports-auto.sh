@@ -4,12 +4,13 @@
 # ORPort on IPv4 and IPv6 as tor 0.4.9's.
 #
 # 1. A pctor relay p1 with "ORPort 127.0.0.1:auto", "DirPort
-#    127.0.0.1:auto" and "ControlPort auto" in a private network with one
-#    tor 0.4.9 authority: it logs the ports the kernel picked; GETINFO
-#    net/listeners/or and net/listeners/dir give the same ones; its
-#    descriptor's router line carries them; the authority lists p1 Running
-#    and Valid at that ORPort and DirPort (so the authority's reachability
-#    test reached the bound port).
+#    127.0.0.1:auto", "ControlPort auto" and AssumeReachable 0 in a private
+#    network with one tor 0.4.9 authority and one tor relay: it logs the
+#    ports the kernel picked; GETINFO net/listeners/or and
+#    net/listeners/dir give the same ones; its descriptor's router line
+#    carries them; its reachability self-test is about the bound ORPort;
+#    the authority lists p1 Running and Valid at that ORPort and DirPort
+#    (so the authority's own reachability test reached the bound port).
 # 2. In a network namespace of its own (nothing listens outside it), a
 #    relay p2 with a bare "ORPort auto" listens on 0.0.0.0 and [::] (each
 #    on the port the kernel picked) and says it advertises IPv4 only (the
@@ -32,7 +33,7 @@ command -v curl > /dev/null || it_skip "curl is not installed"
 PY=$(it_python3) || it_skip "python3 is not installed"
 
 net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
+it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
     --base-port auto || it_fail "pctor-privnet start failed"
 nodes=$net/nodes.txt
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
@@ -47,7 +48,7 @@ ORPort 127.0.0.1:auto
 DirPort 127.0.0.1:auto
 ControlPort auto
 Address 127.0.0.1
-AssumeReachable 1
+AssumeReachable 0
 Nickname p1
 ContactInfo pctor test relay p1
 Log info file $d/info.log
@@ -106,6 +107,9 @@ listed() {
 it_wait_until 60 listed ||
     it_fail "the authority does not list p1 at its bound ports: $(grep '^r p1 ' "$d/auth-cons")"
 it_log "the tor authority lists p1 at ORPort $port, DirPort $dport: $(grep '^r p1 ' "$d/auth-cons")"
+grep -q "Now checking whether IPv4 ORPort 127.0.0.1:$port is reachable" "$d/info.log" &&
+    grep -qF "Self-testing indicates your ORPort 127.0.0.1:$port is reachable from the outside. Excellent." "$d/info.log" ||
+    it_fail "p1's self-test is not about its bound ORPort: $(grep -i 'reachab' "$d/info.log" | tail -3)"
 if grep -E '\[(warn|err)\]' "$d/info.log" | grep -v "ContactInfo\|TestingTorNetwork"; then
     it_fail "p1 logged warnings"
 fi
