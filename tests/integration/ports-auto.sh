@@ -4,10 +4,11 @@
 # ORPort on IPv4 and IPv6 as tor 0.4.9's.
 #
 # 1. A pctor relay p1 with "ORPort 127.0.0.1:auto", "DirPort
-#    127.0.0.1:auto", "ControlPort auto" and AssumeReachable 0 in a private
-#    network with one tor 0.4.9 authority and one tor relay: it logs the
-#    ports the kernel picked; GETINFO net/listeners/or and
-#    net/listeners/dir give the same ones; its descriptor's router line
+#    127.0.0.1:auto", "ControlPort auto", "MetricsPort auto" and
+#    AssumeReachable 0 in a private network with one tor 0.4.9 authority
+#    and one tor relay: it logs the ports the kernel picked; GETINFO
+#    net/listeners/or, dir and metrics give the same ones (and the
+#    MetricsPort answers there); its descriptor's router line
 #    carries them; its reachability self-test is about the bound ORPort;
 #    the authority lists p1 Running and Valid at that ORPort and DirPort
 #    (so the authority's own reachability test reached the bound port).
@@ -47,6 +48,8 @@ DataDirectory $d/data
 ORPort 127.0.0.1:auto
 DirPort 127.0.0.1:auto
 ControlPort auto
+MetricsPort auto
+MetricsPortPolicy accept 127.0.0.1
 Address 127.0.0.1
 AssumeReachable 0
 Nickname p1
@@ -61,11 +64,12 @@ it_register_pid "$(cat "$d/pid")" || it_fail "p1 did not start: $(cat "$d/stderr
 logged_port() { # WHAT: the port of "Opened WHAT on 127.0.0.1:PORT" in p1's log
     sed -n "s/.*Opened $1 on 127\.0\.0\.1:\([0-9]*\).*/\1/p" "$d/info.log" | head -1
 }
-it_wait_until 30 grep -q "Opened Control listener on 127.0.0.1:" "$d/info.log" ||
+it_wait_until 30 grep -qs "Opened Metrics listener on 127.0.0.1:" "$d/info.log" ||
     it_fail "p1 did not open its ports: $(tail -3 "$d/stderr")"
 port=$(logged_port ORPort)
 dport=$(logged_port "Directory listener")
 cport=$(logged_port "Control listener")
+mport=$(logged_port "Metrics listener")
 [ -n "$port" ] && [ "$port" != 0 ] || it_fail "p1 logged no bound ORPort: $(grep Opened "$d/info.log")"
 [ -n "$dport" ] && [ "$dport" != 0 ] || it_fail "p1 logged no bound DirPort"
 it_wait_port 127.0.0.1 "$port" 5 || it_fail "p1 does not listen on its ORPort $port"
@@ -82,11 +86,15 @@ f.flush()
 print(f.read().decode(errors="replace").replace("\r", ""))
 PYEOF
 }
-ctl "GETINFO net/listeners/or net/listeners/dir" > "$d/listeners"
+ctl "GETINFO net/listeners/or net/listeners/dir net/listeners/metrics" > "$d/listeners"
 grep -qx "250-net/listeners/or=\"127.0.0.1:$port\"" "$d/listeners" ||
     it_fail "GETINFO net/listeners/or: $(cat "$d/listeners")"
 grep -qx "250-net/listeners/dir=\"127.0.0.1:$dport\"" "$d/listeners" ||
     it_fail "GETINFO net/listeners/dir: $(cat "$d/listeners")"
+[ -n "$mport" ] && grep -qx "250-net/listeners/metrics=\"127.0.0.1:$mport\"" "$d/listeners" ||
+    it_fail "GETINFO net/listeners/metrics (logged: '$mport'): $(cat "$d/listeners")"
+curl -sf --max-time 5 "http://127.0.0.1:$mport/metrics" | grep -q "^tor_relay_traffic_bytes" ||
+    it_fail "the MetricsPort on its auto port does not answer"
 ctl "GETCONF ORPort DirPort" > "$d/getconf"
 grep -qx "250-ORPort=127.0.0.1:auto" "$d/getconf" && grep -qx "250 DirPort=127.0.0.1:auto" "$d/getconf" ||
     it_fail "GETCONF does not show the lines as written: $(cat "$d/getconf")"
