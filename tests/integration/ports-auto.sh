@@ -9,7 +9,9 @@
 #    and one tor relay: it logs the ports the kernel picked; GETINFO
 #    net/listeners/or, dir and metrics give the same ones (and the
 #    MetricsPort answers there); its descriptor's router line
-#    carries them; its reachability self-test is about the bound ORPort;
+#    carries them; ControlPortWriteToFile holds "PORT=127.0.0.1:CPORT" (and
+#    is removed when p1 exits); its reachability self-test is about the
+#    bound ORPort;
 #    the authority lists p1 Running and Valid at that ORPort and DirPort
 #    (so the authority's own reachability test reached the bound port).
 # 2. In a network namespace of its own (nothing listens outside it), a
@@ -48,6 +50,7 @@ DataDirectory $d/data
 ORPort 127.0.0.1:auto
 DirPort 127.0.0.1:auto
 ControlPort auto
+ControlPortWriteToFile $d/control-port
 MetricsPort auto
 MetricsPortPolicy accept 127.0.0.1
 Address 127.0.0.1
@@ -69,6 +72,9 @@ it_wait_until 30 grep -qs "Opened Metrics listener on 127.0.0.1:" "$d/info.log" 
 port=$(logged_port ORPort)
 dport=$(logged_port "Directory listener")
 cport=$(logged_port "Control listener")
+[ "$(cat "$d/control-port" 2> /dev/null)" = "PORT=127.0.0.1:$cport" ] ||
+    it_fail "ControlPortWriteToFile: '$(cat "$d/control-port" 2>&1)', logged port $cport"
+[ "$(stat -c %a "$d/control-port")" = 600 ] || it_fail "the control port file is not mode 0600"
 mport=$(logged_port "Metrics listener")
 [ -n "$port" ] && [ "$port" != 0 ] || it_fail "p1 logged no bound ORPort: $(grep Opened "$d/info.log")"
 [ -n "$dport" ] && [ "$dport" != 0 ] || it_fail "p1 logged no bound DirPort"
@@ -118,6 +124,9 @@ it_log "the tor authority lists p1 at ORPort $port, DirPort $dport: $(grep '^r p
 grep -q "Now checking whether IPv4 ORPort 127.0.0.1:$port is reachable" "$d/info.log" &&
     grep -qF "Self-testing indicates your ORPort 127.0.0.1:$port is reachable from the outside. Excellent." "$d/info.log" ||
     it_fail "p1's self-test is not about its bound ORPort: $(grep -i 'reachab' "$d/info.log" | tail -3)"
+kill -TERM "$(cat "$d/pid")"
+it_wait_until 20 sh -c "! kill -0 $(cat "$d/pid") 2> /dev/null" || it_fail "p1 did not exit on SIGTERM"
+[ ! -e "$d/control-port" ] || it_fail "p1 left its ControlPortWriteToFile behind"
 if grep -E '\[(warn|err)\]' "$d/info.log" | grep -v "ContactInfo\|TestingTorNetwork"; then
     it_fail "p1 logged warnings"
 fi

@@ -1449,6 +1449,15 @@ static const conf_var_t app_vars[] = {
   {"CookieAuthFileGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(cookie_auth_file_group_readable),
    "Make the cookie file readable by the group (mode 0640).", NULL},
+  {"ControlPortWriteToFile", CONF_TYPE_PATH, "PATH", NULL, "unset",
+   0, 0, 0, OFF(control_port_write_to_file),
+   "As tor: once the control listeners are open, write PATH with a line "
+   "PORT=ADDRESS:PORT for the ControlPort (the bound port, for auto) and "
+   "UNIX_PORT=PATH for a control socket; removed when pctor exits.", NULL},
+  {"ControlPortFileGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(control_port_file_group_readable),
+   "Make the ControlPortWriteToFile file readable by the group (mode "
+   "0640).", NULL},
   {"HashedControlPassword", CONF_TYPE_CUSTOM, "16:HEX", NULL, "unset",
    1, 0, 0, OFF(hashed_control_password),
    "Controllers may authenticate with the password whose hash this is "

@@ -164,6 +164,8 @@ typedef struct options_t {
   int cookie_authentication;      /* CookieAuthentication */
   char *cookie_auth_file;         /* CookieAuthFile: NULL = default */
   int cookie_auth_file_group_readable; /* CookieAuthFileGroupReadable */
+  char *control_port_write_to_file; /* ControlPortWriteToFile, or NULL */
+  int control_port_file_group_readable; /* ControlPortFileGroupReadable */
   char *hashed_control_password;  /* HashedControlPassword: NULL none */
   char *owning_controller_process; /* __OwningControllerProcess: a pid */
   int leave_streams_unattached;   /* __LeaveStreamsUnattached */

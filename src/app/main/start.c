@@ -1615,6 +1615,7 @@ static struct {
   char *config_file;       /* the torrc, for GETINFO config-file */
   char *address;           /* the descriptor's address, or NULL */
   int control_started, metrics_started;
+  char *port_file;         /* ControlPortWriteToFile as written, or NULL */
   const app_conf_ops_t *conf_ops; /* main.c's SETCONF and friends */
 } CTL;
 
@@ -2023,6 +2024,45 @@ ctl_config(const options_t *o, control_config_t *cfg)
   }
 }
 
+/* ControlPortWriteToFile (tor's format): "PORT=ADDRESS:PORT" for the TCP
+ * control listener (as bound: auto's port), "UNIX_PORT=PATH" for each
+ * control socket; mode 0600, or 0640 with ControlPortFileGroupReadable.
+ * shutdown_control() removes it, as tor does at exit. */
+static void
+write_control_port_file(const options_t *o)
+{
+  const char *path = o->control_port_write_to_file;
+  if (!path)
+    return;
+  const char *tcp = control_listen_address();
+  char *text = tcp ? pc_asprintf("PORT=%s\n", tcp) : pc_strdup("");
+  const char *unix_opts[2] = {o->control_port, o->control_socket};
+  for (int i = 0; i < 2; i++) {
+    control_listen_t cl;
+    char *e = NULL;
+    if (!unix_opts[i] ||
+        control_parse_listen(unix_opts[i], i, &cl, &e) < 0 ||
+        cl.kind != CONTROL_LISTEN_UNIX) {
+      free(e);
+      continue;
+    }
+    char *more = pc_asprintf("%sUNIX_PORT=%s\n", text, cl.path);
+    free(text);
+    text = more;
+  }
+  int r = fs_write_file_atomic(path, text, strlen(text),
+                               o->control_port_file_group_readable ? 0640
+                                                                   : 0600);
+  free(text);
+  if (r < 0) {
+    log_warn("Could not write ControlPortWriteToFile %s: %s", path,
+             strerror(-r));
+    return;
+  }
+  free(CTL.port_file);
+  CTL.port_file = pc_strdup(path);
+}
+
 /* Returns 0, or -1 (logged) when a port cannot be opened. */
 static int
 start_control(const options_t *o)
@@ -2055,6 +2095,7 @@ start_control(const options_t *o)
     return -1;
   }
   metrics_set_ipsec(A.ipsec);
+  write_control_port_file(o);
   return 0;
 }
 
@@ -2077,6 +2118,10 @@ shutdown_control(void)
     control_shutdown();
   if (CTL.metrics_started)
     metrics_shutdown();
+  if (CTL.port_file && unlink(CTL.port_file) < 0 && errno != ENOENT)
+    log_warn("Could not remove ControlPortWriteToFile %s: %s", CTL.port_file,
+             strerror(errno));
+  free(CTL.port_file);
   free(CTL.address);
   free(CTL.config_file);
   memset(&CTL, 0, sizeof(CTL));
