@@ -283,6 +283,28 @@ $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
     fi
 }
 
+# it_veth_ns NAME OCTET: a network namespace of the test's own behind a
+# veth pair, removed when the test exits: the host side holds ${sub}1 and
+# ${sub}3, the namespace side ${sub}2 (sub=10.OCTET.N.; give each test its
+# own OCTET). Sets NS (the namespace's name) and sub. Skips without root or
+# ip netns. For traffic that must leave from a non-loopback address (tor
+# never binds a connection to a loopback destination).
+it_veth_ns() {
+    [ "$(id -u)" = 0 ] || it_skip "needs root for a network namespace"
+    command -v ip > /dev/null || it_skip "ip (iproute2) is not installed"
+    NS=$1$$ _IT_VA=${1}a$$ _IT_VB=${1}b$$
+    sub=10.$2.$(($$ % 250)).
+    trap 'rc=$?; ip link del "$_IT_VA" 2> /dev/null; ip netns del "$NS" 2> /dev/null; (exit $rc); it_cleanup' EXIT
+    ip netns add "$NS" 2> /dev/null || it_skip "cannot create network namespaces here"
+    ip link add "$_IT_VA" type veth peer name "$_IT_VB" || it_fail "cannot create a veth pair"
+    ip link set "$_IT_VB" netns "$NS" || it_fail "veth into the namespace"
+    ip addr add "${sub}1/24" dev "$_IT_VA" && ip addr add "${sub}3/24" dev "$_IT_VA" &&
+        ip link set "$_IT_VA" up || it_fail "host side of the veth"
+    ip netns exec "$NS" ip addr add "${sub}2/24" dev "$_IT_VB" &&
+        ip netns exec "$NS" ip link set "$_IT_VB" up &&
+        ip netns exec "$NS" ip link set lo up || it_fail "namespace side of the veth"
+}
+
 # it_pctor_hop NET NICK: the pctor-circtest hop of a relay started by
 # it_start_pctor (its keys read from its DataDirectory).
 it_pctor_hop() { echo "pctor:$(cat "$1/$2.dir")/data@127.0.0.1:$(cat "$1/$2.port")"; }

@@ -21,24 +21,7 @@ set -u
 
 it_require_tor
 PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-[ "$(id -u)" = 0 ] || it_skip "needs root for a network namespace"
-command -v ip > /dev/null || it_skip "ip (iproute2) is not installed"
-
-NS=pob$$ VA=poba$$ VB=pobb$$
-sub=10.231.$(($$ % 250)).
-ob_cleanup() {
-    ip link del "$VA" 2> /dev/null
-    ip netns del "$NS" 2> /dev/null
-}
-trap 'rc=$?; ob_cleanup; (exit $rc); it_cleanup' EXIT
-ip netns add "$NS" 2> /dev/null || it_skip "cannot create network namespaces here"
-ip link add "$VA" type veth peer name "$VB" || it_fail "cannot create a veth pair"
-ip link set "$VB" netns "$NS" || it_fail "veth into the namespace"
-ip addr add "${sub}1/24" dev "$VA" && ip addr add "${sub}3/24" dev "$VA" &&
-    ip link set "$VA" up || it_fail "host side of the veth"
-ip netns exec "$NS" ip addr add "${sub}2/24" dev "$VB" &&
-    ip netns exec "$NS" ip link set "$VB" up &&
-    ip netns exec "$NS" ip link set lo up || it_fail "namespace side of the veth"
+it_veth_ns pob 231
 
 # The web server in the namespace; its log names each client address.
 www=$(it_tmpdir)

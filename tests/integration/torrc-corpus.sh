@@ -30,10 +30,21 @@ echo "nameserver 127.0.0.1" > "$dir/resolv.conf"
 sed "s|@DIR@|$dir|g" "$data/debian-defaults" > "$dir/debian-defaults"
 mkdir -m 700 "$dir/famkeys"
 cp "$IT_TOP_SRCDIR/tests/data/torkeys/torkeystest.secret_family_key" "$dir/famkeys/"
-# offline-master.torrc runs on a signing key made where the master key is.
-mkdir -m 700 "$dir/keys"
-cp "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_secret_key" \
-    "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_signing_cert" "$dir/keys/"
+# offline-master.torrc runs on a signing key made where the master key is
+# (--keygen on a copy of tests/data/torkeys' master key, now: the stored
+# certificate expires), beside the master's public key, as tor needs.
+touch "$dir/empty.torrc"
+mkdir -m 700 "$dir/keys" "$dir/master" "$dir/master/keys" "$dir/other"
+cp "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_master_id_secret_key" \
+    "$IT_TOP_SRCDIR/tests/data/torkeys/ed25519_master_id_public_key" "$dir/master/keys/"
+keygen() { # DATADIR
+    "$PCTOR" -f "$dir/empty.torrc" --keygen --DataDirectory "$1" --no-passphrase \
+        --hush < /dev/null > "$1.keygen" 2>&1 || it_fail "--keygen in $1: $(cat "$1.keygen")"
+}
+keygen "$dir/master"
+cp "$dir/master/keys/ed25519_master_id_public_key" "$dir/master/keys/ed25519_signing_secret_key" \
+    "$dir/master/keys/ed25519_signing_cert" "$dir/keys/"
+keygen "$dir/other" # another identity, for a certificate that is not ours
 
 declare -A verdict
 for f in "$data"/*.torrc; do
@@ -103,7 +114,8 @@ has exit-ipv6.torrc "IPv6Exit 1" --defaults-torrc /nonexistent
 has exit-ipv6.torrc "AssumeReachableIPv6 1" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingStart week 3 10:00" --defaults-torrc /nonexistent --AccountingStart "week 3 10:00"
-has older-guide.torrc "DirPort 0.0.0.0:9030" --defaults-torrc /nonexistent
+has older-guide.torrc "DirPort 9030" --defaults-torrc /nonexistent
+has guard.torrc "ORPort 9001" --defaults-torrc /nonexistent
 has family-keys.torrc "FamilyId d4oTC4vFd1y4rCprLDItP/hk2PcVZWuRNwIdEmy6n7w" --defaults-torrc /nonexistent
 has family-keys.torrc "KeyDirectoryGroupReadable 1" --defaults-torrc /nonexistent
 has offline-master.torrc "OfflineMasterKey 1" --defaults-torrc /nonexistent
@@ -117,6 +129,24 @@ if "$PCTOR" --verify-config -f "$dir/offline-master.torrc" "${test_net[@]}" --hu
 fi
 grep -q "OfflineMasterKey is set but $dir/famkeys/ed25519_signing_secret_key cannot be read" \
     "$dir/nosign.out" || it_fail "no clear refusal of a missing signing key: $(cat "$dir/nosign.out")"
+# A signing certificate from another master identity, or no master public
+# key: start-up refuses both; so does --verify-config.
+mkdir -m 700 "$dir/keys2"
+cp "$dir/other/keys/ed25519_signing_secret_key" "$dir/other/keys/ed25519_signing_cert" \
+    "$dir/keys/ed25519_master_id_public_key" "$dir/keys2/"
+if "$PCTOR" --verify-config -f "$dir/offline-master.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc /nonexistent --KeyDirectory "$dir/keys2" > "$dir/othercert.out" 2>&1; then
+    it_fail "offline-master.torrc with another identity's certificate passed --verify-config"
+fi
+grep -q "ed25519_signing_cert.*certificate is not signed by our ed25519 identity" "$dir/othercert.out" ||
+    it_fail "no clear refusal of another identity's certificate: $(cat "$dir/othercert.out")"
+rm "$dir/keys2/ed25519_master_id_public_key"
+if "$PCTOR" --verify-config -f "$dir/offline-master.torrc" "${test_net[@]}" --hush \
+    --defaults-torrc /nonexistent --KeyDirectory "$dir/keys2" > "$dir/nopub.out" 2>&1; then
+    it_fail "offline-master.torrc without the master public key passed --verify-config"
+fi
+grep -q "OfflineMasterKey is set but $dir/keys2 holds no ed25519 identity" "$dir/nopub.out" ||
+    it_fail "no clear refusal of a missing master public key: $(cat "$dir/nopub.out")"
 # A FamilyId whose key is not there: tor refuses to start ("No key was
 # found for listed FamilyID"); pctor already refuses at --verify-config.
 if "$PCTOR" --verify-config -f "$dir/family-keys.torrc" "${test_net[@]}" --hush \

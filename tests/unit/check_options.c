@@ -237,7 +237,7 @@ START_TEST(test_cmdline_overrides)
   options_t *o = parse_ok("Nickname FromFile\nORPort 9001\n"
                           "ContactInfo file\n", 5, argv);
   ck_assert_str_eq(o->nickname, "FromCmdline");
-  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.n, 2); /* IPv4 and IPv6 */
   ck_assert_int_eq(o->or_ports.addrs[0].port, 9002);
   ck_assert_str_eq(o->contact_info, "file");
   options_free(o);
@@ -484,8 +484,9 @@ START_TEST(test_orport_forms)
 
   /* An empty ORPort line starts over. */
   o = parse_ok("ORPort 9001\nORPort\nORPort 9002\n", 0, NULL);
-  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.n, 2); /* 0.0.0.0:9002 and [::]:9002 */
   ck_assert_int_eq(o->or_ports.addrs[0].port, 9002);
+  ck_assert_int_eq(o->or_ports.addrs[1].port, 9002);
   options_free(o);
 
   static const struct {
@@ -509,9 +510,12 @@ START_TEST(test_orport_forms)
     {"ORPort -1\n", "is not an IPv4 or IPv6 address"},
     {"ORPort 10.0.0.1:0\n", "is not a port number"},
     {"ORPort ::1\n", "[ADDRESS]:PORT"},
-    {"ORPort auto\n", "'ORPort auto' is not supported yet"},
-    {"ORPort 127.0.0.1:auto NoAdvertise\n",
-     "'ORPort auto' is not supported yet"},
+    {"ORPort auto NoListen\n", "'ORPort auto' with NoListen"},
+    {"ORPort 127.0.0.1:auto NoAdvertise\nORPort auto IPv4Only\n",
+     "already a listening IPv4 ORPort"},
+    {"ORPort host:auto\n", "'host' is not an IP address"},
+    {"ORPort [::1]:auto\nORPort [::2]:9001\n",
+     "already a listening IPv6 ORPort"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char *err = parse_bad(cases[i].torrc, 0, NULL);
@@ -530,7 +534,7 @@ START_TEST(test_orport_forms)
   ck_assert_uint_eq(o->or_ports.flags[1], OPTIONS_PORT_NO_ADVERTISE);
   ck_assert_int_eq(o->or_ports.addrs[2].family, AF_INET6);
   pc_addr_t adv[4];
-  ck_assert_int_eq(options_orports_advertised(o, adv), 2);
+  ck_assert_int_eq(options_orports_advertised(&o->or_ports, adv), 2);
   ck_assert_int_eq(adv[0].port, 443);
   ck_assert_int_eq(adv[1].port, 9001);
   options_t *base = parse_ok("", 0, NULL);
@@ -541,7 +545,7 @@ START_TEST(test_orport_forms)
   fclose(out);
   assert_has(buf, "ORPort 203.0.113.5:443 NoListen\n"
                   "ORPort 127.0.0.1:9090 NoAdvertise\n"
-                  "ORPort [::]:9001 IPv6Only\n");
+                  "ORPort 9001 IPv6Only\n");
   free(buf);
   options_free(base);
   options_free(o);
@@ -552,6 +556,108 @@ START_TEST(test_orport_forms)
   ck_assert_int_eq(o->or_ports.n, 1);
   ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET6);
   ck_assert_int_eq(o->or_ports.addrs[0].port, 9050);
+  options_free(o);
+}
+END_TEST
+
+/* A dump of o's options that differ from the defaults. */
+static char *
+dump_of(const options_t *o)
+{
+  options_t *base = parse_ok("", 0, NULL);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  options_dump(out, o, base);
+  fclose(out);
+  options_free(base);
+  return buf;
+}
+
+/* ORPort/DirPort auto, and a bare ORPort on IPv4 and IPv6 (tor 0.4.9). */
+START_TEST(test_orport_auto_dual_stack)
+{
+  static const uint8_t zero[16] = {0};
+  options_t *o = parse_ok("ORPort 9001\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 2);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET);
+  ck_assert_int_eq(o->or_ports.addrs[1].family, AF_INET6);
+  ck_assert_mem_eq(o->or_ports.addrs[1].addr, zero, 16);
+  ck_assert_int_eq(o->or_ports.addrs[1].port, 9001);
+  ck_assert_uint_eq(o->or_ports.flags[0], OPTIONS_PORT_BARE);
+  ck_assert_uint_eq(o->or_ports.flags[1],
+                    OPTIONS_PORT_BARE | OPTIONS_PORT_IMPLICIT);
+  pc_addr_t adv[4];
+  ck_assert_int_eq(options_orports_advertised(&o->or_ports, adv), 2);
+  char *d = dump_of(o); /* one line, as written */
+  assert_has(d, "ORPort 9001\n");
+  ck_assert_ptr_null(strstr(d, "[::]"));
+  free(d);
+  options_free(o);
+
+  o = parse_ok("ORPort 9001 IPv4Only\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 1);
+  ck_assert_int_eq(o->or_ports.addrs[0].family, AF_INET);
+  options_free(o);
+
+  /* An IPv6 line of its own replaces the [::] half, before or after. */
+  o = parse_ok("ORPort 9001\nORPort [2001:db8::1]:9001\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 2);
+  ck_assert_int_eq(o->or_ports.addrs[1].addr[15], 1);
+  ck_assert_uint_eq(o->or_ports.flags[1], 0);
+  options_free(o);
+  /* ... only in the role that line takes: [::] still listens. */
+  o = parse_ok("ORPort [2001:db8::1]:443 NoListen\nORPort 9001\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 3);
+  ck_assert_uint_eq(o->or_ports.flags[2], OPTIONS_PORT_BARE |
+                                              OPTIONS_PORT_IMPLICIT |
+                                              OPTIONS_PORT_NO_ADVERTISE);
+  ck_assert_int_eq(options_orports_advertised(&o->or_ports, adv), 2);
+  ck_assert_int_eq(adv[0].port, 443);
+  ck_assert_int_eq(adv[1].family, AF_INET);
+  options_free(o);
+
+  /* auto: port 0 until the listener is bound; both families. */
+  o = parse_ok("ORPort auto\nDirPort auto\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 2);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(o->or_ports.addrs[i].port, 0);
+    ck_assert(o->or_ports.flags[i] & OPTIONS_PORT_AUTO);
+  }
+  ck_assert_int_eq(o->dir_ports.n, 1); /* tor's DirPort: IPv4 only */
+  ck_assert_int_eq(o->dir_ports.addrs[0].family, AF_INET);
+  ck_assert_uint_eq(o->dir_ports.flags[0],
+                    OPTIONS_PORT_AUTO | OPTIONS_PORT_BARE);
+  d = dump_of(o);
+  assert_has(d, "ORPort auto\n");
+  assert_has(d, "DirPort auto\n");
+  free(d);
+  options_free(o);
+
+  o = parse_ok("ORPort 127.0.0.1:auto NoAdvertise\nORPort [::1]:AUTO\n"
+               "ORPort 192.0.2.1:443 NoListen\n", 0, NULL);
+  ck_assert_int_eq(o->or_ports.n, 3);
+  ck_assert_uint_eq(o->or_ports.flags[0],
+                    OPTIONS_PORT_AUTO | OPTIONS_PORT_NO_ADVERTISE);
+  ck_assert_int_eq(o->or_ports.addrs[0].addr[0], 127);
+  ck_assert_int_eq(o->or_ports.addrs[1].family, AF_INET6);
+  ck_assert_int_eq(o->or_ports.addrs[1].addr[15], 1);
+  d = dump_of(o);
+  assert_has(d, "ORPort 127.0.0.1:auto NoAdvertise\n"
+                "ORPort [::1]:auto\n"
+                "ORPort 192.0.2.1:443 NoListen\n");
+  free(d);
+  options_free(o);
+
+  /* tor's AddressDisableIPv6: no IPv6 discovery for [::]. */
+  o = parse_ok("ORPort 9001\nAddressDisableIPv6 1\n", 0, NULL);
+  ck_assert_int_eq(o->address_disable_ipv6, 1);
+  options_free(o);
+
+  /* ControlPort and MetricsPort took auto already. */
+  o = parse_ok("ControlPort auto\nMetricsPort 127.0.0.1:auto\n", 0, NULL);
+  options_free(o);
+  o = parse_ok("MetricsPort auto\n", 0, NULL);
   options_free(o);
 }
 END_TEST
@@ -796,7 +902,7 @@ START_TEST(test_reload_keeps_non_reloadable)
   assert_has(warnings, "Option 'User' cannot be changed");
   assert_has(warnings, "Option 'TestingTorNetwork' cannot be changed");
   ck_assert_ptr_null(strstr(warnings, "Nickname"));
-  ck_assert_int_eq(new_opts->or_ports.n, 1);
+  ck_assert_int_eq(new_opts->or_ports.n, 2);
   ck_assert_int_eq(new_opts->or_ports.addrs[0].port, 9001);
   ck_assert_str_eq(new_opts->user, "root");
   ck_assert_int_eq(new_opts->testing_tor_network, 0);
@@ -1315,20 +1421,20 @@ START_TEST(test_tor_option_names)
   ck_assert_int_eq(odp->dir_ports.n, 2);
   ck_assert_int_eq(odp->dir_ports.addrs[0].family, AF_INET);
   ck_assert_int_eq(odp->dir_ports.addrs[0].port, 9030);
-  ck_assert_uint_eq(options_dirport_advertised(odp), 9030);
+  ck_assert_uint_eq(options_dirport_advertised(&odp->dir_ports), 9030);
   options_free(odp);
   odp = parse_ok("ORPort 9001\nDirPort 127.0.0.1:9030 NoAdvertise\n"
                  "DirPort 192.0.2.1:80 NoListen\n", 0, NULL);
-  ck_assert_uint_eq(options_dirport_advertised(odp), 80);
+  ck_assert_uint_eq(options_dirport_advertised(&odp->dir_ports), 80);
   options_free(odp);
   odp = parse_ok("ORPort 9001\nDirPort 9030 NoAdvertise\n", 0, NULL);
-  ck_assert_uint_eq(options_dirport_advertised(odp), 0);
+  ck_assert_uint_eq(options_dirport_advertised(&odp->dir_ports), 0);
   options_free(odp);
   err = parse_bad("ORPort 9001\nDirPort 9030 Bogus\n", 0, NULL);
   assert_has(err, "'Bogus' is not a DirPort flag");
   free(err);
-  err = parse_bad("ORPort 9001\nDirPort auto\n", 0, NULL);
-  assert_has(err, "'DirPort auto' is not supported yet: give a port number");
+  err = parse_bad("ORPort 9001\nDirPort auto NoListen\n", 0, NULL);
+  assert_has(err, "'DirPort auto' with NoListen");
   free(err);
   err = parse_bad("ORPort 9001\nDirPort 9030\nDirPort 9031\n", 0, NULL);
   assert_has(err, "there is already a listening IPv4 DirPort (on line 2");
@@ -1616,7 +1722,11 @@ START_TEST(test_check_startable)
   free(err);
   f = fopen(cert, "w");
   fclose(f);
-  ck_assert_int_eq(options_check_startable(o, &err), 0);
+  /* Both there but not usable keys: refused as at start (a good set is
+   * check_router_keys' test_check_offline). */
+  ck_assert_int_eq(options_check_startable(o, &err), -1);
+  assert_has(err, "ed25519_signing_secret_key");
+  free(err);
   options_free(o);
   unlink(sk);
   unlink(cert);
@@ -1800,6 +1910,7 @@ suite_options(void)
   tcase_add_test(tc, test_scheduler_options);
   tcase_add_test(tc, test_nickname_rules);
   tcase_add_test(tc, test_orport_forms);
+  tcase_add_test(tc, test_orport_auto_dual_stack);
   tcase_add_test(tc, test_testing_network);
   tcase_add_test(tc, test_directory_options);
   tcase_add_test(tc, test_reload_keeps_non_reloadable);

@@ -1151,6 +1151,61 @@ START_TEST(test_tor_datadir)
 }
 END_TEST
 
+/* --verify-config's look at an offline key directory: what start-up
+ * would refuse, found without writing anything. */
+START_TEST(test_check_offline)
+{
+  router_keys_config_t cfg;
+  router_keys_config_init(&cfg);
+  cfg.offline_master_key = 1;
+  time_t now = TORKEYS_MADE + 3600;
+  char *err = NULL;
+  char *dd = torkeys_datadir("ed25519_master_id_secret_key");
+  ck_assert_int_eq(router_keys_check_offline(dd, &cfg, now, &err), 0);
+  ck_assert_ptr_null(err);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_secret_key"));
+  /* Expired: as start-up says it. */
+  ck_assert_int_eq(router_keys_check_offline(dd, &cfg,
+                                             TORKEYS_CERT_EXPIRES + 1, &err),
+                   -1);
+  ck_assert_msg(strstr(err, "expired at 2026-12-26 14:00:00") != NULL, "%s",
+                err);
+  PC_FREE(err);
+  /* The certificate is not signed by this master identity. */
+  blob_t pub = kslurp(dd, "ed25519_master_id_public_key");
+  blob_t orig = {pc_memdup(pub.d, pub.n), pub.n};
+  ed25519_keypair_t other;
+  ed25519_keypair_generate(&other);
+  memcpy(pub.d + pub.n - 32, other.pub, 32);
+  char *pp = kpath(dd, "ed25519_master_id_public_key");
+  spit(pp, pub.d, pub.n);
+  ck_assert_int_eq(router_keys_check_offline(dd, &cfg, now, &err), -1);
+  ck_assert_msg(strstr(err, "not signed by our ed25519 identity") != NULL,
+                "%s", err);
+  PC_FREE(err);
+  /* No master public key at all. */
+  ck_assert_int_eq(unlink(pp), 0);
+  ck_assert_int_eq(router_keys_check_offline(dd, &cfg, now, &err), -1);
+  ck_assert_msg(strstr(err, "holds no ed25519 identity") != NULL, "%s", err);
+  PC_FREE(err);
+  ck_assert(!kfile_exists(dd, "ed25519_master_id_public_key"));
+  /* Back, without the certificate. */
+  spit(pp, orig.d, orig.n);
+  char *cp = kpath(dd, "ed25519_signing_cert");
+  ck_assert_int_eq(unlink(cp), 0);
+  ck_assert_int_eq(router_keys_check_offline(dd, &cfg, now, &err), -1);
+  ck_assert_msg(strstr(err, "no signing key and certificate") != NULL, "%s",
+                err);
+  PC_FREE(err);
+  ck_assert(!fs_file_exists(cp));
+  free(cp);
+  free(pp);
+  free(pub.d);
+  free(orig.d);
+  tmpdir_free(dd);
+}
+END_TEST
+
 START_TEST(test_offline_master)
 {
   router_keys_config_t cfg;
@@ -1741,6 +1796,7 @@ suite_router_keys(void)
   tcase_add_test(tc, test_fingerprint_tor_vectors);
   tcase_add_test(tc, test_tor_datadir);
   tcase_add_test(tc, test_offline_master);
+  tcase_add_test(tc, test_check_offline);
   tcase_add_test(tc, test_keygen);
   tcase_add_test(tc, test_keygen_encrypted);
   tcase_add_test(tc, test_convert_old_layout);

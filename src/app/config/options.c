@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "core/or/cpuworker.h"
 #include "core/or/dos_options.h"
@@ -49,6 +50,7 @@
 #include "feature/client/guards.h"
 #include "feature/hibernate/hibernate.h"
 #include "feature/relay/family_keys.h"
+#include "feature/relay/router_keys.h"
 #include "feature/ipsec/broker.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
@@ -297,8 +299,82 @@ static const struct {
   {"IPv6Only", OPTIONS_PORT_IPV6_ONLY},
 };
 
+/* The entry of ports (family index fi) that has the role a flag in skip
+ * names (OPTIONS_PORT_NO_LISTEN: listening, OPTIONS_PORT_NO_ADVERTISE:
+ * advertised), or -1. */
+static int
+ports_find_role(const options_ports_t *ports, int fi, unsigned skip)
+{
+  for (int j = 0; j < ports->n; j++)
+    if ((ports->addrs[j].family == AF_INET6) == fi &&
+        !(ports->flags[j] & skip))
+      return j;
+  return -1;
+}
+
+/* Add a with flags to ports, taking its roles (listening, advertised) per
+ * address family; seen says which line holds each role. The [::] half of
+ * a bare ORPort (OPTIONS_PORT_IMPLICIT) gives way to a line that names an
+ * IPv6 address of its own, before or after it (as tor drops its implicit
+ * [::] listener then). Returns 0, or -1 with *err_out set. */
+static int
+ports_add(options_ports_t *ports, const char *name, port_lines_t *seen,
+          const pc_addr_t *a, unsigned flags, const conf_line_t *line,
+          char **err_out)
+{
+  static const unsigned roles[2] = {OPTIONS_PORT_NO_LISTEN,
+                                    OPTIONS_PORT_NO_ADVERTISE};
+  int fi = a->family == AF_INET6;
+  const conf_line_t **held[2] = {&seen->listen[fi], &seen->adv[fi]};
+  for (int k = 0; k < 2; k++) {
+    if (flags & roles[k])
+      continue;
+    int j = ports_find_role(ports, fi, roles[k]);
+    if (j < 0)
+      continue;
+    if (flags & OPTIONS_PORT_IMPLICIT) {
+      flags |= roles[k]; /* an explicit IPv6 line has the role already */
+      continue;
+    }
+    if (ports->flags[j] & OPTIONS_PORT_IMPLICIT) {
+      ports->flags[j] |= roles[k];
+      if ((ports->flags[j] & OPTIONS_PORT_NO_LISTEN) &&
+          (ports->flags[j] & OPTIONS_PORT_NO_ADVERTISE)) {
+        for (int m = j; m + 1 < ports->n; m++) {
+          ports->addrs[m] = ports->addrs[m + 1];
+          ports->flags[m] = ports->flags[m + 1];
+        }
+        ports->n--;
+      }
+      continue;
+    }
+    char *w = *held[k] ? conf_line_where(*held[k]) : pc_strdup("?");
+    *err_out = pc_asprintf("there is already %s %s %s (on %s); at most "
+                           "one per address family is allowed",
+                           k == 0 ? "a listening" : "an advertised",
+                           fi ? "IPv6" : "IPv4", name, w);
+    free(w);
+    return -1;
+  }
+  if ((flags & OPTIONS_PORT_NO_LISTEN) && (flags & OPTIONS_PORT_NO_ADVERTISE))
+    return 0; /* an implicit [::] half with nothing left to do */
+  if (ports->n == 4) { /* two roles per family: cannot happen */
+    *err_out = pc_asprintf("too many %s lines", name);
+    return -1;
+  }
+  for (int k = 0; k < 2; k++)
+    if (!(flags & roles[k]))
+      *held[k] = line;
+  ports->addrs[ports->n] = *a;
+  ports->flags[ports->n++] = flags;
+  return 0;
+}
+
 /* One ORPort or DirPort line (name says which) into ports; seen holds
- * the lines of that option so far. */
+ * the lines of that option so far. PORT may be "auto" (tor's: the kernel
+ * picks a free port when the listener opens; OPTIONS_PORT_AUTO, port 0
+ * here). A PORT without an address is 0.0.0.0:PORT and, for the ORPort
+ * (as tor 0.4.9), also [::]:PORT; IPv4Only/IPv6Only keep one of them. */
 static int
 ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
              const char *value, const conf_line_t *line, char **err_out)
@@ -314,21 +390,32 @@ ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
   }
   size_t alen = strcspn(value, " \t");
   char *addr = pc_strndup(value, alen);
-  /* tor's "auto" (a port the kernel picks, advertised as bound) needs the
-   * bound port in the descriptor and the reachability test: not yet. */
-  if (!strcasecmp(addr, "auto") ||
-      (alen > 5 && !strcasecmp(addr + alen - 5, ":auto"))) {
-    free(addr);
-    *err_out = pc_asprintf("'%s auto' is not supported yet: give a port "
-                           "number", name);
-    return -1;
-  }
+  unsigned flags = 0;
   pc_addr_t a;
-  int r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, err_out);
+  int r = 0;
+  if (!strcasecmp(addr, "auto")) {
+    memset(&a, 0, sizeof(a));
+    a.family = AF_UNSPEC;
+    flags |= OPTIONS_PORT_AUTO;
+  } else if (alen > 5 && !strcasecmp(addr + alen - 5, ":auto")) {
+    strcpy(addr + alen - 5, ":1"); /* parse the address with a port */
+    char *perr = NULL;
+    r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, &perr);
+    free(perr);
+    a.port = 0;
+    flags |= OPTIONS_PORT_AUTO;
+    if (r < 0 || a.family == AF_UNSPEC) {
+      *err_out = pc_asprintf("'%.*s': '%.*s' is not an IP address (write "
+                             "ADDRESS:auto or [ADDRESS]:auto)", (int)alen,
+                             value, (int)alen - 5, value);
+      r = -1;
+    }
+  } else {
+    r = conf_parse_addrport(addr, CONF_ADDR_OPTIONAL, &a, err_out);
+  }
   free(addr);
   if (r < 0)
     return -1;
-  unsigned flags = 0;
   const char *p = value + alen;
   while (*(p += strspn(p, " \t"))) {
     size_t n = strcspn(p, " \t");
@@ -351,42 +438,39 @@ ports_assign(options_ports_t *ports, const char *name, port_lines_t *seen,
                          "to do");
     return -1;
   }
+  if ((flags & OPTIONS_PORT_AUTO) && (flags & OPTIONS_PORT_NO_LISTEN)) {
+    *err_out = pc_asprintf("'%s auto' with NoListen: a port that is not "
+                           "bound cannot be picked; give a port number",
+                           name);
+    return -1;
+  }
   if ((flags & OPTIONS_PORT_IPV4_ONLY) && (flags & OPTIONS_PORT_IPV6_ONLY)) {
     *err_out = pc_strdup("IPv4Only and IPv6Only cannot both be given");
     return -1;
   }
-  if (a.family == AF_UNSPEC) /* PORT alone: 0.0.0.0:PORT, or [::]:PORT */
-    a.family = (flags & OPTIONS_PORT_IPV6_ONLY) ? AF_INET6 : AF_INET;
+  int both = 0;
+  if (a.family == AF_UNSPEC) { /* PORT alone */
+    uint16_t port = a.port;
+    flags |= OPTIONS_PORT_BARE;
+    both = !(flags & (OPTIONS_PORT_IPV4_ONLY | OPTIONS_PORT_IPV6_ONLY)) &&
+           name[0] == 'O'; /* tor's DirPort stays on IPv4 */
+    pc_addr_parse_ip(&a, (flags & OPTIONS_PORT_IPV6_ONLY) ? "::" : "0.0.0.0",
+                     port);
+  }
   if ((a.family == AF_INET && (flags & OPTIONS_PORT_IPV6_ONLY)) ||
       (a.family == AF_INET6 && (flags & OPTIONS_PORT_IPV4_ONLY))) {
     *err_out = pc_strdup("the address is of the other family than the "
                          "flag asks for");
     return -1;
   }
-  int fi = a.family == AF_INET6;
-  struct {
-    unsigned skip;
-    const conf_line_t **seen;
-    const char *what;
-  } roles[] = {
-    {OPTIONS_PORT_NO_LISTEN, &seen->listen[fi], "a listening"},
-    {OPTIONS_PORT_NO_ADVERTISE, &seen->adv[fi], "an advertised"},
-  };
-  for (int k = 0; k < 2; k++) {
-    if ((flags & roles[k].skip) || !*roles[k].seen)
-      continue;
-    char *w = conf_line_where(*roles[k].seen);
-    *err_out = pc_asprintf("there is already %s %s %s (on %s); at "
-                           "most one per address family is allowed",
-                           roles[k].what, fi ? "IPv6" : "IPv4", name, w);
-    free(w);
+  if (ports_add(ports, name, seen, &a, flags, line, err_out) < 0)
     return -1;
+  if (both) {
+    pc_addr_t a6;
+    pc_addr_parse_ip(&a6, "::", a.port);
+    return ports_add(ports, name, seen, &a6, flags | OPTIONS_PORT_IMPLICIT,
+                     line, err_out);
   }
-  for (int k = 0; k < 2; k++)
-    if (!(flags & roles[k].skip))
-      *roles[k].seen = line;
-  ports->addrs[ports->n] = a;
-  ports->flags[ports->n++] = flags;
   return 0;
 }
 
@@ -421,10 +505,23 @@ orport_format(const void *field, conf_strlist_t *out)
   const options_ports_t *ports = field;
   char buf[PC_ADDR_STR_LEN + 64];
   for (int i = 0; i < ports->n; i++) {
-    pc_addr_fmt(&ports->addrs[i], buf, PC_ADDR_STR_LEN, 1);
+    unsigned f = ports->flags[i];
+    if (f & OPTIONS_PORT_IMPLICIT) /* shown by its IPv4 half */
+      continue;
+    if (f & OPTIONS_PORT_BARE) {
+      if (f & OPTIONS_PORT_AUTO)
+        snprintf(buf, sizeof(buf), "auto");
+      else
+        snprintf(buf, sizeof(buf), "%u", (unsigned)ports->addrs[i].port);
+    } else {
+      pc_addr_fmt(&ports->addrs[i], buf, PC_ADDR_STR_LEN, 1);
+      char *colon = strrchr(buf, ':');
+      if ((f & OPTIONS_PORT_AUTO) && colon)
+        snprintf(colon + 1, sizeof(buf) - (size_t)(colon + 1 - buf), "auto");
+    }
     for (size_t k = 0; k < sizeof(orport_flags) / sizeof(orport_flags[0]);
          k++)
-      if (ports->flags[i] & orport_flags[k].flag) {
+      if (f & orport_flags[k].flag) {
         size_t n = strlen(buf);
         snprintf(buf + n, sizeof(buf) - n, " %s", orport_flags[k].name);
       }
@@ -433,22 +530,22 @@ orport_format(const void *field, conf_strlist_t *out)
 }
 
 uint16_t
-options_dirport_advertised(const options_t *o)
+options_dirport_advertised(const options_ports_t *p)
 {
-  for (int i = 0; i < o->dir_ports.n; i++)
-    if (o->dir_ports.addrs[i].family == AF_INET &&
-        !(o->dir_ports.flags[i] & OPTIONS_PORT_NO_ADVERTISE))
-      return o->dir_ports.addrs[i].port;
+  for (int i = 0; i < p->n; i++)
+    if (p->addrs[i].family == AF_INET &&
+        !(p->flags[i] & OPTIONS_PORT_NO_ADVERTISE))
+      return p->addrs[i].port;
   return 0;
 }
 
 int
-options_orports_advertised(const options_t *o, pc_addr_t out[4])
+options_orports_advertised(const options_ports_t *p, pc_addr_t out[4])
 {
   int n = 0;
-  for (int i = 0; i < o->or_ports.n; i++)
-    if (!(o->or_ports.flags[i] & OPTIONS_PORT_NO_ADVERTISE))
-      out[n++] = o->or_ports.addrs[i];
+  for (int i = 0; i < p->n; i++)
+    if (!(p->flags[i] & OPTIONS_PORT_NO_ADVERTISE))
+      out[n++] = p->addrs[i];
   return n;
 }
 
@@ -748,19 +845,23 @@ static const conf_var_t app_vars[] = {
    "directory and the files in it that pctor owns are handed to that "
    "user before pctor switches to it. A relative path or one starting "
    "with ~/ is made absolute when pctor starts.", NULL},
-  {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [FLAGS] | 0", "0",
+  {"ORPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT|auto [FLAGS] | 0", "0",
    "0 (no ORPort)",
    0, 0, 0, OFF(or_ports),
    "Accept connections from Tor clients and relays on PORT. A port "
-   "alone listens on every IPv4 address (0.0.0.0:PORT); ADDRESS is an "
-   "IPv4 address (192.0.2.1:9001) or an IPv6 address in brackets "
-   "([2001:db8::1]:9001). FLAGS are tor's NoListen (advertise, do not "
+   "alone listens on every IPv4 and IPv6 address (0.0.0.0:PORT and "
+   "[::]:PORT, as tor 0.4.9; IPv4 only on a host without IPv6); the "
+   "IPv6 one is advertised when an interface has a public IPv6 address. "
+   "ADDRESS is an IPv4 address (192.0.2.1:9001) or an IPv6 address in "
+   "brackets ([2001:db8::1]:9001), which replaces the [::] half. auto "
+   "lets the kernel pick the port; the bound one is advertised (GETINFO "
+   "net/listeners/or). FLAGS are tor's NoListen (advertise, do not "
    "bind), NoAdvertise (bind, do not advertise), IPv6Only (a port alone "
-   "is [::]:PORT) and IPv4Only. Per address family at most one line "
+   "is [::]:PORT only) and IPv4Only. Per address family at most one line "
    "listens and one is advertised; 0 (no ORPort) cannot be combined with "
    "another line. Ports are bound while pctor still runs as root, so "
    "ports below 1024 work with User.", &orport_type},
-  {"DirPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [FLAGS] | 0", "0",
+  {"DirPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT|auto [FLAGS] | 0", "0",
    "0 (no DirPort)",
    0, 0, 0, OFF(dir_ports),
    "Answer HTTP/1.0 GET requests for directory documents on PORT, as "
@@ -768,9 +869,11 @@ static const conf_var_t app_vars[] = {
    "directory requests over the ORPort (BEGIN_DIR): the consensus "
    "flavours, key certificates, microdescriptors and server "
    "descriptors this relay caches, and its own descriptor "
-   "(/tor/server/authority). ADDRESS and FLAGS (NoListen, NoAdvertise, "
-   "IPv4Only, IPv6Only) are as for ORPort; the first advertised IPv4 "
-   "port is published in the descriptor's router line. At most 256 "
+   "(/tor/server/authority). ADDRESS, auto and FLAGS (NoListen, "
+   "NoAdvertise, IPv4Only, IPv6Only) are as for ORPort, but a port alone "
+   "is IPv4 only (as tor); the first advertised IPv4 "
+   "port (as bound, for auto) is published in the descriptor's router "
+   "line. At most 256 "
    "connections at once and 16 from one address; a request must arrive "
    "whole within 10 seconds (else 408) and be at most 8192 bytes (else "
    "400); a client that reads nothing for 60 seconds is disconnected. "
@@ -790,6 +893,12 @@ static const conf_var_t app_vars[] = {
    "or IPv6 address, or a host name that resolves to one. If unset, "
    "pctor uses the ORPort's address when that is a public one and "
    "otherwise guesses it from the local interfaces.", &host_type},
+  {"AddressDisableIPv6", CONF_TYPE_BOOL, "0|1", "0", "0",
+   1, 0, 0, OFF(address_disable_ipv6),
+   "If 1, as tor: do not look for a public IPv6 address on the local "
+   "interfaces for an IPv6 ORPort that listens on [::] (as a bare ORPort "
+   "does), so that only IPv4 is advertised; an IPv6 ORPort line with an "
+   "address of its own is still advertised.", NULL},
   {"Nickname", CONF_TYPE_CUSTOM, "NAME", "Unnamed", "Unnamed",
    1, 0, 0, OFF(nickname),
    "The relay's nickname, published in its descriptor: 1 to 19 ASCII "
@@ -1355,6 +1464,15 @@ static const conf_var_t app_vars[] = {
   {"CookieAuthFileGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
    0, 0, 0, OFF(cookie_auth_file_group_readable),
    "Make the cookie file readable by the group (mode 0640).", NULL},
+  {"ControlPortWriteToFile", CONF_TYPE_PATH, "PATH", NULL, "unset",
+   0, 0, 0, OFF(control_port_write_to_file),
+   "As tor: once the control listeners are open, write PATH with a line "
+   "PORT=ADDRESS:PORT for the ControlPort (the bound port, for auto) and "
+   "UNIX_PORT=PATH for a control socket; removed when pctor exits.", NULL},
+  {"ControlPortFileGroupReadable", CONF_TYPE_BOOL, "0|1", "0", "0",
+   0, 0, 0, OFF(control_port_file_group_readable),
+   "Make the ControlPortWriteToFile file readable by the group (mode "
+   "0640).", NULL},
   {"HashedControlPassword", CONF_TYPE_CUSTOM, "16:HEX", NULL, "unset",
    1, 0, 0, OFF(hashed_control_password),
    "Controllers may authenticate with the password whose hash this is "
@@ -1368,10 +1486,12 @@ static const conf_var_t app_vars[] = {
    1, 0, 0, OFF(leave_streams_unattached),
    "SOCKS streams wait for a controller's ATTACHSTREAM instead of taking "
    "a circuit.", NULL},
-  {"MetricsPort", CONF_TYPE_CUSTOM, "[ADDRESS:]PORT [prometheus] | 0", "0",
+  {"MetricsPort", CONF_TYPE_CUSTOM,
+   "[ADDRESS:]PORT|auto [prometheus] | 0", "0",
    "0 (none)", 0, 0, 0, OFF(metrics_port),
    "Serve Prometheus metrics over HTTP at /metrics. A port alone listens "
-   "on 127.0.0.1.", &metrics_port_type},
+   "on 127.0.0.1; auto picks a free port (see GETINFO "
+   "net/listeners/metrics).", &metrics_port_type},
   {"MetricsPortPolicy", CONF_TYPE_CUSTOM, "accept|reject ADDR[/MASK][,...]",
    NULL, "unset (reject everyone)", 1, 0, 0, OFF(metrics_port_policy),
    "Who may read the MetricsPort; the first matching rule decides, no "
@@ -2297,8 +2417,9 @@ options_check_startable(const options_t *opts, char **err_out)
       return -1;
   }
   /* OfflineMasterKey: the relay runs on a signing key and certificate
-   * copied into the key directory; without them it refuses to start.
-   * (Whether they match and are still valid is checked at start.) */
+   * copied into the key directory; without them it refuses to start, and
+   * so it does when the certificate is not the master identity's, is for
+   * another key, or has expired: checked here as at start. */
   if (opts->offline_master_key) {
     static const char *const signing[] = {"ed25519_signing_secret_key",
                                           "ed25519_signing_cert"};
@@ -2319,6 +2440,13 @@ options_check_startable(const options_t *opts, char **err_out)
       if (r < 0)
         return -1;
     }
+    router_keys_config_t kc;
+    router_keys_config_init(&kc);
+    kc.key_directory = opts->key_directory;
+    kc.offline_master_key = 1;
+    if (router_keys_check_offline(opts->data_directory, &kc, time(NULL),
+                                  err_out) < 0)
+      return -1;
   }
   /* ConnLimit, as tor: the hard descriptor limit must allow it. */
   struct rlimit rl;

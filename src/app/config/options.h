@@ -44,14 +44,21 @@
 #define OPTIONS_PORT_NO_ADVERTISE 0x2 /* bind, do not advertise */
 #define OPTIONS_PORT_IPV4_ONLY 0x4
 #define OPTIONS_PORT_IPV6_ONLY 0x8    /* "9001 IPv6Only" is [::]:9001 */
+/* Not flags one writes: "auto" (port 0 here; the listener's bound port is
+ * what counts), a line without an address, and the [::] half that a bare
+ * ORPort PORT adds beside 0.0.0.0:PORT (as tor 0.4.9; not fatal where the
+ * host has no IPv6). */
+#define OPTIONS_PORT_AUTO 0x10
+#define OPTIONS_PORT_BARE 0x20
+#define OPTIONS_PORT_IMPLICIT 0x40
 
 /* The ORPort lines: per address family at most one that is bound and one
  * that is advertised (a line without NoListen/NoAdvertise is both), so at
- * most four. "ORPort 9001" is 0.0.0.0:9001; "ORPort 0" (the default)
- * means no ORPort (n == 0). */
+ * most four. "ORPort 9001" is 0.0.0.0:9001 and [::]:9001 (IMPLICIT);
+ * "ORPort 0" (the default) means no ORPort (n == 0). */
 typedef struct {
   int n;
-  pc_addr_t addrs[4]; /* family AF_INET or AF_INET6, port != 0 */
+  pc_addr_t addrs[4]; /* family AF_INET or AF_INET6; port 0 only if AUTO */
   unsigned flags[4];  /* OPTIONS_PORT_* */
 } options_ports_t;
 
@@ -66,6 +73,7 @@ typedef struct options_t {
   char *address;                 /* Address: NULL if unset */
   pc_addr_t address_ip;          /* Address if it is an IP literal, else
                                   * family AF_UNSPEC */
+  int address_disable_ipv6;      /* AddressDisableIPv6: 0 or 1 */
   char *nickname;                /* Nickname: 1-19 [A-Za-z0-9] */
   char *contact_info;            /* ContactInfo: NULL if unset */
   options_strlist_t logs;        /* Log: values, in order ("notice stderr") */
@@ -157,6 +165,8 @@ typedef struct options_t {
   int cookie_authentication;      /* CookieAuthentication */
   char *cookie_auth_file;         /* CookieAuthFile: NULL = default */
   int cookie_auth_file_group_readable; /* CookieAuthFileGroupReadable */
+  char *control_port_write_to_file; /* ControlPortWriteToFile, or NULL */
+  int control_port_file_group_readable; /* ControlPortFileGroupReadable */
   char *hashed_control_password;  /* HashedControlPassword: NULL none */
   char *owning_controller_process; /* __OwningControllerProcess: a pid */
   int leave_streams_unattached;   /* __LeaveStreamsUnattached */
@@ -358,11 +368,12 @@ void options_dump(FILE *out, const options_t *o, const options_t *base);
 int options_check_startable(const options_t *opts, char **err_out);
 
 /* The ORPort addresses to advertise (without NoAdvertise) into out;
- * returns how many. */
-int options_orports_advertised(const options_t *o, pc_addr_t out[4]);
+ * returns how many. p is o->or_ports or, once listening, the same with
+ * the bound ports of "auto" lines (app keeps that copy). */
+int options_orports_advertised(const options_ports_t *p, pc_addr_t out[4]);
 /* The DirPort to publish in the descriptor's router line: the first IPv4
- * DirPort without NoAdvertise, or 0. */
-uint16_t options_dirport_advertised(const options_t *o);
+ * DirPort without NoAdvertise, or 0 (of o->dir_ports or app's bound copy). */
+uint16_t options_dirport_advertised(const options_ports_t *p);
 
 /* How long after a change the state file is written while running, in
  * seconds: __StateSaveInterval, six times longer with AvoidDiskWrites (an

@@ -182,6 +182,7 @@ start_sandbox(const options_cmdline_t *cl, const options_t *opts)
     allow_parent(cfg, logs[i], NULL, 1);
   allow_parent(cfg, opts->pid_file, NULL, 1);
   allow_parent(cfg, opts->cookie_auth_file, NULL, 1);
+  allow_parent(cfg, opts->control_port_write_to_file, NULL, 1);
   if (opts->control_socket && strcmp(opts->control_socket, "0")) {
     char *sock = pc_strdup(opts->control_socket);
     sock[strcspn(sock, " \t")] = '\0';

@@ -54,6 +54,7 @@
 #include "feature/relay/selftest.h"
 #include "feature/relay/router_keys.h"
 #include "feature/relay/routerdesc.h"
+#include "lib/bytes/bytes.h"
 #include "lib/encoding/base16.h"
 #include "lib/fs/files.h"
 #include "lib/fs/statefile.h"
@@ -126,7 +127,25 @@ static struct {
   geoip_db_t *geoip; /* GeoIPFile, GeoIPv6File; NULL: none loaded */
   hibernate_t *hib;  /* AccountingMax; NULL when not a relay */
   const options_t *opts; /* the current options */
+  /* ORPort and DirPort as listened on: "auto" ports hold the bound port,
+   * and the [::] half of a bare ORPort is gone where the host has no
+   * IPv6. Set when the listeners first open (ORPort and DirPort cannot
+   * change while running); until then the options' own. */
+  options_ports_t or_bound, dir_bound;
+  int or_is_bound, dir_is_bound;
 } A;
+
+static const options_ports_t *
+or_ports(const options_t *o)
+{
+  return A.or_is_bound ? &A.or_bound : &o->or_ports;
+}
+
+static const options_ports_t *
+dir_ports(const options_t *o)
+{
+  return A.dir_is_bound ? &A.dir_bound : &o->dir_ports;
+}
 
 /* The server descriptor we publish, for BEGIN_DIR requests. */
 /* MeasureMe's settings from the options. */
@@ -260,6 +279,36 @@ configure_outbound_binds(const options_t *o)
   }
 }
 
+/* The IPv6 ORPort to publish for the advertised ORPort a: a itself when
+ * it names an address; for [::] (a bare ORPort listens there too, as in
+ * tor) a public IPv6 address of this host's interfaces unless
+ * AddressDisableIPv6, or nothing, with a notice once (tor's "Unable to
+ * find IPv6 address for ORPort"). */
+static void
+ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
+                         pc_addr_t *out)
+{
+  static int told;
+  pc_addr_t found;
+  if (!pc_is_zero(a->addr, 16)) {
+    *out = *a;
+  } else if (o->address_disable_ipv6) {
+    if (!told)
+      log_info("AddressDisableIPv6 is set: not looking for an IPv6 "
+               "address for ORPort %u.", (unsigned)a->port);
+    told = 1;
+  } else if (routerdesc_find_public_ipv6(&found) == 0) {
+    found.port = a->port;
+    *out = found;
+  } else if (!told) {
+    told = 1;
+    log_notice("Unable to find a public IPv6 address for ORPort %u: "
+               "advertising IPv4 only. Give the IPv6 ORPort its address "
+               "([ADDRESS]:PORT), or add IPv4Only to the ORPort line.",
+               (unsigned)a->port);
+  }
+}
+
 /* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
  * ExitRelay 0) and hand them to feature/exit. Returns 0, or -1 with a log
  * line when the policy or the resolver cannot be made. */
@@ -280,15 +329,16 @@ configure_exit(const options_t *o)
     po.ipv6_exit = o->ipv6_exit;
     po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
-    po.our_addrs = o->or_ports.addrs;
-    po.n_our_addrs = o->or_ports.n;
+    const options_ports_t *orp = or_ports(o);
+    po.our_addrs = orp->addrs;
+    po.n_our_addrs = orp->n;
     /* Local interfaces: our ports' and the outbound bind addresses. */
-    pc_addr_t *local = pc_calloc((size_t)o->or_ports.n + 6, sizeof(*local));
+    pc_addr_t *local = pc_calloc((size_t)orp->n + 6, sizeof(*local));
     int n_local = 0;
-    for (int i = 0; i < o->or_ports.n; i++)
-      local[n_local++] = o->or_ports.addrs[i];
+    for (int i = 0; i < orp->n; i++)
+      local[n_local++] = orp->addrs[i];
     for (int k = 0; k < 3; k++)
-      for (int i = 0; n_local < o->or_ports.n + 6 &&
+      for (int i = 0; n_local < orp->n + 6 &&
                       options_outbound_addr(o, k, i, &local[n_local]) == 0;
            i++)
         n_local++;
@@ -549,14 +599,13 @@ configure_publishing(const options_t *o)
   rc.ipv6_or.family = AF_UNSPEC;
   /* The advertised ORPorts (not NoAdvertise ones). */
   pc_addr_t adv[4];
-  int n_adv = options_orports_advertised(o, adv);
+  int n_adv = options_orports_advertised(or_ports(o), adv);
   for (int i = 0; i < n_adv; i++) {
     const pc_addr_t *a = &adv[i];
-    static const uint8_t zero[16];
     if (a->family == AF_INET && !rc.or_port)
       rc.or_port = a->port;
-    else if (a->family == AF_INET6 && memcmp(a->addr, zero, 16))
-      rc.ipv6_or = *a;
+    else if (a->family == AF_INET6)
+      ipv6_orport_to_advertise(o, a, &rc.ipv6_or);
   }
   if (!rc.or_port) {
     log_notice("No IPv4 ORPort: not publishing a server descriptor (the "
@@ -582,7 +631,7 @@ configure_publishing(const options_t *o)
   rc.ipv6_policy = A.exit_desc_ipv6;
   rc.tunnelled_dir_server = A.dirc != NULL && o->dir_cache;
   rc.hibernating = hibernate_state(A.hib) != HIBERNATE_AWAKE;
-  rc.dir_port = options_dirport_advertised(o);
+  rc.dir_port = options_dirport_advertised(dir_ports(o));
   /* The advertised bandwidth from the rates, as tor computes it. */
   options_advertised_bandwidth(o, &rc.bw_rate, &rc.bw_burst);
   if ((rc.tunnelled_dir_server || rc.dir_port) &&
@@ -1023,7 +1072,7 @@ apply_ipsec(const options_t *o)
   if (cfg.mode != IPSEC_MODE_OFF) {
     uint16_t port = 0;
     pc_addr_t adv[4];
-    int n_adv = options_orports_advertised(o, adv);
+    int n_adv = options_orports_advertised(or_ports(o), adv);
     for (int i = 0; i < n_adv && !port; i++)
       if (adv[i].family == AF_INET)
         port = adv[i].port;
@@ -1328,51 +1377,84 @@ apply_heartbeat(const options_t *o)
                                    (uint64_t)o->heartbeat_period * 1000000);
 }
 
-/* Listen on the ORPorts (not NoListen ones). Returns 0, or -1 (logged)
- * when one cannot be bound. */
+/* Listen on the ORPorts (not NoListen ones). The first time, A.or_bound
+ * takes the options' ports with each "auto" port set to the one the kernel
+ * picked, and without the [::] half of a bare ORPort where the host has no
+ * IPv6 (a notice says so); later openings (waking from hibernation) bind
+ * those same ports again. Returns 0, or -1 (logged) when one cannot be
+ * bound. */
 static int
 open_orports(const options_t *opts)
 {
-  for (int i = 0; i < opts->or_ports.n; i++) {
+  int first = !A.or_is_bound;
+  if (first)
+    A.or_bound = opts->or_ports;
+  options_ports_t *p = &A.or_bound;
+  for (int i = 0; i < p->n; i++) {
     const char *why = NULL;
     pc_addr_t bound;
     char a[PC_ADDR_STR_LEN];
-    pc_addr_fmt(&opts->or_ports.addrs[i], a, sizeof(a), 1);
-    if (opts->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN) {
+    pc_addr_fmt(&p->addrs[i], a, sizeof(a), 1);
+    if (p->flags[i] & OPTIONS_PORT_NO_LISTEN) {
       log_notice("Advertising ORPort %s without listening on it "
                  "(NoListen)", a);
       continue;
     }
-    if (channel_listen(&opts->or_ports.addrs[i], &bound, &why) < 0) {
+    if (first && (p->flags[i] & OPTIONS_PORT_IMPLICIT) &&
+        !listener_ipv6_available(&why)) {
+      log_notice("This host has no IPv6 (%s): the ORPort listens on IPv4 "
+                 "only. Add IPv4Only to the ORPort line to say so.",
+                 why ? why : "?");
+      for (int m = i; m + 1 < p->n; m++) {
+        p->addrs[m] = p->addrs[m + 1];
+        p->flags[m] = p->flags[m + 1];
+      }
+      p->n--;
+      i--;
+      continue;
+    }
+    if (channel_listen(&p->addrs[i], &bound, &why) < 0) {
       log_err("Could not bind ORPort %s: %s", a, why ? why : "?");
+      if (first)
+        A.or_bound = opts->or_ports;
       return -1;
     }
-    log_notice("Opened ORPort on %s", a);
+    if (p->flags[i] & OPTIONS_PORT_AUTO)
+      p->addrs[i].port = bound.port;
+    log_notice("Opened ORPort on %s", pc_addr_fmt(&bound, a, sizeof(a), 1));
   }
+  A.or_is_bound = 1;
   return 0;
 }
 
-/* Listen on the DirPorts (not NoListen ones) and load DirPortFrontPage.
- * Returns 0, or -1 (logged) when a port cannot be bound. */
+/* Listen on the DirPorts (not NoListen ones) and load DirPortFrontPage;
+ * A.dir_bound as A.or_bound for the ORPorts. Returns 0, or -1 (logged)
+ * when a port cannot be bound. */
 static int
 open_dirports(const options_t *opts)
 {
-  for (int i = 0; i < opts->dir_ports.n; i++) {
+  if (!A.dir_is_bound)
+    A.dir_bound = opts->dir_ports;
+  options_ports_t *p = &A.dir_bound;
+  for (int i = 0; i < p->n; i++) {
     char a[PC_ADDR_STR_LEN], *why = NULL;
-    pc_addr_fmt(&opts->dir_ports.addrs[i], a, sizeof(a), 1);
-    if (opts->dir_ports.flags[i] & OPTIONS_PORT_NO_LISTEN)
+    pc_addr_t bound;
+    pc_addr_fmt(&p->addrs[i], a, sizeof(a), 1);
+    if (p->flags[i] & OPTIONS_PORT_NO_LISTEN) {
       log_notice("Advertising DirPort %s without listening on it "
                  "(NoListen)", a);
-    else if (dirport_listen(A.loop, &opts->dir_ports.addrs[i], NULL,
-                            &why) < 0) {
+    } else if (dirport_listen(A.loop, &p->addrs[i], &bound, &why) < 0) {
       log_err("%s", why);
       free(why);
       return -1;
+    } else if (p->flags[i] & OPTIONS_PORT_AUTO) {
+      p->addrs[i].port = bound.port;
     }
   }
+  A.dir_is_bound = 1;
   if (opts->dir_port_front_page) {
     char *why = NULL;
-    if (opts->dir_ports.n == 0)
+    if (p->n == 0)
       log_warn("DirPortFrontPage is set but there is no DirPort: serving "
                "no front page");
     else if (dirport_set_front_page(opts->dir_port_front_page, &why) < 0) {
@@ -1516,7 +1598,7 @@ static void
 set_my_addrs(const options_t *o)
 {
   pc_addr_t addrs[2], adv[4];
-  int n = 0, n_adv = options_orports_advertised(o, adv);
+  int n = 0, n_adv = options_orports_advertised(or_ports(o), adv);
   if (o->address_ip.family != AF_UNSPEC)
     addrs[n++] = o->address_ip;
   for (int i = 0; i < n_adv && n < 2; i++) {
@@ -1542,6 +1624,7 @@ static struct {
   char *config_file;       /* the torrc, for GETINFO config-file */
   char *address;           /* the descriptor's address, or NULL */
   int control_started, metrics_started;
+  char *port_file;         /* ControlPortWriteToFile as written, or NULL */
   const app_conf_ops_t *conf_ops; /* main.c's SETCONF and friends */
 } CTL;
 
@@ -1818,12 +1901,14 @@ ctl_getinfo(const char *key, char **value, void *arg)
     *value = pc_strdup(CTL.address);
     return 1;
   }
-  if (!strcmp(key, "net/listeners/or")) {
-    pc_addr_t bound[4]; /* the ORPorts listened on (not NoListen ones) */
+  if (!strcmp(key, "net/listeners/or") || !strcmp(key, "net/listeners/dir")) {
+    /* the ports listened on (not NoListen ones), auto ones as bound */
+    const options_ports_t *p = key[14] == 'o' ? or_ports(o) : dir_ports(o);
+    pc_addr_t bound[4];
     int nb = 0;
-    for (int i = 0; i < o->or_ports.n; i++)
-      if (!(o->or_ports.flags[i] & OPTIONS_PORT_NO_LISTEN))
-        bound[nb++] = o->or_ports.addrs[i];
+    for (int i = 0; i < p->n; i++)
+      if (!(p->flags[i] & OPTIONS_PORT_NO_LISTEN))
+        bound[nb++] = p->addrs[i];
     *value = ctl_quoted_addrs(bound, nb);
     return 1;
   }
@@ -1940,13 +2025,52 @@ ctl_config(const options_t *o, control_config_t *cfg)
   CTL.address = NULL;
   pc_addr_t addr;
   if (o->or_ports.n > 0 &&
-      routerdesc_pick_address(o->address, o->or_ports.addrs, o->or_ports.n,
-                              &addr, &err) == 0) {
+      routerdesc_pick_address(o->address, or_ports(o)->addrs,
+                              or_ports(o)->n, &addr, &err) == 0) {
     char a[PC_ADDR_STR_LEN];
     CTL.address = pc_strdup(pc_addr_fmt(&addr, a, sizeof(a), 0));
   } else {
     free(err);
   }
+}
+
+/* ControlPortWriteToFile (tor's format): "PORT=ADDRESS:PORT" for the TCP
+ * control listener (as bound: auto's port), "UNIX_PORT=PATH" for each
+ * control socket; mode 0600, or 0640 with ControlPortFileGroupReadable.
+ * shutdown_control() removes it, as tor does at exit. */
+static void
+write_control_port_file(const options_t *o)
+{
+  const char *path = o->control_port_write_to_file;
+  if (!path)
+    return;
+  const char *tcp = control_listen_address();
+  char *text = tcp ? pc_asprintf("PORT=%s\n", tcp) : pc_strdup("");
+  const char *unix_opts[2] = {o->control_port, o->control_socket};
+  for (int i = 0; i < 2; i++) {
+    control_listen_t cl;
+    char *e = NULL;
+    if (!unix_opts[i] ||
+        control_parse_listen(unix_opts[i], i, &cl, &e) < 0 ||
+        cl.kind != CONTROL_LISTEN_UNIX) {
+      free(e);
+      continue;
+    }
+    char *more = pc_asprintf("%sUNIX_PORT=%s\n", text, cl.path);
+    free(text);
+    text = more;
+  }
+  int r = fs_write_file_atomic(path, text, strlen(text),
+                               o->control_port_file_group_readable ? 0640
+                                                                   : 0600);
+  free(text);
+  if (r < 0) {
+    log_warn("Could not write ControlPortWriteToFile %s: %s", path,
+             strerror(-r));
+    return;
+  }
+  free(CTL.port_file);
+  CTL.port_file = pc_strdup(path);
 }
 
 /* Returns 0, or -1 (logged) when a port cannot be opened. */
@@ -1981,6 +2105,7 @@ start_control(const options_t *o)
     return -1;
   }
   metrics_set_ipsec(A.ipsec);
+  write_control_port_file(o);
   return 0;
 }
 
@@ -2003,6 +2128,10 @@ shutdown_control(void)
     control_shutdown();
   if (CTL.metrics_started)
     metrics_shutdown();
+  if (CTL.port_file && unlink(CTL.port_file) < 0 && errno != ENOENT)
+    log_warn("Could not remove ControlPortWriteToFile %s: %s", CTL.port_file,
+             strerror(errno));
+  free(CTL.port_file);
   free(CTL.address);
   free(CTL.config_file);
   memset(&CTL, 0, sizeof(CTL));

@@ -1815,6 +1815,32 @@ router_keys_load_or_create(const char *datadir,
   return NULL;
 }
 
+int
+router_keys_check_offline(const char *datadir,
+                          const router_keys_config_t *cfg, time_t now,
+                          char **err)
+{
+  rk_paths_t paths;
+  loaded_t l;
+  if (err)
+    *err = NULL;
+  memset(&l, 0, sizeof(l));
+  rk_paths_init(&paths, datadir, cfg);
+  int r = load_existing(&l, &paths, err);
+  if (r == 0 && !l.have_ed_id && !l.have_id_pub) {
+    rk_seterr(err, "OfflineMasterKey is set but %s holds no ed25519 "
+              "identity (%s): the relay would refuse to start. Copy %s "
+              "there with the signing key and its certificate.",
+              paths.keydir, FN_ED_ID_PUB, FN_ED_ID_PUB);
+    r = -1;
+  }
+  if (r == 0)
+    r = offline_check(&l, &paths, "OfflineMasterKey is set", now, err);
+  loaded_clear(&l);
+  rk_paths_clear(&paths);
+  return r;
+}
+
 /* ---------------------------------------------------------------- */
 /* Command-line helpers */
 

@@ -176,6 +176,15 @@ time_t router_keys_ntor_created(const relay_keys_t *k);
 
 /* 1 if k runs without its master secret key (offline master key). */
 int router_keys_master_is_offline(const relay_keys_t *k);
+/* --verify-config with OfflineMasterKey: read the key directory (cfg's, or
+ * datadir/keys) without writing anything and check what start-up would:
+ * the master identity's public key is there, the signing key and its
+ * certificate are, the certificate is signed by that identity, certifies
+ * that signing key, and has not expired at now. Returns 0, or -1 with a
+ * newly allocated message in *err. */
+int router_keys_check_offline(const char *datadir,
+                              const router_keys_config_t *cfg, time_t now,
+                              char **err);
 
 /* tor --keygen: load the master identity key from the key directory
  * (ed25519_master_id_secret_key, or ed25519_master_id_secret_key_encrypted

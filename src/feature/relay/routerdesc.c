@@ -1158,3 +1158,25 @@ routerdesc_pick_address(const char *address_opt, const pc_addr_t *or_ports,
   }
   return 0;
 }
+
+int
+routerdesc_find_public_ipv6(pc_addr_t *out)
+{
+  struct ifaddrs *ifs = NULL;
+  int r = -1;
+  if (getifaddrs(&ifs) < 0)
+    return -1;
+  for (struct ifaddrs *i = ifs; i && r < 0; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 ||
+        !(i->ifa_flags & IFF_UP))
+      continue;
+    if (pc_addr_from_sockaddr(out, i->ifa_addr,
+                              sizeof(struct sockaddr_in6)) == 0 &&
+        !pc_addr_is_private(out)) {
+      out->port = 0;
+      r = 0;
+    }
+  }
+  freeifaddrs(ifs);
+  return r;
+}

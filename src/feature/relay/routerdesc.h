@@ -203,5 +203,10 @@ char *routerdesc_family_normalize(const char *entry, char **err);
 int routerdesc_pick_address(const char *address_opt,
                             const pc_addr_t *or_ports, int n_or_ports,
                             pc_addr_t *out, char **err);
+/* A public IPv6 address (not loopback, link-local, unique-local or
+ * otherwise private) of a local interface that is up, for an IPv6 ORPort
+ * that listens on [::] (tor's address discovery). Returns 0 with *out set
+ * (port 0), or -1 when there is none. */
+int routerdesc_find_public_ipv6(pc_addr_t *out);
 
 #endif

@@ -1341,6 +1341,19 @@ listener_accept_cb(int lfd, int what, void *arg)
     listener_destroy(l);
 }
 
+int
+listener_ipv6_available(const char **err)
+{
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) {
+    if (err)
+      *err = strerror(errno);
+    return 0;
+  }
+  close(fd);
+  return 1;
+}
+
 listener_t *
 listener_new(evloop_t *loop, const pc_addr_t *bind_addr, listener_cb_fn cb,
              void *arg, const char **err)

@@ -172,6 +172,10 @@ void conn_get_totals(uint64_t *bytes_read, uint64_t *bytes_written);
  * close-on-exec) and the peer's address. */
 typedef struct listener_t listener_t;
 typedef void (*listener_cb_fn)(int fd, const pc_addr_t *peer, void *arg);
+/* Whether this host can make IPv6 sockets at all (a kernel without IPv6,
+ * or booted with ipv6.disable=1, cannot): 1, or 0 with *err set to a
+ * static string. */
+int listener_ipv6_available(const char **err);
 listener_t *listener_new(evloop_t *loop, const pc_addr_t *bind_addr,
                          listener_cb_fn cb, void *arg, const char **err);
 /* A listening unix-domain socket at path with permissions mode (an old
