@@ -5,8 +5,10 @@
 # only once both ORPorts were reached from outside.
 #
 # One tor authority (AuthDirHasIPv6Connectivity 1, so the consensus lists
-# IPv6 ORPorts it reached) and two tor relays with an IPv6 ORPort on ::1
-# (the hop before the tested relay must be able to extend over IPv6), and
+# IPv6 ORPorts it reached) and three tor relays with an IPv6 ORPort on ::1
+# (the hop before the tested relay must be able to extend over IPv6, and
+# must not hold a channel with it already: tor would reuse that IPv4
+# channel; the IPv4 test takes at most two of them), and
 # three pctor relays, all with AssumeReachable 0:
 #   p1 listens on 127.0.0.1:PORT and [::1]:PORT and advertises both. It
 #      logs "Now checking whether IPv6 ORPort [::1]:PORT is reachable",
@@ -36,20 +38,22 @@ PY=$(it_python3) || it_skip "python3 is not installed"
 # IPv6 ORPorts of the tor relays: ports free on ::1 now (the privnet's
 # port reservations are for 127.0.0.1).
 extras=$(it_tmpdir)
-read -r v6a v6b < <("$PY" -c '
+read -r v6a v6b v6c < <("$PY" -c '
 import socket
-ss = [socket.socket(socket.AF_INET6) for _ in range(2)]
+ss = [socket.socket(socket.AF_INET6) for _ in range(3)]
 for s in ss:
     s.bind(("::1", 0))
 print(*[s.getsockname()[1] for s in ss])')
 echo "ORPort [::1]:$v6a" > "$extras/relay1"
 echo "ORPort [::1]:$v6b" > "$extras/relay2"
+echo "ORPort [::1]:$v6c" > "$extras/relay3"
 echo "AuthDirHasIPv6Connectivity 1" > "$extras/authority"
 
 net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
+it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
     --base-port auto --torrc-extra "relay1=$extras/relay1" \
     --torrc-extra "relay2=$extras/relay2" \
+    --torrc-extra "relay3=$extras/relay3" \
     --torrc-extra "authority=$extras/authority" ||
     it_fail "pctor-privnet start failed"
 nodes=$net/nodes.txt
@@ -59,7 +63,7 @@ auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 consensus() {
     curl -sf -m 5 "http://127.0.0.1:$auth_dirport/tor/status-vote/current/consensus-microdesc"
 }
-ipv6_listed() { [ "$(consensus | grep -c '^a \[::1\]:')" -ge 2 ]; }
+ipv6_listed() { [ "$(consensus | grep -c '^a \[::1\]:')" -ge 3 ]; }
 it_wait_until 120 ipv6_listed ||
     it_fail "the consensus does not list the tor relays' IPv6 ORPorts"
 it_log "the consensus lists the tor relays' IPv6 ORPorts"
