@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "lib/conf/confdecl.h"
 #include "lib/fs/statefile.h"
 #include "lib/net/address.h"
 
@@ -57,6 +58,14 @@ typedef enum dirreq_resp_t {
 } dirreq_resp_t;
 
 typedef struct dirreq_stats_t dirreq_stats_t;
+
+/* The torrc options (dirreq_conf_module, dirreq_options.c). */
+typedef struct dirreq_options_t {
+  int dirreq_statistics;     /* DirReqStatistics */
+  int extra_info_statistics; /* ExtraInfoStatistics */
+  int interval;              /* __DirReqStatisticsInterval, seconds */
+} dirreq_options_t;
+extern const conf_module_t dirreq_conf_module;
 
 /* The lower-case country code of a, or "??". */
 typedef const char *(*dirreq_country_fn)(const pc_addr_t *a, void *arg);

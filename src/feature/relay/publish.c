@@ -30,6 +30,9 @@
  *   after it in the same POST. Its history is a ring of 96 15-minute
  *   totals fed by the same samples, saved in and loaded from the state
  *   file under tor's BWHistory* keys (tor reads them back).
+ * - With directory request statistics (publish_set_dirreq_stats), the
+ *   periodic check ends their interval when it is due and rebuilds the
+ *   descriptor, so that the new dirreq-* lines are published at once.
  */
 #include "feature/relay/publish.h"
 
@@ -38,6 +41,7 @@
 #include <string.h>
 
 #include "core/or/circuit.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "lib/buf/buf.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -116,6 +120,8 @@ struct publish_t {
   int64_t hist_of[HIST_N];
 
   publish_stats_t stats;
+  dirreq_stats_t *dirreq; /* borrowed; NULL: none */
+  int dirreq_publish;     /* ExtraInfoStatistics */
 };
 
 static void kick_uploads(publish_t *p);
@@ -327,6 +333,7 @@ publish_save_history(const publish_t *p, statefile_t *st, time_t now)
   int64_t cur = (int64_t)now / HIST_INTERVAL;
   save_one(st, "Read", p->hist_rd, p, cur);
   save_one(st, "Write", p->hist_wr, p, cur);
+  dirreq_stats_save(p->dirreq, st);
 }
 
 /* Read one direction; values of intervals other than ours are put in the
@@ -440,6 +447,8 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
     .write_hist = wr,
     .n_hist = n,
     .overload_fd_exhausted = recent_hour(conn_last_fd_exhausted(), now),
+    .stats_lines = p->dirreq_publish ? dirreq_stats_published(p->dirreq, now)
+                                     : NULL,
   };
   char *err = NULL;
   char *x = routerdesc_build_extrainfo(p->keys, &e, rc->extra_info_sha1,
@@ -510,6 +519,11 @@ check_cb(void *arg)
 {
   publish_t *p = arg;
   time_t now = time(NULL);
+  if (dirreq_stats_rotate(p->dirreq, now) && p->dirreq_publish &&
+      p->have_config) {
+    mark_dirty(p, "new directory request statistics");
+    return;
+  }
   if (!p->have_config || !p->desc)
     return;
   int age = p->testing ? PUBLISH_TESTING_REPUBLISH_SECS
@@ -874,6 +888,16 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   else if (!was_enabled || auths_changed)
     kick_uploads(p);
   return 0;
+}
+
+void
+publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s, int publish)
+{
+  int changed = p->dirreq != s || p->dirreq_publish != publish;
+  p->dirreq = s;
+  p->dirreq_publish = publish;
+  if (changed && p->have_config)
+    mark_dirty(p, "statistics configuration changed");
 }
 
 void
