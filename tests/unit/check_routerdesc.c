@@ -953,6 +953,36 @@ START_TEST(test_extrainfo)
   e.n_hist = ROUTERDESC_MAX_HIST + 1;
   ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
   free(err);
+  e.n_hist = 3;
+
+  /* DirReqStatistics' lines go after the history, before the overload
+   * lines (tor's order); lines that could change the document's
+   * structure are refused. */
+  e.stats_lines = "dirreq-stats-end 2026-09-21 14:00:00 (86400 s)\n"
+                  "dirreq-v3-ips de=8\n";
+  x = routerdesc_build_extrainfo(k, &e, s1, s256, &err);
+  ck_assert_msg(x != NULL, "%s", err ? err : "?");
+  kws = keywords(x);
+  ck_assert_str_eq(kws, "extra-info identity-ed25519 published write-history "
+                        "read-history dirreq-stats-end dirreq-v3-ips "
+                        "overload-fd-exhausted router-sig-ed25519 "
+                        "router-signature");
+  free(kws);
+  free(x);
+  static const char *const bad[] = {
+      "dirreq-v3-ips de=8",                   /* no newline */
+      "dirreq-v3-ips de=8\n\n",               /* empty line */
+      "router-signature\n",                   /* a signature item */
+      "dirreq-v3-ips\n-----BEGIN X-----\n",   /* an object */
+      "dirreq-v3-ips \x01\n",                 /* not printable */
+      "",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    e.stats_lines = bad[i];
+    ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
+    ck_assert_ptr_nonnull(err);
+    free(err);
+  }
   router_keys_free(k);
   tmpdir_free(dir);
 }

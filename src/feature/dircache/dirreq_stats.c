@@ -390,9 +390,12 @@ dirreq_stats_rotate(dirreq_stats_t *s, time_t now)
   /* The next interval starts where this one ended, unless pctor was
    * stopped for longer than an interval. */
   s->start = now - end >= s->interval ? now : end;
-  log_info("Directory request statistics: an interval ended at %ld; the "
-           "next ends in %d s.", (long)end, (int)(s->start + s->interval -
-                                                   now));
+  char when[TIME_ISO_LEN + 1];
+  time_format_iso(when, end);
+  log_info("Directory request statistics: the interval that ended at %s "
+           "is written%s; the next ends in %d s.", when,
+           s->stats_path ? " to the stats file" : "",
+           (int)(s->start + s->interval - now));
   return 1;
 }
 
