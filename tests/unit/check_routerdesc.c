@@ -1390,6 +1390,24 @@ START_TEST(test_publish)
   ck_assert_int_eq(good.n_uploads, 4);
   ck_assert_ptr_nonnull(strstr(good.last_body, "\ncontact third\n"));
 
+  /* DirReqStatistics: a finished interval goes into the extra-info at
+   * once; ExtraInfoStatistics 0 leaves it and the history out. */
+  dirreq_stats_t *drs = dirreq_stats_new(time(NULL) - 100, 60, NULL);
+  dirreq_stats_note_response(drs, NULL, DIRREQ_RESP_OK);
+  ck_assert_int_eq(dirreq_stats_rotate(drs, time(NULL)), 1);
+  publish_set_dirreq_stats(P.pub, drs, 1);
+  run_until_ok(10, 10);
+  ck_assert_int_eq(good.n_uploads, 5);
+  ck_assert_ptr_nonnull(strstr(good.last_extra, "\ndirreq-v3-reqs ?" "?=8\n"));
+  ck_assert_ptr_nonnull(strstr(good.last_extra, "\nwrite-history "));
+  publish_set_dirreq_stats(P.pub, drs, 0);
+  run_until_ok(12, 10);
+  ck_assert_int_eq(good.n_uploads, 6);
+  ck_assert_ptr_null(strstr(good.last_extra, "dirreq-"));
+  ck_assert_ptr_null(strstr(good.last_extra, "-history"));
+  ck_assert_int_eq(routerdesc_check(good.last_body, strlen(good.last_body),
+                                    now, NULL, &err), 0);
+
   publish_free(P.pub);
   ck_assert_ptr_null(P.pub);
   publish_free(P.pub);
@@ -1397,6 +1415,7 @@ START_TEST(test_publish)
   fake_auth_stop(&good);
   fake_auth_stop(&picky);
   evloop_free(P.loop);
+  dirreq_stats_free(drs);
   router_keys_free(k);
   tmpdir_free(dir);
 }

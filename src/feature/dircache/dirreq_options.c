@@ -25,9 +25,10 @@ static const conf_var_t dirreq_vars[] = {
    "0, nothing is counted.", NULL},
   {"ExtraInfoStatistics", CONF_TYPE_BOOL, "0|1", "1", "1", 1, 0, 0,
    OFF(extra_info_statistics),
-   "If 1 (as tor), the statistics the relay keeps (DirReqStatistics) go "
-   "into its extra-info document. If 0, they are only written to "
-   "DataDirectory/stats.", NULL},
+   "If 1 (as tor), the relay's extra-info document carries its "
+   "bandwidth history and its statistics (DirReqStatistics). If 0, as "
+   "in tor, it carries neither (the statistics are still written to "
+   "DataDirectory/stats).", NULL},
   {"__DirReqStatisticsInterval", CONF_TYPE_INTERVAL, "INTERVAL",
    "24 hours", "24 hours", 1, 10, 7 * 86400, OFF(interval),
    "For tests: the length of a DirReqStatistics interval (tor's is "

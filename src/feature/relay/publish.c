@@ -121,7 +121,8 @@ struct publish_t {
 
   publish_stats_t stats;
   dirreq_stats_t *dirreq; /* borrowed; NULL: none */
-  int dirreq_publish;     /* ExtraInfoStatistics */
+  int extra_stats;        /* ExtraInfoStatistics: history and
+                           * statistics in the extra-info */
 };
 
 static void kick_uploads(publish_t *p);
@@ -430,7 +431,8 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
   uint64_t rd[HIST_N], wr[HIST_N];
   int64_t cur = (int64_t)now / HIST_INTERVAL;
   int n = 0;
-  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+  /* As tor, ExtraInfoStatistics 0 also leaves out the history. */
+  for (int64_t iv = cur - HIST_N; iv < cur && p->extra_stats; iv++) {
     int slot = (int)(iv % HIST_N);
     if (n == 0 && p->hist_of[slot] != iv)
       continue; /* no history yet: start at the first interval we saw */
@@ -442,12 +444,12 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
     .nickname = rc->nickname,
     .published = rc->published,
     .hist_end = (time_t)(cur * HIST_INTERVAL),
-    .hist_interval = HIST_INTERVAL,
+    .hist_interval = p->extra_stats ? HIST_INTERVAL : 0,
     .read_hist = rd,
     .write_hist = wr,
     .n_hist = n,
     .overload_fd_exhausted = recent_hour(conn_last_fd_exhausted(), now),
-    .stats_lines = p->dirreq_publish ? dirreq_stats_published(p->dirreq, now)
+    .stats_lines = p->extra_stats ? dirreq_stats_published(p->dirreq, now)
                                      : NULL,
   };
   char *err = NULL;
@@ -519,7 +521,7 @@ check_cb(void *arg)
 {
   publish_t *p = arg;
   time_t now = time(NULL);
-  if (dirreq_stats_rotate(p->dirreq, now) && p->dirreq_publish &&
+  if (dirreq_stats_rotate(p->dirreq, now) && p->extra_stats &&
       p->have_config) {
     mark_dirty(p, "new directory request statistics");
     return;
@@ -822,6 +824,7 @@ publish_new(evloop_t *loop, const relay_keys_t *keys)
   p->loop = loop;
   p->keys = keys;
   p->started = time(NULL);
+  p->extra_stats = 1;
   for (int i = 0; i < BW_HOURS; i++)
     p->hour_of[i] = -1;
   p->soon = evloop_timer_new(loop, soon_cb, p);
@@ -891,11 +894,11 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
 }
 
 void
-publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s, int publish)
+publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s, int extra_stats)
 {
-  int changed = p->dirreq != s || p->dirreq_publish != publish;
+  int changed = p->dirreq != s || p->extra_stats != extra_stats;
   p->dirreq = s;
-  p->dirreq_publish = publish;
+  p->extra_stats = extra_stats;
   if (changed && p->have_config)
     mark_dirty(p, "statistics configuration changed");
 }

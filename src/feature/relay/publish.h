@@ -113,9 +113,12 @@ void publish_load_history(publish_t *p, const statefile_t *st, time_t now);
 
 /* Directory request statistics (borrowed, must outlive p; NULL: none):
  * their interval is ended when due by the periodic check (which then
- * rebuilds the descriptor), they are saved with the history, and, if
- * publish, their last result goes into the extra-info document. */
-void publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s, int publish);
+ * rebuilds the descriptor), they are saved with the history, and their
+ * last result goes into the extra-info document. extra_stats is
+ * ExtraInfoStatistics (1 until set): if 0, the extra-info carries
+ * neither the statistics nor the bandwidth history, as in tor. */
+void publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s,
+                              int extra_stats);
 
 /* Stop uploads in progress and free everything. NULL is fine. */
 void publish_free_(publish_t *p);
