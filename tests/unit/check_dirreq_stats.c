@@ -20,6 +20,7 @@
 #include "lib/fs/files.h"
 #include "lib/fs/statefile.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 
 Suite *suite_dirreq_stats(void);
 
@@ -193,6 +194,35 @@ START_TEST(test_rotate_state_file)
 }
 END_TEST
 
+/* The set of addresses is bounded and counted in the budget: past
+ * DIRREQ_MAX_ADDRS every address counts as new. */
+START_TEST(test_address_bound)
+{
+  uint64_t before = memacct_get(MEMACCT_DIRCACHE);
+  dirreq_stats_t *s = dirreq_stats_new(T0, 86400, NULL);
+  pc_addr_t a;
+  memset(&a, 0, sizeof(a));
+  a.family = AF_INET6;
+  for (uint32_t i = 0; i < DIRREQ_MAX_ADDRS + 10; i++) {
+    memcpy(a.addr, &i, sizeof(i));
+    dirreq_stats_note_response(s, &a, DIRREQ_RESP_OK);
+  }
+  uint64_t held = memacct_get(MEMACCT_DIRCACHE) - before;
+  ck_assert_uint_eq(held, (uint64_t)DIRREQ_MAX_ADDRS * 2 * 17);
+  uint32_t first = 0;
+  memcpy(a.addr, &first, sizeof(first));
+  dirreq_stats_note_response(s, &a, DIRREQ_RESP_OK); /* full: "new" */
+  char *f = dirreq_stats_format(s, T0 + 1);
+  char *want = pc_asprintf("dirreq-v3-ips ?" "?=%u\n",
+                           (unsigned)(DIRREQ_MAX_ADDRS + 16));
+  ck_assert_ptr_nonnull(strstr(f, want));
+  free(want);
+  free(f);
+  dirreq_stats_free(s);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCACHE), before);
+}
+END_TEST
+
 static dircache_doc_t *cons_doc;
 static dircache_doc_t *
 cons_provider(const char *path, void *arg)
@@ -277,6 +307,7 @@ suite_dirreq_stats(void)
   tcase_add_test(tc, test_rates);
   tcase_add_test(tc, test_rotate_state_file);
   tcase_add_test(tc, test_dircache_feeds);
+  tcase_add_test(tc, test_address_bound);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,7 +7,9 @@
  *   request itself).
  * - Unique addresses: an open-addressing hash set of 16-byte addresses
  *   (IPv4 in the first 4 bytes, family in the hash), doubled up to
- *   DIRREQ_MAX_ADDRS; full, a new address counts as unseen.
+ *   DIRREQ_MAX_ADDRS; full, a new address counts as unseen. Clients make
+ *   it grow, so it is counted in the memory budget (MEMACCT_DIRCACHE);
+ *   it is bounded and cannot be freed before the interval ends.
  * - Downloads in flight are a counter, not records: the dircache request
  *   keeps its own start time and tells us its end (dirreq_stats_dl_end),
  *   so nothing here grows with the requests under way.
@@ -25,6 +27,7 @@
 #include "lib/fs/files.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "lib/malloc/memacct.h"
 #include "lib/string/strbuf.h"
 #include "lib/time/timefmt.h"
 
@@ -81,6 +84,7 @@ static void
 counts_clear(dirreq_stats_t *s)
 {
   s->n_countries = 0;
+  memacct_sub(MEMACCT_DIRCACHE, s->addr_cap * 17);
   free(s->addrs);
   s->addrs = NULL;
   s->addr_cap = s->n_addrs = 0;
@@ -185,6 +189,7 @@ addr_insert(dirreq_stats_t *s, const uint8_t k[17])
       memcpy(na[j], s->addrs[i], 17);
     }
     free(s->addrs);
+    memacct_add(MEMACCT_DIRCACHE, (ncap - s->addr_cap) * 17);
     s->addrs = na;
     s->addr_cap = ncap;
   }

@@ -41,7 +41,7 @@
 #include "lib/net/address.h"
 
 #define DIRREQ_INTERVAL_DEFAULT 86400
-#define DIRREQ_MAX_ADDRS (1u << 18)
+#define DIRREQ_MAX_ADDRS (1u << 17) /* 4.5 MB of hash set at most */
 #define DIRREQ_MAX_COUNTRIES 300
 #define DIRREQ_MAX_RATES 65536
 /* Rates are given once this many downloads completed (as tor). */
