@@ -115,7 +115,7 @@ cp "$stats" "$d/stats-1"
 it_log "stats file: $(tr '\n' '|' < "$d/stats-1")"
 for re in '^dirreq-stats-end [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} \(30 s\)$' \
           '^dirreq-v3-ips aq=8$' '^dirreq-v3-reqs aq=8$' \
-          '^dirreq-v3-resp ok=8,not-enough-sigs=0,unavailable=8,not-found=0,not-modified=0,busy=0$' \
+          '^dirreq-v3-resp served=8,ok=8,not-enough-sigs=0,unavailable=8,not-found=0,not-modified=0,busy=0$' \
           '^dirreq-v3-direct-dl complete=4,timeout=0,running=0$' \
           '^dirreq-v3-tunneled-dl complete=4,timeout=0,running=0$'; do
     grep -Eq "$re" "$d/stats-1" || it_fail "the stats file has no line matching $re: $(cat "$d/stats-1")"

@@ -57,8 +57,8 @@ START_TEST(test_empty)
                    "dirreq-stats-end 2010-08-12 13:27:30 (86400 s)\n"
                    "dirreq-v3-ips\n"
                    "dirreq-v3-reqs\n"
-                   "dirreq-v3-resp ok=0,not-enough-sigs=0,unavailable=0,"
-                   "not-found=0,not-modified=0,busy=0\n"
+                   "dirreq-v3-resp served=0,ok=0,not-enough-sigs=0,"
+                   "unavailable=0,not-found=0,not-modified=0,busy=0\n"
                    "dirreq-v3-direct-dl complete=0,timeout=0,running=0\n"
                    "dirreq-v3-tunneled-dl complete=0,timeout=0,running=0\n");
   free(f);
@@ -96,8 +96,8 @@ START_TEST(test_counts_rounding_order)
                    "dirreq-stats-end 2010-08-12 13:27:30 (86400 s)\n"
                    "dirreq-v3-ips de=16,?" "?=8,us=8\n"
                    "dirreq-v3-reqs de=16,?" "?=8,us=8\n"
-                   "dirreq-v3-resp ok=16,not-enough-sigs=0,unavailable=8,"
-                   "not-found=0,not-modified=0,busy=8\n"
+                   "dirreq-v3-resp served=16,ok=16,not-enough-sigs=0,"
+                   "unavailable=8,not-found=0,not-modified=0,busy=8\n"
                    "dirreq-v3-direct-dl complete=4,timeout=0,running=0\n"
                    "dirreq-v3-tunneled-dl complete=0,timeout=4,running=4\n");
   free(f);
@@ -181,7 +181,7 @@ START_TEST(test_rotate_state_file)
   dirreq_stats_load(s, st, T0 + 10);
   f = dirreq_stats_format(s, T0 + 10);
   ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-reqs\n"));
-  ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-resp ok=0,"));
+  ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-resp served=0,ok=0,"));
   free(f);
   dirreq_stats_free(s);
   statefile_free(st);
@@ -280,9 +280,9 @@ START_TEST(test_dircache_feeds)
   char *f = dirreq_stats_format(s, T0 + 86400);
   ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-ips de=8,us=8\n"));
   ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-reqs de=8,us=8\n"));
-  ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-resp ok=8,not-enough-sigs=0,"
-                                  "unavailable=8,not-found=0,"
-                                  "not-modified=0,busy=0\n"));
+  ck_assert_ptr_nonnull(strstr(f, "dirreq-v3-resp served=8,ok=8,"
+                                  "not-enough-sigs=0,unavailable=8,"
+                                  "not-found=0,not-modified=0,busy=0\n"));
   ck_assert_ptr_nonnull(
       strstr(f, "dirreq-v3-direct-dl complete=4,timeout=0,running=4\n"));
   ck_assert_ptr_nonnull(

@@ -348,9 +348,13 @@ dirreq_stats_format(const dirreq_stats_t *s, time_t now)
   strbuf_addf(&b, "dirreq-stats-end %s (%d s)\n", when, s->interval);
   add_countries(&b, "dirreq-v3-ips", s, 1);
   add_countries(&b, "dirreq-v3-reqs", s, 0);
-  strbuf_add(&b, "dirreq-v3-resp");
+  /* tor 0.4.9 puts "served" (consensus answers it sent) first; every
+   * 200 answer pctor chooses is sent, so it equals "ok". */
+  strbuf_addf(&b, "dirreq-v3-resp served=%llu",
+              (unsigned long long)round_up(s->resp[DIRREQ_RESP_OK],
+                                           ROUND_RESP));
   for (int i = 0; i < DIRREQ_RESP_N; i++)
-    strbuf_addf(&b, "%s%s=%llu", i ? "," : " ", resp_names[i],
+    strbuf_addf(&b, ",%s=%llu", resp_names[i],
                 (unsigned long long)round_up(s->resp[i], ROUND_RESP));
   strbuf_add(&b, "\n");
   add_dl(&b, "dirreq-v3-direct-dl", &s->dl[0]);

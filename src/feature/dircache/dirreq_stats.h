@@ -9,7 +9,8 @@
  *   - dirreq-v3-ips: unique client addresses answered 200, by country;
  *   - dirreq-v3-reqs: requests answered 200, by country;
  *   - dirreq-v3-resp: answers by status (ok, not-enough-sigs,
- *     unavailable, not-found, not-modified, busy);
+ *     unavailable, not-found, not-modified, busy), after "served" as
+ *     tor 0.4.9 writes it (the answers sent: here the same as ok);
  *   - dirreq-v3-direct-dl / -tunneled-dl: downloads completed, ended
  *     before the last byte ("timeout"), still running when the interval
  *     ends; with at least 16 completed, the spread of their rates
