@@ -82,6 +82,8 @@ START_TEST(test_counts_rounding_order)
   dirreq_stats_note_response(s, &x, DIRREQ_RESP_OK);
   dirreq_stats_note_response(s, &x, DIRREQ_RESP_BUSY);
   dirreq_stats_note_response(s, NULL, DIRREQ_RESP_UNAVAILABLE);
+  /* An anonymous request: by status only. */
+  dirreq_stats_note_response(s, NULL, DIRREQ_RESP_OK);
   /* Downloads: 2 direct complete, 1 tunneled timeout, 1 running. */
   for (int i = 0; i < 2; i++) {
     dirreq_stats_dl_start(s, 0);
@@ -121,6 +123,12 @@ START_TEST(test_rates)
   /* Below 16 completed downloads: no rates. */
   ck_assert_ptr_nonnull(strstr(
       f, "dirreq-v3-direct-dl complete=0,timeout=0,running=0\n"));
+  free(f);
+  /* An anonymous request (no client address) is no country's. */
+  dirreq_stats_note_response(s, NULL, DIRREQ_RESP_OK);
+  f = dirreq_stats_format(s, T0 + 86400);
+  ck_assert_ptr_nonnull(strstr(f, "\ndirreq-v3-ips\ndirreq-v3-reqs\n"
+                                  "dirreq-v3-resp served=8,ok=8,"));
   free(f);
   dirreq_stats_free(s);
 }

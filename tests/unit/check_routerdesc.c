@@ -1393,7 +1393,9 @@ START_TEST(test_publish)
   /* DirReqStatistics: a finished interval goes into the extra-info at
    * once; ExtraInfoStatistics 0 leaves it and the history out. */
   dirreq_stats_t *drs = dirreq_stats_new(time(NULL) - 100, 60, NULL);
-  dirreq_stats_note_response(drs, NULL, DIRREQ_RESP_OK);
+  pc_addr_t cl;
+  ck_assert_int_eq(pc_addr_parse(&cl, "192.0.2.1"), 0);
+  dirreq_stats_note_response(drs, &cl, DIRREQ_RESP_OK);
   ck_assert_int_eq(dirreq_stats_rotate(drs, time(NULL)), 1);
   publish_set_dirreq_stats(P.pub, drs, 1);
   run_until_ok(10, 10);

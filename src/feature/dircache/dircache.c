@@ -845,8 +845,13 @@ handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
   (void)body;
   (void)early;
   int refused = 0;
-  if (stream_open(or_circuit_edge(circ), h->stream_id, &refused,
-                  circ->p_chan ? channel_peer_addr(circ->p_chan) : NULL) ||
+  /* The client's address, unless the previous hop is a relay (then the
+   * request is anonymous, as tor's statistics see it). */
+  const pc_addr_t *client =
+      circ->p_chan && !channel_is_authenticated_relay(circ->p_chan)
+          ? channel_peer_addr(circ->p_chan)
+          : NULL;
+  if (stream_open(or_circuit_edge(circ), h->stream_id, &refused, client) ||
       refused)
     return 0;
   log_info("BEGIN_DIR with stream ID %u that is zero or in use on "

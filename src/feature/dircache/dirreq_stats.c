@@ -211,14 +211,14 @@ dirreq_stats_note_response(dirreq_stats_t *s, const pc_addr_t *client,
   if (!s || r < 0 || r >= DIRREQ_RESP_N)
     return;
   s->resp[r]++;
-  if (r != DIRREQ_RESP_OK)
-    return;
+  if (r != DIRREQ_RESP_OK || !client)
+    return; /* (no client: an anonymous request) */
   const char *cc = "??";
-  if (client && s->country)
+  if (s->country)
     cc = s->country(client, s->country_arg);
   country_t *c = country_get(s, cc);
   c->reqs++;
-  if (client && (client->family == AF_INET || client->family == AF_INET6)) {
+  if (client->family == AF_INET || client->family == AF_INET6) {
     uint8_t k[17];
     memset(k, 0, sizeof(k));
     memcpy(k, client->addr, client->family == AF_INET ? 4 : 16);

@@ -5,7 +5,8 @@
  * What is counted: requests for a v3 network status (the consensus, any
  * flavor: /tor/status-vote/current/consensus...), on the DirPort
  * ("direct") and over BEGIN_DIR ("tunneled"). Per measurement interval
- * (86400 s; settable for tests):
+ * (86400 s; settable for tests), where requests over circuits of several
+ * hops are anonymous and not counted by address or country (as in tor):
  *   - dirreq-v3-ips: unique client addresses answered 200, by country;
  *   - dirreq-v3-reqs: requests answered 200, by country;
  *   - dirreq-v3-resp: answers by status (ok, not-enough-sigs,
@@ -84,7 +85,10 @@ void dirreq_stats_set_country_fn(dirreq_stats_t *s, dirreq_country_fn fn,
 /* A new interval length (takes effect for the interval under way). */
 void dirreq_stats_set_interval(dirreq_stats_t *s, int interval);
 
-/* A request for a network status from client was answered with r. */
+/* A request for a network status from client was answered with r.
+ * client NULL: an anonymous request (BEGIN_DIR at the end of a circuit
+ * of several hops), counted by status but not by address or country, as
+ * tor counts it. */
 void dirreq_stats_note_response(dirreq_stats_t *s, const pc_addr_t *client,
                                 dirreq_resp_t r);
 /* A download (the body of a 200 answer) started; ended after usecs with
