@@ -11,12 +11,15 @@
 #   1. p1 runs with PublishServerDescriptor 0 (the authority must first
 #      see a descriptor that already has the lines: a later one that
 #      differs only in its extra-info is "cosmetic" to tor and not kept).
-#      Once its DirPort serves the consensus: 3 consensus downloads on
+#      Once its DirPort serves the consensus: 6 consensus downloads on
 #      the DirPort (curl), 2 over BEGIN_DIR (pctor-circtest --get on a
-#      one-hop circuit), 1 request for a consensus flavor nobody has.
-#      The stats file that holds them must say, with tor's rounding:
-#      dirreq-v3-ips aq=8, dirreq-v3-reqs aq=8, ok=8 and unavailable=8,
-#      direct-dl complete=4 (3), tunneled-dl complete=4 (2).
+#      one-hop circuit), 1 over BEGIN_DIR at the end of a two-hop circuit
+#      through the authority (anonymous: by status only, as in tor), 1
+#      request for a consensus flavor nobody has. The stats file that
+#      holds them must say, with tor's rounding: dirreq-v3-ips aq=8 (one
+#      address), dirreq-v3-reqs aq=8 (8, not 9: the anonymous one is no
+#      country's), served=16 and ok=16 (9), unavailable=8, direct-dl
+#      complete=8 (6), tunneled-dl complete=4 (3).
 #   2. One more download in the next interval; after SIGTERM the state
 #      file holds it (DirReqStatsReqs aq=1) and the interval's start.
 #   3. p1 starts again, publishing: the authority serves p1's extra-info,
@@ -95,7 +98,7 @@ rotated() { [ -s "$stats" ] && ! cmp -s "$stats" "$d/stats-probes"; }
 it_wait_until 100 rotated ||
     it_fail "p1 wrote no stats file within 100 s: $(grep -i 'statistics' "$d/info.log" | tail -3)"
 cp "$stats" "$d/stats-probes"
-for _ in 1 2 3; do
+for _ in 1 2 3 4 5 6; do
     get "$cons" > /dev/null || it_fail "a DirPort consensus download failed"
 done
 for _ in 1 2; do
@@ -105,6 +108,14 @@ for _ in 1 2; do
     head -1 "$d/tunneled" | grep -q '^network-status-version 3' ||
         it_fail "the BEGIN_DIR download is not a consensus: $(head -c 200 "$d/tunneled")"
 done
+echo "$port" > "$d/orport"
+it_pctor_node_line "$d" p1 >> "$net/nodes.txt"
+auth=$(awk '$7 == "authority" { print $1; exit }' "$net/nodes.txt")
+"$CIRCTEST" --timeout 30 --nodes "$net/nodes.txt" --get "$cons" --out "$d/anon" \
+    "$auth" p1 > "$d/circtest2.out" 2>&1 ||
+    it_fail "a BEGIN_DIR download over two hops failed: $(tail -n 3 "$d/circtest2.out")"
+head -1 "$d/anon" | grep -q '^network-status-version 3' ||
+    it_fail "the two-hop BEGIN_DIR download is not a consensus"
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
     "http://127.0.0.1:$dport$cons-nosuchflavor")
 [ "$code" = 404 ] || it_fail "a missing consensus flavor gave HTTP $code, not 404"
@@ -115,13 +126,13 @@ cp "$stats" "$d/stats-1"
 it_log "stats file: $(tr '\n' '|' < "$d/stats-1")"
 for re in '^dirreq-stats-end [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} \(30 s\)$' \
           '^dirreq-v3-ips aq=8$' '^dirreq-v3-reqs aq=8$' \
-          '^dirreq-v3-resp served=8,ok=8,not-enough-sigs=0,unavailable=8,not-found=0,not-modified=0,busy=0$' \
-          '^dirreq-v3-direct-dl complete=4,timeout=0,running=0$' \
+          '^dirreq-v3-resp served=16,ok=16,not-enough-sigs=0,unavailable=8,not-found=0,not-modified=0,busy=0$' \
+          '^dirreq-v3-direct-dl complete=8,timeout=0,running=0$' \
           '^dirreq-v3-tunneled-dl complete=4,timeout=0,running=0$'; do
     grep -Eq "$re" "$d/stats-1" || it_fail "the stats file has no line matching $re: $(cat "$d/stats-1")"
 done
 [ "$(wc -l < "$d/stats-1")" -eq 6 ] || it_fail "the stats file has other lines: $(cat "$d/stats-1")"
-it_log "p1 counted 3 direct and 2 tunneled downloads and 1 unavailable answer, rounded as tor"
+it_log "p1 counted 6 direct, 2 tunneled and 1 anonymous tunneled downloads and 1 unavailable answer, rounded as tor"
 
 # --- 2. the interval under way survives in the state file ------------------
 get "$cons" > /dev/null || it_fail "a DirPort consensus download failed"
