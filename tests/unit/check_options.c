@@ -22,6 +22,7 @@
 #include "feature/conflux/conflux_cell.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/conflux/conflux_set.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "feature/ipsec/ipsec_options.h"
 #include "feature/measureme/measureme_options.h"
 #include "lib/conf/conf.h"
@@ -1494,10 +1495,34 @@ START_TEST(test_tor_option_names)
   err = parse_bad("ServerDNSAllowBrokenConfig 1\n", 0, NULL);
   assert_has(err, "ServerDNSAllowBrokenConfig 0");
   free(err);
-  err = parse_bad("DirReqStatistics 1\n", 0, NULL);
-  assert_has(err, "tor's option DirReqStatistics; pctor keeps no "
-                  "statistics files");
+  err = parse_bad("EntryStatistics 1\n", 0, NULL);
+  assert_has(err, "tor's option EntryStatistics; of tor's statistics "
+                  "pctor keeps only DirReqStatistics");
   free(err);
+  /* DirReqStatistics is pctor's own now, with tor's default. */
+  o = parse_ok("DirReqStatistics 0\nExtraInfoStatistics 0\n"
+               "__DirReqStatisticsInterval 30 seconds\n", 0, NULL);
+  const dirreq_options_t *dro = options_module(o, &dirreq_conf_module);
+  ck_assert_int_eq(dro->dirreq_statistics, 0);
+  ck_assert_int_eq(dro->extra_info_statistics, 0);
+  ck_assert_int_eq(dro->interval, 30);
+  options_free(o);
+  o = parse_ok("Nickname a\n", 0, NULL);
+  dro = options_module(o, &dirreq_conf_module);
+  ck_assert_int_eq(dro->dirreq_statistics, 1);
+  ck_assert_int_eq(dro->extra_info_statistics, 1);
+  ck_assert_int_eq(dro->interval, 86400);
+  options_free(o);
+  /* Every tor option pctor refuses says what to do instead. */
+  for (size_t i = 0; i < n_tor_option_names; i++) {
+    if (options_find(tor_option_names[i]))
+      continue; /* implemented */
+    char *m = options_tor_refusal(tor_option_names[i]);
+    if (m && !strstr(m, "; "))
+      ck_abort_msg("no advice for tor's option %s: %s", tor_option_names[i],
+                   m);
+    free(m);
+  }
   err = parse_bad("Nickname a\nNoSuchOption 1\n", 0, NULL);
   ck_assert_str_eq(err, "Unknown option 'NoSuchOption' on line 2 of "
                         "test.torrc. Failing.");

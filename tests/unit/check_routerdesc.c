@@ -953,6 +953,36 @@ START_TEST(test_extrainfo)
   e.n_hist = ROUTERDESC_MAX_HIST + 1;
   ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
   free(err);
+  e.n_hist = 3;
+
+  /* DirReqStatistics' lines go after the history, before the overload
+   * lines (tor's order); lines that could change the document's
+   * structure are refused. */
+  e.stats_lines = "dirreq-stats-end 2026-09-21 14:00:00 (86400 s)\n"
+                  "dirreq-v3-ips de=8\n";
+  x = routerdesc_build_extrainfo(k, &e, s1, s256, &err);
+  ck_assert_msg(x != NULL, "%s", err ? err : "?");
+  kws = keywords(x);
+  ck_assert_str_eq(kws, "extra-info identity-ed25519 published write-history "
+                        "read-history dirreq-stats-end dirreq-v3-ips "
+                        "overload-fd-exhausted router-sig-ed25519 "
+                        "router-signature");
+  free(kws);
+  free(x);
+  static const char *const bad[] = {
+      "dirreq-v3-ips de=8",                   /* no newline */
+      "dirreq-v3-ips de=8\n\n",               /* empty line */
+      "router-signature\n",                   /* a signature item */
+      "dirreq-v3-ips\n-----BEGIN X-----\n",   /* an object */
+      "dirreq-v3-ips \x01\n",                 /* not printable */
+      "",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    e.stats_lines = bad[i];
+    ck_assert_ptr_null(routerdesc_build_extrainfo(k, &e, s1, s256, &err));
+    ck_assert_ptr_nonnull(err);
+    free(err);
+  }
   router_keys_free(k);
   tmpdir_free(dir);
 }
@@ -1360,6 +1390,26 @@ START_TEST(test_publish)
   ck_assert_int_eq(good.n_uploads, 4);
   ck_assert_ptr_nonnull(strstr(good.last_body, "\ncontact third\n"));
 
+  /* DirReqStatistics: a finished interval goes into the extra-info at
+   * once; ExtraInfoStatistics 0 leaves it and the history out. */
+  dirreq_stats_t *drs = dirreq_stats_new(time(NULL) - 100, 60, NULL);
+  pc_addr_t cl;
+  ck_assert_int_eq(pc_addr_parse(&cl, "192.0.2.1"), 0);
+  dirreq_stats_note_response(drs, &cl, DIRREQ_RESP_OK);
+  ck_assert_int_eq(dirreq_stats_rotate(drs, time(NULL)), 1);
+  publish_set_dirreq_stats(P.pub, drs, 1);
+  run_until_ok(10, 10);
+  ck_assert_int_eq(good.n_uploads, 5);
+  ck_assert_ptr_nonnull(strstr(good.last_extra, "\ndirreq-v3-reqs ?" "?=8\n"));
+  ck_assert_ptr_nonnull(strstr(good.last_extra, "\nwrite-history "));
+  publish_set_dirreq_stats(P.pub, drs, 0);
+  run_until_ok(12, 10);
+  ck_assert_int_eq(good.n_uploads, 6);
+  ck_assert_ptr_null(strstr(good.last_extra, "dirreq-"));
+  ck_assert_ptr_null(strstr(good.last_extra, "-history"));
+  ck_assert_int_eq(routerdesc_check(good.last_body, strlen(good.last_body),
+                                    now, NULL, &err), 0);
+
   publish_free(P.pub);
   ck_assert_ptr_null(P.pub);
   publish_free(P.pub);
@@ -1367,6 +1417,7 @@ START_TEST(test_publish)
   fake_auth_stop(&good);
   fake_auth_stop(&picky);
   evloop_free(P.loop);
+  dirreq_stats_free(drs);
   router_keys_free(k);
   tmpdir_free(dir);
 }

@@ -41,6 +41,7 @@
 #include "core/or/dos_options.h"
 #include "feature/conflux/conflux_options.h"
 #include "feature/dgram/dgram_options.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "feature/control/control.h" /* ControlPort, MetricsPort */
 #include "feature/control/control_auth.h"
 #include "feature/control/metrics.h"
@@ -1531,6 +1532,7 @@ static const conf_module_t *const modules[] = {
   &dgram_conf_module,
   &cpuworker_conf_module,
   &dos_conf_module,
+  &dirreq_conf_module,
   &hibernate_conf_module,
   &ipsec_conf_module,
   &measureme_conf_module,
@@ -1732,8 +1734,9 @@ static const struct {
   {"ServerDNSAllowBrokenConfig", "pctor's exit stops at start-up when it "
    "cannot use its resolv.conf (as ServerDNSAllowBrokenConfig 0); fix the "
    "file or remove the line"},
-  {"ExitPortStatistics", "pctor keeps no statistics files"},
-  {"*Statistics", "pctor keeps no statistics files"},
+  {"ExitPortStatistics", "of tor's statistics pctor keeps only "
+   "DirReqStatistics"},
+  {"*Statistics", "of tor's statistics pctor keeps only DirReqStatistics"},
   {"SocksPolicy", "bind SocksPort to a local address instead"},
   {"ClientOnly", "pctor is a client when it has no ORPort"},
   {"AuthDir*", "pctor cannot be a directory authority; run the "
@@ -1793,6 +1796,188 @@ static const struct {
    "systemd's MemorySwapMax=0)"},
   {"DirPolicy", "pctor's DirPort answers every address; restrict it with "
    "a firewall"},
+  /* tor's hidden (unsaved, controller-set) variants of its options. */
+  {"__SocksPort", "use SocksPort"},
+  {"__ORPort", "use ORPort"},
+  {"__DirPort", "use DirPort"},
+  {"__ControlPort", "use ControlPort"},
+  {"__MetricsPort", "use MetricsPort"},
+  {"__DNSPort", "pctor's client listens only on SocksPort"},
+  {"__TransPort", "pctor's client listens only on SocksPort"},
+  {"__NATDPort", "pctor's client listens only on SocksPort"},
+  {"__HTTPTunnelPort", "pctor's client listens only on SocksPort"},
+  {"__ExtORPort", "pctor has no pluggable transports"},
+  {"__HashedControlSessionPassword", "use HashedControlPassword or "
+   "CookieAuthentication"},
+  {"__OwningControllerFD", "use __OwningControllerProcess (pctor exits "
+   "when that process does)"},
+  {"__ReloadTorrcOnSIGHUP", "pctor always rereads its torrc on SIGHUP; "
+   "remove the line"},
+  {"__DisableSignalHandlers", "pctor always handles tor's signals; "
+   "remove the line"},
+  {"__AllDirActionsPrivate", "not supported yet: a pctor relay uploads "
+   "its descriptor to the authorities' DirPorts; remove the line"},
+  {"__DisablePredictedCircuits", "not supported yet: pctor's client "
+   "always keeps preemptive circuits for the ports it saw"},
+  {"__AlwaysCongestionControl", "not supported yet: pctor negotiates "
+   "congestion control as the consensus says; remove the line"},
+  {"__SbwsExit", "pctor is not a bandwidth-scanner exit; remove the line"},
+  /* Circuit building and timeouts of the client. */
+  {"CircuitBuildTimeout", "pctor's client always learns its build "
+   "timeout from its circuits (path-spec; kept in the state file)"},
+  {"LearnCircuitBuildTimeout", "pctor's client always learns its build "
+   "timeout (path-spec); remove the line"},
+  {"CircuitsAvailableTimeout", "not supported yet: pctor keeps "
+   "preemptive circuits while it has streams"},
+  {"CircuitStreamTimeout", "not supported yet: pctor's client uses its "
+   "own stream timeouts; remove the line"},
+  {"NewCircuitPeriod", "use MaxCircuitDirtiness, which bounds how long "
+   "a circuit takes new streams"},
+  {"MaxClientCircuitsPending", "not supported yet; remove the line"},
+  {"LongLivedPorts", "not supported yet: pctor's client does not pick "
+   "Stable relays for particular ports"},
+  {"SocksTimeout", "not supported yet: pctor's client uses its own "
+   "timeout for SOCKS requests waiting for a circuit; remove the line"},
+  {"TrackHostExits", "not supported yet: pctor's client does not pin "
+   "hosts to exits"},
+  {"TrackHostExitsExpire", "not supported yet: pctor's client does not "
+   "pin hosts to exits"},
+  {"ExtendByEd25519ID", "not supported yet; remove the line"},
+  {"ReevaluateExitPolicy", "not supported yet: open streams keep their "
+   "exit after a reload"},
+  /* Node selection. */
+  {"ExcludeExitNodes", "use ExcludeNodes (every hop) or ExitNodes"},
+  {"StrictNodes", "not supported yet: see EntryNodes, MiddleNodes, "
+   "ExitNodes and ExcludeNodes in pctor(1) for what pctor's client does "
+   "with them"},
+  {"NodeFamily", "not supported yet: pctor's client avoids the families "
+   "relays declare (MyFamily, FamilyId) only"},
+  {"EnforceDistinctSubnets", "pctor's client always keeps one relay per "
+   "/16 (IPv4) or /32 (IPv6) in a circuit (tor's default 1); remove the "
+   "line"},
+  {"UseGuardFraction", "not supported yet: pctor ignores the consensus's "
+   "guard fractions"},
+  {"VanguardsLiteEnabled", "pctor has no onion services, which is what "
+   "vanguards protect; remove the line"},
+  {"ClientOnionAuthDir", "pctor has no onion services"},
+  /* Addresses and reachability of the client. */
+  {"ClientUseIPv4", "pctor's client connects to relays over IPv4 only"},
+  {"ClientUseIPv6", "pctor's client connects to relays over IPv4 only"},
+  {"ClientPreferIPv6ORPort", "pctor's client connects to relays over "
+   "IPv4 only"},
+  {"ClientPreferIPv6DirPort", "pctor's client connects to relays over "
+   "IPv4 only"},
+  {"ClientRejectInternalAddresses", "not supported yet; remove the line"},
+  {"ClientDNSRejectInternalAddresses", "not supported yet; remove the "
+   "line"},
+  {"FascistFirewall", "not supported yet: pctor's client cannot limit "
+   "the ports it connects to"},
+  {"FirewallPorts", "not supported yet: pctor's client cannot limit the "
+   "ports it connects to"},
+  {"ReachableAddresses", "not supported yet: pctor's client cannot limit "
+   "the addresses it connects to"},
+  {"ReachableDirAddresses", "not supported yet: pctor's client cannot "
+   "limit the addresses it connects to"},
+  {"ReachableORAddresses", "not supported yet: pctor's client cannot "
+   "limit the addresses it connects to"},
+  {"AddressDisableIPv6", "give Address an IPv4 address, and ORPort "
+   "lines with IPv4 addresses, to keep IPv6 out of the descriptor"},
+  /* SOCKS and name mapping. */
+  {"MapAddress", "use a controller's MAPADDRESS command"},
+  {"AutomapHostsOnResolve", "not supported yet: pctor has no virtual "
+   "addresses"},
+  {"AutomapHostsSuffixes", "not supported yet: pctor has no virtual "
+   "addresses"},
+  {"VirtualAddrNetworkIPv4", "not supported yet: pctor has no virtual "
+   "addresses"},
+  {"VirtualAddrNetworkIPv6", "not supported yet: pctor has no virtual "
+   "addresses"},
+  {"AllowNonRFC953Hostnames", "pctor's SocksPort refuses host names that "
+   "are not valid DNS names; remove the line"},
+  {"SafeSocks", "not supported yet: pctor's SocksPort accepts SOCKS4 "
+   "and SOCKS5 with addresses; use host names to keep DNS off the host"},
+  {"TestSocks", "not supported yet; pctor logs SOCKS requests at info "
+   "level"},
+  {"WarnPlaintextPorts", "not supported yet; remove the line"},
+  {"RejectPlaintextPorts", "not supported yet: use an ExitNodes/"
+   "ExcludeNodes choice or a local firewall"},
+  {"UnixSocksGroupWritable", "pctor's SocksPort listens on TCP only"},
+  /* The client's directory fetching. */
+  {"FallbackDir", "pctor bootstraps from the DirAuthority lines only"},
+  {"UseDefaultFallbackDirs", "pctor bootstraps from the DirAuthority "
+   "lines only; remove the line"},
+  {"DirAuthorityFallbackRate", "pctor bootstraps from the DirAuthority "
+   "lines only; remove the line"},
+  {"ClientBootstrap*", "pctor's client retries its bootstrap fetches "
+   "on its own schedule; remove the line"},
+  {"FetchDirInfoEarly", "a pctor relay fetches the consensus as a cache "
+   "does (DirCache 1); remove the line"},
+  {"FetchDirInfoExtraEarly", "a pctor relay fetches the consensus as a "
+   "cache does (DirCache 1); remove the line"},
+  {"FetchServerDescriptors", "pctor always fetches the descriptors it "
+   "needs; remove the line"},
+  {"FetchUselessDescriptors", "a pctor relay with DirCache 1 caches "
+   "every descriptor already; remove the line"},
+  {"DownloadExtraInfo", "pctor never downloads extra-info documents; "
+   "remove the line"},
+  {"DirAllowPrivateAddresses", "with TestingTorNetwork 1 pctor accepts "
+   "relays at private addresses; otherwise remove the line"},
+  {"MaxConsensusAgeForDiffs", "pctor's directory cache serves whole "
+   "consensuses, not diffs; remove the line"},
+  /* Padding and connections. */
+  {"ConnectionPadding", "not supported yet: pctor sends no connection "
+   "padding (and ignores PADDING_NEGOTIATE)"},
+  {"ReducedConnectionPadding", "not supported yet: pctor sends no "
+   "connection padding"},
+  {"CircuitPadding", "not supported yet: pctor has no circuit padding "
+   "machines"},
+  {"ReducedCircuitPadding", "not supported yet: pctor has no circuit "
+   "padding machines"},
+  {"KeepalivePeriod", "not supported yet: pctor closes idle connections "
+   "on its own timeouts; remove the line"},
+  {"ConstrainedSockets", "not supported yet: pctor's KIST scheduler "
+   "sizes what it writes by the kernel's buffers (KISTSockBufSizeFactor)"},
+  {"ConstrainedSockSize", "not supported yet: use KISTSockBufSizeFactor"},
+  {"PerConnBWRate", "use BandwidthRate/RelayBandwidthRate, which limit "
+   "the relay as a whole"},
+  {"PerConnBWBurst", "use BandwidthBurst/RelayBandwidthBurst, which "
+   "limit the relay as a whole"},
+  {"CountPrivateBandwidth", "pctor counts every connection in its "
+   "bandwidth limits; remove the line"},
+  {"SSLKeyLifetime", "pctor chooses its TLS certificates' lifetime "
+   "itself; remove the line"},
+  {"DisableOOSCheck", "pctor never closes connections to make room for "
+   "new ones (no out-of-sockets handler); remove the line"},
+  /* The exit's resolver. */
+  {"ServerDNSDetectHijacking", "not supported yet: pctor's exit uses its "
+   "resolver's answers as they are (choose a resolver that does not "
+   "rewrite them)"},
+  {"ServerDNSTestAddresses", "not supported yet: pctor's exit does not "
+   "test its resolver for hijacking"},
+  {"ServerDNSRandomizeCase", "not supported yet: pctor's exit sends names "
+   "as the client gave them"},
+  {"ServerDNSSearchDomains", "pctor's exit never appends search domains "
+   "(as tor's default 0); remove the line"},
+  {"ServerDNSAllowNonRFC953Hostnames", "not supported yet; remove the "
+   "line"},
+  /* Running the process. */
+  {"DisableNetwork", "not supported yet: start pctor when it may use the "
+   "network, or set PublishServerDescriptor 0"},
+  {"Dormant*", "pctor has no dormant mode; remove the line"},
+  {"KeepBindCapabilities", "pctor opens its ports before it drops "
+   "privileges (User) and keeps no capabilities after; remove the line"},
+  {"NoExec", "pctor never runs other programs (and Sandbox 1 forbids "
+   "execve); remove the line"},
+  {"HardwareAccel", "OpenSSL 3 uses the CPU's crypto instructions by "
+   "itself; remove the line"},
+  {"MainloopStats", "SIGUSR1 logs pctor's statistics, and the "
+   "MetricsPort serves them"},
+  {"ProtocolWarnings", "pctor logs peers' protocol errors at info "
+   "level; raise the log level to see them"},
+  {"MaxUnparseableDescSizeToLog", "pctor never writes unparseable "
+   "descriptors to disk; remove the line"},
+  {"RephistTrackTime", "pctor keeps tor's bandwidth history in the state "
+   "file; remove the line"},
 };
 
 /* tor options pctor does not implement but whose value says what pctor
@@ -1803,7 +1988,6 @@ static const struct {
 } tor_same_behaviour[] = {
   {"BridgeRelay", "0"},
   {"ClientOnly", "0"},
-  {"DirReqStatistics", "0"},  {"ExtraInfoStatistics", "0"},
   {"HiddenServiceStatistics", "0"}, {"EntryStatistics", "0"},
   {"ExitPortStatistics", "0"},      {"ConnDirectionStatistics", "0"},
   {"CellStatistics", "0"},    {"HardwareAccel", "0"},

@@ -39,6 +39,7 @@
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
 #include "feature/geoip/geoip.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "feature/hibernate/hibernate.h"
 #include "feature/ipsec/broker.h"
 #include "feature/dgram/dgram.h"
@@ -89,6 +90,7 @@ static struct {
   char *data_directory;
   char *nickname;
   statefile_t *state;           /* DataDirectory/state (tor's format) */
+  dirreq_stats_t *dirreq;       /* DirReqStatistics; NULL: off */
   evloop_timer_t *key_timer;
   publish_t *pub;
   selftest_t *selftest;         /* AssumeReachable 0: the ORPort test */
@@ -489,6 +491,42 @@ upload_cb(const char *dir_addr, int accepted, const char *reason, void *arg)
 }
 
 static int configure_publishing(const options_t *o);
+
+/* The country of a directory client for DirReqStatistics. */
+static const char *
+dirreq_country(const pc_addr_t *a, void *arg)
+{
+  (void)arg;
+  return geoip_db_has(A.geoip, a->family) ? geoip_db_country(A.geoip, a)
+                                          : "??";
+}
+
+/* DirReqStatistics: counted by a relay that serves the directory. */
+static void
+apply_dirreq_stats(const options_t *o)
+{
+  const dirreq_options_t *d = options_module(o, &dirreq_conf_module);
+  int on = d->dirreq_statistics && o->or_ports.n > 0 &&
+           (o->dir_cache || o->dir_ports.n > 0);
+  if (on && !A.dirreq) {
+    char *sd = fs_path_join(A.data_directory, "stats");
+    char *path = fs_path_join(sd, "dirreq-stats");
+    A.dirreq = dirreq_stats_new(time(NULL), d->interval, path);
+    free(path);
+    free(sd);
+    dirreq_stats_set_country_fn(A.dirreq, dirreq_country, NULL);
+    dirreq_stats_load(A.dirreq, A.state, time(NULL));
+    dirreq_stats_set_global(A.dirreq);
+  } else if (!on && A.dirreq) {
+    if (A.pub)
+      publish_set_dirreq_stats(A.pub, NULL, 0);
+    dirreq_stats_free(A.dirreq); /* (also unsets the global) */
+  }
+  if (A.dirreq)
+    dirreq_stats_set_interval(A.dirreq, d->interval);
+  if (A.pub)
+    publish_set_dirreq_stats(A.pub, A.dirreq, d->extra_info_statistics);
+}
 
 static const dir_nodelist_t *
 selftest_nodelist(void *arg)
@@ -2279,6 +2317,7 @@ app_start(evloop_t *loop, const options_t *opts)
     start_hibernation(opts); /* first: the descriptor depends on it */
     configure_publishing(opts);
   }
+  apply_dirreq_stats(opts);
   if (start_client(opts) < 0)
     return -1;
   if (start_control(opts) < 0) /* ControlPort, MetricsPort */
@@ -2351,6 +2390,7 @@ app_reconfigure(const options_t *old_opts, const options_t *new_opts)
     log_warn("Keeping the previous exit configuration.");
   if (new_opts->or_ports.n > 0)
     configure_publishing(new_opts);
+  apply_dirreq_stats(new_opts);
   if (A.client_started) {
     client_config_t cc;
     build_path_config(new_opts);
@@ -2584,6 +2624,7 @@ app_shutdown(void)
   evloop_timer_free(A.key_timer);
   publish_save_history(A.pub, A.state, time(NULL));
   publish_free(A.pub);
+  dirreq_stats_free(A.dirreq);
   command_set_create_gate(NULL);
   relay_set_begin_gate(NULL);
   hibernate_save_state(A.hib, A.state);

@@ -28,8 +28,14 @@
  * certificates), compressed once per document and kept with it;
  * zstd > deflate > gzip for per-request documents (descriptor lists);
  * identity when the client names nothing we have.
+ *
+ * Statistics (dirreq_stats.h): a request for a consensus is reported
+ * with its status and its client's address when its answer is chosen;
+ * a 200 answer's download is reported when its last byte is sent or when
+ * the request is freed before that.
  */
 #include "feature/dircache/dircache.h"
+#include "core/or/channel.h"
 #include "core/or/circuit.h"
 #include "core/or/relay.h"
 #include "core/or/stream.h"
@@ -38,6 +44,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
+#include "lib/time/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +278,8 @@ find_provider(const char *path)
 
 /* What to send: a header, then (maybe) a document in one encoding. */
 typedef struct answer_t {
+  int is_ns;           /* a network-status (consensus) request */
+  dirreq_resp_t resp;  /* its status, for the statistics */
   char *hdr;
   size_t hdr_len;
   dircache_doc_t *doc; /* NULL: header only */
@@ -372,9 +381,14 @@ answer_request(const char *req, answer_t *a)
       request_header(req, "Accept-Encoding", ae, sizeof(ae)));
   if (want_z)
     mask |= 1u << COMPRESS_ZLIB;
+  /* dir-spec's "v3 network status" requests (any flavor, diffs too). */
+  a->is_ns = !strncmp(path, "/tor/status-vote/current/consensus",
+                      strlen("/tor/status-vote/current/consensus"));
   const provider_t *p = find_provider(path);
   dircache_doc_t *doc = p ? p->fn(path, p->arg) : NULL;
   if (!doc) {
+    /* As tor: no consensus to serve is "unavailable". */
+    a->resp = DIRREQ_RESP_UNAVAILABLE;
     stats.n_not_found++;
     log_info("Directory request for %s: not found", path);
     answer_status(a, "404 Not found", "identity", 0);
@@ -382,12 +396,14 @@ answer_request(const char *req, answer_t *a)
   }
   if (!doc->shared && docs_alive.private_bytes > DIRCACHE_PRIVATE_BYTES_MAX) {
     dircache_doc_unref(doc);
+    a->resp = DIRREQ_RESP_BUSY;
     stats.n_busy++;
     log_info("Directory request for %s: busy (%zu bytes of answers made "
              "per request are held)", path, docs_alive.private_bytes);
     answer_status(a, "503 Directory busy, try again later", "identity", 0);
     return;
   }
+  a->resp = DIRREQ_RESP_OK;
   stats.n_ok++;
   compress_method_t m = compress_choose(mask, doc->shared);
   if (doc_encoded(doc, m, &a->body, &a->body_len) < 0) {
@@ -432,7 +448,32 @@ struct dircache_request_t {
   answer_t ans;     /* valid once answering */
   int answering;
   size_t sent;      /* bytes of header + body sent */
+  pc_addr_t client; /* for the statistics; family AF_UNSPEC: unknown */
+  int tunneled;     /* BEGIN_DIR (else the DirPort) */
+  int dl_open;      /* a download counted in the statistics, not ended */
+  uint64_t dl_start_us;
 };
+
+/* Tell the statistics that r's download ended. */
+static void
+request_dl_end(dircache_request_t *r, int complete)
+{
+  if (!r->dl_open)
+    return;
+  r->dl_open = 0;
+  size_t body = r->sent > r->ans.hdr_len ? r->sent - r->ans.hdr_len : 0;
+  dirreq_stats_dl_end(dirreq_stats_global(), r->tunneled, complete, body,
+                      time_mono_us() - r->dl_start_us);
+}
+
+void
+dircache_request_set_client(dircache_request_t *r, const pc_addr_t *client,
+                            int tunneled)
+{
+  if (client)
+    r->client = *client;
+  r->tunneled = tunneled;
+}
 
 dircache_request_t *
 dircache_request_new(void)
@@ -447,6 +488,7 @@ dircache_request_free_(dircache_request_t *r)
 {
   if (!r)
     return;
+  request_dl_end(r, 0);
   free(r->buf);
   memacct_sub(MEMACCT_DIRCACHE, r->cap + sizeof(*r));
   answer_clear(&r->ans);
@@ -463,6 +505,17 @@ request_answer(dircache_request_t *r, const char *bad_status)
     answer_status(&r->ans, bad_status, "identity", 0);
   } else {
     answer_request(r->buf, &r->ans);
+    dirreq_stats_t *ds = dirreq_stats_global();
+    if (ds && r->ans.is_ns) {
+      dirreq_stats_note_response(
+          ds, r->client.family == AF_UNSPEC ? NULL : &r->client,
+          r->ans.resp);
+      if (r->ans.resp == DIRREQ_RESP_OK) {
+        dirreq_stats_dl_start(ds, r->tunneled);
+        r->dl_open = 1;
+        r->dl_start_us = time_mono_us();
+      }
+    }
   }
   PC_FREE(r->buf);
   memacct_sub(MEMACCT_DIRCACHE, r->cap);
@@ -539,6 +592,8 @@ void
 dircache_request_sent(dircache_request_t *r, size_t n)
 {
   r->sent += n;
+  if (r->dl_open && r->sent >= r->ans.hdr_len + r->ans.body_len)
+    request_dl_end(r, 1);
 }
 
 size_t
@@ -561,6 +616,7 @@ typedef struct dirstream_t {
   dlist_node_t node;       /* in S.streams, oldest activity first */
   uint64_t last_active_us;
   dircache_request_t *req; /* NULL until bytes arrive */
+  pc_addr_t client;        /* the circuit's previous hop */
 } dirstream_t;
 
 static struct {
@@ -660,8 +716,10 @@ on_data(edge_stream_t *s, const uint8_t *data, size_t len, void *arg)
   dirstream_t *ds = arg;
   (void)s;
   touch(ds);
-  if (!ds->req)
+  if (!ds->req) {
     ds->req = dircache_request_new();
+    dircache_request_set_client(ds->req, &ds->client, 1);
+  }
   if (dircache_request_answering(ds->req))
     return; /* request already complete: ignore trailing bytes */
   if (dircache_request_feed(ds->req, data, len)) {
@@ -732,8 +790,8 @@ dircache_sweep_idle(uint64_t now)
   return n;
 }
 
-edge_stream_t *
-dircache_stream_open(edge_t *e, uint16_t id, int *refused)
+static edge_stream_t *
+stream_open(edge_t *e, uint16_t id, int *refused, const pc_addr_t *client)
 {
   *refused = 0;
   if (!S.inited) {
@@ -763,6 +821,8 @@ dircache_stream_open(edge_t *e, uint16_t id, int *refused)
   }
   memacct_add(MEMACCT_DIRCACHE, sizeof(*ds));
   ds->stream = s;
+  if (client)
+    ds->client = *client;
   stats.n_streams++;
   stats.n_streams_opened++;
   touch(ds);
@@ -772,6 +832,12 @@ dircache_stream_open(edge_t *e, uint16_t id, int *refused)
   return s;
 }
 
+edge_stream_t *
+dircache_stream_open(edge_t *e, uint16_t id, int *refused)
+{
+  return stream_open(e, id, refused, NULL);
+}
+
 static int
 handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
                  const uint8_t *body, int early)
@@ -779,7 +845,13 @@ handle_begin_dir(or_circuit_t *circ, const relay_header_t *h,
   (void)body;
   (void)early;
   int refused = 0;
-  if (dircache_stream_open(or_circuit_edge(circ), h->stream_id, &refused) ||
+  /* The client's address, unless the previous hop is a relay (then the
+   * request is anonymous, as tor's statistics see it). */
+  const pc_addr_t *client =
+      circ->p_chan && !channel_is_authenticated_relay(circ->p_chan)
+          ? channel_peer_addr(circ->p_chan)
+          : NULL;
+  if (stream_open(or_circuit_edge(circ), h->stream_id, &refused, client) ||
       refused)
     return 0;
   log_info("BEGIN_DIR with stream ID %u that is zero or in use on "

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "core/or/edge.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "lib/compress/compress.h"
 #include "lib/evloop/evloop.h"
 
@@ -103,6 +104,10 @@ dircache_request_t *dircache_request_new(void);
 void dircache_request_free_(dircache_request_t *r);
 #define dircache_request_free(r) \
   do { dircache_request_free_(r); (r) = NULL; } while (0)
+/* Who asked (the DirPort's peer, or a BEGIN_DIR circuit's previous hop)
+ * and how, for the directory request statistics. */
+void dircache_request_set_client(dircache_request_t *r,
+                                 const pc_addr_t *client, int tunneled);
 /* Append bytes: 0 while the request is incomplete, 1 once the answer is
  * chosen (complete request; or 400 for a request over DIR_REQUEST_MAX or
  * with a NUL byte). Bytes after that are ignored. */

@@ -208,6 +208,7 @@ accept_cb(int fd, const pc_addr_t *peer, void *arg)
   memacct_add(MEMACCT_DIRCACHE, sizeof(*dc));
   dc->peer = *peer;
   dc->req = dircache_request_new();
+  dircache_request_set_client(dc->req, peer, 0);
   dc->conn = conn_new_accepted(D.loop, NULL, fd, peer, dpconn_cb, dc);
   conn_set_memacct(dc->conn, MEMACCT_DIRCACHE);
   conn_set_lowat(dc->conn, DIRPORT_CHUNK / 2);

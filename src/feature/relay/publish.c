@@ -30,6 +30,9 @@
  *   after it in the same POST. Its history is a ring of 96 15-minute
  *   totals fed by the same samples, saved in and loaded from the state
  *   file under tor's BWHistory* keys (tor reads them back).
+ * - With directory request statistics (publish_set_dirreq_stats), the
+ *   periodic check ends their interval when it is due and rebuilds the
+ *   descriptor, so that the new dirreq-* lines are published at once.
  */
 #include "feature/relay/publish.h"
 
@@ -38,6 +41,7 @@
 #include <string.h>
 
 #include "core/or/circuit.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "lib/buf/buf.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -116,6 +120,9 @@ struct publish_t {
   int64_t hist_of[HIST_N];
 
   publish_stats_t stats;
+  dirreq_stats_t *dirreq; /* borrowed; NULL: none */
+  int extra_stats;        /* ExtraInfoStatistics: history and
+                           * statistics in the extra-info */
 };
 
 static void kick_uploads(publish_t *p);
@@ -327,6 +334,7 @@ publish_save_history(const publish_t *p, statefile_t *st, time_t now)
   int64_t cur = (int64_t)now / HIST_INTERVAL;
   save_one(st, "Read", p->hist_rd, p, cur);
   save_one(st, "Write", p->hist_wr, p, cur);
+  dirreq_stats_save(p->dirreq, st);
 }
 
 /* Read one direction; values of intervals other than ours are put in the
@@ -423,7 +431,8 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
   uint64_t rd[HIST_N], wr[HIST_N];
   int64_t cur = (int64_t)now / HIST_INTERVAL;
   int n = 0;
-  for (int64_t iv = cur - HIST_N; iv < cur; iv++) {
+  /* As tor, ExtraInfoStatistics 0 also leaves out the history. */
+  for (int64_t iv = cur - HIST_N; iv < cur && p->extra_stats; iv++) {
     int slot = (int)(iv % HIST_N);
     if (n == 0 && p->hist_of[slot] != iv)
       continue; /* no history yet: start at the first interval we saw */
@@ -435,11 +444,13 @@ build_extra(publish_t *p, routerdesc_config_t *rc, time_t now)
     .nickname = rc->nickname,
     .published = rc->published,
     .hist_end = (time_t)(cur * HIST_INTERVAL),
-    .hist_interval = HIST_INTERVAL,
+    .hist_interval = p->extra_stats ? HIST_INTERVAL : 0,
     .read_hist = rd,
     .write_hist = wr,
     .n_hist = n,
     .overload_fd_exhausted = recent_hour(conn_last_fd_exhausted(), now),
+    .stats_lines = p->extra_stats ? dirreq_stats_published(p->dirreq, now)
+                                     : NULL,
   };
   char *err = NULL;
   char *x = routerdesc_build_extrainfo(p->keys, &e, rc->extra_info_sha1,
@@ -510,6 +521,11 @@ check_cb(void *arg)
 {
   publish_t *p = arg;
   time_t now = time(NULL);
+  if (dirreq_stats_rotate(p->dirreq, now) && p->extra_stats &&
+      p->have_config) {
+    mark_dirty(p, "new directory request statistics");
+    return;
+  }
   if (!p->have_config || !p->desc)
     return;
   int age = p->testing ? PUBLISH_TESTING_REPUBLISH_SECS
@@ -808,6 +824,7 @@ publish_new(evloop_t *loop, const relay_keys_t *keys)
   p->loop = loop;
   p->keys = keys;
   p->started = time(NULL);
+  p->extra_stats = 1;
   for (int i = 0; i < BW_HOURS; i++)
     p->hour_of[i] = -1;
   p->soon = evloop_timer_new(loop, soon_cb, p);
@@ -874,6 +891,16 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   else if (!was_enabled || auths_changed)
     kick_uploads(p);
   return 0;
+}
+
+void
+publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s, int extra_stats)
+{
+  int changed = p->dirreq != s || p->extra_stats != extra_stats;
+  p->dirreq = s;
+  p->extra_stats = extra_stats;
+  if (changed && p->have_config)
+    mark_dirty(p, "statistics configuration changed");
 }
 
 void

@@ -35,6 +35,7 @@
 
 #include "core/or/relay_keys.h"
 #include "feature/dir/dir_authority.h"
+#include "feature/dircache/dirreq_stats.h"
 #include "feature/relay/routerdesc.h"
 #include "lib/evloop/evloop.h"
 #include "lib/fs/statefile.h"
@@ -109,6 +110,15 @@ void publish_get_stats(const publish_t *p, publish_stats_t *out);
  * save it into st, or add what st holds of the last day to p's. */
 void publish_save_history(const publish_t *p, statefile_t *st, time_t now);
 void publish_load_history(publish_t *p, const statefile_t *st, time_t now);
+
+/* Directory request statistics (borrowed, must outlive p; NULL: none):
+ * their interval is ended when due by the periodic check (which then
+ * rebuilds the descriptor), they are saved with the history, and their
+ * last result goes into the extra-info document. extra_stats is
+ * ExtraInfoStatistics (1 until set): if 0, the extra-info carries
+ * neither the statistics nor the bandwidth history, as in tor. */
+void publish_set_dirreq_stats(publish_t *p, dirreq_stats_t *s,
+                              int extra_stats);
 
 /* Stop uploads in progress and free everything. NULL is fine. */
 void publish_free_(publish_t *p);

@@ -598,6 +598,26 @@ add_history(strbuf_t *b, const char *kw, const routerdesc_extrainfo_t *e,
   strbuf_add(b, "\n");
 }
 
+/* Whether text is lines that cannot change the document's structure:
+ * printable ASCII, each line a keyword and ending in a newline, no
+ * object or signature line. */
+static int
+stats_lines_ok(const char *text)
+{
+  size_t n = strlen(text);
+  if (n == 0 || text[n - 1] != '\n')
+    return 0;
+  for (const char *p = text; *p; p++) {
+    if (*p != '\n' && (*p < 0x20 || *p > 0x7e))
+      return 0;
+    if (p == text || p[-1] == '\n') {
+      if (*p < 'a' || *p > 'z' || !strncmp(p, "router-sig", 10))
+        return 0;
+    }
+  }
+  return 1;
+}
+
 char *
 routerdesc_build_extrainfo(const relay_keys_t *k,
                            const routerdesc_extrainfo_t *e,
@@ -614,6 +634,10 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
     set_err(err, errf("bad extra-info configuration"));
     return NULL;
   }
+  if (e->stats_lines && !stats_lines_ok(e->stats_lines)) {
+    set_err(err, errf("bad statistics lines for the extra-info document"));
+    return NULL;
+  }
   strbuf_addf(&b, "extra-info %s ", e->nickname);
   add_fingerprint_hex(&b, k->rsa_id_digest, 0);
   strbuf_add(&b, "\nidentity-ed25519\n");
@@ -627,6 +651,8 @@ routerdesc_build_extrainfo(const relay_keys_t *k,
     add_history(&b, "write-history", e, e->write_hist);
     add_history(&b, "read-history", e, e->read_hist);
   }
+  if (e->stats_lines)
+    strbuf_add(&b, e->stats_lines);
   if (e->overload_ratelimits > 0) {
     time_format_iso(when, e->overload_ratelimits);
     strbuf_addf(&b, "overload-ratelimits 1 %s %llu %llu %llu %llu\n", when,

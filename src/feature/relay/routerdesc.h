@@ -137,6 +137,9 @@ typedef struct routerdesc_extrainfo_t {
   uint64_t rate, burst, n_read_limited, n_write_limited;
   /* overload-fd-exhausted: time the file descriptors last ran out, or 0. */
   time_t overload_fd_exhausted;
+  /* Statistics lines (dirreq-*: dirreq_stats.h), each ending in a
+   * newline, printable ASCII; NULL: none. */
+  const char *stats_lines;
 } routerdesc_extrainfo_t;
 
 /* Build and sign the extra-info document; sha1_out and sha256_out get
