@@ -1880,18 +1880,16 @@ static const struct {
    "limit the addresses it connects to"},
   {"ReachableORAddresses", "not supported yet: pctor's client cannot "
    "limit the addresses it connects to"},
-  {"AddressDisableIPv6", "give Address an IPv4 address, and ORPort "
-   "lines with IPv4 addresses, to keep IPv6 out of the descriptor"},
   /* SOCKS and name mapping. */
   {"MapAddress", "use a controller's MAPADDRESS command"},
-  {"AutomapHostsOnResolve", "not supported yet: pctor has no virtual "
-   "addresses"},
-  {"AutomapHostsSuffixes", "not supported yet: pctor has no virtual "
-   "addresses"},
-  {"VirtualAddrNetworkIPv4", "not supported yet: pctor has no virtual "
-   "addresses"},
-  {"VirtualAddrNetworkIPv6", "not supported yet: pctor has no virtual "
-   "addresses"},
+  {"AutomapHostsOnResolve", "not supported yet: pctor gives virtual "
+   "addresses only to a controller's MAPADDRESS"},
+  {"AutomapHostsSuffixes", "not supported yet: pctor gives virtual "
+   "addresses only to a controller's MAPADDRESS"},
+  {"VirtualAddrNetworkIPv4", "not supported yet: MAPADDRESS's virtual "
+   "addresses come from 127.192.0.0/10, tor's default"},
+  {"VirtualAddrNetworkIPv6", "not supported yet: MAPADDRESS's virtual "
+   "addresses come from [FE80::]/10, tor's default"},
   {"AllowNonRFC953Hostnames", "pctor's SocksPort refuses host names that "
    "are not valid DNS names; remove the line"},
   {"SafeSocks", "not supported yet: pctor's SocksPort accepts SOCKS4 "
