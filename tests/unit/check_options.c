@@ -416,6 +416,7 @@ START_TEST(test_errors_name_line)
                                   "'pctor-no-such-user'"},
     {"Address bad_host!\n", "is neither an IP address nor a host name"},
     {"Address 192.0.2.1:9001\n", "without a port"},
+    {"Address 2001:db8::1\n", "IPv6 Address is not supported yet"},
     {"Address 12345\n", "is neither an IP address nor a host name"},
     {"ContactInfo \"a\\nb\"\n", "control characters are not allowed"},
     {"DataDirectory ~bob/x\n", "~user paths are not supported"},

@@ -615,11 +615,23 @@ family_id_check(const char *value, char **err_out)
   return -1;
 }
 
+/* Address: tor 0.4.5 and later take one Address line per family; pctor
+ * publishes an IPv4 address from it and takes IPv6 ones from ORPort lines
+ * and the interfaces, so an IPv6 address here is refused (at start-up it
+ * would fail: the descriptor's router line needs IPv4). */
 static int
 host_check(const char *value, char **err_out)
 {
   pc_addr_t ip;
-  return check_host(value, &ip, err_out);
+  if (check_host(value, &ip, err_out) < 0)
+    return -1;
+  if (ip.family == AF_INET6) {
+    *err_out = pc_asprintf("'%s': an IPv6 Address is not supported yet; "
+                           "give the IPv4 address here and the IPv6 one "
+                           "in an ORPort line ([ADDRESS]:PORT)", value);
+    return -1;
+  }
+  return 0;
 }
 
 /* OutboundBindAddress*: an IPv4 or IPv6 address without a port ("[::1]"
@@ -890,8 +902,9 @@ static const conf_var_t app_vars[] = {
   {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
    "unset (pctor guesses its address)",
    1, 0, 0, OFF(address),
-   "The relay's public address, published in its descriptor: an IPv4 "
-   "or IPv6 address, or a host name that resolves to one. If unset, "
+   "The relay's public IPv4 address, published in its descriptor: an "
+   "IPv4 address, or a host name that resolves to one (an IPv6 address "
+   "is not supported yet: give it in an ORPort line). If unset, "
    "pctor uses the ORPort's address when that is a public one and "
    "otherwise guesses it from the local interfaces.", &host_type},
   {"AddressDisableIPv6", CONF_TYPE_BOOL, "0|1", "0", "0",
