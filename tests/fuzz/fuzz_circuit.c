@@ -14,7 +14,8 @@
  * shared document), BEGIN and RESOLVE (feature/exit: an exit whose policy
  * rejects every destination, so no connection is ever made; a resolver
  * whose nameserver is 127.0.0.1:9, so a name that reaches it costs one
- * UDP datagram on loopback) and the CONFLUX commands. The cells then go
+ * UDP datagram on loopback), the CONFLUX commands and MeasureMe (enabled,
+ * its records in a temporary directory removed at exit). The cells then go
  * through the same code as on the network, so the stream state machines
  * after the parsers are reached: BEGIN/BEGIN_DIR/DATA/END/RESOLVE/SENDME/
  * XOFF/XON bodies, the edge's windows, a directory request fed in DATA
@@ -60,6 +61,7 @@
 #include "feature/dircache/dircache.h"
 #include "feature/exit/exit_conn.h"
 #include "feature/exit/policy.h"
+#include "feature/measureme/measureme.h"
 #include "feature/relay/extend.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/dns.h"
@@ -68,6 +70,7 @@
 #include "lib/malloc/alloc.h"
 #include "lib/net/address.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +84,26 @@ static struct {
   dns_resolver_t *dns;
   exit_policy_t *policy;
   dircache_doc_t *doc;
+  char datadir[64]; /* MeasureMe's records; removed at exit */
 } F;
+
+static void
+remove_datadir(void)
+{
+  DIR *d = opendir(F.datadir);
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char path[512];
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", F.datadir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(F.datadir);
+}
 
 static dircache_doc_t *
 provide(const char *path, void *arg)
@@ -129,11 +151,12 @@ setup(void)
     abort();
   F.loop = evloop_new();
   F.stop = evloop_timer_new(F.loop, stop_cb, NULL);
-  char dir[] = "/tmp/pctor-fuzz-circuit.XXXXXX";
-  if (!mkdtemp(dir))
+  snprintf(F.datadir, sizeof(F.datadir), "/tmp/pctor-fuzz-circuit.XXXXXX");
+  if (!mkdtemp(F.datadir))
     abort();
-  char path[64];
-  snprintf(path, sizeof(path), "%s/resolv.conf", dir);
+  atexit(remove_datadir);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/resolv.conf", F.datadir);
   FILE *f = fopen(path, "w");
   if (!f)
     abort();
@@ -141,7 +164,6 @@ setup(void)
   fclose(f);
   F.dns = dns_resolver_new(F.loop, path, NULL);
   unlink(path);
-  rmdir(dir);
   if (!F.dns)
     abort();
   const char *lines[] = {"reject *:*"};
@@ -176,6 +198,10 @@ run(const uint8_t *data, size_t len)
   exit_init(F.loop, &ecfg);
   conflux_exit_config_t ccfg = {.enabled = 1};
   conflux_exit_init(F.loop, &ccfg);
+  measureme_config_t mcfg;
+  measureme_config_default(&mcfg);
+  mcfg.enabled = 1;
+  measureme_init(F.loop, F.datadir, &mcfg);
 
   pc_addr_t peer;
   pc_addr_parse_ip(&peer, "127.0.0.2", 5000);
@@ -246,6 +272,7 @@ run(const uint8_t *data, size_t len)
 
   relay_crypto_free(client);
   relay_crypto_free(beyond);
+  measureme_shutdown();
   conflux_exit_shutdown();
   exit_shutdown();
   dircache_shutdown();

@@ -306,3 +306,8 @@ put("circuit", "extend2-then-forward",
     bytes([0x10]) + (struct.pack(">H", 64) + b"\x77" * 64).ljust(509, b"\0") +
     rec(9, 2, 1, b"on") + rec(13, 4, 0, b"") +
     bytes([0x24]) + b"\x5b" * 509 + rec(1, 4, 0, b""))
+MM = struct.pack(">BBHI", 1, 0, 100, 0) + b"fuzzlab1"
+put("circuit", "measureme",
+    b"\x01" + rec(1, 224, 0, MM) + rec(5, 2, 0, b"") +
+    rec(1, 224, 0, MM) + rec(5, 13, 1, b"") + rec(1, 2, 1, DIRREQ) +
+    rec(5, 5, 0, b""))
