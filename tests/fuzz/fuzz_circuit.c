@@ -63,6 +63,7 @@
 #include "feature/exit/policy.h"
 #include "feature/measureme/measureme.h"
 #include "feature/relay/extend.h"
+#include "lib/bytes/bytes.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/dns.h"
 #include "lib/evloop/evloop.h"
@@ -134,10 +135,7 @@ feed_cell(channel_t *chan, uint32_t circ_id, uint8_t command,
 {
   packed_cell_t *pc = packed_cell_new();
   memset(pc->body, 0, sizeof(pc->body));
-  pc->body[0] = (uint8_t)(circ_id >> 24);
-  pc->body[1] = (uint8_t)(circ_id >> 16);
-  pc->body[2] = (uint8_t)(circ_id >> 8);
-  pc->body[3] = (uint8_t)circ_id;
+  set_u32(pc->body, circ_id);
   pc->body[4] = command;
   memcpy(pc->body + 5, payload, CELL_PAYLOAD_LEN);
   pc->len = CELL_MAX_NETWORK_LEN;
