@@ -12,7 +12,7 @@
  * next hop's channel is a socketless one too, and cells relay crypto does
  * not recognise go to it), BEGIN_DIR (feature/dircache, serving a small
  * shared document), BEGIN and RESOLVE (feature/exit: an exit whose policy
- * rejects every destination, so no connection is ever made; a resolver
+ * rejects every destination unless byte 0 says otherwise; a resolver
  * whose nameserver is 127.0.0.1:9, so a name that reaches it costs one
  * UDP datagram on loopback), the CONFLUX commands and MeasureMe (enabled,
  * its records in a temporary directory removed at exit). The cells then go
@@ -24,7 +24,10 @@
  * Input: byte 0 chooses the circuit (bit 0: the previous hop proved a
  * relay identity, so the exit takes BEGIN; bit 1: made with CREATE_FAST,
  * the client's first hop; bit 2: congestion control negotiated, as with
- * ntor v3, so XON/XOFF and conflux apply); then records of one control
+ * ntor v3, so XON/XOFF and conflux apply; bit 3: the exit policy accepts
+ * 127.0.0.1:9, so a BEGIN to it connects there -- on loopback, where
+ * nothing listens as a rule, or the discard service -- and DATA is
+ * buffered while it connects); then records of one control
  * byte and up to 509 bytes of relay payload (the last one padded with
  * zeros). Control bits:
  *   1  the payload is encrypted as the client would (its digest set by
@@ -83,7 +86,8 @@ static struct {
   evloop_t *loop;
   evloop_timer_t *stop;
   dns_resolver_t *dns;
-  exit_policy_t *policy;
+  exit_policy_t *policy;       /* reject *:* */
+  exit_policy_t *policy_port9; /* accept 127.0.0.1:9 only */
   dircache_doc_t *doc;
   char datadir[64]; /* MeasureMe's records; removed at exit */
 } F;
@@ -167,7 +171,9 @@ setup(void)
   const char *lines[] = {"reject *:*"};
   char *err = NULL;
   F.policy = exit_policy_parse_plain(lines, 1, &err);
-  if (!F.policy)
+  const char *lines9[] = {"accept 127.0.0.1:9", "reject *:*"};
+  F.policy_port9 = exit_policy_parse_plain(lines9, 2, &err);
+  if (!F.policy || !F.policy_port9)
     abort();
   F.doc = dircache_doc_new((uint8_t *)pc_strdup(DOC_TEXT), strlen(DOC_TEXT),
                            1);
@@ -191,7 +197,7 @@ run(const uint8_t *data, size_t len)
                     NULL);
   exit_config_t ecfg;
   memset(&ecfg, 0, sizeof(ecfg));
-  ecfg.policy = F.policy;
+  ecfg.policy = (mode & 8) ? F.policy_port9 : F.policy;
   ecfg.dns = F.dns;
   exit_init(F.loop, &ecfg);
   conflux_exit_config_t ccfg = {.enabled = 1};

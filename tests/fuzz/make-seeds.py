@@ -311,3 +311,7 @@ put("circuit", "measureme",
     b"\x01" + rec(1, 224, 0, MM) + rec(5, 2, 0, b"") +
     rec(1, 224, 0, MM) + rec(5, 13, 1, b"") + rec(1, 2, 1, DIRREQ) +
     rec(5, 5, 0, b""))
+# 9: a relay's circuit at an exit whose policy accepts 127.0.0.1:9.
+put("circuit", "begin-connect-port9",
+    b"\x09" + rec(1, 1, 5, b"127.0.0.1:9\0") + rec(1, 2, 5, b"early data") +
+    rec(5, 2, 5, b"more") + rec(4, 2, 0, b"") + rec(5, 3, 5, b"\x06"))
