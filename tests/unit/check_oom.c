@@ -36,6 +36,7 @@
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/create.h"
+#include "feature/control/metrics.h"
 #include "feature/dircache/dircache.h"
 #include "feature/relay/router_keys.h"
 #include "lib/buf/buf.h"
@@ -628,6 +629,14 @@ START_TEST(test_caches_freed_first)
   circuits_get_oom_stats(&st);
   ck_assert_uint_eq(st.cache_bytes_freed, copies);
   check_stats(0, 0, 0);
+  /* MetricsPort says so, under tor's series of what the OOM freed. */
+  char *m = metrics_render();
+  char want[128];
+  snprintf(want, sizeof(want),
+           "tor_relay_load_oom_bytes_total{subsys=\"dircache\"} %llu\n",
+           (unsigned long long)copies);
+  ck_assert_msg(strstr(m, want) != NULL, "no '%s' in the metrics", want);
+  free(m);
   ck_assert_int_eq(T.n_futile_warnings, 0);
   /* Cells over the limit still close the circuit (nothing left to free
    * in the cache). */
