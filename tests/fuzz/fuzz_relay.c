@@ -11,10 +11,8 @@
  * (flow control of core/or/congestion_control, on a fresh stream state),
  * SENDME (core/or/sendme).
  *
- * Not covered here: BEGIN, BEGIN_DIR and DATA bodies are parsed by
- * static functions inside feature/exit/exit_conn.c and core/or/stream.c,
- * which need a live circuit and are being refactored; they have no
- * stand-alone parser API yet (see doc/fuzzing.md).
+ * BEGIN, BEGIN_DIR, DATA and RESOLVE bodies are parsed where they are
+ * handled, on a live circuit: fuzz_circuit.c feeds them there.
  * Bound: everything is on the stack: 4 KiB + 1 byte per input byte.
  */
 #include "fuzz.h"

@@ -258,3 +258,64 @@ put("backtap", "feedback-and-timers",
     bt_op(1, bt_fb(0x100, 0x1b, 5, 3)) + bt_op(1, bt_fb(0x100, 4, 0, 0)) +
     bytes([2, 250, 2, 250, 2, 250, 2, 250]) + bt_op(1, bt_fb(0x100, 3, 0, 0)))
 
+
+# ---- relay cells on a live circuit (fuzz_circuit.c): byte 0 picks the
+# circuit (1: previous hop is a relay), then records of a control byte
+# (1: encrypted by the client and given to command.c, 2: RELAY_EARLY,
+# 4: run the event loop after it, 8: with 1, for a hop beyond the relay,
+# 16/32: CREATED2/RELAY from the next hop) and a 509-byte relay payload.
+def rec(ctl, cmd, stream, body):
+    return bytes([ctl]) + relay(cmd, stream, body)
+
+
+DIRREQ = (b"GET /tor/status-vote/current/consensus-microdesc HTTP/1.0\r\n"
+          b"Accept-Encoding: deflate, identity\r\n\r\n")
+put("circuit", "begin-dir-get",
+    b"\x01" + rec(1, 13, 1, b"") + rec(1, 2, 1, DIRREQ) +
+    rec(5, 5, 1, b"") + rec(1, 3, 1, b"\x06"))
+put("circuit", "begin-dir-raw-split",
+    b"\x00" + rec(0, 13, 3, b"") + rec(0, 2, 3, DIRREQ[:20]) +
+    rec(0, 2, 3, DIRREQ[20:]) + rec(4, 13, 3, b"") + rec(0, 13, 0, b""))
+put("circuit", "begin-ip-literal",
+    b"\x01" + rec(1, 1, 5, b"127.0.0.1:80\0" + struct.pack(">I", 0)) +
+    rec(1, 1, 6, b"[::1]:443\0" + struct.pack(">I", 5)) +
+    rec(1, 2, 5, b"hello") + rec(5, 3, 5, b"\x06"))
+put("circuit", "begin-name",
+    b"\x01" + rec(1, 1, 7, b"example.com:443\0") +
+    rec(1, 1, 8, b"x.onion:80\0") + rec(5, 3, 7, b"\x01"))
+put("circuit", "begin-first-hop",
+    b"\x02" + rec(1, 1, 9, b"127.0.0.1:80\0") + rec(1, 13, 10, b""))
+put("circuit", "resolve",
+    b"\x01" + rec(1, 11, 11, b"example.com\0") +
+    rec(1, 11, 12, b"1.0.0.127.in-addr.arpa\0") +
+    rec(1, 11, 13, b"4.3.2.1.in-addr.arpa\0") + rec(5, 11, 14, b"a.exit\0"))
+put("circuit", "sendme-xoff-data",
+    b"\x01" + rec(1, 13, 2, b"") + rec(1, 43, 2, b"\x00") +
+    rec(1, 44, 2, b"\x00" + struct.pack(">I", 500)) +
+    rec(1, 5, 2, b"") + rec(1, 5, 0, b"\x01" + struct.pack(">H", 20) +
+                              b"\x5a" * 20) + rec(1, 2, 2, b"x" * 498))
+put("circuit", "extend2-middle",
+    b"\x01" + rec(3, 14, 0, ext2) + rec(1, 4, 0, b"") + rec(5, 2, 1, b""))
+put("circuit", "conflux-link",
+    b"\x01" + rec(1, 19, 0, link) + rec(1, 22, 0, struct.pack(">I", 3)) +
+    rec(1, 13, 4, b"") + rec(5, 2, 4, DIRREQ))
+# 5: a relay's circuit with congestion control (ntor v3).
+put("circuit", "cc-xoff-xon-conflux",
+    b"\x05" + rec(1, 13, 2, b"") + rec(1, 2, 2, DIRREQ) +
+    rec(1, 43, 2, b"\x00") + rec(1, 44, 2, b"\x00" + struct.pack(">I", 500)) +
+    rec(1, 19, 0, link) + rec(1, 22, 0, struct.pack(">I", 3)) +
+    rec(5, 5, 0, b"\x01" + struct.pack(">H", 20) + b"\x5a" * 20))
+put("circuit", "extend2-then-forward",
+    b"\x05" + rec(3, 14, 0, ext2) + rec(4, 2, 1, b"") +
+    bytes([0x10]) + (struct.pack(">H", 64) + b"\x77" * 64).ljust(509, b"\0") +
+    rec(9, 2, 1, b"on") + rec(13, 4, 0, b"") +
+    bytes([0x24]) + b"\x5b" * 509 + rec(1, 4, 0, b""))
+MM = struct.pack(">BBHI", 1, 0, 100, 0) + b"fuzzlab1"
+put("circuit", "measureme",
+    b"\x01" + rec(1, 224, 0, MM) + rec(5, 2, 0, b"") +
+    rec(1, 224, 0, MM) + rec(5, 13, 1, b"") + rec(1, 2, 1, DIRREQ) +
+    rec(5, 5, 0, b""))
+# 9: a relay's circuit at an exit whose policy accepts 127.0.0.1:9.
+put("circuit", "begin-connect-port9",
+    b"\x09" + rec(1, 1, 5, b"127.0.0.1:9\0") + rec(1, 2, 5, b"early data") +
+    rec(5, 2, 5, b"more") + rec(4, 2, 0, b"") + rec(5, 3, 5, b"\x06"))

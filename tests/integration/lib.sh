@@ -40,11 +40,27 @@ IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&
 # PCTOR_IT_SANDBOX=1: every pctor the test starts runs with Sandbox 1 (the
 # tests take PCTOR from the environment; a wrapper in IT_ROOT appends the
 # option to the command line and execs pctor, so PIDs stay pctor's).
+# A test that runs sandboxed by default sets IT_SANDBOX_DEFAULT=1 before
+# sourcing this file: then PCTOR_IT_SANDBOX defaults to 1, and a build
+# without libseccomp runs the test unsandboxed (said on stderr).
+# it_start_pctor checks that each sandboxed pctor runs under the filter.
+IT_SANDBOXED=0
+if [ "${IT_SANDBOX_DEFAULT:-0}" = 1 ] && [ -z "${PCTOR_IT_SANDBOX:-}" ] &&
+   [ -z "${PCTOR:-}" ] && [ -n "${top_builddir:-}" ]; then
+    printf 'Sandbox 1\nDataDirectory %s/sandbox-probe\n' "$IT_ROOT" > "$IT_ROOT/sandbox-probe.torrc"
+    if "$top_builddir/src/app/pctor" --verify-config -f "$IT_ROOT/sandbox-probe.torrc" \
+           > "$IT_ROOT/sandbox-probe.out" 2>&1; then
+        PCTOR_IT_SANDBOX=1
+    else
+        echo "[$IT_NAME] not sandboxed: $(tail -1 "$IT_ROOT/sandbox-probe.out")" >&2
+    fi
+fi
 if [ "${PCTOR_IT_SANDBOX:-0}" = 1 ] && [ -z "${PCTOR:-}" ] && [ -n "${top_builddir:-}" ]; then
     printf '#!/bin/sh\nexec "%s" "$@" --Sandbox 1\n' \
         "$(cd "$top_builddir" && pwd)/src/app/pctor" > "$IT_ROOT/pctor-sandboxed"
     chmod 755 "$IT_ROOT/pctor-sandboxed"
     export PCTOR=$IT_ROOT/pctor-sandboxed
+    IT_SANDBOXED=1
 fi
 
 # it_log MSG...: a progress line on stderr, with the seconds since the start.
@@ -277,6 +293,13 @@ EOF
     it_wait_port 127.0.0.1 "$port" 30 || it_fail "$nick did not open its port: $(tail -3 "$d/stderr")"
     echo "$d" > "$net/$nick.dir"
     echo "$port" > "$net/$nick.port"
+    if [ "$IT_SANDBOXED" = 1 ]; then
+        it_wait_until 20 grep -q 'Sandbox: the system-call filter is active' "$d/info.log" ||
+            it_fail "$nick did not log that the sandbox is active"
+        grep -q '^Seccomp:[[:space:]]*2$' "/proc/$(cat "$d/pid")/status" ||
+            it_fail "$nick does not run under the sandbox's filter"
+        it_log "$nick runs with Sandbox 1 (filter active)"
+    fi
     if [ "$kind" = relay ]; then
         echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
 $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"

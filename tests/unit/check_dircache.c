@@ -589,6 +589,85 @@ START_TEST(test_private_cap)
 }
 END_TEST
 
+/* The compressed forms of the current shared documents are a cache:
+ * counted as MEMACCT_DIRCOPIES, freed by dircache_free_copies (what
+ * MaxMemInQueues calls before closing circuits) unless a stream is still
+ * sending them, made again on the next request, and moved to the
+ * streams' MEMACCT_DIRCACHE when the document is retired. */
+START_TEST(test_copies_are_a_cache)
+{
+  edge_setup();
+  /* 1 MiB of random letters: zstd keeps over half of it, so a stream
+   * sending the zstd form stops at its window, unfinished. */
+  size_t n = 1024 * 1024;
+  uint8_t *body = pc_malloc(n);
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1103515245u + 12345u;
+    body[i] = (uint8_t)('a' + (x >> 16) % 26);
+  }
+  dircache_doc_t *d = dircache_doc_new(body, n, 1);
+  cur = d;
+  cur_gen = doc_gen;
+  dircache_register_prefix("/tor/status-vote/current/consensus", provide,
+                           NULL);
+  uint64_t c0 = memacct_get(MEMACCT_DIRCOPIES);
+  uint64_t dc0 = memacct_get(MEMACCT_DIRCACHE);
+  size_t mem0 = dircache_doc_mem(d);
+  int refused = 0;
+  ck_assert_ptr_nonnull(dircache_stream_open(E.e, 1, &refused));
+  client_data(1, "GET /tor/status-vote/current/consensus HTTP/1.0\r\n"
+                 "Accept-Encoding: x-zstd\r\n\r\n");
+  ck_assert_uint_eq(E.n_data[1], STREAMWINDOW_START);
+  ck_assert_uint_eq(E.n_end, 0);
+  /* The zstd form is counted as a copy, not as the stream's. */
+  uint64_t c1 = memacct_get(MEMACCT_DIRCOPIES);
+  ck_assert_uint_gt(c1 - c0, n / 2);
+  ck_assert_uint_eq(c1 - c0, dircache_doc_mem(d) - mem0);
+  ck_assert_uint_lt(dircache_edge_mem(E.e), 4096);
+  /* A deflate answer, sent whole: a second copy. */
+  size_t len = 0;
+  uint8_t *a = dircache_answer("GET /tor/status-vote/current/consensus.z "
+                               "HTTP/1.0\r\n\r\n", &len);
+  free(a);
+  uint64_t c2 = memacct_get(MEMACCT_DIRCOPIES);
+  ck_assert_uint_gt(c2, c1);
+  /* Over the limit: the deflate copy goes, the one being sent stays. */
+  ck_assert_uint_eq(dircache_free_copies(), c2 - c1);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCOPIES), c1);
+  ck_assert_uint_eq(dircache_doc_mem(d), mem0 + (c1 - c0));
+  dircache_stats_t st;
+  dircache_get_stats(&st);
+  ck_assert_uint_eq(st.n_copies_freed_bytes, c2 - c1);
+  ck_assert_uint_eq(dircache_free_copies(), 0);
+  /* Asked again: compressed again, and still right. */
+  a = dircache_answer("GET /tor/status-vote/current/consensus.z "
+                      "HTTP/1.0\r\n\r\n", &len);
+  uint8_t *got = NULL;
+  size_t got_len = 0;
+  char *err = NULL;
+  ck_assert_int_eq(dir_http_parse_response(a, len, 1, 2 * n, &got, &got_len,
+                                           &err), 200);
+  ck_assert_uint_eq(got_len, n);
+  ck_assert(memcmp(got, body, n) == 0);
+  free(got);
+  free(a);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCOPIES), c2);
+  /* A new document: the old one (body and both forms) is now the
+   * stream's, in MEMACCT_DIRCACHE, and no longer a cache. */
+  make_doc('r');
+  dircache_doc_unref(provide("/tor/status-vote/current/consensus", NULL));
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCOPIES), c0);
+  ck_assert_uint_ge(memacct_get(MEMACCT_DIRCACHE) - dc0,
+                    dircache_doc_mem(d));
+  ck_assert_uint_eq(dircache_free_copies(), 0);
+  ck_assert_uint_ge(dircache_edge_mem(E.e), dircache_doc_mem(d));
+  edge_teardown();
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCACHE), dc0);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCOPIES), c0);
+}
+END_TEST
+
 Suite *
 suite_dircache(void)
 {
@@ -602,6 +681,7 @@ suite_dircache(void)
   tcase_add_test(tc, test_reader_without_sendmes);
   tcase_add_test(tc, test_idle_timeout);
   tcase_add_test(tc, test_private_cap);
+  tcase_add_test(tc, test_copies_are_a_cache);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -36,6 +36,7 @@
 #include "core/or/relay.h"
 #include "core/or/stream.h"
 #include "core/proto/create.h"
+#include "feature/control/metrics.h"
 #include "feature/dircache/dircache.h"
 #include "feature/relay/router_keys.h"
 #include "lib/buf/buf.h"
@@ -579,6 +580,77 @@ START_TEST(test_stream_data_oldest_first)
 }
 END_TEST
 
+/* A document whose compressed forms are a cache of real size: 64 kB of
+ * random letters. */
+static dircache_doc_t *rnd_doc;
+
+static dircache_doc_t *
+rnd_provider(const char *path, void *arg)
+{
+  (void)path;
+  (void)arg;
+  if (!rnd_doc) {
+    size_t n = 64 * 1024;
+    uint8_t *b = malloc(n);
+    uint32_t x = 7;
+    for (size_t i = 0; i < n; i++) {
+      x = x * 1103515245u + 12345u;
+      b[i] = (uint8_t)('a' + (x >> 16) % 26);
+    }
+    rnd_doc = dircache_doc_new(b, n, 1);
+  }
+  return dircache_doc_ref(rnd_doc);
+}
+
+START_TEST(test_caches_freed_first)
+{
+  /* Queued cells under the limit plus a directory cache's compressed
+   * copies over it: the handler frees the copies (they can be made
+   * again) and closes nothing. */
+  dircache_init(channels_loop());
+  dircache_register("/test/rnd", rnd_provider, NULL);
+  build_circuits(1);
+  channels_block_flush_for_testing(1, 0);
+  queue_drops(0, 50);
+  run_loop_for(20000);
+  uint64_t t0 = memacct_total();
+  size_t len = 0;
+  free(dircache_answer("GET /test/rnd HTTP/1.0\r\n"
+                       "Accept-Encoding: x-zstd\r\n\r\n", &len));
+  free(dircache_answer("GET /test/rnd.z HTTP/1.0\r\n\r\n", &len));
+  uint64_t copies = memacct_get(MEMACCT_DIRCOPIES);
+  ck_assert_uint_gt(copies, 32 * 1024);
+  ck_assert_uint_ge(memacct_total() - t0, copies);
+  circuits_set_max_mem_in_queues(t0 + copies / 2);
+  run_loop_for(50000);
+  ck_assert_uint_eq(memacct_get(MEMACCT_DIRCOPIES), 0);
+  ck_assert_int_eq(T.r[0].closed, 0);
+  circuits_oom_stats_t st;
+  circuits_get_oom_stats(&st);
+  ck_assert_uint_eq(st.cache_bytes_freed, copies);
+  check_stats(0, 0, 0);
+  /* MetricsPort says so, under tor's series of what the OOM freed. */
+  char *m = metrics_render();
+  char want[128];
+  snprintf(want, sizeof(want),
+           "tor_relay_load_oom_bytes_total{subsys=\"dircache\"} %llu\n",
+           (unsigned long long)copies);
+  ck_assert_msg(strstr(m, want) != NULL, "no '%s' in the metrics", want);
+  free(m);
+  ck_assert_int_eq(T.n_futile_warnings, 0);
+  /* Cells over the limit still close the circuit (nothing left to free
+   * in the cache). */
+  queue_drops(0, (int)(copies / CELL) + 1);
+  run_loop_for(50000);
+  ck_assert_int_eq(T.r[0].closed, 1);
+  circuits_get_oom_stats(&st);
+  ck_assert_uint_eq(st.cache_bytes_freed, copies);
+  dircache_shutdown();
+  dircache_doc_retire(rnd_doc);
+  rnd_doc = NULL;
+}
+END_TEST
+
 START_TEST(test_stream_sender_closed_later)
 {
   /* The limit is crossed while the stream code is packaging data on the
@@ -779,6 +851,7 @@ suite_oom(void)
   tcase_add_test(tc, test_relayed_cells_close_at_once);
   tcase_add_test(tc, test_stream_data_oldest_first);
   tcase_add_test(tc, test_stream_sender_closed_later);
+  tcase_add_test(tc, test_caches_freed_first);
   tcase_add_test(tc, test_connection_buffers_oldest_first);
   tcase_add_test(tc, test_circuits_and_connections_by_age);
   suite_add_tcase(s, tc);

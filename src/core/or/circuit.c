@@ -92,6 +92,8 @@ static struct {
   int n_extra_fns;
   circuit_extra_age_fn age_fns[CIRCUITS_MAX_EXTRA_MEM_FNS];
   int n_age_fns;
+  circuits_cache_free_fn cache_fns[CIRCUITS_MAX_EXTRA_MEM_FNS];
+  int n_cache_fns;
   int in_handler;
   circuits_oom_stats_t stats;
 } M;
@@ -1046,6 +1048,29 @@ circuits_remove_extra_age_fn(circuit_extra_age_fn fn)
   }
 }
 
+int
+circuits_add_cache_free_fn(circuits_cache_free_fn fn)
+{
+  for (int i = 0; i < M.n_cache_fns; i++)
+    if (M.cache_fns[i] == fn)
+      return 0;
+  if (M.n_cache_fns >= CIRCUITS_MAX_EXTRA_MEM_FNS)
+    return -1;
+  M.cache_fns[M.n_cache_fns++] = fn;
+  return 0;
+}
+
+void
+circuits_remove_cache_free_fn(circuits_cache_free_fn fn)
+{
+  for (int i = 0; i < M.n_cache_fns; i++) {
+    if (M.cache_fns[i] == fn) {
+      M.cache_fns[i] = M.cache_fns[--M.n_cache_fns];
+      return;
+    }
+  }
+}
+
 static uint64_t
 circuit_extra_oldest(circuit_t *c)
 {
@@ -1168,8 +1193,11 @@ circuits_handle_oom(void)
       memacct_rearm(M.max_bytes);
     return;
   }
-  /* Caches first: per-address DoS records that hold nothing. */
+  /* Caches first: per-address DoS records that hold nothing, then what
+   * the features' caches can rebuild. */
   dos_sweep_at(evloop_now_us(channels_loop()));
+  for (int i = 0; i < M.n_cache_fns; i++)
+    M.stats.cache_bytes_freed += M.cache_fns[i]();
   usage = memacct_total();
   if (usage <= M.max_bytes) {
     memacct_rearm(M.max_bytes);

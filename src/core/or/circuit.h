@@ -239,6 +239,15 @@ void circuits_remove_extra_mem_fn(circuit_extra_mem_fn fn);
 typedef uint64_t (*circuit_extra_age_fn)(circuit_t *circ);
 int circuits_add_extra_age_fn(circuit_extra_age_fn fn);
 void circuits_remove_extra_age_fn(circuit_extra_age_fn fn);
+/* Optional: a cache that can free memory it can rebuild (a directory
+ * cache's compressed copies). When the limit is crossed the handler calls
+ * every registered function before it closes anything, as tor frees its
+ * caches before circuits; fn frees what it can and returns the bytes it
+ * freed (which it also subtracted from lib/malloc/memacct). Same rules as
+ * circuits_add_extra_mem_fn; counted in circuits_oom_stats_t. */
+typedef size_t (*circuits_cache_free_fn)(void);
+int circuits_add_cache_free_fn(circuits_cache_free_fn fn);
+void circuits_remove_cache_free_fn(circuits_cache_free_fn fn);
 typedef struct circuits_oom_stats_t {
   uint64_t n_oom_events;       /* handler runs that closed something */
   uint64_t n_circuits_killed;
@@ -246,6 +255,7 @@ typedef struct circuits_oom_stats_t {
   uint64_t n_conns_killed;     /* channels closed for their buffers */
   uint64_t bytes_freed;        /* estimated: queued cells + extra bytes */
   uint64_t n_futile;           /* runs over the limit that closed nothing */
+  uint64_t cache_bytes_freed;  /* by the caches' free functions */
   time_t last_oom_time;        /* of the last run that closed circuits */
 } circuits_oom_stats_t;
 /* Counters since circuits_init(). */

@@ -418,6 +418,9 @@ metrics_render(void)
        "Total number of bytes the OOM has freed by subsystem");
   strbuf_addf(&b, "tor_relay_load_oom_bytes_total{subsys=\"cell\"} %llu\n",
       (unsigned long long)oom.bytes_freed);
+  strbuf_addf(&b, "tor_relay_load_oom_bytes_total{subsys=\"dircache\"} "
+                  "%llu\n",
+              (unsigned long long)oom.cache_bytes_freed);
   one(&b, "pctor_oom_circuits_killed_total", "counter",
       "Circuits closed by the out-of-memory handler",
       (unsigned long long)oom.n_circuits_killed);

@@ -33,6 +33,17 @@
  * with its status and its client's address when its answer is chosen;
  * a 200 answer's download is reported when its last byte is sent or when
  * the request is freed before that.
+ *
+ * Compressed copies as a cache: the compressed forms of the current
+ * shared documents can be made again from the body, so they are counted
+ * in the budget apart (MEMACCT_DIRCOPIES) and freed first when the
+ * budget is over MaxMemInQueues (dircache_free_copies, registered with
+ * circuits_add_cache_free_fn), as tor's OOM handler frees its caches
+ * before it closes circuits. A form that an answer is still sending is
+ * kept (each form counts its senders); the next request for a freed form
+ * compresses the body again. When a document is retired its forms move to
+ * MEMACCT_DIRCACHE with the rest of it: they are then held by the streams
+ * still sending it, which the handler accounts to their circuits.
  */
 #include "feature/dircache/dircache.h"
 #include "core/or/channel.h"
@@ -68,8 +79,14 @@ struct dircache_doc_t {
   uint8_t *z[COMPRESS_N_METHODS]; /* compressed forms, made on first use */
   size_t zlen[COMPRESS_N_METHODS];
   int zfailed[COMPRESS_N_METHODS];
+  unsigned zusers[COMPRESS_N_METHODS]; /* answers sending z[m] */
   const char *ctype;    /* Content-Type (a static string) */
+  dlist_node_t node;    /* in cached_docs while shared and not retired */
 };
+
+/* The current shared documents (whose compressed forms are a cache). */
+static dlist_t cached_docs;
+static int cached_docs_inited;
 
 static struct {
   unsigned n;
@@ -80,11 +97,38 @@ static struct {
 /* The budget (lib/malloc/memacct, MEMACCT_DIRCACHE) holds what requests
  * keep alive: streams and their request buffers and headers, documents
  * made for one request, and retired documents still being sent. The
- * current shared documents are the cache itself and are not counted. */
+ * bodies of the current shared documents are the copies a provider keeps
+ * and are not counted; their compressed forms are, as MEMACCT_DIRCOPIES. */
 static int
 doc_counted(const dircache_doc_t *d)
 {
   return !d->shared || d->retired;
+}
+
+static int
+doc_is_cached(const dircache_doc_t *d)
+{
+  return d->shared && !d->retired;
+}
+
+static size_t
+doc_zbytes(const dircache_doc_t *d)
+{
+  size_t n = 0;
+  for (int m = 0; m < COMPRESS_N_METHODS; m++)
+    n += d->zlen[m];
+  return n;
+}
+
+/* Stop treating d's compressed forms as a cache (it is retired, or
+ * freed). */
+static void
+doc_uncache(dircache_doc_t *d)
+{
+  if (!dlist_node_is_linked(&d->node))
+    return;
+  dlist_remove(&d->node);
+  memacct_sub(MEMACCT_DIRCOPIES, doc_zbytes(d));
 }
 
 dircache_doc_t *
@@ -96,6 +140,14 @@ dircache_doc_new(uint8_t *body, size_t len, int shared)
   d->body = body;
   d->len = len;
   d->ctype = "text/plain";
+  dlist_node_init(&d->node);
+  if (shared) {
+    if (!cached_docs_inited) {
+      dlist_init(&cached_docs);
+      cached_docs_inited = 1;
+    }
+    dlist_insert_tail(&cached_docs, &d->node);
+  }
   docs_alive.n++;
   docs_alive.bytes += sizeof(*d) + len;
   if (!shared)
@@ -132,6 +184,7 @@ dircache_doc_unref(dircache_doc_t *d)
     docs_alive.private_bytes -= dircache_doc_mem(d);
   if (doc_counted(d))
     memacct_sub(MEMACCT_DIRCACHE, dircache_doc_mem(d));
+  doc_uncache(d);
   free(d->body);
   for (int m = 0; m < COMPRESS_N_METHODS; m++)
     free(d->z[m]);
@@ -145,6 +198,7 @@ dircache_doc_retire(dircache_doc_t *d)
     return;
   if (!doc_counted(d))
     memacct_add(MEMACCT_DIRCACHE, dircache_doc_mem(d));
+  doc_uncache(d);
   d->retired = 1;
   dircache_doc_unref(d);
 }
@@ -201,10 +255,45 @@ doc_encoded(dircache_doc_t *d, compress_method_t m, const uint8_t **p,
       docs_alive.private_bytes += d->zlen[m];
     if (doc_counted(d))
       memacct_add(MEMACCT_DIRCACHE, d->zlen[m]);
+    else if (doc_is_cached(d))
+      memacct_add(MEMACCT_DIRCOPIES, d->zlen[m]);
   }
   *p = d->z[m];
   *len = d->zlen[m];
   return 0;
+}
+
+size_t
+dircache_free_copies(void)
+{
+  if (!cached_docs_inited)
+    return 0;
+  size_t freed = 0;
+  unsigned kept = 0;
+  for (dlist_node_t *nd = dlist_first(&cached_docs); nd;
+       nd = dlist_next(&cached_docs, nd)) {
+    dircache_doc_t *d = DLIST_ENTRY(nd, dircache_doc_t, node);
+    for (int m = 0; m < COMPRESS_N_METHODS; m++) {
+      if (!d->z[m])
+        continue;
+      if (d->zusers[m]) {
+        kept++;
+        continue;
+      }
+      freed += d->zlen[m];
+      docs_alive.bytes -= d->zlen[m];
+      memacct_sub(MEMACCT_DIRCOPIES, d->zlen[m]);
+      PC_FREE(d->z[m]);
+      d->zlen[m] = 0;
+    }
+  }
+  if (freed)
+    log_notice("Freed %zu bytes of compressed directory documents (they "
+               "are made again when asked for) to stay under "
+               "MaxMemInQueues%s",
+               freed, kept ? "; copies being sent were kept" : "");
+  stats.n_copies_freed_bytes += freed;
+  return freed;
 }
 
 /* ---- providers ---------------------------------------------------- */
@@ -285,6 +374,7 @@ typedef struct answer_t {
   dircache_doc_t *doc; /* NULL: header only */
   const uint8_t *body; /* doc's body in the chosen encoding */
   size_t body_len;
+  int zuser;           /* 1 + the method of doc->z[] it sends, or 0 */
 } answer_t;
 
 static void
@@ -292,6 +382,8 @@ answer_clear(answer_t *a)
 {
   free(a->hdr);
   memacct_sub(MEMACCT_DIRCACHE, a->hdr_len);
+  if (a->zuser)
+    a->doc->zusers[a->zuser - 1]--;
   dircache_doc_unref(a->doc);
   memset(a, 0, sizeof(*a));
 }
@@ -416,6 +508,10 @@ answer_request(const char *req, answer_t *a)
     docs_alive.private_bytes -= doc->len;
     memacct_sub(MEMACCT_DIRCACHE, doc->len);
     PC_FREE(doc->body);
+  }
+  if (m != COMPRESS_NONE) {
+    doc->zusers[m]++;
+    a->zuser = 1 + (int)m;
   }
   stats.n_by_method[m]++;
   log_info("Serving %s%s (%zu bytes, %s: %zu)", path, want_z ? ".z" : "",
@@ -873,7 +969,9 @@ dircache_init(evloop_t *loop)
   relay_register_handler(RELAY_COMMAND_BEGIN_DIR, handle_begin_dir);
   if (circuits_add_extra_mem_fn(dircache_circuit_mem) < 0)
     log_warn("Directory streams cannot be counted in MaxMemInQueues: too "
-             "many memory reporters");
+             "many memory reporters");  if (circuits_add_cache_free_fn(dircache_free_copies) < 0)
+    log_warn("Compressed directory documents cannot be freed by "
+             "MaxMemInQueues: too many caches");
 }
 
 void
@@ -883,6 +981,7 @@ dircache_shutdown(void)
     free(providers[i].path);
   n_providers = 0;
   circuits_remove_extra_mem_fn(dircache_circuit_mem);
+  circuits_remove_cache_free_fn(dircache_free_copies);
   relay_register_handler(RELAY_COMMAND_BEGIN_DIR, NULL);
   evloop_timer_free(S.sweep);
   S.loop = NULL;

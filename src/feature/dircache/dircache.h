@@ -124,6 +124,11 @@ void dircache_request_sent(dircache_request_t *r, size_t n);
  * any more (or made for it alone). Accepts NULL (0). */
 size_t dircache_request_mem(const dircache_request_t *r);
 
+/* Free the compressed forms of the current shared documents that no
+ * answer is sending (what MaxMemInQueues frees first: they are made again
+ * on the next request); returns the bytes freed. */
+size_t dircache_free_copies(void);
+
 /* Forget all providers (streams in progress keep their documents). */
 void dircache_shutdown(void);
 
@@ -155,6 +160,7 @@ typedef struct dircache_stats_t {
   uint64_t n_streams_timed_out; /* idle */
   uint64_t n_busy;              /* 503: per-request documents at the cap */
   uint64_t n_streams_opened;    /* BEGIN_DIR streams taken, in all */
+  uint64_t n_copies_freed_bytes; /* compressed copies freed when over */
   unsigned n_streams;           /* open now */
 } dircache_stats_t;
 void dircache_get_stats(dircache_stats_t *out);

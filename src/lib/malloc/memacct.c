@@ -16,7 +16,7 @@
 static const char *const kind_names[MEMACCT_N_KINDS] = {
     "cells",    "chan_buf", "exit_buf",  "edge_buf",
     "streams",  "conflux",  "dircache",  "measureme", "backtap",
-    "dos",      "utcp",     "compress",  "dns",
+    "dos",      "utcp",     "compress",  "dns",       "dircopies",
 };
 
 static struct {

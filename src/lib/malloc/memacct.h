@@ -37,6 +37,8 @@ typedef enum memacct_kind_t {
   MEMACCT_UTCP,        /* user-level TCP (lib/utcp): send and reorder queues */
   MEMACCT_COMPRESS,    /* (de)compression coders' state (lib/compress) */
   MEMACCT_DNS,         /* exit DNS requests waiting for nameservers */
+  MEMACCT_DIRCOPIES,   /* a dircache's compressed copies of its current
+                        * documents: a cache, freed first when over */
   MEMACCT_N_KINDS
 } memacct_kind_t;
 
