@@ -38,9 +38,7 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 [ -x "$CIRCTEST" ] || it_skip "$CIRCTEST is not built"
 command -v curl > /dev/null || it_skip "curl is not installed"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
+it_net_start --authorities 1 --relays 0 --exit-relays 0
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$net/nodes.txt")
 
 read -r node port dport _ < <(it_privnet reserve "$net" --role pctor \

@@ -27,9 +27,7 @@ CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 command -v ss > /dev/null || it_skip "ss (iproute2) is not installed"
 it_veth_ns pbo 232
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
+it_net_start --authorities 1 --relays 0 --exit-relays 0
 
 # q, in the namespace: reachable only at ${sub}2.
 read -r qnode qport _ _ < <(it_privnet reserve "$net" --role pctor --nickname q) ||

@@ -35,10 +35,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 command -v curl > /dev/null || it_skip "curl is not installed"
 PY=$(it_python3) || it_skip "python3 is not installed"
 
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 1 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
-nodes=$net/nodes.txt
+it_net_start --authorities 1 --relays 1 --exit-relays 0
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 
 # --- 1. auto ports in a private network ------------------------------------
