@@ -43,6 +43,7 @@ static struct {
   uint8_t other_ed[32];
   ptrvec_t *closed; /* circuits in the order they were closed */
   uint64_t rng;
+  uint64_t now_us; /* the scheduler's clock, fixed (see setup()) */
 } T;
 
 static uint32_t
@@ -82,6 +83,12 @@ setup(void)
   ck_assert_int_eq(crypt_global_init(), 0);
   T.loop = evloop_new();
   T.tick = evloop_timer_new(T.loop, tick_cb, T.loop);
+  /* A clock that stands still: the circuits' EWMA averages do not decay
+   * between the moment a test sets them and the searches, so the loads
+   * compared are exact sums and equal loads are really equal (a moving
+   * clock made 3x+x and 2x+2x differ in the last bit). */
+  T.now_us = 1000000000;
+  scheduler_set_clock_for_testing(&T.now_us);
   channels_init(T.loop, NULL);
   channels_set_socketless_for_testing(1);
   circuits_init();
@@ -109,6 +116,7 @@ teardown(void)
   ptrvec_free(T.closed, NULL);
   evloop_timer_free(T.tick);
   evloop_free(T.loop);
+  scheduler_set_clock_for_testing(NULL);
   pctcp_config_t off = {0, 0, 0, 0};
   pctcp_configure(&off);
 }
@@ -320,7 +328,7 @@ random_step(uint32_t *next_circ_id)
     if (c && c->state == CHAN_STATE_OPEN) {
       or_circuit_t *oc = or_circuit_new(c, (*next_circ_id)++);
       oc->p_queue.ewma = (double)rnd(4);
-      oc->p_queue.ewma_base_us = evloop_now_us(T.loop);
+      oc->p_queue.ewma_base_us = T.now_us;
     }
     break;
   }
@@ -426,7 +434,7 @@ loaded_circuit(channel_t *chan, uint32_t id, double ewma)
 {
   or_circuit_t *oc = or_circuit_new(chan, id);
   oc->p_queue.ewma = ewma;
-  oc->p_queue.ewma_base_us = evloop_now_us(T.loop);
+  oc->p_queue.ewma_base_us = T.now_us;
   return oc;
 }
 
