@@ -21,6 +21,12 @@
 # tsort(1). One known cycle is tolerated until it is untangled: lib/evloop's
 # dns.h uses lib/net's pc_addr_t while lib/net's connections run on
 # lib/evloop (KNOWN_CYCLE_EDGES lists the edge left out of the graph).
+# The build follows the layers too: src/libpctor_lib.a holds only src/lib
+# sources and src/libpctor_core.a only src/core ones (as the include.am
+# files list them), and the unit tests of tests/unit/check_core (the suites
+# of tests/unit/suites_core.h, built into tests/unit/libcheck_core.a with
+# fixture_core) include only lib/ and core/ headers; check_core links only
+# those two archives, so a core test that calls feature code fails to link.
 # Prints every violation and exits 1 if there is any.
 set -u
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -76,6 +82,35 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
     esac
   done
 done > "$out" 2>&1
+# Each archive's sources, from every include.am (continuation lines joined).
+sources_of() {
+  { cat ../Makefile.am; find ../src ../tests -name include.am | sort | xargs cat; } | awk -v v="$1" '
+      { line = $0; while (line ~ /\\$/ && (getline nxt) > 0) { sub(/\\$/, " ", line); line = line nxt } }
+      { n = split(line, w, /[ \t]+/); if (w[1] == v && (w[2] == "+=" || w[2] == "=")) for (i = 3; i <= n; i++) if (w[i] != "") print w[i] }'
+}
+for src in $(sources_of src_libpctor_lib_a_SOURCES); do
+  case "$src" in src/lib/*) ;; *) bad "src/libpctor_lib.a lists $src, which is not under src/lib" ;; esac
+done >> "$out"
+for src in $(sources_of src_libpctor_core_a_SOURCES); do
+  case "$src" in src/core/*) ;; *) bad "src/libpctor_core.a lists $src, which is not under src/core" ;; esac
+done >> "$out"
+core_tests=$(sources_of tests_unit_libcheck_core_a_SOURCES)
+for s in $(sed -n 's/^SUITE(\([a-z0-9_]*\))$/\1/p' ../tests/unit/suites_core.h); do
+  echo "$core_tests" | grep -qx "tests/unit/check_$s.c" ||
+    bad "suites_core.h names $s but tests/unit/check_$s.c is not in tests_unit_libcheck_core_a_SOURCES"
+done >> "$out"
+for t in $core_tests; do
+  case "$t" in *.c|*.h) ;; *) continue ;; esac
+  grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "../$t" |
+    sed -n 's/^\([0-9]*\):.*include[[:space:]]*"\([^"]*\)".*/\1 \2/p' |
+    while read -r n name; do
+      case "$name" in
+        lib/*|core/*|fixture_core.h|suites_core.h|config.h) ;;
+        *) bad "$t:$n: a check_core test includes $name (only lib/, core/ and fixture_core.h)" ;;
+      esac
+    done
+done >> "$out"
+
 # A cycle between modules: tsort names the modules on it.
 if ! sort -u "$edges" | grep -vxF "$KNOWN_CYCLE_EDGES" | tsort > /dev/null 2> "$edges.err"; then
   sed -n 's/^tsort: //p' "$edges.err" | grep -v 'input contains a loop' |
@@ -85,5 +120,5 @@ rm -f "$edges.err"
 if [ -s "$out" ]; then
   cat "$out"; exit 1
 fi
-echo "layers: all includes respect src/lib -> src/core -> src/feature -> src/app, no module cycles"
+echo "layers: all includes respect src/lib -> src/core -> src/feature -> src/app, no module cycles; check_core uses lib and core alone"
 exit 0

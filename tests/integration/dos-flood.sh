@@ -90,7 +90,7 @@ it_wait_until 20 grep -q "DoS defences: circuit creation on, connections on, str
 
 HP=$(it_pctor_hop "$net" P) HE=$(it_pctor_hop "$net" E)
 
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+rss() { it_rss_kb "$pid"; }
 download() { # NAME: fetch the file through P -> E; prints the milliseconds
     local out=$net/body-$1 t0 got
     t0=$(date +%s%N)

@@ -499,6 +499,10 @@ it_pctor_alive_quiet() {
     done
 }
 
+# it_rss_kb PID: the resident set size of process PID in KiB (VmRSS), for
+# the flood tests' memory bounds.
+it_rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
 # _it_dump_logs: the end of every privnet node's logs, for failed tests.
 _it_dump_logs() {
     local net f

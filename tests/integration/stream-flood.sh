@@ -66,7 +66,6 @@ HM=$(it_pctor_hop "$net" M) HP=$(it_pctor_hop "$net" P)
 it_wait_until 20 grep -q "stream creation on" "$d/info.log" ||
     it_fail "P did not turn DoSStreamCreation on"
 
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 
 download() { # NAME: fetch the file through M -> P; prints the seconds taken
     local out=$net/body-$1 t0 got
@@ -99,7 +98,7 @@ field() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" "$fl_out"; }
 base_ms=$(download baseline)
 limit_ms=$((5 * base_ms + 15000))
 it_log "baseline: $MB MiB through M -> P in $base_ms ms (limit during floods $limit_ms ms)"
-r0=$(rss)
+r0=$(it_rss_kb "$pid")
 
 # 1. BEGIN flood through M.
 flood begin --flood "$NBEGIN" --begin "127.0.0.1:$sink" "$HM" "$HP"
@@ -116,7 +115,7 @@ allowed=$("$PY" -c "print(min(512, int(300 + 100 * $secs + 2)))")
 ms=$(download during-begin-flood)
 it_log "download during the BEGIN flood: $ms ms"
 [ "$ms" -le "$limit_ms" ] || it_fail "download during the BEGIN flood took $ms ms"
-r1=$(rss)
+r1=$(it_rss_kb "$pid")
 it_log "P's RSS: $r0 kB before, $r1 kB with $conn flood streams open"
 [ $((r1 - r0)) -le "$RSS_MAX" ] ||
     it_fail "P's RSS grew by $((r1 - r0)) kB in the BEGIN flood (limit $RSS_MAX)"
@@ -133,7 +132,7 @@ it_log "BEGIN_DIR ${line#flood: }"
 ms=$(download during-begindir-flood)
 it_log "download during the BEGIN_DIR flood: $ms ms"
 [ "$ms" -le "$limit_ms" ] || it_fail "download during the BEGIN_DIR flood took $ms ms"
-r2=$(rss)
+r2=$(it_rss_kb "$pid")
 it_log "P's RSS: $r2 kB with the BEGIN_DIR flood's streams open"
 [ $((r2 - r0)) -le "$RSS_MAX" ] ||
     it_fail "P's RSS grew by $((r2 - r0)) kB over the floods (limit $RSS_MAX)"

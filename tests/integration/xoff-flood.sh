@@ -81,7 +81,6 @@ HM=$(it_pctor_hop "$net" M) HP=$(it_pctor_hop "$net" P)
 it_wait_until 20 grep -q "MaxMemInQueues is $MAXMEM_MB MB" "$log" ||
     it_fail "P did not take MaxMemInQueues $MAXMEM_MB MB"
 
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 metric() { # NAME: P's MetricsPort value of NAME
     curl -sf -m 5 "http://127.0.0.1:$mport/metrics" |
         sed -n "s/^$1 \([0-9]*\)$/\1/p"
@@ -100,7 +99,7 @@ xflood() {
 }
 num() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" <<< "$line"; }
 
-r0=$(rss)
+r0=$(it_rss_kb "$pid")
 oom0=$(metric pctor_oom_events_total)
 [ -n "$oom0" ] || it_fail "P's MetricsPort has no pctor_oom_events_total"
 
@@ -114,7 +113,7 @@ sent=$(sed -n 's/.*streams, \([0-9]*\) bytes sent.*/\1/p' <<< "$line")
 grep -q "circuit open" <<< "$line" || it_fail "one stream: the circuit was closed"
 it_wait_until 5 grep -qE "Stream [0-9]+ holds [0-9]+ bytes the peer sent and cannot pass them on \(limit 2097152\); ending it" \
     "$log" || it_fail "P did not log why it ended the stream"
-r1=$(rss)
+r1=$(it_rss_kb "$pid")
 it_log "P's RSS: $r0 kB before, $r1 kB after the one-stream flood"
 [ $((r1 - r0)) -le "$RSS_STREAM" ] ||
     it_fail "P's RSS grew by $((r1 - r0)) kB in the one-stream flood (limit $RSS_STREAM)"
@@ -128,7 +127,7 @@ grep -q "circuit closed" <<< "$line" ||
 it_wait_until 5 grep -q "Out of memory for queues and buffers: .*above MaxMemInQueues ($((MAXMEM_MB << 20)) bytes)\. Closed [1-9]" \
     "$log" || it_fail "P did not log the MaxMemInQueues handler closing the circuit"
 it_log "P: $(grep -o 'Out of memory for queues and buffers: .*' "$log" | tail -1)"
-r2=$(rss)
+r2=$(it_rss_kb "$pid")
 oom=$(metric pctor_oom_events_total) killed=$(metric pctor_oom_circuits_killed_total)
 it_log "P's RSS: $r2 kB after the 48-stream flood; MetricsPort: pctor_oom_events_total $oom, pctor_oom_circuits_killed_total $killed"
 [ "$oom" -ge $((oom0 + 1)) ] && [ "$killed" -ge 1 ] ||

@@ -12,16 +12,18 @@
  * handshake cell before NETINFO) close the channel. The initiator writes
  * VERSIONS at once, and closes on a NETINFO or AUTH_CHALLENGE that comes
  * before the responder's CERTS. A VERSIONS cell on an open channel is
- * ignored.
+ * ignored. The relay's keys are made in memory (fixture_core.h), so the
+ * suite runs in check_core, without feature/relay.
  */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "fixture_relay.h"
+#include "fixture_core.h"
 
 #include "core/or/channel.h"
 #include "lib/buf/buf.h"
@@ -31,7 +33,6 @@
 Suite *suite_channel_hs(void);
 
 static struct {
-  char dir[64];
   relay_keys_t *keys;
   evloop_t *loop;
   int sv[2];
@@ -42,7 +43,7 @@ static void
 setup(void)
 {
   memset(&T, 0, sizeof(T));
-  T.keys = fixture_keys_new(T.dir, "chanhs");
+  T.keys = fixture_core_keys_new(time(NULL));
   T.loop = evloop_new();
   channels_init(T.loop, T.keys);
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, T.sv), 0);
@@ -54,8 +55,7 @@ teardown(void)
   channels_shutdown();
   close(T.sv[1]);
   evloop_free(T.loop);
-  router_keys_free(T.keys);
-  fixture_rmtree(T.dir);
+  fixture_core_keys_free(T.keys);
 }
 
 static void

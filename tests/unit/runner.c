@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* runner.c -- runs every Check suite listed in suites.h.
+/* runner.c -- runs every Check suite listed in suites.h (check_pctor), or
+ * with PCTOR_SUITES_CORE_ONLY defined those of suites_core.h alone
+ * (check_core: lib and core, linked without feature code).
  *
  * CK_RUN_SUITE=name / CK_RUN_CASE=name (Check's own variables) select a
  * subset. The exit status is non-zero when any test fails.
@@ -13,8 +15,14 @@
 #include <check.h>
 #include <stdlib.h>
 
+#ifdef PCTOR_SUITES_CORE_ONLY
+#define PCTOR_SUITES "suites_core.h"
+#else
+#define PCTOR_SUITES "suites.h"
+#endif
+
 #define SUITE(name) Suite *suite_##name(void);
-#include "suites.h"
+#include PCTOR_SUITES
 #undef SUITE
 
 int
@@ -23,7 +31,7 @@ main(void)
   setenv("CK_DEFAULT_TIMEOUT", "30", 0); /* read by tcase_create() */
   SRunner *sr = srunner_create(NULL);
 #define SUITE(name) srunner_add_suite(sr, suite_##name());
-#include "suites.h"
+#include PCTOR_SUITES
 #undef SUITE
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_keys.c -- the reference-counted onion key sets that CREATE2
- * handshakes read (relay_keys.h explains why they exist).
+ * handshakes read (relay_keys.h explains why they exist), and freeing
+ * what a relay_keys_t holds, for whoever made it.
  *
  * A set is written only by onion_keys_new(), before anyone else can see
  * it, and is read-only afterwards, so workers read it without a lock.
@@ -67,4 +68,19 @@ void
 relay_keys_clear_onion(relay_keys_t *k)
 {
   onion_keys_unref(k->onion);
+}
+
+void
+relay_keys_clear(relay_keys_t *k)
+{
+  relay_keys_clear_onion(k);
+  crypt_rsa_free(k->rsa_identity);
+  crypt_rsa_free(k->tap_onion_key);
+  free(k->rsa_id_cert);
+  free(k->rsa_ed_crosscert);
+  free(k->ed_signing_cert);
+  tls_context_free(k->tls);
+  free(k->tls_link_cert);
+  free(k->ed_auth_cert);
+  pc_memwipe(k, sizeof(*k));
 }

@@ -102,5 +102,8 @@ typedef struct relay_keys_t {
 void relay_keys_update_onion(relay_keys_t *k);
 /* Drop k->onion (when k is freed). */
 void relay_keys_clear_onion(relay_keys_t *k);
+/* Free everything k holds (keys, certificates, the TLS context, the onion
+ * set) and wipe k; the struct itself stays its owner's to free. */
+void relay_keys_clear(relay_keys_t *k);
 
 #endif

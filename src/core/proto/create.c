@@ -12,14 +12,8 @@
 
 #include <string.h>
 
+#include "core/proto/proto_internal.h"
 #include "lib/bytes/bytes.h"
-#include "lib/log/log.h"
-
-#define BAD(...)                                                         \
-  do {                                                                   \
-    log_info(__VA_ARGS__);                                               \
-    return -1;                                                           \
-  } while (0)
 
 /* ---------------------------------------------------------------- */
 /* CREATE2 / CREATED2 */
@@ -30,10 +24,10 @@ create2_parse(create2_t *out, const uint8_t *payload, size_t len)
   out->htype = 0;
   out->hlen = 0;
   if (len < 4)
-    BAD("CREATE2 truncated before HLEN");
+    PROTO_BAD("CREATE2 truncated before HLEN");
   uint16_t hlen = get_u16(payload + 2);
   if (hlen > CREATE2_HDATA_MAX || len - 4 < hlen)
-    BAD("CREATE2 HLEN %u does not fit", hlen);
+    PROTO_BAD("CREATE2 HLEN %u does not fit", hlen);
   out->htype = get_u16(payload);
   out->hlen = hlen;
   memcpy(out->hdata, payload + 4, hlen);
@@ -57,10 +51,10 @@ created2_parse(created2_t *out, const uint8_t *payload, size_t len)
 {
   out->hlen = 0;
   if (len < 2)
-    BAD("CREATED2 truncated before HLEN");
+    PROTO_BAD("CREATED2 truncated before HLEN");
   uint16_t hlen = get_u16(payload);
   if (hlen > CREATED2_HDATA_MAX || len - 2 < hlen)
-    BAD("CREATED2 HLEN %u does not fit", hlen);
+    PROTO_BAD("CREATED2 HLEN %u does not fit", hlen);
   out->hlen = hlen;
   memcpy(out->hdata, payload + 2, hlen);
   return 0;
@@ -134,7 +128,7 @@ extend2_take_spec(extend2_t *e, uint8_t type, const uint8_t *d, uint8_t len)
   switch (type) {
   case LSTYPE_IPV4:
     if (len != 6)
-      BAD("EXTEND2 IPv4 link specifier has length %u", len);
+      PROTO_BAD("EXTEND2 IPv4 link specifier has length %u", len);
     if (!e->has_ipv4) {
       e->has_ipv4 = 1;
       memcpy(e->ipv4_addr, d, 4);
@@ -143,7 +137,7 @@ extend2_take_spec(extend2_t *e, uint8_t type, const uint8_t *d, uint8_t len)
     return 0;
   case LSTYPE_IPV6:
     if (len != 18)
-      BAD("EXTEND2 IPv6 link specifier has length %u", len);
+      PROTO_BAD("EXTEND2 IPv6 link specifier has length %u", len);
     if (!e->has_ipv6) {
       e->has_ipv6 = 1;
       memcpy(e->ipv6_addr, d, 16);
@@ -152,17 +146,17 @@ extend2_take_spec(extend2_t *e, uint8_t type, const uint8_t *d, uint8_t len)
     return 0;
   case LSTYPE_LEGACY_ID:
     if (len != 20)
-      BAD("EXTEND2 legacy identity has length %u", len);
+      PROTO_BAD("EXTEND2 legacy identity has length %u", len);
     if (e->has_rsa_id)
-      BAD("EXTEND2 lists two legacy identities");
+      PROTO_BAD("EXTEND2 lists two legacy identities");
     e->has_rsa_id = 1;
     memcpy(e->rsa_id, d, 20);
     return 0;
   case LSTYPE_ED25519_ID:
     if (len != 32)
-      BAD("EXTEND2 Ed25519 identity has length %u", len);
+      PROTO_BAD("EXTEND2 Ed25519 identity has length %u", len);
     if (e->has_ed_id)
-      BAD("EXTEND2 lists two Ed25519 identities");
+      PROTO_BAD("EXTEND2 lists two Ed25519 identities");
     e->has_ed_id = 1;
     memcpy(e->ed_id, d, 32);
     return 0;
@@ -185,28 +179,28 @@ extend2_parse(extend2_t *out, const uint8_t *body, size_t len)
   memset(out, 0, offsetof(extend2_t, create));
   out->create.htype = out->create.hlen = 0;
   if (len > RELAY_BODY_MAX)
-    BAD("EXTEND2 body of %zu bytes is too long", len);
+    PROTO_BAD("EXTEND2 body of %zu bytes is too long", len);
   if (len < 1)
-    BAD("EXTEND2 is empty");
+    PROTO_BAD("EXTEND2 is empty");
   unsigned nspec = body[0];
   size_t off = 1;
   for (unsigned i = 0; i < nspec; i++) {
     if (len - off < 2)
-      BAD("EXTEND2 link specifier %u header truncated", i);
+      PROTO_BAD("EXTEND2 link specifier %u header truncated", i);
     uint8_t type = body[off], lslen = body[off + 1];
     off += 2;
     if (len - off < lslen)
-      BAD("EXTEND2 link specifier %u (%u bytes) truncated", i, lslen);
+      PROTO_BAD("EXTEND2 link specifier %u (%u bytes) truncated", i, lslen);
     if (extend2_take_spec(out, type, body + off, lslen) < 0)
       return -1;
     off += lslen;
   }
   if (len - off < 4)
-    BAD("EXTEND2 truncated before HTYPE/HLEN");
+    PROTO_BAD("EXTEND2 truncated before HTYPE/HLEN");
   uint16_t htype = get_u16(body + off), hlen = get_u16(body + off + 2);
   off += 4;
   if (len - off < hlen)
-    BAD("EXTEND2 HLEN %u does not fit", hlen);
+    PROTO_BAD("EXTEND2 HLEN %u does not fit", hlen);
   /* hlen <= RELAY_BODY_MAX - 5 < CREATE2_HDATA_MAX here. */
   out->create.htype = htype;
   out->create.hlen = hlen;
@@ -289,12 +283,12 @@ extended2_parse(created2_t *out, const uint8_t *body, size_t len)
 {
   out->hlen = 0;
   if (len > RELAY_BODY_MAX)
-    BAD("EXTENDED2 body of %zu bytes is too long", len);
+    PROTO_BAD("EXTENDED2 body of %zu bytes is too long", len);
   if (len < 2)
-    BAD("EXTENDED2 truncated before HLEN");
+    PROTO_BAD("EXTENDED2 truncated before HLEN");
   uint16_t hlen = get_u16(body);
   if (len - 2 < hlen)
-    BAD("EXTENDED2 HLEN %u does not fit", hlen);
+    PROTO_BAD("EXTENDED2 HLEN %u does not fit", hlen);
   out->hlen = hlen;
   memcpy(out->hdata, body + 2, hlen);
   return 0;

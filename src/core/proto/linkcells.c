@@ -12,14 +12,8 @@
 
 #include <string.h>
 
+#include "core/proto/proto_internal.h"
 #include "lib/bytes/bytes.h"
-#include "lib/log/log.h"
-
-#define BAD(...)                                                         \
-  do {                                                                   \
-    log_info(__VA_ARGS__);                                               \
-    return -1;                                                           \
-  } while (0)
 
 /* ---------------------------------------------------------------- */
 /* VERSIONS */
@@ -45,7 +39,7 @@ versions_cell_parse(const uint8_t *payload, size_t len, uint16_t *out,
 {
   *n_out = 0;
   if (len % 2)
-    BAD("VERSIONS cell has odd length %zu", len);
+    PROTO_BAD("VERSIONS cell has odd length %zu", len);
   size_t n = len / 2;
   for (size_t i = 0; i < n && i < max_out; i++)
     out[i] = get_u16(payload + 2 * i);
@@ -58,7 +52,7 @@ versions_highest_common(const uint8_t *payload, size_t len,
                         const uint16_t *ours, size_t n_ours)
 {
   if (len % 2)
-    BAD("VERSIONS cell has odd length %zu", len);
+    PROTO_BAD("VERSIONS cell has odd length %zu", len);
   int best = 0;
   for (size_t i = 0; i + 1 < len; i += 2) {
     uint16_t v = get_u16(payload + i);
@@ -84,11 +78,11 @@ netinfo_read_addr(netinfo_addr_t *a, const uint8_t *p, size_t len,
                   size_t *off)
 {
   if (len - *off < 2)
-    BAD("NETINFO address header truncated");
+    PROTO_BAD("NETINFO address header truncated");
   uint8_t type = p[*off], alen = p[*off + 1];
   *off += 2;
   if (len - *off < alen)
-    BAD("NETINFO address of length %u truncated", alen);
+    PROTO_BAD("NETINFO address of length %u truncated", alen);
   memset(a, 0, sizeof(*a));
   if ((type == NETINFO_ATYPE_IPV4 && alen == 4) ||
       (type == NETINFO_ATYPE_IPV6 && alen == 16)) {
@@ -106,13 +100,13 @@ netinfo_parse(netinfo_t *out, const uint8_t *payload, size_t len)
 {
   memset(out, 0, sizeof(*out));
   if (len < 4)
-    BAD("NETINFO truncated before timestamp");
+    PROTO_BAD("NETINFO truncated before timestamp");
   out->timestamp = get_u32(payload);
   size_t off = 4;
   if (netinfo_read_addr(&out->other_addr, payload, len, &off) < 0)
     return -1;
   if (len - off < 1)
-    BAD("NETINFO truncated before NMYADDR");
+    PROTO_BAD("NETINFO truncated before NMYADDR");
   unsigned n = payload[off++];
   for (unsigned i = 0; i < n; i++) {
     netinfo_addr_t a;
@@ -180,19 +174,19 @@ certs_cell_parse(certs_cell_t *out, const uint8_t *payload, size_t len)
   uint8_t seen[32] = { 0 }; /* bitmap of cert types */
   out->n_certs = 0;
   if (len < 1)
-    BAD("CERTS cell is empty");
+    PROTO_BAD("CERTS cell is empty");
   unsigned n = payload[0];
   size_t off = 1;
   for (unsigned i = 0; i < n; i++) {
     if (len - off < 3)
-      BAD("CERTS entry %u header truncated", i);
+      PROTO_BAD("CERTS entry %u header truncated", i);
     uint8_t type = payload[off];
     uint16_t clen = get_u16(payload + off + 1);
     off += 3;
     if (len - off < clen)
-      BAD("CERTS entry %u (type %u, %u bytes) truncated", i, type, clen);
+      PROTO_BAD("CERTS entry %u (type %u, %u bytes) truncated", i, type, clen);
     if (seen[type / 8] & (1u << (type % 8)))
-      BAD("CERTS cell lists certificate type %u twice", type);
+      PROTO_BAD("CERTS cell lists certificate type %u twice", type);
     seen[type / 8] |= (uint8_t)(1u << (type % 8));
     out->certs[i].type = type;
     out->certs[i].len = clen;
@@ -262,12 +256,12 @@ auth_challenge_parse(auth_challenge_t *out, const uint8_t *payload,
 {
   memset(out, 0, sizeof(*out));
   if (len < AUTH_CHALLENGE_LEN + 2)
-    BAD("AUTH_CHALLENGE truncated (%zu bytes)", len);
+    PROTO_BAD("AUTH_CHALLENGE truncated (%zu bytes)", len);
   memcpy(out->challenge, payload, AUTH_CHALLENGE_LEN);
   size_t n = get_u16(payload + AUTH_CHALLENGE_LEN);
   size_t off = AUTH_CHALLENGE_LEN + 2;
   if ((len - off) / 2 < n)
-    BAD("AUTH_CHALLENGE lists %zu methods but is %zu bytes", n, len);
+    PROTO_BAD("AUTH_CHALLENGE lists %zu methods but is %zu bytes", n, len);
   for (size_t i = 0; i < n && i < AUTH_CHALLENGE_MAX_METHODS; i++)
     out->methods[out->n_methods++] = get_u16(payload + off + 2 * i);
   return 0;
@@ -310,10 +304,10 @@ authenticate_cell_parse(const uint8_t *payload, size_t len,
   *auth = NULL;
   *auth_len = 0;
   if (len < 4)
-    BAD("AUTHENTICATE truncated (%zu bytes)", len);
+    PROTO_BAD("AUTHENTICATE truncated (%zu bytes)", len);
   uint16_t type = get_u16(payload), alen = get_u16(payload + 2);
   if (len - 4 < alen)
-    BAD("AUTHENTICATE authenticator of %u bytes truncated", alen);
+    PROTO_BAD("AUTHENTICATE authenticator of %u bytes truncated", alen);
   *auth_type = type;
   *auth = payload + 4;
   *auth_len = alen;
@@ -371,9 +365,9 @@ auth3_parse(auth3_t *out, const uint8_t *body, size_t len)
 {
   memset(out, 0, sizeof(*out));
   if (len < AUTH3_BODY_LEN)
-    BAD("AUTH0003 authenticator too short (%zu bytes)", len);
+    PROTO_BAD("AUTH0003 authenticator too short (%zu bytes)", len);
   if (memcmp(body, AUTH3_TYPE_STR, AUTH3_TYPE_LEN) != 0)
-    BAD("authenticator TYPE is not AUTH0003");
+    PROTO_BAD("authenticator TYPE is not AUTH0003");
   uint8_t *fields[8] = AUTH3_FIELDS(out);
   for (int i = 0; i < 8; i++)
     memcpy(fields[i], body + AUTH3_TYPE_LEN + 32 * i, 32);
@@ -392,8 +386,8 @@ auth3_check(const uint8_t *body, size_t len, const auth3_t *expected,
   uint8_t want[AUTH3_SIGNED_LEN];
   auth3_encode_signed(want, expected);
   if (pc_memneq(want, body, AUTH3_FIXED_LEN))
-    BAD("AUTH0003 fields TYPE..TLSSECRETS are not as expected");
+    PROTO_BAD("AUTH0003 fields TYPE..TLSSECRETS are not as expected");
   if (ed25519_verify(got.sig, body, len - ED25519_SIG_LEN, auth_key) < 0)
-    BAD("AUTH0003 signature is not valid");
+    PROTO_BAD("AUTH0003 signature is not valid");
   return 0;
 }

@@ -1286,15 +1286,7 @@ router_keys_free_(relay_keys_t *k)
   if (!k)
     return;
   rk_state_t *st = rk_state(k);
-  relay_keys_clear_onion(k);
-  crypt_rsa_free(k->rsa_identity);
-  crypt_rsa_free(k->tap_onion_key);
-  free(k->rsa_id_cert);
-  free(k->rsa_ed_crosscert);
-  free(k->ed_signing_cert);
-  tls_context_free(k->tls);
-  free(k->tls_link_cert);
-  free(k->ed_auth_cert);
+  relay_keys_clear(k);
   pc_memwipe(st, sizeof(*st));
   free(st);
 }

@@ -1354,6 +1354,36 @@ listener_ipv6_available(const char **err)
   return 1;
 }
 
+/* A listener on fd, which is bound and listening: accepting from now on.
+ * Both kinds (TCP, unix) end here. */
+static listener_t *
+listener_start(evloop_t *loop, int fd, const pc_addr_t *addr,
+               listener_cb_fn cb, void *arg)
+{
+  listener_t *l = pc_zalloc(sizeof(*l));
+  l->addr = *addr;
+  l->loop = loop;
+  l->fd = fd;
+  l->cb = cb;
+  l->arg = arg;
+  l->io = evloop_io_new(loop, fd, listener_accept_cb, l);
+  l->pause_timer = evloop_timer_new(loop, listener_resume_cb, l);
+  evloop_io_set(l->io, EVLOOP_READ);
+  return l;
+}
+
+/* The failure path of both kinds: say why, close fd (if open), and give
+ * the reason to the caller. */
+static void
+listener_fail(const char *where, int fd, const char *why, const char **err)
+{
+  log_warn("cannot listen on %s: %s", where, why);
+  if (fd >= 0)
+    close(fd);
+  if (err)
+    *err = why;
+}
+
 listener_t *
 listener_new(evloop_t *loop, const pc_addr_t *bind_addr, listener_cb_fn cb,
              void *arg, const char **err)
@@ -1390,26 +1420,15 @@ listener_new(evloop_t *loop, const pc_addr_t *bind_addr, listener_cb_fn cb,
     goto fail;
   }
   sslen = sizeof(ss);
-  listener_t *l = pc_zalloc(sizeof(*l));
+  pc_addr_t bound;
   if (getsockname(fd, (struct sockaddr *)&ss, &sslen) < 0 ||
-      pc_addr_from_sockaddr(&l->addr, (struct sockaddr *)&ss, sslen) < 0)
-    l->addr = *bind_addr;
-  l->loop = loop;
-  l->fd = fd;
-  l->cb = cb;
-  l->arg = arg;
-  l->io = evloop_io_new(loop, fd, listener_accept_cb, l);
-  l->pause_timer = evloop_timer_new(loop, listener_resume_cb, l);
-  evloop_io_set(l->io, EVLOOP_READ);
+      pc_addr_from_sockaddr(&bound, (struct sockaddr *)&ss, sslen) < 0)
+    bound = *bind_addr;
+  listener_t *l = listener_start(loop, fd, &bound, cb, arg);
   log_info("listening on %s", pc_addr_fmt(&l->addr, a, sizeof(a), 1));
   return l;
 fail:
-  log_warn("cannot listen on %s: %s",
-           pc_addr_fmt(bind_addr, a, sizeof(a), 1), e);
-  if (fd >= 0)
-    close(fd);
-  if (err)
-    *err = e;
+  listener_fail(pc_addr_fmt(bind_addr, a, sizeof(a), 1), fd, e, err);
   return NULL;
 }
 
@@ -1447,23 +1466,16 @@ listener_new_unix(evloop_t *loop, const char *path, unsigned mode,
     unlink(path);
     goto fail;
   }
-  listener_t *l = pc_zalloc(sizeof(*l));
-  l->addr.family = AF_UNSPEC;
-  l->loop = loop;
-  l->fd = fd;
-  l->cb = cb;
-  l->arg = arg;
-  l->io = evloop_io_new(loop, fd, listener_accept_cb, l);
-  l->pause_timer = evloop_timer_new(loop, listener_resume_cb, l);
-  evloop_io_set(l->io, EVLOOP_READ);
+  pc_addr_t none;
+  memset(&none, 0, sizeof(none));
+  none.family = AF_UNSPEC;
+  listener_t *l = listener_start(loop, fd, &none, cb, arg);
   log_info("listening on unix:%s", path);
   return l;
-fail:
-  log_warn("cannot listen on unix:%s: %s", path, e);
-  if (fd >= 0)
-    close(fd);
-  if (err)
-    *err = e;
+fail:;
+  char where[sizeof(sun.sun_path) + 5];
+  snprintf(where, sizeof(where), "unix:%s", path);
+  listener_fail(where, fd, e, err);
   return NULL;
 }
 

@@ -41,6 +41,7 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/tls/dtls.h"
+#include "tools/common/toolargs.h"
 
 static struct {
   evloop_t *loop;
@@ -229,29 +230,19 @@ main(int argc, char **argv)
   const char *datadir = NULL, *target = NULL, *expect = NULL;
   unsigned timeout = 30, flood_n = 0, sources = 32;
   char *err = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (i + 1 >= argc)
-      usage();
-    if (!strcmp(a, "--datadir"))
-      datadir = argv[++i];
-    else if (!strcmp(a, "--target"))
-      target = argv[++i];
-    else if (!strcmp(a, "--expect-ed"))
-      expect = argv[++i];
-    else if (!strcmp(a, "--records"))
-      T.records = (unsigned)atoi(argv[++i]);
-    else if (!strcmp(a, "--record-type"))
-      T.record_type = (unsigned)strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(a, "--timeout"))
-      timeout = (unsigned)atoi(argv[++i]);
-    else if (!strcmp(a, "--flood"))
-      flood_n = (unsigned)atoi(argv[++i]);
-    else if (!strcmp(a, "--sources"))
-      sources = (unsigned)atoi(argv[++i]);
-    else
-      usage();
-  }
+  const toolarg_t opts[] = {
+    {"--datadir", TOOLARG_STR, &datadir},
+    {"--target", TOOLARG_STR, &target},
+    {"--expect-ed", TOOLARG_STR, &expect},
+    {"--records", TOOLARG_UINT, &T.records},
+    {"--record-type", TOOLARG_UINT, &T.record_type},
+    {"--timeout", TOOLARG_UINT, &timeout},
+    {"--flood", TOOLARG_UINT, &flood_n},
+    {"--sources", TOOLARG_UINT, &sources},
+    {NULL, TOOLARG_STR, NULL},
+  };
+  if (toolargs_parse(argc, argv, opts) < 0)
+    usage();
   pc_addr_t to;
   if (!target || pc_addr_parse(&to, target) < 0 || !to.port || !datadir ||
       sources == 0 || T.records > 1000 ||

@@ -43,6 +43,7 @@
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
+#include "tools/common/toolargs.h"
 
 static struct {
   evloop_t *loop;
@@ -146,25 +147,17 @@ main(int argc, char **argv)
   const char *datadir = NULL, *target = NULL, *orport = NULL, *other = NULL;
   T.kase = "valid";
   T.wait_ms = 1000;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (i + 1 >= argc)
-      usage();
-    if (!strcmp(a, "--datadir"))
-      datadir = argv[++i];
-    else if (!strcmp(a, "--target"))
-      target = argv[++i];
-    else if (!strcmp(a, "--orport"))
-      orport = argv[++i];
-    else if (!strcmp(a, "--case"))
-      T.kase = argv[++i];
-    else if (!strcmp(a, "--other"))
-      other = argv[++i];
-    else if (!strcmp(a, "--wait"))
-      T.wait_ms = (unsigned)strtoul(argv[++i], NULL, 10);
-    else
-      usage();
-  }
+  const toolarg_t opts[] = {
+    {"--datadir", TOOLARG_STR, &datadir},
+    {"--target", TOOLARG_STR, &target},
+    {"--orport", TOOLARG_STR, &orport},
+    {"--case", TOOLARG_STR, &T.kase},
+    {"--other", TOOLARG_STR, &other},
+    {"--wait", TOOLARG_UINT, &T.wait_ms},
+    {NULL, TOOLARG_STR, NULL},
+  };
+  if (toolargs_parse(argc, argv, opts) < 0)
+    usage();
   pc_addr_t taddr;
   if (!datadir || !target || !orport || pc_addr_parse(&taddr, target) < 0 ||
       !taddr.port || pc_addr_parse(&T.orport, orport) < 0 || !T.orport.port)
