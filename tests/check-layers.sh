@@ -25,8 +25,9 @@
 # sources and src/libpctor_core.a only src/core ones (as the include.am
 # files list them), and the unit tests of tests/unit/check_core (the suites
 # of tests/unit/suites_core.h, built into tests/unit/libcheck_core.a with
-# fixture_core) include only lib/ and core/ headers; check_core links only
-# those two archives, so a core test that calls feature code fails to link.
+# fixture_core and fixture_circuit) include only lib/ and core/ headers;
+# check_core links only those two archives, so a core test that calls
+# feature code fails to link.
 # Prints every violation and exits 1 if there is any.
 set -u
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -105,8 +106,8 @@ for t in $core_tests; do
     sed -n 's/^\([0-9]*\):.*include[[:space:]]*"\([^"]*\)".*/\1 \2/p' |
     while read -r n name; do
       case "$name" in
-        lib/*|core/*|fixture_core.h|suites_core.h|config.h) ;;
-        *) bad "$t:$n: a check_core test includes $name (only lib/, core/ and fixture_core.h)" ;;
+        lib/*|core/*|fixture_core.h|fixture_circuit.h|suites_core.h|config.h) ;;
+        *) bad "$t:$n: a check_core test includes $name (only lib/, core/, fixture_core.h and fixture_circuit.h)" ;;
       esac
     done
 done >> "$out"

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fixture_core.c -- relay keys made in memory for the core unit tests (see
- * fixture_core.h). Every step asserts: keys that cannot be made are a test
- * failure, not a skip. */
+/* fixture_core.c -- the loopback relay the unit tests share and relay
+ * keys made in memory (see fixture_core.h). Every step asserts: a fixture
+ * that cannot be built is a test failure, not a skip. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture_core.h"
 
+#include "core/or/cell_queue.h"
+#include "core/or/channel.h"
+#include "core/or/relay.h"
 #include "core/proto/torcert.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/crypt/digest.h"
+#include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 #include "lib/tls/x509.h"
 
@@ -90,4 +95,102 @@ fixture_core_keys_free_(relay_keys_t *k)
     return;
   relay_keys_clear(k);
   free(k);
+}
+
+static void
+on_timeout(void *arg)
+{
+  fixture_relay_t *f = arg;
+  f->timed_out = 1;
+  evloop_exit(f->loop);
+}
+
+void
+fixture_relay_begin(fixture_relay_t *f, relay_keys_t *keys,
+                    const char *verbose_env, const char *verbose_level)
+{
+  f->keys = keys;
+  f->loop = evloop_new();
+  channels_init(f->loop, f->keys);
+  circuits_init();
+  pc_addr_t any;
+  ck_assert_int_eq(pc_addr_parse(&any, "127.0.0.1:0"), 0);
+  const char *why = NULL;
+  ck_assert_msg(channel_listen(&any, &f->orport, &why) == 0, "listen: %s",
+                why ? why : "?");
+  ck_assert_int_ne(f->orport.port, 0);
+  f->timeout = evloop_timer_new(f->loop, on_timeout, f);
+  if (verbose_env && getenv(verbose_env)) {
+    char dest[64];
+    snprintf(dest, sizeof(dest), "%s stderr",
+             verbose_level ? verbose_level : "info");
+    char *e = NULL;
+    log_parse_destination(dest, &e);
+    free(e);
+  }
+}
+
+void
+fixture_relay_end(fixture_relay_t *f)
+{
+  packed_cell_freelist_clear();
+  evloop_timer_free(f->timeout);
+  evloop_free(f->loop);
+  f->timeout = NULL;
+  f->loop = NULL;
+}
+
+void
+fixture_core_relay_start(fixture_relay_t *f, const char *verbose_env,
+                         const char *verbose_level)
+{
+  memset(f, 0, sizeof(*f));
+  fixture_relay_begin(f, fixture_core_keys_new(time(NULL)), verbose_env,
+                      verbose_level);
+}
+
+void
+fixture_core_relay_free(fixture_relay_t *f)
+{
+  fixture_relay_end(f);
+  fixture_core_keys_free(f->keys);
+}
+
+void
+fixture_relay_shutdown(void)
+{
+  channels_shutdown();
+  circuits_shutdown();
+  relay_clear_handlers();
+}
+
+void
+fixture_assert_no_circuits(void)
+{
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_OR), 0);
+  ck_assert_uint_eq(circuits_count(CIRC_KIND_ORIGIN), 0);
+}
+
+int
+fixture_relay_run_for(fixture_relay_t *f, uint64_t usec)
+{
+  f->timed_out = 0;
+  evloop_timer_schedule(f->timeout, usec);
+  evloop_run(f->loop);
+  evloop_timer_cancel(f->timeout);
+  return f->timed_out;
+}
+
+extend_target_t
+fixture_relay_target(const fixture_relay_t *f, uint16_t handshake)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = f->orport;
+  memcpy(t.rsa_id, f->keys->rsa_id_digest, 20);
+  memcpy(t.ed_id, f->keys->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, f->keys->ntor_current.pub, 32);
+  t.handshake = handshake;
+  return t;
 }

@@ -6,8 +6,9 @@
  *
  * A suite listed here is built into tests/unit/libcheck_core.a (its
  * module's include.am adds it to tests_unit_libcheck_core_a_SOURCES) and
- * may include only lib/ and core/ headers and fixture_core.h (a loopback
- * relay with keys made in memory); tests/check-layers.sh checks both. A
+ * may include only lib/ and core/ headers, fixture_core.h (a loopback
+ * relay with keys made in memory) and fixture_circuit.h (origin circuits
+ * to it); tests/check-layers.sh checks both. A
  * lib or core test that needs a feature (or app/) belongs in suites.h.
  */
 SUITE(buf)
@@ -30,6 +31,7 @@ SUITE(torcert)
 SUITE(time)
 SUITE(tls)
 SUITE(net)
+SUITE(circuit)
 SUITE(chan_index)
 SUITE(channel_hs)
 SUITE(circ_queue)
