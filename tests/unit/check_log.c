@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* check_log.c -- unit tests for lib/log: severity parsing, destination
- * syntax, and that messages reach hooks only at enabled severities. */
+ * syntax, and that messages reach hooks only at enabled severities. The
+ * daemon's classifier of source files into domains (app/config) is tested
+ * in check_log_domains.c. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config/log_domains.h"
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 
@@ -232,30 +233,6 @@ START_TEST(test_domain_syntax)
 }
 END_TEST
 
-/* The source-file classifier, as the daemon installs it. */
-START_TEST(test_domain_of_source)
-{
-  ck_assert_int_eq(log_domain_of_source("../src/core/or/channel_hs.c", "f"),
-                   LOG_DOM_HANDSHAKE);
-  ck_assert_int_eq(log_domain_of_source("/b/src/core/or/channel.c", "f"),
-                   LOG_DOM_CHANNEL);
-  ck_assert_int_eq(log_domain_of_source("src/feature/dircache/dircache.c",
-                                        "f"), LOG_DOM_DIRSERV);
-  ck_assert_int_eq(log_domain_of_source("src/feature/dir/dir_http.c", "f"),
-                   LOG_DOM_HTTP);
-  ck_assert_int_eq(log_domain_of_source("src/feature/dir/consensus.c", "f"),
-                   LOG_DOM_DIR);
-  ck_assert_int_eq(log_domain_of_source("src/lib/crypt/rsa.c", "f"),
-                   LOG_DOM_CRYPTO);
-  ck_assert_int_eq(log_domain_of_source("src/app/main/start.c",
-                                        "heartbeat_cb"), LOG_DOM_HEARTBEAT);
-  ck_assert_int_eq(log_domain_of_source("src/app/main/start.c", "app_start"),
-                   LOG_DOM_GENERAL);
-  ck_assert_int_eq(log_domain_of_source("elsewhere.c", "f"),
-                   LOG_DOM_GENERAL);
-}
-END_TEST
-
 /* This file is in the "general" domain for the classifier below unless
  * the function says otherwise. */
 static log_domain_t
@@ -360,7 +337,6 @@ suite_log(void)
   tcase_add_test(tc, test_debug_switch_and_reopen);
   tcase_add_test(tc, test_give_created_files);
   tcase_add_test(tc, test_domain_syntax);
-  tcase_add_test(tc, test_domain_of_source);
   tcase_add_test(tc, test_domain_filtering);
   tcase_add_test(tc, test_syslog_ident);
   suite_add_tcase(s, tc);

@@ -7,7 +7,7 @@
  * suites_core.h (check_core runs those alone); this file adds the rest.
  */
 #include "suites_core.h"
-SUITE(log)
+SUITE(log_domains)
 SUITE(router_keys)
 SUITE(family_keys)
 SUITE(options)

@@ -11,6 +11,7 @@
  * to it); tests/check-layers.sh checks both. A
  * lib or core test that needs a feature (or app/) belongs in suites.h.
  */
+SUITE(log)
 SUITE(buf)
 SUITE(memacct)
 SUITE(container)
