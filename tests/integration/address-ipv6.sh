@@ -23,6 +23,10 @@
 #      127.0.0.1, or-address [::1]:P either way (the host name's AAAA, or
 #      the ORPort's own address when it has none).
 #   p4 p1 with AddressDisableIPv6 1: no or-address (as tor).
+#   p5 an exit with public Address lines (198.51.100.7, [2001:db8::7])
+#      and ExitPolicyRejectPrivate 1: its exit policy rejects
+#      198.51.100.7 (GETINFO exit-policy/full and the descriptor, which
+#      show IPv4 rules only), as tor rejects the relay's own addresses.
 # And --verify-config: two IPv4 (or two IPv6) Address lines are refused
 # with the line named; p1's torrc passes.
 
@@ -58,6 +62,7 @@ it_log "--verify-config refuses two Address lines of one family, takes one per f
 # --- the network -------------------------------------------------------------
 extras=$(it_tmpdir)
 echo "AuthDirHasIPv6Connectivity 1" > "$extras/authority"
+echo "nameserver 127.0.0.1" > "$extras/resolv.conf"
 net=$(it_tmpdir)/net
 it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
     --base-port auto --torrc-extra "authority=$extras/authority" ||
@@ -100,6 +105,16 @@ Address 127.0.0.1
 Address [::1]
 AddressDisableIPv6 1"
 d4=$d
+start_relay p5 "Address 198.51.100.7
+Address [2001:db8::7]
+ExitRelay 1
+IPv6Exit 1
+ExitPolicyRejectPrivate 1
+ExitPolicy accept *:*
+ServerDNSResolvConfFile $extras/resolv.conf
+ControlPort auto
+ControlPortWriteToFile $extras/p5-control-port"
+d5=$d
 
 # desc NICK: the authority's copy of NICK's descriptor, into $net/NICK.desc.
 desc() {
@@ -107,7 +122,7 @@ desc() {
         awk -v n="$1" '/^router / {on = ($2 == n)} on' > "$net/$1.desc" &&
         grep -q "^router $1 " "$net/$1.desc"
 }
-for n in p1 p2 p3 p4; do
+for n in p1 p2 p3 p4 p5; do
     it_wait_until 60 desc "$n" ||
         it_fail "the authority has no descriptor of $n: $(tail -3 "$(cat "$net/$n.dir")/info.log")"
 done
@@ -126,27 +141,40 @@ grep -q "AddressDisableIPv6 is set: not advertising the IPv6 ORPort" "$d4/info.l
     it_fail "p4 does not say why it advertises no IPv6 ORPort"
 it_log "descriptors: p1 and p2 publish [::1] from Address, p3 [::1], p4 no or-address"
 
-# GETINFO address/v4 and address/v6 on p1.
-it_wait_until 10 test -s "$extras/p1-control-port"
-cport=$(sed -n 's/^PORT=127\.0\.0\.1://p' "$extras/p1-control-port" 2> /dev/null)
-[ -n "$cport" ] || it_fail "p1 wrote no ControlPortWriteToFile"
-answers=$("$PY" - "$cport" << 'EOF'
+getinfo() { # NICK KEYS: GETINFO KEYS on NICK's ControlPort, into answers
+    local cport
+    it_wait_until 10 test -s "$extras/$1-control-port"
+    cport=$(sed -n 's/^PORT=127\.0\.0\.1://p' "$extras/$1-control-port" 2> /dev/null)
+    [ -n "$cport" ] || it_fail "$1 wrote no ControlPortWriteToFile"
+    answers=$("$PY" - "$cport" "$2" << 'EOF'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(b'AUTHENTICATE ""\r\nGETINFO address/v4 address/v6 address\r\nQUIT\r\n')
+s.sendall(b'AUTHENTICATE ""\r\nGETINFO ' + sys.argv[2].encode() + b'\r\nQUIT\r\n')
 data = b""
 while not data.endswith(b"250 closing connection\r\n"):
     chunk = s.recv(4096)
     if not chunk:
         break
     data += chunk
-print(data.decode())
+print(data.decode().replace("\r", ""))
 EOF
 )
+}
+# GETINFO address/v4 and address/v6 on p1.
+getinfo p1 "address/v4 address/v6 address"
 for want in "250-address/v4=127.0.0.1" "250-address/v6=::1" "250-address=127.0.0.1"; do
     grep -qF "$want" <<< "$answers" || it_fail "p1's GETINFO lacks $want: $answers"
 done
 it_log "p1: GETINFO address/v4 127.0.0.1, address/v6 ::1"
+
+# p5, an exit with ExitPolicyRejectPrivate 1, rejects its own public
+# addresses from Address, IPv4 and IPv6, as tor.
+# (GETINFO exit-policy/full shows the descriptor's IPv4 rules only.)
+getinfo p5 "exit-policy/full"
+grep -qxF "reject 198.51.100.7:*" <<< "$answers" ||
+    it_fail "p5's exit policy lacks reject 198.51.100.7:*: $answers"
+has_line p5 "reject 198.51.100.7:*"
+it_log "p5 (exit) rejects its Address lines' addresses"
 
 # The authority reached p1 and p2 at [::1] and lists them so.
 consensus() {
@@ -162,7 +190,7 @@ it_wait_until 60 listed p2 "[::1]:$v6b" ||
     it_fail "the consensus does not list p2 at [::1]:$v6b: $(consensus | grep -A1 '^r p2 ')"
 it_log "the authority lists p1 at [::1]:$v6a and p2 at [::1]:$v6b"
 
-for d in "$d1" "$d2" "$d3" "$d4"; do
+for d in "$d1" "$d2" "$d3" "$d4" "$d5"; do
     kill -0 "$(cat "$d/pid")" || it_fail "$d: pctor died"
 done
 it_log "pass"

@@ -367,8 +367,17 @@ configure_exit(const options_t *o)
     po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     const options_ports_t *orp = or_ports(o);
-    po.our_addrs = orp->addrs;
-    po.n_our_addrs = orp->n;
+    /* Our advertised addresses: the ORPorts' and the Address literals. */
+    pc_addr_t ours[6];
+    int n_ours = 0;
+    for (int i = 0; i < orp->n && i < 4; i++)
+      ours[n_ours++] = orp->addrs[i];
+    if (o->address_ip.family != AF_UNSPEC)
+      ours[n_ours++] = o->address_ip;
+    if (o->address_ip6.family != AF_UNSPEC)
+      ours[n_ours++] = o->address_ip6;
+    po.our_addrs = ours;
+    po.n_our_addrs = n_ours;
     /* Local interfaces: our ports' and the outbound bind addresses. */
     pc_addr_t *local = pc_calloc((size_t)orp->n + 6, sizeof(*local));
     int n_local = 0;
