@@ -288,9 +288,9 @@ configure_outbound_binds(const options_t *o)
  * names an address; else, for [::] (a bare ORPort listens there too, as
  * in tor), a public IPv6 address of this host's interfaces, or nothing,
  * with a notice once (tor's "Unable to find IPv6 address for ORPort").
- * Returns -1 (with a warning) when the Address lines give two IPv6
- * addresses: tor then publishes none. */
-static int
+ * When the Address lines give two IPv6 addresses, nothing, with a
+ * warning (tor then publishes none). */
+static void
 ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
                          pc_addr_t *out)
 {
@@ -302,14 +302,14 @@ ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
       log_info("AddressDisableIPv6 is set: not advertising the IPv6 ORPort "
                "(port %u).", (unsigned)a->port);
     told_disabled = 1;
-    return 0;
+    return;
   }
   int r = routerdesc_config_address((const char *const *)o->address.v,
                                     o->address.n, AF_INET6, &found, &err);
   if (r < 0) {
     log_warn("Not advertising an IPv6 ORPort: %s.", err);
     free(err);
-    return -1;
+    return;
   }
   if (r > 0) {
     found.port = a->port;
@@ -327,7 +327,6 @@ ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
                "add IPv4Only to the ORPort line.",
                (unsigned)a->port);
   }
-  return 0;
 }
 
 /* The IPv6 address to publish (port 0), as the descriptor would carry it:
@@ -1171,7 +1170,7 @@ apply_ipsec(const options_t *o)
         port = adv[i].port;
     if (!port ||
         routerdesc_pick_address((const char *const *)o->address.v,
-                              o->address.n, adv, n_adv, &cfg.orport,
+                                o->address.n, adv, n_adv, &cfg.orport,
                                 &err) < 0) {
       log_warn("IPsec: no IPv4 ORPort address to protect (%s); IPsec stays "
                "off",
