@@ -22,7 +22,8 @@
 #      too where /etc/hosts says so) and "ORPort [::1]:P": router line
 #      127.0.0.1, or-address [::1]:P either way (the host name's AAAA, or
 #      the ORPort's own address when it has none).
-#   p4 p1 with AddressDisableIPv6 1: no or-address (as tor).
+#   p4 p1 with AddressDisableIPv6 1: no or-address (as tor); without it
+#      (SIGHUP), "or-address [::1]:P".
 #   p5 an exit with public Address lines (198.51.100.7, [2001:db8::7])
 #      and ExitPolicyRejectPrivate 1: its exit policy rejects
 #      198.51.100.7 (GETINFO exit-policy/full and the descriptor, which
@@ -140,6 +141,14 @@ grep -q "^or-address" "$net/p4.desc" &&
 grep -q "AddressDisableIPv6 is set: not advertising the IPv6 ORPort" "$d4/info.log" ||
     it_fail "p4 does not say why it advertises no IPv6 ORPort"
 it_log "descriptors: p1 and p2 publish [::1] from Address, p3 [::1], p4 no or-address"
+
+# SIGHUP without AddressDisableIPv6: p4 publishes [::1] from its Address.
+sed -i '/^AddressDisableIPv6 1$/d' "$d4/torrc"
+kill -HUP "$(cat "$d4/pid")"
+p4_v6() { desc p4 && grep -qxF "or-address [::1]:$v6d" "$net/p4.desc"; }
+it_wait_until 60 p4_v6 ||
+    it_fail "p4 does not publish [::1]:$v6d after SIGHUP: $(grep -E '^(router|or-address) ' "$net/p4.desc")"
+it_log "p4 publishes or-address [::1]:$v6d once AddressDisableIPv6 is gone (SIGHUP)"
 
 getinfo() { # NICK KEYS: GETINFO KEYS on NICK's ControlPort, into answers
     local cport
