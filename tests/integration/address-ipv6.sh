@@ -17,13 +17,17 @@
 #   p2 "Address ::1" (no brackets) + "Address 127.0.0.1" with an IPv6
 #      ORPort line of its own address [2001:db8::1]:P (NoListen): the
 #      Address wins, as in tor: "or-address [::1]:P", listed by the
-#      authority.
+#      authority. A tor 0.4.9 relay with the same lines publishes the same
+#      (tor's manual: Address takes precedence over the ORPort).
 #   p3 "Address localhost" (a host name: 127.0.0.1 from /etc/hosts; ::1
 #      too where /etc/hosts says so) and "ORPort [::1]:P": router line
 #      127.0.0.1, or-address [::1]:P either way (the host name's AAAA, or
 #      the ORPort's own address when it has none).
 #   p4 p1 with AddressDisableIPv6 1: no or-address (as tor); without it
 #      (SIGHUP), "or-address [::1]:P".
+#   p6 "ORPort [::1]:P" and AddressDisableIPv6 1: no or-address, as a
+#      tor relay with the same lines (tor's manual: the relay will not
+#      publish an IPv6 ORPort).
 #   p5 an exit with public Address lines (198.51.100.7, [2001:db8::7])
 #      and ExitPolicyRejectPrivate 1: its exit policy rejects
 #      198.51.100.7 (GETINFO exit-policy/full and the descriptor, which
@@ -61,22 +65,32 @@ Address [::1]" || it_fail "Address 127.0.0.1 + Address [::1] fails --verify-conf
 it_log "--verify-config refuses two Address lines of one family, takes one per family"
 
 # --- the network -------------------------------------------------------------
-extras=$(it_tmpdir)
-echo "AuthDirHasIPv6Connectivity 1" > "$extras/authority"
-echo "nameserver 127.0.0.1" > "$extras/resolv.conf"
-net=$(it_tmpdir)/net
-it_privnet_start "$net" --authorities 1 --relays 0 --exit-relays 0 \
-    --base-port auto --torrc-extra "authority=$extras/authority" ||
-    it_fail "pctor-privnet start failed"
-auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$net/nodes.txt")
-
 # Ports free on ::1 now (the privnet's reservations are for 127.0.0.1).
-read -r v6a v6b v6c v6d < <("$PY" -c '
+read -r v6a v6b v6c v6d v6e v6t v6u < <("$PY" -c '
 import socket
-ss = [socket.socket(socket.AF_INET6) for _ in range(4)]
+ss = [socket.socket(socket.AF_INET6) for _ in range(7)]
 for s in ss:
     s.bind(("::1", 0))
 print(*[s.getsockname()[1] for s in ss])')
+extras=$(it_tmpdir)
+echo "AuthDirHasIPv6Connectivity 1" > "$extras/authority"
+echo "nameserver 127.0.0.1" > "$extras/resolv.conf"
+# The tor relay has p2's lines (beside its Address 127.0.0.1 and ORPort
+# 127.0.0.1:PORT from pctor-privnet).
+printf 'Address ::1\nORPort [::1]:%s NoAdvertise\nORPort [2001:db8::1]:%s NoListen\n' \
+    "$v6t" "$v6t" > "$extras/relay"
+# The second one has an IPv6 ORPort of its own address and
+# AddressDisableIPv6 1, as p6 (on another port).
+printf 'ORPort [::1]:%s\nAddressDisableIPv6 1\n' "$v6u" > "$extras/relay-disabled"
+net=$(it_tmpdir)/net
+it_privnet_start "$net" --authorities 1 --relays 2 --exit-relays 0 \
+    --base-port auto --torrc-extra "authority=$extras/authority" \
+    --torrc-extra "relay1=$extras/relay" \
+    --torrc-extra "relay2=$extras/relay-disabled" ||
+    it_fail "pctor-privnet start failed"
+auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$net/nodes.txt")
+tor_nick=$(awk '$7 == "relay" { print $1; exit }' "$net/nodes.txt")
+tor_nick2=$(awk '$7 == "relay" { n++ } n == 2 { print $1; exit }' "$net/nodes.txt")
 
 # start_relay NICK LINES: a pctor relay with ORPort 127.0.0.1:PORT and
 # LINES; sets d to its directory.
@@ -106,6 +120,9 @@ Address 127.0.0.1
 Address [::1]
 AddressDisableIPv6 1"
 d4=$d
+start_relay p6 "ORPort [::1]:$v6e
+AddressDisableIPv6 1"
+d6=$d
 start_relay p5 "Address 198.51.100.7
 Address [2001:db8::7]
 ExitRelay 1
@@ -123,7 +140,7 @@ desc() {
         awk -v n="$1" '/^router / {on = ($2 == n)} on' > "$net/$1.desc" &&
         grep -q "^router $1 " "$net/$1.desc"
 }
-for n in p1 p2 p3 p4 p5; do
+for n in p1 p2 p3 p4 p5 p6; do
     it_wait_until 60 desc "$n" ||
         it_fail "the authority has no descriptor of $n: $(tail -3 "$(cat "$net/$n.dir")/info.log")"
 done
@@ -141,6 +158,19 @@ grep -q "^or-address" "$net/p4.desc" &&
 grep -q "AddressDisableIPv6 is set: not advertising the IPv6 ORPort" "$d4/info.log" ||
     it_fail "p4 does not say why it advertises no IPv6 ORPort"
 it_log "descriptors: p1 and p2 publish [::1] from Address, p3 [::1], p4 no or-address"
+# tor 0.4.9 with p2's lines publishes the same: its Address, not the
+# ORPort's own IPv6 address.
+it_wait_until 60 desc "$tor_nick" || it_fail "the authority has no descriptor of the tor relay"
+has_line "$tor_nick" "or-address [::1]:$v6t"
+it_log "tor 0.4.9 with p2's lines publishes or-address [::1]:$v6t too"
+# AddressDisableIPv6 1 drops even an IPv6 ORPort's own address, in tor
+# as in pctor.
+it_wait_until 60 desc "$tor_nick2" || it_fail "the authority has no descriptor of $tor_nick2"
+grep -q "^or-address" "$net/$tor_nick2.desc" &&
+    it_fail "tor with AddressDisableIPv6 1 publishes $(grep '^or-address' "$net/$tor_nick2.desc")"
+grep -q "^or-address" "$net/p6.desc" &&
+    it_fail "p6 publishes $(grep '^or-address' "$net/p6.desc") with AddressDisableIPv6 1"
+it_log "with AddressDisableIPv6 1 and ORPort [::1]:PORT, neither tor nor p6 publishes an or-address"
 
 # SIGHUP without AddressDisableIPv6: p4 publishes [::1] from its Address.
 sed -i '/^AddressDisableIPv6 1$/d' "$d4/torrc"
@@ -199,7 +229,7 @@ it_wait_until 60 listed p2 "[::1]:$v6b" ||
     it_fail "the consensus does not list p2 at [::1]:$v6b: $(consensus | grep -A1 '^r p2 ')"
 it_log "the authority lists p1 at [::1]:$v6a and p2 at [::1]:$v6b"
 
-for d in "$d1" "$d2" "$d3" "$d4" "$d5"; do
+for d in "$d1" "$d2" "$d3" "$d4" "$d5" "$d6"; do
     kill -0 "$(cat "$d/pid")" || it_fail "$d: pctor died"
 done
 it_log "pass"
