@@ -31,6 +31,11 @@
  *   and position rules an authority enforces, and verifies everything
  *   from the document alone. Unit tests use it on what routerdesc_build()
  *   made and on tampered copies.
+ * - Our address (routerdesc_config_address, routerdesc_pick_address)
+ *   follows tor 0.4.5+'s Address rules, one address per family. Host
+ *   names are resolved through one function pointer, getaddrinfo unless
+ *   a unit test installs a fixed table (the only mutable global here), so
+ *   that no test depends on DNS or /etc/hosts.
  */
 #include "feature/relay/routerdesc.h"
 
