@@ -35,7 +35,7 @@
  *   follows tor 0.4.5+'s Address rules, one address per family. Host
  *   names are resolved through one function pointer, getaddrinfo unless
  *   a unit test installs a fixed table (the only mutable global here), so
- *   that no test depends on DNS or /etc/hosts.
+ *   that the per-family rules are tested without DNS.
  */
 #include "feature/relay/routerdesc.h"
 
