@@ -183,3 +183,37 @@ def test_write_csv(tmp_path):
 def test_md_table():
     assert report.md_table(["a", "b", "c"], [[1, "x", None]]) == \
         "| a | b | c |\n|---|---:|---:|\n| 1 | x | None |"
+
+
+def ss(t, acked, cwnd, local="10.77.0.18:9001", peer="10.77.0.26:40000", **kw):
+    return dict({"run": "r1", "config": "A", "relay": "mid", "local": local, "peer": peer,
+                 "peer_ip": peer.split(":")[0], "t": t, "bytes_acked": acked, "cwnd": cwnd},
+                **kw)
+
+
+def test_ss_summary():
+    samples = [
+        ss(0, 0, 10), ss(1, 100000, 20, rtt_ms=10, pacing_rate_bps=8e6, notsent=1000),
+        ss(2, 100000, 20),                                  # idle: not a sending interval
+        ss(3.5, 250000, 5, rtt_ms=30, pacing_rate_bps=16e6, notsent=3000),   # after 2.5 s idle
+        ss(0, 0, 10, local="10.77.0.18:9001", peer="10.77.0.26:40001"),
+        ss(1, 49999, 10, local="10.77.0.18:9001", peer="10.77.0.26:40001"),  # too little: left out
+    ]
+    for port, sent in ((1, 300000), (2, 100000), (3, 60000)):   # three to one peer
+        p = f"10.77.0.30:4000{port}"
+        samples += [ss(0, 0, 10, peer=p), ss(1, sent, 40, peer=p, ssthresh=30)]
+    rows = report.ss_summary(samples, {"10.77.0.26": "exit"}, ["A"])
+    assert [(r["peer"], r["class"], r["connections"], r["sent_mb"]) for r in rows] == [
+        ("10.77.0.30", "bulk", 1, 0.3), ("10.77.0.30", "other", 2, 0.2),
+        ("exit", "shared", 1, 0.2)]
+    shared = rows[2]
+    assert shared["sending_s"] == 2.5
+    assert (shared["cwnd_p50"], shared["cwnd_p75"]) == (12.5, 16.2)
+    # the window at the first send, and at the first send after >= 1 s idle
+    assert (shared["restart_cwnd_p50"], shared["restarts"]) == (7.5, 2)
+    assert shared["ssthresh_p50"] is None and shared["ssthresh_share"] == 0.0
+    assert (shared["rtt_ms_p50"], shared["rtt_ms_p75"]) == (20.0, 25.0)
+    assert shared["pacing_kBps_p50"] == 1500.0 and shared["notsent_kB_p50"] == 2.0
+    assert (shared["rate_kBps_p50"], shared["rate_kBps_p75"]) == (100.0, 100.0)
+    assert rows[0]["ssthresh_p50"] == 30 and rows[0]["ssthresh_share"] == 1.0
+    assert rows[0]["rate_kBps_p50"] == 300.0
