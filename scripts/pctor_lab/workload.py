@@ -144,7 +144,7 @@ def fetch(stream, connect, ip, path, want_sha, size, timeout, stop):
 def ns_socks_connect(info):
     """The connect function of a test-bed client (its namespace's SocksPort)."""
     return lambda timeout: ns_connect(info["ns"], ("127.0.0.1", SOCKSPORT),
-                                         timeout=timeout)
+                                      timeout=timeout)
 
 
 def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
