@@ -15,8 +15,9 @@
  * from its description and RFC 7748/8032's formulas):
  *  - Field elements mod p = 2^255 - 19 are five 51-bit limbs (uint64_t),
  *    multiplied with unsigned __int128 products; 2^255 = 19 folds the top.
- *    Limbs stay below 2^54 between operations (add/sub results feed one
- *    multiplication, whose output is carried to below 2^52).
+ *    Sums and differences are not carried: each is made from
+ *    multiplication outputs (limbs below 2^51 + 2^20) and feeds a
+ *    multiplication, so limbs stay below 2^54, which the products allow.
  *  - The scalar multiplication runs on the birationally equivalent twisted
  *    Edwards curve -x^2 + y^2 = 1 + d x^2 y^2 (RFC 7748 section 4.1) in
  *    extended coordinates, with the complete addition of Hisil et al.
@@ -88,44 +89,30 @@ fe_carry(fe h)
   c = h[4] >> 51, h[4] &= MASK51, h[0] += 19 * c;
 }
 
+/* h = f + g, not carried: the inputs are multiplication outputs (limbs
+ * below 2^51 + 2^20), so the limbs stay below 2^53. */
 static void
 fe_add(fe h, const fe f, const fe g)
 {
   for (int i = 0; i < 5; i++)
     h[i] = f[i] + g[i];
-  fe_carry(h);
 }
 
-/* h = f - g, computed as f + 4p - g so that no limb goes negative (g's
- * limbs are below 2^53). */
+/* h = f - g, computed as f + 4p - g so that no limb goes negative (g is a
+ * multiplication output, f below 2^53): limbs below 2^54, not carried. */
 static void
 fe_sub(fe h, const fe f, const fe g)
 {
   h[0] = f[0] + UINT64_C(0x1FFFFFFFFFFFB4) - g[0];
   for (int i = 1; i < 5; i++)
     h[i] = f[i] + UINT64_C(0x1FFFFFFFFFFFFC) - g[i];
-  fe_carry(h);
 }
 
+/* h = the five 128-bit column sums r0..r4 (each below 2^116) carried into
+ * limbs below 2^51 (limb 1: 2^51 + 2^20). */
 static void
-fe_mul(fe h, const fe f, const fe g)
+fe_reduce(fe h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
 {
-  uint64_t g1_19 = 19 * g[1], g2_19 = 19 * g[2], g3_19 = 19 * g[3],
-           g4_19 = 19 * g[4];
-  u128 r0, r1, r2, r3, r4;
-  uint64_t c;
-
-  r0 = (u128)f[0] * g[0] + (u128)f[1] * g4_19 + (u128)f[2] * g3_19 +
-       (u128)f[3] * g2_19 + (u128)f[4] * g1_19;
-  r1 = (u128)f[0] * g[1] + (u128)f[1] * g[0] + (u128)f[2] * g4_19 +
-       (u128)f[3] * g3_19 + (u128)f[4] * g2_19;
-  r2 = (u128)f[0] * g[2] + (u128)f[1] * g[1] + (u128)f[2] * g[0] +
-       (u128)f[3] * g4_19 + (u128)f[4] * g3_19;
-  r3 = (u128)f[0] * g[3] + (u128)f[1] * g[2] + (u128)f[2] * g[1] +
-       (u128)f[3] * g[0] + (u128)f[4] * g4_19;
-  r4 = (u128)f[0] * g[4] + (u128)f[1] * g[3] + (u128)f[2] * g[2] +
-       (u128)f[3] * g[1] + (u128)f[4] * g[0];
-
   r1 += (uint64_t)(r0 >> 51);
   h[0] = (uint64_t)r0 & MASK51;
   r2 += (uint64_t)(r1 >> 51);
@@ -138,16 +125,53 @@ fe_mul(fe h, const fe f, const fe g)
   u128 t = (u128)h[0] + (r4 >> 51) * 19;
   h[4] = (uint64_t)r4 & MASK51;
   h[0] = (uint64_t)t & MASK51;
-  c = (uint64_t)(t >> 51);
-  h[1] += c;
+  h[1] += (uint64_t)(t >> 51);
+}
+
+/* h = f * g for limbs below 2^54. */
+static void
+fe_mul(fe h, const fe f, const fe g)
+{
+  uint64_t g1_19 = 19 * g[1], g2_19 = 19 * g[2], g3_19 = 19 * g[3],
+           g4_19 = 19 * g[4];
+  u128 r0, r1, r2, r3, r4;
+
+  r0 = (u128)f[0] * g[0] + (u128)f[1] * g4_19 + (u128)f[2] * g3_19 +
+       (u128)f[3] * g2_19 + (u128)f[4] * g1_19;
+  r1 = (u128)f[0] * g[1] + (u128)f[1] * g[0] + (u128)f[2] * g4_19 +
+       (u128)f[3] * g3_19 + (u128)f[4] * g2_19;
+  r2 = (u128)f[0] * g[2] + (u128)f[1] * g[1] + (u128)f[2] * g[0] +
+       (u128)f[3] * g4_19 + (u128)f[4] * g3_19;
+  r3 = (u128)f[0] * g[3] + (u128)f[1] * g[2] + (u128)f[2] * g[1] +
+       (u128)f[3] * g[0] + (u128)f[4] * g4_19;
+  r4 = (u128)f[0] * g[4] + (u128)f[1] * g[3] + (u128)f[2] * g[2] +
+       (u128)f[3] * g[1] + (u128)f[4] * g[0];
+
+  fe_reduce(h, r0, r1, r2, r3, r4);
+}
+
+/* h = f^2: fe_mul's sums with the equal cross products added once, twice. */
+static void
+fe_sq(fe h, const fe f)
+{
+  uint64_t d0 = 2 * f[0], d1 = 2 * f[1], f3_19 = 19 * f[3],
+           f3_38 = 38 * f[3], f4_19 = 19 * f[4], f4_38 = 38 * f[4];
+  u128 r0, r1, r2, r3, r4;
+
+  r0 = (u128)f[0] * f[0] + (u128)f[1] * f4_38 + (u128)f[2] * f3_38;
+  r1 = (u128)d0 * f[1] + (u128)f[2] * f4_38 + (u128)f[3] * f3_19;
+  r2 = (u128)d0 * f[2] + (u128)f[1] * f[1] + (u128)f[3] * f4_38;
+  r3 = (u128)d0 * f[3] + (u128)d1 * f[2] + (u128)f[4] * f4_19;
+  r4 = (u128)d0 * f[4] + (u128)d1 * f[3] + (u128)f[2] * f[2];
+  fe_reduce(h, r0, r1, r2, r3, r4);
 }
 
 static void
 fe_sq_n(fe h, const fe f, int n)
 {
-  fe_mul(h, f, f);
+  fe_sq(h, f);
   for (int i = 1; i < n; i++)
-    fe_mul(h, h, h);
+    fe_sq(h, h);
 }
 
 /* h = z^(p-2) = 1/z (0 for z = 0); the chain's exponents are public. */
