@@ -29,8 +29,9 @@ How:
   - strongSwan: the plugins named in ipsec-conf/*.conf.in plus REQUIRED_PLUGINS
     (loaded through load_modular, which the tests need) must exist as
     /usr/lib/ipsec/plugins/libstrongswan-NAME.so in a listed package.
-  - Python modules imported by the scripts must come from a listed package
-    or the standard library.
+  - Python modules imported by the scripts (and by scripts/pctor_lab and
+    tests/python) must come from a listed package, the standard library or
+    the scripts' own package.
 
 Usage: check-deps.py [--self-test]   (exit 0 ok, 1 missing, 77 no dpkg)
 """
@@ -460,7 +461,8 @@ def listed_packages():
 def source_files():
     shell, python = [], []
     cands = []
-    for d in ("scripts", "tests", "tests/integration", "ipsec-conf", ".ci", "debian", "debian/tests"):
+    for d in ("scripts", "scripts/pctor_lab", "tests", "tests/integration", "tests/python",
+              "ipsec-conf", ".ci", "debian", "debian/tests"):
         p = os.path.join(TOP, d)
         if os.path.isdir(p):
             cands += [os.path.join(p, f) for f in sorted(os.listdir(p))]
@@ -551,6 +553,8 @@ def check(pkg_list, shell, python, plugins_from, report):
             if r.returncode != 0:
                 if os.path.exists(os.path.join(os.path.dirname(f), mod + ".py")):
                     continue
+                if os.path.exists(os.path.join(TOP, "scripts", mod, "__init__.py")):
+                    continue      # the scripts' own package (scripts/pctor_lab)
                 problems.append("%s: imports Python module %s, which is not installed" % (where, mod))
                 continue
             owner = dpkg_owner(r.stdout.strip())

@@ -22,8 +22,8 @@
 # dns.h uses lib/net's pc_addr_t while lib/net's connections run on
 # lib/evloop (KNOWN_CYCLE_EDGES lists the edge left out of the graph).
 # The build follows the layers too: src/libpctor_lib.a holds only src/lib
-# sources and src/libpctor_core.a only src/core ones (as the include.am
-# files list them), and the unit tests of tests/unit/check_core (the suites
+# sources, src/libpctor_core.a only src/core ones and src/libpctor.a none
+# of either (as the include.am files list them), and the unit tests of tests/unit/check_core (the suites
 # of tests/unit/suites_core.h, built into tests/unit/libcheck_core.a with
 # fixture_core and fixture_circuit) include only lib/ and core/ headers;
 # check_core links only those two archives, so a core test that calls
@@ -94,6 +94,9 @@ for src in $(sources_of src_libpctor_lib_a_SOURCES); do
 done >> "$out"
 for src in $(sources_of src_libpctor_core_a_SOURCES); do
   case "$src" in src/core/*) ;; *) bad "src/libpctor_core.a lists $src, which is not under src/core" ;; esac
+done >> "$out"
+for src in $(sources_of src_libpctor_a_SOURCES); do
+  case "$src" in src/lib/*|src/core/*) bad "src/libpctor.a lists $src: it belongs in src/libpctor_$(echo "$src" | cut -d/ -f2).a" ;; esac
 done >> "$out"
 core_tests=$(sources_of tests_unit_libcheck_core_a_SOURCES)
 for s in $(sed -n 's/^SUITE(\([a-z0-9_]*\))$/\1/p' ../tests/unit/suites_core.h); do

@@ -19,7 +19,6 @@
 #   - when the client goes away, p2 logs the set's closing summary;
 #   - p2 stays up and logs no warnings.
 
-IT_SANDBOX_DEFAULT=1 # every pctor runs with Sandbox 1 (lib.sh)
 . "$(dirname "$0")/lib.sh"
 set -u
 

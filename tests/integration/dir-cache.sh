@@ -20,7 +20,6 @@
 #      decodes (it would not bootstrap otherwise).
 # Neither pctor relay nor the pctor client logs a warning.
 
-IT_SANDBOX_DEFAULT=1 # every pctor runs with Sandbox 1 (lib.sh)
 . "$(dirname "$0")/lib.sh"
 set -u
 

@@ -21,10 +21,15 @@
 #     (tor_relay_dos_total{type="circuit_rejected"}) count at least the
 #     refusals the flooder saw. Each download must complete with the right
 #     sha256 within 3 x the same download without the flood + 5 s;
-#   - 127.0.0.4 opens 150 connections and holds them: at most 40 + 20 per
-#     second of flooding, and no more than 100, complete their handshake
-#     (which limit bites first depends on how fast the machine is), the
-#     rest are closed at once;
+#   - 127.0.0.4 opens 150 connections and holds them, then goes on
+#     opening 20 per second, while 127.0.0.1 downloads the 4 MiB file
+#     through P -> E again and again for at least 3 s (the downloads start
+#     with the flood): at most 40 + 20 per second of flooding, and no more
+#     than 100, complete their handshake (which limit bites first depends
+#     on how fast the machine is), the rest are closed at once; MetricsPort
+#     (tor_relay_dos_total conn_rejected + concurrent_conn_rejected) counts
+#     at least the connections the flooder saw closed, and each download
+#     completes within the same bound as during the CREATE2 flood;
 #   - 127.0.0.5 sends 100 RESOLVE cells on one circuit; P is an exit whose
 #     resolver (127.0.0.1, a UDP socket of ours) never answers, with
 #     DoSStreamCreationBurst 50: 32 names wait for the resolver (the
@@ -111,6 +116,24 @@ client() { # CASE BIND ARGS...
     shift 2
     "$PY" "$CLIENT" --port "$port" --case "$name" --bind "$bind" "$@" 2>&1
 }
+# downloads_during WHAT FLOOD-PID FLOOD-OUT READY: download again and again
+# while the flooder FLOOD-PID runs, each within $limit_ms, for at least 3 s
+# and (READY not empty) until FLOOD-OUT contains READY.
+downloads_during() {
+    local t0=$SECONDS all= ms
+    while :; do
+        ms=$(download "during-${1// /-}")
+        [ "$ms" -le "$limit_ms" ] ||
+            it_fail "a download during $1 took $ms ms (limit $limit_ms)"
+        kill -0 "$2" 2> /dev/null ||
+            it_fail "$1 ended before the download: $(cat "$3")"
+        all="$all $ms"
+        if [ $((SECONDS - t0)) -ge 3 ] && { [ -z "$4" ] || grep -q "$4" "$3"; }; then
+            break
+        fi
+    done
+    it_log "downloads during $1 (ms):$all"
+}
 legit() { # WHEN
     local out
     out=$(client create-one 127.0.0.3) ||
@@ -136,19 +159,8 @@ fl_pid=$!
 it_register_pid "$fl_pid"
 it_wait_until 10 grep -q "3 connections open" "$net/create2.out" ||
     it_fail "CREATE2 flood did not start: $(cat "$net/create2.out")"
-t0=$SECONDS
-all=
-while :; do
-    ms=$(download during-create2-flood)
-    [ "$ms" -le "$limit_ms" ] ||
-        it_fail "a download during the CREATE2 flood took $ms ms (limit $limit_ms)"
-    kill -0 "$fl_pid" 2> /dev/null ||
-        it_fail "the CREATE2 flood ended before the download: $(cat "$net/create2.out")"
-    all="$all $ms"
-    [ $((SECONDS - t0)) -lt 3 ] || break
-done
+downloads_during "the CREATE2 flood" "$fl_pid" "$net/create2.out" ""
 touch "$stop"
-it_log "downloads during the CREATE2 flood (ms):$all"
 wait "$fl_pid" || it_fail "CREATE2 flood: $(cat "$net/create2.out")"
 it_log "CREATE2 flood: $(grep -E '^ +[0-9]+ CREATE2 in' "$net/create2.out" | sed 's/^ *//')"
 read -r _ sent _ _ _ created _ frefused _ _ < <(grep '^sent ' "$net/create2.out")
@@ -163,10 +175,25 @@ mrej=$(metric circuit_rejected)
 it_log "MetricsPort: tor_relay_dos_total{type=\"circuit_rejected\"} $mrej, marked_address $(metric marked_address)"
 legit "after the CREATE2 flood"
 
-# 2. Connection flood from 127.0.0.4.
-out=$(client dos-conn-flood 127.0.0.4 --count 150 --burst 40 --rate 20 \
-    --max-open 100 --timeout 3) || it_fail "connection flood: $out"
-it_log "connection flood: $(grep -E '^ +[0-9]+ connections' <<< "$out" | sed 's/^ *//')"
+# 2. Connection flood from 127.0.0.4 while 127.0.0.1 downloads through P.
+stop=$net/conn.stop
+c0=$(($(metric conn_rejected) + $(metric concurrent_conn_rejected)))
+client dos-conn-flood 127.0.0.4 --count 150 --burst 40 --rate 20 \
+    --max-open 100 --timeout 3 --send-rate 20 --seconds 120 \
+    --stop-file "$stop" > "$net/conn.out" &
+cf_pid=$!
+it_register_pid "$cf_pid"
+# The downloads start with the flood's first connections and go on past
+# its first 150.
+downloads_during "the connection flood" "$cf_pid" "$net/conn.out" "flooding on"
+touch "$stop"
+wait "$cf_pid" || it_fail "connection flood: $(cat "$net/conn.out")"
+it_log "connection flood: $(grep -E '^ +[0-9]+ connections in ' "$net/conn.out" | sed 's/^ *//')"
+read -r _ caccepted _ crefused _ ctimeouts < <(grep '^accepted ' "$net/conn.out")
+conn_refused_counted() { [ $(($(metric conn_rejected) + $(metric concurrent_conn_rejected) - c0)) -ge "$crefused" ]; }
+it_wait_until 5 conn_refused_counted ||
+    it_fail "MetricsPort counts $(($(metric conn_rejected) + $(metric concurrent_conn_rejected) - c0)) refused connections, the flooder saw $crefused closed"
+it_log "MetricsPort: conn_rejected $(metric conn_rejected), concurrent_conn_rejected $(metric concurrent_conn_rejected) ($crefused refused, $caccepted accepted, $ctimeouts timed out at the flooder)"
 legit "after the connection flood"
 
 # 3. RESOLVE flood on one circuit from 127.0.0.5.

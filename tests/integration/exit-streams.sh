@@ -22,7 +22,6 @@
 # through p7, an exit limited to 1 MByte/s, takes about 7 s.
 # The file is 50 MiB as the streams issue asks; EXIT_TEST_MB overrides.
 
-IT_SANDBOX_DEFAULT=1 # every pctor runs with Sandbox 1 (lib.sh)
 . "$(dirname "$0")/lib.sh"
 set -u
 

@@ -40,12 +40,15 @@ IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&
 # PCTOR_IT_SANDBOX=1: every pctor the test starts runs with Sandbox 1 (the
 # tests take PCTOR from the environment; a wrapper in IT_ROOT appends the
 # option to the command line and execs pctor, so PIDs stay pctor's).
-# A test that runs sandboxed by default sets IT_SANDBOX_DEFAULT=1 before
-# sourcing this file: then PCTOR_IT_SANDBOX defaults to 1, and a build
-# without libseccomp runs the test unsandboxed (said on stderr).
+# Under make check every test runs sandboxed by default: PCTOR_IT_SANDBOX
+# defaults to 1 when pctor can start with Sandbox 1 here, and a build
+# without libseccomp runs the tests unsandboxed (said on stderr).
+# PCTOR_IT_SANDBOX=0 turns it off; a test that cannot run under the filter
+# sets PCTOR_IT_SANDBOX=0 before sourcing this file, saying why.
+# Scripts that set PCTOR themselves (the benchmarks) are not sandboxed.
 # it_start_pctor checks that each sandboxed pctor runs under the filter.
 IT_SANDBOXED=0
-if [ "${IT_SANDBOX_DEFAULT:-0}" = 1 ] && [ -z "${PCTOR_IT_SANDBOX:-}" ] &&
+if [ -z "${PCTOR_IT_SANDBOX:-}" ] &&
    [ -z "${PCTOR:-}" ] && [ -n "${top_builddir:-}" ]; then
     printf 'Sandbox 1\nDataDirectory %s/sandbox-probe\n' "$IT_ROOT" > "$IT_ROOT/sandbox-probe.torrc"
     if "$top_builddir/src/app/pctor" --verify-config -f "$IT_ROOT/sandbox-probe.torrc" \
@@ -512,9 +515,10 @@ _it_dump_logs() {
             echo "----- last lines of $f" >&2
             tail -n 15 "$f" >&2
         done
-        # Relays a test started by hand in a node directory (pctor logs at
-        # info level there: only notices and worse, and descriptor uploads).
-        for f in "$net"/node*/pctor.log "$net"/node*/tor.log; do
+        # Relays and clients a test started by hand in a node directory
+        # (it_start_pctor's info.log among them; they log at info level:
+        # only notices and worse, and descriptor uploads).
+        for f in "$net"/node*/pctor.log "$net"/node*/tor.log "$net"/node*/info.log; do
             [ -s "$f" ] || continue
             echo "----- notices of $f" >&2
             grep -E '\[(notice|warn|err)\]|descriptor' "$f" | tail -n 30 >&2

@@ -1133,21 +1133,53 @@ def c_dos_conn_flood(ctx):
     defaults (40 at once, 20 per second, marked for a day past that; 100
     open at most) the relay completes at most 40 + 20 per second of
     flooding, and no more than 100, handshakes and closes the rest at
-    once."""
+    once. With --stop-file, it then goes on opening connections at
+    --send-rate per second (holding the ones that complete) until that
+    file exists or --seconds have passed, so that the flood lasts as long
+    as the test wants (a download through the same relay, meanwhile).
+    Prints "accepted A refused R timeouts T": R connections the relay
+    closed, T that neither completed nor were closed within --timeout."""
     n = ctx.args.count or 120
-    ok = refused = 0
+    ok = refused = timeouts = tried = 0
     start = time.monotonic()
-    for _ in range(n):
+
+    def attempt():
+        nonlocal ok, refused, timeouts, tried
+        tried += 1
+        lk = None
         try:
             lk = ctx.link()
             lk.client_handshake()
             ok += 1
-        except (Closed, Failed, OSError, ssl.SSLError, socket.timeout):
+            return
+        except (socket.timeout, TimeoutError):
+            timeouts += 1
+        except (Closed, Failed, OSError, ssl.SSLError):
             refused += 1
+        if lk is not None:
+            ctx.links.remove(lk)
+            lk.close()
+
+    for _ in range(n):
+        attempt()
+    if ctx.args.stop_file:
+        say("%d connections tried; flooding on at %.0f per second until %s "
+            "exists" % (n, ctx.args.send_rate, ctx.args.stop_file))
+        more_start = time.monotonic()
+        while (not os.path.exists(ctx.args.stop_file) and
+               time.monotonic() - start < ctx.args.seconds):
+            due = n + int(ctx.args.send_rate *
+                          (time.monotonic() - more_start)) + 1
+            if tried < due:
+                attempt()
+            else:
+                time.sleep(0.01)
     elapsed = time.monotonic() - start
     say("%d connections in %.1f s: %d completed the handshake, %d closed "
-        "by the relay" % (n, elapsed, ok, refused))
-    print("accepted %d refused %d" % (ok, refused), flush=True)
+        "by the relay, %d timed out" % (tried, elapsed, ok, refused,
+                                        timeouts))
+    print("accepted %d refused %d timeouts %d" % (ok, refused, timeouts),
+          flush=True)
     if not refused:
         raise Failed("no connection was refused")
     allowed = ctx.args.burst + ctx.args.rate * elapsed + 2
@@ -1174,12 +1206,14 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=3,
                     help="flood cases: the rate per second it should allow")
     ap.add_argument("--send-rate", type=float, default=100,
-                    help="create2 floods: cells sent per second")
+                    help="create2 floods: cells sent per second; "
+                    "dos-conn-flood: connections per second after --count")
     ap.add_argument("--seconds", type=float, default=60,
                     help="create2 floods: flood at most this long; "
                     "begindir-flood: hold the circuit this long")
     ap.add_argument("--stop-file",
-                    help="create2 floods: stop when this file exists")
+                    help="create2 floods, dos-conn-flood: stop when this "
+                    "file exists")
     ap.add_argument("--max-open", type=int, default=0,
                     help="dos-conn-flood: connections it may hold at once")
     ap.add_argument("--list", action="store_true", help="list the cases")

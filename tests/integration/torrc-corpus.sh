@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # torrc-corpus.sh -- realistic operator torrcs (tests/data/torrcs: guard,
-# exit, exit with tor's reduced policy, family, accounting, dual stack,
+# exit, exit with tor's reduced policy, family, accounting, dual stack
+# (ORPort lines, or Address lines per family),
 # dual-stack exit (IPv6Exit), a middle relay with an offline master key, an
 # older guide's DirPort and ControlPort, Debian's defaults file with a
 # torrc.d directory) that tor 0.4.9's --verify-config accepts. pctor's
@@ -81,6 +82,7 @@ want exit.torrc accepted
 want family.torrc accepted
 want family-keys.torrc accepted
 want dual-stack.torrc accepted
+want dual-stack-address.torrc accepted
 want exit-ipv6.torrc accepted
 want debian.torrc accepted
 want exit-reduced.torrc accepted
@@ -110,6 +112,8 @@ has exit.torrc "BandwidthRate 6553600" --defaults-torrc /nonexistent
 has exit-reduced.torrc "ReducedExitPolicy 1" --defaults-torrc /nonexistent
 has exit.torrc "ShutdownWaitLength 60" --defaults-torrc /nonexistent
 has dual-stack.torrc "ORPort [2001:db8::1]:9001" --defaults-torrc /nonexistent
+has dual-stack-address.torrc "Address [2001:db8::14]" --defaults-torrc /nonexistent
+has dual-stack-address.torrc "Address 192.0.2.14" --defaults-torrc /nonexistent
 has exit-ipv6.torrc "IPv6Exit 1" --defaults-torrc /nonexistent
 has exit-ipv6.torrc "AssumeReachableIPv6 1" --defaults-torrc /nonexistent
 has accounting.torrc "AccountingMax 536870912000" --defaults-torrc /nonexistent

@@ -242,6 +242,63 @@ START_TEST(test_x25519)
 }
 END_TEST
 
+/* Public keys from the table-based base-point multiplication
+ * (curve25519_base.c): vectors from tests/vectors/x25519_base_ref.py (RFC
+ * 7748's ladder in plain Python), then 512 more scalars against OpenSSL's
+ * ladder (X25519(secret, 9) through curve25519_dh()). */
+static const struct {
+  const char *name, *secret, *pub;
+} x25519_base_vectors[] = {
+  { "zero",
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "2fe57da347cd62431528daac5fbb290730fff684afc4cfc2ed90995f58cb3b74" },
+  { "ones",
+    "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "847c0d2c375234f365e660955187a3735a0f7613d1609d3a6a4d8c53aeaa5a22" },
+  { "nine",
+    "0900000000000000000000000000000000000000000000000000000000000000",
+    "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079" },
+  { "bit-byte-17",
+    "0000000000000000000000000000000000800000000000000000000000000000",
+    "7d31cdd2f114cb4a7b1d931c10a9efb46c18004504bd4c13dea2b3848ee68634" },
+  { "sha-0",
+    "916dc70dd6e5ffb66caf62d91f1dc83d9218b11a06991cefa91133ee8a97ed48",
+    "8c8d76c94be9154fa12fa257b3405d277c8253429eb2260622345203e35fd460" },
+  { "sha-1",
+    "eaf12b3468e7e66b1c1a6f6ca4b4b3ac6aad1909dd9403e005bb95999e09c2e0",
+    "09c5cd5d059d3ff5a25e405800f12d604c45070dffffb4616b2a24ccfdafd347" },
+  { "sha-2",
+    "f32122037074c523252fb0e85ba226e0802dd0b0f8f58c65a8b1d7622a70be6c",
+    "23777433c50ee3ad77a5eb5dabb5108706e2092a1a7e664dccdce7097944c50a" },
+  { "sha-255",
+    "04a59665dea99b6259b745c9f1be8f8725ab03c8acb05c9153e550413ce20633",
+    "6ba9a9556730d676310b720c79b2ec30684c048467781fbf8615dec7c98e4226" },
+};
+
+START_TEST(test_x25519_base)
+{
+  uint8_t sk[32], pub[32], nine[32] = { 9 }, ref[32];
+  for (size_t i = 0; i < sizeof(x25519_base_vectors) /
+                             sizeof(x25519_base_vectors[0]); i++) {
+    unhex_to(sk, 32, x25519_base_vectors[i].secret);
+    ck_assert_int_eq(curve25519_public_from_secret(pub, sk), 0);
+    assert_hex_eq(pub, 32, x25519_base_vectors[i].pub);
+  }
+  for (unsigned n = 0; n < 512; n++) {
+    char label[32];
+    snprintf(label, sizeof(label), "check_crypt %u", n);
+    crypt_sha256(sk, label, strlen(label));
+    if (n % 4 == 1)
+      memset(sk + 16, 0xff, 16); /* high digits at their largest */
+    else if (n % 4 == 2)
+      memset(sk, 0, 16); /* low digits zero */
+    ck_assert_int_eq(curve25519_public_from_secret(pub, sk), 0);
+    ck_assert_int_eq(curve25519_dh(ref, sk, nine), 0);
+    ck_assert_mem_eq(pub, ref, 32);
+  }
+}
+END_TEST
+
 static const struct {
   const char *seed, *pub, *msg, *sig;
 } rfc8032[] = {
@@ -1029,6 +1086,7 @@ suite_crypt(void)
 
   tc = tcase_create("curve25519");
   tcase_add_test(tc, test_x25519);
+  tcase_add_test(tc, test_x25519_base);
   tcase_add_test(tc, test_ed25519_rfc8032);
   tcase_add_test(tc, test_ed25519_roundtrip);
   suite_add_tcase(s, tc);

@@ -9,6 +9,7 @@
  * message is tampered with in turn to show that each one is covered.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,69 @@ START_TEST(test_ntor_roundtrip_and_tamper)
     }
     onion_ntor_client_free(c);
   }
+}
+END_TEST
+
+/* ntor handshakes on several threads at once, as the cpuworker threads run
+ * them: the base-point table is built on first use (here, by whichever
+ * thread comes first) and every thread makes its own X25519 context. Each
+ * thread's handshakes must succeed and both sides must agree. The result
+ * does not depend on how the threads are scheduled. */
+#define NTOR_THREADS 4
+#define NTOR_PER_THREAD 40
+
+typedef struct {
+  const uint8_t *id;
+  const curve25519_keypair_t *const *keys;
+  pthread_barrier_t *start;
+  int ok; /* handshakes that succeeded with equal keys */
+} ntor_thread_arg_t;
+
+static void *
+ntor_thread_main(void *p)
+{
+  ntor_thread_arg_t *a = p;
+  uint8_t skin[ONION_NTOR_ONIONSKIN_LEN], reply[ONION_NTOR_REPLY_LEN];
+  uint8_t skeys[72], ckeys[72];
+  pthread_barrier_wait(a->start);
+  for (int i = 0; i < NTOR_PER_THREAD; i++) {
+    onion_ntor_client_t *c =
+        onion_ntor_client_create(a->id, a->keys[i % 2]->pub, skin);
+    if (onion_ntor_server_handshake(skin, a->id, a->keys, 2, reply, skeys,
+                                    72) == 0 &&
+        onion_ntor_client_finish(c, reply, ckeys, 72) == 0 &&
+        memcmp(skeys, ckeys, 72) == 0)
+      a->ok++;
+    onion_ntor_client_free(c);
+  }
+  return NULL;
+}
+
+START_TEST(test_ntor_threads)
+{
+  uint8_t id[20];
+  curve25519_keypair_t cur, prev;
+  const curve25519_keypair_t *keys[] = { &cur, &prev };
+  pthread_t th[NTOR_THREADS];
+  ntor_thread_arg_t arg[NTOR_THREADS];
+  pthread_barrier_t start;
+
+  memset(id, 0x5a, sizeof(id));
+  keypair_from_hex(&cur, "a0b1c2d3e4f5061728394a5b6c7d8e9fa0b1c2d3e4f5"
+                         "061728394a5b6c7d8e9f");
+  keypair_from_hex(&prev, "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a"
+                          "69788796a5b4c3d2e1f0");
+  ck_assert_int_eq(pthread_barrier_init(&start, NULL, NTOR_THREADS), 0);
+  for (int t = 0; t < NTOR_THREADS; t++) {
+    arg[t] = (ntor_thread_arg_t){ .id = id, .keys = keys, .start = &start };
+    ck_assert_int_eq(pthread_create(&th[t], NULL, ntor_thread_main, &arg[t]),
+                     0);
+  }
+  for (int t = 0; t < NTOR_THREADS; t++) {
+    ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    ck_assert_int_eq(arg[t].ok, NTOR_PER_THREAD);
+  }
+  pthread_barrier_destroy(&start);
 }
 END_TEST
 
@@ -663,6 +727,7 @@ suite_onion(void)
   tcase_add_test(tc, test_ntor_kat);
   tcase_add_test(tc, test_ntor_roundtrip_and_tamper);
   tcase_add_test(tc, test_ntor_bad_keys);
+  tcase_add_test(tc, test_ntor_threads);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("ntor3");

@@ -119,8 +119,9 @@ START_TEST(test_defaults)
   options_t *o = parse_ok("", 0, NULL);
   ck_assert_str_eq(o->nickname, "Unnamed");
   ck_assert_int_eq(o->or_ports.n, 0);
-  ck_assert_ptr_null(o->address);
+  ck_assert_int_eq(o->address.n, 0);
   ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
+  ck_assert_int_eq(o->address_ip6.family, AF_UNSPEC);
   ck_assert_ptr_null(o->contact_info);
   ck_assert_int_eq(o->logs.n, 0);
   ck_assert_int_eq(o->run_as_daemon, 0);
@@ -204,7 +205,8 @@ START_TEST(test_file_values)
   ck_assert_int_eq(o->or_ports.addrs[1].family, AF_INET6);
   ck_assert_int_eq(o->or_ports.addrs[1].port, 443);
   ck_assert_int_eq(o->or_ports.addrs[1].addr[15], 5);
-  ck_assert_str_eq(o->address, "relay.example.org");
+  ck_assert_int_eq(o->address.n, 1);
+  ck_assert_str_eq(o->address.v[0], "relay.example.org");
   ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
   ck_assert_str_eq(o->data_directory, "/srv/pctor/data");
   ck_assert_str_eq(o->pid_file, "/run/pctor.pid");
@@ -416,7 +418,16 @@ START_TEST(test_errors_name_line)
                                   "'pctor-no-such-user'"},
     {"Address bad_host!\n", "is neither an IP address nor a host name"},
     {"Address 192.0.2.1:9001\n", "without a port"},
-    {"Address 2001:db8::1\n", "IPv6 Address is not supported yet"},
+    {"Address [2001:db8::1]:9001\n", "without a port"},
+    {"Address 192.0.2.1\nAddress 192.0.2.2\n",
+     "Option 'Address' on line 2 of test.torrc: two IPv4 Address lines "
+     "('192.0.2.1' and '192.0.2.2'); only one per address family is "
+     "allowed. Failing."},
+    {"Address 2001:db8::1\nAddress [2001:db8::2]\n",
+     "two IPv6 Address lines ('2001:db8::1' and '[2001:db8::2]')"},
+    {"Address 192.0.2.1\nAddress 2001:db8::1\nAddress relay.example\n",
+     "Option 'Address' on line 3 of test.torrc: more than two Address "
+     "lines; give at most one IPv4 and one IPv6 address (or host name)"},
     {"Address 12345\n", "is neither an IP address nor a host name"},
     {"ContactInfo \"a\\nb\"\n", "control characters are not allowed"},
     {"DataDirectory ~bob/x\n", "~user paths are not supported"},
@@ -649,6 +660,37 @@ START_TEST(test_orport_auto_dual_stack)
                 "ORPort [::1]:auto\n"
                 "ORPort 192.0.2.1:443 NoListen\n");
   free(d);
+  options_free(o);
+
+  /* Address once per family, as tor 0.4.5+: literals (IPv6 with or
+   * without brackets) are kept per family, host names as given. */
+  o = parse_ok("ORPort 9001\nAddress [2001:db8::7]\nAddress 192.0.2.7\n",
+               0, NULL);
+  ck_assert_int_eq(o->address.n, 2);
+  ck_assert_str_eq(o->address.v[0], "[2001:db8::7]");
+  ck_assert_int_eq(o->address_ip.family, AF_INET);
+  ck_assert_int_eq(o->address_ip.addr[3], 7);
+  ck_assert_int_eq(o->address_ip6.family, AF_INET6);
+  ck_assert_int_eq(o->address_ip6.addr[15], 7);
+  ck_assert_int_eq(o->address_ip6.port, 0);
+  d = dump_of(o);
+  assert_has(d, "Address [2001:db8::7]\nAddress 192.0.2.7\n");
+  free(d);
+  options_free(o);
+  o = parse_ok("Address 2001:db8::8\n", 0, NULL);
+  ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
+  ck_assert_int_eq(o->address_ip6.addr[15], 8);
+  options_free(o);
+  o = parse_ok("Address relay.example\nAddress 2001:db8::8\n", 0, NULL);
+  ck_assert_int_eq(o->address.n, 2);
+  ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
+  ck_assert_int_eq(o->address_ip6.family, AF_INET6);
+  options_free(o);
+  /* An empty value resets it (as every repeatable option). */
+  o = parse_ok("Address 192.0.2.1\nAddress 192.0.2.2\nAddress\n", 0,
+               NULL);
+  ck_assert_int_eq(o->address.n, 0);
+  ck_assert_int_eq(o->address_ip.family, AF_UNSPEC);
   options_free(o);
 
   /* tor's AddressDisableIPv6: no IPv6 discovery for [::]. */

@@ -1065,30 +1065,125 @@ START_TEST(test_pick_address)
   pc_addr_t a, ports[2];
   char *err = NULL;
   char s[PC_ADDR_STR_LEN];
-  ck_assert_int_eq(routerdesc_pick_address("198.51.100.3", NULL, 0, &a,
-                                           &err), 0);
+  const char *v4[] = {"198.51.100.3"}, *v6[] = {"2001:db8::1"};
+  ck_assert_int_eq(routerdesc_pick_address(v4, 1, NULL, 0, &a, &err), 0);
   ck_assert_str_eq(pc_addr_fmt(&a, s, sizeof(s), 1), "198.51.100.3:0");
-  ck_assert_int_eq(routerdesc_pick_address("2001:db8::1", NULL, 0, &a,
-                                           &err), -1);
-  ck_assert_ptr_nonnull(strstr(err, "IPv4"));
-  PC_FREE(err);
+  /* An IPv6 Address alone: the IPv4 one comes from the ORPort. */
+  ck_assert_int_eq(pc_addr_parse(&ports[0], "[2001:db8::2]:9001"), 0);
+  ck_assert_int_eq(pc_addr_parse(&ports[1], "192.0.2.9:9001"), 0);
+  ck_assert_int_eq(routerdesc_pick_address(v6, 1, ports, 2, &a, &err), 0);
+  ck_assert_str_eq(pc_addr_fmt(&a, s, sizeof(s), 1), "192.0.2.9:0");
   /* A name (resolved from /etc/hosts, no network needed). */
-  ck_assert_int_eq(routerdesc_pick_address("localhost", NULL, 0, &a, &err),
-                   0);
+  const char *lh[] = {"localhost"}, *bad[] = {"no-such-host.invalid"};
+  ck_assert_int_eq(routerdesc_pick_address(lh, 1, NULL, 0, &a, &err), 0);
   ck_assert_int_eq(a.family, AF_INET);
   ck_assert(pc_addr_is_loopback(&a));
-  ck_assert_int_eq(routerdesc_pick_address("no-such-host.invalid", NULL, 0,
-                                           &a, &err), -1);
+  ck_assert_int_eq(routerdesc_pick_address(bad, 1, NULL, 0, &a, &err), -1);
   ck_assert_ptr_nonnull(strstr(err, "resolve"));
   PC_FREE(err);
   /* The IPv4 ORPort's address, unless it is the wildcard. */
-  ck_assert_int_eq(pc_addr_parse(&ports[0], "[2001:db8::2]:9001"), 0);
-  ck_assert_int_eq(pc_addr_parse(&ports[1], "192.0.2.9:9001"), 0);
-  ck_assert_int_eq(routerdesc_pick_address(NULL, ports, 2, &a, &err), 0);
+  ck_assert_int_eq(routerdesc_pick_address(NULL, 0, ports, 2, &a, &err), 0);
   ck_assert_str_eq(pc_addr_fmt(&a, s, sizeof(s), 1), "192.0.2.9:0");
   ck_assert_int_eq(pc_addr_parse(&ports[1], "0.0.0.0:9001"), 0);
-  ck_assert_int_eq(routerdesc_pick_address(NULL, ports, 2, &a, &err), 0);
+  ck_assert_int_eq(routerdesc_pick_address(NULL, 0, ports, 2, &a, &err), 0);
   ck_assert_int_eq(a.family, AF_INET); /* some interface, loopback at worst */
+}
+END_TEST
+
+/* A fixed resolver for Address host names: v4.test has only an A record,
+ * v6.test only an AAAA one, dual.test both; every other name fails. */
+static int
+fake_resolve(const char *name, int family, pc_addr_t *out, char **err)
+{
+  static const struct {
+    const char *name;
+    int family;
+    const char *addr;
+  } rr[] = {
+      {"v4.test", AF_INET, "192.0.2.44"},
+      {"v6.test", AF_INET6, "2001:db8::66"},
+      {"dual.test", AF_INET, "192.0.2.45"},
+      {"dual.test", AF_INET6, "2001:db8::67"},
+  };
+  for (size_t i = 0; i < sizeof(rr) / sizeof(rr[0]); i++)
+    if (!strcmp(rr[i].name, name) && rr[i].family == family)
+      return pc_addr_parse_ip(out, rr[i].addr, 0);
+  *err = pc_strdup("no such record");
+  return -1;
+}
+
+/* routerdesc_config_address(AF_INET6 / AF_INET) on lines; returns its
+ * result, the address found (no port) or the error in out. */
+static int
+config_addr(int family, const char *l1, const char *l2, char *out,
+            size_t len)
+{
+  const char *lines[2] = {l1, l2};
+  pc_addr_t a;
+  char *err = NULL;
+  int r = routerdesc_config_address(lines, l2 ? 2 : 1, family, &a, &err);
+  if (r > 0) {
+    ck_assert_int_eq(a.family, family);
+    ck_assert_int_eq(a.port, 0);
+    pc_addr_fmt(&a, out, len, 0);
+  } else {
+    snprintf(out, len, "%s", err ? err : "");
+  }
+  free(err);
+  return r;
+}
+
+START_TEST(test_config_address)
+{
+  char s[256];
+  routerdesc_set_resolver_for_testing(fake_resolve);
+  /* Literals: each family takes its own line, brackets or not. */
+  ck_assert_int_eq(config_addr(AF_INET, "192.0.2.1", "[2001:db8::1]", s,
+                               sizeof(s)), 1);
+  ck_assert_str_eq(s, "192.0.2.1");
+  ck_assert_int_eq(config_addr(AF_INET6, "192.0.2.1", "[2001:db8::1]", s,
+                               sizeof(s)), 1);
+  ck_assert_str_eq(s, "2001:db8::1");
+  ck_assert_int_eq(config_addr(AF_INET6, "2001:db8::2", NULL, s, sizeof(s)),
+                   1);
+  ck_assert_str_eq(s, "2001:db8::2");
+  /* No line of the family: 0, the caller goes on without Address. */
+  ck_assert_int_eq(config_addr(AF_INET6, "192.0.2.1", NULL, s, sizeof(s)),
+                   0);
+  ck_assert_int_eq(config_addr(AF_INET, "[2001:db8::1]", NULL, s, sizeof(s)),
+                   0);
+  /* A host name is resolved per family. */
+  ck_assert_int_eq(config_addr(AF_INET, "dual.test", NULL, s, sizeof(s)), 1);
+  ck_assert_str_eq(s, "192.0.2.45");
+  ck_assert_int_eq(config_addr(AF_INET6, "dual.test", NULL, s, sizeof(s)),
+                   1);
+  ck_assert_str_eq(s, "2001:db8::67");
+  /* IPv6 only: its IPv6 address; for IPv4 a clear refusal (tor
+   * publishes no descriptor either). */
+  ck_assert_int_eq(config_addr(AF_INET6, "v6.test", NULL, s, sizeof(s)), 1);
+  ck_assert_str_eq(s, "2001:db8::66");
+  ck_assert_int_eq(config_addr(AF_INET, "v6.test", NULL, s, sizeof(s)), -1);
+  ck_assert_ptr_nonnull(strstr(s, "Cannot resolve Address v6.test to an "
+                                  "IPv4 address (no such record)"));
+  /* ... unless another line gives the IPv4 address. */
+  ck_assert_int_eq(config_addr(AF_INET, "v6.test", "192.0.2.3", s,
+                               sizeof(s)), 1);
+  ck_assert_str_eq(s, "192.0.2.3");
+  /* IPv4 only: no IPv6 from Address (0), as without it. */
+  ck_assert_int_eq(config_addr(AF_INET6, "v4.test", NULL, s, sizeof(s)), 0);
+  ck_assert_int_eq(config_addr(AF_INET6, "no.test", NULL, s, sizeof(s)), 0);
+  /* Two lines that give one family: refused, as tor. */
+  ck_assert_int_eq(config_addr(AF_INET, "192.0.2.1", "dual.test", s,
+                               sizeof(s)), -1);
+  ck_assert_str_eq(s, "Address 192.0.2.1 and Address dual.test both give "
+                      "an IPv4 address; only one per address family is "
+                      "allowed");
+  ck_assert_int_eq(config_addr(AF_INET6, "v6.test", "2001:db8::9", s,
+                               sizeof(s)), -1);
+  ck_assert_int_eq(config_addr(AF_INET6, "v4.test", "2001:db8::9", s,
+                               sizeof(s)), 1);
+  ck_assert_str_eq(s, "2001:db8::9");
+  routerdesc_set_resolver_for_testing(NULL);
 }
 END_TEST
 
@@ -1476,6 +1571,7 @@ suite_routerdesc(void)
   tcase_add_test(tc, test_policy_and_family);
   tcase_add_test(tc, test_bad_config);
   tcase_add_test(tc, test_pick_address);
+  tcase_add_test(tc, test_config_address);
   tcase_add_test(tc, test_extrainfo);
   tcase_add_test(tc, test_publish_history_state);
   suite_add_tcase(s, tc);

@@ -615,23 +615,14 @@ family_id_check(const char *value, char **err_out)
   return -1;
 }
 
-/* Address: tor 0.4.5 and later take one Address line per family; pctor
- * publishes an IPv4 address from it and takes IPv6 ones from ORPort lines
- * and the interfaces, so an IPv6 address here is refused (at start-up it
- * would fail: the descriptor's router line needs IPv4). */
+/* Address: an IPv4 or IPv6 literal (brackets allowed) or a host name, one
+ * line per family as tor 0.4.5+; how many lines and of which family is
+ * validate()'s rule. */
 static int
 host_check(const char *value, char **err_out)
 {
   pc_addr_t ip;
-  if (check_host(value, &ip, err_out) < 0)
-    return -1;
-  if (ip.family == AF_INET6) {
-    *err_out = pc_asprintf("'%s': an IPv6 Address is not supported yet; "
-                           "give the IPv4 address here and the IPv6 one "
-                           "in an ORPort line ([ADDRESS]:PORT)", value);
-    return -1;
-  }
-  return 0;
+  return check_host(value, &ip, err_out);
 }
 
 /* OutboundBindAddress*: an IPv4 or IPv6 address without a port ("[::1]"
@@ -805,7 +796,7 @@ static const conf_custom_t tcp_cc_type = {
 static const conf_custom_t nickname_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, check_nickname};
 static const conf_custom_t host_type = {
-  CONF_STORE_STRING, 0, 0, NULL, NULL, host_check};
+  CONF_STORE_STRLIST, 0, 1, NULL, NULL, host_check};
 static const conf_custom_t user_type = {
   CONF_STORE_STRING, 0, 0, NULL, NULL, check_user};
 static const conf_custom_t orport_type = {
@@ -902,17 +893,28 @@ static const conf_var_t app_vars[] = {
   {"Address", CONF_TYPE_CUSTOM, "ADDRESS | HOSTNAME", NULL,
    "unset (pctor guesses its address)",
    1, 0, 0, OFF(address),
-   "The relay's public IPv4 address, published in its descriptor: an "
-   "IPv4 address, or a host name that resolves to one (an IPv6 address "
-   "is not supported yet: give it in an ORPort line). If unset, "
-   "pctor uses the ORPort's address when that is a public one and "
-   "otherwise guesses it from the local interfaces.", &host_type},
+   "The relay's public address, published in its descriptor (it does not "
+   "change what the ORPort binds). As tor 0.4.5 and later, give it up to "
+   "twice: an IPv4 address, an IPv6 address (2001:db8::1 or "
+   "[2001:db8::1]), or a host name, which is resolved for each family "
+   "(A for IPv4, AAAA for IPv6) when the descriptor is made. Two IPv4 or "
+   "two IPv6 addresses are refused. The IPv4 address goes on the router "
+   "line; if no Address gives one, pctor uses the ORPort's IPv4 address "
+   "when it has one and otherwise guesses it from the local interfaces "
+   "(a host name that has no IPv4 address is an error: the descriptor "
+   "needs one). The IPv6 address, as in tor, takes precedence over the "
+   "IPv6 ORPort's own address and is published as or-address with the "
+   "port of the first advertised IPv6 ORPort (a bare ORPort's [::] half "
+   "counts); without an IPv6 ORPort it is not published. If no Address "
+   "gives an IPv6 address, the IPv6 ORPort's address is published, or "
+   "for [::] a public IPv6 address of the local interfaces.",
+   &host_type},
   {"AddressDisableIPv6", CONF_TYPE_BOOL, "0|1", "0", "0",
    1, 0, 0, OFF(address_disable_ipv6),
-   "If 1, as tor: do not look for a public IPv6 address on the local "
-   "interfaces for an IPv6 ORPort that listens on [::] (as a bare ORPort "
-   "does), so that only IPv4 is advertised; an IPv6 ORPort line with an "
-   "address of its own is still advertised.", NULL},
+   "If 1, as tor: publish no IPv6 ORPort in the descriptor (no or-address "
+   "line, so no IPv6 reachability test) and do not look for an IPv6 "
+   "address; an IPv6 Address and an IPv6 ORPort's own address are not "
+   "published either. The IPv6 ORPort still listens.", NULL},
   {"Nickname", CONF_TYPE_CUSTOM, "NAME", "Unnamed", "Unnamed",
    1, 0, 0, OFF(nickname),
    "The relay's nickname, published in its descriptor: 1 to 19 ASCII "
@@ -2348,14 +2350,40 @@ validate(options_t *o, parse_ctx_t *ctx, char **err_out)
     return -1;
   }
 
+  /* Address: as tor 0.4.5+, up to two lines, one per family; a host
+   * name is resolved per family when the descriptor is made. tor finds
+   * two addresses of one family only when it looks its address up (and
+   * then publishes none); pctor refuses the literals here. */
   memset(&o->address_ip, 0, sizeof(o->address_ip));
-  o->address_ip.family = AF_UNSPEC;
-  if (o->address) {
+  memset(&o->address_ip6, 0, sizeof(o->address_ip6));
+  o->address_ip.family = o->address_ip6.family = AF_UNSPEC;
+  if (o->address.n > 2)
+    return option_error(err_out, options_find("Address"), ctx,
+                        "more than two Address lines; give at most one "
+                        "IPv4 and one IPv6 address (or host name)");
+  for (int i = 0; i < o->address.n; i++) {
     char *e = NULL;
-    if (check_host(o->address, &o->address_ip, &e) < 0) {
+    pc_addr_t ip;
+    if (check_host(o->address.v[i], &ip, &e) < 0) {
       log_bug("Address refused after it was checked: %s", e);
       free(e);
+      continue;
     }
+    pc_addr_t *slot = ip.family == AF_INET    ? &o->address_ip
+                      : ip.family == AF_INET6 ? &o->address_ip6
+                                              : NULL;
+    if (!slot)
+      continue; /* a host name */
+    if (slot->family != AF_UNSPEC) {
+      char *m = pc_asprintf("two %s Address lines ('%s' and '%s'); only "
+                            "one per address family is allowed",
+                            ip.family == AF_INET ? "IPv4" : "IPv6",
+                            o->address.v[0], o->address.v[i]);
+      option_error(err_out, options_find("Address"), ctx, m);
+      free(m);
+      return -1;
+    }
+    *slot = ip;
   }
 
   /* The modules' own rules. */

@@ -70,8 +70,13 @@ typedef struct options_t {
   options_ports_t or_ports;      /* ORPort */
   options_ports_t dir_ports;     /* DirPort (same rules as ORPort) */
   char *dir_port_front_page;     /* DirPortFrontPage: NULL if unset */
-  char *address;                 /* Address: NULL if unset */
-  pc_addr_t address_ip;          /* Address if it is an IP literal, else
+  options_strlist_t address;     /* Address: at most two lines (tor
+                                  * 0.4.5+), IP literals (at most one per
+                                  * family) or host names, checked in
+                                  * validate() */
+  pc_addr_t address_ip;          /* the IPv4 literal among them, else
+                                  * family AF_UNSPEC */
+  pc_addr_t address_ip6;         /* the IPv6 literal among them, else
                                   * family AF_UNSPEC */
   int address_disable_ipv6;      /* AddressDisableIPv6: 0 or 1 */
   char *nickname;                /* Nickname: 1-19 [A-Za-z0-9] */

@@ -281,34 +281,68 @@ configure_outbound_binds(const options_t *o)
   }
 }
 
-/* The IPv6 ORPort to publish for the advertised ORPort a: a itself when
- * it names an address; for [::] (a bare ORPort listens there too, as in
- * tor) a public IPv6 address of this host's interfaces unless
- * AddressDisableIPv6, or nothing, with a notice once (tor's "Unable to
- * find IPv6 address for ORPort"). */
+/* The IPv6 ORPort to publish for the advertised IPv6 ORPort a (out stays
+ * AF_UNSPEC for none), in tor 0.4.9's order: nothing with
+ * AddressDisableIPv6; else the IPv6 address an Address line gives (a
+ * literal, or a host name's AAAA), with a's port; else a itself when it
+ * names an address; else, for [::] (a bare ORPort listens there too, as
+ * in tor), a public IPv6 address of this host's interfaces, or nothing,
+ * with a notice once (tor's "Unable to find IPv6 address for ORPort").
+ * When the Address lines give two IPv6 addresses, nothing, with a
+ * warning (tor then publishes none). */
 static void
 ipv6_orport_to_advertise(const options_t *o, const pc_addr_t *a,
                          pc_addr_t *out)
 {
-  static int told;
+  static int told, told_disabled;
   pc_addr_t found;
-  if (!pc_is_zero(a->addr, 16)) {
+  char *err = NULL;
+  if (o->address_disable_ipv6) {
+    if (!told_disabled)
+      log_info("AddressDisableIPv6 is set: not advertising the IPv6 ORPort "
+               "(port %u).", (unsigned)a->port);
+    told_disabled = 1;
+    return;
+  }
+  int r = routerdesc_config_address((const char *const *)o->address.v,
+                                    o->address.n, AF_INET6, &found, &err);
+  if (r < 0) {
+    log_warn("Not advertising an IPv6 ORPort: %s.", err);
+    free(err);
+    return;
+  }
+  if (r > 0) {
+    found.port = a->port;
+    *out = found;
+  } else if (!pc_is_zero(a->addr, 16)) {
     *out = *a;
-  } else if (o->address_disable_ipv6) {
-    if (!told)
-      log_info("AddressDisableIPv6 is set: not looking for an IPv6 "
-               "address for ORPort %u.", (unsigned)a->port);
-    told = 1;
   } else if (routerdesc_find_public_ipv6(&found) == 0) {
     found.port = a->port;
     *out = found;
   } else if (!told) {
     told = 1;
     log_notice("Unable to find a public IPv6 address for ORPort %u: "
-               "advertising IPv4 only. Give the IPv6 ORPort its address "
-               "([ADDRESS]:PORT), or add IPv4Only to the ORPort line.",
+               "advertising IPv4 only. Give the IPv6 address in an "
+               "Address line or in the ORPort line ([ADDRESS]:PORT), or "
+               "add IPv4Only to the ORPort line.",
                (unsigned)a->port);
   }
+}
+
+/* The IPv6 address to publish (port 0), as the descriptor would carry it:
+ * the first advertised IPv6 ORPort's; AF_UNSPEC when there is none. */
+static void
+ipv6_address_to_publish(const options_t *o, pc_addr_t *out)
+{
+  pc_addr_t adv[4];
+  int n_adv = options_orports_advertised(or_ports(o), adv);
+  memset(out, 0, sizeof(*out));
+  out->family = AF_UNSPEC;
+  for (int i = 0; i < n_adv; i++)
+    if (adv[i].family == AF_INET6) {
+      ipv6_orport_to_advertise(o, &adv[i], out);
+      break;
+    }
 }
 
 /* Build the exit policy and the resolver for ExitRelay 1 (or drop them for
@@ -332,8 +366,17 @@ configure_exit(const options_t *o)
     po.reduced = o->reduced_exit_policy;
     po.reject_local_interfaces = o->exit_policy_reject_local_interfaces;
     const options_ports_t *orp = or_ports(o);
-    po.our_addrs = orp->addrs;
-    po.n_our_addrs = orp->n;
+    /* Our advertised addresses: the ORPorts' and the Address literals. */
+    pc_addr_t ours[6];
+    int n_ours = 0;
+    for (int i = 0; i < orp->n && i < 4; i++)
+      ours[n_ours++] = orp->addrs[i];
+    if (o->address_ip.family != AF_UNSPEC)
+      ours[n_ours++] = o->address_ip;
+    if (o->address_ip6.family != AF_UNSPEC)
+      ours[n_ours++] = o->address_ip6;
+    po.our_addrs = ours;
+    po.n_our_addrs = n_ours;
     /* Local interfaces: our ports' and the outbound bind addresses. */
     pc_addr_t *local = pc_calloc((size_t)orp->n + 6, sizeof(*local));
     int n_local = 0;
@@ -638,19 +681,30 @@ configure_publishing(const options_t *o)
   /* The advertised ORPorts (not NoAdvertise ones). */
   pc_addr_t adv[4];
   int n_adv = options_orports_advertised(or_ports(o), adv);
+  int have_v6_orport = 0;
   for (int i = 0; i < n_adv; i++) {
     const pc_addr_t *a = &adv[i];
     if (a->family == AF_INET && !rc.or_port)
       rc.or_port = a->port;
-    else if (a->family == AF_INET6)
+    else if (a->family == AF_INET6 && !have_v6_orport++)
       ipv6_orport_to_advertise(o, a, &rc.ipv6_or);
+  }
+  if (!have_v6_orport && o->address_ip6.family == AF_INET6) {
+    static int told;
+    char shown[PC_ADDR_STR_LEN];
+    if (!told)
+      log_notice("Address %s is not published: no advertised ORPort "
+                 "listens on IPv6 (add an IPv6 ORPort, or remove IPv4Only).",
+                 pc_addr_fmt(&o->address_ip6, shown, sizeof(shown), 0));
+    told = 1;
   }
   if (!rc.or_port) {
     log_notice("No IPv4 ORPort: not publishing a server descriptor (the "
                "authorities need an IPv4 address).");
     return -1;
   }
-  if (routerdesc_pick_address(o->address, adv, n_adv, &rc.address,
+  if (routerdesc_pick_address((const char *const *)o->address.v,
+                              o->address.n, adv, n_adv, &rc.address,
                               &err) < 0) {
     if (A.pub)
       log_warn("Cannot update the server descriptor: %s. Publishing the "
@@ -1115,7 +1169,8 @@ apply_ipsec(const options_t *o)
       if (adv[i].family == AF_INET)
         port = adv[i].port;
     if (!port ||
-        routerdesc_pick_address(o->address, adv, n_adv, &cfg.orport,
+        routerdesc_pick_address((const char *const *)o->address.v,
+                                o->address.n, adv, n_adv, &cfg.orport,
                                 &err) < 0) {
       log_warn("IPsec: no IPv4 ORPort address to protect (%s); IPsec stays "
                "off",
@@ -1630,17 +1685,20 @@ app_stop_listening(void)
     channels_close_listeners();
 }
 
-/* Addresses to put in NETINFO: Address when it is an IP, else the ORPort
- * addresses that are not wildcards. */
+/* Addresses to put in NETINFO: the Address lines' IP literals, then the
+ * ORPort addresses that are not wildcards. */
 static void
 set_my_addrs(const options_t *o)
 {
-  pc_addr_t addrs[2], adv[4];
-  int n = 0, n_adv = options_orports_advertised(or_ports(o), adv);
+  pc_addr_t addrs[2], cand[6];
+  int n = 0, nc = 0;
   if (o->address_ip.family != AF_UNSPEC)
-    addrs[n++] = o->address_ip;
-  for (int i = 0; i < n_adv && n < 2; i++) {
-    const pc_addr_t *a = &adv[i];
+    cand[nc++] = o->address_ip;
+  if (o->address_ip6.family != AF_UNSPEC)
+    cand[nc++] = o->address_ip6;
+  nc += options_orports_advertised(or_ports(o), cand + nc);
+  for (int i = 0; i < nc && n < 2; i++) {
+    const pc_addr_t *a = &cand[i];
     static const uint8_t zero[16];
     if (!memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16))
       continue;
@@ -1661,6 +1719,7 @@ static struct {
   const options_t *opts;   /* current options (for GETCONF) */
   char *config_file;       /* the torrc, for GETINFO config-file */
   char *address;           /* the descriptor's address, or NULL */
+  char *address6;          /* its IPv6 or-address's address, or NULL */
   int control_started, metrics_started;
   char *port_file;         /* ControlPortWriteToFile as written, or NULL */
   const app_conf_ops_t *conf_ops; /* main.c's SETCONF and friends */
@@ -1931,12 +1990,16 @@ ctl_getinfo(const char *key, char **value, void *arg)
     *value = pc_strdup(hex);
     return 1;
   }
-  if (!strcmp(key, "address")) {
-    if (!CTL.address) {
+  if (!strcmp(key, "address") || !strcmp(key, "address/v4") ||
+      !strcmp(key, "address/v6")) {
+    /* control-spec: address and address/v4 the IPv4, address/v6 the IPv6
+     * address the descriptor publishes (without brackets). */
+    const char *a = !strcmp(key, "address/v6") ? CTL.address6 : CTL.address;
+    if (!a) {
       *value = pc_strdup("Address unknown");
       return -1;
     }
-    *value = pc_strdup(CTL.address);
+    *value = pc_strdup(a);
     return 1;
   }
   if (!strcmp(key, "net/listeners/or") || !strcmp(key, "net/listeners/dir")) {
@@ -2062,13 +2125,24 @@ ctl_config(const options_t *o, control_config_t *cfg)
   free(CTL.address);
   CTL.address = NULL;
   pc_addr_t addr;
+  free(CTL.address6);
+  CTL.address6 = NULL;
   if (o->or_ports.n > 0 &&
-      routerdesc_pick_address(o->address, or_ports(o)->addrs,
+      routerdesc_pick_address((const char *const *)o->address.v,
+                              o->address.n, or_ports(o)->addrs,
                               or_ports(o)->n, &addr, &err) == 0) {
     char a[PC_ADDR_STR_LEN];
     CTL.address = pc_strdup(pc_addr_fmt(&addr, a, sizeof(a), 0));
   } else {
     free(err);
+  }
+  if (o->or_ports.n > 0) {
+    ipv6_address_to_publish(o, &addr);
+    if (addr.family == AF_INET6) {
+      char a[PC_ADDR_STR_LEN];
+      addr.port = 0;
+      CTL.address6 = pc_strdup(pc_addr_fmt(&addr, a, sizeof(a), 0));
+    }
   }
 }
 
@@ -2171,6 +2245,7 @@ shutdown_control(void)
              strerror(errno));
   free(CTL.port_file);
   free(CTL.address);
+  free(CTL.address6);
   free(CTL.config_file);
   memset(&CTL, 0, sizeof(CTL));
   CTL.conf_ops = ops; /* set once by main.c */

@@ -1421,6 +1421,8 @@ static const char *const info_names[] = {
     "accounting/interval-start -- Time when the accounting period starts.",
     "accounting/interval-wake -- Time to wake up in this accounting period.",
     "address -- IP address of this relay.",
+    "address/v4 -- IPv4 address of this relay.",
+    "address/v6 -- IPv6 address of this relay.",
     "bw-event-cache -- Cached BW events for a short interval.",
     "circuit-status -- List of current circuits originating here.",
     "config-file -- Current location of the torrc file.",

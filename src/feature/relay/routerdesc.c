@@ -31,6 +31,11 @@
  *   and position rules an authority enforces, and verifies everything
  *   from the document alone. Unit tests use it on what routerdesc_build()
  *   made and on tampered copies.
+ * - Our address (routerdesc_config_address, routerdesc_pick_address)
+ *   follows tor 0.4.5+'s Address rules, one address per family. Host
+ *   names are resolved through one function pointer, getaddrinfo unless
+ *   a unit test installs a fixed table (the only mutable global here), so
+ *   that the per-family rules are tested without DNS.
  */
 #include "feature/relay/routerdesc.h"
 
@@ -1108,43 +1113,115 @@ addr_rank(const pc_addr_t *a)
   return 2;
 }
 
-int
-routerdesc_pick_address(const char *address_opt, const pc_addr_t *or_ports,
-                        int n_or_ports, pc_addr_t *out, char **err)
+/* An IP literal of an Address line ("192.0.2.1", "2001:db8::1",
+ * "[2001:db8::1]"): 0, or -1 when it is a host name. */
+static int
+address_literal(const char *v, pc_addr_t *out)
 {
+  char buf[64];
+  size_t n = strlen(v);
+  if (n >= 2 && v[0] == '[' && v[n - 1] == ']' && n - 2 < sizeof(buf)) {
+    memcpy(buf, v + 1, n - 2);
+    buf[n - 2] = '\0';
+    v = buf;
+  }
+  return pc_addr_parse_ip(out, v, 0);
+}
+
+/* The resolver for Address host names: the first address of the family
+ * (blocking getaddrinfo; /etc/hosts first, as the system says). */
+static int
+resolve_system(const char *name, int family, pc_addr_t *out, char **err)
+{
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_STREAM;
+  int r = getaddrinfo(name, NULL, &hints, &res);
+  if (r != 0 || !res) {
+    *err = pc_strdup(r ? gai_strerror(r) : "no address");
+    if (res)
+      freeaddrinfo(res);
+    return -1;
+  }
+  int ok = pc_addr_from_sockaddr(out, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  if (ok < 0 || out->family != family) {
+    *err = pc_strdup("not an address of the family asked for");
+    return -1;
+  }
+  out->port = 0;
+  return 0;
+}
+
+static routerdesc_resolve_fn resolve_fn = resolve_system;
+
+void
+routerdesc_set_resolver_for_testing(routerdesc_resolve_fn fn)
+{
+  resolve_fn = fn ? fn : resolve_system;
+}
+
+int
+routerdesc_config_address(const char *const *address, int n_address,
+                          int family, pc_addr_t *out, char **err)
+{
+  const char *fam = family == AF_INET ? "IPv4" : "IPv6";
+  const char *from = NULL, *failed = NULL;
+  char *why = NULL;
+  int found = 0;
   memset(out, 0, sizeof(*out));
   out->family = AF_UNSPEC;
-  if (address_opt) {
+  for (int i = 0; i < n_address; i++) {
     pc_addr_t a;
-    if (pc_addr_parse(&a, address_opt) == 0) {
-      if (a.family != AF_INET) {
-        set_err(err, errf("Address %s is not an IPv4 address; a relay "
-                          "descriptor needs one", address_opt));
-        return -1;
+    char *e = NULL;
+    if (address_literal(address[i], &a) == 0) {
+      if (a.family != family)
+        continue;
+    } else if (resolve_fn(address[i], family, &a, &e) < 0) {
+      if (!failed) {
+        failed = address[i];
+        why = e;
+      } else {
+        free(e);
       }
-      a.port = 0;
-      *out = a;
-      return 0;
+      continue;
     }
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    int r = getaddrinfo(address_opt, NULL, &hints, &res);
-    if (r != 0 || !res) {
-      set_err(err, errf("Cannot resolve Address %s: %s", address_opt,
-                        gai_strerror(r)));
+    if (found++) {
+      set_err(err, errf("Address %s and Address %s both give an %s "
+                        "address; only one per address family is allowed",
+                        from, address[i], fam));
+      free(why);
       return -1;
     }
-    int ok = pc_addr_from_sockaddr(out, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    if (ok < 0) {
-      set_err(err, errf("Cannot resolve Address %s", address_opt));
-      return -1;
-    }
+    from = address[i];
+    *out = a;
     out->port = 0;
-    return 0;
   }
+  if (found) {
+    free(why);
+    return 1;
+  }
+  if (failed && family == AF_INET) {
+    set_err(err, errf("Cannot resolve Address %s to an IPv4 address (%s); "
+                      "a relay descriptor needs one: give the IPv4 "
+                      "address in an Address line of its own",
+                      failed, why));
+    free(why);
+    return -1;
+  }
+  free(why);
+  return 0;
+}
+
+int
+routerdesc_pick_address(const char *const *address, int n_address,
+                        const pc_addr_t *or_ports, int n_or_ports,
+                        pc_addr_t *out, char **err)
+{
+  int r = routerdesc_config_address(address, n_address, AF_INET, out, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   for (int i = 0; i < n_or_ports; i++) {
     const pc_addr_t *a = &or_ports[i];
     if (a->family == AF_INET && !pc_is_zero(a->addr, 4)) {

@@ -198,14 +198,30 @@ int routerdesc_policy_line_check(const char *line, char **err);
  * allocated string, or NULL with a newly allocated message in *err. */
 char *routerdesc_family_normalize(const char *entry, char **err);
 
-/* The relay's IPv4 address for its descriptor: Address when it is an IPv4
- * literal, else its DNS name resolved (blocking), else the IPv4 ORPort's
- * address when it is not 0.0.0.0, else the first IPv4 address of a local
- * interface that is up (public ones preferred; loopback last). address_opt
- * may be NULL. Returns 0 with *out set, or -1 with a message in *err. */
-int routerdesc_pick_address(const char *address_opt,
+/* The address of family (AF_INET or AF_INET6) that the Address lines
+ * give, as tor 0.4.5+: a literal of that family ("192.0.2.1",
+ * "2001:db8::1", "[2001:db8::1]"), or a host name resolved for it (A or
+ * AAAA, blocking). Returns 1 with *out set (port 0); 0 when no line gives
+ * one (no line of that family, or, for IPv6, a host name without an IPv6
+ * address: the caller goes on as without Address); -1 with a message in
+ * *err when two lines give one, or (IPv4) a host name does not resolve
+ * and no other line gives the address. */
+int routerdesc_config_address(const char *const *address, int n_address,
+                              int family, pc_addr_t *out, char **err);
+/* The relay's IPv4 address for its descriptor: the Address lines' one
+ * (routerdesc_config_address), else the IPv4 ORPort's address when it is
+ * not 0.0.0.0, else the first IPv4 address of a local interface that is
+ * up (public ones preferred; loopback last). Returns 0 with *out set, or
+ * -1 with a message in *err. */
+int routerdesc_pick_address(const char *const *address, int n_address,
                             const pc_addr_t *or_ports, int n_or_ports,
                             pc_addr_t *out, char **err);
+/* Unit tests: resolve Address host names with fn instead of getaddrinfo
+ * (NULL: back to getaddrinfo). fn returns 0 with *out set to an address
+ * of family, or -1 with a newly allocated reason in *err. */
+typedef int (*routerdesc_resolve_fn)(const char *name, int family,
+                                     pc_addr_t *out, char **err);
+void routerdesc_set_resolver_for_testing(routerdesc_resolve_fn fn);
 /* A public IPv6 address (not loopback, link-local, unique-local or
  * otherwise private) of a local interface that is up, for an IPv6 ORPort
  * that listens on [::] (tor's address discovery). Returns 0 with *out set

@@ -54,4 +54,10 @@ void crypt_hmac256_update_(crypt_hmac256_t *h, const void *m, size_t n);
 /* Writes 32 bytes; h must be re-initialised (or be a copy) before reuse. */
 void crypt_hmac256_final_(crypt_hmac256_t *h, uint8_t out[32]);
 
+/* pub = X25519(secret, 9): the public key of secret, through a table of
+ * base-point multiples (curve25519_base.c); constant time in secret. */
+#ifdef __SIZEOF_INT128__
+void curve25519_base_mult_(uint8_t pub[32], const uint8_t secret[32]);
+#endif
+
 #endif

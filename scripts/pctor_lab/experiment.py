@@ -1,0 +1,581 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# pctor_lab.experiment -- pctor-experiment's commands (run, report, check,
+# shadow-client) and its command line; scripts/pctor-experiment only calls
+# main().
+#
+# - One run = one configuration with one seed: a test-bed file is generated
+#   (definition.testbed_toml), `pctor-testbed up` brings the network up, the
+#   workload runs here (workload.py), `pctor-testbed down` takes it down.
+#   Runs go seed by seed with the configurations interleaved, so that a
+#   slow phase of the machine hits every configuration alike.
+# - The testbed commands run in their own session: a Ctrl-C, TERM or HUP
+#   reaches this process only, which then stops the child with SIGTERM
+#   (pctor-testbed undoes a half-built network itself), waits for it, and
+#   runs `down` on the run (idempotent) before writing what it has.
+# - After `down` the clients' logs and the relays'
+#   DataDirectory/measureme.jsonl are collected (collect_run); the test
+#   bed's run directory is kept without its data directories and web
+#   files (--keep-data keeps them).
+# - --engine shadow compiles the same runs for the Shadow simulator through
+#   scripts/pctor-shadow (loaded as a module when first needed).
+
+import argparse
+import contextlib
+import datetime
+import importlib.machinery
+import importlib.util
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .common import SCRIPTS_DIR, TestbedError, tail
+from .definition import (ExperimentError, PROG, definition_summary, load_experiment, note,
+                         print_plan, run_name, testbed_toml)
+from .netns import Run
+from .network import find_binaries
+from .report import MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json
+from .workload import Stream, fetch, local_socks_connect, run_workload
+
+
+TESTBED = os.path.join(SCRIPTS_DIR, "pctor-testbed")
+EXPERIMENT = os.path.join(SCRIPTS_DIR, "pctor-experiment")
+SHADOW = os.path.join(SCRIPTS_DIR, "pctor-shadow")
+_shadow_mod = []
+
+
+class Interrupted(Exception):
+    pass
+
+
+def shadow_module():
+    """pctor-shadow (the Shadow engine), loaded when first needed."""
+    if not _shadow_mod:
+        loader = importlib.machinery.SourceFileLoader("pctor_shadow", SHADOW)
+        spec = importlib.util.spec_from_loader("pctor_shadow", loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        _shadow_mod.append(mod)
+    return _shadow_mod[0]
+
+
+# --------------------------------------------------------------------------
+# running the testbed commands
+
+class Child:
+    """The testbed subprocess being waited for, so that a signal handler can
+    stop it cleanly."""
+    proc = None
+
+
+def _on_signal(signum, frame):
+    raise Interrupted(f"signal {signum}")
+
+
+def testbed_cmd(argv, log_path, timeout=None):
+    """Run pctor-testbed ARGV in its own session, output to log_path;
+    returns (rc, last lines of output)."""
+    with open(log_path, "ab") as log:
+        log.write(f"$ pctor-testbed {' '.join(argv)}\n".encode())
+        log.flush()
+        p = subprocess.Popen([sys.executable, TESTBED] + argv, stdin=subprocess.DEVNULL,
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    Child.proc = p
+    try:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_child(p)
+        rc = -1
+    except BaseException:
+        ignore_signals()
+        stop_child(p)
+        raise
+    finally:
+        Child.proc = None
+    return rc, tail(log_path, 6)
+
+
+def ignore_signals():
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+
+
+def stop_child(p):
+    """SIGTERM the testbed child (it tears down what it built) and wait."""
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            note(f"pctor-testbed (pid {p.pid}) did not stop in 120 s; SIGKILL")
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            p.wait()
+
+
+def testbed_down(rundir, log_path):
+    if not os.path.exists(os.path.join(rundir, "state.json")):
+        return 0
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in
+           (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        rc, out = testbed_cmd(["down", "--rundir", rundir], log_path, timeout=300)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if rc != 0:
+        note(f"pctor-testbed down failed for {rundir}: {out}")
+    return rc
+
+
+# --------------------------------------------------------------------------
+# one run
+
+def prune_rundir(rundir, keep_data):
+    """Drop the bulky parts of a finished run (data directories, web files)."""
+    if keep_data:
+        return
+    hd = os.path.join(rundir, "hosts")
+    if not os.path.isdir(hd):
+        return
+    for h in os.listdir(hd):
+        for sub in ("data", "www"):
+            shutil.rmtree(os.path.join(hd, h, sub), ignore_errors=True)
+
+
+def collect_run(exp, runrec, rundir, rdir):
+    """Copy torrcs, client MeasureMe labels and relay MeasureMe records out
+    of the test bed's run directory. Returns (asks, records)."""
+    try:
+        state = Run(rundir).load().state
+    except TestbedError:
+        return [], []
+    return collect_hosts(runrec, state["hosts"], rdir)
+
+
+def collect_hosts(runrec, hosts, rdir):
+    """collect_run for hosts = {name: {dir, role}} (each host's directory
+    holds torrc, notice.log and data/)."""
+    asks, records = [], []
+    os.makedirs(os.path.join(rdir, "torrc"), exist_ok=True)
+    os.makedirs(os.path.join(rdir, "measureme"), exist_ok=True)
+    for name, info in sorted(hosts.items()):
+        hd = info["dir"]
+        with contextlib.suppress(OSError):
+            shutil.copy(os.path.join(hd, "torrc"), os.path.join(rdir, "torrc", f"{name}.torrc"))
+        if info["role"] == "client":
+            with contextlib.suppress(OSError):
+                with open(os.path.join(hd, "notice.log"), errors="replace") as f:
+                    for line in f:
+                        m = MEASUREME_ASK.search(line)
+                        if m:
+                            asks.append({"run": runrec["run"], "config": runrec["config"],
+                                         "seed": runrec["seed"], "client": name,
+                                         "hop": int(m.group(1)), "circuit": int(m.group(2)),
+                                         "interval_ms": int(m.group(3)),
+                                         "label": m.group(4)})
+        # The relay rotates its file at MeasureMeLogMaxSize: the older
+        # part (measureme.jsonl.1) first.
+        mm = os.path.join(hd, "data", "measureme.jsonl")
+        for suffix in (".1", ""):
+            if not os.path.exists(mm + suffix):
+                continue
+            shutil.copy(mm + suffix, os.path.join(rdir, "measureme", f"{name}.jsonl{suffix}"))
+            with open(mm + suffix, errors="replace") as f:
+                for line in f:
+                    try:
+                        r = json.loads(line)
+                    except ValueError:
+                        continue
+                    r.update({"run": runrec["run"], "config": runrec["config"],
+                              "seed": runrec["seed"], "relay": name})
+                    records.append(r)
+    return asks, records
+
+
+def do_run(exp, config, seed, duration, args, out):
+    name = run_name(exp, config, seed)
+    rdir = os.path.join(out, "runs", name)
+    os.makedirs(rdir, exist_ok=True)
+    rundir = os.path.join(rdir, "testbed")
+    log = os.path.join(rdir, "testbed.log")
+    gen = os.path.join(rdir, "testbed.toml")
+    with open(gen, "w") as f:
+        f.write(testbed_toml(exp, config, seed))
+    runrec = {"run": name, "config": config["name"], "seed": seed, "status": "starting",
+              "started": time.time()}
+    up = ["up", gen, "--rundir", rundir]
+    for opt in ("builddir", "pctor", "tor", "delayd"):
+        v = getattr(args, opt)
+        if v:
+            up += [f"--{opt}", os.path.abspath(v) if os.sep in v else v]
+    results = []
+    rpath = os.path.join(rdir, "records.jsonl")
+    rlock = threading.Lock()
+
+    def emit(rec):
+        rec.update({"run": name, "config": config["name"], "seed": seed})
+        with rlock:
+            results.append(rec)
+            with open(rpath, "a") as f:
+                f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+    interrupted = None
+    runrec["load_start"] = loadavg()
+    try:
+        note(f"run {name}: bringing the network up")
+        t = time.monotonic()
+        rc, tail = testbed_cmd(up, log)
+        runrec["up_s"] = round(time.monotonic() - t, 1)
+        if rc != 0:
+            raise ExperimentError(f"pctor-testbed up failed ({rc}): {tail}")
+        with contextlib.suppress(OSError, TestbedError):
+            hinfo = Run(rundir).load().state["hosts"]
+            save_json(os.path.join(rdir, "hosts.json"),
+                      {i["ip"]: n for n, i in hinfo.items()})
+        t = time.monotonic()
+        runrec["status"] = "running"
+        hosts = Run(rundir).load().state["hosts"]
+        runrec["measured"], runrec["workload_started"] = run_workload(
+            exp, hosts, seed, duration, emit,
+            ss_path=os.path.join(os.path.dirname(rundir), "ss.jsonl"))
+        runrec["workload_s"] = round(time.monotonic() - t, 1)
+        runrec["status"] = "ok"
+    except (KeyboardInterrupt, Interrupted):
+        ignore_signals()   # one interruption is enough: finish cleanly
+        runrec["status"] = "interrupted"
+        interrupted = True
+    except (ExperimentError, TestbedError, OSError) as e:
+        runrec["status"] = "failed"
+        runrec["error"] = str(e)
+        note(f"run {name} failed: {e}")
+    finally:
+        t = time.monotonic()
+        if testbed_down(rundir, log) != 0 and runrec["status"] == "ok":
+            runrec["status"] = "failed"
+            runrec["error"] = "pctor-testbed down failed"
+        runrec["down_s"] = round(time.monotonic() - t, 1)
+    runrec["load_end"] = loadavg()
+    asks, mm = collect_run(exp, runrec, rundir, rdir)
+    prune_rundir(rundir, args.keep_data)
+    runrec["records"] = len(results)
+    runrec["ok_records"] = sum(1 for r in results if r["ok"])
+    runrec["measureme_asks"] = len(asks)
+    runrec["measureme_records"] = len(mm)
+    runrec["finished"] = time.time()
+    return runrec, results, asks, mm
+
+
+def do_run_shadow(exp, config, seed, duration, args, out):
+    """One run in Shadow; returns what do_run returns."""
+    sh = shadow_module()
+    name = run_name(exp, config, seed)
+    rdir = os.path.join(out, "runs", name)
+    os.makedirs(rdir, exist_ok=True)
+    gen = os.path.join(rdir, "testbed.toml")
+    with open(gen, "w") as f:
+        f.write(testbed_toml(exp, config, seed))
+    opts = dict(sh.DEFAULTS, **exp.get("shadow", {}))
+    if args.shadow_parallelism:
+        opts["parallelism"] = args.shadow_parallelism
+    wstart = float(opts["workload_start_s"])
+    stop_s = math.ceil(wstart + exp["warmup_s"] + duration + exp["request_timeout_s"] + 5)
+    runrec = {"run": name, "config": config["name"], "seed": seed, "status": "starting",
+              "started": time.time(), "engine": "shadow", "simulated_s": stop_s}
+    sim = os.path.join(rdir, "shadow")
+    bins_args = argparse.Namespace(builddir=args.builddir, pctor=args.pctor, tor=args.tor,
+                                   tor_gencert=None)
+    wl_spec = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in w.items()}
+               for w in exp["workload"]]
+
+    def client_procs(h, info, tdir):
+        if not any(h.name in w["clients"] for w in exp["workload"]):
+            return []
+        hosts = {n: {k: i[k] for k in ("ip", "binary", "role") if k in i} |
+                 ({"files": i["files"]} if "files" in i else {}) for n, i in info.items()}
+        spec = {"workload": wl_spec, "warmup_s": exp["warmup_s"],
+                "request_timeout_s": exp["request_timeout_s"], "hosts": hosts,
+                "seed": seed, "duration": duration, "client": h.name,
+                "start_wall": sh.SIM_EPOCH + wstart,
+                "out": os.path.join(info[h.name]["dir"], "records.jsonl")}
+        with open(os.path.join(tdir, "workload.json"), "w") as f:
+            json.dump(spec, f)
+        return [{"path": sys.executable,
+                 "args": [EXPERIMENT, "shadow-client",
+                          os.path.join(info[h.name]["dir"], "workload.json")],
+                 "start_time": f"{int(opts['clients_start_s']) + 5}s",
+                 "expected_final_state": {"exited": 0}}]
+
+    results, asks, mm = [], [], []
+    try:
+        bins = find_binaries(bins_args, need_tor=True, need_pctor=True, need_delayd=False)
+        shadow = sh.find_shadow(args.shadow)
+        if not shadow:
+            raise ExperimentError("shadow not found (scripts/install-shadow, or --shadow PATH)")
+        state, notes = sh.compile_network(gen, sim, bins, seed, stop_s, opts, client_procs)
+        runrec["notes"] = notes
+        note(f"run {name}: simulating {stop_s} s in Shadow")
+        runrec["status"] = "running"
+        rc, wall, mem = sh.run_shadow(sim, shadow, opts)
+        runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem})
+        for cname, info in sorted(state.items()):
+            for rec in read_jsonl(os.path.join(info["dir"], "records.jsonl")):
+                rec.update({"run": name, "config": config["name"], "seed": seed})
+                results.append(rec)
+        if rc != 0:
+            runrec["status"] = "failed"
+            runrec["error"] = f"shadow exited {rc}: " + " | ".join(
+                tail(os.path.join(sim, "shadow.log"), 4).splitlines())
+        elif not any(r["ok"] for r in results):
+            runrec["status"] = "failed"
+            runrec["error"] = "no request succeeded (see the clients' logs in the run's shadow/)"
+        else:
+            runrec["status"] = "ok"
+        runrec["measured"] = sum(1 for r in results if r.get("counted") and
+                                 not r.get("background"))
+        asks, mm = collect_hosts(runrec, state, rdir)
+        with open(os.path.join(rdir, "records.jsonl"), "w") as f:
+            for r in results:
+                f.write(json.dumps(r, sort_keys=True) + "\n")
+        if not args.keep_data:
+            shutil.rmtree(os.path.join(sim, "template"), ignore_errors=True)
+            prune_rundir(os.path.join(sim, "shadow.data"), False)
+    except (KeyboardInterrupt, Interrupted):
+        ignore_signals()
+        runrec["status"] = "interrupted"
+    except (ExperimentError, TestbedError, sh.ShadowError, OSError) as e:
+        runrec["status"] = "failed"
+        runrec["error"] = str(e)
+        note(f"run {name} failed: {e}")
+    runrec["records"] = len(results)
+    runrec["ok_records"] = sum(1 for r in results if r["ok"])
+    runrec["measureme_asks"] = len(asks)
+    runrec["measureme_records"] = len(mm)
+    runrec["finished"] = time.time()
+    return runrec, results, asks, mm
+
+
+def cmd_shadow_client(args):
+    """Inside a Shadow simulation: this client host's request loops. Probes
+    until a request through a circuit succeeds, waits for the common start,
+    then runs the loops; records go to the spec's "out" file."""
+    with open(args.spec) as f:
+        spec = json.load(f)
+    exp = {"workload": spec["workload"], "warmup_s": spec["warmup_s"],
+           "request_timeout_s": spec["request_timeout_s"]}
+    for w in exp["workload"]:
+        w["think"] = tuple(w["think"])
+    hosts, client = spec["hosts"], spec["client"]
+    mine = [w for w in exp["workload"] if client in w["clients"]]
+    wl = mine[0]
+    srv = hosts[wl["server"]]
+    finfo = srv["files"][wl["file"]]
+    probe = Stream(dict(wl, isolate=False), client, 0, random.Random(0))
+    stop = threading.Event()
+    tries = 0
+    while time.time() < spec["start_wall"]:
+        tries += 1
+        rec = fetch(probe, local_socks_connect(None), srv["ip"], f"/{wl['file']}",
+                    finfo["sha256"], finfo["size"], spec["request_timeout_s"], stop)
+        if rec["ok"]:
+            note(f"{client}: a request through a circuit worked (try {tries})")
+            break
+        time.sleep(2)
+    else:
+        note(f"{client}: no request worked before the workload's start ({tries} tries)")
+    time.sleep(max(0.0, spec["start_wall"] - time.time()))
+    lock = threading.Lock()
+    with open(spec["out"], "a") as out:
+        def emit(rec):
+            with lock:
+                out.write(json.dumps(rec, sort_keys=True) + "\n")
+                out.flush()
+        n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
+                            connect_for=local_socks_connect, only_client=client)
+    note(f"{client}: done, {n} measured requests")
+    return 0
+
+
+def cmd_run(args):
+    if args.engine == "shadow":
+        pass
+    elif os.geteuid() != 0:
+        note("must run as root (network namespaces)")
+        return 1
+    exp = load_experiment(args.file, args.scale)
+    seeds = args.seeds or exp["seeds"]
+    duration = args.duration or exp["duration_s"]
+    if args.ss_interval is not None:
+        if not 0 <= args.ss_interval <= 60000:
+            raise ExperimentError("--ss-interval must be 0..60000 ms")
+        exp["ss_interval_ms"] = args.ss_interval
+    configs = exp["configs"]
+    if args.configs:
+        want = args.configs.split(",")
+        unknown = [c for c in want if c not in [x["name"] for x in configs]]
+        if unknown:
+            raise ExperimentError(f"no configuration {', '.join(unknown)}")
+        configs = [c for c in configs if c["name"] in want]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = os.path.abspath(args.out or f"pctor-experiment-{exp['name']}-{stamp}")
+    if os.path.exists(out) and os.listdir(out):
+        raise ExperimentError(f"{out} exists and is not empty")
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(args.file, os.path.join(out, "experiment.toml"))
+    if exp.get("network_file"):
+        shutil.copy(exp["network_file"], os.path.join(out, "network.toml"))
+    meta = {"experiment": exp["name"], "file": exp["file"], "seeds": seeds,
+            "engine": args.engine,
+            "duration_s": duration, "warmup_s": exp["warmup_s"],
+            "configs": [c["name"] for c in configs],
+            "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+            "started": time.time(), "machine": machine_info(args), "runs": [],
+            "definition": definition_summary(exp)}
+    save_json(os.path.join(out, "runs.json"), meta)
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    status = 0
+    try:
+        for seed in range(1, seeds + 1):
+            for c in configs:
+                runner = do_run_shadow if args.engine == "shadow" else do_run
+                runrec, res, asks, mm = runner(exp, c, seed, duration, args, out)
+                meta["runs"].append(runrec)
+                save_json(os.path.join(out, "runs.json"), meta)
+                append_jsonl(os.path.join(out, "results.jsonl"), res)
+                append_jsonl(os.path.join(out, "measureme.jsonl"), mm)
+                append_jsonl(os.path.join(out, "measureme-asks.jsonl"), asks)
+                ssp = os.path.join(out, "runs", runrec["run"], "ss.jsonl")
+                if os.path.exists(ssp):
+                    sss = read_jsonl(ssp)
+                    for r in sss:
+                        r.update({"run": runrec["run"], "config": runrec["config"],
+                                  "seed": runrec["seed"]})
+                    append_jsonl(os.path.join(out, "ss.jsonl"), sss)
+                if runrec["status"] != "ok":
+                    status = 1
+                note(f"run {runrec['run']}: {runrec['status']}, {runrec['ok_records']} of "
+                     f"{runrec['records']} requests ok, {runrec['measureme_records']} "
+                     f"MeasureMe records")
+                if runrec["status"] == "interrupted":
+                    raise Interrupted("during a run")
+    except (KeyboardInterrupt, Interrupted):
+        ignore_signals()
+        meta["interrupted"] = True
+        note("interrupted; the current run is down; writing the report of what was done")
+        status = 130
+    finally:
+        meta["finished"] = time.time()
+        save_json(os.path.join(out, "runs.json"), meta)
+        for s, h in old.items():
+            signal.signal(s, h)
+    make_report(out)
+    print(out)
+    return status
+
+
+def loadavg():
+    """The 1- and 5-minute load averages (other tenants' load distorts runs)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:2]]
+    except (OSError, ValueError):
+        return None
+
+
+def machine_info(args):
+    info = {"kernel": platform.release(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+    with contextlib.suppress(OSError):
+        with open("/proc/meminfo") as f:
+            info["mem_gb"] = round(int(f.readline().split()[1]) / 1048576, 1)
+    for name, argv in (("tor", [args.tor or "tor", "--version"]),):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+            info[name] = p.stdout.strip().splitlines()[0] if p.stdout.strip() else "?"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        p = subprocess.run(["git", "-C", SCRIPTS_DIR, "describe", "--always", "--dirty"],
+                           capture_output=True, text=True, timeout=20)
+        if p.returncode == 0:
+            info["pctor_source"] = p.stdout.strip()
+    return info
+
+
+def cmd_report(args):
+    if not os.path.exists(os.path.join(args.dir, "runs.json")):
+        raise ExperimentError(f"{args.dir}: no runs.json (not an experiment output directory)")
+    make_report(os.path.abspath(args.dir))
+    print(os.path.join(os.path.abspath(args.dir), "README.md"))
+    return 0
+
+
+def cmd_check(args):
+    exp = load_experiment(args.file, args.scale)
+    print_plan(exp, args.seeds or exp["seeds"], args.duration or exp["duration_s"])
+    if args.show_testbed:
+        for c in exp["configs"]:
+            print(f"\n# ---- configuration {c['name']} ----")
+            print(testbed_toml(exp, c, 1))
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog=PROG, description="Run an experiment definition on "
+                                 "the pctor test bed and write a report.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="run every configuration with every seed, write a report")
+    p.add_argument("file")
+    p.add_argument("--out", help="report directory (default ./pctor-experiment-NAME-TIME)")
+    p.add_argument("--seeds", type=int, help="repetitions per configuration "
+                   "(default experiment.seeds)")
+    p.add_argument("--duration", type=float, help="measured seconds per run "
+                   "(default experiment.duration_s)")
+    p.add_argument("--configs", help="only these configurations (comma-separated)")
+    p.add_argument("--builddir", help="pctor build directory (for pctor and pctor-delayd)")
+    p.add_argument("--pctor")
+    p.add_argument("--tor")
+    p.add_argument("--delayd")
+    p.add_argument("--keep-data", action="store_true", help="keep the relays' data "
+                   "directories and the web files of every run")
+    p.add_argument("--ss-interval", type=int, metavar="MS", help="snapshot the relays' "
+                   "relay-to-relay TCP connections (ss -tin) every MS milliseconds "
+                   "(overrides experiment.ss_interval_ms; 0 = off)")
+    p.add_argument("--scale", help="the definition's [scale.NAME] network and workload "
+                   "(default: the network as written)")
+    p.add_argument("--engine", choices=("testbed", "shadow"), default="testbed",
+                   help="network namespaces (default, root) or the Shadow simulator")
+    p.add_argument("--shadow", help="the shadow binary (default: PATH, ~/.local/bin)")
+    p.add_argument("--shadow-parallelism", type=int, help="Shadow's worker threads "
+                   "(default shadow.parallelism of the definition, else 1)")
+    p = sub.add_parser("shadow-client", help="(inside Shadow) one client host's workload")
+    p.add_argument("spec")
+    p = sub.add_parser("report", help="rebuild the report of an output directory")
+    p.add_argument("dir")
+    p = sub.add_parser("check", help="validate a definition and print the plan (no root)")
+    p.add_argument("file")
+    p.add_argument("--scale", help="the definition's [scale.NAME] network and workload")
+    p.add_argument("--seeds", type=int)
+    p.add_argument("--duration", type=float)
+    p.add_argument("--show-testbed", action="store_true", help="print the generated "
+                   "test-bed file of every configuration")
+    args = ap.parse_args(argv)
+    if getattr(args, "seeds", None) is not None and args.seeds < 1:
+        ap.error("--seeds must be at least 1")
+    if getattr(args, "duration", None) is not None and args.duration <= 0:
+        ap.error("--duration must be positive")
+    try:
+        return {"run": cmd_run, "report": cmd_report, "check": cmd_check,
+                "shadow-client": cmd_shadow_client}[args.cmd](args)
+    except (ExperimentError, TestbedError) as e:
+        note(str(e))
+        return 1
+    except (KeyboardInterrupt, Interrupted):
+        note("interrupted")
+        return 130

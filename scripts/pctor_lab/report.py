@@ -1,0 +1,694 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# pctor_lab.report -- pctor-experiment's report (and pctor-measure's, which
+# imports it): the statistics and tables computed from the files in an
+# output directory (results.jsonl, measureme.jsonl, runs.json,
+# experiment.toml), so `pctor-experiment report DIR` can redo them.
+#
+# - Percentiles are linear interpolations between order statistics
+#   (numpy's default); changes are relative to each configuration's
+#   baseline.
+# - MeasureMe: the clients' log lines ("MeasureMe: asked hop H of circuit N
+#   ... (label L)", MEASUREME_ASK) are joined with the relays' records by
+#   label; a relay record whose label no client logged is reported as
+#   unexpected.
+# - Plots need matplotlib and are skipped, with a note, without it.
+# - class_order is looked up at call time, so that pctor-measure can order
+#   its classes (file sizes) by size.
+
+import contextlib
+import csv
+import datetime
+import json
+import math
+import os
+import re
+
+from .common import atomic_write
+from .definition import PROG
+
+
+PERCENTILES = (25, 50, 75, 90)
+METRICS = (("ttfb", "time to first byte", "s"), ("total", "download time", "s"),
+           ("rate", "throughput", "KB/s"))
+MEASUREME_ASK = re.compile(r"MeasureMe: asked hop (\d+) of circuit (\d+) to measure it every "
+                           r"(\d+) ms \(label ([0-9a-f]{16})\)")
+
+
+def ss_summary(samples, ip_names, configs):
+    """Per configuration, relay, peer and connection class: the sending side
+    of relay-to-relay connections while they send (bytes acknowledged grew
+    since the previous snapshot). Class: where a relay has three or more
+    connections carrying data to one peer (per-circuit connections), the one
+    that carried the most is "bulk" (in these experiments the bulk loops'
+    circuits), the others "other"; with fewer, "shared". "restart cwnd" is
+    the window at the first sending snapshot after 1 s or more without
+    sending."""
+    conns = {}
+    for r in samples:
+        conns.setdefault((r["run"], r["relay"], r["local"], r["peer"]), []).append(r)
+    groups = {}
+    for key, recs in conns.items():
+        recs.sort(key=lambda x: x["t"])
+        sent = recs[-1].get("bytes_acked", 0) - recs[0].get("bytes_acked", 0)
+        if sent < 50000:
+            continue
+        groups.setdefault(key[:2] + (recs[0]["peer_ip"],), []).append((sent, key, recs))
+    rows = {}
+    for (run, relay, pip), cl in groups.items():
+        cl.sort(key=lambda x: -x[0])
+        cfg = cl[0][2][0]["config"]
+        for i, (sent, key, recs) in enumerate(cl):
+            cls = "shared" if len(cl) < 3 else ("bulk" if i == 0 else "other")
+            row = rows.setdefault((cfg, relay, ip_names.get(pip, pip), cls),
+                                  {"conns": 0, "sent": 0, "active_s": 0.0, "cwnd": [],
+                                   "ssthresh": [], "rtt": [], "pacing": [], "rate": [],
+                                   "restart": [], "notsent": [], "recvq": []})
+            row["conns"] += 1
+            row["sent"] += sent
+            last_send = None
+            for a, b in zip(recs, recs[1:]):
+                d = b.get("bytes_acked", 0) - a.get("bytes_acked", 0)
+                dt = b["t"] - a["t"]
+                if d <= 0 or dt <= 0:
+                    continue
+                if last_send is None or b["t"] - last_send >= 1.0:
+                    row["restart"].append(a.get("cwnd", 0) if last_send is None
+                                          else b.get("cwnd", 0))
+                last_send = b["t"]
+                row["active_s"] += dt
+                row["rate"].append(d / dt / 1000)
+                row["cwnd"].append(b.get("cwnd", 0))
+                if "ssthresh" in b:
+                    row["ssthresh"].append(b["ssthresh"])
+                row["rtt"].append(b.get("rtt_ms", 0))
+                row["pacing"].append(b.get("pacing_rate_bps", 0) / 8000)
+                row["notsent"].append(b.get("notsent", 0) / 1000)
+    out = []
+
+    def med(v, p=50):
+        return round(percentile(sorted(v), p), 1) if v else None
+    for (cfg, relay, peer, cls), r in sorted(rows.items(), key=lambda kv: (
+            configs.index(kv[0][0]) if kv[0][0] in configs else 99, kv[0][1:])):
+        out.append({"config": cfg, "relay": relay, "peer": peer, "class": cls,
+                    "connections": r["conns"], "sent_mb": round(r["sent"] / 1e6, 1),
+                    "sending_s": round(r["active_s"], 1),
+                    "cwnd_p50": med(r["cwnd"]), "cwnd_p75": med(r["cwnd"], 75),
+                    "restart_cwnd_p50": med(r["restart"]), "restarts": len(r["restart"]),
+                    "ssthresh_p50": med(r["ssthresh"]),
+                    "ssthresh_share": round(len(r["ssthresh"]) / len(r["cwnd"]), 2)
+                    if r["cwnd"] else None,
+                    "rtt_ms_p50": med(r["rtt"]), "rtt_ms_p75": med(r["rtt"], 75),
+                    "pacing_kBps_p50": med(r["pacing"]),
+                    "rate_kBps_p50": med(r["rate"]), "rate_kBps_p75": med(r["rate"], 75),
+                    "notsent_kB_p50": med(r["notsent"])})
+    return out
+
+
+def save_json(path, obj):
+    atomic_write(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+def append_jsonl(path, recs):
+    with open(path, "a") as f:
+        for r in recs:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+
+
+def read_jsonl(path):
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    out.append(json.loads(line))
+    return out
+
+
+# --------------------------------------------------------------------------
+# the report
+
+def percentile(sorted_vals, p):
+    """Linear interpolation between order statistics (numpy's default)."""
+    n = len(sorted_vals)
+    if n == 0:
+        return None
+    x = (n - 1) * p / 100
+    lo = math.floor(x)
+    hi = min(lo + 1, n - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (x - lo)
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:.2f}"
+    return str(v)
+
+
+def pct_change(v, base):
+    if v is None or base in (None, 0):
+        return None
+    return 100.0 * (v - base) / base
+
+
+def percentile_rows(results, configs, baselines):
+    """Rows: config, class, metric, n, p25..p90, mean, and changes vs the
+    configuration's baseline."""
+    groups = {}
+    for r in results:
+        if not r.get("counted") or not r.get("ok"):
+            continue
+        for m, _, _ in METRICS:
+            if r.get(m) is not None:
+                groups.setdefault((r["config"], r["class"], m), []).append(r[m])
+    classes = sorted({k[1] for k in groups}, key=class_order)
+    rows = []
+    for cls in classes:
+        for m, _, _ in METRICS:
+            stats = {}
+            for c in configs:
+                vals = sorted(groups.get((c, cls, m), []))
+                stats[c] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
+                            **{f"p{p}": percentile(vals, p) for p in PERCENTILES}}
+            for c in configs:
+                s = stats[c]
+                base = stats.get(baselines.get(c, configs[0]))
+                row = {"config": c, "class": cls, "metric": m, "n": s["n"],
+                       "baseline": baselines.get(c, configs[0])}
+                for p in PERCENTILES:
+                    row[f"p{p}"] = s[f"p{p}"]
+                    row[f"p{p}_change_pct"] = (None if c == row["baseline"] or base is None
+                                               else pct_change(s[f"p{p}"], base[f"p{p}"]))
+                row["mean"] = s["mean"]
+                rows.append(row)
+    return rows
+
+
+def class_order(c):
+    order = {"web": 0, "light": 1, "bulk": 2}
+    return (order.get(c, 3), c)
+
+
+def summarize_measureme(mm, asks, results, runs):
+    """Per-circuit summaries (one per relay and label) and the label check.
+    A circuit measured since before the workload started carried the test
+    bed's readiness probe only (the workload's own circuits, isolated by
+    SOCKS user name, are built after it starts): class "setup"."""
+    wl_start = {r["run"]: r.get("workload_started") for r in runs}
+    ask_by_label = {}
+    for a in asks:
+        ask_by_label.setdefault((a["run"], a["label"]), a)
+    # the class of a client: the one class it ran (else "mixed")
+    client_classes = {}
+    for r in results:
+        client_classes.setdefault((r["run"], r["client"]), set()).add(r["class"])
+    per = {}
+    for r in mm:
+        per.setdefault((r["run"], r["relay"], r["label"], r.get("circuit")), []).append(r)
+    circuits, unexpected = [], []
+    for (run, relay, label, circ), recs in sorted(per.items(), key=lambda kv: kv[0][:3]):
+        recs.sort(key=lambda x: x.get("seq", 0))
+        a = ask_by_label.get((run, label))
+        if a is None:
+            unexpected.append({"run": run, "relay": relay, "label": label})
+        client = a["client"] if a else None
+        cls = client_classes.get((run, client), set())
+        row = {"run": run, "config": recs[0]["config"], "seed": recs[0]["seed"],
+               "relay": relay, "label": label, "circuit": circ, "client": client,
+               "class": (next(iter(cls)) if len(cls) == 1 else ("mixed" if cls else "-")),
+               "first_record": recs[0].get("time"),
+               "role": recs[-1].get("role"), "records": len(recs),
+               "seconds": round(recs[-1].get("age_ms", 0) / 1000, 1),
+               "cells_fwd": sum(x.get("cells_fwd", 0) for x in recs),
+               "cells_bwd": sum(x.get("cells_bwd", 0) for x in recs)}
+        for d in ("bwd", "fwd"):
+            qs = [x.get(f"queue_{d}") or {} for x in recs]
+            sent = sum(q.get("sent", 0) for q in qs)
+            waited = sum(q.get("sent", 0) * q.get("delay_avg_us", 0) for q in qs)
+            row[f"qdelay_{d}_ms"] = round(waited / sent / 1000, 2) if sent else None
+            row[f"qdelay_{d}_max_ms"] = round(max([q.get("delay_max_us", 0) for q in qs] or [0])
+                                             / 1000, 1)
+            row[f"queued_{d}_max"] = max([q.get("queued", 0) for q in qs] or [0])
+            row[f"ewma_{d}_max"] = round(max([q.get("ewma", 0.0) for q in qs] or [0.0]), 1)
+            chans = [x.get(f"chan_{d}") for x in recs if x.get(f"chan_{d}")]
+            tcps = [c["tcp"] for c in chans if c.get("tcp")]
+            row[f"chan_{d}_per_circuit"] = int(any(c.get("per_circuit") for c in chans))
+            if tcps:
+                row[f"tcp_{d}_rtt_ms"] = round(sum(t["rtt_us"] for t in tcps) / len(tcps) / 1000, 1)
+                row[f"tcp_{d}_cwnd"] = round(sum(t["cwnd"] for t in tcps) / len(tcps), 1)
+                row[f"tcp_{d}_retrans"] = max(0, tcps[-1]["retrans"] - tcps[0]["retrans"])
+                row[f"tcp_{d}_notsent_kb"] = round(sum(t.get("notsent", 0) for t in tcps)
+                                                   / len(tcps) / 1000, 1)
+            else:
+                for k in ("rtt_ms", "cwnd", "retrans", "notsent_kb"):
+                    row[f"tcp_{d}_{k}"] = None
+        ws = wl_start.get(run)
+        # workload circuits are built after it starts, so measured later
+        if ws is None or (row["first_record"] or 0) < ws:
+            row["class"] = "setup"
+        circuits.append(row)
+    return circuits, unexpected
+
+
+def measureme_aggregate(circuits, mm, configs):
+    """Per configuration, relay and class: circuits, cells, weighted queueing
+    delay towards the client, TCP figures."""
+    circ_class = {(c["run"], c["relay"], c["label"]): c["class"] for c in circuits}
+    groups = {}
+    for r in mm:
+        key = (r["config"], r["relay"], circ_class.get((r["run"], r["relay"], r["label"]), "-"))
+        groups.setdefault(key, []).append(r)
+    rows = []
+    for (cfg, relay, cls), recs in sorted(groups.items(),
+                                          key=lambda kv: (configs.index(kv[0][0])
+                                                          if kv[0][0] in configs else 99,
+                                                          kv[0][1], class_order(kv[0][2]))):
+        q = [x.get("queue_bwd") or {} for x in recs]
+        sent = sum(x.get("sent", 0) for x in q)
+        waited = sum(x.get("sent", 0) * x.get("delay_avg_us", 0) for x in q)
+        per_rec = sorted(x["delay_avg_us"] / 1000 for x in q if x.get("sent"))
+        tcps = [x["chan_bwd"]["tcp"] for x in recs if (x.get("chan_bwd") or {}).get("tcp")]
+        fwd_tcps = [x["chan_fwd"]["tcp"] for x in recs if (x.get("chan_fwd") or {}).get("tcp")]
+        ncirc = len({(x["run"], x["label"]) for x in recs})
+        pc = [x["chan_fwd"].get("per_circuit", 0) for x in recs if x.get("chan_fwd")]
+        retrans = 0
+        for c in circuits:
+            if c["config"] == cfg and c["relay"] == relay and c["class"] == cls:
+                retrans += (c.get("tcp_fwd_retrans") or 0) + (c.get("tcp_bwd_retrans") or 0)
+        rows.append({
+            "config": cfg, "relay": relay, "class": cls, "circuits": ncirc, "records": len(recs),
+            "cells_bwd": sum(x.get("cells_bwd", 0) for x in recs),
+            "qdelay_bwd_ms": round(waited / sent / 1000, 2) if sent else None,
+            "qdelay_bwd_p90_ms": round(percentile(per_rec, 90), 1) if per_rec else None,
+            "qdelay_bwd_max_ms": round(max([x.get("delay_max_us", 0) for x in q] or [0]) / 1000, 1),
+            "tcp_bwd_rtt_ms": round(sum(t["rtt_us"] for t in tcps) / len(tcps) / 1000, 1)
+            if tcps else None,
+            "tcp_bwd_cwnd": round(sum(t["cwnd"] for t in tcps) / len(tcps), 1) if tcps else None,
+            "tcp_fwd_rtt_ms": round(sum(t["rtt_us"] for t in fwd_tcps) / len(fwd_tcps) / 1000, 1)
+            if fwd_tcps else None,
+            "tcp_fwd_cwnd": round(sum(t["cwnd"] for t in fwd_tcps) / len(fwd_tcps), 1)
+            if fwd_tcps else None,
+            "tcp_retrans": retrans,
+            "per_circuit_fwd": round(sum(pc) / len(pc), 2) if pc else None})
+    return rows
+
+
+def per_run_rows(results, runs):
+    """Medians and 75th percentiles of counted requests per run and class."""
+    order = [r["run"] for r in runs]
+    g = {}
+    for r in results:
+        if r.get("counted") and r.get("ok"):
+            g.setdefault((r["run"], r["class"]), []).append(r)
+    rows = []
+    for (run, cls), rs in sorted(g.items(), key=lambda kv: (class_order(kv[0][1]),
+                                                            order.index(kv[0][0])
+                                                            if kv[0][0] in order else 99)):
+        row = {"run": run, "class": cls, "n": len(rs)}
+        for m in ("ttfb", "total"):
+            vals = sorted(x[m] for x in rs)
+            row[f"{m}_p50"] = percentile(vals, 50)
+            row[f"{m}_p75"] = percentile(vals, 75)
+        rows.append(row)
+    return rows
+
+
+def throughput_rows(results, configs):
+    """Per configuration and class: what each loop received per second over
+    the whole run (all requests, including warm-up and cut ones), averaged
+    over runs. This is how bulk throughput is judged: a run is too short
+    for many complete 5 MiB downloads."""
+    per_run = {}
+    for r in results:
+        if r.get("t") is None:
+            continue
+        k = (r["config"], r["class"], r["run"])
+        d = per_run.setdefault(k, {"bytes": 0, "t0": r["t"], "t1": r["t"], "loops": set()})
+        d["bytes"] += r.get("bytes") or 0
+        d["t0"] = min(d["t0"], r["t"])
+        d["t1"] = max(d["t1"], r["t"] + (r.get("elapsed") or r.get("total") or 0))
+        d["loops"].add((r["client"], r["stream"]))
+    rows = []
+    for c in configs:
+        for cls in sorted({k[1] for k in per_run}, key=class_order):
+            runs = [d for k, d in per_run.items() if k[0] == c and k[1] == cls]
+            if not runs:
+                continue
+            rates = [d["bytes"] / 1000 / (d["t1"] - d["t0"]) / len(d["loops"])
+                     for d in runs if d["t1"] > d["t0"]]
+            rows.append({"config": c, "class": cls, "runs": len(runs),
+                         "loops": sum(len(d["loops"]) for d in runs),
+                         "mbytes": round(sum(d["bytes"] for d in runs) / 1e6, 1),
+                         "kbps_per_loop": round(sum(rates) / len(rates), 1) if rates else None})
+    return rows
+
+
+def write_csv(path, rows, fields=None):
+    if not rows:
+        with open(path, "w") as f:
+            f.write("")
+        return
+    fields = fields or list(rows[0].keys())
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else
+                            (round(r[k], 4) if isinstance(r[k], float) else r[k]))
+                        for k in fields})
+
+
+def md_table(header, rows):
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(x) for x in r) + " |")
+    return "\n".join(out)
+
+
+def cdf_steps(vals):
+    """The empirical CDF of sorted values as the points of a post-step plot:
+    0 at the smallest value, then k/n at the k-th value."""
+    return [vals[0]] + vals, [0.0] + [(k + 1) / len(vals) for k in range(len(vals))]
+
+
+def make_plots(out, results, configs, mm, circuits):
+    """CDF plots per class and metric; returns (list of (file, caption), note)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return [], f"matplotlib is not available ({e}); no plots"
+    pdir = os.path.join(out, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    figs = []
+    classes = sorted({r["class"] for r in results if r.get("counted") and r.get("ok")},
+                     key=class_order)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", "-.", ":"]
+    for cls in classes:
+        for m, label, unit in METRICS:
+            if m == "rate" and cls == "web":
+                continue
+            fig, ax = plt.subplots(figsize=(6.4, 4.2))
+            any_data = False
+            for i, c in enumerate(configs):
+                vals = sorted(r[m] for r in results if r["config"] == c and r["class"] == cls
+                              and r.get("counted") and r.get("ok") and r.get(m) is not None)
+                if not vals:
+                    continue
+                any_data = True
+                xs, ys = cdf_steps(vals)
+                ax.step(xs, ys, where="post", color=colors[i % len(colors)],
+                        linestyle=styles[(i // len(colors)) % len(styles)],
+                        label=f"{c} (n={len(vals)}, median {fmt(percentile(vals, 50))} {unit})")
+            if not any_data:
+                plt.close(fig)
+                continue
+            ax.set_xlabel(f"{label} ({unit})")
+            ax.set_ylabel("cumulative fraction of requests")
+            ax.set_ylim(0, 1.02)
+            ax.set_xlim(left=0)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f"{cls}: {label}")
+            ax.legend(loc="lower right", fontsize=8)
+            fig.tight_layout()
+            fn = f"{cls}-{m}.png"
+            fig.savefig(os.path.join(pdir, fn), dpi=100)
+            plt.close(fig)
+            figs.append((f"plots/{fn}", f"{cls}: CDF of {label}"))
+    # MeasureMe: queueing delay towards the client per relay record
+    circ_class = {(c["run"], c["relay"], c["label"]): c["class"] for c in circuits}
+    relays = sorted({r["relay"] for r in mm})
+    if relays:
+        fig, axes = plt.subplots(1, len(relays), figsize=(4.2 * len(relays), 3.8), squeeze=False)
+        drew = False
+        for ax, relay in zip(axes[0], relays):
+            k = 0
+            for i, c in enumerate(configs):
+                for cls in sorted({circ_class.get((r["run"], r["relay"], r["label"]), "-")
+                                   for r in mm if r["relay"] == relay} - {"setup"},
+                                  key=class_order):
+                    vals = sorted(r["queue_bwd"]["delay_avg_us"] / 1000 for r in mm
+                                  if r["relay"] == relay and r["config"] == c
+                                  and circ_class.get((r["run"], relay, r["label"]), "-") == cls
+                                  and (r.get("queue_bwd") or {}).get("sent"))
+                    if not vals:
+                        continue
+                    drew = True
+                    xs, ys = cdf_steps(vals)
+                    ax.step(xs, ys, where="post", color=colors[i % len(colors)],
+                            linestyle=styles[k % len(styles)], label=f"{c}/{cls}")
+                    k += 1
+                k = 0
+            ax.set_title(f"{relay}", fontsize=10)
+            ax.set_xlabel("queueing delay towards client (ms)")
+            ax.set_ylim(0, 1.02)
+            ax.set_xlim(left=0)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7, loc="lower right")
+        axes[0][0].set_ylabel("fraction of MeasureMe intervals")
+        if drew:
+            fig.tight_layout()
+            fig.savefig(os.path.join(pdir, "measureme-queue-delay.png"), dpi=100)
+            figs.append(("plots/measureme-queue-delay.png",
+                         "MeasureMe: average queueing delay of cells towards the client per "
+                         "recording interval (intervals with cells), per relay"))
+        plt.close(fig)
+    return figs, None
+
+
+def make_report(out):
+    with open(os.path.join(out, "runs.json")) as f:
+        meta = json.load(f)
+    exp = meta["definition"]
+    results = read_jsonl(os.path.join(out, "results.jsonl"))
+    mm = read_jsonl(os.path.join(out, "measureme.jsonl"))
+    asks = read_jsonl(os.path.join(out, "measureme-asks.jsonl"))
+    configs = [c for c in meta["configs"]]
+    allcfg = {c["name"]: c for c in exp["configs"]}
+    baselines = {c: (allcfg[c]["baseline"] if c in allcfg and allcfg[c]["baseline"] in configs
+                     else configs[0]) for c in configs}
+    rows = percentile_rows(results, configs, baselines)
+    fields = ["config", "class", "metric", "n"] + [f"p{p}" for p in PERCENTILES] + ["mean"] + \
+        ["baseline"] + [f"p{p}_change_pct" for p in PERCENTILES]
+    write_csv(os.path.join(out, "percentiles.csv"), rows, fields)
+    thr = throughput_rows(results, configs)
+    write_csv(os.path.join(out, "throughput.csv"), thr)
+    circuits, unexpected = summarize_measureme(mm, asks, results, meta["runs"])
+    write_csv(os.path.join(out, "measureme-circuits.csv"), circuits)
+    agg = measureme_aggregate(circuits, mm, configs)
+    write_csv(os.path.join(out, "measureme-summary.csv"), agg)
+    ssrows = []
+    if os.path.exists(os.path.join(out, "ss.jsonl")):
+        ip_names = {}
+        for r in meta["runs"]:
+            with contextlib.suppress(OSError, ValueError):
+                with open(os.path.join(out, "runs", r["run"], "hosts.json")) as f:
+                    ip_names.update(json.load(f))
+        ssrows = ss_summary(read_jsonl(os.path.join(out, "ss.jsonl")), ip_names, configs)
+        write_csv(os.path.join(out, "ss-summary.csv"), ssrows)
+    figs, plot_note = make_plots(out, results, configs, mm, circuits)
+    summary = {"percentiles": rows, "per_run": per_run_rows(results, meta["runs"]),
+               "throughput": thr, "measureme": agg,
+               "measureme_unexpected_labels": unexpected,
+               "measureme_labels_asked": sorted({a["label"] for a in asks}),
+               "measureme_labels_recorded": sorted({r["label"] for r in mm}),
+               "runs": meta["runs"], "figures": [f for f, _ in figs]}
+    save_json(os.path.join(out, "summary.json"), summary)
+
+    # README.md
+    L = []
+    L.append(f"# {exp['title']}\n")
+    L.append(f"Experiment `{exp['name']}` ({os.path.basename(meta['file'])}), "
+             f"written by `{PROG}`.\n")
+    if exp["reproduces"]:
+        L.append(f"**Reproduces:** {exp['reproduces']}\n")
+    if exp["paper"]:
+        L.append(f"**The paper found:** {exp['paper']}\n")
+    if exp["scale"]:
+        L.append(f"**Scale:** {exp['scale']}\n")
+    if exp["notes"]:
+        L.append(f"**Notes:** {exp['notes']}\n")
+    mi = meta.get("machine", {})
+    started = datetime.datetime.fromtimestamp(meta["started"]).strftime("%Y-%m-%d %H:%M")
+    took = (meta.get("finished", meta["started"]) - meta["started"]) / 60
+    L.append(f"Command: `{meta['command']}`  \nStarted {started}, took {took:.1f} min; "
+             f"{meta['seeds']} seed(s) x {len(configs)} configurations, "
+             f"{meta['warmup_s']:g} s warm-up + {meta['duration_s']:g} s measured per run.  \n"
+             f"Machine: {mi.get('cpus', '?')} CPUs, {mi.get('mem_gb', '?')} GB, Linux "
+             f"{mi.get('kernel', '?')}; {mi.get('tor', 'tor ?')}; pctor source "
+             f"{mi.get('pctor_source', '?')}.\n")
+    if meta.get("engine") == "shadow":
+        sims = [r for r in meta["runs"] if r.get("engine") == "shadow"]
+        notes = sorted({n for r in sims for n in r.get("notes", [])})
+        wall = [r["wall_s"] for r in sims if "wall_s" in r]
+        mem = [r["peak_rss_mib"] for r in sims if r.get("peak_rss_mib")]
+        L.append("**Engine:** the Shadow simulator (simulated time; CPU cost of crypto does "
+                 "not show, queueing and network effects do)"
+                 + (f"; {sum(wall) / 60:.1f} min of real time for {len(wall)} simulation(s)"
+                    if wall else "")
+                 + (f", peak memory {max(mem):.0f} MiB" if mem else "") + ". "
+                 + ("Differences from the test bed: " + "; ".join(notes) + "." if notes else "")
+                 + "\n")
+    if meta.get("interrupted"):
+        L.append("**This experiment was interrupted; the report covers the runs done.**\n")
+    L.append("## Configurations\n")
+    for c in configs:
+        cf = allcfg.get(c)
+        if not cf:
+            continue
+        L.append(f"- **{c}**: {cf['description']}")
+        for sel, lines in cf["torrc_selectors"].items():
+            L.append(f"  - `{sel}`: " + "; ".join(f"`{x}`" for x in lines))
+        for p in cf["pairs"]:
+            L.append(f"  - pair: `{json.dumps(p)}`")
+        for h, l in cf["links"].items():
+            L.append(f"  - link of {h}: `{json.dumps(l)}`")
+        if cf["baseline"] != c:
+            L.append(f"  - compared with: {cf['baseline']}")
+    L.append("\nWorkload:\n")
+    for w in exp["workload"]:
+        think = (f", think time uniform {w['think'][0]:g}-{w['think'][1]:g} s"
+                 if w["model"] == "web" else ", back to back")
+        L.append(f"- **{w['class']}**: {w['model']} client(s) {', '.join(w['clients'])}, "
+                 f"{w['streams']} loop(s) each ({'own circuit each' if w['isolate'] else 'shared circuits'}), "
+                 f"file {w['file']}{think}" + (", background load" if w["background"] else ""))
+    L.append("\nThe network of every run (hosts, links, the generated torrc of every host) is in "
+             "`runs/RUN/testbed.toml` and `runs/RUN/torrc/`; the definition as given is "
+             "`experiment.toml`.\n")
+    L.append("## Percentiles\n")
+    L.append("Counted: successful requests that started after the warm-up (background "
+             "transfers cut at the end are dropped). Times in seconds, throughput in KB/s "
+             "(bytes / download time). Change: relative to the baseline configuration at the "
+             "same percentile (negative = smaller). Machine-readable: `percentiles.csv`.\n")
+    hdr = ["class", "metric", "config", "n"] + [f"p{p}" for p in PERCENTILES] + \
+        [f"Δp{p}" for p in PERCENTILES]
+    trs = []
+    for r in rows:
+        if r["n"] == 0:
+            continue
+        trs.append([r["class"], r["metric"], r["config"], r["n"]] +
+                   [fmt(r[f"p{p}"]) for p in PERCENTILES] +
+                   [("-" if r[f"p{p}_change_pct"] is None else f"{r[f'p{p}_change_pct']:+.0f}%")
+                    for p in PERCENTILES])
+    L.append(md_table(hdr, trs) if trs else "(no counted requests)")
+    L.append("")
+    per_run = per_run_rows(results, meta["runs"])
+    if per_run and len(meta["runs"]) > len(configs):
+        L.append("Per run (to judge how much the runs of one configuration differ; with "
+                 "random paths the run-to-run spread can exceed the difference between "
+                 "configurations):\n")
+        L.append(md_table(["run", "class", "n", "ttfb p50", "ttfb p75", "total p50",
+                           "total p75"],
+                          [[r["run"], r["class"], r["n"], fmt(r["ttfb_p50"]), fmt(r["ttfb_p75"]),
+                            fmt(r["total_p50"]), fmt(r["total_p75"])] for r in per_run]))
+        L.append("")
+    if thr:
+        L.append("Throughput per loop over whole runs (all bytes received, including the "
+                 "warm-up and transfers cut at the end, divided by the time the loop ran; "
+                 "mean over runs; `throughput.csv`):\n")
+        base = {}
+        for t in thr:
+            base.setdefault(t["class"], {})[t["config"]] = t["kbps_per_loop"]
+        L.append(md_table(["class", "config", "runs", "loops", "MB received", "KB/s per loop",
+                           "change"],
+                          [[t["class"], t["config"], t["runs"], t["loops"], t["mbytes"],
+                            fmt(t["kbps_per_loop"]),
+                            ("-" if t["config"] == baselines.get(t["config"]) else
+                             (lambda v: "-" if v is None else f"{v:+.0f}%")(
+                                 pct_change(t["kbps_per_loop"],
+                                            base[t["class"]].get(baselines.get(t["config"])))))]
+                           for t in sorted(thr, key=lambda t: class_order(t["class"]))]))
+        L.append("")
+    L.append("## Figures\n")
+    if plot_note:
+        L.append(plot_note + "\n")
+    for f, cap in figs:
+        L.append(f"**{cap}**\n\n![{cap}]({f})\n")
+    L.append("## MeasureMe\n")
+    L.append(f"Clients logged {len({a['label'] for a in asks})} circuit label(s) they asked "
+             f"relays to measure; the relays wrote {len(mm)} records for "
+             f"{len({(r['run'], r['relay'], r['label']) for r in mm})} (relay, circuit) pairs. "
+             + ("Every record carries a label that a client logged."
+                if not unexpected else
+                f"**{len(unexpected)} (relay, circuit) pairs carry labels no client logged.**")
+             + "\n")
+    if agg:
+        L.append("Per configuration, relay and client class (queueing delay = time cells "
+                 "waited in the circuit's queue at that relay before being written towards the "
+                 "client, averaged over cells; p90 over the recording intervals; TCP figures "
+                 "of the connection towards the client (bwd) and away from it (fwd), averaged "
+                 "over records; retrans = retransmissions on those connections while measured, summed "
+                 "over circuits, so a shared connection's count once per circuit on it; "
+                 "per-circuit = share of records whose onward connection was the circuit's "
+                 "own). All circuits: `measureme-circuits.csv`.\n")
+        hdr = ["config", "relay", "class", "circuits", "cells bwd", "queue ms", "p90 ms",
+               "max ms", "rtt bwd ms", "cwnd bwd", "rtt fwd ms", "cwnd fwd", "retrans",
+               "per-circuit"]
+        L.append(md_table(hdr, [[a["config"], a["relay"], a["class"], a["circuits"],
+                                 a["cells_bwd"], fmt(a["qdelay_bwd_ms"]),
+                                 fmt(a["qdelay_bwd_p90_ms"]), fmt(a["qdelay_bwd_max_ms"]),
+                                 fmt(a["tcp_bwd_rtt_ms"]), fmt(a["tcp_bwd_cwnd"]),
+                                 fmt(a["tcp_fwd_rtt_ms"]), fmt(a["tcp_fwd_cwnd"]),
+                                 a["tcp_retrans"], fmt(a["per_circuit_fwd"])] for a in agg]))
+        L.append("")
+    if ssrows:
+        L.append("## TCP of the relay-to-relay connections (ss)\n")
+        L.append("`ss -tin` in every relay's namespace every "
+                 f"{exp.get('ss_interval_ms', '?')} ms; the sending side of each "
+                 "relay-to-relay connection, over the snapshots in which it sent (its bytes "
+                 "acknowledged grew). class: with three or more data-carrying connections to "
+                 "one peer (per-circuit), the one that carried most is 'bulk', the rest "
+                 "'other'; else 'shared'. restart cwnd = window when a connection starts "
+                 "sending again after 1 s or more without. ssthresh share = share of "
+                 "snapshots that had left the initial slow start. All: `ss-summary.csv`, "
+                 "raw: `ss.jsonl`.\n")
+        hdr = ["config", "relay", "peer", "class", "conns", "MB", "sending s", "cwnd p50",
+               "cwnd p75", "restart cwnd", "restarts", "ssthresh p50", "ssthresh share",
+               "rtt ms p50", "rtt ms p75", "pacing KB/s", "rate KB/s p50", "rate KB/s p75",
+               "notsent KB"]
+        L.append(md_table(hdr, [[x["config"], x["relay"], x["peer"], x["class"],
+                                 x["connections"], x["sent_mb"], x["sending_s"],
+                                 fmt(x["cwnd_p50"]), fmt(x["cwnd_p75"]),
+                                 fmt(x["restart_cwnd_p50"]), x["restarts"],
+                                 fmt(x["ssthresh_p50"]), fmt(x["ssthresh_share"]),
+                                 fmt(x["rtt_ms_p50"]), fmt(x["rtt_ms_p75"]),
+                                 fmt(x["pacing_kBps_p50"]), fmt(x["rate_kBps_p50"]),
+                                 fmt(x["rate_kBps_p75"]), fmt(x["notsent_kB_p50"])]
+                                for x in ssrows]))
+        L.append("")
+    L.append("## Runs\n")
+    hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",
+           "load 1/5 min (start, end)", "note"]
+
+    def ld(r):
+        a, b = r.get("load_start"), r.get("load_end")
+        return (f"{a[0]:.1f}/{a[1]:.1f}, {b[0]:.1f}/{b[1]:.1f}" if a and b else "-")
+    L.append(md_table(hdr, [[r["run"], r["status"], fmt(r.get("up_s")), r.get("records", 0),
+                             r.get("ok_records", 0), r.get("measured", "-"),
+                             r.get("measureme_records", 0), ld(r), r.get("error", "")[:120]]
+                            for r in meta["runs"]]))
+    fails = [r for r in results if not r.get("ok") and not r.get("aborted")]
+    if fails:
+        L.append(f"\n{len(fails)} request(s) failed, e.g.: " +
+                 "; ".join(f"{r['run']}/{r['client']}: {r.get('error', '?')}" for r in fails[:3]))
+    L.append("\n## Files\n")
+    L.append("- `results.jsonl`: every request (config, seed, class, client, stream, t = start "
+             "in s since the workload began, ttfb, total, rate, ok, counted)\n"
+             "- `percentiles.csv`, `throughput.csv`, `summary.json`: the tables above\n"
+             "- `measureme.jsonl`: every relay record (the relay's own fields plus run, "
+             "config, seed, relay); `measureme-asks.jsonl`: the clients' requests; "
+             "`measureme-circuits.csv`, `measureme-summary.csv`: summaries\n"
+             "- `runs/RUN/`: testbed.toml, torrc/, records.jsonl, measureme/, testbed.log and "
+             "the test bed's run directory (logs; data directories removed)\n"
+             "- `plots/`: the figures")
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write("\n".join(L) + "\n")

@@ -1,0 +1,328 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# pctor_lab.workload -- pctor-experiment's workload: request loops over
+# SOCKS5 (a username per loop when isolated, so a circuit per loop), each
+# request timed (time to first byte, total, throughput) and its sha256
+# checked, and `ss -tin` samples of the relays' relay-to-relay connections
+# (parse_ss).
+#
+# - The workload is run in pctor-experiment's process: threads enter the
+#   client's namespace just to create their sockets (ns_socks_connect), or
+#   under Shadow connect to 127.0.0.1 (local_socks_connect). Foreground
+#   loops start after warmup_s and start no request after warmup_s +
+#   duration_s; background loops (bulk transfers that load the network)
+#   start at once and are cut when the last foreground loop finishes.
+#   Requests that started during the warm-up are recorded but not counted.
+
+import contextlib
+import datetime
+import hashlib
+import json
+import random
+import re
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+from .common import HTTPPORT, ORPORT, SOCKSPORT, TestbedError
+from .definition import PROG, note
+from .netns import ns_connect, recv_exact
+
+
+# --------------------------------------------------------------------------
+# the workload
+
+def socks5_open(sock, host, port, timeout, user=None):
+    """SOCKS5 CONNECT by host name; with user, username/password
+    authentication (RFC 1929), which pctor and tor use to isolate circuits."""
+    sock.settimeout(timeout)
+    if user is None:
+        sock.sendall(b"\x05\x01\x00")
+        if recv_exact(sock, 2) != b"\x05\x00":
+            raise TestbedError("SOCKS5: no-auth method refused")
+    else:
+        u = user.encode()[:255]
+        sock.sendall(b"\x05\x01\x02")
+        if recv_exact(sock, 2) != b"\x05\x02":
+            raise TestbedError("SOCKS5: username/password method refused")
+        sock.sendall(b"\x01" + bytes([len(u)]) + u + b"\x01x")
+        if recv_exact(sock, 2)[1] != 0:
+            raise TestbedError("SOCKS5: authentication refused")
+    h = host.encode()
+    sock.sendall(b"\x05\x01\x00\x03" + bytes([len(h)]) + h + struct.pack(">H", port))
+    r = recv_exact(sock, 4)
+    if r[1] != 0:
+        raise TestbedError(f"SOCKS5: CONNECT failed with error {r[1]}")
+    alen = {1: 4, 4: 16}.get(r[3])
+    if alen is None:
+        alen = recv_exact(sock, 1)[0]
+    recv_exact(sock, alen + 2)
+
+
+class Stream:
+    """One request loop (a virtual client)."""
+
+    def __init__(self, wl, client, index, rnd):
+        self.wl, self.client, self.index, self.rnd = wl, client, index, rnd
+        self.sock = None
+        self.lock = threading.Lock()
+        self.user = f"{wl['class']}-{client}-{index}" if wl["isolate"] else None
+
+    def abort(self):
+        with self.lock:
+            if self.sock is not None:
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)
+
+
+def fetch(stream, connect, ip, path, want_sha, size, timeout, stop):
+    """One HTTP GET through the client's SocksPort (connect(timeout) opens a
+    TCP connection to it); a record (times in s from the start of the
+    SOCKS connection)."""
+    t0 = time.monotonic()
+    rec = {"start": round(time.time(), 6)}
+    s = None
+    n = 0
+    try:
+        s = connect(timeout)
+        with stream.lock:
+            stream.sock = s
+        if stop.is_set():
+            raise TestbedError("stopped")
+        socks5_open(s, ip, HTTPPORT, timeout, stream.user)
+        rec["connect"] = round(time.monotonic() - t0, 6)
+        s.sendall(f"GET {path} HTTP/1.0\r\nHost: {ip}\r\nUser-Agent: {PROG}\r\n\r\n".encode())
+        buf, ttfb = b"", None
+        while b"\r\n\r\n" not in buf:
+            b = s.recv(65536)
+            if not b:
+                raise TestbedError("connection closed before the HTTP header ended")
+            if ttfb is None:
+                ttfb = time.monotonic() - t0
+            buf += b
+            if len(buf) > 65536:
+                raise TestbedError("HTTP header too long")
+        head, body = buf.split(b"\r\n\r\n", 1)
+        status = int(head.split(b" ", 2)[1])
+        # The download ends with the last byte Content-Length announces
+        # (as for a browser), not with the server's FIN: Shadow's TCP now
+        # and then never delivers the FIN of a connection the server closed
+        # with data still queued (doc/experiments.md, Calibration).
+        m = re.search(rb"(?im)^content-length:\s*([0-9]{1,12})\s*$", head)
+        clen = int(m.group(1)) if m else None
+        digest = hashlib.sha256(body)
+        n = len(body)
+        while clen is None or n < clen:
+            b = s.recv(262144)
+            if not b:
+                break
+            n += len(b)
+            digest.update(b)
+        total = time.monotonic() - t0
+        rec.update({"status": status, "bytes": n, "ttfb": round(ttfb, 6),
+                    "total": round(total, 6)})
+        rec["ok"] = status == 200 and n == size and digest.hexdigest() == want_sha
+        if not rec["ok"]:
+            rec["error"] = "bad status, size or sha256"
+        if total > ttfb:
+            rec["rate"] = round(n / 1000 / total, 3)
+    except (OSError, TestbedError, ValueError, IndexError) as e:
+        rec.update({"ok": False, "error": str(e) or type(e).__name__, "bytes": n})
+    finally:
+        with stream.lock:
+            stream.sock = None
+        if s is not None:
+            s.close()
+    rec["elapsed"] = round(time.monotonic() - t0, 6)
+    if stop.is_set() and not rec["ok"]:
+        rec["aborted"] = True
+        rec["error"] = "cut when the run ended"
+    return rec
+
+
+def ns_socks_connect(info):
+    """The connect function of a test-bed client (its namespace's SocksPort)."""
+    return lambda timeout: ns_connect(info["ns"], ("127.0.0.1", SOCKSPORT),
+                                      timeout=timeout)
+
+
+def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
+                 only_client=None, ss_path=None):
+    """Run the workload on a live network; emit(record) for every request.
+    hosts: the run's hosts (ip, binary, files of servers); connect_for(info)
+    gives the function that opens a connection to a client's SocksPort;
+    only_client: run just that client's loops (Shadow runs one workload
+    process per client host). Returns (the number of measured requests --
+    foreground, after the warm-up --, the wall-clock time the workload
+    started)."""
+    warm = exp["warmup_s"]
+    t0 = time.monotonic()
+    wall0 = time.time()
+    fg_deadline = t0 + warm + duration
+    stop_bg = threading.Event()
+    stop_fg = threading.Event()   # set only when the run is interrupted
+    streams, threads = [], []
+    counted = [0]
+    lock = threading.Lock()
+
+    def loop(st):
+        wl, client = st.wl, st.client
+        info = hosts[client]
+        srv = hosts[wl["server"]]
+        finfo = srv["files"][wl["file"]]
+        bg = wl["background"]
+        stop = stop_bg if bg else stop_fg
+        start_at = (t0 if bg else t0 + warm) + st.rnd.uniform(0, wl["stagger_s"])
+        while time.monotonic() < start_at and not stop.is_set():
+            time.sleep(min(0.2, max(0.0, start_at - time.monotonic())))
+        first = True
+        while not stop.is_set():
+            now = time.monotonic()
+            if not bg and now >= fg_deadline:
+                break
+            rec = fetch(st, connect_for(info), srv["ip"], f"/{wl['file']}", finfo["sha256"],
+                        finfo["size"], exp["request_timeout_s"], stop)
+            rel = now - t0
+            rec.update({"class": wl["class"], "model": wl["model"], "client": client,
+                        "binary": info["binary"], "stream": st.index, "file": wl["file"],
+                        "size": finfo["size"], "background": bg, "t": round(rel, 3),
+                        "warmup": rel < warm, "first": first})
+            first = False
+            if rec.get("aborted"):
+                rec["counted"] = False
+            else:
+                rec["counted"] = not rec["warmup"]
+            emit(rec)
+            if rec["counted"] and not bg:
+                with lock:
+                    counted[0] += 1
+            # A failed request is retried after a second, not at once: a
+            # client that cannot build circuits must not spin (in Shadow,
+            # a loop that never blocks long would not let time advance).
+            if (wl["model"] == "web" or not rec["ok"]) and not stop.is_set():
+                pause = st.rnd.uniform(*wl["think"]) if wl["model"] == "web" else 1.0
+                end = time.monotonic() + pause
+                while time.monotonic() < end and not stop.is_set():
+                    if not bg and time.monotonic() >= fg_deadline:
+                        break
+                    time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+
+    sampler = None
+    if exp.get("ss_interval_ms") and ss_path:  # (namespaces only: ss in each host)
+        sampler = threading.Thread(target=ss_sampler, daemon=True,
+                                   args=(hosts, exp["ss_interval_ms"] / 1000, t0, stop_bg,
+                                         ss_path))
+        sampler.start()
+    k = 0
+    for wl in exp["workload"]:
+        for client in wl["clients"]:
+            for i in range(wl["streams"]):
+                if only_client is not None and client != only_client:
+                    k += 1
+                    continue
+                st = Stream(wl, client, i, random.Random(f"{seed}-{wl['class']}-{client}-{i}-{k}"))
+                streams.append(st)
+                threads.append(threading.Thread(target=loop, args=(st,), daemon=True))
+                k += 1
+    note(f"workload: {len(threads)} loops, {warm:g} s warm-up + {duration:g} s "
+         f"(seed {seed}, started {datetime.datetime.fromtimestamp(wall0):%H:%M:%S})")
+    for th in threads:
+        th.start()
+    try:
+        fg = [th for th, st in zip(threads, streams) if not st.wl["background"]]
+        for th in fg:
+            while th.is_alive():
+                th.join(0.5)
+    finally:
+        # normally only background loops are left; after an interrupt all
+        stop_bg.set()
+        stop_fg.set()
+        for st in streams:
+            st.abort()
+        for th in threads:
+            th.join(10)
+        if sampler:
+            sampler.join(10)
+    return counted[0], wall0
+
+
+# --------------------------------------------------------------------------
+# ss -tin snapshots of the relays' relay-to-relay connections
+
+SS_FIELDS = {"cwnd": int, "ssthresh": int, "bytes_acked": int, "bytes_received": int,
+             "notsent": int, "unacked": int, "lastsnd": int, "retrans": None,
+             "mss": int, "rto": float}
+SS_RATE = re.compile(r"\b(pacing_rate|delivery_rate|send) ([0-9.]+)([KMG]?)bps")
+# [State] Recv-Q Send-Q Local:Port Peer:Port details (no State column
+# when ss is given a state filter)
+SS_ADDR = re.compile(r"^(?:[A-Z][A-Z0-9-]*\s+)?(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)"
+                     r"\s+(.*)$")
+
+
+def parse_ss(text, relay_ips):
+    """Parse `ss -tinHO` (one connection per line). Returns dicts for the
+    TCP connections between two relays' ORPorts."""
+    out = []
+    for line in text.splitlines():
+        m = SS_ADDR.match(line.strip())
+        if not m:
+            continue
+        lip, lport, pip, pport = m.group(3), int(m.group(4)), m.group(5), int(m.group(6))
+        if pip not in relay_ips or (lport != ORPORT and pport != ORPORT):
+            continue
+        rest = m.group(7)
+        rec = {"local": f"{lip}:{lport}", "peer": f"{pip}:{pport}",
+               "peer_ip": pip, "recvq": int(m.group(1)), "sendq": int(m.group(2)),
+               "app_limited": " app_limited" in rest}
+        for tok in rest.split():
+            if ":" not in tok:
+                continue
+            k, _, v = tok.partition(":")
+            if k in SS_FIELDS and SS_FIELDS[k]:
+                with contextlib.suppress(ValueError):
+                    rec[k] = SS_FIELDS[k](v)
+            elif k == "rtt":
+                with contextlib.suppress(ValueError):
+                    rec["rtt_ms"] = float(v.split("/")[0])
+            elif k == "retrans":
+                with contextlib.suppress(ValueError, IndexError):
+                    rec["retrans_total"] = int(v.split("/")[1])
+        for cc in ("cubic", "bbr", "reno"):
+            if f" {cc} " in f" {rest} ":
+                rec["cc"] = cc
+        for name, val, unit in SS_RATE.findall(rest):
+            rec[f"{name}_bps"] = float(val) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}[unit]
+        out.append(rec)
+    return out
+
+
+def ss_sampler(hosts, interval, t0, stop, path):
+    """Every interval seconds until stop: `ss -tinHO` in each relay's
+    namespace, the relay-to-relay connections appended to path."""
+    relays = {n: i for n, i in hosts.items() if i["role"] in ("relay", "exit")}
+    relay_ips = {i["ip"] for i in relays.values()}
+    with open(path, "a") as f:
+        while not stop.is_set():
+            t = time.monotonic()
+            for name, info in sorted(relays.items()):
+                try:
+                    p = subprocess.run(["ip", "netns", "exec", info["ns"], "ss", "-tinHO",
+                                        "state", "established"], capture_output=True,
+                                       text=True, timeout=10)
+                except (OSError, subprocess.SubprocessError):
+                    continue
+                for rec in parse_ss(p.stdout, relay_ips):
+                    rec.update({"t": round(t - t0, 3), "relay": name})
+                    f.write(json.dumps(rec, sort_keys=True) + "\n")
+            f.flush()
+            stop.wait(max(0.0, interval - (time.monotonic() - t)))
+
+
+# --------------------------------------------------------------------------
+# the Shadow engine (scripts/pctor-shadow compiles and runs; the workload
+# runs inside the simulation as `pctor-experiment shadow-client`)
+
+def local_socks_connect(info):
+    return lambda timeout: socket.create_connection(("127.0.0.1", SOCKSPORT),
+                                                    timeout=timeout)

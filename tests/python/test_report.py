@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# test_report.py -- pctor_lab.report's statistics with known answers:
+# percentiles (linear interpolation between order statistics, as numpy's
+# default), relative changes, number formatting, empirical CDF steps, the
+# percentile and throughput tables, the MeasureMe join of relay records
+# with the clients' asks (weighted queueing delay, TCP figures, unexpected
+# labels, setup circuits) and its per-relay aggregate, and the JSON-lines,
+# CSV and Markdown writers.
+import csv
+
+import pytest
+
+from pctor_lab import report
+
+
+@pytest.mark.parametrize("vals,p,want", [
+    ([1, 2, 3, 4], 50, 2.5), ([1, 2, 3, 4], 25, 1.75), ([1, 2, 3, 4], 75, 3.25),
+    ([1, 2, 3, 4], 90, 3.7), ([1, 2, 3, 4], 0, 1), ([1, 2, 3, 4], 100, 4),
+    ([7], 90, 7), ([10, 20], 90, 19), ([0, 10, 20, 30, 40], 30, 12)])
+def test_percentile(vals, p, want):
+    assert report.percentile(vals, p) == pytest.approx(want)
+
+
+def test_percentile_empty():
+    assert report.percentile([], 50) is None
+
+
+@pytest.mark.parametrize("v,base,want", [
+    (110, 100, 10.0), (90, 100, -10.0), (5.0, 2.5, 100.0), (1, 0, None), (None, 1, None),
+    (1, None, None)])
+def test_pct_change(v, base, want):
+    got = report.pct_change(v, base)
+    assert got == (pytest.approx(want) if want is not None else None)
+
+
+@pytest.mark.parametrize("v,text", [
+    (None, "-"), (123.4, "123"), (-250.0, "-250"), (12.34, "12.3"), (1.234, "1.23"),
+    (0.01234, "0.0123"), (5, "5"), ("x", "x")])
+def test_fmt(v, text):
+    assert report.fmt(v) == text
+
+
+def test_cdf_steps():
+    xs, ys = report.cdf_steps([1, 2, 2, 5])
+    assert xs == [1, 1, 2, 2, 5]
+    assert ys == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert report.cdf_steps([3.5]) == ([3.5, 3.5], [0.0, 1.0])
+
+
+def res(config, cls, ttfb, total, counted=True, ok=True, **kw):
+    return dict({"config": config, "class": cls, "ttfb": ttfb, "total": total,
+                 "counted": counted, "ok": ok}, **kw)
+
+
+def test_percentile_rows():
+    results = [res("A", "web", t, 2 * t) for t in (1, 2, 3, 4)] + \
+        [res("B", "web", 2 * t, 4 * t) for t in (1, 2, 3, 4)] + \
+        [res("A", "web", 100, 100, counted=False), res("B", "web", 100, 100, ok=False),
+         res("A", "bulk", 10, 20)]
+    rows = report.percentile_rows(results, ["A", "B"], {"A": "A", "B": "A"})
+    key = {(r["config"], r["class"], r["metric"]): r for r in rows}
+    # classes in class_order (web before bulk), metrics ttfb, total, rate; both configs
+    assert [(r["class"], r["metric"], r["config"]) for r in rows][:6] == [
+        ("web", "ttfb", "A"), ("web", "ttfb", "B"), ("web", "total", "A"),
+        ("web", "total", "B"), ("web", "rate", "A"), ("web", "rate", "B")]
+    a, b = key[("A", "web", "ttfb")], key[("B", "web", "ttfb")]
+    assert (a["n"], a["p25"], a["p50"], a["p75"], a["p90"], a["mean"]) == \
+        (4, 1.75, 2.5, 3.25, pytest.approx(3.7), 2.5)
+    assert a["p50_change_pct"] is None and a["baseline"] == "A"
+    assert b["p50"] == 5.0 and b["p50_change_pct"] == pytest.approx(100.0)
+    assert key[("B", "web", "total")]["p90"] == pytest.approx(14.8)
+    assert key[("A", "web", "rate")]["n"] == 0 and key[("A", "web", "rate")]["p50"] is None
+    assert key[("A", "bulk", "ttfb")]["n"] == 1 and key[("B", "bulk", "ttfb")]["n"] == 0
+    assert key[("B", "bulk", "ttfb")]["p50_change_pct"] is None
+
+
+def test_throughput_rows():
+    def r(run, client, t, nbytes, elapsed):
+        return {"config": "A", "class": "bulk", "run": run, "client": client, "stream": 0,
+                "t": t, "bytes": nbytes, "elapsed": elapsed}
+    results = [r("r1", "c1", 0, 1e6, 10), r("r1", "c1", 10, 1e6, 10),   # 2 MB in 20 s, 1 loop
+               r("r2", "c1", 0, 3e6, 10), r("r2", "c2", 0, 1e6, 10)]    # 4 MB in 10 s, 2 loops
+    assert report.throughput_rows(results, ["A"]) == [
+        {"config": "A", "class": "bulk", "runs": 2, "loops": 3, "mbytes": 6.0,
+         "kbps_per_loop": 150.0}]
+
+
+def test_per_run_rows():
+    results = [dict(res("A", "web", t, 2 * t), run="r1") for t in (1, 2, 3)]
+    assert report.per_run_rows(results, [{"run": "r1"}]) == [
+        {"run": "r1", "class": "web", "n": 3, "ttfb_p50": 2, "ttfb_p75": 2.5,
+         "total_p50": 4, "total_p75": 5.0}]
+
+
+def mmrec(label, seq, time, sent, avg_us, max_us, tcp, circuit=7, relay="mid", cells=(1, 2)):
+    return {"run": "r1", "config": "A", "seed": 1, "relay": relay, "label": label,
+            "circuit": circuit, "seq": seq, "time": time, "role": "middle",
+            "age_ms": seq * 1000, "cells_fwd": cells[0], "cells_bwd": cells[1],
+            "queue_bwd": {"sent": sent, "delay_avg_us": avg_us, "delay_max_us": max_us,
+                          "queued": sent // 2, "ewma": 1.25 * seq},
+            "chan_bwd": {"per_circuit": 1, "tcp": tcp}}
+
+
+def test_measureme_join():
+    mm = [
+        # out of order on purpose: the join sorts by seq
+        mmrec("L1", 2, 160.0, 30, 3000, 9000,
+              {"rtt_us": 40000, "cwnd": 30, "retrans": 4}, cells=(10, 20)),
+        mmrec("L1", 1, 150.0, 10, 1000, 5000,
+              {"rtt_us": 20000, "cwnd": 10, "retrans": 1, "notsent": 2000}, cells=(1, 2)),
+        mmrec("L2", 1, 50.0, 0, 0, 0, None, circuit=3),          # before the workload
+        mmrec("LX", 1, 170.0, 5, 100, 100, None, circuit=9),     # nobody asked
+    ]
+    asks = [{"run": "r1", "label": "L1", "client": "c1"},
+            {"run": "r1", "label": "L2", "client": "c1"}]
+    results = [{"run": "r1", "client": "c1", "class": "web"}]
+    runs = [{"run": "r1", "workload_started": 100.0}]
+    circuits, unexpected = report.summarize_measureme(mm, asks, results, runs)
+    assert unexpected == [{"run": "r1", "relay": "mid", "label": "LX"}]
+    c = {x["label"]: x for x in circuits}
+    l1 = c["L1"]
+    assert (l1["client"], l1["class"], l1["circuit"], l1["records"]) == ("c1", "web", 7, 2)
+    assert (l1["first_record"], l1["seconds"], l1["cells_fwd"], l1["cells_bwd"]) == \
+        (150.0, 2.0, 11, 22)
+    # cell-weighted average queueing delay: (10*1 ms + 30*3 ms) / 40
+    assert l1["qdelay_bwd_ms"] == 2.5 and l1["qdelay_bwd_max_ms"] == 9.0
+    assert l1["queued_bwd_max"] == 15 and l1["ewma_bwd_max"] == 2.5
+    assert l1["chan_bwd_per_circuit"] == 1
+    assert (l1["tcp_bwd_rtt_ms"], l1["tcp_bwd_cwnd"], l1["tcp_bwd_retrans"],
+            l1["tcp_bwd_notsent_kb"]) == (30.0, 20.0, 3, 1.0)
+    assert l1["qdelay_fwd_ms"] is None and l1["tcp_fwd_rtt_ms"] is None
+    assert c["L2"]["class"] == "setup" and c["L2"]["qdelay_bwd_ms"] is None
+    assert c["LX"]["client"] is None and c["LX"]["class"] == "-"
+
+    agg = {(r["relay"], r["class"]): r for r in report.measureme_aggregate(circuits, mm, ["A"])}
+    web = agg[("mid", "web")]
+    assert (web["circuits"], web["records"], web["cells_bwd"]) == (1, 2, 22)
+    assert web["qdelay_bwd_ms"] == 2.5 and web["qdelay_bwd_max_ms"] == 9.0
+    # per-record delays 1 ms and 3 ms: p90 = 1 + 0.9 * 2
+    assert web["qdelay_bwd_p90_ms"] == 2.8
+    assert (web["tcp_bwd_rtt_ms"], web["tcp_bwd_cwnd"], web["tcp_retrans"]) == (30.0, 20.0, 3)
+    assert agg[("mid", "setup")]["qdelay_bwd_ms"] is None
+    assert sorted(agg) == [("mid", "-"), ("mid", "setup"), ("mid", "web")]
+
+
+def test_measureme_join_mixed_client():
+    mm = [mmrec("L1", 1, 150.0, 1, 1, 1, None)]
+    asks = [{"run": "r1", "label": "L1", "client": "c1"}]
+    results = [{"run": "r1", "client": "c1", "class": "web"},
+               {"run": "r1", "client": "c1", "class": "bulk"}]
+    circuits, _ = report.summarize_measureme(mm, asks, results, [{"run": "r1",
+                                                                  "workload_started": 1.0}])
+    assert circuits[0]["class"] == "mixed"
+
+
+def test_jsonl_roundtrip(tmp_path):
+    p = str(tmp_path / "r.jsonl")
+    assert report.read_jsonl(p) == []          # missing file: nothing
+    report.append_jsonl(p, [{"b": 1, "a": [1, 2]}, {"x": None}])
+    report.append_jsonl(p, [{"c": "é"}])
+    with open(p, "a") as f:
+        f.write("\n   \n")                    # blank lines are skipped
+    assert report.read_jsonl(p) == [{"a": [1, 2], "b": 1}, {"x": None}, {"c": "é"}]
+    with open(p) as f:
+        assert f.readline() == '{"a": [1, 2], "b": 1}\n'   # sorted keys
+
+
+def test_save_json(tmp_path):
+    p = str(tmp_path / "x.json")
+    report.save_json(p, {"b": 2, "a": 1})
+    assert open(p).read() == '{\n "a": 1,\n "b": 2\n}\n'
+
+
+def test_write_csv(tmp_path):
+    p = str(tmp_path / "t.csv")
+    report.write_csv(p, [{"a": 1.234567, "b": None, "c": "x"}, {"a": 2, "b": 0.5, "c": "y"}],
+                     ["a", "b"])
+    assert list(csv.reader(open(p))) == [["a", "b"], ["1.2346", ""], ["2", "0.5"]]
+    report.write_csv(p, [])
+    assert open(p).read() == ""
+
+
+def test_md_table():
+    assert report.md_table(["a", "b", "c"], [[1, "x", None]]) == \
+        "| a | b | c |\n|---|---:|---:|\n| 1 | x | None |"
+
+
+def ss(t, acked, cwnd, local="10.77.0.18:9001", peer="10.77.0.26:40000", **kw):
+    return dict({"run": "r1", "config": "A", "relay": "mid", "local": local, "peer": peer,
+                 "peer_ip": peer.split(":")[0], "t": t, "bytes_acked": acked, "cwnd": cwnd},
+                **kw)
+
+
+def test_ss_summary():
+    samples = [
+        ss(0, 0, 10), ss(1, 100000, 20, rtt_ms=10, pacing_rate_bps=8e6, notsent=1000),
+        ss(2, 100000, 20),                                  # idle: not a sending interval
+        ss(3.5, 250000, 5, rtt_ms=30, pacing_rate_bps=16e6, notsent=3000),   # after 2.5 s idle
+        ss(0, 0, 10, local="10.77.0.18:9001", peer="10.77.0.26:40001"),
+        ss(1, 49999, 10, local="10.77.0.18:9001", peer="10.77.0.26:40001"),  # too little: left out
+    ]
+    for port, sent in ((1, 300000), (2, 100000), (3, 60000)):   # three to one peer
+        p = f"10.77.0.30:4000{port}"
+        samples += [ss(0, 0, 10, peer=p), ss(1, sent, 40, peer=p, ssthresh=30)]
+    rows = report.ss_summary(samples, {"10.77.0.26": "exit"}, ["A"])
+    assert [(r["peer"], r["class"], r["connections"], r["sent_mb"]) for r in rows] == [
+        ("10.77.0.30", "bulk", 1, 0.3), ("10.77.0.30", "other", 2, 0.2),
+        ("exit", "shared", 1, 0.2)]
+    shared = rows[2]
+    assert shared["sending_s"] == 2.5
+    assert (shared["cwnd_p50"], shared["cwnd_p75"]) == (12.5, 16.2)
+    # the window at the first send, and at the first send after >= 1 s idle
+    assert (shared["restart_cwnd_p50"], shared["restarts"]) == (7.5, 2)
+    assert shared["ssthresh_p50"] is None and shared["ssthresh_share"] == 0.0
+    assert (shared["rtt_ms_p50"], shared["rtt_ms_p75"]) == (20.0, 25.0)
+    assert shared["pacing_kBps_p50"] == 1500.0 and shared["notsent_kB_p50"] == 2.0
+    assert (shared["rate_kBps_p50"], shared["rate_kBps_p75"]) == (100.0, 100.0)
+    assert rows[0]["ssthresh_p50"] == 30 and rows[0]["ssthresh_share"] == 1.0
+    assert rows[0]["rate_kBps_p50"] == 300.0
