@@ -206,6 +206,37 @@ START_TEST(test_silent_peer_times_out)
 }
 END_TEST
 
+static int
+handler_a(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
+          int early)
+{
+  (void)circ, (void)h, (void)body, (void)early;
+  return 0;
+}
+static int
+handler_b(or_circuit_t *circ, const relay_header_t *h, const uint8_t *body,
+          int early)
+{
+  (void)circ, (void)h, (void)body, (void)early;
+  return 0;
+}
+
+/* One handler per relay command: the same one again is fine, a different
+ * one is refused while one is registered; NULL removes it. */
+START_TEST(test_one_handler_per_relay_command)
+{
+  const uint8_t cmd = 200; /* no feature handles it */
+  ck_assert_int_eq(relay_register_handler(cmd, handler_a), 0);
+  ck_assert_int_eq(relay_register_handler(cmd, handler_a), 0);
+  ck_assert_int_eq(relay_register_handler(cmd, handler_b), -1);
+  ck_assert_int_eq(relay_register_handler(cmd, NULL), 0);
+  ck_assert_int_eq(relay_register_handler(cmd, handler_b), 0);
+  ck_assert_int_eq(relay_register_handler(cmd + 1, handler_a), 0);
+  ck_assert_int_eq(relay_register_handler(cmd, NULL), 0);
+  ck_assert_int_eq(relay_register_handler(cmd + 1, NULL), 0);
+}
+END_TEST
+
 Suite *
 suite_circuit(void)
 {
@@ -224,6 +255,7 @@ suite_circuit(void)
   tcase_add_test(tc, test_drop_and_unknown_commands_ignored);
   tcase_add_test(tc, test_idle_channels_closed);
   tcase_add_test(tc, test_silent_peer_times_out);
+  tcase_add_test(tc, test_one_handler_per_relay_command);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -57,6 +57,45 @@ START_TEST(test_destination_syntax)
 }
 END_TEST
 
+static int bug_calls_a, bug_calls_b;
+static void
+bug_hook_a(const char *msg, void *arg)
+{
+  (void)msg;
+  (void)arg;
+  bug_calls_a++;
+}
+static void
+bug_hook_b(const char *msg, void *arg)
+{
+  (void)msg;
+  (void)arg;
+  bug_calls_b++;
+}
+
+/* One bug hook: setting the same one again is fine, a different one (or
+ * the same function with another argument) is refused and the first one
+ * keeps getting the bugs; once removed, another may be set. */
+START_TEST(test_bug_hook_one_subscriber)
+{
+  int x, y;
+  bug_calls_a = bug_calls_b = 0;
+  ck_assert_int_eq(log_set_bug_hook(bug_hook_a, &x), 0);
+  ck_assert_int_eq(log_set_bug_hook(bug_hook_a, &x), 0);
+  ck_assert_int_eq(log_set_bug_hook(bug_hook_b, &x), -1);
+  ck_assert_int_eq(log_set_bug_hook(bug_hook_a, &y), -1);
+  log_bug("test bug %d", 1);
+  ck_assert_int_eq(bug_calls_a, 1);
+  ck_assert_int_eq(bug_calls_b, 0);
+  ck_assert_int_eq(log_set_bug_hook(NULL, NULL), 0);
+  ck_assert_int_eq(log_set_bug_hook(bug_hook_b, &y), 0);
+  log_bug("test bug %d", 2);
+  ck_assert_int_eq(bug_calls_a, 1);
+  ck_assert_int_eq(bug_calls_b, 1);
+  ck_assert_int_eq(log_set_bug_hook(NULL, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_hook_and_newlines)
 {
   n_seen = 0;
@@ -332,6 +371,7 @@ suite_log(void)
   tcase_add_test(tc, test_severity_parse);
   tcase_add_test(tc, test_destination_syntax);
   tcase_add_test(tc, test_hook_and_newlines);
+  tcase_add_test(tc, test_bug_hook_one_subscriber);
   tcase_add_test(tc, test_ratelim);
   tcase_add_test(tc, test_scrub);
   tcase_add_test(tc, test_debug_switch_and_reopen);

@@ -655,6 +655,32 @@ START_TEST(test_listener_emfile)
 }
 END_TEST
 
+static void
+other_exhausted_cb(int err, void *arg)
+{
+  (void)err;
+  (void)arg;
+}
+
+/* One subscriber to descriptor exhaustion: the same one again is fine, a
+ * different one is refused and the first stays; after removal another may
+ * subscribe. */
+START_TEST(test_fd_exhausted_one_subscriber)
+{
+  int a, b;
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(exhausted_cb, &a), 0);
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(exhausted_cb, &a), 0);
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(other_exhausted_cb, &a), -1);
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(exhausted_cb, &b), -1);
+  n_exhausted = 0;
+  conn_note_fd_exhausted(EMFILE);
+  ck_assert_int_eq(n_exhausted, 1); /* the first subscriber was kept */
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(NULL, NULL), 0);
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(other_exhausted_cb, &b), 0);
+  ck_assert_int_eq(conn_set_fd_exhausted_hook(NULL, NULL), 0);
+}
+END_TEST
+
 Suite *
 suite_net(void)
 {
@@ -671,6 +697,7 @@ suite_net(void)
   tcase_add_loop_test(tc, test_peer_close_eof, 0, 2);
   tcase_add_test(tc, test_backpressure);
   tcase_add_test(tc, test_listener_emfile);
+  tcase_add_test(tc, test_fd_exhausted_one_subscriber);
   suite_add_tcase(s, tc);
   return s;
 }

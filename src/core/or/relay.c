@@ -23,10 +23,17 @@
 
 static relay_handler_fn handlers[256];
 
-void
+int
 relay_register_handler(uint8_t relay_command, relay_handler_fn fn)
 {
+  if (fn && handlers[relay_command] && handlers[relay_command] != fn) {
+    log_warn("A second handler for relay command %u was refused: one is "
+             "registered already (only one feature may handle a command)",
+             relay_command);
+    return -1;
+  }
   handlers[relay_command] = fn;
+  return 0;
 }
 
 void

@@ -17,7 +17,9 @@
  * RELAY_EARLY cell. */
 typedef int (*relay_handler_fn)(or_circuit_t *circ, const relay_header_t *h,
                                 const uint8_t *body, int early);
-void relay_register_handler(uint8_t relay_command, relay_handler_fn fn);
+/* One handler per command: registering a different one while another is
+ * registered is refused with a warning (-1); fn NULL removes the handler. */
+int relay_register_handler(uint8_t relay_command, relay_handler_fn fn);
 void relay_clear_handlers(void);
 
 /* Process a cell that relay crypto recognised as ours. */

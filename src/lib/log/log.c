@@ -675,11 +675,16 @@ log_msg_at(log_severity_t sev, const char *file, const char *func,
   va_end(ap);
 }
 
-void
+int
 log_set_bug_hook(log_bug_fn fn, void *arg)
 {
+  if (fn && bug_fn && (fn != bug_fn || arg != bug_arg)) {
+    log_warn("A second bug hook was refused: one is set already");
+    return -1;
+  }
   bug_fn = fn;
   bug_arg = arg;
+  return 0;
 }
 
 void

@@ -159,10 +159,11 @@ void log_set_hook(log_severity_t min_sev, log_hook_fn fn, void *arg);
 /* log_bug(): something pctor's own code never expects happened (a
  * should-not-happen branch, not bad input from outside): a warning
  * "Bug: MESSAGE (in FUNCTION)", as tor's, and the bug hook is called with
- * MESSAGE (the ControlPort's STATUS_GENERAL BUG event). One hook; fn NULL
+ * MESSAGE (the ControlPort's STATUS_GENERAL BUG event). One hook: setting
+ * a different one while one is set is refused with a warning (-1); fn NULL
  * removes it. A bug logged from inside the hook is not passed to it. */
 typedef void (*log_bug_fn)(const char *msg, void *arg);
-void log_set_bug_hook(log_bug_fn fn, void *arg);
+int log_set_bug_hook(log_bug_fn fn, void *arg);
 void log_bug_at(const char *file, const char *func, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 #define log_bug(...) log_bug_at(__FILE__, __func__, __VA_ARGS__)

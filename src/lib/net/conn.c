@@ -185,11 +185,18 @@ conn_last_fd_exhausted(void)
   return fd_exhausted.last;
 }
 
-void
+int
 conn_set_fd_exhausted_hook(void (*fn)(int err, void *arg), void *arg)
 {
+  if (fn && fd_exhausted.fn &&
+      (fn != fd_exhausted.fn || arg != fd_exhausted.arg)) {
+    log_warn("A second subscriber to descriptor exhaustion was refused: "
+             "one is set already");
+    return -1;
+  }
   fd_exhausted.fn = fn;
   fd_exhausted.arg = fn ? arg : NULL;
+  return 0;
 }
 
 void

@@ -143,10 +143,11 @@ void conn_set_default_buckets(ratelimit_t *global, int count_private);
  * for those and ENOBUFS/ENOMEM it tells the subscriber of
  * conn_set_fd_exhausted_hook() once per episode (a controller's
  * STATUS_GENERAL TOO_MANY_CONNECTIONS): the next report comes only after
- * an accept() or socket() succeeded. One subscriber; NULL removes it. */
+ * an accept() or socket() succeeded. One subscriber: a different one is
+ * refused with a warning (-1) while one is set; NULL removes it. */
 void conn_note_fd_exhausted(int err);
 time_t conn_last_fd_exhausted(void);
-void conn_set_fd_exhausted_hook(void (*fn)(int err, void *arg), void *arg);
+int conn_set_fd_exhausted_hook(void (*fn)(int err, void *arg), void *arg);
 /* Hand the connection over to be closed: with flush_first, what is in
  * the outbuf is written first (bounded by a timeout), then the socket is
  * closed. No more callbacks are delivered and the conn frees itself; the
