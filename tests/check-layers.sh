@@ -18,9 +18,8 @@
 # Modules are ordered too: no include cycle between the modules of src/lib
 # (lib/M includes lib/N, directly or through others, and N includes M) or
 # between features (through their DEPENDS-allowed includes), found with
-# tsort(1). One known cycle is tolerated until it is untangled: lib/evloop's
-# dns.h uses lib/net's pc_addr_t while lib/net's connections run on
-# lib/evloop (KNOWN_CYCLE_EDGES lists the edge left out of the graph).
+# tsort(1), with no exception (lib/address, holding pc_addr_t, is what
+# both lib/evloop's resolver and lib/net's connections use).
 # The build follows the layers too: src/libpctor_lib.a holds only src/lib
 # sources, src/libpctor_core.a only src/core ones and src/libpctor.a none
 # of either (as the include.am files list them), and the unit tests of tests/unit/check_core (the suites
@@ -35,7 +34,6 @@ cd "$top/src" || exit 99
 out=$(mktemp)
 edges=$(mktemp)
 trap 'rm -f "$out" "$edges"' EXIT
-KNOWN_CYCLE_EDGES="lib/evloop lib/net"
 bad() { echo "layer violation: $1"; }
 
 for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
@@ -116,7 +114,7 @@ for t in $core_tests; do
 done >> "$out"
 
 # A cycle between modules: tsort names the modules on it.
-if ! sort -u "$edges" | grep -vxF "$KNOWN_CYCLE_EDGES" | tsort > /dev/null 2> "$edges.err"; then
+if ! sort -u "$edges" | tsort > /dev/null 2> "$edges.err"; then
   sed -n 's/^tsort: //p' "$edges.err" | grep -v 'input contains a loop' |
     tr '\n' ' ' | sed 's/^/layer violation: include cycle between modules: /; s/ $/\n/' >> "$out"
 fi

@@ -72,7 +72,7 @@
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #include <dirent.h>
 #include <stdio.h>

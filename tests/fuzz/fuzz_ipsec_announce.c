@@ -15,7 +15,7 @@
 
 #include "core/proto/torcert.h"
 #include "feature/ipsec/ipsec_link.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #include <string.h>
 

@@ -14,7 +14,7 @@
 
 #include "feature/dir/policy_summary.h"
 #include "feature/exit/policy.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #include <stdio.h>
 #include <stdlib.h>

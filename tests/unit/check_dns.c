@@ -25,7 +25,7 @@
 #include "lib/evloop/dns.h"
 #include "lib/evloop/evloop.h"
 #include "lib/malloc/memacct.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 Suite *suite_dns(void);
 

@@ -13,7 +13,7 @@
 #include "core/or/dos.h"
 #include "core/or/dos_options.h"
 #include "lib/malloc/memacct.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/time/tbucket.h"
 
 Suite *suite_dos(void);

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "feature/geoip/geoip.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 Suite *suite_geoip(void);
 

@@ -22,7 +22,7 @@
 #include "lib/buf/buf.h"
 #include "lib/evloop/evloop.h"
 #include "lib/log/log.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/net/conn.h"
 
 Suite *suite_net(void);

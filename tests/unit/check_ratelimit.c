@@ -37,7 +37,7 @@
 #include "lib/buf/buf.h"
 #include "lib/crypt/crypt_init.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/net/conn.h"
 #include "lib/net/ratelimit.h"
 #include "lib/tls/tls.h"

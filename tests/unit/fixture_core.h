@@ -34,7 +34,7 @@
 #include "core/or/circuit.h"
 #include "core/or/relay_keys.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Fresh relay keys valid at now; fails the running test if they cannot be
  * made. */

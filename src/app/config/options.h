@@ -37,7 +37,7 @@
 #include "lib/conf/conf.h"
 #include "lib/conf/confdecl.h"
 #include "feature/client/client_port.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* ORPort flags (tor's). */
 #define OPTIONS_PORT_NO_LISTEN 0x1    /* advertise, do not bind */

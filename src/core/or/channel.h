@@ -25,7 +25,7 @@
 #include "core/proto/cell.h"
 #include "lib/container/dlist.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct channel_t channel_t;
 struct circuit_t;

@@ -20,7 +20,7 @@
 #include "core/or/channel.h"
 #include "core/or/dos.h"
 #include "core/proto/create.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define CIRCUIT_MAX_HOPS 8
 /* RELAY_EARLY cells a circuit may carry (tor-spec 5.6). */

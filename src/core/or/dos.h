@@ -42,7 +42,7 @@
 #include <stdint.h>
 
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/time/tbucket.h"
 
 /* Defense types (tor's numbers). */

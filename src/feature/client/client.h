@@ -26,7 +26,7 @@
 #include "feature/dir/path.h"
 #include "lib/fs/statefile.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* The subprotocols pctor's client speaks (tor's names and versions):
  * compared with the consensus' required- and recommended-client-

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "feature/client/socks_proto.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Isolation fields (tor's names). */
 #define CLIENT_ISO_CLIENTADDR 0x01  /* IsolateClientAddr (default on) */

@@ -96,7 +96,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define SOCKS_MAX_HOSTNAME 255
 #define SOCKS_MAX_USERNAME 255

@@ -48,7 +48,7 @@
 #include "feature/dir/consensus.h"
 #include "feature/dir/nodelist.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define CONTROL_TOR_VERSION "0.4.9.11"
 /* One command (with its data block) may have at most this many bytes. */

@@ -19,7 +19,7 @@
 #define PCTOR_FEATURE_CONTROL_METRICS_H
 #include "feature/control/control.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Connections at once, request header limit, time to send the request. */
 #define METRICS_MAX_CONNECTIONS 16

@@ -56,7 +56,7 @@
 #include "core/or/relay_keys.h"
 #include "feature/dgram/dgram_frame.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct dgram_t dgram_t;
 typedef struct dgram_link_t dgram_link_t;

@@ -21,7 +21,7 @@
 #include "lib/log/log.h"
 #include "lib/log/ratelim.h"
 #include "lib/malloc/alloc.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/time/clock.h"
 
 #include <stdlib.h>

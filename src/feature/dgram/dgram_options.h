@@ -7,7 +7,7 @@
 #define PCTOR_FEATURE_DGRAM_DGRAM_OPTIONS_H
 
 #include "lib/conf/confdecl.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct {
   pc_addr_t port;      /* DatagramPort; family AF_UNSPEC: off */

@@ -23,7 +23,7 @@
 #include "feature/dir/dir_authority.h"
 #include "feature/dir/dir_keycert.h"
 #include "feature/dir/policy_summary.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Bounds. */
 #define CONSENSUS_MAX_SIZE (32 * 1024 * 1024)

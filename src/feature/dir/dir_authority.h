@@ -12,7 +12,7 @@
 #ifndef PCTOR_FEATURE_DIR_DIR_AUTHORITY_H
 #define PCTOR_FEATURE_DIR_DIR_AUTHORITY_H
 #include <stdint.h>
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct dir_authority_t {
   char nickname[20];        /* "" when not given */

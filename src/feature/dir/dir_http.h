@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define DIR_HTTP_MAX_HEADER (16 * 1024)
 #define DIR_HTTP_ERR (-1)

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "lib/crypt/rsa.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Key sizes accepted (identity and signing keys). */
 #define DIR_KEYCERT_MIN_BITS 1024

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "feature/dir/policy_summary.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define MICRODESC_MAX_SIZE 64000 /* one microdescriptor */
 #define MICRODESC_MAX_FAMILY 1024 /* family / family-ids entries */

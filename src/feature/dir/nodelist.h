@@ -15,7 +15,7 @@
 #include "feature/dir/consensus.h"
 #include "feature/dir/microdesc.h"
 #include "feature/dir/policy_summary.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct dir_node_t {
   char nickname[20];

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define DIRPORT_MAX_LISTENERS 4
 #define DIRPORT_MAX_CONNECTIONS 256

@@ -40,7 +40,7 @@
 
 #include "lib/conf/confdecl.h"
 #include "lib/fs/statefile.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define DIRREQ_INTERVAL_DEFAULT 86400
 #define DIRREQ_MAX_ADDRS (1u << 17) /* 4.5 MB of hash set at most */

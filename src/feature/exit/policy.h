@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* tor's default exit policy (tor(1), ExitPolicy), appended to the
  * configured lines of an exit. "*" means IPv4 and IPv6. */

@@ -15,7 +15,7 @@
 #ifndef PCTOR_FEATURE_GEOIP_GEOIP_H
 #define PCTOR_FEATURE_GEOIP_GEOIP_H
 
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct geoip_db_t geoip_db_t;
 

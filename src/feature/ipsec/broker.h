@@ -50,7 +50,7 @@
 #include "core/or/pctcp.h"
 #include "core/or/relay_keys.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef enum {
   IPSEC_MODE_OFF = 0,  /* IPsec 0 */

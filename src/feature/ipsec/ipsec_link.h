@@ -62,7 +62,7 @@
 #include <time.h>
 
 #include "core/or/channel.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define IPSEC_LINK_CELL_COMMAND 240
 #define IPSEC_ANNOUNCE_VERSION 1

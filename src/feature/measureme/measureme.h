@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* An unassigned relay command (tor-spec 6.1 uses 1-22 and 32-44). */
 #define RELAY_COMMAND_MEASUREME 224

@@ -44,7 +44,7 @@
 #include <time.h>
 
 #include "core/or/relay_keys.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* The subprotocols pctor implements, as the descriptor's proto line lists
  * them: link protocols 4-5 with Ed25519 link authentication (LinkAuth=3),

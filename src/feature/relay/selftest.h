@@ -35,7 +35,7 @@
 #include "core/or/relay_keys.h"
 #include "feature/dir/nodelist.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #define SELFTEST_INTERVAL_SECS 60
 #define SELFTEST_TESTING_INTERVAL_SECS 5

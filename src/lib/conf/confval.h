@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "lib/conf/confdecl.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 /* Flags for intervals and memory sizes: accept a fractional number
  * ("1.5 hours"); the result is rounded down to the unit of the output. */

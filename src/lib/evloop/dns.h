@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 typedef struct dns_resolver_t dns_resolver_t;
 typedef struct dns_request_t dns_request_t;

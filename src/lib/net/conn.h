@@ -30,7 +30,7 @@
 #include <time.h>
 #include "lib/buf/buf.h"
 #include "lib/evloop/evloop.h"
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 #include "lib/net/ratelimit.h"
 #include "lib/tls/tls.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* address.h -- IPv4/IPv6 addresses with ports: parsing, formatting,
  * conversion to and from sockaddr, classification (private, loopback). */
-#ifndef PCTOR_LIB_NET_ADDRESS_H
-#define PCTOR_LIB_NET_ADDRESS_H
+#ifndef PCTOR_LIB_ADDRESS_ADDRESS_H
+#define PCTOR_LIB_ADDRESS_ADDRESS_H
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>

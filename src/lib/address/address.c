@@ -12,7 +12,7 @@
  * their IPv6 counterparts (::, ::1, fc00::/7, fe80::/10, fec0::/10,
  * ff00::/8), plus IPv4-mapped forms of private IPv4 addresses.
  */
-#include "lib/net/address.h"
+#include "lib/address/address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
