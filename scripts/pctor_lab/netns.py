@@ -167,6 +167,25 @@ def recv_exact(sock, n):
     return buf
 
 
+def recv_http_head(sock, t0):
+    """Read an HTTP answer's header (at most 64 KiB) from sock. Returns
+    (status, head, the body bytes read with it, ttfb: seconds from t0, a
+    time.monotonic() value, to the first byte)."""
+    buf = b""
+    ttfb = None
+    while b"\r\n\r\n" not in buf:
+        b = sock.recv(65536)
+        if not b:
+            raise TestbedError("connection closed before the HTTP header ended")
+        if ttfb is None:
+            ttfb = time.monotonic() - t0
+        buf += b
+        if len(buf) > 65536:
+            raise TestbedError("HTTP header too long")
+    head, body = buf.split(b"\r\n\r\n", 1)
+    return int(head.split(b" ", 2)[1]), head, body, ttfb
+
+
 # --------------------------------------------------------------------------
 # slots (address blocks) and the run registry
 

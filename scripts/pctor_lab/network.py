@@ -43,7 +43,7 @@ import time
 from .common import (CONTROLPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPORT, NETNS_DIR, NET_PREFIX, ORPORT,
                      PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write, debug, hex_to_b64,
                      note, nsrun, tail)
-from .netns import Run, allocate_slots, http_get_ns, ns_connect, socks5_connect
+from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_connect
 
 
 # --------------------------------------------------------------------------
@@ -449,19 +449,7 @@ def socks_http_get(ns, ip, port, path, timeout=60, socks=("127.0.0.1", SOCKSPORT
         socks5_connect(s, ip, port, timeout)
         t_conn = time.monotonic() - t0
         s.sendall(f"GET {path} HTTP/1.0\r\nHost: {ip}\r\nUser-Agent: {PROG}\r\n\r\n".encode())
-        buf = b""
-        ttfb = None
-        while b"\r\n\r\n" not in buf:
-            b = s.recv(65536)
-            if not b:
-                raise TestbedError("connection closed before the HTTP header ended")
-            if ttfb is None:
-                ttfb = time.monotonic() - t0
-            buf += b
-            if len(buf) > 65536:
-                raise TestbedError("HTTP header too long")
-        head, body = buf.split(b"\r\n\r\n", 1)
-        status = int(head.split(b" ", 2)[1])
+        status, _, body, ttfb = recv_http_head(s, t0)
         digest = hashlib.sha256(body)
         n = len(body)
         chunks = [body] if stream_to is None else None

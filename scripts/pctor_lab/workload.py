@@ -27,7 +27,7 @@ import time
 
 from .common import HTTPPORT, ORPORT, SOCKSPORT, TestbedError
 from .definition import PROG, note
-from .netns import ns_connect, recv_exact
+from .netns import ns_connect, recv_exact, recv_http_head
 
 
 # --------------------------------------------------------------------------
@@ -93,18 +93,7 @@ def fetch(stream, connect, ip, path, want_sha, size, timeout, stop):
         socks5_open(s, ip, HTTPPORT, timeout, stream.user)
         rec["connect"] = round(time.monotonic() - t0, 6)
         s.sendall(f"GET {path} HTTP/1.0\r\nHost: {ip}\r\nUser-Agent: {PROG}\r\n\r\n".encode())
-        buf, ttfb = b"", None
-        while b"\r\n\r\n" not in buf:
-            b = s.recv(65536)
-            if not b:
-                raise TestbedError("connection closed before the HTTP header ended")
-            if ttfb is None:
-                ttfb = time.monotonic() - t0
-            buf += b
-            if len(buf) > 65536:
-                raise TestbedError("HTTP header too long")
-        head, body = buf.split(b"\r\n\r\n", 1)
-        status = int(head.split(b" ", 2)[1])
+        status, head, body, ttfb = recv_http_head(s, t0)
         # The download ends with the last byte Content-Length announces
         # (as for a browser), not with the server's FIN: Shadow's TCP now
         # and then never delivers the FIN of a connection the server closed

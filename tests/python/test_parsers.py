@@ -9,7 +9,11 @@ import os
 
 import pytest
 
-from pctor_lab import experiment, network, report, traffic, workload
+import socket
+import time
+
+from pctor_lab import experiment, netns, network, report, traffic, workload
+from pctor_lab.common import TestbedError
 
 RELAYS = {"10.77.0.14", "10.77.0.18"}
 SS = """\
@@ -109,3 +113,29 @@ def test_traffic_json_lines(tmp_path, capsys):
     assert err == ["pctor-testbed: c1 web: 2/3 ok; ttfb median 0.150s; total median 0.300s, "
                    "p90 0.200s",
                    "pctor-testbed: c2 bulk: 0/1 ok"]
+
+
+def test_recv_http_head():
+    """The header shared by both HTTP clients (network.socks_http_get and
+    workload.fetch): status, head, the body bytes that came with it; a
+    header cut short or over 64 KiB is refused."""
+    a, b = socket.socketpair()
+    with a, b:
+        b.sendall(b"HTTP/1.0 404 Not Found\r\nContent-Length: 3\r\n\r\nabc")
+        b.shutdown(socket.SHUT_WR)
+        status, head, body, ttfb = netns.recv_http_head(a, time.monotonic())
+        assert status == 404
+        assert head == b"HTTP/1.0 404 Not Found\r\nContent-Length: 3"
+        assert body == b"abc"
+        assert ttfb >= 0
+    a, b = socket.socketpair()
+    with a, b:
+        b.sendall(b"HTTP/1.0 200 OK\r\nServer: x\r\n")
+        b.shutdown(socket.SHUT_WR)
+        with pytest.raises(TestbedError, match="before the HTTP header ended"):
+            netns.recv_http_head(a, time.monotonic())
+    a, b = socket.socketpair()
+    with a, b:
+        b.sendall(b"HTTP/1.0 200 OK\r\nX: " + b"y" * 70000)
+        with pytest.raises(TestbedError, match="too long"):
+            netns.recv_http_head(a, time.monotonic())

@@ -36,6 +36,34 @@ fmt(const pc_addr_t *a, int with_port)
   return pc_addr_fmt(a, b, sizeof(b), with_port);
 }
 
+/* A torrc's bare address, IPv6 in brackets or not (OutboundBindAddress,
+ * Address): the brackets are taken off, nothing else is accepted. */
+START_TEST(test_addr_parse_ip_bracketed)
+{
+  pc_addr_t a;
+  char buf[PC_ADDR_STR_LEN];
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "[2001:db8::1]", 7), 0);
+  ck_assert_int_eq(a.family, AF_INET6);
+  ck_assert_str_eq(pc_addr_fmt(&a, buf, sizeof(buf), 1), "[2001:db8::1]:7");
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "2001:db8::2", 0), 0);
+  ck_assert_str_eq(pc_addr_fmt(&a, buf, sizeof(buf), 0), "2001:db8::2");
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "192.0.2.9", 0), 0);
+  ck_assert_int_eq(a.family, AF_INET);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "[::1", 0), -1);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "::1]", 0), -1);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "[]", 0), -1);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "[", 0), -1);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "[::1]:9001", 0), -1);
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, "example.org", 0), -1);
+  char longv[100];
+  memset(longv, '1', sizeof(longv));
+  longv[0] = '[';
+  longv[98] = ']';
+  longv[99] = '\0';
+  ck_assert_int_eq(pc_addr_parse_ip_bracketed(&a, longv, 0), -1);
+}
+END_TEST
+
 START_TEST(test_addr_parse_fmt)
 {
   pc_addr_t a;
@@ -687,6 +715,7 @@ suite_net(void)
   Suite *s = suite_create("net");
   TCase *tc = tcase_create("address");
   tcase_add_test(tc, test_addr_parse_fmt);
+  tcase_add_test(tc, test_addr_parse_ip_bracketed);
   tcase_add_test(tc, test_addr_sockaddr_eq);
   tcase_add_test(tc, test_addr_classify);
   suite_add_tcase(s, tc);

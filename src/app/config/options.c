@@ -630,15 +630,7 @@ host_check(const char *value, char **err_out)
 static int
 parse_outbound(const char *value, pc_addr_t *out)
 {
-  const char *v = value;
-  char buf[64];
-  size_t n = strlen(v);
-  if (n >= 2 && v[0] == '[' && v[n - 1] == ']' && n - 2 < sizeof(buf)) {
-    memcpy(buf, v + 1, n - 2);
-    buf[n - 2] = '\0';
-    v = buf;
-  }
-  return pc_addr_parse_ip(out, v, 0);
+  return pc_addr_parse_ip_bracketed(out, value, 0);
 }
 
 static int

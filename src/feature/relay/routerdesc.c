@@ -1118,14 +1118,7 @@ addr_rank(const pc_addr_t *a)
 static int
 address_literal(const char *v, pc_addr_t *out)
 {
-  char buf[64];
-  size_t n = strlen(v);
-  if (n >= 2 && v[0] == '[' && v[n - 1] == ']' && n - 2 < sizeof(buf)) {
-    memcpy(buf, v + 1, n - 2);
-    buf[n - 2] = '\0';
-    v = buf;
-  }
-  return pc_addr_parse_ip(out, v, 0);
+  return pc_addr_parse_ip_bracketed(out, v, 0);
 }
 
 /* The resolver for Address host names: the first address of the family

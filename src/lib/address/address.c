@@ -58,6 +58,21 @@ pc_addr_parse_ip(pc_addr_t *out, const char *ip, uint16_t port)
 }
 
 int
+pc_addr_parse_ip_bracketed(pc_addr_t *out, const char *ip, uint16_t port)
+{
+  char buf[INET6_ADDRSTRLEN + 1];
+  size_t n = strlen(ip);
+  if (n >= 2 && ip[0] == '[' && ip[n - 1] == ']') {
+    if (n - 2 >= sizeof(buf))
+      return -1;
+    memcpy(buf, ip + 1, n - 2);
+    buf[n - 2] = '\0';
+    return pc_addr_parse_ip(out, buf, port);
+  }
+  return pc_addr_parse_ip(out, ip, port);
+}
+
+int
 pc_addr_parse(pc_addr_t *out, const char *s)
 {
   char ip[INET6_ADDRSTRLEN + 1];

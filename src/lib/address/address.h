@@ -20,6 +20,10 @@ typedef struct {
 int pc_addr_parse(pc_addr_t *out, const char *s);
 /* Parse "1.2.3.4" or "::1" with an explicit port. */
 int pc_addr_parse_ip(pc_addr_t *out, const char *ip, uint16_t port);
+/* The same, also taking the address in brackets ("[::1]"), as torrc
+ * options without a port write an IPv6 one. */
+int pc_addr_parse_ip_bracketed(pc_addr_t *out, const char *ip,
+                               uint16_t port);
 /* "1.2.3.4:9001" or "[::1]:9001" (without port if with_port is 0). */
 const char *pc_addr_fmt(const pc_addr_t *a, char *out, size_t outlen,
                         int with_port);
