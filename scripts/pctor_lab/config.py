@@ -93,14 +93,20 @@ def parse_tcp(h, defaults, what):
     return tcp
 
 
-def load_config(path):
+def read_toml(path, error=TestbedError):
+    """The TOML file at path as a dict; error(message) when it cannot be
+    read or parsed."""
     try:
         with open(path, "rb") as f:
-            raw = tomllib.load(f)
+            return tomllib.load(f)
     except OSError as e:
-        raise TestbedError(f"cannot read {path}: {e.strerror}")
+        raise error(f"cannot read {path}: {e.strerror}")
     except tomllib.TOMLDecodeError as e:
-        raise TestbedError(f"{path}: {e}")
+        raise error(f"{path}: {e}")
+
+
+def load_config(path):
+    raw = read_toml(path)
     for k in raw:
         if k not in ("testbed", "defaults", "host", "traffic", "pair"):
             raise TestbedError(f"{path}: unknown section [{k}]")

@@ -19,7 +19,7 @@ import sys
 import tomllib
 
 from .common import ROLES, TOR_ROLES, TestbedError, parse_size
-from .config import LINK_KEYS, TCP_KEYS, load_config
+from .config import LINK_KEYS, TCP_KEYS, load_config, read_toml
 
 
 PROG = "pctor-experiment"
@@ -274,13 +274,7 @@ def apply_scale(raw, net_hosts, name, path):
 
 
 def load_experiment(path, scale=None):
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as e:
-        raise ExperimentError(f"cannot read {path}: {e.strerror}")
-    except tomllib.TOMLDecodeError as e:
-        raise ExperimentError(f"{path}: {e}")
+    raw = read_toml(path, ExperimentError)
     for k in raw:
         if k not in ("experiment", "workload", "config", "testbed", "defaults", "host", "pair",
                      "shadow", "scale"):

@@ -138,16 +138,25 @@ def http_get_ns(ns, ip, port, path, timeout=10):
         conn.close()
 
 
-def socks5_connect(sock, ip, port, timeout):
-    """SOCKS5 CONNECT (no authentication, address as a host name, as
-    curl --socks5-hostname does) on a connected socket."""
+def socks5_open(sock, host, port, timeout, user=None):
+    """SOCKS5 CONNECT by host name; with user, username/password
+    authentication (RFC 1929), which pctor and tor use to isolate circuits."""
     sock.settimeout(timeout)
-    sock.sendall(b"\x05\x01\x00")
-    r = recv_exact(sock, 2)
-    if r != b"\x05\x00":
-        raise TestbedError(f"SOCKS5: method refused ({r.hex()})")
-    host = ip.encode()
-    sock.sendall(b"\x05\x01\x00\x03" + bytes([len(host)]) + host + struct.pack(">H", port))
+    if user is None:
+        sock.sendall(b"\x05\x01\x00")
+        r = recv_exact(sock, 2)
+        if r != b"\x05\x00":
+            raise TestbedError(f"SOCKS5: no-auth method refused ({r.hex()})")
+    else:
+        u = user.encode()[:255]
+        sock.sendall(b"\x05\x01\x02")
+        if recv_exact(sock, 2) != b"\x05\x02":
+            raise TestbedError("SOCKS5: username/password method refused")
+        sock.sendall(b"\x01" + bytes([len(u)]) + u + b"\x01x")
+        if recv_exact(sock, 2)[1] != 0:
+            raise TestbedError("SOCKS5: authentication refused")
+    h = host.encode()
+    sock.sendall(b"\x05\x01\x00\x03" + bytes([len(h)]) + h + struct.pack(">H", port))
     r = recv_exact(sock, 4)
     if r[1] != 0:
         raise TestbedError(f"SOCKS5: CONNECT failed with error {r[1]}")

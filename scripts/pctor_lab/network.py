@@ -43,7 +43,7 @@ import time
 from .common import (CONTROLPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPORT, NETNS_DIR, NET_PREFIX, ORPORT,
                      PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write, debug, hex_to_b64,
                      note, nsrun, tail)
-from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_connect
+from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_open
 
 
 # --------------------------------------------------------------------------
@@ -446,7 +446,7 @@ def socks_http_get(ns, ip, port, path, timeout=60, socks=("127.0.0.1", SOCKSPORT
     t0 = time.monotonic()
     s = ns_connect(ns, socks, timeout=timeout)
     try:
-        socks5_connect(s, ip, port, timeout)
+        socks5_open(s, ip, port, timeout)
         t_conn = time.monotonic() - t0
         s.sendall(f"GET {path} HTTP/1.0\r\nHost: {ip}\r\nUser-Agent: {PROG}\r\n\r\n".encode())
         status, _, body, ttfb = recv_http_head(s, t0)

@@ -20,45 +20,17 @@ import json
 import random
 import re
 import socket
-import struct
 import subprocess
 import threading
 import time
 
 from .common import HTTPPORT, ORPORT, SOCKSPORT, TestbedError
 from .definition import PROG, note
-from .netns import ns_connect, recv_exact, recv_http_head
+from .netns import ns_connect, recv_http_head, socks5_open
 
 
 # --------------------------------------------------------------------------
 # the workload
-
-def socks5_open(sock, host, port, timeout, user=None):
-    """SOCKS5 CONNECT by host name; with user, username/password
-    authentication (RFC 1929), which pctor and tor use to isolate circuits."""
-    sock.settimeout(timeout)
-    if user is None:
-        sock.sendall(b"\x05\x01\x00")
-        if recv_exact(sock, 2) != b"\x05\x00":
-            raise TestbedError("SOCKS5: no-auth method refused")
-    else:
-        u = user.encode()[:255]
-        sock.sendall(b"\x05\x01\x02")
-        if recv_exact(sock, 2) != b"\x05\x02":
-            raise TestbedError("SOCKS5: username/password method refused")
-        sock.sendall(b"\x01" + bytes([len(u)]) + u + b"\x01x")
-        if recv_exact(sock, 2)[1] != 0:
-            raise TestbedError("SOCKS5: authentication refused")
-    h = host.encode()
-    sock.sendall(b"\x05\x01\x00\x03" + bytes([len(h)]) + h + struct.pack(">H", port))
-    r = recv_exact(sock, 4)
-    if r[1] != 0:
-        raise TestbedError(f"SOCKS5: CONNECT failed with error {r[1]}")
-    alen = {1: 4, 4: 16}.get(r[3])
-    if alen is None:
-        alen = recv_exact(sock, 1)[0]
-    recv_exact(sock, alen + 2)
-
 
 class Stream:
     """One request loop (a virtual client)."""
