@@ -43,8 +43,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 [ -x "$PCTOR" ] || it_skip "$PCTOR is not built"
 command -v curl > /dev/null || it_skip "curl is not installed"
 PY=$(it_python3) || it_skip "python3 is not installed"
-"$PY" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null ||
-    it_skip "this machine has no ::1"
+it_require_ipv6_loopback "$PY"
 
 # --- --verify-config, before any network -----------------------------------
 vdir=$(it_tmpdir)

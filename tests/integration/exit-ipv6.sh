@@ -39,8 +39,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 CIRCTEST=${PCTOR_CIRCTEST:-${top_builddir:?}/src/tools/circtest/pctor-circtest}
 command -v curl > /dev/null || it_skip "curl is not installed"
 PY=$(it_python3) || it_skip "python3 is not installed"
-"$PY" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null ||
-    it_skip "this machine has no ::1"
+it_require_ipv6_loopback "$PY"
 
 it_net_start --authorities 1 --relays 2 --exit-relays 0
 auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")

@@ -112,6 +112,13 @@ it_require_tor() {
     export TOR
 }
 
+# it_require_ipv6_loopback PY: skip (77) unless a socket can bind ::1 (the
+# IPv6 tests run their relays there).
+it_require_ipv6_loopback() {
+    "$1" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null ||
+        it_skip "this machine has no ::1"
+}
+
 # it_run CMD...: run CMD and return its status, but in a way that a signal to
 # the test (make check's timeout, ^C) is handled at once: bash defers traps
 # while a foreground command runs, not while the `wait` builtin waits. CMD is

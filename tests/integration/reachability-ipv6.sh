@@ -32,8 +32,7 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 [ -x "$PCTOR" ] || it_skip "$PCTOR is not built"
 command -v curl > /dev/null || it_skip "curl is not installed"
 PY=$(it_python3) || it_skip "python3 is not installed"
-"$PY" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null ||
-    it_skip "this machine has no ::1"
+it_require_ipv6_loopback "$PY"
 
 # IPv6 ORPorts of the tor relays: ports free on ::1 now (the privnet's
 # port reservations are for 127.0.0.1).
