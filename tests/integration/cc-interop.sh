@@ -59,7 +59,7 @@ ServerDNSResolvConfFile $net/resolv.conf"
 d1=$(cat "$net/p1.dir")
 d2=$(cat "$net/p2.dir")
 
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (pctor included)"
 it_log "consensus lists p1 and p2 as Running, Valid"
 

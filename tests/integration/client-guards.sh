@@ -47,7 +47,7 @@ echo "ConsensusParams cbtmincircs=10 cbtmintimeout=500" > "$cbtparams"
 it_privnet_start "$net" --authorities 1 --relays 5 --exit-relays 1 \
     --torrc-extra "authority=$cbtparams" \
     --base-port auto || it_fail "pctor-privnet start failed"
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid,Guard ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid,Guard ||
     it_fail "the consensus does not list every relay as a guard"
 
 www=$(it_tmpdir)

@@ -87,7 +87,7 @@ it_start_pctor "$net" p2 relay ""
 it_start_pctor "$net" p3 relay "$(exitconf auto)"
 it_start_pctor "$net" p4 relay "$(exitconf minrtt)"
 it_start_pctor "$net" p5 relay "$(exitconf proportional)"
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (pctor included)"
 it_log "consensus lists the pctor relays as Running, Valid"
 

@@ -184,7 +184,7 @@ echo "$md" | grep -qx "p6 accept $hport" ||
 it_log "microdescriptor: 'p6 accept $hport'"
 
 # --- a tor client through p6 --------------------------------------------------
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list every relay (p6 and p4 included)"
 fp_r1=$(awk '$1 == "relay1" {print $4}' "$nodes")
 extra=$(it_tmpdir)/client.torrc

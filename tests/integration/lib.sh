@@ -133,8 +133,40 @@ it_run() {
     return "$rc"
 }
 
-# it_privnet ARGS...: run scripts/pctor-privnet.
-it_privnet() { it_run "$PRIVNET" "$@"; }
+# it_privnet ARGS...: run scripts/pctor-privnet. After "wait NET ..."
+# succeeds, also wait (up to 60 s) until every pctor relay that
+# it_start_pctor started in NET and that still runs holds a consensus
+# listing as many relays as the authorities' (the lines of nodes.txt).
+# Without that, a relay may still hold the consensus it fetched before the
+# others were listed, and as an exit refuse a BEGIN from a previous hop it
+# does not know (RefuseUnknownExits, as tor does); relays fetch the next
+# consensus only some seconds after the authorities publish it.
+it_privnet() {
+    it_run "$PRIVNET" "$@" || return
+    [ "$1" = wait ] || return 0
+    local net=$2 n nick d got checked=
+    [ -s "$net/pctor-relays" ] || return 0
+    n=$(grep -c '^[^#]' "$net/nodes.txt")
+    while read -r nick; do
+        d=$(cat "$net/$nick.dir")
+        kill -0 "$(cat "$d/pid")" 2> /dev/null || continue
+        if ! it_wait_until 60 _it_consensus_lists "$d/info.log" "$n"; then
+            got=$(grep -h 'consensus from' "$d/info.log" | tail -1)
+            echo "it_privnet wait: $nick has no consensus listing all $n relays yet (${got:-none})" >&2
+            return 1
+        fi
+        checked="$checked $nick"
+    done < "$net/pctor-relays"
+    [ -z "$checked" ] || it_log "pctor relays${checked} hold a consensus listing all $n relays"
+}
+
+# _it_consensus_lists LOG N: the last consensus pctor logged in LOG as
+# accepted or loaded lists at least N relays.
+_it_consensus_lists() {
+    local got
+    got=$(sed -n 's/.* a [a-z]* consensus from .*, \([0-9]*\) relays\.$/\1/p' "$1" | tail -1)
+    [ -n "$got" ] && [ "$got" -ge "$2" ]
+}
 
 # it_privnet_start DIR ARGS...: start a private tor network in DIR (see
 # 'pctor-privnet help'), tied to this shell's lifetime and stopped on exit.
@@ -311,6 +343,7 @@ EOF
         it_log "$nick runs with Sandbox 1 (filter active)"
     fi
     if [ "$kind" = relay ]; then
+        echo "$nick" >> "$net/pctor-relays"
         echo "$nick $port 0 $(awk '{print $2}' "$d/data/fingerprint") \
 $(awk '{print $2}' "$d/data/fingerprint-ed25519") - pctor" >> "$net/nodes.txt"
     fi

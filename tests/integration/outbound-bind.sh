@@ -50,7 +50,7 @@ OutboundBindAddressExit ${sub}3"
 d3=$(cat "$net/p3.dir")
 grep -q "Exit connections originate from ${sub}3" "$d3/info.log" ||
     it_fail "p3 does not log its exit bind address"
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list p3"
 it_start_pctor "$net" c1 client "EntryNodes relay1
 MiddleNodes relay2

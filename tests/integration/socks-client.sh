@@ -39,7 +39,7 @@ ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 ServerDNSResolvConfFile $net/resolv.conf"
-it_run "$PRIVNET" wait "$net" --timeout 120 --flags Running,Valid ||
+it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
     it_fail "the consensus does not list the pctor relays"
 
 it_start_pctor "$net" c1 client "EntryNodes p1
