@@ -123,5 +123,32 @@ for pid in $pids; do
 done
 it_privnet stop "$net" || it_fail "a second stop failed"
 it_privnet status "$net" | grep -q ' running ' && it_fail "status shows running nodes after stop"
+# --- port blocks ---------------------------------------------------------------------
+# An auto block stays its network's while one of the network's processes
+# runs, even when none of its ports listens: a network started then must
+# take another block.
+net2=$(it_tmpdir)/net
+it_privnet_start "$net2" --authorities 1 --relays 0 --base-port auto > /dev/null 2>&1 ||
+    it_fail "pctor-privnet start (second network) failed"
+base2=$(cat "$net2/base-port")
+read -r hnode _ < <(it_privnet reserve "$net2" --role pctor --nickname holder) ||
+    it_fail "reserve failed"
+: > "$net2/$hnode/holder.log"
+tail -f "$net2/$hnode/holder.log" > /dev/null 2>&1 &
+echo $! > "$net2/$hnode/pid"
+it_register_pid "$(cat "$net2/$hnode/pid")"
+apid=$(cat "$net2/node0/pid")
+kill "$apid"
+it_wait_until 20 bash -c "! kill -0 $apid 2>/dev/null" || it_fail "the second network's authority did not exit"
+net3=$(it_tmpdir)/net
+it_privnet_start "$net3" --authorities 1 --relays 0 --base-port auto > /dev/null 2>&1 ||
+    it_fail "pctor-privnet start (third network) failed"
+base3=$(cat "$net3/base-port")
+[ "$base3" != "$base2" ] ||
+    it_fail "a new network took port block $base2 while a process of its network still ran"
+it_privnet stop "$net3" > /dev/null 2>&1
+it_privnet stop "$net2" > /dev/null 2>&1
+it_log "port blocks: block $base2 stayed taken while its network had a process but no listener (the next network got $base3)"
+
 it_log "pass ($(((t2 - t0) / 1000000)) ms to a consensus)"
 exit 0
