@@ -30,8 +30,9 @@
 #      publish an IPv6 ORPort).
 #   p5 an exit with public Address lines (198.51.100.7, [2001:db8::7])
 #      and ExitPolicyRejectPrivate 1: its exit policy rejects
-#      198.51.100.7 (GETINFO exit-policy/full and the descriptor, which
-#      show IPv4 rules only), as tor rejects the relay's own addresses.
+#      198.51.100.7 and [2001:db8::7] (GETINFO exit-policy/full, /ipv4
+#      and /ipv6; the descriptor shows the IPv4 rules), as tor rejects the
+#      relay's own addresses.
 # And --verify-config: two IPv4 (or two IPv6) Address lines are refused
 # with the line named; p1's torrc passes.
 
@@ -207,12 +208,23 @@ it_log "p1: GETINFO address/v4 127.0.0.1, address/v6 ::1"
 
 # p5, an exit with ExitPolicyRejectPrivate 1, rejects its own public
 # addresses from Address, IPv4 and IPv6, as tor.
-# (GETINFO exit-policy/full shows the descriptor's IPv4 rules only.)
+# GETINFO exit-policy/full has the rules of both families (IPv6 ones as
+# "reject6"), exit-policy/ipv4 and exit-policy/ipv6 one family each.
 getinfo p5 "exit-policy/full"
+for want in "reject 198.51.100.7:*" "reject6 [2001:db8::7]:*"; do
+    grep -qxF "$want" <<< "$answers" ||
+        it_fail "p5's exit-policy/full lacks $want: $answers"
+done
+getinfo p5 "exit-policy/ipv4"
 grep -qxF "reject 198.51.100.7:*" <<< "$answers" ||
-    it_fail "p5's exit policy lacks reject 198.51.100.7:*: $answers"
+    it_fail "p5's exit-policy/ipv4 lacks reject 198.51.100.7:*: $answers"
+! grep -q "^[a-z]*6 " <<< "$answers" || it_fail "p5's exit-policy/ipv4 has IPv6 rules: $answers"
+getinfo p5 "exit-policy/ipv6"
+grep -qxF "reject6 [2001:db8::7]:*" <<< "$answers" ||
+    it_fail "p5's exit-policy/ipv6 lacks reject6 [2001:db8::7]:*: $answers"
+! grep -q "^\(accept\|reject\) " <<< "$answers" || it_fail "p5's exit-policy/ipv6 has IPv4 rules: $answers"
 has_line p5 "reject 198.51.100.7:*"
-it_log "p5 (exit) rejects its Address lines' addresses"
+it_log "p5 (exit) rejects its Address lines' addresses (descriptor; GETINFO exit-policy/full, /ipv4, /ipv6)"
 
 # The authority reached p1 and p2 at [::1] and lists them so.
 consensus() {

@@ -823,12 +823,7 @@ START_TEST(test_tor_vectors)
   p = build("accept *:80, reject 1.0.0.0/8:443, accept *:443, "
             "accept6 [2001:db8::]/32:22",
             &o);
-  char got[4096] = "";
-  for (int i = 0; i < exit_policy_n_rules(p); i++) {
-    if (i)
-      strcat(got, "\n");
-    strcat(got, rule_str(p, i, 1));
-  }
+  char *got = exit_policy_format_rules(p, AF_UNSPEC);
   ck_assert_str_eq(got, "reject 1.0.0.0/8:443\n"
                         "reject *:25\n"
                         "reject6 *:25\n"
@@ -852,7 +847,31 @@ START_TEST(test_tor_vectors)
                         "reject6 *:6881-6999\n"
                         "accept *:*\n"
                         "accept6 *:*");
+  /* exit-policy/ipv4 and exit-policy/ipv6: the same rules, one family
+   * each, in the same order. */
+  char *v4 = exit_policy_format_rules(p, AF_INET);
+  char *v6 = exit_policy_format_rules(p, AF_INET6);
+  ck_assert_str_eq(v4, "reject 1.0.0.0/8:443\nreject *:25\nreject *:119\n"
+                       "reject *:135-139\nreject *:445\nreject *:563\n"
+                       "reject *:1214\nreject *:4661-4666\n"
+                       "reject *:6346-6429\nreject *:6699\n"
+                       "reject *:6881-6999\naccept *:*");
+  ck_assert_str_eq(v6, "reject6 *:25\nreject6 *:119\nreject6 *:135-139\n"
+                       "reject6 *:445\nreject6 *:563\nreject6 *:1214\n"
+                       "reject6 *:4661-4666\nreject6 *:6346-6429\n"
+                       "reject6 *:6699\nreject6 *:6881-6999\n"
+                       "accept6 *:*");
+  free(got);
+  free(v4);
+  free(v6);
   exit_policy_free(p);
+  /* No policy (not an exit): everything is rejected. */
+  got = exit_policy_format_rules(NULL, AF_UNSPEC);
+  ck_assert_str_eq(got, "reject *:*");
+  free(got);
+  got = exit_policy_format_rules(NULL, AF_INET6);
+  ck_assert_str_eq(got, "reject6 *:*");
+  free(got);
 }
 END_TEST
 

@@ -2030,16 +2030,15 @@ ctl_getinfo(const char *key, char **value, void *arg)
     *value = pc_strdup(EXIT_POLICY_DEFAULT);
     return 1;
   }
-  if (!strcmp(key, "exit-policy/full")) {
-    /* The descriptor's rules; a relay that is not an exit rejects all. */
-    char *t = pc_strdup(A.n_exit_desc_lines ? "" : "reject *:*");
-    for (int i = 0; i < A.n_exit_desc_lines; i++) {
-      char *u = pc_asprintf("%s%s%s", t, i ? "\n" : "",
-                            A.exit_desc_lines[i]);
-      free(t);
-      t = u;
-    }
-    *value = t;
+  if (!strcmp(key, "exit-policy/full") || !strcmp(key, "exit-policy/ipv4") ||
+      !strcmp(key, "exit-policy/ipv6")) {
+    /* The policy's rules in order, of both families or one ("accept6"
+     * for IPv6 rules, as tor); a relay that is not an exit rejects all. */
+    int fam = !strcmp(key + 12, "full")   ? AF_UNSPEC
+              : !strcmp(key + 12, "ipv4") ? AF_INET
+                                          : AF_INET6;
+    *value = A.exit_policy ? exit_policy_format_rules(A.exit_policy, fam)
+                           : pc_strdup("reject *:*");
     return 1;
   }
   if (!strcmp(key, "config/names") || !strcmp(key, "config-text")) {

@@ -1434,6 +1434,8 @@ static const char *const info_names[] = {
     "exit-policy/default -- The default value appended to the configured "
     "exit policy.",
     "exit-policy/full -- The entire exit policy of onion router.",
+    "exit-policy/ipv4 -- The IPv4 rules of this relay's exit policy.",
+    "exit-policy/ipv6 -- The IPv6 rules of this relay's exit policy.",
     "features/names -- What arguments can USEFEATURE take?",
     "desc/id/* -- Server descriptor by hex ID.",
     "desc/name/* -- Server descriptor by nickname.",

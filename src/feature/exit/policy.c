@@ -857,6 +857,24 @@ exit_policy_format_descriptor(const exit_policy_t *p)
   return strbuf_take(&b);
 }
 
+char *
+exit_policy_format_rules(const exit_policy_t *p, int family)
+{
+  strbuf_t b = {0};
+  for (int i = 0; p && i < p->n; i++) {
+    if (family != AF_UNSPEC && p->rules[i].family != family)
+      continue;
+    char line[EXIT_POLICY_RULE_BUF_LEN];
+    if (b.len)
+      strbuf_add(&b, "\n");
+    strbuf_add(&b,
+               exit_policy_rule_format(&p->rules[i], 1, line, sizeof(line)));
+  }
+  if (!b.len)
+    strbuf_add(&b, family == AF_INET6 ? "reject6 *:*" : "reject *:*");
+  return strbuf_take(&b);
+}
+
 /* ---- summaries ---- */
 
 #define CUTOFF_IPV4 (UINT64_C(1) << 25) /* addresses: two /8s */

@@ -163,6 +163,14 @@ char *exit_policy_rule_format(const exit_policy_rule_t *r, int for_desc,
  * Each line ends in "\n". Newly allocated. */
 char *exit_policy_format_descriptor(const exit_policy_t *p);
 
+/* The rules of family (AF_INET, AF_INET6, or AF_UNSPEC for all), in
+ * order and in the descriptor's form, one per line without a final
+ * newline: GETINFO exit-policy/ipv4, exit-policy/ipv6 and exit-policy/full
+ * (which for tor's own policies gives what tor 0.4.9 gives). A family
+ * without rules (or p NULL) gives "reject *:*" (or "reject6 *:*" for
+ * AF_INET6 alone). Newly allocated. */
+char *exit_policy_format_rules(const exit_policy_t *p, int family);
+
 /* The dir-spec 3.8.2 summary of the rules of family (AF_INET or
  * AF_INET6), computed as tor's authorities compute it, e.g.
  * "reject 25,119,135-139" or "accept 80,443". Newly allocated. */
