@@ -27,7 +27,11 @@
 #      pctor_oom_circuits_killed_total); P's RSS grows by less than 64 MB +
 #      XOFF_RSS_SLACK_KB (default 24 MB).
 # After both, P carries a normal download (4 MiB, sha256 checked) and
-# logged no warning.
+# logged no warning. The consensus raises the per-circuit queue limit
+# (circ_max_cell_queue_size, tor's default 2500 cells), which the client
+# ignores as well: M would otherwise close the circuit itself whenever P
+# reads from it more slowly than the client sends (a loaded machine), and
+# P's own limits would go untested.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -46,7 +50,9 @@ wmem=$(awk '{ print $3 }' /proc/sys/net/ipv4/tcp_wmem 2> /dev/null)
 PER_STREAM_MB=$(((${wmem:-4194304} >> 20) + 4))
 ONE_STREAM_MB=$((PER_STREAM_MB > 32 ? 2 * PER_STREAM_MB : 64))
 
-it_net_start --authorities 1 --relays 0 --exit-relays 0
+echo "ConsensusParams circ_max_cell_queue_size=1000000" > "$IT_ROOT/params.torrc"
+it_net_start --authorities 1 --relays 0 --exit-relays 0 \
+    --torrc-extra "authority=$IT_ROOT/params.torrc"
 it_web_file 4
 # The destination: accepts, never reads.
 "$PY" -c 'import socket, time
@@ -74,6 +80,11 @@ ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
 RefuseUnknownExits 0
 ServerDNSResolvConfFile $net/resolv.conf"
+for n in M P; do
+    it_wait_until 30 grep -q "Circuit queue limits from the consensus: 1000000 cells towards the client, 1000000 towards the exit" \
+        "$(cat "$net/$n.dir")/info.log" || it_fail "$n did not take the consensus' queue limits"
+done
+it_log "M and P take the consensus' circuit queue limits (1000000 cells)"
 d=$(cat "$net/P.dir")
 pid=$(cat "$d/pid")
 log=$d/info.log

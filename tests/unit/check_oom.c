@@ -104,6 +104,8 @@ static void
 teardown(void)
 {
   circuits_set_max_mem_in_queues(0);
+  circuits_set_max_queued_cells(CIRCUIT_MAX_QUEUED_CELLS_DEFAULT,
+                                CIRCUIT_MAX_QUEUED_CELLS_DEFAULT);
   circuits_remove_extra_mem_fn(extra_mem);
   channels_block_flush_for_testing(0, 0);
   fixture_relay_shutdown();
@@ -509,6 +511,53 @@ START_TEST(test_relayed_cells_close_at_once)
 }
 END_TEST
 
+/* The per-circuit queue limit (circ_max_cell_queue_size): relayed cells
+ * past it close the circuit, whatever the memory limit; the limit is the
+ * one set, and values below tor's minimum are raised to it. */
+START_TEST(test_per_circuit_queue_limit)
+{
+  int32_t back, fwd;
+  circuits_get_max_queued_cells(&back, &fwd);
+  ck_assert_int_eq(back, CIRCUIT_MAX_QUEUED_CELLS_DEFAULT);
+  ck_assert_int_eq(fwd, CIRCUIT_MAX_QUEUED_CELLS_DEFAULT);
+  circuits_set_max_queued_cells(10, -1);
+  circuits_get_max_queued_cells(&back, &fwd);
+  ck_assert_int_eq(back, CIRCUIT_MAX_QUEUED_CELLS_MIN);
+  ck_assert_int_eq(fwd, CIRCUIT_MAX_QUEUED_CELLS_MIN);
+
+  build_circuits(2);
+  or_circuit_t *oc[2];
+  for (int i = 0; i < 2; i++) {
+    oc[i] = or_circuit_find_by_p_id_for_testing(T.r[i].c->base.n_circ_id);
+    ck_assert_ptr_nonnull(oc[i]);
+  }
+  circuits_set_max_queued_cells(60, 1000);
+  channels_block_flush_for_testing(0, 1);
+  for (int k = 0; k < 60; k++)
+    ck_assert_int_eq(queue_relayed(oc[0]), 0);
+  ck_assert_int_eq(oc[0]->base.marked_for_close, 0);
+  /* The 61st is refused and the circuit closed (RESOURCELIMIT); the
+   * other circuit, under the limit, stays. */
+  ck_assert_int_eq(queue_relayed(oc[0]), -1);
+  ck_assert_int_eq(oc[0]->base.marked_for_close, 1);
+  for (int k = 0; k < 60; k++)
+    ck_assert_int_eq(queue_relayed(oc[1]), 0);
+  ck_assert_int_eq(oc[1]->base.marked_for_close, 0);
+  /* A higher limit lets the second circuit queue more. */
+  circuits_set_max_queued_cells(100, 1000);
+  for (int k = 0; k < 40; k++)
+    ck_assert_int_eq(queue_relayed(oc[1]), 0);
+  ck_assert_int_eq(oc[1]->base.marked_for_close, 0);
+  ck_assert_int_eq(queue_relayed(oc[1]), -1);
+  ck_assert_int_eq(oc[1]->base.marked_for_close, 1);
+  wait_for(&T.r[0].closed);
+  wait_for(&T.r[1].closed);
+  ck_assert_int_eq(T.n_destroy_resourcelimit, 2);
+  /* Not the memory limit's doing. */
+  check_stats(0, 0, 0);
+}
+END_TEST
+
 #define DOC_LEN (700 * 1000) /* more than a stream window of DATA cells */
 
 /* One shared copy, as a relay serves its consensus: the provider holds
@@ -849,6 +898,7 @@ suite_oom(void)
   tcase_add_test(tc, test_extra_memory_counted);
   tcase_add_test(tc, test_cells_outside_queues);
   tcase_add_test(tc, test_relayed_cells_close_at_once);
+  tcase_add_test(tc, test_per_circuit_queue_limit);
   tcase_add_test(tc, test_stream_data_oldest_first);
   tcase_add_test(tc, test_stream_sender_closed_later);
   tcase_add_test(tc, test_caches_freed_first);

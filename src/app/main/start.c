@@ -867,6 +867,28 @@ apply_dos_relay_addrs(const consensus_t *c)
   free(v);
 }
 
+/* The per-circuit queue limits, as tor reads them: circ_max_cell_queue_size
+ * (towards the client) and circ_max_cell_queue_size_out (towards the exit,
+ * defaulting to the first). Logged when they change. */
+static void
+apply_consensus_queue_limits(const consensus_t *c)
+{
+  if (!c)
+    return;
+  int32_t back = consensus_get_param(c, "circ_max_cell_queue_size",
+                                     CIRCUIT_MAX_QUEUED_CELLS_DEFAULT,
+                                     CIRCUIT_MAX_QUEUED_CELLS_MIN, INT32_MAX);
+  int32_t fwd = consensus_get_param(c, "circ_max_cell_queue_size_out", back,
+                                    CIRCUIT_MAX_QUEUED_CELLS_MIN, INT32_MAX);
+  int32_t old_back, old_fwd;
+  circuits_get_max_queued_cells(&old_back, &old_fwd);
+  if (back == old_back && fwd == old_fwd)
+    return;
+  circuits_set_max_queued_cells(back, fwd);
+  log_notice("Circuit queue limits from the consensus: %d cells towards the "
+             "client, %d towards the exit", back, fwd);
+}
+
 /* Conflux at the exit: the consensus' emergency switch cfx_enabled
  * (tor's default 1). */
 static void
@@ -916,6 +938,7 @@ dir_fetched_cb(dir_client_t *dc, int ok, void *arg)
     apply_consensus_halflife(c);
     apply_consensus_cc(c);
     apply_consensus_conflux(c);
+    apply_consensus_queue_limits(c);
     if (A.started && dc == A.dirc) {
       apply_dos_relay_addrs(c);
       apply_dos();

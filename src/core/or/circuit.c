@@ -96,7 +96,28 @@ static struct {
   int n_cache_fns;
   int in_handler;
   circuits_oom_stats_t stats;
-} M;
+  /* Per-circuit queue limits in cells (the consensus decides). */
+  int32_t max_cells_back, max_cells_fwd;
+} M = {.max_cells_back = CIRCUIT_MAX_QUEUED_CELLS_DEFAULT,
+       .max_cells_fwd = CIRCUIT_MAX_QUEUED_CELLS_DEFAULT};
+
+void
+circuits_set_max_queued_cells(int32_t towards_client, int32_t towards_exit)
+{
+  M.max_cells_back = towards_client < CIRCUIT_MAX_QUEUED_CELLS_MIN
+                         ? CIRCUIT_MAX_QUEUED_CELLS_MIN
+                         : towards_client;
+  M.max_cells_fwd = towards_exit < CIRCUIT_MAX_QUEUED_CELLS_MIN
+                        ? CIRCUIT_MAX_QUEUED_CELLS_MIN
+                        : towards_exit;
+}
+
+void
+circuits_get_max_queued_cells(int32_t *towards_client, int32_t *towards_exit)
+{
+  *towards_client = M.max_cells_back;
+  *towards_exit = M.max_cells_fwd;
+}
 
 static void circuits_handle_oom(void);
 static void oom_over_cb(void *arg);
@@ -483,20 +504,19 @@ oom_triggered(circuit_t *circ, int close_now)
   return 0;
 }
 
-/* Queue pc. Relayed cells are subject to CIRCUIT_MAX_QUEUED_CELLS (a peer
- * can push them at us without limit); cells we originate are bounded by
- * the flow-control windows instead, and must not close the circuit from
- * inside the stream code that is sending them. Both count towards the
- * global memory limit (see oom_triggered()). */
+/* Queue pc. Relayed cells are subject to the queue limit of their
+ * direction (a peer can push them at us without limit); cells we
+ * originate are bounded by the flow-control windows instead, and must not
+ * close the circuit from inside the stream code that is sending them. Both
+ * count towards the global memory limit (see oom_triggered()). */
 static int
 queue_with_limit(circuit_t *circ, circ_queue_t *cq, packed_cell_t *pc,
-                 const char *dir, int enforce)
+                 const char *dir, int32_t limit, int enforce)
 {
-  if (enforce && cq->cells.n >= CIRCUIT_MAX_QUEUED_CELLS) {
+  if (enforce && cq->cells.n >= (uint32_t)limit) {
     packed_cell_free(pc);
     log_notice("Circuit %llu has %u cells queued %s (limit %d); closing it",
-               (unsigned long long)circ->gid, cq->cells.n, dir,
-               CIRCUIT_MAX_QUEUED_CELLS);
+               (unsigned long long)circ->gid, cq->cells.n, dir, limit);
     circuit_mark_for_close(circ, DESTROY_REASON_RESOURCELIMIT);
     return -1;
   }
@@ -514,14 +534,15 @@ or_circuit_queue_backward(or_circuit_t *oc, packed_cell_t *pc)
 {
   oc->base.cells_backward++;
   return queue_with_limit(&oc->base, &oc->p_queue, pc, "towards the client",
-                          1);
+                          M.max_cells_back, 1);
 }
 
 int
 circuit_queue_forward(circuit_t *circ, packed_cell_t *pc)
 {
   circ->cells_forward++;
-  return queue_with_limit(circ, &circ->n_queue, pc, "towards the exit", 1);
+  return queue_with_limit(circ, &circ->n_queue, pc, "towards the exit",
+                          M.max_cells_fwd, 1);
 }
 
 static packed_cell_t *
@@ -587,7 +608,7 @@ send_relay_on(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
     circ_edge_note_data_sent(oc);
   return queue_with_limit(&oc->base, &oc->p_queue,
                           pack_relay(oc->p_circ_id, CELL_RELAY, payload),
-                          "towards the client", 0);
+                          "towards the client", M.max_cells_back, 0);
 }
 
 int
@@ -648,7 +669,7 @@ origin_circuit_send_relay(origin_circuit_t *circ, int hop, uint8_t command,
   }
   return queue_with_limit(&circ->base, &circ->base.n_queue,
                           pack_relay(circ->base.n_circ_id, cmd, payload),
-                          "towards the exit", 0);
+                          "towards the exit", M.max_cells_fwd, 0);
 }
 
 /* ---- congestion control ------------------------------------------- */

@@ -25,10 +25,12 @@
 #define CIRCUIT_MAX_HOPS 8
 /* RELAY_EARLY cells a circuit may carry (tor-spec 5.6). */
 #define CIRCUIT_MAX_RELAY_EARLY 8
-/* A circuit whose queue towards one channel grows beyond this many cells
- * is closed: a well-behaved peer never has more than a circuit window
- * (1000 cells) in flight. */
-#define CIRCUIT_MAX_QUEUED_CELLS 2500
+/* A circuit whose queue of relayed cells towards one channel reaches this
+ * many cells is closed (tor's default for the consensus parameters
+ * circ_max_cell_queue_size and circ_max_cell_queue_size_out, and their
+ * bounds): a well-behaved peer keeps about a window in flight. */
+#define CIRCUIT_MAX_QUEUED_CELLS_DEFAULT 2500
+#define CIRCUIT_MAX_QUEUED_CELLS_MIN 50
 
 typedef enum { CIRC_KIND_OR = 1, CIRC_KIND_ORIGIN = 2 } circuit_kind_t;
 
@@ -209,6 +211,13 @@ int circuit_queue_forward(circuit_t *circ, packed_cell_t *pc);
 /* Set the limit in bytes; 0 (the initial value) means no limit. May be
  * called before or after circuits_init() and at any time (on reload). */
 void circuits_set_max_mem_in_queues(uint64_t bytes);
+/* The queue limits (above) in cells, towards the client and towards the
+ * exit; values below CIRCUIT_MAX_QUEUED_CELLS_MIN are raised to it. Kept
+ * across circuits_init(); the defaults until called. */
+void circuits_set_max_queued_cells(int32_t towards_client,
+                                   int32_t towards_exit);
+void circuits_get_max_queued_cells(int32_t *towards_client,
+                                   int32_t *towards_exit);
 uint64_t circuits_max_mem_in_queues(void);
 /* Tor's default for MaxMemInQueues 0 ("pick one for me"), computed from
  * the physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE): 3/4 of it,
