@@ -866,9 +866,10 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
     hop->cc = pc_zalloc(sizeof(*hop->cc));
     cc_init(&hop->cc->cc, NULL, params.sendme_inc);
     hop->cc->deliver_window = CIRCWINDOW_START;
-    log_info("Circuit %llu: congestion control with hop %d (sendme_inc %u)",
+    log_info("Circuit %llu: congestion control with hop %d (sendme_inc %u), "
+             "algorithm %s",
              (unsigned long long)circ->base.gid, i + 1,
-             (unsigned)params.sendme_inc);
+             (unsigned)params.sendme_inc, hop->cc->cc.alg->name);
   } else if (hop->target.cc_request) {
     log_info("Circuit %llu: hop %d declined congestion control",
              (unsigned long long)circ->base.gid, i + 1);
