@@ -181,7 +181,9 @@ for try in 1 2 3 4 5 6 7 8; do
     it_wait_until 60 grown || it_fail "(b) the download does not progress"
     kill -KILL "$(cat "$(cat "$net/$victim.dir")/pid")"
     it_log "(b) try $try: killed $victim, the guard of one leg of set #$set, during c1's download"
-    if wait $cpid; then
+    crc=0
+    wait $cpid || crc=$?
+    if [ "$crc" = 0 ]; then
         [ "$(sha256sum < "$net/c1.out" | cut -d' ' -f1)" = "$want" ] ||
             it_fail "c1: the download reported success with wrong data"
         grep -q "Conflux set #$set: leg $victim -> .* closed" "$d1/info.log" ||
@@ -197,7 +199,7 @@ for try in 1 2 3 4 5 6 7 8; do
     fi
     # (The set may close a moment after curl saw its stream end.)
     it_wait_until 10 grep -q "Conflux set #$set closed (" "$d1/info.log" ||
-        it_fail "c1's download failed without its conflux set closing: $(grep -E "Conflux set #$set|stream" "$d1/info.log" | tail -8)"
+        it_fail "c1's download failed (curl exit $crc) without its conflux set closing: $(grep -i -E "set #$set|stream|socks" "$d1/info.log" | tail -15)"
     why=$(grep "Conflux set #$set closed (" "$d1/info.log" | tail -1)
     it_log "(b) try $try: the set closed (data was in flight on the dead leg): ${why#*\] }"
     restart "$victim"

@@ -557,11 +557,14 @@ _it_dump_logs() {
         done
         # Relays and clients a test started by hand in a node directory
         # (it_start_pctor's info.log among them; they log at info level:
-        # only notices and worse, and descriptor uploads).
+        # only notices and worse, and descriptor uploads; not the routine
+        # consensus and descriptor fetches, which would fill the tail).
         for f in "$net"/node*/pctor.log "$net"/node*/tor.log "$net"/node*/info.log; do
             [ -s "$f" ] || continue
             echo "----- notices of $f" >&2
-            grep -E '\[(notice|warn|err)\]|descriptor' "$f" | tail -n 30 >&2
+            grep -E '\[(notice|warn|err)\]|descriptor' "$f" |
+                grep -v -E 'a (ns|microdesc) consensus from|Fetching descriptors|served [0-9]+ of the|We have the descriptors of all' |
+                tail -n 30 >&2
         done
     done < "$IT_ROOT/privnets"
 }

@@ -259,8 +259,13 @@ socks_on_end(edge_stream_t *s, uint8_t reason, void *arg)
   /* The edge itself ends streams with DESTROY when their circuit goes
    * (edge_free); every other reason here came in the exit's END cell. */
   cs->end_remote = reason != END_STREAM_REASON_DESTROY;
-  if (cs->state == CS_OPEN)
+  if (cs->state == CS_OPEN) {
+    log_info("Stream %llu to port %u ended: %s (reason %u)",
+             (unsigned long long)cs->gid, cs->req.port,
+             cs->end_remote ? "END from the exit" : "its circuit closed",
+             (unsigned)reason);
     socks_stream_free(cs);
+  }
   else
     socks_stream_fail(cs, reason, "the exit refused the stream");
 }
