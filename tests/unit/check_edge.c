@@ -416,6 +416,69 @@ START_TEST(test_receive_windows)
 }
 END_TEST
 
+/* Without end-to-end circuit windows (a BackTap path, doc/backtap.md):
+ * more than 1000 cells leave and arrive without a circuit SENDME either
+ * way, a circuit SENDME is a violation, and the stream windows (500, +50
+ * per stream SENDME, held back while the owner holds data) stay. */
+START_TEST(test_no_circ_windows)
+{
+  fake_end(_i, 0);
+  edge_set_no_circ_windows(F.e, 1);
+  ck_assert_int_eq(edge_has_no_circ_windows(F.e), 1);
+  ck_assert_int_eq(edge_is_windowless(F.e), 0);
+  edge_stream_t *s[3];
+  for (int k = 0; k < 3; k++)
+    s[k] = edge_stream_new(F.e, (uint16_t)(20 + k), &owner_ops, NULL);
+  /* 1500 DATA cells out (three full stream windows), none held back by a
+   * circuit window. */
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < STREAMWINDOW_START; i++)
+      ck_assert_uint_eq(edge_stream_send(s[k], zeros, 1), 1);
+    ck_assert_int_eq(edge_stream_can_send(s[k]), 0); /* stream window */
+  }
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_DATA], 3 * STREAMWINDOW_START);
+  edge_stats_t st;
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.package_window, CIRCWINDOW_START); /* untouched */
+  /* A stream SENDME reopens its stream. */
+  ck_assert_int_eq(msg(RELAY_COMMAND_SENDME, 20, NULL, 0), 0);
+  ck_assert_int_eq(edge_stream_can_send(s[0]), 1);
+  /* A circuit SENDME is not expected. */
+  ck_assert_int_eq(edge_circ_sendme(F.e, NULL, 0, 0), -1);
+  ck_assert_str_eq(edge_last_violation(F.e),
+                   "circuit SENDME on a circuit without end-to-end windows");
+  /* 1200 DATA cells in over three streams: no circuit SENDME sent, the
+   * stream SENDMEs go as usual (every 50 per stream). */
+  memset(F.count, 0, sizeof(F.count));
+  uint8_t d = 0;
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 400; i++) {
+      ck_assert_int_eq(edge_data_arrived(F.e), 0);
+      ck_assert_int_eq(msg(RELAY_COMMAND_DATA, (uint16_t)(20 + k), &d, 1),
+                       0);
+      ck_assert_uint_ne(F.last_id, 0); /* never a circuit SENDME */
+    }
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_SENDME], 3 * 400 / 50);
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.deliver_window, CIRCWINDOW_START);
+  /* ... and beyond a stream's deliver window is still a violation. */
+  F.pending = 1 << 20;
+  int r = 0;
+  for (int i = 0; i <= STREAMWINDOW_START && r == 0; i++)
+    r = msg(RELAY_COMMAND_DATA, 20, &d, 1);
+  ck_assert_int_eq(r, -1);
+  ck_assert_str_eq(edge_last_violation(F.e),
+                   "the peer exceeded a stream deliver window");
+  /* Restored: the circuit windows start full again. */
+  edge_set_no_circ_windows(F.e, 0);
+  ck_assert_int_eq(edge_has_no_circ_windows(F.e), 0);
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.package_window, CIRCWINDOW_START);
+  ck_assert_int_eq(edge_circ_sendme(F.e, NULL, 0, 0), -1); /* window full */
+  fake_end_free();
+}
+END_TEST
+
 /* ---- half-closed streams --------------------------------------------------- */
 
 START_TEST(test_half_closed)
@@ -905,6 +968,7 @@ suite_edge(void)
   /* _i: 0 exit-side owner, 1 client-side owner. */
   tcase_add_loop_test(tc, test_send_windows, 0, 2);
   tcase_add_loop_test(tc, test_receive_windows, 0, 2);
+  tcase_add_loop_test(tc, test_no_circ_windows, 0, 2);
   tcase_add_loop_test(tc, test_half_closed, 0, 2);
   tcase_add_test(tc, test_resolved);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);

@@ -57,6 +57,7 @@ struct edge_t {
   evloop_t *loop;
   edge_circ_window_t win;
   struct cc_t *own_cc;        /* relay side: the edge's controller */
+  int no_circ_windows;        /* stream windows only (BackTap path) */
   hmap_t *by_id;              /* uint16 id (big-endian) -> edge_stream_t */
   dlist_t streams;            /* in creation order */
   edge_half_set_t half;
@@ -384,6 +385,24 @@ is_mux(const edge_t *e)
   return e->ops->multiplexed && e->ops->multiplexed(e->end);
 }
 
+void
+edge_set_no_circ_windows(edge_t *e, int on)
+{
+  if (e->no_circ_windows && !on) {
+    edge_circ_window_t fresh;
+    edge_circ_window_init(&fresh);
+    e->win.package = fresh.package;
+    e->win.deliver = fresh.deliver;
+  }
+  e->no_circ_windows = !!on;
+}
+
+int
+edge_has_no_circ_windows(const edge_t *e)
+{
+  return e->no_circ_windows && !edge_is_windowless(e);
+}
+
 int
 edge_is_windowless(const edge_t *e)
 {
@@ -530,7 +549,8 @@ edge_stream_can_send(const edge_stream_t *s)
   const struct cc_t *cc = edge_cc(e);
   if (cc)
     return !s->flow.xoff_received && cc_sendable(cc) > 0;
-  return e->win.package > 0 && s->package_window > 0;
+  return (e->no_circ_windows || e->win.package > 0) &&
+         s->package_window > 0;
 }
 
 size_t
@@ -562,7 +582,8 @@ edge_stream_send(edge_stream_t *s, const uint8_t *data, size_t len)
       continue;
     }
     s->package_window--;
-    edge_circ_window_packaged(&e->win, e->ops->last_digest(e->end, 1));
+    if (!e->no_circ_windows)
+      edge_circ_window_packaged(&e->win, e->ops->last_digest(e->end, 1));
   }
   edge_unhold(e);
   return sent;
@@ -770,6 +791,8 @@ int
 edge_data_arrived(edge_t *e)
 {
   const struct cc_t *cc = edge_cc(e);
+  if (!cc && e->no_circ_windows)
+    return 0; /* nothing to count, no SENDME to send */
   int inc = cc ? (int)cc->sendme_inc : CIRCWINDOW_INCREMENT;
   int r = edge_window_delivered(&e->win.deliver, inc);
   if (r < 0)
@@ -803,6 +826,9 @@ edge_circ_sendme(edge_t *e, const uint8_t *body, uint16_t len,
   }
   if (edge_is_windowless(e))
     return 0; /* core checked and counted it */
+  if (e->no_circ_windows)
+    return violation(e, "circuit SENDME on a circuit without end-to-end "
+                     "windows");
   if (edge_circ_window_sendme(&e->win, body, len, &why) < 0)
     return violation(e, why);
   return 0;

@@ -21,6 +21,12 @@
  *     (origin side, where core runs it per hop);
  *   - a multiplexed end (a conflux set, edge_end_ops_t.multiplexed) has no
  *     windows either: the multiplexer says when DATA may leave;
+ *   - without end-to-end circuit windows (edge_set_no_circ_windows: every
+ *     hop of the circuit is BackTap, whose hop-by-hop backpressure bounds
+ *     the queues; doc/backtap.md) no circuit window and no circuit SENDME
+ *     either way (one that arrives is a violation); the stream windows and
+ *     stream SENDMEs stay, since a stream must not fill the circuit while
+ *     its owner does not read;
  *   - half-closed streams (tor-spec 6.3): after we end a stream, the cells
  *     the peer sent before it saw our END are still on their way; a small
  *     record per stream ID (edge_half_set_t, at most EDGE_HALF_MAX, each
@@ -194,6 +200,11 @@ void *edge_end(const edge_t *e);
 void edge_set_cc(edge_t *e, struct cc_t *cc);
 /* The controller in use, or NULL. */
 const struct cc_t *edge_cc(const edge_t *e);
+/* Drop (on) or restore the circuit windows, keep the stream windows (see
+ * above). Meaningful only without a controller or multiplexer; set it
+ * before DATA flows (the circuit windows restart full). */
+void edge_set_no_circ_windows(edge_t *e, int on);
+int edge_has_no_circ_windows(const edge_t *e);
 /* Whether the end currently runs without windows (controller or mux). */
 int edge_is_windowless(const edge_t *e);
 

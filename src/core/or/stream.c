@@ -56,6 +56,8 @@ or_circuit_edge(or_circuit_t *circ)
     circ->edge = edge_new(&relay_end_ops, circ, channels_loop());
     if (circ->cc_sendme_inc)
       edge_set_cc(circ->edge, cc_new(NULL, circ->cc_sendme_inc));
+    if (circ->nowin)
+      edge_set_no_circ_windows(circ->edge, 1);
   }
   return circ->edge;
 }

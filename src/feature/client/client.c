@@ -433,6 +433,11 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  /* The exit agreed to run without end-to-end windows (every hop is
+   * BackTap): the edge keeps only the stream windows. */
+  if (!cc->cfx)
+    edge_set_no_circ_windows(
+        cc->edge, origin_circuit_nowin(circ, ccirc_stream_hop(cc, circ)));
   if (cc->extending) {
     /* A controller's EXTENDCIRCUIT: its new hops are open (not a build
      * time to learn from, nor a new circuit to count). */
