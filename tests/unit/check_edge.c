@@ -173,6 +173,7 @@ static struct {
   uint8_t end_reason;
   int end_forgets_other;      /* on_writable ends this other stream */
   edge_stream_t *other;
+  size_t queued;              /* exit side: cells queued towards the peer */
 } F;
 
 static int
@@ -209,11 +210,18 @@ f_cc(void *end)
   return F.cc;
 }
 
+static size_t
+f_queued(void *end)
+{
+  (void)end;
+  return F.queued;
+}
+
 static const edge_end_ops_t exit_side_ops = {
-    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL,
+    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL, f_queued,
 };
 static const edge_end_ops_t client_side_ops = {
-    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL,
+    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL, NULL,
 };
 
 static void
@@ -416,6 +424,12 @@ START_TEST(test_receive_windows)
 }
 END_TEST
 
+static void
+stop_loop(void *arg)
+{
+  evloop_exit(arg);
+}
+
 /* Without end-to-end circuit windows (a BackTap path, doc/backtap.md):
  * more than 1000 cells leave and arrive without a circuit SENDME either
  * way, a circuit SENDME is a violation, and the stream windows (500, +50
@@ -440,6 +454,8 @@ START_TEST(test_no_circ_windows)
   edge_stats_t st;
   edge_get_stats(F.e, &st);
   ck_assert_int_eq(st.package_window, CIRCWINDOW_START); /* untouched */
+  ck_assert_int_eq(st.no_circ_windows, 1);
+  ck_assert_uint_eq(st.n_data_sent, 3 * STREAMWINDOW_START);
   /* A stream SENDME reopens its stream. */
   ck_assert_int_eq(msg(RELAY_COMMAND_SENDME, 20, NULL, 0), 0);
   ck_assert_int_eq(edge_stream_can_send(s[0]), 1);
@@ -461,6 +477,9 @@ START_TEST(test_no_circ_windows)
   ck_assert_uint_eq(F.count[RELAY_COMMAND_SENDME], 3 * 400 / 50);
   edge_get_stats(F.e, &st);
   ck_assert_int_eq(st.deliver_window, CIRCWINDOW_START);
+  ck_assert_uint_eq(st.n_data_received, 1200);
+  ck_assert_uint_eq(st.n_circ_sendmes_sent, 0);
+  ck_assert_uint_eq(st.n_circ_sendmes_received, 1); /* the refused one */
   /* ... and beyond a stream's deliver window is still a violation. */
   F.pending = 1 << 20;
   int r = 0;
@@ -469,6 +488,31 @@ START_TEST(test_no_circ_windows)
   ck_assert_int_eq(r, -1);
   ck_assert_str_eq(edge_last_violation(F.e),
                    "the peer exceeded a stream deliver window");
+  /* The exit side's queue towards the client bounds packaging too: a
+   * stream with window left waits while EDGE_NOWIN_QUEUE_MAX cells are
+   * queued, and edge_wake_soon() lets it go on from the event loop. */
+  if (_i == 0) {
+    edge_stream_t *q = edge_stream_new(F.e, 30, &owner_ops, NULL);
+    F.queued = EDGE_NOWIN_QUEUE_MAX - 1;
+    ck_assert_int_eq(edge_stream_can_send(q), 1);
+    F.queued = EDGE_NOWIN_QUEUE_MAX;
+    ck_assert_int_eq(edge_stream_can_send(q), 0);
+    ck_assert_uint_eq(edge_stream_send(q, zeros, 10), 0);
+    F.queued = EDGE_NOWIN_QUEUE_MAX / 2 - 1;
+    unsigned w = F.n_writable;
+    edge_wake_soon(F.e);
+    ck_assert_uint_eq(F.n_writable, w); /* not from inside the caller */
+    /* Run the loop until the deferred wake came (a timer ends each run;
+     * bounded, not timed). */
+    evloop_timer_t *stop = evloop_timer_new(F.loop, stop_loop, F.loop);
+    for (int k = 0; k < 100 && F.n_writable == w; k++) {
+      evloop_timer_schedule(stop, 0);
+      evloop_run(F.loop);
+    }
+    evloop_timer_free(stop);
+    ck_assert_uint_eq(F.n_writable, w + 1);
+    ck_assert_int_eq(edge_stream_can_send(q), 1);
+  }
   /* Restored: the circuit windows start full again. */
   edge_set_no_circ_windows(F.e, 0);
   ck_assert_int_eq(edge_has_no_circ_windows(F.e), 0);
@@ -694,7 +738,7 @@ f_mux_burst(void *end)
 START_TEST(test_pending_cap_mux)
 {
   static const edge_end_ops_t mux_ops = {
-      f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst,
+      f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst, NULL,
   };
   memset(&F, 0, sizeof(F));
   F.loop = evloop_new();

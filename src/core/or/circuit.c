@@ -670,9 +670,19 @@ or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc)
 }
 
 void
+circuit_queue_drained(circuit_t *circ, circ_queue_t *cq)
+{
+  or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+  if (oc && cq == &oc->p_queue && oc->nowin && oc->edge &&
+      !circ->marked_for_close)
+    edge_wake_soon(oc->edge);
+}
+
+void
 or_circuit_set_nowin(or_circuit_t *oc)
 {
   oc->nowin = 1;
+  oc->p_queue.low_water = EDGE_NOWIN_QUEUE_MAX / 2;
   log_info("Circuit %llu: no end-to-end windows negotiated in ntor v3 "
            "(BackTap all the way from the client)",
            (unsigned long long)oc->base.gid);
@@ -807,8 +817,10 @@ origin_circuit_extend(origin_circuit_t *circ, const extend_target_t *t)
   /* Ask for no end-to-end windows only over a first hop with
    * backpressure (the exit checks its own side). */
   extend_target_t tt = *t;
-  tt.nowin_request =
-      t->nowin_request && channel_path_backpressure(circ->base.n_chan);
+  tt.nowin_request = t->nowin_request && t->has_ed_id &&
+                     channel_path_backpressure(circ->base.n_chan);
+  if (tt.nowin_request)
+    tt.handshake = HTYPE_NTOR_V3; /* the message carries the request */
   t = &tt;
   if (make_create_cell(circ, t, &unused, hdata, sizeof(hdata), &hlen) < 0)
     return -1;

@@ -43,10 +43,11 @@ typedef struct extend_target_t {
   /* ntor v3 only: ask this hop for congestion control (proposal 324 10;
    * only for the exit, when its "FlowCtrl" lists 2 and cc_alg != 0). */
   uint8_t cc_request;
-  /* ntor v3 only: ask this hop (the exit) to run the circuit without
-   * end-to-end circuit windows (doc/backtap.md, "End-to-end windows").
-   * Sent only when the circuit's first hop has hop-by-hop backpressure
-   * (channel_path_backpressure); never for the first hop itself. */
+  /* Ask this hop (the exit; it must speak ntor v3, Relay=4) to run the
+   * circuit without end-to-end circuit windows (doc/backtap.md,
+   * "End-to-end windows"). Sent, in an ntor v3 handshake whatever
+   * `handshake` says, only when the circuit's first hop has hop-by-hop
+   * backpressure (channel_path_backpressure); never to the first hop. */
   uint8_t nowin_request;
 } extend_target_t;
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
@@ -326,8 +327,12 @@ int origin_circuit_send_relay(origin_circuit_t *circ, int hop,
  * the circuit (streams use XON/XOFF, which on_relay receives). */
 struct cc_t;
 void or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc);
-/* The ntor v3 handshake dropped the end-to-end circuit windows. */
+/* The ntor v3 handshake dropped the end-to-end circuit windows: the
+ * circuit's edge packages while its queue towards the client holds fewer
+ * than EDGE_NOWIN_QUEUE_MAX cells, and again once it drained to half. */
 void or_circuit_set_nowin(or_circuit_t *oc);
+/* The scheduler took cq (a queue of circ) below its low_water mark. */
+void circuit_queue_drained(circuit_t *circ, circ_queue_t *cq);
 /* The controller of hop `hop`, or NULL if that hop has none. */
 const struct cc_t *origin_circuit_cc(const origin_circuit_t *circ, int hop);
 /* DATA cells that may be sent to hop now (its cwnd - inflight); for a hop

@@ -93,8 +93,7 @@ circbuild_exit_request_nowin(extend_target_t *exit,
   if (!exit->has_ed_id ||
       !circbuild_protocols_support(exit_protocols, "Relay", 4))
     return 0;
-  exit->handshake = HTYPE_NTOR_V3;
-  exit->nowin_request = 1;
+  exit->nowin_request = 1; /* core switches to ntor v3 if it asks */
   return 1;
 }
 

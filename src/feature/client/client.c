@@ -296,12 +296,26 @@ end_mux_burst_bytes(void *end)
 
 const edge_end_ops_t client_end_ops = {
     end_send,         end_last_digest, end_cc, end_multiplexed,
-    end_mux_can_send, 1,               end_mux_burst_bytes,
+    end_mux_can_send, 1,               end_mux_burst_bytes, NULL,
 };
 
 static void
 ccirc_free(ccirc_t *cc)
 {
+  edge_stats_t st;
+  edge_get_stats(cc->edge, &st);
+  char fp[41];
+  base16_encode(fp, sizeof(fp), cc->exit_id, 20, BASE16_UPPER);
+  if (st.n_data_sent + st.n_data_received && !edge_is_windowless(cc->edge))
+    log_info("Client circuit to exit %s: %s at close: DATA cells sent "
+             "%llu, received %llu; circuit SENDMEs sent %llu, received %llu",
+             fp,
+             st.no_circ_windows ? "no end-to-end windows"
+                                : "fixed end-to-end windows",
+             (unsigned long long)st.n_data_sent,
+             (unsigned long long)st.n_data_received,
+             (unsigned long long)st.n_circ_sendmes_sent,
+             (unsigned long long)st.n_circ_sendmes_received);
   for (int i = 0; i < cc->n_legs; i++) {
     circbuild_free(cc->legs[i]->cb); /* closes it; no callbacks */
     free(cc->legs[i]);
