@@ -154,7 +154,7 @@ n=$(close_all)
 it_log "closed $n circuit(s) of c"
 asked0=$(grep -c "no end-to-end windows with hop 3 (every hop is BackTap)" "$dc/info.log")
 t0=$SECONDS
-fetch nowin u2 || it_fail "c: download over BackTap failed: $(tail -3 "$dc/info.log")"
+it_wait_until 60 fetch nowin u2 || it_fail "c: download over BackTap failed: $(tail -3 "$dc/info.log")"
 it_log "2. $MB MiB through c -> g -> m -> x, all BackTap ($((SECONDS - t0)) s), sha256 ok"
 grep -q "CircuitTransport: the hop to 127.0.0.1:$(cat "$net/g.port") uses BackTap" "$dc/info.log" ||
     it_fail "c's first hop did not use BackTap: $(grep CircuitTransport "$dc/info.log" | tail -3)"

@@ -374,6 +374,73 @@ START_TEST(test_path_backpressure)
 }
 END_TEST
 
+/* The drain signal of origin circuits without windows (circuit.h): one
+ * owner, told when the scheduler takes the queue towards the first hop
+ * below its low-water mark (circ_queue_note_removed), not for other
+ * queues, not once the circuit is closing. */
+static unsigned n_drained;
+static origin_circuit_t *last_drained;
+
+static void
+drained_cb(origin_circuit_t *circ, void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  n_drained++;
+  last_drained = circ;
+}
+
+static void
+other_drained_cb(origin_circuit_t *circ, void *arg)
+{
+  (void)circ;
+  (void)arg;
+}
+
+START_TEST(test_origin_drain_signal)
+{
+  n_drained = 0;
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), -1);
+  T.provide = 1;
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.addr[1];
+  memcpy(t.rsa_id, T.rsa[1], 20);
+  t.handshake = CIRC_HTYPE_FAST;
+  origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
+  ck_assert_ptr_nonnull(oc);
+  circ_queue_t *q = &oc->base.n_queue;
+  q->low_water = 3;
+  /* a cell leaving with 3 left, then with 2 left: told once, at 2 */
+  packed_cell_t *pc = relay_cell(1, 0, 0);
+  for (unsigned left = 3; left >= 2; left--) {
+    while (q->cells.n > left)
+      packed_cell_free(cell_queue_pop(&q->cells));
+    while (q->cells.n < left)
+      cell_queue_append(&q->cells, relay_cell(1, 0, 0));
+    circ_queue_note_removed(q, pc, 0);
+  }
+  ck_assert_uint_eq(n_drained, 1);
+  ck_assert_ptr_eq(last_drained, oc);
+  /* an or_circuit's queue goes to its edge, not to the origins' owner */
+  channel_t *in =
+      channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
+  channel_open_socketless_for_testing(in);
+  or_circuit_t *orc = or_circuit_new(in, 0x80000021u);
+  circuit_queue_drained(&orc->base, &orc->p_queue);
+  ck_assert_uint_eq(n_drained, 1);
+  /* nor anything once the circuit is closing */
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  circ_queue_note_removed(q, pc, 0);
+  ck_assert_uint_eq(n_drained, 1);
+  packed_cell_free(pc);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(NULL, NULL), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), 0);
+  circuits_set_origin_drain_fn(NULL, NULL);
+}
+END_TEST
+
 Suite *
 suite_btcirc(void)
 {
@@ -385,6 +452,7 @@ suite_btcirc(void)
   tcase_add_test(tc, test_window_gates_scheduler);
   tcase_add_test(tc, test_input_reaches_command);
   tcase_add_test(tc, test_path_backpressure);
+  tcase_add_test(tc, test_origin_drain_signal);
   suite_add_tcase(s, tc);
   return s;
 }

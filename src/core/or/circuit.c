@@ -282,6 +282,25 @@ static struct {
   void *arg;
 } origin_observer;
 
+static struct {
+  origin_circuit_progress_fn fn;
+  void *arg;
+} origin_drain;
+
+int
+circuits_set_origin_drain_fn(origin_circuit_progress_fn fn, void *arg)
+{
+  if (fn && origin_drain.fn &&
+      (fn != origin_drain.fn || arg != origin_drain.arg)) {
+    log_warn("A second owner of the drain signal of our own circuits was "
+             "refused: one is registered already");
+    return -1;
+  }
+  origin_drain.fn = fn;
+  origin_drain.arg = fn ? arg : NULL;
+  return 0;
+}
+
 int
 circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg)
 {
@@ -673,9 +692,13 @@ void
 circuit_queue_drained(circuit_t *circ, circ_queue_t *cq)
 {
   or_circuit_t *oc = TO_OR_CIRCUIT(circ);
-  if (oc && cq == &oc->p_queue && oc->nowin && oc->edge &&
-      !circ->marked_for_close)
+  if (circ->marked_for_close)
+    return;
+  if (oc && cq == &oc->p_queue && oc->nowin && oc->edge)
     edge_wake_soon(oc->edge);
+  origin_circuit_t *orc = TO_ORIGIN_CIRCUIT(circ);
+  if (orc && cq == &circ->n_queue && origin_drain.fn)
+    origin_drain.fn(orc, origin_drain.arg);
 }
 
 void
@@ -897,6 +920,7 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
   }
   if (params.nowin) {
     hop->nowin = 1;
+    circ->base.n_queue.low_water = EDGE_NOWIN_QUEUE_MAX / 2;
     log_notice("Circuit %llu: no end-to-end windows with hop %d (every "
                "hop is BackTap)",
                (unsigned long long)circ->base.gid, i + 1);

@@ -297,6 +297,13 @@ void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
 typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
                                            void *arg);
 int circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
+/* One owner of circuits we originate told when the queue towards the
+ * first hop of a circuit without end-to-end windows (origin_circuit_nowin)
+ * drained to half of EDGE_NOWIN_QUEUE_MAX: it may package DATA again
+ * (the client, feature/client). Called from the scheduler: fn must not
+ * queue cells itself (edge_wake_soon() is fine). Single slot, refusing a
+ * different second one with a warning (-1); fn NULL removes it. */
+int circuits_set_origin_drain_fn(origin_circuit_progress_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when

@@ -294,9 +294,33 @@ end_mux_burst_bytes(void *end)
   return cfx_set_ooo_bound_bytes(cc->cfx);
 }
 
+/* A plain circuit's end without circuit windows packages while fewer than
+ * EDGE_NOWIN_QUEUE_MAX cells wait towards the guard (edge.h). */
+static size_t
+end_queued(void *end)
+{
+  const origin_circuit_t *c = plain_circ(end);
+  return c ? c->base.n_queue.cells.n : 0;
+}
+
+/* Core: the queue of one of our circuits without windows drained. */
+static void
+client_circuit_drained(origin_circuit_t *circ, void *arg)
+{
+  (void)arg;
+  dlist_node_t *n;
+  for (n = dlist_first(&client_g.circs); n; n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (!cc->dead && !cc->cfx && plain_circ(cc) == circ) {
+      edge_wake_soon(cc->edge);
+      return;
+    }
+  }
+}
+
 const edge_end_ops_t client_end_ops = {
     end_send,         end_last_digest, end_cc, end_multiplexed,
-    end_mux_can_send, 1,               end_mux_burst_bytes, NULL,
+    end_mux_can_send, 1,               end_mux_burst_bytes, end_queued,
 };
 
 static void
@@ -756,6 +780,7 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err,
   if (circuits_add_extra_mem_fn(client_circuit_mem) < 0)
     log_warn("Client: too many memory reporters; conflux out-of-order "
              "queues do not count in MaxMemInQueues");
+  (void)circuits_set_origin_drain_fn(client_circuit_drained, NULL);
   return 0;
 }
 
@@ -825,6 +850,7 @@ client_shutdown(void)
     ccirc_free(cc);
   }
   circuits_remove_extra_mem_fn(client_circuit_mem);
+  circuits_set_origin_drain_fn(NULL, NULL);
   evloop_deferred_free(client_g.preempt_ev);
   for (int i = 0; i < client_g.ports.n; i++)
     listener_free(client_g.listeners[i]);
