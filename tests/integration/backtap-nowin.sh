@@ -22,8 +22,9 @@
 #   4. A tor 0.4.9 client through m -> x (MiddleNodes, ExitNodes) works.
 #   5. c closes its circuits: c and x log, for the circuit of step 2, no
 #      end-to-end windows at close with every DATA cell of the file and no
-#      circuit SENDME sent or received on either end; the circuits with a
-#      TLS hop logged SENDMEs (congestion control, proposal 324).
+#      circuit SENDME sent or received on either end; c logs, for the
+#      circuit of step 3, the circuit SENDMEs it sent for the file's cells
+#      (fixed windows, or congestion control when the consensus enables it).
 #   6. No warning in any pctor log.
 # BACKTAP_NOWIN_MB sets the size (default 8 MiB).
 
@@ -194,6 +195,17 @@ curl -sf --max-time 180 --socks5-hostname "127.0.0.1:$sport" \
 it_log "4. tor client fetched $MB MiB through m -> x ($((SECONDS - t0)) s), sha256 ok"
 
 # 5. c closes its circuits: both ends log what crossed the windowless one.
+# kept_closed: c's circuits that kept end-to-end SENDMEs for the file as
+# they closed: congestion control (one SENDME per 31 cells) or the fixed
+# windows (one per 100), less a margin.
+kept_closed() {
+    grep -E "Client circuit [0-9A-F]*.*: (congestion control|fixed end-to-end windows) at close:" "$dc/info.log" |
+        awk -v cc=$((cells / 31 - 60)) -v fixed=$((cells / 100 - 10)) '{
+            min = /fixed end-to-end/ ? fixed : cc
+            for (i = 1; i < NF; i++) if ($i == "SENDMEs" && $(i + 1) == "sent") { if ($(i + 2) + 0 >= min) n++; break }
+        } END { print n + 0 }'
+}
+kept0=$(kept_closed)
 close_all > /dev/null
 # at_close LOG WHO FIELD: the newest "no end-to-end windows at close" line
 # of WHO in LOG whose FIELD ("sent" or "received") count of DATA cells is
@@ -216,10 +228,15 @@ lc=$(at_close "$dc/info.log" "Client circuit to exit [0-9A-F]*" "received")
 it_log "c: ${lc#*] }"
 echo "$lc" | grep -q "circuit SENDMEs sent 0, received 0$" ||
     it_fail "c sent or received circuit SENDMEs on the windowless circuit: $lc"
-# ... while the circuits with a TLS hop kept end-to-end SENDMEs.
+# ... while the circuit through relay1 (step 3, closed now) kept end-to-end
+# SENDMEs: c acknowledged the file's cells.
+more_kept() { [ "$(kept_closed)" -gt "$kept0" ]; }
+it_wait_until 30 more_kept ||
+    it_fail "c closed no circuit with SENDMEs for the file: $(grep -e 'at close' -e 'hop 3' "$dc/info.log" | tail -8)"
+it_log "c: $(grep -E '(congestion control|fixed end-to-end windows) at close' "$dc/info.log" | tail -1 | sed 's/.*\] //')"
 it_wait_until 60 grep -Eq "congestion control at close: .*got [1-9][0-9]{2,}" "$dx/info.log" ||
     it_fail "x logged no circuit with SENDMEs: $(grep 'at close' "$dx/info.log" | tail -3)"
-it_log "5. no circuit SENDME on the windowless circuit at either end; x's circuits with a TLS hop had SENDMEs"
+it_log "5. no circuit SENDME on the windowless circuit at either end; the circuit with a TLS hop had SENDMEs"
 
 # c's BackTap statistics: its own circuits went out over BackTap.
 sc=$(it_usr1_line "$net" c "Statistics: BackTap:" "BackTap statistics")

@@ -323,6 +323,20 @@ const edge_end_ops_t client_end_ops = {
     end_mux_can_send, 1,               end_mux_burst_bytes, end_queued,
 };
 
+/* A plain circuit's leg goes: what the exit's controller counted (those
+ * without windows log theirs when the end is freed). */
+static void
+leg_log_cc(const cleg_t *leg)
+{
+  const cc_t *xc = leg->owner->cfx ? NULL : cleg_cc(leg);
+  if (xc && xc->n_sendmes_sent + xc->n_acks)
+    log_info("Client circuit %llu: congestion control at close: circuit "
+             "SENDMEs sent %llu, received %llu",
+             (unsigned long long)leg->circ->base.gid,
+             (unsigned long long)xc->n_sendmes_sent,
+             (unsigned long long)xc->n_acks);
+}
+
 static void
 ccirc_free(ccirc_t *cc)
 {
@@ -330,7 +344,9 @@ ccirc_free(ccirc_t *cc)
   edge_get_stats(cc->edge, &st);
   char fp[41];
   base16_encode(fp, sizeof(fp), cc->exit_id, 20, BASE16_UPPER);
-  if (st.n_data_sent + st.n_data_received && !edge_is_windowless(cc->edge))
+  /* (the edge counts DATA only without congestion control: a circuit
+   * whose leg is gone no longer shows its controller) */
+  if (st.no_circ_windows || st.n_data_received)
     log_info("Client circuit to exit %s: %s at close: DATA cells sent "
              "%llu, received %llu; circuit SENDMEs sent %llu, received %llu",
              fp,
@@ -340,7 +356,9 @@ ccirc_free(ccirc_t *cc)
              (unsigned long long)st.n_data_received,
              (unsigned long long)st.n_circ_sendmes_sent,
              (unsigned long long)st.n_circ_sendmes_received);
+
   for (int i = 0; i < cc->n_legs; i++) {
+    leg_log_cc(cc->legs[i]);
     circbuild_free(cc->legs[i]->cb); /* closes it; no callbacks */
     free(cc->legs[i]);
   }
@@ -391,6 +409,7 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
   }
   dlist_remove(&cc->node);
   for (int i = 0; i < cc->n_legs; i++) {
+    leg_log_cc(cc->legs[i]);
     circbuild_free(cc->legs[i]->cb);
     cc->legs[i]->circ = NULL;
   }
@@ -525,6 +544,7 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
   if (!cc->cfx) {
     log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
              reason);
+    leg_log_cc(leg);
     leg->circ = NULL;
     ccirc_close(cc, -1, why);
     return;
