@@ -57,7 +57,7 @@ server(uint16_t htype, const uint8_t *hdata, size_t hlen)
   size_t reply_len = 0;
   onion_circ_params_t params;
   const char *why = NULL;
-  int r = onion_server_handshake(keys.onion, cc_params_current(), htype,
+  int r = onion_server_handshake(keys.onion, cc_params_current(), 0, htype,
                                  hdata, hlen, reply,
                                  CREATED2_HDATA_MAX, &reply_len, keys_out,
                                  sizeof(keys_out), &params, &why);

@@ -74,9 +74,16 @@ START_TEST(test_cell_record)
   big[sizeof(rec)] = 0;
   ck_assert_int_eq(backtap_cell_parse(big, sizeof(big), &h, &body, &why), -1);
   ck_assert_str_eq(why, "overlong cell record");
-  rec[8] = 0x02;
+  rec[8] = 0x04;
   ck_assert_int_eq(backtap_cell_parse(rec, sizeof(rec), &h, &body, &why), -1);
   ck_assert_str_eq(why, "cell record with reserved flags set");
+  /* PATH: only on a SYN */
+  rec[8] = BACKTAP_CF_PATH;
+  ck_assert_int_eq(backtap_cell_parse(rec, sizeof(rec), &h, &body, &why), -1);
+  ck_assert_str_eq(why, "cell record with PATH but without SYN");
+  rec[8] = BACKTAP_CF_SYN | BACKTAP_CF_PATH;
+  ck_assert_int_eq(backtap_cell_parse(rec, sizeof(rec), &h, &body, &why), 0);
+  ck_assert_uint_eq(h.flags, BACKTAP_CF_SYN | BACKTAP_CF_PATH);
   rec[8] = 0;
   memset(rec, 0, 4);
   ck_assert_int_eq(backtap_cell_parse(rec, sizeof(rec), &h, &body, &why), -1);
@@ -363,6 +370,57 @@ START_TEST(test_ack_fwd_window)
   ck_assert_uint_eq(backtap_link_stats(a->bt)->forged_feedback, 0);
   ck_assert_uint_eq(a->timer, UINT64_MAX); /* nothing outstanding */
 
+  backtap_link_free(a->bt);
+  backtap_link_free(b->bt);
+  free(a);
+  free(b);
+}
+END_TEST
+
+/* PATH (doc/backtap.md, "End-to-end windows"): said in the SYN only,
+ * kept through a retransmission of the SYN, seen by the receiver. */
+START_TEST(test_syn_path)
+{
+  uint64_t now = 1000000;
+  tpeer_t *a = pc_zalloc(sizeof(*a)), *b = pc_zalloc(sizeof(*b));
+  tpeer_init(a, &now, NULL);
+  tpeer_init(b, &now, NULL);
+  backtap_flow_t *fa = backtap_flow_new(a->bt, 9, a);
+  backtap_flow_t *plain = backtap_flow_new(a->bt, 10, a);
+  ck_assert_int_eq(backtap_flow_set_path(fa), 0);
+  uint8_t cell[BACKTAP_LINK_CELL_LEN];
+  test_cell(cell, 9, 0x11);
+  ck_assert_int_eq(backtap_flow_send(fa, cell), 0);
+  ck_assert_int_eq(backtap_flow_send(fa, cell), 0);
+  ck_assert_int_eq(backtap_flow_send(plain, cell), 0);
+  /* too late once the SYN is out */
+  ck_assert_int_eq(backtap_flow_set_path(fa), -1);
+  ck_assert_int_eq(backtap_flow_set_path(plain), -1);
+  ck_assert_uint_eq(a->n_out, 3);
+  ck_assert_uint_eq(a->out[0].rec[8], BACKTAP_CF_SYN | BACKTAP_CF_PATH);
+  ck_assert_uint_eq(a->out[1].rec[8], 0);
+  ck_assert_uint_eq(a->out[2].rec[8], BACKTAP_CF_SYN);
+  /* the first SYN is lost: the retransmission says PATH again */
+  trec_t kept[2];
+  kept[0] = a->out[1];
+  kept[1] = a->out[2];
+  a->n_out = 0;
+  backtap_link_input(b->bt, kept[0].type, kept[0].rec, kept[0].len);
+  backtap_link_input(b->bt, kept[1].type, kept[1].rec, kept[1].len);
+  ck_assert_int_eq(b->opened, 1); /* circuit 10 only */
+  ck_assert_int_eq(backtap_flow_peer_path(b->last_flow), 0);
+  backtap_flow_t *fb_plain = b->last_flow;
+  now = a->timer;
+  tick(a);
+  ck_assert_uint_ge(a->n_out, 1);
+  ck_assert_uint_eq(a->out[0].rec[8], BACKTAP_CF_SYN | BACKTAP_CF_PATH);
+  carry(a, b);
+  ck_assert_int_eq(b->opened, 2);
+  ck_assert_ptr_ne(b->last_flow, fb_plain);
+  ck_assert_int_eq(backtap_flow_peer_path(b->last_flow), 1);
+  ck_assert_int_eq(backtap_flow_peer_path(fb_plain), 0);
+  /* before any cell came, a flow has no peer PATH */
+  ck_assert_int_eq(backtap_flow_peer_path(fa), 0);
   backtap_link_free(a->bt);
   backtap_link_free(b->bt);
   free(a);
@@ -1093,6 +1151,7 @@ suite_backtap(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("engine");
   tcase_add_test(tc, test_ack_fwd_window);
+  tcase_add_test(tc, test_syn_path);
   tcase_add_test(tc, test_drops_without_state);
   tcase_add_test(tc, test_excess_dropped_before_ack);
   tcase_add_test(tc, test_spurious_timeout);

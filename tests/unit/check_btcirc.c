@@ -2,7 +2,9 @@
 /* check_btcirc.c -- what core offers the BackTap circuit integration
  * (feature/btcirc): the packed-cell release hook that turns "the cell left
  * this relay" into a FWD, carried channels (channel.h) and the carrier
- * provider that pctcp.c asks for every or_circuit extension.
+ * provider that pctcp.c asks for every or_circuit extension (and for the
+ * first hop of an origin circuit), and the "backpressure all the way" bit
+ * of carried channels.
  *
  * The carrier here is a mock with a window the test opens by hand, so the
  * tests check exactly what the circuit layer does with it: CREATE2 and
@@ -44,6 +46,7 @@ static struct {
   unsigned n_closed;
   channel_t *carried;
   int provide;
+  int backpressure;  /* the provider's channels have it (BackTap) */
   /* release hook */
   unsigned n_released;
   uint64_t rel_tag[MAX_SENT];
@@ -104,6 +107,8 @@ provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
     return NULL;
   T.carried = channel_new_carried(&mock_ops, &T, addr, rsa_id, ed_id, 1,
                                   "(test)");
+  if (T.backpressure)
+    channel_carried_set_backpressure(T.carried);
   return T.carried;
 }
 
@@ -298,6 +303,144 @@ START_TEST(test_input_reaches_command)
 }
 END_TEST
 
+/* Backpressure all the way (channel.h, doc/backtap.md "End-to-end
+ * windows"): the path bit of a new carried channel is set by core at
+ * extension time from the origin (always) or the previous hop (its bit),
+ * and only on a channel whose carrier has backpressure. */
+static channel_t *
+extend_from(channel_t *p_chan, uint32_t id)
+{
+  or_circuit_t *oc = or_circuit_new(p_chan, id);
+  cell_t create;
+  memset(&create, 0, sizeof(create));
+  create.command = CELL_CREATE2;
+  ck_assert_int_eq(circuit_extend_to(&oc->base, &T.addr[1], T.rsa[1],
+                                     T.ed[1], &create), 0);
+  return oc->base.n_chan;
+}
+
+START_TEST(test_path_backpressure)
+{
+  T.provide = 1;
+  T.backpressure = 1;
+  /* From a TLS channel: BackTap onwards, but not all the way. */
+  channel_t *tls =
+      channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
+  channel_open_socketless_for_testing(tls);
+  ck_assert_int_eq(channel_has_backpressure(tls), 0);
+  channel_set_path_backpressure(tls, 1); /* refused: no backpressure */
+  ck_assert_int_eq(channel_path_backpressure(tls), 0);
+  channel_t *n = extend_from(tls, 0x80000011u);
+  ck_assert_int_eq(channel_has_backpressure(n), 1);
+  ck_assert_int_eq(channel_path_backpressure(n), 0);
+  /* From a BackTap hop whose peer said "all the way": all the way. */
+  channel_t *bt = channel_new_carried(&mock_ops, &T, &T.addr[0], T.rsa[0],
+                                      T.ed[0], 0, "(test)");
+  channel_carried_set_backpressure(bt);
+  channel_set_path_backpressure(bt, 1);
+  ck_assert_int_eq(channel_path_backpressure(bt), 1);
+  n = extend_from(bt, 0x80000013u);
+  ck_assert_int_eq(channel_path_backpressure(n), 1);
+  /* From a BackTap hop whose peer did not say so: not all the way. */
+  channel_t *bt2 = channel_new_carried(&mock_ops, &T, &T.addr[0], T.rsa[0],
+                                       T.ed[0], 0, "(test)");
+  channel_carried_set_backpressure(bt2);
+  n = extend_from(bt2, 0x80000015u);
+  ck_assert_int_eq(channel_path_backpressure(n), 0);
+  /* A carrier without backpressure (TCP-over-DTLS) never has the bit. */
+  T.backpressure = 0;
+  n = extend_from(bt, 0x80000017u);
+  ck_assert_int_eq(channel_has_backpressure(n), 0);
+  ck_assert_int_eq(channel_path_backpressure(n), 0);
+  /* The origin's first hop over a carrier with backpressure: all the way;
+   * over TLS: not. */
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.addr[1];
+  memcpy(t.rsa_id, T.rsa[1], 20);
+  memcpy(t.ed_id, T.ed[1], 32);
+  t.has_ed_id = 1;
+  t.handshake = CIRC_HTYPE_FAST;
+  T.backpressure = 1;
+  origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
+  ck_assert_ptr_nonnull(oc);
+  ck_assert_ptr_eq(oc->base.n_chan, T.carried);
+  ck_assert_int_eq(channel_path_backpressure(oc->base.n_chan), 1);
+  T.provide = 0;
+  oc = origin_circuit_launch(&t, NULL, NULL);
+  ck_assert_ptr_nonnull(oc);
+  ck_assert(!channel_is_carried(oc->base.n_chan));
+  ck_assert_int_eq(channel_path_backpressure(oc->base.n_chan), 0);
+}
+END_TEST
+
+/* The drain signal of origin circuits without windows (circuit.h): one
+ * owner, told when the scheduler takes the queue towards the first hop
+ * below its low-water mark (circ_queue_note_removed), not for other
+ * queues, not once the circuit is closing. */
+static unsigned n_drained;
+static origin_circuit_t *last_drained;
+
+static void
+drained_cb(origin_circuit_t *circ, void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  n_drained++;
+  last_drained = circ;
+}
+
+static void
+other_drained_cb(origin_circuit_t *circ, void *arg)
+{
+  (void)circ;
+  (void)arg;
+}
+
+START_TEST(test_origin_drain_signal)
+{
+  n_drained = 0;
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), -1);
+  T.provide = 1;
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.addr[1];
+  memcpy(t.rsa_id, T.rsa[1], 20);
+  t.handshake = CIRC_HTYPE_FAST;
+  origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
+  ck_assert_ptr_nonnull(oc);
+  circ_queue_t *q = &oc->base.n_queue;
+  q->low_water = 3;
+  /* a cell leaving with 3 left, then with 2 left: told once, at 2 */
+  packed_cell_t *pc = relay_cell(1, 0, 0);
+  for (unsigned left = 3; left >= 2; left--) {
+    while (q->cells.n > left)
+      packed_cell_free(cell_queue_pop(&q->cells));
+    while (q->cells.n < left)
+      cell_queue_append(&q->cells, relay_cell(1, 0, 0));
+    circ_queue_note_removed(q, pc, 0);
+  }
+  ck_assert_uint_eq(n_drained, 1);
+  ck_assert_ptr_eq(last_drained, oc);
+  /* an or_circuit's queue goes to its edge, not to the origins' owner */
+  channel_t *in =
+      channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
+  channel_open_socketless_for_testing(in);
+  or_circuit_t *orc = or_circuit_new(in, 0x80000021u);
+  circuit_queue_drained(&orc->base, &orc->p_queue);
+  ck_assert_uint_eq(n_drained, 1);
+  /* nor anything once the circuit is closing */
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  circ_queue_note_removed(q, pc, 0);
+  ck_assert_uint_eq(n_drained, 1);
+  packed_cell_free(pc);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(NULL, NULL), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), 0);
+  circuits_set_origin_drain_fn(NULL, NULL);
+}
+END_TEST
+
 Suite *
 suite_btcirc(void)
 {
@@ -308,6 +451,8 @@ suite_btcirc(void)
   tcase_add_test(tc, test_extension_over_carrier);
   tcase_add_test(tc, test_window_gates_scheduler);
   tcase_add_test(tc, test_input_reaches_command);
+  tcase_add_test(tc, test_path_backpressure);
+  tcase_add_test(tc, test_origin_drain_signal);
   suite_add_tcase(s, tc);
   return s;
 }

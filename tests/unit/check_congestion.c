@@ -2593,7 +2593,7 @@ onion_round(const relay_keys_t *k, int request, onion_circ_params_t *srv,
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
   const char *why = NULL;
-  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(), 0,
                                           HTYPE_NTOR_V3, hdata, hlen,
                                           reply, sizeof(reply), &rlen, skeys,
                                           sizeof(skeys), srv, &why),
@@ -2647,7 +2647,7 @@ START_TEST(test_onion_negotiation)
   const char *why = NULL;
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
-  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(), 0,
                                           HTYPE_NTOR_V3, hdata, hlen,
                                           reply, sizeof(reply), &rlen, km,
                                           sizeof(km), &srv, &why),
@@ -2664,7 +2664,7 @@ START_TEST(test_onion_negotiation)
   st = NULL;
   ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
                    0);
-  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(),
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(), 0,
                                           HTYPE_NTOR, hdata, hlen, reply,
                                           sizeof(reply), &rlen, km,
                                           sizeof(km), &srv, &why),
@@ -2676,6 +2676,122 @@ START_TEST(test_onion_negotiation)
   ck_assert_int_eq(cli.cc_enabled, 0);
   onion_client_free(HTYPE_NTOR, st);
   fixture_core_keys_free(k);
+}
+END_TEST
+
+/* pctor's no-windows extension (doc/backtap.md, "End-to-end windows"):
+ * one handshake where the client asks for congestion control (cc) and/or
+ * no windows (nowin), the relay may allow the latter (ok), and the client
+ * checks the reply against `told` (ONION_REQ_*). */
+static int
+nowin_round(const relay_keys_t *k, int cc, int nowin, int ok, int told,
+            onion_circ_params_t *srv, onion_circ_params_t *cli)
+{
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  memcpy(t.ed_id, k->ed_identity.pub, 32);
+  t.has_ed_id = 1;
+  memcpy(t.ntor_key, k->ntor_current.pub, 32);
+  t.handshake = HTYPE_NTOR_V3;
+  t.cc_request = (uint8_t)cc;
+  t.nowin_request = (uint8_t)nowin;
+  uint8_t hdata[CREATE2_HDATA_MAX], reply[CREATED2_HDATA_MAX];
+  uint8_t skeys[72], ckeys[72];
+  size_t hlen = 0, rlen = 0;
+  void *st = NULL;
+  const char *why = NULL;
+  ck_assert_int_eq(onion_client_start(&t, hdata, sizeof(hdata), &hlen, &st),
+                   0);
+  ck_assert_int_eq(onion_server_handshake(k->onion, cc_params_current(), ok,
+                                          HTYPE_NTOR_V3, hdata, hlen,
+                                          reply, sizeof(reply), &rlen, skeys,
+                                          sizeof(skeys), srv, &why),
+                   0);
+  int r = onion_client_finish(HTYPE_NTOR_V3, st, reply, rlen, ckeys,
+                              sizeof(ckeys), told, cli);
+  onion_client_free(HTYPE_NTOR_V3, st);
+  return r;
+}
+
+START_TEST(test_onion_nowin)
+{
+  relay_keys_t *k = fixture_core_keys_new(time(NULL));
+  onion_circ_params_t srv, cli;
+  const int both = ONION_REQ_CC | ONION_REQ_NOWIN;
+  /* Asked with congestion control over a BackTap path: no windows, and no
+   * congestion control (it needs the SENDMEs). */
+  ck_assert_int_eq(nowin_round(k, 1, 1, 1, both, &srv, &cli), 0);
+  ck_assert_int_eq(srv.nowin, 1);
+  ck_assert_int_eq(srv.cc_enabled, 0);
+  ck_assert_int_eq(cli.nowin, 1);
+  ck_assert_int_eq(cli.cc_enabled, 0);
+  /* Asked alone. */
+  ck_assert_int_eq(nowin_round(k, 0, 1, 1, ONION_REQ_NOWIN, &srv, &cli), 0);
+  ck_assert_int_eq(srv.nowin, 1);
+  ck_assert_int_eq(cli.nowin, 1);
+  /* The circuit did not come over BackTap all the way: refused, and the
+   * client falls back on congestion control ... */
+  ck_assert_int_eq(nowin_round(k, 1, 1, 0, both, &srv, &cli), 0);
+  ck_assert_int_eq(srv.nowin, 0);
+  ck_assert_int_eq(srv.cc_enabled, 1);
+  ck_assert_int_eq(cli.nowin, 0);
+  ck_assert_int_eq(cli.cc_enabled, 1);
+  /* ... or on the fixed windows. */
+  ck_assert_int_eq(nowin_round(k, 0, 1, 0, ONION_REQ_NOWIN, &srv, &cli), 0);
+  ck_assert_int_eq(srv.nowin, 0);
+  ck_assert_int_eq(cli.nowin, 0);
+  ck_assert_int_eq(cli.cc_enabled, 0);
+  /* Not asked: a relay that would allow it does nothing. */
+  ck_assert_int_eq(nowin_round(k, 1, 0, 1, ONION_REQ_CC, &srv, &cli), 0);
+  ck_assert_int_eq(srv.nowin, 0);
+  ck_assert_int_eq(cli.cc_enabled, 1);
+  /* An answer the client did not ask for closes the circuit. */
+  ck_assert_int_eq(nowin_round(k, 1, 1, 1, ONION_REQ_CC, &srv, &cli), -1);
+  fixture_core_keys_free(k);
+}
+END_TEST
+
+START_TEST(test_nowin_ext_encoding)
+{
+  uint8_t m[16];
+  const char *why = NULL;
+  /* request lists in type order: CC (1) before no windows (0xf0) */
+  ck_assert_int_eq(onion_ext_build_request(1, 1, m, sizeof(m)), 5);
+  static const uint8_t both[] = {2, 1, 0, 0xf0, 0};
+  ck_assert_mem_eq(m, both, 5);
+  ck_assert_int_eq(onion_ext_find_nowin(m, 5, ONION_EXT_NOWIN_REQUEST, &why),
+                   1);
+  ck_assert_int_eq(cc_ext_parse_request(m, 5), 1);
+  ck_assert_int_eq(onion_ext_build_request(0, 1, m, sizeof(m)), 3);
+  static const uint8_t alone[] = {1, 0xf0, 0};
+  ck_assert_mem_eq(m, alone, 3);
+  ck_assert_int_eq(cc_ext_parse_request(m, 3), 0);
+  ck_assert_int_eq(onion_ext_build_request(0, 0, m, sizeof(m)), 1);
+  ck_assert_uint_eq(m[0], 0);
+  ck_assert_int_eq(onion_ext_build_request(1, 1, m, 4), -1);
+  /* absent, or the other direction's type */
+  ck_assert_int_eq(onion_ext_find_nowin(m, 1, ONION_EXT_NOWIN_REQUEST, &why),
+                   0);
+  ck_assert_int_eq(onion_ext_find_nowin(alone, 3, ONION_EXT_NOWIN_RESPONSE,
+                                        &why),
+                   0);
+  ck_assert_int_eq(onion_ext_find_nowin(m, 0, ONION_EXT_NOWIN_REQUEST, &why),
+                   0);
+  /* a body is refused; a later copy is ignored; a short list is refused */
+  static const uint8_t body[] = {1, 0xf1, 1, 7};
+  ck_assert_int_eq(onion_ext_find_nowin(body, sizeof(body),
+                                        ONION_EXT_NOWIN_RESPONSE, &why),
+                   -1);
+  ck_assert_str_eq(why, "no-windows extension with a body");
+  static const uint8_t twice[] = {2, 0xf1, 0, 0xf1, 1, 7};
+  ck_assert_int_eq(onion_ext_find_nowin(twice, sizeof(twice),
+                                        ONION_EXT_NOWIN_RESPONSE, &why),
+                   1);
+  static const uint8_t cut[] = {2, 0xf1, 0};
+  ck_assert_int_eq(onion_ext_find_nowin(cut, sizeof(cut),
+                                        ONION_EXT_NOWIN_RESPONSE, &why),
+                   -1);
+  ck_assert_str_eq(why, "malformed ntor v3 extension list");
 }
 END_TEST
 
@@ -2809,6 +2925,8 @@ suite_congestion(void)
   tcase_add_test(tc, test_ext_parse_response);
   tcase_add_test(tc, test_ext_through_ntor3_vector);
   tcase_add_test(tc, test_onion_negotiation);
+  tcase_add_test(tc, test_onion_nowin);
+  tcase_add_test(tc, test_nowin_ext_encoding);
   suite_add_tcase(s, tc);
   tc = tcase_create("flow");
   tcase_add_test(tc, test_flow_xoff_xon);

@@ -173,6 +173,7 @@ static struct {
   uint8_t end_reason;
   int end_forgets_other;      /* on_writable ends this other stream */
   edge_stream_t *other;
+  size_t queued;              /* exit side: cells queued towards the peer */
 } F;
 
 static int
@@ -209,11 +210,18 @@ f_cc(void *end)
   return F.cc;
 }
 
+static size_t
+f_queued(void *end)
+{
+  (void)end;
+  return F.queued;
+}
+
 static const edge_end_ops_t exit_side_ops = {
-    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL,
+    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL, f_queued,
 };
 static const edge_end_ops_t client_side_ops = {
-    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL,
+    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL, NULL,
 };
 
 static void
@@ -412,6 +420,105 @@ START_TEST(test_receive_windows)
    * empty it by hand through the arithmetic it uses). */
   int w = 0;
   ck_assert_int_eq(edge_window_delivered(&w, CIRCWINDOW_INCREMENT), -1);
+  fake_end_free();
+}
+END_TEST
+
+static void
+stop_loop(void *arg)
+{
+  evloop_exit(arg);
+}
+
+/* Without end-to-end circuit windows (a BackTap path, doc/backtap.md):
+ * more than 1000 cells leave and arrive without a circuit SENDME either
+ * way, a circuit SENDME is a violation, and the stream windows (500, +50
+ * per stream SENDME, held back while the owner holds data) stay. */
+START_TEST(test_no_circ_windows)
+{
+  fake_end(_i, 0);
+  edge_set_no_circ_windows(F.e, 1);
+  ck_assert_int_eq(edge_has_no_circ_windows(F.e), 1);
+  ck_assert_int_eq(edge_is_windowless(F.e), 0);
+  edge_stream_t *s[3];
+  for (int k = 0; k < 3; k++)
+    s[k] = edge_stream_new(F.e, (uint16_t)(20 + k), &owner_ops, NULL);
+  /* 1500 DATA cells out (three full stream windows), none held back by a
+   * circuit window. */
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < STREAMWINDOW_START; i++)
+      ck_assert_uint_eq(edge_stream_send(s[k], zeros, 1), 1);
+    ck_assert_int_eq(edge_stream_can_send(s[k]), 0); /* stream window */
+  }
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_DATA], 3 * STREAMWINDOW_START);
+  edge_stats_t st;
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.package_window, CIRCWINDOW_START); /* untouched */
+  ck_assert_int_eq(st.no_circ_windows, 1);
+  ck_assert_uint_eq(st.n_data_sent, 3 * STREAMWINDOW_START);
+  /* A stream SENDME reopens its stream. */
+  ck_assert_int_eq(msg(RELAY_COMMAND_SENDME, 20, NULL, 0), 0);
+  ck_assert_int_eq(edge_stream_can_send(s[0]), 1);
+  /* A circuit SENDME is not expected. */
+  ck_assert_int_eq(edge_circ_sendme(F.e, NULL, 0, 0), -1);
+  ck_assert_str_eq(edge_last_violation(F.e),
+                   "circuit SENDME on a circuit without end-to-end windows");
+  /* 1200 DATA cells in over three streams: no circuit SENDME sent, the
+   * stream SENDMEs go as usual (every 50 per stream). */
+  memset(F.count, 0, sizeof(F.count));
+  uint8_t d = 0;
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 400; i++) {
+      ck_assert_int_eq(edge_data_arrived(F.e), 0);
+      ck_assert_int_eq(msg(RELAY_COMMAND_DATA, (uint16_t)(20 + k), &d, 1),
+                       0);
+      ck_assert_uint_ne(F.last_id, 0); /* never a circuit SENDME */
+    }
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_SENDME], 3 * 400 / 50);
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.deliver_window, CIRCWINDOW_START);
+  ck_assert_uint_eq(st.n_data_received, 1200);
+  ck_assert_uint_eq(st.n_circ_sendmes_sent, 0);
+  ck_assert_uint_eq(st.n_circ_sendmes_received, 1); /* the refused one */
+  /* ... and beyond a stream's deliver window is still a violation. */
+  F.pending = 1 << 20;
+  int r = 0;
+  for (int i = 0; i <= STREAMWINDOW_START && r == 0; i++)
+    r = msg(RELAY_COMMAND_DATA, 20, &d, 1);
+  ck_assert_int_eq(r, -1);
+  ck_assert_str_eq(edge_last_violation(F.e),
+                   "the peer exceeded a stream deliver window");
+  /* The exit side's queue towards the client bounds packaging too: a
+   * stream with window left waits while EDGE_NOWIN_QUEUE_MAX cells are
+   * queued, and edge_wake_soon() lets it go on from the event loop. */
+  if (_i == 0) {
+    edge_stream_t *q = edge_stream_new(F.e, 30, &owner_ops, NULL);
+    F.queued = EDGE_NOWIN_QUEUE_MAX - 1;
+    ck_assert_int_eq(edge_stream_can_send(q), 1);
+    F.queued = EDGE_NOWIN_QUEUE_MAX;
+    ck_assert_int_eq(edge_stream_can_send(q), 0);
+    ck_assert_uint_eq(edge_stream_send(q, zeros, 10), 0);
+    F.queued = EDGE_NOWIN_QUEUE_MAX / 2 - 1;
+    unsigned w = F.n_writable;
+    edge_wake_soon(F.e);
+    ck_assert_uint_eq(F.n_writable, w); /* not from inside the caller */
+    /* Run the loop until the deferred wake came (a timer ends each run;
+     * bounded, not timed). */
+    evloop_timer_t *stop = evloop_timer_new(F.loop, stop_loop, F.loop);
+    for (int k = 0; k < 100 && F.n_writable == w; k++) {
+      evloop_timer_schedule(stop, 0);
+      evloop_run(F.loop);
+    }
+    evloop_timer_free(stop);
+    ck_assert_uint_eq(F.n_writable, w + 1);
+    ck_assert_int_eq(edge_stream_can_send(q), 1);
+  }
+  /* Restored: the circuit windows start full again. */
+  edge_set_no_circ_windows(F.e, 0);
+  ck_assert_int_eq(edge_has_no_circ_windows(F.e), 0);
+  edge_get_stats(F.e, &st);
+  ck_assert_int_eq(st.package_window, CIRCWINDOW_START);
+  ck_assert_int_eq(edge_circ_sendme(F.e, NULL, 0, 0), -1); /* window full */
   fake_end_free();
 }
 END_TEST
@@ -631,7 +738,7 @@ f_mux_burst(void *end)
 START_TEST(test_pending_cap_mux)
 {
   static const edge_end_ops_t mux_ops = {
-      f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst,
+      f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst, NULL,
   };
   memset(&F, 0, sizeof(F));
   F.loop = evloop_new();
@@ -905,6 +1012,7 @@ suite_edge(void)
   /* _i: 0 exit-side owner, 1 client-side owner. */
   tcase_add_loop_test(tc, test_send_windows, 0, 2);
   tcase_add_loop_test(tc, test_receive_windows, 0, 2);
+  tcase_add_loop_test(tc, test_no_circ_windows, 0, 2);
   tcase_add_loop_test(tc, test_half_closed, 0, 2);
   tcase_add_test(tc, test_resolved);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);

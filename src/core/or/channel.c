@@ -1451,6 +1451,31 @@ channel_is_carried(const channel_t *chan)
   return chan->carried;
 }
 
+void
+channel_carried_set_backpressure(channel_t *chan)
+{
+  if (chan->carried)
+    chan->backpressure = 1;
+}
+
+int
+channel_has_backpressure(const channel_t *chan)
+{
+  return chan && chan->backpressure;
+}
+
+void
+channel_set_path_backpressure(channel_t *chan, int on)
+{
+  chan->path_backpressure = on && chan->backpressure;
+}
+
+int
+channel_path_backpressure(const channel_t *chan)
+{
+  return chan && chan->path_backpressure;
+}
+
 void *
 channel_carrier_arg(const channel_t *chan, const channel_carrier_ops_t *ops)
 {

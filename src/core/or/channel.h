@@ -238,6 +238,23 @@ int channel_is_carried(const channel_t *chan);
 void *channel_carrier_arg(const channel_t *chan,
                           const channel_carrier_ops_t *ops);
 
+/* Hop-by-hop backpressure (BackTap, doc/backtap.md "End-to-end
+ * windows"): the carrier says so of its channels when it releases a cell
+ * to its sender only once the cell has left this relay, so that a
+ * circuit queue fed by it is bounded by the hop's window. The path bit
+ * says more: every hop from the circuit's origin up to and including this
+ * channel has backpressure. On an outgoing carried channel core sets it
+ * at extension time (the origin's first hop, or a relay's next hop when
+ * its previous one has the bit) and the carrier tells the peer; on an
+ * incoming one the carrier sets it from what the authenticated peer said.
+ * Only a channel with backpressure can have the path bit; the exit agrees
+ * to run a circuit without end-to-end windows only when its previous
+ * hop has it. */
+void channel_carried_set_backpressure(channel_t *chan);
+int channel_has_backpressure(const channel_t *chan);
+void channel_set_path_backpressure(channel_t *chan, int on);
+int channel_path_backpressure(const channel_t *chan);
+
 /* Close the channel: every circuit on it is closed with reason
  * CHANNEL_CLOSED. The channel object is freed from the event loop. */
 void channel_close(channel_t *chan, const char *why);

@@ -49,6 +49,8 @@ struct channel_t {
   unsigned spare : 1;             /* per-circuit, opened ahead of need */
   unsigned dos_counted : 1;       /* counted by core/or/dos at accept */
   unsigned carried : 1;           /* one circuit over a feature's carrier */
+  unsigned backpressure : 1;      /* the carrier is hop-by-hop (BackTap) */
+  unsigned path_backpressure : 1; /* ... and so is every hop before it */
   int link_proto;                 /* 0 until VERSIONS is negotiated */
   pc_addr_t addr;                 /* where we connected / who connected */
   int have_peer_rsa, have_peer_ed;

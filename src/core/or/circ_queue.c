@@ -11,6 +11,7 @@
  */
 #include "core/or/circ_queue.h"
 #include "core/or/channel_internal.h"
+#include "core/or/circuit.h"
 #include "lib/malloc/alloc.h"
 
 #include <stdlib.h>
@@ -77,6 +78,8 @@ void
 circ_queue_note_removed(circ_queue_t *cq, const packed_cell_t *pc,
                         uint64_t waited_us)
 {
+  if (cq->low_water && cq->cells.n + 1 == cq->low_water && cq->circ)
+    circuit_queue_drained(cq->circ, cq);
   int cmd;
   if (!cq->cmd_stats || (cmd = packed_cell_command(pc)) < 0)
     return;

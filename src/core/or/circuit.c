@@ -303,6 +303,25 @@ static struct {
   void *arg;
 } origin_observer;
 
+static struct {
+  origin_circuit_progress_fn fn;
+  void *arg;
+} origin_drain;
+
+int
+circuits_set_origin_drain_fn(origin_circuit_progress_fn fn, void *arg)
+{
+  if (fn && origin_drain.fn &&
+      (fn != origin_drain.fn || arg != origin_drain.arg)) {
+    log_warn("A second owner of the drain signal of our own circuits was "
+             "refused: one is registered already");
+    return -1;
+  }
+  origin_drain.fn = fn;
+  origin_drain.arg = fn ? arg : NULL;
+  return 0;
+}
+
 int
 circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg)
 {
@@ -475,6 +494,12 @@ circuit_extend_to(circuit_t *circ, const pc_addr_t *addr,
   channel_t *chan = pctcp_channel_for_extend(circ, addr, rsa_id, ed_id);
   if (!chan)
     return -1;
+  /* Backpressure all the way (channel.h): from the origin itself, or
+   * from a relay whose previous hop had it. */
+  const or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+  if (channel_has_backpressure(chan))
+    channel_set_path_backpressure(
+        chan, !oc || channel_path_backpressure(oc->p_chan));
   circ->n_chan = chan;
   circ->n_queue.chan = chan;
   circ->n_pending_create = pc_memdup(create, sizeof(*create));
@@ -684,6 +709,35 @@ or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc)
            (unsigned)sendme_inc);
 }
 
+void
+circuit_queue_drained(circuit_t *circ, circ_queue_t *cq)
+{
+  or_circuit_t *oc = TO_OR_CIRCUIT(circ);
+  if (circ->marked_for_close)
+    return;
+  if (oc && cq == &oc->p_queue && oc->nowin && oc->edge)
+    edge_wake_soon(oc->edge);
+  origin_circuit_t *orc = TO_ORIGIN_CIRCUIT(circ);
+  if (orc && cq == &circ->n_queue && origin_drain.fn)
+    origin_drain.fn(orc, origin_drain.arg);
+}
+
+void
+or_circuit_set_nowin(or_circuit_t *oc)
+{
+  oc->nowin = 1;
+  oc->p_queue.low_water = EDGE_NOWIN_QUEUE_MAX / 2;
+  log_info("Circuit %llu: no end-to-end windows negotiated in ntor v3 "
+           "(BackTap all the way from the client)",
+           (unsigned long long)oc->base.gid);
+}
+
+int
+origin_circuit_nowin(const origin_circuit_t *circ, int hop)
+{
+  return hop >= 0 && hop < circ->n_hops_open && circ->hops[hop].nowin;
+}
+
 const cc_t *
 origin_circuit_cc(const origin_circuit_t *circ, int hop)
 {
@@ -804,6 +858,14 @@ origin_circuit_extend(origin_circuit_t *circ, const extend_target_t *t)
   cell_t unused;
   uint8_t hdata[CREATE2_HDATA_MAX];
   size_t hlen = 0;
+  /* Ask for no end-to-end windows only over a first hop with
+   * backpressure (the exit checks its own side). */
+  extend_target_t tt = *t;
+  tt.nowin_request = t->nowin_request && t->has_ed_id &&
+                     channel_path_backpressure(circ->base.n_chan);
+  if (tt.nowin_request)
+    tt.handshake = HTYPE_NTOR_V3; /* the message carries the request */
+  t = &tt;
   if (make_create_cell(circ, t, &unused, hdata, sizeof(hdata), &hlen) < 0)
     return -1;
   extend2_t e;
@@ -850,7 +912,11 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
   uint8_t keys[RELAY_CRYPTO_KEY_MATERIAL_LEN];
   onion_circ_params_t params;
   int r = onion_client_finish(hop->hs_type, hop->hs_state, reply, len, keys,
-                              sizeof(keys), hop->target.cc_request, &params);
+                              sizeof(keys),
+                              (hop->target.cc_request ? ONION_REQ_CC : 0) |
+                                  (hop->target.nowin_request ? ONION_REQ_NOWIN
+                                                             : 0),
+                              &params);
   onion_client_free(hop->hs_type, hop->hs_state);
   hop->hs_state = NULL;
   if (r < 0) {
@@ -870,8 +936,18 @@ origin_finish_hop(origin_circuit_t *circ, const uint8_t *reply, size_t len)
              "algorithm %s",
              (unsigned long long)circ->base.gid, i + 1,
              (unsigned)params.sendme_inc, hop->cc->cc.alg->name);
-  } else if (hop->target.cc_request) {
+  } else if (hop->target.cc_request && !params.nowin) {
     log_info("Circuit %llu: hop %d declined congestion control",
+             (unsigned long long)circ->base.gid, i + 1);
+  }
+  if (params.nowin) {
+    hop->nowin = 1;
+    circ->base.n_queue.low_water = EDGE_NOWIN_QUEUE_MAX / 2;
+    log_notice("Circuit %llu: no end-to-end windows with hop %d (every "
+               "hop is BackTap)",
+               (unsigned long long)circ->base.gid, i + 1);
+  } else if (hop->target.nowin_request) {
+    log_info("Circuit %llu: hop %d keeps the end-to-end windows",
              (unsigned long long)circ->base.gid, i + 1);
   }
   circ->n_hops_open++;

@@ -45,6 +45,12 @@ typedef struct extend_target_t {
   /* ntor v3 only: ask this hop for congestion control (proposal 324 10;
    * only for the exit, when its "FlowCtrl" lists 2 and cc_alg != 0). */
   uint8_t cc_request;
+  /* Ask this hop (the exit; it must speak ntor v3, Relay=4) to run the
+   * circuit without end-to-end circuit windows (doc/backtap.md,
+   * "End-to-end windows"). Sent, in an ntor v3 handshake whatever
+   * `handshake` says, only when the circuit's first hop has hop-by-hop
+   * backpressure (channel_path_backpressure); never to the first hop. */
+  uint8_t nowin_request;
 } extend_target_t;
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
 
@@ -86,6 +92,10 @@ typedef struct or_circuit_t {
    * increment, 0 for the fixed windows. The controller itself lives in
    * the edge state, made with the first stream. */
   uint8_t cc_sendme_inc;
+  /* No end-to-end circuit windows (negotiated in ntor v3 because every
+   * hop from the origin is BackTap): the edge sends and expects no circuit
+   * SENDMEs; stream windows stay. */
+  unsigned nowin : 1;
   /* Multiplexing (see circuit_mux_ops_t): the state of the feature that
    * made this circuit one leg of a set, or NULL (ordinary circuit). */
   void *mux;
@@ -117,6 +127,8 @@ typedef struct origin_hop_t {
   /* Congestion control with this hop (negotiated in its handshake), or
    * NULL: fixed windows, kept by whoever sends data. */
   origin_hop_cc_t *cc;
+  /* The hop agreed to drop the end-to-end circuit windows. */
+  unsigned nowin : 1;
 } origin_hop_t;
 
 struct origin_circuit_t {
@@ -294,6 +306,13 @@ void circuits_remove_close_observer(circuit_close_fn fn, void *arg);
 typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
                                            void *arg);
 int circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
+/* One owner of circuits we originate told when the queue towards the
+ * first hop of a circuit without end-to-end windows (origin_circuit_nowin)
+ * drained to half of EDGE_NOWIN_QUEUE_MAX: it may package DATA again
+ * (the client, feature/client). Called from the scheduler: fn must not
+ * queue cells itself (edge_wake_soon() is fine). Single slot, refusing a
+ * different second one with a warning (-1); fn NULL removes it. */
+int circuits_set_origin_drain_fn(origin_circuit_progress_fn fn, void *arg);
 
 /* Send a relay cell that we originate: at an or_circuit towards the
  * origin, at an origin circuit towards hop `hop`. body may be NULL when
@@ -324,11 +343,21 @@ int origin_circuit_send_relay(origin_circuit_t *circ, int hop,
  * the circuit (streams use XON/XOFF, which on_relay receives). */
 struct cc_t;
 void or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc);
+/* The ntor v3 handshake dropped the end-to-end circuit windows: the
+ * circuit's edge packages while its queue towards the client holds fewer
+ * than EDGE_NOWIN_QUEUE_MAX cells, and again once it drained to half. */
+void or_circuit_set_nowin(or_circuit_t *oc);
+/* The scheduler took cq (a queue of circ) below its low_water mark. */
+void circuit_queue_drained(circuit_t *circ, circ_queue_t *cq);
 /* The controller of hop `hop`, or NULL if that hop has none. */
 const struct cc_t *origin_circuit_cc(const origin_circuit_t *circ, int hop);
 /* DATA cells that may be sent to hop now (its cwnd - inflight); for a hop
  * without congestion control, UINT64_MAX (the owner keeps windows). */
 uint64_t origin_circuit_cc_sendable(const origin_circuit_t *circ, int hop);
+/* Whether hop `hop` agreed to run the circuit without end-to-end circuit
+ * windows (extend_target_t.nowin_request; the owner's edge then keeps
+ * only the stream windows, edge_set_no_circ_windows()). */
+int origin_circuit_nowin(const origin_circuit_t *circ, int hop);
 
 /* ---- multiplexing several circuits into one stream space ----
  *

@@ -155,7 +155,8 @@ handle_create(channel_t *chan, const cell_t *cell)
   memset(&res, 0, sizeof(res));
   res.circ_id = id;
   res.htype = htype;
-  res.ok = onion_server_handshake(keys->onion, cc_params_current(), htype,
+  res.ok = onion_server_handshake(keys->onion, cc_params_current(),
+                                  channel_path_backpressure(chan), htype,
                                   hdata, hlen, res.reply,
                                   sizeof(res.reply), &res.rlen, res.km,
                                   sizeof(res.km), &res.params, &res.why) == 0;
@@ -197,6 +198,8 @@ command_create_finish(channel_t *chan, const cpuworker_result_t *res)
   oc->crypto = relay_crypto_new(res->km);
   if (res->params.cc_enabled)
     or_circuit_set_cc(oc, res->params.sendme_inc);
+  if (res->params.nowin)
+    or_circuit_set_nowin(oc);
   cell_t out;
   memset(&out, 0, sizeof(out));
   if (htype == CIRC_HTYPE_FAST) {

@@ -724,11 +724,8 @@ cc_ext_build_response(int cc_enabled, uint8_t sendme_inc, uint8_t *out,
   return 4;
 }
 
-/* Walk an extension list (N [1], then N x {type [1], len [1], body}),
- * which must fill msg exactly (proposal 332 A.2: reject what is not
- * well-formed). Calls visit for each; returns -1 if malformed. */
-static int
-ext_walk(const uint8_t *msg, size_t len,
+int
+cc_ext_walk(const uint8_t *msg, size_t len,
          int (*visit)(uint8_t type, const uint8_t *body, uint8_t blen,
                       void *arg),
          void *arg)
@@ -769,7 +766,7 @@ cc_ext_parse_request(const uint8_t *msg, size_t len)
    * clients send at least an empty list). */
   if (len == 0)
     return 0;
-  if (ext_walk(msg, len, visit_request, &found) < 0)
+  if (cc_ext_walk(msg, len, visit_request, &found) < 0)
     return -1;
   return found;
 }
@@ -802,7 +799,7 @@ cc_ext_parse_response(const uint8_t *msg, size_t len, int requested,
   resp_visit_t v;
   memset(&v, 0, sizeof(v));
   *why = NULL;
-  if (ext_walk(msg, len, visit_response, &v) < 0) {
+  if (cc_ext_walk(msg, len, visit_response, &v) < 0) {
     *why = "malformed extension list in the ntor v3 reply";
     return -1;
   }

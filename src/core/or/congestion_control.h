@@ -273,6 +273,14 @@ int cc_ext_build_response(int cc_enabled, uint8_t sendme_inc, uint8_t *out,
 int cc_ext_parse_response(const uint8_t *msg, size_t len, int requested,
                           uint32_t expected_inc, uint8_t *sendme_inc,
                           const char **why);
+/* Walk an extension list (N [1], then N x {type [1], len [1], body}),
+ * which must fill msg exactly (proposal 332 A.2: reject what is not
+ * well-formed). Calls visit for each (a non-zero return stops the walk
+ * and is returned); returns -1 if malformed. */
+int cc_ext_walk(const uint8_t *msg, size_t len,
+                int (*visit)(uint8_t type, const uint8_t *body, uint8_t blen,
+                             void *arg),
+                void *arg);
 /* What all controllers and stream flows did so far (MetricsPort, as
  * tor's tor_relay_congestion_control_total): RTT samples skipped for a
  * clock stall or jump, minimum-RTT resets out of a cwnd_min wedge, XOFF

@@ -100,6 +100,7 @@ typedef struct onion_job_t {
   uint64_t chan_id;
   onion_keys_t *keys; /* our reference to the set of the queueing time */
   cc_params_t cc;     /* the congestion-control parameters of that time */
+  int nowin_ok;       /* channel_path_backpressure() of the channel */
   uint8_t hdata[CELL_PAYLOAD_LEN];
   size_t hlen;
   uint64_t usec; /* the worker's time for the handshake */
@@ -163,8 +164,8 @@ job_work(void *arg)
     work_hook();
   uint64_t t0 = thread_usec();
   cpuworker_result_t *r = &j->res;
-  r->ok = onion_server_handshake(j->keys, &j->cc, r->htype, j->hdata,
-                                 j->hlen,
+  r->ok = onion_server_handshake(j->keys, &j->cc, j->nowin_ok, r->htype,
+                                 j->hdata, j->hlen,
                                  r->reply, sizeof(r->reply), &r->rlen, r->km,
                                  sizeof(r->km), &r->params, &r->why) == 0;
   j->usec = thread_usec() - t0;
@@ -328,6 +329,7 @@ cpuworker_submit(channel_t *chan, onion_keys_t *keys, uint32_t circ_id,
   j->chan_id = channel_global_id(chan);
   j->keys = onion_keys_ref(keys);
   j->cc = *cc_params_current();
+  j->nowin_ok = channel_path_backpressure(chan);
   memcpy(j->hdata, hdata, hlen);
   j->hlen = hlen;
   j->res.circ_id = circ_id;

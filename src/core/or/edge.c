@@ -57,6 +57,8 @@ struct edge_t {
   evloop_t *loop;
   edge_circ_window_t win;
   struct cc_t *own_cc;        /* relay side: the edge's controller */
+  int no_circ_windows;        /* stream windows only (BackTap path) */
+  evloop_deferred_t *wake_ev; /* edge_wake_soon(); made on first use */
   hmap_t *by_id;              /* uint16 id (big-endian) -> edge_stream_t */
   dlist_t streams;            /* in creation order */
   edge_half_set_t half;
@@ -67,6 +69,8 @@ struct edge_t {
   uint64_t n_freed;           /* streams freed so far (see edge_wake) */
   uint64_t n_cells_half_closed;
   uint64_t n_cells_invalid;
+  uint64_t n_data_sent, n_data_received;
+  uint64_t n_circ_sendmes_sent, n_circ_sendmes_received;
 };
 
 /* Streams ended because their owner held more than EDGE_STREAM_MAX_PENDING
@@ -309,6 +313,8 @@ stream_free(edge_stream_t *s)
 static void
 edge_release(edge_t *e)
 {
+  if (e->wake_ev)
+    evloop_deferred_free(e->wake_ev);
   hmap_free(e->by_id, NULL);
   edge_half_clear(&e->half);
   free(e);
@@ -384,6 +390,24 @@ is_mux(const edge_t *e)
   return e->ops->multiplexed && e->ops->multiplexed(e->end);
 }
 
+void
+edge_set_no_circ_windows(edge_t *e, int on)
+{
+  if (e->no_circ_windows && !on) {
+    edge_circ_window_t fresh;
+    edge_circ_window_init(&fresh);
+    e->win.package = fresh.package;
+    e->win.deliver = fresh.deliver;
+  }
+  e->no_circ_windows = !!on;
+}
+
+int
+edge_has_no_circ_windows(const edge_t *e)
+{
+  return e->no_circ_windows && !edge_is_windowless(e);
+}
+
 int
 edge_is_windowless(const edge_t *e)
 {
@@ -405,6 +429,11 @@ edge_get_stats(const edge_t *e, edge_stats_t *out)
   out->package_window = e->win.package;
   out->deliver_window = e->win.deliver;
   out->n_cells_half_closed = e->n_cells_half_closed;
+  out->no_circ_windows = edge_has_no_circ_windows(e);
+  out->n_data_sent = e->n_data_sent;
+  out->n_data_received = e->n_data_received;
+  out->n_circ_sendmes_sent = e->n_circ_sendmes_sent;
+  out->n_circ_sendmes_received = e->n_circ_sendmes_received;
   out->n_cells_invalid = e->n_cells_invalid;
 }
 
@@ -530,6 +559,10 @@ edge_stream_can_send(const edge_stream_t *s)
   const struct cc_t *cc = edge_cc(e);
   if (cc)
     return !s->flow.xoff_received && cc_sendable(cc) > 0;
+  if (e->no_circ_windows)
+    return s->package_window > 0 &&
+           (!e->ops->queued ||
+            e->ops->queued(e->end) < EDGE_NOWIN_QUEUE_MAX);
   return e->win.package > 0 && s->package_window > 0;
 }
 
@@ -557,12 +590,14 @@ edge_stream_send(edge_stream_t *s, const uint8_t *data, size_t len)
       break;
     }
     sent += chunk;
+    e->n_data_sent++;
     if (edge_is_windowless(e)) {
       cc_flow_note_sent(&s->flow, chunk);
       continue;
     }
     s->package_window--;
-    edge_circ_window_packaged(&e->win, e->ops->last_digest(e->end, 1));
+    if (!e->no_circ_windows)
+      edge_circ_window_packaged(&e->win, e->ops->last_digest(e->end, 1));
   }
   edge_unhold(e);
   return sent;
@@ -684,6 +719,22 @@ edge_wake(edge_t *e)
   edge_unhold(e);
 }
 
+static void
+wake_cb(void *arg)
+{
+  edge_wake(arg);
+}
+
+void
+edge_wake_soon(edge_t *e)
+{
+  if (e->dead)
+    return;
+  if (!e->wake_ev)
+    e->wake_ev = evloop_deferred_new(e->loop, wake_cb, e);
+  evloop_deferred_schedule(e->wake_ev);
+}
+
 /* ---- XON / XOFF ------------------------------------------------------ */
 
 static void
@@ -770,6 +821,9 @@ int
 edge_data_arrived(edge_t *e)
 {
   const struct cc_t *cc = edge_cc(e);
+  e->n_data_received++;
+  if (!cc && e->no_circ_windows)
+    return 0; /* nothing to count, no SENDME to send */
   int inc = cc ? (int)cc->sendme_inc : CIRCWINDOW_INCREMENT;
   int r = edge_window_delivered(&e->win.deliver, inc);
   if (r < 0)
@@ -780,6 +834,7 @@ edge_data_arrived(edge_t *e)
     sendme_encode_v1(sendme, e->ops->last_digest(e->end, 0));
     if (e->own_cc)
       e->own_cc->n_sendmes_sent++;
+    e->n_circ_sendmes_sent++;
     e->ops->send(e->end, RELAY_COMMAND_SENDME, 0, sendme, sizeof(sendme));
   }
   return 0;
@@ -790,6 +845,7 @@ edge_circ_sendme(edge_t *e, const uint8_t *body, uint16_t len,
                  uint64_t queue_len)
 {
   const char *why = NULL;
+  e->n_circ_sendmes_received++;
   if (e->own_cc) {
     const uint8_t *digest;
     if (sendme_parse(body, len, &digest, &why) < 0)
@@ -803,6 +859,9 @@ edge_circ_sendme(edge_t *e, const uint8_t *body, uint16_t len,
   }
   if (edge_is_windowless(e))
     return 0; /* core checked and counted it */
+  if (e->no_circ_windows)
+    return violation(e, "circuit SENDME on a circuit without end-to-end "
+                     "windows");
   if (edge_circ_window_sendme(&e->win, body, len, &why) < 0)
     return violation(e, why);
   return 0;

@@ -21,6 +21,12 @@
  *     (origin side, where core runs it per hop);
  *   - a multiplexed end (a conflux set, edge_end_ops_t.multiplexed) has no
  *     windows either: the multiplexer says when DATA may leave;
+ *   - without end-to-end circuit windows (edge_set_no_circ_windows: every
+ *     hop of the circuit is BackTap, whose hop-by-hop backpressure bounds
+ *     the queues; doc/backtap.md) no circuit window and no circuit SENDME
+ *     either way (one that arrives is a violation); the stream windows and
+ *     stream SENDMEs stay, since a stream must not fill the circuit while
+ *     its owner does not read;
  *   - half-closed streams (tor-spec 6.3): after we end a stream, the cells
  *     the peer sent before it saw our END are still on their way; a small
  *     record per stream ID (edge_half_set_t, at most EDGE_HALF_MAX, each
@@ -156,7 +162,17 @@ typedef struct edge_end_ops_t {
    * then deliver at once, which adds to EDGE_STREAM_MAX_PENDING (a peer
    * that honours XOFF cannot help sending that much). NULL: 0. */
   size_t (*mux_burst_bytes)(void *end);
+  /* Cells queued on the circuit towards the peer, for an end without
+   * circuit windows (NULL: not bounded that way; see below). */
+  size_t (*queued)(void *end);
 } edge_end_ops_t;
+
+/* An end without circuit windows (edge_set_no_circ_windows) whose ops
+ * give `queued` packages DATA only while fewer cells than this wait on
+ * the circuit towards the peer, so that what it reads from its streams is
+ * bounded per circuit, not only per stream; the circuit layer calls
+ * edge_wake_soon() when its queue drained to half of it. */
+#define EDGE_NOWIN_QUEUE_MAX CIRCWINDOW_START
 
 typedef struct edge_stream_ops_t {
   /* Bytes from the peer (DATA). */
@@ -194,6 +210,11 @@ void *edge_end(const edge_t *e);
 void edge_set_cc(edge_t *e, struct cc_t *cc);
 /* The controller in use, or NULL. */
 const struct cc_t *edge_cc(const edge_t *e);
+/* Drop (on) or restore the circuit windows, keep the stream windows (see
+ * above). Meaningful only without a controller or multiplexer; set it
+ * before DATA flows (the circuit windows restart full). */
+void edge_set_no_circ_windows(edge_t *e, int on);
+int edge_has_no_circ_windows(const edge_t *e);
 /* Whether the end currently runs without windows (controller or mux). */
 int edge_is_windowless(const edge_t *e);
 
@@ -204,6 +225,9 @@ typedef struct edge_stats_t {
   int package_window, deliver_window;
   uint64_t n_cells_half_closed;      /* dropped as expected */
   uint64_t n_cells_invalid;          /* unknown stream / beyond allowance */
+  int no_circ_windows;               /* edge_has_no_circ_windows() */
+  uint64_t n_data_sent, n_data_received;  /* DATA cells, circuit level */
+  uint64_t n_circ_sendmes_sent, n_circ_sendmes_received;
 } edge_stats_t;
 void edge_get_stats(const edge_t *e, edge_stats_t *out);
 /* Open streams (O(1)). */
@@ -279,6 +303,9 @@ void edge_move_streams(edge_t *from, edge_t *to);
 /* Give on_writable to the streams that were held back and may send now
  * (a window reopened elsewhere, e.g. a SENDME on a multiplexed leg). */
 void edge_wake(edge_t *e);
+/* edge_wake() from the event loop, after the current callback (safe from
+ * inside the scheduler). */
+void edge_wake_soon(edge_t *e);
 
 /* ---- cells from the peer -------------------------------------------- */
 

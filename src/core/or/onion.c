@@ -11,6 +11,10 @@
  * Unknown extensions are ignored; a malformed list fails the handshake.
  * The client refuses a response it did not ask for and an increment more
  * than 1 away from its own cc_sendme_inc, as tor does.
+ *
+ * The no-windows extension (onion.h) rides in the same lists; asked for
+ * and allowed, its answer replaces the congestion-control one, so a client
+ * that asks for both learns which one the circuit runs.
  */
 #include "core/or/onion.h"
 #include "core/or/congestion_control.h"
@@ -22,6 +26,60 @@
 #include "lib/malloc/alloc.h"
 
 #include <string.h>
+
+int
+onion_ext_build_request(int cc, int nowin, uint8_t *out, size_t cap)
+{
+  size_t n = 1 + 2 * (size_t)(!!cc + !!nowin);
+  if (cap < n)
+    return -1;
+  size_t off = 1;
+  out[0] = (uint8_t)(!!cc + !!nowin);
+  if (cc) {
+    out[off++] = CC_EXT_TYPE_REQUEST;
+    out[off++] = 0;
+  }
+  if (nowin) {
+    out[off++] = ONION_EXT_NOWIN_REQUEST;
+    out[off++] = 0;
+  }
+  return (int)n;
+}
+
+typedef struct {
+  uint8_t type;
+  int found, bad;
+} nowin_visit_t;
+
+static int
+visit_nowin(uint8_t type, const uint8_t *body, uint8_t blen, void *arg)
+{
+  nowin_visit_t *v = arg;
+  (void)body;
+  if (type != v->type || v->found)
+    return 0; /* others, and later copies, are ignored */
+  v->found = 1;
+  v->bad = blen != 0;
+  return 0;
+}
+
+int
+onion_ext_find_nowin(const uint8_t *msg, size_t len, uint8_t type,
+                     const char **why)
+{
+  nowin_visit_t v = {type, 0, 0};
+  if (len == 0)
+    return 0;
+  if (cc_ext_walk(msg, len, visit_nowin, &v) < 0) {
+    *why = "malformed ntor v3 extension list";
+    return -1;
+  }
+  if (v.bad) {
+    *why = "no-windows extension with a body";
+    return -1;
+  }
+  return v.found;
+}
 
 int
 onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
@@ -46,8 +104,8 @@ onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
       return -1; /* ntor v3 is keyed by the Ed25519 identity */
     onion_ntor3_client_t *st = NULL;
     uint8_t cm[8];
-    int cmlen = t->cc_request ? cc_ext_build_request(cm, sizeof(cm))
-                              : cc_ext_build_empty(cm, sizeof(cm));
+    int cmlen = onion_ext_build_request(t->cc_request, t->nowin_request,
+                                        cm, sizeof(cm));
     if (cmlen < 0 ||
         onion_ntor3_client_create(
             t->ed_id, t->ntor_key,
@@ -66,7 +124,7 @@ onion_client_start(const extend_target_t *t, uint8_t *hdata, size_t cap,
 int
 onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
                     size_t reply_len, uint8_t *keys, size_t keys_len,
-                    int cc_requested, onion_circ_params_t *params)
+                    int requested, onion_circ_params_t *params)
 {
   memset(params, 0, sizeof(*params));
   switch (htype) {
@@ -86,16 +144,27 @@ onion_client_finish(uint16_t htype, void *state, const uint8_t *reply,
       return -1;
     const char *why = NULL;
     uint8_t inc = 0;
-    int r = cc_ext_parse_response(msg, msglen, cc_requested,
+    int r = cc_ext_parse_response(msg, msglen, requested & ONION_REQ_CC,
                                   cc_params_current()->sendme_inc, &inc,
                                   &why);
-    if (r < 0) {
+    int nw = r < 0 ? 0
+                   : onion_ext_find_nowin(msg, msglen,
+                                          ONION_EXT_NOWIN_RESPONSE, &why);
+    if (nw > 0 && !(requested & ONION_REQ_NOWIN)) {
+      why = "no-windows response we did not ask for";
+      nw = -1;
+    } else if (nw > 0 && r > 0) {
+      why = "both congestion control and no windows in the reply";
+      nw = -1;
+    }
+    if (r < 0 || nw < 0) {
       log_info("Refusing the ntor v3 reply: %s", why);
       pc_memwipe(keys, keys_len);
       return -1;
     }
     params->cc_enabled = r;
     params->sendme_inc = inc;
+    params->nowin = nw;
     return 0;
   }
   default:
@@ -131,7 +200,7 @@ onion_client_free(uint16_t htype, void *state)
 
 int
 onion_server_handshake(const onion_keys_t *k, const cc_params_t *ccp,
-                       uint16_t htype,
+                       int nowin_ok, uint16_t htype,
                        const uint8_t *hdata, size_t hlen, uint8_t *reply,
                        size_t reply_cap, size_t *reply_len, uint8_t *keys_out,
                        size_t keys_len, onion_circ_params_t *params,
@@ -172,16 +241,29 @@ onion_server_handshake(const onion_keys_t *k, const cc_params_t *ccp,
     size_t cmlen = 0;
     const uint8_t *cm = onion_ntor3_server_client_msg(st, &cmlen);
     int req = cc_ext_parse_request(cm, cmlen);
-    if (req < 0) {
+    const char *nwhy = NULL;
+    int nw = req < 0 ? 0
+                     : onion_ext_find_nowin(cm, cmlen,
+                                            ONION_EXT_NOWIN_REQUEST, &nwhy);
+    if (req < 0 || nw < 0) {
       onion_ntor3_server_free(st);
       *why = "malformed ntor v3 client message";
       return -1;
     }
-    params->cc_enabled = req && ccp->alg != CC_ALG_SENDME;
+    params->nowin = nw && nowin_ok;
+    params->cc_enabled =
+        !params->nowin && req && ccp->alg != CC_ALG_SENDME;
     params->sendme_inc = (uint8_t)ccp->sendme_inc;
     uint8_t sm[8];
-    int smlen = cc_ext_build_response(params->cc_enabled, params->sendme_inc,
-                                      sm, sizeof(sm));
+    int smlen = 3;
+    if (params->nowin) {
+      sm[0] = 1;
+      sm[1] = ONION_EXT_NOWIN_RESPONSE;
+      sm[2] = 0;
+    } else {
+      smlen = cc_ext_build_response(params->cc_enabled, params->sendme_inc,
+                                    sm, sizeof(sm));
+    }
     int r = smlen < 0 ? -1
                       : onion_ntor3_server_reply(st, sm, (size_t)smlen, reply,
                                                  reply_cap, reply_len,

@@ -103,13 +103,15 @@ pctcp_channel_for_extend(const circuit_t *circ, const pc_addr_t *addr,
                          const uint8_t *rsa_id, const uint8_t *ed_id)
 {
   channel_t *chan = NULL;
-  if (P.carrier && circ->kind == CIRC_KIND_OR) {
+  /* Carriers serve origin circuits too (a first hop over BackTap is what
+   * lets a circuit drop its end-to-end windows); per-circuit TCP does
+   * not. */
+  if (P.carrier) {
     chan = P.carrier(addr, rsa_id, ed_id, P.carrier_arg);
     if (chan)
       return chan;
   }
-  for (int i = 0; i < PCTCP_MAX_EXTRA_CARRIERS && circ->kind == CIRC_KIND_OR;
-       i++) {
+  for (int i = 0; i < PCTCP_MAX_EXTRA_CARRIERS; i++) {
     chan = P.extra[i] ? P.extra[i](addr, rsa_id, ed_id, P.extra_arg[i])
                       : NULL;
     if (chan)

@@ -65,7 +65,9 @@ void pctcp_set_peer_policy(pctcp_peer_policy_fn fn, void *arg);
 
 /* A feature may carry relay-to-relay extensions itself (BackTap over a
  * datagram link, feature/btcirc): asked first for every extension of an
- * or_circuit, it returns a carried channel (channel.h) that is open, or
+ * or_circuit, and for the first hop of an origin circuit of ours (a relay
+ * that is also a client: its identity authenticates the datagram link, as
+ * it does its TLS links), it returns a carried channel (channel.h) that is open, or
  * NULL to let the circuit take a TLS channel as usual. One provider; a
  * second, different one is refused (-1); NULL removes it. */
 typedef channel_t *(*pctcp_carrier_fn)(const pc_addr_t *addr,

@@ -44,9 +44,16 @@ end_mux_burst_bytes(void *end)
   return mux && mux->burst_bytes ? mux->burst_bytes(end) : 0;
 }
 
+static size_t
+end_queued(void *end)
+{
+  const or_circuit_t *circ = end;
+  return circ->p_queue.cells.n;
+}
+
 static const edge_end_ops_t relay_end_ops = {
-    end_send,         end_last_digest, NULL, end_multiplexed,
-    end_mux_can_send, 0,               end_mux_burst_bytes,
+    end_send,         end_last_digest, NULL,      end_multiplexed,
+    end_mux_can_send, 0,               end_mux_burst_bytes, end_queued,
 };
 
 edge_t *
@@ -56,6 +63,8 @@ or_circuit_edge(or_circuit_t *circ)
     circ->edge = edge_new(&relay_end_ops, circ, channels_loop());
     if (circ->cc_sendme_inc)
       edge_set_cc(circ->edge, cc_new(NULL, circ->cc_sendme_inc));
+    if (circ->nowin)
+      edge_set_no_circ_windows(circ->edge, 1);
   }
   return circ->edge;
 }
@@ -108,6 +117,16 @@ circ_edge_clear(or_circuit_t *circ)
     cc_describe(cc, d, sizeof(d));
     log_info("Circuit %llu: congestion control at close: %s",
              (unsigned long long)circ->base.gid, d);
+  } else if (!edge_is_windowless(circ->edge)) {
+    log_info("Circuit %llu: %s at close: DATA cells sent %llu, received "
+             "%llu; circuit SENDMEs sent %llu, received %llu",
+             (unsigned long long)circ->base.gid,
+             st.no_circ_windows ? "no end-to-end windows"
+                                : "fixed end-to-end windows",
+             (unsigned long long)st.n_data_sent,
+             (unsigned long long)st.n_data_received,
+             (unsigned long long)st.n_circ_sendmes_sent,
+             (unsigned long long)st.n_circ_sendmes_received);
   }
   edge_free(circ->edge);
 }

@@ -94,6 +94,8 @@ struct backtap_flow_t {
   unsigned epoch_limited : 1;
   unsigned epoch_loss : 1;
   unsigned ss_hold : 1; /* slow start: this round trip keeps the window */
+  unsigned snd_path : 1; /* our SYN says PATH */
+  unsigned rcv_path : 1; /* the peer's SYN said PATH */
 
   /* send half */
   uint32_t snd_fwd, snd_una, snd_nxt;
@@ -481,7 +483,10 @@ backtap_flow_send(backtap_flow_t *flow, const uint8_t *link_cell)
   set_u32(cell, flow->circid);
   slot->rec = pc_malloc(BACKTAP_CELL_REC_LEN);
   backtap_cell_encode(slot->rec, cell, flow->snd_nxt,
-                      flow->snd_started ? 0 : BACKTAP_CF_SYN);
+                      flow->snd_started
+                          ? 0
+                          : BACKTAP_CF_SYN |
+                                (flow->snd_path ? BACKTAP_CF_PATH : 0));
   slot->sent_us = now;
   slot->flags = 0;
   flow->snd_started = 1;
@@ -663,6 +668,7 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
       return -1;
     }
     f->rcv_synced = 1;
+    f->rcv_path = (h.flags & BACKTAP_CF_PATH) != 0;
     f->rcv_isn = f->rcv_fwd = f->rcv_nxt = h.seq;
   } else if ((h.flags & BACKTAP_CF_SYN) && h.seq != f->rcv_isn) {
     /* a second start of the same direction: not from our peer's flow */
@@ -1123,6 +1129,21 @@ size_t
 backtap_link_n_flows(const backtap_link_t *link)
 {
   return hmap_size(link->flows);
+}
+
+int
+backtap_flow_set_path(backtap_flow_t *flow)
+{
+  if (flow->snd_started)
+    return -1;
+  flow->snd_path = 1;
+  return 0;
+}
+
+int
+backtap_flow_peer_path(const backtap_flow_t *flow)
+{
+  return flow->rcv_synced && flow->rcv_path;
 }
 
 void *

@@ -145,6 +145,10 @@ int backtap_flow_send(backtap_flow_t *flow, const uint8_t *link_cell);
  * forwarded in order; -1 if seq is not the next one to forward. */
 int backtap_flow_forwarded(backtap_flow_t *flow, uint32_t seq);
 
+/* PATH (backtap_wire.h): say it in our SYN (before the first cell is
+ * sent: 0, else -1); whether the peer's SYN said it (0 before it came). */
+int backtap_flow_set_path(backtap_flow_t *flow);
+int backtap_flow_peer_path(const backtap_flow_t *flow);
 void *backtap_flow_arg(const backtap_flow_t *flow);
 uint32_t backtap_flow_circid(const backtap_flow_t *flow);
 backtap_link_t *backtap_flow_link(const backtap_flow_t *flow);

@@ -41,6 +41,10 @@ backtap_cell_parse(const uint8_t *rec, size_t len, backtap_cell_hdr_t *hdr,
     *why = "cell record with reserved flags set";
     return -1;
   }
+  if ((hdr->flags & BACKTAP_CF_PATH) && !(hdr->flags & BACKTAP_CF_SYN)) {
+    *why = "cell record with PATH but without SYN";
+    return -1;
+  }
   if (hdr->circid == 0) {
     *why = "cell record for circuit ID 0";
     return -1;

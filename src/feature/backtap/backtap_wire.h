@@ -6,7 +6,10 @@
  *     CIRCID [4] | SEQ [4] | FLAGS [1] | COMMAND [1] | PAYLOAD [509]
  *     SEQ numbers cells (not bytes) of one circuit in one direction on one
  *     hop; FLAGS: 0x01 SYN (the first cell of that direction: SEQ is its
- *     initial sequence number), other bits reserved and zero.
+ *     initial sequence number), 0x02 PATH (with SYN only: every hop of
+ *     the circuit from its origin up to the sender is BackTap; the end
+ *     may then drop the end-to-end windows), other bits reserved and
+ *     zero.
  *   FEEDBACK record, 13 bytes: ACK and FWD for one circuit, cumulative
  *     CIRCID [4] | FLAGS [1] | ACK [4] | FWD [4]
  *     FLAGS: 0x01 ACK present (all cells before ACK arrived), 0x02 FWD
@@ -45,7 +48,8 @@ typedef enum {
 #define BACKTAP_LINK_CELL_LEN (4 + BACKTAP_CELL_BODY_LEN) /* 514 */
 
 #define BACKTAP_CF_SYN 0x01
-#define BACKTAP_CF_KNOWN BACKTAP_CF_SYN
+#define BACKTAP_CF_PATH 0x02
+#define BACKTAP_CF_KNOWN (BACKTAP_CF_SYN | BACKTAP_CF_PATH)
 #define BACKTAP_FB_ACK 0x01
 #define BACKTAP_FB_FWD 0x02
 #define BACKTAP_FB_PROBE 0x04

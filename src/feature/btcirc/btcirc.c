@@ -52,6 +52,7 @@ typedef struct btcirc_flow_t {
   dgram_carry_hop_t base;         /* first: the shared hop record */
   backtap_flow_t *flow;           /* NULL until the first cell either way */
   int rx_started;
+  int incoming;                   /* the peer opened it (its SYN) */
   uint32_t fwd_next;              /* next delivered seq to FWD */
   uint8_t released[BTCIRC_RING / 8];
 } btcirc_flow_t;
@@ -111,8 +112,12 @@ hop_ready(dgram_carry_hop_t *h, const uint8_t *cell)
   uint32_t circid = get_u32(cell);
   bf->flow = backtap_flow_new(LINK(h->lk)->bl, circid,
                               (void *)(uintptr_t)h->tag);
-  if (bf->flow)
+  if (bf->flow) {
+    /* BackTap from the circuit's origin up to us: say so in the SYN. */
+    if (h->chan && channel_path_backpressure(h->chan))
+      (void)backtap_flow_set_path(bf->flow);
     return 0;
+  }
   log_info("BackTap: cannot open a flow for circuit %u (ID in use, link "
            "full or dead)", (unsigned)circid);
   BC(h->lk)->flow_refused++;
@@ -189,6 +194,7 @@ up_flow_open(void *arg, backtap_link_t *bl, uint32_t circid, void **flow_arg)
   if (!h)
     return -1;
   *flow_arg = (void *)(uintptr_t)h->tag;
+  FLOW(h)->incoming = 1;
   dgram_carry_hop_open_channel(h);
   return 0;
 }
@@ -207,6 +213,11 @@ up_deliver(void *arg, backtap_flow_t *flow, uint32_t seq,
   if (!bf->rx_started) {
     bf->rx_started = 1;
     bf->fwd_next = seq;
+    /* The peer's SYN (the CREATE2) says whether the circuit came to it
+     * over BackTap all the way; only the opener of a hop says it. */
+    if (bf->incoming && bf->base.chan)
+      channel_set_path_backpressure(bf->base.chan,
+                                    backtap_flow_peer_path(flow));
   }
   if (!bf->base.chan) {
     released(&bf->base, seq);
@@ -361,6 +372,7 @@ static const dgram_carry_ops_t carry_ops = {
     .link_size = sizeof(btcirc_link_t),
     .hop_size = sizeof(btcirc_flow_t),
     .record_types = {DGRAM_REC_BACKTAP_CELL, DGRAM_REC_BACKTAP_FEEDBACK},
+    .backpressure = 1,
     .link_up = link_up,
     .link_down = link_down,
     .record = link_record,

@@ -86,6 +86,17 @@ circbuild_exit_request_cc(extend_target_t *exit, int32_t cc_alg,
   return 1;
 }
 
+int
+circbuild_exit_request_nowin(extend_target_t *exit,
+                             const char *exit_protocols)
+{
+  if (!exit->has_ed_id ||
+      !circbuild_protocols_support(exit_protocols, "Relay", 4))
+    return 0;
+  exit->nowin_request = 1; /* core switches to ntor v3 if it asks */
+  return 1;
+}
+
 circbuild_t *
 circbuild_start(const extend_target_t *hops, int n_hops,
                 const circbuild_cbs_t *cbs, void *arg)

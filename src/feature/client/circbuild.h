@@ -37,6 +37,12 @@ typedef struct circbuild_cbs_t {
  * Malformed entries count as absent. */
 int circbuild_protocols_support(const char *protocols, const char *name,
                                 unsigned version);
+/* Ask the exit to drop the end-to-end circuit windows (doc/backtap.md,
+ * "End-to-end windows"): if its Ed25519 identity is known and it lists
+ * Relay=4 (ntor v3), set nowin_request and return 1. Core sends the
+ * request (switching the hop to ntor v3) only over a BackTap first hop. */
+int circbuild_exit_request_nowin(extend_target_t *exit,
+                                 const char *exit_protocols);
 /* Decide congestion control for the exit hop: if cc_alg != 0 and the
  * exit's protocols list FlowCtrl=2 and Relay=4 and its Ed25519 identity is
  * known, switch exit to ntor v3 with the request and return 1; else leave

@@ -294,15 +294,71 @@ end_mux_burst_bytes(void *end)
   return cfx_set_ooo_bound_bytes(cc->cfx);
 }
 
+/* A plain circuit's end without circuit windows packages while fewer than
+ * EDGE_NOWIN_QUEUE_MAX cells wait towards the guard (edge.h). */
+static size_t
+end_queued(void *end)
+{
+  const origin_circuit_t *c = plain_circ(end);
+  return c ? c->base.n_queue.cells.n : 0;
+}
+
+/* Core: the queue of one of our circuits without windows drained. */
+static void
+client_circuit_drained(origin_circuit_t *circ, void *arg)
+{
+  (void)arg;
+  dlist_node_t *n;
+  for (n = dlist_first(&client_g.circs); n; n = dlist_next(&client_g.circs, n)) {
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (!cc->dead && !cc->cfx && plain_circ(cc) == circ) {
+      edge_wake_soon(cc->edge);
+      return;
+    }
+  }
+}
+
 const edge_end_ops_t client_end_ops = {
     end_send,         end_last_digest, end_cc, end_multiplexed,
-    end_mux_can_send, 1,               end_mux_burst_bytes,
+    end_mux_can_send, 1,               end_mux_burst_bytes, end_queued,
 };
+
+/* A plain circuit's leg goes: what the exit's controller counted (those
+ * without windows log theirs when the end is freed). */
+static void
+leg_log_cc(const cleg_t *leg)
+{
+  const cc_t *xc = leg->owner->cfx ? NULL : cleg_cc(leg);
+  if (xc && xc->n_sendmes_sent + xc->n_acks)
+    log_info("Client circuit %llu: congestion control at close: circuit "
+             "SENDMEs sent %llu, received %llu",
+             (unsigned long long)leg->circ->base.gid,
+             (unsigned long long)xc->n_sendmes_sent,
+             (unsigned long long)xc->n_acks);
+}
 
 static void
 ccirc_free(ccirc_t *cc)
 {
+  edge_stats_t st;
+  edge_get_stats(cc->edge, &st);
+  char fp[41];
+  base16_encode(fp, sizeof(fp), cc->exit_id, 20, BASE16_UPPER);
+  /* (the edge counts DATA only without congestion control: a circuit
+   * whose leg is gone no longer shows its controller) */
+  if (st.no_circ_windows || st.n_data_received)
+    log_info("Client circuit to exit %s: %s at close: DATA cells sent "
+             "%llu, received %llu; circuit SENDMEs sent %llu, received %llu",
+             fp,
+             st.no_circ_windows ? "no end-to-end windows"
+                                : "fixed end-to-end windows",
+             (unsigned long long)st.n_data_sent,
+             (unsigned long long)st.n_data_received,
+             (unsigned long long)st.n_circ_sendmes_sent,
+             (unsigned long long)st.n_circ_sendmes_received);
+
   for (int i = 0; i < cc->n_legs; i++) {
+    leg_log_cc(cc->legs[i]);
     circbuild_free(cc->legs[i]->cb); /* closes it; no callbacks */
     free(cc->legs[i]);
   }
@@ -353,6 +409,7 @@ ccirc_close(ccirc_t *cc, int fail_reason, const char *why)
   }
   dlist_remove(&cc->node);
   for (int i = 0; i < cc->n_legs; i++) {
+    leg_log_cc(cc->legs[i]);
     circbuild_free(cc->legs[i]->cb);
     cc->legs[i]->circ = NULL;
   }
@@ -433,6 +490,11 @@ cb_built(circbuild_t *cb, origin_circuit_t *circ, void *arg)
   ccirc_t *cc = leg->owner;
   leg->circ = circ;
   leg->built = 1;
+  /* The exit agreed to run without end-to-end windows (every hop is
+   * BackTap): the edge keeps only the stream windows. */
+  if (!cc->cfx)
+    edge_set_no_circ_windows(
+        cc->edge, origin_circuit_nowin(circ, ccirc_stream_hop(cc, circ)));
   if (cc->extending) {
     /* A controller's EXTENDCIRCUIT: its new hops are open (not a build
      * time to learn from, nor a new circuit to count). */
@@ -482,6 +544,7 @@ cb_closed(circbuild_t *cb, int reason, const char *why, void *arg)
   if (!cc->cfx) {
     log_info("Client circuit closed (%s, reason %d)", why ? why : "?",
              reason);
+    leg_log_cc(leg);
     leg->circ = NULL;
     ccirc_close(cc, -1, why);
     return;
@@ -737,6 +800,7 @@ client_init(evloop_t *loop, const client_config_t *cfg, const char **err,
   if (circuits_add_extra_mem_fn(client_circuit_mem) < 0)
     log_warn("Client: too many memory reporters; conflux out-of-order "
              "queues do not count in MaxMemInQueues");
+  (void)circuits_set_origin_drain_fn(client_circuit_drained, NULL);
   return 0;
 }
 
@@ -806,6 +870,7 @@ client_shutdown(void)
     ccirc_free(cc);
   }
   circuits_remove_extra_mem_fn(client_circuit_mem);
+  circuits_set_origin_drain_fn(NULL, NULL);
   evloop_deferred_free(client_g.preempt_ev);
   for (int i = 0; i < client_g.ports.n; i++)
     listener_free(client_g.listeners[i]);

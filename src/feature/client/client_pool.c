@@ -133,6 +133,11 @@ client_leg_start(ccirc_t *cc, const dir_node_t *const *path, int n_hops,
   if (want_cc)
     circbuild_exit_request_cc(&hops[n_hops - 1], cc_params_current()->alg,
                               path[n_hops - 1]->protocols);
+  /* A plain circuit asks the exit to drop the end-to-end windows; core
+   * sends the request only over a BackTap first hop. */
+  if (!cc->cfx && n_hops > 1)
+    circbuild_exit_request_nowin(&hops[n_hops - 1],
+                                 path[n_hops - 1]->protocols);
   cleg_t *leg = pc_zalloc(sizeof(*leg));
   leg->owner = cc;
   snprintf(leg->path, sizeof(leg->path), "%s -> %s", path[0]->nickname,
@@ -165,6 +170,8 @@ client_leg_extend(cleg_t *leg, const dir_node_t *const *path, int n,
   if (want_cc)
     circbuild_exit_request_cc(&hops[n - 1], cc_params_current()->alg,
                               path[n - 1]->protocols);
+  if (!leg->owner->cfx)
+    circbuild_exit_request_nowin(&hops[n - 1], path[n - 1]->protocols);
   return circbuild_extend(leg->cb, hops, n);
 }
 

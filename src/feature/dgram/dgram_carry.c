@@ -157,6 +157,8 @@ dgram_carry_hop_open_channel(dgram_carry_hop_t *h)
                                 dgram_link_peer_rsa_id(dl),
                                 dgram_link_peer_ed_id(dl), 0,
                                 h->lk->c->ops->chan_kind);
+  if (h->lk->c->ops->backpressure)
+    channel_carried_set_backpressure(h->chan);
 }
 
 void
@@ -403,6 +405,8 @@ carrier_provider(const pc_addr_t *addr, const uint8_t *rsa_id,
   }
   h->chan = channel_new_carried(&carrier_ops, (void *)(uintptr_t)h->tag,
                                 addr, rsa_id, ed_id, 1, ops->chan_kind);
+  if (ops->backpressure)
+    channel_carried_set_backpressure(h->chan);
   c->st.ext_carried++;
   if (log_ratelim_allow(&rl, time(NULL), &suppressed))
     log_notice("CircuitTransport: the hop to %s uses %s over the "

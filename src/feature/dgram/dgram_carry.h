@@ -76,6 +76,9 @@ typedef struct dgram_carry_ops_t {
   unsigned tag_class;             /* 0-3, one transport per class */
   size_t link_size, hop_size;     /* >= the embedded records */
   uint8_t record_types[2];        /* dgram records handled (0: none) */
+  /* A cell is released to the peer only once it left this relay (the
+   * channels get channel_carried_set_backpressure()). */
+  int backpressure;
   /* A link came up: start the engine (0), or -1 to leave it alone. */
   int (*link_up)(dgram_carry_link_t *lk);
   /* The link goes: before its hops are freed (may be NULL) and after. */

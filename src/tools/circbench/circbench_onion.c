@@ -119,7 +119,7 @@ run_one(const relay_keys_t *keys, unsigned workers)
       memset(&res, 0, sizeof(res));
       res.circ_id = i + 1;
       res.htype = O.htype;
-      res.ok = onion_server_handshake(keys->onion, cc_params_current(),
+      res.ok = onion_server_handshake(keys->onion, cc_params_current(), 0,
                                       O.htype, O.hdata[i], O.hlen[i],
                                       res.reply, sizeof(res.reply),
                                       &res.rlen, res.km, sizeof(res.km),
