@@ -322,6 +322,11 @@ def do_run_shadow(exp, config, seed, duration, args, out):
             raise ExperimentError("shadow not found (scripts/install-shadow, or --shadow PATH)")
         state, notes = sh.compile_network(gen, sim, bins, seed, stop_s, opts, client_procs)
         runrec["notes"] = notes
+        with open(os.path.join(sim, "compiled.json")) as f:
+            kc = json.load(f)["keycache"]
+        runrec["keycache"] = kc
+        note(f"run {name}: keys of {kc['hosts']} hosts from {kc['dir']} "
+             f"({kc['made_authorities'] + kc['made_relays']} made, {kc['seconds']} s)")
         note(f"run {name}: simulating {stop_s} s in Shadow")
         runrec["status"] = "running"
         rc, wall, mem = sh.run_shadow(sim, shadow, opts)
@@ -351,7 +356,8 @@ def do_run_shadow(exp, config, seed, duration, args, out):
     except (KeyboardInterrupt, Interrupted):
         ignore_signals()
         runrec["status"] = "interrupted"
-    except (ExperimentError, TestbedError, sh.ShadowError, OSError) as e:
+    except (ExperimentError, TestbedError, sh.ShadowError, sh.keycache.KeyCacheError,
+            OSError) as e:
         runrec["status"] = "failed"
         runrec["error"] = str(e)
         note(f"run {name} failed: {e}")
