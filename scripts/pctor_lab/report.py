@@ -538,6 +538,12 @@ def make_report(out):
                  + (f", peak memory {max(mem):.0f} MiB" if mem else "") + ". "
                  + ("Differences from the test bed: " + "; ".join(notes) + "." if notes else "")
                  + "\n")
+        kc = [r["keycache"] for r in sims if r.get("keycache")]
+        if kc:
+            made = sum(k["made_authorities"] + k["made_relays"] for k in kc)
+            L.append(f"Keys: {sum(k['hosts'] for k in kc)} host keyings in {len(kc)} "
+                     f"simulation(s), {made} made ({sum(k['seconds'] for k in kc):.1f} s), "
+                     f"the rest from the key cache {kc[-1]['dir']}.\n")
     if meta.get("interrupted"):
         L.append("**This experiment was interrupted; the report covers the runs done.**\n")
     L.append("## Configurations\n")
