@@ -329,8 +329,8 @@ def do_run_shadow(exp, config, seed, duration, args, out):
              f"({kc['made_authorities'] + kc['made_relays']} made, {kc['seconds']} s)")
         note(f"run {name}: simulating {stop_s} s in Shadow")
         runrec["status"] = "running"
-        rc, wall, mem = sh.run_shadow(sim, shadow, opts)
-        runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem})
+        rc, wall, mem, cpu = sh.run_shadow(sim, shadow, opts)
+        runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem, "cpu_s": cpu})
         for cname, info in sorted(state.items()):
             for rec in read_jsonl(os.path.join(info["dir"], "records.jsonl")):
                 rec.update({"run": name, "config": config["name"], "seed": seed})

@@ -531,10 +531,12 @@ def make_report(out):
         notes = sorted({n for r in sims for n in r.get("notes", [])})
         wall = [r["wall_s"] for r in sims if "wall_s" in r]
         mem = [r["peak_rss_mib"] for r in sims if r.get("peak_rss_mib")]
+        cpu = [r["cpu_s"] for r in sims if "cpu_s" in r]
         L.append("**Engine:** the Shadow simulator (simulated time; CPU cost of crypto does "
                  "not show, queueing and network effects do)"
                  + (f"; {sum(wall) / 60:.1f} min of real time for {len(wall)} simulation(s)"
                     if wall else "")
+                 + (f" ({sum(cpu) / 60:.1f} min of CPU)" if cpu else "")
                  + (f", peak memory {max(mem):.0f} MiB" if mem else "") + ". "
                  + ("Differences from the test bed: " + "; ".join(notes) + "." if notes else "")
                  + "\n")

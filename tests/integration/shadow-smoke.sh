@@ -65,6 +65,8 @@ if meta.get("engine") != "shadow":
 runs = meta["runs"]
 if [r["status"] for r in runs] != ["ok", "ok"]:
     fail(f"runs: {[(r['run'], r['status'], r.get('error')) for r in runs]}")
+if any(not r.get("cpu_s") or not r.get("wall_s") or not r.get("peak_rss_mib") for r in runs):
+    fail(f"run time, CPU or memory missing: {[(r.get('wall_s'), r.get('cpu_s'), r.get('peak_rss_mib')) for r in runs]}")
 # results.jsonl: it_check_results, below
 recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 
