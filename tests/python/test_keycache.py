@@ -7,6 +7,8 @@
 # twice keys it once (stand-ins for tor, tor-gencert, pctor and faketime
 # count their calls), gives the same fingerprints and key files, and a
 # new generator version or authority address makes only what depends on it.
+# Also the Shadow client's end (workload.run_workload's end_by): requests
+# still running then are cut and recorded as aborted.
 import importlib.machinery
 import importlib.util
 import json
@@ -270,3 +272,42 @@ def test_compile_invalidation(shadow_mod, fakes, tmp_path, monkeypatch):
     d = compile_once(shadow_mod, tmp_path, bins, "run4")
     assert (d["keycache"]["made_authorities"], d["keycache"]["made_relays"]) == (1, 0)
     assert calls("tor-gencert") == 2
+
+
+# -- the Shadow client's end: requests still running are cut -----------------
+
+def test_workload_end_by_cuts_running_requests():
+    """A bulk loop whose SOCKS peer never answers: with end_by the workload
+    returns after end_by seconds with the request recorded as aborted and
+    not counted, instead of running until request_timeout_s."""
+    import socket
+    import time
+
+    from pctor_lab import workload
+    peers = []
+
+    def connect_for(info):
+        def connect(timeout):
+            a, b = socket.socketpair()
+            peers.append(b)   # kept open and silent
+            a.settimeout(timeout)
+            return a
+        return connect
+
+    wl = {"class": "bulk", "model": "bulk", "clients": ["c"], "server": "srv",
+          "file": "5MiB", "streams": 1, "stagger_s": 0, "background": False,
+          "isolate": False, "think": (1, 1)}
+    exp = {"warmup_s": 0, "request_timeout_s": 600, "workload": [wl]}
+    hosts = {"c": {"binary": "pctor"},
+             "srv": {"ip": "127.0.0.1", "files": {"5MiB": {"sha256": "0" * 64,
+                                                            "size": 5 << 20}}}}
+    recs = []
+    t = time.monotonic()
+    n, _ = workload.run_workload(exp, hosts, 1, 300, recs.append, connect_for=connect_for,
+                                 end_by=0.5)
+    assert time.monotonic() - t < 30
+    assert n == 0
+    assert len(recs) == 1 and not recs[0]["ok"] and recs[0]["aborted"]
+    assert recs[0]["counted"] is False and recs[0]["error"] == "cut when the run ended"
+    for p in peers:
+        p.close()
