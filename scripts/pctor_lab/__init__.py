@@ -7,6 +7,7 @@
 #
 # Modules, each importing only those above it:
 #   common      constants, TestbedError, logging, running commands, units
+#   keycache    the Shadow engine's cache of authority and relay keys
 #   config      the test-bed file (TOML) and its validation
 #   netns       namespaces, address slots, run state, links (tc/nft/delayd),
 #               link measurements (selftest)

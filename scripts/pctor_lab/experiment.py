@@ -287,7 +287,7 @@ def do_run_shadow(exp, config, seed, duration, args, out):
     if args.shadow_parallelism:
         opts["parallelism"] = args.shadow_parallelism
     wstart = float(opts["workload_start_s"])
-    stop_s = math.ceil(wstart + exp["warmup_s"] + duration + exp["request_timeout_s"] + 5)
+    stop_s = math.ceil(wstart + exp["warmup_s"] + duration + exp["request_timeout_s"] + 20)
     runrec = {"run": name, "config": config["name"], "seed": seed, "status": "starting",
               "started": time.time(), "engine": "shadow", "simulated_s": stop_s}
     sim = os.path.join(rdir, "shadow")
@@ -305,6 +305,9 @@ def do_run_shadow(exp, config, seed, duration, args, out):
                 "request_timeout_s": exp["request_timeout_s"], "hosts": hosts,
                 "seed": seed, "duration": duration, "client": h.name,
                 "start_wall": sh.SIM_EPOCH + wstart,
+                # requests still running then are cut, so that the workload
+                # exits (as Shadow expects) before the simulation stops
+                "end_by": stop_s - wstart - 15,
                 "out": os.path.join(info[h.name]["dir"], "records.jsonl")}
         with open(os.path.join(tdir, "workload.json"), "w") as f:
             json.dump(spec, f)
@@ -322,10 +325,15 @@ def do_run_shadow(exp, config, seed, duration, args, out):
             raise ExperimentError("shadow not found (scripts/install-shadow, or --shadow PATH)")
         state, notes = sh.compile_network(gen, sim, bins, seed, stop_s, opts, client_procs)
         runrec["notes"] = notes
+        with open(os.path.join(sim, "compiled.json")) as f:
+            kc = json.load(f)["keycache"]
+        runrec["keycache"] = kc
+        note(f"run {name}: keys of {kc['hosts']} hosts from {kc['dir']} "
+             f"({kc['made_authorities'] + kc['made_relays']} made, {kc['seconds']} s)")
         note(f"run {name}: simulating {stop_s} s in Shadow")
         runrec["status"] = "running"
-        rc, wall, mem = sh.run_shadow(sim, shadow, opts)
-        runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem})
+        rc, wall, mem, cpu = sh.run_shadow(sim, shadow, opts)
+        runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem, "cpu_s": cpu})
         for cname, info in sorted(state.items()):
             for rec in read_jsonl(os.path.join(info["dir"], "records.jsonl")):
                 rec.update({"run": name, "config": config["name"], "seed": seed})
@@ -351,7 +359,8 @@ def do_run_shadow(exp, config, seed, duration, args, out):
     except (KeyboardInterrupt, Interrupted):
         ignore_signals()
         runrec["status"] = "interrupted"
-    except (ExperimentError, TestbedError, sh.ShadowError, OSError) as e:
+    except (ExperimentError, TestbedError, sh.ShadowError, sh.keycache.KeyCacheError,
+            OSError) as e:
         runrec["status"] = "failed"
         runrec["error"] = str(e)
         note(f"run {name} failed: {e}")
@@ -399,7 +408,8 @@ def cmd_shadow_client(args):
                 out.write(json.dumps(rec, sort_keys=True) + "\n")
                 out.flush()
         n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
-                            connect_for=local_socks_connect, only_client=client)
+                            connect_for=local_socks_connect, only_client=client,
+                            end_by=spec.get("end_by"))
     note(f"{client}: done, {n} measured requests")
     return 0
 

@@ -531,13 +531,21 @@ def make_report(out):
         notes = sorted({n for r in sims for n in r.get("notes", [])})
         wall = [r["wall_s"] for r in sims if "wall_s" in r]
         mem = [r["peak_rss_mib"] for r in sims if r.get("peak_rss_mib")]
+        cpu = [r["cpu_s"] for r in sims if "cpu_s" in r]
         L.append("**Engine:** the Shadow simulator (simulated time; CPU cost of crypto does "
                  "not show, queueing and network effects do)"
                  + (f"; {sum(wall) / 60:.1f} min of real time for {len(wall)} simulation(s)"
                     if wall else "")
+                 + (f" ({sum(cpu) / 60:.1f} min of CPU)" if cpu else "")
                  + (f", peak memory {max(mem):.0f} MiB" if mem else "") + ". "
                  + ("Differences from the test bed: " + "; ".join(notes) + "." if notes else "")
                  + "\n")
+        kc = [r["keycache"] for r in sims if r.get("keycache")]
+        if kc:
+            made = sum(k["made_authorities"] + k["made_relays"] for k in kc)
+            L.append(f"Keys: {sum(k['hosts'] for k in kc)} host keyings in {len(kc)} "
+                     f"simulation(s), {made} made ({sum(k['seconds'] for k in kc):.1f} s), "
+                     f"the rest from the key cache {kc[-1]['dir']}.\n")
     if meta.get("interrupted"):
         L.append("**This experiment was interrupted; the report covers the runs done.**\n")
     L.append("## Configurations\n")

@@ -109,12 +109,14 @@ def ns_socks_connect(info):
 
 
 def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
-                 only_client=None, ss_path=None):
+                 only_client=None, ss_path=None, end_by=None):
     """Run the workload on a live network; emit(record) for every request.
     hosts: the run's hosts (ip, binary, files of servers); connect_for(info)
     gives the function that opens a connection to a client's SocksPort;
     only_client: run just that client's loops (Shadow runs one workload
-    process per client host). Returns (the number of measured requests --
+    process per client host); end_by: seconds after the start at which
+    requests still running are cut (recorded as aborted, not counted), so
+    that the process ends before a simulation does. Returns (the number of measured requests --
     foreground, after the warm-up --, the wall-clock time the workload
     started)."""
     warm = exp["warmup_s"]
@@ -195,6 +197,14 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
         for th in fg:
             while th.is_alive():
                 th.join(0.5)
+                if end_by is not None and time.monotonic() - t0 >= end_by:
+                    left = sum(1 for t in fg if t.is_alive())
+                    note(f"workload: {left} loops still in a request {end_by:g} s after "
+                         f"the start: cut")
+                    break
+            else:
+                continue
+            break
     finally:
         # normally only background loops are left; after an interrupt all
         stop_bg.set()

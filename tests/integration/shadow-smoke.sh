@@ -15,7 +15,10 @@
 #   - the relay with ipsec = true (IPsec 1 in its torrc) logged exactly one
 #     "IPsec: switched off" line, as Shadow has no XFRM;
 #   - MeasureMe records of the relays join the client's labels, and the
-#     report (README.md, percentiles.csv) was written.
+#     report (README.md, percentiles.csv) was written;
+#   - the key cache (fresh for this test): the first run made the
+#     authority's and the four relays' keys, the second made none, and
+#     every relay ran in both runs with the fingerprint the cache gave it.
 #
 # Skipped (77) when Shadow is not installed (scripts/install-shadow), or
 # without tor or faketime. About 1-3 minutes of CPU.
@@ -62,6 +65,8 @@ if meta.get("engine") != "shadow":
 runs = meta["runs"]
 if [r["status"] for r in runs] != ["ok", "ok"]:
     fail(f"runs: {[(r['run'], r['status'], r.get('error')) for r in runs]}")
+if any(not r.get("cpu_s") or not r.get("wall_s") or not r.get("peak_rss_mib") for r in runs):
+    fail(f"run time, CPU or memory missing: {[(r.get('wall_s'), r.get('cpu_s'), r.get('peak_rss_mib')) for r in runs]}")
 # results.jsonl: it_check_results, below
 recs = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 
@@ -77,6 +82,27 @@ for r in runs:
     for h in relays:
         if "[err]" in logs(r["run"], h):
             fail(f"{r['run']}: {h} logged an error")
+# Key cache (empty at the start of this test): the first run keys the
+# authority and the four relays, the second takes them all from the cache,
+# and each relay runs on the identity the cache gave it in both runs.
+made = [(r["keycache"]["made_authorities"], r["keycache"]["made_relays"]) for r in runs]
+if made != [(1, 4), (0, 0)] or any(r["keycache"]["hosts"] != 5 for r in runs):
+    fail(f"keys made per run (authorities, relays): {made}, want [(1, 4), (0, 0)]")
+for h in relays:
+    fps = set()
+    for r in runs:
+        sim = os.path.join(out, "runs", r["run"], "shadow")
+        want = json.load(open(os.path.join(sim, "compiled.json")))["hosts"][h]["fingerprint"]
+        got = open(os.path.join(sim, "shadow.data", "hosts", h, "data",
+                                "fingerprint")).read().split()
+        if got != [h, want]:
+            fail(f"{r['run']}: {h} ran as {got}, the key cache gave {want}")
+        fps.add(want)
+    if len(fps) != 1:
+        fail(f"{h} changed identity between the runs: {fps}")
+if "Keys: 10 host keyings in 2 simulation(s), 5 made" not in \
+        open(os.path.join(out, "README.md")).read():
+    fail("the report does not say how many keys were made")
 mm = [json.loads(l) for l in open(os.path.join(out, "measureme.jsonl"))]
 asks = [json.loads(l) for l in open(os.path.join(out, "measureme-asks.jsonl"))]
 if not mm or not asks:
