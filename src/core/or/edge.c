@@ -32,6 +32,7 @@
 #include "lib/malloc/alloc.h"
 #include "lib/malloc/memacct.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -435,6 +436,21 @@ edge_get_stats(const edge_t *e, edge_stats_t *out)
   out->n_circ_sendmes_sent = e->n_circ_sendmes_sent;
   out->n_circ_sendmes_received = e->n_circ_sendmes_received;
   out->n_cells_invalid = e->n_cells_invalid;
+}
+
+char *
+edge_describe_windows(const edge_stats_t *st, char *buf, size_t len)
+{
+  snprintf(buf, len,
+           "%s at close: DATA cells sent %llu, received %llu; circuit "
+           "SENDMEs sent %llu, received %llu",
+           st->no_circ_windows ? "no end-to-end windows"
+                               : "fixed end-to-end windows",
+           (unsigned long long)st->n_data_sent,
+           (unsigned long long)st->n_data_received,
+           (unsigned long long)st->n_circ_sendmes_sent,
+           (unsigned long long)st->n_circ_sendmes_received);
+  return buf;
 }
 
 static int

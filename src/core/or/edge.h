@@ -230,6 +230,10 @@ typedef struct edge_stats_t {
   uint64_t n_circ_sendmes_sent, n_circ_sendmes_received;
 } edge_stats_t;
 void edge_get_stats(const edge_t *e, edge_stats_t *out);
+/* The window counters of st for a close-time log line: "no end-to-end
+ * windows at close: DATA cells sent 5, received 7; circuit SENDMEs sent
+ * 0, received 0" (or "fixed end-to-end windows ..."). Returns buf. */
+char *edge_describe_windows(const edge_stats_t *st, char *buf, size_t len);
 /* Open streams (O(1)). */
 unsigned edge_n_streams(const edge_t *e);
 /* One stream as an observer (logs, the control port) sees it. */

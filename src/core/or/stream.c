@@ -118,15 +118,9 @@ circ_edge_clear(or_circuit_t *circ)
     log_info("Circuit %llu: congestion control at close: %s",
              (unsigned long long)circ->base.gid, d);
   } else if (!edge_is_windowless(circ->edge)) {
-    log_info("Circuit %llu: %s at close: DATA cells sent %llu, received "
-             "%llu; circuit SENDMEs sent %llu, received %llu",
-             (unsigned long long)circ->base.gid,
-             st.no_circ_windows ? "no end-to-end windows"
-                                : "fixed end-to-end windows",
-             (unsigned long long)st.n_data_sent,
-             (unsigned long long)st.n_data_received,
-             (unsigned long long)st.n_circ_sendmes_sent,
-             (unsigned long long)st.n_circ_sendmes_received);
+    char w[200];
+    log_info("Circuit %llu: %s", (unsigned long long)circ->base.gid,
+             edge_describe_windows(&st, w, sizeof(w)));
   }
   edge_free(circ->edge);
 }

@@ -346,16 +346,11 @@ ccirc_free(ccirc_t *cc)
   base16_encode(fp, sizeof(fp), cc->exit_id, 20, BASE16_UPPER);
   /* (the edge counts DATA only without congestion control: a circuit
    * whose leg is gone no longer shows its controller) */
-  if (st.no_circ_windows || st.n_data_received)
-    log_info("Client circuit to exit %s: %s at close: DATA cells sent "
-             "%llu, received %llu; circuit SENDMEs sent %llu, received %llu",
-             fp,
-             st.no_circ_windows ? "no end-to-end windows"
-                                : "fixed end-to-end windows",
-             (unsigned long long)st.n_data_sent,
-             (unsigned long long)st.n_data_received,
-             (unsigned long long)st.n_circ_sendmes_sent,
-             (unsigned long long)st.n_circ_sendmes_received);
+  if (st.no_circ_windows || st.n_data_received) {
+    char w[200];
+    log_info("Client circuit to exit %s: %s", fp,
+             edge_describe_windows(&st, w, sizeof(w)));
+  }
 
   for (int i = 0; i < cc->n_legs; i++) {
     leg_log_cc(cc->legs[i]);
