@@ -201,9 +201,15 @@ launch_circuit(const socks_request_t *req, const client_iso_t *iso)
   while (!ok && n_tried < 4) {
     const dir_node_t *guard = client_choose_guard(nl, tried, n_tried);
     if (!guard) {
+      /* Keep why the last guard tried did not fit: that is the reason an
+       * operator can act on. */
+      char *why = n_tried && err
+                      ? pc_asprintf("no other usable guard fits (with %s: %s)",
+                                    tried[n_tried - 1]->nickname, err)
+                      : pc_strdup(n_tried ? "no other usable guard fits"
+                                          : "no usable entry guard");
       free(err);
-      err = pc_strdup(n_tried ? "no other usable guard fits"
-                              : "no usable entry guard");
+      err = why;
       break;
     }
     tried[n_tried++] = guard;
