@@ -11,7 +11,8 @@
 # isolation, SOCKS4a, and the SOCKS errors for a destination the exit
 # policy rejects (2), a port where nothing listens (5) and a name the
 # exit cannot resolve (4; the network's resolver on 127.0.0.1 does not
-# answer).
+# answer). Then requests without a path: they wait (SocksTimeout) until
+# a new exit is listed, or fail with error 4 once SocksTimeout has passed.
 
 . "$(dirname "$0")/lib.sh"
 set -u
@@ -98,5 +99,46 @@ unused=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 socks_error refused 5 "http://127.0.0.1:$unused/"
 socks_error no-dns 4 http://no-such-host.invalid/
 
-it_pctor_alive_quiet "$net" p1 p2 p3 c1 c2
+# A request for which no path fits yet waits for one (SocksTimeout), as in
+# tor: c3 pins an exit, p4, that is not in the network yet; its request
+# waits until p4 is listed, then succeeds. c4 pins an exit that never
+# appears: its request fails after its SocksTimeout (3 s) with error 4.
+it_start_pctor "$net" c3 client "EntryNodes p1
+MiddleNodes p2
+ExitNodes p4
+SocksTimeout 5 minutes"
+it_start_pctor "$net" c4 client "EntryNodes p1
+MiddleNodes p2
+ExitNodes nosuchrelay
+SocksTimeout 3"
+s3=$(cat "$net/c3.port") s4=$(cat "$net/c4.port")
+c3log=$(cat "$net/c3.dir")/info.log c4log=$(cat "$net/c4.dir")/info.log
+t_wait=$SECONDS
+curl -sf --max-time 300 -x "socks5h://127.0.0.1:$s3" "http://127.0.0.1:$hport/small" \
+    -o "$net/late" 2> "$net/late.err" &
+late_pid=$!
+it_register_pid "$late_pid"
+it_wait_until 60 grep -q "waits for a circuit" "$c3log" ||
+    it_fail "c3's request did not wait for a path: $(grep -E 'No path|SOCKS request' "$c3log" | tail -3)"
+it_log "c3's request waits: $(grep -m1 'No path for a stream' "$c3log" | sed 's/^.*\] //')"
+t4=$SECONDS
+curl -sS --max-time 60 -x "socks5h://127.0.0.1:$s4" "http://127.0.0.1:$hport/small" \
+    -o /dev/null 2> "$net/timeout.err" && it_fail "c4's request succeeded without an exit"
+grep -q "(4)" "$net/timeout.err" || it_fail "c4: expected SOCKS error 4, got: $(cat "$net/timeout.err")"
+[ $((SECONDS - t4)) -ge 3 ] || it_fail "c4's request failed after $((SECONDS - t4)) s, before its SocksTimeout of 3 s"
+grep -q "after waiting [0-9]* s (SocksTimeout)" "$c4log" || it_fail "c4 did not log the SocksTimeout failure"
+it_log "c4: SOCKS5 error 4 after $((SECONDS - t4)) s (SocksTimeout 3)"
+kill -0 "$late_pid" 2>/dev/null || it_fail "c3's request ended before its exit existed: $(cat "$net/late.err")"
+it_start_pctor "$net" p4 relay "ExitRelay 1
+ExitPolicyRejectPrivate 0
+ExitPolicy accept 127.0.0.1:*
+ExitPolicy reject *:*
+ServerDNSResolvConfFile $net/resolv.conf"
+it_privnet wait "$net" --timeout 180 --flags Running,Valid ||
+    it_fail "the consensus does not list p4"
+wait "$late_pid" || it_fail "c3's waiting request failed: $(cat "$net/late.err"); $(grep -E 'No path|SOCKS request' "$c3log" | tail -3)"
+cmp -s "$net/late" "$www/small" || it_fail "c3's late download differs"
+it_log "c3's request waited $((SECONDS - t_wait)) s for p4, then succeeded (sha256 ok)"
+
+it_pctor_alive_quiet "$net" p1 p2 p3 p4 c1 c2 c3 c4
 it_log "SOCKS client checks passed"

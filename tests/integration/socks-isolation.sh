@@ -101,9 +101,10 @@ def circ_of(port, user=None, scheme="socks5h", web=hport):
     n = len(streams)
     got, err = fetch(port, user, scheme=scheme, web=web)
     if got is None and "(4)" in err:
-        # "Host unreachable": the client found no path at that moment (it
-        # fails such a stream at once, where tor would hold it); seen once
-        # in CI right after a new consensus. One retry, said out loud.
+        # "Host unreachable": the client found no path (seen once in CI
+        # right after a new consensus, when the client still failed such
+        # a stream at once; it now holds it up to SocksTimeout, as tor).
+        # One retry, said out loud.
         print("download through %s as %s: %s; retrying once" % (port, user, err.strip()))
         time.sleep(3)
         n = len(streams)

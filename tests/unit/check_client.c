@@ -73,6 +73,8 @@ setup(void)
   ck_assert_int_eq(
       pc_addr_parse_ip(&cfg.socks_ports.port[0].addr, "127.0.0.1", 0), 0);
   cfg.max_circuit_dirtiness = 600;
+  /* Streams without a path wait SocksTimeout (1 s here) before failing. */
+  cfg.socks_timeout = 1;
   const char *err = NULL;
   ck_assert_int_eq(client_init(S.loop, &cfg, &err, NULL), 0);
   int sv[2];
@@ -99,7 +101,8 @@ teardown(void)
   evloop_free_(S.loop);
 }
 
-/* Send bytes, then run the loop until `want` bytes came back (5 s max). */
+/* Send bytes, then run the loop until `want` bytes came back (5 s max;
+ * a stream without a path fails after SocksTimeout, 1 s here). */
 static void
 exchange(const uint8_t *b, size_t n, size_t want)
 {
@@ -146,14 +149,55 @@ port_predicted(uint16_t port)
   return 0;
 }
 
+struct seen_streams {
+  int n;
+  client_stream_info_t last;
+};
+
+static void
+collect_stream(const client_stream_info_t *si, void *arg)
+{
+  struct seen_streams *seen = arg;
+  seen->n++;
+  seen->last = *si;
+  seen->last.address = NULL; /* not ours to keep */
+}
+
+/* Without a consensus there is no path: the stream waits (listed as NEW,
+ * as tor lists a stream waiting for a circuit) and fails only after
+ * SocksTimeout (1 s in setup; the client's timer ticks every 2 s). */
 START_TEST(test_connect_without_consensus)
 {
   socks5_hello();
   /* CONNECT 127.0.0.1:8080 */
   static const uint8_t req[] = {5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90};
-  exchange(req, sizeof(req), 2 + 10);
-  check_one_failure(SOCKS5_HOST_UNREACHABLE);
+  uint64_t t0 = evloop_now_us(S.loop);
+  ck_assert_int_eq(write(S.peer, req, sizeof(req)), (ssize_t)sizeof(req));
+  /* Half a second in: no reply yet, and the stream is listed. */
+  evloop_timer_schedule(S.deadline, 500000);
+  evloop_run(S.loop);
+  ck_assert_uint_eq(read(S.peer, S.got, sizeof(S.got)) > 0, 0);
+  struct seen_streams seen;
+  memset(&seen, 0, sizeof(seen));
+  client_foreach_stream(collect_stream, &seen);
+  ck_assert_int_eq(seen.n, 1);
+  ck_assert_uint_eq(seen.last.port, 8080);
+  ck_assert_int_eq(seen.last.status, CLIENT_STREAM_NEW);
+  ck_assert_uint_eq(seen.last.circ_gid, 0);
   client_stats_t st;
+  client_get_stats(&st);
+  ck_assert_uint_eq(st.n_streams_waited_path, 1);
+  ck_assert_uint_eq(st.n_streams_failed, 0);
+  /* Then the reply: host unreachable, after SocksTimeout. */
+  S.want = 2 + 10;
+  evloop_timer_schedule_periodic(S.poll, 2000);
+  evloop_timer_schedule(S.deadline, 6 * 1000000);
+  evloop_run(S.loop);
+  evloop_timer_cancel(S.poll);
+  evloop_timer_cancel(S.deadline);
+  ck_assert_uint_ge(S.n_got, 2 + 10);
+  ck_assert_uint_ge(evloop_now_us(S.loop) - t0, 1000000);
+  check_one_failure(SOCKS5_HOST_UNREACHABLE);
   client_get_stats(&st);
   ck_assert_uint_eq(st.n_socks_conns, 1);
   ck_assert_uint_eq(st.n_streams_connected, 0);

@@ -1280,9 +1280,14 @@ static const conf_var_t app_vars[] = {
    "(the fraction of guard, middle and exit bandwidth it has descriptors "
    "for, multiplied), as tor. Between 0.25 and 0.95 (other values are "
    "raised or lowered to these, with a warning); negative: the "
-   "directory authorities' choice. Until then SOCKS requests fail with "
-   "\"not enough directory information\" and a notice gives the "
-   "fractions.", NULL},
+   "directory authorities' choice. Until then SOCKS requests wait (up "
+   "to SocksTimeout) and a notice gives the fractions.", NULL},
+  {"SocksTimeout", CONF_TYPE_INTERVAL, "INTERVAL", "2 minutes",
+   "2 minutes", 1, 1, 24 * 3600, OFF(socks_timeout),
+   "How long a SOCKS request waits for a circuit it can use (no path "
+   "yet, not enough directory information yet) or, with "
+   "__LeaveStreamsUnattached, for its controller, before it fails (1 "
+   "second to 1 day), as in tor.", NULL},
   {"MaxCircuitDirtiness", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
    "10 minutes",
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
@@ -1843,8 +1848,6 @@ static const struct {
   {"MaxClientCircuitsPending", "not supported yet; remove the line"},
   {"LongLivedPorts", "not supported yet: pctor's client does not pick "
    "Stable relays for particular ports"},
-  {"SocksTimeout", "not supported yet: pctor's client uses its own "
-   "timeout for SOCKS requests waiting for a circuit; remove the line"},
   {"TrackHostExits", "not supported yet: pctor's client does not pin "
    "hosts to exits"},
   {"TrackHostExitsExpire", "not supported yet: pctor's client does not "

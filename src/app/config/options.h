@@ -139,6 +139,7 @@ typedef struct options_t {
   client_ports_t socks_ports;    /* SocksPort lines; n == 0 when off */
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
+  int socks_timeout;             /* SocksTimeout, seconds */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
   uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s */
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */

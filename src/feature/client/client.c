@@ -712,6 +712,7 @@ client_timer_cb(void *arg)
       ccirc_close(cc, -1, too_dirty ? "dirty" : idle ? "idle" : "NEWNYM");
   }
   client_ctl_expire_held(now);
+  client_retry_waiting_streams();
   evloop_deferred_schedule(client_g.preempt_ev);
 }
 

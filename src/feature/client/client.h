@@ -42,6 +42,9 @@ typedef struct client_config_t {
   /* The state file the guards are kept in (guards.h), or NULL. */
   statefile_t *state;
   unsigned max_circuit_dirtiness; /* seconds (MaxCircuitDirtiness) */
+  /* SocksTimeout: how long a stream waits for a usable circuit (no path
+   * yet) or for its controller; 0 means tor's default, 120 s. */
+  unsigned socks_timeout;
   /* With ExitNodes pinned and no exit whose policy summary accepts the
    * port (as in private networks whose exits only accept 127.0.0.0/8),
    * use the pinned exits anyway and let them decide. */
@@ -86,6 +89,7 @@ void client_shutdown(void);
 typedef struct client_stats_t {
   uint64_t n_socks_conns, n_streams_connected, n_streams_failed;
   uint64_t n_circuits_built, n_circuits_failed, n_retries;
+  uint64_t n_streams_waited_path; /* found no circuit at first, waited */
   /* conflux sets linked, torn down by a closing leg, closed because the
    * out-of-order queue was full; circuits that stayed plain because no
    * distinct guard and middle were left */

@@ -14,7 +14,7 @@
  *    is reported NEW and held (CS_HELD, on client_g.unattached) until
  *    ATTACHSTREAM; one whose circuit closes before CONNECTED is reported
  *    DETACHED and held again, as in tor. Held streams wait at most
- *    CLIENT_HELD_TIMEOUT_US, then fail with reason TIMEOUT.
+ *    SocksTimeout, then fail with reason TIMEOUT.
  *  - EXTENDCIRCUIT on an existing circuit appends hops to its builder
  *    (circbuild_extend); ATTACHSTREAM HOP=N sets the hop its streams leave
  *    at (ccirc_t.exit_hop), which client.c uses wherever it would use the
@@ -57,7 +57,7 @@ client_ctl_expire_held(uint64_t now)
     next = dlist_next(&client_g.unattached, n);
     cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
     if (cs->state == CS_HELD &&
-        now - cs->held_since_us > CLIENT_HELD_TIMEOUT_US)
+        now - cs->held_since_us > client_socks_timeout_us())
       socks_stream_fail(cs, END_STREAM_REASON_TIMEOUT,
                         "no controller attached it in time");
   }

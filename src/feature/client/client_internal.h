@@ -63,12 +63,15 @@
 typedef enum {
   CS_SOCKS,
   CS_HELD,       /* __LeaveStreamsUnattached: waiting for ATTACHSTREAM */
+  CS_WAIT_PATH,  /* no usable circuit and none can be built yet: retried
+                  * by the client's timer until SocksTimeout */
   CS_WAIT_CIRC,
   CS_CONNECTING,
   CS_OPEN,
 } cstream_state_t;
-/* How long a held stream waits for its controller (tor's SocksTimeout). */
-#define CLIENT_HELD_TIMEOUT_US (120ULL * 1000000)
+/* SocksTimeout's default: how long a held stream waits for its
+ * controller, and a stream for a path (client_socks_timeout_us()). */
+#define CLIENT_SOCKS_TIMEOUT_DEFAULT_S 120
 /* SIGNAL NEWNYM at most this often; one sooner waits (tor: 10 s). */
 #define CLIENT_NEWNYM_INTERVAL_US (10ULL * 1000000)
 
@@ -98,6 +101,7 @@ typedef struct cstream_t {
   unsigned ctl_release : 1; /* ATTACHSTREAM ... 0: let the pool choose */
   unsigned resolve_reported : 1; /* a lookup's result went to observers */
   uint64_t held_since_us;   /* CS_HELD */
+  uint64_t path_wait_since_us; /* first found no path (CS_WAIT_PATH); 0 */
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -293,8 +297,16 @@ void client_preempt_cb(void *arg);
  * (a clean circuit takes its isolation), as when the pool chooses. */
 void ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs);
 /* Find or launch a circuit for cs (after its SOCKS handshake, or to retry
- * it when its circuit closed before CONNECTED). */
+ * it when its circuit closed before CONNECTED). When none can be built
+ * (no path fits, not enough directory information yet), cs waits as
+ * CS_WAIT_PATH on client_g.unattached and the timer retries it until
+ * SocksTimeout, as tor holds such streams. */
 void client_stream_attach(cstream_t *cs);
+/* The timer: retry the streams waiting for a path; fail those that have
+ * waited SocksTimeout. */
+void client_retry_waiting_streams(void);
+/* SocksTimeout in microseconds. */
+uint64_t client_socks_timeout_us(void);
 
 /* ---- client_ctl.c: circuits and streams by a controller ---- */
 /* Keep cs (SOCKS done, reported NEW) for ATTACHSTREAM. */

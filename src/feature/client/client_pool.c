@@ -183,8 +183,11 @@ stream_port(const socks_request_t *req)
   return req->command == SOCKS_CMD_CONNECT ? req->port : 80;
 }
 
+/* quiet: the "No path" notice was given for this stream already (a retry
+ * of a waiting stream); say it at info level. */
 static ccirc_t *
-launch_circuit(const socks_request_t *req, const client_iso_t *iso)
+launch_circuit(const socks_request_t *req, const client_iso_t *iso,
+               int quiet)
 {
   const dir_nodelist_t *nl = client_nodelist();
   if (!client_enough_dir_info(nl))
@@ -231,8 +234,12 @@ launch_circuit(const socks_request_t *req, const client_iso_t *iso)
     }
   }
   if (!ok) {
-    log_notice("No path for a stream to port %u: %s", req->port,
+    if (quiet)
+      log_info("Still no path for a stream to port %u: %s", req->port,
                err ? err : "?");
+    else
+      log_notice("No path for a stream to port %u: %s", req->port,
+                 err ? err : "?");
     free(err);
     return NULL;
   }
@@ -394,7 +401,7 @@ client_preempt_cb(void *arg)
     socks_request_t req;
     memset(&req, 0, sizeof(req));
     req.port = port;
-    ccirc_t *cc = launch_circuit(&req, NULL);
+    ccirc_t *cc = launch_circuit(&req, NULL, 0);
     if (!cc) {
       client_g.preempt_not_before_us = now + PREEMPTIVE_RETRY_US;
       return;
@@ -430,6 +437,70 @@ take_clean_circuit(ccirc_t *cc, const cstream_t *cs, const client_iso_t *iso,
   for (int i = 0; i < cc->n_legs; i++)
     if (cc->legs[i]->built && cc->legs[i]->circ)
       client_ask_measureme(cc->legs[i], cc->legs[i]->circ);
+}
+
+uint64_t
+client_socks_timeout_us(void)
+{
+  unsigned s = client_g.cfg.socks_timeout ? client_g.cfg.socks_timeout
+                                          : CLIENT_SOCKS_TIMEOUT_DEFAULT_S;
+  return (uint64_t)s * 1000000ULL;
+}
+
+/* No circuit for cs now: keep it for the timer's retries, or fail it once
+ * it has waited SocksTimeout. */
+static void
+wait_for_path(cstream_t *cs, uint64_t now)
+{
+  int dirinfo = client_enough_dir_info(client_nodelist());
+  const char *why = dirinfo
+                        ? "no circuit (no suitable exit)"
+                        : "no circuit (not enough directory information yet)";
+  if (!cs->path_wait_since_us) {
+    cs->path_wait_since_us = now;
+    client_g.stats.n_streams_waited_path++;
+    log_info("Stream %llu to port %u waits for a circuit (%s), for up to "
+             "%llu s (SocksTimeout)",
+             (unsigned long long)cs->gid, cs->req.port, why + 12,
+             (unsigned long long)(client_socks_timeout_us() / 1000000));
+  } else if (now - cs->path_wait_since_us >= client_socks_timeout_us()) {
+    char *msg = pc_asprintf("%s after waiting %llu s (SocksTimeout)", why,
+                            (unsigned long long)((now -
+                                                  cs->path_wait_since_us) /
+                                                 1000000));
+    log_notice("A stream to port %u failed: %s", cs->req.port, msg);
+    socks_stream_fail(cs, END_STREAM_REASON_NOROUTE, msg);
+    free(msg);
+    return;
+  }
+  cs->state = CS_WAIT_PATH;
+  cs->circ = NULL;
+  dlist_insert_tail(&client_g.unattached, &cs->node);
+}
+
+void
+client_retry_waiting_streams(void)
+{
+  /* Take them off first: a stream that still finds no path goes back to
+   * the list's tail, and this walk must not meet it again. */
+  dlist_t retry;
+  dlist_init(&retry);
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&client_g.unattached); n; n = next) {
+    next = dlist_next(&client_g.unattached, n);
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    if (cs->state != CS_WAIT_PATH)
+      continue;
+    dlist_remove(&cs->node);
+    dlist_insert_tail(&retry, &cs->node);
+  }
+  while ((n = dlist_first(&retry)) != NULL) {
+    cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
+    dlist_remove(&cs->node);
+    dlist_node_init(&cs->node);
+    cs->state = CS_WAIT_CIRC;
+    client_stream_attach(cs);
+  }
 }
 
 void
@@ -482,9 +553,10 @@ client_stream_attach(cstream_t *cs)
     take_clean_circuit(use, cs, iso, now);
     evloop_deferred_schedule(client_g.preempt_ev); /* replace it */
   }
-  if (!use)
-    use = launch_circuit(&cs->req, iso);
-  else if (!use->iso_open)
+  if (!use) {
+    if (client_enough_dir_info(client_nodelist()))
+      use = launch_circuit(&cs->req, iso, cs->path_wait_since_us != 0);
+  } else if (!use->iso_open)
     client_iso_add(&use->iso, iso);
   if (use && cs->port && (cs->port->flags & CLIENT_PORT_KEEPALIVE_AUTH) &&
       (cs->port->iso & CLIENT_ISO_SOCKSAUTH) &&
@@ -493,13 +565,10 @@ client_stream_attach(cstream_t *cs)
   pc_memwipe(iso, sizeof(*iso));
   free(iso);
   if (!use) {
-    socks_stream_fail(
-        cs, END_STREAM_REASON_NOROUTE,
-        client_enough_dir_info(client_nodelist())
-            ? "no circuit (no suitable exit)"
-            : "no circuit (not enough directory information yet)");
+    wait_for_path(cs, now);
     return;
   }
+  cs->path_wait_since_us = 0;
   cs->circ = use;
   cs->state = CS_WAIT_CIRC;
   dlist_insert_tail(&use->streams, &cs->node);

@@ -92,7 +92,7 @@ client_foreach_stream(void (*fn)(const client_stream_info_t *, void *),
   for (dlist_node_t *n = dlist_first(&client_g.unattached); n;
        n = dlist_next(&client_g.unattached, n)) {
     const cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    if (cs->state != CS_HELD)
+    if (cs->state != CS_HELD && cs->state != CS_WAIT_PATH)
       continue;
     client_stream_info_t si;
     stream_info(cs, &si);
