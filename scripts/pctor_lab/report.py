@@ -465,6 +465,25 @@ def make_plots(out, results, configs, mm, circuits):
     return figs, None
 
 
+def paired_rows(runs):
+    """The report's paired-paths table: one row per run with paired paths."""
+    first = {}
+    rows = []
+    for r in runs:
+        pp = r.get("paired_paths")
+        if not pp:
+            continue
+        paths = {l: p for c in pp.values() for l, p in c["paths"].items()}
+        same = "yes" if first.setdefault(r["seed"], paths) == paths else "NO"
+        tot = lambda k: sum(c.get(k, 0) for c in pp.values())
+        nb = sum(sum(c.get("circuits_built", {}).values()) for c in pp.values())
+        fl = r.get("paired_paths_flags", "-")
+        rows.append([r["run"], tot("streams_on_pinned_path"), tot("streams_on_other_circuit"),
+                     tot("unpinned_streams"), nb,
+                     fl if isinstance(fl, str) else "; ".join(fl)[:120], same])
+    return rows
+
+
 def make_report(out):
     with open(os.path.join(out, "runs.json")) as f:
         meta = json.load(f)
@@ -672,6 +691,18 @@ def make_report(out):
                                  fmt(x["pacing_kBps_p50"]), fmt(x["rate_kBps_p50"]),
                                  fmt(x["rate_kBps_p75"]), fmt(x["notsent_kB_p50"])]
                                 for x in ssrows]))
+        L.append("")
+    if exp.get("paired_paths"):
+        L.append("## Paired paths\n")
+        L.append("Each loop's path (guard, middle, exit) was drawn from the seed, weighted by "
+                 "the relays' link capacity, and its streams were attached to a circuit over "
+                 "it through the client's ControlPort (experiment.paired_paths). Per run: "
+                 "streams that succeeded on their loop's circuit with the drawn path, on "
+                 "another circuit, streams of no loop, circuits built, the consensus flags "
+                 "check, and whether the run's paths are those of the seed's first run.\n")
+        L.append(md_table(["run", "on pinned path", "on another circuit", "unpinned",
+                           "circuits built", "flags", "same paths as the seed's first run"],
+                          paired_rows(meta["runs"])))
         L.append("")
     L.append("## Runs\n")
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",

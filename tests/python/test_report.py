@@ -217,3 +217,22 @@ def test_ss_summary():
     assert (shared["rate_kBps_p50"], shared["rate_kBps_p75"]) == (100.0, 100.0)
     assert rows[0]["ssthresh_p50"] == 30 and rows[0]["ssthresh_share"] == 1.0
     assert rows[0]["rate_kBps_p50"] == 300.0
+
+
+def test_paired_rows():
+    pp = lambda paths, ok: {"c": {"paths": paths, "streams_on_pinned_path": ok,
+                                  "streams_on_other_circuit": 0, "unpinned_streams": 0,
+                                  "circuits_built": {"a": 1, "b": 2}}}
+    p1 = {"a": ["r1", "r2", "x1"], "b": ["r2", "r1", "x2"]}
+    p2 = {"a": ["r1", "r2", "x1"], "b": ["r2", "r3", "x2"]}
+    runs = [{"run": "v-s1", "seed": 1, "paired_paths": pp(p1, 5), "paired_paths_flags": "ok"},
+            {"run": "p-s1", "seed": 1, "paired_paths": pp(p1, 6)},
+            {"run": "q-s1", "seed": 1, "paired_paths": pp(p2, 6),
+             "paired_paths_flags": ["a: exit x1 lacks Exit"]},
+            {"run": "v-s2", "seed": 2, "paired_paths": pp(p2, 4)},
+            {"run": "old", "seed": 2}]
+    rows = report.paired_rows(runs)
+    assert [r[0] for r in rows] == ["v-s1", "p-s1", "q-s1", "v-s2"]
+    assert rows[0] == ["v-s1", 5, 0, 0, 3, "ok", "yes"]
+    assert rows[1][-1] == "yes" and rows[2][-1] == "NO" and rows[3][-1] == "yes"
+    assert rows[2][5] == "a: exit x1 lacks Exit"
