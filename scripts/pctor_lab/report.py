@@ -190,6 +190,41 @@ def percentile_rows(results, configs, baselines):
     return rows
 
 
+def paired_loop_rows(results, configs, baselines):
+    """With paired paths: per configuration, class and metric (ttfb, total),
+    each loop's (seed, client, stream: the same path in every configuration)
+    median against its median under the baseline. Rows: config, class,
+    metric, loops, the median and quartiles of the per-loop change (%), and
+    how many loops were faster (smaller)."""
+    per = {}
+    for r in results:
+        if not r.get("counted") or not r.get("ok") or "path" not in r:
+            continue
+        for m in ("ttfb", "total"):
+            if r.get(m) is not None:
+                per.setdefault((r["config"], r["class"], m, r["seed"], r["client"], r["stream"],
+                                r["path"]), []).append(r[m])
+    med = {k: percentile(sorted(v), 50) for k, v in per.items()}
+    rows = []
+    classes = sorted({k[1] for k in med}, key=class_order)
+    for c in configs:
+        b = baselines.get(c, configs[0])
+        if c == b:
+            continue
+        for cls in classes:
+            for m in ("ttfb", "total"):
+                ch = sorted(pct_change(v, med[(b,) + k[1:]]) for k, v in med.items()
+                            if k[:3] == (c, cls, m) and med.get((b,) + k[1:]))
+                if not ch:
+                    continue
+                rows.append({"config": c, "class": cls, "metric": m, "baseline": b,
+                             "loops": len(ch), "change_p25": percentile(ch, 25),
+                             "change_p50": percentile(ch, 50),
+                             "change_p75": percentile(ch, 75),
+                             "faster": sum(1 for x in ch if x < 0)})
+    return rows
+
+
 def class_order(c):
     order = {"web": 0, "light": 1, "bulk": 2}
     return (order.get(c, 3), c)
@@ -693,6 +728,20 @@ def make_report(out):
                                 for x in ssrows]))
         L.append("")
     if exp.get("paired_paths"):
+        prow = paired_loop_rows(results, configs, baselines)
+        if prow:
+            L.append("## Per loop, on the same path\n")
+            L.append("Each loop ran on the same path in every configuration of its seed, so "
+                     "its median under a configuration can be compared with its median under "
+                     "the baseline. Per configuration, class and metric: loops compared, the "
+                     "quartiles of the per-loop change (negative = smaller), and the loops "
+                     "whose median got smaller.\n")
+            L.append(md_table(["config", "class", "metric", "loops", "Δ p25", "Δ median",
+                               "Δ p75", "faster"],
+                              [[x["config"], x["class"], x["metric"], x["loops"],
+                                f"{x['change_p25']:+.0f}%", f"{x['change_p50']:+.0f}%",
+                                f"{x['change_p75']:+.0f}%", x["faster"]] for x in prow]))
+            L.append("")
         L.append("## Paired paths\n")
         L.append("Each loop's path (guard, middle, exit) was drawn from the seed, weighted by "
                  "the relays' link capacity, and its streams were attached to a circuit over "

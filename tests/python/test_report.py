@@ -236,3 +236,24 @@ def test_paired_rows():
     assert rows[0] == ["v-s1", 5, 0, 0, 3, "ok", "yes"]
     assert rows[1][-1] == "yes" and rows[2][-1] == "NO" and rows[3][-1] == "yes"
     assert rows[2][5] == "a: exit x1 lacks Exit"
+
+
+def test_paired_loop_rows():
+    def rec(cfg, seed, stream, total, ttfb, path="r1-r2-x1", counted=True):
+        return {"config": cfg, "class": "web", "seed": seed, "client": "c", "stream": stream,
+                "path": path, "total": total, "ttfb": ttfb, "ok": True, "counted": counted}
+    res = [rec("v", 1, 0, 2.0, 1.0), rec("v", 1, 0, 4.0, 1.0),   # median 3
+           rec("p", 1, 0, 1.5, 0.5),                               # -50%
+           rec("v", 1, 1, 1.0, 1.0), rec("p", 1, 1, 1.5, 1.0),    # +50%
+           rec("v", 2, 1, 2.0, 1.0), rec("p", 2, 1, 2.2, 1.0),    # +10%
+           rec("p", 2, 2, 9.0, 1.0),                               # no baseline: skipped
+           rec("p", 2, 1, 99.0, 1.0, counted=False),
+           {"config": "p", "class": "web", "seed": 1, "client": "c", "stream": 0,
+            "total": 99.0, "ttfb": 9.0, "ok": True, "counted": True}]  # no path: not paired
+    rows = report.paired_loop_rows(res, ["v", "p"], {"p": "v", "v": "v"})
+    tot = next(r for r in rows if r["metric"] == "total")
+    assert tot["loops"] == 3 and tot["faster"] == 1
+    assert tot["change_p50"] == pytest.approx(10.0)
+    assert tot["change_p25"] == pytest.approx(-20.0)
+    ttfb = next(r for r in rows if r["metric"] == "ttfb")
+    assert ttfb["change_p50"] == pytest.approx(0.0) and ttfb["faster"] == 1
