@@ -148,6 +148,7 @@ class PathPinner:
         self.mismatch = []       # circuits whose BUILT path was not the drawn one
         self.builds = {}         # loop -> circuits built
         self.checked = {}        # streams SUCCEEDED on their loop's circuit or not
+        self.circuit_log = {}    # every circuit id that was BUILT -> its loop
         self.threads = []
 
     # -- protocol
@@ -301,6 +302,7 @@ class PathPinner:
                 with self.lock:
                     self.built[cid] = got
                     self.builds[loop] = self.builds.get(loop, 0) + 1
+                    self.circuit_log[cid] = loop
                     if got != tuple(self.paths[loop]):
                         self.mismatch.append((loop, got))
                 self._flush(loop)
@@ -357,4 +359,5 @@ class PathPinner:
                     "unpinned_streams": self.unknown,
                     "streams_on_pinned_path": self.checked.get("verified", 0),
                     "streams_on_other_circuit": self.checked.get("wrong_circuit", 0),
-                    "path_mismatches": [[l, list(p)] for l, p in self.mismatch]}
+                    "path_mismatches": [[l, list(p)] for l, p in self.mismatch],
+                    "circuits": dict(self.circuit_log)}

@@ -500,7 +500,30 @@ def make_plots(out, results, configs, mm, circuits):
     return figs, None
 
 
-def paired_rows(runs):
+def relay_confirmations(run, pp, asks, mm):
+    """The relays' side of the paired-paths check: for each pinned circuit
+    that asked its hops for MeasureMe records (by label), whether the relays
+    that recorded that label are exactly the asked hops of the drawn path.
+    Returns (circuits confirmed, circuits checked)."""
+    recorded = {}
+    for x in mm:
+        if x.get("run") == run:
+            recorded.setdefault(x["label"], set()).add(x["relay"])
+    want = {}
+    for a in asks:
+        if a.get("run") != run or a["client"] not in pp:
+            continue
+        loop = pp[a["client"]].get("circuits", {}).get(str(a["circuit"]))
+        if loop is None:
+            continue
+        path = pp[a["client"]]["paths"][loop]
+        if 1 <= a["hop"] <= len(path):
+            want.setdefault(a["label"], set()).add(path[a["hop"] - 1])
+    ok = sum(1 for lab, w in want.items() if recorded.get(lab, set()) == w)
+    return ok, len(want)
+
+
+def paired_rows(runs, asks=(), mm=()):
     """The report's paired-paths table: one row per run with paired paths."""
     first = {}
     rows = []
@@ -513,9 +536,11 @@ def paired_rows(runs):
         tot = lambda k: sum(c.get(k, 0) for c in pp.values())
         nb = sum(sum(c.get("circuits_built", {}).values()) for c in pp.values())
         fl = r.get("paired_paths_flags", "-")
+        ok, n = relay_confirmations(r["run"], pp, asks, mm)
         rows.append([r["run"], tot("streams_on_pinned_path"), tot("streams_on_other_circuit"),
                      tot("unpinned_streams"), nb,
-                     fl if isinstance(fl, str) else "; ".join(fl)[:120], same])
+                     fl if isinstance(fl, str) else "; ".join(fl)[:120], same,
+                     f"{ok} of {n}" if n else "-"])
     return rows
 
 
@@ -748,10 +773,14 @@ def make_report(out):
                  "it through the client's ControlPort (experiment.paired_paths). Per run: "
                  "streams that succeeded on their loop's circuit with the drawn path, on "
                  "another circuit, streams of no loop, circuits built, the consensus flags "
-                 "check, and whether the run's paths are those of the seed's first run.\n")
+                 "check, whether the run's paths are those of the seed's first run, and "
+                 "the relays' side: of the pinned circuits that asked their hops for "
+                 "MeasureMe records, those whose label was recorded by exactly the drawn "
+                 "relays.\n")
         L.append(md_table(["run", "on pinned path", "on another circuit", "unpinned",
-                           "circuits built", "flags", "same paths as the seed's first run"],
-                          paired_rows(meta["runs"])))
+                           "circuits built", "flags", "same paths as the seed's first run",
+                           "relays confirm"],
+                          paired_rows(meta["runs"], asks, mm)))
         L.append("")
     L.append("## Runs\n")
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",

@@ -233,8 +233,8 @@ def test_paired_rows():
             {"run": "old", "seed": 2}]
     rows = report.paired_rows(runs)
     assert [r[0] for r in rows] == ["v-s1", "p-s1", "q-s1", "v-s2"]
-    assert rows[0] == ["v-s1", 5, 0, 0, 3, "ok", "yes"]
-    assert rows[1][-1] == "yes" and rows[2][-1] == "NO" and rows[3][-1] == "yes"
+    assert rows[0] == ["v-s1", 5, 0, 0, 3, "ok", "yes", "-"]
+    assert rows[1][-2] == "yes" and rows[2][-2] == "NO" and rows[3][-2] == "yes"
     assert rows[2][5] == "a: exit x1 lacks Exit"
 
 
@@ -257,3 +257,20 @@ def test_paired_loop_rows():
     assert tot["change_p25"] == pytest.approx(-20.0)
     ttfb = next(r for r in rows if r["metric"] == "ttfb")
     assert ttfb["change_p50"] == pytest.approx(0.0) and ttfb["faster"] == 1
+
+
+def test_relay_confirmations():
+    pp = {"c": {"paths": {"a": ["r1", "r2", "x1"], "b": ["r2", "r1", "x2"]},
+                "circuits": {"7": "a", "9": "b", "12": "a"}}}
+    asks = [{"run": "R", "client": "c", "circuit": 7, "hop": h, "label": "L7"} for h in (1, 2, 3)]
+    asks += [{"run": "R", "client": "c", "circuit": 9, "hop": h, "label": "L9"} for h in (1, 2, 3)]
+    asks += [{"run": "R", "client": "c", "circuit": 12, "hop": h, "label": "L12"} for h in (1, 2)]
+    asks += [{"run": "R", "client": "c", "circuit": 5, "hop": 1, "label": "L5"}]  # not pinned
+    asks += [{"run": "Q", "client": "c", "circuit": 7, "hop": 1, "label": "Q7"}]  # other run
+    mm = [{"run": "R", "label": "L7", "relay": r} for r in ("r1", "r2", "x1", "r1")]
+    mm += [{"run": "R", "label": "L9", "relay": r} for r in ("r2", "r3", "x2")]  # r3: wrong
+    mm += [{"run": "R", "label": "L12", "relay": r} for r in ("r1", "r2")]
+    mm += [{"run": "R", "label": "L5", "relay": "r4"}]
+    assert report.relay_confirmations("R", pp, asks, mm) == (2, 3)
+    runs = [{"run": "R", "seed": 1, "paired_paths": {"c": dict(pp["c"], streams_on_pinned_path=3)}}]
+    assert report.paired_rows(runs, asks, mm)[0][-1] == "2 of 3"
