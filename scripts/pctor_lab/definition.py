@@ -18,7 +18,7 @@ import re
 import sys
 import tomllib
 
-from .common import ROLES, TOR_ROLES, TestbedError, parse_size
+from .common import CONTROLPORT, ROLES, TOR_ROLES, TestbedError, parse_size
 from .config import LINK_KEYS, TCP_KEYS, load_config, read_toml
 
 
@@ -27,7 +27,8 @@ PCTOR_ONLY = ("percircuittcp", "percircuittcpspares", "percircuittcpmaxconnectio
               "percircuittcprequireipsec", "measuremeenabled", "measuremehops",
               "measuremeinterval", "circuitpriorityreads", "relaytcpcongestioncontrol")
 EXPERIMENT_KEYS = ("name", "title", "reproduces", "scale", "paper", "seeds", "duration_s",
-                   "warmup_s", "request_timeout_s", "network", "notes", "ss_interval_ms")
+                   "warmup_s", "request_timeout_s", "network", "notes", "ss_interval_ms",
+                   "paired_paths")
 WORKLOAD_KEYS = ("class", "clients", "model", "file", "server", "streams", "isolate",
                  "think_min_s", "think_max_s", "stagger_s", "background")
 CONFIG_KEYS = ("name", "description", "baseline", "torrc", "pair", "link")
@@ -302,6 +303,9 @@ def load_experiment(path, scale=None):
                                    0, 60000, integer=True)),
         "file": os.path.abspath(path),
     }
+    if not isinstance(ex.get("paired_paths", False), bool):
+        raise ExperimentError(f"{path}: experiment.paired_paths must be true or false")
+    exp["paired_paths"] = ex.get("paired_paths", False)
     # [shadow]: the Shadow engine's timing (simulated seconds) and threads
     shadow = raw.get("shadow", {})
     if not isinstance(shadow, dict):
@@ -508,6 +512,12 @@ def testbed_toml(exp, config, seed):
         if extra:
             e["torrc"] = list(e.get("torrc", net["defaults"].get("torrc", []))) + extra
         e.update(config["links"].get(h["name"], {}))
+        if exp.get("paired_paths") and h.get("role") == "client" and \
+                h.get("_binary") != "tor":
+            # the runner pins the loops' streams through the client's
+            # ControlPort (paths.py); a tor client has one already
+            e["torrc"] = list(e.get("torrc", net["defaults"].get("torrc", []))) + [
+                f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
         hosts.append(e)
     doc = {"testbed": tbsec}
     if net["defaults"]:
@@ -556,6 +566,7 @@ def definition_summary(exp):
     `report` does not depend on the definition file still being there)."""
     return {k: exp[k] for k in ("name", "title", "reproduces", "scale", "paper", "notes",
                                 "ss_interval_ms")} | {
+        "paired_paths": exp.get("paired_paths", False),
         "workload": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in w.items()}
                      for w in exp["workload"]],
         "configs": [{k: c[k] for k in ("name", "description", "baseline", "torrc_selectors",

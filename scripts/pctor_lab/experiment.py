@@ -36,11 +36,12 @@ import sys
 import threading
 import time
 
-from .common import SCRIPTS_DIR, TestbedError, tail
+from .common import SCRIPTS_DIR, TestbedError, hex_to_b64, tail
 from .definition import (ExperimentError, PROG, definition_summary, load_experiment, note,
                          print_plan, run_name, testbed_toml)
 from .netns import Run
-from .network import find_binaries
+from .network import consensus_flags, fetch_consensus, find_binaries
+from .paths import check_flags
 from .report import MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json
 from .workload import Stream, fetch, local_socks_connect, run_workload
 
@@ -201,6 +202,24 @@ def collect_hosts(runrec, hosts, rdir):
     return asks, records
 
 
+def paired_flag_check(run_, hosts, pin_info, runrec):
+    """The pinned paths against the run's consensus (Guard, Exit, Running,
+    Valid where the path puts a relay); problems go into the run record."""
+    auths = [n for n, i in hosts.items() if i["role"] == "authority"]
+    text = fetch_consensus(run_, auths)
+    if text is None:
+        runrec["paired_paths_flags"] = ["no consensus to check the flags against"]
+        return
+    cflags = consensus_flags(text)
+    fps = {n: i["fingerprint"] for n, i in hosts.items() if i.get("fingerprint")}
+    flags = {fp: cflags.get(hex_to_b64(fp), []) for fp in fps.values()}
+    paths = {l: p for info in pin_info.values() for l, p in info["paths"].items()}
+    bad = check_flags(paths, fps, flags)
+    runrec["paired_paths_flags"] = bad or "ok"
+    for b in bad:
+        note(f"paired paths: {b}")
+
+
 def do_run(exp, config, seed, duration, args, out):
     name = run_name(exp, config, seed)
     rdir = os.path.join(out, "runs", name)
@@ -243,10 +262,17 @@ def do_run(exp, config, seed, duration, args, out):
                       {i["ip"]: n for n, i in hinfo.items()})
         t = time.monotonic()
         runrec["status"] = "running"
-        hosts = Run(rundir).load().state["hosts"]
-        runrec["measured"], runrec["workload_started"] = run_workload(
-            exp, hosts, seed, duration, emit,
-            ss_path=os.path.join(os.path.dirname(rundir), "ss.jsonl"))
+        run_ = Run(rundir).load()
+        hosts = run_.state["hosts"]
+        pin_info = {}
+        try:
+            runrec["measured"], runrec["workload_started"] = run_workload(
+                exp, hosts, seed, duration, emit,
+                ss_path=os.path.join(os.path.dirname(rundir), "ss.jsonl"), pin_info=pin_info)
+        finally:
+            if pin_info:
+                runrec["paired_paths"] = pin_info
+                paired_flag_check(run_, hosts, pin_info, runrec)
         runrec["workload_s"] = round(time.monotonic() - t, 1)
         runrec["status"] = "ok"
     except (KeyboardInterrupt, Interrupted):

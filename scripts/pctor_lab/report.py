@@ -190,6 +190,41 @@ def percentile_rows(results, configs, baselines):
     return rows
 
 
+def paired_loop_rows(results, configs, baselines):
+    """With paired paths: per configuration, class and metric (ttfb, total),
+    each loop's (seed, client, stream: the same path in every configuration)
+    median against its median under the baseline. Rows: config, class,
+    metric, loops, the median and quartiles of the per-loop change (%), and
+    how many loops were faster (smaller)."""
+    per = {}
+    for r in results:
+        if not r.get("counted") or not r.get("ok") or "path" not in r:
+            continue
+        for m in ("ttfb", "total"):
+            if r.get(m) is not None:
+                per.setdefault((r["config"], r["class"], m, r["seed"], r["client"], r["stream"],
+                                r["path"]), []).append(r[m])
+    med = {k: percentile(sorted(v), 50) for k, v in per.items()}
+    rows = []
+    classes = sorted({k[1] for k in med}, key=class_order)
+    for c in configs:
+        b = baselines.get(c, configs[0])
+        if c == b:
+            continue
+        for cls in classes:
+            for m in ("ttfb", "total"):
+                ch = sorted(pct_change(v, med[(b,) + k[1:]]) for k, v in med.items()
+                            if k[:3] == (c, cls, m) and med.get((b,) + k[1:]))
+                if not ch:
+                    continue
+                rows.append({"config": c, "class": cls, "metric": m, "baseline": b,
+                             "loops": len(ch), "change_p25": percentile(ch, 25),
+                             "change_p50": percentile(ch, 50),
+                             "change_p75": percentile(ch, 75),
+                             "faster": sum(1 for x in ch if x < 0)})
+    return rows
+
+
 def class_order(c):
     order = {"web": 0, "light": 1, "bulk": 2}
     return (order.get(c, 3), c)
@@ -465,6 +500,50 @@ def make_plots(out, results, configs, mm, circuits):
     return figs, None
 
 
+def relay_confirmations(run, pp, asks, mm):
+    """The relays' side of the paired-paths check: for each pinned circuit
+    that asked its hops for MeasureMe records (by label), whether the relays
+    that recorded that label are exactly the asked hops of the drawn path.
+    Returns (circuits confirmed, circuits checked)."""
+    recorded = {}
+    for x in mm:
+        if x.get("run") == run:
+            recorded.setdefault(x["label"], set()).add(x["relay"])
+    want = {}
+    for a in asks:
+        if a.get("run") != run or a["client"] not in pp:
+            continue
+        loop = pp[a["client"]].get("circuits", {}).get(str(a["circuit"]))
+        if loop is None:
+            continue
+        path = pp[a["client"]]["paths"][loop]
+        if 1 <= a["hop"] <= len(path):
+            want.setdefault(a["label"], set()).add(path[a["hop"] - 1])
+    ok = sum(1 for lab, w in want.items() if recorded.get(lab, set()) == w)
+    return ok, len(want)
+
+
+def paired_rows(runs, asks=(), mm=()):
+    """The report's paired-paths table: one row per run with paired paths."""
+    first = {}
+    rows = []
+    for r in runs:
+        pp = r.get("paired_paths")
+        if not pp:
+            continue
+        paths = {l: p for c in pp.values() for l, p in c["paths"].items()}
+        same = "yes" if first.setdefault(r["seed"], paths) == paths else "NO"
+        tot = lambda k: sum(c.get(k, 0) for c in pp.values())
+        nb = sum(sum(c.get("circuits_built", {}).values()) for c in pp.values())
+        fl = r.get("paired_paths_flags", "-")
+        ok, n = relay_confirmations(r["run"], pp, asks, mm)
+        rows.append([r["run"], tot("streams_on_pinned_path"), tot("streams_on_other_circuit"),
+                     tot("unpinned_streams"), nb,
+                     fl if isinstance(fl, str) else "; ".join(fl)[:120], same,
+                     f"{ok} of {n}" if n else "-"])
+    return rows
+
+
 def make_report(out):
     with open(os.path.join(out, "runs.json")) as f:
         meta = json.load(f)
@@ -672,6 +751,36 @@ def make_report(out):
                                  fmt(x["pacing_kBps_p50"]), fmt(x["rate_kBps_p50"]),
                                  fmt(x["rate_kBps_p75"]), fmt(x["notsent_kB_p50"])]
                                 for x in ssrows]))
+        L.append("")
+    if exp.get("paired_paths"):
+        prow = paired_loop_rows(results, configs, baselines)
+        if prow:
+            L.append("## Per loop, on the same path\n")
+            L.append("Each loop ran on the same path in every configuration of its seed, so "
+                     "its median under a configuration can be compared with its median under "
+                     "the baseline. Per configuration, class and metric: loops compared, the "
+                     "quartiles of the per-loop change (negative = smaller), and the loops "
+                     "whose median got smaller.\n")
+            L.append(md_table(["config", "class", "metric", "loops", "Δ p25", "Δ median",
+                               "Δ p75", "faster"],
+                              [[x["config"], x["class"], x["metric"], x["loops"],
+                                f"{x['change_p25']:+.0f}%", f"{x['change_p50']:+.0f}%",
+                                f"{x['change_p75']:+.0f}%", x["faster"]] for x in prow]))
+            L.append("")
+        L.append("## Paired paths\n")
+        L.append("Each loop's path (guard, middle, exit) was drawn from the seed, weighted by "
+                 "the relays' link capacity, and its streams were attached to a circuit over "
+                 "it through the client's ControlPort (experiment.paired_paths). Per run: "
+                 "streams that succeeded on their loop's circuit with the drawn path, on "
+                 "another circuit, streams of no loop, circuits built, the consensus flags "
+                 "check, whether the run's paths are those of the seed's first run, and "
+                 "the relays' side: of the pinned circuits that asked their hops for "
+                 "MeasureMe records, those whose label was recorded by exactly the drawn "
+                 "relays.\n")
+        L.append(md_table(["run", "on pinned path", "on another circuit", "unpinned",
+                           "circuits built", "flags", "same paths as the seed's first run",
+                           "relays confirm"],
+                          paired_rows(meta["runs"], asks, mm)))
         L.append("")
     L.append("## Runs\n")
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",

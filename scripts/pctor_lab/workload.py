@@ -27,6 +27,7 @@ import time
 from .common import HTTPPORT, ORPORT, SOCKSPORT, TestbedError
 from .definition import PROG, note
 from .netns import ns_connect, recv_http_head, socks5_open
+from .paths import PathPinner, draw_paths, path_candidates
 
 
 # --------------------------------------------------------------------------
@@ -39,7 +40,8 @@ class Stream:
         self.wl, self.client, self.index, self.rnd = wl, client, index, rnd
         self.sock = None
         self.lock = threading.Lock()
-        self.user = f"{wl['class']}-{client}-{index}" if wl["isolate"] else None
+        self.name = f"{wl['class']}-{client}-{index}"
+        self.user = self.name if wl["isolate"] else None
 
     def abort(self):
         with self.lock:
@@ -108,8 +110,32 @@ def ns_socks_connect(info):
                                       timeout=timeout)
 
 
+def start_pinners(exp, hosts, streams, seed, timeout=180):
+    """experiment.paired_paths: the loops' paths drawn from the seed and a
+    PathPinner per client host, every loop's circuit built. Returns
+    ({client: pinner}, {loop: path})."""
+    net = exp["network"]
+    paths = draw_paths(path_candidates(net["hosts"], net.get("defaults")),
+                       [st.name for st in streams], seed)
+    fps = {n: i["fingerprint"] for n, i in hosts.items() if i.get("fingerprint")}
+    pinners = {}
+    try:
+        for client in sorted({st.client for st in streams}):
+            mine = {st.name: paths[st.name] for st in streams if st.client == client}
+            pinners[client] = PathPinner(hosts[client]["ns"], mine, fps)
+            pinners[client].start()
+        for p in pinners.values():
+            p.wait_built(timeout)
+    except BaseException:
+        for p in pinners.values():
+            p.stop()
+        raise
+    note(f"workload: paired paths, {len(paths)} circuits built on the seed's paths")
+    return pinners, paths
+
+
 def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
-                 only_client=None, ss_path=None, end_by=None):
+                 only_client=None, ss_path=None, end_by=None, pin_info=None):
     """Run the workload on a live network; emit(record) for every request.
     hosts: the run's hosts (ip, binary, files of servers); connect_for(info)
     gives the function that opens a connection to a client's SocksPort;
@@ -118,20 +144,32 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
     requests still running are cut (recorded as aborted, not counted), so
     that the process ends before a simulation does. Returns (the number of measured requests --
     foreground, after the warm-up --, the wall-clock time the workload
-    started)."""
+    started, or began building its pinned circuits). With
+    experiment.paired_paths (live networks only), each loop's streams go
+    over its seed's path (paths.py); pin_info (a dict)
+    gets the pinners' summary."""
     warm = exp["warmup_s"]
-    t0 = time.monotonic()
-    wall0 = time.time()
-    fg_deadline = t0 + warm + duration
     stop_bg = threading.Event()
     stop_fg = threading.Event()   # set only when the run is interrupted
     streams, threads = [], []
     counted = [0]
     lock = threading.Lock()
 
+    pinners, paths = {}, {}
+
+    def pinned_connect(connect, pinner, name):
+        def c(timeout):
+            s = connect(timeout)
+            pinner.register(s.getsockname()[1], name)
+            return s
+        return c
+
     def loop(st):
         wl, client = st.wl, st.client
         info = hosts[client]
+        connect = connect_for(info)
+        if client in pinners:
+            connect = pinned_connect(connect, pinners[client], st.name)
         srv = hosts[wl["server"]]
         finfo = srv["files"][wl["file"]]
         bg = wl["background"]
@@ -144,13 +182,15 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
             now = time.monotonic()
             if not bg and now >= fg_deadline:
                 break
-            rec = fetch(st, connect_for(info), srv["ip"], f"/{wl['file']}", finfo["sha256"],
+            rec = fetch(st, connect, srv["ip"], f"/{wl['file']}", finfo["sha256"],
                         finfo["size"], exp["request_timeout_s"], stop)
             rel = now - t0
             rec.update({"class": wl["class"], "model": wl["model"], "client": client,
                         "binary": info["binary"], "stream": st.index, "file": wl["file"],
                         "size": finfo["size"], "background": bg, "t": round(rel, 3),
                         "warmup": rel < warm, "first": first})
+            if st.name in paths:
+                rec["path"] = "-".join(paths[st.name])
             first = False
             if rec.get("aborted"):
                 rec["counted"] = False
@@ -171,12 +211,6 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
                         break
                     time.sleep(min(0.2, max(0.0, end - time.monotonic())))
 
-    sampler = None
-    if exp.get("ss_interval_ms") and ss_path:  # (namespaces only: ss in each host)
-        sampler = threading.Thread(target=ss_sampler, daemon=True,
-                                   args=(hosts, exp["ss_interval_ms"] / 1000, t0, stop_bg,
-                                         ss_path))
-        sampler.start()
     k = 0
     for wl in exp["workload"]:
         for client in wl["clients"]:
@@ -188,6 +222,22 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
                 streams.append(st)
                 threads.append(threading.Thread(target=loop, args=(st,), daemon=True))
                 k += 1
+    # the workload's circuits are built from here on (report.py classes the
+    # circuits measured before as the test bed's "setup")
+    wall_circuits = time.time()
+    if exp.get("paired_paths"):
+        if connect_for is not ns_socks_connect:
+            raise TestbedError("paired_paths needs the test bed (namespaces)")
+        pinners, paths = start_pinners(exp, hosts, streams, seed)
+    t0 = time.monotonic()
+    wall0 = time.time()
+    fg_deadline = t0 + warm + duration
+    sampler = None
+    if exp.get("ss_interval_ms") and ss_path:  # (namespaces only: ss in each host)
+        sampler = threading.Thread(target=ss_sampler, daemon=True,
+                                   args=(hosts, exp["ss_interval_ms"] / 1000, t0, stop_bg,
+                                         ss_path))
+        sampler.start()
     note(f"workload: {len(threads)} loops, {warm:g} s warm-up + {duration:g} s "
          f"(seed {seed}, started {datetime.datetime.fromtimestamp(wall0):%H:%M:%S})")
     for th in threads:
@@ -215,7 +265,11 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
             th.join(10)
         if sampler:
             sampler.join(10)
-    return counted[0], wall0
+        for client, p in pinners.items():
+            p.stop()
+            if pin_info is not None:
+                pin_info[client] = p.summary()
+    return counted[0], min(wall0, wall_circuits)
 
 
 # --------------------------------------------------------------------------

@@ -217,3 +217,60 @@ def test_ss_summary():
     assert (shared["rate_kBps_p50"], shared["rate_kBps_p75"]) == (100.0, 100.0)
     assert rows[0]["ssthresh_p50"] == 30 and rows[0]["ssthresh_share"] == 1.0
     assert rows[0]["rate_kBps_p50"] == 300.0
+
+
+def test_paired_rows():
+    pp = lambda paths, ok: {"c": {"paths": paths, "streams_on_pinned_path": ok,
+                                  "streams_on_other_circuit": 0, "unpinned_streams": 0,
+                                  "circuits_built": {"a": 1, "b": 2}}}
+    p1 = {"a": ["r1", "r2", "x1"], "b": ["r2", "r1", "x2"]}
+    p2 = {"a": ["r1", "r2", "x1"], "b": ["r2", "r3", "x2"]}
+    runs = [{"run": "v-s1", "seed": 1, "paired_paths": pp(p1, 5), "paired_paths_flags": "ok"},
+            {"run": "p-s1", "seed": 1, "paired_paths": pp(p1, 6)},
+            {"run": "q-s1", "seed": 1, "paired_paths": pp(p2, 6),
+             "paired_paths_flags": ["a: exit x1 lacks Exit"]},
+            {"run": "v-s2", "seed": 2, "paired_paths": pp(p2, 4)},
+            {"run": "old", "seed": 2}]
+    rows = report.paired_rows(runs)
+    assert [r[0] for r in rows] == ["v-s1", "p-s1", "q-s1", "v-s2"]
+    assert rows[0] == ["v-s1", 5, 0, 0, 3, "ok", "yes", "-"]
+    assert rows[1][-2] == "yes" and rows[2][-2] == "NO" and rows[3][-2] == "yes"
+    assert rows[2][5] == "a: exit x1 lacks Exit"
+
+
+def test_paired_loop_rows():
+    def rec(cfg, seed, stream, total, ttfb, path="r1-r2-x1", counted=True):
+        return {"config": cfg, "class": "web", "seed": seed, "client": "c", "stream": stream,
+                "path": path, "total": total, "ttfb": ttfb, "ok": True, "counted": counted}
+    res = [rec("v", 1, 0, 2.0, 1.0), rec("v", 1, 0, 4.0, 1.0),   # median 3
+           rec("p", 1, 0, 1.5, 0.5),                               # -50%
+           rec("v", 1, 1, 1.0, 1.0), rec("p", 1, 1, 1.5, 1.0),    # +50%
+           rec("v", 2, 1, 2.0, 1.0), rec("p", 2, 1, 2.2, 1.0),    # +10%
+           rec("p", 2, 2, 9.0, 1.0),                               # no baseline: skipped
+           rec("p", 2, 1, 99.0, 1.0, counted=False),
+           {"config": "p", "class": "web", "seed": 1, "client": "c", "stream": 0,
+            "total": 99.0, "ttfb": 9.0, "ok": True, "counted": True}]  # no path: not paired
+    rows = report.paired_loop_rows(res, ["v", "p"], {"p": "v", "v": "v"})
+    tot = next(r for r in rows if r["metric"] == "total")
+    assert tot["loops"] == 3 and tot["faster"] == 1
+    assert tot["change_p50"] == pytest.approx(10.0)
+    assert tot["change_p25"] == pytest.approx(-20.0)
+    ttfb = next(r for r in rows if r["metric"] == "ttfb")
+    assert ttfb["change_p50"] == pytest.approx(0.0) and ttfb["faster"] == 1
+
+
+def test_relay_confirmations():
+    pp = {"c": {"paths": {"a": ["r1", "r2", "x1"], "b": ["r2", "r1", "x2"]},
+                "circuits": {"7": "a", "9": "b", "12": "a"}}}
+    asks = [{"run": "R", "client": "c", "circuit": 7, "hop": h, "label": "L7"} for h in (1, 2, 3)]
+    asks += [{"run": "R", "client": "c", "circuit": 9, "hop": h, "label": "L9"} for h in (1, 2, 3)]
+    asks += [{"run": "R", "client": "c", "circuit": 12, "hop": h, "label": "L12"} for h in (1, 2)]
+    asks += [{"run": "R", "client": "c", "circuit": 5, "hop": 1, "label": "L5"}]  # not pinned
+    asks += [{"run": "Q", "client": "c", "circuit": 7, "hop": 1, "label": "Q7"}]  # other run
+    mm = [{"run": "R", "label": "L7", "relay": r} for r in ("r1", "r2", "x1", "r1")]
+    mm += [{"run": "R", "label": "L9", "relay": r} for r in ("r2", "r3", "x2")]  # r3: wrong
+    mm += [{"run": "R", "label": "L12", "relay": r} for r in ("r1", "r2")]
+    mm += [{"run": "R", "label": "L5", "relay": "r4"}]
+    assert report.relay_confirmations("R", pp, asks, mm) == (2, 3)
+    runs = [{"run": "R", "seed": 1, "paired_paths": {"c": dict(pp["c"], streams_on_pinned_path=3)}}]
+    assert report.paired_rows(runs, asks, mm)[0][-1] == "2 of 3"
