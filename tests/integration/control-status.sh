@@ -49,7 +49,13 @@ for behind in 2h 90s; do
         "$faketime_lib" "$behind" "$PCTOR" > "$net/pctor-$behind"
     chmod +x "$net/pctor-$behind"
 done
-PCTOR=$net/pctor-2h it_start_pctor "$net" c3 client "ControlPort $cport3"
+# c3's only guard is g1 (EntryNodes), so it has no link of its own to g2
+# when the test asks it for a circuit through g2: c3 (2 h behind) never
+# takes a newer consensus, so g3 is unknown to it, and in one CI run it
+# had linked to g1 and g2 before the controller listened (no event left
+# to see).
+PCTOR=$net/pctor-2h it_start_pctor "$net" c3 client "ControlPort $cport3
+EntryNodes g1"
 PCTOR=$net/pctor-90s it_start_pctor "$net" c4 client "ControlPort $cport4"
 it_wait_port 127.0.0.1 "$cport3" 10 || it_fail "c3 does not listen on its ControlPort"
 it_wait_port 127.0.0.1 "$cport4" 10 || it_fail "c4 does not listen on its ControlPort"
@@ -111,10 +117,10 @@ s.close()
 c.close()
 print("STATUS_GENERAL TOO_MANY_CONNECTIONS CURRENT=%d with 64 descriptors" % n)
 EOF
-# c3 may have linked to g1 and g2 already (its own circuits and directory
-# fetches), before a controller listened: g3 starts now, and reaches c3's
-# consensus only after the controller below subscribed, so c3's first link
-# to it (the test's circuit, or c3's own) is seen.
+# c3 may have linked to g1 already (its guard), before a controller
+# listened; its first link to g2 (the test's circuit) is seen. g3 starts
+# now for the other clients' sake; c3, whose consensus is "from its
+# future", does not learn of it.
 it_start_pctor "$net" g3 relay ""
 export CPORT3=$cport3 CPORT4=$cport4 G1PORT=$(cat "$net/g1.port") G2PORT=$(cat "$net/g2.port") \
     G3PORT=$(cat "$net/g3.port")
