@@ -583,6 +583,71 @@ START_TEST(test_sockstat_notsent)
 }
 END_TEST
 
+/* KIST with a recent answer: a channel over a loopback TCP connection
+ * with an empty send queue has ample kernel room, so a second run within
+ * 10 ms reuses the first query's answer (no getsockopt); after that the
+ * scheduler asks the kernel again. */
+START_TEST(test_kist_reuse)
+{
+#ifdef __linux__
+  loop = evloop_new();
+  now_us = 1000000;
+  scheduler_set_clock_for_testing(&now_us);
+  scheduler_config_t cfg;
+  scheduler_config_default(&cfg);
+  cfg.socket_aware = 1;
+  scheduler_configure(&cfg);
+  scheduler_init(loop);
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(lfd, 0);
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t slen = sizeof(sin);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+  ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
+  ck_assert_int_eq(listen(lfd, 1), 0);
+  int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+  peer_fds[0] = accept(lfd, NULL, NULL);
+  ck_assert_int_ge(peer_fds[0], 0);
+  close(lfd);
+  chans[0] = channel_new_plain_for_testing(loop, cfd);
+  circ_queue_init(&queues[0], NULL);
+  queues[0].chan = chans[0];
+
+  scheduler_stats_t st;
+  int got[BUDGET_CELLS];
+  push_cell(0);
+  push_cell(0);
+  scheduler_run_now();
+  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 2);
+  scheduler_get_stats(&st);
+  ck_assert_uint_eq(st.kist_queries, 1);
+  ck_assert_uint_eq(st.kist_reused, 0);
+
+  now_us += 1000; /* 1 ms later: the answer still stands */
+  push_cell(0);
+  push_cell(0);
+  scheduler_run_now();
+  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 2);
+  scheduler_get_stats(&st);
+  ck_assert_uint_eq(st.kist_queries, 1);
+  ck_assert_uint_eq(st.kist_reused, 1);
+
+  now_us += 20000; /* too old now: ask again */
+  push_cell(0);
+  scheduler_run_now();
+  ck_assert_int_eq(drain_channel(0, got, BUDGET_CELLS), 1);
+  scheduler_get_stats(&st);
+  ck_assert_uint_eq(st.kist_queries, 2);
+  ck_assert_uint_eq(st.kist_reused, 1);
+  teardown_n(1, 1);
+#endif
+}
+END_TEST
+
 Suite *
 suite_scheduler(void)
 {
@@ -598,6 +663,7 @@ suite_scheduler(void)
   tcase_add_test(tc, test_cross_channel_bucket);
   tcase_add_test(tc, test_queue_stats);
   tcase_add_test(tc, test_sockstat_notsent);
+  tcase_add_test(tc, test_kist_reuse);
   tcase_add_test(tc, test_kist_limit);
   suite_add_tcase(s, tc);
   return s;

@@ -88,6 +88,11 @@ struct channel_t {
   uint64_t sched_run;             /* run that computed sched_budget */
   int64_t sched_budget;           /* bytes it may still take this run */
   uint64_t sched_flush_run;       /* run that wrote to it (flush after) */
+  /* The last KIST query (scheduler.c): the kernel's room then, when, and
+   * the connection's bytes written by then. */
+  int64_t kist_room;
+  uint64_t kist_at_us;
+  uint64_t kist_written;
   /* The bandwidth buckets its connection draws on (NULL: none). */
   struct ratelimit_t *bw_global, *bw_relay;
   dlist_node_t all_node;          /* in the global channel list */

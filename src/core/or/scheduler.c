@@ -341,6 +341,29 @@ bucket_release(sched_bucket_t *b)
 
 /* ---- one run ------------------------------------------------------ */
 
+/* How long a KIST answer may stand in for a new query. */
+#define KIST_REUSE_US 10000
+
+/* 1 if the last KIST query on chan (at most KIST_REUSE_US old) shows that
+ * the kernel cannot be the limit for a budget of 'budget' bytes on top of
+ * 'queued' in the output buffer, so that the getsockopt can be saved. The
+ * kernel's room only grows as it sends and as ACKs come, so the room then,
+ * less what the connection wrote since (plus TLS framing, counted
+ * generously), is a lower bound; only a shrinking congestion window would
+ * make it wrong, and only until the next query. */
+static int
+kist_room_known(const channel_t *chan, int64_t budget, size_t queued)
+{
+  if (!chan->kist_at_us)
+    return 0;
+  uint64_t now = sched_now();
+  if (now < chan->kist_at_us || now - chan->kist_at_us > KIST_REUSE_US)
+    return 0;
+  uint64_t w = conn_bytes_written(chan->conn) - chan->kist_written;
+  int64_t low = chan->kist_room - (int64_t)(w + w / 64);
+  return low - (int64_t)queued >= budget;
+}
+
 /* Work out how many bytes chan may take in this run. Returns the budget
  * (> 0), or 0 after moving the channel to the state that will wake it. */
 static int64_t
@@ -366,11 +389,17 @@ chan_budget(channel_t *chan)
   if (queued >= CHAN_OUTBUF_HIGH)
     return 0;
   int64_t budget = (int64_t)(CHAN_OUTBUF_HIGH - queued);
-  if (G.cfg.socket_aware) {
+  if (G.cfg.socket_aware && kist_room_known(chan, budget, queued)) {
+    G.stats.kist_reused++;
+  } else if (G.cfg.socket_aware) {
     sockstat_tcp_t st;
+    G.stats.kist_queries++;
     if (sockstat_tcp_send(conn_fd(chan->conn), &st) == 0) {
-      int64_t lim = sockstat_kist_limit(&st, G.cfg.sockbuf_factor) -
-                    (int64_t)queued;
+      int64_t room = sockstat_kist_limit(&st, G.cfg.sockbuf_factor);
+      chan->kist_room = room;
+      chan->kist_at_us = sched_now();
+      chan->kist_written = conn_bytes_written(chan->conn);
+      int64_t lim = room - (int64_t)queued;
       if (lim < budget)
         budget = lim;
     }

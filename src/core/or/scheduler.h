@@ -70,6 +70,8 @@ typedef struct scheduler_stats_t {
   uint64_t renormalisations;
   uint64_t kernel_limited; /* times a channel waited for the kernel */
   uint64_t token_limited;  /* times a channel waited for bucket tokens */
+  uint64_t kist_queries;   /* KIST getsockopt queries */
+  uint64_t kist_reused;    /* queries saved: a recent answer sufficed */
   unsigned channels_ready; /* channels that can take data now */
   unsigned channels_active;/* channels with queued circuit cells */
 } scheduler_stats_t;
