@@ -187,3 +187,26 @@ def test_datagram_link_up_line():
     assert m and m.group(1) == "10.77.0.6:9002"
     assert not network.DGRAM_UP.search("[notice] Datagram link 10.77.0.6:9002 (we opened, "
                                        "ed25519 0123...) closed: set-up timed out")
+
+
+def test_dtls_interference_real_transports(top, tmp_path):
+    exp = definition.load_experiment(os.path.join(top, "scripts", "experiments",
+                                                  "dtls-interference.toml"))
+    by = {c["name"]: c for c in exp["configs"]}
+    loss = {n: [p["loss_pct"] for p in c["pairs"]] for n, c in by.items()}
+    assert loss["shared-loss"] == loss["dtcp-loss"] == loss["pctcp-ipsec-loss"] == [1]
+    assert loss["shared-loss01"] == loss["pctcp-loss01"] == loss["dtcp-loss01"] == [0.1]
+    assert by["dtcp-loss01"]["baseline"] == "shared-loss01"
+    for name in ("dtcp", "dtcp-loss", "dtcp-loss01", "pctcp-ipsec"):
+        p = tmp_path / f"{name}.toml"
+        p.write_text(definition.testbed_toml(exp, by[name], 1))
+        tb = config.load_config(str(p))
+        relays = [h for h in tb["hosts"] if h.role in ("relay", "exit")]
+        assert len(relays) == 6
+        for h in relays:
+            if name.startswith("dtcp"):
+                assert "CircuitTransport dtls-tcp" in h.torrc and h.has_datagram_port()
+                assert not h.ipsec
+            else:
+                assert "PerCircuitTCPRequireIPsec 1" in h.torrc and h.ipsec
+                assert not h.has_datagram_port()
