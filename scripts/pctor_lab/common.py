@@ -25,6 +25,12 @@ NET_PREFIX = "10.77"
 SLOT_COUNT = 256
 HOSTS_PER_SLOT = 64
 ORPORT, DIRPORT, SOCKSPORT, CONTROLPORT, HTTPPORT = 9001, 9030, 9050, 9051, 80
+DATAGRAMPORT = 9002   # UDP, for pctor's DatagramPort (doc/dgram.md)
+# Placeholders a test-bed file's torrc lines may use; write_torrc replaces
+# them with the host's own values (e.g. "DatagramPort @ADDRESS@:@DATAGRAMPORT@").
+# @ORPORT@ only on hosts that have an ORPort (relays, and clients with
+# relay = true).
+PLACEHOLDERS = ("@ADDRESS@", "@ORPORT@", "@DATAGRAMPORT@")
 UPQ_BASE, DOWNQ_BASE = 10000, 20000
 ROLES = ("authority", "relay", "exit", "client", "server", "host")
 TOR_ROLES = ("authority", "relay", "exit", "client")

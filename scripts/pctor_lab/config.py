@@ -9,20 +9,25 @@
 # check` refuses a bad file without root and before any namespace exists.
 # [[pair]] entries (loss between two given hosts only) and [[traffic]]
 # entries (web/bulk client loops) are parsed here too.
+# torrc lines may use the placeholders of common.PLACEHOLDERS (the host's
+# address, ORPort, DatagramPort), and a pctor client may be a relay too
+# (relay = true: an unpublished relay with an ORPort, whose identity
+# authenticates its datagram link to its guard; doc/backtap.md).
 
 import os
 import re
 import tomllib
 
-from .common import (FORBIDDEN_TORRC, RESERVED_NAMES, ROLES, TOR_ROLES, TestbedError, parse_rate,
-                     parse_size)
+from .common import (FORBIDDEN_TORRC, PLACEHOLDERS, RESERVED_NAMES, ROLES, TOR_ROLES, TestbedError,
+                     parse_rate, parse_size)
 
 
 # --------------------------------------------------------------------------
 # configuration
 
 class Host:
-    def __init__(self, name, role, binary, link, torrc, files, index, ipsec=False, tcp=None):
+    def __init__(self, name, role, binary, link, torrc, files, index, ipsec=False, tcp=None,
+                 relay=False):
         self.name = name
         self.role = role
         self.binary = binary
@@ -32,18 +37,29 @@ class Host:
         self.index = index
         self.ipsec = ipsec    # pctor relay with its own charon (IPsec 1)
         self.tcp = tcp or {}  # congestion_control, slow_start_after_idle, initcwnd
+        self.relay = relay    # a pctor client that is also an (unpublished) relay
 
     def to_dict(self):
         return {"name": self.name, "role": self.role, "binary": self.binary,
                 "link": self.link, "torrc": self.torrc, "files": self.files,
-                "index": self.index, "ipsec": self.ipsec, "tcp": self.tcp}
+                "index": self.index, "ipsec": self.ipsec, "tcp": self.tcp,
+                "relay": self.relay}
+
+    def has_orport(self):
+        return self.role in ("authority", "relay", "exit") or self.relay
+
+    def has_datagram_port(self):
+        """A pctor host whose torrc opens a DatagramPort (other than 0)."""
+        return self.binary == "pctor" and any(
+            l.split()[0].lower() == "datagramport" and l.split()[1:2] != ["0"]
+            for l in self.torrc)
 
 
 LINK_KEYS = ("up", "down", "delay_ms", "delay_up_ms", "delay_down_ms", "jitter_ms",
              "jitter_up_ms", "jitter_down_ms", "loss_pct", "loss_up_pct", "loss_down_pct")
 # the host's own TCP settings (namespace sysctls, route metrics)
 TCP_KEYS = ("congestion_control", "slow_start_after_idle", "initcwnd")
-HOST_KEYS = ("name", "role", "binary", "count", "torrc", "files", "ipsec") + LINK_KEYS + \
+HOST_KEYS = ("name", "role", "binary", "count", "torrc", "files", "ipsec", "relay") + LINK_KEYS + \
     TCP_KEYS
 TESTBED_KEYS = ("name", "congestion_control", "queue_ms", "per_packet_loss",
                 "seed", "delayd_realtime", "bootstrap_timeout", "exit_policy")
@@ -178,6 +194,14 @@ def load_config(path):
                                    f"(the test bed controls it)")
         if torrc and role not in TOR_ROLES:
             raise TestbedError(f"{path}: {what}: torrc lines need a tor role")
+        relay = h.get("relay", False)
+        if not isinstance(relay, bool):
+            raise TestbedError(f"{path}: {what}: relay must be true or false")
+        if relay and (role != "client" or binary != "pctor"):
+            raise TestbedError(f"{path}: {what}: relay = true is for pctor clients (relays "
+                               f"and exits are relays anyway)")
+        check_placeholders(torrc, role in ("authority", "relay", "exit") or relay,
+                           f"{path}: {what}")
         files = {}
         if role == "server":
             fl = h.get("files", ["320KiB", "5MiB"])
@@ -211,7 +235,7 @@ def load_config(path):
                 raise TestbedError(f"{path}: host name '{nm}' is used twice")
             seen.add(nm.lower())
             hosts.append(Host(nm, role, binary, dict(link), list(torrc), dict(files),
-                              len(hosts), ipsec, dict(tcp)))
+                              len(hosts), ipsec, dict(tcp), relay))
     cfg["hosts"] = hosts
     clients = {h.name for h in hosts if h.role == "client"}
     for t in cfg["traffic"]:
@@ -225,6 +249,25 @@ def load_config(path):
     if any(h.role == "client" for h in hosts) and not any(h.role == "exit" for h in hosts):
         raise TestbedError(f"{path}: clients need at least one exit")
     return cfg
+
+
+def check_placeholders(torrc, orport, what):
+    """Every @WORD@ in the torrc lines must be one of PLACEHOLDERS, and
+    @ORPORT@ needs a host with an ORPort."""
+    for line in torrc:
+        for ph in re.findall(r"@[A-Za-z_]*@", line):
+            if ph not in PLACEHOLDERS:
+                raise TestbedError(f"{what}: unknown placeholder {ph} in torrc line '{line}' "
+                                   f"(known: {', '.join(PLACEHOLDERS)})")
+            if ph == "@ORPORT@" and not orport:
+                raise TestbedError(f"{what}: @ORPORT@ in torrc line '{line}', but the host "
+                                   f"has no ORPort")
+
+
+def expand_placeholders(line, ip, orport, dgramport):
+    """line with the placeholders replaced by the host's values."""
+    return (line.replace("@ADDRESS@", ip).replace("@ORPORT@", str(orport))
+            .replace("@DATAGRAMPORT@", str(dgramport)))
 
 
 def parse_pairs(entries, names, path):

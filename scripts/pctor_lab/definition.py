@@ -25,7 +25,8 @@ from .config import LINK_KEYS, TCP_KEYS, load_config, read_toml
 PROG = "pctor-experiment"
 PCTOR_ONLY = ("percircuittcp", "percircuittcpspares", "percircuittcpmaxconnections",
               "percircuittcprequireipsec", "measuremeenabled", "measuremehops",
-              "measuremeinterval", "circuitpriorityreads", "relaytcpcongestioncontrol")
+              "measuremeinterval", "circuitpriorityreads", "relaytcpcongestioncontrol",
+              "circuittransport", "datagramport", "datagrammaxlinks")
 EXPERIMENT_KEYS = ("name", "title", "reproduces", "scale", "paper", "seeds", "duration_s",
                    "warmup_s", "request_timeout_s", "network", "notes", "ss_interval_ms",
                    "paired_paths")

@@ -40,9 +40,10 @@ import subprocess
 import sys
 import time
 
-from .common import (CONTROLPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPORT, NETNS_DIR, NET_PREFIX, ORPORT,
-                     PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write, debug, hex_to_b64,
-                     note, nsrun, tail)
+from .common import (CONTROLPORT, DATAGRAMPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPORT, NETNS_DIR,
+                     NET_PREFIX, ORPORT, PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write,
+                     debug, hex_to_b64, note, nsrun, tail)
+from .config import expand_placeholders
 from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_open
 
 
@@ -219,6 +220,10 @@ def write_torrc(run_, h, info, dirauth, exits, exit_policy):
     atomic_write(resolv, "nameserver 127.0.0.1\n")
     ip = info["ip"]
     info["ports"] = ({"socks": SOCKSPORT} if h.role == "client" else {"or": ORPORT})
+    if h.relay:
+        info["ports"]["or"] = ORPORT
+    if h.has_datagram_port():
+        info["ports"]["datagram"] = DATAGRAMPORT
     if h.binary == "tor":
         info["ports"]["control"] = CONTROLPORT
         if h.role != "client":
@@ -255,6 +260,17 @@ def write_torrc(run_, h, info, dirauth, exits, exit_policy):
             if exit_policy == "private" and \
                     not any(l.split()[0].lower() == "exitnodes" for l in h.torrc):
                 lines.append("ExitNodes " + ",".join(exits))
+            if h.relay:
+                # An unpublished relay: its identity authenticates its
+                # links (TLS and datagram) to its guard, so that it can take
+                # BackTap or TCP-over-DTLS for its circuits' first hop
+                # (doc/backtap.md). The ControlPort lets the test bed close
+                # the circuits built before its datagram link was up.
+                lines += [f"Address {ip}", f"ORPort {ip}:{ORPORT}", "AssumeReachable 1",
+                          "PublishServerDescriptor 0", "ContactInfo pctor-testbed",
+                          "ExitRelay 0", "ExitPolicy reject *:*",
+                          f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
+                info["ports"]["control"] = CONTROLPORT
         else:
             lines += [f"Address {ip}", f"ORPort {ip}:{ORPORT}", "AssumeReachable 1",
                       "ContactInfo pctor-testbed"]
@@ -274,7 +290,7 @@ def write_torrc(run_, h, info, dirauth, exits, exit_policy):
     lines += dirauth
     if h.torrc:
         lines.append("# extra lines from the test-bed file")
-        lines += h.torrc
+        lines += [expand_placeholders(l, ip, ORPORT, DATAGRAMPORT) for l in h.torrc]
     path = os.path.join(hd, "torrc")
     atomic_write(path, "\n".join(lines) + "\n")
     return path
@@ -506,6 +522,99 @@ def wait_clients(run_, clients, timeout):
             raise TestbedError("clients not ready after %.0fs: %s" % (
                 timeout, "; ".join(f"{c}: {errs.get(c, '?')}" for c in pending)))
         time.sleep(1)
+
+
+# "Datagram link ADDR:PORT (we opened, ed25519 0123...) is up: ..." (feature/dgram)
+DGRAM_UP = re.compile(r"Datagram link (\S+)(?: \([^)]*\))? is up")
+
+
+def control_commands(ns, datadir, commands, timeout=20):
+    """Send commands to the ControlPort (127.0.0.1:CONTROLPORT) of the pctor
+    or tor in namespace ns, authenticated with the cookie in datadir; the
+    reply lines of each, in order. A reply that is not 250 raises."""
+    with open(os.path.join(datadir, "control_auth_cookie"), "rb") as f:
+        cookie = f.read().hex()
+    s = ns_connect(ns, ("127.0.0.1", CONTROLPORT), timeout=timeout)
+    try:
+        f = s.makefile("rb")
+
+        def cmd(c):
+            s.sendall(c.encode() + b"\r\n")
+            out = []
+            while True:
+                line = f.readline().decode(errors="replace").rstrip("\r\n")
+                if not line:
+                    raise TestbedError(f"control connection closed after {out}")
+                out.append(line)
+                if len(line) >= 4 and line[3] == "+":   # a data block, up to "."
+                    while True:
+                        d = f.readline().decode(errors="replace").rstrip("\r\n")
+                        if d == "." or not d:
+                            break
+                        out.append(d)
+                elif len(line) >= 4 and line[3] == " ":
+                    break
+            if not out[-1].startswith("250"):
+                raise TestbedError(f"{c.split()[0]}: {out[-1]}")
+            return out
+
+        cmd(f"AUTHENTICATE {cookie}")
+        return [cmd(c) for c in commands]
+    finally:
+        s.close()
+
+
+def circuit_ids(lines):
+    """The IDs of the circuits a GETINFO circuit-status reply lists."""
+    ids = []
+    for line in lines:
+        line = line.removeprefix("250-circuit-status=").removeprefix("250+circuit-status=")
+        m = re.match(r"(\d+) (LAUNCHED|BUILT|GUARD_WAIT|EXTENDED)\b", line)
+        if m:
+            ids.append(m.group(1))
+    return ids
+
+
+def wait_datagram_first_hops(run_, clients, timeout):
+    """Clients that are relays with a DatagramPort take a datagram
+    transport for their first hop only once their datagram link to the
+    guard is up, which the first circuit's TLS link brings about
+    (wait_clients made one). Wait until each client logs a datagram link
+    up, then close every circuit it has, so that the workload's circuits
+    are all built over it. Returns {client: seconds waited}."""
+    t0 = time.monotonic()
+    out = {}
+    for c in clients:
+        info = run_.state["hosts"][c]
+        log = os.path.join(info["dir"], "notice.log")
+        while True:
+            try:
+                with open(log, errors="replace") as f:
+                    m = DGRAM_UP.search(f.read())
+            except OSError:
+                m = None
+            if m:
+                break
+            if time.monotonic() - t0 > timeout:
+                raise TestbedError(f"client {c}: no datagram link up after {timeout:.0f}s: "
+                                   + tail(log, 3))
+            time.sleep(1)
+        ids = circuit_ids(control_commands(info["ns"], os.path.join(info["dir"], "data"),
+                                           ["GETINFO circuit-status"])[0])
+        closed = 0
+        for cid in ids:
+            try:
+                control_commands(info["ns"], os.path.join(info["dir"], "data"),
+                                 [f"CLOSECIRCUIT {cid}"])
+                closed += 1
+            except TestbedError:
+                pass   # it closed meanwhile
+        info["datagram_link"] = m.group(1)
+        out[c] = round(time.monotonic() - t0, 1)
+        note(f"client {c}: datagram link to {m.group(1)} up; closed {closed} circuit(s) "
+             f"built before it")
+    run_.save()
+    return out
 
 
 # --------------------------------------------------------------------------

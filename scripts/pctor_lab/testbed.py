@@ -21,7 +21,8 @@ from .netns import (Run, build_links, ensure_congestion_control, host_addrs, liv
                     mark_slots_built, netns_exists, selftest_pair)
 from .network import (Interrupted, consensus_flags, fetch_consensus, find_binaries,
                       gen_authority_keys, new_run, start_charon, start_server, start_tor_host,
-                      undo_on_failure, wait_clients, wait_consensus, write_torrc)
+                      undo_on_failure, wait_clients, wait_consensus,
+                      wait_datagram_first_hops, write_torrc)
 from .traffic import Emitter, check_client, pick_file, run_stream, summarize
 
 
@@ -94,6 +95,9 @@ def cmd_up(args):
             start_tor_host(run_, h, hinfo[h.name], bins)
         if clients:
             wait_clients(run_, [h.name for h in clients], cfg["bootstrap_timeout"])
+        dgram_clients = [h.name for h in clients if h.relay and h.has_datagram_port()]
+        if dgram_clients:
+            wait_datagram_first_hops(run_, dgram_clients, cfg["bootstrap_timeout"])
         st["status"] = "up"
         st["ready_after_s"] = round(time.monotonic() - t0, 1)
         run_.save()
