@@ -268,8 +268,11 @@ def write_torrc(run_, h, info, dirauth, exits, exit_policy):
                 # the circuits built before its datagram link was up.
                 lines += [f"Address {ip}", f"ORPort {ip}:{ORPORT}", "AssumeReachable 1",
                           "PublishServerDescriptor 0", "ContactInfo pctor-testbed",
-                          "ExitRelay 0", "ExitPolicy reject *:*",
-                          f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
+                          "ExitRelay 0", "ExitPolicy reject *:*"]
+                # (experiment.paired_paths gives clients this ControlPort
+                # already, among the definition's torrc lines)
+                if not any(l.split()[0].lower() == "controlport" for l in h.torrc):
+                    lines += [f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
                 info["ports"]["control"] = CONTROLPORT
         else:
             lines += [f"Address {ip}", f"ORPort {ip}:{ORPORT}", "AssumeReachable 1",
