@@ -126,7 +126,10 @@ assert p.wait(timeout=90) == 0, "the download leaving at hop 2 failed"
 time.sleep(0.5)
 d2, d3 = read(x2) - r2, read(x3) - r3
 dl2, dl3 = exit_lines(os.environ["LOG2"]) - l2, exit_lines(os.environ["LOG3"]) - l3
-assert d2 >= 2 * 1024 * 1024 and d3 < 256 * 1024, (d2, d3)
+# x3 reads some of its own meanwhile (consensus and descriptor fetches,
+# more of them the slower the machine: 266 KB once in CI), but far less
+# than the 2 MiB that did not pass it.
+assert d2 >= 2 * 1024 * 1024 and d3 < 1024 * 1024, (d2, d3)
 assert dl2 == 1 and dl3 == 0, (dl2, dl3)
 ok = [s for s in streams if s.id == e.id and s.status == "SUCCEEDED"]
 assert ok and ok[0].circ_id == cid, [str(s) for s in streams if s.id == e.id]
