@@ -186,8 +186,18 @@ ExcludeNodes p4"
     # (50 MiB at 5 MB/s: 10 s; a stalled download ends after 90.)
     get "$cb" file "$net/c1.out" --limit-rate 5M --max-time 90 --proxy-user "try$try:x" &
     cpid=$!
-    it_wait_until 90 began ||
+    if ! it_wait_until 90 began; then
+        if grep -q "No guard and middle left for a second conflux leg" "$d1/info.log"; then
+            # The new client took a plain circuit: a guard killed and
+            # restarted in an earlier try was not usable to it yet (seen
+            # once in CI, at the sixth try). Not this check's case.
+            kill "$cpid" 2>/dev/null
+            wait "$cpid" 2>/dev/null || true
+            it_log "(b) try $try: $cb found no second guard and middle for a conflux leg and used a plain circuit; trying again"
+            continue
+        fi
         it_fail "(b) $cb sent no BEGIN on a conflux set: $(grep -i conflux "$d1/info.log" | tail -5)"
+    fi
     set=$(grep 'BEGIN on conflux set' "$d1/info.log" | tail -1 | sed 's/.*set #\([0-9]*\).*/\1/')
     # c1 sends with MinRTT (the exit asks for latency) and so stays on the
     # leg that carried the BEGIN: kill the guard of the other leg (tor's
