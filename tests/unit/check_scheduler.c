@@ -531,17 +531,18 @@ START_TEST(test_kist_limit)
 }
 END_TEST
 
-/* sockstat_tcp_send() (one getsockopt) tells the unsent bytes as the
- * SIOCOUTQNSD ioctl does, on a loopback connection whose receiver does not
- * read, so that data stays unsent in the sender's queue. */
-START_TEST(test_sockstat_notsent)
+/* A connected TCP pair over 127.0.0.1: returns the connecting end and puts
+ * the accepted one in *accepted. rcvbuf > 0 sets the listener's (and so
+ * the accepted socket's) SO_RCVBUF first. */
+#ifdef __linux__
+static int
+loopback_tcp_pair(int *accepted, int rcvbuf)
 {
-#if defined(__linux__) && defined(SIOCOUTQNSD)
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_ge(lfd, 0);
-  int small = 4096;
-  ck_assert_int_eq(
-      setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  if (rcvbuf > 0)
+    ck_assert_int_eq(
+        setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
   struct sockaddr_in sin;
   memset(&sin, 0, sizeof(sin));
   sin.sin_family = AF_INET;
@@ -551,9 +552,23 @@ START_TEST(test_sockstat_notsent)
   ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
   ck_assert_int_eq(listen(lfd, 1), 0);
   int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(cfd, 0);
   ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-  int afd = accept(lfd, NULL, NULL);
-  ck_assert_int_ge(afd, 0);
+  *accepted = accept(lfd, NULL, NULL);
+  ck_assert_int_ge(*accepted, 0);
+  close(lfd);
+  return cfd;
+}
+#endif
+
+/* sockstat_tcp_send() (one getsockopt) tells the unsent bytes as the
+ * SIOCOUTQNSD ioctl does, on a loopback connection whose receiver does not
+ * read, so that data stays unsent in the sender's queue. */
+START_TEST(test_sockstat_notsent)
+{
+#if defined(__linux__) && defined(SIOCOUTQNSD)
+  int afd;
+  int cfd = loopback_tcp_pair(&afd, 4096);
   ck_assert_int_eq(fcntl(cfd, F_SETFL, O_NONBLOCK), 0);
   static uint8_t junk[65536];
   size_t sent = 0;
@@ -578,7 +593,6 @@ START_TEST(test_sockstat_notsent)
   ck_assert_uint_gt(quick.mss, 0);
   close(afd);
   close(cfd);
-  close(lfd);
 #endif
 }
 END_TEST
@@ -598,21 +612,7 @@ START_TEST(test_kist_reuse)
   cfg.socket_aware = 1;
   scheduler_configure(&cfg);
   scheduler_init(loop);
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  ck_assert_int_ge(lfd, 0);
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof(sin));
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t slen = sizeof(sin);
-  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-  ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
-  ck_assert_int_eq(listen(lfd, 1), 0);
-  int cfd = socket(AF_INET, SOCK_STREAM, 0);
-  ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-  peer_fds[0] = accept(lfd, NULL, NULL);
-  ck_assert_int_ge(peer_fds[0], 0);
-  close(lfd);
+  int cfd = loopback_tcp_pair(&peer_fds[0], 0);
   chans[0] = channel_new_plain_for_testing(loop, cfd);
   circ_queue_init(&queues[0], NULL);
   queues[0].chan = chans[0];
