@@ -712,7 +712,7 @@ client_timer_cb(void *arg)
       ccirc_close(cc, -1, too_dirty ? "dirty" : idle ? "idle" : "NEWNYM");
   }
   client_ctl_expire_held(now);
-  client_retry_waiting_streams();
+  client_attach_unattached(CS_WAIT_PATH); /* retry: a path now? */
   evloop_deferred_schedule(client_g.preempt_ev);
 }
 
@@ -818,16 +818,7 @@ client_reconfigure(const client_config_t *cfg)
   guards_set_options(client_g.guards, &cfg->guards);
   if (held && !cfg->leave_streams_unattached) {
     /* As tor: streams held for a controller now take circuits. */
-    dlist_node_t *n, *next;
-    for (n = dlist_first(&client_g.unattached); n; n = next) {
-      next = dlist_next(&client_g.unattached, n);
-      cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-      if (cs->state != CS_HELD)
-        continue;
-      dlist_remove(&cs->node);
-      dlist_node_init(&cs->node);
-      client_stream_attach(cs);
-    }
+    client_attach_unattached(CS_HELD);
   }
 }
 

@@ -302,9 +302,10 @@ void ccirc_note_stream_iso(ccirc_t *cc, const cstream_t *cs);
  * CS_WAIT_PATH on client_g.unattached and the timer retries it until
  * SocksTimeout, as tor holds such streams. */
 void client_stream_attach(cstream_t *cs);
-/* The timer: retry the streams waiting for a path; fail those that have
- * waited SocksTimeout. */
-void client_retry_waiting_streams(void);
+/* Attach every stream on client_g.unattached in this state (CS_WAIT_PATH:
+ * the timer's retries, which fail those that have waited SocksTimeout;
+ * CS_HELD: no controller holds streams any more). */
+void client_attach_unattached(cstream_state_t state);
 /* SocksTimeout in microseconds. */
 uint64_t client_socks_timeout_us(void);
 

@@ -452,19 +452,20 @@ client_socks_timeout_us(void)
 static void
 wait_for_path(cstream_t *cs, uint64_t now)
 {
-  int dirinfo = client_enough_dir_info(client_nodelist());
-  const char *why = dirinfo
-                        ? "no circuit (no suitable exit)"
-                        : "no circuit (not enough directory information yet)";
+  const char *why = client_enough_dir_info(client_nodelist())
+                        ? "no suitable exit"
+                        : "not enough directory information yet";
   if (!cs->path_wait_since_us) {
     cs->path_wait_since_us = now;
     client_g.stats.n_streams_waited_path++;
     log_info("Stream %llu to port %u waits for a circuit (%s), for up to "
              "%llu s (SocksTimeout)",
-             (unsigned long long)cs->gid, cs->req.port, why + 12,
+             (unsigned long long)cs->gid, cs->req.port, why,
              (unsigned long long)(client_socks_timeout_us() / 1000000));
   } else if (now - cs->path_wait_since_us >= client_socks_timeout_us()) {
-    char *msg = pc_asprintf("%s after waiting %llu s (SocksTimeout)", why,
+    char *msg = pc_asprintf("no circuit (%s) after waiting %llu s "
+                            "(SocksTimeout)",
+                            why,
                             (unsigned long long)((now -
                                                   cs->path_wait_since_us) /
                                                  1000000));
@@ -479,7 +480,7 @@ wait_for_path(cstream_t *cs, uint64_t now)
 }
 
 void
-client_retry_waiting_streams(void)
+client_attach_unattached(cstream_state_t state)
 {
   /* Take them off first: a stream that still finds no path goes back to
    * the list's tail, and this walk must not meet it again. */
@@ -489,7 +490,7 @@ client_retry_waiting_streams(void)
   for (n = dlist_first(&client_g.unattached); n; n = next) {
     next = dlist_next(&client_g.unattached, n);
     cstream_t *cs = DLIST_ENTRY(n, cstream_t, node);
-    if (cs->state != CS_WAIT_PATH)
+    if (cs->state != state)
       continue;
     dlist_remove(&cs->node);
     dlist_insert_tail(&retry, &cs->node);
