@@ -26,6 +26,13 @@
 #      circuit of step 3, the circuit SENDMEs it sent for the file's cells
 #      (fixed windows, or congestion control when the consensus enables it).
 #   6. No warning in any pctor log.
+# Also, in step 2: the exit's queue towards the client stays bounded by its
+# first hop's window (doc/backtap.md "Backpressure at the edge"), not by
+# the 1000-cell safety net: c asks x to measure (MeasureMeHops 3, every
+# 100 ms); x's MeasureMe records of the windowless circuit show at most
+# BACKTAP_NOWIN_QMAX (default 200) cells waiting in its queue towards the
+# client at any record, over records that saw at least 4 times that many
+# cells leave (the exit had to stop reading).
 # BACKTAP_NOWIN_MB sets the size (default 8 MiB).
 
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +62,7 @@ ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
+MeasureMeEnabled 1
 ServerDNSResolvConfFile $net/resolv.conf"
 dg=$(cat "$net/g.dir")
 dx=$(cat "$net/x.dir")
@@ -88,7 +96,9 @@ CircuitTransport backtap
 DatagramPort 127.0.0.1:$uc
 EntryNodes g
 MiddleNodes m
-ExitNodes x"
+ExitNodes x
+MeasureMeHops 3
+MeasureMeInterval 100"
 dc=$(cat "$net/c.dir")
 
 # ctl CMD...: send each command to c's ControlPort; print the replies.
@@ -163,6 +173,37 @@ grep -q "CircuitTransport: the hop to 127.0.0.1:$(cat "$net/g.port") uses BackTa
     it_fail "c did not drop the end-to-end windows with x: $(grep -e 'end-to-end' -e 'hop 3' "$dc/info.log" | tail -3)"
 grep -q "no end-to-end windows negotiated in ntor v3 (BackTap all the way from the client)" "$dx/info.log" ||
     it_fail "x did not agree to drop the windows"
+# The exit's backlog: x's MeasureMe records of c's windowless circuits.
+qmax=${BACKTAP_NOWIN_QMAX:-200}
+exit_backlog() {
+    "$PY" - "$dc/info.log" "$dx/data/measureme.jsonl" "$qmax" <<'EOF'
+import json, re, sys
+log, recs, qmax = sys.argv[1], sys.argv[2], int(sys.argv[3])
+nowin, label = set(), {}
+for l in open(log, errors="replace"):
+    m = re.search(r"Circuit (\d+): no end-to-end windows with hop 3", l)
+    if m:
+        nowin.add(m.group(1))
+    m = re.search(r"asked hop 3 of circuit (\d+) .*\(label ([0-9a-f]+)\)", l)
+    if m:
+        label[m.group(2)] = m.group(1)
+q, cells = [], 0
+for l in open(recs):
+    r = json.loads(l)
+    if label.get(r.get("label")) in nowin:
+        q.append(r["queue_bwd"]["queued"])
+        cells += r["queue_bwd"]["sent"]
+if len(q) < 5 or cells < 4 * qmax:
+    sys.exit("too few records of a windowless circuit at x: %d records, "
+             "%d cells" % (len(q), cells))
+print("%d records, %d cells sent towards c, queued max %d mean %.1f "
+      "(bound %d)" % (len(q), cells, max(q), sum(q) / len(q), qmax))
+sys.exit(0 if max(q) <= qmax else 1)
+EOF
+}
+it_wait_until 10 exit_backlog > /dev/null 2>&1 || true
+out=$(exit_backlog 2>&1) || it_fail "x's queue towards c: $out"
+it_log "2. x's queue towards c (MeasureMe): $out"
 
 # 3. A TLS hop (g -> relay1, tor) keeps them.
 ctl "SETCONF MiddleNodes=relay1" > /dev/null || it_fail "SETCONF MiddleNodes failed"

@@ -23,6 +23,7 @@
 #include "core/or/cell_queue.h"
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/edge.h"
 #include "core/or/pctcp.h"
 #include "core/proto/cell.h"
 #include "lib/bytes/bytes.h"
@@ -40,6 +41,7 @@ static struct {
   uint8_t rsa[2][20], ed[2][32];
   /* the mock carrier */
   unsigned window;   /* cells can_send() still allows */
+  unsigned hop_window; /* what the carrier's window() says */
   unsigned n_sent;
   uint8_t sent_cmd[MAX_SENT];
   uint32_t sent_circid[MAX_SENT];
@@ -95,8 +97,18 @@ mock_closed(void *arg)
   T.n_closed++;
 }
 
+static unsigned
+mock_window(void *arg)
+{
+  ck_assert_ptr_eq(arg, &T);
+  return T.hop_window;
+}
+
 static const channel_carrier_ops_t mock_ops = {mock_can_send, mock_send,
-                                               mock_closed};
+                                               mock_closed, mock_window};
+/* A carrier that tells no window (like one without an engine). */
+static const channel_carrier_ops_t mock_ops_nowindow = {
+    mock_can_send, mock_send, mock_closed, NULL};
 
 static channel_t *
 provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
@@ -441,6 +453,95 @@ START_TEST(test_origin_drain_signal)
 }
 END_TEST
 
+/* Fill q to n cells (not scheduled: test cells straight into the list). */
+static void
+fill_to(circ_queue_t *q, unsigned n)
+{
+  while (q->cells.n > n)
+    packed_cell_free(cell_queue_pop(&q->cells));
+  while (q->cells.n < n)
+    cell_queue_append(&q->cells, relay_cell(1, 0, 0));
+}
+
+START_TEST(test_nowin_limit_follows_window)
+{
+  /* The pure rule: the window, at least EDGE_NOWIN_QUEUE_MIN, at most
+   * EDGE_NOWIN_QUEUE_MAX; no window known: EDGE_NOWIN_QUEUE_MAX. */
+  ck_assert_uint_eq(edge_nowin_queue_limit(0), EDGE_NOWIN_QUEUE_MAX);
+  ck_assert_uint_eq(edge_nowin_queue_limit(2), EDGE_NOWIN_QUEUE_MIN);
+  ck_assert_uint_eq(edge_nowin_queue_limit(40), 40);
+  ck_assert_uint_eq(edge_nowin_queue_limit(5000), EDGE_NOWIN_QUEUE_MAX);
+
+  /* Exit towards the client: an or_circuit whose previous hop is a
+   * carried channel; its p_queue's limit is the carrier's window. */
+  channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
+                                     T.ed[1], 0, "(test)");
+  ck_assert_uint_eq(channel_carried_window(c), 0);
+  or_circuit_t *orc = or_circuit_new(c, 0x80000031u);
+  or_circuit_set_nowin(orc);
+  circ_queue_t *pq = &orc->p_queue;
+  ck_assert_uint_eq(circ_queue_nowin_limit(pq), EDGE_NOWIN_QUEUE_MAX);
+  T.hop_window = 40;
+  ck_assert_uint_eq(channel_carried_window(c), 40);
+  fill_to(pq, 39);
+  ck_assert_uint_eq(circ_queue_nowin_limit(pq), 40);
+  ck_assert_uint_eq(pq->low_water, EDGE_NOWIN_QUEUE_MAX / 2); /* untouched */
+  fill_to(pq, 40);
+  ck_assert_uint_eq(circ_queue_nowin_limit(pq), 40);
+  ck_assert_uint_eq(pq->low_water, 20); /* stopped: woken at half */
+  /* The window shrank (Vegas backs off): fewer may wait. */
+  T.hop_window = 24;
+  ck_assert_uint_eq(circ_queue_nowin_limit(pq), 24);
+  ck_assert_uint_eq(pq->low_water, 12);
+  T.hop_window = 3;
+  ck_assert_uint_eq(circ_queue_nowin_limit(pq), EDGE_NOWIN_QUEUE_MIN);
+  ck_assert_uint_eq(pq->low_water, EDGE_NOWIN_QUEUE_MIN / 2);
+  fill_to(pq, 0);
+
+  /* Client towards the exit: the origin circuit's queue towards its
+   * first hop (a carried channel), and the drain notice at half of the
+   * limit that stopped it. */
+  n_drained = 0;
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  T.provide = 1;
+  extend_target_t t;
+  memset(&t, 0, sizeof(t));
+  t.addr = T.addr[1];
+  memcpy(t.rsa_id, T.rsa[1], 20);
+  t.handshake = CIRC_HTYPE_FAST;
+  origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
+  ck_assert_ptr_nonnull(oc);
+  circ_queue_t *q = &oc->base.n_queue;
+  ck_assert_ptr_eq(q->chan, T.carried);
+  T.hop_window = 30;
+  fill_to(q, 30);
+  ck_assert_uint_eq(circ_queue_nowin_limit(q), 30);
+  ck_assert_uint_eq(q->low_water, 15);
+  /* draining: nothing until the queue goes below 15, then once */
+  packed_cell_t *pc = relay_cell(1, 0, 0);
+  for (unsigned left = 29; left >= 10; left--) {
+    fill_to(q, left);
+    circ_queue_note_removed(q, pc, 0);
+    ck_assert_uint_eq(n_drained, left >= 15 ? 0 : 1);
+  }
+  ck_assert_ptr_eq(last_drained, oc);
+  /* a carrier without a window: the hard cap */
+  channel_t *c2 = channel_new_carried(&mock_ops_nowindow, &T, &T.addr[0],
+                                      T.rsa[0], T.ed[0], 0, "(test)");
+  ck_assert_uint_eq(channel_carried_window(c2), 0);
+  or_circuit_t *orc2 = or_circuit_new(c2, 0x80000033u);
+  ck_assert_uint_eq(circ_queue_nowin_limit(&orc2->p_queue),
+                    EDGE_NOWIN_QUEUE_MAX);
+  packed_cell_free(pc);
+  fill_to(q, 0);
+  circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  circuit_mark_for_close(&orc->base, DESTROY_REASON_NONE);
+  circuit_mark_for_close(&orc2->base, DESTROY_REASON_NONE);
+  run_once();
+  circuits_set_origin_drain_fn(NULL, NULL);
+}
+END_TEST
+
 Suite *
 suite_btcirc(void)
 {
@@ -453,6 +554,7 @@ suite_btcirc(void)
   tcase_add_test(tc, test_input_reaches_command);
   tcase_add_test(tc, test_path_backpressure);
   tcase_add_test(tc, test_origin_drain_signal);
+  tcase_add_test(tc, test_nowin_limit_follows_window);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -283,7 +283,7 @@ e_digest(void *end, int sent)
 }
 
 static const edge_end_ops_t e_ops = {e_send, e_digest, NULL, NULL,
-                                       NULL,   0,        NULL, NULL};
+                                       NULL,   0,        NULL, NULL, NULL};
 
 static void
 edge_setup(void)

@@ -174,6 +174,8 @@ static struct {
   int end_forgets_other;      /* on_writable ends this other stream */
   edge_stream_t *other;
   size_t queued;              /* exit side: cells queued towards the peer */
+  size_t queue_limit;         /* ... and what may wait (limit_ops) */
+  int count_queued;           /* every DATA cell sent adds to queued */
 } F;
 
 static int
@@ -189,6 +191,8 @@ f_send(void *end, uint8_t cmd, uint16_t id, const uint8_t *body,
   F.last_len = len;
   if (len)
     memcpy(F.last_body, body, len);
+  if (F.count_queued && cmd == RELAY_COMMAND_DATA)
+    F.queued++;
   /* Every cell "encrypted" gets its own running digest. */
   F.n_cells++;
   memset(F.sent_digest, 0, sizeof(F.sent_digest));
@@ -218,10 +222,24 @@ f_queued(void *end)
 }
 
 static const edge_end_ops_t exit_side_ops = {
-    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL, f_queued,
+    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL, f_queued, NULL,
+};
+static size_t
+f_queue_limit(void *end)
+{
+  (void)end;
+  return F.queue_limit;
+}
+
+/* Either side of a BackTap circuit: the queue's limit from the owner. */
+static const edge_end_ops_t limit_ops = {
+    f_send, f_last_digest, NULL, NULL, NULL, 0, NULL, f_queued, f_queue_limit,
+};
+static const edge_end_ops_t limit_ops_client = {
+    f_send, f_last_digest, NULL, NULL, NULL, 1, NULL, f_queued, f_queue_limit,
 };
 static const edge_end_ops_t client_side_ops = {
-    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL, NULL,
+    f_send, f_last_digest, f_cc, NULL, NULL, 1, NULL, NULL, NULL,
 };
 
 static void
@@ -523,6 +541,63 @@ START_TEST(test_no_circ_windows)
 }
 END_TEST
 
+/* An end without circuit windows whose owner gives a queue limit (the
+ * BackTap hop's window, circ_queue_nowin_limit()): edge_stream_send()
+ * stops when the queue reaches that limit, far below EDGE_NOWIN_QUEUE_MAX,
+ * whatever the stream window still allows; it follows the limit as it
+ * changes; after the queue drained and edge_wake_soon() the stream is
+ * told it is writable and goes on, up to the limit again. Both sides (the
+ * client's uploads and the exit's downloads) use this same path. */
+START_TEST(test_nowin_queue_limit)
+{
+  memset(&F, 0, sizeof(F));
+  F.loop = evloop_new();
+  F.client = _i;
+  F.e = edge_new(_i ? &limit_ops_client : &limit_ops, &F, F.loop);
+  edge_set_no_circ_windows(F.e, 1);
+  F.count_queued = 1;
+  F.queue_limit = 24;
+  edge_stream_t *q = edge_stream_new(F.e, 40, &owner_ops, NULL);
+  static uint8_t big[RELAY_BODY_MAX * 100];
+  /* 100 cells offered, 24 leave: the limit, not the stream window (500) */
+  ck_assert_uint_eq(edge_stream_send(q, big, sizeof(big)),
+                    24 * RELAY_BODY_MAX);
+  ck_assert_uint_eq(F.queued, 24);
+  ck_assert_int_eq(edge_stream_can_send(q), 0);
+  /* the window grew: more may wait */
+  F.queue_limit = 30;
+  ck_assert_int_eq(edge_stream_can_send(q), 1);
+  ck_assert_uint_eq(edge_stream_send(q, big, sizeof(big)),
+                    6 * RELAY_BODY_MAX);
+  ck_assert_uint_eq(F.queued, 30);
+  /* it shrank: nothing until the queue is below the new limit */
+  F.queue_limit = 16;
+  F.queued = 16;
+  ck_assert_int_eq(edge_stream_can_send(q), 0);
+  ck_assert_uint_eq(edge_stream_send(q, big, RELAY_BODY_MAX), 0);
+  /* drained to half, the circuit layer wakes the edge: the stream hears
+   * it from the event loop and sends up to the limit again */
+  F.queued = 8;
+  unsigned w = F.n_writable;
+  edge_wake_soon(F.e);
+  evloop_timer_t *stop = evloop_timer_new(F.loop, stop_loop, F.loop);
+  for (int k = 0; k < 100 && F.n_writable == w; k++) {
+    evloop_timer_schedule(stop, 0);
+    evloop_run(F.loop);
+  }
+  evloop_timer_free(stop);
+  ck_assert_uint_eq(F.n_writable, w + 1);
+  ck_assert_uint_eq(edge_stream_send(q, big, sizeof(big)),
+                    8 * RELAY_BODY_MAX);
+  ck_assert_uint_eq(F.queued, 16);
+  /* 24 + 6 + 8 DATA cells in all; no circuit SENDME either way */
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_DATA], 38);
+  ck_assert_uint_eq(F.count[RELAY_COMMAND_SENDME], 0);
+  edge_free(F.e);
+  evloop_free_(F.loop);
+}
+END_TEST
+
 /* ---- half-closed streams --------------------------------------------------- */
 
 START_TEST(test_half_closed)
@@ -739,6 +814,7 @@ START_TEST(test_pending_cap_mux)
 {
   static const edge_end_ops_t mux_ops = {
       f_send, f_last_digest, NULL, f_mux_yes, f_mux_yes, 0, f_mux_burst, NULL,
+      NULL,
   };
   memset(&F, 0, sizeof(F));
   F.loop = evloop_new();
@@ -1017,6 +1093,7 @@ suite_edge(void)
   tcase_add_test(tc, test_resolved);
   tcase_add_loop_test(tc, test_xon_xoff, 0, 2);
   tcase_add_test(tc, test_pending_cap_mux);
+  tcase_add_loop_test(tc, test_nowin_queue_limit, 0, 2);
   tcase_add_loop_test(tc, test_pending_cap, 0, 2);
   tcase_add_loop_test(tc, test_xon_without_cc_ignored, 0, 2);
   tcase_add_loop_test(tc, test_many_streams, 0, 2);

@@ -1476,6 +1476,15 @@ channel_path_backpressure(const channel_t *chan)
   return chan && chan->path_backpressure;
 }
 
+unsigned
+channel_carried_window(const channel_t *chan)
+{
+  if (!chan || !chan->carrier || chan->close_pending ||
+      !chan->carrier->window)
+    return 0;
+  return chan->carrier->window(chan->carrier_arg);
+}
+
 void *
 channel_carrier_arg(const channel_t *chan, const channel_carrier_ops_t *ops)
 {

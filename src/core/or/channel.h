@@ -224,6 +224,9 @@ typedef struct channel_carrier_ops_t {
   /* One packed 514-byte cell: 0, or -1 (the cell is lost). */
   int (*send)(void *arg, const uint8_t *cell, size_t len);
   void (*closed)(void *arg);
+  /* The carrier's per-hop sending window now, in cells (BackTap: the
+   * flow's Vegas window), or 0 if it has none. May be NULL (0). */
+  unsigned (*window)(void *arg);
 } channel_carrier_ops_t;
 channel_t *channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
                                const pc_addr_t *addr, const uint8_t *rsa_id,
@@ -234,6 +237,9 @@ void channel_carried_input(channel_t *chan, packed_cell_t *pc);
 /* can_send() became true again. */
 void channel_carried_writable(channel_t *chan);
 int channel_is_carried(const channel_t *chan);
+/* The carrier's window (channel_carrier_ops_t.window) of a carried
+ * channel; 0 for any other channel, a closing one or a carrier without. */
+unsigned channel_carried_window(const channel_t *chan);
 /* The carrier's arg if chan is carried by ops, else NULL. */
 void *channel_carrier_arg(const channel_t *chan,
                           const channel_carrier_ops_t *ops);

@@ -722,6 +722,17 @@ circuit_queue_drained(circuit_t *circ, circ_queue_t *cq)
     origin_drain.fn(orc, origin_drain.arg);
 }
 
+size_t
+circ_queue_nowin_limit(circ_queue_t *cq)
+{
+  size_t limit = edge_nowin_queue_limit(channel_carried_window(cq->chan));
+  if (cq->cells.n >= limit) {
+    size_t lw = limit / 2;
+    cq->low_water = lw ? (unsigned)lw : 1;
+  }
+  return limit;
+}
+
 void
 or_circuit_set_nowin(or_circuit_t *oc)
 {

@@ -308,7 +308,8 @@ typedef void (*origin_circuit_progress_fn)(origin_circuit_t *circ,
 int circuits_set_origin_observer(origin_circuit_progress_fn fn, void *arg);
 /* One owner of circuits we originate told when the queue towards the
  * first hop of a circuit without end-to-end windows (origin_circuit_nowin)
- * drained to half of EDGE_NOWIN_QUEUE_MAX: it may package DATA again
+ * drained to half of its limit (circ_queue_nowin_limit()): it may package
+ * DATA again
  * (the client, feature/client). Called from the scheduler: fn must not
  * queue cells itself (edge_wake_soon() is fine). Single slot, refusing a
  * different second one with a warning (-1); fn NULL removes it. */
@@ -345,8 +346,16 @@ struct cc_t;
 void or_circuit_set_cc(or_circuit_t *oc, uint8_t sendme_inc);
 /* The ntor v3 handshake dropped the end-to-end circuit windows: the
  * circuit's edge packages while its queue towards the client holds fewer
- * than EDGE_NOWIN_QUEUE_MAX cells, and again once it drained to half. */
+ * than circ_queue_nowin_limit() cells, and again once it drained to half
+ * of it. */
 void or_circuit_set_nowin(or_circuit_t *oc);
+/* How many cells cq (a circuit's queue towards a hop, for an end without
+ * end-to-end windows) may hold before the end stops packaging DATA:
+ * edge_nowin_queue_limit() of the window of the channel it feeds
+ * (channel_carried_window(): BackTap's Vegas window of that hop). When the
+ * queue holds that many or more, also arms circuit_queue_drained() at
+ * half of the limit (low_water), so that the end is woken then. */
+size_t circ_queue_nowin_limit(circ_queue_t *cq);
 /* The scheduler took cq (a queue of circ) below its low_water mark. */
 void circuit_queue_drained(circuit_t *circ, circ_queue_t *cq);
 /* The controller of hop `hop`, or NULL if that hop has none. */

@@ -564,6 +564,14 @@ edge_stream_send_msg(edge_stream_t *s, uint8_t command, const uint8_t *body,
   return e->ops->send(e->end, command, s->id, body, len);
 }
 
+size_t
+edge_nowin_queue_limit(unsigned window)
+{
+  if (window == 0 || window >= EDGE_NOWIN_QUEUE_MAX)
+    return EDGE_NOWIN_QUEUE_MAX;
+  return window < EDGE_NOWIN_QUEUE_MIN ? EDGE_NOWIN_QUEUE_MIN : window;
+}
+
 int
 edge_stream_can_send(const edge_stream_t *s)
 {
@@ -578,7 +586,9 @@ edge_stream_can_send(const edge_stream_t *s)
   if (e->no_circ_windows)
     return s->package_window > 0 &&
            (!e->ops->queued ||
-            e->ops->queued(e->end) < EDGE_NOWIN_QUEUE_MAX);
+            e->ops->queued(e->end) <
+                (e->ops->queue_limit ? e->ops->queue_limit(e->end)
+                                     : EDGE_NOWIN_QUEUE_MAX));
   return e->win.package > 0 && s->package_window > 0;
 }
 

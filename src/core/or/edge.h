@@ -165,14 +165,29 @@ typedef struct edge_end_ops_t {
   /* Cells queued on the circuit towards the peer, for an end without
    * circuit windows (NULL: not bounded that way; see below). */
   size_t (*queued)(void *end);
+  /* The most cells `queued` may reach before DATA waits (see below);
+   * NULL: EDGE_NOWIN_QUEUE_MAX. */
+  size_t (*queue_limit)(void *end);
 } edge_end_ops_t;
 
 /* An end without circuit windows (edge_set_no_circ_windows) whose ops
- * give `queued` packages DATA only while fewer cells than this wait on
- * the circuit towards the peer, so that what it reads from its streams is
- * bounded per circuit, not only per stream; the circuit layer calls
- * edge_wake_soon() when its queue drained to half of it. */
+ * give `queued` packages DATA only while fewer cells than its
+ * `queue_limit` wait on the circuit towards the peer, so that what it
+ * reads from its streams is bounded per circuit, not only per stream.
+ * The limit follows the per-hop window of the transport the circuit
+ * leaves on (BackTap's Vegas window, doc/backtap.md "Backpressure at the
+ * edge"): edge_nowin_queue_limit() of it, EDGE_NOWIN_QUEUE_MAX for a hop
+ * whose transport tells no window. The circuit layer calls
+ * edge_wake_soon() when the queue drained to half of the limit that
+ * stopped the end (circ_queue_nowin_limit(), circuit.h). */
 #define EDGE_NOWIN_QUEUE_MAX CIRCWINDOW_START
+/* The least limit: a hop whose window is still small (slow start, two
+ * cells) keeps a few cells ready to go. */
+#define EDGE_NOWIN_QUEUE_MIN 16
+/* Cells that may wait to enter a hop whose window is `window` cells:
+ * max(window, EDGE_NOWIN_QUEUE_MIN), at most EDGE_NOWIN_QUEUE_MAX; window
+ * 0 (no window known): EDGE_NOWIN_QUEUE_MAX. */
+size_t edge_nowin_queue_limit(unsigned window);
 
 typedef struct edge_stream_ops_t {
   /* Bytes from the peer (DATA). */

@@ -51,9 +51,18 @@ end_queued(void *end)
   return circ->p_queue.cells.n;
 }
 
+/* What may wait towards the client: the previous hop's window (BackTap). */
+static size_t
+end_queue_limit(void *end)
+{
+  or_circuit_t *circ = end;
+  return circ_queue_nowin_limit(&circ->p_queue);
+}
+
 static const edge_end_ops_t relay_end_ops = {
     end_send,         end_last_digest, NULL,      end_multiplexed,
     end_mux_can_send, 0,               end_mux_burst_bytes, end_queued,
+    end_queue_limit,
 };
 
 edge_t *

@@ -130,6 +130,15 @@ hop_can_send(dgram_carry_hop_t *h)
   return FLOW(h)->flow && backtap_flow_can_send(FLOW(h)->flow);
 }
 
+/* The flow's Vegas window: how much the circuit's edge may keep waiting
+ * for it (edge.h, EDGE_NOWIN_QUEUE_MIN). */
+static unsigned
+hop_window(const dgram_carry_hop_t *h)
+{
+  const btcirc_flow_t *bf = (const btcirc_flow_t *)(const void *)h;
+  return bf->flow ? backtap_flow_swnd(bf->flow) : 0;
+}
+
 static int
 hop_send(dgram_carry_hop_t *h, const uint8_t *cell)
 {
@@ -379,6 +388,7 @@ static const dgram_carry_ops_t carry_ops = {
     .link_usable = link_usable,
     .hop_ready = hop_ready,
     .hop_can_send = hop_can_send,
+    .hop_window = hop_window,
     .hop_send = hop_send,
     .hop_alive = hop_alive,
     .hop_close = hop_close,

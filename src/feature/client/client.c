@@ -294,13 +294,21 @@ end_mux_burst_bytes(void *end)
   return cfx_set_ooo_bound_bytes(cc->cfx);
 }
 
-/* A plain circuit's end without circuit windows packages while fewer than
- * EDGE_NOWIN_QUEUE_MAX cells wait towards the guard (edge.h). */
+/* A plain circuit's end without circuit windows packages while fewer
+ * cells than end_queue_limit() wait towards the guard (edge.h). */
 static size_t
 end_queued(void *end)
 {
   const origin_circuit_t *c = plain_circ(end);
   return c ? c->base.n_queue.cells.n : 0;
+}
+
+/* The guard hop's window (BackTap), circ_queue_nowin_limit(). */
+static size_t
+end_queue_limit(void *end)
+{
+  origin_circuit_t *c = plain_circ(end);
+  return c ? circ_queue_nowin_limit(&c->base.n_queue) : EDGE_NOWIN_QUEUE_MAX;
 }
 
 /* Core: the queue of one of our circuits without windows drained. */
@@ -321,6 +329,7 @@ client_circuit_drained(origin_circuit_t *circ, void *arg)
 const edge_end_ops_t client_end_ops = {
     end_send,         end_last_digest, end_cc, end_multiplexed,
     end_mux_can_send, 1,               end_mux_burst_bytes, end_queued,
+    end_queue_limit,
 };
 
 /* A plain circuit's leg goes: what the exit's controller counted (those

@@ -284,10 +284,20 @@ carrier_closed(void *arg)
   finish_if_done(h);
 }
 
+static unsigned
+carrier_window(void *arg)
+{
+  dgram_carry_hop_t *h = hop_of_arg(arg);
+  if (!h || !h->lk->c->ops->hop_window)
+    return 0;
+  return h->lk->c->ops->hop_window(h);
+}
+
 static const channel_carrier_ops_t carrier_ops = {
     carrier_can_send,
     carrier_send,
     carrier_closed,
+    carrier_window,
 };
 
 /* A cell we delivered has left this relay. */

@@ -97,6 +97,9 @@ typedef struct dgram_carry_ops_t {
   int (*hop_ready)(dgram_carry_hop_t *h, const uint8_t *cell);
   /* Room for one cell now (false without an engine side). */
   int (*hop_can_send)(dgram_carry_hop_t *h);
+  /* The hop's sending window now, in cells; 0 without one (may be
+   * NULL). The channel's carrier window (channel_carried_window()). */
+  unsigned (*hop_window)(const dgram_carry_hop_t *h);
   /* Write one 514-byte cell: 0, or -1. */
   int (*hop_send)(dgram_carry_hop_t *h, const uint8_t *cell);
   /* Whether the engine side still exists (direct cells can still go). */

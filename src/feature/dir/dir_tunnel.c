@@ -128,7 +128,7 @@ end_last_digest(void *end, int sent)
 
 /* A one-hop CREATE_FAST circuit: fixed windows, never multiplexed. */
 static const edge_end_ops_t tunnel_end_ops = {
-    end_send, end_last_digest, NULL, NULL, NULL, 1, NULL, NULL,
+    end_send, end_last_digest, NULL, NULL, NULL, 1, NULL, NULL, NULL,
 };
 
 static void

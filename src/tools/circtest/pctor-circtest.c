@@ -334,7 +334,7 @@ end_cc(void *end)
 }
 
 static const edge_end_ops_t end_ops = {
-    end_send, end_last_digest, end_cc, NULL, NULL, 1, NULL, NULL,
+    end_send, end_last_digest, end_cc, NULL, NULL, 1, NULL, NULL, NULL,
 };
 
 /* ---- the stream's owner: collects the HTTP response ------------------ */
