@@ -227,34 +227,42 @@ TRANSPORT_STATS = re.compile(
     r"(\d+) over \S+, (\d+) over TLS \((\d+) to relays with no DatagramPort known\)")
 
 
+# CircuitTransport value -> the name in its statistics line
+TRANSPORT_NAMES = {"dtls-tcp": "TCP-over-DTLS", "backtap": "BackTap"}
+
+
 def datagram_relays(hosts):
     """The pctor relays and exits of a run whose torrc asks for a datagram
-    CircuitTransport (dtls-tcp or backtap)."""
-    out = []
+    CircuitTransport: {name: "dtls-tcp" or "backtap"}."""
+    out = {}
     for name, info in sorted(hosts.items()):
         if info["role"] not in ("relay", "exit"):
             continue
+        t = None
         with contextlib.suppress(OSError):
             with open(os.path.join(info["dir"], "torrc")) as f:
                 for line in f:
                     w = line.split()
-                    if len(w) >= 2 and w[0].lower() == "circuittransport" and \
-                            w[1].lower() in ("dtls-tcp", "backtap"):
-                        out.append(name)
-                        break
+                    if len(w) >= 2 and w[0].lower() == "circuittransport":
+                        t = w[1].lower()
+                if t in TRANSPORT_NAMES:
+                    out[name] = t
     return out
 
 
 def transport_counters(hosts, names, timeout=15):
-    """Ask each relay in names for its statistics (SIGUSR1, by its PID) and
-    read its extension counters from the line it logs: {relay: {"datagram":
+    """Ask each relay of names = {name: CircuitTransport} for its statistics
+    (SIGUSR1, by its PID) and read its extension counters from the line it
+    logs for that transport (a relay with a DatagramPort logs both, the
+    other one idle): {relay: {"datagram":
     extensions carried over the datagram transport, "tls": over TLS,
     "tls_no_port": of those, to relays whose DatagramPort it did not know:
     none, or none announced to it yet}}."""
     def lines(n):
         try:
             with open(os.path.join(hosts[n]["dir"], "notice.log"), errors="replace") as f:
-                return list(TRANSPORT_STATS.finditer(f.read()))
+                return [m for m in TRANSPORT_STATS.finditer(f.read())
+                        if m.group(1) == TRANSPORT_NAMES[names[n]]]
         except OSError:
             return []
 

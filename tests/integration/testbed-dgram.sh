@@ -52,7 +52,8 @@ counters() { # OUT: the counters of c, g, m (pctor_lab.experiment.transport_coun
 import json, sys
 from pctor_lab.experiment import transport_counters
 hosts = json.load(open(sys.argv[1]))["hosts"]
-json.dump(transport_counters(hosts, ["c", "g", "m"]), open(sys.argv[2], "w"))
+json.dump(transport_counters(hosts, {n: "backtap" for n in ("c", "g", "m")}),
+          open(sys.argv[2], "w"))
 PY
 }
 

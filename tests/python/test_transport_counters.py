@@ -39,3 +39,28 @@ def test_fell_back_refused():
 def test_none_carried_refused():
     _, problem = experiment.transport_check({"mid": c(5, 0, 0)}, {"mid": c(5, 0, 0)})
     assert problem == "transport not engaged: no circuit hop went over the datagram transport"
+
+
+def test_counters_of_the_configured_transport(tmp_path):
+    # A relay with a DatagramPort logs both lines; the one of its
+    # CircuitTransport is read, and only one logged after the signal.
+    import subprocess
+    import time
+    log = tmp_path / "notice.log"
+    log.write_text(LINE + "\n" + BT + "\n")
+    script = ("n=0; trap 'n=$((n+1)); printf \"%s\\n%s\\n\" "
+              f"\"{BT.replace('3 over BackTap', '$n over BackTap')}\" \"{LINE}\" >> {log}' USR1; "
+              "echo ready; while :; do sleep 0.05; done")
+    p = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        hosts = {"g": {"dir": str(tmp_path), "pid": p.pid}}
+        a = experiment.transport_counters(hosts, {"g": "backtap"})
+        b = experiment.transport_counters(hosts, {"g": "dtls-tcp"})
+        c = experiment.transport_counters(hosts, {"g": "backtap"})
+    finally:
+        p.kill()
+        p.wait()
+    assert a["g"] == {"transport": "BackTap", "datagram": 1, "tls": 0, "tls_no_port": 0}
+    assert b["g"] == {"transport": "TCP-over-DTLS", "datagram": 42, "tls": 7, "tls_no_port": 2}
+    assert c["g"]["datagram"] == 3
