@@ -353,8 +353,9 @@ def do_run(exp, config, seed, duration, args, out):
         pin_info = {}
         dgr = datagram_relays(hosts)
         before = transport_counters(hosts, dgr) if dgr else None
-        if run_.state.get("relay_datagram_links"):
-            runrec["relay_datagram_links"] = run_.state["relay_datagram_links"]
+        for k in ("relay_datagram_links", "relay_ipsec_sas"):
+            if run_.state.get(k):
+                runrec[k] = run_.state[k]
         try:
             runrec["measured"], runrec["workload_started"] = run_workload(
                 exp, hosts, seed, duration, emit,

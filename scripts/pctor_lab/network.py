@@ -666,7 +666,20 @@ def datagram_links_up(log):
         return set()
 
 
-def wait_relay_datagram_links(run_, hosts, timeout):
+# "IPsec SA with relay $ID (ADDR:PORT) is up ..." (feature/ipsec)
+IPSEC_SA_UP = re.compile(r"IPsec SA with relay \S+ \(([0-9.]+):\d+\) is up")
+
+
+def ipsec_sas_up(log):
+    """The peer addresses of the IPsec SAs a notice.log reports up."""
+    try:
+        with open(log, errors="replace") as f:
+            return {m.group(1) for m in IPSEC_SA_UP.finditer(f.read())}
+    except OSError:
+        return set()
+
+
+def wait_relay_datagram_links(run_, hosts, timeout, ipsec=False):
     """Relays learn a peer's DatagramPort only on a TLS link (doc/dgram.md),
     so the first circuits between two relays that both carry hops over
     datagram links (CircuitTransport dtls-tcp or backtap) go over TLS; the
@@ -677,14 +690,22 @@ def wait_relay_datagram_links(run_, hosts, timeout):
     links. What each circuit hop then really used is counted by the relays
     (experiment.transport_counters). Returns {"pairs": [...], "wait_s": s}."""
     hinfo = run_.state["hosts"]
-    dg = {h.name: h for h in hosts if h.role in ("relay", "exit")
-          and h.has_datagram_port() and h.datagram_transport()}
+    if ipsec:
+        # the same for PerCircuitTCP inside IPsec: circuits share one TLS
+        # connection with a peer until its SA is up (doc/ipsec.md)
+        dg = {h.name: h for h in hosts if h.role in ("relay", "exit") and h.ipsec
+              and h.binary == "pctor"}
+        links_up, what, key = ipsec_sas_up, "relay IPsec SAs", "relay_ipsec_sas"
+    else:
+        dg = {h.name: h for h in hosts if h.role in ("relay", "exit")
+              and h.has_datagram_port() and h.datagram_transport()}
+        links_up, what, key = datagram_links_up, "relay datagram links", "relay_datagram_links"
     ip_of = {n: hinfo[n]["ip"] for n in dg}
     name_of = {ip: n for n, ip in ip_of.items()}
     t0 = time.monotonic()
     while True:
         pairs, missing = set(), []
-        up = {n: datagram_links_up(os.path.join(hinfo[n]["dir"], "notice.log")) for n in dg}
+        up = {n: links_up(os.path.join(hinfo[n]["dir"], "notice.log")) for n in dg}
         for n in sorted(dg):
             for pip in relay_links(hinfo[n]["ns"]):
                 peer = name_of.get(pip)
@@ -697,7 +718,7 @@ def wait_relay_datagram_links(run_, hosts, timeout):
         if not missing:
             break
         if time.monotonic() - t0 > timeout:
-            raise TestbedError(f"relay datagram links not up after {timeout:.0f}s: "
+            raise TestbedError(f"{what} not up after {timeout:.0f}s: "
                                + ", ".join(sorted(set(missing))))
         time.sleep(1)
     closed = {}
@@ -706,13 +727,13 @@ def wait_relay_datagram_links(run_, hosts, timeout):
                 hinfo[h.name].get("ports", {}).get("control"):
             closed[h.name] = _close_all_circuits(hinfo[h.name])
     wait = round(time.monotonic() - t0, 1)
-    run_.state["relay_datagram_links"] = {"pairs": sorted("-".join(p) for p in pairs),
-                                          "wait_s": wait, "circuits_closed": closed}
+    run_.state[key] = {"pairs": sorted("-".join(p) for p in pairs),
+                       "wait_s": wait, "circuits_closed": closed}
     run_.save()
-    note(f"relay datagram links up for {len(pairs)} relay pair(s) "
+    note(f"{what} up for {len(pairs)} relay pair(s) "
          f"({', '.join(sorted('-'.join(p) for p in pairs)) or 'none yet'}) after {wait}s; "
          f"closed {sum(closed.values())} client circuit(s) built before them")
-    return run_.state["relay_datagram_links"]
+    return run_.state[key]
 
 
 # --------------------------------------------------------------------------

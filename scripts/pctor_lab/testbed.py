@@ -80,10 +80,12 @@ def cmd_up(args):
         # client's ControlPort.
         dgram_relays = [h for h in hosts if h.role in ("relay", "exit")
                         and h.has_datagram_port() and h.datagram_transport()]
+        ipsec_relays = [h for h in hosts if h.role in ("relay", "exit") and h.ipsec
+                        and h.binary == "pctor"]
         for h in hosts:
             if h.role in TOR_ROLES:
                 write_torrc(run_, h, hinfo[h.name], dirauth, exits, cfg["exit_policy"],
-                            control=len(dgram_relays) >= 2)
+                            control=len(dgram_relays) >= 2 or len(ipsec_relays) >= 2)
         for h in hosts:
             if h.role == "server":
                 start_server(run_, h, hinfo[h.name])
@@ -107,6 +109,8 @@ def cmd_up(args):
             wait_datagram_first_hops(run_, dgram_clients, cfg["bootstrap_timeout"])
         if clients and len(dgram_relays) >= 2:
             wait_relay_datagram_links(run_, hosts, cfg["bootstrap_timeout"])
+        if clients and len(ipsec_relays) >= 2:
+            wait_relay_datagram_links(run_, hosts, cfg["bootstrap_timeout"], ipsec=True)
         st["status"] = "up"
         st["ready_after_s"] = round(time.monotonic() - t0, 1)
         run_.save()

@@ -243,3 +243,13 @@ def test_datagram_links_up(tmp_path):
                    "[notice] Datagram link 10.77.0.8:9002 is up: y\n")
     assert network.datagram_links_up(str(log)) == {"10.77.0.6", "10.77.0.8"}
     assert network.datagram_links_up(str(tmp_path / "none")) == set()
+
+
+def test_ipsec_sas_up(tmp_path):
+    log = tmp_path / "notice.log"
+    log.write_text("[notice] IPsec SA with relay $zd+Zy/euSpDYxi5PpME at 10.77.0.18: x\n"
+                   "[notice] IPsec SA with relay $9Uw8/vbPM (10.77.0.10:9001) is up (6660.1 ms "
+                   "after a circuit first needed it): per-circuit connections ...\n"
+                   "[notice] IPsec SA with relay $3ifj/CwSY (10.77.0.6:9001) is up: per-circuit\n"
+                   "[notice] IPsec SA with relay $55Rw/dX0 is down: new circuits to it share\n")
+    assert network.ipsec_sas_up(str(log)) == {"10.77.0.10", "10.77.0.6"}
