@@ -54,6 +54,18 @@ class Host:
             l.split()[0].lower() == "datagramport" and l.split()[1:2] != ["0"]
             for l in self.torrc)
 
+    def datagram_transport(self):
+        """The datagram CircuitTransport (dtls-tcp or backtap) a pctor host's
+        torrc asks for, or None (tls, pctcp, or none given)."""
+        if self.binary != "pctor":
+            return None
+        t = None
+        for l in self.torrc:
+            w = l.split()
+            if len(w) >= 2 and w[0].lower() == "circuittransport":
+                t = w[1].lower()
+        return t if t in ("dtls-tcp", "backtap") else None
+
 
 LINK_KEYS = ("up", "down", "delay_ms", "delay_up_ms", "delay_down_ms", "jitter_ms",
              "jitter_up_ms", "jitter_down_ms", "loss_pct", "loss_up_pct", "loss_down_pct")

@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -220,6 +221,91 @@ def paired_flag_check(run_, hosts, pin_info, runrec):
         note(f"paired paths: {b}")
 
 
+# The relays' SIGUSR1 line for a datagram circuit transport (app/main/start.c)
+TRANSPORT_STATS = re.compile(
+    r"Statistics: (TCP-over-DTLS|BackTap): \d+ links, \d+ circuit hops; extensions "
+    r"(\d+) over \S+, (\d+) over TLS \((\d+) to relays with no DatagramPort known\)")
+
+
+# CircuitTransport value -> the name in its statistics line
+TRANSPORT_NAMES = {"dtls-tcp": "TCP-over-DTLS", "backtap": "BackTap"}
+
+
+def datagram_relays(hosts):
+    """The pctor relays and exits of a run whose torrc asks for a datagram
+    CircuitTransport: {name: "dtls-tcp" or "backtap"}."""
+    out = {}
+    for name, info in sorted(hosts.items()):
+        if info["role"] not in ("relay", "exit"):
+            continue
+        t = None
+        with contextlib.suppress(OSError):
+            with open(os.path.join(info["dir"], "torrc")) as f:
+                for line in f:
+                    w = line.split()
+                    if len(w) >= 2 and w[0].lower() == "circuittransport":
+                        t = w[1].lower()
+                if t in TRANSPORT_NAMES:
+                    out[name] = t
+    return out
+
+
+def transport_counters(hosts, names, timeout=15):
+    """Ask each relay of names = {name: CircuitTransport} for its statistics
+    (SIGUSR1, by its PID) and read its extension counters from the line it
+    logs for that transport (a relay with a DatagramPort logs both, the
+    other one idle): {relay: {"datagram":
+    extensions carried over the datagram transport, "tls": over TLS,
+    "tls_no_port": of those, to relays whose DatagramPort it did not know:
+    none, or none announced to it yet}}."""
+    def lines(n):
+        try:
+            with open(os.path.join(hosts[n]["dir"], "notice.log"), errors="replace") as f:
+                return [m for m in TRANSPORT_STATS.finditer(f.read())
+                        if m.group(1) == TRANSPORT_NAMES[names[n]]]
+        except OSError:
+            return []
+
+    seen, out = {}, {}
+    for n in names:
+        seen[n] = len(lines(n))
+        with contextlib.suppress(OSError, KeyError, TypeError):
+            os.kill(hosts[n]["pid"], signal.SIGUSR1)
+    t0 = time.monotonic()
+    while len(out) < len(names) and time.monotonic() - t0 < timeout:
+        time.sleep(0.5)
+        for n in names:
+            ms = lines(n) if n not in out else []
+            if len(ms) > seen[n]:
+                m = ms[-1]
+                out[n] = {"transport": m.group(1), "datagram": int(m.group(2)),
+                          "tls": int(m.group(3)), "tls_no_port": int(m.group(4))}
+    missing = [n for n in names if n not in out]
+    if missing:
+        raise ExperimentError("no transport statistics from " + ", ".join(missing))
+    return out
+
+
+def transport_check(before, after):
+    """The circuit hops each relay extended during the workload, by the
+    transport they used (after - before), and a complaint if any hop between
+    two relays that both offer a datagram transport went over TLS or none
+    went over the datagram transport."""
+    hops = {}
+    for n, a in after.items():
+        b = before.get(n, {})
+        hops[n] = {k: a[k] - b.get(k, 0) for k in ("datagram", "tls", "tls_no_port")}
+    dg = sum(h["datagram"] for h in hops.values())
+    fell_back = sum(h["tls"] - h["tls_no_port"] for h in hops.values())
+    problem = None
+    if fell_back:
+        problem = (f"transport not engaged: {fell_back} circuit hop(s) to relays that offer "
+                   f"a DatagramPort went over TLS ({dg} over the datagram transport)")
+    elif not dg:
+        problem = "transport not engaged: no circuit hop went over the datagram transport"
+    return hops, problem
+
+
 def do_run(exp, config, seed, duration, args, out):
     name = run_name(exp, config, seed)
     rdir = os.path.join(out, "runs", name)
@@ -265,6 +351,11 @@ def do_run(exp, config, seed, duration, args, out):
         run_ = Run(rundir).load()
         hosts = run_.state["hosts"]
         pin_info = {}
+        dgr = datagram_relays(hosts)
+        before = transport_counters(hosts, dgr) if dgr else None
+        for k in ("relay_datagram_links", "relay_ipsec_sas"):
+            if run_.state.get(k):
+                runrec[k] = run_.state[k]
         try:
             runrec["measured"], runrec["workload_started"] = run_workload(
                 exp, hosts, seed, duration, emit,
@@ -275,6 +366,17 @@ def do_run(exp, config, seed, duration, args, out):
                 paired_flag_check(run_, hosts, pin_info, runrec)
         runrec["workload_s"] = round(time.monotonic() - t, 1)
         runrec["status"] = "ok"
+        if dgr:
+            # What the relays say their hops used during the workload: a run
+            # whose circuits did not take the datagram transport is refused.
+            after = transport_counters(hosts, dgr)
+            hops, problem = transport_check(before, after)
+            runrec["transport_counters"] = {"before": before, "after": after}
+            runrec["circuit_hops"] = hops
+            if problem:
+                runrec["status"] = "failed"
+                runrec["error"] = problem
+                note(f"run {name}: {problem}")
     except (KeyboardInterrupt, Interrupted):
         ignore_signals()   # one interruption is enough: finish cleanly
         runrec["status"] = "interrupted"

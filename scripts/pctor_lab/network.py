@@ -211,7 +211,9 @@ def read_fingerprint(datadir):
     return None
 
 
-def write_torrc(run_, h, info, dirauth, exits, exit_policy):
+def write_torrc(run_, h, info, dirauth, exits, exit_policy, control=False):
+    """control: give a pctor client a ControlPort even if it is not a relay
+    (wait_relay_datagram_links closes its circuits through it)."""
     hd = info["dir"]
     data = os.path.join(hd, "data")
     os.makedirs(data, mode=0o700, exist_ok=True)
@@ -271,6 +273,10 @@ def write_torrc(run_, h, info, dirauth, exits, exit_policy):
                           "ExitRelay 0", "ExitPolicy reject *:*"]
                 # (experiment.paired_paths gives clients this ControlPort
                 # already, among the definition's torrc lines)
+                if not any(l.split()[0].lower() == "controlport" for l in h.torrc):
+                    lines += [f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
+                info["ports"]["control"] = CONTROLPORT
+            elif control:
                 if not any(l.split()[0].lower() == "controlport" for l in h.torrc):
                     lines += [f"ControlPort 127.0.0.1:{CONTROLPORT}", "CookieAuthentication 1"]
                 info["ports"]["control"] = CONTROLPORT
@@ -618,6 +624,116 @@ def wait_datagram_first_hops(run_, clients, timeout):
              f"built before it")
     run_.save()
     return out
+
+
+def _close_all_circuits(info):
+    """Close every circuit of the pctor/tor host (through its ControlPort);
+    how many were closed."""
+    datadir = os.path.join(info["dir"], "data")
+    ids = circuit_ids(control_commands(info["ns"], datadir, ["GETINFO circuit-status"])[0])
+    closed = 0
+    for cid in ids:
+        try:
+            control_commands(info["ns"], datadir, [f"CLOSECIRCUIT {cid}"])
+            closed += 1
+        except TestbedError:
+            pass   # it closed meanwhile
+    return closed
+
+
+def relay_links(ns):
+    """The addresses of the hosts with which the namespace ns has an
+    established TCP connection to or from an ORPort (TLS links, and PCTCP's
+    per-circuit connections)."""
+    p = nsrun(ns, ["ss", "-Htn", "state", "established"], check=False)
+    peers = set()
+    for line in (p.stdout or "").splitlines():
+        addrs = [w for w in line.split() if ":" in w]
+        if len(addrs) < 2:
+            continue
+        (lip, lport), (pip, pport) = (a.rsplit(":", 1) for a in addrs[-2:])
+        if str(ORPORT) in (lport, pport):
+            peers.add(pip)
+    return peers
+
+
+def datagram_links_up(log):
+    """The peer addresses of the datagram links a notice.log reports up."""
+    try:
+        with open(log, errors="replace") as f:
+            return {m.group(1).rsplit(":", 1)[0] for m in DGRAM_UP.finditer(f.read())}
+    except OSError:
+        return set()
+
+
+# "IPsec SA with relay $ID (ADDR:PORT) is up ..." (feature/ipsec)
+IPSEC_SA_UP = re.compile(r"IPsec SA with relay \S+ \(([0-9.]+):\d+\) is up")
+
+
+def ipsec_sas_up(log):
+    """The peer addresses of the IPsec SAs a notice.log reports up."""
+    try:
+        with open(log, errors="replace") as f:
+            return {m.group(1) for m in IPSEC_SA_UP.finditer(f.read())}
+    except OSError:
+        return set()
+
+
+def wait_relay_datagram_links(run_, hosts, timeout, ipsec=False):
+    """Relays learn a peer's DatagramPort only on a TLS link (doc/dgram.md),
+    so the first circuits between two relays that both carry hops over
+    datagram links (CircuitTransport dtls-tcp or backtap) go over TLS; the
+    datagram link comes up a moment later. Wait until every TLS link
+    between two such relays (the clients' first circuits made them) has its
+    datagram link up at both ends, then close every circuit of every pctor
+    client, so that the workload's circuits are built over the datagram
+    links. What each circuit hop then really used is counted by the relays
+    (experiment.transport_counters). Returns {"pairs": [...], "wait_s": s}."""
+    hinfo = run_.state["hosts"]
+    if ipsec:
+        # the same for PerCircuitTCP inside IPsec: circuits share one TLS
+        # connection with a peer until its SA is up (doc/ipsec.md)
+        dg = {h.name: h for h in hosts if h.role in ("relay", "exit") and h.ipsec
+              and h.binary == "pctor"}
+        links_up, what, key = ipsec_sas_up, "relay IPsec SAs", "relay_ipsec_sas"
+    else:
+        dg = {h.name: h for h in hosts if h.role in ("relay", "exit")
+              and h.has_datagram_port() and h.datagram_transport()}
+        links_up, what, key = datagram_links_up, "relay datagram links", "relay_datagram_links"
+    ip_of = {n: hinfo[n]["ip"] for n in dg}
+    name_of = {ip: n for n, ip in ip_of.items()}
+    t0 = time.monotonic()
+    while True:
+        pairs, missing = set(), []
+        up = {n: links_up(os.path.join(hinfo[n]["dir"], "notice.log")) for n in dg}
+        for n in sorted(dg):
+            for pip in relay_links(hinfo[n]["ns"]):
+                peer = name_of.get(pip)
+                if peer is None or peer == n:
+                    continue
+                pair = tuple(sorted((n, peer)))
+                pairs.add(pair)
+                if pip not in up[n] or ip_of[n] not in up[peer]:
+                    missing.append(f"{n}-{peer}")
+        if not missing:
+            break
+        if time.monotonic() - t0 > timeout:
+            raise TestbedError(f"{what} not up after {timeout:.0f}s: "
+                               + ", ".join(sorted(set(missing))))
+        time.sleep(1)
+    closed = {}
+    for h in hosts:
+        if h.role == "client" and h.binary == "pctor" and \
+                hinfo[h.name].get("ports", {}).get("control"):
+            closed[h.name] = _close_all_circuits(hinfo[h.name])
+    wait = round(time.monotonic() - t0, 1)
+    run_.state[key] = {"pairs": sorted("-".join(p) for p in pairs),
+                       "wait_s": wait, "circuits_closed": closed}
+    run_.save()
+    note(f"{what} up for {len(pairs)} relay pair(s) "
+         f"({', '.join(sorted('-'.join(p) for p in pairs)) or 'none yet'}) after {wait}s; "
+         f"closed {sum(closed.values())} client circuit(s) built before them")
+    return run_.state[key]
 
 
 # --------------------------------------------------------------------------

@@ -782,6 +782,25 @@ def make_report(out):
                            "relays confirm"],
                           paired_rows(meta["runs"], asks, mm)))
         L.append("")
+    hop_runs = [r for r in meta["runs"] if r.get("circuit_hops")]
+    if hop_runs:
+        L.append("## Circuit hops by transport\n")
+        L.append("The extensions each relay with a datagram CircuitTransport made during "
+                 "the workload (warm-up included), from its own counters (SIGUSR1 "
+                 "statistics before and after): over the datagram transport; over TLS to "
+                 "relays whose DatagramPort the relay knew (the transport not engaged: "
+                 "such a run is refused, status failed); over TLS to relays whose port it "
+                 "did not know (none, e.g. a tor relay, or not yet announced to it: no TLS "
+                 "link to it so far). "
+                 "Relay datagram links up before the workload: the test bed's wait.\n")
+        rows = []
+        for r in hop_runs:
+            for relay, h in sorted(r["circuit_hops"].items()):
+                rows.append([r["run"], relay, h["datagram"], h["tls"] - h["tls_no_port"],
+                             h["tls_no_port"]])
+        L.append(md_table(["run", "relay", "datagram", "TLS (port known)",
+                           "TLS (no port known)"], rows))
+        L.append("")
     L.append("## Runs\n")
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",
            "load 1/5 min (start, end)", "note"]

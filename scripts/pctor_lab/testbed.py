@@ -22,7 +22,8 @@ from .netns import (Run, build_links, ensure_congestion_control, host_addrs, liv
 from .network import (Interrupted, consensus_flags, fetch_consensus, find_binaries,
                       gen_authority_keys, new_run, start_charon, start_server, start_tor_host,
                       undo_on_failure, wait_clients, wait_consensus,
-                      wait_datagram_first_hops, write_torrc)
+                      wait_datagram_first_hops, wait_relay_datagram_links,
+                      write_torrc)
 from .traffic import Emitter, check_client, pick_file, run_stream, summarize
 
 
@@ -74,9 +75,17 @@ def cmd_up(args):
         atomic_write(os.path.join(run_.rundir, "dirauth.torrc"), "\n".join(dirauth) + "\n")
         st["dirauth"] = dirauth
         exits = [h.name for h in hosts if h.role == "exit"]
+        # Relays that carry hops over datagram links: the test bed closes the
+        # clients' first circuits once those links are up, through each
+        # client's ControlPort.
+        dgram_relays = [h for h in hosts if h.role in ("relay", "exit")
+                        and h.has_datagram_port() and h.datagram_transport()]
+        ipsec_relays = [h for h in hosts if h.role in ("relay", "exit") and h.ipsec
+                        and h.binary == "pctor"]
         for h in hosts:
             if h.role in TOR_ROLES:
-                write_torrc(run_, h, hinfo[h.name], dirauth, exits, cfg["exit_policy"])
+                write_torrc(run_, h, hinfo[h.name], dirauth, exits, cfg["exit_policy"],
+                            control=len(dgram_relays) >= 2 or len(ipsec_relays) >= 2)
         for h in hosts:
             if h.role == "server":
                 start_server(run_, h, hinfo[h.name])
@@ -98,6 +107,10 @@ def cmd_up(args):
         dgram_clients = [h.name for h in clients if h.relay and h.has_datagram_port()]
         if dgram_clients:
             wait_datagram_first_hops(run_, dgram_clients, cfg["bootstrap_timeout"])
+        if clients and len(dgram_relays) >= 2:
+            wait_relay_datagram_links(run_, hosts, cfg["bootstrap_timeout"])
+        if clients and len(ipsec_relays) >= 2:
+            wait_relay_datagram_links(run_, hosts, cfg["bootstrap_timeout"], ipsec=True)
         st["status"] = "up"
         st["ready_after_s"] = round(time.monotonic() - t0, 1)
         run_.save()

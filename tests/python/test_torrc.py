@@ -210,3 +210,46 @@ def test_dtls_interference_real_transports(top, tmp_path):
             else:
                 assert "PerCircuitTCPRequireIPsec 1" in h.torrc and h.ipsec
                 assert not h.has_datagram_port()
+
+
+def test_datagram_transport(tmp_path):
+    h = hosts_by_name(load(tmp_path, NET))
+    assert h["g"].datagram_transport() == "backtap"
+    assert h["x"].datagram_transport() is None and h["auth"].datagram_transport() is None
+    cfg = load(tmp_path, NET.replace("CircuitTransport backtap", "CircuitTransport pctcp"))
+    assert hosts_by_name(cfg)["g"].datagram_transport() is None
+
+
+def test_write_torrc_client_control(tmp_path):
+    # a plain pctor client gets a ControlPort when relays carry hops over
+    # datagram links (the test bed closes its first circuits through it)
+    c = hosts_by_name(load(tmp_path, NET))["c"]
+    d = tmp_path / "c"
+    d.mkdir()
+    info = {"dir": str(d), "ip": "10.77.0.10"}
+    path = network.write_torrc(types.SimpleNamespace(runid="abc123"), c, info,
+                               ["DirAuthority auth orport=9001 x"], ["x"], "open",
+                               control=True)
+    lines = open(path).read().splitlines()
+    assert "ControlPort 127.0.0.1:9051" in lines and "CookieAuthentication 1" in lines
+    assert not any(l.startswith(("ORPort", "Address")) for l in lines)
+    assert info["ports"] == {"socks": 9050, "control": 9051}
+
+
+def test_datagram_links_up(tmp_path):
+    log = tmp_path / "notice.log"
+    log.write_text("[notice] Datagram link 10.77.0.6:9002 (we opened, ed25519 01...) is up: x\n"
+                   "[notice] Datagram link 10.77.0.7:9002 (we opened, ed25519 02...) closed\n"
+                   "[notice] Datagram link 10.77.0.8:9002 is up: y\n")
+    assert network.datagram_links_up(str(log)) == {"10.77.0.6", "10.77.0.8"}
+    assert network.datagram_links_up(str(tmp_path / "none")) == set()
+
+
+def test_ipsec_sas_up(tmp_path):
+    log = tmp_path / "notice.log"
+    log.write_text("[notice] IPsec SA with relay $zd+Zy/euSpDYxi5PpME at 10.77.0.18: x\n"
+                   "[notice] IPsec SA with relay $9Uw8/vbPM (10.77.0.10:9001) is up (6660.1 ms "
+                   "after a circuit first needed it): per-circuit connections ...\n"
+                   "[notice] IPsec SA with relay $3ifj/CwSY (10.77.0.6:9001) is up: per-circuit\n"
+                   "[notice] IPsec SA with relay $55Rw/dX0 is down: new circuits to it share\n")
+    assert network.ipsec_sas_up(str(log)) == {"10.77.0.10", "10.77.0.6"}

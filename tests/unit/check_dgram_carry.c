@@ -260,8 +260,27 @@ START_TEST(test_extension)
   dgram_carry_stats_t st;
   dgram_carry_get_stats(T.c, &st);
   ck_assert_uint_eq(st.ext_tls, 1);
+  ck_assert_uint_eq(st.ext_tls_no_port, 0);   /* its port is known */
   ck_assert_uint_eq(st.hops, 0);
   circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  /* a relay whose DatagramPort nobody announced: TLS, counted apart */
+  {
+    uint8_t rsa[20], ed[32];
+    memset(rsa, 0x41, sizeof(rsa));
+    memset(ed, 0x42, sizeof(ed));
+    cell_t create;
+    memset(&create, 0, sizeof(create));
+    create.command = CELL_CREATE2;
+    oc = or_circuit_new(in, 0x80000007u);
+    ck_assert_int_eq(circuit_extend_to(&oc->base, dgram_bound_addr(T.p.fx[1].d), rsa,
+                                       ed, &create),
+                     0);
+    ck_assert(!oc->base.n_chan || !channel_is_carried(oc->base.n_chan));
+    dgram_carry_get_stats(T.c, &st);
+    ck_assert_uint_eq(st.ext_tls, 2);
+    ck_assert_uint_eq(st.ext_tls_no_port, 1);
+    circuit_mark_for_close(&oc->base, DESTROY_REASON_NONE);
+  }
   /* carried: the CREATE2 waits for room as a direct cell */
   T.refuse_connect = 0;
   oc = extend(in, 0x80000005u);

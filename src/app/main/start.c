@@ -2604,7 +2604,8 @@ app_log_statistics(void)
     btcirc_stats_t bs;
     btcirc_get_stats(A.btcirc, &bs);
     log_notice("Statistics: BackTap: %u links, %u circuit hops; extensions "
-               "%llu over BackTap, %llu over TLS; %llu circuits from peers; "
+               "%llu over BackTap, %llu over TLS (%llu to relays with no "
+               "DatagramPort known); %llu circuits from peers; "
                "cells %llu sent, %llu retransmitted, %llu received, %llu "
                "delivered; feedback %llu sent, %llu received; dropped "
                "%llu malformed, %llu unknown circuit, %llu duplicate, %llu "
@@ -2613,6 +2614,7 @@ app_log_statistics(void)
                bs.carry.links, bs.carry.hops,
                (unsigned long long)bs.carry.ext_carried,
                (unsigned long long)bs.carry.ext_tls,
+               (unsigned long long)bs.carry.ext_tls_no_port,
                (unsigned long long)bs.carry.hops_in,
                (unsigned long long)bs.bt.cells_sent,
                (unsigned long long)bs.bt.cells_retransmitted,
@@ -2634,7 +2636,8 @@ app_log_statistics(void)
     dtcp_stats_t ts;
     dtcp_get_stats(A.dtcp, &ts);
     log_notice("Statistics: TCP-over-DTLS: %u links, %u circuit hops; "
-               "extensions %llu over TCP-over-DTLS, %llu over TLS; %llu "
+               "extensions %llu over TCP-over-DTLS, %llu over TLS (%llu to "
+               "relays with no DatagramPort known); %llu "
                "hops from peers, %llu refused; cells %llu sent, %llu "
                "received; %llu connections failed, %llu reset without a "
                "first cell; segments %llu in, %llu "
@@ -2643,6 +2646,7 @@ app_log_statistics(void)
                ts.carry.links, ts.carry.hops,
                (unsigned long long)ts.carry.ext_carried,
                (unsigned long long)ts.carry.ext_tls,
+               (unsigned long long)ts.carry.ext_tls_no_port,
                (unsigned long long)ts.carry.hops_in,
                (unsigned long long)ts.carry.hops_refused,
                (unsigned long long)ts.cells_sent,

@@ -560,6 +560,9 @@ metrics_render(void)
                 "%llu\n", (unsigned long long)bs.carry.ext_carried);
     strbuf_addf(&b, "pctor_backtap_extensions_total{transport=\"tls\"} "
                 "%llu\n", (unsigned long long)bs.carry.ext_tls);
+    one(&b, "pctor_backtap_extensions_tls_no_port_total", "counter",
+        "Extensions over TLS to relays with no DatagramPort known",
+        (unsigned long long)bs.carry.ext_tls_no_port);
     one(&b, "pctor_backtap_cells_sent_total", "counter",
         "BackTap: cells sent (first transmissions)",
         (unsigned long long)bs.bt.cells_sent);
@@ -600,6 +603,9 @@ metrics_render(void)
                 "%llu\n", (unsigned long long)ts.carry.ext_carried);
     strbuf_addf(&b, "pctor_dtcp_extensions_total{transport=\"tls\"} "
                 "%llu\n", (unsigned long long)ts.carry.ext_tls);
+    one(&b, "pctor_dtcp_extensions_tls_no_port_total", "counter",
+        "Extensions over TLS to relays with no DatagramPort known",
+        (unsigned long long)ts.carry.ext_tls_no_port);
     one(&b, "pctor_dtcp_hops_from_peers_total", "counter",
         "TCP-over-DTLS: circuit hops peers opened",
         (unsigned long long)ts.carry.hops_in);

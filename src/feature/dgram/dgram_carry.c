@@ -405,6 +405,8 @@ carrier_provider(const pc_addr_t *addr, const uint8_t *rsa_id,
   }
   if (!h) {
     c->st.ext_tls++;
+    if (!offers && !usable)
+      c->st.ext_tls_no_port++;
     if (log_ratelim_allow(&rl, time(NULL), &suppressed))
       log_notice("CircuitTransport: the hop to %s uses TLS (%s)",
                  pc_addr_fmt(addr, a, sizeof(a), 1), tls_why);

@@ -118,6 +118,12 @@ typedef struct dgram_carry_stats_t {
   unsigned links, hops;           /* now */
   uint64_t ext_carried;           /* extensions carried by the transport */
   uint64_t ext_tls;               /* extensions that fell back to TLS */
+  uint64_t ext_tls_no_port;       /* ... of them to a relay whose
+                                     DatagramPort we do not know (it has
+                                     none, or has not announced it to us
+                                     yet: no TLS link so far); the others
+                                     know a port but had no link up yet,
+                                     or the hop could not open */
   uint64_t hops_in;               /* hops peers opened */
   uint64_t hops_refused;          /* ... refused (limit, no identity) */
   uint64_t direct_queued;         /* CREATE/DESTROY waiting for room */

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# test_transport_counters.py -- the experiment runner's reading of the
+# relays' extension counters for a datagram CircuitTransport (the SIGUSR1
+# statistics line of app/main/start.c) and its refusal of a run whose
+# circuit hops did not take the transport.
+from pctor_lab import experiment
+
+LINE = ("Nov 27 20:00:00.000 [notice] Statistics: TCP-over-DTLS: 3 links, 5 circuit hops; "
+        "extensions 42 over TCP-over-DTLS, 7 over TLS (2 to relays with no "
+        "DatagramPort known); 9 hops from peers, 0 refused; cells 1 sent, 2 received")
+BT = ("[notice] Statistics: BackTap: 1 links, 0 circuit hops; extensions 3 over BackTap, "
+      "0 over TLS (0 to relays with no DatagramPort known); 0 circuits from peers; cells 0 sent")
+
+
+def test_stats_line():
+    m = experiment.TRANSPORT_STATS.search(LINE)
+    assert m and m.groups() == ("TCP-over-DTLS", "42", "7", "2")
+    m = experiment.TRANSPORT_STATS.search(BT)
+    assert m and m.groups() == ("BackTap", "3", "0", "0")
+
+
+def c(dg, tls, np):
+    return {"datagram": dg, "tls": tls, "tls_no_port": np}
+
+
+def test_engaged():
+    hops, problem = experiment.transport_check({"mid": c(1, 3, 1), "g1": c(0, 1, 0)},
+                                               {"mid": c(30, 4, 2), "g1": c(12, 1, 0)})
+    # mid's one new TLS hop went to a relay without a port: not a failure
+    assert hops == {"mid": c(29, 1, 1), "g1": c(12, 0, 0)} and problem is None
+
+
+def test_fell_back_refused():
+    hops, problem = experiment.transport_check({"mid": c(1, 3, 1)}, {"mid": c(30, 6, 1)})
+    assert hops["mid"] == c(29, 3, 0)
+    assert problem.startswith("transport not engaged: 3 circuit hop(s)")
+
+
+def test_none_carried_refused():
+    _, problem = experiment.transport_check({"mid": c(5, 0, 0)}, {"mid": c(5, 0, 0)})
+    assert problem == "transport not engaged: no circuit hop went over the datagram transport"
+
+
+def test_counters_of_the_configured_transport(tmp_path):
+    # A relay with a DatagramPort logs both lines; the one of its
+    # CircuitTransport is read, and only one logged after the signal.
+    import subprocess
+    import time
+    log = tmp_path / "notice.log"
+    log.write_text(LINE + "\n" + BT + "\n")
+    script = ("n=0; trap 'n=$((n+1)); printf \"%s\\n%s\\n\" "
+              f"\"{BT.replace('3 over BackTap', '$n over BackTap')}\" \"{LINE}\" >> {log}' USR1; "
+              "echo ready; while :; do sleep 0.05; done")
+    p = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        hosts = {"g": {"dir": str(tmp_path), "pid": p.pid}}
+        a = experiment.transport_counters(hosts, {"g": "backtap"})
+        b = experiment.transport_counters(hosts, {"g": "dtls-tcp"})
+        c = experiment.transport_counters(hosts, {"g": "backtap"})
+    finally:
+        p.kill()
+        p.wait()
+    assert a["g"] == {"transport": "BackTap", "datagram": 1, "tls": 0, "tls_no_port": 0}
+    assert b["g"] == {"transport": "TCP-over-DTLS", "datagram": 42, "tls": 7, "tls_no_port": 2}
+    assert c["g"]["datagram"] == 3
