@@ -576,7 +576,9 @@ def cmd_run(args):
     shutil.copy(args.file, os.path.join(out, "experiment.toml"))
     if exp.get("network_file"):
         shutil.copy(exp["network_file"], os.path.join(out, "network.toml"))
+    first = args.first_seed
     meta = {"experiment": exp["name"], "file": exp["file"], "seeds": seeds,
+            "first_seed": first,
             "engine": args.engine,
             "duration_s": duration, "warmup_s": exp["warmup_s"],
             "configs": [c["name"] for c in configs],
@@ -587,7 +589,7 @@ def cmd_run(args):
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     status = 0
     try:
-        for seed in range(1, seeds + 1):
+        for seed in range(first, first + seeds):
             for c in configs:
                 runner = do_run_shadow if args.engine == "shadow" else do_run
                 runrec, res, asks, mm = runner(exp, c, seed, duration, args, out)
@@ -679,6 +681,9 @@ def main(argv=None):
     p.add_argument("--out", help="report directory (default ./pctor-experiment-NAME-TIME)")
     p.add_argument("--seeds", type=int, help="repetitions per configuration "
                    "(default experiment.seeds)")
+    p.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1): "
+                   "--first-seed 4 --seeds 3 runs seeds 4, 5 and 6, e.g. to add seeds to "
+                   "an earlier run or split one experiment over two processes")
     p.add_argument("--duration", type=float, help="measured seconds per run "
                    "(default experiment.duration_s)")
     p.add_argument("--configs", help="only these configurations (comma-separated)")
@@ -712,6 +717,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if getattr(args, "seeds", None) is not None and args.seeds < 1:
         ap.error("--seeds must be at least 1")
+    if getattr(args, "first_seed", None) is not None and args.first_seed < 1:
+        ap.error("--first-seed must be at least 1")
     if getattr(args, "duration", None) is not None and args.duration <= 0:
         ap.error("--duration must be positive")
     try:

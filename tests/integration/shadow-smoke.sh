@@ -16,6 +16,7 @@
 #     "IPsec: switched off" line, as Shadow has no XFRM;
 #   - MeasureMe records of the relays join the client's labels, and the
 #     report (README.md, percentiles.csv) was written;
+#   - --first-seed 2: the runs (and their records) are seed 2's;
 #   - the key cache (fresh for this test): the first run made the
 #     authority's and the four relays' keys, the second made none, and
 #     every relay ran in both runs with the fingerprint the cache gave it.
@@ -48,7 +49,7 @@ export PCTOR_SHADOW_CACHE=$work/cache
 
 t0=$SECONDS
 it_run nice -n 10 "$EXP" run "$IT_TOP_SRCDIR/tests/data/shadow/smoke.toml" --engine shadow \
-    --shadow "$SHADOW" --out "$out" --pctor "$PCTOR" --tor "$TOR" --keep-data \
+    --shadow "$SHADOW" --out "$out" --pctor "$PCTOR" --tor "$TOR" --keep-data --first-seed 2 \
     > "$work/run.out" 2> "$work/run.err" ||
     it_fail "pctor-experiment run --engine shadow failed: $(tail -15 "$work/run.err")"
 it_log "two simulations done in $((SECONDS - t0)) s"
@@ -65,6 +66,13 @@ if meta.get("engine") != "shadow":
 runs = meta["runs"]
 if [r["status"] for r in runs] != ["ok", "ok"]:
     fail(f"runs: {[(r['run'], r['status'], r.get('error')) for r in runs]}")
+# --first-seed 2 with the definition's one seed: the runs are seed 2's
+if meta.get("first_seed") != 2 or [r["seed"] for r in runs] != [2, 2] or \
+        [r["run"] for r in runs] != ["shared-s2", "pctcp-s2"]:
+    fail(f"--first-seed 2: first_seed {meta.get('first_seed')}, runs "
+         f"{[(r['run'], r['seed']) for r in runs]}")
+if any(r["seed"] != 2 for r in (json.loads(l) for l in open(os.path.join(out, "results.jsonl")))):
+    fail("a record of a seed other than 2")
 if any(not r.get("cpu_s") or not r.get("wall_s") or not r.get("peak_rss_mib") for r in runs):
     fail(f"run time, CPU or memory missing: {[(r.get('wall_s'), r.get('cpu_s'), r.get('peak_rss_mib')) for r in runs]}")
 # results.jsonl: it_check_results, below
