@@ -29,23 +29,12 @@
 . "$(dirname "$0")/lib.sh"
 set -u
 
-[ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces)"
-it_require_tor
-DELAYD=${PCTOR_DELAYD:-${top_builddir:?}/src/tools/delayd/pctor-delayd}
-PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-[ -x "$DELAYD" ] || it_skip "pctor-delayd was not built (apt-get install libnetfilter-queue-dev libmnl-dev; re-run configure)"
-[ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
-command -v ip > /dev/null && command -v tc > /dev/null && command -v nft > /dev/null &&
-    command -v iptables-restore > /dev/null ||
-    it_skip "needs iproute2, nftables and iptables"
+it_require_testbed
 PY=/usr/bin/python3
-$PY -c 'import tomllib, matplotlib' 2> /dev/null ||
-    it_skip "needs /usr/bin/python3 >= 3.11 with matplotlib (apt-get install python3-matplotlib)"
-ip netns add "pctor-exp-probe-$$" 2> /dev/null || it_skip "cannot create network namespaces here"
-ip netns del "pctor-exp-probe-$$"
+$PY -c 'import matplotlib' 2> /dev/null ||
+    it_skip "needs /usr/bin/python3 with matplotlib (apt-get install python3-matplotlib)"
 
 EXP=$IT_TOP_SRCDIR/scripts/pctor-experiment
-TB=$IT_TOP_SRCDIR/scripts/pctor-testbed
 work=$(it_tmpdir)
 out=$work/report
 out2=$work/report-interrupted

@@ -36,6 +36,7 @@ IT_ROOT=$(mktemp -d /tmp/pctor-it.XXXXXX) || { echo "$IT_NAME: mktemp failed" >&
 : > "$IT_ROOT/pids"
 : > "$IT_ROOT/privnets"
 : > "$IT_ROOT/children"
+: > "$IT_ROOT/testbeds"
 
 # PCTOR_IT_SANDBOX=1: every pctor the test starts runs with Sandbox 1 (the
 # tests take PCTOR from the environment; a wrapper in IT_ROOT appends the
@@ -98,6 +99,39 @@ it_register_pid() {
 
 # it_register_privnet DIR: run 'pctor-privnet stop DIR' when the test exits.
 it_register_privnet() { echo "$1" >> "$IT_ROOT/privnets"; }
+
+# --- the namespace test bed (scripts/pctor-testbed) ---------------------------
+# it_require_testbed: skip (77) unless the test bed can run here: root, tor,
+# pctor-delayd built, iproute2, nftables and iptables, /usr/bin/python3 >= 3.11
+# (tomllib) and the right to create network namespaces; fail if pctor was not
+# built. Sets DELAYD and PCTOR (from the environment, else the build tree) and
+# TB (scripts/pctor-testbed).
+it_require_testbed() {
+    [ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces)"
+    it_require_tor
+    DELAYD=${PCTOR_DELAYD:-${top_builddir:?}/src/tools/delayd/pctor-delayd}
+    PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+    [ -x "$DELAYD" ] || it_skip "pctor-delayd was not built (apt-get install libnetfilter-queue-dev libmnl-dev; re-run configure)"
+    [ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
+    command -v ip > /dev/null && command -v tc > /dev/null && command -v nft > /dev/null &&
+        command -v iptables-restore > /dev/null ||
+        it_skip "needs iproute2, nftables and iptables"
+    /usr/bin/python3 -c 'import tomllib' 2> /dev/null || it_skip "needs python3 >= 3.11 (tomllib)"
+    ip netns add "pctor-it-probe-$$" 2> /dev/null || it_skip "cannot create network namespaces here"
+    ip netns del "pctor-it-probe-$$"
+    TB=$IT_TOP_SRCDIR/scripts/pctor-testbed
+}
+
+# it_register_testbed RUNDIR: run 'pctor-testbed down --rundir RUNDIR' when
+# the test exits, if a test bed came up there (its state.json exists).
+it_register_testbed() { echo "$1" >> "$IT_ROOT/testbeds"; }
+
+# it_testbed_state RUNDIR PYTHON-EXPRESSION: print the expression, evaluated
+# on the dict `s` of RUNDIR/state.json.
+it_testbed_state() {
+    /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($2)" \
+        "$1/state.json"
+}
 
 # it_require_tor: skip unless tor, tor-gencert and curl are installed. Honours
 # TOR (set by 'make check' from configure; "no" when configure found no tor).
@@ -588,6 +622,10 @@ it_cleanup() {
     if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
         _it_dump_logs
     fi
+    while read -r net; do
+        [ -f "$net/state.json" ] &&
+            "$IT_TOP_SRCDIR/scripts/pctor-testbed" down --rundir "$net" > /dev/null 2>&1
+    done < "$IT_ROOT/testbeds"
     while read -r net; do
         [ -d "$net" ] && "$PRIVNET" stop "$net" > /dev/null 2>&1
     done < "$IT_ROOT/privnets"

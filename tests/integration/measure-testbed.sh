@@ -29,33 +29,16 @@
 . "$(dirname "$0")/lib.sh"
 set -u
 
-[ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces)"
-it_require_tor
-DELAYD=${PCTOR_DELAYD:-${top_builddir:?}/src/tools/delayd/pctor-delayd}
-PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-[ -x "$DELAYD" ] || it_skip "pctor-delayd was not built (apt-get install libnetfilter-queue-dev libmnl-dev; re-run configure)"
-command -v ip > /dev/null && command -v tc > /dev/null && command -v nft > /dev/null &&
-    command -v iptables-restore > /dev/null ||
-    it_skip "needs iproute2, nftables and iptables"
-/usr/bin/python3 -c 'import tomllib' 2> /dev/null || it_skip "needs python3 >= 3.11 (tomllib)"
-ip netns add "pctor-tb-probe-$$" 2> /dev/null || it_skip "cannot create network namespaces here"
-ip netns del "pctor-tb-probe-$$"
+it_require_testbed
 PY=$(it_python3) || it_skip "python3 is not installed"
 
-TB=$IT_TOP_SRCDIR/scripts/pctor-testbed
 MEASURE=$IT_TOP_SRCDIR/scripts/pctor-measure
 READER=$IT_TOP_SRCDIR/tests/onionperf_reader.py
 DUR=${MEASURE_DURATION:-60}
 INTERVAL=${MEASURE_INTERVAL:-15}
 rundir=$(it_tmpdir)/tb
 out=$(it_tmpdir)/run
-
-tb_cleanup() {
-    if [ -f "$rundir/state.json" ]; then
-        "$TB" down --rundir "$rundir" > /dev/null 2>&1 || true
-    fi
-}
-trap 'rc=$?; tb_cleanup; (exit $rc); it_cleanup' EXIT
+it_register_testbed "$rundir"   # taken down whatever happens
 
 t0=$SECONDS
 it_run "$TB" up "$IT_TOP_SRCDIR/scripts/testbed/measure.toml" --rundir "$rundir" --tor "$TOR" \

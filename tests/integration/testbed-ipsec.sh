@@ -18,16 +18,11 @@
 . "$(dirname "$0")/lib.sh"
 set -u
 
-[ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces)"
-it_require_tor
-DELAYD=${PCTOR_DELAYD:-${top_builddir:?}/src/tools/delayd/pctor-delayd}
-PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
+it_require_testbed
 CHARON=${CHARON:-}
 [ -z "$CHARON" ] || [ "$CHARON" = no ] && CHARON=/usr/lib/ipsec/charon
 export CHARON
 export PCTOR_VICI=${PCTOR_VICI:-$top_builddir/src/tools/vicitest/pctor-vici}
-[ -x "$DELAYD" ] || it_skip "pctor-delayd was not built (apt-get install libnetfilter-queue-dev libmnl-dev; re-run configure)"
-[ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
 [ -x "$CHARON" ] || it_skip "no charon at $CHARON (apt-get install strongswan-charon)"
 ls /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so > /dev/null 2>&1 ||
     it_skip "kernel-libipsec plugin missing (apt-get install libcharon-extra-plugins)"
@@ -35,23 +30,12 @@ ls /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so > /dev/null 2>&1 ||
 for c in ip tc nft iptables-restore tcpdump curl ss sha256sum; do
     command -v "$c" > /dev/null 2>&1 || it_skip "$c is not installed"
 done
-/usr/bin/python3 -c 'import tomllib' 2> /dev/null || it_skip "needs python3 >= 3.11 (tomllib)"
 "$PCTOR" --list-options 2> /dev/null | grep -q '^IPsec ' || it_fail "$PCTOR has no IPsec option"
-ip netns add "pctor-tbi-probe-$$" 2> /dev/null || it_skip "cannot create network namespaces here"
-ip netns del "pctor-tbi-probe-$$"
 
-TB=$IT_TOP_SRCDIR/scripts/pctor-testbed
 rundir=$(it_tmpdir)/run
+it_register_testbed "$rundir"   # taken down whatever happens
 tb() { it_run "$TB" "$@"; }
-tb_cleanup() {
-    [ -f "$rundir/state.json" ] && "$TB" down --rundir "$rundir" > /dev/null 2>&1
-    return 0
-}
-trap 'rc=$?; tb_cleanup; (exit $rc); it_cleanup' EXIT
-state() { # PYTHON-EXPRESSION on the state dict `s`
-    /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($1)" \
-        "$rundir/state.json"
-}
+state() { it_testbed_state "$rundir" "$1"; }   # PYTHON-EXPRESSION on the state dict `s`
 fail() {
     for f in "$rundir"/hosts/guard/notice.log "$rundir"/hosts/middle/notice.log \
              "$rundir"/hosts/guard/charon/charon.log; do

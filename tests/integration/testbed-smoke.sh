@@ -17,35 +17,11 @@
 . "$(dirname "$0")/lib.sh"
 set -u
 
-[ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces)"
-it_require_tor
-DELAYD=${PCTOR_DELAYD:-${top_builddir:?}/src/tools/delayd/pctor-delayd}
-PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
-[ -x "$DELAYD" ] || it_skip "pctor-delayd was not built (apt-get install libnetfilter-queue-dev libmnl-dev; re-run configure)"
-[ -x "$PCTOR" ] || it_fail "no pctor binary at $PCTOR"
-command -v ip > /dev/null && command -v tc > /dev/null && command -v nft > /dev/null &&
-    command -v iptables-restore > /dev/null ||
-    it_skip "needs iproute2, nftables and iptables"
-/usr/bin/python3 -c 'import tomllib' 2> /dev/null || it_skip "needs python3 >= 3.11 (tomllib)"
-ip netns add "pctor-tb-probe-$$" 2> /dev/null || it_skip "cannot create network namespaces here"
-ip netns del "pctor-tb-probe-$$"
-
-TB=$IT_TOP_SRCDIR/scripts/pctor-testbed
+it_require_testbed
 rundir=$(it_tmpdir)/run
+it_register_testbed "$rundir"   # taken down whatever happens
 tb() { it_run "$TB" "$@"; }
-
-# Take the network down whatever happens (before lib.sh's own clean-up).
-tb_cleanup() {
-    if [ -f "$rundir/state.json" ]; then
-        "$TB" down --rundir "$rundir" > /dev/null 2>&1 || true
-    fi
-}
-trap 'rc=$?; tb_cleanup; (exit $rc); it_cleanup' EXIT
-
-state() { # PYTHON-EXPRESSION on the state dict `s`
-    /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($1)" \
-        "$rundir/state.json"
-}
+state() { it_testbed_state "$rundir" "$1"; }   # PYTHON-EXPRESSION on the state dict `s`
 
 t0=$SECONDS
 tb up "$IT_TOP_SRCDIR/scripts/testbed/small.toml" --rundir "$rundir" --tor "$TOR" \
