@@ -44,6 +44,7 @@ from .common import (CONTROLPORT, DATAGRAMPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPOR
                      NET_PREFIX, ORPORT, PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write,
                      debug, hex_to_b64, note, nsrun, tail)
 from .config import expand_placeholders
+from .control import ControlConnection
 from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_open
 
 
@@ -541,36 +542,10 @@ def control_commands(ns, datadir, commands, timeout=20):
     """Send commands to the ControlPort (127.0.0.1:CONTROLPORT) of the pctor
     or tor in namespace ns, authenticated with the cookie in datadir; the
     reply lines of each, in order. A reply that is not 250 raises."""
-    with open(os.path.join(datadir, "control_auth_cookie"), "rb") as f:
-        cookie = f.read().hex()
-    s = ns_connect(ns, ("127.0.0.1", CONTROLPORT), timeout=timeout)
-    try:
-        f = s.makefile("rb")
-
-        def cmd(c):
-            s.sendall(c.encode() + b"\r\n")
-            out = []
-            while True:
-                line = f.readline().decode(errors="replace").rstrip("\r\n")
-                if not line:
-                    raise TestbedError(f"control connection closed after {out}")
-                out.append(line)
-                if len(line) >= 4 and line[3] == "+":   # a data block, up to "."
-                    while True:
-                        d = f.readline().decode(errors="replace").rstrip("\r\n")
-                        if d == "." or not d:
-                            break
-                        out.append(d)
-                elif len(line) >= 4 and line[3] == " ":
-                    break
-            if not out[-1].startswith("250"):
-                raise TestbedError(f"{c.split()[0]}: {out[-1]}")
-            return out
-
-        cmd(f"AUTHENTICATE {cookie}")
-        return [cmd(c) for c in commands]
-    finally:
-        s.close()
+    with ControlConnection(ns) as c:
+        c.open(timeout=timeout)
+        c.authenticate(os.path.join(datadir, "control_auth_cookie"), timeout)
+        return [c.cmd(x, timeout) for x in commands]
 
 
 def circuit_ids(lines):

@@ -12,8 +12,7 @@
 #   configuration. Exits are the hosts with role "exit", guards those with
 #   role "relay" (what the test bed's consensus flags Exit and Guard),
 #   middles any other non-exit relay; the three are distinct.
-# - PathPinner: a small control-protocol client (cookie authentication) in
-#   the client host's namespace. It builds one circuit per loop
+# - PathPinner: through the client host's ControlPort (control.py), it builds one circuit per loop
 #   (EXTENDCIRCUIT 0 $guard,$middle,$exit), holds SOCKS streams
 #   (__LeaveStreamsUnattached) and attaches each to its loop's circuit,
 #   recognising the loop by the stream's SOURCE_ADDR (the loop's own SOCKS
@@ -22,16 +21,13 @@
 #   show that the streams went where they were pinned.
 
 import contextlib
-import queue
 import random
-import re
-import socket
 import threading
 import time
 
-from .common import CONTROLPORT, TestbedError, parse_rate
+from .common import TestbedError, parse_rate
+from .control import ControlConnection, ControlError
 from .definition import note
-from .netns import ns_connect
 
 
 # --------------------------------------------------------------------------
@@ -109,10 +105,6 @@ def check_flags(paths, fingerprints, flags):
 # --------------------------------------------------------------------------
 # the controller
 
-class ControlError(TestbedError):
-    pass
-
-
 def _path_names(field, by_fp):
     """A CIRC event's path ($FP~nick,...) as host names."""
     out = []
@@ -132,10 +124,7 @@ class PathPinner:
         self.by_fp = {v.upper(): k for k, v in fingerprints.items()}
         self.log = log
         self.lock = threading.Lock()
-        self.cmd_lock = threading.Lock()
-        self.replies = queue.Queue()
-        self.events = queue.Queue()
-        self.sock = None
+        self.conn = ControlConnection(ns, on_event=self._on_event)
         self.stopping = False
         self.circ_of = {}        # loop -> circuit id (str), built or building
         self.built = {}          # circuit id -> path (names) once BUILT
@@ -149,68 +138,15 @@ class PathPinner:
         self.builds = {}         # loop -> circuits built
         self.checked = {}        # streams SUCCEEDED on their loop's circuit or not
         self.circuit_log = {}    # every circuit id that was BUILT -> its loop
-        self.threads = []
 
     # -- protocol
-    def _reader(self):
-        buf = b""
-        lines = []
-        try:
-            while True:
-                b = self.sock.recv(65536)
-                if not b:
-                    break
-                buf += b
-                while b"\r\n" in buf:
-                    raw, buf = buf.split(b"\r\n", 1)
-                    line = raw.decode(errors="replace")
-                    lines.append(line)
-                    if len(line) >= 4 and line[3] == " ":
-                        (self.events if line.startswith("650") else self.replies).put(lines)
-                        lines = []
-        except OSError:
-            pass
-        self.events.put(None)
-        self.replies.put(None)
-
     def cmd(self, text, timeout=60):
-        with self.cmd_lock:
-            self.sock.sendall(text.encode() + b"\r\n")
-            try:
-                r = self.replies.get(timeout=timeout)
-            except queue.Empty:
-                raise ControlError(f"no reply to {text.split()[0]}") from None
-        if r is None:
-            raise ControlError("the control connection closed")
-        if not r[-1].startswith("250"):
-            raise ControlError(f"{text.split()[0]}: {' '.join(r)}")
-        return r
+        return self.conn.cmd(text, timeout)
 
     def start(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.sock = ns_connect(self.ns, ("127.0.0.1", CONTROLPORT), timeout=10)
-                break
-            except OSError as e:
-                if time.monotonic() > deadline:
-                    raise ControlError(f"cannot reach the ControlPort in {self.ns}: {e}") from e
-                time.sleep(1)
-        self.sock.settimeout(None)
-        th = threading.Thread(target=self._reader, daemon=True)
-        th.start()
-        self.threads.append(th)
-        r = self.cmd("PROTOCOLINFO 1")
-        m = re.search(r'COOKIEFILE="((?:[^"\\]|\\.)*)"', " ".join(r))
-        if not m:
-            raise ControlError("PROTOCOLINFO names no cookie file")
-        with open(m.group(1).replace('\\"', '"').replace("\\\\", "\\"), "rb") as f:
-            cookie = f.read()
-        self.cmd("AUTHENTICATE " + cookie.hex())
+        self.conn.open(timeout=10, retry_for=timeout)
+        self.conn.authenticate()
         self.cmd("SETEVENTS CIRC STREAM")
-        th = threading.Thread(target=self._worker, daemon=True)
-        th.start()
-        self.threads.append(th)
         self.cmd("SETCONF __LeaveStreamsUnattached=1")
         for loop in sorted(self.paths):
             self._build(loop)
@@ -231,12 +167,7 @@ class PathPinner:
 
     def stop(self):
         self.stopping = True
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
-            self.sock.close()
-        for th in self.threads:
-            th.join(5)
+        self.conn.close()
 
     # -- circuits and streams
     def _build(self, loop):
@@ -282,13 +213,9 @@ class PathPinner:
                 with self.lock:
                     self.pending.setdefault(loop, []).append(sid)
 
-    def _worker(self):
-        while True:
-            ev = self.events.get()
-            if ev is None:
-                return
-            with contextlib.suppress(ControlError, OSError, ValueError, IndexError):
-                self._event(ev[-1][4:].split())
+    def _on_event(self, lines):
+        with contextlib.suppress(ControlError, OSError, ValueError, IndexError):
+            self._event(lines[-1][4:].split())
 
     def _event(self, f):
         if f[0] == "CIRC":

@@ -16,6 +16,10 @@
 #     that "asker" logged ("MeasureMe: asked hop H of circuit N ...
 #     (label L)"); "quiet" logged none; the report finds no unexpected label;
 #     the generated torrcs say who asked;
+#   - paired paths (experiment.paired_paths, pinned through the clients'
+#     ControlPorts by the lab's control client): every stream that succeeded
+#     ran on its loop's circuit over the drawn path, none elsewhere or
+#     unpinned; both configurations drew the same paths;
 #   - every run records the load average; --ss-interval wrote ss snapshots
 #     of relay-to-relay connections (cwnd, RTT, MSS) for both
 #     configurations and the report summarises them;
@@ -58,6 +62,7 @@ seeds = 1
 duration_s = 12
 warmup_s = 3
 request_timeout_s = 60
+paired_paths = true
 
 [testbed]
 name = "exp-smoke"
@@ -165,6 +170,21 @@ for f in ("README.md", "results.jsonl", "percentiles.csv", "summary.json", "runs
 runs = json.load(open(os.path.join(out, "runs.json")))["runs"]
 if [r["status"] for r in runs] != ["ok", "ok"]:
     fail(f"runs: {runs}")
+# paired paths (the lab's control client, pinning through the clients'
+# ControlPorts): every stream that succeeded ran on its loop's circuit, whose
+# BUILT path was the drawn one; the same paths in both configurations
+for r in runs:
+    pp = r.get("paired_paths")
+    if not pp or set(pp) != {"asker", "quiet"}:
+        fail(f"run {r['run']}: paired paths of {sorted(pp or {})}")
+    tot = lambda k: sum(c[k] for c in pp.values())
+    if (tot("streams_on_pinned_path") < 2 or tot("streams_on_other_circuit") or
+            tot("unpinned_streams") or any(c["path_mismatches"] for c in pp.values())):
+        fail(f"run {r['run']}: paired paths {pp}")
+    if r.get("paired_paths_flags") != "ok":
+        fail(f"run {r['run']}: paths' flags: {r.get('paired_paths_flags')}")
+if runs[0]["paired_paths"]["asker"]["paths"] != runs[1]["paired_paths"]["asker"]["paths"]:
+    fail("the two configurations drew different paths")
 # the load average of each run, and (--ss-interval) ss snapshots of the
 # relays' relay-to-relay connections with their TCP figures, summarised
 for r in runs:
