@@ -11,8 +11,9 @@
 #     200 ms while it downloads: p2's and p3's measureme.jsonl hold records
 #     of that circuit only (its label), with consecutive sequence numbers,
 #     cells adding up to the download, and (p2, PerCircuitTCP) TCP_INFO of
-#     its own connection towards p3; a second circuit downloading at the
-#     same time without asking leaves no record;
+#     its own connection towards p3, which p3 sees as an incoming
+#     connection carrying that one circuit; a second circuit downloading at
+#     the same time without asking leaves no record;
 #   - p1 (MeasureMeEnabled 0) refuses: no file, a log line;
 #   - answers (doc/measureme.md) reach the asking client: p2 and p3 answer
 #     "accepted" and return batches of records (seq from 0, no gaps), p1
@@ -101,6 +102,15 @@ if want_tcp:
     assert tcp, "no TCP_INFO of the connection towards the next hop"
     assert all(r["chan_fwd"]["per_circuit"] == 1 for r in recs if r["chan_fwd"]), "not per circuit"
     assert all(t["cwnd"] > 0 and t["mss"] > 0 for t in tcp)
+    # p2 opened the connection, and it carries this circuit alone
+    assert all(r["chan_fwd"]["outgoing"] == 1 and r["chan_fwd"]["circuits"] == 1
+               for r in recs if r["chan_fwd"]), "per-circuit connection not outgoing with 1 circuit"
+else:
+    # p3 accepted p2's per-circuit connection: not marked per_circuit (nothing
+    # on the wire says so) but incoming, carrying this one circuit
+    back = [r["chan_bwd"] for r in recs if r["chan_bwd"]]
+    assert back and all(c["outgoing"] == 0 and c["circuits"] == 1 for c in back), \
+        f"p3's connection from p2: {back[:1]}"
 print(f"{len(recs)} records, {bwd} backward cells, max queue delay "
       f"{max(r['queue_bwd']['delay_max_us'] for r in recs)} us")
 EOF

@@ -464,8 +464,16 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
     fprintf(f, ",\"%s\":null", name);
     return;
   }
-  fprintf(f, ",\"%s\":{\"id\":%" PRIu64 ",\"per_circuit\":%d,\"outbuf\":%zu",
+  /* per_circuit: a per-circuit connection this relay opened; the relay
+   * that accepted one cannot tell it from a shared connection (nothing
+   * on the wire says so), but "circuits" (how many the connection
+   * carries now) and "outgoing" let an analysis see it from that side
+   * too. */
+  fprintf(f,
+          ",\"%s\":{\"id\":%" PRIu64 ",\"per_circuit\":%d,\"outgoing\":%d,"
+          "\"circuits\":%u,\"outbuf\":%zu",
           name, channel_global_id(chan), channel_is_per_circuit(chan),
+          channel_is_outgoing(chan) ? 1 : 0, channel_n_circuits(chan),
           channel_outbuf_len(chan));
   sockstat_tcp_t st;
   if (channel_sockstat(chan, &st) == 0)
