@@ -15,6 +15,9 @@
  * gets a pseudo address in it (utcp.c); the options are Debian's (window
  * 64 KiB, MSS from our 1146-byte records: 1126 bytes of cells per
  * segment; delayed ACKs up to 250 ms; 500 ms retransmission timer ticks).
+ * What they cost in dtls-interference (the 64 KiB window holds a bulk
+ * hop; 1.5 s timeouts under loss) is measured in doc/experiments.md with
+ * the counters below (retransmissions, send-buffer waits, hop_sockstat).
  *
  * What every carried transport does (hooks, the tag map, links and hops,
  * direct cells, the extension choice) is shared with BackTap in
