@@ -86,6 +86,11 @@ cells=$((MB * 1024 * 1024 / 498))
 [ "$(num_before "$s2" "out,")" -ge $((cells / 3)) ] || it_fail "p2 sent too few TCP segments: $s2"
 [ "$(num_before "$s1" "out,")" -ge 1 ] && [ "$(num_before "$s2" "in,")" -ge 1 ] ||
     it_fail "no ACK segments from p1 to p2: $s1 / $s2"
+# The exit's hop writes a multi-MiB download into lwIP's 64 KiB send
+# buffer: it finds it full and waits (counted; doc/dgram.md).
+[ "$(num_before "$s2" "times,")" -ge 1 ] || it_fail "p2's send buffer was never full: $s2"
+echo "$s2" | grep -q "[0-9]* segments retransmitted ([0-9]* timeouts, [0-9]* fast retransmits)" ||
+    it_fail "no retransmission counters: $s2"
 for s in "$s1" "$s2"; do
     [ "$(num_before "$s" "malformed")" = 0 ] || it_fail "malformed TCP segments between the relays: $s"
     [ "$(num_before "$s" "connections failed")" = 0 ] || it_fail "a TCP-over-DTLS connection failed: $s"
@@ -97,7 +102,12 @@ msent=$(echo "$m" | awk '$1 == "pctor_dtcp_cells_sent_total" {print $2}')
     it_fail "MetricsPort: pctor_dtcp_cells_sent_total '$msent' < $cells"
 echo "$m" | grep -q '^pctor_dtcp_dropped_total{reason="malformed"} 0$' ||
     it_fail "MetricsPort: $(echo "$m" | grep pctor_dtcp_dropped)"
-it_log "MetricsPort: pctor_dtcp_cells_sent_total $msent"
+mfull=$(echo "$m" | awk '$1 == "pctor_dtcp_sndbuf_full_total" {print $2}')
+[ -n "$mfull" ] && [ "$mfull" -ge 1 ] ||
+    it_fail "MetricsPort: pctor_dtcp_sndbuf_full_total '$mfull' < 1"
+echo "$m" | grep -q '^pctor_dtcp_retransmits_total{kind="timeout"} [0-9]*$' ||
+    it_fail "MetricsPort: $(echo "$m" | grep pctor_dtcp_retransmits)"
+it_log "MetricsPort: pctor_dtcp_cells_sent_total $msent, pctor_dtcp_sndbuf_full_total $mfull"
 
 # 2b. A circuit torn down in the middle of a download.
 "$CIRCTEST" --timeout 60 --nodes "$nodes" --begin "127.0.0.1:$hport" --max-bytes 2000000 \

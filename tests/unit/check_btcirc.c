@@ -28,6 +28,7 @@
 #include "core/proto/cell.h"
 #include "lib/bytes/bytes.h"
 #include "lib/crypt/crypt_init.h"
+#include "lib/net/sockstat.h"
 #include "lib/evloop/evloop.h"
 
 Suite *suite_btcirc(void);
@@ -104,11 +105,24 @@ mock_window(void *arg)
   return T.hop_window;
 }
 
-static const channel_carrier_ops_t mock_ops = {mock_can_send, mock_send,
-                                               mock_closed, mock_window};
-/* A carrier that tells no window (like one without an engine). */
+/* The carrier's TCP state (TCP-over-DTLS has one): a cwnd that tells
+ * the call came here. */
+static int
+mock_sockstat(void *arg, sockstat_tcp_t *out)
+{
+  ck_assert_ptr_eq(arg, &T);
+  memset(out, 0, sizeof(*out));
+  out->cwnd = 17;
+  out->sndbuf_full = 3;
+  return 0;
+}
+
+static const channel_carrier_ops_t mock_ops = {
+    mock_can_send, mock_send, mock_closed, mock_window, mock_sockstat};
+/* A carrier that tells no window (like one without an engine) and no TCP
+ * state. */
 static const channel_carrier_ops_t mock_ops_nowindow = {
-    mock_can_send, mock_send, mock_closed, NULL};
+    mock_can_send, mock_send, mock_closed, NULL, NULL};
 
 static channel_t *
 provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
@@ -477,6 +491,12 @@ START_TEST(test_nowin_limit_follows_window)
   channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
                                      T.ed[1], 0, "(test)");
   ck_assert_uint_eq(channel_carried_window(c), 0);
+  /* channel_sockstat() asks the carrier (MeasureMe's rows of carried
+   * hops), not a socket the channel does not have */
+  sockstat_tcp_t st;
+  ck_assert_int_eq(channel_sockstat(c, &st), 0);
+  ck_assert_uint_eq(st.cwnd, 17);
+  ck_assert_uint_eq(st.sndbuf_full, 3);
   or_circuit_t *orc = or_circuit_new(c, 0x80000031u);
   or_circuit_set_nowin(orc);
   circ_queue_t *pq = &orc->p_queue;
@@ -529,6 +549,7 @@ START_TEST(test_nowin_limit_follows_window)
   channel_t *c2 = channel_new_carried(&mock_ops_nowindow, &T, &T.addr[0],
                                       T.rsa[0], T.ed[0], 0, "(test)");
   ck_assert_uint_eq(channel_carried_window(c2), 0);
+  ck_assert_int_eq(channel_sockstat(c2, &st), -1);
   or_circuit_t *orc2 = or_circuit_new(c2, 0x80000033u);
   ck_assert_uint_eq(circ_queue_nowin_limit(&orc2->p_queue),
                     EDGE_NOWIN_QUEUE_MAX);

@@ -210,6 +210,8 @@ START_TEST(test_connect_data_close)
   for (size_t i = 0; i < total; i++)
     big[i] = (uint8_t)(i * 7 + 3);
   size_t consumed = 0;
+  int saw_full = 0;
+  utcp_conn_info_t in;
   for (int round = 0; round < 2000 && a->rx_len < total; round++) {
     while (off < total) {
       size_t room = utcp_conn_room(b->c);
@@ -219,6 +221,16 @@ START_TEST(test_connect_data_close)
       ck_assert_int_eq(utcp_conn_write(b->c, big + off, n), 0);
       off += n;
     }
+    /* what the stack says of the sender: the send buffer is what was
+     * sent and not acknowledged plus what was never sent; nothing beyond
+     * the peer's window is in flight; the limits are the library's */
+    ck_assert_int_eq(utcp_conn_info(b->c, &in), 0);
+    ck_assert_uint_eq(in.queued, in.inflight + in.unsent);
+    ck_assert_uint_le(in.inflight, in.snd_wnd + in.mss);
+    ck_assert_uint_le(in.queued, in.snd_buf_max);
+    ck_assert_uint_ge(in.cwnd, in.mss);
+    if (off < total && in.queued + 514 > in.snd_buf_max)
+      saw_full = 1;
     pump();
     /* the window is 64 KB: nothing beyond it arrives unconsumed */
     ck_assert_uint_le(a->rx_len - consumed, 65535);
@@ -231,6 +243,24 @@ START_TEST(test_connect_data_close)
   ck_assert_mem_eq(a->rx, big, total);
   ck_assert_uint_gt(b->sent_calls, 0);
   free(big);
+  /* the receiver held data back, so the sender met its send buffer */
+  ck_assert(saw_full);
+  /* the last acknowledgements come back */
+  utcp_conn_consumed(a->c, a->rx_len - consumed);
+  for (int k = 0; k < 50; k++) {
+    ck_assert_int_eq(utcp_conn_info(b->c, &in), 0);
+    if (!in.queued)
+      break;
+    pump();
+  }
+  ck_assert_uint_eq(in.mss, 1146 - 20);
+  ck_assert_uint_eq(in.snd_buf_max, 0xffff); /* Debian's TCP_SND_BUF */
+  ck_assert_uint_eq(in.wnd_max, 0xffff);     /* ... and TCP_WND */
+  ck_assert_uint_eq(in.queued, 0);
+  ck_assert_uint_eq(in.inflight, 0);
+  ck_assert_uint_eq(in.retrans, 0);          /* nothing was lost */
+  ck_assert_uint_ge(in.rto_ms, 500);         /* whole 500 ms ticks */
+  ck_assert_uint_eq(in.rto_ms % 500, 0);
 
   utcp_stats_t st;
   utcp_get_stats(T.u, &st);
@@ -239,6 +269,8 @@ START_TEST(test_connect_data_close)
   ck_assert_uint_eq(st.conns_accepted, 1);
   ck_assert_uint_gt(st.pcb_bytes, 0);
   ck_assert_uint_eq(st.dropped_bad, 0);
+  ck_assert_uint_eq(st.retrans, 0);
+  ck_assert_uint_eq(st.timeouts + st.fast_retransmits, 0);
 
   /* A closes: B hears it; A's record is gone at once */
   utcp_conn_close(a->c);
@@ -278,6 +310,21 @@ START_TEST(test_loss_recovered)
   ck_assert_uint_eq(b->rx_len, total);
   ck_assert_mem_eq(b->rx, big, total);
   free(big);
+  /* the loss was repaired by one recovery (a timeout or a fast
+   * retransmit) that resent the lost segment, perhaps with the ones after
+   * it (after a timeout lwIP resends everything unacknowledged); the
+   * receiver, which lost nothing, retransmitted nothing */
+  utcp_conn_info_t in;
+  ck_assert_int_eq(utcp_conn_info(a->c, &in), 0);
+  ck_assert_uint_ge(in.retrans, 1);
+  ck_assert_uint_le(in.retrans, 40);
+  ck_assert_uint_eq(in.timeouts + in.fast_retransmits, 1);
+  ck_assert_int_eq(utcp_conn_info(b->c, &in), 0);
+  ck_assert_uint_eq(in.retrans, 0);
+  utcp_stats_t st;
+  utcp_get_stats(T.u, &st);
+  ck_assert_uint_ge(st.retrans, 1);
+  ck_assert_uint_eq(st.timeouts + st.fast_retransmits, 1);
 }
 END_TEST
 

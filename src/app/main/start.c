@@ -2642,6 +2642,8 @@ app_log_statistics(void)
                "received; %llu connections failed, %llu reset without a "
                "first cell; segments %llu in, %llu "
                "out, dropped %llu malformed, %llu SYNs over the limits; "
+               "%llu segments retransmitted (%llu timeouts, %llu fast "
+               "retransmits); send buffer full %llu times, %.1f s; "
                "%llu bytes held (%zu per connection's control block)",
                ts.carry.links, ts.carry.hops,
                (unsigned long long)ts.carry.ext_carried,
@@ -2657,6 +2659,11 @@ app_log_statistics(void)
                (unsigned long long)ts.tcp.segs_out,
                (unsigned long long)ts.tcp.dropped_bad,
                (unsigned long long)ts.tcp.dropped_syn_rate,
+               (unsigned long long)ts.tcp.retrans,
+               (unsigned long long)ts.tcp.timeouts,
+               (unsigned long long)ts.tcp.fast_retransmits,
+               (unsigned long long)ts.sndbuf_full,
+               (double)ts.sndbuf_full_us / 1e6,
                (unsigned long long)ts.tcp.mem_bytes, ts.tcp.pcb_bytes);
   }
   log_notice("Statistics: %u exit streams holding %llu bytes in their "

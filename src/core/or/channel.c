@@ -1081,7 +1081,13 @@ channel_outbuf_for_testing(channel_t *chan)
 int
 channel_sockstat(const channel_t *chan, sockstat_tcp_t *out)
 {
-  if (!chan->conn || chan->close_pending)
+  if (chan->close_pending)
+    return -1;
+  if (chan->carrier)
+    return chan->carrier->sockstat
+               ? chan->carrier->sockstat(chan->carrier_arg, out)
+               : -1;
+  if (!chan->conn)
     return -1;
   return sockstat_tcp(conn_fd(chan->conn), out);
 }

@@ -157,7 +157,8 @@ void channel_send_var_cell(channel_t *chan, const var_cell_t *vc);
 int channel_take_bytes(channel_t *chan, uint64_t *rd, uint64_t *wr);
 /* Cells waiting in the output buffer (bytes). */
 size_t channel_outbuf_len(const channel_t *chan);
-/* The kernel's view of the channel's TCP socket (lib/net/sockstat.h).
+/* The kernel's view of the channel's TCP socket (lib/net/sockstat.h);
+ * for a carried channel, its carrier's (channel_carrier_ops_t.sockstat).
  * Returns 0, or -1 if there is no socket or the kernel cannot say. */
 struct sockstat_tcp_t;
 int channel_sockstat(const channel_t *chan, struct sockstat_tcp_t *out);
@@ -227,6 +228,10 @@ typedef struct channel_carrier_ops_t {
   /* The carrier's per-hop sending window now, in cells (BackTap: the
    * flow's Vegas window), or 0 if it has none. May be NULL (0). */
   unsigned (*window)(void *arg);
+  /* The carrier's TCP state for the hop (channel_sockstat(): MeasureMe,
+   * the controller's circuit bandwidth events): 0, or -1 when it has
+   * none. May be NULL. */
+  int (*sockstat)(void *arg, struct sockstat_tcp_t *out);
 } channel_carrier_ops_t;
 channel_t *channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
                                const pc_addr_t *addr, const uint8_t *rsa_id,

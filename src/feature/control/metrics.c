@@ -634,6 +634,21 @@ metrics_render(void)
     one(&b, "pctor_dtcp_connections_failed_total", "counter",
         "TCP-over-DTLS: connections reset or timed out",
         (unsigned long long)ts.conn_failed);
+    head(&b, "pctor_dtcp_retransmits_total", "counter",
+         "TCP-over-DTLS: data segments sent again, and recoveries by kind");
+    strbuf_addf(&b, "pctor_dtcp_retransmits_total{kind=\"segment\"} %llu\n",
+                (unsigned long long)ts.tcp.retrans);
+    strbuf_addf(&b, "pctor_dtcp_retransmits_total{kind=\"timeout\"} %llu\n",
+                (unsigned long long)ts.tcp.timeouts);
+    strbuf_addf(&b, "pctor_dtcp_retransmits_total{kind=\"fast\"} %llu\n",
+                (unsigned long long)ts.tcp.fast_retransmits);
+    one(&b, "pctor_dtcp_sndbuf_full_total", "counter",
+        "TCP-over-DTLS: times a hop's cell found the send buffer full",
+        (unsigned long long)ts.sndbuf_full);
+    head(&b, "pctor_dtcp_sndbuf_full_seconds_total", "counter",
+         "TCP-over-DTLS: time hops waited for send buffer room");
+    strbuf_addf(&b, "pctor_dtcp_sndbuf_full_seconds_total %.3f\n",
+                (double)ts.sndbuf_full_us / 1e6);
     one(&b, "pctor_dtcp_held_bytes", "gauge",
         "TCP-over-DTLS: bytes the connections hold (send and reorder queues)",
         (unsigned long long)ts.tcp.mem_bytes);

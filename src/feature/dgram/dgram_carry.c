@@ -293,11 +293,21 @@ carrier_window(void *arg)
   return h->lk->c->ops->hop_window(h);
 }
 
+static int
+carrier_sockstat(void *arg, sockstat_tcp_t *out)
+{
+  dgram_carry_hop_t *h = hop_of_arg(arg);
+  if (!h || !h->lk->c->ops->hop_sockstat)
+    return -1;
+  return h->lk->c->ops->hop_sockstat(h, out);
+}
+
 static const channel_carrier_ops_t carrier_ops = {
     carrier_can_send,
     carrier_send,
     carrier_closed,
     carrier_window,
+    carrier_sockstat,
 };
 
 /* A cell we delivered has left this relay. */

@@ -45,6 +45,7 @@
 #include "feature/dgram/dgram.h"
 #include "lib/container/dlist.h"
 #include "lib/evloop/evloop.h"
+#include "lib/net/sockstat.h"
 
 #define DGRAM_CARRY_DIRECT_MAX 4   /* direct cells waiting per hop */
 #define DGRAM_CARRY_LINGER_US (30 * 1000000ULL)
@@ -100,6 +101,8 @@ typedef struct dgram_carry_ops_t {
   /* The hop's sending window now, in cells; 0 without one (may be
    * NULL). The channel's carrier window (channel_carried_window()). */
   unsigned (*hop_window)(const dgram_carry_hop_t *h);
+  /* The hop's TCP state (channel_sockstat()): 0, or -1 (may be NULL). */
+  int (*hop_sockstat)(const dgram_carry_hop_t *h, sockstat_tcp_t *out);
   /* Write one 514-byte cell: 0, or -1. */
   int (*hop_send)(dgram_carry_hop_t *h, const uint8_t *cell);
   /* Whether the engine side still exists (direct cells can still go). */

@@ -15,6 +15,9 @@
  * gets a pseudo address in it (utcp.c); the options are Debian's (window
  * 64 KiB, MSS from our 1146-byte records: 1126 bytes of cells per
  * segment; delayed ACKs up to 250 ms; 500 ms retransmission timer ticks).
+ * What they cost in dtls-interference (the 64 KiB window holds a bulk
+ * hop; 1.5 s timeouts under loss) is measured in doc/experiments.md with
+ * the counters below (retransmissions, send-buffer waits, hop_sockstat).
  *
  * What every carried transport does (hooks, the tag map, links and hops,
  * direct cells, the extension choice) is shared with BackTap in
@@ -55,6 +58,8 @@ typedef struct dtcp_hop_t {
   int chan_pending;               /* accepted: channel made by 1st cell */
   uint64_t accepted_us;           /* ... since then, in t->pending */
   dlist_node_t pending_node;
+  uint64_t full_since_us;         /* send buffer full since (0: not) */
+  uint64_t full_count, full_us;   /* times found full, time spent so */
   size_t rx_have;
   uint8_t rx[CELL_LEN];
 } dtcp_hop_t;
@@ -74,6 +79,7 @@ struct dtcp_t {
   uint64_t cells_sent, cells_received;
   uint64_t conn_failed;
   uint64_t first_cell_timeouts;
+  uint64_t sndbuf_full, sndbuf_full_us;
 };
 
 static dtcp_t *the_t;
@@ -123,10 +129,24 @@ conn_recv(void *arg, const uint8_t *data, size_t len)
   }
 }
 
+/* The send buffer had no room for a cell until now (or the hop's end). */
+static void
+full_end(dtcp_hop_t *h)
+{
+  if (!h->full_since_us)
+    return;
+  uint64_t d = time_mono_us() - h->full_since_us;
+  h->full_us += d;
+  T(h->base.lk)->sndbuf_full_us += d;
+  h->full_since_us = 0;
+}
+
 static void
 conn_sent(void *arg)
 {
   dtcp_hop_t *h = arg;
+  if (h->full_since_us && utcp_conn_room(h->conn) >= CELL_LEN)
+    full_end(h);
   if (!h->chan_pending)
     dgram_carry_hop_writable(&h->base);
 }
@@ -135,6 +155,7 @@ static void
 conn_closed(void *arg, const char *why)
 {
   dtcp_hop_t *h = arg;
+  full_end(h);
   h->conn = NULL;
   if (strcmp(why, "closed by the peer") != 0)
     T(h->base.lk)->conn_failed++;
@@ -160,10 +181,59 @@ hop_ready(dgram_carry_hop_t *h, const uint8_t *cell)
   return HOP(h)->conn ? 0 : -1;
 }
 
+/* A cell that finds the send buffer full (lwIP's TCP_SND_BUF, or its
+ * queue of segments) waits: counted, with the time until room comes
+ * back, per hop (MeasureMe's sndbuf_full) and in all (the MetricsPort). */
 static int
 hop_can_send(dgram_carry_hop_t *h)
 {
-  return HOP(h)->conn && utcp_conn_room(HOP(h)->conn) >= CELL_LEN;
+  dtcp_hop_t *d = HOP(h);
+  if (!d->conn)
+    return 0;
+  if (utcp_conn_room(d->conn) >= CELL_LEN)
+    return 1;
+  if (!d->full_since_us) {
+    d->full_since_us = time_mono_us();
+    d->full_count++;
+    T(h->lk)->sndbuf_full++;
+  }
+  return 0;
+}
+
+static uint32_t
+clamp32(uint64_t v)
+{
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* lwIP's state in TCP_INFO's terms (sockstat.h): windows in segments of
+ * the connection's MSS, times in microseconds. */
+static int
+hop_sockstat(const dgram_carry_hop_t *h, sockstat_tcp_t *out)
+{
+  const dtcp_hop_t *d = (const dtcp_hop_t *)(const void *)h;
+  utcp_conn_info_t in;
+  if (!d->conn || utcp_conn_info(d->conn, &in) < 0)
+    return -1;
+  memset(out, 0, sizeof(*out));
+  uint32_t mss = in.mss ? in.mss : 1;
+  out->cwnd = in.cwnd / mss;
+  out->ssthresh = in.ssthresh / mss;
+  out->unacked = in.unacked_segs;
+  out->mss = in.mss;
+  out->rtt_us = in.rtt_ms * 1000u;
+  out->rttvar_us = in.rttvar_ms * 1000u;
+  out->rto_us = in.rto_ms * 1000u;
+  out->total_retrans = clamp32(in.retrans);
+  out->notsent = in.unsent;
+  out->outq = in.queued;
+  out->snd_wnd = in.snd_wnd;
+  uint64_t full_us = d->full_us;
+  if (d->full_since_us)
+    full_us += time_mono_us() - d->full_since_us;
+  out->sndbuf_full = clamp32(d->full_count);
+  out->sndbuf_full_ms = clamp32(full_us / 1000u);
+  return 0;
 }
 
 static int
@@ -185,6 +255,7 @@ hop_alive(const dgram_carry_hop_t *h)
 static void
 hop_close(dgram_carry_hop_t *h)
 {
+  full_end(HOP(h));
   if (HOP(h)->conn)
     utcp_conn_close(HOP(h)->conn);
   HOP(h)->conn = NULL;
@@ -331,6 +402,7 @@ static const dgram_carry_ops_t carry_ops = {
     .hop_connect = hop_connect,
     .hop_ready = hop_ready,
     .hop_can_send = hop_can_send,
+    .hop_sockstat = hop_sockstat,
     .hop_send = hop_send,
     .hop_alive = hop_alive,
     .hop_close = hop_close,
@@ -418,5 +490,7 @@ dtcp_get_stats(const dtcp_t *t, dtcp_stats_t *out)
   out->cells_received = t->cells_received;
   out->conn_failed = t->conn_failed;
   out->first_cell_timeouts = t->first_cell_timeouts;
+  out->sndbuf_full = t->sndbuf_full;
+  out->sndbuf_full_us = t->sndbuf_full_us;
   utcp_get_stats(t->u, &out->tcp);
 }

@@ -78,6 +78,10 @@ typedef struct dtcp_stats_t {
   uint64_t cells_sent, cells_received;
   uint64_t conn_failed;           /* connections reset or timed out */
   uint64_t first_cell_timeouts;   /* peers' connections reset: no cell */
+  uint64_t sndbuf_full;           /* times a hop's cell found lwIP's send
+                                   * buffer full (the hop then waits) */
+  uint64_t sndbuf_full_us;        /* ... and the time until it had room,
+                                   * summed over hops (ended waits) */
   utcp_stats_t tcp;               /* the stack */
 } dtcp_stats_t;
 void dtcp_get_stats(const dtcp_t *t, dtcp_stats_t *out);

@@ -480,9 +480,11 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
     fprintf(f,
             ",\"tcp\":{\"rtt_us\":%u,\"rttvar_us\":%u,\"cwnd\":%u,"
             "\"unacked\":%u,\"mss\":%u,\"retrans\":%u,\"sndq\":%u,"
-            "\"notsent\":%u}",
+            "\"notsent\":%u,\"ssthresh\":%u,\"rto_us\":%u,\"snd_wnd\":%u,"
+            "\"sndbuf_full\":%u,\"sndbuf_full_ms\":%u}",
             st.rtt_us, st.rttvar_us, st.cwnd, st.unacked, st.mss,
-            st.total_retrans, st.outq, st.notsent);
+            st.total_retrans, st.outq, st.notsent, st.ssthresh, st.rto_us,
+            st.snd_wnd, st.sndbuf_full, st.sndbuf_full_ms);
   fputc('}', f);
 }
 

@@ -120,6 +120,8 @@ void utcp_conn_ports(const utcp_conn_t *c, uint16_t *l, uint16_t *r)
 { (void)c; *l = 0; *r = 0; }
 void utcp_get_stats(const utcp_t *u, utcp_stats_t *out)
 { (void)u; memset(out, 0, sizeof(*out)); }
+int utcp_conn_info(const utcp_conn_t *c, utcp_conn_info_t *out)
+{ (void)c; memset(out, 0, sizeof(*out)); return -1; }
 
 #else /* HAVE_LWIP */
 
@@ -155,6 +157,9 @@ struct utcp_conn_t {
   size_t accounted;               /* in u->mem_total */
   int dirty;                      /* written since the last output */
   dlist_node_t dirty_node;
+  int sent_any;                   /* snd_max is valid */
+  uint32_t snd_max;               /* highest sequence number sent + 1 */
+  uint64_t retrans, timeouts, fast_retransmits;
 };
 
 struct utcp_peer_t {
@@ -596,6 +601,45 @@ cb_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 
 /* ---- the netif ---- */
 
+/* Retransmissions, which lwIP (built without LWIP_STATS) does not count:
+ * a segment carrying data (or SYN/FIN) that starts below the highest
+ * sequence number the connection has sent is a retransmission. One that
+ * starts at the oldest unacknowledged byte begins a recovery: a timeout
+ * while lwIP's TF_RTO is set (it resends from there after the timer
+ * fired), otherwise a fast retransmit. Only connections still listed
+ * (not closing ones) are counted. */
+static void
+count_retrans(utcp_t *u, utcp_peer_t *p, const uint8_t *seg, size_t len)
+{
+  uint32_t key = (uint32_t)rd16(seg) << 16 | rd16(seg + 2);
+  utcp_conn_t *c = hmap_get_u32(p->conns, key);
+  if (!c || !c->pcb)
+    return;
+  size_t hl = (size_t)(seg[12] >> 4) * 4;
+  uint32_t seq = (uint32_t)rd16(seg + 4) << 16 | rd16(seg + 6);
+  uint8_t fl = seg[13];
+  uint32_t n = (uint32_t)(len - hl) + ((fl & TCP_SYN) ? 1 : 0) +
+               ((fl & TCP_FIN) ? 1 : 0);
+  if (!n)
+    return; /* a pure ACK or window update */
+  if (c->sent_any && (int32_t)(seq - c->snd_max) < 0) {
+    c->retrans++;
+    u->st.retrans++;
+    if (seq == c->pcb->lastack) {
+      if (c->pcb->flags & TF_RTO) {
+        c->timeouts++;
+        u->st.timeouts++;
+      } else {
+        c->fast_retransmits++;
+        u->st.fast_retransmits++;
+      }
+    }
+  }
+  if (!c->sent_any || (int32_t)(seq + n - c->snd_max) > 0)
+    c->snd_max = seq + n;
+  c->sent_any = 1;
+}
+
 static err_t
 netif_output_cb(struct netif *nif, struct pbuf *pb, const ip4_addr_t *dst)
 {
@@ -616,6 +660,7 @@ netif_output_cb(struct netif *nif, struct pbuf *pb, const ip4_addr_t *dst)
       tot < ihl + UTCP_SEG_MIN || tot - ihl > u->seg_max)
     return ERR_OK;
   uint8_t *seg = b + ihl;
+  count_retrans(u, p, seg, tot - ihl);
   /* Take both addresses out of the checksum (as if they were 0). */
   wr16(seg + 16, csum_update(rd16(seg + 16), b + 12, NULL, 8));
   u->st.segs_out++;
@@ -1047,6 +1092,39 @@ utcp_get_stats(const utcp_t *u, utcp_stats_t *out)
 {
   *out = u->st;
   out->mem_bytes = u->mem_total;
+}
+
+int
+utcp_conn_info(const utcp_conn_t *c, utcp_conn_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  const struct tcp_pcb *pcb = c->pcb;
+  if (!pcb)
+    return -1;
+  out->mss = pcb->mss;
+  out->cwnd = (uint32_t)pcb->cwnd;
+  out->ssthresh = (uint32_t)pcb->ssthresh;
+  out->snd_wnd = (uint32_t)pcb->snd_wnd;
+  out->rcv_wnd = (uint32_t)pcb->rcv_wnd;
+  for (const struct tcp_seg *s = pcb->unacked; s; s = s->next) {
+    out->inflight += s->len;
+    out->unacked_segs++;
+  }
+  for (const struct tcp_seg *s = pcb->unsent; s; s = s->next)
+    out->unsent += s->len;
+  out->queued = (uint32_t)(TCP_SND_BUF - tcp_sndbuf(pcb));
+  out->snd_buf_max = TCP_SND_BUF;
+  out->wnd_max = TCP_WND;
+  /* sa is 8 x the smoothed RTT, sv 4 x its mean deviation, in ticks */
+  out->rtt_ms = (uint32_t)((pcb->sa > 0 ? pcb->sa : 0) >> 3) *
+                TCP_SLOW_INTERVAL;
+  out->rttvar_ms = (uint32_t)((pcb->sv > 0 ? pcb->sv : 0) >> 2) *
+                   TCP_SLOW_INTERVAL;
+  out->rto_ms = (uint32_t)(pcb->rto > 0 ? pcb->rto : 0) * TCP_SLOW_INTERVAL;
+  out->retrans = c->retrans;
+  out->timeouts = c->timeouts;
+  out->fast_retransmits = c->fast_retransmits;
+  return 0;
 }
 
 #endif /* HAVE_LWIP */

@@ -124,6 +124,29 @@ size_t utcp_conn_mem(const utcp_conn_t *c);
 /* The local and remote ports (for logs and tests). */
 void utcp_conn_ports(const utcp_conn_t *c, uint16_t *local, uint16_t *remote);
 
+/* What limits a connection's sending now (the TCP_INFO of the stack):
+ * the stack's own state plus utcp's retransmission count. lwIP measures
+ * RTT in ticks of its 500 ms slow timer, so rtt/rttvar/rto are multiples
+ * of 500 ms (an RTT under one tick reads 0). */
+typedef struct utcp_conn_info_t {
+  uint32_t mss;                   /* bytes */
+  uint32_t cwnd, ssthresh;        /* bytes */
+  uint32_t snd_wnd;               /* the peer's advertised window, bytes */
+  uint32_t rcv_wnd;               /* our receive window open now, bytes */
+  uint32_t inflight;              /* sent, not acknowledged, bytes */
+  uint32_t unacked_segs;          /* ... in segments */
+  uint32_t unsent;                /* queued, never sent, bytes */
+  uint32_t queued;                /* in the send buffer (sent or not) */
+  uint32_t snd_buf_max;           /* the stack's send buffer (TCP_SND_BUF) */
+  uint32_t wnd_max;               /* its largest receive window (TCP_WND) */
+  uint32_t rtt_ms, rttvar_ms, rto_ms;
+  uint64_t retrans;               /* segments sent again */
+  uint64_t timeouts;              /* retransmission timeouts */
+  uint64_t fast_retransmits;      /* fast retransmits (3 duplicate ACKs) */
+} utcp_conn_info_t;
+/* 0, or -1 when the connection has no control block any more. */
+int utcp_conn_info(const utcp_conn_t *c, utcp_conn_info_t *out);
+
 typedef struct utcp_stats_t {
   unsigned peers, conns;           /* now */
   uint64_t segs_in, segs_out, bytes_in, bytes_out;
@@ -133,6 +156,10 @@ typedef struct utcp_stats_t {
   uint64_t dropped_no_peer;        /* output for a peer that is gone */
   uint64_t conns_opened, conns_accepted, conns_refused;
   uint64_t mem_bytes;              /* what connections hold now */
+  uint64_t retrans;                /* data segments sent again */
+  uint64_t timeouts;               /* retransmission timeouts (each counted
+                                    * once, at its first resent segment) */
+  uint64_t fast_retransmits;       /* fast retransmits, likewise */
   size_t pcb_bytes;                /* the stack's control block per
                                     * connection (sizeof) */
 } utcp_stats_t;
