@@ -28,7 +28,6 @@ import json
 import math
 import os
 import platform
-import random
 import re
 import shutil
 import signal
@@ -44,7 +43,7 @@ from .netns import Run
 from .network import consensus_flags, fetch_consensus, find_binaries
 from .paths import check_flags
 from .report import MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json
-from .workload import Stream, fetch, local_socks_connect, run_workload
+from .workload import run_workload, shadow_client
 
 
 TESTBED = os.path.join(SCRIPTS_DIR, "pctor-testbed")
@@ -501,44 +500,11 @@ def do_run_shadow(exp, config, seed, duration, args, out):
 
 
 def cmd_shadow_client(args):
-    """Inside a Shadow simulation: this client host's request loops. Probes
-    until a request through a circuit succeeds, waits for the common start,
-    then runs the loops; records go to the spec's "out" file."""
+    """Inside a Shadow simulation: this client host's request loops
+    (workload.shadow_client); records go to the spec's "out" file."""
     with open(args.spec) as f:
         spec = json.load(f)
-    exp = {"workload": spec["workload"], "warmup_s": spec["warmup_s"],
-           "request_timeout_s": spec["request_timeout_s"]}
-    for w in exp["workload"]:
-        w["think"] = tuple(w["think"])
-    hosts, client = spec["hosts"], spec["client"]
-    mine = [w for w in exp["workload"] if client in w["clients"]]
-    wl = mine[0]
-    srv = hosts[wl["server"]]
-    finfo = srv["files"][wl["file"]]
-    probe = Stream(dict(wl, isolate=False), client, 0, random.Random(0))
-    stop = threading.Event()
-    tries = 0
-    while time.time() < spec["start_wall"]:
-        tries += 1
-        rec = fetch(probe, local_socks_connect(None), srv["ip"], f"/{wl['file']}",
-                    finfo["sha256"], finfo["size"], spec["request_timeout_s"], stop)
-        if rec["ok"]:
-            note(f"{client}: a request through a circuit worked (try {tries})")
-            break
-        time.sleep(2)
-    else:
-        note(f"{client}: no request worked before the workload's start ({tries} tries)")
-    time.sleep(max(0.0, spec["start_wall"] - time.time()))
-    lock = threading.Lock()
-    with open(spec["out"], "a") as out:
-        def emit(rec):
-            with lock:
-                out.write(json.dumps(rec, sort_keys=True) + "\n")
-                out.flush()
-        n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
-                            connect_for=local_socks_connect, only_client=client,
-                            end_by=spec.get("end_by"))
-    note(f"{client}: done, {n} measured requests")
+    shadow_client(spec)
     return 0
 
 

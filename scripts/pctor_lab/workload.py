@@ -351,3 +351,67 @@ def ss_sampler(hosts, interval, t0, stop, path):
 def local_socks_connect(info):
     return lambda timeout: socket.create_connection(("127.0.0.1", SOCKSPORT),
                                                     timeout=timeout)
+
+
+def shadow_client(spec, connect_for=local_socks_connect):
+    """Inside a Shadow simulation: one client host's request loops (spec:
+    the host's workload.json). Probes until a request through a circuit
+    succeeds, then runs the loops from the common start, spec["start_wall"]
+    (a time.time() value), until spec["end_by"] seconds after that start,
+    when requests still running are cut (recorded as aborted), so that the
+    process exits before the simulation stops. Both bounds are absolute:
+    a probe still running at the start is cut too (a bulk host's probe, a
+    whole download, could take longer than the simulation; the loops then
+    started late or never, see doc/experiments.md, seed 6), and the loops
+    start at the common start whatever the probe did. Records are appended
+    to spec["out"]; returns the number of measured requests."""
+    exp = {"workload": [dict(w, think=tuple(w["think"])) for w in spec["workload"]],
+           "warmup_s": spec["warmup_s"], "request_timeout_s": spec["request_timeout_s"]}
+    hosts, client = spec["hosts"], spec["client"]
+    start = spec["start_wall"]
+    end_at = None if spec.get("end_by") is None else start + spec["end_by"]
+    wl = [w for w in exp["workload"] if client in w["clients"]][0]
+    srv = hosts[wl["server"]]
+    finfo = srv["files"][wl["file"]]
+    connect = connect_for(hosts[client])
+    probe = Stream(dict(wl, isolate=False), client, 0, random.Random(0))
+    stop = threading.Event()
+
+    def cut_probe():
+        stop.set()
+        probe.abort()
+    cutter = threading.Timer(max(0.0, start - time.time()), cut_probe)
+    cutter.daemon = True
+    cutter.start()
+    tries, worked, cut = 0, False, False
+    try:
+        while time.time() < start and not stop.is_set():
+            tries += 1
+            rec = fetch(probe, connect, srv["ip"], f"/{wl['file']}", finfo["sha256"],
+                        finfo["size"], spec["request_timeout_s"], stop)
+            if rec["ok"]:
+                worked = True
+                break
+            cut = bool(rec.get("aborted"))
+            stop.wait(min(2.0, max(0.0, start - time.time())))
+    finally:
+        cutter.cancel()
+    if worked:
+        note(f"{client}: a request through a circuit worked (try {tries})")
+    elif cut:
+        note(f"{client}: the probe (try {tries}) was still running at the workload's "
+             f"start: cut")
+    else:
+        note(f"{client}: no request worked before the workload's start ({tries} tries)")
+    time.sleep(max(0.0, start - time.time()))
+    end_by = None if end_at is None else max(0.0, end_at - time.time())
+    lock = threading.Lock()
+    with open(spec["out"], "a") as out:
+        def emit(rec):
+            with lock:
+                out.write(json.dumps(rec, sort_keys=True) + "\n")
+                out.flush()
+        n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
+                            connect_for=connect_for, only_client=client, end_by=end_by)
+    note(f"{client}: done, {n} measured requests")
+    return n
