@@ -11,11 +11,13 @@
 #   config      the test-bed file (TOML) and its validation
 #   netns       namespaces, address slots, run state, links (tc/nft/delayd),
 #               link measurements (selftest)
+#   control     the one control-protocol client (ControlPorts in namespaces)
 #   network     binaries, keys, torrcs, daemons (tor, pctor, charon, web
 #               servers), consensus and client readiness
 #   traffic     pctor-testbed's web/bulk client loops
 #   testbed     pctor-testbed's commands and command line
 #   definition  experiment definitions (TOML), per-run test-bed files
+#   paths       paired paths: drawn per loop, pinned through the ControlPort
 #   workload    the experiment's request loops and ss sampling
 #   report      statistics (percentiles, changes, MeasureMe joins), tables,
 #               plots, the report
