@@ -422,13 +422,11 @@ other_drained_cb(origin_circuit_t *circ, void *arg)
   (void)arg;
 }
 
-START_TEST(test_origin_drain_signal)
+/* An origin circuit (CREATE_FAST) to peer 1, whose channel the carrier
+ * provides when T.provide is set. */
+static origin_circuit_t *
+launch_fast_to_peer1(void)
 {
-  n_drained = 0;
-  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
-  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
-  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), -1);
-  T.provide = 1;
   extend_target_t t;
   memset(&t, 0, sizeof(t));
   t.addr = T.addr[1];
@@ -436,6 +434,17 @@ START_TEST(test_origin_drain_signal)
   t.handshake = CIRC_HTYPE_FAST;
   origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
   ck_assert_ptr_nonnull(oc);
+  return oc;
+}
+
+START_TEST(test_origin_drain_signal)
+{
+  n_drained = 0;
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
+  ck_assert_int_eq(circuits_set_origin_drain_fn(other_drained_cb, NULL), -1);
+  T.provide = 1;
+  origin_circuit_t *oc = launch_fast_to_peer1();
   circ_queue_t *q = &oc->base.n_queue;
   q->low_water = 3;
   /* a cell leaving with 3 left, then with 2 left: told once, at 2 */
@@ -524,13 +533,7 @@ START_TEST(test_nowin_limit_follows_window)
   n_drained = 0;
   ck_assert_int_eq(circuits_set_origin_drain_fn(drained_cb, &T), 0);
   T.provide = 1;
-  extend_target_t t;
-  memset(&t, 0, sizeof(t));
-  t.addr = T.addr[1];
-  memcpy(t.rsa_id, T.rsa[1], 20);
-  t.handshake = CIRC_HTYPE_FAST;
-  origin_circuit_t *oc = origin_circuit_launch(&t, NULL, NULL);
-  ck_assert_ptr_nonnull(oc);
+  origin_circuit_t *oc = launch_fast_to_peer1();
   circ_queue_t *q = &oc->base.n_queue;
   ck_assert_ptr_eq(q->chan, T.carried);
   T.hop_window = 30;
