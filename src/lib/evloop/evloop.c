@@ -290,6 +290,18 @@ evloop_timer_schedule_periodic(evloop_timer_t *t, uint64_t usec)
   timer_arm(t, usec, 1);
 }
 
+uint64_t
+evloop_timer_early_slack_us(void)
+{
+  uint64_t res_us = 0;
+#ifdef CLOCK_MONOTONIC_COARSE
+  struct timespec res;
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+    res_us = (uint64_t)res.tv_sec * 1000000u + (uint64_t)res.tv_nsec / 1000u;
+#endif
+  return 2 * res_us + 1000;
+}
+
 void
 evloop_timer_cancel(evloop_timer_t *t)
 {

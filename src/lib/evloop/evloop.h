@@ -47,13 +47,21 @@ void evloop_io_free_(evloop_io_t *io);
 #define evloop_io_free(x) do { evloop_io_free_(x); (x) = NULL; } while (0)
 
 typedef void (*evloop_cb)(void *arg);
-/* A timer; not scheduled until evloop_timer_schedule(). */
+/* A timer; not scheduled until evloop_timer_schedule().
+ * libevent keeps its deadlines on CLOCK_MONOTONIC_COARSE, which lags
+ * CLOCK_MONOTONIC (evloop_now_us()) by up to about two kernel ticks, so a
+ * timer can fire that much (8 ms at HZ=250) before its delay has passed by
+ * evloop_now_us(). Code that needs an exact deadline compares the clock in
+ * its callback; evloop_timer_early_slack_us() gives the bound. */
 evloop_timer_t *evloop_timer_new(evloop_t *loop, evloop_cb cb, void *arg);
 /* (Re)schedule to fire once after usec microseconds. */
 void evloop_timer_schedule(evloop_timer_t *t, uint64_t usec);
 /* Fire every usec microseconds until cancelled. */
 void evloop_timer_schedule_periodic(evloop_timer_t *t, uint64_t usec);
 void evloop_timer_cancel(evloop_timer_t *t);
+/* How early (in microseconds, by evloop_now_us()) a timer may fire: two
+ * resolutions of the coarse clock plus one millisecond of rounding. */
+uint64_t evloop_timer_early_slack_us(void);
 int evloop_timer_is_pending(const evloop_timer_t *t);
 void evloop_timer_free_(evloop_timer_t *t);
 #define evloop_timer_free(x) do { evloop_timer_free_(x); (x) = NULL; } while (0)
