@@ -187,17 +187,28 @@ for l in open(log, errors="replace"):
     m = re.search(r"asked hop 3 of circuit (\d+) .*\(label ([0-9a-f]+)\)", l)
     if m:
         label[m.group(2)] = m.group(1)
-q, cells = [], 0
+q, cells, flows = [], 0, []
 for l in open(recs):
     r = json.loads(l)
     if label.get(r.get("label")) in nowin:
         q.append(r["queue_bwd"]["queued"])
         cells += r["queue_bwd"]["sent"]
+        # the BackTap hop towards c: its flow control state
+        flows.append((r.get("chan_bwd") or {}).get("flow"))
 if len(q) < 5 or cells < 4 * qmax:
     sys.exit("too few records of a windowless circuit at x: %d records, "
              "%d cells" % (len(q), cells))
+if None in flows:
+    sys.exit("a record of a windowless circuit at x has no BackTap flow "
+             "state for its hop towards c")
+if not any(f["window"] >= 2 and f["base_rtt_us"] > 0 and f["srtt_us"] > 0
+           for f in flows):
+    sys.exit("x's BackTap flow state never showed a window with round "
+             "trips measured: %s" % flows[-1])
 print("%d records, %d cells sent towards c, queued max %d mean %.1f "
-      "(bound %d)" % (len(q), cells, max(q), sum(q) / len(q), qmax))
+      "(bound %d); BackTap window towards c max %d, base RTT %d us" %
+      (len(q), cells, max(q), sum(q) / len(q), qmax,
+       max(f["window"] for f in flows), flows[-1]["base_rtt_us"]))
 sys.exit(0 if max(q) <= qmax else 1)
 EOF
 }

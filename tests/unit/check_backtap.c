@@ -350,6 +350,20 @@ START_TEST(test_ack_fwd_window)
   ck_assert_uint_eq(backtap_flow_inflight(fa), 2);
   ck_assert(!backtap_flow_can_send(fa));
   ck_assert_uint_eq(backtap_flow_srtt_us(fa), 20000);
+  /* the same at a glance (MeasureMe's "flow" object) */
+  backtap_flow_info_t in;
+  backtap_flow_info(fa, &in);
+  ck_assert_uint_eq(in.swnd, 2);
+  ck_assert_uint_eq(in.inflight, 2);
+  ck_assert_uint_eq(in.unacked, 0);
+  ck_assert_uint_eq(in.srtt_us, 20000);
+  ck_assert_uint_eq(in.base_rtt_us, 0); /* no FWD yet */
+  ck_assert_uint_eq(in.act_rtt_us, 0);
+  ck_assert_uint_eq(in.slow_start, 1);
+  ck_assert_uint_eq(in.retransmitted, 0);
+  backtap_flow_info(fb, &in);
+  ck_assert_uint_eq(in.queued, 2);
+  ck_assert_uint_eq(in.inflight, 0);
 
   /* forwarding must go in order */
   ck_assert_int_eq(backtap_flow_forwarded(fb, b->delivered_seq[1]), -1);
@@ -367,6 +381,11 @@ START_TEST(test_ack_fwd_window)
   ck_assert_uint_eq(backtap_link_base_rtt_us(a->bt), 30000);
   /* slow start: the window grew with the FWDed cells it was limited by */
   ck_assert_uint_ge(backtap_flow_swnd(fa), 3);
+  backtap_flow_info(fa, &in);
+  ck_assert_uint_eq(in.base_rtt_us, 30000);
+  ck_assert_uint_eq(in.act_rtt_us, 30000); /* the round trip ended */
+  ck_assert_uint_eq(in.swnd, backtap_flow_swnd(fa));
+  ck_assert_uint_eq(in.inflight, 0);
   ck_assert_uint_eq(backtap_link_stats(a->bt)->forged_feedback, 0);
   ck_assert_uint_eq(a->timer, UINT64_MAX); /* nothing outstanding */
 

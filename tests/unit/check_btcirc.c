@@ -117,12 +117,24 @@ mock_sockstat(void *arg, sockstat_tcp_t *out)
   return 0;
 }
 
+/* The carrier's flow control (BackTap has one). */
+static int
+mock_flowstat(void *arg, channel_flowstat_t *out)
+{
+  ck_assert_ptr_eq(arg, &T);
+  memset(out, 0, sizeof(*out));
+  out->window = T.hop_window;
+  out->base_rtt_us = 20000;
+  return 0;
+}
+
 static const channel_carrier_ops_t mock_ops = {
-    mock_can_send, mock_send, mock_closed, mock_window, mock_sockstat};
-/* A carrier that tells no window (like one without an engine) and no TCP
- * state. */
+    mock_can_send, mock_send,     mock_closed,
+    mock_window,   mock_sockstat, mock_flowstat};
+/* A carrier that tells no window (like one without an engine), no TCP
+ * state and no flow control. */
 static const channel_carrier_ops_t mock_ops_nowindow = {
-    mock_can_send, mock_send, mock_closed, NULL, NULL};
+    mock_can_send, mock_send, mock_closed, NULL, NULL, NULL};
 
 static channel_t *
 provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
@@ -506,6 +518,13 @@ START_TEST(test_nowin_limit_follows_window)
   ck_assert_int_eq(channel_sockstat(c, &st), 0);
   ck_assert_uint_eq(st.cwnd, 17);
   ck_assert_uint_eq(st.sndbuf_full, 3);
+  /* and channel_carried_flowstat() its flow control */
+  channel_flowstat_t fs;
+  T.hop_window = 7;
+  ck_assert_int_eq(channel_carried_flowstat(c, &fs), 0);
+  ck_assert_uint_eq(fs.window, 7);
+  ck_assert_uint_eq(fs.base_rtt_us, 20000);
+  T.hop_window = 0;
   or_circuit_t *orc = or_circuit_new(c, 0x80000031u);
   or_circuit_set_nowin(orc);
   circ_queue_t *pq = &orc->p_queue;
@@ -553,6 +572,11 @@ START_TEST(test_nowin_limit_follows_window)
                                       T.rsa[0], T.ed[0], 0, "(test)");
   ck_assert_uint_eq(channel_carried_window(c2), 0);
   ck_assert_int_eq(channel_sockstat(c2, &st), -1);
+  ck_assert_int_eq(channel_carried_flowstat(c2, &fs), -1);
+  /* a channel that is not carried has none */
+  channel_t *plain =
+      channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
+  ck_assert_int_eq(channel_carried_flowstat(plain, &fs), -1);
   or_circuit_t *orc2 = or_circuit_new(c2, 0x80000033u);
   ck_assert_uint_eq(circ_queue_nowin_limit(&orc2->p_queue),
                     EDGE_NOWIN_QUEUE_MAX);

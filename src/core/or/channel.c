@@ -1491,6 +1491,15 @@ channel_carried_window(const channel_t *chan)
   return chan->carrier->window(chan->carrier_arg);
 }
 
+int
+channel_carried_flowstat(const channel_t *chan, channel_flowstat_t *out)
+{
+  if (!chan || !chan->carrier || chan->close_pending ||
+      !chan->carrier->flowstat)
+    return -1;
+  return chan->carrier->flowstat(chan->carrier_arg, out);
+}
+
 void *
 channel_carrier_arg(const channel_t *chan, const channel_carrier_ops_t *ops)
 {

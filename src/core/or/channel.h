@@ -220,6 +220,22 @@ void channel_open_socketless_for_testing(channel_t *chan);
  * scheduler writes a cell only while can_send() says yes; the carrier
  * calls channel_carried_writable() when it may again. Cells written
  * directly (CREATE2, DESTROY) go to send() whatever can_send() says. */
+/* A carrier's hop-by-hop flow control for one hop (BackTap's per-circuit
+ * window): what MeasureMe records per circuit beside the TCP state. Times
+ * in microseconds; 0 where nothing was measured yet. */
+typedef struct channel_flowstat_t {
+  uint32_t window;      /* sending window, cells */
+  uint32_t inflight;    /* cells sent and not yet released by the peer */
+  uint32_t unacked;     /* cells sent and not yet acknowledged */
+  uint32_t queued;      /* cells received here, not yet forwarded */
+  uint32_t base_rtt_us; /* smallest round trip seen towards the peer */
+  uint32_t rtt_us;      /* the window's latest round-trip sample */
+  uint32_t srtt_us, rto_us;
+  uint32_t retransmitted; /* cells sent again, over the hop's lifetime */
+  uint32_t dropped;     /* cells dropped here before acknowledgement */
+  uint32_t slow_start;  /* 1 while the window is still in slow start */
+} channel_flowstat_t;
+
 typedef struct channel_carrier_ops_t {
   int (*can_send)(void *arg);
   /* One packed 514-byte cell: 0, or -1 (the cell is lost). */
@@ -232,6 +248,10 @@ typedef struct channel_carrier_ops_t {
    * the controller's circuit bandwidth events): 0, or -1 when it has
    * none. May be NULL. */
   int (*sockstat)(void *arg, struct sockstat_tcp_t *out);
+  /* The carrier's hop-by-hop flow control for the hop
+   * (channel_carried_flowstat()): 0, or -1 when it has none. May be
+   * NULL. */
+  int (*flowstat)(void *arg, channel_flowstat_t *out);
 } channel_carrier_ops_t;
 channel_t *channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
                                const pc_addr_t *addr, const uint8_t *rsa_id,
@@ -245,6 +265,10 @@ int channel_is_carried(const channel_t *chan);
 /* The carrier's window (channel_carrier_ops_t.window) of a carried
  * channel; 0 for any other channel, a closing one or a carrier without. */
 unsigned channel_carried_window(const channel_t *chan);
+/* The carrier's flow control state (channel_carrier_ops_t.flowstat) of a
+ * carried channel: 0, or -1 for any other channel, a closing one or a
+ * carrier without. */
+int channel_carried_flowstat(const channel_t *chan, channel_flowstat_t *out);
 /* The carrier's arg if chan is carried by ops, else NULL. */
 void *channel_carrier_arg(const channel_t *chan,
                           const channel_carrier_ops_t *ops);

@@ -110,6 +110,9 @@ struct backtap_flow_t {
   uint64_t unanswered_since; /* first timeout of the current series */
   unsigned calm_epochs; /* window-limited round trips without a queue */
   uint32_t recover;
+  uint64_t last_act_rtt;   /* actualRtt of the last round trip that had one */
+  uint32_t n_retransmitted; /* cells of this flow sent again */
+  uint32_t n_dropped;       /* cells of this flow dropped before ACK */
 
   /* receive half */
   uint32_t rcv_isn, rcv_fwd, rcv_nxt;
@@ -513,6 +516,7 @@ flow_retransmit(backtap_flow_t *f, uint32_t seq)
     return;
   slot->flags |= SLOT_RETX;
   link->st.cells_retransmitted++;
+  f->n_retransmitted++;
   link->lower.send_record(link->lower_arg, BACKTAP_REC_CELL, slot->rec,
                           BACKTAP_CELL_REC_LEN);
 }
@@ -699,6 +703,7 @@ cell_input(backtap_link_t *link, const uint8_t *rec, size_t len)
   if (link->rx_held >= link->p.link_max_cells) {
     /* Deliberate drop before ACK: the sender will retransmit. */
     link->st.excess_dropped++;
+    f->n_dropped++;
     return -1;
   }
   link->rx_held++;
@@ -804,6 +809,8 @@ flow_fwd_sample(backtap_flow_t *f, uint64_t r, uint32_t newly)
   if (backtap_seq_diff(f->snd_fwd, f->epoch_end) < 0)
     return;
   /* one round trip is over */
+  if (f->epoch_min_rtt != NO_DEADLINE)
+    f->last_act_rtt = f->epoch_min_rtt;
   if (f->epoch_min_rtt != NO_DEADLINE && link->base_rtt != NO_DEADLINE) {
     uint64_t base = link->base_rtt, act = f->epoch_min_rtt;
     uint64_t diff = (uint64_t)f->swnd * (act - base) / base;
@@ -1192,4 +1199,27 @@ uint64_t
 backtap_flow_rto_us(const backtap_flow_t *flow)
 {
   return flow->rto;
+}
+
+static uint32_t
+clamp_us(uint64_t v)
+{
+  return v == NO_DEADLINE ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+void
+backtap_flow_info(const backtap_flow_t *f, backtap_flow_info_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->swnd = f->swnd;
+  out->inflight = f->snd_nxt - f->snd_fwd;
+  out->unacked = f->snd_nxt - f->snd_una;
+  out->queued = f->rcv_nxt - f->rcv_fwd;
+  out->base_rtt_us = clamp_us(f->link->base_rtt);
+  out->act_rtt_us = clamp_us(f->last_act_rtt);
+  out->srtt_us = clamp_us(f->srtt);
+  out->rto_us = clamp_us(f->rto);
+  out->retransmitted = f->n_retransmitted;
+  out->dropped = f->n_dropped;
+  out->slow_start = f->slow_start;
 }

@@ -163,4 +163,20 @@ unsigned backtap_flow_queued(const backtap_flow_t *flow);
 uint64_t backtap_flow_srtt_us(const backtap_flow_t *flow);
 uint64_t backtap_flow_rto_us(const backtap_flow_t *flow);
 
+/* A flow's state at a glance (MeasureMe's per-circuit records). Times in
+ * microseconds, 0 where nothing was measured yet. */
+typedef struct backtap_flow_info_t {
+  uint32_t swnd;       /* the Vegas window, cells */
+  uint32_t inflight;   /* sent, not yet FWDed (what swnd limits) */
+  uint32_t unacked;    /* sent, not yet ACKed (kept for retransmission) */
+  uint32_t queued;     /* received in order here, not yet forwarded */
+  uint32_t base_rtt_us;/* the link's baseRtt (smallest FWD round trip) */
+  uint32_t act_rtt_us; /* actualRtt of the last round trip with a sample */
+  uint32_t srtt_us, rto_us; /* the ACK round trip's SRTT and the RTO */
+  uint32_t retransmitted; /* cells of this flow sent again, lifetime */
+  uint32_t dropped;    /* cells of this flow dropped before ACK here */
+  uint32_t slow_start; /* 1 while in slow start */
+} backtap_flow_info_t;
+void backtap_flow_info(const backtap_flow_t *flow, backtap_flow_info_t *out);
+
 #endif

@@ -140,6 +140,29 @@ hop_window(const dgram_carry_hop_t *h)
 }
 
 static int
+hop_flowstat(const dgram_carry_hop_t *h, channel_flowstat_t *out)
+{
+  const btcirc_flow_t *bf = (const btcirc_flow_t *)(const void *)h;
+  if (!bf->flow)
+    return -1;
+  backtap_flow_info_t in;
+  backtap_flow_info(bf->flow, &in);
+  memset(out, 0, sizeof(*out));
+  out->window = in.swnd;
+  out->inflight = in.inflight;
+  out->unacked = in.unacked;
+  out->queued = in.queued;
+  out->base_rtt_us = in.base_rtt_us;
+  out->rtt_us = in.act_rtt_us;
+  out->srtt_us = in.srtt_us;
+  out->rto_us = in.rto_us;
+  out->retransmitted = in.retransmitted;
+  out->dropped = in.dropped;
+  out->slow_start = in.slow_start;
+  return 0;
+}
+
+static int
 hop_send(dgram_carry_hop_t *h, const uint8_t *cell)
 {
   int r = backtap_flow_send(FLOW(h)->flow, cell);
@@ -389,6 +412,7 @@ static const dgram_carry_ops_t carry_ops = {
     .hop_ready = hop_ready,
     .hop_can_send = hop_can_send,
     .hop_window = hop_window,
+    .hop_flowstat = hop_flowstat,
     .hop_send = hop_send,
     .hop_alive = hop_alive,
     .hop_close = hop_close,

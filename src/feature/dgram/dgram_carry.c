@@ -302,12 +302,22 @@ carrier_sockstat(void *arg, sockstat_tcp_t *out)
   return h->lk->c->ops->hop_sockstat(h, out);
 }
 
+static int
+carrier_flowstat(void *arg, channel_flowstat_t *out)
+{
+  dgram_carry_hop_t *h = hop_of_arg(arg);
+  if (!h || !h->lk->c->ops->hop_flowstat)
+    return -1;
+  return h->lk->c->ops->hop_flowstat(h, out);
+}
+
 static const channel_carrier_ops_t carrier_ops = {
     carrier_can_send,
     carrier_send,
     carrier_closed,
     carrier_window,
     carrier_sockstat,
+    carrier_flowstat,
 };
 
 /* A cell we delivered has left this relay. */

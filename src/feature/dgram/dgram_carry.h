@@ -103,6 +103,9 @@ typedef struct dgram_carry_ops_t {
   unsigned (*hop_window)(const dgram_carry_hop_t *h);
   /* The hop's TCP state (channel_sockstat()): 0, or -1 (may be NULL). */
   int (*hop_sockstat)(const dgram_carry_hop_t *h, sockstat_tcp_t *out);
+  /* The hop's flow control state (channel_carried_flowstat()): 0, or -1
+   * (may be NULL). */
+  int (*hop_flowstat)(const dgram_carry_hop_t *h, channel_flowstat_t *out);
   /* Write one 514-byte cell: 0, or -1. */
   int (*hop_send)(dgram_carry_hop_t *h, const uint8_t *cell);
   /* Whether the engine side still exists (direct cells can still go). */

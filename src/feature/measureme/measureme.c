@@ -485,6 +485,16 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
             st.rtt_us, st.rttvar_us, st.cwnd, st.unacked, st.mss,
             st.total_retrans, st.outq, st.notsent, st.ssthresh, st.rto_us,
             st.snd_wnd, st.sndbuf_full, st.sndbuf_full_ms);
+  channel_flowstat_t fs;
+  if (channel_carried_flowstat(chan, &fs) == 0)
+    fprintf(f,
+            ",\"flow\":{\"window\":%u,\"inflight\":%u,\"unacked\":%u,"
+            "\"queued\":%u,\"base_rtt_us\":%u,\"rtt_us\":%u,"
+            "\"srtt_us\":%u,\"rto_us\":%u,\"retrans\":%u,\"dropped\":%u,"
+            "\"slow_start\":%u}",
+            fs.window, fs.inflight, fs.unacked, fs.queued, fs.base_rtt_us,
+            fs.rtt_us, fs.srtt_us, fs.rto_us, fs.retransmitted, fs.dropped,
+            fs.slow_start);
   fputc('}', f);
 }
 

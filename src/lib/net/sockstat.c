@@ -50,7 +50,9 @@ sockstat_query(int fd, sockstat_tcp_t *out, int want_outq)
   out->rtt_us = ti.tcpi_rtt;
   out->rttvar_us = ti.tcpi_rttvar;
   out->total_retrans = ti.tcpi_total_retrans;
-  out->ssthresh = ti.tcpi_snd_ssthresh;
+  /* The kernel says TCP_INFINITE_SSTHRESH before the first loss. */
+  out->ssthresh =
+      ti.tcpi_snd_ssthresh >= 0x7fffffffu ? 0 : ti.tcpi_snd_ssthresh;
   out->rto_us = ti.tcpi_rto;
   int n = 0;
   if (want_outq && ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0)

@@ -21,7 +21,8 @@ typedef struct sockstat_tcp_t {
   uint32_t total_retrans; /* segments retransmitted over the lifetime */
   uint32_t notsent;       /* bytes in the send queue never sent */
   uint32_t outq;          /* bytes in the send queue (sent or not) */
-  uint32_t ssthresh;      /* slow-start threshold, segments */
+  uint32_t ssthresh;      /* slow-start threshold, segments (0: not set
+                           * yet, still in the first slow start) */
   uint32_t rto_us;        /* retransmission timeout now */
   uint32_t snd_wnd;       /* the peer's receive window, bytes (0: unknown) */
   uint32_t sndbuf_full;   /* times a cell found the send buffer full,
