@@ -41,7 +41,7 @@ from .definition import (ExperimentError, PROG, definition_summary, load_experim
                          print_plan, run_name, testbed_toml)
 from .netns import Run
 from .network import consensus_flags, fetch_consensus, find_binaries
-from .paths import check_flags
+from .paths import check_flags, path_candidates
 from .report import MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json
 from .workload import run_workload, shadow_client
 
@@ -436,6 +436,16 @@ def do_run_shadow(exp, config, seed, duration, args, out):
                 # exits (as Shadow expects) before the simulation stops
                 "end_by": stop_s - wstart - 15,
                 "out": os.path.join(info[h.name]["dir"], "records.jsonl")}
+        if exp.get("paired_paths"):
+            # the runner cannot reach the clients' ControlPorts inside
+            # the simulation: each client host's workload pins its own
+            # loops (workload.shadow_pinner), on the test bed's draw
+            net = exp["network"]
+            spec.update({"paired_paths": True,
+                         "path_relays": path_candidates(net["hosts"], net.get("defaults")),
+                         "fingerprints": {n: i["fingerprint"] for n, i in info.items()
+                                          if i.get("fingerprint")},
+                         "pins": os.path.join(info[h.name]["dir"], "pins.json")})
         with open(os.path.join(tdir, "workload.json"), "w") as f:
             json.dump(spec, f)
         return [{"path": sys.executable,
@@ -461,10 +471,22 @@ def do_run_shadow(exp, config, seed, duration, args, out):
         runrec["status"] = "running"
         rc, wall, mem, cpu = sh.run_shadow(sim, shadow, opts)
         runrec.update({"shadow_rc": rc, "wall_s": wall, "peak_rss_mib": mem, "cpu_s": cpu})
+        pins = {}
         for cname, info in sorted(state.items()):
             for rec in read_jsonl(os.path.join(info["dir"], "records.jsonl")):
                 rec.update({"run": name, "config": config["name"], "seed": seed})
                 results.append(rec)
+            with contextlib.suppress(OSError, ValueError):
+                with open(os.path.join(info["dir"], "pins.json")) as f:
+                    pins.update(json.load(f))
+        if exp.get("paired_paths"):
+            runrec["paired_paths"] = pins
+            # (on the test bed checked against the consensus; here the
+            # relays' flags are the authority's in the simulation)
+            runrec["paired_paths_flags"] = "not checked under Shadow"
+            clients = {c for w in exp["workload"] for c in w["clients"]}
+            if set(pins) != clients:
+                runrec["paired_paths_missing"] = sorted(clients - set(pins))
         if rc != 0:
             runrec["status"] = "failed"
             runrec["error"] = f"shadow exited {rc}: " + " | ".join(
@@ -515,12 +537,6 @@ def cmd_run(args):
         note("must run as root (network namespaces)")
         return 1
     exp = load_experiment(args.file, args.scale)
-    if args.engine == "shadow" and exp.get("paired_paths"):
-        # The pinning goes through each client's ControlPort from the
-        # runner, which a Shadow simulation has no way in for.
-        note("experiment.paired_paths is not supported under Shadow yet: "
-             "each client draws its own paths, as without it")
-        exp["paired_paths"] = False
     seeds = args.seeds or exp["seeds"]
     duration = args.duration or exp["duration_s"]
     if args.ss_interval is not None:

@@ -122,7 +122,7 @@ def start_pinners(exp, hosts, streams, seed, timeout=180):
     try:
         for client in sorted({st.client for st in streams}):
             mine = {st.name: paths[st.name] for st in streams if st.client == client}
-            pinners[client] = PathPinner(hosts[client]["ns"], mine, fps)
+            pinners[client] = PathPinner(hosts[client].get("ns"), mine, fps)
             pinners[client].start()
         for p in pinners.values():
             p.wait_built(timeout)
@@ -135,7 +135,8 @@ def start_pinners(exp, hosts, streams, seed, timeout=180):
 
 
 def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
-                 only_client=None, ss_path=None, end_by=None, pin_info=None):
+                 only_client=None, ss_path=None, end_by=None, pin_info=None,
+                 pinned=None):
     """Run the workload on a live network; emit(record) for every request.
     hosts: the run's hosts (ip, binary, files of servers); connect_for(info)
     gives the function that opens a connection to a client's SocksPort;
@@ -147,7 +148,9 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
     started, or began building its pinned circuits). With
     experiment.paired_paths (live networks only), each loop's streams go
     over its seed's path (paths.py); pin_info (a dict)
-    gets the pinners' summary."""
+    gets the pinners' summary. pinned: ({client: PathPinner}, {loop:
+    path}) already started (Shadow: shadow_client builds them before the
+    start), used instead of experiment.paired_paths."""
     warm = exp["warmup_s"]
     stop_bg = threading.Event()
     stop_fg = threading.Event()   # set only when the run is interrupted
@@ -155,7 +158,7 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
     counted = [0]
     lock = threading.Lock()
 
-    pinners, paths = {}, {}
+    pinners, paths = pinned if pinned else ({}, {})
 
     def pinned_connect(connect, pinner, name):
         def c(timeout):
@@ -225,7 +228,7 @@ def run_workload(exp, hosts, seed, duration, emit, connect_for=ns_socks_connect,
     # the workload's circuits are built from here on (report.py classes the
     # circuits measured before as the test bed's "setup")
     wall_circuits = time.time()
-    if exp.get("paired_paths"):
+    if exp.get("paired_paths") and not pinned:
         if connect_for is not ns_socks_connect:
             raise TestbedError("paired_paths needs the test bed (namespaces)")
         pinners, paths = start_pinners(exp, hosts, streams, seed)
@@ -376,6 +379,7 @@ def shadow_client(spec, connect_for=local_socks_connect):
     connect = connect_for(hosts[client])
     probe = Stream(dict(wl, isolate=False), client, 0, random.Random(0))
     stop = threading.Event()
+    pinned = shadow_pinner(spec, exp, client) if spec.get("paired_paths") else None
 
     def cut_probe():
         stop.set()
@@ -403,15 +407,48 @@ def shadow_client(spec, connect_for=local_socks_connect):
              f"start: cut")
     else:
         note(f"{client}: no request worked before the workload's start ({tries} tries)")
+    if pinned:
+        p = pinned[0][client]
+        with p.lock:
+            missing = sorted(l for l in p.paths if p.circ_of.get(l) not in p.built)
+        note(f"{client}: paired paths, {len(p.paths) - len(missing)} of {len(p.paths)} "
+             f"circuits built at the start" +
+             (f" (not yet: {', '.join(missing)}; their streams wait for them)"
+              if missing else ""))
     time.sleep(max(0.0, start - time.time()))
     end_by = None if end_at is None else max(0.0, end_at - time.time())
     lock = threading.Lock()
-    with open(spec["out"], "a") as out:
-        def emit(rec):
-            with lock:
-                out.write(json.dumps(rec, sort_keys=True) + "\n")
-                out.flush()
-        n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
-                            connect_for=connect_for, only_client=client, end_by=end_by)
+    pin_info = {}
+    try:
+        with open(spec["out"], "a") as out:
+            def emit(rec):
+                with lock:
+                    out.write(json.dumps(rec, sort_keys=True) + "\n")
+                    out.flush()
+            n, _ = run_workload(exp, hosts, spec["seed"], spec["duration"], emit,
+                                connect_for=connect_for, only_client=client,
+                                end_by=end_by, pin_info=pin_info, pinned=pinned)
+    finally:
+        if pinned:
+            for c, p in pinned[0].items():
+                p.stop()
+                pin_info.setdefault(c, p.summary())
+            with open(spec["pins"], "w") as f:
+                json.dump(pin_info, f, sort_keys=True)
     note(f"{client}: done, {n} measured requests")
     return n
+
+
+def shadow_pinner(spec, exp, client):
+    """experiment.paired_paths inside Shadow: the client host's loops get
+    the seed's paths (paths.draw_paths over spec["path_relays"], the same
+    draw as on the test bed, loop by loop), pinned through the pctor
+    client's ControlPort on this host. Started before the probe, so that
+    the circuits are built by the common start; a loop whose circuit is
+    not built yet then waits for it. Returns run_workload's `pinned`."""
+    loops = [f"{w['class']}-{client}-{i}" for w in exp["workload"]
+             if client in w["clients"] for i in range(w["streams"])]
+    paths = draw_paths(spec["path_relays"], loops, spec["seed"])
+    p = PathPinner(None, paths, spec["fingerprints"])
+    p.start(timeout=120)
+    return {client: p}, paths

@@ -17,6 +17,10 @@
 #   - MeasureMe records of the relays join the client's labels, and the
 #     report (README.md, percentiles.csv) was written;
 #   - --first-seed 2: the runs (and their records) are seed 2's;
+#   - experiment.paired_paths: every loop's streams went over the seed's
+#     path, the same in both configurations, pinned by the client host's
+#     workload through its pctor client's ControlPort (circuits BUILT on
+#     the drawn path, streams SUCCEEDED on them, none elsewhere);
 #   - the key cache (fresh for this test): the first run made the
 #     authority's and the four relays' keys, the second made none, and
 #     every relay ran in both runs with the fingerprint the cache gave it.
@@ -125,6 +129,32 @@ for cfg, want in (("shared", False), ("pctcp", True)):
               if m["config"] == cfg and m.get("role") == "middle")
     if own != want:
         fail(f"{cfg}: per-circuit onward connections at a middle: {own}, want {want}")
+# experiment.paired_paths inside Shadow: the client's workload pinned every
+# loop to the seed's path through its pctor client's ControlPort; the same
+# paths in both configurations, circuits BUILT on exactly those paths, and
+# the streams SUCCEEDED on their loop's circuit (pctor's own STREAM/CIRC
+# events), none on another.
+paths = None
+for r in runs:
+    pp = (r.get("paired_paths") or {}).get("cli")
+    if not pp:
+        fail(f"{r['run']}: no paired-paths summary for cli ({r.get('paired_paths_missing')})")
+    if paths is None:
+        paths = pp["paths"]
+    elif pp["paths"] != paths:
+        fail(f"{r['run']}: other paths than the first run's: {pp['paths']} vs {paths}")
+    if set(pp["paths"]) != {"web-cli-0", "web-cli-1", "bulk-cli-0"}:
+        fail(f"{r['run']}: pinned loops {sorted(pp['paths'])}")
+    if pp["path_mismatches"] or pp["streams_on_other_circuit"]:
+        fail(f"{r['run']}: pinning broken: {pp['path_mismatches']}, "
+             f"{pp['streams_on_other_circuit']} streams on another circuit")
+    ok = sum(1 for x in recs if x["run"] == r["run"] and x["ok"] and not x.get("aborted"))
+    if pp["streams_on_pinned_path"] < ok:
+        fail(f"{r['run']}: {pp['streams_on_pinned_path']} streams verified on their "
+             f"pinned path, {ok} good downloads")
+    if any(x["run"] == r["run"] and "-".join(paths[f"{x['class']}-cli-{x['stream']}"]) !=
+           x.get("path") for x in recs):
+        fail(f"{r['run']}: a record without its loop's path")
 rows = list(csv.DictReader(open(os.path.join(out, "percentiles.csv"))))
 if not any(r["config"] == "pctcp" and r["class"] == "web" and r["metric"] == "ttfb"
            for r in rows):
@@ -133,7 +163,10 @@ if "shadow" not in open(os.path.join(out, "README.md")).read().lower():
     fail("the report does not say it ran in Shadow")
 print("shadow-smoke: runs ok; good downloads per config/class:",
       {(c, k): sum(1 for r in recs if r["config"] == c and r["class"] == k and r["ok"])
-       for c in ("shared", "pctcp") for k in ("web", "bulk")}, file=sys.stderr)
+       for c in ("shared", "pctcp") for k in ("web", "bulk")},
+      "; streams verified on their pinned path per run:",
+      {r["run"]: r["paired_paths"]["cli"]["streams_on_pinned_path"] for r in runs},
+      "; paths:", paths, file=sys.stderr)
 PY
 it_check_results "$PY" "$out" "shared pctcp" "web:4 bulk:2" ||
     it_fail "the Shadow runs are wrong (logs under $out/runs/*/shadow)"
