@@ -305,6 +305,30 @@ def transport_check(before, after):
     return hops, problem
 
 
+def measureme_hops(mm, relays, since):
+    """The circuit hops at the relays of relays = {name: CircuitTransport}
+    by the transport MeasureMe saw them use (each record's channels'
+    "transport"), for the circuits that carried cells from since on (a
+    wall-clock time: the workload's start), whenever they were made (a
+    loop may take a circuit built before the start): {relay: {transport:
+    hops}}, a hop being a (circuit label, side) seen at that relay."""
+    seen = {}
+    for r in mm:
+        relay = r.get("relay")
+        if relay not in relays or r.get("time", 0) < since or \
+                not (r.get("cells_fwd", 0) or r.get("cells_bwd", 0)):
+            continue
+        for side in ("chan_bwd", "chan_fwd"):
+            ch = r.get(side)
+            if ch and ch.get("transport"):
+                seen[(relay, r.get("label"), side)] = ch["transport"]
+    out = {}
+    for (relay, _, _), t in seen.items():
+        out.setdefault(relay, {})
+        out[relay][t] = out[relay].get(t, 0) + 1
+    return out
+
+
 def do_run(exp, config, seed, duration, args, out):
     name = run_name(exp, config, seed)
     rdir = os.path.join(out, "runs", name)
@@ -499,6 +523,23 @@ def do_run_shadow(exp, config, seed, duration, args, out):
         runrec["measured"] = sum(1 for r in results if r.get("counted") and
                                  not r.get("background"))
         asks, mm = collect_hosts(runrec, state, rdir)
+        # A datagram CircuitTransport: the relays' SIGUSR1 counters (the
+        # test bed's check) cannot be asked inside the simulation; their
+        # MeasureMe records say which transport each hop of the circuits
+        # made for the workload used.
+        dgr = datagram_relays(state)
+        if dgr:
+            hops = measureme_hops(mm, dgr, sh.SIM_EPOCH + wstart)
+            runrec["circuit_hops_measureme"] = hops
+            names = {TRANSPORT_NAMES[t] for t in dgr.values()}
+            n_dg = sum(n for h in hops.values() for t, n in h.items() if t in names)
+            if not hops:
+                runrec["circuit_hops_note"] = ("not checked: no MeasureMe record of a "
+                                               "workload circuit at the relays")
+            elif not n_dg and runrec["status"] == "ok":
+                runrec["status"] = "failed"
+                runrec["error"] = ("transport not engaged: no hop of a workload circuit "
+                                   "used " + "/".join(sorted(names)) + " (MeasureMe)")
         with open(os.path.join(rdir, "records.jsonl"), "w") as f:
             for r in results:
                 f.write(json.dumps(r, sort_keys=True) + "\n")

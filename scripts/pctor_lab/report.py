@@ -801,6 +801,22 @@ def make_report(out):
         L.append(md_table(["run", "relay", "datagram", "TLS (port known)",
                            "TLS (no port known)"], rows))
         L.append("")
+    mm_hop_runs = [r for r in meta["runs"] if r.get("circuit_hops_measureme")]
+    if mm_hop_runs:
+        L.append("## Circuit hops by transport (MeasureMe)\n")
+        L.append("Under Shadow the relays' counters cannot be asked during the run: the "
+                 "hops of the circuits that carried cells from the workload's start on, as the relays' "
+                 "MeasureMe records show them (each circuit's previous and next hop at each "
+                 "relay with a datagram CircuitTransport; circuits its clients asked to "
+                 "measure). A run in which no hop used the datagram transport is refused "
+                 "(status failed). TLS hops include those to and from hosts without a "
+                 "DatagramPort.\n")
+        ts = sorted({t for r in mm_hop_runs for h in r["circuit_hops_measureme"].values()
+                     for t in h})
+        rows = [[r["run"], relay] + [h.get(t, 0) for t in ts]
+                for r in mm_hop_runs for relay, h in sorted(r["circuit_hops_measureme"].items())]
+        L.append(md_table(["run", "relay"] + ts, rows))
+        L.append("")
     L.append("## Runs\n")
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",
            "load 1/5 min (start, end)", "note"]

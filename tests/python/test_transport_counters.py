@@ -64,3 +64,30 @@ def test_counters_of_the_configured_transport(tmp_path):
     assert a["g"] == {"transport": "BackTap", "datagram": 1, "tls": 0, "tls_no_port": 0}
     assert b["g"] == {"transport": "TCP-over-DTLS", "datagram": 42, "tls": 7, "tls_no_port": 2}
     assert c["g"]["datagram"] == 3
+
+
+def mmrec(relay, label, t, cells, bwd, fwd):
+    ch = lambda tr: None if tr is None else {"id": 1, "transport": tr}
+    return {"relay": relay, "label": label, "time": t, "cells_fwd": cells, "cells_bwd": 0,
+            "chan_bwd": ch(bwd), "chan_fwd": ch(fwd)}
+
+
+def test_measureme_hops():
+    # Under Shadow: hops of the circuits that moved cells from the
+    # workload's start on, each (circuit, side) once however many records
+    mm = [mmrec("m", "a", 1010.0, 50, "BackTap", "BackTap"),
+          mmrec("m", "a", 1011.0, 60, "BackTap", "BackTap"),
+          mmrec("m", "b", 990.0, 20, "TLS", "BackTap"),    # before the start only
+          mmrec("m", "d", 1010.0, 0, "TLS", "TLS"),        # idle since the start
+          mmrec("m", "e", 1012.0, 9, "TLS", "BackTap"),    # an early circuit, used
+          mmrec("x", "a", 1010.0, 50, "BackTap", None),    # the exit: no next hop
+          mmrec("g1", "c", 1010.0, 10, "TLS", "BackTap"),  # from a client over TLS
+          mmrec("srv", "a", 1010.0, 50, "TLS", "TLS")]     # not a datagram relay
+    hops = experiment.measureme_hops(mm, {"m": "backtap", "x": "backtap",
+                                          "g1": "backtap"}, 1000.0)
+    assert hops == {"m": {"BackTap": 3, "TLS": 1}, "x": {"BackTap": 1},
+                    "g1": {"TLS": 1, "BackTap": 1}}
+    # records without the transport field (older relays) count nothing
+    old = [{"relay": "m", "label": "z", "time": 1010.0, "cells_fwd": 5,
+            "chan_bwd": {"id": 1}, "chan_fwd": None}]
+    assert experiment.measureme_hops(old, {"m": "backtap"}, 1000.0) == {}

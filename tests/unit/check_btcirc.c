@@ -144,7 +144,7 @@ provider(const pc_addr_t *addr, const uint8_t *rsa_id, const uint8_t *ed_id,
   if (!T.provide)
     return NULL;
   T.carried = channel_new_carried(&mock_ops, &T, addr, rsa_id, ed_id, 1,
-                                  "(test)");
+                                  "test");
   if (T.backpressure)
     channel_carried_set_backpressure(T.carried);
   return T.carried;
@@ -279,7 +279,7 @@ START_TEST(test_window_gates_scheduler)
   /* A circuit a peer opened over the carrier: its backward cells go to
    * the carried channel as the window allows. */
   channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
-                                     T.ed[1], 0, "(test)");
+                                     T.ed[1], 0, "test");
   ck_assert(!channel_is_outgoing(c));
   or_circuit_t *oc = or_circuit_new(c, 0x80000005u);
   for (uint32_t i = 0; i < 5; i++)
@@ -322,7 +322,7 @@ START_TEST(test_input_reaches_command)
    * DESTROY that goes back over the carrier; the cell itself is freed
    * (its tag released). A cell of the wrong length is dropped. */
   channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
-                                     T.ed[1], 0, "(test)");
+                                     T.ed[1], 0, "test");
   packed_cell_t *pc = relay_cell(0x80000007u, 3, 1);
   pc->body[4] = CELL_CREATE2;
   channel_carried_input(c, pc);
@@ -373,7 +373,7 @@ START_TEST(test_path_backpressure)
   ck_assert_int_eq(channel_path_backpressure(n), 0);
   /* From a BackTap hop whose peer said "all the way": all the way. */
   channel_t *bt = channel_new_carried(&mock_ops, &T, &T.addr[0], T.rsa[0],
-                                      T.ed[0], 0, "(test)");
+                                      T.ed[0], 0, "test");
   channel_carried_set_backpressure(bt);
   channel_set_path_backpressure(bt, 1);
   ck_assert_int_eq(channel_path_backpressure(bt), 1);
@@ -381,7 +381,7 @@ START_TEST(test_path_backpressure)
   ck_assert_int_eq(channel_path_backpressure(n), 1);
   /* From a BackTap hop whose peer did not say so: not all the way. */
   channel_t *bt2 = channel_new_carried(&mock_ops, &T, &T.addr[0], T.rsa[0],
-                                       T.ed[0], 0, "(test)");
+                                       T.ed[0], 0, "test");
   channel_carried_set_backpressure(bt2);
   n = extend_from(bt2, 0x80000015u);
   ck_assert_int_eq(channel_path_backpressure(n), 0);
@@ -510,7 +510,7 @@ START_TEST(test_nowin_limit_follows_window)
   /* Exit towards the client: an or_circuit whose previous hop is a
    * carried channel; its p_queue's limit is the carrier's window. */
   channel_t *c = channel_new_carried(&mock_ops, &T, &T.addr[1], T.rsa[1],
-                                     T.ed[1], 0, "(test)");
+                                     T.ed[1], 0, "test");
   ck_assert_uint_eq(channel_carried_window(c), 0);
   /* channel_sockstat() asks the carrier (MeasureMe's rows of carried
    * hops), not a socket the channel does not have */
@@ -569,7 +569,7 @@ START_TEST(test_nowin_limit_follows_window)
   ck_assert_ptr_eq(last_drained, oc);
   /* a carrier without a window: the hard cap */
   channel_t *c2 = channel_new_carried(&mock_ops_nowindow, &T, &T.addr[0],
-                                      T.rsa[0], T.ed[0], 0, "(test)");
+                                      T.rsa[0], T.ed[0], 0, "test");
   ck_assert_uint_eq(channel_carried_window(c2), 0);
   ck_assert_int_eq(channel_sockstat(c2, &st), -1);
   ck_assert_int_eq(channel_carried_flowstat(c2, &fs), -1);
@@ -577,6 +577,9 @@ START_TEST(test_nowin_limit_follows_window)
   channel_t *plain =
       channel_accept_socketless_for_testing(&T.addr[0], T.rsa[0], T.ed[0]);
   ck_assert_int_eq(channel_carried_flowstat(plain, &fs), -1);
+  /* the transport's name (MeasureMe's "transport") */
+  ck_assert_str_eq(channel_transport_name(plain), "TLS");
+  ck_assert_str_eq(channel_transport_name(c2), "test");
   or_circuit_t *orc2 = or_circuit_new(c2, 0x80000033u);
   ck_assert_uint_eq(circ_queue_nowin_limit(&orc2->p_queue),
                     EDGE_NOWIN_QUEUE_MAX);

@@ -1417,6 +1417,7 @@ channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
   chan->carried = 1;
   chan->carrier = ops;
   chan->carrier_arg = arg;
+  chan->carrier_kind = kind;
   G.n_carried++;
   set_expected_ids(chan, rsa_id, ed_id);
   chan->link_proto = 5;
@@ -1425,8 +1426,8 @@ channel_new_carried(const channel_carrier_ops_t *ops, void *arg,
   evloop_timer_free(chan->hs_timer);
   channel_update_desc(chan);
   size_t dl = strlen(chan->desc);
-  if (kind && dl + 3 < sizeof(chan->desc))
-    snprintf(chan->desc + dl, sizeof(chan->desc) - dl, " %s", kind);
+  if (kind && dl + 4 < sizeof(chan->desc))
+    snprintf(chan->desc + dl, sizeof(chan->desc) - dl, " (%s)", kind);
   log_info("Channel %s is open (%s, carried)", chan->desc,
            outgoing ? "outgoing" : "incoming");
   up_opened(chan, 1);
@@ -1489,6 +1490,14 @@ channel_carried_window(const channel_t *chan)
       !chan->carrier->window)
     return 0;
   return chan->carrier->window(chan->carrier_arg);
+}
+
+const char *
+channel_transport_name(const channel_t *chan)
+{
+  if (chan && chan->carried)
+    return chan->carrier_kind ? chan->carrier_kind : "carried";
+  return "TLS";
 }
 
 int

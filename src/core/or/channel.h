@@ -265,6 +265,10 @@ int channel_is_carried(const channel_t *chan);
 /* The carrier's window (channel_carrier_ops_t.window) of a carried
  * channel; 0 for any other channel, a closing one or a carrier without. */
 unsigned channel_carried_window(const channel_t *chan);
+/* The transport a channel's cells travel over: "TLS" (a TLS connection,
+ * shared or per circuit), or a carried channel's kind ("BackTap",
+ * "TCP-over-DTLS"). A static string. */
+const char *channel_transport_name(const channel_t *chan);
 /* The carrier's flow control state (channel_carrier_ops_t.flowstat) of a
  * carried channel: 0, or -1 for any other channel, a closing one or a
  * carrier without. */

@@ -38,6 +38,7 @@ struct channel_t {
   /* Carried channels (no conn): the feature's transport for its circuit. */
   const channel_carrier_ops_t *carrier;
   void *carrier_arg;
+  const char *carrier_kind; /* the transport's name ("BackTap"), static */
   channel_state_t state;
   unsigned is_outgoing : 1;
   unsigned we_authenticate : 1;   /* outgoing, and we are a relay */

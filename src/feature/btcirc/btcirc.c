@@ -398,7 +398,7 @@ link_usable(dgram_carry_link_t *l)
 
 static const dgram_carry_ops_t carry_ops = {
     .name = "BackTap",
-    .chan_kind = "(BackTap)",
+    .chan_kind = "BackTap",
     .transport = CIRCUIT_TRANSPORT_BACKTAP,
     .tag_class = 0,
     .link_size = sizeof(btcirc_link_t),

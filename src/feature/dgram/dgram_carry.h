@@ -72,7 +72,8 @@ typedef struct dgram_carry_hop_t {
 
 typedef struct dgram_carry_ops_t {
   const char *name;               /* "BackTap": log lines */
-  const char *chan_kind;          /* "(BackTap)": the channel's kind */
+  const char *chan_kind;          /* "BackTap": the channel's transport
+                                   * (channel_transport_name()) */
   circuit_transport_t transport;  /* what CircuitTransport names it */
   unsigned tag_class;             /* 0-3, one transport per class */
   size_t link_size, hop_size;     /* >= the embedded records */

@@ -389,7 +389,7 @@ link_record(dgram_carry_link_t *l, uint8_t type, const uint8_t *body,
 
 static const dgram_carry_ops_t carry_ops = {
     .name = "TCP-over-DTLS",
-    .chan_kind = "(TCP-over-DTLS)",
+    .chan_kind = "TCP-over-DTLS",
     .transport = CIRCUIT_TRANSPORT_DTLS_TCP,
     .tag_class = DTCP_TAG_CLASS,
     .link_size = sizeof(dtcp_link_t),

@@ -470,9 +470,10 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
    * carries now) and "outgoing" let an analysis see it from that side
    * too. */
   fprintf(f,
-          ",\"%s\":{\"id\":%" PRIu64 ",\"per_circuit\":%d,\"outgoing\":%d,"
-          "\"circuits\":%u,\"outbuf\":%zu",
-          name, channel_global_id(chan), channel_is_per_circuit(chan),
+          ",\"%s\":{\"id\":%" PRIu64 ",\"transport\":\"%s\","
+          "\"per_circuit\":%d,\"outgoing\":%d,\"circuits\":%u,\"outbuf\":%zu",
+          name, channel_global_id(chan), channel_transport_name(chan),
+          channel_is_per_circuit(chan),
           channel_is_outgoing(chan) ? 1 : 0, channel_n_circuits(chan),
           channel_outbuf_len(chan));
   sockstat_tcp_t st;
