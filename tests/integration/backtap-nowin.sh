@@ -13,9 +13,10 @@
 #   1. c's first download goes out before any datagram link of c exists:
 #      its first hop is TLS, so it does not ask; sha256 ok. That TLS link
 #      brings c's datagram link to g up.
-#   2. Every circuit of c is closed (CLOSECIRCUIT); the next download's
-#      circuit starts over BackTap (c logs it), c asks x to drop the
-#      windows and x agrees (both log it); sha256 ok.
+#   2. Once the link is up, c itself retires its circuits whose first hop
+#      reaches g over TLS (it logs so; nothing closes them from outside);
+#      the next download's circuit starts over BackTap (c logs it), c asks
+#      x to drop the windows and x agrees (both log it); sha256 ok.
 #   3. MiddleNodes relay1 (tor) on reload, circuits closed again: the hop
 #      g -> relay1 is TLS, so x refuses when c asks (c logs that hop 3
 #      keeps the end-to-end windows); the download works; sha256 ok.
@@ -160,9 +161,14 @@ it_wait_until 60 link_up c g ||
     it_fail "c did not bring up a datagram link to g: $(grep -i datagram "$dc/info.log" | tail -3)"
 it_log "datagram link c -> g up"
 
-# 2. All BackTap: new circuits only.
-n=$(close_all)
-it_log "closed $n circuit(s) of c"
+# 2. All BackTap: c retires its TLS-first-hop circuits on its own.
+fpg=$(awk '$1 == "g" {print $4}' "$nodes")
+retired() {
+    grep -Eq "CircuitTransport backtap: [0-9]+ circuits? whose first hop reaches \\\$$fpg over TLS take no new streams" "$dc/info.log"
+}
+it_wait_until 10 retired ||
+    it_fail "c did not retire its circuits over TLS to g: $(grep -e 'take no new' -e 'Datagram link' "$dc/info.log" | tail -3)"
+it_log "c retired its circuits to g over TLS: $(grep -o 'backtap: [0-9]* circuits\{0,1\} whose' "$dc/info.log" | tail -1)"
 asked0=$(grep -c "no end-to-end windows with hop 3 (every hop is BackTap)" "$dc/info.log")
 t0=$SECONDS
 it_wait_until 60 fetch nowin u2 || it_fail "c: download over BackTap failed: $(tail -3 "$dc/info.log")"

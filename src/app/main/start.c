@@ -116,6 +116,7 @@ static struct {
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
   btcirc_t *btcirc;             /* BackTap circuits on them; NULL when off */
   dtcp_t *dtcp;                 /* TCP-over-DTLS circuits; NULL when off */
+  int dgram_transport;          /* CircuitTransport now (CIRCUIT_TRANSPORT_*) */
   int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
@@ -1040,12 +1041,30 @@ dgram_config(const options_t *o, dgram_config_t *cfg)
   cfg->count_private = o->testing_tor_network;
 }
 
+/* A datagram link came up: with CircuitTransport backtap or dtls-tcp, our
+ * own client circuits that reach that relay over TLS (built before the
+ * link was up) take no new streams, so that new ones use the link. */
+static void
+dgram_link_changed(dgram_link_t *l, int up, const char *why, void *arg)
+{
+  (void)why;
+  (void)arg;
+  const uint8_t *rsa = dgram_link_peer_rsa_id(l);
+  if (!up || !rsa)
+    return;
+  if (A.dgram_transport == CIRCUIT_TRANSPORT_BACKTAP && A.btcirc)
+    client_retire_tls_first_hops(rsa, "CircuitTransport backtap");
+  else if (A.dgram_transport == CIRCUIT_TRANSPORT_DTLS_TCP && A.dtcp)
+    client_retire_tls_first_hops(rsa, "CircuitTransport dtls-tcp");
+}
+
 static int
 apply_dgram(const options_t *o)
 {
   dgram_config_t cfg;
   dgram_config(o, &cfg);
   const dgram_options_t *dgo = options_module(o, &dgram_conf_module);
+  A.dgram_transport = dgo->transport;
   if (A.dgram) {
     dgram_reconfigure(A.dgram, &cfg);
     if (A.btcirc)
@@ -1069,6 +1088,8 @@ apply_dgram(const options_t *o)
   }
   if (dgram_attach_channels(A.dgram) < 0)
     log_warn("DatagramPort: cannot announce the port on TLS links");
+  if (dgram_add_link_observer(A.dgram, dgram_link_changed, NULL) < 0)
+    log_warn("DatagramPort: cannot watch the links for the client");
   /* BackTap circuits from peers are accepted whenever the port is open;
    * our own extensions use BackTap with CircuitTransport backtap. */
   A.btcirc = btcirc_new(A.loop, A.dgram, NULL);

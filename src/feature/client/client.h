@@ -208,6 +208,12 @@ void client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
  * CLIENT_NEWNYM_INTERVAL_US, a sooner one waits and *delay_s_out says how
  * long (else 0). Returns 0, or 551 without a client. */
 int client_ctl_newnym(unsigned *delay_s_out, char **err_out);
+/* A faster transport to the relay with RSA identity rsa_id is up (a
+ * datagram link, CircuitTransport backtap or dtls-tcp): the circuits whose
+ * first hop reaches it over a TLS connection take no new streams (as after
+ * NEWNYM), so that new ones are built over the new transport; their
+ * streams go on. Returns how many were retired (0 without a client). */
+int client_retire_tls_first_hops(const uint8_t rsa_id[20], const char *why);
 /* DROPTIMEOUTS: forget the circuit build times (cbt_reset). Returns 0
  * (the caller then reports CBT_EV_RESET), or 551 without a client. */
 int client_ctl_drop_timeouts(char **err_out);

@@ -29,6 +29,8 @@
  *    controller can tell which circuits are legs of one set.
  */
 #include "feature/client/client_internal.h"
+#include "core/or/channel.h"
+#include "core/or/circuit.h"
 #include "lib/encoding/base16.h"
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
@@ -575,6 +577,53 @@ client_ctl_cbt_event(cbt_event_t ev)
   cbt_info_t info;
   cbt_get_info(client_g.cbt, &info);
   cbt_observer(ev, &info, cbt_observer_arg);
+}
+
+/* Whether the leg's first hop goes to rsa_id over TLS: a built leg by its
+ * channel; one still building was started before the faster transport
+ * was up, so over TLS. */
+static int
+leg_tls_to(const cleg_t *leg, const uint8_t rsa_id[20])
+{
+  if (!leg || memcmp(leg->guard_id, rsa_id, 20) != 0)
+    return 0;
+  if (!leg->circ)
+    return 1;
+  const channel_t *chan = leg->circ->base.n_chan;
+  return chan && !channel_is_carried(chan);
+}
+
+int
+client_retire_tls_first_hops(const uint8_t rsa_id[20], const char *why)
+{
+  if (!client_g.loop)
+    return 0;
+  int n = 0;
+  dlist_node_t *node, *next;
+  for (node = dlist_first(&client_g.circs); node; node = next) {
+    next = dlist_next(&client_g.circs, node);
+    ccirc_t *cc = DLIST_ENTRY(node, ccirc_t, node);
+    if (cc->dead || cc->retired)
+      continue;
+    int tls = 0;
+    for (int i = 0; i < cc->n_legs && !tls; i++)
+      tls = leg_tls_to(cc->legs[i], rsa_id);
+    if (!tls)
+      continue;
+    cc->retired = 1;
+    n++;
+    if (cc->built && dlist_is_empty(&cc->streams))
+      ccirc_close(cc, -1, why);
+  }
+  if (n) {
+    char hex[41];
+    base16_encode(hex, sizeof(hex), rsa_id, 20, BASE16_UPPER);
+    log_notice("%s: %d circuit%s whose first hop reaches $%s over TLS take "
+               "no new streams; new circuits use the new transport",
+               why, n, n == 1 ? "" : "s", hex);
+    evloop_deferred_schedule(client_g.preempt_ev);
+  }
+  return n;
 }
 
 int
