@@ -308,15 +308,20 @@ def transport_check(before, after):
 def measureme_hops(mm, relays, since):
     """The circuit hops at the relays of relays = {name: CircuitTransport}
     by the transport MeasureMe saw them use (each record's channels'
-    "transport"), for the circuits that carried cells from since on (a
-    wall-clock time: the workload's start), whenever they were made (a
-    loop may take a circuit built before the start): {relay: {transport:
-    hops}}, a hop being a (circuit label, side) seen at that relay."""
+    "transport"), for the circuits that carried cells towards the exit
+    from since on (a wall-clock time: the workload's start), whenever they
+    were made (a loop may take a circuit built before the start), as some
+    relay before the exit saw them forward cells; cells towards the client
+    alone do not count, as a measured circuit carries its own MeasureMe
+    answers that way. A circuit is known by its MeasureMe label, the same
+    at every hop: {relay: {transport: hops}}, a hop being a (circuit
+    label, side) seen at that relay."""
+    used = {r.get("label") for r in mm
+            if r.get("time", 0) >= since and r.get("cells_fwd")}
     seen = {}
     for r in mm:
         relay = r.get("relay")
-        if relay not in relays or r.get("time", 0) < since or \
-                not (r.get("cells_fwd", 0) or r.get("cells_bwd", 0)):
+        if relay not in relays or r.get("time", 0) < since or r.get("label") not in used:
             continue
         for side in ("chan_bwd", "chan_fwd"):
             ch = r.get(side)
@@ -469,7 +474,11 @@ def do_run_shadow(exp, config, seed, duration, args, out):
                          "path_relays": path_candidates(net["hosts"], net.get("defaults")),
                          "fingerprints": {n: i["fingerprint"] for n, i in info.items()
                                           if i.get("fingerprint")},
-                         "pins": os.path.join(info[h.name]["dir"], "pins.json")})
+                         "pins": os.path.join(info[h.name]["dir"], "pins.json"),
+                         "rebuild_after_links": any(
+                             len(l.split()) >= 2 and l.split()[0].lower() == "circuittransport"
+                             and l.split()[1].lower() in TRANSPORT_NAMES
+                             for lines in config["torrc"].values() for l in lines)})
         with open(os.path.join(tdir, "workload.json"), "w") as f:
             json.dump(spec, f)
         return [{"path": sys.executable,

@@ -805,7 +805,7 @@ def make_report(out):
     if mm_hop_runs:
         L.append("## Circuit hops by transport (MeasureMe)\n")
         L.append("Under Shadow the relays' counters cannot be asked during the run: the "
-                 "hops of the circuits that carried cells from the workload's start on, as the relays' "
+                 "hops of the circuits that carried cells towards the exit from the workload's start on, as the relays' "
                  "MeasureMe records show them (each circuit's previous and next hop at each "
                  "relay with a datagram CircuitTransport; circuits its clients asked to "
                  "measure). A run in which no hop used the datagram transport is refused "

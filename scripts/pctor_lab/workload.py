@@ -27,6 +27,7 @@ import time
 from .common import HTTPPORT, ORPORT, SOCKSPORT, TestbedError
 from .definition import PROG, note
 from .netns import ns_connect, recv_http_head, socks5_open
+from .control import ControlError
 from .paths import PathPinner, draw_paths, path_candidates
 
 
@@ -451,4 +452,21 @@ def shadow_pinner(spec, exp, client):
     paths = draw_paths(spec["path_relays"], loops, spec["seed"])
     p = PathPinner(None, paths, spec["fingerprints"])
     p.start(timeout=120)
+    if spec.get("rebuild_after_links"):
+        # A datagram CircuitTransport: relays learn each other's
+        # DatagramPort on a TLS link, so these first circuits made the
+        # links and went over TLS themselves. Build them again once (what
+        # the test bed does after waiting for the links).
+        try:
+            p.wait_built(max(10.0, spec["start_wall"] - time.time() - 30))
+        except ControlError as e:
+            note(f"{client}: paired paths: {e}")
+        time.sleep(5)
+        with p.lock:
+            cids = [p.circ_of[l] for l in p.paths if p.circ_of.get(l) in p.built]
+        for cid in cids:
+            with contextlib.suppress(ControlError, OSError):
+                p.cmd(f"CLOSECIRCUIT {cid}")
+        note(f"{client}: paired paths: closed the {len(cids)} first circuits "
+             f"(built before the relays' datagram links); building them again")
     return {client: p}, paths

@@ -79,8 +79,11 @@ def test_measureme_hops():
           mmrec("m", "a", 1011.0, 60, "BackTap", "BackTap"),
           mmrec("m", "b", 990.0, 20, "TLS", "BackTap"),    # before the start only
           mmrec("m", "d", 1010.0, 0, "TLS", "TLS"),        # idle since the start
+          dict(mmrec("m", "f", 1010.0, 0, "TLS", "TLS"), cells_bwd=2),  # MeasureMe answers
+          mmrec("x", "f", 1010.0, 0, "TLS", None),
           mmrec("m", "e", 1012.0, 9, "TLS", "BackTap"),    # an early circuit, used
-          mmrec("x", "a", 1010.0, 50, "BackTap", None),    # the exit: no next hop
+          mmrec("x", "a", 1010.0, 0, "BackTap", None),     # the exit: no next hop,
+                                                           # nothing forwarded
           mmrec("g1", "c", 1010.0, 10, "TLS", "BackTap"),  # from a client over TLS
           mmrec("srv", "a", 1010.0, 50, "TLS", "TLS")]     # not a datagram relay
     hops = experiment.measureme_hops(mm, {"m": "backtap", "x": "backtap",
