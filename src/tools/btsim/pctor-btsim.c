@@ -7,6 +7,7 @@
  * Usage: pctor-btsim [--delays MS,MS,...] [--rate CELLS/S] [--loss P]
  *                    [--slowdown-at S --slowdown-rate CELLS/S]
  *                    [--circuits N [--stagger S]] [--duration S] [--seed N]
+ *                    [--measure-from S] [--measure-to S]
  * With several circuits (same path, started --stagger seconds apart),
  * their rates and Jain's fairness index follow.
  * One line of key=value figures per run, then one line per hop, so a
@@ -26,7 +27,8 @@ usage(void)
           "[--loss P]\n"
           "                   [--slowdown-at S --slowdown-rate CELLS/S]\n"
           "                   [--circuits N [--stagger S]] [--duration S] "
-          "[--seed N]\n");
+          "[--seed N]\n"
+          "                   [--measure-from S] [--measure-to S]\n");
   exit(2);
 }
 
@@ -35,7 +37,7 @@ main(int argc, char **argv)
 {
   btsim_cfg_t c;
   btsim_result_t r;
-  double stagger = 0;
+  double stagger = 0, measure_from = -1, measure_to = -1;
   btsim_cfg_default(&c);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -87,6 +89,14 @@ main(int argc, char **argv)
       c.duration_us = (uint64_t)(strtod(v, &end) * 1e6);
       if (*end || c.duration_us < 2000000)
         usage();
+    } else if (!strcmp(a, "--measure-from")) {
+      measure_from = strtod(v, &end);
+      if (*end || measure_from < 0)
+        usage();
+    } else if (!strcmp(a, "--measure-to")) {
+      measure_to = strtod(v, &end);
+      if (*end || measure_to <= 0)
+        usage();
     } else if (!strcmp(a, "--seed")) {
       c.seed = strtoull(v, &end, 10);
       if (*end)
@@ -98,7 +108,18 @@ main(int argc, char **argv)
   for (unsigned k = 0; k < c.n_circuits; k++)
     c.start_us[k] = (uint64_t)(k * stagger * 1e6);
   c.measure_from_us = c.duration_us / 2;
-  if (c.start_us[c.n_circuits - 1] >= c.measure_from_us)
+  if (measure_from >= 0)
+    c.measure_from_us = (uint64_t)(measure_from * 1e6);
+  if (measure_to > 0)
+    c.measure_to_us = (uint64_t)(measure_to * 1e6);
+  /* Every circuit has started when the measurement begins (with
+   * --measure-from, at that instant at the latest: a newcomer's first
+   * moments are what it may measure). */
+  uint64_t last_start = c.start_us[c.n_circuits - 1];
+  if ((measure_from >= 0 ? last_start > c.measure_from_us
+                         : last_start >= c.measure_from_us) ||
+      (c.measure_to_us && c.measure_to_us <= c.measure_from_us) ||
+      c.measure_from_us >= c.duration_us)
     usage();
   if (c.slowdown_at_us) {
     if (c.slowdown_at_us >= c.duration_us || !c.slowdown_cps)
