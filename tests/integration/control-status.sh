@@ -42,6 +42,10 @@ faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
     it_fail "libfaketime is not installed (Debian package faketime; scripts/install-deps)"
 it_start_pctor "$net" g1 relay ""
 it_start_pctor "$net" g2 relay ""
+# c3 (below) keeps the first consensus it takes for two hours: it must
+# list g1 and g2 (two CI runs at a load of 12 failed when it did not, and
+# c3 knew no relay to link to).
+it_privnet wait "$net" --timeout 120 || it_fail "g1 and g2 are not in the consensus"
 read -r _ cport3 _ _ < <(it_privnet reserve "$net" --role aux --nickname c3ports)
 read -r _ cport4 _ _ < <(it_privnet reserve "$net" --role aux --nickname c4ports)
 for behind in 2h 90s; do
