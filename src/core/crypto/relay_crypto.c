@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* relay_crypto.c -- tor1 relay cell crypto (tor-spec 5.5, 6.1).
  *
- * Design: each direction is {AES-128-CTR stream, running SHA-1, scratch
- * SHA-1, last full digest}. Checking whether a cell is ours copies the
- * running digest into the scratch object (crypt_digest_assign, a struct
- * copy for SHA-1), adds the payload with its digest field zeroed, and
- * peeks; if the first 4 bytes match, the two pointers are swapped, which
- * commits the new state without a second copy. If they do not match the
- * running digest was never touched. The digest field is zeroed in place
- * and restored afterwards, so the payload leaves exactly as it was
- * decrypted and one crypt_digest_add() covers all 509 bytes. The digest
- * is checked only when 'recognized' is zero (tor-spec 6.1), so cells
- * passing through cost one AES pass and a 2-byte test.
+ * Design: each direction is {AES-128-CTR stream, running SHA-1, last full
+ * digest}, the running SHA-1 embedded (crypt_sha1_state_t, no allocation).
+ * Checking whether a cell is ours copies the running digest to the stack,
+ * adds the payload with its digest field zeroed, and peeks; if the first
+ * 4 bytes match, the copy is stored back as the new running state. If they
+ * do not match the running digest was never touched. The digest field is
+ * zeroed in place and restored afterwards, so the payload leaves exactly
+ * as it was decrypted and one add covers all 509 bytes. The digest is
+ * checked only when 'recognized' is zero (tor-spec 6.1), so cells passing
+ * through cost one AES pass and a 2-byte test.
+ *
+ * Memory: a relay_crypto_t is one allocation of 272 bytes (glibc) plus
+ * the two AES states (crypt_aes_t: 224 bytes each with AES-NI); every
+ * relayed circuit holds one (doc/benchmarks.md, "Where an idle circuit's
+ * bytes go").
  *
  * The 4-byte comparison is not constant-time: a relay learns nothing
  * secret from how fast it rejects a cell that is not for it, and the
@@ -36,8 +40,7 @@
 
 typedef struct {
   crypt_aes_t *cipher;
-  crypt_digest_t *running;
-  crypt_digest_t *scratch;
+  crypt_sha1_state_t running;
   uint8_t last[RELAY_CRYPTO_DIGEST_LEN];
 } relay_dir_state_t;
 
@@ -49,9 +52,8 @@ static void
 dir_init(relay_dir_state_t *d, const uint8_t *seed, const uint8_t *key)
 {
   d->cipher = crypt_aes_new(key, 128, NULL);
-  d->running = crypt_digest_new(DIGEST_ALG_SHA1);
-  d->scratch = crypt_digest_new(DIGEST_ALG_SHA1);
-  crypt_digest_add(d->running, seed, RELAY_CRYPTO_DIGEST_LEN);
+  crypt_sha1_state_init(&d->running);
+  crypt_sha1_state_add(&d->running, seed, RELAY_CRYPTO_DIGEST_LEN);
   memset(d->last, 0, sizeof(d->last));
 }
 
@@ -59,8 +61,7 @@ static void
 dir_clear(relay_dir_state_t *d)
 {
   crypt_aes_free(d->cipher);
-  crypt_digest_free(d->running);
-  crypt_digest_free(d->scratch);
+  crypt_sha1_state_wipe(&d->running);
   pc_memwipe(d->last, sizeof(d->last));
 }
 
@@ -93,17 +94,18 @@ dir_check_recognized(relay_dir_state_t *d, uint8_t *payload)
   if (payload[RELAY_OFF_RECOGNIZED] | payload[RELAY_OFF_RECOGNIZED + 1])
     return 0;
   uint8_t received[DIGEST_FIELD_LEN], full[RELAY_CRYPTO_DIGEST_LEN];
+  crypt_sha1_state_t next = d->running;
   memcpy(received, payload + RELAY_OFF_DIGEST, DIGEST_FIELD_LEN);
   memset(payload + RELAY_OFF_DIGEST, 0, DIGEST_FIELD_LEN);
-  crypt_digest_assign(d->scratch, d->running);
-  crypt_digest_add(d->scratch, payload, CELL_PAYLOAD_LEN);
+  crypt_sha1_state_add(&next, payload, CELL_PAYLOAD_LEN);
   memcpy(payload + RELAY_OFF_DIGEST, received, DIGEST_FIELD_LEN);
-  crypt_digest_peek(d->scratch, full, sizeof(full));
-  if (memcmp(full, received, DIGEST_FIELD_LEN) != 0)
+  crypt_sha1_state_peek(&next, full, sizeof(full));
+  if (memcmp(full, received, DIGEST_FIELD_LEN) != 0) {
+    crypt_sha1_state_wipe(&next);
     return 0;
-  crypt_digest_t *tmp = d->running;
-  d->running = d->scratch;
-  d->scratch = tmp;
+  }
+  d->running = next;
+  crypt_sha1_state_wipe(&next);
   memcpy(d->last, full, sizeof(full));
   return 1;
 }
@@ -114,8 +116,8 @@ dir_set_digest(relay_dir_state_t *d, uint8_t *payload)
 {
   memset(payload + RELAY_OFF_RECOGNIZED, 0, 2);
   memset(payload + RELAY_OFF_DIGEST, 0, DIGEST_FIELD_LEN);
-  crypt_digest_add(d->running, payload, CELL_PAYLOAD_LEN);
-  crypt_digest_peek(d->running, d->last, sizeof(d->last));
+  crypt_sha1_state_add(&d->running, payload, CELL_PAYLOAD_LEN);
+  crypt_sha1_state_peek(&d->running, d->last, sizeof(d->last));
   memcpy(payload + RELAY_OFF_DIGEST, d->last, DIGEST_FIELD_LEN);
 }
 
