@@ -218,7 +218,8 @@ circuit_free(circuit_t *circ)
 {
   if (circ->kind == CIRC_KIND_OR) {
     or_circuit_t *oc = TO_OR_CIRCUIT(circ);
-    relay_crypto_free(oc->crypto);
+    relay_crypto_clear(&oc->crypto);
+    PC_FREE(oc->stream_dos);
     C.n_or--;
   } else {
     origin_circuit_t *orc = TO_ORIGIN_CIRCUIT(circ);
@@ -627,7 +628,7 @@ send_relay_on(or_circuit_t *oc, uint8_t command, uint16_t stream_id,
     return -1;
   uint8_t payload[CELL_PAYLOAD_LEN];
   relay_payload_encode(payload, command, stream_id, body, len);
-  relay_crypto_originate_backward(oc->crypto, payload);
+  relay_crypto_originate_backward(&oc->crypto, payload);
   oc->base.cells_backward++;
   if (command == RELAY_COMMAND_DATA)
     circ_edge_note_data_sent(oc);

@@ -55,16 +55,17 @@ typedef struct extend_target_t {
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
 
 typedef struct circuit_t {
+  /* Fields ordered to leave no padding (every relayed circuit has one). */
   circuit_kind_t kind;
+  uint32_t n_circ_id;
   uint64_t gid;
   channel_t *n_chan;
-  uint32_t n_circ_id;
   circ_queue_t n_queue;          /* cells to send on n_chan */
   /* An extension waiting for n_chan to open. */
   int n_pending;
+  int marked_for_close;
   cell_t *n_pending_create;
   dlist_node_t pending_node;
-  int marked_for_close;
   /* Closed by the MaxMemInQueues handler: stream owners drop what they
    * buffer instead of flushing it. */
   unsigned oom_closed : 1;
@@ -74,31 +75,37 @@ typedef struct circuit_t {
 } circuit_t;
 
 typedef struct or_circuit_t {
+  /* Fields ordered to leave no padding (every relayed circuit has one);
+   * doc/benchmarks.md, "Where an idle circuit's bytes go". */
   circuit_t base;
   channel_t *p_chan;
   uint32_t p_circ_id;
-  circ_queue_t p_queue;          /* cells to send on p_chan */
-  relay_crypto_t *crypto;
   unsigned relay_early_seen;
+  circ_queue_t p_queue;          /* cells to send on p_chan */
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
-  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit. */
-  dos_stream_state_t stream_dos;
-  /* Streams ending here and their flow control (edge.h, bound to the
-   * circuit by stream.h); NULL until the first stream. */
-  struct edge_t *edge;
-  /* Congestion control negotiated in the ntor v3 handshake: its SENDME
-   * increment, 0 for the fixed windows. The controller itself lives in
-   * the edge state, made with the first stream. */
-  uint8_t cc_sendme_inc;
   /* No end-to-end circuit windows (negotiated in ntor v3 because every
    * hop from the origin is BackTap): the edge sends and expects no circuit
    * SENDMEs; stream windows stay. */
   unsigned nowin : 1;
+  /* Congestion control negotiated in the ntor v3 handshake: its SENDME
+   * increment, 0 for the fixed windows. The controller itself lives in
+   * the edge state, made with the first stream. */
+  uint8_t cc_sendme_inc;
+  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit; NULL
+   * until the first BEGIN or RESOLVE (only exits need it; freed with the
+   * circuit). */
+  dos_stream_state_t *stream_dos;
+  /* Streams ending here and their flow control (edge.h, bound to the
+   * circuit by stream.h); NULL until the first stream. */
+  struct edge_t *edge;
   /* Multiplexing (see circuit_mux_ops_t): the state of the feature that
    * made this circuit one leg of a set, or NULL (ordinary circuit). */
   void *mux;
+  /* The hop's relay crypto, embedded (set up by command.c when the
+   * handshake is answered; all zero before). */
+  relay_crypto_t crypto;
 } or_circuit_t;
 
 typedef struct origin_circuit_t origin_circuit_t;

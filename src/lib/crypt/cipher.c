@@ -7,8 +7,8 @@
  * at run time) uses our own counter mode on those instructions: the
  * expanded key (11 round keys, 176 bytes), the 128-bit big-endian counter
  * (as in NIST SP 800-38A and Tor's relay crypto) and the unused rest of
- * the last keystream block live inside the crypt_aes_t, 224 bytes in one
- * allocation. Blocks are encrypted eight at a time so that the rounds of
+ * the last keystream block live inside the crypt_aes_t (224 bytes,
+ * cipher.h, embeddable). Blocks are encrypted eight at a time so that the rounds of
  * independent blocks overlap in the pipeline. This path exists for memory:
  * every relayed circuit holds two AES-128 states, and OpenSSL 3's
  * EVP_CIPHER_CTX with its provider context costs about 660 bytes of heap
@@ -49,25 +49,12 @@
 #include "lib/log/log.h"
 #include "lib/malloc/alloc.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef CRYPT_AES_HAVE_AESNI
 #define PCTOR_AESNI 1
 #include <immintrin.h>
 #endif
 
 #define AES128_ROUNDS 10
-
-struct crypt_aes_t {
-#ifdef PCTOR_AESNI
-  /* AES-NI path only (224 bytes in all with these). The round keys are
-   * read with aligned loads: crypt_aes_new() takes the EVP path if the
-   * allocator did not align the object to 16 bytes. */
-  _Alignas(16) uint8_t rk[AES128_ROUNDS + 1][16]; /* expanded key */
-  uint8_t ks[16];          /* keystream of the last block */
-  uint64_t ctr_hi, ctr_lo; /* next counter block, as two halves */
-  uint8_t ks_used;         /* bytes of ks already used (16: none left) */
-#endif
-  EVP_CIPHER_CTX *ctx;     /* NULL on the AES-NI path */
-};
 
 static int force_evp;
 
@@ -157,7 +144,7 @@ aesni_bswap128(__m128i x)
 
 /* XOR the keystream of the next nb (1..AESNI_PAR) counter blocks into the
  * first n (<= 16 * nb, > 16 * (nb - 1)) bytes of in, writing out; when the
- * last block is partial its keystream is kept in c->ks. The eight blocks
+ * last block is partial its keystream is kept in c->ks_. The eight blocks
  * are computed together like the bulk path (the unused ones cost little:
  * they run in parallel with the used ones). */
 static AESNI_FN void
@@ -165,21 +152,21 @@ aesni_ctr_tail(crypt_aes_t *c, const __m128i *rk, uint8_t *out,
                const uint8_t *in, size_t n, size_t nb)
 {
   __m128i b[AESNI_PAR];
-  if (c->ctr_lo <= UINT64_MAX - AESNI_PAR) {
+  if (c->ctr_lo_ <= UINT64_MAX - AESNI_PAR) {
     const __m128i one = _mm_set_epi64x(0, 1);
-    __m128i ctr = _mm_set_epi64x((long long)c->ctr_hi,
-                                 (long long)c->ctr_lo);
+    __m128i ctr = _mm_set_epi64x((long long)c->ctr_hi_,
+                                 (long long)c->ctr_lo_);
     for (int j = 0; j < AESNI_PAR; j++) {
       b[j] = aesni_bswap128(ctr);
       ctr = _mm_add_epi64(ctr, one);
     }
-    c->ctr_lo += nb;
+    c->ctr_lo_ += nb;
   } else {
     for (int j = 0; j < AESNI_PAR; j++) {
       b[j] = aesni_bswap128(
-          _mm_set_epi64x((long long)c->ctr_hi, (long long)c->ctr_lo));
-      if ((size_t)j < nb && ++c->ctr_lo == 0)
-        c->ctr_hi++;
+          _mm_set_epi64x((long long)c->ctr_hi_, (long long)c->ctr_lo_));
+      if ((size_t)j < nb && ++c->ctr_lo_ == 0)
+        c->ctr_hi_++;
     }
   }
   __m128i b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5],
@@ -194,24 +181,24 @@ aesni_ctr_tail(crypt_aes_t *c, const __m128i *rk, uint8_t *out,
   for (; 16 * (j + 1) <= n; j++)
     XOR_OUT(j, b[j]);
   if (n % 16) {
-    _mm_storeu_si128((__m128i *)c->ks, b[j]);
+    _mm_storeu_si128((__m128i *)c->ks_, b[j]);
     for (size_t i = 0; i < n % 16; i++)
-      out[16 * j + i] = in[16 * j + i] ^ c->ks[i];
-    c->ks_used = (uint8_t)(n % 16);
+      out[16 * j + i] = in[16 * j + i] ^ c->ks_[i];
+    c->ks_used_ = (uint8_t)(n % 16);
   }
 }
 
 /* XOR n keystream bytes into in, writing out, starting at a block
- * boundary; the unused rest of the last block's keystream stays in c->ks
- * (c->ks_used its used bytes). */
+ * boundary; the unused rest of the last block's keystream stays in c->ks_
+ * (c->ks_used_ its used bytes). */
 static AESNI_FN void
 aesni_ctr(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
 {
-  const __m128i *rk = (const __m128i *)c->rk; /* 16-byte aligned */
+  const __m128i *rk = (const __m128i *)c->rk_; /* 16-byte aligned */
   const __m128i one = _mm_set_epi64x(0, 1);
-  while (n >= 16 * AESNI_PAR && c->ctr_lo <= UINT64_MAX - AESNI_PAR) {
-    __m128i ctr = _mm_set_epi64x((long long)c->ctr_hi,
-                                 (long long)c->ctr_lo);
+  while (n >= 16 * AESNI_PAR && c->ctr_lo_ <= UINT64_MAX - AESNI_PAR) {
+    __m128i ctr = _mm_set_epi64x((long long)c->ctr_hi_,
+                                 (long long)c->ctr_lo_);
     do {
       __m128i b0, b1, b2, b3, b4, b5, b6, b7;
       b0 = aesni_bswap128(ctr); ctr = _mm_add_epi64(ctr, one);
@@ -231,12 +218,12 @@ aesni_ctr(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
       in += 16 * AESNI_PAR;
       out += 16 * AESNI_PAR;
       n -= 16 * AESNI_PAR;
-      c->ctr_lo += AESNI_PAR;
-    } while (n >= 16 * AESNI_PAR && c->ctr_lo <= UINT64_MAX - AESNI_PAR);
+      c->ctr_lo_ += AESNI_PAR;
+    } while (n >= 16 * AESNI_PAR && c->ctr_lo_ <= UINT64_MAX - AESNI_PAR);
   }
   /* The rest (and everything near a wrap of the low half), up to eight
    * blocks at a time; a partial last block leaves its unused keystream in
-   * c->ks. */
+   * c->ks_. */
   while (n > 0) {
     size_t take = n < 16 * AESNI_PAR ? n : 16 * AESNI_PAR;
     aesni_ctr_tail(c, rk, out, in, take, (take + 15) / 16);
@@ -252,8 +239,8 @@ static void
 aesni_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
 {
   /* The rest of the previous block's keystream first. */
-  while (n > 0 && c->ks_used < 16) {
-    *out++ = *in++ ^ c->ks[c->ks_used++];
+  while (n > 0 && c->ks_used_ < 16) {
+    *out++ = *in++ ^ c->ks_[c->ks_used_++];
     n--;
   }
   if (n > 0)
@@ -261,13 +248,13 @@ aesni_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
 }
 #endif /* PCTOR_AESNI */
 
-crypt_aes_t *
-crypt_aes_new(const uint8_t *key, int key_bits, const uint8_t *iv)
+void
+crypt_aes_init(crypt_aes_t *c, const uint8_t *key, int key_bits,
+               const uint8_t *iv)
 {
   static const uint8_t zero_iv[16];
   const crypt_algs_t *a = crypt_algs_();
   const EVP_CIPHER *cipher;
-  crypt_aes_t *c;
 
   if (key_bits == 128) {
     cipher = a->aes128_ctr;
@@ -277,23 +264,30 @@ crypt_aes_new(const uint8_t *key, int key_bits, const uint8_t *iv)
     log_err("AES key size %d is not 128 or 256", key_bits);
     abort();
   }
-  c = pc_zalloc(sizeof(*c));
+  memset(c, 0, sizeof(*c));
 #ifdef PCTOR_AESNI
   if (key_bits == 128 && !force_evp && aesni_available() &&
-      ((uintptr_t)c->rk & 15) == 0) {
+      ((uintptr_t)c->rk_ & 15) == 0) {
     const uint8_t *b = iv ? iv : zero_iv;
-    aesni_expand_key128(c->rk, key);
-    c->ctr_hi = get_u64(b);
-    c->ctr_lo = get_u64(b + 8);
-    c->ks_used = 16;
-    return c;
+    aesni_expand_key128(c->rk_, key);
+    c->ctr_hi_ = get_u64(b);
+    c->ctr_lo_ = get_u64(b + 8);
+    c->ks_used_ = 16;
+    return;
   }
 #endif
-  c->ctx = EVP_CIPHER_CTX_new();
-  if (!c->ctx)
+  c->ctx_ = EVP_CIPHER_CTX_new();
+  if (!c->ctx_)
     crypt_fatal_("AES context");
-  if (EVP_EncryptInit_ex2(c->ctx, cipher, key, iv ? iv : zero_iv, NULL) != 1)
+  if (EVP_EncryptInit_ex2(c->ctx_, cipher, key, iv ? iv : zero_iv, NULL) != 1)
     crypt_fatal_("AES-CTR init");
+}
+
+crypt_aes_t *
+crypt_aes_new(const uint8_t *key, int key_bits, const uint8_t *iv)
+{
+  crypt_aes_t *c = pc_zalloc(sizeof(*c));
+  crypt_aes_init(c, key, key_bits, iv);
   return c;
 }
 
@@ -301,7 +295,7 @@ void
 crypt_aes_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
 {
 #ifdef PCTOR_AESNI
-  if (!c->ctx) {
+  if (!c->ctx_) {
     aesni_crypt(c, out, in, n);
     return;
   }
@@ -309,7 +303,7 @@ crypt_aes_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
   while (n > 0) {
     int chunk = n > (INT_MAX & ~15) ? (INT_MAX & ~15) : (int)n;
     int outl = 0;
-    if (EVP_EncryptUpdate(c->ctx, out, &outl, in, chunk) != 1 ||
+    if (EVP_EncryptUpdate(c->ctx_, out, &outl, in, chunk) != 1 ||
         outl != chunk)
       crypt_fatal_("AES-CTR");
     out += chunk;
@@ -319,11 +313,17 @@ crypt_aes_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
 }
 
 void
+crypt_aes_clear(crypt_aes_t *c)
+{
+  EVP_CIPHER_CTX_free(c->ctx_); /* cleanses its key schedule */
+  pc_memwipe(c, sizeof(*c));
+}
+
+void
 crypt_aes_free_(crypt_aes_t *c)
 {
   if (!c)
     return;
-  EVP_CIPHER_CTX_free(c->ctx); /* cleanses the key schedule */
-  pc_memwipe(c, sizeof(*c));
+  crypt_aes_clear(c);
   free(c);
 }
