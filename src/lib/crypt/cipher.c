@@ -312,6 +312,12 @@ crypt_aes_crypt(crypt_aes_t *c, uint8_t *out, const uint8_t *in, size_t n)
   }
 }
 
+const char *
+crypt_aes_impl_name(const crypt_aes_t *c)
+{
+  return c->ctx_ ? "OpenSSL EVP" : "AES-NI";
+}
+
 void
 crypt_aes_clear(crypt_aes_t *c)
 {

@@ -50,5 +50,7 @@ void crypt_aes_free_(crypt_aes_t *c);
  * the built-in AES-NI one would be used (AES-128 on an x86-64 CPU with the
  * AES instructions), to compare the two. Objects already made keep theirs. */
 void crypt_aes_use_evp_for_testing(int on);
+/* Which implementation c uses: "AES-NI" or "OpenSSL EVP" (benchmarks). */
+const char *crypt_aes_impl_name(const crypt_aes_t *c);
 #define crypt_aes_free(c) do { crypt_aes_free_(c); (c) = NULL; } while (0)
 #endif

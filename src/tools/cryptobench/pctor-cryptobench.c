@@ -143,13 +143,13 @@ main(int argc, char **argv)
     relay_crypto_free(objs[i]);
   crypt_aes_t probe;
   crypt_aes_init(&probe, km, 128, NULL);
-  int aesni = probe.ctx_ == NULL;
+  const char *impl = crypt_aes_impl_name(&probe);
   crypt_aes_clear(&probe);
   printf("relay_crypto_t: %zu bytes; relay_crypto_new(): %.0f bytes of "
          "heap each; AES-128: %s\n",
          sizeof(relay_crypto_t),
          before || after ? (double)(after - before) / NOBJ : -1.0,
-         aesni ? "AES-NI" : "OpenSSL EVP");
+         impl);
 
   printf("ns per cell, best of %d x %ld cells:\n", reps, n);
   printf("%-6s %8s %9s %9s\n", "aes", "pass", "fwd-ours", "bwd-ours");
