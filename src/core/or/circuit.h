@@ -62,13 +62,13 @@ typedef struct circuit_t {
   channel_t *n_chan;
   circ_queue_t n_queue;          /* cells to send on n_chan */
   /* An extension waiting for n_chan to open. */
-  int n_pending;
-  int marked_for_close;
-  cell_t *n_pending_create;
-  dlist_node_t pending_node;
+  unsigned n_pending : 1;
+  unsigned marked_for_close : 1;
   /* Closed by the MaxMemInQueues handler: stream owners drop what they
    * buffer instead of flushing it. */
   unsigned oom_closed : 1;
+  cell_t *n_pending_create;
+  dlist_node_t pending_node;
   uint64_t created_us;
   uint64_t cells_forward, cells_backward;
   dlist_node_t all_node;
@@ -80,8 +80,12 @@ typedef struct or_circuit_t {
   circuit_t base;
   channel_t *p_chan;
   uint32_t p_circ_id;
-  unsigned relay_early_seen;
-  circ_queue_t p_queue;          /* cells to send on p_chan */
+  /* RELAY_EARLY cells seen (the circuit closes at the ninth). */
+  uint8_t relay_early_seen;
+  /* Congestion control negotiated in the ntor v3 handshake: its SENDME
+   * increment, 0 for the fixed windows. The controller itself lives in
+   * the edge state, made with the first stream. */
+  uint8_t cc_sendme_inc;
   unsigned created_fast : 1;     /* we are certainly the first hop */
   /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
   unsigned extend_pending : 1;
@@ -89,10 +93,7 @@ typedef struct or_circuit_t {
    * hop from the origin is BackTap): the edge sends and expects no circuit
    * SENDMEs; stream windows stay. */
   unsigned nowin : 1;
-  /* Congestion control negotiated in the ntor v3 handshake: its SENDME
-   * increment, 0 for the fixed windows. The controller itself lives in
-   * the edge state, made with the first stream. */
-  uint8_t cc_sendme_inc;
+  circ_queue_t p_queue;          /* cells to send on p_chan */
   /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit; NULL
    * until the first BEGIN or RESOLVE (only exits need it; freed with the
    * circuit). */
