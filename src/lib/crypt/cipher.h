@@ -17,7 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The AES-NI implementation is built on x86-64 with GCC or clang, unless
+ * PCTOR_NO_AESNI is defined (CPPFLAGS=-DPCTOR_NO_AESNI: EVP only, as on
+ * other machines). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(PCTOR_NO_AESNI)
 #define CRYPT_AES_HAVE_AESNI 1
 #endif
 
