@@ -67,15 +67,12 @@ crypt_aes_use_evp_for_testing(int on)
 #ifdef PCTOR_AESNI
 #define AESNI_FN __attribute__((target("aes,ssse3")))
 
+/* Reads what libgcc's (or compiler-rt's) constructor found: no state of
+ * ours, so worker threads may call it too. */
 static int
 aesni_available(void)
 {
-  static int avail = -1;
-  if (avail < 0) {
-    __builtin_cpu_init();
-    avail = __builtin_cpu_supports("aes") && __builtin_cpu_supports("ssse3");
-  }
-  return avail;
+  return __builtin_cpu_supports("aes") && __builtin_cpu_supports("ssse3");
 }
 
 /* One step of the AES-128 key schedule (FIPS-197 5.2): the previous round
