@@ -199,6 +199,15 @@ circuit_init_base(circuit_t *c, circuit_kind_t kind)
   dlist_insert_tail(&C.all, &c->all_node);
 }
 
+#ifdef CRYPT_AES_HAVE_AESNI
+/* Every relayed circuit is one or_circuit_t: at 1024 bytes it fits the
+ * 1024-byte size class of jemalloc and mimalloc (1040 bytes of glibc heap);
+ * 16 bytes more cost 256 with jemalloc (doc/benchmarks.md, "Where an idle
+ * circuit's bytes go"). Raise this only knowingly. */
+_Static_assert(sizeof(or_circuit_t) <= 1024,
+               "or_circuit_t outgrew the allocators' 1024-byte class");
+#endif
+
 or_circuit_t *
 or_circuit_new(channel_t *p_chan, uint32_t p_circ_id)
 {

@@ -55,18 +55,19 @@ typedef struct extend_target_t {
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
 
 typedef struct circuit_t {
-  /* Fields ordered to leave no padding (every relayed circuit has one). */
-  circuit_kind_t kind;
-  uint32_t n_circ_id;
-  uint64_t gid;
-  channel_t *n_chan;
-  circ_queue_t n_queue;          /* cells to send on n_chan */
+  /* Fields ordered to leave no padding (every relayed circuit has one):
+   * the kind and the flags share the first word with n_circ_id. */
+  unsigned kind : 2;             /* a circuit_kind_t */
   /* An extension waiting for n_chan to open. */
   unsigned n_pending : 1;
   unsigned marked_for_close : 1;
   /* Closed by the MaxMemInQueues handler: stream owners drop what they
    * buffer instead of flushing it. */
   unsigned oom_closed : 1;
+  uint32_t n_circ_id;
+  uint64_t gid;
+  channel_t *n_chan;
+  circ_queue_t n_queue;          /* cells to send on n_chan */
   cell_t *n_pending_create;
   dlist_node_t pending_node;
   uint64_t created_us;
