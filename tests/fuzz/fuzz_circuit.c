@@ -219,7 +219,7 @@ run(const uint8_t *data, size_t len)
   uint8_t km[RELAY_CRYPTO_KEY_MATERIAL_LEN];
   for (size_t i = 0; i < sizeof(km); i++)
     km[i] = (uint8_t)(i * 7 + 1);
-  oc->crypto = relay_crypto_new(km);
+  relay_crypto_init(&oc->crypto, km);
   if (mode & 2)
     oc->created_fast = 1;
   if (mode & 4)

@@ -172,6 +172,72 @@ START_TEST(test_aes128_ctr_nist)
 }
 END_TEST
 
+/* The two AES-128 implementations behind crypt_aes_t (cipher.c: AES-NI
+ * where the CPU has it, else OpenSSL's EVP) give the same keystream for
+ * any chunking: 4 KiB in chunks of 0..300 bytes (so the eight-block loop,
+ * single blocks and partial blocks all run, from every offset inside a
+ * block), from counter blocks whose low half or whole 128 bits wrap
+ * inside the data. On a CPU without AES-NI both objects are EVP ones and
+ * this only checks EVP against itself (the NIST vectors still check it). */
+START_TEST(test_aes128_ctr_impls)
+{
+  static uint8_t pt[4096], a[4096], b[4096];
+  uint8_t key[16], iv[16];
+  uint32_t x = 0x9e3779b9u;
+  for (size_t i = 0; i < sizeof(pt); i++) {
+    x = x * 1103515245u + 12345u;
+    pt[i] = (uint8_t)(x >> 16);
+  }
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 16; i++)
+      key[i] = (uint8_t)(x >> (i % 4 * 8)) ^ (uint8_t)(round * 37 + i);
+    memset(iv, 0, sizeof(iv));
+    if (round == 1)
+      memset(iv + 8, 0xff, 8);  /* the low 64 bits wrap: carry */
+    if (round == 2)
+      memset(iv, 0xff, 16);     /* the whole counter wraps */
+    iv[15] = (uint8_t)(round == 0 ? 0x42 : 0xf0);
+    crypt_aes_use_evp_for_testing(0);
+    crypt_aes_t *ca = crypt_aes_new(key, 128, iv);
+    crypt_aes_use_evp_for_testing(1);
+    crypt_aes_t *cb = crypt_aes_new(key, 128, iv);
+    crypt_aes_use_evp_for_testing(0);
+    size_t off = 0;
+    while (off < sizeof(pt)) {
+      x = x * 1103515245u + 12345u;
+      size_t n = (x >> 8) % 301;
+      if (n > sizeof(pt) - off)
+        n = sizeof(pt) - off;
+      crypt_aes_crypt(ca, a + off, pt + off, n);
+      memcpy(b + off, pt + off, n);
+      crypt_aes_crypt(cb, b + off, b + off, n); /* in place */
+      off += n;
+    }
+    ck_assert_mem_eq(a, b, sizeof(a));
+    ck_assert(memcmp(a, pt, sizeof(a)) != 0);
+    crypt_aes_free(ca);
+    crypt_aes_free(cb);
+  }
+}
+END_TEST
+
+/* The NIST vectors again with the EVP implementation forced. */
+START_TEST(test_aes128_ctr_nist_evp)
+{
+  uint8_t key[16], iv[16], pt[64], ct[64];
+  unhex_to(key, 16, "2b7e151628aed2a6abf7158809cf4f3c");
+  unhex_to(iv, 16, "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff");
+  unhex_to(pt, 64, sp800_38a_pt);
+  crypt_aes_use_evp_for_testing(1);
+  crypt_aes_t *c = crypt_aes_new(key, 128, iv);
+  crypt_aes_use_evp_for_testing(0);
+  crypt_aes_crypt(c, ct, pt, 7);
+  crypt_aes_crypt(c, ct + 7, pt + 7, 57);
+  assert_hex_eq(ct, 64, sp800_38a_ct);
+  crypt_aes_free(c);
+}
+END_TEST
+
 START_TEST(test_aes_ctr_misc)
 {
   uint8_t key[32], iv[16], buf[64];
@@ -1078,6 +1144,8 @@ suite_crypt(void)
   tcase_add_test(tc, test_hmac_sha256);
   tcase_add_test(tc, test_aes128_ctr_nist);
   tcase_add_test(tc, test_aes_ctr_misc);
+  tcase_add_test(tc, test_aes128_ctr_impls);
+  tcase_add_test(tc, test_aes128_ctr_nist_evp);
   tcase_add_test(tc, test_hkdf);
   tcase_add_test(tc, test_kdf_tor);
   tcase_add_test(tc, test_digest_incremental);

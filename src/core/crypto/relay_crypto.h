@@ -35,6 +35,8 @@
 
 #include "core/proto/cell.h"
 #include "core/proto/relay_msg.h" /* RELAY_OFF_* field offsets */
+#include "lib/crypt/cipher.h"
+#include "lib/crypt/digest.h"
 
 #define RELAY_CRYPTO_KEY_MATERIAL_LEN 72
 #define RELAY_CRYPTO_DIGEST_LEN 20
@@ -44,12 +46,25 @@ typedef enum {
   RELAY_DIR_BACKWARD = 1, /* towards the origin: Kb, Db */
 } relay_dir_t;
 
-typedef struct relay_crypto_t relay_crypto_t;
+/* One hop's state, indexed by relay_dir_t. Defined here so that relayed
+ * circuits can embed it (relay_crypto_init/_clear); the fields are
+ * private to relay_crypto.c. */
+typedef struct relay_crypto_t {
+  crypt_aes_t cipher_[2];
+  crypt_sha1_state_t running_[2];
+  uint8_t last_[2][RELAY_CRYPTO_DIGEST_LEN];
+} relay_crypto_t;
 
 /* New hop state from Df | Db | Kf | Kb. Never returns NULL. */
 relay_crypto_t *relay_crypto_new(
     const uint8_t key_material[RELAY_CRYPTO_KEY_MATERIAL_LEN]);
 void relay_crypto_free_(relay_crypto_t *rc);
+/* The same for an embedded state: init sets it up (prior contents are
+ * ignored), clear wipes it and frees what it holds (an all-zero state that
+ * was never set up is fine too). */
+void relay_crypto_init(relay_crypto_t *rc,
+                       const uint8_t key_material[RELAY_CRYPTO_KEY_MATERIAL_LEN]);
+void relay_crypto_clear(relay_crypto_t *rc);
 #define relay_crypto_free(rc) \
   do { relay_crypto_free_(rc); (rc) = NULL; } while (0)
 

@@ -43,15 +43,15 @@ typedef struct circ_queue_t {
   struct circuit_t *circ;
   /* scheduler.c */
   int heap_idx;               /* in chan's heap of queues with cells */
+  /* 0, or: when a cell leaving for the channel takes the queue below this
+   * many cells, circuit_queue_drained() is told (a circuit end without
+   * windows packages again, edge.h). Next to heap_idx: no padding. */
+  unsigned low_water;
   double ewma;                /* average, scaled to ewma_base_us */
   uint64_t ewma_base_us;      /* time base of the scaled average */
   uint64_t rr_seq;            /* round-robin order; EWMA tie break */
   circ_queue_stats_t stats;
   circ_queue_cmd_stats_t *cmd_stats; /* NULL unless counting (above) */
-  /* 0, or: when a cell leaving for the channel takes the queue below this
-   * many cells, circuit_queue_drained() is told (a circuit end without
-   * windows packages again, edge.h). */
-  unsigned low_water;
 } circ_queue_t;
 void circ_queue_init(circ_queue_t *cq, struct circuit_t *circ);
 /* Queue a packed cell for cq->chan (takes ownership) and schedule a flush.

@@ -55,50 +55,59 @@ typedef struct extend_target_t {
 #define CIRC_HTYPE_FAST 0xfffe /* CREATE_FAST: first hop only */
 
 typedef struct circuit_t {
-  circuit_kind_t kind;
-  uint64_t gid;
-  channel_t *n_chan;
-  uint32_t n_circ_id;
-  circ_queue_t n_queue;          /* cells to send on n_chan */
+  /* Fields ordered to leave no padding (every relayed circuit has one):
+   * the kind and the flags share the first word with n_circ_id. */
+  unsigned kind : 2;             /* a circuit_kind_t */
   /* An extension waiting for n_chan to open. */
-  int n_pending;
-  cell_t *n_pending_create;
-  dlist_node_t pending_node;
-  int marked_for_close;
+  unsigned n_pending : 1;
+  unsigned marked_for_close : 1;
   /* Closed by the MaxMemInQueues handler: stream owners drop what they
    * buffer instead of flushing it. */
   unsigned oom_closed : 1;
+  uint32_t n_circ_id;
+  uint64_t gid;
+  channel_t *n_chan;
+  circ_queue_t n_queue;          /* cells to send on n_chan */
+  cell_t *n_pending_create;
+  dlist_node_t pending_node;
   uint64_t created_us;
   uint64_t cells_forward, cells_backward;
   dlist_node_t all_node;
 } circuit_t;
 
 typedef struct or_circuit_t {
+  /* Fields ordered to leave no padding (every relayed circuit has one);
+   * doc/benchmarks.md, "Where an idle circuit's bytes go". */
   circuit_t base;
   channel_t *p_chan;
   uint32_t p_circ_id;
-  circ_queue_t p_queue;          /* cells to send on p_chan */
-  relay_crypto_t *crypto;
-  unsigned relay_early_seen;
-  unsigned created_fast : 1;     /* we are certainly the first hop */
-  /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
-  unsigned extend_pending : 1;
-  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit. */
-  dos_stream_state_t stream_dos;
-  /* Streams ending here and their flow control (edge.h, bound to the
-   * circuit by stream.h); NULL until the first stream. */
-  struct edge_t *edge;
+  /* RELAY_EARLY cells seen (the circuit closes at the ninth). */
+  uint8_t relay_early_seen;
   /* Congestion control negotiated in the ntor v3 handshake: its SENDME
    * increment, 0 for the fixed windows. The controller itself lives in
    * the edge state, made with the first stream. */
   uint8_t cc_sendme_inc;
+  unsigned created_fast : 1;     /* we are certainly the first hop */
+  /* An EXTEND2 in progress: the reply goes back as EXTENDED2. */
+  unsigned extend_pending : 1;
   /* No end-to-end circuit windows (negotiated in ntor v3 because every
    * hop from the origin is BackTap): the edge sends and expects no circuit
    * SENDMEs; stream windows stay. */
   unsigned nowin : 1;
+  circ_queue_t p_queue;          /* cells to send on p_chan */
+  /* DoSStreamCreation*: the BEGIN/RESOLVE rate of this circuit; NULL
+   * until the first BEGIN or RESOLVE (only exits need it; freed with the
+   * circuit). */
+  dos_stream_state_t *stream_dos;
+  /* Streams ending here and their flow control (edge.h, bound to the
+   * circuit by stream.h); NULL until the first stream. */
+  struct edge_t *edge;
   /* Multiplexing (see circuit_mux_ops_t): the state of the feature that
    * made this circuit one leg of a set, or NULL (ordinary circuit). */
   void *mux;
+  /* The hop's relay crypto, embedded (set up by command.c when the
+   * handshake is answered; all zero before). */
+  relay_crypto_t crypto;
 } or_circuit_t;
 
 typedef struct origin_circuit_t origin_circuit_t;

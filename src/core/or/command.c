@@ -195,7 +195,7 @@ command_create_finish(channel_t *chan, const cpuworker_result_t *res)
   }
   uint16_t htype = res->htype;
   or_circuit_t *oc = or_circuit_new(chan, id);
-  oc->crypto = relay_crypto_new(res->km);
+  relay_crypto_init(&oc->crypto, res->km);
   if (res->params.cc_enabled)
     or_circuit_set_cc(oc, res->params.sendme_inc);
   if (res->params.nowin)
@@ -335,7 +335,7 @@ handle_relay(channel_t *chan, packed_cell_t *pc)
       protocol_close(circ, "too many RELAY_EARLY cells");
       return;
     }
-    if (relay_crypto_decrypt_forward(oc->crypto, payload)) {
+    if (relay_crypto_decrypt_forward(&oc->crypto, payload)) {
       relay_handle_recognized(oc, payload, early);
       packed_cell_free(pc);
       return;
@@ -359,7 +359,7 @@ handle_relay(channel_t *chan, packed_cell_t *pc)
       packed_cell_free(pc);
       return;
     }
-    relay_crypto_encrypt_backward(oc->crypto, payload);
+    relay_crypto_encrypt_backward(&oc->crypto, payload);
     set_u32(pc->body, oc->p_circ_id);
     pc->body[4] = CELL_RELAY;
     or_circuit_queue_backward(oc, pc);

@@ -33,7 +33,8 @@
  * address), holding its open connection count, its two buckets and its
  * marks; records that hold nothing the next use would not recreate (no
  * connection, no mark, full buckets) are swept every minute. The stream
- * bucket lives in the or_circuit (dos_stream_state_t).
+ * bucket is a dos_stream_state_t of the or_circuit, allocated at its first
+ * BEGIN or RESOLVE.
  */
 #ifndef PCTOR_CORE_OR_DOS_H
 #define PCTOR_CORE_OR_DOS_H

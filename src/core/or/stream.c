@@ -19,7 +19,7 @@ static const uint8_t *
 end_last_digest(void *end, int sent)
 {
   or_circuit_t *circ = end;
-  return relay_crypto_last_digest(circ->crypto, sent ? RELAY_DIR_BACKWARD
+  return relay_crypto_last_digest(&circ->crypto, sent ? RELAY_DIR_BACKWARD
                                                      : RELAY_DIR_FORWARD);
 }
 
@@ -138,7 +138,7 @@ void
 circ_edge_note_data_sent(or_circuit_t *circ)
 {
   edge_note_data_sent(or_circuit_edge(circ),
-                      relay_crypto_last_digest(circ->crypto,
+                      relay_crypto_last_digest(&circ->crypto,
                                                RELAY_DIR_BACKWARD));
 }
 

@@ -547,7 +547,9 @@ ec_resolving(void *arg)
 static int
 stream_limits(or_circuit_t *circ, uint16_t stream_id, int resolves)
 {
-  switch (dos_stream_allowed(&circ->stream_dos)) {
+  if (!circ->stream_dos)
+    circ->stream_dos = pc_zalloc(sizeof(*circ->stream_dos));
+  switch (dos_stream_allowed(circ->stream_dos)) {
   case DOS_STREAM_REFUSE:
     X.stats.n_refused_dos++;
     refuse(circ, stream_id, END_STREAM_REASON_RESOURCELIMIT,

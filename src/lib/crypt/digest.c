@@ -19,6 +19,11 @@
  * inner/outer states precomputed (crypt_hmac256_t), so HKDF can reuse a
  * keyed state per block without allocation.
  *
+ * crypt_sha1_state_t is the same low-level SHA-1 state in a public,
+ * opaque struct of the same size, so that relay crypto can embed its four
+ * running digests per circuit instead of allocating crypt_digest_t
+ * objects (144 bytes of heap each with glibc).
+ *
  * A digest object is not safe for concurrent use; peek on a SHA3 object
  * writes its scratch context even though the object is passed as const.
  * Digest states are wiped when freed: relay digests are seeded with key
@@ -141,6 +146,50 @@ crypt_hmac_sha256(uint8_t out[DIGEST_SHA256_LEN], const void *key,
   crypt_hmac256_update_(&h, m, n);
   crypt_hmac256_final_(&h, out);
   pc_memwipe(&h, sizeof(h));
+}
+
+/* ---- the embeddable running SHA-1 ---- */
+
+_Static_assert(sizeof(SHA_CTX) <= sizeof(crypt_sha1_state_t),
+               "crypt_sha1_state_t is too small for SHA_CTX");
+_Static_assert(_Alignof(SHA_CTX) <= _Alignof(crypt_sha1_state_t),
+               "crypt_sha1_state_t is less aligned than SHA_CTX");
+
+void
+crypt_sha1_state_init(crypt_sha1_state_t *s)
+{
+  memset(s, 0, sizeof(*s));
+  SHA1_Init((SHA_CTX *)s);
+}
+
+void
+crypt_sha1_state_add(crypt_sha1_state_t *s, const void *m, size_t n)
+{
+  SHA1_Update((SHA_CTX *)s, m, n);
+}
+
+void
+crypt_sha1_state_peek(const crypt_sha1_state_t *s, uint8_t *out,
+                      size_t outlen)
+{
+  uint8_t full[DIGEST_SHA1_LEN];
+  SHA_CTX tmp;
+  if (outlen > DIGEST_SHA1_LEN) {
+    log_err("peek of %zu bytes from a %d-byte digest", outlen,
+            DIGEST_SHA1_LEN);
+    abort();
+  }
+  memcpy(&tmp, s, sizeof(tmp));
+  SHA1_Final(full, &tmp);
+  memcpy(out, full, outlen);
+  pc_memwipe(&tmp, sizeof(tmp));
+  pc_memwipe(full, sizeof(full));
+}
+
+void
+crypt_sha1_state_wipe(crypt_sha1_state_t *s)
+{
+  pc_memwipe(s, sizeof(*s));
 }
 
 /* ---- incremental digests ---- */

@@ -24,6 +24,22 @@ void crypt_shake256(uint8_t *out, size_t outlen, const void *m, size_t n);
 void crypt_hmac_sha256(uint8_t out[DIGEST_SHA256_LEN], const void *key,
                        size_t keylen, const void *m, size_t n);
 
+/* A running SHA-1 that can be embedded in another struct (no allocation,
+ * 96 bytes): relay crypto keeps one per hop and direction on every
+ * circuit. Its contents are private to digest.c. Copying the struct copies
+ * the state. Wipe it with crypt_sha1_state_wipe() when done (relay
+ * digests are seeded with key material). */
+typedef struct crypt_sha1_state_t {
+  uint32_t opaque_[24];
+} crypt_sha1_state_t;
+void crypt_sha1_state_init(crypt_sha1_state_t *s);
+void crypt_sha1_state_add(crypt_sha1_state_t *s, const void *m, size_t n);
+/* The first outlen (<= DIGEST_SHA1_LEN) bytes of the digest of what has
+ * been added so far; s stays usable. */
+void crypt_sha1_state_peek(const crypt_sha1_state_t *s, uint8_t *out,
+                           size_t outlen);
+void crypt_sha1_state_wipe(crypt_sha1_state_t *s);
+
 typedef enum {
   DIGEST_ALG_SHA1,
   DIGEST_ALG_SHA256,
