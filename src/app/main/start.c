@@ -116,7 +116,6 @@ static struct {
   dgram_t *dgram;               /* DatagramPort links; NULL when off */
   btcirc_t *btcirc;             /* BackTap circuits on them; NULL when off */
   dtcp_t *dtcp;                 /* TCP-over-DTLS circuits; NULL when off */
-  int dgram_transport;          /* CircuitTransport now (CIRCUIT_TRANSPORT_*) */
   int ipsec_kernel;             /* kernel IPsec: 0 not probed, 1 yes, 2 no */
   conflux_exit_config_t cfx;    /* conflux at the exit, as applied */
   dos_options_t dos_opts;       /* DoS* as written (0/auto: consensus) */
@@ -1050,11 +1049,13 @@ dgram_link_changed(dgram_link_t *l, int up, const char *why, void *arg)
   (void)why;
   (void)arg;
   const uint8_t *rsa = dgram_link_peer_rsa_id(l);
-  if (!up || !rsa)
+  if (!up || !rsa || !A.opts)
     return;
-  if (A.dgram_transport == CIRCUIT_TRANSPORT_BACKTAP && A.btcirc)
+  const dgram_options_t *dgo = options_module(A.opts, &dgram_conf_module);
+  int transport = dgo->transport;
+  if (transport == CIRCUIT_TRANSPORT_BACKTAP && A.btcirc)
     client_retire_tls_first_hops(rsa, "CircuitTransport backtap");
-  else if (A.dgram_transport == CIRCUIT_TRANSPORT_DTLS_TCP && A.dtcp)
+  else if (transport == CIRCUIT_TRANSPORT_DTLS_TCP && A.dtcp)
     client_retire_tls_first_hops(rsa, "CircuitTransport dtls-tcp");
 }
 
@@ -1064,7 +1065,6 @@ apply_dgram(const options_t *o)
   dgram_config_t cfg;
   dgram_config(o, &cfg);
   const dgram_options_t *dgo = options_module(o, &dgram_conf_module);
-  A.dgram_transport = dgo->transport;
   if (A.dgram) {
     dgram_reconfigure(A.dgram, &cfg);
     if (A.btcirc)

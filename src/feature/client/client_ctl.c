@@ -493,6 +493,16 @@ client_ctl_foreach_mapping(void (*fn)(const char *from, const char *to,
     addrmap_foreach(client_g.addrmap, fn, arg);
 }
 
+/* Retire cc: the pool gives it no new stream; closed now if built and
+ * without streams, else once its streams are done (client_timer_cb). */
+static void
+ccirc_retire(ccirc_t *cc, const char *why)
+{
+  cc->retired = 1;
+  if (cc->built && dlist_is_empty(&cc->streams))
+    ccirc_close(cc, -1, why);
+}
+
 /* NEWNYM now: every circuit that is not clean takes no new stream; those
  * without streams close. */
 static void
@@ -506,10 +516,8 @@ newnym_now(void)
     ccirc_t *cc = DLIST_ENTRY(node, ccirc_t, node);
     if (cc->dead || cc->iso_open || cc->retired)
       continue;
-    cc->retired = 1;
+    ccirc_retire(cc, "NEWNYM");
     n++;
-    if (cc->built && dlist_is_empty(&cc->streams))
-      ccirc_close(cc, -1, "NEWNYM");
   }
   log_notice("NEWNYM: %d circuit%s take no new streams; new streams get "
              "new circuits",
@@ -610,10 +618,8 @@ client_retire_tls_first_hops(const uint8_t rsa_id[20], const char *why)
       tls = leg_tls_to(cc->legs[i], rsa_id);
     if (!tls)
       continue;
-    cc->retired = 1;
+    ccirc_retire(cc, why);
     n++;
-    if (cc->built && dlist_is_empty(&cc->streams))
-      ccirc_close(cc, -1, why);
   }
   if (n) {
     char hex[41];
