@@ -59,12 +59,18 @@ class Host:
         torrc asks for, or None (tls, pctcp, or none given)."""
         if self.binary != "pctor":
             return None
-        t = None
-        for l in self.torrc:
-            w = l.split()
-            if len(w) >= 2 and w[0].lower() == "circuittransport":
-                t = w[1].lower()
-        return t if t in ("dtls-tcp", "backtap") else None
+        return torrc_datagram_transport(self.torrc)
+
+
+def torrc_datagram_transport(lines):
+    """The datagram CircuitTransport ("dtls-tcp" or "backtap") that torrc
+    lines ask for (the last CircuitTransport line wins), or None."""
+    t = None
+    for line in lines:
+        w = line.split()
+        if len(w) >= 2 and w[0].lower() == "circuittransport":
+            t = w[1].lower()
+    return t if t in ("dtls-tcp", "backtap") else None
 
 
 LINK_KEYS = ("up", "down", "delay_ms", "delay_up_ms", "delay_down_ms", "jitter_ms",

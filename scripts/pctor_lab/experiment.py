@@ -37,6 +37,7 @@ import threading
 import time
 
 from .common import SCRIPTS_DIR, TestbedError, hex_to_b64, tail
+from .config import torrc_datagram_transport
 from .definition import (ExperimentError, PROG, definition_summary, load_experiment, note,
                          print_plan, run_name, testbed_toml)
 from .netns import Run
@@ -237,15 +238,11 @@ def datagram_relays(hosts):
     for name, info in sorted(hosts.items()):
         if info["role"] not in ("relay", "exit"):
             continue
-        t = None
         with contextlib.suppress(OSError):
             with open(os.path.join(info["dir"], "torrc")) as f:
-                for line in f:
-                    w = line.split()
-                    if len(w) >= 2 and w[0].lower() == "circuittransport":
-                        t = w[1].lower()
-                if t in TRANSPORT_NAMES:
-                    out[name] = t
+                t = torrc_datagram_transport(f)
+            if t:
+                out[name] = t
     return out
 
 
@@ -476,9 +473,8 @@ def do_run_shadow(exp, config, seed, duration, args, out):
                                           if i.get("fingerprint")},
                          "pins": os.path.join(info[h.name]["dir"], "pins.json"),
                          "rebuild_after_links": any(
-                             len(l.split()) >= 2 and l.split()[0].lower() == "circuittransport"
-                             and l.split()[1].lower() in TRANSPORT_NAMES
-                             for lines in config["torrc"].values() for l in lines)})
+                             torrc_datagram_transport(lines)
+                             for lines in config["torrc"].values())})
         with open(os.path.join(tdir, "workload.json"), "w") as f:
             json.dump(spec, f)
         return [{"path": sys.executable,

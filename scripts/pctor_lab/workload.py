@@ -34,6 +34,11 @@ from .paths import PathPinner, draw_paths, path_candidates
 # --------------------------------------------------------------------------
 # the workload
 
+def loop_name(wl, client, index):
+    """A request loop's name: the paired paths' key and its records'."""
+    return f"{wl['class']}-{client}-{index}"
+
+
 class Stream:
     """One request loop (a virtual client)."""
 
@@ -41,7 +46,7 @@ class Stream:
         self.wl, self.client, self.index, self.rnd = wl, client, index, rnd
         self.sock = None
         self.lock = threading.Lock()
-        self.name = f"{wl['class']}-{client}-{index}"
+        self.name = loop_name(wl, client, index)
         self.user = self.name if wl["isolate"] else None
 
     def abort(self):
@@ -432,8 +437,9 @@ def shadow_client(spec, connect_for=local_socks_connect):
     finally:
         if pinned:
             for c, p in pinned[0].items():
-                p.stop()
-                pin_info.setdefault(c, p.summary())
+                if c not in pin_info:  # run_workload did not get to it
+                    p.stop()
+                    pin_info[c] = p.summary()
             with open(spec["pins"], "w") as f:
                 json.dump(pin_info, f, sort_keys=True)
     note(f"{client}: done, {n} measured requests")
@@ -447,7 +453,7 @@ def shadow_pinner(spec, exp, client):
     client's ControlPort on this host. Started before the probe, so that
     the circuits are built by the common start; a loop whose circuit is
     not built yet then waits for it. Returns run_workload's `pinned`."""
-    loops = [f"{w['class']}-{client}-{i}" for w in exp["workload"]
+    loops = [loop_name(w, client, i) for w in exp["workload"]
              if client in w["clients"] for i in range(w["streams"])]
     paths = draw_paths(spec["path_relays"], loops, spec["seed"])
     p = PathPinner(None, paths, spec["fingerprints"])
