@@ -121,8 +121,10 @@ def expand_hosts(raw_hosts, defaults, what):
         names = [base] if count == 1 else [f"{base}{i}" for i in range(1, count + 1)]
         role = h.get("role", "host")
         binary = h.get("binary", defaults.get("binary", "tor")) if role in TOR_ROLES else None
+        if not isinstance(h.get("scaled", True), bool):
+            raise ExperimentError(f"{what}: host '{h['name']}': scaled must be true or false")
         for nm in names:
-            e = {k: v for k, v in h.items() if k not in ("count", "_group")}
+            e = {k: v for k, v in h.items() if k not in ("count", "_group", "scaled")}
             e["name"] = nm
             if "torrc" in e or "torrc" in defaults:
                 e["torrc"] = _lines(e.get("torrc", defaults.get("torrc", [])),
@@ -188,9 +190,12 @@ def apply_scale(raw, net_hosts, name, path):
     client hosts multiplied to `client_hosts` in all (in proportion to the
     loops each carries, names HOST1..HOSTk, group HOST, access rate and
     delay drawn per host) and each workload class's loops spread over them
-    so that `clients.CLASS` virtual clients run in all. The draw is seeded
-    by scale.seed (default 1): every configuration and seed of a run sees
-    the same network. Returns (hosts, workload entries, description)."""
+    so that `clients.CLASS` virtual clients run in all. Hosts marked
+    `scaled = false` (a handful of bridges, say) stay as written: they are
+    neither templates nor replaced, and a client host so marked is not
+    multiplied. The draw is seeded by scale.seed (default 1): every
+    configuration and seed of a run sees the same network. Returns (hosts,
+    workload entries, description)."""
     sc = raw.get("scale", {})
     if not isinstance(sc, dict) or name not in sc or not isinstance(sc[name], dict):
         known = ", ".join(sc) if isinstance(sc, dict) and sc else "none"
@@ -220,13 +225,15 @@ def apply_scale(raw, net_hosts, name, path):
         return e
 
     for role, key, prefix in (("relay", "relays", "relay"), ("exit", "exits", "exit")):
-        tmpl = next((h for h in hosts if h.get("role") == role), None)
+        scaled = [h for h in hosts if h.get("role") == role and h.get("scaled", True) is not False]
         if key not in s:
             continue
         n = _num(s[key], f"{what}.{key}", 1, 5000, integer=True)
-        if tmpl is None:
-            raise ExperimentError(f"{what}: {key} given but the network has no {role}")
-        hosts = [h for h in hosts if h.get("role") != role]
+        if not scaled:
+            raise ExperimentError(f"{what}: {key} given but the network has no {role} "
+                                  f"(that is not marked scaled = false)")
+        tmpl = scaled[0]
+        hosts = [h for h in hosts if not any(h is x for x in scaled)]
         for i in range(1, n + 1):
             e = {k: v for k, v in tmpl.items() if k != "count"}
             e.update({"name": f"{prefix}{i}", "_group": f"{prefix}s"})
@@ -246,7 +253,8 @@ def apply_scale(raw, net_hosts, name, path):
         sels = w.get("clients", [])
         sels = [sels] if isinstance(sels, str) else sels
         for c in sels:
-            if c in by_name and by_name[c].get("role") == "client":
+            if c in by_name and by_name[c].get("role") == "client" and \
+                    by_name[c].get("scaled", True) is not False:
                 loops[c] = loops.get(c, 0) + int(w.get("streams", 1))
     total = _num(s.get("client_hosts", len(loops) or 1), f"{what}.client_hosts", 1, 5000,
                  integer=True)

@@ -27,6 +27,55 @@ def test_shipped_definitions_load(top):
         assert len(exp["configs"]) >= 2 and exp["workload"]
 
 
+def test_shipped_scales_load(top):
+    """Every [scale.NAME] of a shipped definition loads and gives the
+    network it says: its relay and exit counts, and hosts marked
+    scaled = false kept as written."""
+    n = 0
+    for f in shipped(top):
+        with open(f, "rb") as fh:
+            scales = tomllib.load(fh).get("scale", {})
+        for name, s in scales.items():
+            exp = definition.load_experiment(f, scale=name)
+            hosts = exp["network"]["hosts"]
+            groups = [h["_group"] for h in hosts]
+            assert groups.count("relays") == s.get("relays", groups.count("relays")), (f, name)
+            assert groups.count("exits") == s.get("exits", groups.count("exits")), (f, name)
+            n += 1
+    assert n >= 10
+
+
+def test_scale_keeps_unscaled_hosts(top, tmp_path):
+    f = os.path.join(top, "scripts", "experiments", "conflux-scale.toml")
+    exp = definition.load_experiment(f, scale="paper20")
+    hosts = {h["name"]: h for h in exp["network"]["hosts"]}
+    # the five bridges stay, with their own links, and are no templates
+    for i in range(1, 6):
+        b = hosts[f"br{i}"]
+        assert (b["role"], b["up"], b["down"], b["_group"]) == ("relay", "2mbit", "8mbit", "br")
+    assert sum(1 for h in hosts.values() if h["_group"] == "relays") == 16
+    assert all(h["up"] != "2mbit" for h in hosts.values() if h["_group"] == "relays")
+    # the generated test-bed file carries no 'scaled' key and the test bed takes it
+    text = definition.testbed_toml(exp, exp["configs"][0], 1)
+    assert "scaled" not in text
+    p = tmp_path / "t.toml"
+    p.write_text(text)
+    config.load_config(str(p))
+    # a client host marked scaled = false is not multiplied, its loops grow
+    body = open(f).read().replace('name = "bulkc"\nrole = "client"',
+                                  'name = "bulkc"\nrole = "client"\nscaled = false')
+    q = tmp_path / "keep.toml"
+    q.write_text(body)
+    exp = definition.load_experiment(str(q), scale="paper20")
+    names = [h["name"] for h in exp["network"]["hosts"]]
+    assert "bulkc" in names and "bulkc1" not in names
+    bulk = next(w for w in exp["workload"] if w["class"] == "bulk")
+    assert bulk["streams"] == 20
+    q.write_text(body.replace("count = 5\nscaled = false", 'count = 5\nscaled = "no"'))
+    with pytest.raises(BadDefinition, match="scaled must be true or false"):
+        definition.load_experiment(str(q))
+
+
 def test_testbed_toml(top, tmp_path):
     exp = definition.load_experiment(os.path.join(top, "scripts", "experiments",
                                                   "pctcp-webbulk.toml"))
