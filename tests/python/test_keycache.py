@@ -270,3 +270,50 @@ def test_compile_invalidation(shadow_mod, fakes, tmp_path, monkeypatch):
     d = compile_once(shadow_mod, tmp_path, bins, "run4")
     assert (d["keycache"]["made_authorities"], d["keycache"]["made_relays"]) == (1, 0)
     assert calls("tor-gencert") == 2
+
+
+def test_compile_measured_bandwidths(shadow_mod, fakes, tmp_path):
+    """The authority votes each relay's access-link rate as its measured
+    bandwidth (V3BandwidthsFile), dated at Shadow's epoch; relays on
+    unshaped links are left unmeasured; [shadow] measured_bandwidths = 0
+    turns it off."""
+    bins, _ = fakes
+    tb = tmp_path / "bw.toml"
+    tb.write_text(TESTBED.format(first="r1")
+                  .replace('name = "r1"\nrole = "relay"',
+                           'name = "r1"\nrole = "relay"\nup = "10mbit"\ndown = "20mbit"')
+                  .replace('name = "x1"\nrole = "exit"',
+                           'name = "x1"\nrole = "exit"\nup = "8mbit"\ndown = "8mbit"'))
+    shadow_mod._versions.clear()
+    _, notes = shadow_mod.compile_network(str(tb), str(tmp_path / "on"), bins, 1, 60,
+                                          dict(shadow_mod.DEFAULTS))
+    # one authority: the consensus will not use them, and the run says so
+    assert any("three or more authorities" in n for n in notes)
+    with open(tmp_path / "on" / "compiled.json") as f:
+        fps = {h: i.get("fingerprint") for h, i in json.load(f)["hosts"].items()}
+    auth = tmp_path / "on" / "template" / "hosts" / "auth"
+    final = tmp_path / "on" / "shadow.data" / "hosts" / "auth" / "bandwidths"
+    assert f"V3BandwidthsFile {final}" in (auth / "torrc").read_text().splitlines()
+    lines = (auth / "bandwidths").read_text().splitlines()
+    assert lines[0] == str(shadow_mod.SIM_EPOCH)
+    assert sorted(lines[1:]) == sorted([f"node_id=${fps['r1']} bw=1250",
+                                        f"node_id=${fps['x1']} bw=1000"])
+    # only the authority gets it
+    assert "V3BandwidthsFile" not in (tmp_path / "on" / "template" / "hosts" / "r1" /
+                                      "torrc").read_text()
+    _, notes = shadow_mod.compile_network(str(tb), str(tmp_path / "off"), bins, 1, 60,
+                                          dict(shadow_mod.DEFAULTS, measured_bandwidths=0))
+    auth = tmp_path / "off" / "template" / "hosts" / "auth"
+    assert "V3BandwidthsFile" not in (auth / "torrc").read_text()
+    assert not (auth / "bandwidths").exists()
+    assert not any("consensus weights" in n for n in notes)
+    # three authorities: every one votes the file, and the note says measured
+    tb.write_text(tb.read_text().replace('name = "auth"\nrole = "authority"',
+                                         'name = "auth"\ncount = 3\nrole = "authority"'))
+    _, notes = shadow_mod.compile_network(str(tb), str(tmp_path / "three"), bins, 1, 60,
+                                          dict(shadow_mod.DEFAULTS))
+    assert any(n.startswith("consensus weights: each relay's access-link rate") for n in notes)
+    for i in (1, 2, 3):
+        auth = tmp_path / "three" / "template" / "hosts" / f"auth{i}"
+        assert (auth / "bandwidths").read_text().splitlines()[1:] == lines[1:]
+        assert "V3BandwidthsFile" in (auth / "torrc").read_text()
