@@ -66,6 +66,7 @@ def fetch(stream, connect, ip, path, want_sha, size, timeout, stop):
     n = 0
     try:
         s = connect(timeout)
+        rec["socks_tcp"] = round(time.monotonic() - t0, 6)
         with stream.lock:
             stream.sock = s
         if stop.is_set():
@@ -357,9 +358,47 @@ def ss_sampler(hosts, interval, t0, stop, path):
 # the Shadow engine (scripts/pctor-shadow compiles and runs; the workload
 # runs inside the simulation as `pctor-experiment shadow-client`)
 
+# Shadow's TCP (3.3) may give a new socket the ephemeral port of one
+# the process has just closed, while the SocksPort's end of that old
+# connection is still open; the new SYN then meets the old connection and
+# is ignored, and the connect succeeds only after five SYN retransmissions,
+# 31 s later (seen in a calibration run: a bulk loop's back-to-back
+# request). Linux never reuses a port whose 4-tuple is still in use. So
+# inside Shadow the workload binds its SOCKS connections itself, to ports
+# taken in turn from a range that the host's other sockets (pctor's
+# outgoing connections, the pinner's) do not start from.
+SHADOW_SOCKS_PORTS = (20000, 32767)
+_shadow_port = [SHADOW_SOCKS_PORTS[0]]
+_shadow_port_lock = threading.Lock()
+
+
+def _next_shadow_port():
+    with _shadow_port_lock:
+        p = _shadow_port[0]
+        _shadow_port[0] = p + 1 if p < SHADOW_SOCKS_PORTS[1] else SHADOW_SOCKS_PORTS[0]
+        return p
+
+
 def local_socks_connect(info):
-    return lambda timeout: socket.create_connection(("127.0.0.1", SOCKSPORT),
-                                                    timeout=timeout)
+    def connect(timeout):
+        last = None
+        for _ in range(64):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", _next_shadow_port()))
+            except OSError as e:   # in use: take the next one
+                s.close()
+                last = e
+                continue
+            s.settimeout(timeout)
+            try:
+                s.connect(("127.0.0.1", SOCKSPORT))
+            except OSError:
+                s.close()
+                raise
+            return s
+        raise OSError(f"no free local port for a SOCKS connection: {last}")
+    return connect
 
 
 def shadow_client(spec, connect_for=local_socks_connect):

@@ -127,3 +127,46 @@ def test_shadow_client_ends_before_the_stop(tmp_path):
         # the loops started at the common start, not when the probe ended
         assert abs(r["start"] - spec["start_wall"]) < 0.5, r["start"] - spec["start_wall"]
     assert len(peers) == 3           # the probe's connection and the loops' two
+
+
+def test_local_socks_connect_rotates_ports(monkeypatch):
+    """Inside Shadow the workload binds its SOCKS connections to ports
+    taken in turn (Shadow may otherwise reuse the port of a connection the
+    SocksPort has not closed yet, and the new SYN is ignored for 31 s);
+    a port in use is skipped."""
+    import socket
+    from pctor_lab import workload
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(16)
+    monkeypatch.setattr(workload, "SOCKSPORT", lst.getsockname()[1])
+    lo, hi = workload.SHADOW_SOCKS_PORTS
+    # find two free consecutive ports in the range and start there
+    for start in range(lo + 500, hi - 2):
+        probe = [socket.socket(), socket.socket(), socket.socket()]
+        try:
+            for i, p in enumerate(probe):
+                p.bind(("127.0.0.1", start + i))
+            break
+        except OSError:
+            continue
+        finally:
+            for p in probe:
+                p.close()
+    monkeypatch.setattr(workload, "_shadow_port", [start])
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", start + 1))
+    connect = workload.local_socks_connect({})
+    a = connect(5)
+    b = connect(5)
+    try:
+        assert a.getsockname()[1] == start
+        assert b.getsockname()[1] == start + 2     # start + 1 was taken
+        assert workload._shadow_port[0] == start + 3
+    finally:
+        for s in (a, b, busy, lst):
+            s.close()
+    # the counter wraps at the top of the range
+    monkeypatch.setattr(workload, "_shadow_port", [hi])
+    assert workload._next_shadow_port() == hi
+    assert workload._next_shadow_port() == lo
