@@ -19,6 +19,8 @@ PROG = "pctor-testbed"
 # The directory of the scripts (pctor-testbed, pctor-experiment, pctor-charon):
 # the package sits beside them, in the source tree and installed.
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the experiments' web server (a standalone file, so Shadow can run it by path)
+WEBSERVER = os.path.join(SCRIPTS_DIR, "pctor_lab", "webserver.py")
 REGISTRY = os.environ.get("PCTOR_TESTBED_REGISTRY", "/run/pctor-testbed")
 NETNS_DIR = "/run/netns"
 NET_PREFIX = "10.77"

@@ -5,7 +5,7 @@
 #
 # - Tor: real tor 0.4.9 authorities (keys from tor-gencert and
 #   tor --list-fingerprint, as scripts/pctor-privnet does), tor or pctor
-#   relays/exits/clients, and HTTP servers (python http.server) serving
+#   relays/exits/clients, and HTTP servers (pctor_lab/webserver.py) serving
 #   random files whose sha256 is recorded. Every tor/pctor torrc has
 #   TestingTorNetwork 1 and the run's own DirAuthority lines only; extra
 #   torrc lines from the TOML may not change either. Exits resolve names
@@ -41,8 +41,8 @@ import sys
 import time
 
 from .common import (CONTROLPORT, DATAGRAMPORT, DIRPORT, HOSTS_PER_SLOT, HTTPPORT, NETNS_DIR,
-                     NET_PREFIX, ORPORT, PROG, SCRIPTS_DIR, SOCKSPORT, TestbedError, atomic_write,
-                     debug, hex_to_b64, note, nsrun, tail)
+                     NET_PREFIX, ORPORT, PROG, SCRIPTS_DIR, SOCKSPORT, WEBSERVER, TestbedError,
+                     atomic_write, debug, hex_to_b64, note, nsrun, tail)
 from .config import expand_placeholders
 from .control import ControlConnection
 from .netns import Run, allocate_slots, http_get_ns, ns_connect, recv_http_head, socks5_open
@@ -376,7 +376,7 @@ def write_www(runid, h, info):
 
 def start_server(run_, h, info):
     www = write_www(run_.runid, h, info)
-    argv = [sys.executable, "-m", "http.server", str(HTTPPORT), "--bind", info["ip"],
+    argv = [sys.executable, WEBSERVER, str(HTTPPORT), "--bind", info["ip"],
             "--directory", www]
     rec = run_.spawn(h.name, info["ns"], argv, "http", "http.log")
     info["pid"] = rec["pid"]
