@@ -358,16 +358,16 @@ def ss_sampler(hosts, interval, t0, stop, path):
 # the Shadow engine (scripts/pctor-shadow compiles and runs; the workload
 # runs inside the simulation as `pctor-experiment shadow-client`)
 
-# Shadow's TCP (3.3) may give a new socket the ephemeral port of one
-# the process has just closed, while the SocksPort's end of that old
-# connection is still open; the new SYN then meets the old connection and
-# is ignored, and the connect succeeds only after five SYN retransmissions,
-# 31 s later (seen in a calibration run: a bulk loop's back-to-back
-# request). Linux never reuses a port whose 4-tuple is still in use. So
-# inside Shadow the workload binds its SOCKS connections itself, to ports
-# taken in turn from a range that the host's other sockets (pctor's
-# outgoing connections, the pinner's) do not start from.
-SHADOW_SOCKS_PORTS = (20000, 32767)
+# Shadow (3.3) picks ephemeral ports at random from 10000-65535 and may give
+# a new socket the local port of a connection that is still open on the
+# same host to another peer (seen: the pinner's ControlPort connection,
+# 127.0.0.1:13076 -> :9051, and a new SOCKS connection from 127.0.0.1:13076
+# -> :9050 at 66 s of a calibration run). The new connection's handshake
+# then failed until its fifth SYN retransmission, 31 s later, while Linux
+# would have been fine. So inside Shadow the workload binds its SOCKS
+# connections itself, to ports taken in turn from a range below Shadow's
+# random ones, which no other socket of the host is given.
+SHADOW_SOCKS_PORTS = (1100, 8999)
 _shadow_port = [SHADOW_SOCKS_PORTS[0]]
 _shadow_port_lock = threading.Lock()
 
