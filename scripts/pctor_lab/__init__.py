@@ -22,4 +22,6 @@
 #   report      statistics (percentiles, changes, MeasureMe joins), tables,
 #               plots, the report
 #   experiment  pctor-experiment's commands and command line
+# and, run as a program by both engines rather than imported:
+#   webserver   the experiments' web server (http.server, listen backlog 4096)
 # Python 3.11 standard library only (matplotlib optional, for plots).
