@@ -331,6 +331,33 @@ def measureme_hops(mm, relays, since):
     return out
 
 
+CONFLUX_HEARTBEAT = re.compile(r"Heartbeat: Conflux linked (\d+) sets \((\d+) legs\)")
+
+
+def exit_conflux_sets(exp, hostsdir):
+    """The conflux sets and legs the run's exits linked, from the last
+    "Heartbeat: Conflux linked N sets (M legs)" line of each exit's
+    notice.log (an exit logs it each HeartbeatPeriod once it has linked
+    a set). Returns (sets, legs), or None when no exit logged one."""
+    found, sets, legs = False, 0, 0
+    for h in exp["network"]["hosts"]:
+        if h.get("role") != "exit":
+            continue
+        last = None
+        with contextlib.suppress(OSError):
+            with open(os.path.join(hostsdir, h["name"], "notice.log"),
+                      errors="replace") as f:
+                for line in f:
+                    m = CONFLUX_HEARTBEAT.search(line)
+                    if m:
+                        last = m
+        if last:
+            found = True
+            sets += int(last.group(1))
+            legs += int(last.group(2))
+    return (sets, legs) if found else None
+
+
 def do_run(exp, config, seed, duration, args, out):
     name = run_name(exp, config, seed)
     rdir = os.path.join(out, "runs", name)
@@ -417,6 +444,9 @@ def do_run(exp, config, seed, duration, args, out):
             runrec["error"] = "pctor-testbed down failed"
         runrec["down_s"] = round(time.monotonic() - t, 1)
     runrec["load_end"] = loadavg()
+    cfx = exit_conflux_sets(exp, os.path.join(rundir, "hosts"))
+    if cfx:
+        runrec["conflux_sets"], runrec["conflux_legs"] = cfx
     asks, mm = collect_run(exp, runrec, rundir, rdir)
     prune_rundir(rundir, args.keep_data)
     runrec["records"] = len(results)
@@ -548,6 +578,9 @@ def do_run_shadow(exp, config, seed, duration, args, out):
         with open(os.path.join(rdir, "records.jsonl"), "w") as f:
             for r in results:
                 f.write(json.dumps(r, sort_keys=True) + "\n")
+        cfx = exit_conflux_sets(exp, os.path.join(sim, "shadow.data", "hosts"))
+        if cfx:
+            runrec["conflux_sets"], runrec["conflux_legs"] = cfx
         if not args.keep_data:
             shutil.rmtree(os.path.join(sim, "template"), ignore_errors=True)
             prune_rundir(os.path.join(sim, "shadow.data"), False)
@@ -635,9 +668,11 @@ def cmd_run(args):
                     append_jsonl(os.path.join(out, "ss.jsonl"), sss)
                 if runrec["status"] != "ok":
                     status = 1
+                cfx = (f", {runrec['conflux_sets']} conflux sets ({runrec['conflux_legs']} "
+                       f"legs) linked at the exits" if "conflux_sets" in runrec else "")
                 note(f"run {runrec['run']}: {runrec['status']}, {runrec['ok_records']} of "
                      f"{runrec['records']} requests ok, {runrec['measureme_records']} "
-                     f"MeasureMe records")
+                     f"MeasureMe records{cfx}")
                 if runrec["status"] == "interrupted":
                     raise Interrupted("during a run")
     except (KeyboardInterrupt, Interrupted):

@@ -818,6 +818,14 @@ def make_report(out):
         L.append(md_table(["run", "relay"] + ts, rows))
         L.append("")
     L.append("## Runs\n")
+
+    def run_note(r):
+        # the error, and the conflux sets the exits' heartbeats counted
+        parts = [r.get("error", "")[:120]] if r.get("error") else []
+        if "conflux_sets" in r:
+            parts.append(f"exits linked {r['conflux_sets']} conflux sets "
+                         f"({r['conflux_legs']} legs)")
+        return "; ".join(parts)
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",
            "load 1/5 min (start, end)", "note"]
 
@@ -826,7 +834,7 @@ def make_report(out):
         return (f"{a[0]:.1f}/{a[1]:.1f}, {b[0]:.1f}/{b[1]:.1f}" if a and b else "-")
     L.append(md_table(hdr, [[r["run"], r["status"], fmt(r.get("up_s")), r.get("records", 0),
                              r.get("ok_records", 0), r.get("measured", "-"),
-                             r.get("measureme_records", 0), ld(r), r.get("error", "")[:120]]
+                             r.get("measureme_records", 0), ld(r), run_note(r)]
                             for r in meta["runs"]]))
     fails = [r for r in results if not r.get("ok") and not r.get("aborted")]
     if fails:

@@ -46,6 +46,7 @@ it_start_pctor "$net" p2 relay "ExitRelay 1
 ExitPolicyRejectPrivate 0
 ExitPolicy accept 127.0.0.1:*
 ExitPolicy reject *:*
+HeartbeatPeriod 2 seconds
 ServerDNSResolvConfFile $net/resolv.conf"
 d2=$(cat "$net/p2.dir")
 it_privnet wait "$net" --timeout 120 --flags Running,Valid ||
@@ -125,6 +126,17 @@ sent=$(echo "$line" | sed -n 's/.*, sent \([0-9]*\),.*/\1/p')
 cells=$((MB * 1024 * 1024 / 498))
 [ -n "$sent" ] && [ "$sent" -ge "$cells" ] ||
     it_fail "set #$set_no sent ${sent:-no} multiplexed messages for $cells cells"
+
+# The heartbeat counts the sets p2 linked (what an operator or an
+# experiment reads to see that clients use conflux).
+hb() {
+    n=$(sed -n 's/.*Heartbeat: Conflux linked \([0-9]*\) sets (\([0-9]*\) legs).*/\1 \2/p' \
+        "$d2/info.log" | tail -1)
+    [ -n "$n" ] && [ "${n% *}" -ge 1 ] && [ "${n#* }" -ge 2 ]
+}
+it_wait_until 10 hb || it_fail "no heartbeat line counting p2's conflux sets: \
+$(grep 'Heartbeat' "$d2/info.log" | tail -3)"
+it_log "p2: $(grep 'Heartbeat: Conflux' "$d2/info.log" | tail -1 | sed 's/.*\] //')"
 
 it_pctor_alive_quiet "$net" p1 p2
 it_log "conflux exit interop passed"

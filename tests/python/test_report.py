@@ -274,3 +274,28 @@ def test_relay_confirmations():
     assert report.relay_confirmations("R", pp, asks, mm) == (2, 3)
     runs = [{"run": "R", "seed": 1, "paired_paths": {"c": dict(pp["c"], streams_on_pinned_path=3)}}]
     assert report.paired_rows(runs, asks, mm)[0][-1] == "2 of 3"
+
+
+def test_exit_conflux_sets(tmp_path):
+    """The runner counts the conflux sets the exits linked from the last
+    heartbeat line of each exit's notice.log; None when no exit logged one."""
+    from pctor_lab import experiment
+    exp = {"network": {"hosts": [{"name": "x1", "role": "exit"}, {"name": "x2", "role": "exit"},
+                                 {"name": "r1", "role": "relay"}]}}
+    assert experiment.exit_conflux_sets(exp, str(tmp_path)) is None
+    for h, lines in (("x1", ["Heartbeat: Conflux linked 3 sets (6 legs) and refused 0 links "
+                             "since start; 3 sets are open.",
+                             "Heartbeat: Conflux linked 21 sets (42 legs) and refused 1 links "
+                             "since start; 4 sets are open."]),
+                     ("x2", ["Heartbeat: pctor's uptime is 0:01 hours, with 3 circuits open."]),
+                     ("r1", ["Heartbeat: Conflux linked 100 sets (200 legs) and refused 0 "
+                             "links since start; 0 sets are open."])):
+        (tmp_path / h).mkdir()
+        (tmp_path / h / "notice.log").write_text(
+            "".join(f"Jan 01 00:00:{i:02d}.000 [notice] {l}\n" for i, l in enumerate(lines)))
+    # the last line of x1 counts; x2 logged none; r1 is no exit
+    assert experiment.exit_conflux_sets(exp, str(tmp_path)) == (21, 42)
+    (tmp_path / "x2" / "notice.log").write_text(
+        "[notice] Heartbeat: Conflux linked 6 sets (12 legs) and refused 0 links since start; "
+        "0 sets are open.\n")
+    assert experiment.exit_conflux_sets(exp, str(tmp_path)) == (27, 54)

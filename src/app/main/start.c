@@ -1485,6 +1485,16 @@ heartbeat_cb(void *arg)
     cpuworker_heartbeat_line(cw, sizeof(cw));
     log_notice("%s", cw);
   }
+  /* Conflux at an exit (an exit that never linked a set says nothing):
+   * lets an operator, and an experiment, see that clients use it. */
+  conflux_exit_stats_t cx;
+  conflux_exit_get_stats(&cx);
+  if (cx.n_sets || cx.n_refused)
+    log_notice("Heartbeat: Conflux linked %llu sets (%llu legs) and refused "
+               "%llu links since start; %u sets are open.",
+               (unsigned long long)cx.n_sets,
+               (unsigned long long)cx.n_legs_linked,
+               (unsigned long long)cx.n_refused, cx.n_open_sets);
   /* MeasureMe: what this relay did for clients that asked (a relay that
    * never enabled it and was never asked says nothing). */
   measureme_stats_t ms;
