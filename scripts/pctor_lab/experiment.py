@@ -358,6 +358,13 @@ def exit_conflux_sets(exp, hostsdir):
     return (sets, legs) if found else None
 
 
+def record_conflux_sets(runrec, exp, hostsdir):
+    """runrec's conflux_sets and conflux_legs, when an exit logged any."""
+    cfx = exit_conflux_sets(exp, hostsdir)
+    if cfx:
+        runrec["conflux_sets"], runrec["conflux_legs"] = cfx
+
+
 def do_run(exp, config, seed, duration, args, out):
     name = run_name(exp, config, seed)
     rdir = os.path.join(out, "runs", name)
@@ -444,9 +451,7 @@ def do_run(exp, config, seed, duration, args, out):
             runrec["error"] = "pctor-testbed down failed"
         runrec["down_s"] = round(time.monotonic() - t, 1)
     runrec["load_end"] = loadavg()
-    cfx = exit_conflux_sets(exp, os.path.join(rundir, "hosts"))
-    if cfx:
-        runrec["conflux_sets"], runrec["conflux_legs"] = cfx
+    record_conflux_sets(runrec, exp, os.path.join(rundir, "hosts"))
     asks, mm = collect_run(exp, runrec, rundir, rdir)
     prune_rundir(rundir, args.keep_data)
     runrec["records"] = len(results)
@@ -578,9 +583,7 @@ def do_run_shadow(exp, config, seed, duration, args, out):
         with open(os.path.join(rdir, "records.jsonl"), "w") as f:
             for r in results:
                 f.write(json.dumps(r, sort_keys=True) + "\n")
-        cfx = exit_conflux_sets(exp, os.path.join(sim, "shadow.data", "hosts"))
-        if cfx:
-            runrec["conflux_sets"], runrec["conflux_legs"] = cfx
+        record_conflux_sets(runrec, exp, os.path.join(sim, "shadow.data", "hosts"))
         if not args.keep_data:
             shutil.rmtree(os.path.join(sim, "template"), ignore_errors=True)
             prune_rundir(os.path.join(sim, "shadow.data"), False)
