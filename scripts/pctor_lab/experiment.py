@@ -225,10 +225,22 @@ def paired_flag_check(run_, hosts, pin_info, runrec):
 TRANSPORT_STATS = re.compile(
     r"Statistics: (TCP-over-DTLS|BackTap): \d+ links, \d+ circuit hops; extensions "
     r"(\d+) over \S+, (\d+) over TLS \((\d+) to relays with no DatagramPort known\)")
+# ... and the IPsec broker's for PerCircuitTCP's extensions
+IPSEC_STATS = re.compile(
+    r"Statistics: IPsec: extensions (\d+) per circuit inside IPsec, (\d+) per circuit "
+    r"without it, (\d+) over a shared connection \((\d+) to relays offering IPsec")
 
 
-# CircuitTransport value -> the name in its statistics line
-TRANSPORT_NAMES = {"dtls-tcp": "TCP-over-DTLS", "backtap": "BackTap"}
+# CircuitTransport value (or "ipsec": PerCircuitTCP inside IPsec) -> the
+# name in its statistics line
+TRANSPORT_NAMES = {"dtls-tcp": "TCP-over-DTLS", "backtap": "BackTap", "ipsec": "IPsec"}
+
+
+def _torrc_lines(info):
+    with contextlib.suppress(OSError):
+        with open(os.path.join(info["dir"], "torrc")) as f:
+            return f.read().splitlines()
+    return []
 
 
 def datagram_relays(hosts):
@@ -238,27 +250,58 @@ def datagram_relays(hosts):
     for name, info in sorted(hosts.items()):
         if info["role"] not in ("relay", "exit"):
             continue
-        with contextlib.suppress(OSError):
-            with open(os.path.join(info["dir"], "torrc")) as f:
-                t = torrc_datagram_transport(f)
-            if t:
-                out[name] = t
+        t = torrc_datagram_transport(_torrc_lines(info))
+        if t:
+            out[name] = t
     return out
 
 
+def ipsec_relays(hosts):
+    """The pctor relays and exits of a run that carry PerCircuitTCP's
+    connections inside IPsec only (IPsec 1, PerCircuitTCP 1,
+    PerCircuitTCPRequireIPsec 1): {name: "ipsec"}."""
+    out = {}
+    for name, info in sorted(hosts.items()):
+        if info["role"] not in ("relay", "exit"):
+            continue
+        opts = {}
+        for line in _torrc_lines(info):
+            k, _, v = line.strip().partition(" ")
+            opts[k.lower()] = v.strip()
+        if all(opts.get(k) == "1" for k in ("ipsec", "percircuittcp",
+                                            "percircuittcprequireipsec")):
+            out[name] = "ipsec"
+    return out
+
+
+def transport_stats(text, transport):
+    """The extension counters in a relay's log text, one dict per statistics
+    line of that transport ("dtls-tcp", "backtap" or "ipsec"), oldest
+    first: {"transport": its name, "carried": extensions that used it,
+    "fallback": extensions that did not although the next relay offers it
+    (a datagram link or an IPsec SA not up), "not_offered": extensions to
+    relays that do not offer it, or not known to (no DatagramPort
+    announced; IPsec not announced, or PerCircuitTCP without IPsec)}."""
+    name = TRANSPORT_NAMES[transport]
+    if transport == "ipsec":
+        return [{"transport": name, "carried": int(m.group(1)),
+                 "fallback": int(m.group(4)),
+                 "not_offered": int(m.group(2)) + int(m.group(3)) - int(m.group(4))}
+                for m in IPSEC_STATS.finditer(text)]
+    return [{"transport": name, "carried": int(m.group(2)),
+             "fallback": int(m.group(3)) - int(m.group(4)), "not_offered": int(m.group(4))}
+            for m in TRANSPORT_STATS.finditer(text) if m.group(1) == name]
+
+
 def transport_counters(hosts, names, timeout=15):
-    """Ask each relay of names = {name: CircuitTransport} for its statistics
-    (SIGUSR1, by its PID) and read its extension counters from the line it
-    logs for that transport (a relay with a DatagramPort logs both, the
-    other one idle): {relay: {"datagram":
-    extensions carried over the datagram transport, "tls": over TLS,
-    "tls_no_port": of those, to relays whose DatagramPort it did not know:
-    none, or none announced to it yet}}."""
+    """Ask each relay of names = {name: transport} (transport_stats) for
+    its statistics (SIGUSR1, by its PID) and read its extension counters
+    from the line it logs for that transport (a relay with a DatagramPort
+    logs both datagram lines, the other one idle): {relay: counters}."""
     def lines(n):
         try:
             with open(os.path.join(hosts[n]["dir"], "notice.log"), errors="replace") as f:
-                return [m for m in TRANSPORT_STATS.finditer(f.read())
-                        if m.group(1) == TRANSPORT_NAMES[names[n]]]
+                return transport_stats(f.read(), names[n])
         except OSError:
             return []
 
@@ -273,32 +316,34 @@ def transport_counters(hosts, names, timeout=15):
         for n in names:
             ms = lines(n) if n not in out else []
             if len(ms) > seen[n]:
-                m = ms[-1]
-                out[n] = {"transport": m.group(1), "datagram": int(m.group(2)),
-                          "tls": int(m.group(3)), "tls_no_port": int(m.group(4))}
+                out[n] = ms[-1]
     missing = [n for n in names if n not in out]
     if missing:
         raise ExperimentError("no transport statistics from " + ", ".join(missing))
     return out
 
 
+HOP_KEYS = ("carried", "fallback", "not_offered")
+
+
 def transport_check(before, after):
     """The circuit hops each relay extended during the workload, by the
     transport they used (after - before), and a complaint if any hop between
-    two relays that both offer a datagram transport went over TLS or none
-    went over the datagram transport."""
+    two relays that both offer the transport did not take it, or none did."""
     hops = {}
     for n, a in after.items():
         b = before.get(n, {})
-        hops[n] = {k: a[k] - b.get(k, 0) for k in ("datagram", "tls", "tls_no_port")}
-    dg = sum(h["datagram"] for h in hops.values())
-    fell_back = sum(h["tls"] - h["tls_no_port"] for h in hops.values())
+        hops[n] = {k: a[k] - b.get(k, 0) for k in HOP_KEYS}
+        hops[n]["transport"] = a["transport"]
+    names = "/".join(sorted({a["transport"] for a in after.values()})) or "the transport"
+    carried = sum(h["carried"] for h in hops.values())
+    fell_back = sum(h["fallback"] for h in hops.values())
     problem = None
     if fell_back:
         problem = (f"transport not engaged: {fell_back} circuit hop(s) to relays that offer "
-                   f"a DatagramPort went over TLS ({dg} over the datagram transport)")
-    elif not dg:
-        problem = "transport not engaged: no circuit hop went over the datagram transport"
+                   f"{names} did not use it ({carried} did)")
+    elif not carried:
+        problem = f"transport not engaged: no circuit hop went over {names}"
     return hops, problem
 
 
@@ -410,7 +455,7 @@ def do_run(exp, config, seed, duration, args, out):
         run_ = Run(rundir).load()
         hosts = run_.state["hosts"]
         pin_info = {}
-        dgr = datagram_relays(hosts)
+        dgr = {**datagram_relays(hosts), **ipsec_relays(hosts)}
         before = transport_counters(hosts, dgr) if dgr else None
         for k in ("relay_datagram_links", "relay_ipsec_sas"):
             if run_.state.get(k):
@@ -427,7 +472,8 @@ def do_run(exp, config, seed, duration, args, out):
         runrec["status"] = "ok"
         if dgr:
             # What the relays say their hops used during the workload: a run
-            # whose circuits did not take the datagram transport is refused.
+            # whose circuits did not take the datagram transport (or IPsec)
+            # is refused.
             after = transport_counters(hosts, dgr)
             hops, problem = transport_check(before, after)
             runrec["transport_counters"] = {"before": before, "after": after}

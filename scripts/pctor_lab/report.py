@@ -785,21 +785,27 @@ def make_report(out):
     hop_runs = [r for r in meta["runs"] if r.get("circuit_hops")]
     if hop_runs:
         L.append("## Circuit hops by transport\n")
-        L.append("The extensions each relay with a datagram CircuitTransport made during "
-                 "the workload (warm-up included), from its own counters (SIGUSR1 "
-                 "statistics before and after): over the datagram transport; over TLS to "
-                 "relays whose DatagramPort the relay knew (the transport not engaged: "
-                 "such a run is refused, status failed); over TLS to relays whose port it "
-                 "did not know (none, e.g. a tor relay, or not yet announced to it: no TLS "
-                 "link to it so far). "
-                 "Relay datagram links up before the workload: the test bed's wait.\n")
+        L.append("The extensions each relay with a datagram CircuitTransport, or with "
+                 "PerCircuitTCP inside IPsec, made during the workload (warm-up "
+                 "included), from its own counters (SIGUSR1 statistics before and after): "
+                 "over the transport; not over it although the next relay offers it (its "
+                 "datagram link or IPsec SA not up: such a run is refused, status failed); "
+                 "to relays that do not offer it or had not announced it (e.g. a tor "
+                 "relay, or no TLS link to it so far). "
+                 "Relay datagram links or IPsec SAs up before the workload: the test "
+                 "bed's wait.\n")
         rows = []
         for r in hop_runs:
+            after = (r.get("transport_counters") or {}).get("after", {})
             for relay, h in sorted(r["circuit_hops"].items()):
-                rows.append([r["run"], relay, h["datagram"], h["tls"] - h["tls_no_port"],
-                             h["tls_no_port"]])
-        L.append(md_table(["run", "relay", "datagram", "TLS (port known)",
-                           "TLS (no port known)"], rows))
+                if "datagram" in h:   # a record made before 2026-11-29
+                    h = {"carried": h["datagram"], "fallback": h["tls"] - h["tls_no_port"],
+                         "not_offered": h["tls_no_port"]}
+                t = h.get("transport") or after.get(relay, {}).get("transport", "")
+                rows.append([r["run"], relay, t, h["carried"], h["fallback"],
+                             h["not_offered"]])
+        L.append(md_table(["run", "relay", "transport", "over it",
+                           "not over it (offered)", "to relays not offering it"], rows))
         L.append("")
     mm_hop_runs = [r for r in meta["runs"] if r.get("circuit_hops_measureme")]
     if mm_hop_runs:

@@ -71,7 +71,7 @@ hops, problem = transport_check(before, after)
 print("hops during the download:", hops, file=sys.stderr)
 assert problem is None, problem
 for n in ("c", "g", "m"):
-    assert hops[n]["datagram"] >= 1, (n, hops[n])
+    assert hops[n]["carried"] >= 1, (n, hops[n])
 PY
 
 # 4. down

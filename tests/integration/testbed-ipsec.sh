@@ -11,6 +11,10 @@
 #     middle's ORPort (per-circuit), every file's sha256 is right, and a
 #     capture on the guard's link in the router namespace shows ESP
 #     (UDP-encapsulated) between the two relays and no TCP at all;
+#   - the guard's own counters (its SIGUSR1 "Statistics: IPsec: extensions"
+#     line, as the experiment runner reads it: experiment.transport_counters)
+#     say the downloads' circuits went to the middle per circuit inside
+#     IPsec, at least four of them, none over a shared connection;
 #   - `down` stops the charons (recorded PIDs gone) and leaves no namespace.
 # Skipped (77) unless run as root with tor, curl, tcpdump, pctor-delayd,
 # charon with kernel-libipsec and /dev/net/tun. About 60 s.
@@ -36,6 +40,14 @@ rundir=$(it_tmpdir)/run
 it_register_testbed "$rundir"   # taken down whatever happens
 tb() { it_run "$TB" "$@"; }
 state() { it_testbed_state "$rundir" "$1"; }   # PYTHON-EXPRESSION on the state dict `s`
+counters() { # OUT: the guard's PerCircuitTCP-in-IPsec extension counters
+    PYTHONPATH=$IT_TOP_SRCDIR/scripts /usr/bin/python3 - "$rundir/state.json" "$1" <<'PY'
+import json, sys
+from pctor_lab.experiment import transport_counters
+hosts = json.load(open(sys.argv[1]))["hosts"]
+json.dump(transport_counters(hosts, {"guard": "ipsec"}), open(sys.argv[2], "w"))
+PY
+}
 fail() {
     for f in "$rundir"/hosts/guard/notice.log "$rundir"/hosts/middle/notice.log \
              "$rundir"/hosts/guard/charon/charon.log; do
@@ -73,6 +85,7 @@ tdpid=$!
 it_register_pid "$tdpid"
 it_wait_until 10 grep -q "listening on" "$IT_ROOT/tcpdump.log" || fail "tcpdump did not start"
 
+counters "$IT_ROOT/before.json" || fail "no IPsec statistics from the guard before the downloads"
 want=$(state "s['hosts']['web']['files']['5MiB']['sha256']")
 for i in 1 2 3 4; do
     tb exec --rundir "$rundir" client -- curl -sf --max-time 180 \
@@ -99,6 +112,17 @@ done
 [ $wait_ok = 1 ] || fail "a download through the IPsec relays is missing or corrupt"
 [ "$maxc" -ge 4 ] || fail "only $maxc TCP connections guard -> middle for 4 circuits (PerCircuitTCP)"
 it_log "4 x 5 MiB intact; up to $maxc per-circuit connections guard -> middle"
+counters "$IT_ROOT/after.json" || fail "no IPsec statistics from the guard after the downloads"
+PYTHONPATH=$IT_TOP_SRCDIR/scripts /usr/bin/python3 - "$IT_ROOT/before.json" \
+    "$IT_ROOT/after.json" <<'PY' || fail "the guard's extensions did not all go inside IPsec"
+import json, sys
+from pctor_lab.experiment import transport_check
+before, after = (json.load(open(p)) for p in sys.argv[1:3])
+hops, problem = transport_check(before, after)
+print("guard's extensions during the downloads:", hops, file=sys.stderr)
+assert problem is None, problem
+assert hops["guard"]["carried"] >= 4, hops
+PY
 sleep 1
 kill "$tdpid" 2> /dev/null
 wait "$tdpid" 2> /dev/null

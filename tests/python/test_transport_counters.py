@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test_transport_counters.py -- the experiment runner's reading of the
-# relays' extension counters for a datagram CircuitTransport (the SIGUSR1
-# statistics line of app/main/start.c) and its refusal of a run whose
-# circuit hops did not take the transport.
+# relays' extension counters for a datagram CircuitTransport or for
+# PerCircuitTCP inside IPsec (the SIGUSR1 statistics lines of
+# app/main/start.c) and its refusal of a run whose circuit hops did not
+# take the transport.
 from pctor_lab import experiment
 
 LINE = ("Nov 27 20:00:00.000 [notice] Statistics: TCP-over-DTLS: 3 links, 5 circuit hops; "
@@ -19,8 +20,43 @@ def test_stats_line():
     assert m and m.groups() == ("BackTap", "3", "0", "0")
 
 
-def c(dg, tls, np):
-    return {"datagram": dg, "tls": tls, "tls_no_port": np}
+IPSEC = ("Nov 29 08:00:00.000 [notice] Statistics: IPsec: extensions 12 per circuit inside "
+         "IPsec, 1 per circuit without it, 5 over a shared connection (2 to relays "
+         "offering IPsec, with no usable SA yet)")
+
+
+def test_ipsec_line():
+    assert experiment.transport_stats(IPSEC, "ipsec") == [
+        {"transport": "IPsec", "carried": 12, "fallback": 2, "not_offered": 4}]
+    # a datagram line is not an IPsec one, and the other way round
+    assert experiment.transport_stats(LINE, "ipsec") == []
+    assert experiment.transport_stats(IPSEC, "backtap") == []
+    assert experiment.transport_stats(LINE + "\n" + BT, "backtap") == [
+        {"transport": "BackTap", "carried": 3, "fallback": 0, "not_offered": 0}]
+
+
+def test_ipsec_relays(tmp_path):
+    def host(name, role, *lines):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "torrc").write_text("\n".join(lines) + "\n")
+        return {"dir": str(d), "role": role}
+    hosts = {"m": host("m", "relay", "PerCircuitTCP 1", "PerCircuitTCPRequireIPsec 1",
+                       "IPsec 1"),
+             "x": host("x", "exit", "PerCircuitTCP 0", "PerCircuitTCP 1",
+                       "PerCircuitTCPRequireIPsec 1", "IPsec 1"),
+             "p": host("p", "relay", "PerCircuitTCP 1", "IPsec 1"),    # IPsec not required
+             "q": host("q", "relay", "PerCircuitTCP 1", "PerCircuitTCPRequireIPsec 1",
+                       "IPsec 1", "PerCircuitTCP 0"),                   # the last line wins
+             "c": host("c", "client", "PerCircuitTCP 1", "PerCircuitTCPRequireIPsec 1",
+                       "IPsec 1")}
+    assert experiment.ipsec_relays(hosts) == {"m": "ipsec", "x": "ipsec"}
+
+
+def c(carried, tls, not_offered, t="TCP-over-DTLS"):
+    # tls: every extension not carried (the datagram line's "over TLS")
+    return {"transport": t, "carried": carried, "fallback": tls - not_offered,
+            "not_offered": not_offered}
 
 
 def test_engaged():
@@ -38,7 +74,16 @@ def test_fell_back_refused():
 
 def test_none_carried_refused():
     _, problem = experiment.transport_check({"mid": c(5, 0, 0)}, {"mid": c(5, 0, 0)})
-    assert problem == "transport not engaged: no circuit hop went over the datagram transport"
+    assert problem == "transport not engaged: no circuit hop went over TCP-over-DTLS"
+
+
+def test_ipsec_fell_back_refused():
+    hops, problem = experiment.transport_check(
+        {"mid": c(0, 3, 3, "IPsec")}, {"mid": c(10, 5, 3, "IPsec")})
+    assert hops["mid"] == {"transport": "IPsec", "carried": 10, "fallback": 2,
+                           "not_offered": 0}
+    assert problem == ("transport not engaged: 2 circuit hop(s) to relays that offer "
+                       "IPsec did not use it (10 did)")
 
 
 def test_counters_of_the_configured_transport(tmp_path):
@@ -61,9 +106,10 @@ def test_counters_of_the_configured_transport(tmp_path):
     finally:
         p.kill()
         p.wait()
-    assert a["g"] == {"transport": "BackTap", "datagram": 1, "tls": 0, "tls_no_port": 0}
-    assert b["g"] == {"transport": "TCP-over-DTLS", "datagram": 42, "tls": 7, "tls_no_port": 2}
-    assert c["g"]["datagram"] == 3
+    assert a["g"] == {"transport": "BackTap", "carried": 1, "fallback": 0, "not_offered": 0}
+    assert b["g"] == {"transport": "TCP-over-DTLS", "carried": 42, "fallback": 5,
+                      "not_offered": 2}
+    assert c["g"]["carried"] == 3
 
 
 def mmrec(relay, label, t, cells, bwd, fwd):

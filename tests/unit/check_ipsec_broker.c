@@ -1576,15 +1576,28 @@ START_TEST(test_broker_establish)
   ck_assert_int_eq(R[ini].fc->n_initiate, 2);
   ck_assert_int_eq(R[resp].fc->n_initiate, 0);
   ck_assert_int_eq(stats(ini).initiation_failures, 0);
-  /* Per-circuit both ways now. */
+  /* The first question, about an unknown peer, was answered "shared",
+   * not counted as waiting for an SA (the peer's offer was not known). */
+  ipsec_broker_stats_t s0 = stats(0);
+  ck_assert_uint_eq(s0.verdict_shared, 1);
+  ck_assert_uint_eq(s0.verdict_shared_waiting, 0);
+  ck_assert_uint_eq(s0.verdict_ipsec + s0.verdict_plain, 0);
+  /* Per-circuit both ways now, inside the SA. */
   ck_assert_int_eq(verdict(0, 1), PCTCP_PEER_PER_CIRCUIT);
   ck_assert_int_eq(verdict(1, 0), PCTCP_PEER_PER_CIRCUIT);
-  /* ... but not to another address or port of that relay. */
+  ck_assert_uint_eq(stats(0).verdict_ipsec, 1);
+  ck_assert_uint_eq(stats(0).verdict_plain, 0);
+  ck_assert_uint_eq(stats(1).verdict_ipsec, 1);
+  /* ... but not to another address or port of that relay: shared, and
+   * counted as an extension to a peer offering IPsec without a usable
+   * SA. */
   pc_addr_t other;
   ck_assert_int_eq(pc_addr_parse(&other, "10.202.0.2:9002"), 0);
   ck_assert_int_eq(ipsec_broker_verdict(R[0].b, &other, R[1].rsa,
                                         R[1].keys.ed_identity.pub),
                    PCTCP_PEER_SHARED);
+  ck_assert_uint_eq(stats(0).verdict_shared, 2);
+  ck_assert_uint_eq(stats(0).verdict_shared_waiting, 1);
   /* Found by RSA identity alone too (EXTEND2 without an Ed25519 ID). */
   ck_assert_int_eq(ipsec_broker_verdict(R[0].b, &R[1].orport, R[1].rsa, NULL),
                    PCTCP_PEER_PER_CIRCUIT);

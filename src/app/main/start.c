@@ -2592,6 +2592,14 @@ app_log_statistics(void)
                (unsigned long long)is.sa_setups,
                (unsigned long long)(is.sa_setups ? is.sa_setup_us_total /
                                     is.sa_setups / 1000 : 0));
+    log_notice("Statistics: IPsec: extensions %llu per circuit inside "
+               "IPsec, %llu per circuit without it, %llu over a shared "
+               "connection (%llu to relays offering IPsec, with no usable "
+               "SA yet)",
+               (unsigned long long)is.verdict_ipsec,
+               (unsigned long long)is.verdict_plain,
+               (unsigned long long)is.verdict_shared,
+               (unsigned long long)is.verdict_shared_waiting);
     log_notice("Statistics: IPsec trust: refused %llu relays not listed in "
                "the consensus, %llu announcing another ORPort, %llu over "
                "IPsecMaxPeersPerAddress; evicted %llu unlisted relays with "

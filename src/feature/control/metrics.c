@@ -312,6 +312,19 @@ render_ipsec_client(strbuf_t *b)
     one(b, "pctor_ipsec_charon_losses_total", "counter",
         "IPsec: times the connection to charon was lost",
         (unsigned long long)is.charon_losses);
+    head(b, "pctor_ipsec_extensions_total", "counter",
+         "IPsec: PerCircuitTCP extensions by the connection they were "
+         "given");
+    strbuf_addf(b, "pctor_ipsec_extensions_total{connection=\"ipsec\"} "
+        "%llu\n", (unsigned long long)is.verdict_ipsec);
+    strbuf_addf(b, "pctor_ipsec_extensions_total{connection=\"plain\"} "
+        "%llu\n", (unsigned long long)is.verdict_plain);
+    strbuf_addf(b, "pctor_ipsec_extensions_total{connection=\"shared\"} "
+        "%llu\n", (unsigned long long)is.verdict_shared);
+    one(b, "pctor_ipsec_extensions_shared_waiting_total", "counter",
+        "IPsec: extensions that shared a connection to a peer offering "
+        "IPsec because no SA with it was usable yet",
+        (unsigned long long)is.verdict_shared_waiting);
     one(b, "pctor_ipsec_sa_setups_total", "counter",
         "IPsec: CHILD_SAs installed", (unsigned long long)is.sa_setups);
     one(b, "pctor_ipsec_sa_setup_seconds_total", "counter",

@@ -1615,7 +1615,7 @@ ipsec_broker_verdict(ipsec_broker_t *b, const pc_addr_t *addr,
                      const uint8_t *rsa_id, const uint8_t *ed_id)
 {
   pctcp_peer_verdict_t v = PCTCP_PEER_SHARED;
-  int req = required(b);
+  int req = required(b), inside_sa = 0;
   peer_t *p = b->running ? peer_find(b, ed_id, rsa_id) : NULL;
   if (!b->running) {
     v = req ? PCTCP_PEER_SHARED : PCTCP_PEER_PER_CIRCUIT;
@@ -1638,19 +1638,27 @@ ipsec_broker_verdict(ipsec_broker_t *b, const pc_addr_t *addr,
         pc_addr_eq(addr, &p->orport, 1) && sa_has(&p->sas, DIR_OUT) &&
         p->peer_ready) {
       v = PCTCP_PEER_PER_CIRCUIT;
+      inside_sa = 1;
     } else if (p->kind == KIND_NO_IPSEC) {
       v = req ? PCTCP_PEER_SHARED : PCTCP_PEER_PER_CIRCUIT;
     } else {
+      if (p->kind == KIND_OFFERS)
+        b->stats.verdict_shared_waiting++;
       if (!p->need_since_us)
         p->need_since_us = now_us(b);
       if (p->kind == KIND_OFFERS && now_us(b) >= p->retry_at_us)
         peer_advance(b, p);
     }
   }
-  if (v == PCTCP_PEER_PER_CIRCUIT)
+  if (v == PCTCP_PEER_PER_CIRCUIT) {
     b->stats.verdict_per_circuit++;
-  else
+    if (inside_sa)
+      b->stats.verdict_ipsec++;
+    else
+      b->stats.verdict_plain++;
+  } else {
     b->stats.verdict_shared++;
+  }
   return v;
 }
 
