@@ -488,7 +488,8 @@ def make_plots(out, results, configs, mm, circuits):
             ax.set_ylim(0, 1.02)
             ax.set_xlim(left=0)
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7, loc="lower right")
+            if ax.get_legend_handles_labels()[0]:   # a relay with no class's records: none
+                ax.legend(fontsize=7, loc="lower right")
         axes[0][0].set_ylabel("fraction of MeasureMe intervals")
         if drew:
             fig.tight_layout()

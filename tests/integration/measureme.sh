@@ -12,7 +12,9 @@
 #     of that circuit only (its label), with consecutive sequence numbers,
 #     cells adding up to the download, and (p2, PerCircuitTCP) TCP_INFO of
 #     its own connection towards p3, which p3 sees as an incoming
-#     connection carrying that one circuit; a second circuit downloading at
+#     connection carrying that one circuit; the circuit negotiated congestion
+#     control with p3, whose records (not p2's) carry the controller (cwnd,
+#     in flight, RTTs, SENDMEs counted); a second circuit downloading at
 #     the same time without asking leaves no record;
 #   - p1 (MeasureMeEnabled 0) refuses: no file, a log line;
 #   - answers (doc/measureme.md) reach the asking client: p2 and p3 answer
@@ -75,7 +77,7 @@ fetch() { # NAME ARGS...
 L1=00112233aabbccdd
 fetch quiet "$P1" "$P2" "$P3" &
 quiet=$!
-fetch measured --measureme "1:200:$L1" --measureme "2:200:$L1" \
+fetch measured --cc --measureme "1:200:$L1" --measureme "2:200:$L1" \
     --measureme "3:200:$L1" "$P1" "$P2" "$P3"
 wait "$quiet" || it_fail "the circuit that did not ask failed"
 grep -q "asked hop 2 to measure" "$net/measured.err" || it_fail "circtest did not ask"
@@ -97,6 +99,17 @@ for r in recs:
     for k in ("queue_fwd", "queue_bwd"):
         q = r[k]
         assert q["queued"] >= 0 and q["ewma"] >= 0 and q["delay_max_us"] >= 0
+# the circuit negotiated congestion control with p3 (--cc): the exit's
+# records carry its controller, the middle's none; no conflux leg here
+assert not any("mux_leg" in r for r in recs), "an ordinary circuit marked as a conflux leg"
+if want_tcp:
+    assert not any("cc" in r for r in recs), "a congestion controller at the middle"
+else:
+    cc = [r["cc"] for r in recs if "cc" in r]
+    assert cc, "no congestion controller in the exit's records"
+    assert all(c["cwnd"] > 0 and c["inflight"] <= c["cwnd"] + 31 for c in cc), cc[:3]
+    assert any(c["acks"] > 0 and c["rtt_us"] > 0 and c["min_rtt_us"] > 0 for c in cc), \
+        f"no SENDME counted in the exit's controller: {cc[-1]}"
 if want_tcp:
     tcp = [r["chan_fwd"]["tcp"] for r in recs if r["chan_fwd"] and "tcp" in r["chan_fwd"]]
     assert tcp, "no TCP_INFO of the connection towards the next hop"

@@ -41,8 +41,10 @@
 
 #include "core/or/channel.h"
 #include "core/or/circuit.h"
+#include "core/or/congestion_control.h"
 #include "core/or/relay.h"
 #include "core/or/scheduler.h"
+#include "core/or/stream.h"
 #include "lib/bytes/bytes.h"
 #include "lib/container/dlist.h"
 #include "lib/container/hmap.h"
@@ -499,6 +501,25 @@ write_channel(FILE *f, const char *name, const channel_t *chan)
   fputc('}', f);
 }
 
+/* The congestion controller of the streams ending here (an exit's; the
+ * window of the DATA cells it packages towards the client), and whether
+ * the circuit is one leg of a multiplexed set (conflux). */
+static void
+write_cc(FILE *f, const or_circuit_t *oc)
+{
+  if (oc->mux)
+    fputs(",\"mux_leg\":1", f);
+  const cc_t *cc = circ_edge_cc(oc);
+  if (!cc)
+    return;
+  fprintf(f,
+          ",\"cc\":{\"cwnd\":%" PRIu64 ",\"inflight\":%" PRIu64
+          ",\"rtt_us\":%" PRIu64 ",\"min_rtt_us\":%" PRIu64
+          ",\"slow_start\":%u,\"blocked_chan\":%u,\"acks\":%" PRIu64 "}",
+          cc->cwnd, cc->inflight, cc->ewma_rtt_us, cc->min_rtt_us,
+          (unsigned)cc->in_slow_start, (unsigned)cc->blocked_chan, cc->n_acks);
+}
+
 /* One record at now: into the file (if it can be opened) and into r's
  * batch for the client; with_answer 0 when the circuit is closing. */
 static void
@@ -541,6 +562,7 @@ write_record(mm_circ_t *r, or_circuit_t *oc, uint64_t now, int with_answer)
     return;
   write_channel(f, "chan_fwd", c->n_chan);
   write_channel(f, "chan_bwd", oc->p_chan);
+  write_cc(f, oc);
   fputs("}\n", f);
   fflush(f);
   M.n_records++;
