@@ -230,12 +230,35 @@ def class_order(c):
     return (order.get(c, 3), c)
 
 
+def paired_loop_classes(runs, results):
+    """With paired paths the workload's circuits are built before it starts,
+    each for one loop: {(run, client, client circuit ID as a string): its
+    loop's class}, from the runs' paired_paths and the loop names
+    (workload.loop_name: CLASS-CLIENT-INDEX; the classes the run's records
+    know, so that a class or client name with a dash is read right)."""
+    classes = {(r["run"], r["client"]): set() for r in results}
+    for r in results:
+        classes[(r["run"], r["client"])].add(r["class"])
+    out = {}
+    for run in runs:
+        for client, info in (run.get("paired_paths") or {}).items():
+            known = classes.get((run["run"], client), set())
+            for circ, loop in (info.get("circuits") or {}).items():
+                for cls in known:
+                    if re.fullmatch(re.escape(cls) + "-" + re.escape(client) + r"-\d+", loop):
+                        out[(run["run"], client, str(circ))] = cls
+    return out
+
+
 def summarize_measureme(mm, asks, results, runs):
     """Per-circuit summaries (one per relay and label) and the label check.
     A circuit measured since before the workload started carried the test
     bed's readiness probe only (the workload's own circuits, isolated by
-    SOCKS user name, are built after it starts): class "setup"."""
+    SOCKS user name, are built after it starts): class "setup"; unless the
+    run pinned its loops to circuits built before it (paired paths), whose
+    class is their loop's."""
     wl_start = {r["run"]: r.get("workload_started") for r in runs}
+    pinned = paired_loop_classes(runs, results)
     ask_by_label = {}
     for a in asks:
         ask_by_label.setdefault((a["run"], a["label"]), a)
@@ -284,8 +307,11 @@ def summarize_measureme(mm, asks, results, runs):
                 for k in ("rtt_ms", "cwnd", "retrans", "notsent_kb"):
                     row[f"tcp_{d}_{k}"] = None
         ws = wl_start.get(run)
-        # workload circuits are built after it starts, so measured later
-        if ws is None or (row["first_record"] or 0) < ws:
+        pin = pinned.get((run, client, str(a.get("circuit")))) if a else None
+        if pin:
+            row["class"] = pin
+        elif ws is None or (row["first_record"] or 0) < ws:
+            # workload circuits are built after it starts, so measured later
             row["class"] = "setup"
         circuits.append(row)
     return circuits, unexpected

@@ -153,6 +153,27 @@ def test_measureme_join_mixed_client():
     assert circuits[0]["class"] == "mixed"
 
 
+def test_measureme_join_paired_paths():
+    # Paired paths: the loops' circuits are built before the workload and
+    # pinned, one per loop; a circuit takes its loop's class (the client
+    # runs two classes, one with a dash in its name), not "setup"; a
+    # measured circuit no loop was pinned to stays "setup".
+    mm = [mmrec("LW", 1, 50.0, 1, 1, 1, None, circuit=11),
+          mmrec("LB", 1, 50.0, 1, 1, 1, None, circuit=12),
+          mmrec("LS", 1, 50.0, 1, 1, 1, None, circuit=13)]
+    asks = [{"run": "r1", "label": "LW", "client": "c-1", "circuit": 4},
+            {"run": "r1", "label": "LB", "client": "c-1", "circuit": 5},
+            {"run": "r1", "label": "LS", "client": "c-1", "circuit": 6}]
+    results = [{"run": "r1", "client": "c-1", "class": "bridge-web"},
+               {"run": "r1", "client": "c-1", "class": "bulk"}]
+    runs = [{"run": "r1", "workload_started": 100.0,
+             "paired_paths": {"c-1": {"circuits": {"4": "bridge-web-c-1-0",
+                                                   "5": "bulk-c-1-3"}}}}]
+    circuits, _ = report.summarize_measureme(mm, asks, results, runs)
+    c = {x["label"]: x["class"] for x in circuits}
+    assert c == {"LW": "bridge-web", "LB": "bulk", "LS": "setup"}
+
+
 def test_jsonl_roundtrip(tmp_path):
     p = str(tmp_path / "r.jsonl")
     assert report.read_jsonl(p) == []          # missing file: nothing
