@@ -62,14 +62,21 @@ class Host:
         return torrc_datagram_transport(self.torrc)
 
 
+def torrc_values(lines):
+    """{option in lower case: its value} of torrc lines, the last line of an
+    option winning (as for pctor's single-valued options)."""
+    out = {}
+    for line in lines:
+        w = line.split(None, 1)
+        if len(w) == 2 and not w[0].startswith("#"):
+            out[w[0].lower()] = w[1].strip()
+    return out
+
+
 def torrc_datagram_transport(lines):
     """The datagram CircuitTransport ("dtls-tcp" or "backtap") that torrc
     lines ask for (the last CircuitTransport line wins), or None."""
-    t = None
-    for line in lines:
-        w = line.split()
-        if len(w) >= 2 and w[0].lower() == "circuittransport":
-            t = w[1].lower()
+    t = (torrc_values(lines).get("circuittransport", "").split() or [""])[0].lower()
     return t if t in ("dtls-tcp", "backtap") else None
 
 

@@ -37,7 +37,7 @@ import threading
 import time
 
 from .common import SCRIPTS_DIR, TestbedError, hex_to_b64, tail
-from .config import torrc_datagram_transport
+from .config import torrc_datagram_transport, torrc_values
 from .definition import (ExperimentError, PROG, definition_summary, load_experiment, note,
                          print_plan, run_name, testbed_toml)
 from .netns import Run
@@ -264,10 +264,7 @@ def ipsec_relays(hosts):
     for name, info in sorted(hosts.items()):
         if info["role"] not in ("relay", "exit"):
             continue
-        opts = {}
-        for line in _torrc_lines(info):
-            k, _, v = line.strip().partition(" ")
-            opts[k.lower()] = v.strip()
+        opts = torrc_values(_torrc_lines(info))
         if all(opts.get(k) == "1" for k in ("ipsec", "percircuittcp",
                                             "percircuittcprequireipsec")):
             out[name] = "ipsec"

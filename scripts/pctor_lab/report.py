@@ -230,15 +230,13 @@ def class_order(c):
     return (order.get(c, 3), c)
 
 
-def paired_loop_classes(runs, results):
+def paired_loop_classes(runs, classes):
     """With paired paths the workload's circuits are built before it starts,
     each for one loop: {(run, client, client circuit ID as a string): its
     loop's class}, from the runs' paired_paths and the loop names
-    (workload.loop_name: CLASS-CLIENT-INDEX; the classes the run's records
-    know, so that a class or client name with a dash is read right)."""
-    classes = {(r["run"], r["client"]): set() for r in results}
-    for r in results:
-        classes[(r["run"], r["client"])].add(r["class"])
+    (workload.loop_name: CLASS-CLIENT-INDEX; classes = {(run, client): the
+    classes its records show}, so that a class or client name with a dash
+    is read right)."""
     out = {}
     for run in runs:
         for client, info in (run.get("paired_paths") or {}).items():
@@ -258,7 +256,6 @@ def summarize_measureme(mm, asks, results, runs):
     run pinned its loops to circuits built before it (paired paths), whose
     class is their loop's."""
     wl_start = {r["run"]: r.get("workload_started") for r in runs}
-    pinned = paired_loop_classes(runs, results)
     ask_by_label = {}
     for a in asks:
         ask_by_label.setdefault((a["run"], a["label"]), a)
@@ -266,6 +263,7 @@ def summarize_measureme(mm, asks, results, runs):
     client_classes = {}
     for r in results:
         client_classes.setdefault((r["run"], r["client"]), set()).add(r["class"])
+    pinned = paired_loop_classes(runs, client_classes)
     per = {}
     for r in mm:
         per.setdefault((r["run"], r["relay"], r["label"], r.get("circuit")), []).append(r)

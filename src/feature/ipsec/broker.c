@@ -1651,7 +1651,6 @@ ipsec_broker_verdict(ipsec_broker_t *b, const pc_addr_t *addr,
     }
   }
   if (v == PCTCP_PEER_PER_CIRCUIT) {
-    b->stats.verdict_per_circuit++;
     if (inside_sa)
       b->stats.verdict_ipsec++;
     else

@@ -148,8 +148,8 @@ typedef struct ipsec_broker_stats_t {
    * without IPsec (plain: the peer offers none and IPsec is not
    * required), or the shared connection; of the shared ones, those to a
    * peer that offers IPsec whose SA was not usable yet (waiting). */
-  uint64_t verdict_per_circuit, verdict_shared;
-  uint64_t verdict_ipsec, verdict_plain, verdict_shared_waiting;
+  uint64_t verdict_ipsec, verdict_plain, verdict_shared;
+  uint64_t verdict_shared_waiting;
   /* Announcements refused by the trust rules: relay not listed in the
    * consensus (or listed at another address), announced ORPort not the
    * listed one, too many identities at one address. */
