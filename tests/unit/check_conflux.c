@@ -536,7 +536,10 @@ START_TEST(test_proportional)
   cfx_set_t *set = cfx_set_new(nonce0, CFX_ALG_PROPORTIONAL, 0, tstate);
   cfx_leg_t *la = cfx_set_add_leg(set, a, 0, 0);
   cfx_set_add_leg(set, b, 0, 0);
-  int n_a = 0, n = 40000;
+  /* Legs are drawn per burst of CFX_PROP_BURST messages, so n / 31 draws
+   * decide the split (about 12900: the fraction's deviation is 0.004). */
+  int n_a = 0, n = 400000, n_sw = 0, run = 0, short_runs = 0;
+  cfx_leg_t *last = NULL;
   for (int i = 0; i < n; i++) {
     int sw;
     uint32_t rel;
@@ -544,10 +547,25 @@ START_TEST(test_proportional)
     ck_assert_ptr_nonnull(l);
     if (l == la)
       n_a++;
+    if (sw) {
+      n_sw++;
+      ck_assert_ptr_ne(l, last);
+      /* A leg keeps a whole burst before another is drawn. */
+      if (last && run % CFX_PROP_BURST)
+        short_runs++;
+      run = 0;
+    }
+    run++;
+    last = l;
     cfx_set_note_sent(set, l, RELAY_COMMAND_DATA);
   }
   double frac = (double)n_a / n;
   ck_assert_msg(frac > 0.73 && frac < 0.77, "fraction on leg 0: %f", frac);
+  ck_assert_int_eq(short_runs, 0);
+  /* A switch costs a SWITCH cell: at most one per burst (3:1 draws change
+   * leg 3/8 of the time, so about n / 31 * 0.375). */
+  ck_assert_msg(n_sw > n / CFX_PROP_BURST / 4 && n_sw <= n / CFX_PROP_BURST + 1,
+                "%d switches for %d messages", n_sw, n);
   /* Same cwnd, RTT 4x: 4:1 the other way. */
   a->st.cwnd = 100;
   a->st.rtt_us = 400000;

@@ -307,6 +307,15 @@ rng_next(cfx_set_t *set)
   return x * 0x2545F4914F6CDD1DULL;
 }
 
+static int
+leg_index(const cfx_set_t *set, const cfx_leg_t *leg)
+{
+  for (int i = 0; i < set->n_legs; i++)
+    if (set->legs[i] == leg)
+      return i;
+  return -1;
+}
+
 /* Index of the leg the scheduler wants, or -1. */
 static int
 decide(cfx_set_t *set, const leg_view_t *v)
@@ -324,6 +333,10 @@ decide(cfx_set_t *set, const leg_view_t *v)
         best = i;
     return best;
   case CFX_ALG_PROPORTIONAL: {
+    /* The drawn leg keeps its burst while it has room (conflux_set.h). */
+    int cur = leg_index(set, set->curr);
+    if (cur >= 0 && set->burst_left && v[cur].ready)
+      return cur;
     /* Weight: cells per second the leg's window allows (cwnd / RTT),
      * scaled to fit. Unmeasured legs only when nothing else can send. */
     uint64_t w[CFX_MAX_LEGS], total = 0;
@@ -342,6 +355,7 @@ decide(cfx_set_t *set, const leg_view_t *v)
       w[i] = cwnd * 10000 / rtt_ms10 + 1;
       total += w[i];
     }
+    set->burst_left = CFX_PROP_BURST;
     if (!total)
       return any_unmeasured;
     uint64_t r = rng_next(set) % total;
@@ -438,8 +452,11 @@ void
 cfx_set_note_sent(cfx_set_t *set, cfx_leg_t *leg, uint8_t command)
 {
   leg->last_seq_sent++;
-  if (command == RELAY_COMMAND_DATA)
+  if (command == RELAY_COMMAND_DATA) {
     ua_push(leg, leg->last_seq_sent);
+    if (set->burst_left)
+      set->burst_left--;
+  }
   leg->n_sent++;
   set->n_sent++;
 }

@@ -44,12 +44,19 @@
  *   LOWRTT        the lowest-RTT leg among those with room in their
  *                 window and no blocked channel (tor's HIGH_THROUGHPUT);
  *   PROPORTIONAL  the splitter of AlSabah et al. ("The Path Less
- *                 Travelled", PETS 2013): each message goes to a leg with
- *                 room, chosen at random with probability proportional to
- *                 the leg's measured throughput, estimated as cwnd / RTT
+ *                 Travelled", PETS 2013): DATA goes to a leg with room,
+ *                 chosen at random with probability proportional to the
+ *                 leg's measured throughput, estimated as cwnd / RTT
  *                 (the congestion controller's rate; the paper used the
  *                 fixed window over the SENDME RTT, which is the same
- *                 quantity with a constant window).
+ *                 quantity with a constant window). The paper drew a leg
+ *                 for every cell, which cost nothing there (every cell
+ *                 carried its sequence number); here every change of leg
+ *                 costs a SWITCH cell, so a drawn leg keeps the next
+ *                 CFX_PROP_BURST DATA messages while it has room, and the
+ *                 shares stay proportional (each draw buys a burst of the
+ *                 same length). Drawn per message, a two-leg set sent
+ *                 about one SWITCH per two DATA cells.
  * A leg whose RTT is not known yet counts as infinitely slow (it is used
  * only when no measured leg qualifies). Non-DATA messages are never held
  * back: with no leg available they go on the current leg (section 2.5).
@@ -78,6 +85,10 @@
 /* The sender's reordering window, in messages (about 4 MB), below the
  * receivers' bound (tor has none; older pctor 10000). */
 #define CFX_SEND_WINDOW 8192
+/* DATA messages a leg drawn by PROPORTIONAL keeps (one SENDME increment of
+ * tor's default congestion control, so a SWITCH costs at most 1/31 of the
+ * cells). */
+#define CFX_PROP_BURST 31
 
 typedef enum {
   CFX_ALG_MINRTT = 1,
@@ -135,6 +146,8 @@ typedef struct cfx_set_t {
   uint32_t n_free;
   uint32_t max_queued_seen;
   uint64_t rng;            /* xorshift64* state (PROPORTIONAL) */
+  uint32_t burst_left;     /* DATA messages the drawn leg keeps
+                            * (PROPORTIONAL) */
   uint64_t n_switches;
   uint64_t n_sent;         /* multiplexed messages sent on any leg */
   uint64_t n_window_waits; /* DATA held back or moved by the window */
