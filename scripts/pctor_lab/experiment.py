@@ -373,15 +373,18 @@ def measureme_hops(mm, relays, since):
     return out
 
 
-CONFLUX_HEARTBEAT = re.compile(r"Heartbeat: Conflux linked (\d+) sets \((\d+) legs\)")
+CONFLUX_HEARTBEAT = re.compile(r"Heartbeat: Conflux linked (\d+) sets \((\d+) legs\)"
+                               r"(?:.*Sent (\d+) messages on legs and (\d+) SWITCH cells)?")
 
 
-def exit_conflux_sets(exp, hostsdir):
-    """The conflux sets and legs the run's exits linked, from the last
-    "Heartbeat: Conflux linked N sets (M legs)" line of each exit's
-    notice.log (an exit logs it each HeartbeatPeriod once it has linked
-    a set). Returns (sets, legs), or None when no exit logged one."""
-    found, sets, legs = False, 0, 0
+def exit_conflux_counts(exp, hostsdir):
+    """What the run's exits did with conflux, from the last "Heartbeat:
+    Conflux linked N sets (M legs) ... Sent D messages on legs and S SWITCH
+    cells" line of each exit's notice.log (an exit logs it each
+    HeartbeatPeriod once it has linked a set): a dict of sets, legs and,
+    when every exit's line had them (pctor since 2026-11-28), messages and
+    switches; None when no exit logged one."""
+    found, sets, legs, msgs, switches = False, 0, 0, 0, 0
     for h in exp["network"]["hosts"]:
         if h.get("role") != "exit":
             continue
@@ -397,14 +400,35 @@ def exit_conflux_sets(exp, hostsdir):
             found = True
             sets += int(last.group(1))
             legs += int(last.group(2))
-    return (sets, legs) if found else None
+            if last.group(3) is None or msgs is None:
+                msgs = switches = None
+            else:
+                msgs += int(last.group(3))
+                switches += int(last.group(4))
+    if not found:
+        return None
+    out = {"sets": sets, "legs": legs}
+    if msgs is not None:
+        out.update(messages=msgs, switches=switches)
+    return out
+
+
+def exit_conflux_sets(exp, hostsdir):
+    """(sets, legs) the run's exits linked (exit_conflux_counts), or None."""
+    c = exit_conflux_counts(exp, hostsdir)
+    return (c["sets"], c["legs"]) if c else None
 
 
 def record_conflux_sets(runrec, exp, hostsdir):
-    """runrec's conflux_sets and conflux_legs, when an exit logged any."""
-    cfx = exit_conflux_sets(exp, hostsdir)
+    """runrec's conflux_sets and conflux_legs, and conflux_messages and
+    conflux_switches (SWITCH cells, each an extra cell on a leg) where the
+    exits count them, when an exit logged any."""
+    cfx = exit_conflux_counts(exp, hostsdir)
     if cfx:
-        runrec["conflux_sets"], runrec["conflux_legs"] = cfx
+        runrec["conflux_sets"], runrec["conflux_legs"] = cfx["sets"], cfx["legs"]
+        if "messages" in cfx:
+            runrec["conflux_messages"] = cfx["messages"]
+            runrec["conflux_switches"] = cfx["switches"]
 
 
 def do_run(exp, config, seed, duration, args, out):
@@ -716,6 +740,10 @@ def cmd_run(args):
                     status = 1
                 cfx = (f", {runrec['conflux_sets']} conflux sets ({runrec['conflux_legs']} "
                        f"legs) linked at the exits" if "conflux_sets" in runrec else "")
+                if runrec.get("conflux_messages"):
+                    cfx += (f", {runrec['conflux_switches']} SWITCH cells for "
+                            f"{runrec['conflux_messages']} messages on legs "
+                            f"({100 * runrec['conflux_switches'] / runrec['conflux_messages']:.1f}%)")
                 note(f"run {runrec['run']}: {runrec['status']}, {runrec['ok_records']} of "
                      f"{runrec['records']} requests ok, {runrec['measureme_records']} "
                      f"MeasureMe records{cfx}")

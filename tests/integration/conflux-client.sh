@@ -222,6 +222,14 @@ for e in p3 p4 p5; do
         echo "$line" | grep -Eq 'switches' || it_fail "$e: no summary"
         n=$(echo "$line" | sed -n 's/.* \([0-9]*\) switches.*/\1/p')
         [ -n "$n" ] && [ "$n" -gt 0 ] || it_fail "$e never switched legs"
+        # ... but not per cell: proportional keeps a drawn leg for 31
+        # data cells, so at most about one SWITCH per 31 messages (one per
+        # two when it drew a leg for every cell)
+        if [ "$e" = p5 ]; then
+            s=$(echo "$line" | sed -n 's/.* sent \([0-9]*\),.*/\1/p')
+            [ $((n * 25)) -le "$s" ] ||
+                it_fail "$e: $n switches for $s messages sent (over 1 in 25)"
+        fi
         ;;
     esac
 done

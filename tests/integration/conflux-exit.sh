@@ -136,7 +136,20 @@ hb() {
 }
 it_wait_until 10 hb || it_fail "no heartbeat line counting p2's conflux sets: \
 $(grep 'Heartbeat' "$d2/info.log" | tail -3)"
+# ... and what it sent on the legs: the file's cells, with few SWITCH cells
+# (each one is a cell more; a scheduler that changed legs per cell sent one
+# for every two data cells).
+hbsent() {
+    ms=$(sed -n 's/.*Heartbeat: Conflux.* Sent \([0-9]*\) messages on legs and \([0-9]*\) SWITCH cells.*/\1 \2/p' \
+        "$d2/info.log" | tail -1)
+    [ -n "$ms" ] && [ "${ms% *}" -ge "$cells" ]
+}
+it_wait_until 10 hbsent ||
+    it_fail "no heartbeat line counting the $cells cells sent on legs: \
+$(grep 'Heartbeat: Conflux' "$d2/info.log" | tail -1)"
 it_log "p2: $(grep 'Heartbeat: Conflux' "$d2/info.log" | tail -1 | sed 's/.*\] //')"
+[ $((${ms#* } * 10)) -le "${ms% *}" ] ||
+    it_fail "${ms#* } SWITCH cells for ${ms% *} messages on legs (over 10%)"
 
 it_pctor_alive_quiet "$net" p1 p2
 it_log "conflux exit interop passed"

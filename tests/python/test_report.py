@@ -320,3 +320,16 @@ def test_exit_conflux_sets(tmp_path):
         "[notice] Heartbeat: Conflux linked 6 sets (12 legs) and refused 0 links since start; "
         "0 sets are open.\n")
     assert experiment.exit_conflux_sets(exp, str(tmp_path)) == (27, 54)
+    # older exits' lines have no message counts: none are summed
+    assert experiment.exit_conflux_counts(exp, str(tmp_path)) == {"sets": 27, "legs": 54}
+    # every exit counting: messages and SWITCH cells are summed
+    for h, (m, sw) in (("x1", (9000, 300)), ("x2", (1000, 31))):
+        (tmp_path / h / "notice.log").write_text(
+            "[notice] Heartbeat: Conflux linked 2 sets (4 legs) and refused 0 links since start; "
+            f"1 sets are open. Sent {m} messages on legs and {sw} SWITCH cells (3.3%).\n")
+    assert experiment.exit_conflux_counts(exp, str(tmp_path)) == {
+        "sets": 4, "legs": 8, "messages": 10000, "switches": 331}
+    rec = {}
+    experiment.record_conflux_sets(rec, exp, str(tmp_path))
+    assert rec == {"conflux_sets": 4, "conflux_legs": 8, "conflux_messages": 10000,
+                   "conflux_switches": 331}

@@ -1491,10 +1491,16 @@ heartbeat_cb(void *arg)
   conflux_exit_get_stats(&cx);
   if (cx.n_sets || cx.n_refused)
     log_notice("Heartbeat: Conflux linked %llu sets (%llu legs) and refused "
-               "%llu links since start; %u sets are open.",
+               "%llu links since start; %u sets are open. Sent %llu "
+               "messages on legs and %llu SWITCH cells (%.1f%%).",
                (unsigned long long)cx.n_sets,
                (unsigned long long)cx.n_legs_linked,
-               (unsigned long long)cx.n_refused, cx.n_open_sets);
+               (unsigned long long)cx.n_refused, cx.n_open_sets,
+               (unsigned long long)cx.n_msgs_sent,
+               (unsigned long long)cx.n_switches_sent,
+               cx.n_msgs_sent ? 100.0 * (double)cx.n_switches_sent /
+                                    (double)cx.n_msgs_sent
+                              : 0.0);
   /* MeasureMe: what this relay did for clients that asked (a relay that
    * never enabled it and was never asked says nothing). */
   measureme_stats_t ms;

@@ -57,6 +57,8 @@ void conflux_exit_shutdown(void);
 
 typedef struct conflux_exit_stats_t {
   uint64_t n_sets, n_legs_linked, n_refused, n_teardowns, n_ooo_full;
+  uint64_t n_msgs_sent;     /* multiplexed messages sent on legs */
+  uint64_t n_switches_sent; /* CONFLUX_SWITCH cells among them */
   unsigned n_open_sets;
 } conflux_exit_stats_t;
 void conflux_exit_get_stats(conflux_exit_stats_t *out);

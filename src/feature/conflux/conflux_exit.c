@@ -214,6 +214,7 @@ mux_pick(or_circuit_t *circ, uint8_t command)
     if (or_circuit_send_relay(to->circ, RELAY_COMMAND_CONFLUX_SWITCH, 0, b,
                               sizeof(b)) < 0)
       return NULL;
+    X.stats.n_switches_sent++;
   }
   return to->circ;
 }
@@ -223,6 +224,7 @@ mux_sent(or_circuit_t *leg_circ, uint8_t command)
 {
   xleg_t *x = leg_circ->mux;
   cfx_set_note_sent(x->set->cfx, x->leg, command);
+  X.stats.n_msgs_sent++;
 }
 
 static int
