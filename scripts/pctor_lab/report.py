@@ -569,6 +569,20 @@ def paired_rows(runs, asks=(), mm=()):
     return rows
 
 
+def run_note(r):
+    """The Runs table's note of run record r: its error, and what the
+    exits' heartbeats counted of conflux (sets, legs, SWITCH cells)."""
+    parts = [r.get("error", "")[:120]] if r.get("error") else []
+    if "conflux_sets" in r:
+        parts.append(f"exits linked {r['conflux_sets']} conflux sets "
+                     f"({r['conflux_legs']} legs)")
+    if r.get("conflux_messages"):
+        parts.append(f"{r['conflux_switches']} SWITCH cells for "
+                     f"{r['conflux_messages']} messages on legs "
+                     f"({100 * r['conflux_switches'] / r['conflux_messages']:.1f}%)")
+    return "; ".join(parts)
+
+
 def make_report(out):
     with open(os.path.join(out, "runs.json")) as f:
         meta = json.load(f)
@@ -850,13 +864,6 @@ def make_report(out):
         L.append("")
     L.append("## Runs\n")
 
-    def run_note(r):
-        # the error, and the conflux sets the exits' heartbeats counted
-        parts = [r.get("error", "")[:120]] if r.get("error") else []
-        if "conflux_sets" in r:
-            parts.append(f"exits linked {r['conflux_sets']} conflux sets "
-                         f"({r['conflux_legs']} legs)")
-        return "; ".join(parts)
     hdr = ["run", "status", "up s", "requests", "ok", "measured", "MeasureMe records",
            "load 1/5 min (start, end)", "note"]
 

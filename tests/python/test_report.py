@@ -333,3 +333,15 @@ def test_exit_conflux_sets(tmp_path):
     experiment.record_conflux_sets(rec, exp, str(tmp_path))
     assert rec == {"conflux_sets": 4, "conflux_legs": 8, "conflux_messages": 10000,
                    "conflux_switches": 331}
+
+
+def test_run_note():
+    """The Runs table's note: the error, the conflux sets and, where the
+    exits counted them, the share of SWITCH cells."""
+    assert report.run_note({"run": "a"}) == ""
+    assert report.run_note({"error": "x" * 200}) == "x" * 120
+    assert report.run_note({"conflux_sets": 3, "conflux_legs": 6}) == \
+        "exits linked 3 conflux sets (6 legs)"
+    assert report.run_note({"conflux_sets": 3, "conflux_legs": 6, "conflux_messages": 1000,
+                            "conflux_switches": 25}) == \
+        "exits linked 3 conflux sets (6 legs); 25 SWITCH cells for 1000 messages on legs (2.5%)"
