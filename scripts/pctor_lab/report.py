@@ -225,6 +225,45 @@ def paired_loop_rows(results, configs, baselines):
     return rows
 
 
+def per_client_rows(results, configs, baselines):
+    """Per class, client host and configuration: requests counted, TTFB and
+    download time at the median, and their change against the same host
+    under the baseline. A class's pooled percentiles mix its hosts, and a
+    configuration that lets a slow host complete more requests moves them
+    towards that host; per host the comparison is like for like. Rows only
+    for classes spread over more than one client host."""
+    per = {}
+    for r in results:
+        if not r.get("counted") or not r.get("ok"):
+            continue
+        for m in ("ttfb", "total"):
+            if r.get(m) is not None:
+                per.setdefault((r["class"], r["client"], r["config"], m), []).append(r[m])
+    hosts = {}
+    for (cls, client, _, _) in per:
+        hosts.setdefault(cls, set()).add(client)
+    rows = []
+    for cls in sorted(hosts, key=class_order):
+        if len(hosts[cls]) < 2:
+            continue
+        for client in sorted(hosts[cls]):
+            for c in configs:
+                b = baselines.get(c, configs[0])
+                t = sorted(per.get((cls, client, c, "ttfb"), []))
+                d = sorted(per.get((cls, client, c, "total"), []))
+                if not d:
+                    continue
+                row = {"class": cls, "client": client, "config": c, "n": len(d),
+                       "ttfb_p50": percentile(t, 50), "total_p50": percentile(d, 50),
+                       "baseline": b}
+                for m, v in (("ttfb", row["ttfb_p50"]), ("total", row["total_p50"])):
+                    bv = sorted(per.get((cls, client, b, m), []))
+                    row[f"{m}_change_pct"] = (None if c == b or not bv or v is None
+                                              else pct_change(v, percentile(bv, 50)))
+                rows.append(row)
+    return rows
+
+
 def class_order(c):
     order = {"web": 0, "light": 1, "bulk": 2}
     return (order.get(c, 3), c)
@@ -716,6 +755,21 @@ def make_report(out):
                            "total p75"],
                           [[r["run"], r["class"], r["n"], fmt(r["ttfb_p50"]), fmt(r["ttfb_p75"]),
                             fmt(r["total_p50"]), fmt(r["total_p75"])] for r in per_run]))
+        L.append("")
+    pc = per_client_rows(results, configs, baselines)
+    if pc and len(configs) > 1:
+        L.append("Per client host (a class's pooled percentiles mix its hosts: a "
+                 "configuration that lets a slow host complete more requests moves them "
+                 "towards that host; per host the comparison is like for like). Medians; "
+                 "change against the same host under the baseline:\n")
+        L.append(md_table(["class", "client", "config", "n", "ttfb p50", "Δ", "total p50",
+                           "Δ"],
+                          [[x["class"], x["client"], x["config"], x["n"], fmt(x["ttfb_p50"]),
+                            "-" if x["ttfb_change_pct"] is None
+                            else f"{x['ttfb_change_pct']:+.0f}%",
+                            fmt(x["total_p50"]),
+                            "-" if x["total_change_pct"] is None
+                            else f"{x['total_change_pct']:+.0f}%"] for x in pc]))
         L.append("")
     if thr:
         L.append("Throughput per loop over whole runs (all bytes received, including the "

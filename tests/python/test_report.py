@@ -345,3 +345,30 @@ def test_run_note():
     assert report.run_note({"conflux_sets": 3, "conflux_legs": 6, "conflux_messages": 1000,
                             "conflux_switches": 25}) == \
         "exits linked 3 conflux sets (6 legs); 25 SWITCH cells for 1000 messages on legs (2.5%)"
+
+
+def test_per_client_rows():
+    """Per class and client host, medians and their change against the same
+    host under the baseline; classes on one host only are left out."""
+    res = []
+
+    def add(cls, client, config, ttfb, total, n=3):
+        for _ in range(n):
+            res.append({"counted": True, "ok": True, "class": cls, "client": client,
+                        "config": config, "ttfb": ttfb, "total": total})
+    add("web", "c1", "a", 1.0, 10.0)
+    add("web", "c1", "b", 0.5, 12.0)
+    add("web", "c2", "a", 2.0, 4.0)
+    add("web", "c2", "b", 2.0, 2.0, n=5)
+    add("bulk", "c3", "a", 1.0, 50.0)
+    res.append({"counted": False, "ok": True, "class": "web", "client": "c1", "config": "b",
+                "ttfb": 99.0, "total": 99.0})
+    rows = report.per_client_rows(res, ["a", "b"], {"a": "a", "b": "a"})
+    got = {(r["client"], r["config"]): r for r in rows}
+    assert {r["class"] for r in rows} == {"web"}
+    assert got[("c1", "a")]["total_change_pct"] is None
+    assert got[("c1", "b")]["n"] == 3
+    assert got[("c1", "b")]["ttfb_change_pct"] == pytest.approx(-50.0)
+    assert got[("c1", "b")]["total_change_pct"] == pytest.approx(20.0)
+    assert got[("c2", "b")]["n"] == 5
+    assert got[("c2", "b")]["total_change_pct"] == pytest.approx(-50.0)
