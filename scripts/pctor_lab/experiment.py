@@ -43,7 +43,8 @@ from .definition import (ExperimentError, PROG, definition_summary, load_experim
 from .netns import Run
 from .network import consensus_flags, fetch_consensus, find_binaries
 from .paths import check_flags, path_candidates
-from .report import MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json
+from .report import (MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json,
+                     switch_share)
 from .workload import run_workload, shadow_client
 
 
@@ -740,10 +741,8 @@ def cmd_run(args):
                     status = 1
                 cfx = (f", {runrec['conflux_sets']} conflux sets ({runrec['conflux_legs']} "
                        f"legs) linked at the exits" if "conflux_sets" in runrec else "")
-                if runrec.get("conflux_messages"):
-                    cfx += (f", {runrec['conflux_switches']} SWITCH cells for "
-                            f"{runrec['conflux_messages']} messages on legs "
-                            f"({100 * runrec['conflux_switches'] / runrec['conflux_messages']:.1f}%)")
+                if switch_share(runrec):
+                    cfx += ", " + switch_share(runrec)
                 note(f"run {runrec['run']}: {runrec['status']}, {runrec['ok_records']} of "
                      f"{runrec['records']} requests ok, {runrec['measureme_records']} "
                      f"MeasureMe records{cfx}")

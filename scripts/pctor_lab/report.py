@@ -608,6 +608,15 @@ def paired_rows(runs, asks=(), mm=()):
     return rows
 
 
+def switch_share(r):
+    """"S SWITCH cells for M messages on legs (X%)" of run record r, or ""
+    when its exits did not count them."""
+    if not r.get("conflux_messages"):
+        return ""
+    return (f"{r['conflux_switches']} SWITCH cells for {r['conflux_messages']} messages "
+            f"on legs ({100 * r['conflux_switches'] / r['conflux_messages']:.1f}%)")
+
+
 def run_note(r):
     """The Runs table's note of run record r: its error, and what the
     exits' heartbeats counted of conflux (sets, legs, SWITCH cells)."""
@@ -615,10 +624,8 @@ def run_note(r):
     if "conflux_sets" in r:
         parts.append(f"exits linked {r['conflux_sets']} conflux sets "
                      f"({r['conflux_legs']} legs)")
-    if r.get("conflux_messages"):
-        parts.append(f"{r['conflux_switches']} SWITCH cells for "
-                     f"{r['conflux_messages']} messages on legs "
-                     f"({100 * r['conflux_switches'] / r['conflux_messages']:.1f}%)")
+    if switch_share(r):
+        parts.append(switch_share(r))
     return "; ".join(parts)
 
 

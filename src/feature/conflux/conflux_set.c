@@ -223,6 +223,15 @@ cfx_set_add_leg(cfx_set_t *set, void *handle, uint64_t peer_last_seq_sent,
   return leg;
 }
 
+static int
+leg_index(const cfx_set_t *set, const cfx_leg_t *leg)
+{
+  for (int i = 0; i < set->n_legs; i++)
+    if (set->legs[i] == leg)
+      return i;
+  return -1;
+}
+
 cfx_leg_t *
 cfx_set_find_leg(const cfx_set_t *set, const void *handle)
 {
@@ -236,11 +245,8 @@ int
 cfx_set_remove_leg(cfx_set_t *set, cfx_leg_t *leg,
                    const cfx_leg_state_t *st, const char **why)
 {
-  int idx = -1;
+  int idx = leg_index(set, leg);
   *why = NULL;
-  for (int i = 0; i < set->n_legs; i++)
-    if (set->legs[i] == leg)
-      idx = i;
   if (idx < 0)
     return 0;
   int teardown = 0;
@@ -305,15 +311,6 @@ rng_next(cfx_set_t *set)
   x ^= x >> 27;
   set->rng = x;
   return x * 0x2545F4914F6CDD1DULL;
-}
-
-static int
-leg_index(const cfx_set_t *set, const cfx_leg_t *leg)
-{
-  for (int i = 0; i < set->n_legs; i++)
-    if (set->legs[i] == leg)
-      return i;
-  return -1;
 }
 
 /* Index of the leg the scheduler wants, or -1. */
