@@ -102,6 +102,9 @@ typedef struct cstream_t {
   unsigned resolve_reported : 1; /* a lookup's result went to observers */
   uint64_t held_since_us;   /* CS_HELD */
   uint64_t path_wait_since_us; /* first found no path (CS_WAIT_PATH); 0 */
+  /* Where a stream's set-up time goes (the info line at CONNECTED): when
+   * the request was complete, and when its (last) BEGIN left. */
+  uint64_t requested_us, begin_us;
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -134,7 +137,7 @@ struct ccirc_t {
   int n_legs;
   cfx_set_t *cfx;          /* conflux: the set; NULL for a plain circuit */
   uint8_t nonce[CFX_NONCE_LEN];
-  uint64_t serial;         /* conflux sets in logs */
+  uint64_t serial;         /* its number in logs (sets and circuits) */
   int n_relaunches;        /* legs relaunched after failing to link */
   int n_replacements;      /* legs launched to replace linked ones */
   uint8_t failed_ids[CFX_MAX_FAILED_RELAYS][20];

@@ -270,9 +270,9 @@ launch_circuit(const socks_request_t *req, const client_iso_t *iso,
     client_iso_add(&cc->iso, iso);
   cc->created_us = evloop_now_us(client_g.loop);
   cc->edge = edge_new(&client_end_ops, cc, client_g.loop);
+  cc->serial = ++client_g.next_serial;
   if (n_legs > 1) {
     crypt_rand(cc->nonce, sizeof(cc->nonce));
-    cc->serial = ++client_g.next_serial;
     cfx_alg_t alg = client_g.cfg.conflux_alg
                         ? (cfx_alg_t)client_g.cfg.conflux_alg
                         : CFX_ALG_MINRTT;
@@ -289,8 +289,9 @@ launch_circuit(const socks_request_t *req, const client_iso_t *iso,
                (unsigned long long)cc->serial, req->port, l + 1,
                p[0]->nickname, p[1]->nickname, p[2]->nickname);
     else
-      log_info("Building a circuit %s -> %s -> %s for port %u%s",
+      log_info("Building a circuit %s -> %s -> %s for port %u (#%llu)%s",
                p[0]->nickname, p[1]->nickname, p[2]->nickname, req->port,
+               (unsigned long long)cc->serial,
                want_cc ? " (asking the exit for congestion control)" : "");
     client_leg_start(cc, p, CLIENT_HOPS, want_cc);
   }
@@ -508,6 +509,8 @@ void
 client_stream_attach(cstream_t *cs)
 {
   int detached = cs->gid != 0; /* its circuit closed before CONNECTED */
+  if (!cs->requested_us)
+    cs->requested_us = evloop_now_us(client_g.loop);
   if (!cs->gid)
     socks_stream_report(cs, client_stream_is_resolve(cs)
                                 ? CLIENT_STREAM_NEWRESOLVE

@@ -188,6 +188,7 @@ socks_send_begin(cstream_t *cs)
     n = snprintf(target, sizeof(target), "[%s]:%u", cs->req.address,
                  cs->req.port);
   cs->state = CS_CONNECTING;
+  cs->begin_us = evloop_now_us(client_g.loop);
   socks_stream_report(cs, CLIENT_STREAM_SENTCONNECT);
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(client_g.loop);
@@ -298,6 +299,16 @@ socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
   if (cs->state != CS_CONNECTING)
     return;
   cs->state = CS_OPEN;
+  uint64_t now = evloop_now_us(client_g.loop);
+  log_info("Stream %llu to port %u connected %.3f s after its request: "
+           "%.3f s until its BEGIN left on %s #%llu, %.3f s from BEGIN to "
+           "CONNECTED%s",
+           (unsigned long long)cs->gid, cs->req.port,
+           (now - cs->requested_us) / 1e6,
+           (cs->begin_us - cs->requested_us) / 1e6,
+           cs->circ->cfx ? "conflux set" : "circuit",
+           (unsigned long long)cs->circ->serial,
+           (now - cs->begin_us) / 1e6, cs->retried ? " (retried)" : "");
   socks_stream_report(cs, CLIENT_STREAM_SUCCEEDED);
   client_g.stats.n_open_streams++;
   client_g.stats.n_streams_connected++;
