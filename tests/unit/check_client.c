@@ -563,6 +563,48 @@ START_TEST(test_leg_without_circuit_blocked)
 }
 END_TEST
 
+/* When a conflux set takes streams: all legs linked; or, with streams
+ * waiting, once the slower legs took as long again as the first. */
+START_TEST(test_cfx_ready_rule)
+{
+  const uint64_t ms = 1000;
+  uint64_t at = 0;
+  /* No leg linked: never ready, whatever waits. */
+  ck_assert_int_eq(client_cfx_ready_rule(0, 2, 1, 0, 0, 99999 * ms, &at),
+                   CFX_READY_NOT_YET);
+  /* Every leg linked: ready. */
+  ck_assert_int_eq(client_cfx_ready_rule(2, 0, 0, 0, 900 * ms, 900 * ms, &at),
+                   CFX_READY_NOW);
+  /* One leg still linking and nobody waiting (a preemptive set): wait for
+   * it however long it takes (tor's rule). */
+  ck_assert_int_eq(
+      client_cfx_ready_rule(1, 1, 0, 1000 * ms, 1900 * ms, 60000 * ms, &at),
+      CFX_READY_NOT_YET);
+  /* Streams wait: launched at 1.0 s, first leg linked at 1.9 s, so the
+   * other has until 2.8 s. */
+  at = 0;
+  ck_assert_int_eq(
+      client_cfx_ready_rule(1, 1, 1, 1000 * ms, 1900 * ms, 2000 * ms, &at),
+      CFX_READY_LATER);
+  ck_assert_uint_eq(at, 2800 * ms);
+  ck_assert_int_eq(
+      client_cfx_ready_rule(1, 1, 1, 1000 * ms, 1900 * ms, 2799 * ms, &at),
+      CFX_READY_LATER);
+  ck_assert_int_eq(
+      client_cfx_ready_rule(1, 1, 1, 1000 * ms, 1900 * ms, 2800 * ms, &at),
+      CFX_READY_NOW);
+  /* A first leg that linked at once still leaves the floor. */
+  ck_assert_int_eq(
+      client_cfx_ready_rule(1, 1, 1, 1000 * ms, 1010 * ms, 1100 * ms, &at),
+      CFX_READY_LATER);
+  ck_assert_uint_eq(at, 1010 * ms + CFX_READY_GRACE_MIN_US);
+  /* Two of three legs linked, one pending: the same rule. */
+  ck_assert_int_eq(
+      client_cfx_ready_rule(2, 1, 1, 0, 500 * ms, 1000 * ms, &at),
+      CFX_READY_NOW);
+}
+END_TEST
+
 Suite *
 suite_client(void)
 {
@@ -574,6 +616,7 @@ suite_client(void)
   tcase_add_test(tc, test_resolve_ip_literal);
   tcase_add_test(tc, test_predicted_ports);
   tcase_add_test(tc, test_leg_without_circuit_blocked);
+  tcase_add_test(tc, test_cfx_ready_rule);
   tcase_add_test(tc, test_stream_observer_refuse_second);
   tcase_add_test(tc, test_other_observers_refuse_second);
   tcase_add_test(tc, test_stream_failed_reason);

@@ -366,6 +366,8 @@ ccirc_free(ccirc_t *cc)
     circbuild_free(cc->legs[i]->cb); /* closes it; no callbacks */
     free(cc->legs[i]);
   }
+  if (cc->ready_timer)
+    evloop_timer_free(cc->ready_timer);
   cfx_set_free(cc->cfx);
   edge_free(cc->edge);
   pc_memwipe(cc->nonce, sizeof(cc->nonce));
@@ -700,6 +702,14 @@ client_timer_cb(void *arg)
   for (n = dlist_first(&client_g.circs); n; n = next) {
     next = dlist_next(&client_g.circs, n);
     ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    if (cc->cfx) {
+      cc->busy++;
+      client_cfx_check_link_timeouts(cc, now);
+      int gone = cc->dead;
+      ccirc_unbusy(cc);
+      if (gone)
+        continue;
+    }
     if (!cc->built) {
       uint64_t age_ms = (now - cc->created_us) / 1000;
       if (!cc->timed_out && age_ms > cbt_timeout_ms(client_g.cbt))

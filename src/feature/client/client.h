@@ -98,6 +98,9 @@ typedef struct client_stats_t {
   /* legs relaunched after failing before they linked; legs launched to
    * replace a linked leg that died while its set went on */
   uint64_t n_conflux_relaunches, n_conflux_replacements;
+  /* sets that went ready before every leg linked (streams waited; the
+   * others joined later), and legs closed for no LINKED in time */
+  uint64_t n_conflux_early_ready, n_conflux_link_timeouts;
   /* preemptive (clean) circuits that finished building, and that a
    * stream then took */
   uint64_t n_preemptive_built, n_preemptive_used;

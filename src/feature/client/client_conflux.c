@@ -36,26 +36,105 @@ cleg_state(void *handle, cfx_leg_state_t *out)
   out->blocked = leg->circ->base.n_queue.cells.n >= c->p.cellq_high;
 }
 
-/* A conflux set is ready once no leg is still linking and one linked. */
+cfx_ready_t
+client_cfx_ready_rule(int linked, int pending, int streams_wait,
+                      uint64_t created_us, uint64_t first_link_us,
+                      uint64_t now_us, uint64_t *at_us)
+{
+  if (!linked)
+    return CFX_READY_NOT_YET;
+  if (!pending)
+    return CFX_READY_NOW;
+  if (!streams_wait)
+    return CFX_READY_NOT_YET; /* nobody waits: tor's rule, all legs */
+  uint64_t grace =
+      first_link_us > created_us ? first_link_us - created_us : 0;
+  if (grace < CFX_READY_GRACE_MIN_US)
+    grace = CFX_READY_GRACE_MIN_US;
+  *at_us = first_link_us + grace;
+  return now_us < *at_us ? CFX_READY_LATER : CFX_READY_NOW;
+}
+
 static void
+ready_timer_cb(void *arg)
+{
+  ccirc_t *cc = arg;
+  client_cfx_maybe_ready(cc);
+}
+
+/* A conflux set takes streams once no leg is still linking and one
+ * linked (proposal 329 2.4.2: finalization waits for pending legs). tor
+ * only prebuilds sets, so its streams never wait for one; ours may, when a
+ * stream's isolation needs a new set. So a set that streams wait for goes
+ * on without the legs still linking once they have taken as long again as
+ * the first leg took to link from the set's launch (CFX_READY_GRACE_MIN_US
+ * at least): a stream then waits at most about twice a circuit's set-up.
+ * The late legs keep linking and join the set as replacement legs do
+ * (2.4: a linked set may have unlinked legs on the way, unused until they
+ * link). */
+void
 client_cfx_maybe_ready(ccirc_t *cc)
 {
   if (cc->built || cc->dead)
     return;
-  int linked = 0;
+  int linked = 0, pending = 0;
   for (int i = 0; i < cc->n_legs; i++) {
-    if (!cc->legs[i]->linked)
-      return;
-    linked++;
+    if (cc->legs[i]->linked)
+      linked++;
+    else
+      pending++;
   }
-  if (!linked)
+  uint64_t now = evloop_now_us(client_g.loop), at = 0;
+  cfx_ready_t r = client_cfx_ready_rule(
+      linked, pending, !dlist_is_empty(&cc->streams), cc->created_us,
+      cc->first_link_us, now + evloop_timer_early_slack_us(), &at);
+  if (r == CFX_READY_NOT_YET)
     return;
+  if (r == CFX_READY_LATER) {
+    if (!cc->ready_timer)
+      cc->ready_timer = evloop_timer_new(client_g.loop, ready_timer_cb, cc);
+    evloop_timer_schedule(cc->ready_timer, at > now ? at - now : 1);
+    return;
+  }
+  if (pending) {
+    client_g.stats.n_conflux_early_ready++;
+    log_info("Conflux set #%llu: %d leg%s linked, %d still linking %.0f ms "
+             "after the first linked; streams wait, so the set goes on and "
+             "the others join when they link",
+             (unsigned long long)cc->serial, linked, linked == 1 ? "" : "s",
+             pending, (now - cc->first_link_us) / 1000.0);
+  }
+  if (cc->ready_timer)
+    evloop_timer_cancel(cc->ready_timer);
   client_g.stats.n_conflux_sets++;
   char d[512];
   cfx_set_describe(cc->cfx, d, sizeof(d));
   log_info("Conflux set #%llu linked: %s", (unsigned long long)cc->serial,
            d);
   ccirc_ready(cc);
+}
+
+/* A leg that sent CONFLUX_LINK and got no LINKED within the circuit build
+ * timeout is closed (proposal 329 2.2: C-Tor's bound), which relaunches
+ * it within the set's limit. */
+void
+client_cfx_check_link_timeouts(ccirc_t *cc, uint64_t now)
+{
+  uint64_t limit_us = (uint64_t)cbt_timeout_ms(client_g.cbt) * 1000;
+  for (int i = 0; i < cc->n_legs; i++) {
+    cleg_t *leg = cc->legs[i];
+    if (!leg->link_sent || leg->linked || !leg->circ ||
+        now - leg->link_sent_us <= limit_us)
+      continue;
+    client_g.stats.n_conflux_link_timeouts++;
+    log_info("Conflux set #%llu: leg %s got no CONFLUX_LINKED within the "
+             "%u ms circuit build timeout; closing it",
+             (unsigned long long)cc->serial, leg->path,
+             (unsigned)cbt_timeout_ms(client_g.cbt));
+    /* Closing may relaunch the leg or close the set: one per call. */
+    circuit_mark_for_close(&leg->circ->base, DESTROY_REASON_FINISHED);
+    return;
+  }
 }
 
 /* A conflux leg is built: it must have congestion control with the exit;
@@ -196,11 +275,13 @@ cfx_relaunch_leg(ccirc_t *cc, int replacing_linked, const char *why)
            replacing_linked ? "replacing a linked leg with" : "relaunching",
            path[0]->nickname, path[1]->nickname, exit->nickname, what,
            *count, limit, why ? why : "?");
-  if (!client_leg_start(cc, path, CLIENT_HOPS, 1)) {
+  cleg_t *nl_leg = client_leg_start(cc, path, CLIENT_HOPS, 1);
+  if (!nl_leg) {
     log_info("Conflux set #%llu: the new leg could not start",
              (unsigned long long)cc->serial);
     return -1;
   }
+  nl_leg->replacement = replacing_linked;
   return 0;
 }
 
@@ -296,6 +377,8 @@ handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
   l->link_rtt_us = now > leg->link_sent_us ? now - leg->link_sent_us : 1;
   leg->leg = l;
   leg->linked = 1;
+  if (!cc->first_link_us)
+    cc->first_link_us = now;
   if (!client_g.cfg.conflux_alg)
     cc->cfx->alg = cfx_alg_for_ux(link.desired_ux);
   log_info("Conflux set #%llu: leg %s (circuit %llu) linked, RTT %.1f ms; "
@@ -309,8 +392,9 @@ handle_linked(ccirc_t *cc, cleg_t *leg, const uint8_t *body, uint16_t len)
   if (cc->built) {
     char d[512];
     cfx_set_describe(cc->cfx, d, sizeof(d));
-    log_info("Conflux set #%llu: replacement leg %s joined the set: %s",
-             (unsigned long long)cc->serial, leg->path, d);
+    log_info("Conflux set #%llu: %s leg %s joined the set: %s",
+             (unsigned long long)cc->serial,
+             leg->replacement ? "replacement" : "late", leg->path, d);
     ccirc_wake_streams(cc);
     return;
   }

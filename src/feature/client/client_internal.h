@@ -49,6 +49,9 @@
  * consensus has no cfx_max_unlinked_leg_retry, and linked legs replaced
  * per set. */
 #define CFX_DEFAULT_UNLINKED_RETRY 3
+/* The least a set that streams wait for gives its slower legs to link
+ * after its first did (client_cfx_maybe_ready). */
+#define CFX_READY_GRACE_MIN_US (200ULL * 1000)
 #define CFX_MAX_REPLACEMENTS 3
 /* Preemptive circuits: ports remembered (tor: predicted ports; port 80 is
  * predicted at start), for how long after their last request, how many
@@ -116,6 +119,7 @@ typedef struct cleg_t {
   unsigned link_sent : 1;
   unsigned linked : 1;     /* LINKED taken, LINKED_ACK sent */
   uint64_t link_sent_us;
+  unsigned replacement : 1; /* launched for a linked leg that died */
   cfx_leg_t *leg;          /* in owner->cfx once linked */
   /* What our CONFLUX_LINK said: the exit starts the leg's counts from
    * these, so we do too (see handle_linked in client_conflux.c). */
@@ -139,6 +143,10 @@ struct ccirc_t {
   uint8_t nonce[CFX_NONCE_LEN];
   uint64_t serial;         /* its number in logs (sets and circuits) */
   int n_relaunches;        /* legs relaunched after failing to link */
+  /* When its first leg linked (0: none yet), and the timer that lets it
+   * take streams without the slower legs (client_cfx_maybe_ready). */
+  uint64_t first_link_us;
+  evloop_timer_t *ready_timer;
   int n_replacements;      /* legs launched to replace linked ones */
   uint8_t failed_ids[CFX_MAX_FAILED_RELAYS][20];
   int n_failed_ids;
@@ -325,6 +333,20 @@ void client_ctl_note_linked(const cleg_t *leg);
 /* A leg's congestion state for the conflux schedulers. */
 void cleg_state(void *handle, cfx_leg_state_t *out);
 void client_cfx_leg_built(ccirc_t *cc, cleg_t *leg, origin_circuit_t *circ);
+void client_cfx_maybe_ready(ccirc_t *cc);
+/* client_cfx_maybe_ready's rule: with linked and pending (still linking)
+ * legs, streams waiting or not, the set launched at created_us and its
+ * first leg linked at first_link_us: ready now, not until more legs link,
+ * or at *at_us unless they link before. */
+typedef enum {
+  CFX_READY_NOT_YET,
+  CFX_READY_NOW,
+  CFX_READY_LATER,
+} cfx_ready_t;
+cfx_ready_t client_cfx_ready_rule(int linked, int pending, int streams_wait,
+                                  uint64_t created_us, uint64_t first_link_us,
+                                  uint64_t now_us, uint64_t *at_us);
+void client_cfx_check_link_timeouts(ccirc_t *cc, uint64_t now);
 void client_cfx_leg_closed(ccirc_t *cc, cleg_t *leg, int reason,
                            const char *why);
 void client_cfx_leg_relay(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,

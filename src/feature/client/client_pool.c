@@ -578,4 +578,6 @@ client_stream_attach(cstream_t *cs)
   dlist_insert_tail(&use->streams, &cs->node);
   if (use->built)
     socks_send_begin(cs);
+  else if (use->cfx)
+    client_cfx_maybe_ready(use); /* a leg may have linked already */
 }

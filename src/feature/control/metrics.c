@@ -352,6 +352,14 @@ render_ipsec_client(strbuf_t *b)
   one(b, "pctor_client_conflux_relaunches_total", "counter",
       "Client: conflux legs relaunched after failing to link",
       (unsigned long long)cs.n_conflux_relaunches);
+  one(b, "pctor_client_conflux_early_ready_total", "counter",
+      "Client: conflux sets that took their waiting streams before every "
+      "leg linked",
+      (unsigned long long)cs.n_conflux_early_ready);
+  one(b, "pctor_client_conflux_link_timeouts_total", "counter",
+      "Client: conflux legs closed for no CONFLUX_LINKED within the build "
+      "timeout",
+      (unsigned long long)cs.n_conflux_link_timeouts);
 }
 
 char *
