@@ -1288,6 +1288,13 @@ static const conf_var_t app_vars[] = {
    "yet, not enough directory information yet) or, with "
    "__LeaveStreamsUnattached, for its controller, before it fails (1 "
    "second to 1 day), as in tor.", NULL},
+  {"CircuitStreamTimeout", CONF_TYPE_INTERVAL, "INTERVAL", "0", "0",
+   1, 0, 24 * 3600, OFF(circuit_stream_timeout),
+   "How long a stream waits for the exit's answer to its BEGIN (or "
+   "RESOLVE) before the client ends it there and tries it on another "
+   "circuit, which then takes no new streams; the stream fails once it "
+   "has waited SocksTimeout in all. 0: tor's schedule, 10 seconds for a "
+   "stream's first two tries and 15 after.", NULL},
   {"MaxCircuitDirtiness", CONF_TYPE_INTERVAL, "INTERVAL", "10 minutes",
    "10 minutes",
    1, 10, 30 * 24 * 3600, OFF(max_circuit_dirtiness),
@@ -1841,8 +1848,6 @@ static const struct {
    "timeout (path-spec); remove the line"},
   {"CircuitsAvailableTimeout", "not supported yet: pctor keeps "
    "preemptive circuits while it has streams"},
-  {"CircuitStreamTimeout", "not supported yet: pctor's client uses its "
-   "own stream timeouts; remove the line"},
   {"NewCircuitPeriod", "use MaxCircuitDirtiness, which bounds how long "
    "a circuit takes new streams"},
   {"MaxClientCircuitsPending", "not supported yet; remove the line"},

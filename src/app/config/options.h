@@ -140,6 +140,7 @@ typedef struct options_t {
   char *entry_nodes, *middle_nodes, *exit_nodes, *exclude_nodes;
   int max_circuit_dirtiness;     /* MaxCircuitDirtiness, seconds */
   int socks_timeout;             /* SocksTimeout, seconds */
+  int circuit_stream_timeout;    /* CircuitStreamTimeout, seconds; 0 */
   int use_microdescriptors;      /* UseMicrodescriptors: 0 or 1 */
   uint64_t bandwidth_rate, bandwidth_burst;    /* bytes/s */
   uint64_t relay_bandwidth_rate, relay_bandwidth_burst; /* 0: no limit */

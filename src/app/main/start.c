@@ -1349,6 +1349,7 @@ fill_client_config(client_config_t *cc, const options_t *o)
   cc->state = A.state;
   cc->max_circuit_dirtiness = (unsigned)o->max_circuit_dirtiness;
   cc->socks_timeout = (unsigned)o->socks_timeout;
+  cc->circuit_stream_timeout = (unsigned)o->circuit_stream_timeout;
   cc->exit_nodes_pinned = o->exit_nodes != NULL;
   cc->paths_needed = o->paths_needed_to_build_circuits;
   cc->leave_streams_unattached = o->leave_streams_unattached;

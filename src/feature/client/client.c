@@ -730,6 +730,7 @@ client_timer_cb(void *arg)
     if (too_dirty || idle || cc->retired)
       ccirc_close(cc, -1, too_dirty ? "dirty" : idle ? "idle" : "NEWNYM");
   }
+  client_expire_connecting(now);
   client_ctl_expire_held(now);
   client_attach_unattached(CS_WAIT_PATH); /* retry: a path now? */
   evloop_deferred_schedule(client_g.preempt_ev);

@@ -45,6 +45,10 @@ typedef struct client_config_t {
   /* SocksTimeout: how long a stream waits for a usable circuit (no path
    * yet) or for its controller; 0 means tor's default, 120 s. */
   unsigned socks_timeout;
+  /* CircuitStreamTimeout: seconds a stream waits for CONNECTED (or
+   * RESOLVED) before it is retried on another circuit; 0 means tor's
+   * schedule (CLIENT_STREAM_TIMEOUT_*). */
+  unsigned circuit_stream_timeout;
   /* With ExitNodes pinned and no exit whose policy summary accepts the
    * port (as in private networks whose exits only accept 127.0.0.0/8),
    * use the pinned exits anyway and let them decide. */
@@ -101,6 +105,9 @@ typedef struct client_stats_t {
   /* sets that went ready before every leg linked (streams waited; the
    * others joined later), and legs closed for no LINKED in time */
   uint64_t n_conflux_early_ready, n_conflux_link_timeouts;
+  /* streams retried on another circuit for no answer to their BEGIN in
+   * time, and those that then gave up (SocksTimeout) */
+  uint64_t n_stream_timeouts, n_stream_timeout_failures;
   /* preemptive (clean) circuits that finished building, and that a
    * stream then took */
   uint64_t n_preemptive_built, n_preemptive_used;

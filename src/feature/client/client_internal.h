@@ -43,7 +43,7 @@
 /* Circuit build timeouts are learned (cbt.h); the state is saved after
  * this many new build times. */
 #define CBT_SAVE_EVERY 10
-#define CLIENT_TIMER_US (2ULL * 1000000)
+#define CLIENT_TIMER_US (1ULL * 1000000)
 #define CLEAN_IDLE_US (300ULL * 1000000)
 /* Conflux: legs relaunched per set after failing to link when the
  * consensus has no cfx_max_unlinked_leg_retry, and linked legs replaced
@@ -75,6 +75,10 @@ typedef enum {
 /* SocksTimeout's default: how long a held stream waits for its
  * controller, and a stream for a path (client_socks_timeout_us()). */
 #define CLIENT_SOCKS_TIMEOUT_DEFAULT_S 120
+/* tor's schedule when CircuitStreamTimeout is 0: a stream's first two
+ * BEGINs wait this long for their answer, later ones the second. */
+#define CLIENT_STREAM_TIMEOUT_FIRST_S 10
+#define CLIENT_STREAM_TIMEOUT_LATER_S 15
 /* SIGNAL NEWNYM at most this often; one sooner waits (tor: 10 s). */
 #define CLIENT_NEWNYM_INTERVAL_US (10ULL * 1000000)
 
@@ -108,6 +112,7 @@ typedef struct cstream_t {
   /* Where a stream's set-up time goes (the info line at CONNECTED): when
    * the request was complete, and when its (last) BEGIN left. */
   uint64_t requested_us, begin_us;
+  int n_begin_timeouts;   /* BEGINs that went unanswered in time */
 } cstream_t;
 
 /* One circuit of a ccirc_t. */
@@ -317,6 +322,11 @@ void client_stream_attach(cstream_t *cs);
  * the timer's retries, which fail those that have waited SocksTimeout;
  * CS_HELD: no controller holds streams any more). */
 void client_attach_unattached(cstream_state_t state);
+/* Streams that sent BEGIN (or RESOLVE) and got no answer within
+ * CircuitStreamTimeout (tor's schedule when 0) end there with reason
+ * TIMEOUT and go to another circuit, which no new stream then takes;
+ * past SocksTimeout since the request they fail. Run by the timer. */
+void client_expire_connecting(uint64_t now);
 /* SocksTimeout in microseconds. */
 uint64_t client_socks_timeout_us(void);
 

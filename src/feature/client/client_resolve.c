@@ -289,6 +289,7 @@ client_resolve_send(cstream_t *cs)
     snprintf(name, sizeof(name), "%s", cs->req.address);
   }
   cs->state = CS_CONNECTING;
+  cs->begin_us = evloop_now_us(client_g.loop);
   socks_stream_report(cs, CLIENT_STREAM_SENTRESOLVE);
   if (!cc->dirty_since_us)
     cc->dirty_since_us = evloop_now_us(client_g.loop);

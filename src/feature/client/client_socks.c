@@ -215,6 +215,95 @@ socks_send_begin(cstream_t *cs)
              ((const cleg_t *)cc->cfx->curr->handle)->path);
 }
 
+/* How long cs's current BEGIN may wait for its answer. */
+static uint64_t
+stream_timeout_us(const cstream_t *cs)
+{
+  unsigned s = client_g.cfg.circuit_stream_timeout;
+  if (!s)
+    s = cs->n_begin_timeouts < 2 ? CLIENT_STREAM_TIMEOUT_FIRST_S
+                                 : CLIENT_STREAM_TIMEOUT_LATER_S;
+  return (uint64_t)s * 1000000ULL;
+}
+
+/* cs's BEGIN got no answer in time: end it there and try another
+ * circuit, or give up past SocksTimeout. */
+static void
+stream_timed_out(cstream_t *cs, uint64_t now)
+{
+  ccirc_t *cc = cs->circ;
+  double waited = stream_timeout_us(cs) / 1e6; /* the limit it passed */
+  edge_stream_end(cs->es, END_STREAM_REASON_TIMEOUT);
+  cs->es = NULL;
+  /* tor's way: the circuit keeps its streams but takes no new ones. */
+  uint64_t max_dirty =
+      (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
+  if (now > max_dirty + 1)
+    cc->dirty_since_us = now - max_dirty - 1;
+  if (cs->requested_us && now - cs->requested_us >= client_socks_timeout_us()) {
+    client_g.stats.n_stream_timeout_failures++;
+    char *msg = pc_asprintf("no answer to its %s within %.0f s on %s #%llu, "
+                            "and it has waited SocksTimeout (%.0f s)",
+                            client_stream_is_resolve(cs) ? "RESOLVE"
+                                                         : "BEGIN",
+                            waited, cc->cfx ? "conflux set" : "circuit",
+                            (unsigned long long)cc->serial,
+                            (now - cs->requested_us) / 1e6);
+    log_notice("A stream to port %u failed: %s", cs->req.port, msg);
+    socks_stream_fail(cs, END_STREAM_REASON_TIMEOUT, msg);
+    free(msg);
+    return;
+  }
+  client_g.stats.n_stream_timeouts++;
+  cs->n_begin_timeouts++;
+  log_info("Stream %llu to port %u: no answer to its %s within %.0f s on "
+           "%s #%llu; retrying on another circuit (try %d)",
+           (unsigned long long)cs->gid, cs->req.port,
+           client_stream_is_resolve(cs) ? "RESOLVE" : "BEGIN", waited,
+           cc->cfx ? "conflux set" : "circuit",
+           (unsigned long long)cc->serial, cs->n_begin_timeouts + 1);
+  dlist_remove(&cs->node);
+  dlist_node_init(&cs->node);
+  if (dlist_is_empty(&cc->streams))
+    cc->idle_since_us = now;
+  cs->circ = NULL;
+  cs->state = CS_WAIT_CIRC;
+  if (!client_g.cfg.leave_streams_unattached)
+    socks_stream_report(cs, CLIENT_STREAM_DETACHED);
+  client_stream_attach(cs);
+}
+
+/* cc's first stream whose BEGIN has waited too long, or NULL. */
+static cstream_t *
+first_expired(ccirc_t *cc, uint64_t now)
+{
+  for (dlist_node_t *m = dlist_first(&cc->streams); m;
+       m = dlist_next(&cc->streams, m)) {
+    cstream_t *cs = DLIST_ENTRY(m, cstream_t, node);
+    if (cs->state == CS_CONNECTING && cs->es &&
+        now - cs->begin_us >= stream_timeout_us(cs))
+      return cs;
+  }
+  return NULL;
+}
+
+void
+client_expire_connecting(uint64_t now)
+{
+  dlist_node_t *n, *next;
+  for (n = dlist_first(&client_g.circs); n; n = next) {
+    next = dlist_next(&client_g.circs, n);
+    ccirc_t *cc = DLIST_ENTRY(n, ccirc_t, node);
+    /* A retried stream never comes back to cc (it takes no new streams
+     * now), so each pass takes one off its list. */
+    cc->busy++;
+    cstream_t *cs;
+    while (!cc->dead && (cs = first_expired(cc, now)) != NULL)
+      stream_timed_out(cs, now);
+    ccirc_unbusy(cc);
+  }
+}
+
 static void
 socks_pump(cstream_t *cs)
 {

@@ -352,6 +352,10 @@ render_ipsec_client(strbuf_t *b)
   one(b, "pctor_client_conflux_relaunches_total", "counter",
       "Client: conflux legs relaunched after failing to link",
       (unsigned long long)cs.n_conflux_relaunches);
+  one(b, "pctor_client_stream_timeouts_total", "counter",
+      "Client: streams retried on another circuit for no answer to their "
+      "BEGIN within CircuitStreamTimeout",
+      (unsigned long long)cs.n_stream_timeouts);
   one(b, "pctor_client_conflux_early_ready_total", "counter",
       "Client: conflux sets that took their waiting streams before every "
       "leg linked",
