@@ -411,8 +411,12 @@ cfx_inbound(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,
     return;
   }
   int r = cfx_set_on_msg(cc->cfx, leg->leg, cmd, id, body, len);
-  if (r == CFX_RECV_QUEUED)
+  uint64_t now = evloop_now_us(client_g.loop);
+  if (r == CFX_RECV_QUEUED) {
+    if (!cc->ooo_since_us)
+      cc->ooo_since_us = now;
     return;
+  }
   if (r == CFX_RECV_OLD) {
     ccirc_violation(cc, "a conflux message repeats a delivered number");
     return;
@@ -428,6 +432,8 @@ cfx_inbound(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,
   ccirc_stream_msg(cc, cmd, id, body, len);
   cfx_msg_t *m;
   int k;
+  if (cc->ooo_since_us)
+    cc->ooo_held_us = now > cc->ooo_since_us ? now - cc->ooo_since_us : 1;
   while (!cc->dead && (k = cfx_set_next(cc->cfx, &m)) != 0) {
     if (k < 0) {
       ccirc_violation(cc, "duplicate conflux sequence number");
@@ -437,6 +443,10 @@ cfx_inbound(ccirc_t *cc, cleg_t *leg, uint8_t cmd, uint16_t id,
     /* The set outlives a close while we are busy. */
     cfx_set_msg_release(cc->cfx, m);
   }
+  cc->ooo_held_us = 0;
+  /* Messages left wait behind a new gap. */
+  if (!cc->dead)
+    cc->ooo_since_us = cc->cfx->n_queued ? now : 0;
 }
 
 /* A relay message from the exit on a leg of a conflux set. */

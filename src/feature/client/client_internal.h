@@ -152,6 +152,10 @@ struct ccirc_t {
    * take streams without the slower legs (client_cfx_maybe_ready). */
   uint64_t first_link_us;
   evloop_timer_t *ready_timer;
+  /* Since when its out-of-order queue has held messages (0: empty), and,
+   * while queued messages are being delivered, how long the gap before
+   * them lasted (0 otherwise): the info line at CONNECTED shows it. */
+  uint64_t ooo_since_us, ooo_held_us;
   int n_replacements;      /* legs launched to replace linked ones */
   uint8_t failed_ids[CFX_MAX_FAILED_RELAYS][20];
   int n_failed_ids;

@@ -389,15 +389,22 @@ socks_on_connected(edge_stream_t *s, const uint8_t *body, size_t len,
     return;
   cs->state = CS_OPEN;
   uint64_t now = evloop_now_us(client_g.loop);
+  char held[96] = "";
+  if (cs->circ->ooo_held_us)
+    snprintf(held, sizeof(held),
+             ", of which up to %.3f s in order behind a message still on "
+             "its way on another leg",
+             cs->circ->ooo_held_us / 1e6);
   log_info("Stream %llu to port %u connected %.3f s after its request: "
            "%.3f s until its BEGIN left on %s #%llu, %.3f s from BEGIN to "
-           "CONNECTED%s",
+           "CONNECTED%s%s",
            (unsigned long long)cs->gid, cs->req.port,
            (now - cs->requested_us) / 1e6,
            (cs->begin_us - cs->requested_us) / 1e6,
            cs->circ->cfx ? "conflux set" : "circuit",
            (unsigned long long)cs->circ->serial,
-           (now - cs->begin_us) / 1e6, cs->retried ? " (retried)" : "");
+           (now - cs->begin_us) / 1e6, held,
+           cs->retried || cs->n_begin_timeouts ? " (retried)" : "");
   socks_stream_report(cs, CLIENT_STREAM_SUCCEEDED);
   client_g.stats.n_open_streams++;
   client_g.stats.n_streams_connected++;
