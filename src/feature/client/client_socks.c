@@ -235,10 +235,12 @@ stream_timed_out(cstream_t *cs, uint64_t now)
   double waited = stream_timeout_us(cs) / 1e6; /* the limit it passed */
   edge_stream_end(cs->es, END_STREAM_REASON_TIMEOUT);
   cs->es = NULL;
-  /* tor's way: the circuit keeps its streams but takes no new ones. */
+  /* tor's way: the circuit keeps its streams but takes no new ones. A
+   * controller's circuit takes none from the pool anyway, and is left as
+   * it is for the controller to attach the stream again if it wants. */
   uint64_t max_dirty =
       (uint64_t)client_g.cfg.max_circuit_dirtiness * 1000000ULL;
-  if (now > max_dirty + 1)
+  if (!cc->controller && now > max_dirty + 1)
     cc->dirty_since_us = now - max_dirty - 1;
   if (cs->requested_us && now - cs->requested_us >= client_socks_timeout_us()) {
     client_g.stats.n_stream_timeout_failures++;
