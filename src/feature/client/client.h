@@ -106,8 +106,8 @@ typedef struct client_stats_t {
    * others joined later), and legs closed for no LINKED in time */
   uint64_t n_conflux_early_ready, n_conflux_link_timeouts;
   /* streams retried on another circuit for no answer to their BEGIN in
-   * time, and those that then gave up (SocksTimeout) */
-  uint64_t n_stream_timeouts, n_stream_timeout_failures;
+   * time */
+  uint64_t n_stream_timeouts;
   /* preemptive (clean) circuits that finished building, and that a
    * stream then took */
   uint64_t n_preemptive_built, n_preemptive_used;

@@ -243,7 +243,6 @@ stream_timed_out(cstream_t *cs, uint64_t now)
   if (!cc->controller && now > max_dirty + 1)
     cc->dirty_since_us = now - max_dirty - 1;
   if (cs->requested_us && now - cs->requested_us >= client_socks_timeout_us()) {
-    client_g.stats.n_stream_timeout_failures++;
     char *msg = pc_asprintf("no answer to its %s within %.0f s on %s #%llu, "
                             "and it has waited SocksTimeout (%.0f s)",
                             client_stream_is_resolve(cs) ? "RESOLVE"
