@@ -22,8 +22,16 @@ PCTOR=${PCTOR:-${top_builddir:?}/src/app/pctor}
 MB=${SOCKS_TEST_MB:-50}
 
 net=$(it_tmpdir)/net
+# Every relay Fast: p4 joins with no traffic of its own (bandwidth 0) after
+# the others carried the downloads, so the authority would leave it without
+# Fast once the slowest others have a bandwidth, and c3 (which pins it and
+# needs Fast, as tor's clients do) would never find a path (CI, 2026-11-28:
+# the no-dns case takes about 50 s since CircuitStreamTimeout retries the
+# stream while the exit's resolver times out).
+echo "AuthDirFastGuarantee 1 bytes" > "$IT_ROOT/auth-fast.torrc"
 it_privnet_start "$net" --authorities 1 --relays 3 --exit-relays 0 \
-    --base-port auto || it_fail "pctor-privnet start failed"
+    --base-port auto --torrc-extra "authority=$IT_ROOT/auth-fast.torrc" ||
+    it_fail "pctor-privnet start failed"
 
 www=$(it_tmpdir)
 head -c $((MB * 1024 * 1024)) /dev/urandom > "$www/big"
