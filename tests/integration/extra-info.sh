@@ -14,7 +14,8 @@
 # its identity-ed25519 certificate equals the descriptor's, and it carries
 # write-history/read-history lines with 900-second intervals. The state
 # file is seeded (tor's BWHistory* keys) with two past intervals of read
-# history, which the extra-info's read-history must carry; after SIGTERM
+# history, which the extra-info's read-history must carry, and with their
+# highest rates (Maxima), which give the descriptor's observed bandwidth; after SIGTERM
 # the state file holds the history again in tor's keys, and a tor 0.4.9
 # started on a copy of that state file reads it back (its own saved
 # read history holds the seeded bytes). pctor runs with the testing option
@@ -38,8 +39,13 @@ auth_dirport=$(awk '$7 == "authority" { print $3; exit }' "$nodes")
 
 state=$(it_tmpdir)/state
 ends=$(date -u -d "@$(( $(date +%s) / 900 * 900 ))" '+%Y-%m-%d %H:%M:%S')
-printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\n' \
+# With each interval's highest rate (tor's Maxima, bytes/s): the lower of
+# read and write, 61000, is the observed bandwidth the first descriptor
+# advertises, before any traffic.
+printf 'BWHistoryReadEnds %s\nBWHistoryReadInterval 900\nBWHistoryReadValues 4242000,4343000\nBWHistoryReadMaxima 70000,65000\n' \
     "$ends" > "$state"
+printf 'BWHistoryWriteEnds %s\nBWHistoryWriteInterval 900\nBWHistoryWriteValues 4000000,4100000\nBWHistoryWriteMaxima 61000,60000\n' \
+    "$ends" >> "$state"
 it_start_published_pctor "$net" pctorx \
     "$(cat "$net/dirauth.torrc"; echo "__StateSaveInterval 5 seconds")" "$state"
 ppid=$(cat "$pdir/pid")
@@ -81,6 +87,10 @@ if cert(desc) != cert(extra):
 for kw in ("write-history", "read-history"):
     if not re.search(r"^%s \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(900 s\) [0-9,]*$" % kw, extra, re.M):
         fail("no %s line with 900-second intervals" % kw)
+bw = re.search(r"^bandwidth (\d+) (\d+) (\d+)$", desc, re.M)
+if not bw or int(bw.group(3)) < 61000:
+    fail("the observed bandwidth is not the one of the state file's Maxima (61000): %s" %
+         (bw.group(0) if bw else "no bandwidth line"))
 if not re.search(r"^read-history .* 4242000,4343000(,\d+)*$", extra, re.M):
     fail("read-history does not carry the seeded state: " +
          [l for l in extra.splitlines() if l.startswith("read-history")][0])
@@ -134,6 +144,8 @@ for _ in $(seq 1 100); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$ppid" 2>/dev/null && it_fail "pctor did not exit on SIGTERM"
 grep -q '^BWHistoryReadInterval 900$' "$pdir/data/state" &&
     grep -Eq '^BWHistoryReadValues 4242000,4343000' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryReadMaxima 70000,65000' "$pdir/data/state" &&
+    grep -Eq '^BWHistoryWriteMaxima 61000,60000' "$pdir/data/state" &&
     grep -Eq '^BWHistoryWriteValues [0-9]' "$pdir/data/state" &&
     grep -q '^BWHistoryWriteEnds ' "$pdir/data/state" ||
     it_fail "the state file lacks the bandwidth history: $(grep BWHistory "$pdir/data/state")"

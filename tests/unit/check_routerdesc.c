@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fixture_relay.h"
@@ -1060,6 +1061,75 @@ START_TEST(test_publish_history_state)
 }
 END_TEST
 
+/* The Maxima (each interval's highest rate) are saved beside the totals
+ * and, loaded at start, give the observed bandwidth back: a restarted
+ * relay does not advertise 0 until traffic returns. */
+START_TEST(test_publish_history_maxima)
+{
+  evloop_t *loop = evloop_new();
+  char *dir;
+  time_t now = time(NULL);
+  now -= now % 900; /* the start of an interval */
+  relay_keys_t *k = fresh_keys(&dir, now);
+  publish_t *p = publish_new(loop, k);
+  publish_stats_t ps;
+  publish_get_stats(p, &ps);
+  ck_assert_uint_eq(ps.bw_observed, 0);
+  char ends[TIME_ISO_LEN + 1], old_ends[TIME_ISO_LEN + 1];
+  time_format_iso(ends, now);
+  time_format_iso(old_ends, now - 130 * 3600); /* past the 120 hours */
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "BWHistoryReadEnds %s\n"
+           "BWHistoryReadInterval 900\n"
+           "BWHistoryReadValues 100,200,300\n"
+           "BWHistoryReadMaxima 50000,90000,70000\n"
+           "BWHistoryWriteEnds %s\n"
+           "BWHistoryWriteInterval 900\n"
+           "BWHistoryWriteValues 100,200,300\n"
+           "BWHistoryWriteMaxima 40000,80000,x\n",
+           ends, ends);
+  statefile_t *st = statefile_new("/nonexistent/state");
+  char *err = NULL;
+  ck_assert_int_eq(statefile_parse(st, text, strlen(text), &err), 0);
+  publish_load_history(p, st, now);
+  /* Per hour the lower direction; the best hour wins: the intervals may
+   * fall in one or two hours, and min(90000, 80000) is the largest. */
+  publish_get_stats(p, &ps);
+  ck_assert_uint_eq(ps.bw_observed, 80000);
+  statefile_t *out = statefile_new("/nonexistent/state2");
+  publish_save_history(p, out, now);
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadMaxima"),
+                   "50000,90000,70000,0");
+  /* A bad value stops the line; its place stays empty. */
+  ck_assert_str_eq(statefile_get(out, "BWHistoryWriteMaxima"),
+                   "40000,80000,0,0");
+  ck_assert_str_eq(statefile_get(out, "BWHistoryReadValues"), "100,200,300,0");
+  publish_free(p);
+
+  /* Maxima older than 120 hours are no observed bandwidth any more. */
+  snprintf(text, sizeof(text),
+           "BWHistoryReadEnds %s\nBWHistoryReadInterval 900\n"
+           "BWHistoryReadMaxima 50000\n"
+           "BWHistoryWriteEnds %s\nBWHistoryWriteInterval 900\n"
+           "BWHistoryWriteMaxima 50000\n",
+           old_ends, old_ends);
+  statefile_t *st2 = statefile_new("/nonexistent/state3");
+  ck_assert_int_eq(statefile_parse(st2, text, strlen(text), &err), 0);
+  p = publish_new(loop, k);
+  publish_load_history(p, st2, now);
+  publish_get_stats(p, &ps);
+  ck_assert_uint_eq(ps.bw_observed, 0);
+  publish_free(p);
+  statefile_free(st2);
+  statefile_free(out);
+  statefile_free(st);
+  router_keys_free(k);
+  tmpdir_free(dir);
+  evloop_free(loop);
+}
+END_TEST
+
 START_TEST(test_pick_address)
 {
   pc_addr_t a, ports[2];
@@ -1574,6 +1644,7 @@ suite_routerdesc(void)
   tcase_add_test(tc, test_config_address);
   tcase_add_test(tc, test_extrainfo);
   tcase_add_test(tc, test_publish_history_state);
+  tcase_add_test(tc, test_publish_history_maxima);
   suite_add_tcase(s, tc);
   TCase *tp = tcase_create("publish");
   tcase_add_unchecked_fixture(tp, setup, NULL);

@@ -30,6 +30,11 @@
  *   after it in the same POST. Its history is a ring of 96 15-minute
  *   totals fed by the same samples, saved in and loaded from the state
  *   file under tor's BWHistory* keys (tor reads them back).
+ * - With each interval's totals go its highest read and write rates (the
+ *   state file's BWHistory*Maxima, as tor keeps them): loaded at start,
+ *   they seed the observed bandwidth, so a restarted relay (or a tor
+ *   relay moved to pctor with its state file) advertises the bandwidth it
+ *   had, not 0 until traffic comes back.
  * - With directory request statistics (publish_set_dirreq_stats), the
  *   periodic check ends their interval when it is due and rebuilds the
  *   descriptor, so that the new dirreq-* lines are published at once.
@@ -117,6 +122,8 @@ struct publish_t {
   /* Bandwidth history for the extra-info: bytes read/written in each
    * HIST_INTERVAL-second interval, by interval number mod HIST_N. */
   uint64_t hist_rd[HIST_N], hist_wr[HIST_N];
+  /* ... and the highest read and write rate (bytes/s, one sample) in it. */
+  uint64_t hist_max_rd[HIST_N], hist_max_wr[HIST_N];
   int64_t hist_of[HIST_N];
 
   publish_stats_t stats;
@@ -258,13 +265,15 @@ bw_sample_cb(void *arg)
   if (!p->traffic)
     return;
   p->traffic(&rd, &wr);
+  uint64_t rate_rd = 0, rate_wr = 0;
   if (p->have_sample && now_us > p->last_sample_us && rd >= p->last_rd &&
       wr >= p->last_wr) {
     uint64_t secs = (now_us - p->last_sample_us + USEC / 2) / USEC;
     if (secs == 0)
       secs = 1;
-    uint64_t drd = rd - p->last_rd, dwr = wr - p->last_wr;
-    uint64_t rate = (drd < dwr ? drd : dwr) / secs;
+    rate_rd = (rd - p->last_rd) / secs;
+    rate_wr = (wr - p->last_wr) / secs;
+    uint64_t rate = rate_rd < rate_wr ? rate_rd : rate_wr;
     int64_t hour = (int64_t)time(NULL) / 3600;
     int slot = (int)(hour % BW_HOURS);
     if (p->hour_of[slot] != hour) {
@@ -280,9 +289,14 @@ bw_sample_cb(void *arg)
     if (p->hist_of[slot] != iv) {
       p->hist_of[slot] = iv;
       p->hist_rd[slot] = p->hist_wr[slot] = 0;
+      p->hist_max_rd[slot] = p->hist_max_wr[slot] = 0;
     }
     p->hist_rd[slot] += rd - p->last_rd;
     p->hist_wr[slot] += wr - p->last_wr;
+    if (rate_rd > p->hist_max_rd[slot])
+      p->hist_max_rd[slot] = rate_rd;
+    if (rate_wr > p->hist_max_wr[slot])
+      p->hist_max_wr[slot] = rate_wr;
   }
   p->last_rd = rd;
   p->last_wr = wr;
@@ -295,12 +309,12 @@ bw_sample_cb(void *arg)
 
 static void
 save_one(statefile_t *st, const char *dir, const uint64_t *v,
-         const publish_t *p, int64_t cur)
+         const uint64_t *maxima, const publish_t *p, int64_t cur)
 {
   char key[40], when[TIME_ISO_LEN + 1];
-  size_t cap = HIST_N * 21 + 1, len = 0;
-  char *vals = pc_malloc(cap);
-  vals[0] = '\0';
+  size_t cap = HIST_N * 21 + 1, len = 0, mlen = 0;
+  char *vals = pc_malloc(cap), *maxs = pc_malloc(cap);
+  vals[0] = maxs[0] = '\0';
   int64_t first = 0;
   for (int64_t iv = cur - HIST_N + 1; iv <= cur; iv++) {
     int slot = (int)(iv % HIST_N);
@@ -308,9 +322,12 @@ save_one(statefile_t *st, const char *dir, const uint64_t *v,
       continue;
     if (!first)
       first = iv;
+    int have = p->hist_of[slot] == iv;
     len += (size_t)snprintf(vals + len, cap - len, "%s%llu", len ? "," : "",
-                            (unsigned long long)(p->hist_of[slot] == iv
-                                                     ? v[slot] : 0));
+                            (unsigned long long)(have ? v[slot] : 0));
+    mlen += (size_t)snprintf(maxs + mlen, cap - mlen, "%s%llu",
+                             mlen ? "," : "",
+                             (unsigned long long)(have ? maxima[slot] : 0));
   }
   /* As tor: the last value is the interval under way so far (so a state
    * written while running keeps it), and Ends is that interval's end. */
@@ -323,7 +340,10 @@ save_one(statefile_t *st, const char *dir, const uint64_t *v,
   statefile_set(st, key, ivbuf);
   snprintf(key, sizeof(key), "BWHistory%sValues", dir);
   statefile_set(st, key, vals);
+  snprintf(key, sizeof(key), "BWHistory%sMaxima", dir);
+  statefile_set(st, key, maxs);
   free(vals);
+  free(maxs);
 }
 
 void
@@ -332,54 +352,109 @@ publish_save_history(const publish_t *p, statefile_t *st, time_t now)
   if (!p || !st)
     return;
   int64_t cur = (int64_t)now / HIST_INTERVAL;
-  save_one(st, "Read", p->hist_rd, p, cur);
-  save_one(st, "Write", p->hist_wr, p, cur);
+  save_one(st, "Read", p->hist_rd, p->hist_max_rd, p, cur);
+  save_one(st, "Write", p->hist_wr, p->hist_max_wr, p, cur);
   dirreq_stats_save(p->dirreq, st);
 }
 
+/* Parse a state file list of decimal values into a new array; *listed
+ * gets the number of entries the list has, *n how many were read. A bad
+ * value ends the reading there (what came before it is kept, in its
+ * place). NULL when empty or absent. */
+static uint64_t *
+parse_values(const char *list, size_t *listed, size_t *n)
+{
+  *n = *listed = 0;
+  if (!list || !*list)
+    return NULL;
+  size_t cap = 1;
+  for (const char *c = list; *c; c++)
+    cap += *c == ',';
+  *listed = cap;
+  uint64_t *v = pc_malloc(cap * sizeof(*v));
+  const char *c = list;
+  char *e;
+  while (*n < cap) {
+    unsigned long long x = strtoull(c, &e, 10);
+    if (e == c || (*e && *e != ','))
+      break;
+    v[(*n)++] = x;
+    c = *e ? e + 1 : e;
+  }
+  if (!*n) {
+    free(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* Per hour, the highest rate one direction's Maxima gave (for seeding the
+ * observed bandwidth), tagged with the hour it belongs to. */
+typedef struct hour_rates_t {
+  uint64_t rate[BW_HOURS];
+  int64_t hour[BW_HOURS];
+} hour_rates_t;
+
 /* Read one direction; values of intervals other than ours are put in the
- * interval that holds their start (as tor spreads its own). */
+ * interval that holds their start (as tor spreads its own). Its Maxima
+ * (bytes/s; listed for the same intervals, aligned at the end) also go
+ * into hr by the hour of their interval's start. */
 static void
 load_one(publish_t *p, const statefile_t *st, const char *dir, uint64_t *v,
-         time_t now)
+         uint64_t *maxima, hour_rates_t *hr, time_t now)
 {
   char key[40];
   snprintf(key, sizeof(key), "BWHistory%sEnds", dir);
   const char *ends = statefile_get(st, key);
   snprintf(key, sizeof(key), "BWHistory%sInterval", dir);
   const char *ivs = statefile_get(st, key);
-  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
-  const char *vals = statefile_get(st, key);
   time_t end;
-  if (!ends || !ivs || !vals || time_parse_iso(ends, strlen(ends), &end) < 0)
+  if (!ends || !ivs || time_parse_iso(ends, strlen(ends), &end) < 0)
     return;
   char *e;
   long interval = strtol(ivs, &e, 10);
   if (*e || interval <= 0 || interval > 7 * 86400)
     return;
-  size_t n = 1;
-  for (const char *c = vals; *c; c++)
-    n += *c == ',';
-  if (!*vals)
-    return;
+  size_t n, nm, listed, mlisted;
+  snprintf(key, sizeof(key), "BWHistory%sValues", dir);
+  uint64_t *vals = parse_values(statefile_get(st, key), &listed, &n);
+  snprintf(key, sizeof(key), "BWHistory%sMaxima", dir);
+  uint64_t *maxs = parse_values(statefile_get(st, key), &mlisted, &nm);
   int64_t cur = (int64_t)now / HIST_INTERVAL;
-  const char *c = vals;
-  for (size_t i = 0; i < n; i++) {
-    unsigned long long x = strtoull(c, &e, 10);
-    if (e == c || (*e && *e != ','))
-      return; /* bad value: keep what was read before it */
-    c = *e ? e + 1 : e;
-    int64_t start = (int64_t)end - (int64_t)(n - i) * interval;
-    int64_t iv = start / HIST_INTERVAL;
-    if (start < 0 || iv <= cur - HIST_N || iv > cur)
-      continue; /* (the interval under way adds to the live counts) */
-    int slot = (int)(iv % HIST_N);
-    if (p->hist_of[slot] != iv) {
-      p->hist_of[slot] = iv;
-      p->hist_rd[slot] = p->hist_wr[slot] = 0;
+  int64_t cur_hour = (int64_t)now / 3600;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t cnt = pass ? nm : n, all = pass ? mlisted : listed;
+    for (size_t i = 0; i < cnt; i++) {
+      int64_t start = (int64_t)end - (int64_t)(all - i) * interval;
+      if (start < 0)
+        continue;
+      uint64_t x = pass ? maxs[i] : vals[i];
+      if (pass) {
+        int64_t hour = start / 3600;
+        int hs = (int)(hour % BW_HOURS);
+        if (hour > cur_hour - BW_HOURS && hour <= cur_hour &&
+            (hr->hour[hs] != hour || x > hr->rate[hs])) {
+          hr->hour[hs] = hour;
+          hr->rate[hs] = x;
+        }
+      }
+      int64_t iv = start / HIST_INTERVAL;
+      if (iv <= cur - HIST_N || iv > cur)
+        continue; /* (the interval under way adds to the live counts) */
+      int slot = (int)(iv % HIST_N);
+      if (p->hist_of[slot] != iv) {
+        p->hist_of[slot] = iv;
+        p->hist_rd[slot] = p->hist_wr[slot] = 0;
+        p->hist_max_rd[slot] = p->hist_max_wr[slot] = 0;
+      }
+      if (!pass)
+        v[slot] += x;
+      else if (x > maxima[slot])
+        maxima[slot] = x;
     }
-    v[slot] += x;
   }
+  free(vals);
+  free(maxs);
 }
 
 void
@@ -387,8 +462,26 @@ publish_load_history(publish_t *p, const statefile_t *st, time_t now)
 {
   if (!p || !st)
     return;
-  load_one(p, st, "Read", p->hist_rd, now);
-  load_one(p, st, "Write", p->hist_wr, now);
+  hour_rates_t *rd = pc_zalloc(sizeof(*rd)), *wr = pc_zalloc(sizeof(*wr));
+  for (int i = 0; i < BW_HOURS; i++)
+    rd->hour[i] = wr->hour[i] = -1;
+  load_one(p, st, "Read", p->hist_rd, p->hist_max_rd, rd, now);
+  load_one(p, st, "Write", p->hist_wr, p->hist_max_wr, wr, now);
+  /* The observed bandwidth of an hour is its lower direction's rate, as
+   * the live samples take it. */
+  for (int i = 0; i < BW_HOURS; i++) {
+    if (rd->hour[i] < 0 || rd->hour[i] != wr->hour[i])
+      continue;
+    uint64_t rate = rd->rate[i] < wr->rate[i] ? rd->rate[i] : wr->rate[i];
+    if (p->hour_of[i] != rd->hour[i]) {
+      p->hour_of[i] = rd->hour[i];
+      p->hour_max[i] = 0;
+    }
+    if (rate > p->hour_max[i])
+      p->hour_max[i] = rate;
+  }
+  free(rd);
+  free(wr);
 }
 
 /* ---------------------------------------------------------------- */

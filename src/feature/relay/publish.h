@@ -106,8 +106,11 @@ typedef struct publish_stats_t {
 void publish_get_stats(const publish_t *p, publish_stats_t *out);
 
 /* The extra-info bandwidth history in tor's state-file keys
- * (BWHistory{Read,Write}{Ends,Interval,Values}, 900-second intervals):
- * save it into st, or add what st holds of the last day to p's. */
+ * (BWHistory{Read,Write}{Ends,Interval,Values,Maxima}, 900-second
+ * intervals; Maxima: each interval's highest rate in bytes/s): save it
+ * into st, or add what st holds of the last day to p's. Loading also
+ * seeds the observed bandwidth with the Maxima of the last 120 hours (per
+ * hour, the lower of the read and write rates). */
 void publish_save_history(const publish_t *p, statefile_t *st, time_t now);
 void publish_load_history(publish_t *p, const statefile_t *st, time_t now);
 
