@@ -614,6 +614,12 @@ selftest_start(const options_t *o, selftest_t **stp)
   sc.nodelist = selftest_nodelist;
   sc.reachable = selftest_reachable;
   sc.publishable = selftest_publishable;
+  /* The bandwidth self-test goes with the IPv4 ORPort's test (every
+   * relay has one), once. */
+  if (stp == &A.selftest)
+    sc.bw_test_cells = selftest_bw_cells(
+        o->relay_bandwidth_rate && o->relay_bandwidth_rate < o->bandwidth_rate
+            ? o->relay_bandwidth_rate : o->bandwidth_rate);
   sc.arg = stp;
   return selftest_new(A.loop, &sc);
 }

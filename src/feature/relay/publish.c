@@ -961,6 +961,10 @@ publish_configure(publish_t *p, const routerdesc_config_t *rc,
   p->hold = pp->hold;
   p->testing = pp->testing;
   p->traffic = pp->traffic;
+  /* The first sample is only a baseline: take it now, so that traffic
+   * before the first timer tick (the bandwidth self-test's) counts. */
+  if (p->traffic && !p->have_sample)
+    bw_sample_cb(p);
   p->on_upload = pp->on_upload;
   p->on_upload_arg = pp->on_upload_arg;
 

@@ -14,6 +14,12 @@
  * the IPv4 attempt in progress, and the IPv4 test the IPv6 attempt's relay
  * before us, when others are available.
  *
+ * Bandwidth: the first test circuit that confirms the ORPort also carries
+ * the bandwidth self-test, as tor's: DROP cells from us, through the two
+ * relays, back to us, so that the relay reads and writes some traffic
+ * and its first descriptors advertise a bandwidth above 0. The builder is
+ * kept SELFTEST_BW_HOLD_SECS for the cells to cross, then freed.
+ *
  * One periodic timer drives everything: each tick (the first one second
  * after the address is set, then every interval) abandons an attempt
  * still pending from the previous tick, logs the complaint when it is due
@@ -29,7 +35,10 @@
 #include <time.h>
 
 #include "core/or/channel.h"
+#include "core/or/circuit.h"
+#include "core/proto/cell.h"
 #include "core/proto/create.h"
+#include "core/proto/relay_msg.h"
 #include "feature/client/circbuild.h"
 #include "lib/crypt/rand.h"
 #include "lib/log/log.h"
@@ -42,9 +51,11 @@ struct selftest_t {
   int reachable;
   circbuild_t *cb;          /* the attempt in progress, or NULL */
   circbuild_t *done_cb;     /* an attempt that ended, freed by reap */
+  circbuild_t *bw_cb;       /* the bandwidth test's circuit, until bw_end */
+  int bw_done;
   uint8_t hop_ids[2][20];   /* RSA identities of the attempt's two relays */
   const selftest_t *other;  /* the other family's test, or NULL */
-  evloop_timer_t *tick, *reap;
+  evloop_timer_t *tick, *reap, *bw_end;
   time_t started, last_complaint;
   selftest_stats_t st;
 };
@@ -68,6 +79,45 @@ reap_cb(void *arg)
 {
   selftest_t *st = arg;
   circbuild_free(st->done_cb);
+}
+
+static void
+bw_end_cb(void *arg)
+{
+  selftest_t *st = arg;
+  circbuild_free(st->bw_cb);
+}
+
+unsigned
+selftest_bw_cells(uint64_t rate)
+{
+  uint64_t cells = rate * 10 / CELL_MAX_NETWORK_LEN;
+  return cells > SELFTEST_BW_MAX_CELLS ? SELFTEST_BW_MAX_CELLS
+                                       : (unsigned)cells;
+}
+
+/* The bandwidth self-test on cb's circuit (built, ending at us): returns 1
+ * if cb is kept for it (then not to be freed now). */
+static int
+bandwidth_test(selftest_t *st, circbuild_t *cb, origin_circuit_t *circ)
+{
+  if (!st->cfg.bw_test_cells || st->bw_done || !circ)
+    return 0;
+  st->bw_done = 1;
+  unsigned sent = 0;
+  for (unsigned i = 0; i < st->cfg.bw_test_cells; i++) {
+    if (origin_circuit_send_relay(circ, 2, RELAY_COMMAND_DROP, 0, NULL, 0))
+      break;
+    sent++;
+  }
+  st->st.n_bw_cells = sent;
+  log_notice("Performing bandwidth self-test: %u cells through our own "
+             "ORPort...done.", sent);
+  if (st->cb == cb)
+    st->cb = NULL;
+  st->bw_cb = cb;
+  evloop_timer_schedule(st->bw_end, (uint64_t)SELFTEST_BW_HOLD_SECS * 1000000);
+  return 1;
 }
 
 /* The attempt cb ended: free it soon (not from inside its callback). */
@@ -113,12 +163,13 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
 {
   selftest_t *st = arg;
   char a[PC_ADDR_STR_LEN];
-  (void)circ;
-  attempt_ended(st, cb);
-  if (st->reachable)
+  if (st->reachable) {
+    attempt_ended(st, cb);
     return;
+  }
   if (st->addr.family == AF_INET6 &&
       !channels_with(st->hop_ids[1]).inbound_v6) {
+    attempt_ended(st, cb);
     st->st.n_failed++;
     log_info("Reachability test circuit built, but the relay before us "
              "used a connection that is not an IPv6 one from it to us; "
@@ -132,6 +183,8 @@ built_cb(circbuild_t *cb, origin_circuit_t *circ, void *arg)
              "the outside. Excellent.%s",
              pc_addr_fmt(&st->addr, a, sizeof(a), 1),
              publish ? " Publishing server descriptor." : "");
+  if (!bandwidth_test(st, cb, circ))
+    attempt_ended(st, cb);
   if (st->cfg.reachable)
     st->cfg.reachable(st->cfg.arg);
 }
@@ -305,6 +358,7 @@ selftest_new(evloop_t *loop, const selftest_config_t *cfg)
   st->addr.family = AF_UNSPEC;
   st->tick = evloop_timer_new(loop, tick_cb, st);
   st->reap = evloop_timer_new(loop, reap_cb, st);
+  st->bw_end = evloop_timer_new(loop, bw_end_cb, st);
   return st;
 }
 
@@ -365,7 +419,9 @@ selftest_free_(selftest_t *st)
     return;
   circbuild_free(st->cb);
   circbuild_free(st->done_cb);
+  circbuild_free(st->bw_cb);
   evloop_timer_free(st->tick);
   evloop_timer_free(st->reap);
+  evloop_timer_free(st->bw_end);
   free(st);
 }

@@ -41,6 +41,10 @@
 #define SELFTEST_TESTING_INTERVAL_SECS 5
 #define SELFTEST_COMPLAIN_SECS (20 * 60)
 #define SELFTEST_TESTING_COMPLAIN_SECS 30
+/* The bandwidth self-test, as tor's: at most a circuit window of DROP
+ * cells, and the circuit kept this long for them to cross. */
+#define SELFTEST_BW_MAX_CELLS 1000
+#define SELFTEST_BW_HOLD_SECS 10
 
 typedef struct selftest_config_t {
   const relay_keys_t *keys;  /* borrowed: our identities and ntor key */
@@ -53,6 +57,12 @@ typedef struct selftest_config_t {
    * reachable (the notice then says "Publishing server descriptor.", as
    * tor's)? NULL: yes. */
   int (*publishable)(void *arg);
+  /* The bandwidth self-test: once the ORPort is confirmed, this many DROP
+   * cells (0: none) go through the test circuit back to us, so that the
+   * relay observes some bandwidth before clients use it (a new relay
+   * otherwise advertises 0 and may not get Fast). selftest_bw_cells()
+   * gives tor's count for a rate. */
+  unsigned bw_test_cells;
   void *arg;
 } selftest_config_t;
 
@@ -74,8 +84,12 @@ const pc_addr_t *selftest_address(const selftest_t *st);
 /* Counters, for tests. */
 typedef struct selftest_stats_t {
   unsigned n_attempts, n_failed, n_complaints;
+  unsigned n_bw_cells; /* DROP cells the bandwidth self-test sent */
 } selftest_stats_t;
 void selftest_get_stats(const selftest_t *st, selftest_stats_t *out);
+/* DROP cells for the bandwidth self-test at rate bytes/s: ten seconds'
+ * worth, at most SELFTEST_BW_MAX_CELLS. */
+unsigned selftest_bw_cells(uint64_t rate);
 void selftest_free_(selftest_t *st);
 #define selftest_free(x) do { selftest_free_(x); (x) = NULL; } while (0)
 #endif
