@@ -257,6 +257,33 @@ bw_observed(const publish_t *p, time_t now)
   return best;
 }
 
+/* An observed rate (bytes/s) for hour: the hour's slot keeps the
+ * highest. */
+static void
+note_hour_rate(publish_t *p, int64_t hour, uint64_t rate)
+{
+  int slot = (int)(hour % BW_HOURS);
+  if (p->hour_of[slot] != hour) {
+    p->hour_of[slot] = hour;
+    p->hour_max[slot] = 0;
+  }
+  if (rate > p->hour_max[slot])
+    p->hour_max[slot] = rate;
+}
+
+/* The history slot of interval iv (cleared if it held an older one). */
+static int
+hist_slot(publish_t *p, int64_t iv)
+{
+  int slot = (int)(iv % HIST_N);
+  if (p->hist_of[slot] != iv) {
+    p->hist_of[slot] = iv;
+    p->hist_rd[slot] = p->hist_wr[slot] = 0;
+    p->hist_max_rd[slot] = p->hist_max_wr[slot] = 0;
+  }
+  return slot;
+}
+
 static void
 bw_sample_cb(void *arg)
 {
@@ -273,24 +300,11 @@ bw_sample_cb(void *arg)
       secs = 1;
     rate_rd = (rd - p->last_rd) / secs;
     rate_wr = (wr - p->last_wr) / secs;
-    uint64_t rate = rate_rd < rate_wr ? rate_rd : rate_wr;
-    int64_t hour = (int64_t)time(NULL) / 3600;
-    int slot = (int)(hour % BW_HOURS);
-    if (p->hour_of[slot] != hour) {
-      p->hour_of[slot] = hour;
-      p->hour_max[slot] = 0;
-    }
-    if (rate > p->hour_max[slot])
-      p->hour_max[slot] = rate;
+    note_hour_rate(p, (int64_t)time(NULL) / 3600,
+                   rate_rd < rate_wr ? rate_rd : rate_wr);
   }
   if (p->have_sample && rd >= p->last_rd && wr >= p->last_wr) {
-    int64_t iv = (int64_t)time(NULL) / HIST_INTERVAL;
-    int slot = (int)(iv % HIST_N);
-    if (p->hist_of[slot] != iv) {
-      p->hist_of[slot] = iv;
-      p->hist_rd[slot] = p->hist_wr[slot] = 0;
-      p->hist_max_rd[slot] = p->hist_max_wr[slot] = 0;
-    }
+    int slot = hist_slot(p, (int64_t)time(NULL) / HIST_INTERVAL);
     p->hist_rd[slot] += rd - p->last_rd;
     p->hist_wr[slot] += wr - p->last_wr;
     if (rate_rd > p->hist_max_rd[slot])
@@ -388,6 +402,14 @@ parse_values(const char *list, size_t *listed, size_t *n)
   return v;
 }
 
+/* Is interval iv one the history keeps, with cur the interval under way?
+ * (A value for cur adds to the live counts; one past it is dropped.) */
+static int
+in_history(int64_t iv, int64_t cur)
+{
+  return iv > cur - HIST_N && iv <= cur;
+}
+
 /* Per hour, the highest rate one direction's Maxima gave (for seeding the
  * observed bandwidth), tagged with the hour it belongs to. */
 typedef struct hour_rates_t {
@@ -422,35 +444,26 @@ load_one(publish_t *p, const statefile_t *st, const char *dir, uint64_t *v,
   uint64_t *maxs = parse_values(statefile_get(st, key), &mlisted, &nm);
   int64_t cur = (int64_t)now / HIST_INTERVAL;
   int64_t cur_hour = (int64_t)now / 3600;
-  for (int pass = 0; pass < 2; pass++) {
-    size_t cnt = pass ? nm : n, all = pass ? mlisted : listed;
-    for (size_t i = 0; i < cnt; i++) {
-      int64_t start = (int64_t)end - (int64_t)(all - i) * interval;
-      if (start < 0)
-        continue;
-      uint64_t x = pass ? maxs[i] : vals[i];
-      if (pass) {
-        int64_t hour = start / 3600;
-        int hs = (int)(hour % BW_HOURS);
-        if (hour > cur_hour - BW_HOURS && hour <= cur_hour &&
-            (hr->hour[hs] != hour || x > hr->rate[hs])) {
-          hr->hour[hs] = hour;
-          hr->rate[hs] = x;
-        }
-      }
-      int64_t iv = start / HIST_INTERVAL;
-      if (iv <= cur - HIST_N || iv > cur)
-        continue; /* (the interval under way adds to the live counts) */
-      int slot = (int)(iv % HIST_N);
-      if (p->hist_of[slot] != iv) {
-        p->hist_of[slot] = iv;
-        p->hist_rd[slot] = p->hist_wr[slot] = 0;
-        p->hist_max_rd[slot] = p->hist_max_wr[slot] = 0;
-      }
-      if (!pass)
-        v[slot] += x;
-      else if (x > maxima[slot])
-        maxima[slot] = x;
+  for (size_t i = 0; i < n; i++) {
+    int64_t start = (int64_t)end - (int64_t)(listed - i) * interval;
+    if (start >= 0 && in_history(start / HIST_INTERVAL, cur))
+      v[hist_slot(p, start / HIST_INTERVAL)] += vals[i];
+  }
+  for (size_t i = 0; i < nm; i++) {
+    int64_t start = (int64_t)end - (int64_t)(mlisted - i) * interval;
+    if (start < 0)
+      continue;
+    int64_t hour = start / 3600;
+    int hs = (int)(hour % BW_HOURS);
+    if (hour > cur_hour - BW_HOURS && hour <= cur_hour &&
+        (hr->hour[hs] != hour || maxs[i] > hr->rate[hs])) {
+      hr->hour[hs] = hour;
+      hr->rate[hs] = maxs[i];
+    }
+    if (in_history(start / HIST_INTERVAL, cur)) {
+      int slot = hist_slot(p, start / HIST_INTERVAL);
+      if (maxs[i] > maxima[slot])
+        maxima[slot] = maxs[i];
     }
   }
   free(vals);
@@ -472,13 +485,8 @@ publish_load_history(publish_t *p, const statefile_t *st, time_t now)
   for (int i = 0; i < BW_HOURS; i++) {
     if (rd->hour[i] < 0 || rd->hour[i] != wr->hour[i])
       continue;
-    uint64_t rate = rd->rate[i] < wr->rate[i] ? rd->rate[i] : wr->rate[i];
-    if (p->hour_of[i] != rd->hour[i]) {
-      p->hour_of[i] = rd->hour[i];
-      p->hour_max[i] = 0;
-    }
-    if (rate > p->hour_max[i])
-      p->hour_max[i] = rate;
+    note_hour_rate(p, rd->hour[i],
+                   rd->rate[i] < wr->rate[i] ? rd->rate[i] : wr->rate[i]);
   }
   free(rd);
   free(wr);

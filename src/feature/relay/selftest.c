@@ -110,7 +110,6 @@ bandwidth_test(selftest_t *st, circbuild_t *cb, origin_circuit_t *circ)
       break;
     sent++;
   }
-  st->st.n_bw_cells = sent;
   log_notice("Performing bandwidth self-test: %u cells through our own "
              "ORPort...done.", sent);
   if (st->cb == cb)

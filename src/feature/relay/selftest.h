@@ -84,7 +84,6 @@ const pc_addr_t *selftest_address(const selftest_t *st);
 /* Counters, for tests. */
 typedef struct selftest_stats_t {
   unsigned n_attempts, n_failed, n_complaints;
-  unsigned n_bw_cells; /* DROP cells the bandwidth self-test sent */
 } selftest_stats_t;
 void selftest_get_stats(const selftest_t *st, selftest_stats_t *out);
 /* DROP cells for the bandwidth self-test at rate bytes/s: ten seconds'
