@@ -13,7 +13,8 @@
 #   (pctor-testbed undoes a half-built network itself), waits for it, and
 #   runs `down` on the run (idempotent) before writing what it has.
 # - After `down` the clients' logs and the relays'
-#   DataDirectory/measureme.jsonl are collected (collect_run); the test
+#   DataDirectory/measureme.jsonl are collected (collect_run: to a file,
+#   never all in memory, as a large Shadow run has millions); the test
 #   bed's run directory is kept without its data directories and web
 #   files (--keep-data keeps them).
 # - --engine shadow compiles the same runs for the Shadow simulator through
@@ -43,8 +44,8 @@ from .definition import (ExperimentError, PROG, definition_summary, load_experim
 from .netns import Run
 from .network import consensus_flags, fetch_consensus, find_binaries
 from .paths import check_flags, path_candidates
-from .report import (MEASUREME_ASK, append_jsonl, make_report, read_jsonl, save_json,
-                     switch_share)
+from .report import (MEASUREME_ASK, JsonlRecords, append_jsonl, make_report, read_jsonl,
+                     save_json, switch_share)
 from .workload import run_workload, shadow_client
 
 
@@ -154,54 +155,81 @@ def prune_rundir(rundir, keep_data):
             shutil.rmtree(os.path.join(hd, h, sub), ignore_errors=True)
 
 
+def run_measureme(rdir):
+    """The run's relay MeasureMe records, each with its run, config, seed
+    and relay (collect_hosts writes them; cmd_run moves them into the
+    experiment's measureme.jsonl): read from disk on each pass, as a large
+    Shadow run has millions."""
+    return JsonlRecords(os.path.join(rdir, "measureme-records.jsonl"))
+
+
 def collect_run(exp, runrec, rundir, rdir):
     """Copy torrcs, client MeasureMe labels and relay MeasureMe records out
-    of the test bed's run directory. Returns (asks, records)."""
+    of the test bed's run directory. Returns (asks, number of records);
+    the records are in run_measureme(rdir)."""
     try:
         state = Run(rundir).load().state
     except TestbedError:
-        return [], []
+        return [], 0
     return collect_hosts(runrec, state["hosts"], rdir)
 
 
 def collect_hosts(runrec, hosts, rdir):
     """collect_run for hosts = {name: {dir, role}} (each host's directory
     holds torrc, notice.log and data/)."""
-    asks, records = [], []
+    asks, n = [], 0
     os.makedirs(os.path.join(rdir, "torrc"), exist_ok=True)
     os.makedirs(os.path.join(rdir, "measureme"), exist_ok=True)
-    for name, info in sorted(hosts.items()):
-        hd = info["dir"]
-        with contextlib.suppress(OSError):
-            shutil.copy(os.path.join(hd, "torrc"), os.path.join(rdir, "torrc", f"{name}.torrc"))
-        if info["role"] == "client":
+    with open(run_measureme(rdir).path, "w") as sink:
+        for name, info in sorted(hosts.items()):
+            hd = info["dir"]
             with contextlib.suppress(OSError):
-                with open(os.path.join(hd, "notice.log"), errors="replace") as f:
-                    for line in f:
-                        m = MEASUREME_ASK.search(line)
-                        if m:
-                            asks.append({"run": runrec["run"], "config": runrec["config"],
-                                         "seed": runrec["seed"], "client": name,
-                                         "hop": int(m.group(1)), "circuit": int(m.group(2)),
-                                         "interval_ms": int(m.group(3)),
-                                         "label": m.group(4)})
-        # The relay rotates its file at MeasureMeLogMaxSize: the older
-        # part (measureme.jsonl.1) first.
-        mm = os.path.join(hd, "data", "measureme.jsonl")
-        for suffix in (".1", ""):
-            if not os.path.exists(mm + suffix):
-                continue
-            shutil.copy(mm + suffix, os.path.join(rdir, "measureme", f"{name}.jsonl{suffix}"))
-            with open(mm + suffix, errors="replace") as f:
-                for line in f:
-                    try:
-                        r = json.loads(line)
-                    except ValueError:
-                        continue
-                    r.update({"run": runrec["run"], "config": runrec["config"],
-                              "seed": runrec["seed"], "relay": name})
-                    records.append(r)
-    return asks, records
+                shutil.copy(os.path.join(hd, "torrc"),
+                            os.path.join(rdir, "torrc", f"{name}.torrc"))
+            if info["role"] == "client":
+                asks += client_asks(runrec, name, os.path.join(hd, "notice.log"))
+            n += copy_relay_records(runrec, name, os.path.join(hd, "data"), rdir, sink)
+    return asks, n
+
+
+def client_asks(runrec, name, log):
+    """The MeasureMe requests client name logged in log."""
+    asks = []
+    with contextlib.suppress(OSError):
+        with open(log, errors="replace") as f:
+            for line in f:
+                m = MEASUREME_ASK.search(line)
+                if m:
+                    asks.append({"run": runrec["run"], "config": runrec["config"],
+                                 "seed": runrec["seed"], "client": name,
+                                 "hop": int(m.group(1)), "circuit": int(m.group(2)),
+                                 "interval_ms": int(m.group(3)), "label": m.group(4)})
+    return asks
+
+
+def copy_relay_records(runrec, name, datadir, rdir, sink):
+    """Copy relay name's MeasureMe files from its data directory into the
+    run's measureme/, and write each record, with its run, config, seed and
+    relay, to sink (lines that are not JSON skipped). The relay rotates its
+    file at MeasureMeLogMaxSize: the older part (measureme.jsonl.1) first.
+    Returns the number of records."""
+    n = 0
+    mm = os.path.join(datadir, "measureme.jsonl")
+    for suffix in (".1", ""):
+        if not os.path.exists(mm + suffix):
+            continue
+        shutil.copy(mm + suffix, os.path.join(rdir, "measureme", f"{name}.jsonl{suffix}"))
+        with open(mm + suffix, errors="replace") as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                r.update({"run": runrec["run"], "config": runrec["config"],
+                          "seed": runrec["seed"], "relay": name})
+                sink.write(json.dumps(r, sort_keys=True) + "\n")
+                n += 1
+    return n
 
 
 def paired_flag_check(run_, hosts, pin_info, runrec):
@@ -356,19 +384,23 @@ def measureme_hops(mm, relays, since):
     answers that way. A circuit is known by its MeasureMe label, the same
     at every hop: {relay: {transport: hops}}, a hop being a (circuit
     label, side) seen at that relay."""
-    used = {r.get("label") for r in mm
-            if r.get("time", 0) >= since and r.get("cells_fwd")}
-    seen = {}
-    for r in mm:
+    used, seen = set(), {}
+    for r in mm:   # one pass: mm may be a file's records
+        if r.get("time", 0) < since:
+            continue
+        if r.get("cells_fwd"):
+            used.add(r.get("label"))
         relay = r.get("relay")
-        if relay not in relays or r.get("time", 0) < since or r.get("label") not in used:
+        if relay not in relays:
             continue
         for side in ("chan_bwd", "chan_fwd"):
             ch = r.get(side)
             if ch and ch.get("transport"):
                 seen[(relay, r.get("label"), side)] = ch["transport"]
     out = {}
-    for (relay, _, _), t in seen.items():
+    for (relay, label, _), t in seen.items():
+        if label not in used:
+            continue
         out.setdefault(relay, {})
         out[relay][t] = out[relay].get(t, 0) + 1
     return out
@@ -520,14 +552,14 @@ def do_run(exp, config, seed, duration, args, out):
         runrec["down_s"] = round(time.monotonic() - t, 1)
     runrec["load_end"] = loadavg()
     record_conflux_sets(runrec, exp, os.path.join(rundir, "hosts"))
-    asks, mm = collect_run(exp, runrec, rundir, rdir)
+    asks, n_mm = collect_run(exp, runrec, rundir, rdir)
     prune_rundir(rundir, args.keep_data)
     runrec["records"] = len(results)
     runrec["ok_records"] = sum(1 for r in results if r["ok"])
     runrec["measureme_asks"] = len(asks)
-    runrec["measureme_records"] = len(mm)
+    runrec["measureme_records"] = n_mm
     runrec["finished"] = time.time()
-    return runrec, results, asks, mm
+    return runrec, results, asks, run_measureme(rdir)
 
 
 def do_run_shadow(exp, config, seed, duration, args, out):
@@ -586,7 +618,7 @@ def do_run_shadow(exp, config, seed, duration, args, out):
                  "start_time": f"{int(opts['clients_start_s']) + 5}s",
                  "expected_final_state": {"exited": 0}}]
 
-    results, asks, mm = [], [], []
+    results, asks, n_mm = [], [], 0
     try:
         bins = find_binaries(bins_args, need_tor=True, need_pctor=True, need_delayd=False)
         shadow = sh.find_shadow(args.shadow)
@@ -630,7 +662,8 @@ def do_run_shadow(exp, config, seed, duration, args, out):
             runrec["status"] = "ok"
         runrec["measured"] = sum(1 for r in results if r.get("counted") and
                                  not r.get("background"))
-        asks, mm = collect_hosts(runrec, state, rdir)
+        asks, n_mm = collect_hosts(runrec, state, rdir)
+        mm = run_measureme(rdir)
         # A datagram CircuitTransport: the relays' SIGUSR1 counters (the
         # test bed's check) cannot be asked inside the simulation; their
         # MeasureMe records say which transport each hop of the circuits
@@ -666,9 +699,21 @@ def do_run_shadow(exp, config, seed, duration, args, out):
     runrec["records"] = len(results)
     runrec["ok_records"] = sum(1 for r in results if r["ok"])
     runrec["measureme_asks"] = len(asks)
-    runrec["measureme_records"] = len(mm)
+    runrec["measureme_records"] = n_mm
     runrec["finished"] = time.time()
-    return runrec, results, asks, mm
+    return runrec, results, asks, run_measureme(rdir)
+
+
+def move_records(src, dst):
+    """Append the JSON-lines file src to dst (created if missing) and
+    remove src; nothing if src is missing."""
+    try:
+        f = open(src, "rb")
+    except FileNotFoundError:
+        return
+    with f, open(dst, "ab") as g:
+        shutil.copyfileobj(f, g, 1 << 20)
+    os.unlink(src)
 
 
 def cmd_shadow_client(args):
@@ -728,7 +773,7 @@ def cmd_run(args):
                 meta["runs"].append(runrec)
                 save_json(os.path.join(out, "runs.json"), meta)
                 append_jsonl(os.path.join(out, "results.jsonl"), res)
-                append_jsonl(os.path.join(out, "measureme.jsonl"), mm)
+                move_records(mm.path, os.path.join(out, "measureme.jsonl"))
                 append_jsonl(os.path.join(out, "measureme-asks.jsonl"), asks)
                 ssp = os.path.join(out, "runs", runrec["run"], "ss.jsonl")
                 if os.path.exists(ssp):

@@ -15,6 +15,7 @@
 # - class_order is looked up at call time, so that pctor-measure can order
 #   its classes (file sizes) by size.
 
+import array
 import contextlib
 import csv
 import datetime
@@ -123,6 +124,28 @@ def read_jsonl(path):
                 if line:
                     out.append(json.loads(line))
     return out
+
+
+class JsonlRecords:
+    """The records of a JSON-lines file, read from disk again on each
+    iteration (nothing if the file is missing). A large Shadow run's
+    measureme.jsonl holds millions of records, more than memory holds as
+    Python objects: the report and the runner make a few passes over it
+    with small per-circuit accumulators instead of loading it."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __iter__(self):
+        try:
+            f = open(self.path)
+        except FileNotFoundError:
+            return
+        with f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    yield json.loads(line)
 
 
 # --------------------------------------------------------------------------
@@ -287,8 +310,87 @@ def paired_loop_classes(runs, classes):
     return out
 
 
+class _SideAcc:
+    """One direction (bwd: towards the client, fwd) of a circuit's
+    MeasureMe records, added up record by record."""
+    __slots__ = ("sent", "waited", "delay_max", "queued_max", "ewma_max", "per_circuit",
+                 "tcp_n", "rtt", "cwnd", "notsent", "tcp_first", "tcp_last")
+
+    def __init__(self):
+        self.sent = self.waited = self.delay_max = self.queued_max = 0
+        self.ewma_max = 0.0
+        self.per_circuit = 0
+        self.tcp_n = self.rtt = self.cwnd = self.notsent = 0
+        self.tcp_first = self.tcp_last = None   # (seq, retrans)
+
+    def add(self, q, ch, seq):
+        q = q or {}
+        self.sent += q.get("sent", 0)
+        self.waited += q.get("sent", 0) * q.get("delay_avg_us", 0)
+        self.delay_max = max(self.delay_max, q.get("delay_max_us", 0))
+        self.queued_max = max(self.queued_max, q.get("queued", 0))
+        self.ewma_max = max(self.ewma_max, q.get("ewma", 0.0))
+        if not ch:
+            return
+        if ch.get("per_circuit"):
+            self.per_circuit = 1
+        t = ch.get("tcp")
+        if not t:
+            return
+        self.tcp_n += 1
+        self.rtt += t["rtt_us"]
+        self.cwnd += t["cwnd"]
+        self.notsent += t.get("notsent", 0)
+        # the earliest and the latest record by seq (ties: first and last read)
+        if self.tcp_first is None or seq < self.tcp_first[0]:
+            self.tcp_first = (seq, t["retrans"])
+        if self.tcp_last is None or seq >= self.tcp_last[0]:
+            self.tcp_last = (seq, t["retrans"])
+
+    def fields(self, d):
+        row = {f"qdelay_{d}_ms": round(self.waited / self.sent / 1000, 2) if self.sent else None,
+               f"qdelay_{d}_max_ms": round(self.delay_max / 1000, 1),
+               f"queued_{d}_max": self.queued_max,
+               f"ewma_{d}_max": round(self.ewma_max, 1),
+               f"chan_{d}_per_circuit": self.per_circuit}
+        if self.tcp_n:
+            row[f"tcp_{d}_rtt_ms"] = round(self.rtt / self.tcp_n / 1000, 1)
+            row[f"tcp_{d}_cwnd"] = round(self.cwnd / self.tcp_n, 1)
+            row[f"tcp_{d}_retrans"] = max(0, self.tcp_last[1] - self.tcp_first[1])
+            row[f"tcp_{d}_notsent_kb"] = round(self.notsent / self.tcp_n / 1000, 1)
+        else:
+            for k in ("rtt_ms", "cwnd", "retrans", "notsent_kb"):
+                row[f"tcp_{d}_{k}"] = None
+        return row
+
+
+class _CircuitAcc:
+    """A circuit's MeasureMe records at one relay, added up record by record."""
+    __slots__ = ("config", "seed", "records", "first", "last", "cells_fwd", "cells_bwd",
+                 "bwd", "fwd")
+
+    def __init__(self, r):
+        self.config, self.seed = r["config"], r["seed"]
+        self.records = self.cells_fwd = self.cells_bwd = 0
+        self.first = self.last = None   # (seq, time) and (seq, role, age_ms)
+        self.bwd, self.fwd = _SideAcc(), _SideAcc()
+
+    def add(self, r):
+        seq = r.get("seq", 0)
+        self.records += 1
+        if self.first is None or seq < self.first[0]:
+            self.first = (seq, r.get("time"), r["config"], r["seed"])
+        if self.last is None or seq >= self.last[0]:
+            self.last = (seq, r.get("role"), r.get("age_ms", 0))
+        self.cells_fwd += r.get("cells_fwd", 0)
+        self.cells_bwd += r.get("cells_bwd", 0)
+        self.bwd.add(r.get("queue_bwd"), r.get("chan_bwd"), seq)
+        self.fwd.add(r.get("queue_fwd"), r.get("chan_fwd"), seq)
+
+
 def summarize_measureme(mm, asks, results, runs):
-    """Per-circuit summaries (one per relay and label) and the label check.
+    """Per-circuit summaries (one per relay and label) and the label check,
+    in one pass over the records mm (a list, or a JsonlRecords).
     A circuit measured since before the workload started carried the test
     bed's readiness probe only (the workload's own circuits, isolated by
     SOCKS user name, are built after it starts): class "setup"; unless the
@@ -305,44 +407,27 @@ def summarize_measureme(mm, asks, results, runs):
     pinned = paired_loop_classes(runs, client_classes)
     per = {}
     for r in mm:
-        per.setdefault((r["run"], r["relay"], r["label"], r.get("circuit")), []).append(r)
+        key = (r["run"], r["relay"], r["label"], r.get("circuit"))
+        acc = per.get(key)
+        if acc is None:
+            acc = per[key] = _CircuitAcc(r)
+        acc.add(r)
     circuits, unexpected = [], []
-    for (run, relay, label, circ), recs in sorted(per.items(), key=lambda kv: kv[0][:3]):
-        recs.sort(key=lambda x: x.get("seq", 0))
+    for (run, relay, label, circ), acc in sorted(per.items(), key=lambda kv: kv[0][:3]):
         a = ask_by_label.get((run, label))
         if a is None:
             unexpected.append({"run": run, "relay": relay, "label": label})
         client = a["client"] if a else None
         cls = client_classes.get((run, client), set())
-        row = {"run": run, "config": recs[0]["config"], "seed": recs[0]["seed"],
+        row = {"run": run, "config": acc.first[2], "seed": acc.first[3],
                "relay": relay, "label": label, "circuit": circ, "client": client,
                "class": (next(iter(cls)) if len(cls) == 1 else ("mixed" if cls else "-")),
-               "first_record": recs[0].get("time"),
-               "role": recs[-1].get("role"), "records": len(recs),
-               "seconds": round(recs[-1].get("age_ms", 0) / 1000, 1),
-               "cells_fwd": sum(x.get("cells_fwd", 0) for x in recs),
-               "cells_bwd": sum(x.get("cells_bwd", 0) for x in recs)}
+               "first_record": acc.first[1],
+               "role": acc.last[1], "records": acc.records,
+               "seconds": round(acc.last[2] / 1000, 1),
+               "cells_fwd": acc.cells_fwd, "cells_bwd": acc.cells_bwd}
         for d in ("bwd", "fwd"):
-            qs = [x.get(f"queue_{d}") or {} for x in recs]
-            sent = sum(q.get("sent", 0) for q in qs)
-            waited = sum(q.get("sent", 0) * q.get("delay_avg_us", 0) for q in qs)
-            row[f"qdelay_{d}_ms"] = round(waited / sent / 1000, 2) if sent else None
-            row[f"qdelay_{d}_max_ms"] = round(max([q.get("delay_max_us", 0) for q in qs] or [0])
-                                             / 1000, 1)
-            row[f"queued_{d}_max"] = max([q.get("queued", 0) for q in qs] or [0])
-            row[f"ewma_{d}_max"] = round(max([q.get("ewma", 0.0) for q in qs] or [0.0]), 1)
-            chans = [x.get(f"chan_{d}") for x in recs if x.get(f"chan_{d}")]
-            tcps = [c["tcp"] for c in chans if c.get("tcp")]
-            row[f"chan_{d}_per_circuit"] = int(any(c.get("per_circuit") for c in chans))
-            if tcps:
-                row[f"tcp_{d}_rtt_ms"] = round(sum(t["rtt_us"] for t in tcps) / len(tcps) / 1000, 1)
-                row[f"tcp_{d}_cwnd"] = round(sum(t["cwnd"] for t in tcps) / len(tcps), 1)
-                row[f"tcp_{d}_retrans"] = max(0, tcps[-1]["retrans"] - tcps[0]["retrans"])
-                row[f"tcp_{d}_notsent_kb"] = round(sum(t.get("notsent", 0) for t in tcps)
-                                                   / len(tcps) / 1000, 1)
-            else:
-                for k in ("rtt_ms", "cwnd", "retrans", "notsent_kb"):
-                    row[f"tcp_{d}_{k}"] = None
+            row.update(getattr(acc, d).fields(d))
         ws = wl_start.get(run)
         pin = pinned.get((run, client, str(a.get("circuit")))) if a else None
         if pin:
@@ -354,46 +439,66 @@ def summarize_measureme(mm, asks, results, runs):
     return circuits, unexpected
 
 
+def _mean_tcp(n, total, scale=1):
+    return round(total / n / scale, 1) if n else None
+
+
 def measureme_aggregate(circuits, mm, configs):
-    """Per configuration, relay and class: circuits, cells, weighted queueing
-    delay towards the client, TCP figures."""
+    """Per configuration, relay and client class: circuits, cells, weighted
+    queueing delay towards the client, TCP figures (one pass over mm)."""
     circ_class = {(c["run"], c["relay"], c["label"]): c["class"] for c in circuits}
     groups = {}
     for r in mm:
         key = (r["config"], r["relay"], circ_class.get((r["run"], r["relay"], r["label"]), "-"))
-        groups.setdefault(key, []).append(r)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"records": 0, "cells_bwd": 0, "sent": 0, "waited": 0,
+                               "per_rec": array.array("d"), "delay_max": 0,
+                               "bwd": [0, 0, 0], "fwd": [0, 0, 0],   # n, rtt, cwnd
+                               "circuits": set(), "pc": [0, 0]}      # sum, n
+        g["records"] += 1
+        g["cells_bwd"] += r.get("cells_bwd", 0)
+        q = r.get("queue_bwd") or {}
+        g["sent"] += q.get("sent", 0)
+        g["waited"] += q.get("sent", 0) * q.get("delay_avg_us", 0)
+        if q.get("sent"):
+            g["per_rec"].append(q["delay_avg_us"] / 1000)
+        g["delay_max"] = max(g["delay_max"], q.get("delay_max_us", 0))
+        for d in ("bwd", "fwd"):
+            t = (r.get(f"chan_{d}") or {}).get("tcp")
+            if t:
+                g[d][0] += 1
+                g[d][1] += t["rtt_us"]
+                g[d][2] += t["cwnd"]
+        g["circuits"].add((r["run"], r["label"]))
+        if r.get("chan_fwd"):
+            g["pc"][0] += r["chan_fwd"].get("per_circuit", 0)
+            g["pc"][1] += 1
+    retrans_by_group = {}
+    for c in circuits:
+        k = (c["config"], c["relay"], c["class"])
+        retrans_by_group[k] = (retrans_by_group.get(k, 0) + (c.get("tcp_fwd_retrans") or 0)
+                               + (c.get("tcp_bwd_retrans") or 0))
     rows = []
-    for (cfg, relay, cls), recs in sorted(groups.items(),
-                                          key=lambda kv: (configs.index(kv[0][0])
-                                                          if kv[0][0] in configs else 99,
-                                                          kv[0][1], class_order(kv[0][2]))):
-        q = [x.get("queue_bwd") or {} for x in recs]
-        sent = sum(x.get("sent", 0) for x in q)
-        waited = sum(x.get("sent", 0) * x.get("delay_avg_us", 0) for x in q)
-        per_rec = sorted(x["delay_avg_us"] / 1000 for x in q if x.get("sent"))
-        tcps = [x["chan_bwd"]["tcp"] for x in recs if (x.get("chan_bwd") or {}).get("tcp")]
-        fwd_tcps = [x["chan_fwd"]["tcp"] for x in recs if (x.get("chan_fwd") or {}).get("tcp")]
-        ncirc = len({(x["run"], x["label"]) for x in recs})
-        pc = [x["chan_fwd"].get("per_circuit", 0) for x in recs if x.get("chan_fwd")]
-        retrans = 0
-        for c in circuits:
-            if c["config"] == cfg and c["relay"] == relay and c["class"] == cls:
-                retrans += (c.get("tcp_fwd_retrans") or 0) + (c.get("tcp_bwd_retrans") or 0)
+    for (cfg, relay, cls), g in sorted(groups.items(),
+                                       key=lambda kv: (configs.index(kv[0][0])
+                                                       if kv[0][0] in configs else 99,
+                                                       kv[0][1], class_order(kv[0][2]))):
+        per_rec = sorted(g["per_rec"])
+        retrans = retrans_by_group.get((cfg, relay, cls), 0)
+        sent, pc_sum, pc_n = g["sent"], g["pc"][0], g["pc"][1]
         rows.append({
-            "config": cfg, "relay": relay, "class": cls, "circuits": ncirc, "records": len(recs),
-            "cells_bwd": sum(x.get("cells_bwd", 0) for x in recs),
-            "qdelay_bwd_ms": round(waited / sent / 1000, 2) if sent else None,
+            "config": cfg, "relay": relay, "class": cls, "circuits": len(g["circuits"]),
+            "records": g["records"], "cells_bwd": g["cells_bwd"],
+            "qdelay_bwd_ms": round(g["waited"] / sent / 1000, 2) if sent else None,
             "qdelay_bwd_p90_ms": round(percentile(per_rec, 90), 1) if per_rec else None,
-            "qdelay_bwd_max_ms": round(max([x.get("delay_max_us", 0) for x in q] or [0]) / 1000, 1),
-            "tcp_bwd_rtt_ms": round(sum(t["rtt_us"] for t in tcps) / len(tcps) / 1000, 1)
-            if tcps else None,
-            "tcp_bwd_cwnd": round(sum(t["cwnd"] for t in tcps) / len(tcps), 1) if tcps else None,
-            "tcp_fwd_rtt_ms": round(sum(t["rtt_us"] for t in fwd_tcps) / len(fwd_tcps) / 1000, 1)
-            if fwd_tcps else None,
-            "tcp_fwd_cwnd": round(sum(t["cwnd"] for t in fwd_tcps) / len(fwd_tcps), 1)
-            if fwd_tcps else None,
+            "qdelay_bwd_max_ms": round(g["delay_max"] / 1000, 1),
+            "tcp_bwd_rtt_ms": _mean_tcp(g["bwd"][0], g["bwd"][1], 1000),
+            "tcp_bwd_cwnd": _mean_tcp(g["bwd"][0], g["bwd"][2]),
+            "tcp_fwd_rtt_ms": _mean_tcp(g["fwd"][0], g["fwd"][1], 1000),
+            "tcp_fwd_cwnd": _mean_tcp(g["fwd"][0], g["fwd"][2]),
             "tcp_retrans": retrans,
-            "per_circuit_fwd": round(sum(pc) / len(pc), 2) if pc else None})
+            "per_circuit_fwd": round(pc_sum / pc_n, 2) if pc_n else None})
     return rows
 
 
@@ -476,6 +581,9 @@ def cdf_steps(vals):
     return [vals[0]] + vals, [0.0] + [(k + 1) / len(vals) for k in range(len(vals))]
 
 
+MAX_DELAY_PANELS = 12
+
+
 def make_plots(out, results, configs, mm, circuits):
     """CDF plots per class and metric; returns (list of (file, caption), note)."""
     try:
@@ -522,22 +630,42 @@ def make_plots(out, results, configs, mm, circuits):
             fig.savefig(os.path.join(pdir, fn), dpi=100)
             plt.close(fig)
             figs.append((f"plots/{fn}", f"{cls}: CDF of {label}"))
-    # MeasureMe: queueing delay towards the client per relay record
+    # MeasureMe: queueing delay towards the client per relay record (one
+    # pass over mm: the delays of the records with cells, per relay,
+    # configuration and class)
     circ_class = {(c["run"], c["relay"], c["label"]): c["class"] for c in circuits}
-    relays = sorted({r["relay"] for r in mm})
+    delays, relays = {}, set()
+    for r in mm:
+        relays.add(r["relay"])
+        q = r.get("queue_bwd") or {}
+        if not q.get("sent"):
+            continue
+        cls = circ_class.get((r["run"], r["relay"], r["label"]), "-")
+        k = (r["relay"], r["config"], cls)
+        if k not in delays:
+            delays[k] = array.array("d")
+        delays[k].append(q["delay_avg_us"] / 1000)
+    relays = sorted(relays)
+    shown_note = ""
+    if len(relays) > MAX_DELAY_PANELS:
+        # a panel per relay is unreadable (and past the image size limit) at
+        # Shadow's scales: the relays with the most records with cells
+        count = {}
+        for (relay, _, _), vals in delays.items():
+            count[relay] = count.get(relay, 0) + len(vals)
+        relays = sorted(sorted(relays, key=lambda x: -count.get(x, 0))[:MAX_DELAY_PANELS])
+        shown_note = (f" (the {MAX_DELAY_PANELS} relays with the most such intervals; "
+                      "all of them in `measureme-summary.csv`)")
     if relays:
         fig, axes = plt.subplots(1, len(relays), figsize=(4.2 * len(relays), 3.8), squeeze=False)
         drew = False
         for ax, relay in zip(axes[0], relays):
             k = 0
+            classes = sorted({key[2] for key in delays if key[0] == relay} - {"setup"},
+                             key=class_order)
             for i, c in enumerate(configs):
-                for cls in sorted({circ_class.get((r["run"], r["relay"], r["label"]), "-")
-                                   for r in mm if r["relay"] == relay} - {"setup"},
-                                  key=class_order):
-                    vals = sorted(r["queue_bwd"]["delay_avg_us"] / 1000 for r in mm
-                                  if r["relay"] == relay and r["config"] == c
-                                  and circ_class.get((r["run"], relay, r["label"]), "-") == cls
-                                  and (r.get("queue_bwd") or {}).get("sent"))
+                for cls in classes:
+                    vals = sorted(delays.get((relay, c, cls), ()))
                     if not vals:
                         continue
                     drew = True
@@ -559,7 +687,7 @@ def make_plots(out, results, configs, mm, circuits):
             fig.savefig(os.path.join(pdir, "measureme-queue-delay.png"), dpi=100)
             figs.append(("plots/measureme-queue-delay.png",
                          "MeasureMe: average queueing delay of cells towards the client per "
-                         "recording interval (intervals with cells), per relay"))
+                         "recording interval (intervals with cells), per relay" + shown_note))
         plt.close(fig)
     return figs, None
 
@@ -569,10 +697,18 @@ def relay_confirmations(run, pp, asks, mm):
     that asked its hops for MeasureMe records (by label), whether the relays
     that recorded that label are exactly the asked hops of the drawn path.
     Returns (circuits confirmed, circuits checked)."""
-    recorded = {}
+    return _confirmations(run, pp, asks, recorded_relays(mm).get(run, {}))
+
+
+def recorded_relays(mm):
+    """{run: {label: the relays that recorded it}}, in one pass over mm."""
+    out = {}
     for x in mm:
-        if x.get("run") == run:
-            recorded.setdefault(x["label"], set()).add(x["relay"])
+        out.setdefault(x.get("run"), {}).setdefault(x["label"], set()).add(x["relay"])
+    return out
+
+
+def _confirmations(run, pp, asks, recorded):
     want = {}
     for a in asks:
         if a.get("run") != run or a["client"] not in pp:
@@ -591,6 +727,7 @@ def paired_rows(runs, asks=(), mm=()):
     """The report's paired-paths table: one row per run with paired paths."""
     first = {}
     rows = []
+    recorded = recorded_relays(mm) if any(r.get("paired_paths") for r in runs) else {}
     for r in runs:
         pp = r.get("paired_paths")
         if not pp:
@@ -600,7 +737,7 @@ def paired_rows(runs, asks=(), mm=()):
         tot = lambda k: sum(c.get(k, 0) for c in pp.values())
         nb = sum(sum(c.get("circuits_built", {}).values()) for c in pp.values())
         fl = r.get("paired_paths_flags", "-")
-        ok, n = relay_confirmations(r["run"], pp, asks, mm)
+        ok, n = _confirmations(r["run"], pp, asks, recorded.get(r["run"], {}))
         rows.append([r["run"], tot("streams_on_pinned_path"), tot("streams_on_other_circuit"),
                      tot("unpinned_streams"), nb,
                      fl if isinstance(fl, str) else "; ".join(fl)[:120], same,
@@ -634,7 +771,7 @@ def make_report(out):
         meta = json.load(f)
     exp = meta["definition"]
     results = read_jsonl(os.path.join(out, "results.jsonl"))
-    mm = read_jsonl(os.path.join(out, "measureme.jsonl"))
+    mm = JsonlRecords(os.path.join(out, "measureme.jsonl"))
     asks = read_jsonl(os.path.join(out, "measureme-asks.jsonl"))
     configs = [c for c in meta["configs"]]
     allcfg = {c["name"]: c for c in exp["configs"]}
@@ -664,7 +801,7 @@ def make_report(out):
                "throughput": thr, "measureme": agg,
                "measureme_unexpected_labels": unexpected,
                "measureme_labels_asked": sorted({a["label"] for a in asks}),
-               "measureme_labels_recorded": sorted({r["label"] for r in mm}),
+               "measureme_labels_recorded": sorted({c["label"] for c in circuits}),
                "runs": meta["runs"], "figures": [f for f, _ in figs]}
     save_json(os.path.join(out, "summary.json"), summary)
 
@@ -802,8 +939,9 @@ def make_report(out):
         L.append(f"**{cap}**\n\n![{cap}]({f})\n")
     L.append("## MeasureMe\n")
     L.append(f"Clients logged {len({a['label'] for a in asks})} circuit label(s) they asked "
-             f"relays to measure; the relays wrote {len(mm)} records for "
-             f"{len({(r['run'], r['relay'], r['label']) for r in mm})} (relay, circuit) pairs. "
+             f"relays to measure; the relays wrote {sum(c['records'] for c in circuits)} "
+             f"records for {len({(c['run'], c['relay'], c['label']) for c in circuits})} "
+             "(relay, circuit) pairs. "
              + ("Every record carries a label that a client logged."
                 if not unexpected else
                 f"**{len(unexpected)} (relay, circuit) pairs carry labels no client logged.**")

@@ -81,14 +81,22 @@ def test_collect_hosts(tmp_path):
         '{"label": "0123456789abcdef", "seq": 2}\nnot json\n{"label": "fedcba9876543210"\n')
     runrec = {"run": "r1", "config": "A", "seed": 3}
     hosts = {"c1": {"dir": str(c1), "role": "client"}, "mid": {"dir": str(mid), "role": "relay"}}
-    asks, records = experiment.collect_hosts(runrec, hosts, str(rdir))
+    asks, n = experiment.collect_hosts(runrec, hosts, str(rdir))
+    records = list(experiment.run_measureme(str(rdir)))
     base = {"run": "r1", "config": "A", "seed": 3}
     assert asks == [dict(base, client="c1", hop=2, circuit=12, interval_ms=500,
                          label="0123456789abcdef"),
                     dict(base, client="c1", hop=3, circuit=12, interval_ms=500,
                          label="fedcba9876543210")]
-    assert records == [dict(base, relay="mid", label="0123456789abcdef", seq=1),
-                       dict(base, relay="mid", label="0123456789abcdef", seq=2)]
+    assert n == 2 and records == [dict(base, relay="mid", label="0123456789abcdef", seq=1),
+                                  dict(base, relay="mid", label="0123456789abcdef", seq=2)]
+    # the runner moves a run's records into the experiment's file
+    out = tmp_path / "measureme.jsonl"
+    out.write_text('{"seq": 0}\n')
+    experiment.move_records(experiment.run_measureme(str(rdir)).path, str(out))
+    assert [r["seq"] for r in report.JsonlRecords(str(out))] == [0, 1, 2]
+    assert list(experiment.run_measureme(str(rdir))) == []
+    experiment.move_records(str(tmp_path / "missing"), str(out))   # nothing to move
     assert sorted(os.listdir(rdir / "measureme")) == ["mid.jsonl", "mid.jsonl.1"]
     assert (rdir / "torrc" / "c1.torrc").read_text() == "SocksPort 9050\n"
 

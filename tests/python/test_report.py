@@ -143,6 +143,31 @@ def test_measureme_join():
     assert sorted(agg) == [("mid", "-"), ("mid", "setup"), ("mid", "web")]
 
 
+def test_measureme_join_streams(tmp_path):
+    # The report reads a large run's records from disk in a few passes:
+    # each of the join's functions takes a one-shot iterator (one pass)
+    # and gives what it gives for the list, and so does the file.
+    mm = [mmrec("L1", 2, 160.0, 30, 3000, 9000, {"rtt_us": 40000, "cwnd": 30, "retrans": 4}),
+          mmrec("L1", 1, 150.0, 10, 1000, 5000, {"rtt_us": 20000, "cwnd": 10, "retrans": 1}),
+          mmrec("L1", 3, 170.0, 0, 0, 0, None),
+          mmrec("L2", 1, 150.0, 5, 500, 800, None, relay="x1", circuit=4)]
+    asks = [{"run": "r1", "label": "L1", "client": "c1"}]
+    results = [{"run": "r1", "client": "c1", "class": "web"}]
+    runs = [{"run": "r1", "workload_started": 100.0}]
+    p = str(tmp_path / "measureme.jsonl")
+    report.append_jsonl(p, mm)
+    want = report.summarize_measureme(mm, asks, results, runs)
+    assert report.summarize_measureme(iter(mm), asks, results, runs) == want
+    assert report.summarize_measureme(report.JsonlRecords(p), asks, results, runs) == want
+    circuits = want[0]
+    assert [(c["relay"], c["records"], c["tcp_bwd_retrans"], c["seconds"]) for c in circuits] \
+        == [("mid", 3, 3, 3.0), ("x1", 1, None, 1.0)]
+    agg = report.measureme_aggregate(circuits, mm, ["A"])
+    assert report.measureme_aggregate(circuits, iter(mm), ["A"]) == agg
+    assert report.measureme_aggregate(circuits, report.JsonlRecords(p), ["A"]) == agg
+    assert list(report.JsonlRecords(str(tmp_path / "missing"))) == []
+
+
 def test_measureme_join_mixed_client():
     mm = [mmrec("L1", 1, 150.0, 1, 1, 1, None)]
     asks = [{"run": "r1", "label": "L1", "client": "c1"}]
