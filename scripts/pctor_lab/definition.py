@@ -322,13 +322,15 @@ def load_experiment(path, scale=None):
     exp["shadow"] = {}
     for k, v in shadow.items():
         lim = {"clients_start_s": (1, 3600), "workload_start_s": (2, 7200),
-               "parallelism": (1, 64), "nice": (0, 19), "measured_bandwidths": (0, 1)}.get(k)
+               "parallelism": (1, 64), "nice": (0, 19), "measured_bandwidths": (0, 1),
+               "cpu_pinning": (0, 1)}.get(k)
         if lim is None:
             raise ExperimentError(f"{path}: unknown key shadow.{k}")
-        if k == "measured_bandwidths" and isinstance(v, bool):
+        flag = k in ("measured_bandwidths", "cpu_pinning")
+        if flag and isinstance(v, bool):
             v = int(v)
-        exp["shadow"][k] = _num(v, f"shadow.{k}", *lim, integer=k in ("parallelism", "nice",
-                                                                 "measured_bandwidths"))
+        exp["shadow"][k] = _num(v, f"shadow.{k}", *lim,
+                                integer=flag or k in ("parallelism", "nice"))
     if exp["shadow"].get("workload_start_s", 90) <= exp["shadow"].get("clients_start_s", 30):
         raise ExperimentError(f"{path}: shadow.workload_start_s must come after "
                               f"shadow.clients_start_s")

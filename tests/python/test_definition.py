@@ -156,6 +156,14 @@ def test_inline_definition(tmp_path):
     assert exp["configs"][1]["baseline"] == "a"
 
 
+def test_shadow_section(tmp_path):
+    p = tmp_path / "ok.toml"
+    p.write_text(INLINE + WORKLOAD + CONFIGS +
+                 "[shadow]\ncpu_pinning = true\nmeasured_bandwidths = false\nnice = 5\n")
+    assert definition.load_experiment(str(p))["shadow"] == \
+        {"cpu_pinning": 1, "measured_bandwidths": 0, "nice": 5}
+
+
 @pytest.mark.parametrize("body,msg", [
     (INLINE + WORKLOAD + CONFIGS + "[bogus]\n", r"unknown section \[bogus\]"),
     (INLINE.replace('seeds = 1', 'seeds = 1\ncolour = 2') + WORKLOAD + CONFIGS,
@@ -180,6 +188,8 @@ def test_inline_definition(tmp_path):
      "pctor option"),
     (INLINE.replace('role = "authority"', 'role = "authority"\nbinary = "pctor"') +
      WORKLOAD + CONFIGS, "authorities run tor"),
+    (INLINE + WORKLOAD + CONFIGS + "[shadow]\ncpu_pinning = 2\n", "shadow.cpu_pinning"),
+    (INLINE + WORKLOAD + CONFIGS + "[shadow]\nthreads = 2\n", "unknown key shadow.threads"),
 ])
 def test_refused(tmp_path, body, msg):
     p = tmp_path / "bad.toml"

@@ -222,6 +222,19 @@ def compile_once(mod, tmp_path, bins, out, first="r1"):
         return json.load(f)
 
 
+def test_compile_cpu_pinning(shadow_mod, fakes, tmp_path):
+    """Shadow's CPU pinning is off unless [shadow] cpu_pinning = 1: it pins
+    from CPU 0 on, so simulations side by side would share one core."""
+    bins, _ = fakes
+    compile_once(shadow_mod, tmp_path, bins, "run1")
+    yaml = (tmp_path / "run1" / "shadow.yaml").read_text()
+    assert "experimental:\n  use_cpu_pinning: false\n" in yaml
+    tb = tmp_path / "run1.toml"
+    shadow_mod.compile_network(str(tb), str(tmp_path / "pin"), bins, 1, 60,
+                               dict(shadow_mod.DEFAULTS, cpu_pinning=1))
+    assert "  use_cpu_pinning: true\n" in (tmp_path / "pin" / "shadow.yaml").read_text()
+
+
 def keyfile(tmp_path, out, host, name="secret_id_key"):
     return (tmp_path / out / "template" / "hosts" / host / "data" / "keys" / name).read_bytes()
 
