@@ -379,7 +379,7 @@ class _CircuitAcc:
         seq = r.get("seq", 0)
         self.records += 1
         if self.first is None or seq < self.first[0]:
-            self.first = (seq, r.get("time"), r["config"], r["seed"])
+            self.first = (seq, r.get("time"))
         if self.last is None or seq >= self.last[0]:
             self.last = (seq, r.get("role"), r.get("age_ms", 0))
         self.cells_fwd += r.get("cells_fwd", 0)
@@ -419,7 +419,7 @@ def summarize_measureme(mm, asks, results, runs):
             unexpected.append({"run": run, "relay": relay, "label": label})
         client = a["client"] if a else None
         cls = client_classes.get((run, client), set())
-        row = {"run": run, "config": acc.first[2], "seed": acc.first[3],
+        row = {"run": run, "config": acc.config, "seed": acc.seed,
                "relay": relay, "label": label, "circuit": circ, "client": client,
                "class": (next(iter(cls)) if len(cls) == 1 else ("mixed" if cls else "-")),
                "first_record": acc.first[1],
