@@ -32,7 +32,7 @@ EXPERIMENT_KEYS = ("name", "title", "reproduces", "scale", "paper", "seeds", "du
                    "paired_paths")
 WORKLOAD_KEYS = ("class", "clients", "model", "file", "server", "streams", "isolate",
                  "think_min_s", "think_max_s", "stagger_s", "background")
-CONFIG_KEYS = ("name", "description", "baseline", "torrc", "pair", "link")
+CONFIG_KEYS = ("name", "description", "baseline", "torrc", "pair", "link", "workloads")
 
 
 class ExperimentError(Exception):
@@ -480,10 +480,26 @@ def load_experiment(path, scale=None):
             for h in select(sel, f"{what}: link.{sel}"):
                 expanded.setdefault(h, {}).update(l)
         links = expanded
+        # workloads: the classes this configuration runs (default: all), e.g.
+        # the web loops alone, to measure them without the bulk traffic
+        wls = c.get("workloads")
+        if wls is not None:
+            classes = [w["class"] for w in workload]
+            if (not isinstance(wls, list) or not wls
+                    or not all(isinstance(x, str) for x in wls)):
+                raise ExperimentError(f"{what}: workloads must be a list of workload classes")
+            for x in wls:
+                if x not in classes:
+                    raise ExperimentError(f"{what}: workloads: no [[workload]] of class '{x}' "
+                                          f"(classes: {', '.join(classes)})")
+            if all(w["background"] for w in workload if w["class"] in wls):
+                raise ExperimentError(f"{what}: workloads: every one named is background; "
+                                      f"nothing to measure")
+            wls = [w["class"] for w in workload if w["class"] in wls]
         configs.append({"name": cname, "description": str(c.get("description", "")),
                         "baseline": c.get("baseline"), "torrc": torrc,
                         "torrc_selectors": {k: _lines(v, k) for k, v in tsec.items()},
-                        "pairs": pairs, "links": links})
+                        "pairs": pairs, "links": links, "workloads": wls})
     names = [c["name"] for c in configs]
     for c in configs:
         if c["baseline"] is None:
@@ -507,6 +523,13 @@ def load_experiment(path, scale=None):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return exp
+
+
+def config_workload(exp, config):
+    """The [[workload]] entries a configuration runs (its workloads key, or
+    all of them)."""
+    wls = config.get("workloads")
+    return [w for w in exp["workload"] if wls is None or w["class"] in wls]
 
 
 def run_name(exp, config, seed):
@@ -570,6 +593,8 @@ def print_plan(exp, seeds, duration):
             print(f"    pair: {p}")
         for h, l in c["links"].items():
             print(f"    link {h}: {l}")
+        if c.get("workloads") is not None:
+            print(f"    workloads: {' '.join(c['workloads'])} only")
     n = len(exp["configs"]) * seeds
     print(f"  {n} runs ({len(exp['configs'])} configurations x {seeds} seeds), "
           f"{exp['warmup_s']:g} s warm-up + {duration:g} s measured each")
@@ -583,5 +608,6 @@ def definition_summary(exp):
         "paired_paths": exp.get("paired_paths", False),
         "workload": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in w.items()}
                      for w in exp["workload"]],
-        "configs": [{k: c[k] for k in ("name", "description", "baseline", "torrc_selectors",
-                                        "pairs", "links")} for c in exp["configs"]]}
+        "configs": [{k: c.get(k) for k in ("name", "description", "baseline", "torrc_selectors",
+                                            "pairs", "links", "workloads")}
+                    for c in exp["configs"]]}

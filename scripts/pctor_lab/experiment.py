@@ -39,8 +39,8 @@ import time
 
 from .common import SCRIPTS_DIR, TestbedError, hex_to_b64, tail
 from .config import torrc_datagram_transport, torrc_values
-from .definition import (ExperimentError, PROG, definition_summary, load_experiment, note,
-                         print_plan, run_name, testbed_toml)
+from .definition import (ExperimentError, PROG, config_workload, definition_summary,
+                         load_experiment, note, print_plan, run_name, testbed_toml)
 from .netns import Run
 from .network import consensus_flags, fetch_consensus, find_binaries
 from .paths import check_flags, path_candidates
@@ -516,7 +516,7 @@ def do_run(exp, config, seed, duration, args, out):
                 runrec[k] = run_.state[k]
         try:
             runrec["measured"], runrec["workload_started"] = run_workload(
-                exp, hosts, seed, duration, emit,
+                dict(exp, workload=config_workload(exp, config)), hosts, seed, duration, emit,
                 ss_path=os.path.join(os.path.dirname(rundir), "ss.jsonl"), pin_info=pin_info)
         finally:
             if pin_info:
@@ -581,11 +581,12 @@ def do_run_shadow(exp, config, seed, duration, args, out):
     sim = os.path.join(rdir, "shadow")
     bins_args = argparse.Namespace(builddir=args.builddir, pctor=args.pctor, tor=args.tor,
                                    tor_gencert=None)
+    workload = config_workload(exp, config)
     wl_spec = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in w.items()}
-               for w in exp["workload"]]
+               for w in workload]
 
     def client_procs(h, info, tdir):
-        if not any(h.name in w["clients"] for w in exp["workload"]):
+        if not any(h.name in w["clients"] for w in workload):
             return []
         hosts = {n: {k: i[k] for k in ("ip", "binary", "role") if k in i} |
                  ({"files": i["files"]} if "files" in i else {}) for n, i in info.items()}
@@ -648,7 +649,7 @@ def do_run_shadow(exp, config, seed, duration, args, out):
             # (on the test bed checked against the consensus; here the
             # relays' flags are the authority's in the simulation)
             runrec["paired_paths_flags"] = "not checked under Shadow"
-            clients = {c for w in exp["workload"] for c in w["clients"]}
+            clients = {c for w in workload for c in w["clients"]}
             if set(pins) != clients:
                 runrec["paired_paths_missing"] = sorted(clients - set(pins))
         if rc != 0:

@@ -861,6 +861,8 @@ def make_report(out):
             L.append(f"  - pair: `{json.dumps(p)}`")
         for h, l in cf["links"].items():
             L.append(f"  - link of {h}: `{json.dumps(l)}`")
+        if cf.get("workloads") is not None:
+            L.append(f"  - runs only the workload(s): {', '.join(cf['workloads'])}")
         if cf["baseline"] != c:
             L.append(f"  - compared with: {cf['baseline']}")
     L.append("\nWorkload:\n")

@@ -156,6 +156,48 @@ def test_inline_definition(tmp_path):
     assert exp["configs"][1]["baseline"] == "a"
 
 
+BULK = """
+[[workload]]
+class = "bulk"
+clients = ["c"]
+model = "bulk"
+file = "1MiB"
+server = "srv"
+"""
+
+
+def test_config_workloads(tmp_path):
+    """A configuration's workloads key runs only the classes it names, in
+    the definition's order; without it a configuration runs them all."""
+    p = tmp_path / "ok.toml"
+    p.write_text(INLINE + WORKLOAD + BULK + CONFIGS.replace(
+        'name = "b"\n', 'name = "b"\nworkloads = ["web"]\n') +
+        '[[config]]\nname = "c"\nworkloads = ["bulk", "web"]\n')
+    exp = definition.load_experiment(str(p))
+    a, b, c = exp["configs"]
+    assert a["workloads"] is None
+    assert [w["class"] for w in definition.config_workload(exp, a)] == ["web", "bulk"]
+    assert b["workloads"] == ["web"]
+    assert [w["class"] for w in definition.config_workload(exp, b)] == ["web"]
+    assert [w["class"] for w in definition.config_workload(exp, c)] == ["web", "bulk"]
+    summary = definition.definition_summary(exp)
+    assert [x["workloads"] for x in summary["configs"]] == [None, ["web"], ["web", "bulk"]]
+
+
+@pytest.mark.parametrize("line,msg", [
+    ('workloads = ["ftp"]', "no \\[\\[workload\\]\\] of class 'ftp'"),
+    ('workloads = []', "workloads must be a list"),
+    ('workloads = "web"', "workloads must be a list"),
+    ('workloads = ["bulk"]', "every one named is background"),
+])
+def test_config_workloads_refused(tmp_path, line, msg):
+    p = tmp_path / "bad.toml"
+    p.write_text(INLINE + WORKLOAD + BULK.replace('server = "srv"', 'server = "srv"\nbackground = true') +
+                 CONFIGS.replace('name = "b"\n', f'name = "b"\n{line}\n'))
+    with pytest.raises(BadDefinition, match=msg):
+        definition.load_experiment(str(p))
+
+
 def test_shadow_section(tmp_path):
     p = tmp_path / "ok.toml"
     p.write_text(INLINE + WORKLOAD + CONFIGS +
