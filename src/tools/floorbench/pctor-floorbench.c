@@ -56,6 +56,7 @@
 
 #include "core/crypto/relay_crypto.h"
 #include "lib/crypt/crypt_init.h"
+#include "lib/time/clock.h"
 #include "lib/tls/tls.h"
 
 #define CELL_LEN 514
@@ -95,9 +96,7 @@ die(const char *what, const char *detail)
 static double
 now_s(void)
 {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  return (double)time_mono_ns() * 1e-9;
 }
 
 static double
@@ -106,17 +105,26 @@ tv_s(struct timeval tv)
   return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
 }
 
+/* A TCP socket, and 127.0.0.1:port in *a. */
+static int
+loopback_socket(struct sockaddr_in *a, uint16_t port)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    die("socket", strerror(errno));
+  memset(a, 0, sizeof(*a));
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a->sin_port = htons(port);
+  return fd;
+}
+
 static int
 listen_loopback(uint16_t *port)
 {
   struct sockaddr_in a;
   socklen_t alen = sizeof(a);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    die("socket", strerror(errno));
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = loopback_socket(&a, 0);
   if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0 ||
       getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
     die("listening on 127.0.0.1", strerror(errno));
@@ -128,13 +136,7 @@ static int
 connect_loopback(uint16_t port)
 {
   struct sockaddr_in a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    die("socket", strerror(errno));
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  int fd = loopback_socket(&a, port);
   if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
     die("connecting to 127.0.0.1", strerror(errno));
   return fd;
