@@ -381,6 +381,13 @@ def load_experiment(path, scale=None):
             return [h["name"] for h in hosts if h.get("role", "host") in TOR_ROLES]
         raise ExperimentError(f"{what}: '{sel}' is no host, group, role, binary or 'all'")
 
+    def selectable(sel):
+        try:
+            select(sel, "")
+            return True
+        except ExperimentError:
+            return False
+
     # workload
     wl = raw.get("workload", [])
     if not isinstance(wl, list) or not wl:
@@ -435,6 +442,7 @@ def load_experiment(path, scale=None):
     if not isinstance(cl, list) or len(cl) < 2:
         raise ExperimentError(f"{path}: needs two or more [[config]] entries")
     configs = []
+    left_out = []
     for i, c in enumerate(cl):
         what = f"{path}: [[config]] #{i + 1}"
         for k in c:
@@ -443,8 +451,18 @@ def load_experiment(path, scale=None):
         cname = c.get("name")
         if not isinstance(cname, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,24}", cname):
             raise ExperimentError(f"{what}: name must be 1-24 of [A-Za-z0-9_-]")
-        if any(x["name"] == cname for x in configs):
+        if any(x["name"] == cname for x in configs) or cname in left_out:
             raise ExperimentError(f"{what}: name '{cname}' used twice")
+        # A configuration written for the network as given (its torrc or link
+        # names hosts such as r1) does not fit a [scale]'s generated network:
+        # it is left out of that scale, not refused.
+        if scale is not None:
+            missing = [sel for t in ("torrc", "link")
+                       for sel in (c.get(t) if isinstance(c.get(t), dict) else {})
+                       if not selectable(sel)]
+            if missing:
+                left_out.append(cname)
+                continue
         torrc = {}
         tsec = c.get("torrc", {})
         if not isinstance(tsec, dict):
@@ -507,7 +525,11 @@ def load_experiment(path, scale=None):
         elif c["baseline"] not in names:
             raise ExperimentError(f"{path}: config {c['name']}: baseline '{c['baseline']}' "
                                   f"is no configuration")
+    if len(configs) < 2:
+        raise ExperimentError(f"{path}: [scale.{scale}] leaves fewer than two [[config]] "
+                              f"entries (left out: {', '.join(left_out)})")
     exp["configs"] = configs
+    exp["configs_left_out"] = left_out
     # every configuration's network must be a valid test-bed file
     for c in configs:
         text = testbed_toml(exp, c, 1)
@@ -595,6 +617,9 @@ def print_plan(exp, seeds, duration):
             print(f"    link {h}: {l}")
         if c.get("workloads") is not None:
             print(f"    workloads: {' '.join(c['workloads'])} only")
+    if exp.get("configs_left_out"):
+        print(f"  left out of this scale (written for the network as given): "
+              f"{' '.join(exp['configs_left_out'])}")
     n = len(exp["configs"]) * seeds
     print(f"  {n} runs ({len(exp['configs'])} configurations x {seeds} seeds), "
           f"{exp['warmup_s']:g} s warm-up + {duration:g} s measured each")

@@ -744,7 +744,10 @@ def cmd_run(args):
         want = args.configs.split(",")
         unknown = [c for c in want if c not in [x["name"] for x in configs]]
         if unknown:
-            raise ExperimentError(f"no configuration {', '.join(unknown)}")
+            gone = [c for c in unknown if c in exp.get("configs_left_out", [])]
+            raise ExperimentError(f"no configuration {', '.join(unknown)}" + (
+                f" ({', '.join(gone)}: written for the network as given, left out of "
+                f"--scale {args.scale})" if gone else ""))
         configs = [c for c in configs if c["name"] in want]
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = os.path.abspath(args.out or f"pctor-experiment-{exp['name']}-{stamp}")

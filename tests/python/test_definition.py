@@ -45,6 +45,20 @@ def test_shipped_scales_load(top):
     assert n >= 10
 
 
+def test_scale_leaves_out_host_configs(top):
+    """A configuration whose torrc names hosts of the network as written
+    (pctcp-webbulk's *-bwrate: r1, x1, ...) is left out of a [scale], and
+    kept without one."""
+    f = os.path.join(top, "scripts", "experiments", "pctcp-webbulk.toml")
+    names = [c["name"] for c in definition.load_experiment(f)["configs"]]
+    assert "vanilla-bwrate" in names and "pctcp-bwrate" in names
+    exp = definition.load_experiment(f, scale="r10c50")
+    names = [c["name"] for c in exp["configs"]]
+    assert "vanilla-bwrate" not in names and "pctcp-bwrate" not in names
+    assert "vanilla" in names and "pctcp-webonly" in names
+    assert exp["configs_left_out"] == ["vanilla-bwrate", "pctcp-bwrate"]
+
+
 def test_scale_keeps_unscaled_hosts(top, tmp_path):
     f = os.path.join(top, "scripts", "experiments", "conflux-scale.toml")
     exp = definition.load_experiment(f, scale="paper20")
