@@ -456,13 +456,11 @@ def load_experiment(path, scale=None):
         # A configuration written for the network as given (its torrc or link
         # names hosts such as r1) does not fit a [scale]'s generated network:
         # it is left out of that scale, not refused.
-        if scale is not None:
-            missing = [sel for t in ("torrc", "link")
-                       for sel in (c.get(t) if isinstance(c.get(t), dict) else {})
-                       if not selectable(sel)]
-            if missing:
-                left_out.append(cname)
-                continue
+        if scale is not None and any(
+                not selectable(sel) for t in ("torrc", "link")
+                for sel in (c.get(t) if isinstance(c.get(t), dict) else {})):
+            left_out.append(cname)
+            continue
         torrc = {}
         tsec = c.get("torrc", {})
         if not isinstance(tsec, dict):

@@ -81,7 +81,6 @@ typedef struct report_t {
   double user_s, sys_s, wall_s;
   long n_reads, n_writes;
   char suite[64];
-  char error[160];
 } report_t;
 
 /* "pctor-floorbench: WHAT[: DETAIL]" on stderr, exit 1. */
